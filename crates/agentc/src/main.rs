@@ -1,0 +1,2 @@
+//! The `agentc` command line.
+fn main() {}

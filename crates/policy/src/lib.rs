@@ -1,0 +1,20 @@
+//! Backend-agnostic policy for agentc: profiles in, one [`LaunchSpec`] out.
+//!
+//! A profile is TOML text handed in as a string; the environment is a map handed in; the
+//! machine (user, workspace, profile directory, which host paths exist) is an input too. This
+//! crate reads nothing from the process, so every result is reproducible in a test.
+//!
+#![deny(missing_docs)]
+
+pub mod capability;
+pub mod profile;
+pub mod spec;
+
+pub use capability::Capability;
+pub use profile::{AgentName, Profile};
+pub use spec::*;
+pub mod error;
+pub mod inputs;
+
+pub use error::{Location, PolicyError};
+pub use inputs::{DecantSource, Owner, PathKind, PathProbe, RealPaths, ResolveInputs};

@@ -1,0 +1,471 @@
+//! The profile as written: serde structs that mirror the TOML, schema version 1.
+//!
+//! These types accept every profile that agent-containers accepts, plus agentc's sandbox fields
+//! (`[image]`, `[resources]`, `[logging]`, `[network]`, `[security]`, `[workspace]`). They hold
+//! what the user wrote, with defaults filled in; the rules that span fields live in
+//! [`crate::validate`], and turning a profile into a launch lives in [`crate::resolve`].
+//! Unknown fields are errors everywhere.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The only profile schema version this crate reads.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// A complete profile: one named agent deployment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// Profile schema version; must be 1.
+    #[serde(default = "default_schema_version")]
+    pub schema_version: i64,
+    /// Profile name: `^[a-z][a-z0-9_-]{0,62}$`. Used in container, volume and image names.
+    pub name: String,
+    /// The agent this profile runs.
+    pub agent: AgentName,
+    /// Named volume for the agent's persistent home; defaults to
+    /// `<agent>-home-<user>-<uid>-<name>`.
+    pub home_volume: Option<String>,
+    /// Build-time packages.
+    #[serde(default)]
+    pub packages: PackageSet,
+    /// Model provider settings.
+    pub provider: Option<ProviderConfig>,
+    /// HTTP(S) proxy and CA trust.
+    pub proxy: Option<ProxyConfig>,
+    /// Egress policy and optional SSH gateway.
+    #[serde(default)]
+    pub egress: EgressConfig,
+    /// Decant session-browser companion.
+    #[serde(default)]
+    pub decant: DecantConfig,
+    /// Langfuse tracing.
+    #[serde(default)]
+    pub langfuse: LangfuseConfig,
+    /// Agent-native configuration imported into the home volume.
+    pub configuration_import: Option<ConfigurationImport>,
+    /// Configuration files mounted into the container (mutually exclusive with
+    /// `configuration_import`).
+    #[serde(default)]
+    pub configuration_mounts: Vec<MountConfig>,
+    /// Host files and directories mounted or seeded into the container.
+    #[serde(default)]
+    pub mounts: Vec<MountConfig>,
+    /// Image reference and, for `agent = "custom"`, its entrypoint, command and user.
+    #[serde(default)]
+    pub image: ImageConfig,
+    /// cgroup limits; unset fields keep the agent preset's default.
+    #[serde(default)]
+    pub resources: ResourcesConfig,
+    /// Container log rotation.
+    #[serde(default)]
+    pub logging: LoggingConfig,
+    /// Network attachment, host gateway and published ports.
+    #[serde(default)]
+    pub network: NetworkConfig,
+    /// Capabilities and FUSE beyond the agent preset.
+    #[serde(default)]
+    pub security: SecurityConfig,
+    /// How the workspace directory is mounted.
+    #[serde(default)]
+    pub workspace: WorkspaceConfig,
+}
+
+fn default_schema_version() -> i64 {
+    SCHEMA_VERSION
+}
+
+/// The agents agentc knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum AgentName {
+    /// Anthropic's Claude Code.
+    #[serde(rename = "claude-code")]
+    ClaudeCode,
+    /// OpenCode.
+    #[serde(rename = "opencode")]
+    Opencode,
+    /// OpenAI's Codex CLI.
+    #[serde(rename = "codex")]
+    Codex,
+    /// Nous Research's Hermes agent.
+    #[serde(rename = "hermes")]
+    Hermes,
+    /// Any image: a long-lived sandbox described by `[image]`.
+    #[serde(rename = "custom")]
+    Custom,
+}
+
+impl AgentName {
+    /// The name as written in a profile.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentName::ClaudeCode => "claude-code",
+            AgentName::Opencode => "opencode",
+            AgentName::Codex => "codex",
+            AgentName::Hermes => "hermes",
+            AgentName::Custom => "custom",
+        }
+    }
+}
+
+/// Build-time packages, one list per ecosystem.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PackageSet {
+    /// Debian packages.
+    #[serde(default)]
+    pub apt: Vec<String>,
+    /// npm packages.
+    #[serde(default)]
+    pub npm: Vec<String>,
+    /// uv tools.
+    #[serde(default)]
+    pub uv_tools: Vec<String>,
+    /// uv libraries.
+    #[serde(default)]
+    pub uv_libraries: Vec<String>,
+}
+
+/// Model provider settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// Provider identifier (`anthropic`, `openai`, `custom`, ...), normalized to lower case.
+    pub kind: String,
+    /// Provider endpoint URL (http or https).
+    pub endpoint: Option<String>,
+    /// Model name.
+    pub model: Option<String>,
+    /// Name of the environment variable that holds the API key (`^[A-Z_][A-Z0-9_]*$`).
+    pub api_key_env: Option<String>,
+}
+
+/// HTTP(S) proxy, bypass list and CA trust.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProxyConfig {
+    /// HTTP proxy URL.
+    pub http: Option<String>,
+    /// HTTPS proxy URL.
+    pub https: Option<String>,
+    /// Hosts that bypass the proxy.
+    #[serde(default)]
+    pub no_proxy: Vec<String>,
+    /// CA bundle file, relative to the profile (exclusive with `ca_dir`).
+    pub ca_file: Option<String>,
+    /// Directory of CA certificates, relative to the profile (exclusive with `ca_file`).
+    pub ca_dir: Option<String>,
+}
+
+/// Egress policy and optional SSH gateway.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EgressConfig {
+    /// `deny`, `allowlist` (the default) or `unrestricted`; case-insensitive.
+    #[serde(default = "default_egress_mode")]
+    pub mode: String,
+    /// Allowed hosts in `allowlist` mode.
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    /// SSH gateway host (requires `gateway_port`).
+    pub gateway_host: Option<String>,
+    /// SSH gateway port, 1 to 65535 (requires `gateway_host`).
+    pub gateway_port: Option<i64>,
+    /// SSH gateway user.
+    pub gateway_user: Option<String>,
+    /// Host name the gateway is reached by.
+    pub gateway_access_hostname: Option<String>,
+    /// IP addresses or CIDRs reachable before the gateway is up.
+    #[serde(default)]
+    pub gateway_bootstrap_allow: Vec<String>,
+    /// SSH private key file, relative to the profile (with `gateway_known_hosts_file`).
+    pub gateway_key_file: Option<String>,
+    /// SSH known-hosts file, relative to the profile (with `gateway_key_file`).
+    pub gateway_known_hosts_file: Option<String>,
+}
+
+fn default_egress_mode() -> String {
+    "allowlist".to_string()
+}
+
+impl Default for EgressConfig {
+    fn default() -> Self {
+        EgressConfig {
+            mode: default_egress_mode(),
+            hosts: Vec::new(),
+            gateway_host: None,
+            gateway_port: None,
+            gateway_user: None,
+            gateway_access_hostname: None,
+            gateway_bootstrap_allow: Vec::new(),
+            gateway_key_file: None,
+            gateway_known_hosts_file: None,
+        }
+    }
+}
+
+/// Decant session-browser companion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecantConfig {
+    /// Opt in to Decant (Claude Code and Codex only).
+    #[serde(default)]
+    pub enabled: bool,
+    /// Profiles whose home volumes Decant reads; each is `NAME.toml` beside this profile.
+    #[serde(default)]
+    pub source_profiles: Vec<String>,
+    /// Decant image reference.
+    pub image: Option<String>,
+    /// Named volume for Decant's database.
+    pub data_volume: Option<String>,
+    /// Host address Decant is published on.
+    #[serde(default = "default_decant_bind_address")]
+    pub bind_address: String,
+    /// Host port Decant is published on, 1 to 65535.
+    #[serde(default = "default_decant_port")]
+    pub port: i64,
+}
+
+fn default_decant_bind_address() -> String {
+    "127.0.0.1".to_string()
+}
+
+fn default_decant_port() -> i64 {
+    8787
+}
+
+impl Default for DecantConfig {
+    fn default() -> Self {
+        DecantConfig {
+            enabled: false,
+            source_profiles: Vec::new(),
+            image: None,
+            data_volume: None,
+            bind_address: default_decant_bind_address(),
+            port: default_decant_port(),
+        }
+    }
+}
+
+/// Langfuse tracing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LangfuseConfig {
+    /// Opt in to Langfuse (Claude Code, Codex and OpenCode only).
+    #[serde(default)]
+    pub enabled: bool,
+    /// Langfuse endpoint URL; required when enabled.
+    pub base_url: Option<String>,
+    /// Variable holding the public key.
+    #[serde(default = "default_langfuse_public_key_env")]
+    pub public_key_env: String,
+    /// Variable holding the secret key.
+    #[serde(default = "default_langfuse_secret_key_env")]
+    pub secret_key_env: String,
+    /// Tracing environment name.
+    pub environment: Option<String>,
+    /// User id attached to traces.
+    pub user_id: Option<String>,
+}
+
+fn default_langfuse_public_key_env() -> String {
+    "LANGFUSE_PUBLIC_KEY".to_string()
+}
+
+fn default_langfuse_secret_key_env() -> String {
+    "LANGFUSE_SECRET_KEY".to_string()
+}
+
+impl Default for LangfuseConfig {
+    fn default() -> Self {
+        LangfuseConfig {
+            enabled: false,
+            base_url: None,
+            public_key_env: default_langfuse_public_key_env(),
+            secret_key_env: default_langfuse_secret_key_env(),
+            environment: None,
+            user_id: None,
+        }
+    }
+}
+
+/// How a mount provides host content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MountType {
+    /// Bind a host file or directory.
+    #[default]
+    Bind,
+    /// Bind a host directory.
+    Directory,
+    /// Copy once into the home volume with the seed helper.
+    Seed,
+}
+
+/// A mount or seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MountConfig {
+    /// How the content is provided.
+    #[serde(default, rename = "type")]
+    pub kind: MountType,
+    /// Host path; relative paths are relative to the profile's directory, `~` is the home.
+    pub source: String,
+    /// Absolute container path other than `/`.
+    pub target: String,
+    /// Mount read-only (the default).
+    #[serde(default = "default_true")]
+    pub read_only: bool,
+    /// Seed only: `keep` (the default) or `replace` an existing, different target.
+    #[serde(default = "default_on_conflict")]
+    pub on_conflict: String,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn default_on_conflict() -> String {
+    "keep".to_string()
+}
+
+/// Agent-native configuration imported into the home volume.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigurationImport {
+    /// The file to import.
+    pub source: String,
+    /// `json`, `jsonc`, `toml` or `yaml` (`yml`); inferred from the file when absent.
+    pub format: Option<String>,
+    /// Where to import it.
+    pub target: Option<String>,
+    /// `keep` (the default) or `replace`.
+    #[serde(default = "default_on_conflict")]
+    pub on_conflict: String,
+}
+
+/// Image settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ImageConfig {
+    /// Image reference; required for `agent = "custom"`, defaults to `<agent>:latest` otherwise.
+    #[serde(rename = "ref")]
+    pub reference: Option<String>,
+    /// Entrypoint program; absent keeps the image's (custom only).
+    pub entrypoint: Option<String>,
+    /// Command and arguments, such as `["tail", "-f", "/dev/null"]` (custom only).
+    pub command: Option<Vec<String>>,
+    /// User to run as (custom only).
+    pub user: Option<String>,
+    /// Build context directory, relative to the profile, for `agentc build`.
+    pub build_context: Option<String>,
+    /// Dockerfile, relative to the build context.
+    pub dockerfile: Option<String>,
+}
+
+/// cgroup limits.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResourcesConfig {
+    /// Memory limit, such as `"4g"` or `"512m"`; swap is set equal (no swap).
+    pub memory: Option<String>,
+    /// `/dev/shm` size, such as `"256m"`.
+    pub shm_size: Option<String>,
+    /// CPUs, such as `1.5` or `"2"`.
+    pub cpus: Option<CpuCount>,
+    /// Maximum number of processes.
+    pub pids_limit: Option<i64>,
+}
+
+/// A CPU count written as a number or a string.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum CpuCount {
+    /// Written as a TOML integer.
+    Integer(i64),
+    /// Written as a TOML float.
+    Float(f64),
+    /// Written as a string, such as `"1.5"`.
+    Text(String),
+}
+
+/// Container log rotation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoggingConfig {
+    /// Size at which the json-file log rotates (`"50m"` by default); `"off"` keeps the daemon's
+    /// default driver, unbounded.
+    pub max_size: Option<String>,
+    /// Number of rotated files kept (3 by default).
+    pub max_file: Option<i64>,
+}
+
+/// Network settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkConfig {
+    /// Join this named network; ports are then not published.
+    pub name: Option<String>,
+    /// Map `host.docker.internal` to the host gateway.
+    #[serde(default)]
+    pub host_gateway: bool,
+    /// Container ports published on 127.0.0.1 with a random host port: `8080` or `"53/udp"`.
+    #[serde(default)]
+    pub publish: Vec<PortConfig>,
+}
+
+/// A port written as a number or as `"PORT/PROTOCOL"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum PortConfig {
+    /// A TCP port.
+    Number(i64),
+    /// `"PORT"` or `"PORT/tcp"` or `"PORT/udp"`.
+    Text(String),
+}
+
+/// Security settings beyond the agent preset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SecurityConfig {
+    /// Capabilities added beyond the preset.
+    #[serde(default)]
+    pub add_capabilities: Vec<String>,
+    /// Allow FUSE: the `/dev/fuse` device, `SYS_ADMIN` and AppArmor unconfined.
+    #[serde(default)]
+    pub fuse: bool,
+    /// Keep the root filesystem read-only (the default).
+    #[serde(default = "default_true")]
+    pub read_only_root: bool,
+}
+
+impl Default for SecurityConfig {
+    fn default() -> Self {
+        SecurityConfig {
+            add_capabilities: Vec::new(),
+            fuse: false,
+            read_only_root: true,
+        }
+    }
+}
+
+/// How the workspace directory is mounted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceConfig {
+    /// Mount the workspace at `/workspace/<directory name>` (the default for agent presets;
+    /// custom sandboxes default to no workspace mount).
+    pub mount: Option<bool>,
+    /// Mount it read-only (writable by default).
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+impl Default for WorkspaceConfig {
+    fn default() -> Self {
+        WorkspaceConfig {
+            mount: None,
+            read_only: false,
+        }
+    }
+}

@@ -1,0 +1,362 @@
+//! The launch specification: everything agentc will ask Docker to do, as plain data.
+//!
+//! A [`LaunchSpec`] is the single contract between the policy crate and the backends. It is
+//! computed once by [`crate::resolve`], is valid by construction, and holds no Docker types:
+//! each field's documentation names the `docker run` flag and the Engine API field that carry
+//! it, and both backends render every field (they destructure it without `..`).
+//!
+//! Secrets never live here: an [`EnvValue::Secret`] names a variable of the caller's
+//! environment, whose value is read only at launch.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::capability::Capability;
+
+/// Which launch of a profile a spec describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LaunchKind {
+    /// The agent itself, interactive, removed on exit.
+    Run,
+    /// The networkless, root, copy-once helper that seeds a file into the home volume.
+    Seed,
+    /// The image build for the profile.
+    Build,
+    /// The Decant session-browser companion container.
+    Decant,
+    /// The long-lived sandbox of an `agent = "custom"` profile (the run of a custom agent).
+    Sandbox,
+}
+
+impl LaunchKind {
+    /// The lower-case name used on the command line and in labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LaunchKind::Run => "run",
+            LaunchKind::Seed => "seed",
+            LaunchKind::Build => "build",
+            LaunchKind::Decant => "decant",
+            LaunchKind::Sandbox => "sandbox",
+        }
+    }
+}
+
+/// One launch, resolved from a profile, the environment and the invocation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LaunchSpec {
+    /// Which launch this is.
+    pub kind: LaunchKind,
+    /// The profile's `name`.
+    pub profile: String,
+    /// What Docker is asked to do.
+    pub action: Action,
+    /// Where each value came from, keyed by the spec field path (`resources.memory`,
+    /// `env.HTTP_PROXY`, `mounts./workspace/app`); read by `agentc explain`.
+    pub origins: BTreeMap<String, Origin>,
+}
+
+/// What Docker is asked to do: create and start a container, or build an image.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// `docker run` / `POST /containers/create` then start.
+    Container(Box<ContainerSpec>),
+    /// `docker build`.
+    Build(BuildSpec),
+}
+
+/// Where a value of the spec came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "source", rename_all = "snake_case")]
+pub enum Origin {
+    /// agentc's built-in default, the same for every profile.
+    Default,
+    /// The preset of the profile's agent.
+    Preset {
+        /// The agent whose preset set the value.
+        agent: String,
+    },
+    /// A line of the profile.
+    Profile {
+        /// The profile field path, such as `resources.memory`.
+        field: String,
+        /// 1-based line in the profile file, where known.
+        line: Option<usize>,
+        /// 1-based column in the profile file, where known.
+        column: Option<usize>,
+    },
+    /// An environment override such as `AGENTC_MEM_LIMIT`.
+    Environment {
+        /// The variable's name.
+        variable: String,
+    },
+    /// The invocation: a command-line option or the machine (workspace, user).
+    Invocation {
+        /// The option or input, such as `--workspace` or `--image`.
+        input: String,
+    },
+}
+
+/// A container launch: the `docker run` argv and the create body are both renderings of this.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ContainerSpec {
+    /// Container name. `--name`; the create query's `name`.
+    pub name: Option<String>,
+    /// Image reference. The argument after the options; `Config.Image`.
+    pub image: String,
+    /// Entrypoint override; `None` keeps the image's. `--entrypoint`; `Config.Entrypoint` (one
+    /// element).
+    pub entrypoint: Option<String>,
+    /// Command and arguments; empty keeps the image's `CMD`. The arguments after the image;
+    /// `Config.Cmd`.
+    pub command: Vec<String>,
+    /// User (`name`, `uid` or `uid:gid`); `None` keeps the image's. `--user`; `Config.User`.
+    pub user: Option<String>,
+    /// Working directory; `None` keeps the image's. `--workdir`; `Config.WorkingDir`.
+    pub working_dir: Option<String>,
+    /// Environment entries, in launch order, names unique. `--env`; `Config.Env`.
+    pub env: Vec<EnvVar>,
+    /// Bind and volume mounts, targets unique and not nested. `--mount`; `HostConfig.Mounts`.
+    pub mounts: Vec<Mount>,
+    /// tmpfs mounts. `--tmpfs`; `HostConfig.Tmpfs`.
+    pub tmpfs: Vec<Tmpfs>,
+    /// Read-only root filesystem. `--read-only`; `HostConfig.ReadonlyRootfs`.
+    pub read_only_root: bool,
+    /// Forbid privilege gain through setuid binaries and file capabilities.
+    /// `--security-opt no-new-privileges`; `HostConfig.SecurityOpt`.
+    pub no_new_privileges: bool,
+    /// AppArmor profile override; `None` keeps the daemon's default.
+    /// `--security-opt apparmor=...`; `HostConfig.SecurityOpt`.
+    pub apparmor: Option<AppArmor>,
+    /// Drop every capability before adding `cap_add`. `--cap-drop ALL`; `HostConfig.CapDrop`.
+    pub cap_drop_all: bool,
+    /// Capabilities added. `--cap-add`; `HostConfig.CapAdd`.
+    pub cap_add: BTreeSet<Capability>,
+    /// Network attachment. `--network`; `HostConfig.NetworkMode`.
+    pub network: Network,
+    /// Extra `/etc/hosts` entries. `--add-host`; `HostConfig.ExtraHosts`.
+    pub extra_hosts: Vec<ExtraHost>,
+    /// Published container ports. `--publish`; `HostConfig.PortBindings` and
+    /// `Config.ExposedPorts`.
+    pub ports: Vec<PublishedPort>,
+    /// cgroup limits.
+    pub resources: Resources,
+    /// Log driver; `None` keeps the daemon's default. `--log-driver`, `--log-opt`;
+    /// `HostConfig.LogConfig`.
+    pub log: Option<LogConfig>,
+    /// Host devices. `--device`; `HostConfig.Devices`.
+    pub devices: Vec<Device>,
+    /// Labels, including agentc's own (`io.agentc.*`). `--label`; `Config.Labels`.
+    pub labels: BTreeMap<String, String>,
+    /// Keep stdin open and attach it. `--interactive`; `Config.OpenStdin`, `Config.AttachStdin`,
+    /// `Config.StdinOnce`.
+    pub interactive: bool,
+    /// Allocate a pseudo-TTY. `--tty`; `Config.Tty`.
+    pub tty: bool,
+    /// Remove the container when it exits. `--rm`; `HostConfig.AutoRemove`.
+    pub auto_remove: bool,
+    /// Start in the background without attaching. `--detach`; `Config.AttachStdout` and
+    /// `Config.AttachStderr` false.
+    pub detach: bool,
+}
+
+/// One environment entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct EnvVar {
+    /// The variable's name (`[A-Za-z_][A-Za-z0-9_]*`).
+    pub name: String,
+    /// Its value, or where it comes from.
+    pub value: EnvValue,
+}
+
+/// The value of an environment entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EnvValue {
+    /// A value written in the spec. Rendered as `--env NAME=value`.
+    Literal {
+        /// The value.
+        value: String,
+    },
+    /// Passed through by name from the caller's environment at launch; the spec never holds
+    /// the value. Rendered as `--env NAME` (the docker CLI reads the value from its own
+    /// environment) and as the bare `NAME` in a rendered API body.
+    Secret {
+        /// Launching fails before anything is created when the variable is unset.
+        required: bool,
+    },
+}
+
+/// A bind or volume mount.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Mount {
+    /// Absolute path in the container. `dst=`; `Mount.Target`.
+    pub target: String,
+    /// Mounted read-only. `readonly`; `Mount.ReadOnly`.
+    pub read_only: bool,
+    /// What is mounted.
+    pub source: MountSource,
+}
+
+/// What a [`Mount`] mounts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum MountSource {
+    /// A host path, which must exist. `type=bind,src=`; `Mount.Type = "bind"`, `Mount.Source`.
+    Bind {
+        /// Absolute host path.
+        path: String,
+    },
+    /// A named volume, created on first use. `type=volume,src=`; `Mount.Type = "volume"`.
+    Volume {
+        /// The volume's name.
+        name: String,
+        /// A path inside the volume to mount instead of its root. `volume-subpath=`;
+        /// `Mount.VolumeOptions.Subpath` (Engine API 1.45 and later).
+        subpath: Option<String>,
+    },
+}
+
+/// A tmpfs mount.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Tmpfs {
+    /// Absolute path in the container.
+    pub target: String,
+    /// Allow executing files from it (docker mounts tmpfs `noexec` otherwise). `:exec`.
+    pub exec: bool,
+}
+
+/// An AppArmor override.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AppArmor {
+    /// No AppArmor confinement (`apparmor=unconfined`), which FUSE mounts need.
+    Unconfined,
+}
+
+/// A network attachment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum Network {
+    /// The daemon's default bridge network.
+    Default,
+    /// No network at all: only the loopback interface.
+    None,
+    /// A named, user-defined network.
+    Named {
+        /// The network's name.
+        name: String,
+    },
+}
+
+/// One extra `/etc/hosts` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ExtraHost {
+    /// The host name.
+    pub host: String,
+    /// What it resolves to.
+    pub target: HostTarget,
+}
+
+/// The address of an [`ExtraHost`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum HostTarget {
+    /// The daemon's host gateway address (`host-gateway`).
+    HostGateway,
+    /// A literal IP address.
+    Ip {
+        /// The address.
+        address: std::net::IpAddr,
+    },
+}
+
+/// A published container port.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PublishedPort {
+    /// The port inside the container.
+    pub container_port: u16,
+    /// Its protocol.
+    pub protocol: Protocol,
+    /// The host address it is published on.
+    pub host_ip: std::net::IpAddr,
+    /// The host port; `None` lets the daemon pick a free one.
+    pub host_port: Option<u16>,
+}
+
+/// A transport protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    /// TCP.
+    Tcp,
+    /// UDP.
+    Udp,
+}
+
+impl Protocol {
+    /// The lower-case name docker uses (`tcp`, `udp`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+        }
+    }
+}
+
+/// cgroup limits; `None` leaves the daemon's default (unlimited).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Resources {
+    /// Memory limit in bytes. `--memory`; `HostConfig.Memory`.
+    pub memory_bytes: Option<u64>,
+    /// Memory plus swap in bytes; equal to `memory_bytes` means no swap. `--memory-swap`;
+    /// `HostConfig.MemorySwap`.
+    pub memory_swap_bytes: Option<u64>,
+    /// Size of `/dev/shm` in bytes. `--shm-size`; `HostConfig.ShmSize`.
+    pub shm_size_bytes: Option<u64>,
+    /// CPU quota in billionths of a CPU. `--cpus`; `HostConfig.NanoCpus`.
+    pub nano_cpus: Option<u64>,
+    /// Maximum number of processes. `--pids-limit`; `HostConfig.PidsLimit`.
+    pub pids_limit: Option<u32>,
+}
+
+/// A log driver and its options.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LogConfig {
+    /// The driver, such as `json-file`.
+    pub driver: String,
+    /// Its options, such as `max-size = "50m"`.
+    pub options: BTreeMap<String, String>,
+}
+
+/// A host device made available in the container.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Device {
+    /// Path on the host.
+    pub host_path: String,
+    /// Path in the container.
+    pub container_path: String,
+    /// cgroup permissions, a combination of `r`, `w` and `m`.
+    pub permissions: String,
+}
+
+/// An image build.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct BuildSpec {
+    /// The tag given to the image. `--tag`; query `t`.
+    pub tag: String,
+    /// The build context directory (absolute). The last argument.
+    pub context: String,
+    /// The Dockerfile, relative to the context; `None` means `Dockerfile`. `--file`; query
+    /// `dockerfile`.
+    pub dockerfile: Option<String>,
+    /// Named build contexts (BuildKit). `--build-context NAME=DIR`.
+    pub named_contexts: BTreeMap<String, String>,
+    /// Build arguments. `--build-arg NAME=VALUE`; query `buildargs`.
+    pub build_args: BTreeMap<String, String>,
+    /// Labels set on the image. `--label`; query `labels`.
+    pub labels: BTreeMap<String, String>,
+}
