@@ -119,7 +119,7 @@ pub struct ContainerSpec {
     pub working_dir: Option<String>,
     /// Environment entries, in launch order, names unique. `--env`; `Config.Env`.
     pub env: Vec<EnvVar>,
-    /// Bind and volume mounts, targets unique and not nested. `--mount`; `HostConfig.Mounts`.
+    /// Bind and volume mounts, in mount order, targets unique. `--mount`; `HostConfig.Mounts`.
     pub mounts: Vec<Mount>,
     /// tmpfs mounts. `--tmpfs`; `HostConfig.Tmpfs`.
     pub tmpfs: Vec<Tmpfs>,

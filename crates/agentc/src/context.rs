@@ -1,0 +1,199 @@
+//! Gathers what a launch depends on from the machine: the profile file, the workspace, the
+//! user, the `AGENTC_*` environment and Decant's source profiles.
+
+use std::collections::BTreeMap;
+use std::fmt::Display;
+use std::path::{Path, PathBuf};
+
+use agentc_policy::load::LoadedProfile;
+use agentc_policy::{DecantSource, LaunchKind, LaunchSpec, Owner, PolicyError, RealPaths, ResolveInputs};
+
+use crate::cli::{KindArg, LaunchArgs};
+
+/// Exit status for an invalid profile or an unlaunchable request (`EX_DATAERR`).
+pub const EXIT_INVALID: u8 = 65;
+/// Exit status for a profile file that cannot be read (`EX_NOINPUT`).
+pub const EXIT_NO_INPUT: u8 = 66;
+/// Exit status for a usage error, as clap uses.
+pub const EXIT_USAGE: u8 = 2;
+
+/// A failed command: what to print and the exit status.
+#[derive(Debug)]
+pub struct Failure {
+    /// The exit status.
+    pub code: u8,
+    /// The message, without the `error: ` prefix.
+    pub message: String,
+}
+
+impl Failure {
+    /// An invalid profile or unlaunchable request (exit 65).
+    pub fn invalid(error: PolicyError) -> Failure {
+        Failure {
+            code: EXIT_INVALID,
+            message: error.to_string(),
+        }
+    }
+
+    /// A launch a backend cannot express (exit 65).
+    pub fn unlaunchable(error: impl Display) -> Failure {
+        Failure {
+            code: EXIT_INVALID,
+            message: error.to_string(),
+        }
+    }
+
+    /// A usage error (exit 2).
+    pub fn usage(message: impl Into<String>) -> Failure {
+        Failure {
+            code: EXIT_USAGE,
+            message: message.into(),
+        }
+    }
+}
+
+/// Reads and validates a profile file.
+pub fn load_profile(path: &Path) -> Result<LoadedProfile, Failure> {
+    let shown = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|error| Failure {
+        code: EXIT_NO_INPUT,
+        message: format!("{shown}: cannot read the profile: {error}\n  hint: check the path"),
+    })?;
+    let text = String::from_utf8(bytes).map_err(|error| Failure {
+        code: EXIT_INVALID,
+        message: format!(
+            "{shown}: the profile is not UTF-8 text (invalid byte at offset {})\n  hint: save the file as UTF-8",
+            error.utf8_error().valid_up_to()
+        ),
+    })?;
+    agentc_policy::load::load(&shown, &text).map_err(Failure::invalid)
+}
+
+/// Resolves one launch of a loaded profile on this machine.
+pub fn resolve_launch(loaded: &LoadedProfile, args: &LaunchArgs) -> Result<LaunchSpec, Failure> {
+    let profile_dir = absolute_parent(&args.profile)?;
+    let workspace = workspace_dir(args.workspace.as_deref())?;
+    let owner = current_owner();
+    let kind = match args.kind {
+        KindArg::Run => LaunchKind::Run,
+        KindArg::Seed => LaunchKind::Seed,
+        KindArg::Build => LaunchKind::Build,
+        KindArg::Decant => LaunchKind::Decant,
+    };
+    let decant_sources = if kind == LaunchKind::Decant {
+        decant_sources(loaded, &profile_dir, &owner)?
+    } else {
+        Vec::new()
+    };
+    let inputs = ResolveInputs {
+        kind,
+        workspace: path_text(&workspace, "--workspace")?,
+        profile_dir: path_text(&profile_dir, "the profile's directory")?,
+        home_dir: std::env::var("HOME").unwrap_or_else(|_| "/".to_string()),
+        owner,
+        image: args.image.clone(),
+        seed_target: args.seed_target.clone(),
+        agent_args: args.agent_args.clone(),
+        env: agentc_environment(),
+        decant_sources,
+    };
+    agentc_policy::resolve::resolve(loaded, &inputs, &RealPaths).map_err(Failure::invalid)
+}
+
+/// The `AGENTC_*` variables only: the policy never sees the rest of the environment, so no
+/// secret can reach it.
+fn agentc_environment() -> BTreeMap<String, String> {
+    std::env::vars_os()
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .filter(|(name, _)| name.starts_with("AGENTC_"))
+        .collect()
+}
+
+/// The user running agentc.
+fn current_owner() -> Owner {
+    // SAFETY: getuid and getgid cannot fail and have no preconditions.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let name = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_default();
+    Owner { name, uid, gid }
+}
+
+fn workspace_dir(requested: Option<&Path>) -> Result<PathBuf, Failure> {
+    let (path, input) = match requested {
+        Some(path) => (path.to_path_buf(), "--workspace"),
+        None => (
+            std::env::current_dir().map_err(|error| {
+                Failure::usage(format!("cannot read the current directory: {error}"))
+            })?,
+            "the current directory",
+        ),
+    };
+    let canonical = std::fs::canonicalize(&path).map_err(|error| {
+        Failure::usage(format!(
+            "{input} {}: {error}\n  hint: pass an existing directory with --workspace",
+            path.display()
+        ))
+    })?;
+    if !canonical.is_dir() {
+        return Err(Failure::usage(format!(
+            "{input} {} is not a directory\n  hint: pass an existing directory with --workspace",
+            path.display()
+        )));
+    }
+    Ok(canonical)
+}
+
+fn absolute_parent(profile: &Path) -> Result<PathBuf, Failure> {
+    let canonical = std::fs::canonicalize(profile).map_err(|error| Failure {
+        code: EXIT_NO_INPUT,
+        message: format!("{}: {error}", profile.display()),
+    })?;
+    Ok(canonical
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("/")))
+}
+
+fn path_text(path: &Path, what: &str) -> Result<String, Failure> {
+    path.to_str().map(str::to_string).ok_or_else(|| {
+        Failure::usage(format!(
+            "{what} {} is not valid UTF-8\n  hint: docker cannot be given non-UTF-8 paths safely; rename it",
+            path.display()
+        ))
+    })
+}
+
+/// Loads Decant's source profiles, `NAME.toml` beside the profile.
+fn decant_sources(
+    loaded: &LoadedProfile,
+    profile_dir: &Path,
+    owner: &Owner,
+) -> Result<Vec<DecantSource>, Failure> {
+    let mut sources = Vec::new();
+    for name in &loaded.profile.decant.source_profiles {
+        let path = profile_dir.join(format!("{name}.toml"));
+        let source = load_profile(&path)?;
+        if source.profile.name != *name {
+            return Err(Failure {
+                code: EXIT_INVALID,
+                message: format!(
+                    "{}: decant.source_profiles names {name:?}, but {} holds profile {:?}\n  hint: name each source profile's file after its `name`",
+                    loaded.file,
+                    path.display(),
+                    source.profile.name
+                ),
+            });
+        }
+        if let Some(home_volume) =
+            agentc_policy::resolve::home_volume_name(&source.profile, owner)
+        {
+            sources.push(DecantSource {
+                profile: name.clone(),
+                agent: source.profile.agent,
+                home_volume,
+            });
+        }
+    }
+    Ok(sources)
+}

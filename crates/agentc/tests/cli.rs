@@ -1,0 +1,158 @@
+//! The `agentc` binary as a user meets it: exit statuses, messages and output shapes.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs agentc from the repository root with a clean environment plus `env`.
+fn agentc(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentc"));
+    command
+        .args(args)
+        .current_dir(repo_root())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", "/home/dev")
+        .env("USER", "dev");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.output().expect("agentc runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn fixture_names(folder: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(repo_root().join("fixtures").join(folder))
+        .expect("fixtures folder")
+        .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".toml"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn every_invalid_fixture_fails_with_its_own_message_and_exit_65() {
+    let names = fixture_names("invalid");
+    assert!(names.len() >= 40, "expected at least 40 invalid fixtures, found {}", names.len());
+    let mut messages = BTreeSet::new();
+    for name in names {
+        let path = format!("fixtures/invalid/{name}");
+        let output = agentc(&["validate", &path], &[]);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(65), "{path}: exit status; stderr:\n{stderr}");
+        assert!(output.stdout.is_empty(), "{path}: nothing on stdout");
+        assert!(stderr.starts_with(&format!("error: {path}")), "{path}: names the file:\n{stderr}");
+        assert!(stderr.contains("\n  hint: "), "{path}: carries a hint:\n{stderr}");
+        assert!(!stderr.contains("panicked"), "{path}: no panic:\n{stderr}");
+        insta::assert_snapshot!(name.trim_end_matches(".toml").to_string(), stderr);
+        let first_line = stderr.lines().next().unwrap_or_default().to_string();
+        let message = first_line.split_once(": ").map(|(_, rest)| rest.to_string());
+        assert!(
+            messages.insert(message.clone().unwrap_or_default().replace(&path, "")),
+            "{path}: its message is shared with another fixture: {first_line}"
+        );
+    }
+}
+
+#[test]
+fn every_valid_fixture_validates() {
+    for name in fixture_names("valid") {
+        let path = format!("fixtures/valid/{name}");
+        let output = agentc(&["validate", &path], &[]);
+        assert_eq!(output.status.code(), Some(0), "{path}: {}", text(&output.stderr));
+    }
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        vec!["render"],
+        vec!["render", "fixtures/valid/claude-basic.toml", "--backend", "podman"],
+        vec!["render", "fixtures/valid/claude-basic.toml", "--backend", "api", "--format", "shell"],
+        vec!["no-such-command"],
+    ] {
+        let output = agentc(&args, &[]);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", text(&output.stderr));
+        assert!(!output.stderr.is_empty(), "{args:?}: says why");
+    }
+}
+
+#[test]
+fn a_missing_profile_file_is_reported_with_its_path() {
+    let output = agentc(&["validate", "fixtures/valid/no-such-profile.toml"], &[]);
+    assert_eq!(output.status.code(), Some(66));
+    assert!(text(&output.stderr).contains("fixtures/valid/no-such-profile.toml"));
+}
+
+#[test]
+fn every_command_has_help_with_an_example() {
+    for command in ["validate", "schema", "explain", "render"] {
+        let output = agentc(&[command, "--help"], &[]);
+        assert_eq!(output.status.code(), Some(0), "{command}");
+        let help = text(&output.stdout);
+        assert!(help.contains("agentc "), "{command} --help shows an example:\n{help}");
+    }
+}
+
+#[test]
+fn render_json_shapes() {
+    let workspace = repo_root().to_string_lossy().into_owned();
+    let cli = agentc(
+        &["render", "fixtures/valid/claude-basic.toml", "--backend", "cli", "--format", "json", "--workspace", &workspace],
+        &[],
+    );
+    assert_eq!(cli.status.code(), Some(0), "{}", text(&cli.stderr));
+    let argv: serde_json::Value = serde_json::from_slice(&cli.stdout).expect("JSON");
+    assert_eq!(argv[0], "docker");
+    assert_eq!(argv[1], "run");
+
+    let api = agentc(
+        &["render", "fixtures/valid/claude-basic.toml", "--backend", "api", "--format", "json", "--workspace", &workspace],
+        &[],
+    );
+    assert_eq!(api.status.code(), Some(0), "{}", text(&api.stderr));
+    let rendered: serde_json::Value = serde_json::from_slice(&api.stdout).expect("JSON");
+    assert!(rendered.get("name").is_some(), "{rendered}");
+    assert!(rendered["body"]["Image"].is_string(), "{rendered}");
+}
+
+#[test]
+fn schema_is_json_schema() {
+    let output = agentc(&["schema"], &[]);
+    assert_eq!(output.status.code(), Some(0));
+    let schema: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert!(schema["properties"]["egress"].is_object(), "{schema}");
+}
+
+#[test]
+fn secret_values_in_the_environment_never_reach_the_output() {
+    const SENTINEL: &str = "sk-agentc-test-SENTINEL-value";
+    let workspace = repo_root().to_string_lossy().into_owned();
+    let secrets = [
+        ("ANTHROPIC_API_KEY", SENTINEL),
+        ("OPENAI_API_KEY", SENTINEL),
+        ("LANGFUSE_PUBLIC_KEY", SENTINEL),
+        ("LANGFUSE_SECRET_KEY", SENTINEL),
+    ];
+    for name in fixture_names("valid") {
+        let path = format!("fixtures/valid/{name}");
+        for args in [
+            vec!["render", &path, "--backend", "cli", "--format", "shell", "--workspace", &workspace],
+            vec!["render", &path, "--backend", "cli", "--format", "json", "--workspace", &workspace],
+            vec!["render", &path, "--backend", "api", "--format", "json", "--workspace", &workspace],
+            vec!["explain", &path, "--workspace", &workspace],
+        ] {
+            let output = agentc(&args, &secrets);
+            assert!(!text(&output.stdout).contains(SENTINEL), "{args:?} leaked a secret to stdout");
+            assert!(!text(&output.stderr).contains(SENTINEL), "{args:?} leaked a secret to stderr");
+        }
+    }
+}
