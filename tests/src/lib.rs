@@ -1,1 +1,6 @@
 //! Support for the workspace-level conformance tests.
+pub mod canonical;
+pub mod fixtures;
+pub mod image;
+pub mod live;
+pub mod referee;

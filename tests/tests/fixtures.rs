@@ -28,15 +28,25 @@ fn render_all(loaded: &agentc_policy::load::LoadedProfile, spec: &LaunchSpec) ->
 #[test]
 fn every_valid_fixture_renders_through_both_backends() {
     let files = fixtures::fixture_files("valid");
-    assert!(files.len() >= 30, "expected at least 30 valid fixtures, found {}", files.len());
+    assert!(
+        files.len() >= 30,
+        "expected at least 30 valid fixtures, found {}",
+        files.len()
+    );
     let mut launches_seen = 0;
     for path in files {
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         let loaded = fixtures::load_fixture(&path)
             .unwrap_or_else(|error| panic!("{} should be valid:\n{error}", path.display()));
-        assert_eq!(loaded.profile.name, name, "fixture file names match profile names");
+        assert_eq!(
+            loaded.profile.name, name,
+            "fixture file names match profile names"
+        );
         for FixtureLaunch { label, inputs } in fixtures::launches(&loaded) {
-            let launch = FixtureLaunch { label: label.clone(), inputs };
+            let launch = FixtureLaunch {
+                label: label.clone(),
+                inputs,
+            };
             let spec = fixtures::resolve(&loaded, &launch)
                 .unwrap_or_else(|error| panic!("{name} {label} should resolve:\n{error}"));
             let argv = agentc_backend_cli::render_argv(&spec)
@@ -60,7 +70,9 @@ fn secrets_are_passed_by_name_only() {
         let loaded = fixtures::load_fixture(&path).expect("valid fixture");
         for launch in fixtures::launches(&loaded) {
             let spec = fixtures::resolve(&loaded, &launch).expect("resolves");
-            let Action::Container(container) = &spec.action else { continue };
+            let Action::Container(container) = &spec.action else {
+                continue;
+            };
             for entry in &container.env {
                 if let EnvValue::Secret { .. } = entry.value {
                     let argv = agentc_backend_cli::render_argv(&spec).expect("renders");
@@ -73,7 +85,8 @@ fn secrets_are_passed_by_name_only() {
                     let body = agentc_backend_api::render_json(&spec).expect("renders");
                     let env = &body["body"]["Env"];
                     assert!(
-                        env.as_array().is_some_and(|env| env.iter().any(|e| e == &entry.name)),
+                        env.as_array()
+                            .is_some_and(|env| env.iter().any(|e| e == &entry.name)),
                         "{}: secret {} is the bare name in the body: {env}",
                         path.display(),
                         entry.name

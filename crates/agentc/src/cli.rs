@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[command(
     name = "agentc",
     version,
-    after_help = "Examples:\n  agentc validate fixtures/valid/claude-basic.toml\n  agentc render fixtures/valid/claude-basic.toml --backend cli --format shell\n  agentc explain fixtures/valid/pentest-sandbox.toml\n\nExit status: 0 success, 2 usage error, 65 invalid profile or unlaunchable request, 66 unreadable profile file."
+    after_help = "Examples:\n  agentc validate fixtures/valid/claude-minimal.toml\n  agentc render fixtures/valid/claude-minimal.toml --backend cli --format shell\n  agentc explain fixtures/valid/sandbox-pentest.toml\n\nExit status: 0 success, 2 usage error, 65 invalid profile or unlaunchable request, 66 unreadable profile file."
 )]
 pub struct Cli {
     /// What to do.
@@ -21,17 +21,19 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check that a profile is valid and can be launched here.
-    #[command(after_help = "Example:\n  agentc validate fixtures/valid/claude-basic.toml")]
+    #[command(after_help = "Example:\n  agentc validate fixtures/valid/claude-minimal.toml")]
     Validate(ProfileArgs),
     /// Print the JSON Schema of profiles, for editors.
     #[command(after_help = "Example:\n  agentc schema > agentc-profile.schema.json")]
     Schema,
     /// Explain a launch: every value with where it came from, and what widens the sandbox.
-    #[command(after_help = "Example:\n  agentc explain fixtures/valid/pentest-sandbox.toml --kind run")]
+    #[command(
+        after_help = "Example:\n  agentc explain fixtures/valid/sandbox-pentest.toml --kind run"
+    )]
     Explain(LaunchArgs),
     /// Render a launch as docker argv, a shell line, or an Engine API body, without running it.
     #[command(
-        after_help = "Examples:\n  agentc render fixtures/valid/claude-basic.toml --backend cli --format shell\n  agentc render fixtures/valid/claude-basic.toml --backend api --format json --workspace ~/src/app\n  agentc render fixtures/valid/claude-seeds.toml --kind seed --seed-target /home/claude/.claude/settings.json"
+        after_help = "Examples:\n  agentc render fixtures/valid/claude-minimal.toml --backend cli --format shell\n  agentc render fixtures/valid/claude-minimal.toml --backend api --format json --workspace ~/src/app\n  agentc render fixtures/valid/claude-seeds.toml --kind seed --seed-target /home/claude/.claude/settings.json"
     )]
     Render(RenderArgs),
 }

@@ -6,7 +6,10 @@ use std::fmt::Display;
 use std::path::{Path, PathBuf};
 
 use agentc_policy::load::LoadedProfile;
-use agentc_policy::{DecantSource, LaunchKind, LaunchSpec, Owner, PolicyError, RealPaths, ResolveInputs};
+use agentc_policy::profile::MountType;
+use agentc_policy::{
+    DecantSource, LaunchKind, LaunchSpec, Owner, PolicyError, RealPaths, ResolveInputs,
+};
 
 use crate::cli::{KindArg, LaunchArgs};
 
@@ -67,6 +70,36 @@ pub fn load_profile(path: &Path) -> Result<LoadedProfile, Failure> {
         ),
     })?;
     agentc_policy::load::load(&shown, &text).map_err(Failure::invalid)
+}
+
+/// Every launch a profile supports: its run, one seed per seed mount, its build when it has a
+/// build context, and Decant when enabled; `agentc validate` checks them all.
+pub fn every_launch(loaded: &LoadedProfile, profile: &Path) -> Vec<LaunchArgs> {
+    let launch = |kind: KindArg, seed_target: Option<String>| LaunchArgs {
+        profile: profile.to_path_buf(),
+        kind,
+        workspace: None,
+        image: None,
+        seed_target,
+        agent_args: Vec::new(),
+    };
+    let profile_fields = &loaded.profile;
+    let mut launches = vec![launch(KindArg::Run, None)];
+    launches.extend(
+        profile_fields
+            .configuration_mounts
+            .iter()
+            .chain(&profile_fields.mounts)
+            .filter(|mount| mount.kind == MountType::Seed)
+            .map(|mount| launch(KindArg::Seed, Some(mount.target.clone()))),
+    );
+    if profile_fields.image.build_context.is_some() {
+        launches.push(launch(KindArg::Build, None));
+    }
+    if profile_fields.decant.enabled {
+        launches.push(launch(KindArg::Decant, None));
+    }
+    launches
 }
 
 /// Resolves one launch of a loaded profile on this machine.
@@ -185,8 +218,7 @@ fn decant_sources(
                 ),
             });
         }
-        if let Some(home_volume) =
-            agentc_policy::resolve::home_volume_name(&source.profile, owner)
+        if let Some(home_volume) = agentc_policy::resolve::home_volume_name(&source.profile, owner)
         {
             sources.push(DecantSource {
                 profile: name.clone(),

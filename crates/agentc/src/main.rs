@@ -35,20 +35,17 @@ fn dispatch(command: Command) -> Result<String, Failure> {
     match command {
         Command::Validate(args) => {
             let loaded = context::load_profile(&args.profile)?;
-            let launch = cli::LaunchArgs {
-                profile: args.profile,
-                kind: cli::KindArg::Run,
-                workspace: None,
-                image: None,
-                seed_target: None,
-                agent_args: Vec::new(),
-            };
-            context::resolve_launch(&loaded, &launch)?;
+            let launches = context::every_launch(&loaded, &args.profile);
+            for launch in &launches {
+                context::resolve_launch(&loaded, launch)?;
+            }
             Ok(format!(
-                "{}: valid profile {:?} (agent {})\n",
+                "{}: valid profile {:?} (agent {}; {} launch{} checked)\n",
                 loaded.file,
                 loaded.profile.name,
-                loaded.profile.agent.as_str()
+                loaded.profile.agent.as_str(),
+                launches.len(),
+                if launches.len() == 1 { "" } else { "es" },
             ))
         }
         Command::Schema => {

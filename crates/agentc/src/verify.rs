@@ -561,7 +561,12 @@ fn compare_filesystems(spec: &ContainerSpec, observed: &Observation, checks: &mu
 
     for tmpfs in &spec.tmpfs {
         let expected = format!(
-            "tmpfs, writable, {}",
+            "tmpfs, {}, {}",
+            if observed.uid == Some(0) {
+                "writable"
+            } else {
+                "writable by root"
+            },
             if tmpfs.exec { "exec" } else { "noexec" }
         );
         let what = format!("tmpfs {}", tmpfs.target);
@@ -592,8 +597,11 @@ fn compare_filesystems(spec: &ContainerSpec, observed: &Observation, checks: &mu
                 (false, _) => "noexec",
             }
         );
+        // docker copies the image directory's mode onto a tmpfs (`/run` is often root's 0755),
+        // so only root's write attempt says anything about the mount itself.
+        let must_write = observed.uid == Some(0);
         let ok = entry.fstype == "tmpfs"
-            && writable == Some(true)
+            && (writable == Some(true) || !must_write)
             && option_exec == tmpfs.exec
             && ran.is_none_or(|ran| ran == tmpfs.exec);
         checks.push(check(what, expected, seen, ok));
@@ -672,14 +680,14 @@ fn compare_privileges(
                     ok,
                 ));
             }
-            if let Some(effective) = observed.cap_effective.map(capability_names) {
-                let ok = effective.is_subset(&bounding);
-                checks.push(check(
-                    "effective capabilities",
-                    "within the bounding set",
-                    list(&effective),
-                    ok,
-                ));
+            for (what, mask) in [
+                ("permitted capabilities", observed.cap_permitted),
+                ("effective capabilities", observed.cap_effective),
+            ] {
+                if let Some(set) = mask.map(capability_names) {
+                    let ok = set.is_subset(&bounding);
+                    checks.push(check(what, "within the bounding set", list(&set), ok));
+                }
             }
         }
     }
@@ -713,6 +721,15 @@ fn compare_privileges(
             observed.no_new_privs.is_some(),
         ));
     }
+
+    // agentc never turns seccomp off, so the daemon's filter must be in force.
+    let (ok, seen) = match observed.seccomp {
+        Some(2) => (true, "filter".to_string()),
+        Some(0) => (false, "disabled".to_string()),
+        Some(mode) => (false, format!("mode {mode}")),
+        None => (false, NOT_OBSERVED.to_string()),
+    };
+    checks.push(check("seccomp", "filter", seen, ok));
 
     if let Some(AppArmor::Unconfined) = spec.apparmor {
         let profile = inspect
@@ -1277,14 +1294,14 @@ END=1
             observed.tmpfs_writes,
             vec![
                 TmpfsWrite {
-                    target: "/run".to_string(),
-                    writable: true,
-                    exec: Some(true)
-                },
-                TmpfsWrite {
                     target: "/tmp".to_string(),
                     writable: true,
                     exec: Some(false)
+                },
+                TmpfsWrite {
+                    target: "/run".to_string(),
+                    writable: true,
+                    exec: Some(true)
                 },
             ]
         );
@@ -1366,6 +1383,42 @@ END=1
         let root = find(&checks, "root filesystem");
         assert!(!root.ok);
         assert_eq!(root.seen, "writable, write succeeded");
+    }
+
+    #[test]
+    fn tmpfs_write_and_exec_attempts_are_judged_by_who_tried() {
+        let refused = HARDENED.replace("TMPFS_WRITE=/run ok exec", "TMPFS_WRITE=/run denied");
+        let checks = compare(
+            &hardened_spec(),
+            &parse_probe(&refused).unwrap(),
+            &hardened_inspect(),
+        );
+        assert_eq!(failures(&checks), vec!["tmpfs /run"]);
+        // A non-root user cannot write where the image's directory is root's 0755.
+        let non_root = refused.replace("UID=0", "UID=1000");
+        let checks = compare(
+            &hardened_spec(),
+            &parse_probe(&non_root).unwrap(),
+            &hardened_inspect(),
+        );
+        assert_eq!(failures(&checks), Vec::<&str>::new());
+        assert_eq!(
+            find(&checks, "tmpfs /run").seen,
+            "tmpfs, write refused, exec"
+        );
+        // A script that runs from a mount marked noexec contradicts the option.
+        let ran = HARDENED.replace("TMPFS_WRITE=/tmp ok noexec", "TMPFS_WRITE=/tmp ok exec");
+        let checks = compare(
+            &hardened_spec(),
+            &parse_probe(&ran).unwrap(),
+            &hardened_inspect(),
+        );
+        let tmp = find(&checks, "tmpfs /tmp");
+        assert!(!tmp.ok);
+        assert_eq!(
+            tmp.seen,
+            "tmpfs, writable, noexec option but execution succeeded"
+        );
     }
 
     #[test]
@@ -1515,7 +1568,7 @@ END=1
         );
         assert_eq!(
             capability_names(1 << 41),
-            words("bit 41").into_iter().collect::<BTreeSet<_>>()
+            BTreeSet::from(["bit 41".to_string()])
         );
     }
 

@@ -31,7 +31,13 @@ fn text(bytes: &[u8]) -> String {
 fn fixture_names(folder: &str) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(repo_root().join("fixtures").join(folder))
         .expect("fixtures folder")
-        .map(|entry| entry.expect("entry").file_name().to_string_lossy().into_owned())
+        .map(|entry| {
+            entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
         .filter(|name| name.ends_with(".toml"))
         .collect();
     names.sort();
@@ -41,20 +47,36 @@ fn fixture_names(folder: &str) -> Vec<String> {
 #[test]
 fn every_invalid_fixture_fails_with_its_own_message_and_exit_65() {
     let names = fixture_names("invalid");
-    assert!(names.len() >= 40, "expected at least 40 invalid fixtures, found {}", names.len());
+    assert!(
+        names.len() >= 40,
+        "expected at least 40 invalid fixtures, found {}",
+        names.len()
+    );
     let mut messages = BTreeSet::new();
     for name in names {
         let path = format!("fixtures/invalid/{name}");
         let output = agentc(&["validate", &path], &[]);
         let stderr = text(&output.stderr);
-        assert_eq!(output.status.code(), Some(65), "{path}: exit status; stderr:\n{stderr}");
+        assert_eq!(
+            output.status.code(),
+            Some(65),
+            "{path}: exit status; stderr:\n{stderr}"
+        );
         assert!(output.stdout.is_empty(), "{path}: nothing on stdout");
-        assert!(stderr.starts_with(&format!("error: {path}")), "{path}: names the file:\n{stderr}");
-        assert!(stderr.contains("\n  hint: "), "{path}: carries a hint:\n{stderr}");
+        assert!(
+            stderr.starts_with(&format!("error: {path}")),
+            "{path}: names the file:\n{stderr}"
+        );
+        assert!(
+            stderr.contains("\n  hint: "),
+            "{path}: carries a hint:\n{stderr}"
+        );
         assert!(!stderr.contains("panicked"), "{path}: no panic:\n{stderr}");
         insta::assert_snapshot!(name.trim_end_matches(".toml").to_string(), stderr);
         let first_line = stderr.lines().next().unwrap_or_default().to_string();
-        let message = first_line.split_once(": ").map(|(_, rest)| rest.to_string());
+        let message = first_line
+            .split_once(": ")
+            .map(|(_, rest)| rest.to_string());
         assert!(
             messages.insert(message.clone().unwrap_or_default().replace(&path, "")),
             "{path}: its message is shared with another fixture: {first_line}"
@@ -67,7 +89,12 @@ fn every_valid_fixture_validates() {
     for name in fixture_names("valid") {
         let path = format!("fixtures/valid/{name}");
         let output = agentc(&["validate", &path], &[]);
-        assert_eq!(output.status.code(), Some(0), "{path}: {}", text(&output.stderr));
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{path}: {}",
+            text(&output.stderr)
+        );
     }
 }
 
@@ -75,12 +102,29 @@ fn every_valid_fixture_validates() {
 fn usage_errors_exit_2() {
     for args in [
         vec!["render"],
-        vec!["render", "fixtures/valid/claude-basic.toml", "--backend", "podman"],
-        vec!["render", "fixtures/valid/claude-basic.toml", "--backend", "api", "--format", "shell"],
+        vec![
+            "render",
+            "fixtures/valid/claude-minimal.toml",
+            "--backend",
+            "podman",
+        ],
+        vec![
+            "render",
+            "fixtures/valid/claude-minimal.toml",
+            "--backend",
+            "api",
+            "--format",
+            "shell",
+        ],
         vec!["no-such-command"],
     ] {
         let output = agentc(&args, &[]);
-        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", text(&output.stderr));
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&output.stderr)
+        );
         assert!(!output.stderr.is_empty(), "{args:?}: says why");
     }
 }
@@ -98,7 +142,10 @@ fn every_command_has_help_with_an_example() {
         let output = agentc(&[command, "--help"], &[]);
         assert_eq!(output.status.code(), Some(0), "{command}");
         let help = text(&output.stdout);
-        assert!(help.contains("agentc "), "{command} --help shows an example:\n{help}");
+        assert!(
+            help.contains("agentc "),
+            "{command} --help shows an example:\n{help}"
+        );
     }
 }
 
@@ -106,7 +153,16 @@ fn every_command_has_help_with_an_example() {
 fn render_json_shapes() {
     let workspace = repo_root().to_string_lossy().into_owned();
     let cli = agentc(
-        &["render", "fixtures/valid/claude-basic.toml", "--backend", "cli", "--format", "json", "--workspace", &workspace],
+        &[
+            "render",
+            "fixtures/valid/claude-minimal.toml",
+            "--backend",
+            "cli",
+            "--format",
+            "json",
+            "--workspace",
+            &workspace,
+        ],
         &[],
     );
     assert_eq!(cli.status.code(), Some(0), "{}", text(&cli.stderr));
@@ -115,7 +171,16 @@ fn render_json_shapes() {
     assert_eq!(argv[1], "run");
 
     let api = agentc(
-        &["render", "fixtures/valid/claude-basic.toml", "--backend", "api", "--format", "json", "--workspace", &workspace],
+        &[
+            "render",
+            "fixtures/valid/claude-minimal.toml",
+            "--backend",
+            "api",
+            "--format",
+            "json",
+            "--workspace",
+            &workspace,
+        ],
         &[],
     );
     assert_eq!(api.status.code(), Some(0), "{}", text(&api.stderr));
@@ -145,14 +210,47 @@ fn secret_values_in_the_environment_never_reach_the_output() {
     for name in fixture_names("valid") {
         let path = format!("fixtures/valid/{name}");
         for args in [
-            vec!["render", &path, "--backend", "cli", "--format", "shell", "--workspace", &workspace],
-            vec!["render", &path, "--backend", "cli", "--format", "json", "--workspace", &workspace],
-            vec!["render", &path, "--backend", "api", "--format", "json", "--workspace", &workspace],
+            vec![
+                "render",
+                &path,
+                "--backend",
+                "cli",
+                "--format",
+                "shell",
+                "--workspace",
+                &workspace,
+            ],
+            vec![
+                "render",
+                &path,
+                "--backend",
+                "cli",
+                "--format",
+                "json",
+                "--workspace",
+                &workspace,
+            ],
+            vec![
+                "render",
+                &path,
+                "--backend",
+                "api",
+                "--format",
+                "json",
+                "--workspace",
+                &workspace,
+            ],
             vec!["explain", &path, "--workspace", &workspace],
         ] {
             let output = agentc(&args, &secrets);
-            assert!(!text(&output.stdout).contains(SENTINEL), "{args:?} leaked a secret to stdout");
-            assert!(!text(&output.stderr).contains(SENTINEL), "{args:?} leaked a secret to stderr");
+            assert!(
+                !text(&output.stdout).contains(SENTINEL),
+                "{args:?} leaked a secret to stdout"
+            );
+            assert!(
+                !text(&output.stderr).contains(SENTINEL),
+                "{args:?} leaked a secret to stderr"
+            );
         }
     }
 }

@@ -136,8 +136,18 @@ mod tests {
 
     #[test]
     fn parsing_accepts_case_and_prefix_variants() {
-        for text in ["NET_ADMIN", "net_admin", "CAP_NET_ADMIN", "cap_net_admin", " Net_Admin "] {
-            assert_eq!(text.parse::<Capability>(), Ok(Capability::NetAdmin), "{text}");
+        for text in [
+            "NET_ADMIN",
+            "net_admin",
+            "CAP_NET_ADMIN",
+            "cap_net_admin",
+            " Net_Admin ",
+        ] {
+            assert_eq!(
+                text.parse::<Capability>(),
+                Ok(Capability::NetAdmin),
+                "{text}"
+            );
         }
     }
 

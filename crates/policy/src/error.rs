@@ -44,7 +44,9 @@ impl fmt::Display for Location {
                 }
                 Ok(())
             }
-            Location::Environment { variable } => write!(formatter, "environment variable {variable}"),
+            Location::Environment { variable } => {
+                write!(formatter, "environment variable {variable}")
+            }
             Location::Invocation { input } => write!(formatter, "{input}"),
         }
     }

@@ -21,6 +21,10 @@ pub mod validate;
 
 pub use capability::Capability;
 pub use error::{Location, PolicyError};
+pub use explain::explain;
 pub use inputs::{DecantSource, Owner, PathKind, PathProbe, RealPaths, ResolveInputs};
+pub use load::{load, LoadedProfile};
+pub use overrides::parse_overrides;
 pub use profile::{AgentName, Profile};
+pub use resolve::{home_volume_name, resolve, spec_digest};
 pub use spec::*;

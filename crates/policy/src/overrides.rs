@@ -1,1 +1,305 @@
-//! TODO
+//! The `AGENTC_*` environment overrides: parsed once, before resolving, from the map of the
+//! caller's environment.
+//!
+//! | variable              | value                                   | `off`                        |
+//! |-----------------------|-----------------------------------------|------------------------------|
+//! | `AGENTC_NETWORK`      | a network name to join                  | -                            |
+//! | `AGENTC_MEM_LIMIT`    | a size (`4g`); swap is set equal        | no memory limit              |
+//! | `AGENTC_SHM_SIZE`     | a size (`256m`)                         | the daemon's default         |
+//! | `AGENTC_CPUS`         | a CPU count (`1.5`)                     | no CPU limit                 |
+//! | `AGENTC_PIDS_LIMIT`   | a positive process count                | no process limit             |
+//! | `AGENTC_LOG_MAX_SIZE` | a size (`50m`) at which the log rotates | the daemon's default logging |
+//! | `AGENTC_LOG_MAX_FILE` | a positive number of rotated files      | -                            |
+//!
+//! A variable that is blank after trimming is unset. An override wins over the profile, which
+//! wins over agentc's defaults. A value that does not parse is an error naming the variable:
+//! an override is never silently dropped.
+
+use std::collections::BTreeMap;
+
+use crate::error::{Location, PolicyError};
+use crate::units::{parse_cpus, parse_size};
+
+/// `AGENTC_NETWORK`.
+pub const NETWORK: &str = "AGENTC_NETWORK";
+/// `AGENTC_MEM_LIMIT`.
+pub const MEM_LIMIT: &str = "AGENTC_MEM_LIMIT";
+/// `AGENTC_SHM_SIZE`.
+pub const SHM_SIZE: &str = "AGENTC_SHM_SIZE";
+/// `AGENTC_CPUS`.
+pub const CPUS: &str = "AGENTC_CPUS";
+/// `AGENTC_PIDS_LIMIT`.
+pub const PIDS_LIMIT: &str = "AGENTC_PIDS_LIMIT";
+/// `AGENTC_LOG_MAX_SIZE`.
+pub const LOG_MAX_SIZE: &str = "AGENTC_LOG_MAX_SIZE";
+/// `AGENTC_LOG_MAX_FILE`.
+pub const LOG_MAX_FILE: &str = "AGENTC_LOG_MAX_FILE";
+
+/// Every variable this module reads, in the order of the table above.
+pub const VARIABLES: &[&str] = &[
+    NETWORK,
+    MEM_LIMIT,
+    SHM_SIZE,
+    CPUS,
+    PIDS_LIMIT,
+    LOG_MAX_SIZE,
+    LOG_MAX_FILE,
+];
+
+/// A limit override: a value, or `off` to remove the limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit<T> {
+    /// `off`: no limit (the daemon's default).
+    Off,
+    /// This limit.
+    Value(T),
+}
+
+/// The parsed `AGENTC_*` overrides; `None` means the variable is unset or blank.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overrides {
+    /// `AGENTC_NETWORK`: the named network to join.
+    pub network: Option<String>,
+    /// `AGENTC_MEM_LIMIT`: memory (and memory plus swap) in bytes.
+    pub memory_bytes: Option<Limit<u64>>,
+    /// `AGENTC_SHM_SIZE`: `/dev/shm` size in bytes.
+    pub shm_size_bytes: Option<Limit<u64>>,
+    /// `AGENTC_CPUS`: billionths of a CPU.
+    pub nano_cpus: Option<Limit<u64>>,
+    /// `AGENTC_PIDS_LIMIT`: maximum number of processes.
+    pub pids_limit: Option<Limit<u32>>,
+    /// `AGENTC_LOG_MAX_SIZE`: the json-file rotation size in bytes; `Off` keeps the daemon's
+    /// default logging.
+    pub log_max_size_bytes: Option<Limit<u64>>,
+    /// `AGENTC_LOG_MAX_FILE`: the number of rotated files kept.
+    pub log_max_file: Option<u32>,
+}
+
+/// Parses the `AGENTC_*` overrides out of an environment map.
+pub fn parse_overrides(env: &BTreeMap<String, String>) -> Result<Overrides, PolicyError> {
+    let value = |name: &str| {
+        env.get(name)
+            .map(|value| value.trim())
+            .filter(|value| !value.is_empty())
+    };
+    let mut overrides = Overrides::default();
+    if let Some(text) = value(NETWORK) {
+        overrides.network = Some(parse_network(text)?);
+    }
+    if let Some(text) = value(MEM_LIMIT) {
+        overrides.memory_bytes = Some(limit(MEM_LIMIT, text, positive_size, SIZE_HINT)?);
+    }
+    if let Some(text) = value(SHM_SIZE) {
+        overrides.shm_size_bytes = Some(limit(SHM_SIZE, text, positive_size, SIZE_HINT)?);
+    }
+    if let Some(text) = value(CPUS) {
+        overrides.nano_cpus = Some(limit(CPUS, text, parse_cpus, CPUS_HINT)?);
+    }
+    if let Some(text) = value(PIDS_LIMIT) {
+        overrides.pids_limit = Some(limit(PIDS_LIMIT, text, positive_count, COUNT_HINT)?);
+    }
+    if let Some(text) = value(LOG_MAX_SIZE) {
+        overrides.log_max_size_bytes =
+            Some(limit(LOG_MAX_SIZE, text, positive_size, LOG_SIZE_HINT)?);
+    }
+    if let Some(text) = value(LOG_MAX_FILE) {
+        let count =
+            positive_count(text).map_err(|message| invalid(LOG_MAX_FILE, message, COUNT_HINT))?;
+        overrides.log_max_file = Some(count);
+    }
+    Ok(overrides)
+}
+
+const SIZE_HINT: &str = "use a size such as 512m or 4g, or off to remove the limit";
+const LOG_SIZE_HINT: &str =
+    "use a size such as 50m, or off to keep the daemon's default (unbounded) logging";
+const CPUS_HINT: &str = "use a CPU count such as 1.5 or 2, or off to remove the limit";
+const COUNT_HINT: &str = "use a positive whole number, or leave the variable empty";
+
+fn invalid(variable: &str, message: String, hint: &str) -> PolicyError {
+    PolicyError::Invalid {
+        location: Location::Environment {
+            variable: variable.to_string(),
+        },
+        message,
+        hint: hint.to_string(),
+    }
+}
+
+fn limit<T>(
+    variable: &str,
+    text: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+    hint: &str,
+) -> Result<Limit<T>, PolicyError> {
+    if text.eq_ignore_ascii_case("off") {
+        return Ok(Limit::Off);
+    }
+    parse(text)
+        .map(Limit::Value)
+        .map_err(|message| invalid(variable, message, hint))
+}
+
+fn positive_size(text: &str) -> Result<u64, String> {
+    match parse_size(text)? {
+        0 => Err(format!("size {text:?} is zero")),
+        bytes => Ok(bytes),
+    }
+}
+
+fn positive_count(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(0) => Err(format!("{text:?} is zero")),
+        Ok(count) => Ok(count),
+        Err(_) => Err(format!("{text:?} is not a positive whole number")),
+    }
+}
+
+/// Accepts a Docker network name; `host` and `container:...` would share a namespace with
+/// something outside the sandbox and are refused.
+fn parse_network(text: &str) -> Result<String, PolicyError> {
+    let hint = "name a user-defined network, such as one made with `docker network create`";
+    if text == "host" {
+        return Err(invalid(
+            NETWORK,
+            "the host network would give the container the host's network stack".to_string(),
+            hint,
+        ));
+    }
+    let mut chars = text.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
+    let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+    if !first_ok || !rest_ok {
+        return Err(invalid(
+            NETWORK,
+            format!("{text:?} is not a network name (letters, digits, _ . -, starting with a letter or digit)"),
+            hint,
+        ));
+    }
+    Ok(text.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn variable_of(error: PolicyError) -> String {
+        match error.location() {
+            Location::Environment { variable } => variable.clone(),
+            other => panic!("unexpected location {other:?}"),
+        }
+    }
+
+    #[test]
+    fn blank_and_absent_variables_are_unset() {
+        let parsed = parse_overrides(&env(&[
+            (NETWORK, "  "),
+            (MEM_LIMIT, ""),
+            (PIDS_LIMIT, "\t"),
+            ("UNRELATED", "x"),
+        ]))
+        .unwrap();
+        assert_eq!(parsed, Overrides::default());
+    }
+
+    #[test]
+    fn counts_and_network_parse_and_are_trimmed() {
+        let parsed = parse_overrides(&env(&[
+            (NETWORK, " lab-net "),
+            (PIDS_LIMIT, "64"),
+            (LOG_MAX_FILE, " 5"),
+        ]))
+        .unwrap();
+        assert_eq!(parsed.network.as_deref(), Some("lab-net"));
+        assert_eq!(parsed.pids_limit, Some(Limit::Value(64)));
+        assert_eq!(parsed.log_max_file, Some(5));
+    }
+
+    #[test]
+    fn off_removes_a_limit_in_any_case() {
+        let parsed = parse_overrides(&env(&[
+            (MEM_LIMIT, "off"),
+            (PIDS_LIMIT, "OFF"),
+            (LOG_MAX_SIZE, "Off"),
+            (CPUS, "off"),
+            (SHM_SIZE, "off"),
+        ]))
+        .unwrap();
+        assert_eq!(parsed.memory_bytes, Some(Limit::Off));
+        assert_eq!(parsed.pids_limit, Some(Limit::Off));
+        assert_eq!(parsed.log_max_size_bytes, Some(Limit::Off));
+        assert_eq!(parsed.nano_cpus, Some(Limit::Off));
+        assert_eq!(parsed.shm_size_bytes, Some(Limit::Off));
+    }
+
+    #[test]
+    fn sizes_and_cpus_parse_exactly() {
+        let parsed = parse_overrides(&env(&[
+            (MEM_LIMIT, "4g"),
+            (SHM_SIZE, "256m"),
+            (CPUS, "1.5"),
+            (LOG_MAX_SIZE, "10m"),
+        ]))
+        .unwrap();
+        assert_eq!(parsed.memory_bytes, Some(Limit::Value(4 << 30)));
+        assert_eq!(parsed.shm_size_bytes, Some(Limit::Value(256 << 20)));
+        assert_eq!(parsed.nano_cpus, Some(Limit::Value(1_500_000_000)));
+        assert_eq!(parsed.log_max_size_bytes, Some(Limit::Value(10 << 20)));
+    }
+
+    #[test]
+    fn invalid_sizes_and_cpus_name_their_variable() {
+        for (name, value) in [
+            (MEM_LIMIT, "lots"),
+            (MEM_LIMIT, "0"),
+            (SHM_SIZE, "12q"),
+            (CPUS, "0"),
+            (CPUS, "-1"),
+            (LOG_MAX_SIZE, "0"),
+        ] {
+            let error = parse_overrides(&env(&[(name, value)])).unwrap_err();
+            assert_eq!(variable_of(error), name, "{name}={value}");
+        }
+    }
+
+    #[test]
+    fn invalid_counts_name_their_variable() {
+        for (name, value) in [
+            (PIDS_LIMIT, "many"),
+            (PIDS_LIMIT, "0"),
+            (PIDS_LIMIT, "-3"),
+            (LOG_MAX_FILE, "0"),
+            (LOG_MAX_FILE, "off"),
+        ] {
+            let error = parse_overrides(&env(&[(name, value)])).unwrap_err();
+            assert!(matches!(error, PolicyError::Invalid { .. }));
+            assert_eq!(variable_of(error), name, "{name}={value}");
+        }
+    }
+
+    #[test]
+    fn host_and_malformed_networks_are_refused() {
+        for value in ["host", "container:abc", "-net", "a b"] {
+            let error = parse_overrides(&env(&[(NETWORK, value)])).unwrap_err();
+            assert_eq!(variable_of(error), NETWORK, "{value}");
+        }
+    }
+
+    #[test]
+    fn error_display_carries_a_hint() {
+        let error = parse_overrides(&env(&[(PIDS_LIMIT, "lots")])).unwrap_err();
+        let text = error.to_string();
+        assert!(
+            text.starts_with("environment variable AGENTC_PIDS_LIMIT: "),
+            "{text}"
+        );
+        assert!(text.contains("hint: "), "{text}");
+    }
+}

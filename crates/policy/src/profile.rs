@@ -76,7 +76,9 @@ fn default_schema_version() -> i64 {
 }
 
 /// The agents agentc knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 pub enum AgentName {
     /// Anthropic's Claude Code.
     #[serde(rename = "claude-code")]
@@ -450,7 +452,7 @@ impl Default for SecurityConfig {
 }
 
 /// How the workspace directory is mounted.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkspaceConfig {
     /// Mount the workspace at `/workspace/<directory name>` (the default for agent presets;
@@ -459,13 +461,4 @@ pub struct WorkspaceConfig {
     /// Mount it read-only (writable by default).
     #[serde(default)]
     pub read_only: bool,
-}
-
-impl Default for WorkspaceConfig {
-    fn default() -> Self {
-        WorkspaceConfig {
-            mount: None,
-            read_only: false,
-        }
-    }
 }

@@ -16,7 +16,9 @@ use serde::{Deserialize, Serialize};
 use crate::capability::Capability;
 
 /// Which launch of a profile a spec describes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum LaunchKind {
     /// The agent itself, interactive, removed on exit.
@@ -288,7 +290,9 @@ pub struct PublishedPort {
 }
 
 /// A transport protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
     /// TCP.

@@ -1,0 +1,112 @@
+//! Running a rendered argv: spawns the docker CLI, stdio inherited, and returns its exit code.
+//!
+//! Signals are left alone: a terminal's SIGINT reaches both the caller and docker (same
+//! process group), and the docker CLI forwards it to the container. A caller that wants
+//! docker's exit code after Ctrl-C must ignore SIGINT itself while [`run`] waits.
+
+use std::ffi::{OsStr, OsString};
+use std::process::{Command, ExitStatus};
+
+/// Why docker could not be run. A non-zero exit of docker is not an error: it is the exit code
+/// [`run`] returns.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExecError {
+    /// The argv was empty (it must start with the display name `docker`).
+    #[error("cannot run an empty argv; hint: render it with render_argv")]
+    EmptyArgv,
+    /// The program could not be started.
+    #[error(
+        "cannot start {program:?}: {source}; hint: install the docker CLI or point agentc at it"
+    )]
+    Spawn {
+        /// The program that was started.
+        program: OsString,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// Waiting for the program failed.
+    #[error("cannot wait for {program:?}: {source}")]
+    Wait {
+        /// The program that was started.
+        program: OsString,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+}
+
+/// Runs `program` with `argv[1..]` (argv as rendered: `argv[0]` is the display name `docker`),
+/// stdin, stdout and stderr inherited and the environment inherited (secrets rendered as
+/// `--env=NAME` are read from it by docker), and returns its exit code: the code it exited
+/// with, or 128 + the signal number when a signal ended it.
+pub fn run(program: impl AsRef<OsStr>, argv: &[String]) -> Result<i32, ExecError> {
+    let program = program.as_ref();
+    let Some((_display_name, args)) = argv.split_first() else {
+        return Err(ExecError::EmptyArgv);
+    };
+    let mut child =
+        Command::new(program)
+            .args(args)
+            .spawn()
+            .map_err(|source| ExecError::Spawn {
+                program: program.to_owned(),
+                source,
+            })?;
+    let status = child.wait().map_err(|source| ExecError::Wait {
+        program: program.to_owned(),
+        source,
+    })?;
+    Ok(exit_code(status))
+}
+
+/// The shell's convention: the exit code, or 128 + the signal number.
+fn exit_code(status: ExitStatus) -> i32 {
+    if let Some(code) = status.code() {
+        return code;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return 128 + signal;
+        }
+    }
+    1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(script: &str) -> Vec<String> {
+        vec!["docker".into(), "-c".into(), script.into()]
+    }
+
+    #[test]
+    fn exit_code_is_propagated() {
+        assert_eq!(run("sh", &argv("exit 3")).unwrap(), 3);
+        assert_eq!(run("sh", &argv("exit 0")).unwrap(), 0);
+    }
+
+    #[test]
+    fn signal_becomes_128_plus_signo() {
+        assert_eq!(run("sh", &argv("kill -TERM $$")).unwrap(), 128 + 15);
+    }
+
+    #[test]
+    fn argv0_is_replaced_by_the_program() {
+        assert_eq!(run("sh", &argv("[ \"$0\" = sh ] && exit 7")).unwrap(), 7);
+    }
+
+    #[test]
+    fn missing_program_is_a_spawn_error() {
+        let error = run("/nonexistent/agentc-docker", &argv("true")).unwrap_err();
+        assert!(matches!(error, ExecError::Spawn { .. }), "{error}");
+        assert!(error.to_string().contains("/nonexistent/agentc-docker"));
+    }
+
+    #[test]
+    fn empty_argv_is_refused() {
+        assert!(matches!(run("sh", &[]), Err(ExecError::EmptyArgv)));
+    }
+}

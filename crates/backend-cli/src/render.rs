@@ -1,0 +1,1445 @@
+//! LaunchSpec -> `docker run` / `docker build` argv, shaped like docker/cli's
+//! `cli/command/container/opts.go`: one helper per flag family, each naming the docker flag
+//! and the Engine API field it writes.
+//!
+//! Every flag is one argv element in the attached form `--flag=value`, so a value starting
+//! with `-` is never read as a flag. The order is fixed:
+//!
+//! ```text
+//! docker run  [--detach] [--interactive] [--tty] [--rm] [--name=] [--entrypoint=] [--user=]
+//!             [--workdir=]                                                   (process)
+//!             [--env=]...                                                    (env)
+//!             [--mount=]... [--tmpfs=]...                                    (mounts)
+//!             [--read-only] [--security-opt=]... [--cap-drop=ALL] [--cap-add=]... (security)
+//!             [--network=] [--add-host=]... [--publish=]...                  (network)
+//!             [--memory=] [--memory-swap=] [--shm-size=] [--cpus=] [--pids-limit=] (resources)
+//!             [--log-driver=] [--log-opt=]...                                (logging)
+//!             [--device=]...                                                 (devices)
+//!             [--label=]...                                                  (labels, sorted)
+//!             IMAGE [COMMAND]...
+//! docker build --tag= [--file=] [--build-context=]... [--build-arg=]... [--label=]... CONTEXT
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::path::Path;
+
+use agentc_policy::units;
+use agentc_policy::{
+    Action, AppArmor, BuildSpec, Capability, ContainerSpec, Device, EnvValue, EnvVar, ExtraHost,
+    HostTarget, LaunchSpec, LogConfig, Mount, MountSource, Network, PublishedPort, Resources,
+    Tmpfs,
+};
+
+use crate::error::RenderError;
+use crate::mount_csv;
+
+/// Renders a spec to the argv of one `docker` invocation: `docker run ...` for a container,
+/// `docker build ...` for an image build.
+///
+/// The spec's `kind`, `profile` and `origins` do not reach docker (agentc's own labels are
+/// already in the spec's `labels`). Secrets are rendered by name only (`--env=NAME`): the docker
+/// CLI reads their values from its own environment, so the caller must launch docker with them
+/// set (see [`crate::exec::run`]).
+pub fn render_argv(spec: &LaunchSpec) -> Result<Vec<String>, RenderError> {
+    let LaunchSpec {
+        kind: _,
+        profile: _,
+        action,
+        origins: _,
+    } = spec;
+    match action {
+        Action::Container(container) => render_container(container),
+        Action::Build(build) => render_build(build),
+    }
+}
+
+fn render_container(spec: &ContainerSpec) -> Result<Vec<String>, RenderError> {
+    let ContainerSpec {
+        name,
+        image,
+        entrypoint,
+        command,
+        user,
+        working_dir,
+        env,
+        mounts,
+        tmpfs,
+        read_only_root,
+        no_new_privileges,
+        apparmor,
+        cap_drop_all,
+        cap_add,
+        network,
+        extra_hosts,
+        ports,
+        resources,
+        log,
+        devices,
+        labels,
+        interactive,
+        tty,
+        auto_remove,
+        detach,
+    } = spec;
+    let mut argv = vec!["docker".to_owned(), "run".to_owned()];
+    render_process(
+        &mut argv,
+        &Process {
+            detach: *detach,
+            interactive: *interactive,
+            tty: *tty,
+            auto_remove: *auto_remove,
+            name: name.as_deref(),
+            entrypoint: entrypoint.as_deref(),
+            user: user.as_deref(),
+            working_dir: working_dir.as_deref(),
+        },
+    )?;
+    render_env(&mut argv, env)?;
+    render_mounts(&mut argv, mounts, tmpfs)?;
+    render_security(
+        &mut argv,
+        *read_only_root,
+        *no_new_privileges,
+        *apparmor,
+        *cap_drop_all,
+        cap_add,
+    );
+    render_network(&mut argv, network, extra_hosts, ports)?;
+    render_resources(&mut argv, resources)?;
+    render_logging(&mut argv, log.as_ref())?;
+    render_devices(&mut argv, devices)?;
+    render_labels(&mut argv, labels)?;
+    render_image_and_command(&mut argv, image, command)?;
+    Ok(argv)
+}
+
+/// The process-level flags of a container, borrowed from the [`ContainerSpec`].
+struct Process<'a> {
+    detach: bool,
+    interactive: bool,
+    tty: bool,
+    auto_remove: bool,
+    name: Option<&'a str>,
+    entrypoint: Option<&'a str>,
+    user: Option<&'a str>,
+    working_dir: Option<&'a str>,
+}
+
+/// `--detach` (`Config.AttachStdout`/`AttachStderr` false), `--interactive`
+/// (`Config.OpenStdin`, `AttachStdin`, `StdinOnce`), `--tty` (`Config.Tty`), `--rm`
+/// (`HostConfig.AutoRemove`), `--name=` (the create query's `name`), `--entrypoint=`
+/// (`Config.Entrypoint`, one element; an empty value clears the image's), `--user=`
+/// (`Config.User`) and `--workdir=` (`Config.WorkingDir`). Values are passed verbatim.
+fn render_process(argv: &mut Vec<String>, process: &Process<'_>) -> Result<(), RenderError> {
+    let Process {
+        detach,
+        interactive,
+        tty,
+        auto_remove,
+        name,
+        entrypoint,
+        user,
+        working_dir,
+    } = *process;
+    for (on, flag) in [
+        (detach, "--detach"),
+        (interactive, "--interactive"),
+        (tty, "--tty"),
+        (auto_remove, "--rm"),
+    ] {
+        if on {
+            argv.push(flag.to_owned());
+        }
+    }
+    for (value, flag, field) in [
+        (name, "--name", "name"),
+        (entrypoint, "--entrypoint", "entrypoint"),
+        (user, "--user", "user"),
+        (working_dir, "--workdir", "working_dir"),
+    ] {
+        if let Some(value) = value {
+            no_nul(|| field.to_owned(), value)?;
+            argv.push(format!("{flag}={value}"));
+        }
+    }
+    Ok(())
+}
+
+/// `--env=NAME=value` for a literal and `--env=NAME` for a secret (`Config.Env`), in spec
+/// order. For a bare name the docker CLI copies `NAME=value` from its own environment, so a
+/// secret's value never appears in argv; when the variable is unset docker sends the bare
+/// name. docker splits each entry at its first `=` and refuses an empty name, so names must
+/// be non-empty and free of `=`.
+fn render_env(argv: &mut Vec<String>, env: &[EnvVar]) -> Result<(), RenderError> {
+    for (index, EnvVar { name, value }) in env.iter().enumerate() {
+        let field = || format!("env[{index}].name");
+        no_nul(field, name)?;
+        if name.is_empty() {
+            return Err(unrepresentable(
+                field(),
+                name,
+                "docker refuses an environment entry with an empty name",
+                "give the variable a name",
+            ));
+        }
+        if name.contains('=') {
+            return Err(unrepresentable(
+                field(),
+                name,
+                "docker splits an environment entry at its first `=`, so a name cannot contain one",
+                "rename the variable",
+            ));
+        }
+        match value {
+            EnvValue::Literal { value } => {
+                no_nul(|| format!("env.{name}"), value)?;
+                argv.push(format!("--env={name}={value}"));
+            }
+            EnvValue::Secret { required: _ } => argv.push(format!("--env={name}")),
+        }
+    }
+    Ok(())
+}
+
+/// `--mount=` per bind or volume mount (`HostConfig.Mounts`), in docker's CSV syntax with the
+/// fields `type=bind|volume`, `source=`, `target=`, `readonly` and `volume-subpath=`
+/// (`Mount.VolumeOptions.Subpath`); then `--tmpfs=TARGET` or `--tmpfs=TARGET:exec` per tmpfs
+/// mount (`HostConfig.Tmpfs`).
+fn render_mounts(
+    argv: &mut Vec<String>,
+    mounts: &[Mount],
+    tmpfs: &[Tmpfs],
+) -> Result<(), RenderError> {
+    for (
+        index,
+        Mount {
+            target,
+            read_only,
+            source,
+        },
+    ) in mounts.iter().enumerate()
+    {
+        let target_field = || format!("mounts[{index}].target");
+        mount_value(target_field, target)?;
+        if target.is_empty() {
+            return Err(unrepresentable(
+                target_field(),
+                target,
+                "docker requires a mount target",
+                "use an absolute path in the container",
+            ));
+        }
+        let mut fields = Vec::with_capacity(5);
+        match source {
+            MountSource::Bind { path } => {
+                let field = || format!("mounts[{index}].source.path");
+                mount_value(field, path)?;
+                mount_source(field, path)?;
+                fields.push(mount_csv::field("type", "bind"));
+                fields.push(mount_csv::field("source", path));
+            }
+            MountSource::Volume { name, subpath: _ } => {
+                let field = || format!("mounts[{index}].source.name");
+                mount_value(field, name)?;
+                mount_source(field, name)?;
+                fields.push(mount_csv::field("type", "volume"));
+                fields.push(mount_csv::field("source", name));
+            }
+        }
+        fields.push(mount_csv::field("target", target));
+        if *read_only {
+            fields.push("readonly".to_owned());
+        }
+        if let MountSource::Volume {
+            name: _,
+            subpath: Some(subpath),
+        } = source
+        {
+            mount_value(|| format!("mounts[{index}].source.subpath"), subpath)?;
+            fields.push(mount_csv::field("volume-subpath", subpath));
+        }
+        argv.push(format!("--mount={}", fields.join(",")));
+    }
+    for (index, Tmpfs { target, exec }) in tmpfs.iter().enumerate() {
+        let field = || format!("tmpfs[{index}].target");
+        no_nul(field, target)?;
+        if target.is_empty() {
+            return Err(unrepresentable(
+                field(),
+                target,
+                "docker requires a tmpfs target",
+                "use an absolute path in the container",
+            ));
+        }
+        if target.contains(':') {
+            return Err(unrepresentable(
+                field(),
+                target,
+                "docker splits `--tmpfs` at the first `:` (target, then mount options)",
+                "choose a tmpfs target without `:`",
+            ));
+        }
+        argv.push(if *exec {
+            format!("--tmpfs={target}:exec")
+        } else {
+            format!("--tmpfs={target}")
+        });
+    }
+    Ok(())
+}
+
+/// A value inside a `--mount` record: no NUL, and readable back by Go's CSV reader.
+fn mount_value(field: impl Fn() -> String, value: &str) -> Result<(), RenderError> {
+    no_nul(&field, value)?;
+    if !mount_csv::carries(value) {
+        return Err(unrepresentable(
+            field(),
+            value,
+            "docker reads `--mount` as CSV, which turns CR LF into LF even inside quotes",
+            "remove the carriage return",
+        ));
+    }
+    Ok(())
+}
+
+/// A mount source: docker rewrites a source starting with `.` to an absolute path.
+fn mount_source(field: impl Fn() -> String, value: &str) -> Result<(), RenderError> {
+    if value.starts_with('.') {
+        return Err(unrepresentable(
+            field(),
+            value,
+            "docker resolves a mount source starting with `.` against its working directory",
+            "use an absolute host path or a volume name that starts with a letter or digit",
+        ));
+    }
+    Ok(())
+}
+
+/// `--read-only` (`HostConfig.ReadonlyRootfs`), `--security-opt=no-new-privileges` and
+/// `--security-opt=apparmor=unconfined` (`HostConfig.SecurityOpt`), `--cap-drop=ALL`
+/// (`HostConfig.CapDrop`) and `--cap-add=NAME` per capability in sorted order
+/// (`HostConfig.CapAdd`; docker adds the `CAP_` prefix itself).
+fn render_security(
+    argv: &mut Vec<String>,
+    read_only_root: bool,
+    no_new_privileges: bool,
+    apparmor: Option<AppArmor>,
+    cap_drop_all: bool,
+    cap_add: &BTreeSet<Capability>,
+) {
+    if read_only_root {
+        argv.push("--read-only".to_owned());
+    }
+    if no_new_privileges {
+        argv.push("--security-opt=no-new-privileges".to_owned());
+    }
+    match apparmor {
+        Some(AppArmor::Unconfined) => argv.push("--security-opt=apparmor=unconfined".to_owned()),
+        None => {}
+    }
+    if cap_drop_all {
+        argv.push("--cap-drop=ALL".to_owned());
+    }
+    for capability in cap_add {
+        argv.push(format!("--cap-add={}", capability.as_str()));
+    }
+}
+
+/// `--network=none|NAME` (`HostConfig.NetworkMode`; omitted for the default bridge),
+/// `--add-host=HOST:ADDRESS` (`HostConfig.ExtraHosts`) and `--publish=` (`HostConfig.PortBindings`
+/// and `Config.ExposedPorts`).
+///
+/// `--add-host` is always `HOST:ADDRESS`, IPv6 addresses unbracketed (`h:::1`): docker 25 and
+/// later split at the first `=` if there is one, else at the first `:`, and older CLIs always
+/// at the first `:`; a host holds neither, so every version reads the same pair.
+/// `--publish` is `IP:HOSTPORT:PORT/PROTO`, or `IP::PORT/PROTO` to let the daemon pick the host
+/// port, with an IPv6 address in brackets.
+fn render_network(
+    argv: &mut Vec<String>,
+    network: &Network,
+    extra_hosts: &[ExtraHost],
+    ports: &[PublishedPort],
+) -> Result<(), RenderError> {
+    match network {
+        Network::Default => {}
+        Network::None => argv.push("--network=none".to_owned()),
+        Network::Named { name } => {
+            let field = || "network.name".to_owned();
+            no_nul(field, name)?;
+            if name.is_empty() {
+                return Err(unrepresentable(
+                    field(),
+                    name,
+                    "an empty `--network` selects the default network",
+                    "name the network or use the default mode",
+                ));
+            }
+            if name.contains('=') {
+                return Err(unrepresentable(
+                    field(),
+                    name,
+                    "docker reads a `--network` value holding `=` as the `name=...,alias=...` syntax",
+                    "use a network name without `=`",
+                ));
+            }
+            argv.push(format!("--network={name}"));
+        }
+    }
+    for (index, ExtraHost { host, target }) in extra_hosts.iter().enumerate() {
+        let field = || format!("extra_hosts[{index}].host");
+        no_nul(field, host)?;
+        if host.is_empty() || host.contains([':', '=']) {
+            return Err(unrepresentable(
+                field(),
+                host,
+                "docker splits `--add-host` at the first `=` or `:` and requires a host name before it",
+                "use a non-empty host name without `:` or `=`",
+            ));
+        }
+        let address = match target {
+            HostTarget::HostGateway => "host-gateway".to_owned(),
+            HostTarget::Ip { address } => address.to_string(),
+        };
+        argv.push(format!("--add-host={host}:{address}"));
+    }
+    for PublishedPort {
+        container_port,
+        protocol,
+        host_ip,
+        host_port,
+    } in ports
+    {
+        let ip = match host_ip {
+            IpAddr::V4(v4) => v4.to_string(),
+            IpAddr::V6(v6) => format!("[{v6}]"),
+        };
+        let host_port = host_port.map(|port| port.to_string()).unwrap_or_default();
+        argv.push(format!(
+            "--publish={ip}:{host_port}:{container_port}/{}",
+            protocol.as_str()
+        ));
+    }
+    Ok(())
+}
+
+/// `--memory=BYTES` (`HostConfig.Memory`), `--memory-swap=BYTES` (`HostConfig.MemorySwap`),
+/// `--shm-size=BYTES` (`HostConfig.ShmSize`), `--cpus=DECIMAL` (`HostConfig.NanoCpus`) and
+/// `--pids-limit=N` (`HostConfig.PidsLimit`), in plain numbers so docker's unit parsing
+/// cannot round them.
+fn render_resources(argv: &mut Vec<String>, resources: &Resources) -> Result<(), RenderError> {
+    let Resources {
+        memory_bytes,
+        memory_swap_bytes,
+        shm_size_bytes,
+        nano_cpus,
+        pids_limit,
+    } = resources;
+    for (value, flag, field) in [
+        (memory_bytes, "--memory", "resources.memory_bytes"),
+        (
+            memory_swap_bytes,
+            "--memory-swap",
+            "resources.memory_swap_bytes",
+        ),
+        (shm_size_bytes, "--shm-size", "resources.shm_size_bytes"),
+    ] {
+        if let Some(bytes) = value {
+            if !exact_docker_size(*bytes) {
+                return Err(unrepresentable(
+                    field.to_owned(),
+                    &bytes.to_string(),
+                    "docker parses sizes through a 64-bit float into a signed 64-bit integer, which would change this value",
+                    "use a size below 2^53 bytes (8 PiB)",
+                ));
+            }
+            argv.push(format!("{flag}={bytes}"));
+        }
+    }
+    if let Some(nano) = nano_cpus {
+        if i64::try_from(*nano).is_err() {
+            return Err(unrepresentable(
+                "resources.nano_cpus".to_owned(),
+                &nano.to_string(),
+                "docker stores the CPU quota as a signed 64-bit count of billionths",
+                "use a smaller CPU count",
+            ));
+        }
+        // The shortest exact decimal, which docker parses exactly (a `big.Rat`).
+        argv.push(format!("--cpus={}", units::format_cpus(*nano)));
+    }
+    if let Some(pids) = pids_limit {
+        argv.push(format!("--pids-limit={pids}"));
+    }
+    Ok(())
+}
+
+/// Whether docker's `units.RAMInBytes` (a float64 parse, then a conversion to int64) returns
+/// exactly `bytes`.
+fn exact_docker_size(bytes: u64) -> bool {
+    // Every integer up to 2^53 is exact in a float64; above it only some are, and anything
+    // from 2^63 overflows the int64.
+    bytes < (1 << 63) && (bytes as f64) as u64 == bytes
+}
+
+/// `--log-driver=` and `--log-opt=KEY=VALUE` per option in key order (`HostConfig.LogConfig`).
+/// docker splits each option at its first `=`.
+fn render_logging(argv: &mut Vec<String>, log: Option<&LogConfig>) -> Result<(), RenderError> {
+    let Some(LogConfig { driver, options }) = log else {
+        return Ok(());
+    };
+    no_nul(|| "log.driver".to_owned(), driver)?;
+    argv.push(format!("--log-driver={driver}"));
+    for (key, value) in options {
+        no_nul(|| "log.options".to_owned(), key)?;
+        if key.contains('=') {
+            return Err(unrepresentable(
+                "log.options".to_owned(),
+                key,
+                "docker splits `--log-opt` at its first `=`, so a key cannot contain one",
+                "rename the log option",
+            ));
+        }
+        no_nul(|| format!("log.options.{key}"), value)?;
+        argv.push(format!("--log-opt={key}={value}"));
+    }
+    Ok(())
+}
+
+/// `--device=HOST:CONTAINER:PERMISSIONS` (`HostConfig.Devices`). docker splits the value at
+/// every `:` and accepts only permissions made of `r`, `w` and `m`.
+fn render_devices(argv: &mut Vec<String>, devices: &[Device]) -> Result<(), RenderError> {
+    for (index, device) in devices.iter().enumerate() {
+        let Device {
+            host_path,
+            container_path,
+            permissions,
+        } = device;
+        for (name, path) in [("host_path", host_path), ("container_path", container_path)] {
+            let field = || format!("devices[{index}].{name}");
+            no_nul(field, path)?;
+            if path.is_empty() || path.contains(':') {
+                return Err(unrepresentable(
+                    field(),
+                    path,
+                    "docker splits `--device` at every `:` and needs both paths",
+                    "use a non-empty device path without `:`",
+                ));
+            }
+        }
+        let field = || format!("devices[{index}].permissions");
+        no_nul(field, permissions)?;
+        if !valid_device_mode(permissions) {
+            return Err(unrepresentable(
+                field(),
+                permissions,
+                "docker accepts only a non-empty combination of `r`, `w` and `m`",
+                "use permissions such as `rwm` or `r`",
+            ));
+        }
+        argv.push(format!(
+            "--device={host_path}:{container_path}:{permissions}"
+        ));
+    }
+    Ok(())
+}
+
+/// docker's `validDeviceMode`: one to three of `r`, `w`, `m`, each at most once.
+fn valid_device_mode(mode: &str) -> bool {
+    !mode.is_empty()
+        && mode.len() <= 3
+        && mode
+            .char_indices()
+            .all(|(i, c)| matches!(c, 'r' | 'w' | 'm') && !mode[..i].contains(c))
+}
+
+/// `--label=KEY=VALUE` per label in key order (`Config.Labels` for a container, the `labels`
+/// query for a build). docker splits at the first `=`, strips leading spaces and tabs from
+/// the key, then refuses an empty key or one holding a space or tab.
+fn render_labels(
+    argv: &mut Vec<String>,
+    labels: &BTreeMap<String, String>,
+) -> Result<(), RenderError> {
+    for (key, value) in labels {
+        let field = || "labels".to_owned();
+        no_nul(field, key)?;
+        let trimmed = key.trim_start_matches([' ', '\t']);
+        let reason = if trimmed.is_empty() {
+            Some("docker refuses a label with an empty name")
+        } else if key.contains('=') {
+            Some("docker splits a label at its first `=`, so a key cannot contain one")
+        } else if trimmed.contains([' ', '\t']) {
+            Some("docker refuses a label name containing a space or a tab")
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            return Err(unrepresentable(field(), key, reason, "rename the label"));
+        }
+        no_nul(|| format!("labels.{key}"), value)?;
+        argv.push(format!("--label={key}={value}"));
+    }
+    Ok(())
+}
+
+/// The image (`Config.Image`), then the command and its arguments (`Config.Cmd`). The image is
+/// the first positional argument, so it must not start with `-`; everything after it is the
+/// container's and passed verbatim.
+fn render_image_and_command(
+    argv: &mut Vec<String>,
+    image: &str,
+    command: &[String],
+) -> Result<(), RenderError> {
+    positional(|| "image".to_owned(), image)?;
+    argv.push(image.to_owned());
+    for (index, word) in command.iter().enumerate() {
+        no_nul(|| format!("command[{index}]"), word)?;
+        argv.push(word.clone());
+    }
+    Ok(())
+}
+
+/// `docker build --tag=T [--file=F] [--build-context=NAME=DIR]... [--build-arg=K=V]...
+/// [--label=K=V]... CONTEXT`.
+///
+/// The docker CLI resolves a relative `--file` against its own working directory, not the
+/// context, so the Dockerfile (relative to the context in the spec) is joined to the context.
+fn render_build(spec: &BuildSpec) -> Result<Vec<String>, RenderError> {
+    let BuildSpec {
+        tag,
+        context,
+        dockerfile,
+        named_contexts,
+        build_args,
+        labels,
+    } = spec;
+    let mut argv = vec!["docker".to_owned(), "build".to_owned()];
+    no_nul(|| "tag".to_owned(), tag)?;
+    if tag.is_empty() {
+        return Err(unrepresentable(
+            "tag".to_owned(),
+            tag,
+            "docker refuses an empty `--tag`",
+            "name the image",
+        ));
+    }
+    argv.push(format!("--tag={tag}"));
+    positional(|| "context".to_owned(), context)?;
+    if let Some(dockerfile) = dockerfile {
+        no_nul(|| "dockerfile".to_owned(), dockerfile)?;
+        // Both are UTF-8, so the joined path is too.
+        let joined = Path::new(context).join(dockerfile);
+        argv.push(format!("--file={}", joined.to_string_lossy()));
+    }
+    for (flag, family, map) in [
+        ("--build-context", "named_contexts", named_contexts),
+        ("--build-arg", "build_args", build_args),
+    ] {
+        for (key, value) in map {
+            let field = || family.to_owned();
+            no_nul(field, key)?;
+            if key.is_empty() || key.contains('=') {
+                return Err(unrepresentable(
+                    field(),
+                    key,
+                    "docker splits the value at its first `=` and needs a name before it",
+                    "use a non-empty name without `=`",
+                ));
+            }
+            no_nul(|| format!("{family}.{key}"), value)?;
+            argv.push(format!("{flag}={key}={value}"));
+        }
+    }
+    render_labels(&mut argv, labels)?;
+    argv.push(context.clone());
+    Ok(argv)
+}
+
+/// A positional argument: non-empty and not starting with `-` (which docker would read as a
+/// flag).
+fn positional(field: impl Fn() -> String, value: &str) -> Result<(), RenderError> {
+    no_nul(&field, value)?;
+    if value.is_empty() || value.starts_with('-') {
+        return Err(unrepresentable(
+            field(),
+            value,
+            "it is a positional argument, which docker reads as a flag when it starts with `-` and cannot take empty",
+            "use a value that starts with a letter, a digit or `/`",
+        ));
+    }
+    Ok(())
+}
+
+fn no_nul(field: impl FnOnce() -> String, value: &str) -> Result<(), RenderError> {
+    if value.contains('\0') {
+        return Err(RenderError::Nul { field: field() });
+    }
+    Ok(())
+}
+
+fn unrepresentable(
+    field: String,
+    value: &str,
+    reason: &'static str,
+    hint: &'static str,
+) -> RenderError {
+    RenderError::Unrepresentable {
+        field,
+        value: value.to_owned(),
+        reason,
+        hint,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    use agentc_policy::{LaunchKind, Protocol};
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::mount_csv::go_csv;
+
+    fn container() -> ContainerSpec {
+        ContainerSpec {
+            name: None,
+            image: "agentc/claude:1".into(),
+            entrypoint: None,
+            command: vec![],
+            user: None,
+            working_dir: None,
+            env: vec![],
+            mounts: vec![],
+            tmpfs: vec![],
+            read_only_root: false,
+            no_new_privileges: false,
+            apparmor: None,
+            cap_drop_all: false,
+            cap_add: BTreeSet::new(),
+            network: Network::Default,
+            extra_hosts: vec![],
+            ports: vec![],
+            resources: Resources::default(),
+            log: None,
+            devices: vec![],
+            labels: BTreeMap::new(),
+            interactive: false,
+            tty: false,
+            auto_remove: false,
+            detach: false,
+        }
+    }
+
+    fn launch(container: ContainerSpec) -> LaunchSpec {
+        LaunchSpec {
+            kind: LaunchKind::Run,
+            profile: "demo".into(),
+            action: Action::Container(Box::new(container)),
+            origins: BTreeMap::new(),
+        }
+    }
+
+    fn render(container: ContainerSpec) -> Result<Vec<String>, RenderError> {
+        render_argv(&launch(container))
+    }
+
+    /// The flags between `docker run` and the image.
+    fn flags(container: ContainerSpec) -> Vec<String> {
+        let argv = render(container).expect("renders");
+        let image = argv.iter().rposition(|a| !a.starts_with("--")).unwrap();
+        argv[2..image].to_vec()
+    }
+
+    fn build() -> BuildSpec {
+        BuildSpec {
+            tag: "agentc/demo:1".into(),
+            context: "/ctx".into(),
+            dockerfile: None,
+            named_contexts: BTreeMap::new(),
+            build_args: BTreeMap::new(),
+            labels: BTreeMap::new(),
+        }
+    }
+
+    fn render_build_spec(build: BuildSpec) -> Result<Vec<String>, RenderError> {
+        render_argv(&LaunchSpec {
+            kind: LaunchKind::Build,
+            profile: "demo".into(),
+            action: Action::Build(build),
+            origins: BTreeMap::new(),
+        })
+    }
+
+    fn field_of(result: Result<Vec<String>, RenderError>) -> String {
+        result.expect_err("must be refused").field().to_owned()
+    }
+
+    #[test]
+    fn minimal_container_is_docker_run_image() {
+        assert_eq!(
+            render(container()).unwrap(),
+            ["docker", "run", "agentc/claude:1"]
+        );
+    }
+
+    #[test]
+    fn process_flags_are_attached_and_ordered() {
+        let mut spec = container();
+        spec.detach = true;
+        spec.interactive = true;
+        spec.tty = true;
+        spec.auto_remove = true;
+        spec.name = Some("-n".into());
+        spec.entrypoint = Some("--help".into());
+        spec.user = Some("1000:1000".into());
+        spec.working_dir = Some("/work space".into());
+        assert_eq!(
+            flags(spec),
+            [
+                "--detach",
+                "--interactive",
+                "--tty",
+                "--rm",
+                "--name=-n",
+                "--entrypoint=--help",
+                "--user=1000:1000",
+                "--workdir=/work space",
+            ]
+        );
+    }
+
+    #[test]
+    fn empty_entrypoint_is_kept_to_clear_the_image_one() {
+        let mut spec = container();
+        spec.entrypoint = Some(String::new());
+        assert_eq!(flags(spec), ["--entrypoint="]);
+    }
+
+    #[test]
+    fn env_literals_carry_values_and_secrets_only_names() {
+        let mut spec = container();
+        spec.env = vec![
+            EnvVar {
+                name: "PROXY".into(),
+                value: EnvValue::Literal {
+                    value: "-a=b,c\nd".into(),
+                },
+            },
+            EnvVar {
+                name: "TOKEN".into(),
+                value: EnvValue::Secret { required: true },
+            },
+        ];
+        assert_eq!(flags(spec), ["--env=PROXY=-a=b,c\nd", "--env=TOKEN"]);
+    }
+
+    #[test]
+    fn env_names_docker_cannot_split_are_refused() {
+        for (name, _why) in [("", "empty"), ("A=B", "equals")] {
+            let mut spec = container();
+            spec.env = vec![EnvVar {
+                name: name.into(),
+                value: EnvValue::Literal { value: "v".into() },
+            }];
+            assert_eq!(field_of(render(spec)), "env[0].name");
+        }
+    }
+
+    #[test]
+    fn env_value_with_nul_is_refused_without_echoing_it() {
+        let mut spec = container();
+        spec.env = vec![EnvVar {
+            name: "KEY".into(),
+            value: EnvValue::Literal {
+                value: "sec\0ret".into(),
+            },
+        }];
+        let error = render(spec).unwrap_err();
+        assert_eq!(
+            error,
+            RenderError::Nul {
+                field: "env.KEY".into()
+            }
+        );
+        assert!(!error.to_string().contains("sec"));
+    }
+
+    #[test]
+    fn mounts_use_csv_fields_in_order() {
+        let mut spec = container();
+        spec.mounts = vec![
+            Mount {
+                target: "/workspace/app".into(),
+                read_only: false,
+                source: MountSource::Bind {
+                    path: "/home/me/app".into(),
+                },
+            },
+            Mount {
+                target: "/sources/claude".into(),
+                read_only: true,
+                source: MountSource::Volume {
+                    name: "claude-home".into(),
+                    subpath: Some(".claude".into()),
+                },
+            },
+        ];
+        assert_eq!(
+            flags(spec),
+            [
+                "--mount=type=bind,source=/home/me/app,target=/workspace/app",
+                "--mount=type=volume,source=claude-home,target=/sources/claude,readonly,volume-subpath=.claude",
+            ]
+        );
+    }
+
+    #[test]
+    fn mount_fields_with_commas_and_quotes_are_csv_quoted() {
+        let mut spec = container();
+        spec.mounts = vec![Mount {
+            target: "/w/a\"b".into(),
+            read_only: true,
+            source: MountSource::Bind {
+                path: "/h/x,readonly=false".into(),
+            },
+        }];
+        assert_eq!(
+            flags(spec),
+            ["--mount=type=bind,\"source=/h/x,readonly=false\",\"target=/w/a\"\"b\",readonly"]
+        );
+    }
+
+    #[test]
+    fn mount_values_docker_would_change_are_refused() {
+        let bind = |path: &str, target: &str| {
+            let mut spec = container();
+            spec.mounts = vec![Mount {
+                target: target.into(),
+                read_only: false,
+                source: MountSource::Bind { path: path.into() },
+            }];
+            render(spec)
+        };
+        assert_eq!(field_of(bind("./rel", "/t")), "mounts[0].source.path");
+        assert_eq!(field_of(bind("/a\r\nb", "/t")), "mounts[0].source.path");
+        assert_eq!(field_of(bind("/a", "")), "mounts[0].target");
+        assert_eq!(field_of(bind("/a", "/t\0")), "mounts[0].target");
+        let mut spec = container();
+        spec.mounts = vec![Mount {
+            target: "/t".into(),
+            read_only: false,
+            source: MountSource::Volume {
+                name: ".hidden".into(),
+                subpath: None,
+            },
+        }];
+        assert_eq!(field_of(render(spec)), "mounts[0].source.name");
+    }
+
+    #[test]
+    fn tmpfs_renders_exec_and_refuses_colons() {
+        let mut spec = container();
+        spec.tmpfs = vec![
+            Tmpfs {
+                target: "/tmp".into(),
+                exec: false,
+            },
+            Tmpfs {
+                target: "/run,x".into(),
+                exec: true,
+            },
+        ];
+        assert_eq!(flags(spec.clone()), ["--tmpfs=/tmp", "--tmpfs=/run,x:exec"]);
+        spec.tmpfs[1].target = "/a:b".into();
+        assert_eq!(field_of(render(spec)), "tmpfs[1].target");
+    }
+
+    #[test]
+    fn security_flags_in_order_with_sorted_capabilities() {
+        let mut spec = container();
+        spec.read_only_root = true;
+        spec.no_new_privileges = true;
+        spec.apparmor = Some(AppArmor::Unconfined);
+        spec.cap_drop_all = true;
+        spec.cap_add = [Capability::Setuid, Capability::NetAdmin, Capability::Chown]
+            .into_iter()
+            .collect();
+        assert_eq!(
+            flags(spec),
+            [
+                "--read-only",
+                "--security-opt=no-new-privileges",
+                "--security-opt=apparmor=unconfined",
+                "--cap-drop=ALL",
+                "--cap-add=CHOWN",
+                "--cap-add=NET_ADMIN",
+                "--cap-add=SETUID",
+            ]
+        );
+    }
+
+    #[test]
+    fn network_modes() {
+        assert!(flags(container()).is_empty());
+        let mut spec = container();
+        spec.network = Network::None;
+        assert_eq!(flags(spec.clone()), ["--network=none"]);
+        spec.network = Network::Named {
+            name: "agentc-egress".into(),
+        };
+        assert_eq!(flags(spec.clone()), ["--network=agentc-egress"]);
+        spec.network = Network::Named {
+            name: "name=x".into(),
+        };
+        assert_eq!(field_of(render(spec.clone())), "network.name");
+        spec.network = Network::Named {
+            name: String::new(),
+        };
+        assert_eq!(field_of(render(spec)), "network.name");
+    }
+
+    #[test]
+    fn extra_hosts_split_at_the_first_colon() {
+        let mut spec = container();
+        spec.extra_hosts = vec![
+            ExtraHost {
+                host: "host.docker.internal".into(),
+                target: HostTarget::HostGateway,
+            },
+            ExtraHost {
+                host: "proxy".into(),
+                target: HostTarget::Ip {
+                    address: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+                },
+            },
+            ExtraHost {
+                host: "proxy6".into(),
+                target: HostTarget::Ip {
+                    address: IpAddr::V6(Ipv6Addr::LOCALHOST),
+                },
+            },
+        ];
+        assert_eq!(
+            flags(spec.clone()),
+            [
+                "--add-host=host.docker.internal:host-gateway",
+                "--add-host=proxy:10.0.0.1",
+                "--add-host=proxy6:::1",
+            ]
+        );
+        for bad in ["", "a:b", "a=b"] {
+            spec.extra_hosts[2].host = bad.into();
+            assert_eq!(field_of(render(spec.clone())), "extra_hosts[2].host");
+        }
+    }
+
+    #[test]
+    fn published_ports_bracket_ipv6() {
+        let mut spec = container();
+        spec.ports = vec![
+            PublishedPort {
+                container_port: 3000,
+                protocol: Protocol::Tcp,
+                host_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+                host_port: Some(8080),
+            },
+            PublishedPort {
+                container_port: 53,
+                protocol: Protocol::Udp,
+                host_ip: IpAddr::V6(Ipv6Addr::LOCALHOST),
+                host_port: None,
+            },
+        ];
+        assert_eq!(
+            flags(spec),
+            [
+                "--publish=127.0.0.1:8080:3000/tcp",
+                "--publish=[::1]::53/udp"
+            ]
+        );
+    }
+
+    #[test]
+    fn resources_are_plain_exact_numbers() {
+        let mut spec = container();
+        spec.resources = Resources {
+            memory_bytes: Some(4 << 30),
+            memory_swap_bytes: Some(4 << 30),
+            shm_size_bytes: Some(1 << 53),
+            nano_cpus: Some(1_500_000_000),
+            pids_limit: Some(512),
+        };
+        assert_eq!(
+            flags(spec.clone()),
+            [
+                "--memory=4294967296",
+                "--memory-swap=4294967296",
+                "--shm-size=9007199254740992",
+                "--cpus=1.5",
+                "--pids-limit=512",
+            ]
+        );
+        spec.resources.nano_cpus = Some(1);
+        assert!(flags(spec.clone()).contains(&"--cpus=0.000000001".to_owned()));
+        spec.resources.nano_cpus = Some(2_000_000_000);
+        assert!(flags(spec).contains(&"--cpus=2".to_owned()));
+    }
+
+    #[test]
+    fn resources_docker_would_round_are_refused() {
+        let mut spec = container();
+        spec.resources.memory_bytes = Some((1 << 53) + 1);
+        assert_eq!(field_of(render(spec.clone())), "resources.memory_bytes");
+        spec.resources.memory_bytes = Some(u64::MAX);
+        assert_eq!(field_of(render(spec.clone())), "resources.memory_bytes");
+        spec.resources.memory_bytes = None;
+        spec.resources.nano_cpus = Some(u64::MAX);
+        assert_eq!(field_of(render(spec)), "resources.nano_cpus");
+    }
+
+    #[test]
+    fn exact_docker_size_matches_float64_then_int64() {
+        assert!(exact_docker_size(0));
+        assert!(exact_docker_size(1 << 53));
+        assert!(!exact_docker_size((1 << 53) + 1));
+        assert!(exact_docker_size(1 << 60));
+        assert!(exact_docker_size((1 << 63) - 1024));
+        assert!(!exact_docker_size(i64::MAX as u64));
+        assert!(!exact_docker_size(1 << 63));
+    }
+
+    #[test]
+    fn logging_renders_driver_then_sorted_options() {
+        let mut spec = container();
+        spec.log = Some(LogConfig {
+            driver: "json-file".into(),
+            options: [("max-size", "50m"), ("max-file", "3")]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+        });
+        assert_eq!(
+            flags(spec.clone()),
+            [
+                "--log-driver=json-file",
+                "--log-opt=max-file=3",
+                "--log-opt=max-size=50m"
+            ]
+        );
+        spec.log
+            .as_mut()
+            .unwrap()
+            .options
+            .insert("a=b".into(), "c".into());
+        assert_eq!(field_of(render(spec)), "log.options");
+    }
+
+    #[test]
+    fn devices_render_and_refuse_colons_and_bad_modes() {
+        let mut spec = container();
+        spec.devices = vec![Device {
+            host_path: "/dev/fuse".into(),
+            container_path: "/dev/fuse".into(),
+            permissions: "rwm".into(),
+        }];
+        assert_eq!(flags(spec.clone()), ["--device=/dev/fuse:/dev/fuse:rwm"]);
+        spec.devices[0].host_path = "/dev/a:b".into();
+        assert_eq!(field_of(render(spec.clone())), "devices[0].host_path");
+        spec.devices[0].host_path = "/dev/fuse".into();
+        for mode in ["", "rr", "x", "rwmr"] {
+            spec.devices[0].permissions = mode.into();
+            assert_eq!(field_of(render(spec.clone())), "devices[0].permissions");
+        }
+    }
+
+    #[test]
+    fn labels_are_sorted_and_checked_like_docker() {
+        let mut spec = container();
+        spec.labels = [
+            ("io.agentc.profile", "demo"),
+            ("a", "x=y, z"),
+            (" lead", "v"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        assert_eq!(
+            flags(spec.clone()),
+            [
+                "--label= lead=v",
+                "--label=a=x=y, z",
+                "--label=io.agentc.profile=demo"
+            ]
+        );
+        for bad in ["", " ", "a=b", "a b", "a\tb", "ab "] {
+            let mut spec = container();
+            spec.labels.insert(bad.into(), "v".into());
+            assert_eq!(field_of(render(spec)), "labels", "label key {bad:?}");
+        }
+    }
+
+    #[test]
+    fn image_and_command_come_last_command_verbatim() {
+        let mut spec = container();
+        spec.tty = true;
+        spec.command = vec!["--dangerously".into(), "-c".into(), "a b\n".into()];
+        assert_eq!(
+            render(spec).unwrap(),
+            [
+                "docker",
+                "run",
+                "--tty",
+                "agentc/claude:1",
+                "--dangerously",
+                "-c",
+                "a b\n"
+            ]
+        );
+    }
+
+    #[test]
+    fn images_docker_would_read_as_flags_are_refused() {
+        for bad in ["", "-x", "--rm"] {
+            let mut spec = container();
+            spec.image = bad.into();
+            assert_eq!(field_of(render(spec)), "image");
+        }
+    }
+
+    #[test]
+    fn nul_anywhere_is_refused_naming_the_field() {
+        let mut spec = container();
+        spec.command = vec!["ok".into(), "a\0b".into()];
+        assert_eq!(field_of(render(spec)), "command[1]");
+        let mut spec = container();
+        spec.user = Some("\0".into());
+        assert_eq!(field_of(render(spec)), "user");
+        let mut spec = container();
+        spec.labels.insert("k".into(), "\0".into());
+        assert_eq!(field_of(render(spec)), "labels.k");
+    }
+
+    #[test]
+    fn full_container_keeps_the_documented_family_order() {
+        let mut spec = container();
+        spec.interactive = true;
+        spec.name = Some("n".into());
+        spec.env = vec![EnvVar {
+            name: "A".into(),
+            value: EnvValue::Secret { required: false },
+        }];
+        spec.mounts = vec![Mount {
+            target: "/t".into(),
+            read_only: false,
+            source: MountSource::Volume {
+                name: "v".into(),
+                subpath: None,
+            },
+        }];
+        spec.tmpfs = vec![Tmpfs {
+            target: "/tmp".into(),
+            exec: false,
+        }];
+        spec.read_only_root = true;
+        spec.network = Network::None;
+        spec.resources.pids_limit = Some(1);
+        spec.log = Some(LogConfig {
+            driver: "none".into(),
+            options: BTreeMap::new(),
+        });
+        spec.devices = vec![Device {
+            host_path: "/dev/a".into(),
+            container_path: "/dev/a".into(),
+            permissions: "r".into(),
+        }];
+        spec.labels.insert("k".into(), "v".into());
+        spec.command = vec!["sh".into()];
+        assert_eq!(
+            render(spec).unwrap(),
+            [
+                "docker",
+                "run",
+                "--interactive",
+                "--name=n",
+                "--env=A",
+                "--mount=type=volume,source=v,target=/t",
+                "--tmpfs=/tmp",
+                "--read-only",
+                "--network=none",
+                "--pids-limit=1",
+                "--log-driver=none",
+                "--device=/dev/a:/dev/a:r",
+                "--label=k=v",
+                "agentc/claude:1",
+                "sh",
+            ]
+        );
+    }
+
+    #[test]
+    fn build_minimal_and_full() {
+        assert_eq!(
+            render_build_spec(build()).unwrap(),
+            ["docker", "build", "--tag=agentc/demo:1", "/ctx"]
+        );
+        let mut spec = build();
+        spec.dockerfile = Some("images/Dockerfile.claude".into());
+        spec.named_contexts
+            .insert("shared".into(), "/ctx shared".into());
+        spec.build_args.insert("UID".into(), "1000".into());
+        spec.build_args.insert("GID".into(), "-1=x".into());
+        spec.labels
+            .insert("io.agentc.profile".into(), "demo".into());
+        assert_eq!(
+            render_build_spec(spec).unwrap(),
+            [
+                "docker",
+                "build",
+                "--tag=agentc/demo:1",
+                "--file=/ctx/images/Dockerfile.claude",
+                "--build-context=shared=/ctx shared",
+                "--build-arg=GID=-1=x",
+                "--build-arg=UID=1000",
+                "--label=io.agentc.profile=demo",
+                "/ctx",
+            ]
+        );
+    }
+
+    #[test]
+    fn build_values_docker_cannot_carry_are_refused() {
+        let mut spec = build();
+        spec.context = "-ctx".into();
+        assert_eq!(field_of(render_build_spec(spec)), "context");
+        let mut spec = build();
+        spec.tag = String::new();
+        assert_eq!(field_of(render_build_spec(spec)), "tag");
+        let mut spec = build();
+        spec.build_args.insert("A=B".into(), "v".into());
+        assert_eq!(field_of(render_build_spec(spec)), "build_args");
+        let mut spec = build();
+        spec.named_contexts.insert(String::new(), "/d".into());
+        assert_eq!(field_of(render_build_spec(spec)), "named_contexts");
+        let mut spec = build();
+        spec.dockerfile = Some("D\0".into());
+        assert_eq!(field_of(render_build_spec(spec)), "dockerfile");
+    }
+
+    /// docker's reading of a `--mount` value: the first CSV record, each field cut at its
+    /// first `=`, `readonly` bare.
+    fn docker_mount_fields(argument: &str) -> Result<Vec<(String, Option<String>)>, String> {
+        let value = argument.strip_prefix("--mount=").ok_or("not a --mount")?;
+        Ok(go_csv::read_record(value)?
+            .into_iter()
+            .map(|field| match field.split_once('=') {
+                Some((k, v)) => (k.to_owned(), Some(v.to_owned())),
+                None => (field, None),
+            })
+            .collect())
+    }
+
+    fn tricky_text() -> impl Strategy<Value = String> {
+        proptest::collection::vec(
+            prop_oneof![
+                Just(','),
+                Just('"'),
+                Just('='),
+                Just(':'),
+                Just(' '),
+                Just('\t'),
+                Just('\n'),
+                Just('\r'),
+                Just('-'),
+                Just('.'),
+                Just('/'),
+                Just('é'),
+                Just('漢'),
+                Just('🦀'),
+                proptest::char::range('a', 'e'),
+            ],
+            0..12,
+        )
+        .prop_map(|chars| chars.into_iter().collect())
+    }
+
+    proptest! {
+        #[test]
+        fn mount_values_parse_back_to_the_same_fields(
+            path in tricky_text(),
+            target in tricky_text(),
+            subpath in proptest::option::of(tricky_text()),
+            volume in any::<bool>(),
+            read_only in any::<bool>(),
+        ) {
+            let source = if volume {
+                MountSource::Volume { name: path.clone(), subpath: subpath.clone() }
+            } else {
+                MountSource::Bind { path: path.clone() }
+            };
+            let mut spec = container();
+            spec.mounts = vec![Mount { target: target.clone(), read_only, source }];
+            match render(spec) {
+                Err(error) => {
+                    let subpath_bad = volume && subpath.as_deref().is_some_and(|s| s.contains("\r\n"));
+                    let justified = path.starts_with('.')
+                        || path.contains("\r\n")
+                        || target.is_empty()
+                        || target.contains("\r\n")
+                        || subpath_bad;
+                    prop_assert!(justified, "unjustified refusal: {error}");
+                }
+                Ok(argv) => {
+                    prop_assert_eq!(argv.len(), 4);
+                    let fields = docker_mount_fields(&argv[2]).map_err(TestCaseError::fail)?;
+                    let mut expected = vec![
+                        ("type".to_owned(), Some(if volume { "volume" } else { "bind" }.to_owned())),
+                        ("source".to_owned(), Some(path.clone())),
+                        ("target".to_owned(), Some(target.clone())),
+                    ];
+                    if read_only {
+                        expected.push(("readonly".to_owned(), None));
+                    }
+                    if volume {
+                        if let Some(subpath) = subpath {
+                            expected.push(("volume-subpath".to_owned(), Some(subpath)));
+                        }
+                    }
+                    prop_assert_eq!(fields, expected);
+                }
+            }
+        }
+
+        #[test]
+        fn every_value_stays_inside_its_attached_flag(
+            value in tricky_text(),
+            name in "[A-Z_][A-Z0-9_]{0,8}",
+        ) {
+            let mut spec = container();
+            spec.name = Some(value.clone());
+            spec.user = Some(value.clone());
+            spec.env = vec![EnvVar { name: name.clone(), value: EnvValue::Literal { value: value.clone() } }];
+            spec.labels.insert(name.clone(), value.clone());
+            spec.log = Some(LogConfig {
+                driver: value.clone(),
+                options: [(name.clone(), value.clone())].into_iter().collect(),
+            });
+            spec.command = vec![value.clone()];
+            let argv = render(spec).unwrap();
+            let expected = vec![
+                "docker".to_owned(),
+                "run".to_owned(),
+                format!("--name={value}"),
+                format!("--user={value}"),
+                format!("--env={name}={value}"),
+                format!("--log-driver={value}"),
+                format!("--log-opt={name}={value}"),
+                format!("--label={name}={value}"),
+                "agentc/claude:1".to_owned(),
+                value.clone(),
+            ];
+            prop_assert_eq!(argv, expected);
+        }
+    }
+}
