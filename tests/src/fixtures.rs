@@ -38,12 +38,16 @@ pub fn fixture_files(folder: &str) -> Vec<PathBuf> {
     files
 }
 
-/// Answers for `/profiles/...` from the real `fixtures/...`, and `Missing` for anything else.
+/// Answers for `/profiles/...` from the real `fixtures/...`, `Directory` for the virtual
+/// workspace, and `Missing` for anything else.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FixturePaths;
 
 impl PathProbe for FixturePaths {
     fn kind(&self, path: &str) -> PathKind {
+        if path == VIRTUAL_WORKSPACE {
+            return PathKind::Directory;
+        }
         match path.strip_prefix("/profiles/") {
             Some(rest) => RealPaths.kind(&fixtures_dir().join(rest).to_string_lossy()),
             None => PathKind::Missing,

@@ -26,9 +26,27 @@ pub fn try_shell_line(argv: &[String]) -> Result<String, RenderError> {
             field: format!("argv[{index}]"),
         });
     }
-    shlex::try_join(argv.iter().map(String::as_str)).map_err(|_| RenderError::Nul {
-        field: "argv".to_owned(),
-    })
+    let mut words = Vec::with_capacity(argv.len());
+    for word in argv {
+        if is_plain_word(word) {
+            words.push(std::borrow::Cow::Borrowed(word.as_str()));
+        } else {
+            words.push(shlex::try_quote(word).map_err(|_| RenderError::Nul {
+                field: "argv".to_owned(),
+            })?);
+        }
+    }
+    Ok(words.join(" "))
+}
+
+/// Whether a word means the same to a POSIX shell unquoted: non-empty and made only of
+/// `A-Z a-z 0-9 _ @ % + = : , . / -` (Python's `shlex.quote` safe set). shlex quotes `=` and
+/// `:` too, which would put quotes around nearly every `--flag=value`.
+fn is_plain_word(word: &str) -> bool {
+    !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_@%+=:,./-".contains(&b))
 }
 
 #[cfg(test)]
@@ -47,6 +65,15 @@ mod tests {
         let line = shell_line(&argv);
         assert!(line.starts_with("docker run "));
         assert_eq!(shlex::split(&line).unwrap(), argv);
+    }
+
+    #[test]
+    fn flags_with_equals_and_colons_stay_unquoted() {
+        let argv = words(&["docker", "run", "--tmpfs=/run:exec", "--env=A=it's"]);
+        assert_eq!(
+            shell_line(&argv),
+            "docker run --tmpfs=/run:exec \"--env=A=it's\""
+        );
     }
 
     #[test]

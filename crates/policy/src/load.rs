@@ -692,7 +692,7 @@ mod tests {
 
     #[test]
     fn profiles_are_normalized_like_agent_containers() {
-        let text = "name = \" dev \"\nagent = \"codex\"\n[provider]\nkind = \" OpenAI \"\n\
+        let text = "name = \" dev \"\nagent = \"hermes\"\n[provider]\nkind = \" OpenAI \"\n\
              [egress]\nmode = \" DENY \"\nhosts = [\" a.example \"]\n\
              [configuration_import]\nsource = \" c.toml \"\nformat = \".YML\"\non_conflict = \"Replace\"\n";
         let profile = load("p.toml", text).unwrap().profile;

@@ -344,6 +344,53 @@ impl Resolver<'_> {
         }
     }
 
+    /// Refuses a host path that is `/`, the home directory (or above it) or the Docker socket,
+    /// unless the profile accepts it with its `[security] allow_*` field; then returns the
+    /// origin of that field, to be recorded under [`crate::findings::allowed_by_key`].
+    fn refuse_dangerous(&self, field: &str, path: &str) -> Result<Option<Origin>, PolicyError> {
+        let Some(danger) = crate::findings::classify_path(path, Some(&self.inputs.home_dir))
+        else {
+            return Ok(None);
+        };
+        if danger.allowed(&self.profile.security) {
+            return Ok(Some(self.field_origin(danger.allow_field())));
+        }
+        let home = normalize_path(&self.inputs.home_dir);
+        let (subject, location) = if field == "--workspace" {
+            (
+                format!("the workspace {path}"),
+                Location::Invocation {
+                    input: field.to_string(),
+                },
+            )
+        } else {
+            (format!("{field} {path}"), self.loaded.location(field))
+        };
+        let (message, why) = match danger {
+            crate::findings::Danger::Root => (
+                format!("{subject} is the host's root directory"),
+                "a bind of / hands the agent the whole host; mount only what it needs",
+            ),
+            crate::findings::Danger::Home if path == home => (
+                format!("{subject} is the whole home directory"),
+                "the home holds your keys and tokens; mount the project or the files the agent needs",
+            ),
+            crate::findings::Danger::Home => (
+                format!("{subject} contains the home directory {home}"),
+                "the home holds your keys and tokens; mount the project or the files the agent needs",
+            ),
+            crate::findings::Danger::DockerSocket => (
+                format!("{subject} resolves to the docker socket or a directory holding it"),
+                "the docker socket makes the agent root on the host; remove the mount",
+            ),
+        };
+        Err(PolicyError::Invalid {
+            location,
+            message,
+            hint: format!("{why}, or set {} to accept it", danger.allow_setting()),
+        })
+    }
+
     /// The image of an agent launch: `--image`, `image.ref`, or the preset's `<name>:latest`.
     fn agent_image(&mut self, preset: Option<&Preset>) -> Result<String, PolicyError> {
         if let Some(image) = &self.inputs.image {
@@ -695,6 +742,7 @@ impl Resolver<'_> {
                 "pass a project directory as --workspace",
             ));
         }
+        let allowed_by = self.refuse_dangerous("--workspace", &path)?;
         if self.paths.kind(&path) != PathKind::Directory {
             return Err(workspace_error(
                 format!("workspace is not a directory: {path}"),
@@ -708,6 +756,9 @@ impl Resolver<'_> {
             source: MountSource::Bind { path },
         });
         self.set(format!("mounts.{target}"), invocation("--workspace"));
+        if let Some(origin) = allowed_by {
+            self.set(crate::findings::allowed_by_key(&target), origin);
+        }
         let origin = self.origin_or("workspace.read_only", Origin::Default);
         self.set(format!("mounts.{target}.read_only"), origin);
         if self.profile.workspace.mount.is_some() {
@@ -730,6 +781,7 @@ impl Resolver<'_> {
         label: &str,
     ) -> Result<String, PolicyError> {
         let path = resolve_host_path(value, self.inputs);
+        self.refuse_dangerous(field, &path)?;
         let kind = self.paths.kind(&path);
         if kind != want {
             let what = if want == PathKind::Directory {
@@ -850,6 +902,7 @@ impl Resolver<'_> {
                 None
             };
             let path = resolve_host_path(&mount.source, self.inputs);
+            let allowed_by = self.refuse_dangerous(&format!("{field}.source"), &path)?;
             let kind = self.paths.kind(&path);
             let problem = match (kind, want) {
                 (PathKind::Missing, _) => Some(format!("mount source does not exist: {path}")),
@@ -872,6 +925,9 @@ impl Resolver<'_> {
             });
             let origin = self.field_origin(&field);
             self.set(format!("mounts.{target}"), origin);
+            if let Some(origin) = allowed_by {
+                self.set(crate::findings::allowed_by_key(&target), origin);
+            }
         }
         Ok(())
     }
@@ -1316,6 +1372,7 @@ impl Resolver<'_> {
             ));
         }
         let source = resolve_host_path(&mount.source, self.inputs);
+        let allowed_by = self.refuse_dangerous(&format!("{field}.source"), &source)?;
         if self.paths.kind(&source) == PathKind::Missing {
             return Err(self.unlaunchable(
                 &format!("{field}.source"),
@@ -1366,6 +1423,12 @@ impl Resolver<'_> {
         });
         let origin = self.field_origin(&format!("{field}.source"));
         self.set(format!("mounts.{}", presets::SEED_SOURCE_TARGET), origin);
+        if let Some(origin) = allowed_by {
+            self.set(
+                crate::findings::allowed_by_key(presets::SEED_SOURCE_TARGET),
+                origin,
+            );
+        }
         let target_origin = self.field_origin(&format!("{field}.target"));
         let on_conflict = mount.on_conflict.trim().to_ascii_lowercase();
         for (name, value, origin) in [

@@ -14,6 +14,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use crate::capability::Capability;
 use crate::error::PolicyError;
+use crate::findings;
 use crate::load::{closest, LoadedProfile};
 use crate::profile::{
     AgentName, CpuCount, DecantConfig, LangfuseConfig, MountConfig, MountType, PackageSet,
@@ -62,6 +63,7 @@ pub fn validate(loaded: &LoadedProfile) -> Result<(), PolicyError> {
     check.logging(profile)?;
     check.network(profile)?;
     check.security(profile)?;
+    check.dangerous(profile)?;
     Ok(())
 }
 
@@ -105,14 +107,10 @@ impl Checker<'_> {
     /// Non-blank text without whitespace or control characters (hosts, addresses).
     fn token(&self, field: &str, value: &str, what: &str) -> Outcome {
         self.line(field, value, what)?;
-        if value
-            .trim()
-            .chars()
-            .any(|c| c.is_whitespace() || c.is_control())
-        {
+        if let Some(problem) = unprintable(value.trim()) {
             return Err(self.fail(
                 field,
-                format!("{field} must not contain whitespace or control characters"),
+                format!("{field} must not contain {problem}"),
                 format!("write {what} as a single word"),
             ));
         }
@@ -173,10 +171,10 @@ impl Checker<'_> {
                 "write an image reference such as `ghcr.io/owner/image:tag`",
             ));
         }
-        if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        if let Some(problem) = unprintable(value) {
             return Err(self.fail(
                 field,
-                format!("{field} must not contain whitespace or control characters"),
+                format!("{field} must not contain {problem}"),
                 "write a single image reference such as `ghcr.io/owner/image:tag`",
             ));
         }
@@ -697,11 +695,18 @@ impl Checker<'_> {
         let target_field = format!("{prefix}.target");
         self.line(&target_field, &mount.target, "the absolute container path")?;
         let target = mount.target.trim();
-        if !target.starts_with('/') || target == "/" {
+        if !target.starts_with('/') {
             return Err(self.fail(
                 &target_field,
-                format!("{target_field} must be an absolute path other than /"),
+                format!("{target_field} must be an absolute path"),
                 "write a container path such as `/home/agent/.config/tool`",
+            ));
+        }
+        if target.trim_end_matches('/').is_empty() {
+            return Err(self.fail(
+                &target_field,
+                format!("{target_field} must not be the container's root /"),
+                "mount onto a directory inside the container, such as `/home/agent/.config/tool`",
             ));
         }
         let field = format!("{prefix}.on_conflict");
@@ -1011,14 +1016,14 @@ impl Checker<'_> {
         let mut seen = BTreeSet::new();
         for (index, port) in network.publish.iter().enumerate() {
             let field = format!("network.publish[{index}]");
-            let Some((number, protocol)) = parse_published_port(port) else {
-                return Err(self.fail(
+            let (number, protocol) = parse_published_port(port).map_err(|reason| {
+                self.fail(
                     &field,
-                    format!("{field} is not a port"),
+                    format!("{field} is not a port: {reason}"),
                     "write a container port from 1 to 65535 such as 8080, or \"PORT/tcp\" or \
                      \"PORT/udp\" such as \"53/udp\"",
-                ));
-            };
+                )
+            })?;
             if !seen.insert((number, protocol)) {
                 return Err(self.fail(
                     &field,
@@ -1090,6 +1095,96 @@ impl Checker<'_> {
     }
 }
 
+/// Dangerous requests, refused unless an explicit `[security] allow_*` field accepts them.
+impl Checker<'_> {
+    /// The Docker socket in any form and binds of `/`, as far as loading can tell: absolute
+    /// host paths (after lexical normalization) and `DOCKER_HOST` among the variables passed
+    /// in. Relative and `~` paths, and the home directory, are checked by [`crate::resolve`].
+    fn dangerous(&self, profile: &Profile) -> Outcome {
+        let security = &profile.security;
+        let mut sources: Vec<(String, &str)> = Vec::new();
+        for (list, mounts) in [
+            ("configuration_mounts", &profile.configuration_mounts),
+            ("mounts", &profile.mounts),
+        ] {
+            for (index, mount) in mounts.iter().enumerate() {
+                sources.push((format!("{list}[{index}].source"), mount.source.as_str()));
+            }
+        }
+        let files = [
+            ("proxy.ca_file", profile.proxy.as_ref().and_then(|p| p.ca_file.as_deref())),
+            ("proxy.ca_dir", profile.proxy.as_ref().and_then(|p| p.ca_dir.as_deref())),
+            ("egress.gateway_key_file", profile.egress.gateway_key_file.as_deref()),
+            (
+                "egress.gateway_known_hosts_file",
+                profile.egress.gateway_known_hosts_file.as_deref(),
+            ),
+            (
+                "configuration_import.source",
+                profile.configuration_import.as_ref().map(|i| i.source.as_str()),
+            ),
+        ];
+        for (field, value) in files {
+            if let Some(value) = value {
+                sources.push((field.to_string(), value));
+            }
+        }
+        for (field, source) in sources {
+            let source = source.trim();
+            if !source.starts_with('/') {
+                continue;
+            }
+            let path = crate::resolve::normalize_path(source);
+            let Some(danger) = findings::classify_path(&path, None) else {
+                continue;
+            };
+            if danger.allowed(security) {
+                continue;
+            }
+            let (message, why) = match danger {
+                findings::Danger::Root => (
+                    format!("{field} binds the host's root directory /"),
+                    "a bind of / hands the agent the whole host; mount only what it needs",
+                ),
+                _ => (
+                    format!("{field} exposes the docker socket: {path}"),
+                    "the docker socket makes the agent root on the host; remove the mount",
+                ),
+            };
+            return Err(self.fail(
+                &field,
+                message,
+                format!("{why}, or set {} to accept it", danger.allow_setting()),
+            ));
+        }
+        if !security.allow_docker_socket {
+            let mut names = Vec::new();
+            if let Some(name) = profile.provider.as_ref().and_then(|p| p.api_key_env.as_ref()) {
+                names.push(("provider.api_key_env", name));
+            }
+            if profile.langfuse.enabled {
+                names.push(("langfuse.public_key_env", &profile.langfuse.public_key_env));
+                names.push(("langfuse.secret_key_env", &profile.langfuse.secret_key_env));
+            }
+            for (field, name) in names {
+                if name.trim() == findings::DOCKER_HOST {
+                    return Err(self.fail(
+                        field,
+                        format!("{field} passes DOCKER_HOST into the container"),
+                        format!(
+                            "DOCKER_HOST points the agent at your docker daemon, which makes it \
+                             root on the host; name the variable that holds the key, or set {} \
+                             to accept it",
+                            findings::Danger::DockerSocket.allow_setting()
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The lower-case host of an http(s) URL, or why the text is not one.
 pub fn http_url_host(text: &str) -> Result<String, String> {
     if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
@@ -1112,6 +1207,18 @@ pub fn http_url_host(text: &str) -> Result<String, String> {
 }
 
 /// `^[a-z][a-z0-9_-]{0,62}$`
+/// Names the first whitespace or control character of `text` (`whitespace (U+0020)`,
+/// `a control character (U+0007)`), so that each kind of bad input gets its own message.
+fn unprintable(text: &str) -> Option<String> {
+    let bad = text.chars().find(|c| c.is_whitespace() || c.is_control())?;
+    let code = u32::from(bad);
+    Some(if bad.is_control() && !bad.is_whitespace() {
+        format!("a control character (U+{code:04X})")
+    } else {
+        format!("whitespace (U+{code:04X})")
+    })
+}
+
 fn is_profile_name(text: &str) -> bool {
     let bytes = text.as_bytes();
     !bytes.is_empty()
@@ -1204,9 +1311,16 @@ fn is_ip_or_cidr(text: &str) -> bool {
 }
 
 /// A published container port as (number, protocol): `8080`, `"8080"`, `"53/udp"`.
-fn parse_published_port(port: &PortConfig) -> Option<(u16, &'static str)> {
+/// Parses a `network.publish` entry into a port and protocol, or says what is wrong with it.
+fn parse_published_port(port: &PortConfig) -> Result<(u16, &'static str), String> {
+    let out_of_range = |shown: &dyn std::fmt::Display| {
+        format!("port {shown} is out of range; ports are 1 to 65535")
+    };
     let (number, protocol) = match port {
-        PortConfig::Number(number) => (u16::try_from(*number).ok()?, "tcp"),
+        PortConfig::Number(number) => (
+            u16::try_from(*number).map_err(|_| out_of_range(number))?,
+            "tcp",
+        ),
         PortConfig::Text(text) => {
             let (number, protocol) = match text.split_once('/') {
                 Some((number, protocol)) => (number, protocol),
@@ -1215,16 +1329,27 @@ fn parse_published_port(port: &PortConfig) -> Option<(u16, &'static str)> {
             let protocol = match protocol {
                 "tcp" => "tcp",
                 "udp" => "udp",
-                _ => return None,
+                _ => return Err(format!("protocol {protocol:?} is not tcp or udp")),
             };
-            if number.is_empty() || number.len() > 5 || !number.bytes().all(|b| b.is_ascii_digit())
-            {
-                return None;
+            if number.contains(':') {
+                return Err(
+                    "a host address or host port cannot be chosen here; write only the container port"
+                        .to_string(),
+                );
             }
-            (number.parse().ok()?, protocol)
+            if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(format!("{number:?} is not a port number"));
+            }
+            let parsed = number
+                .parse::<u16>()
+                .map_err(|_| out_of_range(&number))?;
+            (parsed, protocol)
         }
     };
-    (number != 0).then_some((number, protocol))
+    if number == 0 {
+        return Err(out_of_range(&0));
+    }
+    Ok((number, protocol))
 }
 
 #[cfg(test)]
@@ -1424,7 +1549,7 @@ mod tests {
         assert_rejects(
             "[proxy]\nno_proxy = [\"a b\"]\n",
             "proxy.no_proxy[0]",
-            "proxy.no_proxy[0] must not contain whitespace or control characters",
+            "proxy.no_proxy[0] must not contain whitespace (U+0020)",
             4,
         );
         assert_rejects(
@@ -1486,7 +1611,7 @@ mod tests {
         assert_rejects(
             "[egress]\nhosts = [\"a\\tb\"]\n",
             "egress.hosts[0]",
-            "egress.hosts[0] must not contain whitespace or control characters",
+            "egress.hosts[0] must not contain whitespace (U+0009)",
             4,
         );
     }
@@ -1522,7 +1647,7 @@ mod tests {
         assert_rejects(
             &format!("{gateway}gateway_access_hostname = \"a b\"\n"),
             "egress.gateway_access_hostname",
-            "egress.gateway_access_hostname must not contain whitespace or control characters",
+            "egress.gateway_access_hostname must not contain whitespace (U+0020)",
             6,
         );
         assert_rejects(
@@ -1657,7 +1782,7 @@ mod tests {
         assert_rejects(
             "[decant]\nimage = \"a b\"\n",
             "decant.image",
-            "decant.image must not contain whitespace or control characters",
+            "decant.image must not contain whitespace (U+0020)",
             4,
         );
         assert_rejects(
@@ -1681,7 +1806,7 @@ mod tests {
         assert_rejects(
             "[decant]\nbind_address = \"1.2.3.4 -p\"\n",
             "decant.bind_address",
-            "decant.bind_address must not contain whitespace or control characters",
+            "decant.bind_address must not contain whitespace (U+0020)",
             4,
         );
         assert_rejects(
@@ -1817,11 +1942,30 @@ mod tests {
             "configuration_import.on_conflict \"merge\" is not a conflict policy",
             5,
         );
-        for format in ["json", "JSONC", ".toml", "yml", "yaml"] {
+        for format in ["json", "JSONC", ".jsonc"] {
             accept(&format!(
                 "[configuration_import]\nsource = \"a\"\nformat = \"{format}\"\n"
             ));
         }
+    }
+
+    #[test]
+    fn configuration_import_format_and_target_follow_the_agent() {
+        for (agent, format) in [("codex", ".toml"), ("hermes", "yml"), ("hermes", "yaml")] {
+            let text = format!(
+                "name = \"p\"\nagent = \"{agent}\"\n[configuration_import]\nsource = \"a\"\nformat = \"{format}\"\n"
+            );
+            crate::load::load("p.toml", &text).unwrap_or_else(|error| panic!("{agent} {format}: {error}"));
+        }
+        let (_, _, message, _) = parts(&err(
+            "name = \"p\"\nagent = \"codex\"\n[configuration_import]\nsource = \"a\"\nformat = \"json\"\n",
+        ));
+        assert_eq!(message, "codex reads toml configuration, not json");
+        let (field, _, message, _) = parts(&err(
+            "name = \"p\"\nagent = \"opencode\"\n[configuration_import]\nsource = \"a\"\ntarget = \"/etc/x.json\"\n",
+        ));
+        assert_eq!(field, "configuration_import.target");
+        assert_eq!(message, "configuration_import.target must be inside /home/opencode");
     }
 
     #[test]
@@ -1859,13 +2003,13 @@ mod tests {
         assert_rejects(
             &format!("{first}[[mounts]]\nsource = \"b\"\ntarget = \"b\"\n"),
             "mounts[1].target",
-            "mounts[1].target must be an absolute path other than /",
+            "mounts[1].target must be an absolute path",
             8,
         );
         assert_rejects(
             &format!("{first}[[mounts]]\nsource = \"b\"\ntarget = \" / \"\n"),
             "mounts[1].target",
-            "mounts[1].target must be an absolute path other than /",
+            "mounts[1].target must not be the container's root /",
             8,
         );
         assert_rejects(
@@ -1981,10 +2125,7 @@ mod tests {
         let (_, _, message, _) = parts(&err(
             "name = \"box\"\nagent = \"custom\"\n[image]\nref = \" alpine\"\n",
         ));
-        assert_eq!(
-            message,
-            "image.ref must not contain whitespace or control characters"
-        );
+        assert_eq!(message, "image.ref must not contain whitespace (U+0020)");
         let (_, _, message, _) = parts(&err(
             "name = \"box\"\nagent = \"custom\"\n[image]\nref = \"-v\"\n",
         ));
@@ -2173,20 +2314,25 @@ mod tests {
     #[test]
     fn published_ports_are_ports_without_duplicates() {
         accept("[network]\npublish = [80, \"81\", \"53/udp\", \"53/tcp\", 65535]\n");
-        for port in [
-            "0",
-            "65536",
-            "-1",
-            "\"80/sctp\"",
-            "\"\"",
-            "\"x\"",
-            "\"80/\"",
-            "\"/tcp\"",
-            "\"+80\"",
+        for (port, reason) in [
+            ("0", "port 0 is out of range; ports are 1 to 65535"),
+            ("65536", "port 65536 is out of range; ports are 1 to 65535"),
+            ("-1", "port -1 is out of range; ports are 1 to 65535"),
+            ("\"80/sctp\"", "protocol \"sctp\" is not tcp or udp"),
+            ("\"80/\"", "protocol \"\" is not tcp or udp"),
+            ("\"\"", "\"\" is not a port number"),
+            ("\"x\"", "\"x\" is not a port number"),
+            ("\"/tcp\"", "\"\" is not a port number"),
+            ("\"+80\"", "\"+80\" is not a port number"),
+            ("\"99999/udp\"", "port 99999 is out of range; ports are 1 to 65535"),
+            (
+                "\"127.0.0.1:8080\"",
+                "a host address or host port cannot be chosen here; write only the container port",
+            ),
         ] {
             let (field, _, message, _) = reject(&format!("[network]\npublish = [{port}]\n"));
             assert_eq!(field, "network.publish[0]");
-            assert_eq!(message, "network.publish[0] is not a port", "{port}");
+            assert_eq!(message, format!("network.publish[0] is not a port: {reason}"), "{port}");
         }
         assert_rejects(
             "[network]\npublish = [80,\n \"80/tcp\"]\n",
