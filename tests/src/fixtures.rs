@@ -39,13 +39,18 @@ pub fn fixture_files(folder: &str) -> Vec<PathBuf> {
 }
 
 /// Answers for `/profiles/...` from the real `fixtures/...`, `Directory` for the virtual
-/// workspace, and `Missing` for anything else.
+/// workspace, the virtual home and their ancestors (`/`, `/home`), and `Missing` for anything
+/// else.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FixturePaths;
 
 impl PathProbe for FixturePaths {
     fn kind(&self, path: &str) -> PathKind {
-        if path == VIRTUAL_WORKSPACE {
+        // The virtual workspace, the virtual home and their ancestors are directories.
+        if [VIRTUAL_WORKSPACE, VIRTUAL_HOME]
+            .iter()
+            .any(|dir| *dir == path || dir.starts_with(&format!("{}/", path.trim_end_matches('/'))))
+        {
             return PathKind::Directory;
         }
         match path.strip_prefix("/profiles/") {
@@ -109,9 +114,34 @@ pub fn inputs(kind: LaunchKind) -> ResolveInputs {
     }
 }
 
+/// The environment a fixture declares in `# env: NAME=VALUE` comment lines (for fixtures that
+/// exercise `AGENTC_*` overrides).
+pub fn fixture_env(loaded: &LoadedProfile) -> BTreeMap<String, String> {
+    let relative = loaded
+        .file
+        .strip_prefix("fixtures/")
+        .unwrap_or(&loaded.file);
+    let text = std::fs::read_to_string(fixtures_dir().join(relative)).unwrap_or_default();
+    text.lines()
+        .filter_map(|line| line.strip_prefix("# env:"))
+        .filter_map(|assignment| assignment.trim().split_once('='))
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect()
+}
+
 /// Every launch a valid fixture supports: the run (or sandbox), one seed per seed mount,
-/// the build when it has a build context, and Decant when enabled.
+/// the build when it has a build context, and Decant when enabled; each with the
+/// environment the fixture declares.
 pub fn launches(loaded: &LoadedProfile) -> Vec<FixtureLaunch> {
+    let mut launches = kind_launches(loaded);
+    let env = fixture_env(loaded);
+    for launch in &mut launches {
+        launch.inputs.env = env.clone();
+    }
+    launches
+}
+
+fn kind_launches(loaded: &LoadedProfile) -> Vec<FixtureLaunch> {
     let profile = &loaded.profile;
     let mut launches = vec![FixtureLaunch {
         label: "run".to_string(),

@@ -4,3 +4,4 @@ pub mod fixtures;
 pub mod image;
 pub mod live;
 pub mod referee;
+pub mod strategies;

@@ -349,18 +349,12 @@ mod tests {
     }
 }
 
-/// `agentc verify`'s module, compiled here from its source file because the agentc crate has no
-/// library target, so its probe can be run against a real hardened container.
-#[cfg(test)]
-#[allow(dead_code)]
-#[path = "../../crates/agentc/src/verify.rs"]
-mod verify;
-
 #[cfg(test)]
 mod verify_probe {
 
-    use super::{docker, inspect, require_daemon, verify};
+    use super::{docker, inspect, require_daemon};
     use crate::image::ensure_test_image;
+    use agentc::verify;
     use agentc_policy::{Capability, ContainerSpec, MountSource, Network, Resources, Tmpfs};
 
     #[test]
@@ -486,5 +480,363 @@ mod verify_probe {
         assert!(checks.iter().all(|check| check.ok), "{table}");
         assert!(checks.len() >= 14, "{table}");
         guard.finish();
+    }
+}
+
+/// A fixture launch made runnable on this machine by [`localize`].
+#[derive(Debug, Clone)]
+pub struct Localized {
+    /// The container spec, with local image, paths, unique names and labels.
+    pub container: agentc_policy::ContainerSpec,
+    /// The named volumes it mounts (the daemon creates them on create; remove them after).
+    pub volumes: Vec<String>,
+    /// The user-defined networks it joins (create them before, remove them after).
+    pub networks: Vec<String>,
+    /// A dummy value for each secret the spec passes through, so no launch lacks one.
+    pub secrets: Vec<(String, String)>,
+    /// What was changed beyond paths and names to fit this machine, for the test to print.
+    pub adjustments: Vec<String>,
+}
+
+/// The real places a virtual fixture launch is mapped to by [`localize`].
+#[derive(Debug, Clone)]
+pub struct LocalMachine {
+    /// The image every launch runs instead of its own (the test image).
+    pub image: String,
+    /// The real directory standing for the virtual workspace (`/home/dev/src/project`).
+    pub workspace: std::path::PathBuf,
+    /// The real directory standing for the virtual home (`/home/dev`).
+    pub home: std::path::PathBuf,
+    /// The daemon's Engine API version as (major, minor), such as (1, 41).
+    pub api_version: (u32, u32),
+    /// The number of CPUs the daemon's host has (`docker info`'s `NCPU`).
+    pub host_cpus: u64,
+}
+
+/// The daemon's Engine API version, such as (1, 41).
+pub fn daemon_api_version() -> Result<(u32, u32), String> {
+    let text = docker(&["version", "--format", "{{.Server.APIVersion}}"])?;
+    let (major, minor) = text
+        .split_once('.')
+        .ok_or_else(|| format!("unexpected api version {text:?}"))?;
+    let parse = |part: &str| {
+        part.parse::<u32>()
+            .map_err(|error| format!("unexpected api version {text:?}: {error}"))
+    };
+    Ok((parse(major)?, parse(minor)?))
+}
+
+/// The number of CPUs the daemon's host has.
+pub fn daemon_cpus() -> Result<u64, String> {
+    let text = docker(&["info", "--format", "{{.NCPU}}"])?;
+    text.parse()
+        .map_err(|error| format!("unexpected cpu count {text:?}: {error}"))
+}
+
+/// Makes a fixture's container launch runnable here, or says why it cannot run here.
+///
+/// The image becomes `machine.image`; bind sources under the virtual `/profiles/` become the
+/// real `fixtures/` paths, and those under the virtual workspace and home become paths under
+/// `machine.workspace` and `machine.home` (missing ones are created as directories). Volume and
+/// network names get the suffix `-{unique}` and the `io.agentc.profile` label becomes `unique`,
+/// so concurrent tests never share them and a [`LeakGuard`] for profile `unique` sees every
+/// volume. A CPU quota above the host's CPU count, which the daemon refuses, is lowered to it
+/// (noted in `adjustments`). Refused (the error is the reason): an image build, a volume subpath on a daemon
+/// older than API 1.45, a host device that does not exist here, and a bind source outside the
+/// virtual directories.
+pub fn localize(
+    spec: &agentc_policy::LaunchSpec,
+    machine: &LocalMachine,
+    unique: &str,
+) -> Result<Localized, String> {
+    use agentc_policy::{Action, EnvValue, MountSource, Network};
+    use std::path::Path;
+
+    let Action::Container(container) = &spec.action else {
+        return Err("an image build: no container to create".to_string());
+    };
+    let mut container = (**container).clone();
+    container.image = machine.image.clone();
+    let mut volumes = Vec::new();
+    let mut networks = Vec::new();
+    for mount in &mut container.mounts {
+        match &mut mount.source {
+            MountSource::Bind { path } => {
+                let local = local_path(path, machine)?;
+                if !local.exists() {
+                    if path.starts_with(crate::fixtures::VIRTUAL_HOME) {
+                        std::fs::create_dir_all(&local).map_err(|error| {
+                            format!("cannot create {}: {error}", local.display())
+                        })?;
+                    } else {
+                        return Err(format!(
+                            "bind source {path} ({}) does not exist here",
+                            local.display()
+                        ));
+                    }
+                }
+                *path = local.to_string_lossy().into_owned();
+            }
+            MountSource::Volume { name, subpath } => {
+                if subpath.is_some() && machine.api_version < (1, 45) {
+                    return Err(format!(
+                        "mount {} uses a volume subpath, which needs engine api 1.45; the daemon \
+                         speaks {}.{}",
+                        mount.target, machine.api_version.0, machine.api_version.1
+                    ));
+                }
+                *name = format!("{name}-{unique}");
+                volumes.push(name.clone());
+            }
+        }
+    }
+    if let Some(device) = container
+        .devices
+        .iter()
+        .find(|device| !Path::new(&device.host_path).exists())
+    {
+        return Err(format!(
+            "device {} does not exist on this machine",
+            device.host_path
+        ));
+    }
+    if let Network::Named { name } = &mut container.network {
+        *name = format!("{name}-{unique}");
+        networks.push(name.clone());
+    }
+    container
+        .labels
+        .insert(PROFILE_LABEL.to_string(), unique.to_string());
+    let mut adjustments = Vec::new();
+    let host_nanos = machine.host_cpus.saturating_mul(1_000_000_000);
+    if let Some(nanos) = container
+        .resources
+        .nano_cpus
+        .filter(|nanos| *nanos > host_nanos)
+    {
+        adjustments.push(format!(
+            "cpus {} lowered to the host's {} (the daemon refuses more)",
+            agentc_policy::units::format_cpus(nanos),
+            machine.host_cpus
+        ));
+        container.resources.nano_cpus = Some(host_nanos);
+    }
+    let mut secrets = Vec::new();
+    for var in &container.env {
+        if !matches!(var.value, EnvValue::Secret { .. }) {
+            continue;
+        }
+        // The docker CLI reads the secrets it passes through from its own environment, and
+        // reads DOCKER_* variables for itself too: a dummy DOCKER_HOST would redirect it.
+        let value = match var.name.as_str() {
+            "DOCKER_HOST" => {
+                adjustments.push(
+                    "secret DOCKER_HOST given the daemon's real address (the docker cli reads \
+                     it too)"
+                        .to_string(),
+                );
+                std::env::var("DOCKER_HOST")
+                    .ok()
+                    .filter(|host| !host.is_empty())
+                    .unwrap_or_else(|| "unix:///var/run/docker.sock".to_string())
+            }
+            name if name.starts_with("DOCKER_") => {
+                return Err(format!(
+                    "secret {name} is also read by the docker cli itself; no dummy value is safe"
+                ))
+            }
+            name => format!("dummy-{}", name.to_lowercase()),
+        };
+        secrets.push((var.name.clone(), value));
+    }
+    Ok(Localized {
+        container,
+        volumes,
+        networks,
+        secrets,
+        adjustments,
+    })
+}
+
+/// The real path of a virtual bind source.
+fn local_path(path: &str, machine: &LocalMachine) -> Result<std::path::PathBuf, String> {
+    use crate::fixtures::{fixtures_dir, VIRTUAL_HOME, VIRTUAL_WORKSPACE};
+    let under = |root: &str| {
+        path.strip_prefix(root)
+            .filter(|rest| rest.is_empty() || rest.starts_with('/'))
+            .map(|rest| rest.trim_start_matches('/').to_string())
+    };
+    let join = |root: &std::path::Path, rest: String| {
+        if rest.is_empty() {
+            root.to_path_buf()
+        } else {
+            root.join(rest)
+        }
+    };
+    if let Some(rest) = path.strip_prefix("/profiles/") {
+        let real = fixtures_dir().join(rest);
+        // Docker wants a clean absolute path (`fixtures_dir()` holds a `..`).
+        return Ok(std::fs::canonicalize(&real).unwrap_or(real));
+    }
+    if let Some(rest) = under(VIRTUAL_WORKSPACE) {
+        return Ok(join(&machine.workspace, rest));
+    }
+    if let Some(rest) = under(VIRTUAL_HOME) {
+        return Ok(join(&machine.home, rest));
+    }
+    Err(format!(
+        "bind source {path} is outside the virtual profile, workspace and home directories"
+    ))
+}
+
+#[cfg(test)]
+mod localize_tests {
+    use super::{localize, LocalMachine, PROFILE_LABEL};
+    use crate::fixtures::{self, fixture_files, load_fixture};
+    use agentc_policy::{Action, ContainerSpec, LaunchKind, LaunchSpec, MountSource, Network};
+
+    /// A machine whose workspace and home live in a temporary directory, removed with it.
+    fn machine(api_version: (u32, u32)) -> (LocalMachine, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let machine = LocalMachine {
+            image: "agentc-test/busybox:local".to_string(),
+            workspace: dir.path().join("workspace"),
+            home: dir.path().join("home"),
+            api_version,
+            host_cpus: 2,
+        };
+        std::fs::create_dir(&machine.workspace).unwrap();
+        (machine, dir)
+    }
+
+    fn container(spec: &LaunchSpec) -> &ContainerSpec {
+        match &spec.action {
+            Action::Container(container) => container,
+            Action::Build(_) => panic!("not a container"),
+        }
+    }
+
+    /// Every container launch of every fixture that resolves with the virtual inputs.
+    fn specs() -> Vec<LaunchSpec> {
+        fixture_files("valid")
+            .iter()
+            .flat_map(|file| {
+                let loaded = load_fixture(file).unwrap();
+                fixtures::launches(&loaded)
+                    .into_iter()
+                    .filter_map(move |launch| fixtures::resolve(&loaded, &launch).ok())
+                    .collect::<Vec<_>>()
+            })
+            .filter(|spec| matches!(spec.action, Action::Container(_)))
+            .collect()
+    }
+
+    #[test]
+    fn virtual_paths_become_real_and_names_become_unique() {
+        let (machine, _dir) = machine((1, 47));
+        let specs = specs();
+        assert!(specs.len() > 20);
+        let mut binds = 0;
+        for spec in &specs {
+            let local = localize(spec, &machine, "u1").unwrap();
+            let original = container(spec);
+            assert_eq!(local.container.image, machine.image);
+            assert_eq!(local.container.labels[PROFILE_LABEL], "u1");
+            for (before, after) in original.mounts.iter().zip(&local.container.mounts) {
+                assert_eq!(before.target, after.target);
+                match (&before.source, &after.source) {
+                    (MountSource::Bind { path: virt }, MountSource::Bind { path: real }) => {
+                        binds += 1;
+                        assert!(std::path::Path::new(real).exists(), "{virt} -> {real}");
+                        if virt.starts_with("/profiles/") {
+                            assert!(!real.contains(".."), "{real}");
+                            assert!(real.contains("fixtures"), "{real}");
+                        } else {
+                            assert!(
+                                real.starts_with(&*machine.home.to_string_lossy())
+                                    || real.starts_with(&*machine.workspace.to_string_lossy()),
+                                "{virt} -> {real}"
+                            );
+                        }
+                    }
+                    (
+                        MountSource::Volume { name: before, .. },
+                        MountSource::Volume { name: after, .. },
+                    ) => {
+                        assert_eq!(after, &format!("{before}-u1"));
+                        assert!(local.volumes.contains(after));
+                    }
+                    other => panic!("mount kind changed: {other:?}"),
+                }
+            }
+            if let Network::Named { name } = &local.container.network {
+                assert!(name.ends_with("-u1"), "{name}");
+                assert_eq!(local.networks, vec![name.clone()]);
+            }
+            assert!(local
+                .secrets
+                .iter()
+                .all(|(name, value)| name == "DOCKER_HOST" || value.starts_with("dummy-")));
+        }
+        assert!(binds > 10, "{binds}");
+    }
+
+    #[test]
+    fn what_cannot_run_here_is_refused_with_a_reason() {
+        let (old, _dir) = machine((1, 41));
+        let subpath = specs()
+            .into_iter()
+            .find(|spec| {
+                container(spec).mounts.iter().any(|mount| {
+                    matches!(
+                        mount.source,
+                        MountSource::Volume {
+                            subpath: Some(_),
+                            ..
+                        }
+                    )
+                })
+            })
+            .expect("a fixture with a volume subpath");
+        let reason = localize(&subpath, &old, "u2").unwrap_err();
+        assert!(reason.contains("needs engine api 1.45"), "{reason}");
+        assert!(localize(&subpath, &machine((1, 45)).0, "u2").is_ok());
+
+        let mut spec = specs().remove(0);
+        let Action::Container(container) = &mut spec.action else {
+            unreachable!()
+        };
+        container.devices.push(agentc_policy::Device {
+            host_path: "/dev/agentc-no-such-device".to_string(),
+            container_path: "/dev/x".to_string(),
+            permissions: "rwm".to_string(),
+        });
+        container.resources.nano_cpus = Some(8_000_000_000);
+        let reason = localize(&spec, &old, "u2").unwrap_err();
+        assert!(reason.contains("/dev/agentc-no-such-device"), "{reason}");
+        let Action::Container(container) = &mut spec.action else {
+            unreachable!()
+        };
+        container.devices.clear();
+        let local = localize(&spec, &old, "u2").unwrap();
+        assert_eq!(local.container.resources.nano_cpus, Some(2_000_000_000));
+        assert!(
+            local.adjustments[0].contains("lowered"),
+            "{:?}",
+            local.adjustments
+        );
+
+        spec.kind = LaunchKind::Build;
+        spec.action = Action::Build(agentc_policy::BuildSpec {
+            tag: "t".to_string(),
+            context: "/profiles/valid".to_string(),
+            dockerfile: None,
+            named_contexts: Default::default(),
+            build_args: Default::default(),
+            labels: Default::default(),
+        });
+        assert!(localize(&spec, &old, "u2")
+            .unwrap_err()
+            .contains("image build"));
     }
 }

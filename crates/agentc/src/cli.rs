@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[command(
     name = "agentc",
     version,
-    after_help = "Examples:\n  agentc validate fixtures/valid/claude-minimal.toml\n  agentc render fixtures/valid/claude-minimal.toml --backend cli --format shell\n  agentc explain fixtures/valid/sandbox-pentest.toml\n\nExit status: 0 success, 2 usage error, 65 invalid profile or unlaunchable request, 66 unreadable profile file."
+    after_help = "Examples:\n  agentc validate fixtures/valid/claude-minimal.toml\n  agentc render fixtures/valid/claude-minimal.toml --backend cli --format shell\n  agentc explain fixtures/valid/sandbox-pentest.toml\n  agentc run fixtures/valid/claude-minimal.toml --workspace ~/src/app\n  agentc verify fixtures/valid/sandbox-minimal.toml\n\nExit status: 0 success, 1 `verify` found a mismatch or `rm` refused a container, 2 usage error, 65 invalid profile or unlaunchable request, 66 unreadable profile file, 125 docker failed before the container ran (daemon unreachable, image missing, required secret unset), 130/143 interrupted by SIGINT/SIGTERM (the container was removed). `run` and `seed` otherwise exit with the container's own exit code (137: killed, for example by the out-of-memory killer)."
 )]
 pub struct Cli {
     /// What to do.
@@ -28,14 +28,42 @@ pub enum Command {
     Schema,
     /// Explain a launch: every value with where it came from, and what widens the sandbox.
     #[command(
-        after_help = "Example:\n  agentc explain fixtures/valid/sandbox-pentest.toml --kind run"
+        after_help = "Examples:\n  agentc explain fixtures/valid/sandbox-pentest.toml --kind run\n  agentc explain fixtures/valid/claude-minimal.toml --format json --deny high\n\nThe explanation ends with the security findings: a stable code, a severity and the profile field that causes each. With --deny LEVEL the command still prints everything, then exits 1 when any finding is at or above LEVEL (for CI of your own repositories)."
     )]
-    Explain(LaunchArgs),
+    Explain(ExplainArgs),
     /// Render a launch as docker argv, a shell line, or an Engine API body, without running it.
     #[command(
         after_help = "Examples:\n  agentc render fixtures/valid/claude-minimal.toml --backend cli --format shell\n  agentc render fixtures/valid/claude-minimal.toml --backend api --format json --workspace ~/src/app\n  agentc render fixtures/valid/claude-seeds.toml --kind seed --seed-target /home/claude/.claude/settings.json"
     )]
     Render(RenderArgs),
+    /// Launch a profile's agent (or a custom profile's long-lived sandbox) and wait for it.
+    #[command(
+        after_help = "Examples:\n  agentc run fixtures/valid/claude-minimal.toml --workspace ~/src/app\n  agentc run fixtures/valid/codex-minimal.toml --backend api -- --help\n  agentc run fixtures/valid/sandbox-pentest.toml    # custom agents start detached\n\nAn attached run exits with the container's exit code. A detached launch (custom agents, or --detach) prints the container's name and the addresses its published ports are reachable at, then exits 0; `agentc ps` lists it and `agentc rm` removes it. The cli backend runs the `docker` command `agentc render` prints; the api backend talks to the daemon directly. Neither ever pulls an image."
+    )]
+    Run(RunArgs),
+    /// Copy a seed mount's source into the profile's home volume (copy-once).
+    #[command(
+        after_help = "Examples:\n  agentc seed fixtures/valid/claude-seeds.toml --target /home/claude/.claude/settings.json\n  agentc seed fixtures/valid/claude-seeds.toml --all\n\nAn identical target is left alone; a different one fails with `on_conflict = \"keep\"` (exit 1, the helper says why) and is replaced, after a `.agent-containers.bak` backup, with `on_conflict = \"replace\"`. With --all the seed mounts run in profile order and the first failure stops."
+    )]
+    Seed(SeedArgs),
+    /// Build the profile's image from its `[image] build_context` with `docker build`.
+    #[command(
+        after_help = "Example:\n  agentc build fixtures/valid/sandbox-build.toml --image agentc/sandbox:dev\n\nBuilds run through the docker CLI only: the Engine API's build endpoint takes one tar context and cannot carry the named build contexts BuildKit gives `docker build --build-context`, so `--backend api` is refused."
+    )]
+    Build(BuildArgs),
+    /// List the containers agentc launched (label io.agentc.profile).
+    #[command(after_help = "Examples:\n  agentc ps\n  agentc ps --all")]
+    Ps(PsArgs),
+    /// Remove containers agentc launched; any other container is refused.
+    #[command(
+        after_help = "Examples:\n  agentc rm agentc-sandbox-dev-1000-pentest\n  agentc rm --all"
+    )]
+    Rm(RmArgs),
+    /// Launch the profile with a probe in place of the agent and check what the kernel reports.
+    #[command(
+        after_help = "Examples:\n  agentc verify fixtures/valid/sandbox-minimal.toml\n  agentc verify fixtures/valid/claude-minimal.toml --backend cli --workspace ~/src/app\n\nThe probe container is the profile's exact run launch (hardening, mounts, limits, network, labels, environment) with `/bin/sh -c PROBE` as its command; it is removed afterwards, also on error or Ctrl-C. Prints a table of expected vs seen values. Exit status: 0 every check passed, 1 a check failed or the probe could not report, 125 the probe could not be started. The image needs /bin/sh and busybox or coreutils tools."
+    )]
+    Verify(VerifyArgs),
 }
 
 /// A profile file.
@@ -67,6 +95,30 @@ pub struct LaunchArgs {
     pub agent_args: Vec<String>,
 }
 
+/// `agentc explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The launch.
+    #[command(flatten)]
+    pub launch: LaunchArgs,
+    /// Output format: `text` (the explanation, ending with the findings) or `json` (the
+    /// findings report with the spec).
+    #[arg(long, value_enum, default_value_t = ExplainFormat::Text)]
+    pub format: ExplainFormat,
+    /// Exit 1 when any finding is at or above LEVEL: info, low, medium, high or critical.
+    #[arg(long, value_name = "LEVEL")]
+    pub deny: Option<agentc_policy::Severity>,
+}
+
+/// Output formats of `agentc explain`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExplainFormat {
+    /// Human-readable text.
+    Text,
+    /// JSON for machines.
+    Json,
+}
+
 /// `agentc render`.
 #[derive(Debug, Args)]
 pub struct RenderArgs {
@@ -79,6 +131,96 @@ pub struct RenderArgs {
     /// Output format: `shell` (cli backend only) or `json`.
     #[arg(long, value_enum, default_value_t = FormatArg::Shell)]
     pub format: FormatArg,
+}
+
+/// `agentc run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The profile (TOML).
+    pub profile: PathBuf,
+    /// Which backend launches it.
+    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
+    pub backend: BackendArg,
+    /// The workspace directory mounted into the agent [default: the current directory].
+    #[arg(long)]
+    pub workspace: Option<PathBuf>,
+    /// Use this image instead of the profile's.
+    #[arg(long)]
+    pub image: Option<String>,
+    /// Start in the background and print where it is reachable (custom agents always do).
+    #[arg(long)]
+    pub detach: bool,
+    /// Arguments passed to the agent, after `--`.
+    #[arg(last = true)]
+    pub agent_args: Vec<String>,
+}
+
+/// `agentc seed`.
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("which").required(true).args(["target", "all"]))]
+pub struct SeedArgs {
+    /// The profile (TOML).
+    pub profile: PathBuf,
+    /// The target of the seed mount to copy, as written in the profile.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Copy every seed mount, in profile order.
+    #[arg(long)]
+    pub all: bool,
+    /// Which backend launches the helper.
+    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
+    pub backend: BackendArg,
+    /// Use this image for the helper instead of the profile's.
+    #[arg(long)]
+    pub image: Option<String>,
+}
+
+/// `agentc build`.
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    /// The profile (TOML).
+    pub profile: PathBuf,
+    /// Tag the image with this reference instead of the profile's.
+    #[arg(long)]
+    pub image: Option<String>,
+    /// Which backend builds it (only `cli` can).
+    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
+    pub backend: BackendArg,
+}
+
+/// `agentc ps`.
+#[derive(Debug, Args)]
+pub struct PsArgs {
+    /// Also list stopped containers.
+    #[arg(long, short = 'a')]
+    pub all: bool,
+}
+
+/// `agentc rm`.
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("which").required(true).args(["names", "all"]))]
+pub struct RmArgs {
+    /// Names or IDs of agentc containers.
+    pub names: Vec<String>,
+    /// Remove every container agentc launched.
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// `agentc verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The profile (TOML).
+    pub profile: PathBuf,
+    /// Which backend creates and starts the probe.
+    #[arg(long, value_enum, default_value_t = BackendArg::Api)]
+    pub backend: BackendArg,
+    /// The workspace directory mounted into the agent [default: the current directory].
+    #[arg(long)]
+    pub workspace: Option<PathBuf>,
+    /// Use this image instead of the profile's.
+    #[arg(long)]
+    pub image: Option<String>,
 }
 
 /// The launch kinds a user can ask for (`sandbox` is what `run` becomes for custom agents).

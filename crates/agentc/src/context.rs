@@ -19,6 +19,10 @@ pub const EXIT_INVALID: u8 = 65;
 pub const EXIT_NO_INPUT: u8 = 66;
 /// Exit status for a usage error, as clap uses.
 pub const EXIT_USAGE: u8 = 2;
+/// Exit status when `verify` found a mismatch or `rm` refused a container.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit status when docker failed before the container ran (docker's own code).
+pub const EXIT_DOCKER: u8 = 125;
 
 /// A failed command: what to print and the exit status.
 #[derive(Debug)]
@@ -43,6 +47,14 @@ impl Failure {
         Failure {
             code: EXIT_INVALID,
             message: error.to_string(),
+        }
+    }
+
+    /// A failure with an explicit exit status.
+    pub fn new(code: u8, message: impl Into<String>) -> Failure {
+        Failure {
+            code,
+            message: message.into(),
         }
     }
 
@@ -86,12 +98,9 @@ pub fn every_launch(loaded: &LoadedProfile, profile: &Path) -> Vec<LaunchArgs> {
     let profile_fields = &loaded.profile;
     let mut launches = vec![launch(KindArg::Run, None)];
     launches.extend(
-        profile_fields
-            .configuration_mounts
-            .iter()
-            .chain(&profile_fields.mounts)
-            .filter(|mount| mount.kind == MountType::Seed)
-            .map(|mount| launch(KindArg::Seed, Some(mount.target.clone()))),
+        seed_targets(loaded)
+            .into_iter()
+            .map(|target| launch(KindArg::Seed, Some(target))),
     );
     if profile_fields.image.build_context.is_some() {
         launches.push(launch(KindArg::Build, None));
@@ -100,6 +109,19 @@ pub fn every_launch(loaded: &LoadedProfile, profile: &Path) -> Vec<LaunchArgs> {
         launches.push(launch(KindArg::Decant, None));
     }
     launches
+}
+
+/// The targets of a profile's seed mounts (configuration mounts first, then `[[mounts]]`), in
+/// profile order: what `agentc seed --all` copies.
+pub fn seed_targets(loaded: &LoadedProfile) -> Vec<String> {
+    let profile = &loaded.profile;
+    profile
+        .configuration_mounts
+        .iter()
+        .chain(&profile.mounts)
+        .filter(|mount| mount.kind == MountType::Seed)
+        .map(|mount| mount.target.clone())
+        .collect()
 }
 
 /// Resolves one launch of a loaded profile on this machine.

@@ -8,6 +8,18 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// A home directory outside the repository (a workspace holding the home is refused) with a
+/// `src/` directory, which `fixtures/valid/finding-bind-workspace-ancestor.toml` binds as `~/src`.
+fn test_home() -> &'static Path {
+    static HOME: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    HOME.get_or_init(|| {
+        let home =
+            std::env::temp_dir().join(format!("agentc-cli-test-home-{}", std::process::id()));
+        std::fs::create_dir_all(home.join("src")).expect("test home");
+        home
+    })
+}
+
 /// Runs agentc from the repository root with a clean environment plus `env`.
 fn agentc(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agentc"));
@@ -16,7 +28,7 @@ fn agentc(args: &[&str], env: &[(&str, &str)]) -> Output {
         .current_dir(repo_root())
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", "/home/dev")
+        .env("HOME", test_home())
         .env("USER", "dev");
     for (name, value) in env {
         command.env(name, value);
@@ -72,7 +84,13 @@ fn every_invalid_fixture_fails_with_its_own_message_and_exit_65() {
             "{path}: carries a hint:\n{stderr}"
         );
         assert!(!stderr.contains("panicked"), "{path}: no panic:\n{stderr}");
-        insta::assert_snapshot!(name.trim_end_matches(".toml").to_string(), stderr);
+        // The test home's path changes with every run and the checkout's with every machine:
+        // show them as `$HOME` and `$REPO`.
+        let repo = std::fs::canonicalize(repo_root()).expect("repository root");
+        let shown = stderr
+            .replace(&test_home().to_string_lossy().into_owned(), "$HOME")
+            .replace(&repo.to_string_lossy().into_owned(), "$REPO");
+        insta::assert_snapshot!(name.trim_end_matches(".toml").to_string(), shown);
         let first_line = stderr.lines().next().unwrap_or_default().to_string();
         let message = first_line
             .split_once(": ")

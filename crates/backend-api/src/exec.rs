@@ -17,9 +17,9 @@ use agentc_policy::spec::{ContainerSpec, EnvValue, MountSource, Network};
 use bollard::errors::Error as BollardError;
 use bollard::models::{ContainerInspectResponse, ContainerSummary};
 use bollard::query_parameters::{
-    AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, KillContainerOptionsBuilder,
-    ListContainersOptionsBuilder, RemoveContainerOptionsBuilder, ResizeContainerTTYOptionsBuilder,
-    WaitContainerOptionsBuilder,
+    AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, EventsOptionsBuilder,
+    KillContainerOptionsBuilder, ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
+    ResizeContainerTTYOptionsBuilder, WaitContainerOptionsBuilder,
 };
 use bollard::Docker;
 use futures_util::StreamExt;
@@ -385,6 +385,11 @@ async fn run_attached(
         None
     };
 
+    // With --rm the daemon may remove the container before it can be inspected, losing
+    // `State.OOMKilled` (seen on a busy daemon: exit 137 reported as a plain SIGKILL); the
+    // daemon's `oom` event for it is watched from before the start instead.
+    let oom_watch = spec.auto_remove.then(|| OomWatch::spawn(docker, id));
+
     tokio::select! {
         result = docker.start_container(id, None) => {
             result.map_err(|error| daemon_error("start the container", error))?;
@@ -449,11 +454,7 @@ async fn run_attached(
     }
     drop(_raw);
 
-    let oom_killed = exit_code == 137
-        && match docker.inspect_container(id, None).await {
-            Ok(inspect) => inspect.state.and_then(|state| state.oom_killed) == Some(true),
-            Err(_) => false,
-        };
+    let oom_killed = exit_code == 137 && was_oom_killed(docker, id, oom_watch).await;
     if spec.auto_remove {
         // Like `docker run --rm`, return only once the daemon has removed it; a container
         // already gone answers 404, which ends the wait as well.
@@ -472,6 +473,55 @@ async fn run_attached(
         container_id: id.to_string(),
         oom_killed,
     })
+}
+
+/// Whether the OOM killer ended the container: its `State.OOMKilled`, or, when it is already
+/// gone (`AutoRemove`), whether the daemon announced an `oom` event for it.
+async fn was_oom_killed(docker: &Docker, id: &str, watch: Option<OomWatch>) -> bool {
+    match docker.inspect_container(id, None).await {
+        Ok(inspect) => inspect.state.and_then(|state| state.oom_killed) == Some(true),
+        Err(_) => match watch {
+            // The daemon publishes `oom` before `die`; allow the event stream a moment.
+            Some(mut watch) => matches!(
+                tokio::time::timeout(Duration::from_secs(1), &mut watch.0).await,
+                Ok(Ok(true))
+            ),
+            None => false,
+        },
+    }
+}
+
+/// A task that ends with true once the daemon announces an `oom` event for one container;
+/// aborted when dropped, so an early return leaves no event stream open.
+struct OomWatch(tokio::task::JoinHandle<bool>);
+
+impl OomWatch {
+    fn spawn(docker: &Docker, id: &str) -> Self {
+        let docker = docker.clone();
+        let id = id.to_string();
+        OomWatch(tokio::spawn(async move {
+            let filters = HashMap::from([
+                ("type", vec!["container"]),
+                ("container", vec![id.as_str()]),
+                ("event", vec!["oom"]),
+            ]);
+            // `since` the epoch replays the daemon's buffered events for this id (there can be
+            // none from before its creation), so an oom that happens before this subscription
+            // reaches the daemon is not missed, whatever the two clocks say.
+            let options = EventsOptionsBuilder::new()
+                .since("1")
+                .filters(&filters)
+                .build();
+            let mut events = docker.events(Some(options));
+            matches!(events.next().await, Some(Ok(_)))
+        }))
+    }
+}
+
+impl Drop for OomWatch {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Refuses a volume subpath on a daemon older than API 1.45, which would silently ignore

@@ -25,6 +25,7 @@ use std::net::IpAddr;
 use std::path::Path;
 
 use agentc_policy::units;
+use agentc_policy::validate::MAX_SIZE_BYTES;
 use agentc_policy::{
     Action, AppArmor, BuildSpec, Capability, ContainerSpec, Device, EnvValue, EnvVar, ExtraHost,
     HostTarget, LaunchSpec, LogConfig, Mount, MountSource, Network, PublishedPort, Resources,
@@ -446,11 +447,13 @@ fn render_resources(argv: &mut Vec<String>, resources: &Resources) -> Result<(),
         (shm_size_bytes, "--shm-size", "resources.shm_size_bytes"),
     ] {
         if let Some(bytes) = value {
-            if !exact_docker_size(*bytes) {
+            // The same limit as the API backend and the policy, so that all three accept the
+            // same sizes.
+            if *bytes > MAX_SIZE_BYTES {
                 return Err(unrepresentable(
                     field.to_owned(),
                     &bytes.to_string(),
-                    "docker parses sizes through a 64-bit float into a signed 64-bit integer, which would change this value",
+                    "docker parses sizes through a 64-bit float, which holds every integer only below 2^53",
                     "use a size below 2^53 bytes (8 PiB)",
                 ));
             }
@@ -476,10 +479,10 @@ fn render_resources(argv: &mut Vec<String>, resources: &Resources) -> Result<(),
 }
 
 /// Whether docker's `units.RAMInBytes` (a float64 parse, then a conversion to int64) returns
-/// exactly `bytes`.
+/// exactly `bytes`. Every size up to [`MAX_SIZE_BYTES`] is; above it only some are (and
+/// anything from 2^63 overflows the int64), but agentc refuses them all, in both backends.
+#[cfg(test)]
 fn exact_docker_size(bytes: u64) -> bool {
-    // Every integer up to 2^53 is exact in a float64; above it only some are, and anything
-    // from 2^63 overflows the int64.
     bytes < (1 << 63) && (bytes as f64) as u64 == bytes
 }
 
@@ -1067,7 +1070,7 @@ mod tests {
         spec.resources = Resources {
             memory_bytes: Some(4 << 30),
             memory_swap_bytes: Some(4 << 30),
-            shm_size_bytes: Some(1 << 53),
+            shm_size_bytes: Some((1 << 53) - 1),
             nano_cpus: Some(1_500_000_000),
             pids_limit: Some(512),
         };
@@ -1076,7 +1079,7 @@ mod tests {
             [
                 "--memory=4294967296",
                 "--memory-swap=4294967296",
-                "--shm-size=9007199254740992",
+                "--shm-size=9007199254740991",
                 "--cpus=1.5",
                 "--pids-limit=512",
             ]
@@ -1092,6 +1095,14 @@ mod tests {
         let mut spec = container();
         spec.resources.memory_bytes = Some((1 << 53) + 1);
         assert_eq!(field_of(render(spec.clone())), "resources.memory_bytes");
+        // 2^53 is exact in a float64, but beyond the limit both backends share.
+        spec.resources.memory_bytes = Some(1 << 53);
+        assert_eq!(field_of(render(spec.clone())), "resources.memory_bytes");
+        spec.resources.memory_bytes = Some(MAX_SIZE_BYTES);
+        assert!(render(spec.clone()).is_ok());
+        spec.resources.shm_size_bytes = Some(1 << 60);
+        assert_eq!(field_of(render(spec.clone())), "resources.shm_size_bytes");
+        spec.resources.shm_size_bytes = None;
         spec.resources.memory_bytes = Some(u64::MAX);
         assert_eq!(field_of(render(spec.clone())), "resources.memory_bytes");
         spec.resources.memory_bytes = None;
@@ -1101,6 +1112,8 @@ mod tests {
 
     #[test]
     fn exact_docker_size_matches_float64_then_int64() {
+        // Every size up to the shared limit is exact.
+        assert!(exact_docker_size(MAX_SIZE_BYTES));
         assert!(exact_docker_size(0));
         assert!(exact_docker_size(1 << 53));
         assert!(!exact_docker_size((1 << 53) + 1));

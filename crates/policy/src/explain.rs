@@ -3,7 +3,8 @@
 //! The text is stable (it is snapshot-tested) and plain: a header naming the profile, the
 //! kind and the image; one section per concern (process, filesystem, network, security,
 //! resources, logging, environment); then what widens the sandbox and what agentc does beyond
-//! the systems it generalizes. A secret is only ever named, never shown.
+//! the systems it generalizes; last the security report of [`mod@crate::findings`], each finding
+//! with its severity, code, field and hint. A secret is only ever named, never shown.
 
 use crate::load::LoadedProfile;
 use crate::profile::{AgentName, MountType};
@@ -26,6 +27,12 @@ pub fn explain(profile: &LoadedProfile, spec: &LaunchSpec) -> String {
         Action::Container(container) => out.container(container),
         Action::Build(build) => out.build(build),
     }
+    // The security report ends every explanation (see `crate::findings`).
+    out.text.push('\n');
+    out.text
+        .push_str(&crate::findings::report_text(&crate::findings::findings(
+            profile, spec,
+        )));
     out.text
 }
 

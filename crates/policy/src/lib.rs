@@ -8,6 +8,7 @@
 pub mod capability;
 pub mod error;
 pub mod explain;
+pub mod findings;
 pub mod inputs;
 pub mod load;
 pub mod overrides;
@@ -22,6 +23,7 @@ pub mod validate;
 pub use capability::Capability;
 pub use error::{Location, PolicyError};
 pub use explain::explain;
+pub use findings::{deny, findings, report_json, Finding, Severity};
 pub use inputs::{DecantSource, Owner, PathKind, PathProbe, RealPaths, ResolveInputs};
 pub use load::{load, LoadedProfile};
 pub use overrides::parse_overrides;

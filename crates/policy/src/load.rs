@@ -81,18 +81,35 @@ fn parent_path(path: &str) -> Option<&str> {
     Some(&path[..cut])
 }
 
+/// The largest profile [`load`] parses (1 MiB). Profiles are a few kilobytes; a larger text
+/// is refused before parsing, so a hostile file cannot make the parser, the position index or
+/// the error messages spend unbounded time and memory.
+pub const MAX_PROFILE_BYTES: usize = 1024 * 1024;
+
 /// Parses and validates one profile. `file` is the name shown in errors.
+///
+/// A text larger than [`MAX_PROFILE_BYTES`] is refused before parsing; nesting deeper than the
+/// TOML parser's recursion limit is a clear error, not a stack overflow.
 pub fn load(file: &str, text: &str) -> Result<LoadedProfile, PolicyError> {
+    if text.len() > MAX_PROFILE_BYTES {
+        return Err(invalid(
+            file,
+            String::new(),
+            None,
+            format!(
+                "the profile is {} bytes, more than the limit of {MAX_PROFILE_BYTES} bytes (1 MiB)",
+                text.len()
+            ),
+            "a profile is a few kilobytes of toml; check that this is the right file".to_string(),
+        ));
+    }
     let lines = LineIndex::new(text);
     let document =
         DeTable::parse(text).map_err(|error| syntax_error(file, text, &lines, &error))?;
 
     let mut spans = Vec::new();
     index_table(document.get_ref(), "", &mut spans);
-    let positions = spans
-        .into_iter()
-        .map(|(path, span)| (path, lines.position(text, span.start)))
-        .collect::<HashMap<_, _>>();
+    let positions = lines.positions(text, spans);
 
     check_table_shapes(file, document.get_ref(), &positions)?;
     let deserializer = toml::de::Deserializer::from(document);
@@ -251,6 +268,38 @@ impl LineIndex {
         LineIndex { starts }
     }
 
+    /// 1-based positions of many spans in one pass over the text.
+    ///
+    /// Regression (`a_one_line_array_of_many_values_loads_in_linear_time`): computing each
+    /// column separately counts the characters from its line's start, which is quadratic for
+    /// a one-line array of many values (a 1 MiB line of 200,000 strings counted some 10^11
+    /// characters). Spans
+    /// are visited in offset order and the character count carries over within a line.
+    fn positions(
+        &self,
+        text: &str,
+        mut spans: Vec<(String, Range<usize>)>,
+    ) -> HashMap<String, (usize, usize)> {
+        spans.sort_by_key(|(_, span)| span.start);
+        let mut positions = HashMap::with_capacity(spans.len());
+        // (byte offset, line, characters from the line start to that offset)
+        let mut cursor = (0usize, 1usize, 0usize);
+        for (path, span) in spans {
+            let offset = span.start.min(text.len());
+            let line = self.starts.partition_point(|start| *start <= offset).max(1);
+            let start = self.starts[line - 1];
+            if cursor.1 != line || cursor.0 > offset || cursor.0 < start {
+                cursor = (start, line, 0);
+            }
+            let counted = text
+                .get(cursor.0..offset)
+                .map_or(offset - cursor.0, |part| part.chars().count());
+            cursor = (offset, line, cursor.2 + counted);
+            positions.insert(path, (line, cursor.2 + 1));
+        }
+        positions
+    }
+
     /// 1-based line and column (in characters) of a byte offset.
     fn position(&self, text: &str, offset: usize) -> (usize, usize) {
         let offset = offset.min(text.len());
@@ -290,8 +339,20 @@ fn syntax_error(file: &str, text: &str, lines: &LineIndex, error: &toml::de::Err
         .map(|snippet| snippet.trim().to_string())
         .filter(|snippet| !snippet.is_empty() && snippet.len() <= 64 && !snippet.contains('\n'));
     let raw = lower_first(error.message().trim());
+    if raw.contains("recursion limit") || raw.contains("max recursion depth") {
+        // toml's parser stops at a fixed depth instead of overflowing the stack.
+        return invalid(
+            file,
+            String::new(),
+            position,
+            "the profile nests tables, arrays or dotted keys too deeply".to_string(),
+            "profiles nest at most a few levels (`[[mounts]]`, `[egress]`); remove the deeply \
+             nested value"
+                .to_string(),
+        );
+    }
     if raw.starts_with("duplicate key") {
-        let key = snippet.unwrap_or_default();
+        let key = printable(&snippet.unwrap_or_default());
         let field = error
             .span()
             .map(|span| duplicate_field(text, span.start, &key))
@@ -308,7 +369,7 @@ fn syntax_error(file: &str, text: &str, lines: &LineIndex, error: &toml::de::Err
         file,
         String::new(),
         position,
-        format!("invalid toml: {}", raw.replace('\n', " ")),
+        format!("invalid toml: {}", printable(&raw.replace('\n', " "))),
         "fix the toml syntax at this position: strings need double quotes, tables are written \
          `[name]` and arrays of tables `[[name]]`"
             .to_string(),
@@ -337,10 +398,11 @@ fn serde_error(
     };
 
     if let Some(rest) = raw.strip_prefix("unknown field ") {
-        let (name, rest) = take_backticked(rest);
+        let (raw_name, rest) = take_backticked(rest);
+        let name = printable(&raw_name);
         let accepted = backticked_list(rest);
-        let field = if path.ends_with(&name) && !name.is_empty() {
-            path.clone()
+        let field = if path.ends_with(&raw_name) && !raw_name.is_empty() {
+            printable(&path)
         } else {
             join(&name)
         };
@@ -380,6 +442,7 @@ fn serde_error(
     let position = span_position.or_else(|| positions.get(&path).copied());
     if let Some(rest) = raw.strip_prefix("unknown variant ") {
         let (value, rest) = take_backticked(rest);
+        let value = printable(&value);
         let accepted = backticked_list(rest);
         let hint = match closest(&value, &accepted) {
             Some(close) => format!(
@@ -417,6 +480,17 @@ fn serde_error(
     if let Some(rest) = raw.strip_prefix("invalid type: ") {
         if let Some((found, expected)) = rest.rsplit_once(", expected ") {
             let expected = describe_expected(expected);
+            if expected == "an integer" && describe_found(found) == expected {
+                // An integer beyond i64 (toml reads it as u64 or i128): not a type error.
+                return invalid(
+                    file,
+                    path,
+                    position,
+                    "integer out of range: it does not fit a signed 64-bit integer".to_string(),
+                    "write a much smaller number; `agentc schema` describes each field's range"
+                        .to_string(),
+                );
+            }
             return invalid(
                 file,
                 path,
@@ -433,7 +507,7 @@ fn serde_error(
         file,
         path,
         position,
-        lower_first(&raw).replace('\n', " "),
+        printable(&lower_first(&raw).replace('\n', " ")),
         "fix this value; `agentc schema` prints every field and its type".to_string(),
     )
 }
@@ -538,6 +612,23 @@ fn describe_found(found: &str) -> String {
     } else {
         found.to_string()
     }
+}
+
+/// `text` with control characters escaped (`\u{1b}`), for echoing a key or value in a message.
+///
+/// Regression (`control_characters_in_echoed_keys_and_values_are_escaped`): an unknown field
+/// or agent written with `\u001b` escapes put a raw ESC sequence into the error, which
+/// rewrote the terminal of whoever ran `agentc validate` on the profile.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_debug().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 fn lower_first(text: &str) -> String {
@@ -884,7 +975,110 @@ mod tests {
         );
     }
 
+    #[test]
+    fn profiles_larger_than_one_mebibyte_are_refused_before_parsing() {
+        let text = format!("{MINIMAL}# {}\n", "x".repeat(MAX_PROFILE_BYTES));
+        let (field, position, message, hint) = parts(&err(&text));
+        assert_eq!((field.as_str(), position), ("", None));
+        assert_eq!(
+            message,
+            format!(
+                "the profile is {} bytes, more than the limit of 1048576 bytes (1 MiB)",
+                text.len()
+            )
+        );
+        assert!(hint.contains("right file"), "{hint}");
+        let fits = format!(
+            "{MINIMAL}#{}\n",
+            "x".repeat(MAX_PROFILE_BYTES - MINIMAL.len() - 2)
+        );
+        assert_eq!(fits.len(), MAX_PROFILE_BYTES);
+        load("p.toml", &fits).unwrap();
+    }
+
+    #[test]
+    fn deep_nesting_is_a_clear_error_not_a_stack_overflow() {
+        for text in [
+            format!(
+                "{MINIMAL}x = {}{}\n",
+                "[".repeat(10_000),
+                "]".repeat(10_000)
+            ),
+            format!(
+                "{MINIMAL}x = {}1{}\n",
+                "{a=".repeat(10_000),
+                "}".repeat(10_000)
+            ),
+            format!("{MINIMAL}{} = 1\n", ["a"; 10_000].join(".")),
+            format!("{MINIMAL}[{}]\n", ["a"; 10_000].join(".")),
+        ] {
+            let (field, _, message, hint) = parts(&err(&text));
+            assert_eq!(field, "");
+            assert_eq!(
+                message,
+                "the profile nests tables, arrays or dotted keys too deeply"
+            );
+            assert!(hint.contains("nest at most"), "{hint}");
+        }
+    }
+
+    #[test]
+    fn integers_beyond_i64_are_out_of_range_not_a_wrong_type() {
+        let text = format!("{MINIMAL}[resources]\npids_limit = 18446744073709551616\n");
+        let (field, position, message, _) = parts(&err(&text));
+        assert_eq!(field, "resources.pids_limit");
+        assert_eq!(position, Some((4, 14)));
+        assert_eq!(
+            message,
+            "integer out of range: it does not fit a signed 64-bit integer"
+        );
+    }
+
+    #[test]
+    fn a_one_line_array_of_many_values_loads_in_linear_time() {
+        let values = vec!["\"a\""; 200_000].join(",");
+        let text = format!("{MINIMAL}[packages]\napt = [{values}]\n");
+        assert!(text.len() < MAX_PROFILE_BYTES);
+        let started = std::time::Instant::now();
+        let loaded = load("p.toml", &text).unwrap();
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "took {:?}",
+            started.elapsed()
+        );
+        assert_eq!(loaded.position("packages.apt[0]"), Some((4, 8)));
+        assert_eq!(loaded.position("packages.apt[2]"), Some((4, 16)));
+        assert_eq!(
+            loaded.position("packages.apt[199999]"),
+            Some((4, 8 + 4 * 199_999))
+        );
+    }
+
+    #[test]
+    fn control_characters_in_echoed_keys_and_values_are_escaped() {
+        let (field, _, message, _) = parts(&err(&format!("{MINIMAL}\"x\\u001b[2J\" = 1\n")));
+        assert_eq!(field, "x\\u{1b}[2J");
+        assert_eq!(message, "unknown field `x\\u{1b}[2J`");
+        let (field, _, message, _) = parts(&err("name = \"dev\"\nagent = \"claude\\u001b[2J\"\n"));
+        assert_eq!(field, "agent");
+        assert_eq!(message, "unknown value \"claude\\u{1b}[2J\"");
+    }
+
     proptest::proptest! {
+        #[test]
+        fn positions_match_the_one_at_a_time_computation(text in "(name = \"dév\"\n|agent = \"codex\"\n|x = \\[1, \"é\", 3\\]\n|y = \\{ a = \"ü\", b = 2 \\}\n|# ö\n){0,8}") {
+            if let Ok(document) = DeTable::parse(&text) {
+                let lines = LineIndex::new(&text);
+                let mut spans = Vec::new();
+                index_table(document.get_ref(), "", &mut spans);
+                let expected: HashMap<String, (usize, usize)> = spans
+                    .iter()
+                    .map(|(path, span)| (path.clone(), lines.position(&text, span.start)))
+                    .collect();
+                proptest::prop_assert_eq!(lines.positions(&text, spans), expected);
+            }
+        }
+
         #[test]
         fn arbitrary_text_never_panics(text in "(name|agent|\\[egress\\]|\\[\\[mounts\\]\\]|mode|=|\"|é|\n| |x|1|\\[|\\]){0,40}") {
             let _ = load("p.toml", &text);

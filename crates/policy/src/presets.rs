@@ -161,6 +161,11 @@ pub const SEED_CAPABILITIES: &[Capability] = &[Capability::Chown, Capability::Da
 /// alone; a different one fails under `keep` and is replaced (after a `.agent-containers.bak`
 /// backup) under `replace`; the copy does not preserve host metadata and is chowned to the
 /// seed user.
+///
+/// One deliberate change from agent-containers: a created directory is `chmod`ed before it
+/// is `chown`ed. The helper holds CHOWN and DAC_OVERRIDE but not FOWNER, so once a directory
+/// belongs to the agent user root may no longer change its mode; agent-containers' order
+/// fails with "Operation not permitted" whenever a seed target's parent is missing.
 pub const SEED_COPY_SCRIPT: &str = r#"set -eu
 hash_tree() {
     if [ -d "$1" ]; then
@@ -187,8 +192,8 @@ done
 mkdir -p "$dir"
 printf '%s\n' "$missing" | while IFS= read -r created; do
   [ -n "$created" ] || continue
-  chown "$owner" "$created"
   chmod 700 "$created"
+  chown "$owner" "$created"
 done
 if [ -e "$SEED_TARGET" ]; then
     source_digest=$(hash_tree /tmp/agent-seed)

@@ -439,6 +439,23 @@ pub struct SecurityConfig {
     /// Keep the root filesystem read-only (the default).
     #[serde(default = "default_true")]
     pub read_only_root: bool,
+    /// Accept the Docker socket in any form: a bind of `/var/run/docker.sock`, `/run/docker.sock`,
+    /// a file named `docker.sock`, a directory holding one (`/var/run`, `/run`, `/var`), or
+    /// `DOCKER_HOST` passed into the container. Off by default: such profiles are refused, as
+    /// the socket gives the agent root on the host. When on, `agentc explain` reports the
+    /// `docker-socket` finding naming this field.
+    #[serde(default)]
+    pub allow_docker_socket: bool,
+    /// Accept a bind of the host's root directory `/`. Off by default: such profiles are
+    /// refused. When on, `agentc explain` reports the `bind-root` finding naming this field.
+    #[serde(default)]
+    pub allow_root_bind: bool,
+    /// Accept a bind of the whole home directory (`~`, the caller's home, or a directory above
+    /// it such as `/home`), read-only or writable. Off by default: such launches are refused,
+    /// as the home holds the caller's keys and tokens. When on, `agentc explain` reports the
+    /// `bind-home` finding naming this field.
+    #[serde(default)]
+    pub allow_home_bind: bool,
 }
 
 impl Default for SecurityConfig {
@@ -447,6 +464,9 @@ impl Default for SecurityConfig {
             add_capabilities: Vec::new(),
             fuse: false,
             read_only_root: true,
+            allow_docker_socket: false,
+            allow_root_bind: false,
+            allow_home_bind: false,
         }
     }
 }

@@ -56,6 +56,7 @@ pub fn resolve(
     paths: &dyn PathProbe,
 ) -> Result<LaunchSpec, PolicyError> {
     let overrides = parse_overrides(&inputs.env)?;
+    check_invocation(inputs)?;
     let mut resolver = Resolver {
         loaded: profile,
         profile: &profile.profile,
@@ -112,6 +113,50 @@ pub fn resolve(
     }
     .insert(LABEL_SPEC_DIGEST.to_string(), digest);
     Ok(spec)
+}
+
+/// The invocation values that reach docker verbatim: `--image` must be one image reference
+/// (it is the first positional argument of `docker run`), and agent arguments must be
+/// representable as process arguments.
+///
+/// Regression (`invocation_images_and_agent_arguments_are_checked`): `--image` was used
+/// unchecked, so `--image=--privileged` or an image holding a newline reached the renderers,
+/// and a NUL byte in an agent argument failed only in the CLI renderer.
+fn check_invocation(inputs: &ResolveInputs) -> Result<(), PolicyError> {
+    let refuse = |input: &str, message: String, hint: &str| PolicyError::Invalid {
+        location: Location::Invocation {
+            input: input.to_string(),
+        },
+        message,
+        hint: hint.to_string(),
+    };
+    if let Some(image) = &inputs.image {
+        let problem = if image.is_empty() {
+            Some("is empty")
+        } else if image.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            Some("must not contain whitespace or control characters")
+        } else if image.starts_with('-') {
+            Some("must not start with '-'")
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return Err(refuse(
+                "--image",
+                format!("--image {problem}"),
+                "pass one image reference such as `ghcr.io/owner/image:tag`; a value starting \
+                 with '-' would be read by docker as an option",
+            ));
+        }
+    }
+    if let Some(index) = inputs.agent_args.iter().position(|arg| arg.contains('\0')) {
+        return Err(refuse(
+            "agent arguments",
+            format!("agent argument {index} contains a nul byte"),
+            "remove the nul byte: a process argument cannot carry one",
+        ));
+    }
+    Ok(())
 }
 
 /// The home volume of a profile for an owner: the profile's `home_volume`, or
@@ -348,8 +393,7 @@ impl Resolver<'_> {
     /// unless the profile accepts it with its `[security] allow_*` field; then returns the
     /// origin of that field, to be recorded under [`crate::findings::allowed_by_key`].
     fn refuse_dangerous(&self, field: &str, path: &str) -> Result<Option<Origin>, PolicyError> {
-        let Some(danger) = crate::findings::classify_path(path, Some(&self.inputs.home_dir))
-        else {
+        let Some(danger) = crate::findings::classify_path(path, Some(&self.inputs.home_dir)) else {
             return Ok(None);
         };
         if danger.allowed(&self.profile.security) {
@@ -3053,6 +3097,50 @@ mod tests {
         let mut seed = inputs(LaunchKind::Seed);
         seed.seed_target = Some("/x".into());
         assert!(resolve_with(CUSTOM, &seed, &paths(&[])).is_err());
+    }
+
+    #[test]
+    fn invocation_images_and_agent_arguments_are_checked() {
+        let loaded = profile("name = \"dev\"\nagent = \"claude-code\"\n");
+        let invalid = |inputs: ResolveInputs| -> (String, String) {
+            match resolve(&loaded, &inputs, &paths(&[])) {
+                Err(PolicyError::Invalid {
+                    location: Location::Invocation { input },
+                    message,
+                    ..
+                }) => (input, message),
+                other => panic!("expected an invocation error, got {other:?}"),
+            }
+        };
+        for (image, message) in [
+            ("--privileged", "--image must not start with '-'"),
+            ("", "--image is empty"),
+            (
+                "alpine\n--privileged",
+                "--image must not contain whitespace or control characters",
+            ),
+            (
+                "alpine\0",
+                "--image must not contain whitespace or control characters",
+            ),
+        ] {
+            let mut run = inputs(LaunchKind::Run);
+            run.image = Some(image.to_string());
+            assert_eq!(
+                invalid(run),
+                ("--image".to_string(), message.to_string()),
+                "{image:?}"
+            );
+        }
+        let mut run = inputs(LaunchKind::Run);
+        run.agent_args = vec!["--ok".to_string(), "a\0b".to_string()];
+        assert_eq!(
+            invalid(run),
+            (
+                "agent arguments".to_string(),
+                "agent argument 1 contains a nul byte".to_string()
+            )
+        );
     }
 
     #[test]

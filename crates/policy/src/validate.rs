@@ -32,6 +32,15 @@ pub const MAX_NANO_CPUS: u64 = 1024 * 1_000_000_000;
 pub const MAX_PIDS_LIMIT: i64 = 4_194_304;
 /// The most rotated log files agentc keeps.
 pub const MAX_LOG_FILES: i64 = 100;
+/// The largest size in bytes (`resources.memory`, `resources.shm_size`, and so the memory
+/// swap limit) agentc accepts: 2^53 - 1, just under 8 PiB.
+///
+/// The docker CLI parses `--memory`, `--memory-swap` and `--shm-size` through a 64-bit float
+/// (go-units `RAMInBytes`), which holds every integer only up to 2^53; above it most sizes
+/// would silently change. Both backends refuse larger sizes
+/// (`agentc-backend-cli` and `agentc-backend-api` render with this same limit), so the
+/// policy refuses them first, naming the profile field.
+pub const MAX_SIZE_BYTES: u64 = (1 << 53) - 1;
 
 type Outcome = Result<(), PolicyError>;
 
@@ -101,6 +110,16 @@ impl Checker<'_> {
                 format!("write {what} on one line"),
             ));
         }
+        // Regression (`escape_sequences_in_text_fields_are_refused`): other control
+        // characters (ESC, BEL) passed, and `agentc explain` or a shell line printed them raw,
+        // letting a profile rewrite the reviewer's terminal. A tab is harmless and allowed.
+        if value.chars().any(|c| c.is_control() && c != '\t') {
+            return Err(self.fail(
+                field,
+                format!("{field} must not contain control characters"),
+                format!("write {what} as plain text"),
+            ));
+        }
         Ok(())
     }
 
@@ -112,6 +131,19 @@ impl Checker<'_> {
                 field,
                 format!("{field} must not contain {problem}"),
                 format!("write {what} as a single word"),
+            ));
+        }
+        // Regression (`hosts_and_users_starting_with_a_dash_are_refused`): no host, address
+        // or user name starts with '-', and the tools that receive these values (ssh in the
+        // egress gateway, curl) would read one as an option (`-oProxyCommand=...`).
+        if value.trim().starts_with('-') {
+            return Err(self.fail(
+                field,
+                format!("{field} must not start with '-'"),
+                format!(
+                    "write {what}; a value starting with '-' would be read as an option by the \
+                     tools that receive it"
+                ),
             ));
         }
         Ok(())
@@ -610,6 +642,7 @@ impl Checker<'_> {
                 target,
                 "where to import the configuration",
             )?;
+            self.clean_container_path("configuration_import.target", target.trim())?;
         }
         if let Some(format) = &import.format {
             let normalized = crate::load::normalize_format(format);
@@ -709,6 +742,21 @@ impl Checker<'_> {
                 "mount onto a directory inside the container, such as `/home/agent/.config/tool`",
             ));
         }
+        self.clean_container_path(&target_field, target)?;
+        // Regression (`mount_targets_under_proc_sys_or_dev_are_refused`): a bind over the
+        // kernel's interfaces (`/proc/sys`, `/sys/fs/cgroup`, `/dev/shm`) was accepted.
+        let clean = crate::resolve::normalize_path(target);
+        if ["/proc", "/sys", "/dev"]
+            .iter()
+            .any(|root| clean == *root || clean.starts_with(&format!("{root}/")))
+        {
+            return Err(self.fail(
+                &target_field,
+                format!("{target_field} {clean} is inside /proc, /sys or /dev"),
+                "mount onto an ordinary directory such as `/home/agent/data`: a mount there \
+                 would shadow the kernel's interfaces",
+            ));
+        }
         let field = format!("{prefix}.on_conflict");
         if !is_conflict_policy(&mount.on_conflict) {
             return Err(self.fail(
@@ -722,6 +770,26 @@ impl Checker<'_> {
                 &field,
                 format!("{field} is only supported for seed mounts"),
                 "remove on_conflict, or set type = \"seed\" to copy the file into the home volume",
+            ));
+        }
+        Ok(())
+    }
+
+    /// An absolute container path must be clean: no `.`, `..` or empty components (a trailing
+    /// `/` is allowed).
+    ///
+    /// Regression (`mount_targets_with_dot_dot_are_refused`): `/home/claude/../../etc` passed
+    /// the absolute-path check, escaped the overlap, reserved-target and inside-the-home
+    /// checks (which compare text), and reached docker, which cleans it to `/etc`.
+    fn clean_container_path(&self, field: &str, path: &str) -> Outcome {
+        let clean = crate::resolve::normalize_path(path);
+        if path.starts_with('/') && clean != path.trim_end_matches('/') {
+            return Err(self.fail(
+                field,
+                format!(
+                    "{field} must be a clean absolute path without `.`, `..` or empty components"
+                ),
+                format!("write the path as {clean}"),
             ));
         }
         Ok(())
@@ -895,6 +963,7 @@ impl Checker<'_> {
                     "give the container at least \"6m\"; agents need far more, such as \"4g\"",
                 ));
             }
+            self.size_in_range("resources.memory", memory, bytes)?;
         }
         if let Some(size) = &resources.shm_size {
             let bytes = units::parse_size(size).map_err(|reason| {
@@ -904,6 +973,7 @@ impl Checker<'_> {
                     "write a size such as \"256m\"",
                 )
             })?;
+            self.size_in_range("resources.shm_size", size, bytes)?;
             if bytes == 0 {
                 return Err(self.fail(
                     "resources.shm_size",
@@ -942,6 +1012,21 @@ impl Checker<'_> {
                     "write a process limit such as 512",
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// A size the docker CLI carries exactly: at most [`MAX_SIZE_BYTES`].
+    fn size_in_range(&self, field: &str, written: &str, bytes: u64) -> Outcome {
+        if bytes > MAX_SIZE_BYTES {
+            return Err(self.fail(
+                field,
+                format!(
+                    "{field} {written:?} is {bytes} bytes, more than the {MAX_SIZE_BYTES} bytes \
+                     docker can carry exactly (it parses sizes through a 64-bit float)"
+                ),
+                "write a size below 8p (2^53 bytes), such as \"7p\" or \"64g\"",
+            ));
         }
         Ok(())
     }
@@ -1099,7 +1184,7 @@ impl Checker<'_> {
 impl Checker<'_> {
     /// The Docker socket in any form and binds of `/`, as far as loading can tell: absolute
     /// host paths (after lexical normalization) and `DOCKER_HOST` among the variables passed
-    /// in. Relative and `~` paths, and the home directory, are checked by [`crate::resolve`].
+    /// in. Relative and `~` paths, and the home directory, are checked by [`mod@crate::resolve`].
     fn dangerous(&self, profile: &Profile) -> Outcome {
         let security = &profile.security;
         let mut sources: Vec<(String, &str)> = Vec::new();
@@ -1112,16 +1197,28 @@ impl Checker<'_> {
             }
         }
         let files = [
-            ("proxy.ca_file", profile.proxy.as_ref().and_then(|p| p.ca_file.as_deref())),
-            ("proxy.ca_dir", profile.proxy.as_ref().and_then(|p| p.ca_dir.as_deref())),
-            ("egress.gateway_key_file", profile.egress.gateway_key_file.as_deref()),
+            (
+                "proxy.ca_file",
+                profile.proxy.as_ref().and_then(|p| p.ca_file.as_deref()),
+            ),
+            (
+                "proxy.ca_dir",
+                profile.proxy.as_ref().and_then(|p| p.ca_dir.as_deref()),
+            ),
+            (
+                "egress.gateway_key_file",
+                profile.egress.gateway_key_file.as_deref(),
+            ),
             (
                 "egress.gateway_known_hosts_file",
                 profile.egress.gateway_known_hosts_file.as_deref(),
             ),
             (
                 "configuration_import.source",
-                profile.configuration_import.as_ref().map(|i| i.source.as_str()),
+                profile
+                    .configuration_import
+                    .as_ref()
+                    .map(|i| i.source.as_str()),
             ),
         ];
         for (field, value) in files {
@@ -1159,7 +1256,11 @@ impl Checker<'_> {
         }
         if !security.allow_docker_socket {
             let mut names = Vec::new();
-            if let Some(name) = profile.provider.as_ref().and_then(|p| p.api_key_env.as_ref()) {
+            if let Some(name) = profile
+                .provider
+                .as_ref()
+                .and_then(|p| p.api_key_env.as_ref())
+            {
                 names.push(("provider.api_key_env", name));
             }
             if profile.langfuse.enabled {
@@ -1340,9 +1441,7 @@ fn parse_published_port(port: &PortConfig) -> Result<(u16, &'static str), String
             if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
                 return Err(format!("{number:?} is not a port number"));
             }
-            let parsed = number
-                .parse::<u16>()
-                .map_err(|_| out_of_range(&number))?;
+            let parsed = number.parse::<u16>().map_err(|_| out_of_range(&number))?;
             (parsed, protocol)
         }
     };
@@ -1955,7 +2054,8 @@ mod tests {
             let text = format!(
                 "name = \"p\"\nagent = \"{agent}\"\n[configuration_import]\nsource = \"a\"\nformat = \"{format}\"\n"
             );
-            crate::load::load("p.toml", &text).unwrap_or_else(|error| panic!("{agent} {format}: {error}"));
+            crate::load::load("p.toml", &text)
+                .unwrap_or_else(|error| panic!("{agent} {format}: {error}"));
         }
         let (_, _, message, _) = parts(&err(
             "name = \"p\"\nagent = \"codex\"\n[configuration_import]\nsource = \"a\"\nformat = \"json\"\n",
@@ -1965,7 +2065,10 @@ mod tests {
             "name = \"p\"\nagent = \"opencode\"\n[configuration_import]\nsource = \"a\"\ntarget = \"/etc/x.json\"\n",
         ));
         assert_eq!(field, "configuration_import.target");
-        assert_eq!(message, "configuration_import.target must be inside /home/opencode");
+        assert_eq!(
+            message,
+            "configuration_import.target must be inside /home/opencode"
+        );
     }
 
     #[test]
@@ -2026,6 +2129,87 @@ mod tests {
         );
         let profile = accept("[[mounts]]\ntype = \"seed\"\nsource = \"b\"\ntarget = \"/b\"\non_conflict = \"REPLACE\"\n");
         assert_eq!(profile.mounts[0].on_conflict, "replace");
+    }
+
+    #[test]
+    fn escape_sequences_in_text_fields_are_refused() {
+        assert_rejects(
+            "[provider]\nkind = \"anthropic\"\nmodel = \"m\\u001b]0;x\\u0007\"\n",
+            "provider.model",
+            "provider.model must not contain control characters",
+            5,
+        );
+        accept("[provider]\nkind = \"anthropic\"\nmodel = \"a\\tb\"\n");
+    }
+
+    #[test]
+    fn hosts_and_users_starting_with_a_dash_are_refused() {
+        let gateway = "[egress]\ngateway_host = \"gw\"\ngateway_port = 22\n";
+        assert_rejects(
+            &format!("{gateway}gateway_user = \"-oProxyCommand=id\"\n"),
+            "egress.gateway_user",
+            "egress.gateway_user must not start with '-'",
+            6,
+        );
+        assert_rejects(
+            "[egress]\nhosts = [\"-x.example\"]\n",
+            "egress.hosts[0]",
+            "egress.hosts[0] must not start with '-'",
+            4,
+        );
+        accept("[egress]\nhosts = [\"x-y.example\", \".example.org\"]\n");
+    }
+
+    #[test]
+    fn mount_targets_with_dot_dot_are_refused() {
+        let mount =
+            |target: &str| format!("[[mounts]]\nsource = \"/srv\"\ntarget = \"{target}\"\n");
+        for (target, clean) in [
+            ("/home/claude/../../etc", "/etc"),
+            ("/data/./x", "/data/x"),
+            ("//data", "/data"),
+            ("/data//x/", "/data/x"),
+        ] {
+            let hint = assert_rejects(
+                &mount(target),
+                "mounts[0].target",
+                "mounts[0].target must be a clean absolute path without `.`, `..` or empty components",
+                5,
+            );
+            assert_eq!(hint, format!("write the path as {clean}"));
+        }
+        accept(&mount("/data/x/"));
+        let import = "[configuration_import]\nsource = \"c.json\"\n\
+                      target = \"/home/claude/../../etc/cron.d/x\"\n";
+        assert_rejects(
+            import,
+            "configuration_import.target",
+            "configuration_import.target must be a clean absolute path without `.`, `..` or empty components",
+            5,
+        );
+    }
+
+    #[test]
+    fn mount_targets_under_proc_sys_or_dev_are_refused() {
+        for target in [
+            "/proc",
+            "/proc/sys",
+            "/sys",
+            "/sys/fs/cgroup/",
+            "/dev",
+            "/dev/shm",
+        ] {
+            let clean = target.trim_end_matches('/');
+            let hint = assert_rejects(
+                &format!("[[mounts]]\nsource = \"/srv\"\ntarget = \"{target}\"\n"),
+                "mounts[0].target",
+                &format!("mounts[0].target {clean} is inside /proc, /sys or /dev"),
+                5,
+            );
+            assert!(hint.contains("kernel's interfaces"), "{hint}");
+        }
+        accept("[[mounts]]\nsource = \"/srv\"\ntarget = \"/devices\"\n");
+        accept("[[mounts]]\nsource = \"/srv\"\ntarget = \"/home/claude/proc\"\n");
     }
 
     #[test]
@@ -2243,6 +2427,34 @@ mod tests {
     }
 
     #[test]
+    fn sizes_beyond_docker_exact_range_are_rejected() {
+        // 2^53 - 1 bytes is the largest size docker's float64 parse carries exactly.
+        accept("[resources]\nmemory = \"9007199254740991\"\nshm_size = \"9007199254740991\"\n");
+        accept("[resources]\nmemory = \"7p\"\nshm_size = \"7.99p\"\n");
+        for (field, written) in [
+            ("memory", "8p"),
+            ("memory", "9007199254740992"),
+            ("memory", "9223372036854775807"),
+            ("shm_size", "8p"),
+            ("shm_size", "1024p"),
+        ] {
+            let (path, _, message, hint) =
+                reject(&format!("[resources]\n{field} = \"{written}\"\n"));
+            assert_eq!(path, format!("resources.{field}"));
+            assert!(
+                message.starts_with(&format!("resources.{field} \"{written}\" is "))
+                    && message
+                        .contains("more than the 9007199254740991 bytes docker can carry exactly"),
+                "{message}"
+            );
+            assert!(hint.contains("below 8p"), "{hint}");
+        }
+        // cpus and pids_limit are bounded far inside the backends' ranges.
+        assert!(MAX_NANO_CPUS < i64::MAX as u64);
+        assert!(MAX_PIDS_LIMIT < i64::from(u32::MAX));
+    }
+
+    #[test]
     fn logging_is_checked() {
         accept("[logging]\nmax_size = \"off\"\n");
         accept("[logging]\nmax_size = \"1k\"\nmax_file = 100\n");
@@ -2324,7 +2536,10 @@ mod tests {
             ("\"x\"", "\"x\" is not a port number"),
             ("\"/tcp\"", "\"\" is not a port number"),
             ("\"+80\"", "\"+80\" is not a port number"),
-            ("\"99999/udp\"", "port 99999 is out of range; ports are 1 to 65535"),
+            (
+                "\"99999/udp\"",
+                "port 99999 is out of range; ports are 1 to 65535",
+            ),
             (
                 "\"127.0.0.1:8080\"",
                 "a host address or host port cannot be chosen here; write only the container port",
@@ -2332,7 +2547,11 @@ mod tests {
         ] {
             let (field, _, message, _) = reject(&format!("[network]\npublish = [{port}]\n"));
             assert_eq!(field, "network.publish[0]");
-            assert_eq!(message, format!("network.publish[0] is not a port: {reason}"), "{port}");
+            assert_eq!(
+                message,
+                format!("network.publish[0] is not a port: {reason}"),
+                "{port}"
+            );
         }
         assert_rejects(
             "[network]\npublish = [80,\n \"80/tcp\"]\n",

@@ -1,0 +1,27 @@
+//! `agentc run`: resolve the run launch (custom agents become the detached sandbox) and
+//! execute it.
+
+use std::io::IsTerminal;
+
+use crate::cli::{KindArg, LaunchArgs, RunArgs};
+use crate::commands::launch;
+use crate::context::{self, Failure};
+
+/// Runs `agentc run`; returns the container's exit code (0 for a started detached launch).
+pub fn run(args: RunArgs) -> Result<u8, Failure> {
+    let launch_args = LaunchArgs {
+        profile: args.profile,
+        kind: KindArg::Run,
+        workspace: args.workspace,
+        image: args.image,
+        seed_target: None,
+        agent_args: args.agent_args,
+    };
+    let loaded = context::load_profile(&launch_args.profile)?;
+    let mut spec = context::resolve_launch(&loaded, &launch_args)?;
+    if args.detach {
+        launch::force_detach(&mut spec);
+    }
+    launch::adapt_to_terminal(&mut spec, std::io::stdin().is_terminal());
+    launch::execute(&spec, args.backend)
+}

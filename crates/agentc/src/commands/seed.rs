@@ -1,0 +1,53 @@
+//! `agentc seed`: runs the copy-once seed helper for one seed mount, or for all of them.
+
+use crate::cli::{KindArg, LaunchArgs, SeedArgs};
+use crate::commands::launch;
+use crate::context::{self, Failure, EXIT_INVALID};
+
+/// Runs `agentc seed`; 0 when every helper succeeded, else the failing helper's exit code
+/// (its own message is on stderr already).
+pub fn seed(args: SeedArgs) -> Result<u8, Failure> {
+    let loaded = context::load_profile(&args.profile)?;
+    let targets = match &args.target {
+        Some(target) => vec![target.clone()],
+        None => {
+            let targets = context::seed_targets(&loaded);
+            if targets.is_empty() {
+                return Err(Failure::new(
+                    EXIT_INVALID,
+                    format!(
+                        "{}: this profile configures no seed mounts\n  hint: add a [[mounts]] entry with type = \"seed\"",
+                        loaded.file
+                    ),
+                ));
+            }
+            targets
+        }
+    };
+    // Resolve every launch before running any, so a bad mount stops nothing half-way.
+    let mut specs = Vec::with_capacity(targets.len());
+    for target in &targets {
+        let launch_args = LaunchArgs {
+            profile: args.profile.clone(),
+            kind: KindArg::Seed,
+            workspace: None,
+            image: args.image.clone(),
+            seed_target: Some(target.clone()),
+            agent_args: Vec::new(),
+        };
+        specs.push((target, context::resolve_launch(&loaded, &launch_args)?));
+    }
+    for (target, spec) in &specs {
+        let code = launch::execute(spec, args.backend)?;
+        if code != 0 {
+            return Err(Failure::new(
+                code,
+                format!(
+                    "seed {target}: the seed helper failed (exit {code}); its message is above"
+                ),
+            ));
+        }
+        println!("seeded {target}");
+    }
+    Ok(0)
+}

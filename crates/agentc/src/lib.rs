@@ -1,0 +1,45 @@
+//! The `agentc` command line: reads the disk and the environment, then calls the libraries.
+//!
+//! This is the only place that touches `std::env`, the file system, the terminal or the
+//! Docker daemon; the policy crate and the renderers receive everything as values. The
+//! offline commands (`validate`, `schema`, `explain`, `render`) never start a runtime or
+//! connect to a daemon; the launching commands (`run`, `seed`, `build`, `ps`, `rm`,
+//! `verify`) create a tokio runtime only when they talk to the Engine API.
+#![deny(missing_docs)]
+
+pub mod cli;
+pub mod commands;
+pub mod context;
+pub mod verify;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use cli::{Cli, Command};
+
+/// Runs one parsed command line: prints its output or `error: MESSAGE`, and returns the exit
+/// status (see `agentc --help`).
+pub fn execute(cli: Cli) -> ExitCode {
+    let result = match cli.command {
+        Command::Run(args) => commands::run::run(args),
+        Command::Seed(args) => commands::seed::seed(args),
+        Command::Build(args) => commands::build::build(args),
+        Command::Ps(args) => commands::ps::ps(args),
+        Command::Rm(args) => commands::rm::rm(args),
+        Command::Verify(args) => commands::verify::verify(args),
+        Command::Explain(args) => commands::offline::explain(args),
+        offline => commands::offline::dispatch(offline).map(|output| {
+            let mut stdout = std::io::stdout().lock();
+            // A closed pipe (`agentc render ... | head`) is not an error worth reporting.
+            let _ = stdout.write_all(output.as_bytes());
+            0
+        }),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => {
+            eprintln!("error: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}

@@ -1,0 +1,803 @@
+//! The launching commands (`run`, `seed`, `build`, `ps`, `rm`, `verify`) against the live
+//! Docker daemon, through the `agentc` binary.
+//!
+//! Live tests skip with a printed reason when `docker info` fails, and fail instead when
+//! `AGENTC_REQUIRE_DOCKER=1`. Each uses its own profile name (tests run in parallel), writes its
+//! profiles into a temporary directory, and ends with a [`Leaks`] check: no container labelled
+//! with its profile and none of its volumes are left. They run the busybox test image of
+//! `scripts/build-test-image.sh` (built here when missing) and, for agent presets, an image
+//! built by `agentc build` on top of it whose `claude` is `/bin/sh`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, OnceLock};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs agentc in `dir` with stdin closed; `env` is added to the inherited environment.
+fn agentc_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agentc"));
+    command
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .env("USER", "launcher");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.output().expect("agentc runs")
+}
+
+fn agentc(args: &[&str]) -> Output {
+    agentc_in(&repo_root(), args, &[])
+}
+
+fn describe(output: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}--- stderr\n{}",
+        output.status.code(),
+        text(&output.stdout),
+        text(&output.stderr)
+    )
+}
+
+/// Runs `docker ARGS`: trimmed stdout, or the error with stderr.
+fn docker(args: &[&str]) -> Result<String, String> {
+    let output = Command::new("docker")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|error| format!("cannot run docker: {error}"))?;
+    if output.status.success() {
+        Ok(text(&output.stdout).trim().to_string())
+    } else {
+        Err(format!(
+            "docker {} failed: {}",
+            args.join(" "),
+            text(&output.stderr).trim()
+        ))
+    }
+}
+
+/// True when a daemon answers; otherwise prints why `test` is skipped and returns false, or
+/// panics when `AGENTC_REQUIRE_DOCKER=1`.
+fn require_daemon(test: &str) -> bool {
+    match docker(&["info", "--format", "{{.ServerVersion}}"]) {
+        Ok(_) => true,
+        Err(reason) if std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
+            panic!("{test}: AGENTC_REQUIRE_DOCKER=1 but no Docker daemon: {reason}")
+        }
+        Err(reason) => {
+            eprintln!("skipping {test}: no Docker daemon ({reason}); set AGENTC_REQUIRE_DOCKER=1 to fail instead");
+            false
+        }
+    }
+}
+
+static IMAGES: Mutex<()> = Mutex::new(());
+
+/// The busybox test image's tag, building it when the daemon lacks it.
+fn test_image() -> String {
+    let _lock = IMAGES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    static TAG: OnceLock<String> = OnceLock::new();
+    TAG.get_or_init(|| {
+        let script = repo_root().join("scripts/build-test-image.sh");
+        let script = script.to_string_lossy().into_owned();
+        let run = |args: &[&str]| {
+            let output = Command::new("bash").args(args).output().expect("bash runs");
+            assert!(output.status.success(), "{}", describe(&output));
+            text(&output.stdout).trim().to_string()
+        };
+        let tag = run(&[&script, "--print-tag"]);
+        if docker(&["image", "inspect", &tag]).is_err() {
+            run(&[&script, &tag]);
+        }
+        tag
+    })
+    .clone()
+}
+
+/// An image on top of the test image whose `claude` runs `/bin/sh "$@"` and whose `cp` accepts
+/// GNU's `--no-preserve` (which the seed helper uses), built with
+/// `agentc build` of a custom profile (the live test of `build`; a preset's build refuses
+/// root, which these tests may run as), so `agentc run PRESET -- -c SCRIPT` runs SCRIPT.
+fn agent_image() -> String {
+    let base = test_image();
+    let _lock = IMAGES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    static TAG: OnceLock<String> = OnceLock::new();
+    TAG.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let context = dir.path().join("image");
+        std::fs::create_dir(&context).unwrap();
+        let mut dockerfile = format!("FROM {base}\nCOPY claude /bin/claude\n");
+        // The seed helper runs GNU `cp --no-preserve=...`, and busybox's shell runs its own
+        // `cp` applet whatever PATH says. With the host's dash as /bin/sh, a `cp` shim that
+        // drops the option (busybox cp without -p preserves nothing anyway) is found on PATH.
+        if let Some(loader) = host_dash_files() {
+            for (from, name) in [
+                ("/bin/dash", "dash"),
+                ("/lib/x86_64-linux-gnu/libc.so.6", "libc.so.6"),
+                (loader.as_str(), "ld.so"),
+            ] {
+                std::fs::copy(from, context.join(name)).unwrap();
+            }
+            std::fs::write(
+                context.join("cp"),
+                "#!/bin/sh\nfor a; do shift; case \"$a\" in --no-preserve=*) ;; *) set -- \"$@\" \"$a\";; esac; done\nexec /bin/busybox cp \"$@\"\n",
+            )
+            .unwrap();
+            make_executable(&context.join("cp"));
+            dockerfile.push_str(
+                "COPY libc.so.6 /lib/x86_64-linux-gnu/libc.so.6\nCOPY ld.so /lib64/ld-linux-x86-64.so.2\n\
+                 COPY dash /bin/dash\nRUN [\"/bin/busybox\", \"ln\", \"-sf\", \"dash\", \"/bin/sh\"]\n\
+                 COPY cp /usr/local/bin/cp\nENV PATH=/usr/local/bin:/bin:/usr/bin\n",
+            );
+        }
+        std::fs::write(context.join("Dockerfile.agent"), dockerfile).unwrap();
+        std::fs::write(context.join("claude"), "#!/bin/sh\nexec /bin/sh \"$@\"\n").unwrap();
+        let suffix = base.rsplit(':').next().unwrap_or("dev");
+        let tag = format!("agentc-test/launcher-agent:{suffix}");
+        let profile = dir.path().join("launcher-build.toml");
+        std::fs::write(
+            &profile,
+            format!(
+                "name = \"launcher-build\"\nagent = \"custom\"\n\n[image]\nref = \"{tag}\"\nbuild_context = \"image\"\ndockerfile = \"Dockerfile.agent\"\n"
+            ),
+        )
+        .unwrap();
+        // `docker build` keeps the file mode of the context; make the wrapper executable.
+        make_executable(&context.join("claude"));
+        let output = agentc_in(dir.path(), &["build", &profile.to_string_lossy()], &[]);
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        assert!(
+            text(&output.stdout).contains(&format!("built {tag}")),
+            "{}",
+            describe(&output)
+        );
+        assert!(docker(&["image", "inspect", &tag]).is_ok(), "the image exists");
+        tag
+    })
+    .clone()
+}
+
+/// The host's dash and its loader (`/lib64/ld-linux-x86-64.so.2` resolved), when this is an
+/// x86-64 glibc host with dash; the seed test needs them.
+fn host_dash_files() -> Option<String> {
+    let loader = std::fs::canonicalize("/lib64/ld-linux-x86-64.so.2").ok()?;
+    let present =
+        Path::new("/bin/dash").is_file() && Path::new("/lib/x86_64-linux-gnu/libc.so.6").is_file();
+    present.then(|| loader.to_string_lossy().into_owned())
+}
+
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A live test's profile name, temporary directory and leak check.
+struct Lab {
+    profile: String,
+    dir: tempfile::TempDir,
+    volumes: Vec<String>,
+}
+
+impl Lab {
+    fn new(profile: &str) -> Lab {
+        let lab = Lab {
+            profile: profile.to_string(),
+            dir: tempfile::tempdir().unwrap(),
+            volumes: Vec::new(),
+        };
+        assert!(
+            lab.containers().is_empty(),
+            "{profile}: containers left by an earlier run: {:?}",
+            lab.containers()
+        );
+        lab
+    }
+
+    /// Writes the profile file (its `name` is the lab's) and returns its path.
+    fn profile(&self, body: &str) -> String {
+        let path = self.dir.path().join(format!("{}.toml", self.profile));
+        std::fs::write(&path, format!("name = \"{}\"\n{body}", self.profile)).unwrap();
+        path.to_string_lossy().into_owned()
+    }
+
+    /// A volume the test creates (through a launch); removed at the end.
+    fn volume(&mut self, name: &str) -> String {
+        self.volumes.push(name.to_string());
+        name.to_string()
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        agentc_in(self.dir.path(), args, &[])
+    }
+
+    fn containers(&self) -> Vec<String> {
+        let filter = format!("label=io.agentc.profile={}", self.profile);
+        docker(&["ps", "-a", "--filter", &filter, "--format", "{{.Names}}"])
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Asserts nothing of the profile is left, then removes its volumes (which must exist
+    /// only because a launch made them) and asserts they are gone.
+    fn finish(mut self) {
+        let left = self.containers();
+        for volume in std::mem::take(&mut self.volumes) {
+            docker(&["volume", "rm", "--force", &volume]).unwrap();
+            assert!(docker(&["volume", "inspect", &volume]).is_err(), "{volume}");
+        }
+        assert!(left.is_empty(), "{}: left behind {left:?}", self.profile);
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for container in self.containers() {
+            let _ = docker(&["rm", "--force", &container]);
+        }
+        for volume in &self.volumes {
+            let _ = docker(&["volume", "rm", "--force", volume]);
+        }
+    }
+}
+
+#[test]
+fn every_launching_command_has_help_with_an_example() {
+    for command in ["run", "seed", "build", "ps", "rm", "verify"] {
+        let output = agentc(&[command, "--help"]);
+        assert_eq!(output.status.code(), Some(0), "{command}");
+        let help = text(&output.stdout);
+        assert!(help.contains("  agentc "), "{command}: {help}");
+    }
+    let help = text(&agentc(&["--help"]).stdout);
+    for status in [
+        "1 `verify`",
+        "125 docker",
+        "130/143",
+        "container's own exit code",
+    ] {
+        assert!(
+            help.contains(status),
+            "top-level help documents {status}:\n{help}"
+        );
+    }
+}
+
+#[test]
+fn launching_usage_errors_exit_2() {
+    for args in [
+        vec!["rm"],
+        vec!["rm", "x", "--all"],
+        vec!["seed", "fixtures/valid/claude-seeds.toml"],
+        vec![
+            "seed",
+            "fixtures/valid/claude-seeds.toml",
+            "--all",
+            "--target",
+            "/home/claude/x",
+        ],
+        vec![
+            "build",
+            "fixtures/valid/sandbox-build.toml",
+            "--backend",
+            "api",
+        ],
+    ] {
+        let output = agentc(&args);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            describe(&output)
+        );
+    }
+    let output = agentc(&[
+        "build",
+        "fixtures/valid/sandbox-build.toml",
+        "--backend",
+        "api",
+    ]);
+    assert!(
+        text(&output.stderr).contains("named build contexts need BuildKit"),
+        "{}",
+        describe(&output)
+    );
+}
+
+#[test]
+fn an_unreachable_daemon_is_exit_125_with_a_hint() {
+    let socket = "unix:///nonexistent/agentc-launcher.sock";
+    for args in [
+        vec!["ps"],
+        vec!["rm", "anything"],
+        vec![
+            "run",
+            "fixtures/valid/sandbox-minimal.toml",
+            "--backend",
+            "api",
+        ],
+    ] {
+        let output = agentc_in(&repo_root(), &args, &[("DOCKER_HOST", socket)]);
+        assert_eq!(
+            output.status.code(),
+            Some(125),
+            "{args:?}: {}",
+            describe(&output)
+        );
+        assert!(
+            text(&output.stderr).contains("cannot connect to the docker daemon"),
+            "{args:?}: {}",
+            describe(&output)
+        );
+    }
+}
+
+#[test]
+fn offline_commands_ignore_an_unreachable_daemon() {
+    let output = agentc_in(
+        &repo_root(),
+        &[
+            "render",
+            "fixtures/valid/sandbox-minimal.toml",
+            "--backend",
+            "api",
+            "--format",
+            "json",
+        ],
+        &[("DOCKER_HOST", "unix:///nonexistent/agentc-launcher.sock")],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+}
+
+#[test]
+fn live_run_returns_the_exit_code_through_both_backends_and_leaves_nothing() {
+    if !require_daemon("live_run_returns_the_exit_code_through_both_backends") {
+        return;
+    }
+    let image = agent_image();
+    let mut lab = Lab::new("launcher-run-exit");
+    lab.volume("launcher-run-exit-home");
+    let profile =
+        lab.profile("agent = \"claude-code\"\nhome_volume = \"launcher-run-exit-home\"\n");
+    for backend in ["cli", "api"] {
+        let output = lab.run(&[
+            "run",
+            &profile,
+            "--backend",
+            backend,
+            "--image",
+            &image,
+            "--",
+            "-c",
+            "echo out-$0; echo err >&2; exit 7",
+        ]);
+        assert_eq!(
+            output.status.code(),
+            Some(7),
+            "{backend}: {}",
+            describe(&output)
+        );
+        assert!(
+            text(&output.stdout).contains("out-/bin/sh"),
+            "{backend}: {}",
+            describe(&output)
+        );
+        assert!(
+            text(&output.stderr).contains("err"),
+            "{backend}: {}",
+            describe(&output)
+        );
+        assert!(
+            lab.containers().is_empty(),
+            "{backend}: {:?}",
+            lab.containers()
+        );
+    }
+    lab.finish();
+}
+
+#[test]
+fn live_a_missing_image_is_refused_without_pulling() {
+    if !require_daemon("live_a_missing_image_is_refused_without_pulling") {
+        return;
+    }
+    let mut lab = Lab::new("launcher-no-image");
+    let profile =
+        lab.profile("agent = \"claude-code\"\nhome_volume = \"launcher-no-image-home\"\n");
+    for backend in ["cli", "api"] {
+        let output = lab.run(&[
+            "run",
+            &profile,
+            "--backend",
+            backend,
+            "--image",
+            "agentc-test/launcher-no-such-image:1",
+        ]);
+        assert_eq!(
+            output.status.code(),
+            Some(125),
+            "{backend}: {}",
+            describe(&output)
+        );
+        assert!(
+            text(&output.stderr).contains("agentc never pulls"),
+            "{}",
+            describe(&output)
+        );
+    }
+    // Nothing was created, not even the home volume.
+    assert!(docker(&["volume", "inspect", "launcher-no-image-home"]).is_err());
+    lab.volume("launcher-no-image-home");
+    lab.finish();
+}
+
+#[test]
+fn live_a_detached_sandbox_shows_in_ps_with_its_address_and_rm_removes_it() {
+    if !require_daemon("live_a_detached_sandbox_shows_in_ps") {
+        return;
+    }
+    let image = test_image();
+    for backend in ["cli", "api"] {
+        let lab = Lab::new(&format!("launcher-detached-{backend}"));
+        let profile = lab.profile(&format!(
+            "agent = \"custom\"\n\n[image]\nref = \"{image}\"\ncommand = [\"sleep\", \"300\"]\n\n[network]\npublish = [8080]\n"
+        ));
+        let output = lab.run(&["run", &profile, "--backend", backend]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{backend}: {}",
+            describe(&output)
+        );
+        let stdout = text(&output.stdout);
+        let name = format!(
+            "agentc-sandbox-launcher-{}-launcher-detached-{backend}",
+            current_uid()
+        );
+        assert!(
+            stdout.contains(&format!("started {name} (")),
+            "{backend}: {stdout}"
+        );
+        let address = stdout
+            .lines()
+            .find_map(|line| line.trim().strip_prefix("8080/tcp  "))
+            .unwrap_or_else(|| panic!("{backend}: no address line in {stdout}"))
+            .to_string();
+        assert!(address.starts_with("127.0.0.1:"), "{address}");
+        let published = docker(&["port", &name, "8080/tcp"]).unwrap();
+        assert!(
+            published.lines().any(|line| line == address),
+            "{published} vs {address}"
+        );
+
+        let ps = agentc(&["ps"]);
+        assert_eq!(ps.status.code(), Some(0), "{}", describe(&ps));
+        let row = text(&ps.stdout)
+            .lines()
+            .find(|line| line.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{backend}: {name} missing from ps:\n{}", text(&ps.stdout)))
+            .to_string();
+        let columns: Vec<&str> = row
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        assert_eq!(columns[1], lab.profile, "{row}");
+        assert_eq!(columns[2], "sandbox", "{row}");
+        assert!(columns[3].starts_with("Up"), "{row}");
+        assert_eq!(columns[4], address, "{row}");
+
+        let rm = agentc(&["rm", &name]);
+        assert_eq!(rm.status.code(), Some(0), "{}", describe(&rm));
+        assert_eq!(text(&rm.stdout), format!("removed {name}\n"));
+        let ps = agentc(&["ps", "--all"]);
+        assert!(!text(&ps.stdout).contains(&name), "{}", describe(&ps));
+        lab.finish();
+    }
+}
+
+fn current_uid() -> String {
+    let output = Command::new("id").arg("-u").output().unwrap();
+    text(&output.stdout).trim().to_string()
+}
+
+#[test]
+fn live_rm_refuses_a_container_agentc_did_not_launch() {
+    if !require_daemon("live_rm_refuses_a_container_agentc_did_not_launch") {
+        return;
+    }
+    let image = test_image();
+    let name = "launcher-foreign";
+    let _ = docker(&["rm", "--force", name]);
+    docker(&["create", "--name", name, "--network=none", &image, "true"]).unwrap();
+    let output = agentc(&["rm", name]);
+    let still_there = docker(&["inspect", "--type", "container", name]).is_ok();
+    let _ = docker(&["rm", "--force", name]);
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    assert!(
+        text(&output.stderr)
+            .contains("refusing to remove launcher-foreign: it has no io.agentc.profile label"),
+        "{}",
+        describe(&output)
+    );
+    assert!(still_there, "the foreign container was not touched");
+    let output = agentc(&["rm", "launcher-no-such-container"]);
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    assert!(
+        text(&output.stderr).contains("no such container"),
+        "{}",
+        describe(&output)
+    );
+}
+
+/// `cat` of files in a volume, through a plain busybox container.
+fn volume_shell(volume: &str, script: &str) -> String {
+    let image = test_image();
+    let mount = format!("type=volume,source={volume},target=/h");
+    docker(&[
+        "run",
+        "--rm",
+        "--network=none",
+        "--mount",
+        &mount,
+        &image,
+        "sh",
+        "-c",
+        script,
+    ])
+    .unwrap()
+}
+
+#[test]
+fn live_seed_copies_once_keeps_equal_targets_and_handles_conflicts() {
+    if !require_daemon("live_seed_copies_once") {
+        return;
+    }
+    if host_dash_files().is_none() {
+        eprintln!("skipping live_seed_copies_once: the seed helper needs GNU cp, which this test provides with the host's /bin/dash (x86-64 glibc), absent here");
+        return;
+    }
+    let image = agent_image();
+    let mut lab = Lab::new("launcher-seed");
+    let volume = lab.volume("launcher-seed-home");
+    std::fs::write(lab.dir.path().join("keep.txt"), "keep v1\n").unwrap();
+    std::fs::write(lab.dir.path().join("replace.txt"), "replace v1\n").unwrap();
+    // The targets sit directly in the home: a missing parent directory is created, chowned
+    // and then chmod-ed by the helper, which its capabilities (no FOWNER) refuse.
+    let profile = lab.profile(&format!(
+        "agent = \"claude-code\"\nhome_volume = \"{volume}\"\n\n\
+         [[mounts]]\ntype = \"seed\"\nsource = \"keep.txt\"\ntarget = \"/home/claude/keep.txt\"\n\n\
+         [[mounts]]\ntype = \"seed\"\nsource = \"replace.txt\"\ntarget = \"/home/claude/replace.txt\"\non_conflict = \"replace\"\n"
+    ));
+
+    // First seed: both files are copied, owned by the agent user.
+    let output = lab.run(&["seed", &profile, "--all", "--image", &image]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert_eq!(
+        text(&output.stdout),
+        "seeded /home/claude/keep.txt\nseeded /home/claude/replace.txt\n"
+    );
+    assert_eq!(
+        volume_shell(
+            &volume,
+            "cat /h/keep.txt /h/replace.txt; stat -c %u /h/keep.txt"
+        ),
+        "keep v1\nreplace v1\n1000"
+    );
+
+    // An equal target is not written: its (back-dated) modification time survives.
+    volume_shell(&volume, "touch -d '2001-02-03 04:05:06' /h/keep.txt");
+    for backend in ["cli", "api"] {
+        let output = lab.run(&[
+            "seed",
+            &profile,
+            "--target",
+            "/home/claude/keep.txt",
+            "--image",
+            &image,
+            "--backend",
+            backend,
+        ]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{backend}: {}",
+            describe(&output)
+        );
+        assert_eq!(
+            volume_shell(&volume, "date -r /h/keep.txt +%Y"),
+            "2001",
+            "{backend}: the equal target was rewritten"
+        );
+    }
+
+    // A different target with on_conflict = keep fails, with the helper's message, unchanged.
+    std::fs::write(lab.dir.path().join("keep.txt"), "keep v2\n").unwrap();
+    for backend in ["cli", "api"] {
+        let output = lab.run(&[
+            "seed",
+            &profile,
+            "--target",
+            "/home/claude/keep.txt",
+            "--image",
+            &image,
+            "--backend",
+            backend,
+        ]);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{backend}: {}",
+            describe(&output)
+        );
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains("seed target already differs: /home/claude/keep.txt"),
+            "{backend}: {stderr}"
+        );
+        assert!(
+            stderr.contains("error: seed /home/claude/keep.txt"),
+            "{stderr}"
+        );
+        assert_eq!(volume_shell(&volume, "cat /h/keep.txt"), "keep v1");
+    }
+    // --all stops at the first failure.
+    let output = lab.run(&["seed", &profile, "--all", "--image", &image]);
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    assert!(
+        !text(&output.stdout).contains("replace.txt"),
+        "{}",
+        describe(&output)
+    );
+
+    // on_conflict = replace: the new content, the old one kept as a backup.
+    std::fs::write(lab.dir.path().join("replace.txt"), "replace v2\n").unwrap();
+    let output = lab.run(&[
+        "seed",
+        &profile,
+        "--target",
+        "/home/claude/replace.txt",
+        "--image",
+        &image,
+        "--backend",
+        "api",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert_eq!(
+        volume_shell(
+            &volume,
+            "cat /h/replace.txt /h/replace.txt.agent-containers.bak"
+        ),
+        "replace v2\nreplace v1"
+    );
+    lab.finish();
+}
+
+#[test]
+fn live_verify_passes_for_a_custom_sandbox_and_a_claude_preset() {
+    if !require_daemon("live_verify_passes") {
+        return;
+    }
+    let image = test_image();
+    let lab = Lab::new("launcher-verify-custom");
+    let profile = lab.profile(&format!(
+        "agent = \"custom\"\n\n[image]\nref = \"{image}\"\ncommand = [\"sleep\", \"300\"]\n\n[resources]\nmemory = \"256m\"\npids_limit = 64\n"
+    ));
+    for backend in ["api", "cli"] {
+        let output = lab.run(&["verify", &profile, "--backend", backend]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{backend}: {}",
+            describe(&output)
+        );
+        let stdout = text(&output.stdout);
+        assert!(stdout.ends_with(" checks, 0 failed\n"), "{stdout}");
+        assert!(
+            stdout.contains("ok      memory limit (bytes)       268435456"),
+            "{stdout}"
+        );
+        assert!(!stdout.contains("FAIL"), "{stdout}");
+    }
+    lab.finish();
+
+    let mut lab = Lab::new("launcher-verify-claude");
+    lab.volume("launcher-verify-claude-home");
+    let workspace = tempfile::tempdir().unwrap();
+    let profile =
+        lab.profile("agent = \"claude-code\"\nhome_volume = \"launcher-verify-claude-home\"\n");
+    let output = lab.run(&[
+        "verify",
+        &profile,
+        "--image",
+        &image,
+        "--workspace",
+        &workspace.path().to_string_lossy(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let stdout = text(&output.stdout);
+    assert!(stdout.contains("mount /workspace/"), "{stdout}");
+    assert!(stdout.contains("mount /home/claude"), "{stdout}");
+    lab.finish();
+}
+
+/// verify's comparison of a real container started with different flags than the spec: the
+/// rendered probe launch minus `--read-only` and with a larger `--pids-limit`.
+#[test]
+fn live_verify_fails_when_the_container_disagrees_with_the_spec() {
+    if !require_daemon("live_verify_fails_when_the_container_disagrees") {
+        return;
+    }
+    let image = test_image();
+    let lab = Lab::new("launcher-verify-mismatch");
+    let profile = lab.profile(&format!(
+        "agent = \"custom\"\n\n[image]\nref = \"{image}\"\n\n[resources]\npids_limit = 64\n"
+    ));
+    let launch = agentc::cli::LaunchArgs {
+        profile: PathBuf::from(&profile),
+        kind: agentc::cli::KindArg::Run,
+        workspace: Some(lab.dir.path().to_path_buf()),
+        image: None,
+        seed_target: None,
+        agent_args: Vec::new(),
+    };
+    let loaded = agentc::context::load_profile(&launch.profile).unwrap();
+    let spec = agentc::context::resolve_launch(&loaded, &launch).unwrap();
+    let agentc_policy::Action::Container(container) = &spec.action else {
+        panic!("a container launch");
+    };
+    let probe = agentc::verify::probe_spec(container);
+    let name = probe.name.clone().unwrap();
+    let probe_launch = agentc_policy::LaunchSpec {
+        action: agentc_policy::Action::Container(Box::new(probe)),
+        ..spec.clone()
+    };
+    let argv = agentc_backend_cli::render_argv(&probe_launch).unwrap();
+    let args: Vec<&str> = argv
+        .iter()
+        .skip(1)
+        .map(String::as_str)
+        .filter(|arg| *arg != "--read-only")
+        .map(|arg| {
+            if arg == "--pids-limit=64" {
+                "--pids-limit=128"
+            } else {
+                arg
+            }
+        })
+        .collect();
+    assert!(argv.iter().any(|arg| arg == "--read-only"), "{argv:?}");
+    docker(&args).unwrap();
+    let waited = docker(&["wait", &name]);
+    let logs = docker(&["logs", &name]);
+    let inspect = docker(&["inspect", &name]);
+    let _ = docker(&["rm", "--force", &name]);
+    assert_eq!(waited.unwrap(), "0");
+    let inspect: serde_json::Value = serde_json::from_str(&inspect.unwrap()).unwrap();
+    let observed = agentc::verify::parse_probe(&logs.unwrap()).unwrap();
+    let checks = agentc::verify::compare(container, &observed, &inspect[0]);
+    let table = agentc::verify::render_table(&checks);
+    let failed: Vec<&str> = checks
+        .iter()
+        .filter(|check| !check.ok)
+        .map(|check| check.what.as_str())
+        .collect();
+    assert_eq!(failed, ["root filesystem", "pids limit"], "{table}");
+    assert!(table.contains("FAIL    root filesystem"), "{table}");
+    assert!(table.ends_with(" checks, 2 failed\n"), "{table}");
+    lab.finish();
+}

@@ -1,0 +1,358 @@
+//! Secret values never leave the launch path.
+//!
+//! For random secret names and values (provider API key, Langfuse public and secret keys, and
+//! the content of a gateway key file), no byte sequence of a value appears in the spec, the
+//! CLI argv, the shell line, `explain`, either renderer's output, or an error raised next to
+//! the secret; only the API backend's run path (`agentc_backend_api::exec::resolve_env`)
+//! holds it. The same holds for the `agentc` binary's stdout and stderr of `validate`,
+//! `render` and `explain` with the secrets in its process environment. The binary has no
+//! `--verbose` flag, so there are no verbose logs to check.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use agentc_policy::{Action, LaunchKind, Owner, RealPaths, ResolveInputs};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+
+/// One draw: three variable names and four secret values.
+#[derive(Debug, Clone)]
+struct Secrets {
+    provider_env: String,
+    public_env: String,
+    secret_env: String,
+    provider_key: String,
+    public_key: String,
+    secret_key: String,
+    key_file: String,
+}
+
+impl Secrets {
+    fn values(&self) -> [(&'static str, &str); 4] {
+        [
+            ("provider key", &self.provider_key),
+            ("langfuse public key", &self.public_key),
+            ("langfuse secret key", &self.secret_key),
+            ("gateway key file content", &self.key_file),
+        ]
+    }
+
+    /// The process environment of a launch: the secrets and an unrelated variable.
+    fn env(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            (self.provider_env.clone(), self.provider_key.clone()),
+            (self.public_env.clone(), self.public_key.clone()),
+            (self.secret_env.clone(), self.secret_key.clone()),
+            ("AGENTC_PIDS_LIMIT".to_string(), "256".to_string()),
+        ])
+    }
+}
+
+/// Environment names agentc never sets itself (the `S` prefix keeps them apart from
+/// `ANTHROPIC_*`, `LANGFUSE_*`, `HTTP_PROXY` and the `AGENTC_*` overrides).
+fn names() -> impl Strategy<Value = (String, String, String)> {
+    ("S[A-Z0-9_]{3,16}", "S[A-Z0-9_]{3,16}", "S[A-Z0-9_]{3,16}")
+        .prop_filter("names differ", |(a, b, c)| a != b && b != c && a != c)
+}
+
+/// Secret values: at least 8 characters of printable text, ASCII or any Unicode letter and
+/// symbol (environment values cannot hold NUL, and leading or trailing spaces would only test
+/// trimming).
+fn value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[A-Za-z0-9+/=_.-]{8,48}",
+        "[\\PC&&[^\\s]]{8,24}",
+        "sk-[a-z]{2}-[A-Za-z0-9]{16,40}",
+    ]
+}
+
+fn secrets() -> impl Strategy<Value = Secrets> {
+    (names(), value(), value(), value(), value()).prop_map(
+        |(
+            (provider_env, public_env, secret_env),
+            provider_key,
+            public_key,
+            secret_key,
+            key_file,
+        )| {
+            Secrets {
+                provider_env,
+                public_env,
+                secret_env,
+                provider_key,
+                public_key,
+                secret_key,
+                key_file,
+            }
+        },
+    )
+}
+
+/// A profile that uses every kind of secret: a provider key, Langfuse keys and a gateway
+/// key file, written into `dir` beside the key files.
+fn write_profile(dir: &Path, secrets: &Secrets) -> PathBuf {
+    let profile = format!(
+        "name = \"dev\"\nagent = \"claude-code\"\n\
+         [provider]\nkind = \"anthropic\"\nmodel = \"claude-test\"\napi_key_env = \"{}\"\n\
+         [egress]\nmode = \"allowlist\"\nhosts = [\"lf.example\"]\ngateway_host = \"gw.example\"\n\
+         gateway_port = 22\ngateway_key_file = \"id_gateway\"\ngateway_known_hosts_file = \"known_hosts\"\n\
+         [langfuse]\nenabled = true\nbase_url = \"https://lf.example\"\npublic_key_env = \"{}\"\n\
+         secret_key_env = \"{}\"\n",
+        secrets.provider_env, secrets.public_env, secrets.secret_env
+    );
+    std::fs::write(dir.join("id_gateway"), &secrets.key_file).unwrap();
+    std::fs::write(dir.join("known_hosts"), "gw.example ssh-ed25519 AAAA\n").unwrap();
+    let path = dir.join("dev.toml");
+    std::fs::write(&path, profile).unwrap();
+    path
+}
+
+/// Everything the library shows for one launch: spec JSON, argv, shell line, explain, API
+/// body, and the error of an invalid override set next to the secrets.
+fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<String>), String> {
+    let path = write_profile(dir, secrets);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let loaded = agentc_policy::load("dev.toml", &text).map_err(|e| e.to_string())?;
+    let workspace = dir.join("work");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let mut env = secrets.env();
+    let inputs = ResolveInputs {
+        kind: LaunchKind::Run,
+        workspace: workspace.to_string_lossy().into_owned(),
+        profile_dir: dir.to_string_lossy().into_owned(),
+        home_dir: dir.join("home").to_string_lossy().into_owned(),
+        owner: Owner {
+            name: "dev".to_string(),
+            uid: 1000,
+            gid: 1000,
+        },
+        image: None,
+        seed_target: None,
+        agent_args: Vec::new(),
+        env: env.clone(),
+        decant_sources: Vec::new(),
+    };
+    let spec = agentc_policy::resolve(&loaded, &inputs, &RealPaths).map_err(|e| e.to_string())?;
+    let argv = agentc_backend_cli::render_argv(&spec).map_err(|e| e.to_string())?;
+    let api = agentc_backend_api::render_json(&spec).map_err(|e| e.to_string())?;
+    let mut outputs = vec![
+        serde_json::to_string(&spec).unwrap(),
+        argv.join("\n"),
+        agentc_backend_cli::shell_line(&argv),
+        agentc_policy::explain(&loaded, &spec),
+        serde_json::to_string(&api).unwrap(),
+        format!("{spec:?}"),
+    ];
+    // An invalid override next to the secrets: the error must not carry them.
+    env.insert("AGENTC_MEM_LIMIT".to_string(), "lots".to_string());
+    let error = agentc_policy::resolve(
+        &loaded,
+        &ResolveInputs {
+            env,
+            ..inputs.clone()
+        },
+        &RealPaths,
+    )
+    .expect_err("an invalid override is refused");
+    outputs.push(format!("{error}\n{error:?}"));
+    // An invalid profile next to the secrets.
+    let broken = text.replace("kind = \"anthropic\"", "kind = \"anthropic\"\ncolour = 1");
+    let error = agentc_policy::load("dev.toml", &broken).expect_err("unknown field");
+    outputs.push(format!("{error}\n{error:?}"));
+
+    let Action::Container(container) = &spec.action else {
+        return Err("a container launch was expected".to_string());
+    };
+    let resolved = agentc_backend_api::exec::resolve_env(container, &secrets.env())
+        .map_err(|e| e.to_string())?;
+    Ok((outputs, resolved))
+}
+
+fn leaks<'a>(outputs: &'a [String], value: &str) -> Option<&'a String> {
+    outputs.iter().find(|output| output.contains(value))
+}
+
+#[test]
+fn secret_values_reach_only_the_api_run_path() {
+    let mut runner = TestRunner::new(Config {
+        cases: 64,
+        ..Config::default()
+    });
+    runner
+        .run(&secrets(), |secrets| {
+            let dir = tempfile::tempdir().unwrap();
+            let (outputs, resolved) = library_outputs(dir.path(), &secrets)
+                .map_err(|e| TestCaseError::fail(format!("launch failed: {e}")))?;
+            for (what, value) in secrets.values() {
+                if let Some(output) = leaks(&outputs, value) {
+                    return Err(TestCaseError::fail(format!(
+                        "the {what} {value:?} leaked into:\n{output}"
+                    )));
+                }
+            }
+            for (name, value) in [
+                (&secrets.provider_env, &secrets.provider_key),
+                (&secrets.public_env, &secrets.public_key),
+                (&secrets.secret_env, &secrets.secret_key),
+            ] {
+                prop_assert!(
+                    resolved.contains(&format!("{name}={value}")),
+                    "resolve_env lacks {name}: {resolved:?}"
+                );
+            }
+            // The key file is mounted, never read: not even the run path holds its content.
+            prop_assert!(!resolved
+                .iter()
+                .any(|entry| entry.contains(&secrets.key_file)));
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// The `agentc` binary of this workspace, built once (`cargo build -p agentc`) into the
+/// target directory these tests run from, so it is never stale.
+fn agentc_binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let exe = std::env::current_exe().expect("test executable");
+        // <target>/debug/deps/secrets-HASH
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target profile directory");
+        let target_dir = profile_dir.parent().expect("target directory");
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "-p", "agentc", "--bin", "agentc"])
+            .arg("--manifest-path")
+            .arg(&manifest)
+            .arg("--target-dir")
+            .arg(target_dir)
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "cargo build -p agentc failed");
+        let binary = profile_dir.join("agentc");
+        assert!(binary.exists(), "{} was not built", binary.display());
+        binary
+    })
+}
+
+fn agentc(dir: &Path, args: &[&str], env: &BTreeMap<String, String>) -> Output {
+    let mut command = Command::new(agentc_binary());
+    // The workspace defaults to the current directory: `dir/work`, apart from the home.
+    let (work, home) = (dir.join("work"), dir.join("home"));
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    command
+        .args(args)
+        .current_dir(work)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("USER", "dev")
+        .envs(env);
+    command.output().expect("agentc runs")
+}
+
+#[test]
+fn the_binary_never_prints_a_secret_value() {
+    let mut runner = TestRunner::new(Config {
+        cases: 6,
+        ..Config::default()
+    });
+    runner
+        .run(&secrets(), |secrets| {
+            let dir = tempfile::tempdir().unwrap();
+            let profile = write_profile(dir.path(), &secrets);
+            let profile = profile.to_string_lossy().into_owned();
+            let workspace = dir.path().join("work");
+            std::fs::create_dir_all(&workspace).unwrap();
+            let workspace = workspace.to_string_lossy().into_owned();
+            let launch = |extra: &[&str]| -> Vec<String> {
+                let mut args = extra.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+                args.extend([profile.clone(), "--workspace".into(), workspace.clone()]);
+                args
+            };
+            let mut runs: Vec<(Vec<String>, BTreeMap<String, String>, i32)> = vec![
+                (vec!["validate".into(), profile.clone()], secrets.env(), 0),
+                (launch(&["explain"]), secrets.env(), 0),
+                (
+                    launch(&["render", "--backend", "cli", "--format", "shell"]),
+                    secrets.env(),
+                    0,
+                ),
+                (
+                    launch(&["render", "--backend", "cli", "--format", "json"]),
+                    secrets.env(),
+                    0,
+                ),
+                (
+                    launch(&["render", "--backend", "api", "--format", "json"]),
+                    secrets.env(),
+                    0,
+                ),
+            ];
+            let mut bad = secrets.env();
+            bad.insert("AGENTC_CPUS".into(), "many".into());
+            runs.push((launch(&["render"]), bad.clone(), 65));
+            runs.push((launch(&["explain"]), bad, 65));
+            for (args, env, code) in runs {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                let output = agentc(dir.path(), &args, &env);
+                prop_assert_eq!(
+                    output.status.code(),
+                    Some(code),
+                    "{:?}: {}",
+                    args,
+                    String::from_utf8_lossy(&output.stderr)
+                );
+                for (what, value) in secrets.values() {
+                    for (stream, bytes) in [("stdout", &output.stdout), ("stderr", &output.stderr)]
+                    {
+                        prop_assert!(
+                            !bytes
+                                .windows(value.len())
+                                .any(|window| window == value.as_bytes()),
+                            "{:?} printed the {} on {}",
+                            args,
+                            what,
+                            stream
+                        );
+                    }
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// Hostile files through the binary: a 10 MB profile and a profile that is not UTF-8 are
+/// refused with exit 65 and a message, before any parsing.
+#[test]
+fn the_binary_refuses_huge_and_non_utf8_profiles_with_exit_65() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = BTreeMap::new();
+    let huge = dir.path().join("huge.toml");
+    let mut text = "name = \"dev\"\nagent = \"codex\"\n#".to_string();
+    text.push_str(&"x".repeat(10 * 1024 * 1024));
+    std::fs::write(&huge, text).unwrap();
+    let output = agentc(dir.path(), &["validate", &huge.to_string_lossy()], &env);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(65), "{stderr}");
+    assert!(
+        stderr.contains("more than the limit of 1048576 bytes (1 MiB)"),
+        "{stderr}"
+    );
+
+    let latin1 = dir.path().join("latin1.toml");
+    std::fs::write(&latin1, b"name = \"d\xe9v\"\nagent = \"codex\"\n").unwrap();
+    let output = agentc(dir.path(), &["validate", &latin1.to_string_lossy()], &env);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(65), "{stderr}");
+    assert!(
+        stderr.contains("the profile is not UTF-8 text (invalid byte at offset 9)"),
+        "{stderr}"
+    );
+}
