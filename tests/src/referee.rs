@@ -15,10 +15,10 @@
 //!
 //! Every request is recorded ([`Referee::requests`]).
 //!
-//! Isolation: the CLI runs with a clean environment (`PATH`, `HOME`, `DOCKER_HOST`,
-//! `DOCKER_CONFIG` and the caller's `extra_env` only), `HOME` and `DOCKER_CONFIG` pointing into
-//! the referee's temporary directory with an empty `config.json` (so no context, no proxies from
-//! the CLI config, no credential helpers, no plugins), and `DOCKER_HOST=unix://<referee socket>`.
+//! Isolation: the CLI runs with a clean environment (`PATH` and the caller's `extra_env` only),
+//! `--config` pointing into the referee's temporary directory with an empty `config.json` (so
+//! no context, no proxies from the CLI config, no credential helpers, no plugins), and
+//! `--host unix://<referee socket>`.
 //! No `*_PROXY`, `DOCKER_CONTEXT`, `DOCKER_CONTENT_TRUST` or `OTEL_*` variable reaches it.
 //!
 //! `docker run` versus `docker create`: both build the body with the same `parse` of
@@ -311,9 +311,9 @@ impl Referee {
     ///
     /// `args` are the CLI backend's argv minus the leading `docker run` and minus the run-only
     /// flags ([`RUN_ONLY_FLAGS`]; see [`split_run_argv`]). The CLI runs with a clean
-    /// environment: `PATH`, `HOME` and `DOCKER_CONFIG` (both throw-away, in the referee's
-    /// directory), `DOCKER_HOST`, plus `extra_env` (for `--env NAME` pass-through, whose value
-    /// the CLI reads from its own environment).
+    /// environment, `PATH` plus `extra_env` (for `--env NAME` pass-through, whose value the CLI
+    /// reads from its own environment), and `--host` / `--config` options pointing at the
+    /// stand-in and a throw-away configuration.
     pub fn create(
         &self,
         args: &[String],
@@ -322,14 +322,18 @@ impl Referee {
         let _serial = lock(&self.serial);
         let first = lock(&self.shared.requests).len();
         let mut command = Command::new(docker_cli());
+        // The stand-in's address and the throw-away config go in as options, not as
+        // DOCKER_HOST / DOCKER_CONFIG / HOME, so that a pass-through `--env=DOCKER_HOST` (or
+        // HOME) in the argv sees the caller's environment, as it would at launch.
         command
+            .arg("--host")
+            .arg(self.docker_host())
+            .arg("--config")
+            .arg(self.dir.path().join("docker-config"))
             .arg("create")
             .args(args)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.dir.path().join("home"))
-            .env("DOCKER_CONFIG", self.dir.path().join("docker-config"))
-            .env("DOCKER_HOST", self.docker_host())
             .envs(extra_env.iter().map(|(k, v)| (k, v)))
             .current_dir(self.dir.path())
             .stdin(Stdio::null())

@@ -121,11 +121,11 @@ fn build_disagreements(argv: &[String], api: &Value, context: &str) -> Result<Ve
 }
 
 /// The variables the referee sets in the docker CLI's environment (see `Referee::create`).
-const REFEREE_ENVIRONMENT: &[&str] = &["PATH", "HOME", "DOCKER_HOST", "DOCKER_CONFIG"];
+const REFEREE_ENVIRONMENT: &[&str] = &["PATH"];
 
 /// Whether every difference is a pass-through (secret) variable named like one the referee
-/// sets for the docker CLI (`--env=DOCKER_HOST` makes the CLI copy the referee's own
-/// `DOCKER_HOST=unix://...`): the CLI sends `NAME=value`, the API body the bare `NAME`.
+/// sets for the docker CLI (`--env=PATH` would make the CLI copy the referee's own `PATH`):
+/// the CLI sends `NAME=value`, the API body the bare `NAME`.
 ///
 /// Sound because at launch both backends take that value from the caller's environment (the
 /// CLI backend runs docker with it, the API backend substitutes it before creating), so they

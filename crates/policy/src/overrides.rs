@@ -19,6 +19,10 @@ use std::collections::BTreeMap;
 
 use crate::error::{Location, PolicyError};
 use crate::units::{parse_cpus, parse_size};
+use crate::validate::{
+    MAX_LOG_FILES, MAX_NANO_CPUS, MAX_PIDS_LIMIT, MAX_SIZE_BYTES, MIN_LOG_SIZE_BYTES,
+    MIN_MEMORY_BYTES,
+};
 
 /// `AGENTC_NETWORK`.
 pub const NETWORK: &str = "AGENTC_NETWORK";
@@ -87,24 +91,24 @@ pub fn parse_overrides(env: &BTreeMap<String, String>) -> Result<Overrides, Poli
         overrides.network = Some(parse_network(text)?);
     }
     if let Some(text) = value(MEM_LIMIT) {
-        overrides.memory_bytes = Some(limit(MEM_LIMIT, text, positive_size, SIZE_HINT)?);
+        overrides.memory_bytes = Some(limit(MEM_LIMIT, text, memory_size, SIZE_HINT)?);
     }
     if let Some(text) = value(SHM_SIZE) {
-        overrides.shm_size_bytes = Some(limit(SHM_SIZE, text, positive_size, SIZE_HINT)?);
+        overrides.shm_size_bytes = Some(limit(SHM_SIZE, text, bounded_size, SIZE_HINT)?);
     }
     if let Some(text) = value(CPUS) {
-        overrides.nano_cpus = Some(limit(CPUS, text, parse_cpus, CPUS_HINT)?);
+        overrides.nano_cpus = Some(limit(CPUS, text, cpu_count, CPUS_HINT)?);
     }
     if let Some(text) = value(PIDS_LIMIT) {
-        overrides.pids_limit = Some(limit(PIDS_LIMIT, text, positive_count, COUNT_HINT)?);
+        overrides.pids_limit = Some(limit(PIDS_LIMIT, text, pids_count, COUNT_HINT)?);
     }
     if let Some(text) = value(LOG_MAX_SIZE) {
         overrides.log_max_size_bytes =
-            Some(limit(LOG_MAX_SIZE, text, positive_size, LOG_SIZE_HINT)?);
+            Some(limit(LOG_MAX_SIZE, text, log_size, LOG_SIZE_HINT)?);
     }
     if let Some(text) = value(LOG_MAX_FILE) {
         let count =
-            positive_count(text).map_err(|message| invalid(LOG_MAX_FILE, message, COUNT_HINT))?;
+            log_files(text).map_err(|message| invalid(LOG_MAX_FILE, message, COUNT_HINT))?;
         overrides.log_max_file = Some(count);
     }
     Ok(overrides)
@@ -145,6 +149,58 @@ fn positive_size(text: &str) -> Result<u64, String> {
         0 => Err(format!("size {text:?} is zero")),
         bytes => Ok(bytes),
     }
+}
+
+/// The bounds the profile's fields have (see [`crate::validate`]) hold for the overrides too,
+/// so that the environment cannot produce a launch the profile could not.
+fn bounded_size(text: &str) -> Result<u64, String> {
+    let bytes = positive_size(text)?;
+    if bytes > MAX_SIZE_BYTES {
+        return Err(format!(
+            "size {text:?} is larger than {MAX_SIZE_BYTES} bytes, the largest docker parses exactly"
+        ));
+    }
+    Ok(bytes)
+}
+
+fn memory_size(text: &str) -> Result<u64, String> {
+    let bytes = bounded_size(text)?;
+    if bytes < MIN_MEMORY_BYTES {
+        return Err(format!("size {text:?} is below docker's minimum of 6m"));
+    }
+    Ok(bytes)
+}
+
+fn log_size(text: &str) -> Result<u64, String> {
+    let bytes = bounded_size(text)?;
+    if bytes < MIN_LOG_SIZE_BYTES {
+        return Err(format!("size {text:?} is below 1k"));
+    }
+    Ok(bytes)
+}
+
+fn cpu_count(text: &str) -> Result<u64, String> {
+    let nano_cpus = parse_cpus(text)?;
+    if nano_cpus > MAX_NANO_CPUS {
+        return Err(format!("{text:?} is more than 1024 cpus"));
+    }
+    Ok(nano_cpus)
+}
+
+fn pids_count(text: &str) -> Result<u32, String> {
+    let count = positive_count(text)?;
+    if i64::from(count) > MAX_PIDS_LIMIT {
+        return Err(format!("{text:?} is more than {MAX_PIDS_LIMIT} processes"));
+    }
+    Ok(count)
+}
+
+fn log_files(text: &str) -> Result<u32, String> {
+    let count = positive_count(text)?;
+    if i64::from(count) > MAX_LOG_FILES {
+        return Err(format!("{text:?} is more than {MAX_LOG_FILES} files"));
+    }
+    Ok(count)
 }
 
 fn positive_count(text: &str) -> Result<u32, String> {
@@ -195,6 +251,42 @@ mod tests {
             Location::Environment { variable } => variable.clone(),
             other => panic!("unexpected location {other:?}"),
         }
+    }
+
+    #[test]
+    fn overrides_keep_the_bounds_of_the_profile_fields() {
+        for (variable, value, message) in [
+            (MEM_LIMIT, "4m", "size \"4m\" is below docker's minimum of 6m"),
+            (
+                MEM_LIMIT,
+                "8p",
+                "size \"8p\" is larger than 9007199254740991 bytes, the largest docker parses exactly",
+            ),
+            (
+                SHM_SIZE,
+                "9007199254740992",
+                "size \"9007199254740992\" is larger than 9007199254740991 bytes, the largest docker parses exactly",
+            ),
+            (CPUS, "1025", "\"1025\" is more than 1024 cpus"),
+            (PIDS_LIMIT, "4194305", "\"4194305\" is more than 4194304 processes"),
+            (LOG_MAX_SIZE, "512b", "size \"512b\" is below 1k"),
+            (LOG_MAX_FILE, "101", "\"101\" is more than 100 files"),
+        ] {
+            match parse_overrides(&env(&[(variable, value)])) {
+                Err(PolicyError::Invalid {
+                    location: Location::Environment { variable: named },
+                    message: actual,
+                    ..
+                }) => {
+                    assert_eq!(named, variable);
+                    assert_eq!(actual, message, "{variable}={value}");
+                }
+                other => panic!("{variable}={value}: {other:?}"),
+            }
+        }
+        let parsed = parse_overrides(&env(&[(MEM_LIMIT, "6m"), (CPUS, "1024")])).unwrap();
+        assert_eq!(parsed.memory_bytes, Some(Limit::Value(6 * 1024 * 1024)));
+        assert_eq!(parsed.nano_cpus, Some(Limit::Value(1024 * 1_000_000_000)));
     }
 
     #[test]
