@@ -801,3 +801,65 @@ fn live_verify_fails_when_the_container_disagrees_with_the_spec() {
     assert!(table.ends_with(" checks, 2 failed\n"), "{table}");
     lab.finish();
 }
+
+/// A SIGTERM sent to agentc alone (as a supervisor sends it) reaches the container through
+/// either backend: the cli backend passes it on to docker, which forwards it; the api backend
+/// stops and removes the container. Nothing is left behind.
+#[test]
+fn live_sigterm_to_agentc_stops_the_container_through_both_backends() {
+    if !require_daemon("live_sigterm_to_agentc_stops_the_container_through_both_backends") {
+        return;
+    }
+    let image = agent_image();
+    let mut lab = Lab::new("launcher-sigterm");
+    lab.volume("launcher-sigterm-home");
+    let profile = lab.profile("agent = \"claude-code\"\nhome_volume = \"launcher-sigterm-home\"\n");
+    for (backend, expected) in [("cli", 42), ("api", 143)] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentc"))
+            .args([
+                "run",
+                &profile,
+                "--backend",
+                backend,
+                "--image",
+                &image,
+                "--",
+                "-c",
+                "trap 'echo got-term; exit 42' TERM; echo ready; sleep 60 & wait",
+            ])
+            .current_dir(lab.dir.path())
+            .env("USER", "launcher")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("agentc starts");
+        // Wait until the container runs, then signal agentc only (not its process group).
+        let started = std::time::Instant::now();
+        while lab.containers().is_empty() && started.elapsed().as_secs() < 30 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        // SAFETY: kill has no memory-safety preconditions; the pid is our unreaped child's.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let output = child.wait_with_output().expect("agentc ends");
+        assert_eq!(
+            output.status.code(),
+            Some(expected),
+            "{backend}: {}",
+            describe(&output)
+        );
+        let started = std::time::Instant::now();
+        while !lab.containers().is_empty() && started.elapsed().as_secs() < 10 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        assert!(
+            lab.containers().is_empty(),
+            "{backend}: left {:?}",
+            lab.containers()
+        );
+    }
+    lab.finish();
+}

@@ -1,11 +1,13 @@
 //! Running a rendered argv: spawns the docker CLI, stdio inherited, and returns its exit code.
 //!
-//! Signals are left alone: a terminal's SIGINT reaches both the caller and docker (same
+//! [`run`] leaves signals alone: a terminal's SIGINT reaches both the caller and docker (same
 //! process group), and the docker CLI forwards it to the container. A caller that wants
-//! docker's exit code after Ctrl-C must ignore SIGINT itself while [`run`] waits.
+//! docker's exit code after Ctrl-C must ignore SIGINT itself while [`run`] waits; a caller
+//! that must pass on signals sent to it alone (SIGTERM from a supervisor) uses [`spawn`] and
+//! [`wait_forwarding`].
 
 use std::ffi::{OsStr, OsString};
-use std::process::{Command, ExitStatus};
+use std::process::{Child, Command, ExitStatus};
 
 /// Why docker could not be run. A non-zero exit of docker is not an error: it is the exit code
 /// [`run`] returns.
@@ -41,22 +43,55 @@ pub enum ExecError {
 /// with, or 128 + the signal number when a signal ended it.
 pub fn run(program: impl AsRef<OsStr>, argv: &[String]) -> Result<i32, ExecError> {
     let program = program.as_ref();
-    let Some((_display_name, args)) = argv.split_first() else {
-        return Err(ExecError::EmptyArgv);
-    };
-    let mut child =
-        Command::new(program)
-            .args(args)
-            .spawn()
-            .map_err(|source| ExecError::Spawn {
-                program: program.to_owned(),
-                source,
-            })?;
+    let mut child = spawn(program, argv)?;
     let status = child.wait().map_err(|source| ExecError::Wait {
         program: program.to_owned(),
         source,
     })?;
     Ok(exit_code(status))
+}
+
+/// Starts `program` with `argv[1..]` like [`run`] but returns the child, for a caller that
+/// forwards signals to it while it waits (see [`wait_forwarding`]).
+pub fn spawn(program: impl AsRef<OsStr>, argv: &[String]) -> Result<Child, ExecError> {
+    let program = program.as_ref();
+    let Some((_display_name, args)) = argv.split_first() else {
+        return Err(ExecError::EmptyArgv);
+    };
+    Command::new(program)
+        .args(args)
+        .spawn()
+        .map_err(|source| ExecError::Spawn {
+            program: program.to_owned(),
+            source,
+        })
+}
+
+/// Waits for a child started with [`spawn`], sending it each signal that `pending` reports
+/// (polled every 20 ms; `pending` returns a signal number once per delivery), and returns its
+/// exit code as [`run`] does. A SIGTERM sent to agentc alone reaches docker this way, and the
+/// docker CLI forwards it to the container.
+pub fn wait_forwarding(
+    mut child: Child,
+    mut pending: impl FnMut() -> Option<i32>,
+) -> Result<i32, ExecError> {
+    loop {
+        if let Some(status) = child.try_wait().map_err(|source| ExecError::Wait {
+            program: OsString::from("docker"),
+            source,
+        })? {
+            return Ok(exit_code(status));
+        }
+        if let Some(signal) = pending() {
+            #[cfg(unix)]
+            // SAFETY: kill has no memory-safety preconditions; the pid is our own child's,
+            // which has not been reaped yet (try_wait returned None).
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, signal);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// The shell's convention: the exit code, or 128 + the signal number.

@@ -337,10 +337,22 @@ impl Drop for SignalShield {
 /// Runs a rendered docker argv in the foreground (stdio inherited) and returns docker's exit
 /// code. SIGINT is shielded meanwhile, so Ctrl-C reaches docker (same process group), which
 /// forwards it to the container or lets the TTY carry it, and its exit code comes back.
+///
+/// SIGTERM is shielded too and passed on to docker: a supervisor that stops agentc alone
+/// stops the container through docker (which forwards it and, with `--rm`, removes it).
 pub fn run_docker_foreground(argv: &[String]) -> Result<i32, Failure> {
-    let _shield = SignalShield::new(false);
-    agentc_backend_cli::exec::run("docker", argv)
-        .map_err(|error| Failure::new(EXIT_DOCKER, error.to_string()))
+    let _shield = SignalShield::new(true);
+    let child = agentc_backend_cli::exec::spawn("docker", argv)
+        .map_err(|error| Failure::new(EXIT_DOCKER, error.to_string()))?;
+    agentc_backend_cli::exec::wait_forwarding(child, || {
+        // SIGINT from a terminal already reached docker (same process group); only a SIGTERM
+        // aimed at agentc needs passing on.
+        match RECEIVED.swap(0, Ordering::SeqCst) {
+            libc::SIGTERM => Some(libc::SIGTERM),
+            _ => None,
+        }
+    })
+    .map_err(|error| Failure::new(EXIT_DOCKER, error.to_string()))
 }
 
 #[cfg(test)]
