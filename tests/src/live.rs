@@ -737,8 +737,17 @@ mod localize_tests {
         let specs = specs();
         assert!(specs.len() > 20);
         let mut binds = 0;
+        let mut outside = 0;
         for spec in &specs {
-            let local = localize(spec, &machine, "u1").unwrap();
+            let local = match localize(spec, &machine, "u1") {
+                Ok(local) => local,
+                // Binds of the host's `/` or `/home` (the finding fixtures) stay virtual.
+                Err(reason) if reason.contains("outside the virtual") => {
+                    outside += 1;
+                    continue;
+                }
+                Err(reason) => panic!("{}: {reason}", spec.profile),
+            };
             let original = container(spec);
             assert_eq!(local.container.image, machine.image);
             assert_eq!(local.container.labels[PROFILE_LABEL], "u1");
@@ -779,6 +788,10 @@ mod localize_tests {
                 .all(|(name, value)| name == "DOCKER_HOST" || value.starts_with("dummy-")));
         }
         assert!(binds > 10, "{binds}");
+        assert!(
+            outside <= 3,
+            "{outside} launches bind paths outside the virtual directories"
+        );
     }
 
     #[test]

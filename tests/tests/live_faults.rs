@@ -257,11 +257,55 @@ fn live_a_name_in_use_is_a_clear_error_and_leaves_the_existing_container_alone()
     guard.finish();
 }
 
-/// The OOM killer ends a launch that allocates past its limit: exit 137, reported as OOM.
+/// The ids of the containers labelled with a profile for which the daemon announced an `oom`
+/// event while this log ran: the daemon's own account of which kills were the OOM killer's.
+struct OomLog {
+    child: Child,
+}
+
+impl OomLog {
+    fn start(profile: &str) -> OomLog {
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock after 1970")
+            .as_secs()
+            .saturating_sub(1)
+            .to_string();
+        let label = format!("label={PROFILE_LABEL}={profile}");
+        // `--since` replays what happened before the subscription reached the daemon.
+        let child = Command::new("docker")
+            .args(["events", "--since", &since, "--filter", "event=oom"])
+            .args(["--filter", &label, "--format", "{{.ID}}"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run docker events");
+        OomLog { child }
+    }
+
+    fn stop(mut self) -> BTreeSet<String> {
+        use std::io::Read;
+        std::thread::sleep(Duration::from_millis(500));
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut text = String::new();
+        if let Some(mut stdout) = self.child.stdout.take() {
+            let _ = stdout.read_to_string(&mut text);
+        }
+        text.lines().map(|line| line.trim().to_string()).collect()
+    }
+}
+
+/// The OOM killer ends launches that allocate past their limit: exit 137, reported as OOM
+/// exactly when the daemon says it was the OOM killer.
 ///
 /// With `auto_remove` the daemon removes the container right after it exits, racing the
 /// executor's look at `State.OOMKilled`; twelve launches at once make that race likely (it
-/// lost about one time in three before the executor watched the `oom` event).
+/// lost in most runs before the executor watched the `oom` event). Under such load the
+/// daemon itself occasionally misses an OOM kill (cgroup v1 notification; `docker inspect`
+/// then says `OOMKilled: false` too), so each outcome is checked against the daemon's `oom`
+/// events, and most launches must have been OOM kills.
 fn oom(test: &str, auto_remove: bool, launches: usize) {
     let Some(image) = setup(test) else { return };
     let profile = profile(test);
@@ -276,6 +320,7 @@ fn oom(test: &str, auto_remove: bool, launches: usize) {
     container.resources.memory_bytes = Some(8 * 1024 * 1024);
     container.resources.memory_swap_bytes = Some(8 * 1024 * 1024);
 
+    let log = OomLog::start(&profile);
     let outcomes: Vec<Outcome> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..launches)
             .map(|index| {
@@ -294,13 +339,27 @@ fn oom(test: &str, auto_remove: bool, launches: usize) {
             })
             .collect()
     });
+    let announced = log.stop();
     for outcome in &outcomes {
         assert_eq!(outcome.exit_code, 137, "{outcome:?}");
-        assert!(outcome.oom_killed, "{outcome:?}");
+        assert_eq!(
+            outcome.oom_killed,
+            announced.contains(&outcome.container_id),
+            "{outcome:?}; the daemon announced oom for {announced:?}"
+        );
         let explanation = outcome.explanation().unwrap_or_default();
-        assert!(explanation.contains("out-of-memory"), "{explanation}");
-        assert!(explanation.contains("resources.memory"), "{explanation}");
+        if outcome.oom_killed {
+            assert!(explanation.contains("out-of-memory"), "{explanation}");
+            assert!(explanation.contains("resources.memory"), "{explanation}");
+        } else {
+            assert!(explanation.contains("SIGKILL"), "{explanation}");
+        }
     }
+    let reported = outcomes.iter().filter(|outcome| outcome.oom_killed).count();
+    assert!(
+        reported * 2 >= launches,
+        "only {reported} of {launches} launches were reported as oom kills: {outcomes:?}"
+    );
 
     container.name = Some(format!("{profile}-cli"));
     let (code, stderr) = run_cli(&container, &[]);
@@ -387,21 +446,22 @@ fn send(signal: &str, pid: u32) {
 }
 
 /// A signal during an attached API launch removes the container; the exit code is 128 + signo.
-/// With `auto_remove` the daemon races the executor's removal (409 is tolerated); without, the
-/// removal is the executor's alone.
+/// With `auto_remove` the kill makes the daemon remove the container itself, so the executor's
+/// own removal answers 409 and the executor must wait for the daemon's (before it did, `docker
+/// ps -a` still listed the container, "Removal In Progress", in about one run in four after
+/// the launch said it was removed); without, the removal is the executor's alone.
 fn api_signal(test: &str, signal: &str, expected: i32, auto_remove: bool) {
     let Some(image) = setup(test) else { return };
     let profile = profile(test);
     let guard = LeakGuard::new(test, &profile);
     let label = format!("{PROFILE_LABEL}={profile}");
-    // auto_remove off: the removal is the executor's own, not the daemon's.
     let mut container = spec(
         &profile,
         &format!("{profile}-api"),
         &image,
         &["sleep", "60"],
     );
-    container.auto_remove = false;
+    container.auto_remove = auto_remove;
     let mut child = Command::new(std::env::current_exe().expect("test binary"))
         .args([
             "--exact",

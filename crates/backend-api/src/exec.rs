@@ -456,13 +456,8 @@ async fn run_attached(
 
     let oom_killed = exit_code == 137 && was_oom_killed(docker, id, oom_watch).await;
     if spec.auto_remove {
-        // Like `docker run --rm`, return only once the daemon has removed it; a container
-        // already gone answers 404, which ends the wait as well.
-        let removed = WaitContainerOptionsBuilder::new()
-            .condition("removed")
-            .build();
-        let mut removal = docker.wait_container(id, Some(removed));
-        let _ = tokio::time::timeout(Duration::from_secs(10), removal.next()).await;
+        // Like `docker run --rm`, return only once the daemon has removed it.
+        wait_removed(docker, id).await;
     } else {
         remove_quietly(docker, id)
             .await
@@ -713,7 +708,24 @@ impl Signals {
 async fn cleanup(docker: &Docker, id: &str) {
     let kill = KillContainerOptionsBuilder::new().signal("KILL").build();
     let _ = docker.kill_container(id, Some(kill)).await;
-    let _ = remove_quietly(docker, id).await;
+    let options = RemoveContainerOptionsBuilder::new().force(true).build();
+    if let Err(error) = docker.remove_container(id, Some(options)).await {
+        if status(&error) == Some(409) {
+            // The daemon's AutoRemove is already removing it (the kill ended it): return only
+            // once it is gone, or it is still listed after agentc said it was removed.
+            wait_removed(docker, id).await;
+        }
+    }
+}
+
+/// Waits (up to 10 s) until the daemon has removed a container; a container already gone
+/// answers 404, which ends the wait as well.
+async fn wait_removed(docker: &Docker, id: &str) {
+    let removed = WaitContainerOptionsBuilder::new()
+        .condition("removed")
+        .build();
+    let mut removal = docker.wait_container(id, Some(removed));
+    let _ = tokio::time::timeout(Duration::from_secs(10), removal.next()).await;
 }
 
 /// Force-removes a container; a container already gone (404) or already being removed by
