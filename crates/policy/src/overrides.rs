@@ -103,8 +103,7 @@ pub fn parse_overrides(env: &BTreeMap<String, String>) -> Result<Overrides, Poli
         overrides.pids_limit = Some(limit(PIDS_LIMIT, text, pids_count, COUNT_HINT)?);
     }
     if let Some(text) = value(LOG_MAX_SIZE) {
-        overrides.log_max_size_bytes =
-            Some(limit(LOG_MAX_SIZE, text, log_size, LOG_SIZE_HINT)?);
+        overrides.log_max_size_bytes = Some(limit(LOG_MAX_SIZE, text, log_size, LOG_SIZE_HINT)?);
     }
     if let Some(text) = value(LOG_MAX_FILE) {
         let count =
@@ -222,6 +221,15 @@ fn parse_network(text: &str) -> Result<String, PolicyError> {
             hint,
         ));
     }
+    // Regression (`network_off_is_not_a_network_name`): `off` removes the other overrides'
+    // limits, but here it was taken as a network named "off".
+    if text.eq_ignore_ascii_case("off") {
+        return Err(invalid(
+            NETWORK,
+            "AGENTC_NETWORK has no `off`: it names a network to join".to_string(),
+            "unset AGENTC_NETWORK to keep the profile's network",
+        ));
+    }
     let mut chars = text.chars();
     let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
     let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
@@ -251,6 +259,16 @@ mod tests {
             Location::Environment { variable } => variable.clone(),
             other => panic!("unexpected location {other:?}"),
         }
+    }
+
+    #[test]
+    fn network_off_is_not_a_network_name() {
+        let error = parse_overrides(&env(&[(NETWORK, "OFF")])).unwrap_err();
+        assert_eq!(variable_of(error.clone()), NETWORK);
+        assert!(
+            error.to_string().contains("AGENTC_NETWORK has no `off`"),
+            "{error}"
+        );
     }
 
     #[test]
