@@ -815,7 +815,7 @@ fn live_sigterm_to_agentc_stops_the_container_through_both_backends() {
     lab.volume("launcher-sigterm-home");
     let profile = lab.profile("agent = \"claude-code\"\nhome_volume = \"launcher-sigterm-home\"\n");
     for (backend, expected) in [("cli", 42), ("api", 143)] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agentc"))
+        let child = Command::new(env!("CARGO_BIN_EXE_agentc"))
             .args([
                 "run",
                 &profile,
