@@ -72,20 +72,36 @@ pub fn launches(loaded: &LoadedProfile, env: &BTreeMap<String, String>) -> Vec<R
 }
 
 /// docker's own flags that take no value, as the CLI renderer writes them.
-const BARE_FLAGS: &[&str] = &[
-    "--detach",
-    "--interactive",
-    "--tty",
-    "--rm",
-    "--read-only",
-];
+const BARE_FLAGS: &[&str] = &["--detach", "--interactive", "--tty", "--rm", "--read-only"];
 
 /// docker flags that take a value, always attached as `--flag=value`.
 const VALUE_FLAGS: &[&str] = &[
-    "--name", "--entrypoint", "--user", "--workdir", "--env", "--mount", "--tmpfs",
-    "--security-opt", "--cap-drop", "--cap-add", "--network", "--add-host", "--publish",
-    "--memory", "--memory-swap", "--shm-size", "--cpus", "--pids-limit", "--log-driver",
-    "--log-opt", "--device", "--label", "--tag", "--file", "--build-context", "--build-arg",
+    "--name",
+    "--entrypoint",
+    "--user",
+    "--workdir",
+    "--env",
+    "--mount",
+    "--tmpfs",
+    "--security-opt",
+    "--cap-drop",
+    "--cap-add",
+    "--network",
+    "--add-host",
+    "--publish",
+    "--memory",
+    "--memory-swap",
+    "--shm-size",
+    "--cpus",
+    "--pids-limit",
+    "--log-driver",
+    "--log-opt",
+    "--device",
+    "--label",
+    "--tag",
+    "--file",
+    "--build-context",
+    "--build-arg",
 ];
 
 /// Reads argv the way docker's pflag does (options until the first non-option) and panics
@@ -99,7 +115,10 @@ pub fn check_argv(spec: &LaunchSpec, argv: &[String]) {
             || word
                 .split_once('=')
                 .is_some_and(|(flag, _)| VALUE_FLAGS.contains(&flag));
-        assert!(known, "argv[{index}] {word:?} is not one of the renderer's flags");
+        assert!(
+            known,
+            "argv[{index}] {word:?} is not one of the renderer's flags"
+        );
         index += 1;
     }
     match &spec.action {

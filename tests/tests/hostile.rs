@@ -977,6 +977,7 @@ fn environment_cases() -> Vec<Case> {
     vec![
         env("AGENTC_NETWORK", "--privileged", "is not a network name"),
         env("AGENTC_NETWORK", "host", "the host network"),
+        env("AGENTC_NETWORK", "off", "AGENTC_NETWORK has no `off`"),
         env(
             "AGENTC_NETWORK",
             "container:victim",

@@ -25,7 +25,7 @@
 //! };
 //! let argv = render_argv(&spec)?;
 //! assert_eq!(argv, ["docker", "build", "--tag=agentc/demo:1", "/src/ctx"]);
-//! assert_eq!(shell_line(&argv), "docker build '--tag=agentc/demo:1' /src/ctx");
+//! assert_eq!(shell_line(&argv), "docker build --tag=agentc/demo:1 /src/ctx");
 //! # Ok::<(), agentc_backend_cli::RenderError>(())
 //! ```
 #![deny(missing_docs)]
