@@ -1158,28 +1158,53 @@ fn renderer_attaches_every_value_even_for_specs_the_policy_would_refuse() {
     assert!(agentc_backend_cli::render_argv(&spec).is_err());
 }
 
-/// Symlinked sources: the policy resolves paths lexically (it never reads the disk), so a
-/// link inside the profile directory that points at `/etc` is reported by the path written
-/// in the profile. Docker follows the link when it mounts. This pins the behaviour: the
-/// spec names the link, the link is an ordinary existing directory to the real-path probe,
-/// and the mount is read-only by default.
+/// Symbolic links in sources are followed as docker follows them. A profile-relative source
+/// that is a link leading outside the profile's directory (`config -> /etc`) is refused: the
+/// profile would read as mounting one of its own files. A link that stays inside is mounted
+/// by its real path, and an absolute source that is a link to a dangerous place (a directory
+/// holding the docker socket) is refused by the real path it leads to. A dangling link is a
+/// missing source.
 #[test]
-fn symlinked_sources_are_resolved_lexically_and_mounted_read_only() {
+fn symlinked_sources_are_followed_and_refused_when_they_lead_outside() {
     let dir = tempfile::tempdir().unwrap();
     let profile_dir = dir.path().join("profiles");
     std::fs::create_dir(&profile_dir).unwrap();
     std::os::unix::fs::symlink("/etc", profile_dir.join("config")).unwrap();
     std::os::unix::fs::symlink("/nonexistent-agentc-target", profile_dir.join("dangling")).unwrap();
+    std::fs::write(profile_dir.join("notes.txt"), "notes").unwrap();
+    std::os::unix::fs::symlink("notes.txt", profile_dir.join("notes-link")).unwrap();
+    std::os::unix::fs::symlink("/run", dir.path().join("innocent")).unwrap();
     let workspace = dir.path().join("work");
     std::fs::create_dir(&workspace).unwrap();
+    let real_profile_dir = std::fs::canonicalize(&profile_dir).unwrap();
     let profile_dir_text = profile_dir.to_string_lossy().into_owned();
     let mut inputs = inputs(&case("", CLAUDE, field("", "")));
     inputs.profile_dir = profile_dir_text.clone();
     inputs.workspace = workspace.to_string_lossy().into_owned();
+    let mount_of = |source: &str| {
+        let text = format!("{CLAUDE}[[mounts]]\nsource = {source:?}\ntarget = \"/data\"\n");
+        let loaded = agentc_policy::load(FILE, &text).unwrap();
+        agentc_policy::resolve(&loaded, &inputs, &agentc_policy::RealPaths)
+    };
 
-    let linked = format!("{CLAUDE}[[mounts]]\nsource = \"config\"\ntarget = \"/data\"\n");
-    let loaded = agentc_policy::load(FILE, &linked).unwrap();
-    let spec = agentc_policy::resolve(&loaded, &inputs, &agentc_policy::RealPaths).unwrap();
+    match mount_of("config") {
+        Err(PolicyError::Invalid {
+            location, message, ..
+        }) => {
+            assert!(
+                matches!(location, Location::Profile { field, .. } if field == "mounts[0].source")
+            );
+            assert_eq!(
+                message,
+                format!(
+                    "mounts[0].source {profile_dir_text}/config is a symbolic link to /etc, outside the profile's directory"
+                )
+            );
+        }
+        other => panic!("a link leading outside the profile must be refused, got {other:?}"),
+    }
+
+    let spec = mount_of("notes-link").unwrap();
     let mount = container(&spec)
         .mounts
         .iter()
@@ -1188,18 +1213,24 @@ fn symlinked_sources_are_resolved_lexically_and_mounted_read_only() {
     assert_eq!(
         mount.source,
         MountSource::Bind {
-            path: format!("{profile_dir_text}/config")
+            path: format!("{}/notes.txt", real_profile_dir.display())
         }
     );
     assert!(mount.read_only);
-    assert_eq!(
-        std::fs::read_link(profile_dir.join("config")).unwrap(),
-        std::path::Path::new("/etc")
-    );
 
-    let dangling = format!("{CLAUDE}[[mounts]]\nsource = \"dangling\"\ntarget = \"/data\"\n");
-    let loaded = agentc_policy::load(FILE, &dangling).unwrap();
-    match agentc_policy::resolve(&loaded, &inputs, &agentc_policy::RealPaths) {
+    let innocent = dir.path().join("innocent").to_string_lossy().into_owned();
+    match mount_of(&innocent) {
+        Err(PolicyError::Invalid { message, hint, .. }) => {
+            assert_eq!(
+                message,
+                "mounts[0].source /run resolves to the docker socket or a directory holding it"
+            );
+            assert!(hint.contains("allow_docker_socket"), "{hint}");
+        }
+        other => panic!("a link to the docker socket's directory must be refused, got {other:?}"),
+    }
+
+    match mount_of("dangling") {
         Err(PolicyError::Unlaunchable {
             location, message, ..
         }) => {
@@ -1213,16 +1244,6 @@ fn symlinked_sources_are_resolved_lexically_and_mounted_read_only() {
         }
         other => panic!("a dangling link must be unlaunchable, got {other:?}"),
     }
-
-    let escaping = format!(
-        "{CLAUDE}[[mounts]]\nsource = \"config/../../../../etc/hostname\"\ntarget = \"/data\"\n"
-    );
-    let loaded = agentc_policy::load(FILE, &escaping).unwrap();
-    let spec = agentc_policy::resolve(&loaded, &inputs, &agentc_policy::RealPaths).unwrap();
-    assert!(container(&spec).mounts.iter().any(|m| m.source
-        == MountSource::Bind {
-            path: "/etc/hostname".into()
-        }));
 }
 
 /// Environment maps in the corpus never leak into the spec unless they are `AGENTC_*`.

@@ -342,7 +342,7 @@ fn the_binary_refuses_huge_and_non_utf8_profiles_with_exit_65() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(65), "{stderr}");
     assert!(
-        stderr.contains("more than the limit of 1048576 bytes (1 MiB)"),
+        stderr.contains("larger than the limit of 1048576 bytes (1 MiB)"),
         "{stderr}"
     );
 

@@ -70,10 +70,28 @@ impl Failure {
 /// Reads and validates a profile file.
 pub fn load_profile(path: &Path) -> Result<LoadedProfile, Failure> {
     let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|error| Failure {
+    let cannot_read = |error: std::io::Error| Failure {
         code: EXIT_NO_INPUT,
         message: format!("{shown}: cannot read the profile: {error}\n  hint: check the path"),
-    })?;
+    };
+    // Read one byte past the limit at most, so that `/dev/zero` or a huge file costs no more
+    // memory than a profile may have; `load` then refuses the oversized text by its size.
+    let mut bytes = Vec::new();
+    let limit = agentc_policy::load::MAX_PROFILE_BYTES as u64 + 1;
+    std::fs::File::open(path)
+        .and_then(|file| {
+            std::io::Read::read_to_end(&mut std::io::Read::take(file, limit), &mut bytes)
+        })
+        .map_err(cannot_read)?;
+    if bytes.len() > agentc_policy::load::MAX_PROFILE_BYTES {
+        return Err(Failure {
+            code: EXIT_INVALID,
+            message: format!(
+                "{shown}: the profile is larger than the limit of {} bytes (1 MiB)\n  hint: a profile is a few kilobytes of toml; check that this is the right file",
+                agentc_policy::load::MAX_PROFILE_BYTES
+            ),
+        });
+    }
     let text = String::from_utf8(bytes).map_err(|error| Failure {
         code: EXIT_INVALID,
         message: format!(

@@ -44,6 +44,15 @@ pub enum PathKind {
 pub trait PathProbe {
     /// What `path` (absolute, lexically normalized) is.
     fn kind(&self, path: &str) -> PathKind;
+
+    /// Where `path` really leads once symbolic links are followed, when that is known and
+    /// differs from `path`; `None` when it does not exist, cannot be resolved, or the probe
+    /// does not follow links. Docker follows links when it binds a path, so a spec must name
+    /// the real path.
+    fn canonical(&self, path: &str) -> Option<String> {
+        let _ = path;
+        None
+    }
 }
 
 /// The real file system.
@@ -58,6 +67,12 @@ impl PathProbe for RealPaths {
             Ok(_) => PathKind::Other,
             Err(_) => PathKind::Missing,
         }
+    }
+
+    fn canonical(&self, path: &str) -> Option<String> {
+        let real = std::fs::canonicalize(path).ok()?;
+        let real = real.to_str()?;
+        (real != path).then(|| real.to_string())
     }
 }
 

@@ -389,6 +389,36 @@ impl Resolver<'_> {
         }
     }
 
+    /// Resolves a profile's host path (`~`, relative to the profile's directory, lexically
+    /// normalized), then follows symbolic links as docker will: a profile-relative source that
+    /// leads outside the profile's directory is refused, since the profile would read as
+    /// mounting one of its own files while docker mounts something else; any other link is
+    /// replaced by its real target, which the dangerous-path checks then see.
+    fn host_path(&self, field: &str, value: &str) -> Result<String, PolicyError> {
+        let lexical = resolve_host_path(value, self.inputs);
+        let Some(real) = self.paths.canonical(&lexical) else {
+            return Ok(lexical);
+        };
+        let relative = !value.starts_with('/') && value != "~" && !value.starts_with("~/");
+        let profile_dir = normalize_path(&self.inputs.profile_dir);
+        // The profile's directory itself may sit behind a link (`/tmp` -> `/private/tmp`).
+        let real_profile_dir = self
+            .paths
+            .canonical(&profile_dir)
+            .unwrap_or_else(|| profile_dir.clone());
+        let inside = |dir: &str| real == dir || real.starts_with(&format!("{dir}/"));
+        if relative && !inside(&real_profile_dir) {
+            return Err(self.invalid(
+                field,
+                format!(
+                    "{field} {lexical} is a symbolic link to {real}, outside the profile's directory"
+                ),
+                "write the real path in the profile (an absolute path), or replace the link with the file",
+            ));
+        }
+        Ok(real)
+    }
+
     /// Refuses a host path that is `/`, the home directory (or above it) or the Docker socket,
     /// unless the profile accepts it with its `[security] allow_*` field; then returns the
     /// origin of that field, to be recorded under [`crate::findings::allowed_by_key`].
@@ -824,7 +854,7 @@ impl Resolver<'_> {
         want: PathKind,
         label: &str,
     ) -> Result<String, PolicyError> {
-        let path = resolve_host_path(value, self.inputs);
+        let path = self.host_path(field, value)?;
         self.refuse_dangerous(field, &path)?;
         let kind = self.paths.kind(&path);
         if kind != want {
@@ -945,7 +975,7 @@ impl Resolver<'_> {
             } else {
                 None
             };
-            let path = resolve_host_path(&mount.source, self.inputs);
+            let path = self.host_path(&format!("{field}.source"), &mount.source)?;
             let allowed_by = self.refuse_dangerous(&format!("{field}.source"), &path)?;
             let kind = self.paths.kind(&path);
             let problem = match (kind, want) {
@@ -1415,7 +1445,7 @@ impl Resolver<'_> {
                 &format!("seed into a path under {}", preset.home_path),
             ));
         }
-        let source = resolve_host_path(&mount.source, self.inputs);
+        let source = self.host_path(&format!("{field}.source"), &mount.source)?;
         let allowed_by = self.refuse_dangerous(&format!("{field}.source"), &source)?;
         if self.paths.kind(&source) == PathKind::Missing {
             return Err(self.unlaunchable(
