@@ -72,8 +72,17 @@ impl Explainer<'_> {
         }
     }
 
+    /// Appends one line. Control characters in it (a newline or an escape sequence inside a
+    /// command argument or an environment value) are shown escaped, so that a value can
+    /// neither forge a line of the explanation nor drive the terminal.
     fn line(&mut self, text: impl AsRef<str>) {
-        self.text.push_str(text.as_ref());
+        for c in text.as_ref().chars() {
+            if c.is_control() && c != '\t' {
+                self.text.extend(c.escape_default());
+            } else {
+                self.text.push(c);
+            }
+        }
         self.text.push('\n');
     }
 
@@ -629,6 +638,51 @@ fn at(profile: &LoadedProfile, field: &str) -> String {
     match profile.position(field) {
         Some((line, _)) => format!("profile line {line} ({field})"),
         None => "default".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod escaping_tests {
+    use super::*;
+    use crate::inputs::{Owner, PathKind, PathProbe, ResolveInputs};
+    use crate::spec::LaunchKind;
+
+    struct Everything;
+    impl PathProbe for Everything {
+        fn kind(&self, _: &str) -> PathKind {
+            PathKind::Directory
+        }
+    }
+
+    #[test]
+    fn control_characters_in_values_are_escaped() {
+        let text = "name = \"box\"\nagent = \"custom\"\n[image]\nref = \"img:1\"\n\
+                    command = [\"sh\", \"-c\", \"echo a\\nforged: line\\u001b[2J\"]\n";
+        let loaded = crate::load::load("p.toml", text).unwrap();
+        let inputs = ResolveInputs {
+            kind: LaunchKind::Run,
+            workspace: "/w/project".into(),
+            profile_dir: "/p".into(),
+            home_dir: "/home/dev".into(),
+            owner: Owner {
+                name: "dev".into(),
+                uid: 1000,
+                gid: 1000,
+            },
+            image: None,
+            seed_target: None,
+            agent_args: Vec::new(),
+            env: Default::default(),
+            decant_sources: Vec::new(),
+        };
+        let spec = crate::resolve::resolve(&loaded, &inputs, &Everything).unwrap();
+        let explained = explain(&loaded, &spec);
+        assert!(
+            explained.contains("command: sh -c echo a\\nforged: line\\u{1b}[2J"),
+            "{explained}"
+        );
+        assert!(!explained.lines().any(|line| line.starts_with("forged")));
+        assert!(!explained.contains('\u{1b}'));
     }
 }
 

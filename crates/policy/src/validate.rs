@@ -346,7 +346,9 @@ impl Checker<'_> {
         ];
         for (list, names) in lists {
             for (index, name) in names.iter().enumerate() {
-                self.line(
+                // A package name reaches a package manager's command line at build time:
+                // one word, never an option (`--index-url=...`, `-y`).
+                self.token(
                     &format!("packages.{list}[{index}]"),
                     name,
                     "one package name",
@@ -1590,6 +1592,19 @@ mod tests {
             "packages.uv_libraries[0] is blank",
             4,
         );
+        assert_rejects(
+            "[packages]\nuv_libraries = [\"--index-url=https://evil.example\"]\n",
+            "packages.uv_libraries[0]",
+            "packages.uv_libraries[0] must not start with '-'",
+            4,
+        );
+        assert_rejects(
+            "[packages]\napt = [\"git curl\"]\n",
+            "packages.apt[0]",
+            "packages.apt[0] must not contain whitespace (U+0020)",
+            4,
+        );
+        accept("[packages]\nnpm = [\"@langfuse/opencode-observability-plugin@latest\"]\nuv_libraries = [\"requests>=2.31\"]\n");
     }
 
     #[test]
