@@ -23,7 +23,7 @@ use agentc_policy::{AppArmor, Capability, ContainerSpec, EnvValue, MountSource, 
 /// (to show it is writable and whether it executes; removed at once). Environment variables are
 /// reported by name only.
 ///
-/// Lines: `PROBE=1` first and `END=1` last; `UID`, `GID`, `USER`, `CWD`; `ROOT_WRITE=ok|denied`;
+/// Lines: `PROBE=1` first and `END=1` last; `UID`, `GID`, `USER`, `GROUP`, `CWD`; `ROOT_WRITE=ok|denied`;
 /// one `MOUNT=<target> <fstype> <options>` per line of `/proc/mounts` (targets keep the kernel's
 /// octal escapes); one `TMPFS_WRITE=<target> ok exec|noexec` or `<target> denied` per tmpfs;
 /// `CapInh`, `CapPrm`, `CapEff`, `CapBnd`, `CapAmb` (hex), `NoNewPrivs`, `Seccomp` from
@@ -34,6 +34,7 @@ p PROBE 1
 p UID "$(id -u)"
 p GID "$(id -g)"
 p USER "$(id -un 2>/dev/null)"
+p GROUP "$(id -gn 2>/dev/null)"
 p CWD "$(pwd)"
 if (: >/probe-file) 2>/dev/null; then rm -f /probe-file; p ROOT_WRITE ok; else p ROOT_WRITE denied; fi
 while read -r dev mnt fstype opts rest; do p MOUNT "$mnt $fstype $opts"; done </proc/mounts
@@ -139,6 +140,8 @@ pub struct Observation {
     pub gid: Option<u32>,
     /// User name, when `/etc/passwd` names the uid.
     pub user_name: Option<String>,
+    /// Group name, when `/etc/group` names the gid.
+    pub group_name: Option<String>,
     /// Working directory.
     pub working_dir: Option<String>,
     /// Creating `/probe-file` succeeded (`Some(true)`) or failed.
@@ -192,6 +195,7 @@ pub fn parse_probe(output: &str) -> Result<Observation, String> {
             "UID" => observation.uid = Some(number(value)?),
             "GID" => observation.gid = Some(number(value)?),
             "USER" if !value.is_empty() => observation.user_name = Some(value.to_string()),
+            "GROUP" if !value.is_empty() => observation.group_name = Some(value.to_string()),
             "CWD" => observation.working_dir = Some(value.to_string()),
             "ROOT_WRITE" => observation.root_write_succeeded = Some(value == "ok"),
             "MOUNT" => {
@@ -503,14 +507,18 @@ fn compare_identity(spec: &ContainerSpec, observed: &Observation, checks: &mut V
         let (ok, text) = match seen {
             Some((uid, gid)) => {
                 let name = observed.user_name.as_deref().unwrap_or("");
+                let group = observed.group_name.as_deref().unwrap_or("");
+                // `user:group` may name the group (`nobody:nogroup`), as it may name the user.
                 let ok = match user.split_once(':') {
-                    Some((u, g)) => (u == uid.to_string() || u == name) && g == gid.to_string(),
+                    Some((u, g)) => {
+                        (u == uid.to_string() || u == name) && (g == gid.to_string() || g == group)
+                    }
                     None => user == &uid.to_string() || user == name,
                 };
-                let named = if name.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({name})")
+                let named = match (name, group) {
+                    ("", _) => String::new(),
+                    (name, "") => format!(" ({name})"),
+                    (name, group) => format!(" ({name}:{group})"),
                 };
                 (ok, format!("{uid}:{gid}{named}"))
             }
@@ -735,11 +743,18 @@ fn compare_privileges(
         let profile = inspect
             .pointer("/AppArmorProfile")
             .and_then(|value| value.as_str());
+        // On a host without AppArmor the daemon applies no profile and inspect says "": the
+        // container is as unconfined as asked.
+        let seen = match profile {
+            None => "absent from inspect",
+            Some("") => "none (apparmor is not enabled on the host)",
+            Some(profile) => profile,
+        };
         checks.push(check(
             "apparmor profile",
             "unconfined",
-            profile.unwrap_or("absent from inspect"),
-            profile == Some("unconfined"),
+            seen,
+            matches!(profile, Some("unconfined" | "")),
         ));
     }
 }
@@ -1464,7 +1479,9 @@ END=1
             options: BTreeMap::new(),
         });
         spec.apparmor = Some(AppArmor::Unconfined);
-        let checks = compare(&spec, &parse_probe(NON_ROOT).unwrap(), &non_root_inspect());
+        let mut inspect = non_root_inspect();
+        inspect["AppArmorProfile"] = "docker-default".into();
+        let checks = compare(&spec, &parse_probe(NON_ROOT).unwrap(), &inspect);
         assert_eq!(
             failures(&checks),
             vec![
@@ -1481,6 +1498,61 @@ END=1
             find(&checks, "labels").seen,
             "missing or different: io.agentc.kind"
         );
+    }
+
+    /// Regression: `agentc verify fixtures/valid/sandbox-fuse.toml` failed on a host without
+    /// AppArmor, where inspect's `AppArmorProfile` is "" because no profile applies at all.
+    #[test]
+    fn no_apparmor_on_the_host_is_unconfined() {
+        let mut spec = non_root_spec();
+        spec.apparmor = Some(AppArmor::Unconfined);
+        let observed = parse_probe(NON_ROOT).unwrap();
+        let checks = compare(&spec, &observed, &non_root_inspect());
+        let apparmor = find(&checks, "apparmor profile");
+        assert!(apparmor.ok, "{}", render_table(&checks));
+        assert_eq!(apparmor.seen, "none (apparmor is not enabled on the host)");
+        let mut inspect = non_root_inspect();
+        inspect["AppArmorProfile"] = "unconfined".into();
+        assert!(find(&compare(&spec, &observed, &inspect), "apparmor profile").ok);
+        inspect.as_object_mut().unwrap().remove("AppArmorProfile");
+        let checks = compare(&spec, &observed, &inspect);
+        assert!(!find(&checks, "apparmor profile").ok);
+        assert_eq!(
+            find(&checks, "apparmor profile").seen,
+            "absent from inspect"
+        );
+    }
+
+    /// Regression: `user = "nobody:nogroup"` (fixtures/valid/sandbox-user-name.toml) failed
+    /// because only a numeric group matched; the probe now reports the group's name too.
+    #[test]
+    fn a_named_group_matches_the_group_the_probe_names() {
+        let output = NON_ROOT
+            .replace("UID=1000\nGID=1000", "UID=65534\nGID=65534")
+            .replace("USER=claude", "USER=nobody\nGROUP=nogroup");
+        let observed = parse_probe(&output).unwrap();
+        assert_eq!(observed.group_name.as_deref(), Some("nogroup"));
+        let mut spec = non_root_spec();
+        for (user, ok) in [
+            ("nobody:nogroup", true),
+            ("65534:nogroup", true),
+            ("nobody:65534", true),
+            ("nobody", true),
+            ("nobody:users", false),
+            ("claude:nogroup", false),
+        ] {
+            spec.user = Some(user.to_string());
+            let checks = compare(&spec, &observed, &non_root_inspect());
+            let check = find(&checks, "user");
+            assert_eq!(check.ok, ok, "{user}");
+            assert_eq!(check.seen, "65534:65534 (nobody:nogroup)");
+        }
+        // Without a GROUP line (an image whose /etc/group lacks the gid) only the number matches.
+        let unnamed = output.replace("GROUP=nogroup\n", "");
+        spec.user = Some("nobody:nogroup".to_string());
+        let checks = compare(&spec, &parse_probe(&unnamed).unwrap(), &non_root_inspect());
+        assert!(!find(&checks, "user").ok);
+        assert_eq!(find(&checks, "user").seen, "65534:65534 (nobody)");
     }
 
     #[test]

@@ -863,3 +863,43 @@ fn live_sigterm_to_agentc_stops_the_container_through_both_backends() {
     }
     lab.finish();
 }
+
+/// `agentc verify` itself exits 1 with a FAIL row when the container disagrees with the spec,
+/// through both backends. The disagreement is the kernel's own, not staged: the profile asks for
+/// a 6 KiB `/dev/shm`, which docker passes on as `size=6144` and tmpfs rounds up to two whole
+/// pages (8192). Every other check passes, and the probe container is removed.
+#[test]
+fn live_verify_binary_exits_1_when_the_kernel_rounds_a_limit() {
+    if !require_daemon("live_verify_binary_exits_1_when_the_kernel_rounds_a_limit") {
+        return;
+    }
+    let image = test_image();
+    let lab = Lab::new("launcher-verify-rounded");
+    let profile = lab.profile(&format!(
+        "agent = \"custom\"\n\n[image]\nref = \"{image}\"\n\n[resources]\nshm_size = \"6k\"\n"
+    ));
+    for backend in ["api", "cli"] {
+        let output = lab.run(&["verify", &profile, "--backend", backend]);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{backend}: {}",
+            describe(&output)
+        );
+        let stdout = text(&output.stdout);
+        let failed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("FAIL")).collect();
+        assert_eq!(failed.len(), 1, "{backend}: {stdout}");
+        let row: Vec<&str> = failed[0].split("  ").filter(|c| !c.is_empty()).collect();
+        assert_eq!(
+            row.iter().map(|cell| cell.trim()).collect::<Vec<_>>(),
+            ["FAIL", "/dev/shm size (bytes)", "6144", "8192"],
+            "{backend}: {stdout}"
+        );
+        assert!(
+            stdout.ends_with(" checks, 1 failed\n"),
+            "{backend}: {stdout}"
+        );
+        assert!(lab.containers().is_empty(), "{backend}: probe left behind");
+    }
+    lab.finish();
+}

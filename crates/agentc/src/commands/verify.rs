@@ -4,7 +4,11 @@
 //! The probe container always has a name (the spec's plus `-verify`, or
 //! `agentc-verify-<profile>-<pid>`), so it can be removed whatever happens: after the
 //! comparison, on any error, and on SIGINT or SIGTERM (exit 130 or 143).
+//!
+//! [`verify_launch`] is the whole flow for one resolved launch; the command and the live
+//! conformance tests (`tests/tests/live_verify.rs`) both call it.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use agentc_backend_api::exec::LaunchOptions;
@@ -22,6 +26,11 @@ use crate::verify;
 
 /// How long the probe may run before verify gives up.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The processes the probe needs at once: its shell and one command (`id`, `cat`, a tmpfs
+/// script). Measured: the probe reports in full under `--pids-limit 2`; under 1 the shell's
+/// first fork fails and it stops after `PROBE=1`.
+pub const PROBE_PIDS: u32 = 2;
 
 /// What the probe left: its output, its exit code and `docker inspect`.
 #[derive(Debug)]
@@ -43,15 +52,39 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
     };
     let loaded = context::load_profile(&launch_args.profile)?;
     let spec = context::resolve_launch(&loaded, &launch_args)?;
-    let container = launch::container_of(&spec)?.clone();
-    let mut probe = verify::probe_spec(&container);
+    let checks = verify_launch(&spec, args.backend, &launch::process_env())?;
+    print!("{}", verify::render_table(&checks));
+    Ok(if checks.iter().all(|check| check.ok) {
+        0
+    } else {
+        EXIT_FAILED
+    })
+}
+
+/// Verifies one resolved container launch (a run, a sandbox or a seed) through `backend`:
+/// starts [`verify::probe_spec`] of it, waits for the probe, reads its output and
+/// `docker inspect`, removes the container, and returns [`verify::compare`]'s checks.
+///
+/// `env` is where secrets are resolved from, exactly as a launch resolves them: `agentc
+/// verify` passes the process environment; the cli backend gives it to `docker run` on top of
+/// the inherited one. The probe container is named after the spec (`NAME-verify`) or
+/// `agentc-verify-<profile>-<pid>`; it is removed on success, on error and on SIGINT or
+/// SIGTERM (a failure with exit 130 or 143). A build launch is refused.
+pub fn verify_launch(
+    spec: &LaunchSpec,
+    backend: BackendArg,
+    env: &BTreeMap<String, String>,
+) -> Result<Vec<verify::Check>, Failure> {
+    let container = launch::container_of(spec)?;
+    require_probe_room(&spec.profile, container.resources.pids_limit)?;
+    let mut probe = verify::probe_spec(container);
     let name = probe
         .name
         .get_or_insert_with(|| format!("agentc-verify-{}-{}", spec.profile, std::process::id()))
         .clone();
-    let probed = match args.backend {
-        BackendArg::Cli => probe_cli(&spec, &probe, &name)?,
-        BackendArg::Api => probe_api(&probe, &name)?,
+    let probed = match backend {
+        BackendArg::Cli => probe_cli(spec, &probe, &name, env)?,
+        BackendArg::Api => probe_api(&probe, &name, env)?,
     };
     let observed = verify::parse_probe(&probed.logs).map_err(|error| {
         Failure::new(
@@ -63,13 +96,22 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
             ),
         )
     })?;
-    let checks = verify::compare(&container, &observed, &probed.inspect);
-    print!("{}", verify::render_table(&checks));
-    Ok(if checks.iter().all(|check| check.ok) {
-        0
-    } else {
-        EXIT_FAILED
-    })
+    Ok(verify::compare(container, &observed, &probed.inspect))
+}
+
+/// Refuses, before anything is created, a launch whose pids limit leaves the probe no room to
+/// fork: it would stop after its first line and say nothing about the container.
+fn require_probe_room(profile: &str, pids_limit: Option<u32>) -> Result<(), Failure> {
+    match pids_limit {
+        Some(limit) if limit < PROBE_PIDS => Err(Failure::new(
+            EXIT_FAILED,
+            format!(
+                "profile {:?}: resources.pids_limit = {limit} leaves the probe no process to run its commands (it needs {PROBE_PIDS})\n  hint: verify cannot observe this launch; verify a copy of the profile with pids_limit = {PROBE_PIDS} to check everything else",
+                profile
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn tail(logs: &str) -> String {
@@ -109,9 +151,13 @@ fn interrupted(signal: libc::c_int, name: &str) -> Failure {
 
 /// The probe through the docker CLI: `docker run --detach ...` exactly as rendered, then
 /// `docker wait`, `docker logs` and `docker inspect`.
-fn probe_cli(spec: &LaunchSpec, probe: &ContainerSpec, name: &str) -> Result<Probed, Failure> {
-    agentc_backend_api::exec::resolve_env(probe, &launch::process_env())
-        .map_err(launch::exec_failure)?;
+fn probe_cli(
+    spec: &LaunchSpec,
+    probe: &ContainerSpec,
+    name: &str,
+    env: &BTreeMap<String, String>,
+) -> Result<Probed, Failure> {
+    agentc_backend_api::exec::resolve_env(probe, env).map_err(launch::exec_failure)?;
     let probe_launch = LaunchSpec {
         action: Action::Container(Box::new(probe.clone())),
         ..spec.clone()
@@ -125,7 +171,7 @@ fn probe_cli(spec: &LaunchSpec, probe: &ContainerSpec, name: &str) -> Result<Pro
         None => Ok(()),
     };
     let args: Vec<&str> = argv.iter().skip(1).map(String::as_str).collect();
-    let started = launch::docker_output(&args);
+    let started = docker_run(&args, env);
     check(&shield)?;
     started?;
     let waited = launch::docker_output(&["wait", name]);
@@ -147,6 +193,34 @@ fn probe_cli(spec: &LaunchSpec, probe: &ContainerSpec, name: &str) -> Result<Pro
     })
 }
 
+/// `docker run ARGS` with `env` on top of the inherited environment (the secrets the argv
+/// passes through by name are read from it); its stdout, or a failure with its stderr.
+fn docker_run(args: &[&str], env: &BTreeMap<String, String>) -> Result<String, Failure> {
+    let output = std::process::Command::new("docker")
+        .args(args)
+        .envs(env)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|error| {
+            Failure::new(
+                EXIT_DOCKER,
+                format!("cannot run docker: {error}\n  hint: install the docker CLI, or use --backend api"),
+            )
+        })?;
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    } else {
+        Err(Failure::new(
+            EXIT_DOCKER,
+            format!(
+                "docker run failed ({}): {}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
+        ))
+    }
+}
+
 fn cannot_read_logs(name: &str, message: &str) -> Failure {
     Failure::new(
         EXIT_FAILED,
@@ -158,9 +232,13 @@ fn cannot_read_logs(name: &str, message: &str) -> Failure {
 
 /// The probe through the Engine API: `launch` creates and starts it (detached), then wait,
 /// logs and inspect through bollard; SIGINT and SIGTERM remove it.
-fn probe_api(probe: &ContainerSpec, name: &str) -> Result<Probed, Failure> {
+fn probe_api(
+    probe: &ContainerSpec,
+    name: &str,
+    env: &BTreeMap<String, String>,
+) -> Result<Probed, Failure> {
     let runtime = launch::runtime()?;
-    let env = launch::process_env();
+    let env = env.clone();
     // `launch` removes what it created when it fails; after it returns, this removes the probe.
     runtime.block_on(async {
         let docker = launch::connect().await?;
@@ -242,4 +320,27 @@ fn probe_api(probe: &ContainerSpec, name: &str) -> Result<Probed, Failure> {
         let _ = docker.remove_container(&id, Some(remove)).await;
         result
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: `agentc verify fixtures/valid/sandbox-cpus-max.toml` (pids_limit = 1)
+    /// reported "the probe was cut short" after the shell's first fork failed.
+    #[test]
+    fn a_pids_limit_below_the_probes_needs_is_refused_before_launch() {
+        let failure = require_probe_room("tiny", Some(1)).unwrap_err();
+        assert_eq!(failure.code, EXIT_FAILED);
+        assert!(
+            failure
+                .message
+                .starts_with("profile \"tiny\": resources.pids_limit = 1 leaves the probe"),
+            "{}",
+            failure.message
+        );
+        for pids in [None, Some(PROBE_PIDS), Some(512)] {
+            assert!(require_probe_room("tiny", pids).is_ok(), "{pids:?}");
+        }
+    }
 }
