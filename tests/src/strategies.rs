@@ -189,16 +189,17 @@ fn size(minimum: u64) -> impl Strategy<Value = String> {
     ]
 }
 
-/// `cpus` in all three TOML spellings, at the edges 1e-9 and 1024.
+/// `cpus` in all three TOML spellings, at the edges 0.01 (docker's minimum), 0.010000001 (the
+/// finest step above it) and 1024.
 fn cpus() -> impl Strategy<Value = String> {
     prop_oneof![
-        Just("0.000000001".to_string()),
-        Just("\"0.000000001\"".to_string()),
+        Just("0.01".to_string()),
+        Just("\"0.010000001\"".to_string()),
         Just("1024".to_string()),
         Just("\"1024\"".to_string()),
         Just("1024.0".to_string()),
         (1i64..=1024).prop_map(|n| n.to_string()),
-        (1u64..=1024 * 1_000_000_000)
+        (10_000_000u64..=1024 * 1_000_000_000)
             .prop_map(|nano| toml_string(&agentc_policy::units::format_cpus(nano))),
     ]
 }

@@ -432,10 +432,7 @@ fn unhonoured_limits_are_predicted_from_the_spec() {
     };
     assert_eq!(
         unhonoured(&container),
-        vec![
-            ("cpu quota (nano cpus)".to_string(), "unlimited".to_string()),
-            ("/dev/shm size (bytes)".to_string(), "4096".to_string()),
-        ]
+        vec![("/dev/shm size (bytes)".to_string(), "4096".to_string())]
     );
     container.resources.nano_cpus = Some(10_000);
     container.resources.shm_size_bytes = Some(8192);

@@ -328,13 +328,13 @@ impl Explainer<'_> {
         }
         for port in &c.ports {
             let host_port = match port.host_port {
-                Some(port) => port.to_string(),
-                None => "a free port".to_string(),
+                Some(port) => format!("port {port}"),
+                None => "a free port the daemon picks".to_string(),
             };
             let key = format!("ports.{}/{}", port.container_port, port.protocol.as_str());
             self.item(
                 &format!("port {}/{}", port.container_port, port.protocol.as_str()),
-                format!("published on {} port {host_port}", port.host_ip),
+                format!("published on {}, {host_port}", port.host_ip),
                 &key,
             );
         }

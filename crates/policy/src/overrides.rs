@@ -21,7 +21,7 @@ use crate::error::{Location, PolicyError};
 use crate::units::{parse_cpus, parse_size};
 use crate::validate::{
     MAX_LOG_FILES, MAX_NANO_CPUS, MAX_PIDS_LIMIT, MAX_SIZE_BYTES, MIN_LOG_SIZE_BYTES,
-    MIN_MEMORY_BYTES,
+    MIN_MEMORY_BYTES, MIN_NANO_CPUS,
 };
 
 /// `AGENTC_NETWORK`.
@@ -183,6 +183,9 @@ fn cpu_count(text: &str) -> Result<u64, String> {
     if nano_cpus > MAX_NANO_CPUS {
         return Err(format!("{text:?} is more than 1024 cpus"));
     }
+    if nano_cpus < MIN_NANO_CPUS {
+        return Err(format!("{text:?} is below docker's minimum of 0.01 cpus"));
+    }
     Ok(nano_cpus)
 }
 
@@ -286,6 +289,7 @@ mod tests {
                 "size \"9007199254740992\" is larger than 9007199254740991 bytes, the largest docker parses exactly",
             ),
             (CPUS, "1025", "\"1025\" is more than 1024 cpus"),
+            (CPUS, "0.009", "\"0.009\" is below docker's minimum of 0.01 cpus"),
             (PIDS_LIMIT, "4194305", "\"4194305\" is more than 4194304 processes"),
             (LOG_MAX_SIZE, "512b", "size \"512b\" is below 1k"),
             (LOG_MAX_FILE, "101", "\"101\" is more than 100 files"),

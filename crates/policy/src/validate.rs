@@ -28,6 +28,9 @@ pub const MIN_MEMORY_BYTES: u64 = 6 * 1024 * 1024;
 pub const MIN_LOG_SIZE_BYTES: u64 = 1024;
 /// The largest CPU count agentc accepts, in billionths of a CPU.
 pub const MAX_NANO_CPUS: u64 = 1024 * 1_000_000_000;
+/// The smallest CPU quota docker honours, 0.01 CPU: below it the kernel's CFS quota either
+/// truncates to no limit at all or is refused when the container starts.
+pub const MIN_NANO_CPUS: u64 = 10_000_000;
 /// The largest `resources.pids_limit` agentc accepts (the kernel's `pid_max` limit).
 pub const MAX_PIDS_LIMIT: i64 = 4_194_304;
 /// The most rotated log files agentc keeps.
@@ -992,15 +995,22 @@ impl Checker<'_> {
                     "write a positive number of cpus with at most 9 decimals, such as 2 or \"1.5\"",
                 )
             })?;
+            let written = match cpus {
+                CpuCount::Text(text) => text.clone(),
+                _ => units::format_cpus(nano),
+            };
             if nano > MAX_NANO_CPUS {
-                let written = match cpus {
-                    CpuCount::Text(text) => text.clone(),
-                    _ => units::format_cpus(nano),
-                };
                 return Err(self.fail(
                     "resources.cpus",
                     format!("resources.cpus {written} is more than 1024"),
                     "write at most 1024 cpus",
+                ));
+            }
+            if nano < MIN_NANO_CPUS {
+                return Err(self.fail(
+                    "resources.cpus",
+                    format!("resources.cpus {written} is below docker's minimum of 0.01"),
+                    "write at least 0.01 cpus; a smaller quota would silently become no limit",
                 ));
             }
         }
@@ -2427,6 +2437,13 @@ mod tests {
             "[resources]\ncpus = 1.5\nmemory = \"4g\"\nshm_size = \"256m\"\npids_limit = 4194304\n",
         );
         accept("[resources]\ncpus = \"1024\"\n");
+        accept("[resources]\ncpus = 0.01\n");
+        assert_rejects(
+            "[resources]\ncpus = \"0.009999999\"\n",
+            "resources.cpus",
+            "resources.cpus 0.009999999 is below docker's minimum of 0.01",
+            4,
+        );
         assert_rejects(
             "[resources]\npids_limit = 0\n",
             "resources.pids_limit",
