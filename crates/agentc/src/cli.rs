@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[command(
     name = "agentc",
     version,
-    after_help = "Examples:\n  agentc validate fixtures/valid/claude-minimal.toml\n  agentc render fixtures/valid/claude-minimal.toml --backend cli --format shell\n  agentc explain fixtures/valid/sandbox-pentest.toml\n  agentc run fixtures/valid/claude-minimal.toml --workspace ~/src/app\n  agentc verify fixtures/valid/sandbox-minimal.toml\n\nExit status: 0 success, 1 `verify` found a mismatch or `rm` refused a container, 2 usage error, 65 invalid profile or unlaunchable request, 66 unreadable profile file, 125 docker failed before the container ran (daemon unreachable, image missing, required secret unset), 130/143 interrupted by SIGINT/SIGTERM (the container was removed). `run` and `seed` otherwise exit with the container's own exit code (137: killed, for example by the out-of-memory killer)."
+    after_help = "Examples:\n  agentc validate fixtures/valid/claude-minimal.toml\n  agentc render fixtures/valid/claude-minimal.toml --backend cli --format shell\n  agentc explain fixtures/valid/sandbox-pentest.toml\n  agentc run fixtures/valid/claude-minimal.toml --workspace ~/src/app\n  agentc verify fixtures/valid/sandbox-minimal.toml\n\nExit status: 0 success, 1 `verify` found a mismatch or `rm` refused a container, 2 usage error, 65 invalid profile or unlaunchable request, 66 unreadable profile file, 125 docker failed before the container ran (daemon unreachable, image missing, pull failed, required secret unset), 130/143 interrupted by SIGINT/SIGTERM (the container was removed). `run` and `seed` otherwise exit with the container's own exit code (137: killed, for example by the out-of-memory killer)."
 )]
 pub struct Cli {
     /// What to do.
@@ -38,7 +38,7 @@ pub enum Command {
     Render(RenderArgs),
     /// Launch a profile's agent (or a custom profile's long-lived sandbox) and wait for it.
     #[command(
-        after_help = "Examples:\n  agentc run fixtures/valid/claude-minimal.toml --workspace ~/src/app\n  agentc run fixtures/valid/codex-minimal.toml --backend api -- --help\n  agentc run fixtures/valid/sandbox-pentest.toml    # custom agents start detached\n\nAn attached run exits with the container's exit code. A detached launch (custom agents, or --detach) prints the container's name and the addresses its published ports are reachable at, then exits 0; `agentc ps` lists it and `agentc rm` removes it. The cli backend runs the `docker` command `agentc render` prints; the api backend talks to the daemon directly. Neither ever pulls an image."
+        after_help = "Examples:\n  agentc run fixtures/valid/claude-minimal.toml --workspace ~/src/app\n  agentc run fixtures/valid/codex-minimal.toml --backend api -- --help\n  agentc run fixtures/valid/sandbox-pentest.toml    # custom agents start detached\n  agentc run fixtures/valid/claude-minimal.toml --pull --image registry.example:5000/claude-code:1\n\nAn attached run exits with the container's exit code. A detached launch (custom agents, or --detach) prints the container's name and the addresses its published ports are reachable at, then exits 0; `agentc ps` lists it and `agentc rm` removes it. The cli backend runs the `docker` command `agentc render` prints; the api backend talks to the daemon directly. Neither pulls an image unless --pull is given: then a missing image is pulled before anything is created (`docker pull` for the cli backend, the Engine API for the api backend), with progress on stderr; a failed pull exits 125. --pull sends no registry credentials (those of `docker login` are not read): pull a private image with `docker pull` first."
     )]
     Run(RunArgs),
     /// Copy a seed mount's source into the profile's home volume (copy-once).
@@ -150,6 +150,10 @@ pub struct RunArgs {
     /// Start in the background and print where it is reachable (custom agents always do).
     #[arg(long)]
     pub detach: bool,
+    /// Pull the image from its registry when the daemon lacks it, before creating anything
+    /// (progress on stderr; no registry credentials are sent).
+    #[arg(long)]
+    pub pull: bool,
     /// Arguments passed to the agent, after `--`.
     #[arg(last = true)]
     pub agent_args: Vec<String>,
@@ -173,6 +177,9 @@ pub struct SeedArgs {
     /// Use this image for the helper instead of the profile's.
     #[arg(long)]
     pub image: Option<String>,
+    /// Pull the image from its registry when the daemon lacks it, before creating anything.
+    #[arg(long)]
+    pub pull: bool,
 }
 
 /// `agentc build`.

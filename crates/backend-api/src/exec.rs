@@ -2,8 +2,9 @@
 //! attach, start, wait, remove), list and remove agentc's containers, and find where a
 //! container's published ports are reachable.
 //!
-//! What `docker run` does beyond the API call, decided here explicitly: agentc never pulls (a
-//! missing image is an error that says how to build it); it does not inject the CLI config's
+//! What `docker run` does beyond the API call, decided here explicitly: agentc pulls only when
+//! asked (`--pull`, through [`crate::pull::pull_image`] before [`launch`]; otherwise a missing
+//! image is an error that says how to build it); it does not inject the CLI config's
 //! proxy variables (the profile's egress policy owns the environment); secrets are read from
 //! the environment map handed in, and an unset optional secret is left out rather than sent
 //! as a bare name.
@@ -129,11 +130,22 @@ pub enum ExecError {
         /// The variable's name.
         variable: String,
     },
-    /// The image is not present on the daemon; agentc never pulls.
-    #[error("image {image} is not present on the docker daemon (hint: build it with `agentc build PROFILE`, or provide it with `docker build` or `docker import`; agentc never pulls)")]
+    /// The image is not present on the daemon, and no pull was asked for.
+    #[error("image {image} is not present on the docker daemon (hint: build it with `agentc build PROFILE`, or provide it with `docker build` or `docker import`; agentc never pulls unless run with --pull, which pulls it from its registry)")]
     ImageMissing {
         /// The image reference.
         image: String,
+    },
+    /// Pulling the image failed (registry unreachable, no such repository or tag, credentials
+    /// wanted); nothing was created.
+    #[error("cannot pull image {image}: {message} (hint: {hint})")]
+    PullFailed {
+        /// The image reference.
+        image: String,
+        /// The daemon's message.
+        message: String,
+        /// What to do about it.
+        hint: &'static str,
     },
     /// A volume subpath needs a newer daemon than the one connected.
     #[error("mount {target} uses a volume subpath, which needs docker engine api 1.45 or later, but the daemon speaks {api_version} (hint: upgrade docker or drop the subpath)")]
@@ -739,18 +751,18 @@ async fn remove_quietly(docker: &Docker, id: &str) -> Result<(), BollardError> {
     }
 }
 
-fn status(error: &BollardError) -> Option<u16> {
+pub(crate) fn status(error: &BollardError) -> Option<u16> {
     match error {
         BollardError::DockerResponseServerError { status_code, .. } => Some(*status_code),
         _ => None,
     }
 }
 
-fn is_not_found(error: &BollardError) -> bool {
+pub(crate) fn is_not_found(error: &BollardError) -> bool {
     status(error) == Some(404)
 }
 
-fn daemon_error(step: &'static str, error: BollardError) -> ExecError {
+pub(crate) fn daemon_error(step: &'static str, error: BollardError) -> ExecError {
     match error {
         BollardError::DockerResponseServerError {
             status_code,

@@ -122,8 +122,9 @@ pub fn adapt_to_terminal(spec: &mut LaunchSpec, stdin_is_terminal: bool) {
 
 /// Executes a container launch through `backend` and returns the exit status: the container's
 /// exit code for an attached launch, 0 for a started detached one (whose name and reachable
-/// addresses are printed).
-pub fn execute(spec: &LaunchSpec, backend: BackendArg) -> Result<u8, Failure> {
+/// addresses are printed). With `pull`, a missing image is pulled first, with progress on
+/// stderr, before anything is created.
+pub fn execute(spec: &LaunchSpec, backend: BackendArg, pull: bool) -> Result<u8, Failure> {
     let container = container_of(spec)?;
     let env = process_env();
     match backend {
@@ -133,7 +134,7 @@ pub fn execute(spec: &LaunchSpec, backend: BackendArg) -> Result<u8, Failure> {
             agentc_backend_api::exec::resolve_env(container, &env).map_err(exec_failure)?;
             drop(env);
             let argv = agentc_backend_cli::render_argv(spec).map_err(Failure::unlaunchable)?;
-            require_image_cli(&container.image)?;
+            ensure_image_cli(&container.image, pull)?;
             let code = run_docker_foreground(&argv)?;
             if container.detach && code == 0 {
                 if let Some(name) = &container.name {
@@ -151,6 +152,7 @@ pub fn execute(spec: &LaunchSpec, backend: BackendArg) -> Result<u8, Failure> {
             let runtime = runtime()?;
             runtime.block_on(async {
                 let docker = connect().await?;
+                ensure_image_api(&docker, &container.image, pull).await?;
                 let options = LaunchOptions::from_terminal(env);
                 let outcome = agentc_backend_api::launch(&docker, container, &options)
                     .await
@@ -240,16 +242,86 @@ pub fn docker_output(args: &[&str]) -> Result<String, Failure> {
     }
 }
 
+/// Makes sure the daemon has `image` through the Engine API: with `pull`, a missing image is
+/// pulled with one progress line per layer status on stderr; without, it is an error that says
+/// how to build it and mentions `--pull`.
+pub async fn ensure_image_api(docker: &Docker, image: &str, pull: bool) -> Result<(), Failure> {
+    use agentc_backend_api::pull;
+    if pull::image_present(docker, image)
+        .await
+        .map_err(exec_failure)?
+    {
+        return Ok(());
+    }
+    if !pull {
+        return Err(exec_failure(agentc_backend_api::ExecError::ImageMissing {
+            image: image.to_string(),
+        }));
+    }
+    eprintln!("agentc: image {image} is not present; pulling it");
+    pull::pull_image(docker, image, |line| eprintln!("agentc: pull: {line}"))
+        .await
+        .map_err(exec_failure)
+}
+
+/// Makes sure the daemon has `image` through the docker CLI: with `pull`, a missing image is
+/// pulled by `docker pull IMAGE` in the foreground (its progress goes to stderr, keeping stdout
+/// for the container); without, it is refused as [`require_image_cli`] does.
+pub fn ensure_image_cli(image: &str, pull: bool) -> Result<(), Failure> {
+    if image_present_cli(image)? {
+        return Ok(());
+    }
+    let missing = || {
+        exec_failure(agentc_backend_api::ExecError::ImageMissing {
+            image: image.to_string(),
+        })
+    };
+    if !pull {
+        return Err(missing());
+    }
+    eprintln!("agentc: image {image} is not present; pulling it with `docker pull`");
+    let output = Process::new("docker")
+        .args(["pull", image])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::io::stderr())
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .map_err(|error| {
+            Failure::new(
+                EXIT_DOCKER,
+                format!("cannot run docker: {error}\n  hint: install the docker CLI, or use --backend api"),
+            )
+        })?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let message = stderr
+            .trim()
+            .trim_start_matches("Error response from daemon: ")
+            .to_string();
+        return Err(exec_failure(agentc_backend_api::ExecError::PullFailed {
+            image: image.to_string(),
+            hint: agentc_backend_api::pull::pull_hint(&message),
+            message,
+        }));
+    }
+    if image_present_cli(image)? {
+        Ok(())
+    } else {
+        Err(missing())
+    }
+}
+
 /// Refuses an image the daemon does not have, as the api backend does: `docker run` would
-/// try to pull it, and agentc never pulls.
+/// try to pull it, and agentc pulls only when asked (`--pull`).
 pub fn require_image_cli(image: &str) -> Result<(), Failure> {
+    ensure_image_cli(image, false)
+}
+
+/// Whether the daemon has `image`, asked through `docker image inspect`.
+fn image_present_cli(image: &str) -> Result<bool, Failure> {
     match docker_output(&["image", "inspect", "--format", "{{.Id}}", image]) {
-        Ok(_) => Ok(()),
-        Err(failure) if failure.message.contains("No such image") => {
-            Err(exec_failure(agentc_backend_api::ExecError::ImageMissing {
-                image: image.to_string(),
-            }))
-        }
+        Ok(_) => Ok(true),
+        Err(failure) if failure.message.contains("No such image") => Ok(false),
         Err(failure) => Err(failure),
     }
 }

@@ -23,5 +23,5 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
         launch::force_detach(&mut spec);
     }
     launch::adapt_to_terminal(&mut spec, std::io::stdin().is_terminal());
-    launch::execute(&spec, args.backend)
+    launch::execute(&spec, args.backend, args.pull)
 }

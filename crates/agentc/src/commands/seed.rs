@@ -38,7 +38,7 @@ pub fn seed(args: SeedArgs) -> Result<u8, Failure> {
         specs.push((target, context::resolve_launch(&loaded, &launch_args)?));
     }
     for (target, spec) in &specs {
-        let code = launch::execute(spec, args.backend)?;
+        let code = launch::execute(spec, args.backend, args.pull)?;
         if code != 0 {
             return Err(Failure::new(
                 code,
