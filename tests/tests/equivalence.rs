@@ -5,7 +5,7 @@
 //! Needs the docker CLI (not a daemon); skips with a printed reason without it, fails instead
 //! when `AGENTC_REQUIRE_DOCKER=1`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use agentc_conformance::referee::{require_docker_cli, Referee, Verdict};
@@ -27,33 +27,7 @@ fn launch(container: ContainerSpec) -> LaunchSpec {
 
 /// The smallest launch: an image and nothing else.
 fn minimal() -> ContainerSpec {
-    ContainerSpec {
-        name: None,
-        image: "busybox:test".into(),
-        entrypoint: None,
-        command: vec![],
-        user: None,
-        working_dir: None,
-        env: vec![],
-        mounts: vec![],
-        tmpfs: vec![],
-        read_only_root: false,
-        no_new_privileges: false,
-        apparmor: None,
-        cap_drop_all: false,
-        cap_add: BTreeSet::new(),
-        network: Network::Default,
-        extra_hosts: vec![],
-        ports: vec![],
-        resources: Resources::default(),
-        log: None,
-        devices: vec![],
-        labels: BTreeMap::new(),
-        interactive: false,
-        tty: false,
-        auto_remove: false,
-        detach: false,
-    }
+    ContainerSpec::empty("busybox:test")
 }
 
 fn literal(name: &str, value: &str) -> EnvVar {

@@ -241,33 +241,7 @@ fn generated_profiles_are_equivalent_through_the_referee() {
 
 /// A spec with one hostile value, for [`refusals_are_symmetric`].
 fn hostile(change: impl FnOnce(&mut agentc_policy::ContainerSpec)) -> LaunchSpec {
-    let mut container = agentc_policy::ContainerSpec {
-        name: None,
-        image: "busybox".into(),
-        entrypoint: None,
-        command: vec![],
-        user: None,
-        working_dir: None,
-        env: vec![],
-        mounts: vec![],
-        tmpfs: vec![],
-        read_only_root: false,
-        no_new_privileges: false,
-        apparmor: None,
-        cap_drop_all: false,
-        cap_add: Default::default(),
-        network: agentc_policy::Network::Default,
-        extra_hosts: vec![],
-        ports: vec![],
-        resources: Default::default(),
-        log: None,
-        devices: vec![],
-        labels: Default::default(),
-        interactive: false,
-        tty: false,
-        auto_remove: false,
-        detach: false,
-    };
+    let mut container = agentc_policy::ContainerSpec::empty("busybox");
     change(&mut container);
     LaunchSpec {
         kind: agentc_policy::LaunchKind::Run,

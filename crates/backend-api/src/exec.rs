@@ -964,40 +964,15 @@ pub fn published_addresses(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeSet;
-
-    use agentc_policy::spec::{EnvVar, Resources};
+    use agentc_policy::spec::EnvVar;
     use bollard::models::{EndpointSettings, NetworkSettings, PortBinding};
 
     use super::*;
 
     fn spec(env: Vec<EnvVar>) -> ContainerSpec {
         ContainerSpec {
-            name: None,
-            image: "img".into(),
-            entrypoint: None,
-            command: Vec::new(),
-            user: None,
-            working_dir: None,
             env,
-            mounts: Vec::new(),
-            tmpfs: Vec::new(),
-            read_only_root: false,
-            no_new_privileges: false,
-            apparmor: None,
-            cap_drop_all: false,
-            cap_add: BTreeSet::new(),
-            network: Network::Default,
-            extra_hosts: Vec::new(),
-            ports: Vec::new(),
-            resources: Resources::default(),
-            log: None,
-            devices: Vec::new(),
-            labels: BTreeMap::new(),
-            interactive: false,
-            tty: false,
-            auto_remove: false,
-            detach: false,
+            ..ContainerSpec::empty("img")
         }
     }
 

@@ -869,33 +869,7 @@ mod tests {
 
     /// The smallest launch: `docker create IMAGE`.
     fn bare(image: &str) -> ContainerSpec {
-        ContainerSpec {
-            name: None,
-            image: image.to_string(),
-            entrypoint: None,
-            command: Vec::new(),
-            user: None,
-            working_dir: None,
-            env: Vec::new(),
-            mounts: Vec::new(),
-            tmpfs: Vec::new(),
-            read_only_root: false,
-            no_new_privileges: false,
-            apparmor: None,
-            cap_drop_all: false,
-            cap_add: BTreeSet::new(),
-            network: Network::Default,
-            extra_hosts: Vec::new(),
-            ports: Vec::new(),
-            resources: Resources::default(),
-            log: None,
-            devices: Vec::new(),
-            labels: BTreeMap::new(),
-            interactive: false,
-            tty: false,
-            auto_remove: false,
-            detach: false,
-        }
+        ContainerSpec::empty(image)
     }
 
     fn literal(name: &str, value: &str) -> EnvVar {

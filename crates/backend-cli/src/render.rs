@@ -706,33 +706,7 @@ mod tests {
     use crate::mount_csv::go_csv;
 
     fn container() -> ContainerSpec {
-        ContainerSpec {
-            name: None,
-            image: "agentc/claude:1".into(),
-            entrypoint: None,
-            command: vec![],
-            user: None,
-            working_dir: None,
-            env: vec![],
-            mounts: vec![],
-            tmpfs: vec![],
-            read_only_root: false,
-            no_new_privileges: false,
-            apparmor: None,
-            cap_drop_all: false,
-            cap_add: BTreeSet::new(),
-            network: Network::Default,
-            extra_hosts: vec![],
-            ports: vec![],
-            resources: Resources::default(),
-            log: None,
-            devices: vec![],
-            labels: BTreeMap::new(),
-            interactive: false,
-            tty: false,
-            auto_remove: false,
-            detach: false,
-        }
+        ContainerSpec::empty("agentc/claude:1")
     }
 
     fn launch(container: ContainerSpec) -> LaunchSpec {

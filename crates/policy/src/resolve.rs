@@ -30,7 +30,7 @@ use crate::profile::{AgentName, MountConfig, MountType, PortConfig, Profile};
 use crate::spec::{
     Action, AppArmor, BuildSpec, ContainerSpec, Device, EnvValue, EnvVar, ExtraHost, HostTarget,
     LaunchKind, LaunchSpec, LogConfig, Mount, MountSource, Network, Origin, Protocol,
-    PublishedPort, Resources, Tmpfs,
+    PublishedPort, Tmpfs,
 };
 use crate::units::{cpus_of, parse_size};
 
@@ -267,37 +267,6 @@ struct Resolver<'a> {
     paths: &'a dyn PathProbe,
     overrides: Overrides,
     origins: BTreeMap<String, Origin>,
-}
-
-/// A container with nothing set: no hardening, no limits, the default network.
-fn empty_container(image: String) -> ContainerSpec {
-    ContainerSpec {
-        name: None,
-        image,
-        entrypoint: None,
-        command: Vec::new(),
-        user: None,
-        working_dir: None,
-        env: Vec::new(),
-        mounts: Vec::new(),
-        tmpfs: Vec::new(),
-        read_only_root: false,
-        no_new_privileges: false,
-        apparmor: None,
-        cap_drop_all: false,
-        cap_add: BTreeSet::new(),
-        network: Network::Default,
-        extra_hosts: Vec::new(),
-        ports: Vec::new(),
-        resources: Resources::default(),
-        log: None,
-        devices: Vec::new(),
-        labels: BTreeMap::new(),
-        interactive: false,
-        tty: false,
-        auto_remove: false,
-        detach: false,
-    }
 }
 
 fn trim_url(url: &str) -> String {
@@ -1010,7 +979,7 @@ impl Resolver<'_> {
     fn run(&mut self, preset: &Preset) -> Result<Action, PolicyError> {
         let profile = self.profile;
         let image = self.agent_image(Some(preset))?;
-        let mut container = empty_container(image);
+        let mut container = ContainerSpec::empty(image);
         container.interactive = true;
         container.tty = true;
         container.auto_remove = true;
@@ -1366,7 +1335,7 @@ impl Resolver<'_> {
     fn sandbox(&mut self) -> Result<Action, PolicyError> {
         let profile = self.profile;
         let image = self.agent_image(None)?;
-        let mut container = empty_container(image);
+        let mut container = ContainerSpec::empty(image);
         container.name = Some(sandbox_container_name(profile, &self.inputs.owner));
         self.set("name", Origin::Default);
         container.detach = true;
@@ -1455,7 +1424,7 @@ impl Resolver<'_> {
             ));
         }
         let image = self.agent_image(Some(preset))?;
-        let mut container = empty_container(image);
+        let mut container = ContainerSpec::empty(image);
         container.auto_remove = true;
         self.set("auto_remove", Origin::Default);
         container.network = Network::None;
@@ -1599,7 +1568,7 @@ impl Resolver<'_> {
             self.set("image", Origin::Default);
             format!("agent-containers/decant:{owner}-{}", profile.name)
         };
-        let mut container = empty_container(image);
+        let mut container = ContainerSpec::empty(image);
         container.name = Some(decant_container_name(profile, &self.inputs.owner));
         self.set("name", Origin::Default);
         container.interactive = true;
@@ -2157,7 +2126,7 @@ mod tests {
         let c = container(&run(CLAUDE)).clone();
         assert_eq!(
             c.resources,
-            Resources {
+            crate::spec::Resources {
                 memory_bytes: Some(4 << 30),
                 memory_swap_bytes: Some(4 << 30),
                 shm_size_bytes: None,

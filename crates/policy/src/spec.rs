@@ -165,6 +165,41 @@ pub struct ContainerSpec {
     pub detach: bool,
 }
 
+impl ContainerSpec {
+    /// A container that sets nothing but its image: no hardening, no limits, the default
+    /// network, the image's entrypoint, command and user. Not a baseline to launch: `resolve`
+    /// starts from it and hardens it; tests and callers start from it and set what they need.
+    pub fn empty(image: impl Into<String>) -> ContainerSpec {
+        ContainerSpec {
+            name: None,
+            image: image.into(),
+            entrypoint: None,
+            command: Vec::new(),
+            user: None,
+            working_dir: None,
+            env: Vec::new(),
+            mounts: Vec::new(),
+            tmpfs: Vec::new(),
+            read_only_root: false,
+            no_new_privileges: false,
+            apparmor: None,
+            cap_drop_all: false,
+            cap_add: BTreeSet::new(),
+            network: Network::Default,
+            extra_hosts: Vec::new(),
+            ports: Vec::new(),
+            resources: Resources::default(),
+            log: None,
+            devices: Vec::new(),
+            labels: BTreeMap::new(),
+            interactive: false,
+            tty: false,
+            auto_remove: false,
+            detach: false,
+        }
+    }
+}
+
 /// One environment entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct EnvVar {
