@@ -8,17 +8,13 @@
 //! `scripts/build-test-image.sh` (built here when missing) and, for agent presets, an image
 //! built by `agentc build` on top of it whose `claude` is `/bin/sh`.
 
+mod common;
+
+use common::{describe, docker, repo_root, test_image, text, IMAGES};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::{Mutex, OnceLock};
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use std::sync::OnceLock;
 
 /// Runs agentc in `dir` with stdin closed; `env` is added to the inherited environment.
 fn agentc_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -38,33 +34,6 @@ fn agentc(args: &[&str]) -> Output {
     agentc_in(&repo_root(), args, &[])
 }
 
-fn describe(output: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}--- stderr\n{}",
-        output.status.code(),
-        text(&output.stdout),
-        text(&output.stderr)
-    )
-}
-
-/// Runs `docker ARGS`: trimmed stdout, or the error with stderr.
-fn docker(args: &[&str]) -> Result<String, String> {
-    let output = Command::new("docker")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|error| format!("cannot run docker: {error}"))?;
-    if output.status.success() {
-        Ok(text(&output.stdout).trim().to_string())
-    } else {
-        Err(format!(
-            "docker {} failed: {}",
-            args.join(" "),
-            text(&output.stderr).trim()
-        ))
-    }
-}
-
 /// True when a daemon answers; otherwise prints why `test` is skipped and returns false, or
 /// panics when `AGENTC_REQUIRE_DOCKER=1`.
 fn require_daemon(test: &str) -> bool {
@@ -78,31 +47,6 @@ fn require_daemon(test: &str) -> bool {
             false
         }
     }
-}
-
-static IMAGES: Mutex<()> = Mutex::new(());
-
-/// The busybox test image's tag, building it when the daemon lacks it.
-fn test_image() -> String {
-    let _lock = IMAGES
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    static TAG: OnceLock<String> = OnceLock::new();
-    TAG.get_or_init(|| {
-        let script = repo_root().join("scripts/build-test-image.sh");
-        let script = script.to_string_lossy().into_owned();
-        let run = |args: &[&str]| {
-            let output = Command::new("bash").args(args).output().expect("bash runs");
-            assert!(output.status.success(), "{}", describe(&output));
-            text(&output.stdout).trim().to_string()
-        };
-        let tag = run(&[&script, "--print-tag"]);
-        if docker(&["image", "inspect", &tag]).is_err() {
-            run(&[&script, &tag]);
-        }
-        tag
-    })
-    .clone()
 }
 
 /// An image on top of the test image whose `claude` runs `/bin/sh "$@"` and whose `cp` accepts

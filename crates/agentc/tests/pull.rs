@@ -7,29 +7,15 @@
 //! Each leaves nothing behind: no container labelled with its profile, no pushed or pulled
 //! tag, no registry process, no temporary directory.
 
+mod common;
+
+use common::{describe, docker, repo_root, test_image, text};
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn describe(output: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout\n{}--- stderr\n{}",
-        output.status.code(),
-        text(&output.stdout),
-        text(&output.stderr)
-    )
-}
 
 /// Runs agentc in `dir` with stdin closed.
 fn agentc_in(dir: &Path, args: &[&str]) -> Output {
@@ -40,24 +26,6 @@ fn agentc_in(dir: &Path, args: &[&str]) -> Output {
         .env("USER", "puller")
         .output()
         .expect("agentc runs")
-}
-
-/// Runs `docker ARGS`: trimmed stdout, or the error with stderr.
-fn docker(args: &[&str]) -> Result<String, String> {
-    let output = Command::new("docker")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|error| format!("cannot run docker: {error}"))?;
-    if output.status.success() {
-        Ok(text(&output.stdout).trim().to_string())
-    } else {
-        Err(format!(
-            "docker {} failed: {}",
-            args.join(" "),
-            text(&output.stderr).trim()
-        ))
-    }
 }
 
 fn required() -> bool {
@@ -93,31 +61,6 @@ fn registry_installed() -> bool {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|status| status.success())
-}
-
-static IMAGES: Mutex<()> = Mutex::new(());
-
-/// The busybox test image's tag, building it when the daemon lacks it.
-fn test_image() -> String {
-    let _lock = IMAGES
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    static TAG: OnceLock<String> = OnceLock::new();
-    TAG.get_or_init(|| {
-        let script = repo_root().join("scripts/build-test-image.sh");
-        let script = script.to_string_lossy().into_owned();
-        let run = |args: &[&str]| {
-            let output = Command::new("bash").args(args).output().expect("bash runs");
-            assert!(output.status.success(), "{}", describe(&output));
-            text(&output.stdout).trim().to_string()
-        };
-        let tag = run(&[&script, "--print-tag"]);
-        if docker(&["image", "inspect", &tag]).is_err() {
-            run(&[&script, &tag]);
-        }
-        tag
-    })
-    .clone()
 }
 
 /// A name no other run of these tests uses.

@@ -1,0 +1,66 @@
+//! Helpers shared by the binary's integration tests (`launch.rs`, `pull.rs`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, OnceLock};
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+pub fn describe(output: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}--- stderr\n{}",
+        output.status.code(),
+        text(&output.stdout),
+        text(&output.stderr)
+    )
+}
+
+/// Runs `docker ARGS`: trimmed stdout, or the error with stderr.
+pub fn docker(args: &[&str]) -> Result<String, String> {
+    let output = Command::new("docker")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|error| format!("cannot run docker: {error}"))?;
+    if output.status.success() {
+        Ok(text(&output.stdout).trim().to_string())
+    } else {
+        Err(format!(
+            "docker {} failed: {}",
+            args.join(" "),
+            text(&output.stderr).trim()
+        ))
+    }
+}
+
+/// Serializes image builds between the tests of one binary.
+pub static IMAGES: Mutex<()> = Mutex::new(());
+
+/// The busybox test image's tag, building it when the daemon lacks it.
+pub fn test_image() -> String {
+    let _lock = IMAGES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    static TAG: OnceLock<String> = OnceLock::new();
+    TAG.get_or_init(|| {
+        let script = repo_root().join("scripts/build-test-image.sh");
+        let script = script.to_string_lossy().into_owned();
+        let run = |args: &[&str]| {
+            let output = Command::new("bash").args(args).output().expect("bash runs");
+            assert!(output.status.success(), "{}", describe(&output));
+            text(&output.stdout).trim().to_string()
+        };
+        let tag = run(&[&script, "--print-tag"]);
+        if docker(&["image", "inspect", &tag]).is_err() {
+            run(&[&script, &tag]);
+        }
+        tag
+    })
+    .clone()
+}
