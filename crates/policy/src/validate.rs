@@ -161,6 +161,18 @@ impl Checker<'_> {
                  (A-Z, 0-9 and _, not starting with a digit), never the secret itself",
             ));
         }
+        // The docker CLI passes `--env=NAME` from its own environment, and reads the DOCKER_*
+        // variables itself: setting DOCKER_CONFIG or DOCKER_CONTEXT so that the agent gets a
+        // secret would also change what docker does. DOCKER_HOST is refused with its own
+        // message (and allow field) by the dangerous-request checks.
+        if value.starts_with("DOCKER_") && value != crate::findings::DOCKER_HOST {
+            return Err(self.fail(
+                field,
+                format!("{field} {value} is a variable the docker CLI reads itself"),
+                "name a variable of your own for the secret, such as `AGENT_API_KEY`; the \
+                 docker CLI would act on this one too",
+            ));
+        }
         Ok(())
     }
 
@@ -1574,6 +1586,17 @@ mod tests {
                 .as_deref(),
             Some("my.vol_1")
         );
+    }
+
+    #[test]
+    fn secret_variables_the_docker_cli_reads_are_refused() {
+        assert_rejects(
+            "[provider]\nkind = \"openai\"\napi_key_env = \"DOCKER_CONFIG\"\n",
+            "provider.api_key_env",
+            "provider.api_key_env DOCKER_CONFIG is a variable the docker CLI reads itself",
+            5,
+        );
+        accept("[provider]\nkind = \"openai\"\napi_key_env = \"DOCKERISH_KEY\"\n");
     }
 
     #[test]
