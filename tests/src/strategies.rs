@@ -3,7 +3,7 @@
 //! the profile's sources live at.
 //!
 //! A [`ProfileCase`] is meant to go through `agentc_policy::load` and `resolve` with
-//! [`ProfileCase::inputs`] and [`ProfileCase::paths`]: every host source it names exists in
+//! [`ProfileCase::inputs`] and the [`VirtualSources`] probe: every host source it names exists in
 //! [`VirtualSources`] (files under [`VIRTUAL_FILES`], directories under [`VIRTUAL_DIRS`]), so
 //! resolving never depends on the machine. The values aim at what is hard for the two
 //! backends: path components with commas, quotes, `=`, colons, spaces, non-ASCII text and

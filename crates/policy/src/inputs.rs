@@ -1,4 +1,4 @@
-//! The inputs of [`crate::resolve`] that come from the machine and the invocation.
+//! The inputs of [`crate::resolve()`] that come from the machine and the invocation.
 
 use std::collections::BTreeMap;
 

@@ -3,7 +3,7 @@
 //! These types accept every profile that agent-containers accepts, plus agentc's sandbox fields
 //! (`[image]`, `[resources]`, `[logging]`, `[network]`, `[security]`, `[workspace]`). They hold
 //! what the user wrote, with defaults filled in; the rules that span fields live in
-//! [`crate::validate`], and turning a profile into a launch lives in [`crate::resolve`].
+//! [`crate::validate`], and turning a profile into a launch lives in [`mod@crate::resolve`].
 //! Unknown fields are errors everywhere.
 
 use schemars::JsonSchema;

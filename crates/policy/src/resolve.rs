@@ -1,7 +1,7 @@
 //! Turning a loaded profile into one [`LaunchSpec`]: presets, hardening, overrides, paths.
 //!
 //! This is the second stage of the policy: the profile is already valid (see
-//! [`crate::load`]); what can still fail here is what depends on the machine and the
+//! [`mod@crate::load`]); what can still fail here is what depends on the machine and the
 //! invocation (a missing file, a seed target that is not configured) and the launch-time rules
 //! of agent-containers' `docker.py` (mount targets that collide with generated ones, gateway
 //! inputs). Every value set in the spec records its [`Origin`].

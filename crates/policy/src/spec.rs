@@ -1,7 +1,7 @@
 //! The launch specification: everything agentc will ask Docker to do, as plain data.
 //!
 //! A [`LaunchSpec`] is the single contract between the policy crate and the backends. It is
-//! computed once by [`crate::resolve`], is valid by construction, and holds no Docker types:
+//! computed once by [`crate::resolve()`], is valid by construction, and holds no Docker types:
 //! each field's documentation names the `docker run` flag and the Engine API field that carry
 //! it, and both backends render every field (they destructure it without `..`).
 //!
