@@ -91,6 +91,33 @@ pub enum RenderError {
     },
 }
 
+/// The CLI backend's refusal of a value its flag syntax cannot carry: the API backend refuses
+/// the same value, naming the same field, so that both backends accept the same specs.
+impl From<agentc_backend_cli::RenderError> for RenderError {
+    fn from(error: agentc_backend_cli::RenderError) -> RenderError {
+        match error {
+            agentc_backend_cli::RenderError::Nul { field } => RenderError::Nul { field },
+            agentc_backend_cli::RenderError::Unrepresentable {
+                field,
+                value,
+                reason,
+                hint,
+            } => RenderError::Unrepresentable {
+                field,
+                value,
+                reason,
+                hint,
+            },
+            other => RenderError::Unrepresentable {
+                field: other.field().to_string(),
+                value: String::new(),
+                reason: "the docker command line cannot carry it",
+                hint: "change the value",
+            },
+        }
+    }
+}
+
 impl RenderError {
     /// The spec field path the error is about (the CLI backend's `RenderError::field` names
     /// the same path for the same value).
@@ -136,7 +163,7 @@ pub fn render_create(spec: &ContainerSpec) -> Result<CreateRequest, RenderError>
         auto_remove,
         detach,
     } = spec;
-    representable::container(spec)?;
+    agentc_backend_cli::check_container(spec)?;
 
     let (exposed_ports, port_bindings) = render_ports(ports);
     let (network_mode, networking_config) = render_network(network);
@@ -226,7 +253,7 @@ fn render_build(build: &BuildSpec) -> Result<serde_json::Value, RenderError> {
         build_args,
         labels,
     } = build;
-    representable::build(build)?;
+    agentc_backend_cli::check_build(build)?;
     if !named_contexts.is_empty() {
         return Err(RenderError::NamedBuildContexts {
             names: named_contexts.keys().cloned().collect(),
@@ -389,7 +416,7 @@ fn render_resources(resources: &Resources, host: &mut HostConfig) -> Result<(), 
         nano_cpus,
         pids_limit,
     } = resources;
-    // Sizes above MAX_SIZE_BYTES were refused by `representable::container`.
+    // Sizes above MAX_SIZE_BYTES were refused by `agentc_backend_cli::check_container`.
     host.memory = signed("resources.memory_bytes", *memory_bytes)?;
     host.memory_swap = signed("resources.memory_swap_bytes", *memory_swap_bytes)?;
     host.shm_size = signed("resources.shm_size_bytes", *shm_size_bytes)?;
@@ -445,416 +472,6 @@ fn non_empty<T>(items: Vec<T>) -> Option<Vec<T>> {
 
 fn non_empty_map<K, V>(map: HashMap<K, V>) -> Option<HashMap<K, V>> {
     (!map.is_empty()).then_some(map)
-}
-
-/// The values the docker CLI cannot carry, refused here too so that both backends accept
-/// exactly the same specs (issue 3: "where docker's argv cannot express a value that the API
-/// can, the CLI backend refuses it ... the API backend refuses it too").
-///
-/// Each check mirrors one refusal of `agentc-backend-cli`'s renderer, in the same order and
-/// naming the same spec field path, so that a spec refused by both is refused for the same
-/// field: NUL bytes anywhere; environment names that are empty or hold `=`; `--mount` values
-/// holding CR LF (Go's CSV reader turns it into LF), empty targets and sources starting with
-/// `.`; tmpfs targets that are empty or hold `:`; network names that are empty or hold `=`;
-/// extra host names that are empty or hold `:` or `=`; sizes above
-/// [`agentc_policy::validate::MAX_SIZE_BYTES`] (docker parses them through a float64) and CPU
-/// quotas above `i64::MAX`; log option keys holding `=`; device paths that are empty or hold
-/// `:` and permissions other than `r`, `w`, `m`; label keys docker would split or refuse;
-/// an image that is empty or starts with `-`; and for builds an empty tag, a context docker
-/// would read as a flag, and build argument names that are empty or hold `=`.
-mod representable {
-    use std::collections::BTreeMap;
-
-    use agentc_policy::spec::{
-        BuildSpec, ContainerSpec, Device, EnvValue, EnvVar, ExtraHost, LogConfig, Mount,
-        MountSource, Network, Resources, Tmpfs,
-    };
-    use agentc_policy::validate::MAX_SIZE_BYTES;
-
-    use super::RenderError;
-
-    type Outcome = Result<(), RenderError>;
-
-    fn no_nul(field: impl FnOnce() -> String, value: &str) -> Outcome {
-        if value.contains('\0') {
-            return Err(RenderError::Nul { field: field() });
-        }
-        Ok(())
-    }
-
-    fn refuse(field: String, value: &str, reason: &'static str, hint: &'static str) -> RenderError {
-        RenderError::Unrepresentable {
-            field,
-            value: value.to_owned(),
-            reason,
-            hint,
-        }
-    }
-
-    /// Every check of a container spec, in the CLI renderer's order.
-    pub(super) fn container(spec: &ContainerSpec) -> Outcome {
-        let ContainerSpec {
-            name,
-            image,
-            entrypoint,
-            command,
-            user,
-            working_dir,
-            env,
-            mounts,
-            tmpfs,
-            network,
-            extra_hosts,
-            resources,
-            log,
-            devices,
-            labels,
-            ..
-        } = spec;
-        for (value, field) in [
-            (name, "name"),
-            (entrypoint, "entrypoint"),
-            (user, "user"),
-            (working_dir, "working_dir"),
-        ] {
-            if let Some(value) = value {
-                no_nul(|| field.to_owned(), value)?;
-            }
-        }
-        check_env(env)?;
-        check_mounts(mounts, tmpfs)?;
-        check_network(network, extra_hosts)?;
-        check_resources(resources)?;
-        check_logging(log.as_ref())?;
-        check_devices(devices)?;
-        check_labels(labels)?;
-        positional(|| "image".to_owned(), image)?;
-        for (index, word) in command.iter().enumerate() {
-            no_nul(|| format!("command[{index}]"), word)?;
-        }
-        Ok(())
-    }
-
-    /// Every check of a build spec, in the CLI renderer's order.
-    pub(super) fn build(spec: &BuildSpec) -> Outcome {
-        let BuildSpec {
-            tag,
-            context,
-            dockerfile,
-            named_contexts,
-            build_args,
-            labels,
-        } = spec;
-        no_nul(|| "tag".to_owned(), tag)?;
-        if tag.is_empty() {
-            return Err(refuse(
-                "tag".to_owned(),
-                tag,
-                "docker refuses an empty `--tag`",
-                "name the image",
-            ));
-        }
-        positional(|| "context".to_owned(), context)?;
-        if let Some(dockerfile) = dockerfile {
-            no_nul(|| "dockerfile".to_owned(), dockerfile)?;
-        }
-        for (family, map) in [
-            ("named_contexts", named_contexts),
-            ("build_args", build_args),
-        ] {
-            for (key, value) in map {
-                no_nul(|| family.to_owned(), key)?;
-                if key.is_empty() || key.contains('=') {
-                    return Err(refuse(
-                        family.to_owned(),
-                        key,
-                        "docker splits the value at its first `=` and needs a name before it",
-                        "use a non-empty name without `=`",
-                    ));
-                }
-                no_nul(|| format!("{family}.{key}"), value)?;
-            }
-        }
-        check_labels(labels)
-    }
-
-    fn check_env(env: &[EnvVar]) -> Outcome {
-        for (index, EnvVar { name, value }) in env.iter().enumerate() {
-            let field = || format!("env[{index}].name");
-            no_nul(field, name)?;
-            if name.is_empty() {
-                return Err(refuse(
-                    field(),
-                    name,
-                    "docker refuses an environment entry with an empty name",
-                    "give the variable a name",
-                ));
-            }
-            if name.contains('=') {
-                return Err(refuse(
-                    field(),
-                    name,
-                    "docker splits an environment entry at its first `=`, so a name cannot contain one",
-                    "rename the variable",
-                ));
-            }
-            if let EnvValue::Literal { value } = value {
-                no_nul(|| format!("env.{name}"), value)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// A value inside a `--mount` record: no NUL and no CR LF.
-    fn mount_value(field: impl Fn() -> String, value: &str) -> Outcome {
-        no_nul(&field, value)?;
-        if value.contains("\r\n") {
-            return Err(refuse(
-                field(),
-                value,
-                "docker reads `--mount` as CSV, which turns CR LF into LF even inside quotes",
-                "remove the carriage return",
-            ));
-        }
-        Ok(())
-    }
-
-    fn mount_source(field: impl Fn() -> String, value: &str) -> Outcome {
-        if value.starts_with('.') {
-            return Err(refuse(
-                field(),
-                value,
-                "docker resolves a mount source starting with `.` against its working directory",
-                "use an absolute host path or a volume name that starts with a letter or digit",
-            ));
-        }
-        Ok(())
-    }
-
-    fn check_mounts(mounts: &[Mount], tmpfs: &[Tmpfs]) -> Outcome {
-        for (
-            index,
-            Mount {
-                target,
-                read_only: _,
-                source,
-            },
-        ) in mounts.iter().enumerate()
-        {
-            let target_field = || format!("mounts[{index}].target");
-            mount_value(target_field, target)?;
-            if target.is_empty() {
-                return Err(refuse(
-                    target_field(),
-                    target,
-                    "docker requires a mount target",
-                    "use an absolute path in the container",
-                ));
-            }
-            match source {
-                MountSource::Bind { path } => {
-                    let field = || format!("mounts[{index}].source.path");
-                    mount_value(field, path)?;
-                    mount_source(field, path)?;
-                }
-                MountSource::Volume { name, subpath } => {
-                    let field = || format!("mounts[{index}].source.name");
-                    mount_value(field, name)?;
-                    mount_source(field, name)?;
-                    if let Some(subpath) = subpath {
-                        mount_value(|| format!("mounts[{index}].source.subpath"), subpath)?;
-                    }
-                }
-            }
-        }
-        for (index, Tmpfs { target, exec: _ }) in tmpfs.iter().enumerate() {
-            let field = || format!("tmpfs[{index}].target");
-            no_nul(field, target)?;
-            if target.is_empty() {
-                return Err(refuse(
-                    field(),
-                    target,
-                    "docker requires a tmpfs target",
-                    "use an absolute path in the container",
-                ));
-            }
-            if target.contains(':') {
-                return Err(refuse(
-                    field(),
-                    target,
-                    "docker splits `--tmpfs` at the first `:` (target, then mount options)",
-                    "choose a tmpfs target without `:`",
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    fn check_network(network: &Network, extra_hosts: &[ExtraHost]) -> Outcome {
-        if let Network::Named { name } = network {
-            let field = || "network.name".to_owned();
-            no_nul(field, name)?;
-            if name.is_empty() {
-                return Err(refuse(
-                    field(),
-                    name,
-                    "an empty `--network` selects the default network",
-                    "name the network or use the default mode",
-                ));
-            }
-            if name.contains('=') {
-                return Err(refuse(
-                    field(),
-                    name,
-                    "docker reads a `--network` value holding `=` as the `name=...,alias=...` syntax",
-                    "use a network name without `=`",
-                ));
-            }
-        }
-        for (index, ExtraHost { host, target: _ }) in extra_hosts.iter().enumerate() {
-            let field = || format!("extra_hosts[{index}].host");
-            no_nul(field, host)?;
-            if host.is_empty() || host.contains([':', '=']) {
-                return Err(refuse(
-                    field(),
-                    host,
-                    "docker splits `--add-host` at the first `=` or `:` and requires a host name before it",
-                    "use a non-empty host name without `:` or `=`",
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    fn check_resources(resources: &Resources) -> Outcome {
-        let Resources {
-            memory_bytes,
-            memory_swap_bytes,
-            shm_size_bytes,
-            nano_cpus,
-            pids_limit: _,
-        } = resources;
-        for (value, field) in [
-            (memory_bytes, "resources.memory_bytes"),
-            (memory_swap_bytes, "resources.memory_swap_bytes"),
-            (shm_size_bytes, "resources.shm_size_bytes"),
-        ] {
-            if let Some(bytes) = value {
-                if *bytes > MAX_SIZE_BYTES {
-                    return Err(refuse(
-                        field.to_owned(),
-                        &bytes.to_string(),
-                        "docker parses sizes through a 64-bit float, which holds every integer only below 2^53",
-                        "use a size below 2^53 bytes (8 PiB)",
-                    ));
-                }
-            }
-        }
-        if let Some(nano) = nano_cpus {
-            if i64::try_from(*nano).is_err() {
-                return Err(refuse(
-                    "resources.nano_cpus".to_owned(),
-                    &nano.to_string(),
-                    "docker stores the CPU quota as a signed 64-bit count of billionths",
-                    "use a smaller CPU count",
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    fn check_logging(log: Option<&LogConfig>) -> Outcome {
-        let Some(LogConfig { driver, options }) = log else {
-            return Ok(());
-        };
-        no_nul(|| "log.driver".to_owned(), driver)?;
-        for (key, value) in options {
-            no_nul(|| "log.options".to_owned(), key)?;
-            if key.contains('=') {
-                return Err(refuse(
-                    "log.options".to_owned(),
-                    key,
-                    "docker splits `--log-opt` at its first `=`, so a key cannot contain one",
-                    "rename the log option",
-                ));
-            }
-            no_nul(|| format!("log.options.{key}"), value)?;
-        }
-        Ok(())
-    }
-
-    fn check_devices(devices: &[Device]) -> Outcome {
-        for (index, device) in devices.iter().enumerate() {
-            let Device {
-                host_path,
-                container_path,
-                permissions,
-            } = device;
-            for (name, path) in [("host_path", host_path), ("container_path", container_path)] {
-                let field = || format!("devices[{index}].{name}");
-                no_nul(field, path)?;
-                if path.is_empty() || path.contains(':') {
-                    return Err(refuse(
-                        field(),
-                        path,
-                        "docker splits `--device` at every `:` and needs both paths",
-                        "use a non-empty device path without `:`",
-                    ));
-                }
-            }
-            let field = || format!("devices[{index}].permissions");
-            no_nul(field, permissions)?;
-            let valid = !permissions.is_empty()
-                && permissions.len() <= 3
-                && permissions
-                    .char_indices()
-                    .all(|(i, c)| matches!(c, 'r' | 'w' | 'm') && !permissions[..i].contains(c));
-            if !valid {
-                return Err(refuse(
-                    field(),
-                    permissions,
-                    "docker accepts only a non-empty combination of `r`, `w` and `m`",
-                    "use permissions such as `rwm` or `r`",
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    fn check_labels(labels: &BTreeMap<String, String>) -> Outcome {
-        for (key, value) in labels {
-            no_nul(|| "labels".to_owned(), key)?;
-            let trimmed = key.trim_start_matches([' ', '\t']);
-            let reason = if trimmed.is_empty() {
-                Some("docker refuses a label with an empty name")
-            } else if key.contains('=') {
-                Some("docker splits a label at its first `=`, so a key cannot contain one")
-            } else if trimmed.contains([' ', '\t']) {
-                Some("docker refuses a label name containing a space or a tab")
-            } else {
-                None
-            };
-            if let Some(reason) = reason {
-                return Err(refuse("labels".to_owned(), key, reason, "rename the label"));
-            }
-            no_nul(|| format!("labels.{key}"), value)?;
-        }
-        Ok(())
-    }
-
-    /// A positional argument of the docker CLI: non-empty and not starting with `-`.
-    fn positional(field: impl Fn() -> String, value: &str) -> Outcome {
-        no_nul(&field, value)?;
-        if value.is_empty() || value.starts_with('-') {
-            return Err(refuse(
-                field(),
-                value,
-                "it is a positional argument, which docker reads as a flag when it starts with `-` and cannot take empty",
-                "use a value that starts with a letter, a digit or `/`",
-            ));
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

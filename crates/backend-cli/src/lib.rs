@@ -38,5 +38,5 @@ mod shell;
 
 pub use error::RenderError;
 pub use exec::ExecError;
-pub use render::render_argv;
+pub use render::{check_build, check_container, render_argv};
 pub use shell::{shell_line, try_shell_line};

@@ -55,6 +55,18 @@ pub fn render_argv(spec: &LaunchSpec) -> Result<Vec<String>, RenderError> {
     }
 }
 
+/// Whether the docker command line can carry a container launch: exactly the refusals of
+/// [`render_argv`], without keeping the argv. The API backend refuses the same specs, so that
+/// both backends accept exactly the same launches.
+pub fn check_container(spec: &ContainerSpec) -> Result<(), RenderError> {
+    render_container(spec).map(drop)
+}
+
+/// Whether the docker command line can carry an image build; see [`check_container`].
+pub fn check_build(spec: &BuildSpec) -> Result<(), RenderError> {
+    render_build(spec).map(drop)
+}
+
 fn render_container(spec: &ContainerSpec) -> Result<Vec<String>, RenderError> {
     let ContainerSpec {
         name,
