@@ -221,12 +221,25 @@ pub fn network_of(inspect: &ContainerInspectResponse) -> Network {
 
 /// Runs `docker ARGS` capturing its output; its stdout, or a failure with its stderr.
 pub fn docker_output(args: &[&str]) -> Result<String, Failure> {
-    let output = Process::new("docker").args(args).output().map_err(|error| {
-        Failure::new(
-            EXIT_DOCKER,
-            format!("cannot run docker: {error}\n  hint: install the docker CLI, or use --backend api"),
-        )
-    })?;
+    docker_output_with_env(args, &BTreeMap::new())
+}
+
+/// [`docker_output`] with `env` on top of the inherited environment (the secrets an argv
+/// passes through by name are read from it).
+pub fn docker_output_with_env(
+    args: &[&str],
+    env: &BTreeMap<String, String>,
+) -> Result<String, Failure> {
+    let output = Process::new("docker")
+        .args(args)
+        .envs(env)
+        .output()
+        .map_err(|error| {
+            Failure::new(
+                EXIT_DOCKER,
+                format!("cannot run docker: {error}\n  hint: install the docker CLI, or use --backend api"),
+            )
+        })?;
     if output.status.success() {
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     } else {

@@ -171,7 +171,7 @@ fn probe_cli(
         None => Ok(()),
     };
     let args: Vec<&str> = argv.iter().skip(1).map(String::as_str).collect();
-    let started = docker_run(&args, env);
+    let started = launch::docker_output_with_env(&args, env);
     check(&shield)?;
     started?;
     let waited = launch::docker_output(&["wait", name]);
@@ -191,34 +191,6 @@ fn probe_cli(
         exit_code,
         inspect,
     })
-}
-
-/// `docker run ARGS` with `env` on top of the inherited environment (the secrets the argv
-/// passes through by name are read from it); its stdout, or a failure with its stderr.
-fn docker_run(args: &[&str], env: &BTreeMap<String, String>) -> Result<String, Failure> {
-    let output = std::process::Command::new("docker")
-        .args(args)
-        .envs(env)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|error| {
-            Failure::new(
-                EXIT_DOCKER,
-                format!("cannot run docker: {error}\n  hint: install the docker CLI, or use --backend api"),
-            )
-        })?;
-    if output.status.success() {
-        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-    } else {
-        Err(Failure::new(
-            EXIT_DOCKER,
-            format!(
-                "docker run failed ({}): {}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim()
-            ),
-        ))
-    }
 }
 
 fn cannot_read_logs(name: &str, message: &str) -> Failure {
