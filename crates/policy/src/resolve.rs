@@ -526,71 +526,95 @@ impl Resolver<'_> {
     /// Memory (swap equal), shm, CPUs and processes: default, then profile, then environment.
     fn limits(&mut self, container: &mut ContainerSpec) -> Result<(), PolicyError> {
         let resources = &self.profile.resources;
-        // Memory.
-        let mut memory = (Some(presets::DEFAULT_MEMORY_BYTES), Origin::Default);
-        if let Some(text) = &resources.memory {
-            let bytes = parse_size(text).map_err(|message| {
-                self.invalid("resources.memory", message, "use a size such as 4g")
-            })?;
-            memory = (Some(bytes), self.field_origin("resources.memory"));
+        // Memory, with swap equal to it (no swap).
+        let profile_memory = match &resources.memory {
+            Some(text) => Some((
+                parse_size(text).map_err(|message| {
+                    self.invalid("resources.memory", message, "use a size such as 4g")
+                })?,
+                self.field_origin("resources.memory"),
+            )),
+            None => None,
+        };
+        let (memory, origin) = layered(
+            Some((presets::DEFAULT_MEMORY_BYTES, Origin::Default)),
+            profile_memory,
+            overrides::MEM_LIMIT,
+            self.overrides.memory_bytes,
+        );
+        container.resources.memory_bytes = memory;
+        container.resources.memory_swap_bytes = memory;
+        if let Some(origin) = origin {
+            self.set("resources.memory_bytes", origin.clone());
+            self.set("resources.memory_swap_bytes", origin);
         }
-        if let Some(limit) = self.overrides.memory_bytes {
-            memory = (limit_value(limit), env_origin(overrides::MEM_LIMIT));
-        }
-        container.resources.memory_bytes = memory.0;
-        container.resources.memory_swap_bytes = memory.0;
-        self.set("resources.memory_bytes", memory.1.clone());
-        self.set("resources.memory_swap_bytes", memory.1);
         // Shared memory.
-        let mut shm = (None, None);
-        if let Some(text) = &resources.shm_size {
-            let bytes = parse_size(text).map_err(|message| {
-                self.invalid("resources.shm_size", message, "use a size such as 256m")
-            })?;
-            shm = (Some(bytes), Some(self.field_origin("resources.shm_size")));
-        }
-        if let Some(limit) = self.overrides.shm_size_bytes {
-            shm = (limit_value(limit), Some(env_origin(overrides::SHM_SIZE)));
-        }
-        container.resources.shm_size_bytes = shm.0;
-        if let Some(origin) = shm.1 {
+        let profile_shm = match &resources.shm_size {
+            Some(text) => Some((
+                parse_size(text).map_err(|message| {
+                    self.invalid("resources.shm_size", message, "use a size such as 256m")
+                })?,
+                self.field_origin("resources.shm_size"),
+            )),
+            None => None,
+        };
+        let (shm, origin) = layered(
+            None,
+            profile_shm,
+            overrides::SHM_SIZE,
+            self.overrides.shm_size_bytes,
+        );
+        container.resources.shm_size_bytes = shm;
+        if let Some(origin) = origin {
             self.set("resources.shm_size_bytes", origin);
         }
         // CPUs.
-        let mut cpus = (None, None);
-        if let Some(count) = &resources.cpus {
-            let nanos = cpus_of(count).map_err(|message| {
-                self.invalid("resources.cpus", message, "use a CPU count such as 1.5")
-            })?;
-            cpus = (Some(nanos), Some(self.field_origin("resources.cpus")));
-        }
-        if let Some(limit) = self.overrides.nano_cpus {
-            cpus = (limit_value(limit), Some(env_origin(overrides::CPUS)));
-        }
-        container.resources.nano_cpus = cpus.0;
-        if let Some(origin) = cpus.1 {
+        let profile_cpus = match &resources.cpus {
+            Some(count) => Some((
+                cpus_of(count).map_err(|message| {
+                    self.invalid("resources.cpus", message, "use a CPU count such as 1.5")
+                })?,
+                self.field_origin("resources.cpus"),
+            )),
+            None => None,
+        };
+        let (cpus, origin) = layered(
+            None,
+            profile_cpus,
+            overrides::CPUS,
+            self.overrides.nano_cpus,
+        );
+        container.resources.nano_cpus = cpus;
+        if let Some(origin) = origin {
             self.set("resources.nano_cpus", origin);
         }
         // Processes.
-        let mut pids = (Some(presets::DEFAULT_PIDS_LIMIT), Origin::Default);
-        if let Some(value) = resources.pids_limit {
-            let count = u32::try_from(value)
-                .ok()
-                .filter(|count| *count > 0)
-                .ok_or_else(|| {
-                    self.invalid(
-                        "resources.pids_limit",
-                        format!("{value} is not a positive process count"),
-                        "use a positive whole number such as 512",
-                    )
-                })?;
-            pids = (Some(count), self.field_origin("resources.pids_limit"));
+        let profile_pids = match resources.pids_limit {
+            Some(value) => Some((
+                u32::try_from(value)
+                    .ok()
+                    .filter(|count| *count > 0)
+                    .ok_or_else(|| {
+                        self.invalid(
+                            "resources.pids_limit",
+                            format!("{value} is not a positive process count"),
+                            "use a positive whole number such as 512",
+                        )
+                    })?,
+                self.field_origin("resources.pids_limit"),
+            )),
+            None => None,
+        };
+        let (pids, origin) = layered(
+            Some((presets::DEFAULT_PIDS_LIMIT, Origin::Default)),
+            profile_pids,
+            overrides::PIDS_LIMIT,
+            self.overrides.pids_limit,
+        );
+        container.resources.pids_limit = pids;
+        if let Some(origin) = origin {
+            self.set("resources.pids_limit", origin);
         }
-        if let Some(limit) = self.overrides.pids_limit {
-            pids = (limit_value(limit), env_origin(overrides::PIDS_LIMIT));
-        }
-        container.resources.pids_limit = pids.0;
-        self.set("resources.pids_limit", pids.1);
         Ok(())
     }
 
@@ -1741,6 +1765,23 @@ fn effective_mounts(profile: &Profile) -> Vec<(String, &MountConfig)> {
         .enumerate()
         .map(|(index, mount)| (format!("mounts[{index}]"), mount));
     configuration.chain(mounts).collect()
+}
+
+/// A limit and where it came from: the environment's override (`variable`) wins over the
+/// profile's value, which wins over the default; `off` in the environment removes the limit.
+fn layered<T>(
+    default: Option<(T, Origin)>,
+    profile: Option<(T, Origin)>,
+    variable: &str,
+    environment: Option<Limit<T>>,
+) -> (Option<T>, Option<Origin>) {
+    if let Some(limit) = environment {
+        return (limit_value(limit), Some(env_origin(variable)));
+    }
+    match profile.or(default) {
+        Some((value, origin)) => (Some(value), Some(origin)),
+        None => (None, None),
+    }
 }
 
 fn limit_value<T>(limit: Limit<T>) -> Option<T> {
