@@ -512,7 +512,15 @@ fn smoke_name_query_pass_through_env_and_detached_run() {
     );
     let body = &recorded.body;
     // The CLI reads a pass-through value from its own environment; an unset one stays bare.
-    assert_eq!(body["Env"], json!(["TOKEN=s3cret", "UNSET_VAR"]));
+    // It rebuilds Env through a Go map, so the order varies from run to run: compare sorted.
+    let mut env: Vec<&str> = body["Env"]
+        .as_array()
+        .expect("Env is an array")
+        .iter()
+        .map(|v| v.as_str().expect("Env entries are strings"))
+        .collect();
+    env.sort_unstable();
+    assert_eq!(env, ["TOKEN=s3cret", "UNSET_VAR"]);
     assert_eq!(body["Cmd"], json!(["--detach"]));
     assert_eq!(body["HostConfig"]["AutoRemove"], json!(true));
     assert_eq!(body["OpenStdin"], json!(true));
