@@ -261,10 +261,12 @@ fn live_a_name_in_use_is_a_clear_error_and_leaves_the_existing_container_alone()
 /// event while this log ran: the daemon's own account of which kills were the OOM killer's.
 struct OomLog {
     child: Child,
+    announced: std::sync::mpsc::Receiver<String>,
 }
 
 impl OomLog {
     fn start(profile: &str) -> OomLog {
+        use std::io::BufRead as _;
         let since = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .expect("clock after 1970")
@@ -273,7 +275,7 @@ impl OomLog {
             .to_string();
         let label = format!("label={PROFILE_LABEL}={profile}");
         // `--since` replays what happened before the subscription reached the daemon.
-        let child = Command::new("docker")
+        let mut child = Command::new("docker")
             .args(["events", "--since", &since, "--filter", "event=oom"])
             .args(["--filter", &label, "--format", "{{.ID}}"])
             .stdin(Stdio::null())
@@ -281,19 +283,44 @@ impl OomLog {
             .stderr(Stdio::null())
             .spawn()
             .expect("run docker events");
-        OomLog { child }
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let (sender, announced) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line.trim().to_string()).is_err() {
+                    break;
+                }
+            }
+        });
+        OomLog { child, announced }
     }
 
-    fn stop(mut self) -> BTreeSet<String> {
-        use std::io::Read;
-        std::thread::sleep(Duration::from_millis(500));
+    /// Stops the log once every id in `expected` was announced (the daemon's event stream may
+    /// lag the executor's own watch), or 20 s have passed; then half a second more, so that an
+    /// announcement the executor missed is seen too.
+    fn stop(mut self, expected: &BTreeSet<String>) -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !expected.is_subset(&seen) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.announced.recv_timeout(left) {
+                Ok(id) => {
+                    seen.insert(id);
+                }
+                Err(_) => break,
+            }
+        }
+        let grace = Instant::now() + Duration::from_millis(500);
+        while let Ok(id) = self
+            .announced
+            .recv_timeout(grace.saturating_duration_since(Instant::now()))
+        {
+            seen.insert(id);
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let mut text = String::new();
-        if let Some(mut stdout) = self.child.stdout.take() {
-            let _ = stdout.read_to_string(&mut text);
-        }
-        text.lines().map(|line| line.trim().to_string()).collect()
+        seen
     }
 }
 
@@ -339,7 +366,12 @@ fn oom(test: &str, auto_remove: bool, launches: usize) {
             })
             .collect()
     });
-    let announced = log.stop();
+    let claimed: BTreeSet<String> = outcomes
+        .iter()
+        .filter(|outcome| outcome.oom_killed)
+        .map(|outcome| outcome.container_id.clone())
+        .collect();
+    let announced = log.stop(&claimed);
     for outcome in &outcomes {
         assert_eq!(outcome.exit_code, 137, "{outcome:?}");
         assert_eq!(

@@ -759,7 +759,7 @@ fn live_sigterm_to_agentc_stops_the_container_through_both_backends() {
     lab.volume("launcher-sigterm-home");
     let profile = lab.profile("agent = \"claude-code\"\nhome_volume = \"launcher-sigterm-home\"\n");
     for (backend, expected) in [("cli", 42), ("api", 143)] {
-        let child = Command::new(env!("CARGO_BIN_EXE_agentc"))
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentc"))
             .args([
                 "run",
                 &profile,
@@ -778,17 +778,35 @@ fn live_sigterm_to_agentc_stops_the_container_through_both_backends() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("agentc starts");
-        // Wait until the container runs, then signal agentc only (not its process group).
-        let started = std::time::Instant::now();
-        while lab.containers().is_empty() && started.elapsed().as_secs() < 30 {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(1500));
+        // Wait until the container's shell has set its trap and said so, then signal agentc
+        // only (not its process group).
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            let mut seen = Vec::new();
+            for line in std::io::BufReader::new(stdout).split(b'\n') {
+                let Ok(line) = line else { break };
+                if line == b"ready" {
+                    let _ = ready_tx.send(());
+                }
+                seen.extend_from_slice(&line);
+                seen.push(b'\n');
+            }
+            seen
+        });
+        let ready = ready_rx.recv_timeout(std::time::Duration::from_secs(60));
         // SAFETY: kill has no memory-safety preconditions; the pid is our unreaped child's.
         unsafe {
             libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
         }
-        let output = child.wait_with_output().expect("agentc ends");
+        let mut output = child.wait_with_output().expect("agentc ends");
+        output.stdout = reader.join().expect("the stdout reader ends");
+        assert!(
+            ready.is_ok(),
+            "{backend}: the container never said ready: {}",
+            describe(&output)
+        );
         assert_eq!(
             output.status.code(),
             Some(expected),
