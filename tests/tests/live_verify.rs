@@ -386,7 +386,7 @@ fn verify_one(case: &Runnable, backend: BackendArg) -> Result<Vec<Check>, String
             ..case.spec.clone()
         };
         let env: BTreeMap<String, String> = localized.secrets.iter().cloned().collect();
-        result = verify_launch(&spec, backend, &env).map_err(|failure| failure.message);
+        result = verify_launch(&spec, backend, &env, false).map_err(|failure| failure.message);
     }
     // Clean up whatever happened; the first error wins.
     let mut cleanup = Vec::new();

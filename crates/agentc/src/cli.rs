@@ -61,7 +61,7 @@ pub enum Command {
     Rm(RmArgs),
     /// Launch the profile with a probe in place of the agent and check what the kernel reports.
     #[command(
-        after_help = "Examples:\n  agentc verify fixtures/valid/sandbox-minimal.toml\n  agentc verify fixtures/valid/claude-minimal.toml --backend cli --workspace ~/src/app\n\nThe probe container is the profile's exact run launch (hardening, mounts, limits, network, labels, environment) with `/bin/sh -c PROBE` as its command; it is removed afterwards, also on error or Ctrl-C. Prints a table of expected vs seen values. Exit status: 0 every check passed, 1 a check failed or the probe could not report, 125 the probe could not be started. The image needs /bin/sh and busybox or coreutils tools."
+        after_help = "Examples:\n  agentc verify fixtures/valid/sandbox-minimal.toml\n  agentc verify fixtures/valid/claude-minimal.toml --backend cli --workspace ~/src/app\n\nThe probe container is the profile's exact run launch (hardening, mounts, limits, network, labels, environment) with `/bin/sh -c PROBE` as its command; it is removed afterwards, also on error or Ctrl-C. Prints a table of expected vs seen values. With --pull a missing image is pulled first, as `agentc run --pull` does. Exit status: 0 every check passed, 1 a check failed or the probe could not report, 125 the probe could not be started. The image needs /bin/sh and busybox or coreutils tools."
     )]
     Verify(VerifyArgs),
 }
@@ -228,6 +228,10 @@ pub struct VerifyArgs {
     /// Use this image instead of the profile's.
     #[arg(long)]
     pub image: Option<String>,
+    /// Pull the image from its registry when the daemon lacks it, before creating anything
+    /// (progress on stderr; no registry credentials are sent).
+    #[arg(long)]
+    pub pull: bool,
 }
 
 /// The launch kinds a user can ask for (`sandbox` is what `run` becomes for custom agents).

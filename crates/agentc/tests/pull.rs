@@ -350,6 +350,46 @@ fn live_run_pull_pulls_a_missing_image_from_a_local_registry_through_both_backen
         docker(&["rmi", &image]).unwrap();
     }
 
+    // `verify --pull` pulls the missing image too, then its probe passes every check; without
+    // `--pull` it is refused before anything is created.
+    for backend in ["api", "cli"] {
+        let profile_name = format!("pull-verify-{backend}-{}", std::process::id());
+        cleanup.profiles.push(profile_name.clone());
+        let profile = write_profile(work.path(), &profile_name, &image);
+        let refused = agentc_in(work.path(), &["verify", &profile, "--backend", backend]);
+        assert_eq!(refused.status.code(), Some(125), "{}", describe(&refused));
+        assert!(
+            text(&refused.stderr).contains("--pull"),
+            "{}",
+            describe(&refused)
+        );
+        let output = agentc_in(
+            work.path(),
+            &["verify", &profile, "--pull", "--backend", backend],
+        );
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{backend}: {}",
+            describe(&output)
+        );
+        assert!(
+            text(&output.stderr).contains("is not present; pulling it"),
+            "{backend}: {}",
+            describe(&output)
+        );
+        assert!(
+            text(&output.stdout).contains(" checks, 0 failed"),
+            "{backend}: {}",
+            describe(&output)
+        );
+        assert!(
+            containers(&profile_name).is_empty(),
+            "{backend}: probe removed"
+        );
+        docker(&["rmi", &image]).unwrap();
+    }
+
     assert!(docker(&["image", "inspect", &image]).is_err());
     drop(cleanup);
     registry.stop();

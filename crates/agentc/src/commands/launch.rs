@@ -279,7 +279,8 @@ pub async fn ensure_image_api(docker: &Docker, image: &str, pull: bool) -> Resul
 
 /// Makes sure the daemon has `image` through the docker CLI: with `pull`, a missing image is
 /// pulled by `docker pull IMAGE` in the foreground (its progress goes to stderr, keeping stdout
-/// for the container); without, it is refused as [`require_image_cli`] does.
+/// for the container); without, it is refused, as the api backend refuses it: `docker run`
+/// would pull it, and agentc pulls only when asked (`--pull`).
 pub fn ensure_image_cli(image: &str, pull: bool) -> Result<(), Failure> {
     if image_present_cli(image)? {
         return Ok(());
@@ -322,12 +323,6 @@ pub fn ensure_image_cli(image: &str, pull: bool) -> Result<(), Failure> {
     } else {
         Err(missing())
     }
-}
-
-/// Refuses an image the daemon does not have, as the api backend does: `docker run` would
-/// try to pull it, and agentc pulls only when asked (`--pull`).
-pub fn require_image_cli(image: &str) -> Result<(), Failure> {
-    ensure_image_cli(image, false)
 }
 
 /// Whether the daemon has `image`, asked through `docker image inspect`.

@@ -52,7 +52,7 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
     };
     let loaded = context::load_profile(&launch_args.profile)?;
     let spec = context::resolve_launch(&loaded, &launch_args)?;
-    let checks = verify_launch(&spec, args.backend, &launch::process_env())?;
+    let checks = verify_launch(&spec, args.backend, &launch::process_env(), args.pull)?;
     print!("{}", verify::render_table(&checks));
     Ok(if checks.iter().all(|check| check.ok) {
         0
@@ -69,11 +69,13 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
 /// verify` passes the process environment; the cli backend gives it to `docker run` on top of
 /// the inherited one. The probe container is named after the spec (`NAME-verify`) or
 /// `agentc-verify-<profile>-<pid>`; it is removed on success, on error and on SIGINT or
-/// SIGTERM (a failure with exit 130 or 143). A build launch is refused.
+/// SIGTERM (a failure with exit 130 or 143). A build launch is refused. With `pull`, a
+/// missing image is pulled first, as `agentc run --pull` does; without, it is refused.
 pub fn verify_launch(
     spec: &LaunchSpec,
     backend: BackendArg,
     env: &BTreeMap<String, String>,
+    pull: bool,
 ) -> Result<Vec<verify::Check>, Failure> {
     let container = launch::container_of(spec)?;
     require_probe_room(&spec.profile, container.resources.pids_limit)?;
@@ -83,8 +85,8 @@ pub fn verify_launch(
         .get_or_insert_with(|| format!("agentc-verify-{}-{}", spec.profile, std::process::id()))
         .clone();
     let probed = match backend {
-        BackendArg::Cli => probe_cli(spec, &probe, &name, env)?,
-        BackendArg::Api => probe_api(&probe, &name, env)?,
+        BackendArg::Cli => probe_cli(spec, &probe, &name, env, pull)?,
+        BackendArg::Api => probe_api(&probe, &name, env, pull)?,
     };
     let observed = verify::parse_probe(&probed.logs).map_err(|error| {
         Failure::new(
@@ -156,6 +158,7 @@ fn probe_cli(
     probe: &ContainerSpec,
     name: &str,
     env: &BTreeMap<String, String>,
+    pull: bool,
 ) -> Result<Probed, Failure> {
     agentc_backend_api::exec::resolve_env(probe, env).map_err(launch::exec_failure)?;
     let probe_launch = LaunchSpec {
@@ -163,7 +166,7 @@ fn probe_cli(
         ..spec.clone()
     };
     let argv = agentc_backend_cli::render_argv(&probe_launch).map_err(Failure::unlaunchable)?;
-    launch::require_image_cli(&probe.image)?;
+    launch::ensure_image_cli(&probe.image, pull)?;
     let shield = SignalShield::new(true);
     let _remove = RemoveOnDrop { name };
     let check = |shield: &SignalShield| match shield.received() {
@@ -208,12 +211,14 @@ fn probe_api(
     probe: &ContainerSpec,
     name: &str,
     env: &BTreeMap<String, String>,
+    pull: bool,
 ) -> Result<Probed, Failure> {
     let runtime = launch::runtime()?;
     let env = env.clone();
     // `launch` removes what it created when it fails; after it returns, this removes the probe.
     runtime.block_on(async {
         let docker = launch::connect().await?;
+        launch::ensure_image_api(&docker, &probe.image, pull).await?;
         // Listen before anything is created: a signal between steps is then never lost.
         let listen = |kind| {
             signal(kind).map_err(|error| {
