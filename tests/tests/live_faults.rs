@@ -2,8 +2,10 @@
 //! `agentc_backend_api::exec::launch` and the CLI backend's `docker` with `render_argv`'s argv.
 //!
 //! Covered: the daemon socket missing, the image missing, the name already in use, a container
-//! killed by the OOM killer (exit 137 reported as such), and SIGINT (Ctrl-C) or SIGTERM during
-//! an attached launch (the container is removed, exit 130 or 143). Every test watches the
+//! killed by the OOM killer (exit 137 reported as such), SIGINT (Ctrl-C) or SIGTERM during
+//! an attached launch (the container is removed, exit 130 or 143), and the daemon connection
+//! lost during an attached launch (the container is removed, or named when the daemon stays
+//! unreachable). Every test watches the
 //! containers labelled with its own profile name, and the volumes of that profile, with a
 //! [`LeakGuard`]: nothing may be left behind.
 //!
@@ -545,6 +547,172 @@ fn live_sigint_during_an_api_attach_removes_the_auto_removed_container() {
 #[test]
 fn live_sigterm_during_an_api_attach_removes_the_kept_container() {
     api_signal("api-sigterm", "TERM", 143, false);
+}
+
+/// A stand-in for the daemon's socket that forwards every connection to the real one, and can
+/// cut the connections open so far (a lost connection, as a restarting daemon or a dropped
+/// SSH tunnel gives) or vanish altogether (a daemon that stays unreachable).
+struct SocketProxy {
+    dir: tempfile::TempDir,
+    open: std::sync::Arc<std::sync::Mutex<Vec<std::os::unix::net::UnixStream>>>,
+}
+
+impl SocketProxy {
+    fn start() -> SocketProxy {
+        use std::os::unix::net::{UnixListener, UnixStream};
+        let upstream = match std::env::var("DOCKER_HOST") {
+            Ok(host) if !host.is_empty() => host
+                .strip_prefix("unix://")
+                .unwrap_or_else(|| panic!("the proxy forwards to a unix socket, not {host}"))
+                .to_string(),
+            _ => "/var/run/docker.sock".to_string(),
+        };
+        let dir = tempfile::tempdir().expect("temp dir");
+        let listener = UnixListener::bind(dir.path().join("docker.sock")).expect("bind the proxy");
+        let open = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let registry = open.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { break };
+                let Ok(daemon) = UnixStream::connect(&upstream) else {
+                    break;
+                };
+                let pipe = |mut from: UnixStream, mut to: UnixStream| {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Write);
+                    });
+                };
+                let mut streams = registry.lock().expect("proxy registry");
+                for stream in [&client, &daemon] {
+                    streams.push(stream.try_clone().expect("clone a stream"));
+                }
+                pipe(
+                    client.try_clone().expect("clone"),
+                    daemon.try_clone().expect("clone"),
+                );
+                pipe(daemon, client);
+            }
+        });
+        SocketProxy { dir, open }
+    }
+
+    /// `DOCKER_HOST` for a client of this proxy.
+    fn host(&self) -> String {
+        format!("unix://{}", self.dir.path().join("docker.sock").display())
+    }
+
+    /// Cuts every connection made so far; new ones are still forwarded.
+    fn cut(&self) {
+        for stream in self.open.lock().expect("proxy registry").drain(..) {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    /// Cuts every connection and removes the socket: from now on the daemon is unreachable.
+    fn vanish(&self) {
+        std::fs::remove_file(self.dir.path().join("docker.sock")).expect("remove the socket");
+        self.cut();
+    }
+}
+
+/// Starts an attached API launch of `sleep 60` through a [`SocketProxy`], waits until the
+/// container runs, lets `fault` break the connection, and returns the launch's error (the
+/// launch must end within 30 s).
+fn launch_through_a_failing_proxy(
+    test: &str,
+    fault: fn(&SocketProxy),
+) -> Option<(String, String, LeakGuard, ExecError)> {
+    let image = setup(test)?;
+    let profile = profile(test);
+    let guard = LeakGuard::new(test, &profile);
+    let label = format!("{PROFILE_LABEL}={profile}");
+    let name = format!("{profile}-api");
+    let container = spec(&profile, &name, &image, &["sleep", "60"]);
+    let proxy = SocketProxy::start();
+    let host = proxy.host();
+    let (sender, outcome) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let result = runtime().block_on(async {
+            let docker = connect(Some(&host)).await?;
+            launch(&docker, &container, &LaunchOptions::default()).await
+        });
+        let _ = sender.send(result);
+    });
+    assert!(
+        wait_running(&label, Duration::from_secs(20)),
+        "{test}: the container never ran"
+    );
+    fault(&proxy);
+    let result = outcome
+        .recv_timeout(Duration::from_secs(30))
+        .unwrap_or_else(|_| panic!("{test}: the launch did not end after the fault"));
+    let error = match result {
+        Ok(outcome) => panic!("{test}: the launch succeeded: {outcome:?}"),
+        Err(error) => error,
+    };
+    Some((label, name, guard, error))
+}
+
+/// A connection lost while attached (the attach stream and the wait cut, the daemon itself
+/// still there) ends the launch with a clear error, exit 125, and the container is removed.
+#[test]
+fn live_a_lost_daemon_connection_during_an_api_attach_removes_the_container() {
+    let test = "api-lost-connection";
+    let Some((label, _name, guard, error)) = launch_through_a_failing_proxy(test, SocketProxy::cut)
+    else {
+        return;
+    };
+    let message = error.to_string();
+    eprintln!("{test}: {message}");
+    assert!(
+        matches!(error, ExecError::ConnectionLost { .. }),
+        "{message}"
+    );
+    assert!(
+        message.contains("lost the connection to the docker daemon"),
+        "{message}"
+    );
+    assert_eq!(error.exit_code(), 125);
+    assert!(
+        containers_with_label(&label).is_empty(),
+        "{test}: left behind"
+    );
+    guard.finish();
+}
+
+/// A daemon that stays unreachable after the connection is lost cannot remove the container:
+/// the error says so, names the container and how to remove it later.
+#[test]
+fn live_an_unreachable_daemon_after_a_lost_connection_names_the_container_left_behind() {
+    let test = "api-daemon-gone";
+    let Some((label, name, guard, error)) =
+        launch_through_a_failing_proxy(test, SocketProxy::vanish)
+    else {
+        return;
+    };
+    let message = error.to_string();
+    eprintln!("{test}: {message}");
+    let ExecError::NotRemoved {
+        cause, container, ..
+    } = &error
+    else {
+        panic!("{test}: expected NotRemoved, got {message}");
+    };
+    assert!(
+        matches!(**cause, ExecError::ConnectionLost { .. }),
+        "{message}"
+    );
+    assert_eq!(container, &name);
+    assert!(
+        message.contains(&format!("`agentc rm {name}`")),
+        "{message}"
+    );
+    assert_eq!(error.exit_code(), 125);
+    // It really is still there; the guard removes it, so this test expects exactly it.
+    assert_eq!(containers_with_label(&label), vec![name.clone()]);
+    docker(&["rm", "--force", &name]).expect("remove the container left behind");
+    guard.finish();
 }
 
 /// A signal to the CLI backend's `docker run --rm`: the docker CLI forwards it to the

@@ -187,6 +187,17 @@ pub enum ExecError {
         /// The container that was removed, if one had been created.
         container: Option<String>,
     },
+    /// A launch failed or was interrupted, and the container it created could not be removed
+    /// (typically because the daemon became unreachable).
+    #[error("{cause}; container {container} could not be removed: {message} (hint: `agentc rm {container}` removes it once the daemon is reachable again)")]
+    NotRemoved {
+        /// Why the launch ended.
+        cause: Box<ExecError>,
+        /// The container's name, or its ID when it has none.
+        container: String,
+        /// Why the removal failed.
+        message: String,
+    },
     /// A container named for removal does not exist.
     #[error("no such container {name} (hint: `agentc ps` lists agentc's containers)")]
     NoSuchContainer {
@@ -217,6 +228,7 @@ impl ExecError {
     pub fn exit_code(&self) -> i32 {
         match self {
             ExecError::Interrupted { signal, .. } => signal.exit_code(),
+            ExecError::NotRemoved { cause, .. } => cause.exit_code(),
             _ => 125,
         }
     }
@@ -299,10 +311,15 @@ pub async fn launch(
         }
         signal = signals.recv() => {
             // The daemon may have created it anyway; only a name can find it again.
-            if let Some(name) = &request.name {
-                cleanup(docker, name).await;
-            }
-            return Err(ExecError::Interrupted { signal, container: request.name.clone() });
+            let Some(name) = &request.name else {
+                return Err(ExecError::Interrupted { signal, container: None });
+            };
+            let removed = cleanup(docker, name).await;
+            let cause = ExecError::Interrupted {
+                signal,
+                container: removed.is_ok().then(|| name.clone()),
+            };
+            return Err(left_behind(cause, name, removed));
         }
     };
     let id = created.id;
@@ -312,19 +329,22 @@ pub async fn launch(
     } else {
         run_attached(docker, spec, options, &id, &mut signals).await
     };
+    // What `agentc rm` can name the container by, should it have to.
+    let handle = request.name.as_deref().unwrap_or(&id);
     match result {
         Ok(outcome) => Ok(outcome),
         Err(Step::Interrupted(signal)) => {
-            cleanup(docker, &id).await;
-            Err(ExecError::Interrupted {
+            let removed = cleanup(docker, &id).await;
+            let cause = ExecError::Interrupted {
                 signal,
-                container: Some(id),
-            })
+                container: removed.is_ok().then(|| handle.to_string()),
+            };
+            Err(left_behind(cause, handle, removed))
         }
         Err(Step::Failed(error)) => {
-            // Leave nothing behind a failed launch.
-            cleanup(docker, &id).await;
-            Err(error)
+            // Leave nothing behind a failed launch, or say what is left.
+            let removed = cleanup(docker, &id).await;
+            Err(left_behind(error, handle, removed))
         }
     }
 }
@@ -717,16 +737,36 @@ impl Signals {
 }
 
 /// Kills then removes a container, best effort, ignoring "not found" and "not running".
-async fn cleanup(docker: &Docker, id: &str) {
+/// Kills and force-removes the container of a launch that did not finish. `Ok` when it is
+/// gone (also when it never existed); the daemon's or the connection's message when it could
+/// not be removed, for example because the daemon is unreachable.
+async fn cleanup(docker: &Docker, id: &str) -> Result<(), String> {
     let kill = KillContainerOptionsBuilder::new().signal("KILL").build();
     let _ = docker.kill_container(id, Some(kill)).await;
     let options = RemoveContainerOptionsBuilder::new().force(true).build();
-    if let Err(error) = docker.remove_container(id, Some(options)).await {
-        if status(&error) == Some(409) {
+    match docker.remove_container(id, Some(options)).await {
+        Ok(()) => Ok(()),
+        Err(error) if is_not_found(&error) => Ok(()),
+        Err(error) if status(&error) == Some(409) => {
             // The daemon's AutoRemove is already removing it (the kill ended it): return only
             // once it is gone, or it is still listed after agentc said it was removed.
             wait_removed(docker, id).await;
+            Ok(())
         }
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+/// `cause` as it is when the cleanup removed the container; wrapped in
+/// [`ExecError::NotRemoved`], naming the container, when it did not.
+fn left_behind(cause: ExecError, container: &str, removed: Result<(), String>) -> ExecError {
+    match removed {
+        Ok(()) => cause,
+        Err(message) => ExecError::NotRemoved {
+            cause: Box::new(cause),
+            container: container.to_string(),
+            message,
+        },
     }
 }
 
