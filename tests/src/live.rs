@@ -372,6 +372,8 @@ mod verify_probe {
             command: Vec::new(),
             user: Some("1000".to_string()),
             working_dir: Some("/home/claude".to_string()),
+            // docker's init as PID 1: the probe must see it.
+            init: true,
             env: Vec::new(),
             mounts: vec![agentc_policy::Mount {
                 target: "/data".to_string(),
@@ -428,6 +430,7 @@ mod verify_probe {
         let mut args = vec![
             "run",
             "--detach",
+            "--init",
             "--name",
             &name,
             "--user",

@@ -268,6 +268,7 @@ struct Choices {
     shm_size: Option<String>,
     cpus: Option<String>,
     pids: Option<i64>,
+    init: bool,
     network_name: Option<String>,
     host_gateway: bool,
     publish: Vec<(u16, &'static str, String)>,
@@ -347,6 +348,7 @@ fn choices() -> impl Strategy<Value = Choices> {
         option::of(size(1)),
         option::of(cpus()),
         option::of(pids()),
+        any::<bool>(),
     );
     let network = (
         option::of("[a-zA-Z0-9][a-zA-Z0-9_.-]{0,12}"),
@@ -396,7 +398,7 @@ fn choices() -> impl Strategy<Value = Choices> {
                 (egress, gateway_deny, hosts, gateway_user, gateway_port, gateway_files),
                 (provider, proxy, langfuse, decant),
                 mounts,
-                (memory, shm_size, cpus, pids),
+                (memory, shm_size, cpus, pids, init),
                 (network_name, host_gateway, publish, capabilities, fuse, read_only_root, logging),
                 custom,
                 env,
@@ -418,6 +420,7 @@ fn choices() -> impl Strategy<Value = Choices> {
                 shm_size,
                 cpus,
                 pids,
+                init,
                 network_name,
                 host_gateway,
                 publish,
@@ -460,6 +463,7 @@ fn render(index: u64, choices: Choices) -> ProfileCase {
         shm_size,
         cpus,
         pids,
+        init,
         network_name,
         host_gateway,
         publish,
@@ -594,6 +598,9 @@ fn render(index: u64, choices: Choices) -> ProfileCase {
         if let Some(user) = user {
             toml.push_str(&format!("user = \"{user}\"\n"));
         }
+        toml.push_str(&format!("init = {init}\n"));
+    } else if init {
+        toml.push_str("\n[image]\ninit = true\n");
     }
     let mut resources = String::new();
     if let Some(memory) = &memory {

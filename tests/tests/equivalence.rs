@@ -68,6 +68,7 @@ fn everything() -> ContainerSpec {
         ],
         user: Some("1000:1000".into()),
         working_dir: Some("/workspace/my app/ü".into()),
+        init: true,
         env: vec![
             literal("PLAIN", "1"),
             literal("WITH_EQUALS", "a=b=c"),
@@ -247,6 +248,7 @@ fn every_field_is_equivalent() {
     // The judge really saw the hard values.
     let body = &verdict.cli.body;
     assert_eq!(verdict.cli.query["name"], "agentc-equivalence_1.x");
+    assert_eq!(body["HostConfig"]["Init"], json!(true));
     assert!(body["Env"]
         .as_array()
         .is_some_and(|env| env.contains(&json!("MULTILINE=line one\nline two\n"))));

@@ -47,6 +47,8 @@ struct Counts {
     refused_by_both: BTreeMap<String, usize>,
     agents: BTreeMap<&'static str, usize>,
     egress: BTreeMap<&'static str, usize>,
+    /// Launches judged that run docker's init (`--init`).
+    with_init: usize,
 }
 
 /// The field a policy error names (`resources.memory` in
@@ -121,6 +123,9 @@ fn check_launch(
         )));
     }
     *counts.judged.entry(spec.kind.as_str()).or_default() += 1;
+    if matches!(&spec.action, agentc_policy::Action::Container(container) if container.init) {
+        counts.with_init += 1;
+    }
     Ok(())
 }
 
@@ -191,12 +196,14 @@ fn generated_profiles_are_equivalent_through_the_referee() {
     eprintln!(
         "{test}: docker CLI {version}: {} cases generated ({cases} configured) in {:.1}s: \
          {} accepted, {rejected} rejected by the policy {:?}; {judged} launches judged \
-         equivalent {:?}; {} launches refused by both backends {:?}; agents {:?}; egress {:?}",
+         equivalent {:?} ({} with --init); {} launches refused by both backends {:?}; agents {:?}; \
+         egress {:?}",
         counts.cases,
         started.elapsed().as_secs_f64(),
         counts.accepted,
         counts.rejected,
         counts.judged,
+        counts.with_init,
         counts.refused_by_both.values().sum::<usize>(),
         counts.refused_by_both,
         counts.agents,
@@ -216,6 +223,7 @@ fn generated_profiles_are_equivalent_through_the_referee() {
         counts.cases,
         counts.rejected
     );
+    assert!(counts.with_init > 0, "no launch with --init was judged");
     for agent in ["claude-code", "opencode", "codex", "hermes", "custom"] {
         assert!(
             counts.agents.contains_key(agent),

@@ -66,6 +66,7 @@ fn spec(profile: &str, name: &str, image: &str, command: &[&str]) -> ContainerSp
         command: command.iter().map(|arg| arg.to_string()).collect(),
         user: Some("1000".to_string()),
         working_dir: None,
+        init: false,
         env: Vec::new(),
         mounts: Vec::new(),
         tmpfs: vec![Tmpfs {

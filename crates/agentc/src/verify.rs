@@ -23,7 +23,8 @@ use agentc_policy::{AppArmor, Capability, ContainerSpec, EnvValue, MountSource, 
 /// (to show it is writable and whether it executes; removed at once). Environment variables are
 /// reported by name only.
 ///
-/// Lines: `PROBE=1` first and `END=1` last; `UID`, `GID`, `USER`, `GROUP`, `CWD`; `ROOT_WRITE=ok|denied`;
+/// Lines: `PROBE=1` first and `END=1` last; `UID`, `GID`, `USER`, `GROUP`, `CWD`; `PID1` (the
+/// command name of PID 1, `docker-init` under `--init`); `ROOT_WRITE=ok|denied`;
 /// one `MOUNT=<target> <fstype> <options>` per line of `/proc/mounts` (targets keep the kernel's
 /// octal escapes); one `TMPFS_WRITE=<target> ok exec|noexec` or `<target> denied` per tmpfs;
 /// `CapInh`, `CapPrm`, `CapEff`, `CapBnd`, `CapAmb` (hex), `NoNewPrivs`, `Seccomp` from
@@ -36,6 +37,7 @@ p GID "$(id -g)"
 p USER "$(id -un 2>/dev/null)"
 p GROUP "$(id -gn 2>/dev/null)"
 p CWD "$(pwd)"
+p PID1 "$(cat /proc/1/comm 2>/dev/null)"
 if (: >/probe-file) 2>/dev/null; then rm -f /probe-file; p ROOT_WRITE ok; else p ROOT_WRITE denied; fi
 while read -r dev mnt fstype opts rest; do p MOUNT "$mnt $fstype $opts"; done </proc/mounts
 while read -r dev mnt fstype opts rest; do
@@ -144,6 +146,8 @@ pub struct Observation {
     pub group_name: Option<String>,
     /// Working directory.
     pub working_dir: Option<String>,
+    /// Command name of PID 1 (`/proc/1/comm`): `docker-init` under `--init`.
+    pub pid1: Option<String>,
     /// Creating `/probe-file` succeeded (`Some(true)`) or failed.
     pub root_write_succeeded: Option<bool>,
     /// `/proc/mounts`, in order.
@@ -197,6 +201,7 @@ pub fn parse_probe(output: &str) -> Result<Observation, String> {
             "USER" if !value.is_empty() => observation.user_name = Some(value.to_string()),
             "GROUP" if !value.is_empty() => observation.group_name = Some(value.to_string()),
             "CWD" => observation.working_dir = Some(value.to_string()),
+            "PID1" if !value.is_empty() => observation.pid1 = Some(value.to_string()),
             "ROOT_WRITE" => observation.root_write_succeeded = Some(value == "ok"),
             "MOUNT" => {
                 let mut fields = value.split(' ');
@@ -479,6 +484,9 @@ fn check(
 
 const NOT_OBSERVED: &str = "not observed";
 
+/// PID 1's command name when docker runs its init (`--init`).
+const DOCKER_INIT: &str = "docker-init";
+
 /// Compares the spec with what the kernel and `docker inspect` report.
 ///
 /// A fact that could not be observed fails its check: verify only passes what it saw.
@@ -497,8 +505,19 @@ pub fn compare(
     checks
 }
 
-/// User and working directory.
+/// User, working directory and PID 1.
 fn compare_identity(spec: &ContainerSpec, observed: &Observation, checks: &mut Vec<Check>) {
+    // docker bind-mounts its init at /sbin/docker-init, so that is PID 1's name under --init.
+    let expected = if spec.init {
+        DOCKER_INIT
+    } else {
+        "the entrypoint, not docker-init"
+    };
+    let (ok, seen) = match &observed.pid1 {
+        Some(name) => ((name == DOCKER_INIT) == spec.init, name.clone()),
+        None => (false, NOT_OBSERVED.to_string()),
+    };
+    checks.push(check("PID 1", expected, seen, ok));
     if let Some(user) = &spec.user {
         let seen = match (observed.uid, observed.gid) {
             (Some(uid), Some(gid)) => Some((uid, gid)),
@@ -1028,6 +1047,7 @@ mod tests {
     /// --memory-swap=67108864 --pids-limit=64 --shm-size=8388608
     /// --mount=type=bind,source=/tmp,target=/data,readonly --entrypoint=/bin/sh IMAGE -c PROBE`.
     const HARDENED: &str = "PROBE=1
+PID1=sh
 UID=0
 GID=0
 USER=root
@@ -1088,6 +1108,7 @@ END=1
     /// --cap-add=NET_ADMIN --cap-add=SETUID --mount type=volume,src=V,dst=/home/claude/v
     /// --tmpfs /tmp:exec -e FOO=bar -e MULTI=<two lines, the second B=c> ...` (default network).
     const NON_ROOT: &str = "PROBE=1
+PID1=sh
 UID=1000
 GID=1000
 USER=claude
@@ -1173,6 +1194,7 @@ END=1
             command: Vec::new(),
             user: None,
             working_dir: None,
+            init: false,
             env: Vec::new(),
             mounts: vec![Mount {
                 target: "/data".to_string(),

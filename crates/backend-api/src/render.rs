@@ -143,6 +143,7 @@ pub fn render_create(spec: &ContainerSpec) -> Result<CreateRequest, RenderError>
         command,
         user,
         working_dir,
+        init,
         env,
         mounts,
         tmpfs,
@@ -180,6 +181,8 @@ pub fn render_create(spec: &ContainerSpec) -> Result<CreateRequest, RenderError>
         log_config: log.as_ref().map(render_logging),
         devices: non_empty(devices.iter().map(render_device).collect()),
         auto_remove: flag(*auto_remove),
+        // The CLI sends `Init` only when `--init` is given.
+        init: init.then_some(true),
         // The CLI always sends these two (`--memory-swappiness` and `--restart` defaults).
         memory_swappiness: Some(-1),
         restart_policy: Some(RestartPolicy {
@@ -513,7 +516,7 @@ mod tests {
     }
 
     /// Every flag family at once. Its argv, as the CLI backend renders it:
-    /// `docker create --interactive --tty --rm --name=agentc-demo --entrypoint=/bin/entry
+    /// `docker create --interactive --tty --rm --init --name=agentc-demo --entrypoint=/bin/entry
     /// --user=1000:1000 --workdir=/workspace/app --env=A=1 --env=EMPTY= --env=TOKEN
     /// --mount=type=bind,source=/home/u/app,target=/workspace/app
     /// --mount=type=bind,source=/etc/gitconfig,target=/etc/gitconfig,readonly
@@ -537,6 +540,7 @@ mod tests {
             command: vec!["claude".into(), "--yes".into()],
             user: Some("1000:1000".into()),
             working_dir: Some("/workspace/app".into()),
+            init: true,
             env: vec![
                 literal("A", "1"),
                 literal("EMPTY", ""),
@@ -729,6 +733,7 @@ mod tests {
             },
             "HostConfig": {
                 "AutoRemove": true,
+                "Init": true,
                 "CapAdd": [
                     "CAP_NET_ADMIN",
                     "CAP_SYSLOG",

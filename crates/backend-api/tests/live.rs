@@ -52,6 +52,7 @@ fn spec(image: &str, name: &str, script: &str) -> ContainerSpec {
         command: vec!["sh".into(), "-c".into(), script.into()],
         user: Some("65534".into()),
         working_dir: Some("/tmp".into()),
+        init: false,
         env: vec![EnvVar {
             name: "TOKEN".into(),
             value: EnvValue::Secret { required: true },

@@ -6,8 +6,8 @@
 //! with `-` is never read as a flag. The order is fixed:
 //!
 //! ```text
-//! docker run  [--detach] [--interactive] [--tty] [--rm] [--name=] [--entrypoint=] [--user=]
-//!             [--workdir=]                                                   (process)
+//! docker run  [--detach] [--interactive] [--tty] [--rm] [--init] [--name=] [--entrypoint=]
+//!             [--user=] [--workdir=]                                         (process)
 //!             [--env=]...                                                    (env)
 //!             [--mount=]... [--tmpfs=]...                                    (mounts)
 //!             [--read-only] [--security-opt=]... [--cap-drop=ALL] [--cap-add=]... (security)
@@ -75,6 +75,7 @@ fn render_container(spec: &ContainerSpec) -> Result<Vec<String>, RenderError> {
         command,
         user,
         working_dir,
+        init,
         env,
         mounts,
         tmpfs,
@@ -103,6 +104,7 @@ fn render_container(spec: &ContainerSpec) -> Result<Vec<String>, RenderError> {
             interactive: *interactive,
             tty: *tty,
             auto_remove: *auto_remove,
+            init: *init,
             name: name.as_deref(),
             entrypoint: entrypoint.as_deref(),
             user: user.as_deref(),
@@ -134,6 +136,7 @@ struct Process<'a> {
     interactive: bool,
     tty: bool,
     auto_remove: bool,
+    init: bool,
     name: Option<&'a str>,
     entrypoint: Option<&'a str>,
     user: Option<&'a str>,
@@ -142,7 +145,7 @@ struct Process<'a> {
 
 /// `--detach` (`Config.AttachStdout`/`AttachStderr` false), `--interactive`
 /// (`Config.OpenStdin`, `AttachStdin`, `StdinOnce`), `--tty` (`Config.Tty`), `--rm`
-/// (`HostConfig.AutoRemove`), `--name=` (the create query's `name`), `--entrypoint=`
+/// (`HostConfig.AutoRemove`), `--init` (`HostConfig.Init`), `--name=` (the create query's `name`), `--entrypoint=`
 /// (`Config.Entrypoint`, one element; an empty value clears the image's), `--user=`
 /// (`Config.User`) and `--workdir=` (`Config.WorkingDir`). Values are passed verbatim.
 fn render_process(argv: &mut Vec<String>, process: &Process<'_>) -> Result<(), RenderError> {
@@ -151,6 +154,7 @@ fn render_process(argv: &mut Vec<String>, process: &Process<'_>) -> Result<(), R
         interactive,
         tty,
         auto_remove,
+        init,
         name,
         entrypoint,
         user,
@@ -161,6 +165,7 @@ fn render_process(argv: &mut Vec<String>, process: &Process<'_>) -> Result<(), R
         (interactive, "--interactive"),
         (tty, "--tty"),
         (auto_remove, "--rm"),
+        (init, "--init"),
     ] {
         if on {
             argv.push(flag.to_owned());

@@ -164,6 +164,15 @@ impl Explainer<'_> {
             Some(entrypoint) => self.item("entrypoint", entrypoint, "entrypoint"),
             None => self.line("  entrypoint: the image's"),
         }
+        if c.init {
+            self.item(
+                "PID 1",
+                "docker's init (reaps zombies, passes signals on)",
+                "init",
+            );
+        } else {
+            self.line("  PID 1: the entrypoint, no init");
+        }
         if c.command.is_empty() {
             self.line("  command: the image's");
         } else {

@@ -359,6 +359,11 @@ pub struct ImageConfig {
     pub command: Option<Vec<String>>,
     /// User to run as (custom only).
     pub user: Option<String>,
+    /// Run docker's init (tini) as PID 1 of the agent's container, before the entrypoint: it
+    /// reaps orphaned processes, which would otherwise linger as zombies and count against
+    /// `resources.pids_limit`, and passes signals on. Off by default, as in the seeds.
+    #[serde(default)]
+    pub init: bool,
     /// Build context directory, relative to the profile, for `agentc build`.
     pub build_context: Option<String>,
     /// Dockerfile, relative to the build context.

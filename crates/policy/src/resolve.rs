@@ -457,6 +457,14 @@ impl Resolver<'_> {
         }
     }
 
+    /// docker's init as PID 1 of the agent's container, when the profile asks (`image.init`).
+    fn init_process(&mut self, container: &mut ContainerSpec) {
+        if self.profile.image.init {
+            container.init = true;
+            self.set("init", self.field_origin("image.init"));
+        }
+    }
+
     /// Read-only root, no-new-privileges, every capability dropped, tmpfs `/tmp` and `/run`.
     fn harden(&mut self, container: &mut ContainerSpec, preset: Option<&Preset>) {
         container.no_new_privileges = true;
@@ -1010,6 +1018,7 @@ impl Resolver<'_> {
         for key in ["interactive", "tty", "auto_remove"] {
             self.set(key, preset_origin(preset));
         }
+        self.init_process(&mut container);
         self.harden(&mut container, Some(preset));
         self.security(&mut container, Some(preset))?;
 
@@ -1377,6 +1386,7 @@ impl Resolver<'_> {
             container.user = Some(user.clone());
             self.set("user", self.field_origin("image.user"));
         }
+        self.init_process(&mut container);
         self.harden(&mut container, None);
         self.security(&mut container, None)?;
         let workspace = self.workspace(&mut container, false, Origin::Default)?;

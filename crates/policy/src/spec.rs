@@ -119,6 +119,11 @@ pub struct ContainerSpec {
     pub user: Option<String>,
     /// Working directory; `None` keeps the image's. `--workdir`; `Config.WorkingDir`.
     pub working_dir: Option<String>,
+    /// Run docker's init as PID 1, which reaps zombies and passes signals on to the
+    /// entrypoint. `--init`; `HostConfig.Init`. Left out of the serialized spec when off, so
+    /// that specs without it keep their digests.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub init: bool,
     /// Environment entries, in launch order, names unique. `--env`; `Config.Env`.
     pub env: Vec<EnvVar>,
     /// Bind and volume mounts, in mount order, targets unique. `--mount`; `HostConfig.Mounts`.
@@ -177,6 +182,7 @@ impl ContainerSpec {
             command: Vec::new(),
             user: None,
             working_dir: None,
+            init: false,
             env: Vec::new(),
             mounts: Vec::new(),
             tmpfs: Vec::new(),
