@@ -3,10 +3,10 @@
 //!
 //! Covered: the daemon socket missing, the image missing, the name already in use, a container
 //! killed by the OOM killer (exit 137 reported as such), SIGINT (Ctrl-C) or SIGTERM during
-//! an attached launch (the container is removed, exit 130 or 143), and the daemon connection
-//! lost during an attached launch (the container is removed, or named when the daemon stays
-//! unreachable). Every test watches the
-//! containers labelled with its own profile name, and the volumes of that profile, with a
+//! an attached launch (the container is removed, exit 130 or 143; under `--init` also for an
+//! agent without signal handlers), and the daemon connection lost during an attached launch
+//! (the container is removed, or named when the daemon stays unreachable). Every test watches
+//! the containers labelled with its own profile name, and the volumes of that profile, with a
 //! [`LeakGuard`]: nothing may be left behind.
 //!
 //! The signal tests run the launch in a child process: this test binary again, told by
@@ -720,32 +720,57 @@ fn live_an_unreachable_daemon_after_a_lost_connection_names_the_container_left_b
 /// container (`--sig-proxy` is on by default), whose process exits on it, and `--rm` removes
 /// the container. The agent must handle the signal itself: the container's PID 1 ignores
 /// signals it installs no handler for, so a bare `sleep` would keep running.
-fn cli_signal(test: &str, signal: &str, expected: i32) {
+fn cli_signal(test: &str, signal: &str, expected: i32, init: bool) {
     let Some(image) = setup(test) else { return };
     let profile = profile(test);
     let guard = LeakGuard::new(test, &profile);
     let label = format!("{PROFILE_LABEL}={profile}");
-    let script = "trap 'exit 130' INT; trap 'exit 143' TERM; sleep 60 & wait";
-    let container = spec(
-        &profile,
-        &format!("{profile}-cli"),
-        &image,
-        &["sh", "-c", script],
-    );
+    let script = "trap 'exit 130' INT; trap 'exit 143' TERM; echo ready; sleep 60 & wait";
+    let command: &[&str] = if init {
+        // No handler of its own: docker's init passes the signal on, and sleep dies of it.
+        &["sleep", "60"]
+    } else {
+        &["sh", "-c", script]
+    };
+    let mut container = spec(&profile, &format!("{profile}-cli"), &image, command);
+    container.init = init;
     let mut child = Command::new("docker")
         .args(cli_args(&container))
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn docker");
-    if !wait_running(&label, Duration::from_secs(20)) {
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead as _;
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if line == "ready" {
+                let _ = ready_tx.send(());
+            }
+        }
+    });
+    // The shell's traps are set once it says ready; before, as PID 1 it would ignore the signal.
+    let ready = if init {
+        wait_running(&label, Duration::from_secs(20))
+    } else {
+        ready_rx.recv_timeout(Duration::from_secs(20)).is_ok()
+    };
+    if !ready {
         let _ = child.kill();
-        panic!("{test}: the container never ran");
+        panic!("{test}: the container never became ready");
     }
+    let started = Instant::now();
     send(signal, child.id());
     let code = wait_child(&mut child, Duration::from_secs(20));
     assert_eq!(code, Some(expected));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{test}: the container took {:?} to stop",
+        started.elapsed()
+    );
     assert!(
         containers_with_label(&label).is_empty(),
         "{test}: left behind"
@@ -755,10 +780,18 @@ fn cli_signal(test: &str, signal: &str, expected: i32) {
 
 #[test]
 fn live_sigint_to_the_cli_backend_reaches_the_container_and_removes_it() {
-    cli_signal("cli-sigint", "INT", 130);
+    cli_signal("cli-sigint", "INT", 130, false);
 }
 
 #[test]
 fn live_sigterm_to_the_cli_backend_reaches_the_container_and_removes_it() {
-    cli_signal("cli-sigterm", "TERM", 143);
+    cli_signal("cli-sigterm", "TERM", 143, false);
+}
+
+/// With `image.init`, docker's init is PID 1 and passes a SIGTERM on to an agent that installs
+/// no handler (here a bare `sleep`, which without init would ignore it as PID 1 and keep the
+/// container running): the container stops at once with 143 and `--rm` removes it.
+#[test]
+fn live_sigterm_stops_an_agent_without_handlers_under_init() {
+    cli_signal("cli-sigterm-init", "TERM", 143, true);
 }
