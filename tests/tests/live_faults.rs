@@ -246,6 +246,10 @@ fn live_a_name_in_use_is_a_clear_error_and_leaves_the_existing_container_alone()
         "{message}"
     );
     assert!(message.contains("is already in use"), "{message}");
+    assert!(
+        message.contains("`agentc rm NAME` removes one"),
+        "{message}"
+    );
 
     let (code, stderr) = run_cli(&container, &[]);
     assert_eq!(code, 125, "{stderr}");
@@ -257,6 +261,45 @@ fn live_a_name_in_use_is_a_clear_error_and_leaves_the_existing_container_alone()
     assert_eq!(after["State"]["Status"], "created");
     assert_eq!(containers_with_label(&label), vec![name.clone()]);
     docker(&["rm", "--force", &existing]).expect("remove the existing container");
+    guard.finish();
+}
+
+/// A CPU quota above the daemon host's CPU count passes validation (the policy cannot know the
+/// host) and is refused by the daemon at create: a clear error that names the profile field,
+/// exit 125, and nothing created, through both backends.
+#[test]
+fn live_more_cpus_than_the_host_has_is_refused_with_a_hint_and_creates_nothing() {
+    let test = "cpus-beyond-host";
+    let Some(image) = setup(test) else { return };
+    let profile = profile(test);
+    let guard = LeakGuard::new(test, &profile);
+    let cpus = agentc_conformance::live::daemon_cpus().expect("the daemon's cpu count");
+    let mut container = spec(&profile, &format!("{profile}-api"), &image, &["true"]);
+    container.resources.nano_cpus = Some((cpus + 1) * 1_000_000_000);
+
+    let error = launch_api(&container).unwrap_err();
+    let message = error.to_string();
+    assert!(
+        matches!(
+            &error,
+            ExecError::Daemon {
+                step: "create the container",
+                ..
+            }
+        ),
+        "{message}"
+    );
+    assert!(message.contains("Range of CPUs"), "{message}");
+    assert!(
+        message.contains("resources.cpus (or AGENTC_CPUS)"),
+        "{message}"
+    );
+    assert_eq!(error.exit_code(), 125);
+
+    container.name = Some(format!("{profile}-cli"));
+    let (code, stderr) = run_cli(&container, &[]);
+    assert_eq!(code, 125, "{stderr}");
+    assert!(stderr.contains("Range of CPUs"), "{stderr}");
     guard.finish();
 }
 

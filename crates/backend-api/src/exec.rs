@@ -162,7 +162,7 @@ pub enum ExecError {
         message: String,
     },
     /// The daemon answered a request with an error.
-    #[error("docker daemon refused to {step} (status {status}): {message}")]
+    #[error("docker daemon refused to {step} (status {status}): {message}{}", daemon_hint(message).map(|hint| format!(" (hint: {hint})")).unwrap_or_default())]
     Daemon {
         /// What agentc was doing, such as `create the container`.
         step: &'static str,
@@ -802,6 +802,24 @@ pub(crate) fn is_not_found(error: &BollardError) -> bool {
     status(error) == Some(404)
 }
 
+/// What to do about a daemon refusal that a valid profile can still meet on a given host,
+/// recognized by the daemon's own wording (moby's `daemon/create.go`, `daemon/start.go`).
+pub fn daemon_hint(message: &str) -> Option<&'static str> {
+    if message.contains("is already in use by container") {
+        Some("`agentc ps --all` lists agentc's containers and `agentc rm NAME` removes one")
+    } else if message.contains("Range of CPUs is from") {
+        Some("lower resources.cpus (or AGENTC_CPUS) to at most the daemon host's CPU count")
+    } else if message.contains("bind source path does not exist") {
+        Some("a bind source must exist on the daemon's host when the container is created")
+    } else if message.starts_with("network ") && message.ends_with(" not found") {
+        Some("create it with `docker network create NAME`, or change network.name (or AGENTC_NETWORK)")
+    } else if message.contains("error gathering device information") {
+        Some("the daemon's host lacks the device: for /dev/fuse load the fuse module, or drop security.fuse")
+    } else {
+        None
+    }
+}
+
 pub(crate) fn daemon_error(step: &'static str, error: BollardError) -> ExecError {
     match error {
         BollardError::DockerResponseServerError {
@@ -1021,6 +1039,49 @@ mod tests {
             name: name.into(),
             value,
         }
+    }
+
+    /// The daemon's messages, as moby words them (the first three seen on engine 20.10).
+    #[test]
+    fn daemon_refusals_a_valid_profile_can_meet_get_a_hint() {
+        let hinted = [
+            (
+                "Conflict. The container name \"/x\" is already in use by container \"0123\". You have to remove (or rename) that container to be able to reuse that name.",
+                "agentc rm NAME",
+            ),
+            (
+                "Range of CPUs is from 0.01 to 2.00, as there are only 2 CPUs available",
+                "resources.cpus (or AGENTC_CPUS)",
+            ),
+            (
+                "invalid mount config for type \"bind\": bind source path does not exist: /gone",
+                "must exist on the daemon's host",
+            ),
+            ("network agentc-net not found", "docker network create"),
+            (
+                "error gathering device information while adding custom device \"/dev/fuse\": no such file or directory",
+                "drop security.fuse",
+            ),
+        ];
+        for (message, expected) in hinted {
+            let error = ExecError::Daemon {
+                step: "create the container",
+                status: 400,
+                message: message.to_string(),
+            };
+            let text = error.to_string();
+            assert!(text.ends_with(')') && text.contains(expected), "{text}");
+            assert!(text.contains(message), "{text}");
+        }
+        let plain = ExecError::Daemon {
+            step: "start the container",
+            status: 500,
+            message: "something else".to_string(),
+        };
+        assert_eq!(
+            plain.to_string(),
+            "docker daemon refused to start the container (status 500): something else"
+        );
     }
 
     fn caller_env() -> BTreeMap<String, String> {
