@@ -5,8 +5,9 @@
 //! CLI argv, the shell line, `explain`, either renderer's output, or an error raised next to
 //! the secret; only the API backend's run path (`agentc_backend_api::exec::resolve_env`)
 //! holds it. The same holds for the `agentc` binary's stdout and stderr of `validate`,
-//! `render` and `explain` with the secrets in its process environment. The binary has no
-//! `--verbose` flag, so there are no verbose logs to check.
+//! `render` and `explain` with the secrets in its process environment and `--verbose` on
+//! (the step log names secrets, never their values; `crates/agentc/tests/launch.rs` checks the
+//! log of a real launch through both backends).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -299,15 +300,36 @@ fn the_binary_never_prints_a_secret_value() {
             runs.push((launch(&["render"]), bad.clone(), 65));
             runs.push((launch(&["explain"]), bad, 65));
             for (args, env, code) in runs {
-                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                // With the step log on: it names secrets, never their values.
+                let args: Vec<&str> = std::iter::once("--verbose")
+                    .chain(args.iter().map(String::as_str))
+                    .collect();
                 let output = agentc(dir.path(), &args, &env);
-                prop_assert_eq!(
-                    output.status.code(),
-                    Some(code),
-                    "{:?}: {}",
+                let stderr = String::from_utf8_lossy(&output.stderr);
+                prop_assert_eq!(output.status.code(), Some(code), "{:?}: {}", args, stderr);
+                prop_assert!(
+                    stderr.contains("agentc: read "),
+                    "{:?}: no log: {}",
                     args,
-                    String::from_utf8_lossy(&output.stderr)
+                    stderr
                 );
+                if code == 0 {
+                    let resolved = stderr
+                        .lines()
+                        .find(|line| line.starts_with("agentc: resolved the run launch"));
+                    prop_assert!(
+                        resolved.is_some_and(|line| [
+                            &secrets.provider_env,
+                            &secrets.public_env,
+                            &secrets.secret_env
+                        ]
+                        .iter()
+                        .all(|name| line.contains(name.as_str()))),
+                        "{:?}: the log does not name the secrets: {}",
+                        args,
+                        stderr
+                    );
+                }
                 for (what, value) in secrets.values() {
                     for (stream, bytes) in [("stdout", &output.stdout), ("stderr", &output.stderr)]
                     {

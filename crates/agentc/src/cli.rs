@@ -12,6 +12,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     after_help = "Examples:\n  agentc validate fixtures/valid/claude-minimal.toml\n  agentc render fixtures/valid/claude-minimal.toml --backend cli --format shell\n  agentc explain fixtures/valid/sandbox-pentest.toml\n  agentc run fixtures/valid/claude-minimal.toml --workspace ~/src/app\n  agentc verify fixtures/valid/sandbox-minimal.toml\n\nExit status: 0 success, 1 `verify` found a mismatch or `rm` refused a container, 2 usage error, 65 invalid profile or unlaunchable request, 66 unreadable profile file, 125 docker failed before the container ran (daemon unreachable, image missing, pull failed, required secret unset), 130/143 interrupted by SIGINT/SIGTERM (the container was removed). `run` and `seed` otherwise exit with the container's own exit code (137: killed, for example by the out-of-memory killer)."
 )]
 pub struct Cli {
+    /// Log each step on stderr (what is read, resolved, run or sent to the daemon). Secrets
+    /// appear by name only, never by value.
+    #[arg(long, short = 'v', global = true)]
+    pub verbose: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use agentc_policy::load::LoadedProfile;
 use agentc_policy::profile::MountType;
 use agentc_policy::{
-    DecantSource, LaunchKind, LaunchSpec, Owner, PolicyError, RealPaths, ResolveInputs,
+    Action, DecantSource, EnvValue, LaunchKind, LaunchSpec, Owner, PolicyError, RealPaths,
+    ResolveInputs,
 };
 
 use crate::cli::{KindArg, LaunchArgs};
@@ -99,7 +100,14 @@ pub fn load_profile(path: &Path) -> Result<LoadedProfile, Failure> {
             error.utf8_error().valid_up_to()
         ),
     })?;
-    agentc_policy::load::load(&shown, &text).map_err(Failure::invalid)
+    let loaded = agentc_policy::load::load(&shown, &text).map_err(Failure::invalid)?;
+    log::debug!(
+        "read {shown} ({} bytes): profile {}, agent {}",
+        text.len(),
+        loaded.profile.name,
+        loaded.profile.agent.as_str()
+    );
+    Ok(loaded)
 }
 
 /// Every launch a profile supports: its run, one seed per seed mount, its build when it has a
@@ -158,6 +166,10 @@ pub fn resolve_launch(loaded: &LoadedProfile, args: &LaunchArgs) -> Result<Launc
     } else {
         Vec::new()
     };
+    let env = agentc_environment();
+    for (name, value) in &env {
+        log::debug!("environment override {name}={value:?}");
+    }
     let inputs = ResolveInputs {
         kind,
         workspace: path_text(&workspace, "--workspace")?,
@@ -167,18 +179,58 @@ pub fn resolve_launch(loaded: &LoadedProfile, args: &LaunchArgs) -> Result<Launc
         image: args.image.clone(),
         seed_target: args.seed_target.clone(),
         agent_args: args.agent_args.clone(),
-        env: agentc_environment(),
+        env,
         decant_sources,
     };
-    agentc_policy::resolve::resolve(loaded, &inputs, &RealPaths).map_err(Failure::invalid)
+    let spec =
+        agentc_policy::resolve::resolve(loaded, &inputs, &RealPaths).map_err(Failure::invalid)?;
+    log_resolved(&spec);
+    Ok(spec)
 }
 
-/// The `AGENTC_*` variables only: the policy never sees the rest of the environment, so no
-/// secret can reach it.
+/// One `--verbose` line saying what a launch resolved to; secrets by name only.
+fn log_resolved(spec: &LaunchSpec) {
+    if !log::log_enabled!(log::Level::Debug) {
+        return;
+    }
+    let digest = agentc_policy::spec_digest(spec);
+    match &spec.action {
+        Action::Container(container) => {
+            let secrets: Vec<&str> = container
+                .env
+                .iter()
+                .filter(|var| matches!(var.value, EnvValue::Secret { .. }))
+                .map(|var| var.name.as_str())
+                .collect();
+            log::debug!(
+                "resolved the {} launch: image {}, {} environment entries (secrets by name: {}), {} mounts, spec digest {digest}",
+                spec.kind.as_str(),
+                container.image,
+                container.env.len(),
+                if secrets.is_empty() { "none".to_string() } else { secrets.join(", ") },
+                container.mounts.len(),
+            );
+        }
+        Action::Build(build) => log::debug!(
+            "resolved the build: tag {}, context {}, spec digest {digest}",
+            build.tag,
+            build.context
+        ),
+    }
+}
+
+/// The override variables the policy reads (`AGENTC_MEM_LIMIT`, ...) only: the policy never
+/// sees the rest of the environment, so no secret can reach it, not even one whose name
+/// starts with `AGENTC_`.
 fn agentc_environment() -> BTreeMap<String, String> {
-    std::env::vars_os()
-        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
-        .filter(|(name, _)| name.starts_with("AGENTC_"))
+    agentc_policy::overrides::VARIABLES
+        .iter()
+        .filter_map(|name| {
+            // A value that is not UTF-8 reaches the policy with replacement characters, which
+            // no override accepts: an error naming the variable, not a silently dropped value.
+            let value = std::env::var_os(name)?.to_string_lossy().into_owned();
+            Some((name.to_string(), value))
+        })
         .collect()
 }
 

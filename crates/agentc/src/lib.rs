@@ -10,6 +10,7 @@
 pub mod cli;
 pub mod commands;
 pub mod context;
+pub mod verbose;
 pub mod verify;
 
 use std::io::Write;
@@ -20,6 +21,9 @@ use cli::{Cli, Command};
 /// Runs one parsed command line: prints its output or `error: MESSAGE`, and returns the exit
 /// status (see `agentc --help`).
 pub fn execute(cli: Cli) -> ExitCode {
+    if cli.verbose {
+        verbose::enable();
+    }
     let result = match cli.command {
         Command::Run(args) => commands::run::run(args),
         Command::Seed(args) => commands::seed::seed(args),

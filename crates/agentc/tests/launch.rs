@@ -354,6 +354,89 @@ fn live_run_returns_the_exit_code_through_both_backends_and_leaves_nothing() {
     lab.finish();
 }
 
+/// `--verbose` logs every step of a real launch through both backends (the resolved launch,
+/// the docker command or the Engine API calls) and names the secrets it passes, while no
+/// byte of a secret's value reaches agentc's stdout or stderr. The container proves it got
+/// the value without printing it.
+#[test]
+fn live_verbose_run_logs_each_step_and_names_secrets_without_their_values() {
+    if !require_daemon("live_verbose_run_logs_each_step_and_names_secrets_without_their_values") {
+        return;
+    }
+    let image = agent_image();
+    let mut lab = Lab::new("launcher-verbose");
+    lab.volume("launcher-verbose-home");
+    let profile = lab.profile(
+        "agent = \"claude-code\"\nhome_volume = \"launcher-verbose-home\"\n\n[provider]\nkind = \"anthropic\"\napi_key_env = \"AGENTC_TEST_PROVIDER_KEY\"\n",
+    );
+    let secret = "sk-verbose-8d1f3c0a-sentinel";
+    // The container reports the value's length: proof that it arrived, without the value.
+    let check = "echo key-length=${#AGENTC_TEST_PROVIDER_KEY}";
+    for (backend, steps) in [
+        (
+            "cli",
+            &["resolved the run launch", "running docker run "][..],
+        ),
+        (
+            "api",
+            &[
+                "resolved the run launch",
+                "connected to the daemon",
+                "secrets passed from this environment, by name: AGENTC_TEST_PROVIDER_KEY",
+                "created container",
+                "attaching to",
+                "starting",
+                "exited with code 0",
+            ][..],
+        ),
+    ] {
+        let output = agentc_in(
+            lab.dir.path(),
+            &[
+                "--verbose",
+                "run",
+                &profile,
+                "--backend",
+                backend,
+                "--image",
+                &image,
+                "--",
+                "-c",
+                check,
+            ],
+            &[("AGENTC_TEST_PROVIDER_KEY", secret)],
+        );
+        let described = describe(&output);
+        assert_eq!(output.status.code(), Some(0), "{backend}: {described}");
+        let stderr = text(&output.stderr);
+        for step in steps {
+            assert!(
+                stderr.contains(&format!("agentc: {step}")) || stderr.contains(step),
+                "{backend}: no {step:?} in the log: {described}"
+            );
+        }
+        assert!(
+            stderr.contains("secrets by name: AGENTC_TEST_PROVIDER_KEY"),
+            "{backend}: {described}"
+        );
+        // The value reached the container, and no byte sequence of it reached agentc's output.
+        assert!(
+            text(&output.stdout).contains(&format!("key-length={}", secret.len())),
+            "{backend}: {described}"
+        );
+        assert!(
+            !described.contains(secret),
+            "{backend}: the value leaked: {described}"
+        );
+        assert!(
+            lab.containers().is_empty(),
+            "{backend}: {:?}",
+            lab.containers()
+        );
+    }
+    lab.finish();
+}
+
 #[test]
 fn live_a_missing_image_is_refused_without_pulling() {
     if !require_daemon("live_a_missing_image_is_refused_without_pulling") {

@@ -244,12 +244,22 @@ pub async fn connect(docker_host: Option<&str>) -> Result<Docker, ExecError> {
     .map_err(|error| ExecError::Connect {
         message: error.to_string(),
     })?;
-    docker
+    let docker = docker
         .negotiate_version()
         .await
         .map_err(|error| ExecError::Connect {
             message: error.to_string(),
-        })
+        })?;
+    log::debug!(
+        "connected to the daemon at {} (engine api {})",
+        if docker_host.is_some_and(|host| !host.is_empty()) {
+            "DOCKER_HOST"
+        } else {
+            "the local socket"
+        },
+        docker.client_version()
+    );
+    Ok(docker)
 }
 
 /// Resolves the spec's environment for the daemon: literals as `NAME=value`, set secrets as
@@ -287,12 +297,26 @@ pub async fn launch(
 ) -> Result<Outcome, ExecError> {
     let mut request = render_create(spec)?;
     request.body.env = Some(resolve_env(spec, &options.env)?).filter(|env| !env.is_empty());
+    let passed: Vec<&str> = spec
+        .env
+        .iter()
+        .filter(|var| {
+            matches!(var.value, EnvValue::Secret { .. }) && options.env.contains_key(&var.name)
+        })
+        .map(|var| var.name.as_str())
+        .collect();
+    if !passed.is_empty() {
+        log::debug!(
+            "secrets passed from this environment, by name: {}",
+            passed.join(", ")
+        );
+    }
     check_subpaths(docker, spec)?;
     let mut signals = Signals::new()?;
 
     tokio::select! {
         result = docker.inspect_image(&spec.image) => match result {
-            Ok(_) => {}
+            Ok(_) => log::debug!("image {} is present", spec.image),
             Err(error) if is_not_found(&error) => {
                 return Err(ExecError::ImageMissing { image: spec.image.clone() })
             }
@@ -323,6 +347,10 @@ pub async fn launch(
         }
     };
     let id = created.id;
+    log::debug!(
+        "created container {} ({id})",
+        request.name.as_deref().unwrap_or("without a name")
+    );
 
     let result = if spec.detach {
         run_detached(docker, &id, &mut signals).await
@@ -362,6 +390,7 @@ impl From<ExecError> for Step {
 }
 
 async fn run_detached(docker: &Docker, id: &str, signals: &mut Signals) -> Result<Outcome, Step> {
+    log::debug!("starting {id} detached");
     tokio::select! {
         result = docker.start_container(id, None) => {
             result.map_err(|error| daemon_error("start the container", error))?;
@@ -388,6 +417,7 @@ async fn run_attached(
         .stdout(true)
         .stderr(true)
         .build();
+    log::debug!("attaching to {id}");
     let attached = tokio::select! {
         result = docker.attach_container(id, Some(attach_options)) => {
             result.map_err(|error| daemon_error("attach to the container", error))?
@@ -422,6 +452,7 @@ async fn run_attached(
     // daemon's `oom` event for it is watched from before the start instead.
     let oom_watch = spec.auto_remove.then(|| OomWatch::spawn(docker, id));
 
+    log::debug!("starting {id}");
     tokio::select! {
         result = docker.start_container(id, None) => {
             result.map_err(|error| daemon_error("start the container", error))?;
@@ -486,11 +517,14 @@ async fn run_attached(
     }
     drop(_raw);
 
+    log::debug!("{id} exited with code {exit_code}");
     let oom_killed = exit_code == 137 && was_oom_killed(docker, id, oom_watch).await;
     if spec.auto_remove {
+        log::debug!("waiting for the daemon to remove {id} (auto-remove)");
         // Like `docker run --rm`, return only once the daemon has removed it.
         wait_removed(docker, id).await;
     } else {
+        log::debug!("removing {id}");
         remove_quietly(docker, id)
             .await
             .map_err(|error| daemon_error("remove the container", error))?;
@@ -741,6 +775,7 @@ impl Signals {
 /// gone (also when it never existed); the daemon's or the connection's message when it could
 /// not be removed, for example because the daemon is unreachable.
 async fn cleanup(docker: &Docker, id: &str) -> Result<(), String> {
+    log::debug!("killing and removing {id}: the launch did not finish");
     let kill = KillContainerOptionsBuilder::new().signal("KILL").build();
     let _ = docker.kill_container(id, Some(kill)).await;
     let options = RemoveContainerOptionsBuilder::new().force(true).build();

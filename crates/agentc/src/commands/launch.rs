@@ -230,6 +230,11 @@ pub fn docker_output_with_env(
     args: &[&str],
     env: &BTreeMap<String, String>,
 ) -> Result<String, Failure> {
+    let argv: Vec<String> = std::iter::once("docker")
+        .chain(args.iter().copied())
+        .map(str::to_string)
+        .collect();
+    log::debug!("running {}", agentc_backend_cli::shell_line(&argv));
     let output = Process::new("docker")
         .args(args)
         .envs(env)
@@ -421,6 +426,7 @@ impl Drop for SignalShield {
 /// SIGTERM is shielded too and passed on to docker: a supervisor that stops agentc alone
 /// stops the container through docker (which forwards it and, with `--rm`, removes it).
 pub fn run_docker_foreground(argv: &[String]) -> Result<i32, Failure> {
+    log::debug!("running {}", agentc_backend_cli::shell_line(argv));
     let _shield = SignalShield::new(true);
     let child = agentc_backend_cli::exec::spawn("docker", argv)
         .map_err(|error| Failure::new(EXIT_DOCKER, error.to_string()))?;
