@@ -948,3 +948,189 @@ fn live_verify_binary_exits_1_when_the_kernel_rounds_a_limit() {
     }
     lab.finish();
 }
+
+/// A pseudo-terminal for a child: the test holds the master side, the child gets the slave
+/// as stdin, stdout, stderr and controlling terminal (so resizing the window sends it SIGWINCH).
+struct Pty {
+    master: std::fs::File,
+    slave: std::fs::File,
+}
+
+impl Pty {
+    fn open(rows: u16, columns: u16) -> std::io::Result<Pty> {
+        use std::os::fd::FromRawFd;
+        let (mut master, mut slave) = (-1, -1);
+        // SAFETY: openpty writes two new descriptors into `master` and `slave`; the name,
+        // termios and window arguments may be null.
+        let status = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        if status != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: both descriptors are new and owned by nothing else.
+        let pty = unsafe {
+            Pty {
+                master: std::fs::File::from_raw_fd(master),
+                slave: std::fs::File::from_raw_fd(slave),
+            }
+        };
+        pty.resize(rows, columns)?;
+        Ok(pty)
+    }
+
+    /// Sets the window size, as a terminal emulator does when its window changes.
+    fn resize(&self, rows: u16, columns: u16) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let size = libc::winsize {
+            ws_row: rows,
+            ws_col: columns,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: TIOCSWINSZ reads one `winsize` from the pointer.
+        if unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &size) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// The slave side's local modes (ICANON, ECHO, ...).
+    fn local_modes(&self) -> libc::tcflag_t {
+        use std::os::fd::AsRawFd;
+        // SAFETY: tcgetattr fills the zeroed termios.
+        let mut termios: libc::termios = unsafe { std::mem::zeroed() };
+        assert_eq!(
+            unsafe { libc::tcgetattr(self.slave.as_raw_fd(), &mut termios) },
+            0
+        );
+        termios.c_lflag
+    }
+
+    /// Spawns `command` on the slave side, in a new session whose controlling terminal it is.
+    fn spawn(&self, command: &mut Command) -> std::process::Child {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::process::CommandExt;
+        let slave = self.slave.as_raw_fd();
+        command
+            .stdin(self.slave.try_clone().unwrap())
+            .stdout(self.slave.try_clone().unwrap())
+            .stderr(self.slave.try_clone().unwrap());
+        // SAFETY: setsid and ioctl are async-signal-safe, as pre_exec requires.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::setsid() < 0 || libc::ioctl(slave, libc::TIOCSCTTY, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        command.spawn().expect("spawn on the pty")
+    }
+
+    /// Collects what the child writes, in the background.
+    fn reader(&self) -> std::sync::Arc<std::sync::Mutex<Vec<u8>>> {
+        use std::io::Read;
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let mut master = self.master.try_clone().unwrap();
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            // EIO once every slave descriptor is closed ends the loop.
+            while let Ok(read) = master.read(&mut buffer) {
+                if read == 0 {
+                    break;
+                }
+                sink.lock().unwrap().extend_from_slice(&buffer[..read]);
+            }
+        });
+        seen
+    }
+}
+
+/// An interactive run on a real terminal, through both backends: the container gets a TTY of
+/// the terminal's size, keystrokes reach it, a window resize reaches it (SIGWINCH, then the
+/// resize call), its exit code comes back, and the local terminal leaves raw mode again.
+#[test]
+fn live_an_interactive_run_on_a_terminal_follows_its_size_and_restores_it() {
+    if !require_daemon("live_an_interactive_run_on_a_terminal_follows_its_size_and_restores_it") {
+        return;
+    }
+    let image = agent_image();
+    let mut lab = Lab::new("launcher-tty");
+    lab.volume("launcher-tty-home");
+    let profile = lab.profile("agent = \"claude-code\"\nhome_volume = \"launcher-tty-home\"\n");
+    // Print the size after each line read; stop at end of input with code 4.
+    let script = "while read line; do echo \"line=$line size=$(stty size)\"; done; exit 4";
+    for backend in ["api", "cli"] {
+        let pty = Pty::open(33, 101).expect("a pseudo-terminal");
+        let canonical = pty.local_modes() & libc::ICANON;
+        assert_ne!(canonical, 0, "a new terminal starts in canonical mode");
+        let seen = pty.reader();
+        let mut child = pty.spawn(
+            Command::new(env!("CARGO_BIN_EXE_agentc"))
+                .args([
+                    "run",
+                    &profile,
+                    "--backend",
+                    backend,
+                    "--image",
+                    &image,
+                    "--",
+                    "-c",
+                    script,
+                ])
+                .current_dir(lab.dir.path())
+                .env("USER", "launcher"),
+        );
+        let mut master = pty.master.try_clone().unwrap();
+        let mut send = |text: &str| {
+            use std::io::Write;
+            master.write_all(text.as_bytes()).unwrap();
+        };
+        let shown = || String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
+        // Sends `line` until the container answers with `answer` (a resize reaches it
+        // asynchronously, and input may arrive before the first resize): 50 tries, 200 ms apart.
+        let mut until = |line: &str, answer: &str| {
+            for _ in 0..50 {
+                send(line);
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                if shown().contains(answer) {
+                    return true;
+                }
+            }
+            false
+        };
+        assert!(
+            until("first\r", "line=first size=33 101"),
+            "{backend}: the container never saw the terminal's size: {}",
+            shown()
+        );
+        pty.resize(40, 120).unwrap();
+        assert!(
+            until("again\r", "line=again size=40 120"),
+            "{backend}: the resize never reached the container: {}",
+            shown()
+        );
+        send("\x04");
+        let status = child.wait().expect("agentc ends");
+        assert_eq!(status.code(), Some(4), "{backend}: {}", shown());
+        assert_eq!(
+            pty.local_modes() & libc::ICANON,
+            canonical,
+            "{backend}: the terminal was left in raw mode"
+        );
+        assert!(
+            lab.containers().is_empty(),
+            "{backend}: {:?}",
+            lab.containers()
+        );
+    }
+    lab.finish();
+}
