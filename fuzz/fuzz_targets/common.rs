@@ -72,7 +72,14 @@ pub fn launches(loaded: &LoadedProfile, env: &BTreeMap<String, String>) -> Vec<R
 }
 
 /// docker's own flags that take no value, as the CLI renderer writes them.
-const BARE_FLAGS: &[&str] = &["--detach", "--interactive", "--tty", "--rm", "--read-only"];
+const BARE_FLAGS: &[&str] = &[
+    "--detach",
+    "--interactive",
+    "--tty",
+    "--rm",
+    "--init",
+    "--read-only",
+];
 
 /// docker flags that take a value, always attached as `--flag=value`.
 const VALUE_FLAGS: &[&str] = &[

@@ -110,7 +110,14 @@ fn inputs(case: &Case) -> ResolveInputs {
 }
 
 /// docker's flags the CLI renderer writes without a value.
-const BARE_FLAGS: &[&str] = &["--detach", "--interactive", "--tty", "--rm", "--read-only"];
+const BARE_FLAGS: &[&str] = &[
+    "--detach",
+    "--interactive",
+    "--tty",
+    "--rm",
+    "--init",
+    "--read-only",
+];
 
 /// docker's flags the CLI renderer writes with a value, always attached (`--flag=value`).
 const VALUE_FLAGS: &[&str] = &[
@@ -1261,4 +1268,23 @@ fn unrelated_environment_values_never_reach_the_spec() {
     for value in ["--privileged", "tcp://evil:2375", "sk-hostile-value"] {
         assert!(!json.contains(value), "{value} reached the spec");
     }
+}
+
+/// The argv reader's flag lists are complete: every launch of every valid fixture (which
+/// together use every profile field) reads back as the renderer's own flags, its image and its
+/// command. A flag the renderer learns is refused here until the lists name it.
+#[test]
+fn every_valid_fixture_reads_back_like_pflag() {
+    use agentc_conformance::fixtures;
+    let mut launches = 0;
+    for path in fixtures::fixture_files("valid") {
+        let loaded = fixtures::load_fixture(&path).expect("a valid fixture loads");
+        for launch in fixtures::launches(&loaded) {
+            let spec = fixtures::resolve(&loaded, &launch).expect("a valid fixture resolves");
+            let argv = agentc_backend_cli::render_argv(&spec).expect("it renders");
+            check_structure(&spec, &argv);
+            launches += 1;
+        }
+    }
+    assert!(launches >= 80, "only {launches} launches read back");
 }
