@@ -166,7 +166,7 @@ pub fn resolve_launch(loaded: &LoadedProfile, args: &LaunchArgs) -> Result<Launc
     } else {
         Vec::new()
     };
-    let env = agentc_environment();
+    let env = agentc_environment()?;
     for (name, value) in &env {
         log::debug!("environment override {name}={value:?}");
     }
@@ -221,9 +221,14 @@ fn log_resolved(spec: &LaunchSpec) {
 
 /// The override variables the policy reads (`AGENTC_MEM_LIMIT`, ...) only: the policy never
 /// sees the rest of the environment, so no secret can reach it, not even one whose name
-/// starts with `AGENTC_`.
-fn agentc_environment() -> BTreeMap<String, String> {
-    agentc_policy::overrides::VARIABLES
+/// starts with `AGENTC_`. An `AGENTC_*` name a typo away from an override is refused first
+/// (by name; its value is never read).
+fn agentc_environment() -> Result<BTreeMap<String, String>, Failure> {
+    for (name, _) in std::env::vars_os() {
+        agentc_policy::overrides::check_variable_name(&name.to_string_lossy())
+            .map_err(Failure::invalid)?;
+    }
+    Ok(agentc_policy::overrides::VARIABLES
         .iter()
         .filter_map(|name| {
             // A value that is not UTF-8 reaches the policy with replacement characters, which
@@ -231,7 +236,7 @@ fn agentc_environment() -> BTreeMap<String, String> {
             let value = std::env::var_os(name)?.to_string_lossy().into_owned();
             Some((name.to_string(), value))
         })
-        .collect()
+        .collect())
 }
 
 /// The user running agentc.

@@ -272,3 +272,43 @@ fn secret_values_in_the_environment_never_reach_the_output() {
         }
     }
 }
+
+/// An `AGENTC_*` variable a typo away from an override is refused, exit 65, naming the
+/// variable and the override it resembles, for every command that reads overrides; its value
+/// is never shown. Unrelated `AGENTC_*` names change nothing.
+#[test]
+fn a_misspelled_override_is_refused_naming_the_override_meant() {
+    let profile = "fixtures/valid/claude-minimal.toml";
+    for args in [
+        vec!["validate", profile],
+        vec!["explain", profile],
+        vec!["render", profile, "--backend", "api", "--format", "json"],
+    ] {
+        let output = agentc(&args, &[("AGENTC_PID_LIMIT", "100-value-not-shown")]);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(65), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("environment variable AGENTC_PID_LIMIT: ")
+                && stderr.contains("hint: did you mean AGENTC_PIDS_LIMIT?"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("value-not-shown"), "{stderr}");
+        assert!(output.stdout.is_empty(), "{args:?}");
+
+        let plain = agentc(&args, &[]);
+        let unrelated = agentc(
+            &args,
+            &[
+                ("AGENTC_REQUIRE_DOCKER", "1"),
+                ("AGENTC_HOME", "/elsewhere"),
+            ],
+        );
+        assert_eq!(
+            unrelated.status.code(),
+            Some(0),
+            "{}",
+            text(&unrelated.stderr)
+        );
+        assert_eq!(unrelated.stdout, plain.stdout, "{args:?}");
+    }
+}

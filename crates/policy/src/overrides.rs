@@ -113,6 +113,31 @@ pub fn parse_overrides(env: &BTreeMap<String, String>) -> Result<Overrides, Poli
     Ok(overrides)
 }
 
+/// Refuses an `AGENTC_*` name that is not an override but lies a typo away from one
+/// (`AGENTC_MEM_LIMT`, `AGENTC_CPU`): the limit it was meant to set would silently not apply.
+/// Other `AGENTC_*` names pass (agentc's test switch `AGENTC_REQUIRE_DOCKER`, a user's own
+/// variables), as does every name without the prefix. Only the name is read, never a value.
+pub fn check_variable_name(name: &str) -> Result<(), PolicyError> {
+    let Some(suffix) = name.strip_prefix("AGENTC_") else {
+        return Ok(());
+    };
+    if VARIABLES.contains(&name) {
+        return Ok(());
+    }
+    let known: Vec<String> = VARIABLES
+        .iter()
+        .map(|variable| variable.trim_start_matches("AGENTC_").to_string())
+        .collect();
+    match crate::load::closest(suffix, &known) {
+        Some(close) => Err(invalid(
+            name,
+            format!("{name} is not a variable agentc reads, so it sets nothing"),
+            &format!("did you mean AGENTC_{close}? rename the variable, or unset it"),
+        )),
+        None => Ok(()),
+    }
+}
+
 const SIZE_HINT: &str = "use a size such as 512m or 4g, or off to remove the limit";
 const LOG_SIZE_HINT: &str =
     "use a size such as 50m, or off to keep the daemon's default (unbounded) logging";
@@ -261,6 +286,43 @@ mod tests {
         match error.location() {
             Location::Environment { variable } => variable.clone(),
             other => panic!("unexpected location {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_misspelled_override_is_refused_and_other_names_pass() {
+        for (name, meant) in [
+            ("AGENTC_MEM_LIMT", MEM_LIMIT),
+            ("AGENTC_CPU", CPUS),
+            ("AGENTC_PID_LIMIT", PIDS_LIMIT),
+            ("AGENTC_SHMSIZE", SHM_SIZE),
+            ("AGENTC_LOG_MAXFILE", LOG_MAX_FILE),
+            ("AGENTC_NETWROK", NETWORK),
+            ("agentc_mem_limit", MEM_LIMIT),
+        ] {
+            if !name.starts_with("AGENTC_") {
+                // The prefix is case-sensitive, like every environment variable name.
+                assert!(check_variable_name(name).is_ok(), "{name}");
+                continue;
+            }
+            let error = check_variable_name(name).unwrap_err();
+            assert_eq!(variable_of(error.clone()), name);
+            assert!(error.to_string().contains("sets nothing"), "{error}");
+            assert!(
+                error
+                    .to_string()
+                    .contains(&format!("hint: did you mean {meant}?")),
+                "{error}"
+            );
+        }
+        for name in VARIABLES.iter().copied().chain([
+            "AGENTC_REQUIRE_DOCKER",
+            "AGENTC_TEST_PROVIDER_KEY",
+            "AGENTC_HOME",
+            "PATH",
+            "MEM_LIMIT",
+        ]) {
+            assert!(check_variable_name(name).is_ok(), "{name}");
         }
     }
 
