@@ -341,7 +341,7 @@ pub async fn launch(
             let removed = cleanup(docker, name).await;
             let cause = ExecError::Interrupted {
                 signal,
-                container: removed.is_ok().then(|| name.clone()),
+                container: (removed == Ok(Cleanup::Removed)).then(|| name.clone()),
             };
             return Err(left_behind(cause, name, removed));
         }
@@ -774,29 +774,38 @@ impl Signals {
 /// Kills and force-removes the container of a launch that did not finish. `Ok` when it is
 /// gone (also when it never existed); the daemon's or the connection's message when it could
 /// not be removed, for example because the daemon is unreachable.
-async fn cleanup(docker: &Docker, id: &str) -> Result<(), String> {
+async fn cleanup(docker: &Docker, id: &str) -> Result<Cleanup, String> {
     log::debug!("killing and removing {id}: the launch did not finish");
     let kill = KillContainerOptionsBuilder::new().signal("KILL").build();
     let _ = docker.kill_container(id, Some(kill)).await;
     let options = RemoveContainerOptionsBuilder::new().force(true).build();
     match docker.remove_container(id, Some(options)).await {
-        Ok(()) => Ok(()),
-        Err(error) if is_not_found(&error) => Ok(()),
+        Ok(()) => Ok(Cleanup::Removed),
+        Err(error) if is_not_found(&error) => Ok(Cleanup::Absent),
         Err(error) if status(&error) == Some(409) => {
             // The daemon's AutoRemove is already removing it (the kill ended it): return only
             // once it is gone, or it is still listed after agentc said it was removed.
             wait_removed(docker, id).await;
-            Ok(())
+            Ok(Cleanup::Removed)
         }
         Err(error) => Err(error.to_string()),
     }
 }
 
+/// What [`cleanup`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cleanup {
+    /// The container existed and is gone now.
+    Removed,
+    /// There was no such container (never created, or already removed).
+    Absent,
+}
+
 /// `cause` as it is when the cleanup removed the container; wrapped in
 /// [`ExecError::NotRemoved`], naming the container, when it did not.
-fn left_behind(cause: ExecError, container: &str, removed: Result<(), String>) -> ExecError {
+fn left_behind(cause: ExecError, container: &str, removed: Result<Cleanup, String>) -> ExecError {
     match removed {
-        Ok(()) => cause,
+        Ok(_) => cause,
         Err(message) => ExecError::NotRemoved {
             cause: Box::new(cause),
             container: container.to_string(),
