@@ -1,6 +1,7 @@
-//! Bytes -> `NAME=VALUE` lines -> `parse_overrides`, then a minimal profile of each agent
-//! resolved and rendered with them. A name that is a single digit `0`..`6` stands for the
-//! `AGENTC_*` variable at that index, so the fuzzer reaches every override quickly.
+//! Bytes -> `NAME=VALUE` lines -> `check_variable_name` of each name, `parse_overrides`, then a
+//! minimal profile of each agent resolved and rendered with them. A name that is a single digit
+//! `0`..`6` stands for the `AGENTC_*` variable at that index, so the fuzzer reaches every
+//! override quickly.
 #![no_main]
 
 use std::collections::BTreeMap;
@@ -28,6 +29,11 @@ fuzz_target!(|data: &[u8]| {
             _ => name.to_string(),
         };
         env.insert(name, value.to_string());
+    }
+    // The name check the binary runs on every variable name: it must return, never panic.
+    for name in env.keys() {
+        let _ = agentc_policy::overrides::check_variable_name(name);
+        let _ = agentc_policy::overrides::check_variable_name(&format!("AGENTC_{name}"));
     }
     if agentc_policy::parse_overrides(&env).is_err() {
         return;
