@@ -531,19 +531,33 @@ impl Resolver<'_> {
         Ok(())
     }
 
+    /// The profile's value of a `[resources]` field, parsed, with its origin; `None` when the
+    /// profile leaves it out. A value `parse` refuses is an error at `field` with `hint`.
+    fn profile_limit<V, T>(
+        &self,
+        field: &str,
+        value: Option<V>,
+        parse: impl FnOnce(V) -> Result<T, String>,
+        hint: &str,
+    ) -> Result<Option<(T, Origin)>, PolicyError> {
+        value
+            .map(|value| {
+                let parsed = parse(value).map_err(|message| self.invalid(field, message, hint))?;
+                Ok((parsed, self.field_origin(field)))
+            })
+            .transpose()
+    }
+
     /// Memory (swap equal), shm, CPUs and processes: default, then profile, then environment.
     fn limits(&mut self, container: &mut ContainerSpec) -> Result<(), PolicyError> {
         let resources = &self.profile.resources;
         // Memory, with swap equal to it (no swap).
-        let profile_memory = match &resources.memory {
-            Some(text) => Some((
-                parse_size(text).map_err(|message| {
-                    self.invalid("resources.memory", message, "use a size such as 4g")
-                })?,
-                self.field_origin("resources.memory"),
-            )),
-            None => None,
-        };
+        let profile_memory = self.profile_limit(
+            "resources.memory",
+            resources.memory.as_deref(),
+            parse_size,
+            "use a size such as 4g",
+        )?;
         let (memory, origin) = layered(
             Some((presets::DEFAULT_MEMORY_BYTES, Origin::Default)),
             profile_memory,
@@ -557,15 +571,12 @@ impl Resolver<'_> {
             self.set("resources.memory_swap_bytes", origin);
         }
         // Shared memory.
-        let profile_shm = match &resources.shm_size {
-            Some(text) => Some((
-                parse_size(text).map_err(|message| {
-                    self.invalid("resources.shm_size", message, "use a size such as 256m")
-                })?,
-                self.field_origin("resources.shm_size"),
-            )),
-            None => None,
-        };
+        let profile_shm = self.profile_limit(
+            "resources.shm_size",
+            resources.shm_size.as_deref(),
+            parse_size,
+            "use a size such as 256m",
+        )?;
         let (shm, origin) = layered(
             None,
             profile_shm,
@@ -577,15 +588,12 @@ impl Resolver<'_> {
             self.set("resources.shm_size_bytes", origin);
         }
         // CPUs.
-        let profile_cpus = match &resources.cpus {
-            Some(count) => Some((
-                cpus_of(count).map_err(|message| {
-                    self.invalid("resources.cpus", message, "use a CPU count such as 1.5")
-                })?,
-                self.field_origin("resources.cpus"),
-            )),
-            None => None,
-        };
+        let profile_cpus = self.profile_limit(
+            "resources.cpus",
+            resources.cpus.as_ref(),
+            cpus_of,
+            "use a CPU count such as 1.5",
+        )?;
         let (cpus, origin) = layered(
             None,
             profile_cpus,
@@ -597,22 +605,17 @@ impl Resolver<'_> {
             self.set("resources.nano_cpus", origin);
         }
         // Processes.
-        let profile_pids = match resources.pids_limit {
-            Some(value) => Some((
+        let profile_pids = self.profile_limit(
+            "resources.pids_limit",
+            resources.pids_limit,
+            |value| {
                 u32::try_from(value)
                     .ok()
                     .filter(|count| *count > 0)
-                    .ok_or_else(|| {
-                        self.invalid(
-                            "resources.pids_limit",
-                            format!("{value} is not a positive process count"),
-                            "use a positive whole number such as 512",
-                        )
-                    })?,
-                self.field_origin("resources.pids_limit"),
-            )),
-            None => None,
-        };
+                    .ok_or_else(|| format!("{value} is not a positive process count"))
+            },
+            "use a positive whole number such as 512",
+        )?;
         let (pids, origin) = layered(
             Some((presets::DEFAULT_PIDS_LIMIT, Origin::Default)),
             profile_pids,
@@ -1993,7 +1996,7 @@ fn opencode_config(profile: &Profile) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::inputs::DecantSource;
     use crate::load::load;
