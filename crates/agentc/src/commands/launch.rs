@@ -239,12 +239,7 @@ pub fn docker_output_with_env(
         .args(args)
         .envs(env)
         .output()
-        .map_err(|error| {
-            Failure::new(
-                EXIT_DOCKER,
-                format!("cannot run docker: {error}\n  hint: install the docker CLI, or use --backend api"),
-            )
-        })?;
+        .map_err(cannot_run_docker)?;
     if output.status.success() {
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     } else {
@@ -282,6 +277,14 @@ pub async fn ensure_image_api(docker: &Docker, image: &str, pull: bool) -> Resul
         .map_err(exec_failure)
 }
 
+/// The `docker` binary could not be started.
+fn cannot_run_docker(error: std::io::Error) -> Failure {
+    Failure::new(
+        EXIT_DOCKER,
+        format!("cannot run docker: {error}\n  hint: install the docker CLI, or use --backend api"),
+    )
+}
+
 /// Makes sure the daemon has `image` through the docker CLI: with `pull`, a missing image is
 /// pulled by `docker pull IMAGE` in the foreground (its progress goes to stderr, keeping stdout
 /// for the container); without, it is refused, as the api backend refuses it: `docker run`
@@ -305,12 +308,7 @@ pub fn ensure_image_cli(image: &str, pull: bool) -> Result<(), Failure> {
         .stdout(std::io::stderr())
         .stderr(std::process::Stdio::piped())
         .output()
-        .map_err(|error| {
-            Failure::new(
-                EXIT_DOCKER,
-                format!("cannot run docker: {error}\n  hint: install the docker CLI, or use --backend api"),
-            )
-        })?;
+        .map_err(cannot_run_docker)?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let message = stderr
