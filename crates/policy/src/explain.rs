@@ -698,37 +698,24 @@ mod escaping_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inputs::{DecantSource, Owner, PathKind, PathProbe, ResolveInputs};
+    use crate::inputs::{DecantSource, PathKind, ResolveInputs};
     use crate::load::load;
     use crate::resolve::resolve;
+    use crate::resolve::tests::FakePaths;
     use std::collections::BTreeMap;
 
-    struct Paths;
-
-    impl PathProbe for Paths {
-        fn kind(&self, path: &str) -> PathKind {
-            match path {
-                "/home/alice/src/app" | "/home/alice/profiles/data" | "/home/alice/images" => {
-                    PathKind::Directory
-                }
-                "/home/alice/profiles/ca.pem" | "/home/alice/profiles/seed.json" => PathKind::File,
-                _ => PathKind::Missing,
-            }
-        }
+    /// resolve's virtual machine (alice's workspace), with the files these profiles point at.
+    fn paths() -> FakePaths {
+        crate::resolve::tests::paths(&[
+            ("/home/alice/profiles/data", PathKind::Directory),
+            ("/home/alice/images", PathKind::Directory),
+            ("/home/alice/profiles/ca.pem", PathKind::File),
+            ("/home/alice/profiles/seed.json", PathKind::File),
+        ])
     }
 
     fn inputs(kind: LaunchKind, env: &[(&str, &str)]) -> ResolveInputs {
         ResolveInputs {
-            kind,
-            workspace: "/home/alice/src/app".to_string(),
-            profile_dir: "/home/alice/profiles".to_string(),
-            home_dir: "/home/alice".to_string(),
-            owner: Owner {
-                name: "alice".to_string(),
-                uid: 1000,
-                gid: 1000,
-            },
-            image: None,
             seed_target: Some("/home/claude/.claude/settings.json".to_string()),
             agent_args: vec!["--resume".to_string()],
             env: env
@@ -740,13 +727,14 @@ mod tests {
                 agent: AgentName::ClaudeCode,
                 home_volume: "claude-code-home-alice-1000-dev".to_string(),
             }],
+            ..crate::resolve::tests::inputs(kind)
         }
     }
 
     fn explained(text: &str, kind: LaunchKind, env: &[(&str, &str)]) -> String {
         let loaded = load("dev.toml", text).unwrap_or_else(|error| panic!("{error}"));
-        let spec =
-            resolve(&loaded, &inputs(kind, env), &Paths).unwrap_or_else(|error| panic!("{error}"));
+        let spec = resolve(&loaded, &inputs(kind, env), &paths())
+            .unwrap_or_else(|error| panic!("{error}"));
         // The digest changes with every spec change; keep snapshots about the explanation.
         explain(&loaded, &spec).replace(&spec_digest_label(&spec), "<digest>")
     }

@@ -716,16 +716,19 @@ pub(crate) fn normalize_format(format: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    const MINIMAL: &str = "name = \"dev\"\nagent = \"claude-code\"\n";
+    /// The smallest valid profile; tests append the fields under test.
+    pub(crate) const MINIMAL: &str = "name = \"dev\"\nagent = \"claude-code\"\n";
 
-    fn err(text: &str) -> PolicyError {
+    /// The error a profile text is refused with.
+    pub(crate) fn err(text: &str) -> PolicyError {
         load("p.toml", text).expect_err("profile should be rejected")
     }
 
-    fn parts(error: &PolicyError) -> (String, Option<(usize, usize)>, String, String) {
+    /// (field, position, message, hint) of a profile error.
+    pub(crate) fn parts(error: &PolicyError) -> (String, Option<(usize, usize)>, String, String) {
         match error {
             PolicyError::Invalid {
                 location:

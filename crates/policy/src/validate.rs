@@ -1478,32 +1478,13 @@ fn parse_published_port(port: &PortConfig) -> Result<(u16, &'static str), String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Location;
     use crate::load::load;
 
-    const MINIMAL: &str = "name = \"dev\"\nagent = \"claude-code\"\n";
-
-    fn err(text: &str) -> PolicyError {
-        load("p.toml", text).expect_err("profile should be rejected")
-    }
+    use crate::load::tests::{err, parts, MINIMAL};
 
     /// (field, position, message, hint) of the error for MINIMAL plus `extra`.
     fn reject(extra: &str) -> (String, Option<(usize, usize)>, String, String) {
         parts(&err(&format!("{MINIMAL}{extra}")))
-    }
-
-    fn parts(error: &PolicyError) -> (String, Option<(usize, usize)>, String, String) {
-        match error {
-            PolicyError::Invalid {
-                location:
-                    Location::Profile {
-                        field, position, ..
-                    },
-                message,
-                hint,
-            } => (field.clone(), *position, message.clone(), hint.clone()),
-            other => panic!("unexpected error {other:?}"),
-        }
     }
 
     fn accept(extra: &str) -> Profile {
