@@ -64,40 +64,25 @@ fn profile(test: &str) -> String {
 fn spec(profile: &str, name: &str, image: &str, command: &[&str]) -> ContainerSpec {
     ContainerSpec {
         name: Some(name.to_string()),
-        image: image.to_string(),
-        entrypoint: None,
         command: command.iter().map(|arg| arg.to_string()).collect(),
         user: Some("1000".to_string()),
-        working_dir: None,
-        init: false,
-        env: Vec::new(),
-        mounts: Vec::new(),
         tmpfs: vec![Tmpfs {
             target: "/tmp".to_string(),
             exec: false,
         }],
         read_only_root: true,
         no_new_privileges: true,
-        apparmor: None,
         cap_drop_all: true,
-        cap_add: BTreeSet::new(),
         network: Network::None,
-        extra_hosts: Vec::new(),
-        ports: Vec::new(),
         resources: Resources {
             memory_bytes: Some(64 * 1024 * 1024),
             memory_swap_bytes: Some(64 * 1024 * 1024),
-            shm_size_bytes: None,
-            nano_cpus: None,
             pids_limit: Some(64),
+            ..Resources::default()
         },
-        log: None,
-        devices: Vec::new(),
         labels: BTreeMap::from([(PROFILE_LABEL.to_string(), profile.to_string())]),
-        interactive: false,
-        tty: false,
         auto_remove: true,
-        detach: false,
+        ..ContainerSpec::empty(image)
     }
 }
 

@@ -1189,13 +1189,6 @@ END=1
     fn hardened_spec() -> ContainerSpec {
         ContainerSpec {
             name: Some("agentc-test".to_string()),
-            image: "agentc-test/busybox:1".to_string(),
-            entrypoint: None,
-            command: Vec::new(),
-            user: None,
-            working_dir: None,
-            init: false,
-            env: Vec::new(),
             mounts: vec![Mount {
                 target: "/data".to_string(),
                 read_only: true,
@@ -1215,12 +1208,9 @@ END=1
             ],
             read_only_root: true,
             no_new_privileges: true,
-            apparmor: None,
             cap_drop_all: true,
             cap_add: [Capability::NetRaw].into_iter().collect(),
             network: Network::None,
-            extra_hosts: Vec::new(),
-            ports: Vec::new(),
             resources: Resources {
                 memory_bytes: Some(67_108_864),
                 memory_swap_bytes: Some(67_108_864),
@@ -1228,13 +1218,10 @@ END=1
                 nano_cpus: None,
                 pids_limit: Some(64),
             },
-            log: None,
-            devices: Vec::new(),
-            labels: BTreeMap::new(),
             interactive: true,
             tty: true,
             auto_remove: true,
-            detach: false,
+            ..ContainerSpec::empty("agentc-test/busybox:1")
         }
     }
 

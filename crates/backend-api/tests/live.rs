@@ -3,7 +3,7 @@
 //! Skips (printing why) when `docker info` fails or the image cannot be built; fails instead
 //! when `AGENTC_REQUIRE_DOCKER=1`. The comprehensive live proof lives in the conformance tests.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -47,43 +47,30 @@ fn test_image() -> Result<String, String> {
 fn spec(image: &str, name: &str, script: &str) -> ContainerSpec {
     ContainerSpec {
         name: Some(name.into()),
-        image: image.into(),
-        entrypoint: None,
         command: vec!["sh".into(), "-c".into(), script.into()],
         user: Some("65534".into()),
         working_dir: Some("/tmp".into()),
-        init: false,
         env: vec![EnvVar {
             name: "TOKEN".into(),
             value: EnvValue::Secret { required: true },
         }],
-        mounts: Vec::new(),
         tmpfs: vec![Tmpfs {
             target: "/tmp".into(),
             exec: false,
         }],
         read_only_root: true,
         no_new_privileges: true,
-        apparmor: None,
         cap_drop_all: true,
-        cap_add: BTreeSet::new(),
         network: Network::None,
-        extra_hosts: Vec::new(),
-        ports: Vec::new(),
         resources: Resources {
             memory_bytes: Some(64 << 20),
             memory_swap_bytes: Some(64 << 20),
-            shm_size_bytes: None,
             nano_cpus: Some(500_000_000),
             pids_limit: Some(64),
+            ..Resources::default()
         },
-        log: None,
-        devices: Vec::new(),
         labels: BTreeMap::from([("io.agentc.profile".into(), "backend-api-live".into())]),
-        interactive: false,
-        tty: false,
-        auto_remove: false,
-        detach: false,
+        ..ContainerSpec::empty(image)
     }
 }
 
