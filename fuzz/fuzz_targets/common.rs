@@ -1,13 +1,15 @@
 //! Shared by the fuzz targets: virtual machine inputs, a probe that says every path exists, and
-//! the structural argv check (a value can never become a docker flag).
+//! the structural argv check (a value can never become a docker flag), which is the hostile
+//! corpus's own, included from the conformance crate.
 
 use std::collections::BTreeMap;
 
+#[path = "../../tests/src/argv.rs"]
+mod argv;
+
 use agentc_policy::load::LoadedProfile;
 use agentc_policy::profile::MountType;
-use agentc_policy::{
-    Action, DecantSource, LaunchKind, LaunchSpec, Owner, PathKind, PathProbe, ResolveInputs,
-};
+use agentc_policy::{DecantSource, LaunchKind, Owner, PathKind, PathProbe, ResolveInputs};
 
 /// Every path exists: a directory when its last component has no `.`, a file otherwise, so
 /// both `type = "directory"` mounts and key files can resolve.
@@ -71,77 +73,6 @@ pub fn launches(loaded: &LoadedProfile, env: &BTreeMap<String, String>) -> Vec<R
     all
 }
 
-/// docker's own flags that take no value, as the CLI renderer writes them.
-const BARE_FLAGS: &[&str] = &[
-    "--detach",
-    "--interactive",
-    "--tty",
-    "--rm",
-    "--init",
-    "--read-only",
-];
-
-/// docker flags that take a value, always attached as `--flag=value`.
-const VALUE_FLAGS: &[&str] = &[
-    "--name",
-    "--entrypoint",
-    "--user",
-    "--workdir",
-    "--env",
-    "--mount",
-    "--tmpfs",
-    "--security-opt",
-    "--cap-drop",
-    "--cap-add",
-    "--network",
-    "--add-host",
-    "--publish",
-    "--memory",
-    "--memory-swap",
-    "--shm-size",
-    "--cpus",
-    "--pids-limit",
-    "--log-driver",
-    "--log-opt",
-    "--device",
-    "--label",
-    "--tag",
-    "--file",
-    "--build-context",
-    "--build-arg",
-];
-
-/// Reads argv the way docker's pflag does (options until the first non-option) and panics
-/// when a value could have become a flag of its own.
-pub fn check_argv(spec: &LaunchSpec, argv: &[String]) {
-    assert_eq!(argv[0], "docker");
-    let mut index = 2;
-    while index < argv.len() && argv[index].starts_with('-') {
-        let word = &argv[index];
-        let known = BARE_FLAGS.contains(&word.as_str())
-            || word
-                .split_once('=')
-                .is_some_and(|(flag, _)| VALUE_FLAGS.contains(&flag));
-        assert!(
-            known,
-            "argv[{index}] {word:?} is not one of the renderer's flags"
-        );
-        index += 1;
-    }
-    match &spec.action {
-        Action::Container(container) => {
-            assert_eq!(argv[1], "run");
-            assert_eq!(argv.get(index), Some(&container.image), "image position");
-            assert_eq!(&argv[index + 1..], container.command.as_slice(), "command");
-        }
-        Action::Build(build) => {
-            assert_eq!(argv[1], "build");
-            assert_eq!(argv.get(index), Some(&build.context), "context position");
-            assert_eq!(index + 1, argv.len(), "nothing after the context");
-        }
-    }
-}
-
 /// Resolves and renders every launch through both backends; panics only on a broken invariant.
 pub fn resolve_and_render(loaded: &LoadedProfile, env: &BTreeMap<String, String>) {
     for inputs in launches(loaded, env) {
@@ -150,7 +81,7 @@ pub fn resolve_and_render(loaded: &LoadedProfile, env: &BTreeMap<String, String>
         };
         let _ = agentc_policy::explain(loaded, &spec);
         if let Ok(argv) = agentc_backend_cli::render_argv(&spec) {
-            check_argv(&spec, &argv);
+            argv::check_structure(&spec, &argv);
             let _ = agentc_backend_cli::shell_line(&argv);
         }
         let _ = agentc_backend_api::render_json(&spec);

@@ -1,4 +1,5 @@
 //! Support for the workspace-level conformance tests.
+pub mod argv;
 pub mod canonical;
 pub mod fixtures;
 pub mod image;
