@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 #[path = "../../tests/src/argv.rs"]
 mod argv;
 
-use agentc_policy::load::LoadedProfile;
+use agentc_policy::LoadedProfile;
 use agentc_policy::profile::MountType;
 use agentc_policy::{DecantSource, LaunchKind, Owner, PathKind, PathProbe, ResolveInputs};
 

@@ -8,11 +8,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use agentc_policy::load::LoadedProfile;
 use agentc_policy::profile::MountType;
+use agentc_policy::LoadedProfile;
 use agentc_policy::{
-    DecantSource, LaunchKind, LaunchSpec, Owner, PathKind, PathProbe, PolicyError, RealPaths,
-    ResolveInputs,
+    DecantSource, LaunchKind, LaunchSpec, Owner, PathKind, PathProbe, PolicyError, PolicyErrors,
+    RealPaths, ResolveInputs,
 };
 
 /// The virtual directory the valid fixtures live in.
@@ -70,9 +70,9 @@ pub fn owner() -> Owner {
 }
 
 /// Loads a fixture, naming it `fixtures/<folder>/<file>` in errors.
-pub fn load_fixture(path: &Path) -> Result<LoadedProfile, PolicyError> {
+pub fn load_fixture(path: &Path) -> Result<LoadedProfile, PolicyErrors> {
     let text = std::fs::read_to_string(path).expect("fixture is UTF-8");
-    agentc_policy::load::load(&display_name(path), &text)
+    agentc_policy::load(&display_name(path), &text)
 }
 
 /// `fixtures/<folder>/<file>`.
@@ -187,7 +187,7 @@ pub fn decant_sources(loaded: &LoadedProfile) -> Vec<DecantSource> {
         .filter_map(|name| {
             let path = fixtures_dir().join("valid").join(format!("{name}.toml"));
             let source = load_fixture(&path).expect("decant source fixture is valid");
-            let home_volume = agentc_policy::resolve::home_volume_name(&source.profile, &owner())?;
+            let home_volume = agentc_policy::home_volume_name(&source.profile, &owner())?;
             Some(DecantSource {
                 profile: name.clone(),
                 agent: source.profile.agent,
@@ -199,5 +199,5 @@ pub fn decant_sources(loaded: &LoadedProfile) -> Vec<DecantSource> {
 
 /// Resolves one fixture launch.
 pub fn resolve(loaded: &LoadedProfile, launch: &FixtureLaunch) -> Result<LaunchSpec, PolicyError> {
-    agentc_policy::resolve::resolve(loaded, &launch.inputs, &FixturePaths)
+    agentc_policy::resolve(loaded, &launch.inputs, &FixturePaths)
 }

@@ -619,7 +619,7 @@ pub fn localize(
     {
         adjustments.push(format!(
             "cpus {} lowered to the host's {} (the daemon refuses more)",
-            agentc_policy::units::format_cpus(nanos),
+            agentc_policy::format_cpus(nanos),
             machine.host_cpus
         ));
         container.resources.nano_cpus = Some(host_nanos);

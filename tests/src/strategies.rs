@@ -200,7 +200,7 @@ fn cpus() -> impl Strategy<Value = String> {
         Just("1024.0".to_string()),
         (1i64..=1024).prop_map(|n| n.to_string()),
         (10_000_000u64..=1024 * 1_000_000_000)
-            .prop_map(|nano| toml_string(&agentc_policy::units::format_cpus(nano))),
+            .prop_map(|nano| toml_string(&agentc_policy::format_cpus(nano))),
     ]
 }
 

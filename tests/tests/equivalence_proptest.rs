@@ -263,7 +263,7 @@ fn hostile(change: impl FnOnce(&mut agentc_policy::ContainerSpec)) -> LaunchSpec
 /// field; values both carry render in both. Needs no docker.
 #[test]
 fn refusals_are_symmetric() {
-    use agentc_policy::validate::MAX_SIZE_BYTES;
+    use agentc_policy::MAX_SIZE_BYTES;
     use agentc_policy::{
         Device, EnvValue, EnvVar, ExtraHost, HostTarget, LogConfig, Mount, MountSource, Network,
         Tmpfs,

@@ -5,7 +5,7 @@ use agentc_conformance::fixtures::{self, FixtureLaunch};
 use agentc_policy::{Action, EnvValue, LaunchSpec};
 
 /// The four renderings of one launch, as one reviewable document.
-fn render_all(loaded: &agentc_policy::load::LoadedProfile, spec: &LaunchSpec) -> String {
+fn render_all(loaded: &agentc_policy::LoadedProfile, spec: &LaunchSpec) -> String {
     let argv = agentc_backend_cli::render_argv(spec);
     let argv_section = match &argv {
         Ok(argv) => serde_json::to_string_pretty(argv).expect("argv is JSON"),
@@ -19,7 +19,7 @@ fn render_all(loaded: &agentc_policy::load::LoadedProfile, spec: &LaunchSpec) ->
         Ok(value) => serde_json::to_string_pretty(&value).expect("body is JSON"),
         Err(error) => format!("refused: {error}"),
     };
-    let explain = agentc_policy::explain::explain(loaded, spec);
+    let explain = agentc_policy::explain(loaded, spec);
     format!(
         "## argv\n{argv_section}\n\n## shell\n{shell_section}\n\n## api\n{api_section}\n\n## explain\n{explain}"
     )

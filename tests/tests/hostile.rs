@@ -11,7 +11,7 @@
 
 use agentc_conformance::argv::{check_structure, parse_like_pflag};
 use agentc_conformance::fixtures::{VIRTUAL_HOME, VIRTUAL_WORKSPACE};
-use agentc_policy::load::LoadedProfile;
+use agentc_policy::LoadedProfile;
 use agentc_policy::{
     Action, ContainerSpec, LaunchKind, LaunchSpec, Location, MountSource, Owner, PathKind,
     PathProbe, PolicyError, ResolveInputs,
@@ -124,10 +124,12 @@ fn no_control(text: &str) -> bool {
 /// Runs one case; returns a description of the mismatch, if any.
 fn run(case: &Case) -> Result<(), String> {
     let outcome: Result<(LoadedProfile, LaunchSpec), PolicyError> =
-        agentc_policy::load(FILE, &case.profile).and_then(|loaded| {
-            let spec = agentc_policy::resolve(&loaded, &inputs(case), &Everything)?;
-            Ok((loaded, spec))
-        });
+        agentc_policy::load(FILE, &case.profile)
+            .map_err(|errors| errors.first().clone())
+            .and_then(|loaded| {
+                let spec = agentc_policy::resolve(&loaded, &inputs(case), &Everything)?;
+                Ok((loaded, spec))
+            });
     match (&case.want, outcome) {
         (Want::Accepted(check), Ok((loaded, spec))) => {
             let argv = agentc_backend_cli::render_argv(&spec)
@@ -902,7 +904,7 @@ fn environment_cases() -> Vec<Case> {
         env("AGENTC_NETWORK", "a\0b", "is not a network name"),
         env("AGENTC_NETWORK", "a\nb", "is not a network name"),
         env("AGENTC_MEM_LIMIT", "-1", "is not a size"),
-        env("AGENTC_MEM_LIMIT", "0", "is zero"),
+        env("AGENTC_MEM_LIMIT", "0", "is below docker's minimum of 6m"),
         env(
             "AGENTC_MEM_LIMIT",
             "99999999999999999999999999",
@@ -919,28 +921,36 @@ fn environment_cases() -> Vec<Case> {
             "99999999999999999999999999",
             "is too large for a cpu count",
         ),
-        env("AGENTC_PIDS_LIMIT", "-1", "is not a positive whole number"),
-        env("AGENTC_PIDS_LIMIT", "0", "is zero"),
+        env(
+            "AGENTC_PIDS_LIMIT",
+            "-1",
+            "must be between 1 and 4194304, not -1",
+        ),
+        env(
+            "AGENTC_PIDS_LIMIT",
+            "0",
+            "must be between 1 and 4194304, not 0",
+        ),
         env(
             "AGENTC_PIDS_LIMIT",
             "4294967296",
-            "is not a positive whole number",
+            "must be between 1 and 4194304, not 4294967296",
         ),
         env("AGENTC_LOG_MAX_SIZE", "\0", "is not a size"),
         env(
             "AGENTC_LOG_MAX_FILE",
             "off",
-            "is not a positive whole number",
+            "\"off\" is not a whole number",
         ),
         env(
             "AGENTC_LOG_MAX_FILE",
             "-3",
-            "is not a positive whole number",
+            "must be between 1 and 100, not -3",
         ),
         env(
             "AGENTC_LOG_MAX_FILE",
             "18446744073709551616",
-            "is not a positive whole number",
+            "is not a whole number",
         ),
     ]
 }

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
 
-use agentc_policy::load::LoadedProfile;
 use agentc_policy::profile::MountType;
+use agentc_policy::LoadedProfile;
 use agentc_policy::{
     Action, DecantSource, EnvValue, LaunchKind, LaunchSpec, Owner, PolicyError, RealPaths,
     ResolveInputs,
@@ -40,6 +40,32 @@ impl Failure {
         Failure {
             code: EXIT_INVALID,
             message: error.to_string(),
+        }
+    }
+
+    /// A profile with one or more errors (exit 65): each printed as its own `error:` line in
+    /// file order, then, when there are several, how many.
+    pub fn invalid_profile(errors: agentc_policy::PolicyErrors) -> Failure {
+        let mut message = errors
+            .errors()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\nerror: ");
+        let total = errors.errors().len() + errors.omitted();
+        if errors.omitted() > 0 {
+            message.push_str(&format!(
+                "\nerror: ... and {} more (only the first {} are shown)",
+                errors.omitted(),
+                errors.errors().len()
+            ));
+        }
+        if total > 1 {
+            message.push_str(&format!("\nerror: {total} errors in the profile"));
+        }
+        Failure {
+            code: EXIT_INVALID,
+            message,
         }
     }
 
@@ -78,18 +104,18 @@ pub fn load_profile(path: &Path) -> Result<LoadedProfile, Failure> {
     // Read one byte past the limit at most, so that `/dev/zero` or a huge file costs no more
     // memory than a profile may have; `load` then refuses the oversized text by its size.
     let mut bytes = Vec::new();
-    let limit = agentc_policy::load::MAX_PROFILE_BYTES as u64 + 1;
+    let limit = agentc_policy::MAX_PROFILE_BYTES as u64 + 1;
     std::fs::File::open(path)
         .and_then(|file| {
             std::io::Read::read_to_end(&mut std::io::Read::take(file, limit), &mut bytes)
         })
         .map_err(cannot_read)?;
-    if bytes.len() > agentc_policy::load::MAX_PROFILE_BYTES {
+    if bytes.len() > agentc_policy::MAX_PROFILE_BYTES {
         return Err(Failure {
             code: EXIT_INVALID,
             message: format!(
                 "{shown}: the profile is larger than the limit of {} bytes (1 MiB)\n  hint: a profile is a few kilobytes of toml; check that this is the right file",
-                agentc_policy::load::MAX_PROFILE_BYTES
+                agentc_policy::MAX_PROFILE_BYTES
             ),
         });
     }
@@ -100,7 +126,7 @@ pub fn load_profile(path: &Path) -> Result<LoadedProfile, Failure> {
             error.utf8_error().valid_up_to()
         ),
     })?;
-    let loaded = agentc_policy::load::load(&shown, &text).map_err(Failure::invalid)?;
+    let loaded = agentc_policy::load(&shown, &text).map_err(Failure::invalid_profile)?;
     log::debug!(
         "read {shown} ({} bytes): profile {}, agent {}",
         text.len(),
@@ -182,8 +208,7 @@ pub fn resolve_launch(loaded: &LoadedProfile, args: &LaunchArgs) -> Result<Launc
         env,
         decant_sources,
     };
-    let spec =
-        agentc_policy::resolve::resolve(loaded, &inputs, &RealPaths).map_err(Failure::invalid)?;
+    let spec = agentc_policy::resolve(loaded, &inputs, &RealPaths).map_err(Failure::invalid)?;
     log_resolved(&spec);
     Ok(spec)
 }
@@ -344,8 +369,7 @@ fn decant_sources(
                 ),
             });
         }
-        if let Some(home_volume) = agentc_policy::resolve::home_volume_name(&source.profile, owner)
-        {
+        if let Some(home_volume) = agentc_policy::home_volume_name(&source.profile, owner) {
             sources.push(DecantSource {
                 profile: name.clone(),
                 agent: source.profile.agent,

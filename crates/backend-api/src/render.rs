@@ -972,7 +972,7 @@ mod tests {
 
     #[test]
     fn sizes_beyond_the_shared_limit_are_refused_with_the_field() {
-        use agentc_policy::validate::MAX_SIZE_BYTES;
+        use agentc_policy::MAX_SIZE_BYTES;
         let with = |resources: Resources| ContainerSpec {
             resources,
             ..bare("img")

@@ -24,8 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::path::Path;
 
-use agentc_policy::units;
-use agentc_policy::validate::MAX_SIZE_BYTES;
+use agentc_policy::MAX_SIZE_BYTES;
 use agentc_policy::{
     Action, AppArmor, BuildSpec, Capability, ContainerSpec, Device, EnvValue, EnvVar, ExtraHost,
     HostTarget, LaunchSpec, LogConfig, Mount, MountSource, Network, PublishedPort, Resources,
@@ -487,7 +486,7 @@ fn render_resources(argv: &mut Vec<String>, resources: &Resources) -> Result<(),
             ));
         }
         // The shortest exact decimal, which docker parses exactly (a `big.Rat`).
-        argv.push(format!("--cpus={}", units::format_cpus(*nano)));
+        argv.push(format!("--cpus={}", agentc_policy::format_cpus(*nano)));
     }
     if let Some(pids) = pids_limit {
         argv.push(format!("--pids-limit={pids}"));

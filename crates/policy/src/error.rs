@@ -1,4 +1,8 @@
 //! Errors of the policy crate: every one names where the bad value is and what to do.
+//!
+//! Every error displays in one format: `LOCATION: MESSAGE`, then `  hint: HINT` on its own
+//! line. A profile with several independent mistakes reports them all at once, in file order,
+//! as [`PolicyErrors`].
 
 use std::fmt;
 
@@ -89,6 +93,169 @@ impl PolicyError {
             PolicyError::Invalid { location, .. } | PolicyError::Unlaunchable { location, .. } => {
                 location
             }
+        }
+    }
+}
+
+impl PolicyError {
+    /// What is wrong, without the location.
+    pub fn message(&self) -> &str {
+        match self {
+            PolicyError::Invalid { message, .. } | PolicyError::Unlaunchable { message, .. } => {
+                message
+            }
+        }
+    }
+
+    /// What to do about it.
+    pub fn hint(&self) -> &str {
+        match self {
+            PolicyError::Invalid { hint, .. } | PolicyError::Unlaunchable { hint, .. } => hint,
+        }
+    }
+
+    /// The 1-based (line, column) of the bad value in the profile, where known.
+    pub fn position(&self) -> Option<(usize, usize)> {
+        match self.location() {
+            Location::Profile { position, .. } => *position,
+            _ => None,
+        }
+    }
+}
+
+/// The most errors one profile reports; the rest are counted, not listed.
+pub const MAX_REPORTED_ERRORS: usize = 20;
+
+/// Every independent error of a profile, in file order (errors without a position last),
+/// at most [`MAX_REPORTED_ERRORS`] of them; never empty.
+///
+/// Displayed as the errors one after another, each in [`PolicyError`]'s format, then, when
+/// some were left out, a line saying how many.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyErrors {
+    errors: Vec<PolicyError>,
+    omitted: usize,
+    /// The search stopped before the end of the profile: there may be more than `omitted`.
+    truncated: bool,
+}
+
+impl PolicyErrors {
+    /// Sorts errors into file order, drops exact repeats and keeps the first
+    /// [`MAX_REPORTED_ERRORS`]. `None` when there are none.
+    pub fn collect(errors: Vec<PolicyError>) -> Option<PolicyErrors> {
+        let mut errors = errors;
+        // A stable sort keeps the discovery order among errors at one position.
+        errors.sort_by_key(|error| error.position().unwrap_or((usize::MAX, usize::MAX)));
+        let mut unique: Vec<PolicyError> = Vec::with_capacity(errors.len());
+        for error in errors {
+            if !unique.contains(&error) {
+                unique.push(error);
+            }
+        }
+        if unique.is_empty() {
+            return None;
+        }
+        let omitted = unique.len().saturating_sub(MAX_REPORTED_ERRORS);
+        unique.truncate(MAX_REPORTED_ERRORS);
+        Some(PolicyErrors {
+            errors: unique,
+            omitted,
+            truncated: false,
+        })
+    }
+
+    /// Marks that the search for errors stopped early, so that more may follow.
+    pub(crate) fn truncated(mut self) -> PolicyErrors {
+        self.truncated = true;
+        self
+    }
+
+    /// The first error in file order.
+    pub fn first(&self) -> &PolicyError {
+        &self.errors[0]
+    }
+
+    /// The reported errors, in file order.
+    pub fn errors(&self) -> &[PolicyError] {
+        &self.errors
+    }
+
+    /// How many further errors were found but not reported.
+    pub fn omitted(&self) -> usize {
+        self.omitted
+    }
+
+    /// Whether the search stopped early, so that there may be more errors than counted.
+    pub fn is_truncated(&self) -> bool {
+        self.truncated
+    }
+}
+
+impl From<PolicyError> for PolicyErrors {
+    fn from(error: PolicyError) -> PolicyErrors {
+        PolicyErrors {
+            errors: vec![error],
+            omitted: 0,
+            truncated: false,
+        }
+    }
+}
+
+impl fmt::Display for PolicyErrors {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (index, error) in self.errors.iter().enumerate() {
+            if index > 0 {
+                writeln!(formatter)?;
+            }
+            write!(formatter, "{error}")?;
+        }
+        if self.omitted > 0 || self.truncated {
+            let at_least = if self.truncated { "at least " } else { "" };
+            write!(
+                formatter,
+                "\n... and {at_least}{} more error{} (fix these first)",
+                self.omitted.max(1),
+                if self.omitted == 1 { "" } else { "s" }
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for PolicyErrors {}
+
+/// A value that does not parse, before it is placed: what is wrong (without the field or
+/// variable it came from, which the caller puts in front) and what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ValueError {
+    /// What is wrong, such as `"4m" is below docker's minimum of 6m`.
+    pub message: String,
+    /// What to do about it.
+    pub hint: String,
+}
+
+impl ValueError {
+    /// A value error from its two parts.
+    pub fn new(message: impl Into<String>, hint: impl Into<String>) -> ValueError {
+        ValueError {
+            message: message.into(),
+            hint: hint.into(),
+        }
+    }
+
+    /// The error at a location, with `subject` (a field path or a variable name) in front of
+    /// the message.
+    pub fn at(self, location: Location, subject: &str) -> PolicyError {
+        // A message may attach to its subject with a colon (`field: "ALL" is not accepted`).
+        let separator = if self.message.starts_with(':') {
+            ""
+        } else {
+            " "
+        };
+        PolicyError::Invalid {
+            location,
+            message: format!("{subject}{separator}{}", self.message),
+            hint: self.hint,
         }
     }
 }

@@ -3,30 +3,111 @@
 //! A profile is TOML text handed in as a string; the environment is a map handed in; the
 //! machine (user, workspace, profile directory, which host paths exist) is an input too. This
 //! crate reads nothing from the process, so every result is reproducible in a test.
+//!
+//! The pipeline: [`load`] reads the text into a typed, validated [`LoadedProfile`] (or every
+//! independent error at once, as [`PolicyErrors`]); [`resolve`] turns it, with the
+//! invocation's [`ResolveInputs`], into one [`LaunchSpec`]; [`explain`] and [`findings`]
+//! describe that spec. The backends (`agentc-backend-cli`, `agentc-backend-api`) render the
+//! spec; they never see the profile.
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//! use agentc_policy::{load, resolve, LaunchKind, Owner, PathKind, PathProbe, ResolveInputs};
+//!
+//! // A long-lived custom sandbox that publishes one port.
+//! let text = r#"
+//! name = "box"
+//! agent = "custom"
+//! [image]
+//! ref = "alpine:3"
+//! command = ["tail", "-f", "/dev/null"]
+//! [network]
+//! publish = [8080]
+//! "#;
+//! let profile = load("box.toml", text)?;
+//!
+//! // The machine, as values: this sandbox mounts nothing, so no host path is needed.
+//! struct NoFiles;
+//! impl PathProbe for NoFiles {
+//!     fn kind(&self, _: &str) -> PathKind {
+//!         PathKind::Missing
+//!     }
+//! }
+//! let inputs = ResolveInputs {
+//!     kind: LaunchKind::Run,
+//!     workspace: "/home/dev/src/app".into(),
+//!     profile_dir: "/home/dev/profiles".into(),
+//!     home_dir: "/home/dev".into(),
+//!     owner: Owner { name: "dev".into(), uid: 1000, gid: 1000 },
+//!     image: None,
+//!     seed_target: None,
+//!     agent_args: Vec::new(),
+//!     env: BTreeMap::from([("AGENTC_MEM_LIMIT".into(), "2g".into())]),
+//!     decant_sources: Vec::new(),
+//! };
+//! let spec = resolve(&profile, &inputs, &NoFiles)?;
+//! assert_eq!(spec.kind, LaunchKind::Sandbox);
+//!
+//! // The same spec as `docker` argv and as an Engine API create body.
+//! let argv = agentc_backend_cli::render_argv(&spec)?;
+//! assert!(argv.contains(&"--read-only".to_string()));
+//! assert!(argv.contains(&"--memory=2147483648".to_string()));
+//! let body = agentc_backend_api::render_json(&spec)?;
+//! assert_eq!(body["body"]["HostConfig"]["ReadonlyRootfs"], true);
+//! assert_eq!(body["body"]["HostConfig"]["Memory"], 2u64 << 30);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(missing_docs)]
 
-pub mod capability;
-pub mod error;
-pub mod explain;
-pub mod findings;
-pub mod inputs;
-pub mod load;
 pub mod overrides;
 pub mod presets;
 pub mod profile;
-pub mod resolve;
-pub mod schema;
 pub mod spec;
-pub mod units;
-pub mod validate;
 
-pub use capability::Capability;
-pub use error::{Location, PolicyError};
+mod capability;
+mod check;
+mod context;
+mod document;
+mod error;
+mod explain;
+mod explainer;
+mod finding;
+mod findings;
+mod inputs;
+mod keys;
+mod limits;
+mod load;
+mod paths;
+mod ports;
+mod resolve;
+mod rules;
+mod schema;
+mod text;
+mod values;
+
+pub use capability::{Capability, UnknownCapability};
+pub use document::{LoadedProfile, MAX_PROFILE_BYTES};
+pub use error::{Location, PolicyError, PolicyErrors, MAX_REPORTED_ERRORS};
 pub use explain::explain;
-pub use findings::{deny, findings, report_json, Finding, Severity};
+pub use explainer::origin_words;
+pub use finding::{deny, highest, report_json, report_text, Finding, Severity, CODES};
+pub use findings::{explain_json, findings};
 pub use inputs::{DecantSource, Owner, PathKind, PathProbe, RealPaths, ResolveInputs};
-pub use load::{load, LoadedProfile};
+pub use limits::{
+    format_cpus, format_size, parse_cpus, parse_size, Limit, MAX_LOG_FILES, MAX_NANO_CPUS,
+    MAX_PIDS_LIMIT, MAX_SIZE_BYTES, MIN_LOG_SIZE_BYTES, MIN_MEMORY_BYTES, MIN_NANO_CPUS,
+};
+pub use load::{load, validate};
 pub use overrides::parse_overrides;
-pub use profile::{AgentName, Profile};
-pub use resolve::{home_volume_name, resolve, spec_digest};
+pub use paths::{classify_path, normalize_path, Danger, DOCKER_HOST, DOCKER_SOCKETS};
+pub use ports::PortSpec;
+pub use profile::{AgentName, EgressMode, Profile};
+pub use resolve::{resolve, spec_digest};
+pub use rules::egress::host_scope;
+pub use rules::identity::{
+    decant_container_name, home_volume_name, owner_slug, sandbox_container_name,
+};
+pub use rules::security::DANGEROUS_CAPABILITIES;
+pub use schema::{profile_schema, PROFILE_SCHEMA_ID};
 pub use spec::*;
+pub use text::http_url_host;

@@ -121,8 +121,8 @@ pub const DEFAULT_PIDS_LIMIT: u32 = 512;
 /// The log driver used for rotation (the sandbox seed's choice).
 pub const LOG_DRIVER: &str = "json-file";
 
-/// Default size at which the json-file log rotates.
-pub const DEFAULT_LOG_MAX_SIZE: &str = "50m";
+/// Default size at which the json-file log rotates (50m).
+pub const DEFAULT_LOG_MAX_SIZE_BYTES: u64 = 50 * 1024 * 1024;
 
 /// Default number of rotated log files kept; the disk cap is size times files.
 pub const DEFAULT_LOG_MAX_FILE: u32 = 3;

@@ -2,12 +2,18 @@
 //!
 //! These types accept every profile that agent-containers accepts, plus agentc's sandbox fields
 //! (`[image]`, `[resources]`, `[logging]`, `[network]`, `[security]`, `[workspace]`). They hold
-//! what the user wrote, with defaults filled in; the rules that span fields live in
-//! [`crate::validate`], and turning a profile into a launch lives in [`mod@crate::resolve`].
-//! Unknown fields are errors everywhere.
+//! what the user wrote, parsed once into typed values (an egress mode, sizes and CPU counts
+//! with an explicit `off`, ports, capabilities), with defaults filled in; the rules that span
+//! fields live with their table under `rules/`, and turning a profile into a launch in
+//! [`crate::resolve()`]. Unknown fields are errors everywhere.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::capability::Capability;
+use crate::limits::Limit;
+use crate::ports::PortSpec;
+use crate::values;
 
 /// The only profile schema version this crate reads.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -160,19 +166,21 @@ pub struct ProxyConfig {
 }
 
 /// Egress policy and optional SSH gateway.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EgressConfig {
-    /// `deny`, `allowlist` (the default) or `unrestricted`; case-insensitive.
-    #[serde(default = "default_egress_mode")]
-    pub mode: String,
+    /// `deny`, `allowlist` (the default) or `unrestricted`; read in any case.
+    #[serde(default)]
+    pub mode: EgressMode,
     /// Allowed hosts in `allowlist` mode.
     #[serde(default)]
     pub hosts: Vec<String>,
     /// SSH gateway host (requires `gateway_port`).
     pub gateway_host: Option<String>,
     /// SSH gateway port, 1 to 65535 (requires `gateway_host`).
-    pub gateway_port: Option<i64>,
+    #[serde(default, deserialize_with = "values::optional_tcp_port")]
+    #[schemars(schema_with = "values::tcp_port_schema")]
+    pub gateway_port: Option<u16>,
     /// SSH gateway user.
     pub gateway_user: Option<String>,
     /// Host name the gateway is reached by.
@@ -186,22 +194,28 @@ pub struct EgressConfig {
     pub gateway_known_hosts_file: Option<String>,
 }
 
-fn default_egress_mode() -> String {
-    "allowlist".to_string()
+/// What the agent may reach.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum EgressMode {
+    /// No egress: without a gateway the container runs with no network at all.
+    Deny,
+    /// Only the hosts listed in `egress.hosts` (the default).
+    #[default]
+    Allowlist,
+    /// Anything: no egress policy (reported as a high finding).
+    Unrestricted,
 }
 
-impl Default for EgressConfig {
-    fn default() -> Self {
-        EgressConfig {
-            mode: default_egress_mode(),
-            hosts: Vec::new(),
-            gateway_host: None,
-            gateway_port: None,
-            gateway_user: None,
-            gateway_access_hostname: None,
-            gateway_bootstrap_allow: Vec::new(),
-            gateway_key_file: None,
-            gateway_known_hosts_file: None,
+impl EgressMode {
+    /// The mode as written in a profile (`deny`, `allowlist`, `unrestricted`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EgressMode::Deny => "deny",
+            EgressMode::Allowlist => "allowlist",
+            EgressMode::Unrestricted => "unrestricted",
         }
     }
 }
@@ -224,15 +238,16 @@ pub struct DecantConfig {
     #[serde(default = "default_decant_bind_address")]
     pub bind_address: String,
     /// Host port Decant is published on, 1 to 65535.
-    #[serde(default = "default_decant_port")]
-    pub port: i64,
+    #[serde(default = "default_decant_port", deserialize_with = "values::tcp_port")]
+    #[schemars(schema_with = "values::tcp_port_schema")]
+    pub port: u16,
 }
 
 fn default_decant_bind_address() -> String {
     "127.0.0.1".to_string()
 }
 
-fn default_decant_port() -> i64 {
+fn default_decant_port() -> u16 {
     8787
 }
 
@@ -319,16 +334,35 @@ pub struct MountConfig {
     #[serde(default = "default_true")]
     pub read_only: bool,
     /// Seed only: `keep` (the default) or `replace` an existing, different target.
-    #[serde(default = "default_on_conflict")]
-    pub on_conflict: String,
+    #[serde(default)]
+    pub on_conflict: OnConflict,
 }
 
 fn default_true() -> bool {
     true
 }
 
-fn default_on_conflict() -> String {
-    "keep".to_string()
+/// What a copy-once seed or import does when its target exists and differs.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum OnConflict {
+    /// Leave the target alone and fail (the default).
+    #[default]
+    Keep,
+    /// Replace it, after a `.agent-containers.bak` backup.
+    Replace,
+}
+
+impl OnConflict {
+    /// The policy as written in a profile (`keep`, `replace`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnConflict::Keep => "keep",
+            OnConflict::Replace => "replace",
+        }
+    }
 }
 
 /// Agent-native configuration imported into the home volume.
@@ -337,13 +371,40 @@ fn default_on_conflict() -> String {
 pub struct ConfigurationImport {
     /// The file to import.
     pub source: String,
-    /// `json`, `jsonc`, `toml` or `yaml` (`yml`); inferred from the file when absent.
-    pub format: Option<String>,
+    /// `json`, `jsonc`, `toml` or `yaml` (`yml`, a leading `.` and any case are read too);
+    /// inferred from the file when absent.
+    pub format: Option<ConfigFormat>,
     /// Where to import it.
     pub target: Option<String>,
     /// `keep` (the default) or `replace`.
-    #[serde(default = "default_on_conflict")]
-    pub on_conflict: String,
+    #[serde(default)]
+    pub on_conflict: OnConflict,
+}
+
+/// The format of an imported configuration file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfigFormat {
+    /// JSON.
+    Json,
+    /// JSON with comments.
+    Jsonc,
+    /// TOML.
+    Toml,
+    /// YAML (`yml` is read as `yaml`).
+    Yaml,
+}
+
+impl ConfigFormat {
+    /// The format's name (`json`, `jsonc`, `toml`, `yaml`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConfigFormat::Json => "json",
+            ConfigFormat::Jsonc => "jsonc",
+            ConfigFormat::Toml => "toml",
+            ConfigFormat::Yaml => "yaml",
+        }
+    }
 }
 
 /// Image settings.
@@ -370,41 +431,64 @@ pub struct ImageConfig {
     pub dockerfile: Option<String>,
 }
 
-/// cgroup limits.
+/// cgroup limits; each also takes `"off"` for none, as its `AGENTC_*` variable does.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResourcesConfig {
-    /// Memory limit, such as `"4g"` or `"512m"`; swap is set equal (no swap).
-    pub memory: Option<String>,
-    /// `/dev/shm` size, such as `"256m"`.
-    pub shm_size: Option<String>,
-    /// CPUs, such as `1.5` or `"2"`.
-    pub cpus: Option<CpuCount>,
-    /// Maximum number of processes.
-    pub pids_limit: Option<i64>,
-}
-
-/// A CPU count written as a number or a string.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum CpuCount {
-    /// Written as a TOML integer.
-    Integer(i64),
-    /// Written as a TOML float.
-    Float(f64),
-    /// Written as a string, such as `"1.5"`.
-    Text(String),
+    /// Memory limit in bytes, written as a size such as `"4g"` or `"512m"` (at least `"6m"`);
+    /// swap is set equal (no swap). `"off"`: no memory limit.
+    #[serde(
+        default,
+        deserialize_with = "values::memory",
+        serialize_with = "values::serialize_size"
+    )]
+    #[schemars(schema_with = "values::size_limit_schema")]
+    pub memory: Option<Limit<u64>>,
+    /// `/dev/shm` size in bytes, written as a size such as `"256m"`. `"off"`: docker's
+    /// default (64m).
+    #[serde(
+        default,
+        deserialize_with = "values::shm_size",
+        serialize_with = "values::serialize_size"
+    )]
+    #[schemars(schema_with = "values::size_limit_schema")]
+    pub shm_size: Option<Limit<u64>>,
+    /// CPU quota in billionths of a CPU, written as a number or a string such as `1.5` or
+    /// `"2"` (0.01 to 1024). `"off"`: no CPU limit.
+    #[serde(
+        default,
+        deserialize_with = "values::cpus",
+        serialize_with = "values::serialize_cpus"
+    )]
+    #[schemars(schema_with = "values::cpus_schema")]
+    pub cpus: Option<Limit<u64>>,
+    /// Maximum number of processes (1 to 4194304). `"off"`: no process limit.
+    #[serde(
+        default,
+        deserialize_with = "values::pids",
+        serialize_with = "values::serialize_count"
+    )]
+    #[schemars(schema_with = "values::pids_schema")]
+    pub pids_limit: Option<Limit<u32>>,
 }
 
 /// Container log rotation.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoggingConfig {
-    /// Size at which the json-file log rotates (`"50m"` by default); `"off"` keeps the daemon's
-    /// default driver, unbounded.
-    pub max_size: Option<String>,
-    /// Number of rotated files kept (3 by default).
-    pub max_file: Option<i64>,
+    /// Size at which the json-file log rotates (`"50m"` by default, at least `"1k"`); `"off"`
+    /// keeps the daemon's default driver, unbounded.
+    #[serde(
+        default,
+        deserialize_with = "values::log_max_size",
+        serialize_with = "values::serialize_size"
+    )]
+    #[schemars(schema_with = "values::size_limit_schema")]
+    pub max_size: Option<Limit<u64>>,
+    /// Number of rotated files kept (3 by default, 1 to 100).
+    #[serde(default, deserialize_with = "values::log_max_file")]
+    #[schemars(schema_with = "values::log_files_schema")]
+    pub max_file: Option<u32>,
 }
 
 /// Network settings.
@@ -418,26 +502,17 @@ pub struct NetworkConfig {
     pub host_gateway: bool,
     /// Container ports published on 127.0.0.1 with a random host port: `8080` or `"53/udp"`.
     #[serde(default)]
-    pub publish: Vec<PortConfig>,
-}
-
-/// A port written as a number or as `"PORT/PROTOCOL"`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum PortConfig {
-    /// A TCP port.
-    Number(i64),
-    /// `"PORT"` or `"PORT/tcp"` or `"PORT/udp"`.
-    Text(String),
+    pub publish: Vec<PortSpec>,
 }
 
 /// Security settings beyond the agent preset.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SecurityConfig {
-    /// Capabilities added beyond the preset.
-    #[serde(default)]
-    pub add_capabilities: Vec<String>,
+    /// Capabilities added beyond the preset (`NET_ADMIN`; lower case and a `CAP_` prefix are
+    /// read too).
+    #[serde(default, deserialize_with = "values::capabilities")]
+    pub add_capabilities: Vec<Capability>,
     /// Allow FUSE: the `/dev/fuse` device, `SYS_ADMIN` and AppArmor unconfined.
     #[serde(default)]
     pub fuse: bool,

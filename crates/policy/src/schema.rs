@@ -1,7 +1,8 @@
 //! The JSON Schema of profile v1, generated from [`Profile`] (`agentc schema`).
 //!
-//! The schema describes the shape of a profile (fields, types, defaults, documentation); the
-//! rules that span fields are enforced by [`crate::validate`], not by the schema.
+//! The schema describes the shape of a profile (fields, types, closed vocabularies as enums,
+//! numeric ranges, defaults, documentation); the rules that span fields are enforced by
+//! [`crate::load()`], not by the schema.
 
 use crate::profile::Profile;
 

@@ -15,6 +15,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::capability::Capability;
 
+/// Label naming the profile of a container or image; agentc manages (lists, removes) only
+/// what carries it.
+pub const LABEL_PROFILE: &str = "io.agentc.profile";
+/// Label naming the launch kind (`run`, `seed`, ...).
+pub const LABEL_KIND: &str = "io.agentc.kind";
+/// Label holding [`crate::spec_digest`] of the launch.
+pub const LABEL_SPEC_DIGEST: &str = "io.agentc.spec-digest";
+
 /// Which launch of a profile a spec describes.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
@@ -58,6 +66,24 @@ pub struct LaunchSpec {
     /// Where each value came from, keyed by the spec field path (`resources.memory`,
     /// `env.HTTP_PROXY`, `mounts./workspace/app`); read by `agentc explain`.
     pub origins: BTreeMap<String, Origin>,
+}
+
+impl LaunchSpec {
+    /// The labels of the container or the image build.
+    pub fn labels(&self) -> &BTreeMap<String, String> {
+        match &self.action {
+            Action::Container(container) => &container.labels,
+            Action::Build(build) => &build.labels,
+        }
+    }
+
+    /// The labels of the container or the image build, to change.
+    pub fn labels_mut(&mut self) -> &mut BTreeMap<String, String> {
+        match &mut self.action {
+            Action::Container(container) => &mut container.labels,
+            Action::Build(build) => &mut build.labels,
+        }
+    }
 }
 
 /// What Docker is asked to do: create and start a container, or build an image.
@@ -332,7 +358,7 @@ pub struct PublishedPort {
 
 /// A transport protocol.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {

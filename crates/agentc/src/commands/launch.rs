@@ -90,12 +90,11 @@ pub fn force_detach(spec: &mut LaunchSpec) {
         container.detach = true;
         container.name.get_or_insert(name);
     }
-    let digest = agentc_policy::resolve::spec_digest(spec);
+    let digest = agentc_policy::spec_digest(spec);
     if let Action::Container(container) = &mut spec.action {
-        container.labels.insert(
-            agentc_policy::resolve::LABEL_SPEC_DIGEST.to_string(),
-            digest,
-        );
+        container
+            .labels
+            .insert(agentc_policy::LABEL_SPEC_DIGEST.to_string(), digest);
     }
 }
 
@@ -111,12 +110,11 @@ pub fn adapt_to_terminal(spec: &mut LaunchSpec, stdin_is_terminal: bool) {
         return;
     }
     container.tty = false;
-    let digest = agentc_policy::resolve::spec_digest(spec);
+    let digest = agentc_policy::spec_digest(spec);
     if let Action::Container(container) = &mut spec.action {
-        container.labels.insert(
-            agentc_policy::resolve::LABEL_SPEC_DIGEST.to_string(),
-            digest,
-        );
+        container
+            .labels
+            .insert(agentc_policy::LABEL_SPEC_DIGEST.to_string(), digest);
     }
 }
 

@@ -11,10 +11,10 @@ pub fn explain(args: ExplainArgs) -> Result<u8, Failure> {
     let loaded = context::load_profile(&args.launch.profile)?;
     let spec = context::resolve_launch(&loaded, &args.launch)?;
     let output = match args.format {
-        ExplainFormat::Text => agentc_policy::explain::explain(&loaded, &spec),
+        ExplainFormat::Text => agentc_policy::explain(&loaded, &spec),
         ExplainFormat::Json => format!(
             "{}\n",
-            to_pretty_json(&agentc_policy::findings::explain_json(&loaded, &spec))
+            to_pretty_json(&agentc_policy::explain_json(&loaded, &spec))
         ),
     };
     let mut stdout = std::io::stdout().lock();
@@ -24,7 +24,7 @@ pub fn explain(args: ExplainArgs) -> Result<u8, Failure> {
     let Some(level) = args.deny else {
         return Ok(0);
     };
-    let findings = agentc_policy::findings::findings(&loaded, &spec);
+    let findings = agentc_policy::findings(&loaded, &spec);
     let denied = findings
         .iter()
         .filter(|finding| finding.severity >= level)
@@ -32,7 +32,7 @@ pub fn explain(args: ExplainArgs) -> Result<u8, Failure> {
     if denied == 0 {
         return Ok(0);
     }
-    let highest = agentc_policy::findings::highest(&findings).unwrap_or(level);
+    let highest = agentc_policy::highest(&findings).unwrap_or(level);
     Err(Failure::new(
         context::EXIT_FAILED,
         format!(
@@ -63,7 +63,7 @@ pub fn dispatch(command: Command) -> Result<String, Failure> {
             ))
         }
         Command::Schema => {
-            let schema = agentc_policy::schema::profile_schema();
+            let schema = agentc_policy::profile_schema();
             Ok(format!("{}\n", to_pretty_json(&schema)))
         }
         Command::Render(args) => {

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use agentc_backend_api::exec::{published_addresses, Summary, PROFILE_LABEL};
-use agentc_policy::resolve::LABEL_KIND;
+use agentc_policy::LABEL_KIND;
 
 use crate::cli::PsArgs;
 use crate::commands::launch;

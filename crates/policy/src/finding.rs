@@ -1,0 +1,314 @@
+//! The security report: what in a launch widens the sandbox, each with a stable code, a
+//! severity and the profile field that causes it.
+//!
+//! This module holds the report's vocabulary ([`Finding`], [`Severity`], the codes), the
+//! [`Report`] each table's findings (under `rules/`) are pushed into, and the report's text
+//! and JSON forms. `crate::findings()` gathers the findings of a launch; `agentc explain`
+//! prints the report after the explanation, `--format json` prints [`report_json`], and
+//! `--deny LEVEL` fails the command when [`deny`] says a finding is at or above the level.
+//!
+//! | code | severity | what |
+//! |---|---|---|
+//! | `docker-socket` | critical | the Docker socket is mounted in any form (the socket, a file named `docker.sock`, a directory holding one such as `/run`), or `DOCKER_HOST` is passed in; needs `security.allow_docker_socket` |
+//! | `bind-root` | critical | a bind of the host's `/`; needs `security.allow_root_bind` |
+//! | `bind-home` | high | a bind of the home directory or a directory above it, read-only or writable; needs `security.allow_home_bind` |
+//! | `bind-workspace-ancestor` | high | a writable bind of a directory above the workspace |
+//! | `egress-unrestricted` | high | `egress.mode = "unrestricted"` |
+//! | `egress-unenforced` | high | a custom image in `allowlist` mode: nothing enforces the allowlist |
+//! | `egress-tld` | high | an allowlist entry that is one label after a leading `.` or `*.` (`com`, `.io`, `*.dev`) |
+//! | `egress-domain` | medium | an allowlist entry for a whole domain: a leading `.` or `*.`, or a `*` anywhere |
+//! | `egress-ip-range` | medium | an allowlist or gateway bootstrap entry that is a CIDR range wider than one address |
+//! | `fuse` | high | `security.fuse`: `/dev/fuse`, `SYS_ADMIN` and AppArmor unconfined |
+//! | `capability-dangerous` | high | an added capability that approaches root (`SYS_ADMIN`, `SYS_MODULE`, `SYS_PTRACE`, ...) |
+//! | `capability-added` | medium | any other capability beyond the agent preset |
+//! | `port-public` | high | a port published on a non-loopback address (today: Decant's `bind_address`) |
+//! | `memory-unlimited` | medium | no memory limit (`AGENTC_MEM_LIMIT=off`) |
+//! | `pids-unlimited` | medium | no process limit (`AGENTC_PIDS_LIMIT=off`) |
+//! | `root-writable` | medium | the root filesystem is writable |
+//! | `log-rotation-off` | low | container logs grow without bound |
+//! | `network-named` | low | the container joins a named network shared with other containers |
+//! | `host-gateway` | low | `host.docker.internal` reaches the host's services |
+//! | `workspace-writable` | low | the workspace mount is writable: the two-way door (the agent writes files the host later runs, such as git hooks) |
+//! | `bind-writable` | info | any other writable bind mount the profile asks for |
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::document::LoadedProfile;
+use crate::paths::Danger;
+use crate::spec::{LaunchKind, LaunchSpec, Origin};
+
+/// How serious a finding is; ordered from [`Severity::Info`] to [`Severity::Critical`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Worth knowing; not a weakness by itself.
+    Info,
+    /// A small widening, usually intended.
+    Low,
+    /// A widening that deserves a reason.
+    Medium,
+    /// A widening an attacker in the sandbox can use against the host or the network.
+    High,
+    /// The sandbox no longer separates the agent from the host.
+    Critical,
+}
+
+impl Severity {
+    /// Every severity, lowest first.
+    pub const ALL: [Severity; 5] = [
+        Severity::Info,
+        Severity::Low,
+        Severity::Medium,
+        Severity::High,
+        Severity::Critical,
+    ];
+
+    /// The lower-case name (`info`, `low`, `medium`, `high`, `critical`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Low => "low",
+            Severity::Medium => "medium",
+            Severity::High => "high",
+            Severity::Critical => "critical",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Severity {
+    type Err = String;
+
+    /// Reads a severity case-insensitively, for `--deny LEVEL`.
+    fn from_str(text: &str) -> Result<Severity, String> {
+        let lower = text.trim().to_ascii_lowercase();
+        Severity::ALL
+            .into_iter()
+            .find(|severity| severity.as_str() == lower)
+            .ok_or_else(|| {
+                format!("{text:?} is not a severity; use info, low, medium, high or critical")
+            })
+    }
+}
+
+/// One weakness of a launch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// Stable identifier, such as `egress-unrestricted` (see the module's table).
+    pub code: &'static str,
+    /// How serious it is.
+    pub severity: Severity,
+    /// What causes it: a profile field path (`mounts[0].source`), an environment override
+    /// (`$AGENTC_MEM_LIMIT`) or an invocation input (`--workspace`).
+    pub field: String,
+    /// 1-based line and column of the field in the profile, where known.
+    pub position: Option<(usize, usize)>,
+    /// What is wrong, lower case.
+    pub message: String,
+    /// What to do about it.
+    pub hint: String,
+    /// The `security.allow_*` field that accepted this request, for the findings that need one.
+    pub allowed_by: Option<String>,
+}
+
+/// Every finding code with its severity, in the order of the table above.
+pub const CODES: &[(&str, Severity)] = &[
+    ("docker-socket", Severity::Critical),
+    ("bind-root", Severity::Critical),
+    ("bind-home", Severity::High),
+    ("bind-workspace-ancestor", Severity::High),
+    ("egress-unrestricted", Severity::High),
+    ("egress-unenforced", Severity::High),
+    ("egress-tld", Severity::High),
+    ("egress-domain", Severity::Medium),
+    ("egress-ip-range", Severity::Medium),
+    ("fuse", Severity::High),
+    ("capability-dangerous", Severity::High),
+    ("capability-added", Severity::Medium),
+    ("port-public", Severity::High),
+    ("memory-unlimited", Severity::Medium),
+    ("pids-unlimited", Severity::Medium),
+    ("root-writable", Severity::Medium),
+    ("log-rotation-off", Severity::Low),
+    ("network-named", Severity::Low),
+    ("host-gateway", Severity::Low),
+    ("workspace-writable", Severity::Low),
+    ("bind-writable", Severity::Info),
+];
+
+/// Whether any finding is at or above `level` (for `--deny LEVEL`).
+pub fn deny(findings: &[Finding], level: Severity) -> bool {
+    findings.iter().any(|finding| finding.severity >= level)
+}
+
+/// The highest severity among the findings, if any.
+pub fn highest(findings: &[Finding]) -> Option<Severity> {
+    findings.iter().map(|finding| finding.severity).max()
+}
+
+/// The report as JSON: `{"findings": [...], "counts": {...}, "highest": ...}`; each finding has
+/// `code`, `severity`, `field`, `line`, `column`, `message`, `hint` and `allowed_by`.
+pub fn report_json(findings: &[Finding]) -> Value {
+    let items: Vec<Value> = findings
+        .iter()
+        .map(|finding| {
+            json!({
+                "code": finding.code,
+                "severity": finding.severity,
+                "field": finding.field,
+                "line": finding.position.map(|p| p.0),
+                "column": finding.position.map(|p| p.1),
+                "message": finding.message,
+                "hint": finding.hint,
+                "allowed_by": finding.allowed_by,
+            })
+        })
+        .collect();
+    let mut counts = serde_json::Map::new();
+    for severity in Severity::ALL.iter().rev() {
+        let count = findings.iter().filter(|f| f.severity == *severity).count();
+        counts.insert(severity.as_str().to_string(), json!(count));
+    }
+    json!({
+        "findings": items,
+        "counts": counts,
+        "highest": highest(findings),
+    })
+}
+
+/// The report as text, as `agentc explain` ends: a `findings` line, then per finding
+/// `  - high egress-unrestricted at profile line 5 (egress.mode): MESSAGE` (`default (FIELD)`
+/// for a field the profile does not write, `$VARIABLE` or `--option` for other causes) and an
+/// indented hint; `  (none)` when there are none.
+pub fn report_text(findings: &[Finding]) -> String {
+    let mut text = String::from("findings\n");
+    if findings.is_empty() {
+        text.push_str("  (none)\n");
+    }
+    for finding in findings {
+        let at = match (finding.position, finding.field.starts_with(['$', '-'])) {
+            (_, true) => finding.field.clone(),
+            (Some((line, _)), false) => format!("profile line {line} ({})", finding.field),
+            (None, false) => format!("default ({})", finding.field),
+        };
+        text.push_str(&format!(
+            "  - {} {} at {at}: {}\n",
+            finding.severity, finding.code, finding.message
+        ));
+        text.push_str(&format!("    hint: {}\n", finding.hint));
+    }
+    text
+}
+
+/// The findings of one launch being gathered.
+pub(crate) struct Report<'a> {
+    /// The profile.
+    pub loaded: &'a LoadedProfile,
+    /// The launch.
+    pub spec: &'a LaunchSpec,
+    /// The findings so far.
+    pub list: Vec<Finding>,
+}
+
+impl Report<'_> {
+    /// The origin recorded at `key`.
+    pub fn origin(&self, key: &str) -> Option<&Origin> {
+        self.spec.origins.get(key)
+    }
+
+    /// The field and position an origin names; `fallback` (a profile field) when it names
+    /// none (a default or a preset).
+    pub fn field_of(&self, key: &str, fallback: &str) -> (String, Option<(usize, usize)>) {
+        match self.origin(key) {
+            Some(Origin::Profile {
+                field,
+                line,
+                column,
+            }) => {
+                let position = line.zip(*column).or_else(|| self.position(field));
+                (field.clone(), position)
+            }
+            Some(Origin::Environment { variable }) => (format!("${variable}"), None),
+            Some(Origin::Invocation { input }) => (input.clone(), None),
+            _ => (fallback.to_string(), self.position(fallback)),
+        }
+    }
+
+    /// The position of a field, or of its nearest written ancestor.
+    pub fn position(&self, field: &str) -> Option<(usize, usize)> {
+        match self.loaded.location(field) {
+            crate::error::Location::Profile { position, .. } => position,
+            _ => None,
+        }
+    }
+
+    /// Adds a finding at a field and position.
+    pub fn push(
+        &mut self,
+        code: &'static str,
+        severity: Severity,
+        (field, position): (String, Option<(usize, usize)>),
+        message: String,
+        hint: &str,
+    ) {
+        self.list.push(Finding {
+            code,
+            severity,
+            field,
+            position,
+            message,
+            hint: hint.to_string(),
+            allowed_by: None,
+        });
+    }
+
+    /// Adds a finding that an `allow_*` field accepted, naming it.
+    pub fn push_allowed(
+        &mut self,
+        code: &'static str,
+        severity: Severity,
+        at: (String, Option<(usize, usize)>),
+        danger: Danger,
+        message: String,
+        hint: &str,
+    ) {
+        let allow = danger.allow_field();
+        let allowed = match self.position(allow) {
+            Some((line, _)) if self.loaded.position(allow).is_some() => {
+                format!("{message}; accepted by {allow} (line {line})")
+            }
+            _ => format!("{message}; accepted by {allow}"),
+        };
+        self.push(code, severity, at, allowed, hint);
+        if let Some(last) = self.list.last_mut() {
+            last.allowed_by = Some(allow.to_string());
+        }
+    }
+
+    /// Whether the launch is the agent's (a run or a custom sandbox).
+    pub fn agent_launch(&self) -> bool {
+        matches!(self.spec.kind, LaunchKind::Run | LaunchKind::Sandbox)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn severities_order_and_parse() {
+        assert!(Severity::Critical > Severity::High);
+        assert_eq!("HIGH".parse::<Severity>(), Ok(Severity::High));
+        assert!("urgent".parse::<Severity>().is_err());
+        assert_eq!(CODES.len(), 21);
+    }
+}

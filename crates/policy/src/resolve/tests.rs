@@ -1,0 +1,1207 @@
+use super::*;
+use crate::inputs::DecantSource;
+use crate::load::load;
+use crate::*;
+use std::net::{IpAddr, Ipv4Addr};
+
+/// A virtual file system: the listed paths exist, everything else is missing.
+pub(crate) struct FakePaths(pub BTreeMap<String, PathKind>);
+
+impl PathProbe for FakePaths {
+    fn kind(&self, path: &str) -> PathKind {
+        self.0.get(path).copied().unwrap_or(PathKind::Missing)
+    }
+}
+
+pub(crate) fn paths(entries: &[(&str, PathKind)]) -> FakePaths {
+    let mut map: BTreeMap<String, PathKind> = entries
+        .iter()
+        .map(|(path, kind)| (path.to_string(), *kind))
+        .collect();
+    map.insert("/home/alice/src/app".to_string(), PathKind::Directory);
+    FakePaths(map)
+}
+
+pub(crate) fn inputs(kind: LaunchKind) -> ResolveInputs {
+    ResolveInputs {
+        kind,
+        workspace: "/home/alice/src/app".to_string(),
+        profile_dir: "/home/alice/profiles".to_string(),
+        home_dir: "/home/alice".to_string(),
+        owner: Owner {
+            name: "alice".to_string(),
+            uid: 1000,
+            gid: 1000,
+        },
+        image: None,
+        seed_target: None,
+        agent_args: Vec::new(),
+        env: BTreeMap::new(),
+        decant_sources: Vec::new(),
+    }
+}
+
+fn profile(text: &str) -> LoadedProfile {
+    load("dev.toml", text).unwrap_or_else(|error| panic!("profile does not load: {error}"))
+}
+
+fn resolve_with(
+    text: &str,
+    inputs: &ResolveInputs,
+    probe: &FakePaths,
+) -> Result<LaunchSpec, PolicyError> {
+    resolve(&profile(text), inputs, probe)
+}
+
+fn container(spec: &LaunchSpec) -> &ContainerSpec {
+    match &spec.action {
+        Action::Container(container) => container,
+        Action::Build(_) => panic!("container expected"),
+    }
+}
+
+fn run(text: &str) -> LaunchSpec {
+    resolve_with(text, &inputs(LaunchKind::Run), &paths(&[])).unwrap()
+}
+
+fn env_of(container: &ContainerSpec) -> Vec<(String, String)> {
+    container
+        .env
+        .iter()
+        .map(|var| {
+            let value = match &var.value {
+                EnvValue::Literal { value } => value.clone(),
+                EnvValue::Secret { required } => format!("<secret required={required}>"),
+            };
+            (var.name.clone(), value)
+        })
+        .collect()
+}
+
+fn names(container: &ContainerSpec) -> Vec<String> {
+    container.env.iter().map(|var| var.name.clone()).collect()
+}
+
+fn caps(container: &ContainerSpec) -> Vec<&'static str> {
+    container.cap_add.iter().map(|cap| cap.as_str()).collect()
+}
+
+fn profile_origin(spec: &LaunchSpec, key: &str) -> (String, Option<usize>) {
+    match spec.origins.get(key) {
+        Some(Origin::Profile { field, line, .. }) => (field.clone(), *line),
+        other => panic!("{key}: profile origin expected, found {other:?}"),
+    }
+}
+
+fn unlaunchable_field(error: PolicyError) -> (String, Option<(usize, usize)>) {
+    match error {
+        PolicyError::Unlaunchable {
+            location: Location::Profile {
+                field, position, ..
+            },
+            ..
+        } => (field, position),
+        other => panic!("unlaunchable profile error expected, found {other:?}"),
+    }
+}
+
+const CLAUDE: &str = "name = \"dev\"\nagent = \"claude-code\"\n";
+
+#[test]
+fn a_claude_code_run_is_hardened_like_agent_containers() {
+    let spec = run(CLAUDE);
+    assert_eq!(spec.kind, LaunchKind::Run);
+    let c = container(&spec);
+    assert_eq!(c.image, "claude-code:latest");
+    assert_eq!(c.command, ["claude"]);
+    assert!(c.interactive && c.tty && c.auto_remove && !c.detach);
+    assert!(c.no_new_privileges && c.read_only_root && c.cap_drop_all);
+    assert_eq!(c.apparmor, None);
+    assert_eq!(caps(c), ["NET_ADMIN", "NET_RAW", "SETGID", "SETUID"]);
+    assert_eq!(
+        c.tmpfs,
+        [
+            Tmpfs {
+                target: "/tmp".into(),
+                exec: false
+            },
+            Tmpfs {
+                target: "/run".into(),
+                exec: false
+            }
+        ]
+    );
+    assert_eq!(
+        c.mounts,
+        [
+            Mount {
+                target: "/home/claude".into(),
+                read_only: false,
+                source: MountSource::Volume {
+                    name: "claude-code-home-alice-1000-dev".into(),
+                    subpath: None
+                },
+            },
+            Mount {
+                target: "/workspace/app".into(),
+                read_only: false,
+                source: MountSource::Bind {
+                    path: "/home/alice/src/app".into()
+                },
+            },
+        ]
+    );
+    assert_eq!(c.working_dir.as_deref(), Some("/workspace/app"));
+    assert_eq!(c.network, Network::Default);
+    assert!(c.env.is_empty() && c.ports.is_empty() && c.extra_hosts.is_empty());
+    assert_eq!(c.name, None);
+    assert_eq!(c.user, None);
+    assert_eq!(c.entrypoint, None);
+    assert_eq!(
+        spec.origins["cap_add.NET_ADMIN"],
+        Origin::Preset {
+            agent: "claude-code".into()
+        }
+    );
+    assert_eq!(
+        spec.origins["mounts./workspace/app"],
+        Origin::Invocation {
+            input: "--workspace".into()
+        }
+    );
+    assert_eq!(
+        spec.origins["image"],
+        Origin::Preset {
+            agent: "claude-code".into()
+        }
+    );
+}
+
+#[test]
+fn every_container_gets_default_limits_and_log_rotation() {
+    let c = container(&run(CLAUDE)).clone();
+    assert_eq!(
+        c.resources,
+        crate::spec::Resources {
+            memory_bytes: Some(4 << 30),
+            memory_swap_bytes: Some(4 << 30),
+            shm_size_bytes: None,
+            nano_cpus: None,
+            pids_limit: Some(512),
+        }
+    );
+    let log = c.log.expect("log rotation");
+    assert_eq!(log.driver, "json-file");
+    assert_eq!(log.options["max-size"], "50m");
+    assert_eq!(log.options["max-file"], "3");
+}
+
+#[test]
+fn opencode_and_hermes_get_executable_tmpfs_and_hermes_its_extra_caps() {
+    let opencode = run("name = \"dev\"\nagent = \"opencode\"\n");
+    let c = container(&opencode);
+    assert!(c.tmpfs.iter().all(|tmpfs| tmpfs.exec));
+    assert_eq!(c.command, ["opencode"]);
+    assert_eq!(
+        opencode.origins["tmpfs./tmp"],
+        Origin::Preset {
+            agent: "opencode".into()
+        }
+    );
+    let hermes = run("name = \"dev\"\nagent = \"hermes\"\n");
+    let c = container(&hermes);
+    assert!(c.tmpfs.iter().all(|tmpfs| tmpfs.exec));
+    assert!(c.command.is_empty());
+    assert_eq!(
+        caps(c),
+        [
+            "CHOWN",
+            "DAC_OVERRIDE",
+            "NET_ADMIN",
+            "NET_RAW",
+            "SETGID",
+            "SETUID"
+        ]
+    );
+    assert_eq!(c.mounts[0].target, "/opt/data");
+}
+
+#[test]
+fn image_comes_from_invocation_then_profile_then_preset() {
+    let text = format!("{CLAUDE}[image]\nref = \"mine:1\"\n");
+    let spec = run(&text);
+    assert_eq!(container(&spec).image, "mine:1");
+    assert_eq!(
+        profile_origin(&spec, "image"),
+        ("image.ref".to_string(), Some(4))
+    );
+    let mut invocation = inputs(LaunchKind::Run);
+    invocation.image = Some("cli:2".to_string());
+    invocation.agent_args = vec!["--resume".to_string()];
+    let spec = resolve_with(&text, &invocation, &paths(&[])).unwrap();
+    assert_eq!(container(&spec).image, "cli:2");
+    assert_eq!(container(&spec).command, ["claude", "--resume"]);
+    assert_eq!(
+        spec.origins["image"],
+        Origin::Invocation {
+            input: "--image".into()
+        }
+    );
+}
+
+#[test]
+fn read_only_root_and_workspace_follow_the_profile() {
+    let text =
+        format!("{CLAUDE}[security]\nread_only_root = false\n[workspace]\nread_only = true\n");
+    let spec = run(&text);
+    let c = container(&spec);
+    assert!(!c.read_only_root);
+    assert!(c.mounts[1].read_only);
+    assert_eq!(
+        profile_origin(&spec, "read_only_root"),
+        ("security.read_only_root".to_string(), Some(4))
+    );
+    let text = format!("{CLAUDE}[workspace]\nmount = false\n");
+    let c = container(&run(&text)).clone();
+    assert_eq!(c.mounts.len(), 1);
+    assert_eq!(c.working_dir, None);
+}
+
+#[test]
+fn a_missing_workspace_is_unlaunchable_at_the_invocation() {
+    let mut invocation = inputs(LaunchKind::Run);
+    invocation.workspace = "/nowhere/else".to_string();
+    let error = resolve_with(CLAUDE, &invocation, &paths(&[])).unwrap_err();
+    assert!(matches!(
+        error,
+        PolicyError::Unlaunchable { location: Location::Invocation { ref input }, .. } if input == "--workspace"
+    ));
+}
+
+#[test]
+fn deny_without_a_gateway_takes_the_container_off_the_network() {
+    let text = format!("{CLAUDE}[egress]\nmode = \"deny\"\n");
+    let spec = run(&text);
+    assert_eq!(container(&spec).network, Network::None);
+    assert_eq!(profile_origin(&spec, "network").0, "egress.mode");
+    assert!(container(&spec).env.is_empty());
+    let mut invocation = inputs(LaunchKind::Run);
+    invocation.env.insert("AGENTC_NETWORK".into(), "lab".into());
+    let spec = resolve_with(&text, &invocation, &paths(&[])).unwrap();
+    assert_eq!(container(&spec).network, Network::None);
+    assert_eq!(
+        spec.origins[crate::keys::NETWORK_SUPERSEDED],
+        Origin::Environment {
+            variable: "AGENTC_NETWORK".into()
+        }
+    );
+}
+
+#[test]
+fn deny_refuses_ports_it_cannot_publish() {
+    let text = format!("{CLAUDE}[egress]\nmode = \"deny\"\n[network]\npublish = [8080]\n");
+    let (field, _) =
+        unlaunchable_field(resolve_with(&text, &inputs(LaunchKind::Run), &paths(&[])).unwrap_err());
+    assert_eq!(field, "network.publish");
+}
+
+#[test]
+fn allowlist_and_unrestricted_egress_are_handed_to_the_entrypoint() {
+    let text = format!("{CLAUDE}[egress]\nhosts = [\"api.anthropic.com\", \"github.com\"]\n");
+    let c = container(&run(&text)).clone();
+    assert_eq!(
+        env_of(&c),
+        [(
+            "AGENT_ALLOWED_EGRESS".into(),
+            "api.anthropic.com,github.com".into()
+        )]
+    );
+    assert_eq!(c.network, Network::Default);
+    let text = format!("{CLAUDE}[egress]\nmode = \"unrestricted\"\n");
+    let c = container(&run(&text)).clone();
+    assert_eq!(env_of(&c), [("AGENT_ALLOWED_EGRESS".into(), "*".into())]);
+}
+
+const GATEWAY: &str =
+    "[egress]\nmode = \"deny\"\ngateway_host = \"gw.example\"\ngateway_port = 2222\n\
+    gateway_user = \"agent\"\ngateway_bootstrap_allow = [\"10.0.0.1\", \"10.0.0.0/8\"]\n\
+    gateway_key_file = \"keys/id\"\ngateway_known_hosts_file = \"keys/known\"\n";
+
+#[test]
+fn a_gateway_keeps_the_network_and_mounts_its_files_read_only() {
+    let text = format!("{CLAUDE}{GATEWAY}");
+    let probe = paths(&[
+        ("/home/alice/profiles/keys/id", PathKind::File),
+        ("/home/alice/profiles/keys/known", PathKind::File),
+    ]);
+    let spec = resolve_with(&text, &inputs(LaunchKind::Run), &probe).unwrap();
+    let c = container(&spec);
+    assert_eq!(c.network, Network::Default);
+    assert_eq!(
+        env_of(c),
+        [
+            ("AGENT_GATEWAY_HOST".into(), "gw.example".into()),
+            ("AGENT_GATEWAY_PORT".into(), "2222".into()),
+            ("AGENT_GATEWAY_USER".into(), "agent".into()),
+            (
+                "AGENT_GATEWAY_BOOTSTRAP_ALLOW".into(),
+                "10.0.0.1,10.0.0.0/8".into()
+            ),
+        ]
+    );
+    let key = c
+        .mounts
+        .iter()
+        .find(|m| m.target == presets::GATEWAY_KEY_TARGET)
+        .unwrap();
+    assert!(key.read_only);
+    assert_eq!(
+        key.source,
+        MountSource::Bind {
+            path: "/home/alice/profiles/keys/id".into()
+        }
+    );
+    assert!(c
+        .mounts
+        .iter()
+        .any(|m| m.target == presets::GATEWAY_KNOWN_HOSTS_TARGET && m.read_only));
+    // A directory where the key should be is refused, with the field's position.
+    let probe = paths(&[
+        ("/home/alice/profiles/keys/id", PathKind::Directory),
+        ("/home/alice/profiles/keys/known", PathKind::File),
+    ]);
+    let error = resolve_with(&text, &inputs(LaunchKind::Run), &probe).unwrap_err();
+    assert!(
+        error.to_string().contains("gateway key is not a file"),
+        "{error}"
+    );
+    let (field, position) = unlaunchable_field(error);
+    assert_eq!(field, "egress.gateway_key_file");
+    assert_eq!(position.map(|p| p.0), Some(9));
+}
+
+#[test]
+fn gateway_inputs_may_be_read_only_mounts_but_not_writable_ones() {
+    let base = "[egress]\nmode = \"deny\"\ngateway_host = \"gw\"\ngateway_port = 22\n";
+    let mounts = "[[mounts]]\nsource = \"/keys/id\"\ntarget = \"/etc/agent/gateway-key\"\n\
+        [[mounts]]\nsource = \"/keys/known\"\ntarget = \"/etc/agent/gateway-known-hosts\"\n";
+    let text = format!("{CLAUDE}{base}{mounts}");
+    let probe = paths(&[
+        ("/keys/id", PathKind::File),
+        ("/keys/known", PathKind::File),
+    ]);
+    let c = container(&resolve_with(&text, &inputs(LaunchKind::Run), &probe).unwrap()).clone();
+    assert!(c
+        .mounts
+        .iter()
+        .any(|m| m.target == presets::GATEWAY_KEY_TARGET && m.read_only));
+    let writable = text.replacen(
+        "target = \"/etc/agent/gateway-key\"\n",
+        "target = \"/etc/agent/gateway-key\"\nread_only = false\n",
+        1,
+    );
+    let error = resolve_with(&writable, &inputs(LaunchKind::Run), &probe).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("gateway key mount must be read-only"),
+        "{error}"
+    );
+    let missing = paths(&[("/keys/known", PathKind::File)]);
+    let (field, _) =
+        unlaunchable_field(resolve_with(&text, &inputs(LaunchKind::Run), &missing).unwrap_err());
+    assert_eq!(field, "mounts[0].source");
+}
+
+#[test]
+fn provider_settings_render_per_agent() {
+    let provider = "[provider]\nkind = \"anthropic\"\nendpoint = \"https://llm.example/v1/\"\n\
+        model = \"m-1\"\napi_key_env = \"MY_KEY\"\n";
+    let c = container(&run(&format!("{CLAUDE}{provider}"))).clone();
+    assert_eq!(
+        env_of(&c),
+        [
+            ("MY_KEY".into(), "<secret required=true>".into()),
+            ("ANTHROPIC_BASE_URL".into(), "https://llm.example/v1".into()),
+            ("ANTHROPIC_MODEL".into(), "m-1".into()),
+        ]
+    );
+    let c = container(&run(&format!(
+        "name = \"dev\"\nagent = \"hermes\"\n{provider}"
+    )))
+    .clone();
+    assert_eq!(names(&c), ["MY_KEY", "ANTHROPIC_BASE_URL"]);
+    assert_eq!(c.command, ["--provider", "anthropic", "--model", "m-1"]);
+    let codex = provider.replace("anthropic", "openai");
+    let c = container(&run(&format!("name = \"dev\"\nagent = \"codex\"\n{codex}"))).clone();
+    assert_eq!(names(&c), ["MY_KEY"]);
+    assert_eq!(
+        c.command,
+        [
+            "codex",
+            "--model",
+            "m-1",
+            "--config",
+            "openai_base_url=\"https://llm.example/v1\""
+        ]
+    );
+    let custom = provider.replace("anthropic", "custom");
+    let c = container(&run(&format!(
+        "name = \"dev\"\nagent = \"codex\"\n{custom}"
+    )))
+    .clone();
+    assert_eq!(
+        c.command,
+        [
+            "codex",
+            "--model",
+            "m-1",
+            "--config",
+            "model_provider=\"agent_containers\"",
+            "--config",
+            "model_providers.agent_containers.name=\"custom\"",
+            "--config",
+            "model_providers.agent_containers.base_url=\"https://llm.example/v1\"",
+            "--config",
+            "model_providers.agent_containers.wire_api=\"responses\"",
+        ]
+    );
+}
+
+#[test]
+fn opencode_gets_its_config_as_compact_ordered_json() {
+    let text = "name = \"dev\"\nagent = \"opencode\"\n[provider]\nkind = \"custom\"\n\
+        endpoint = \"https://llm.example/\"\nmodel = \"qwén\"\napi_key_env = \"K\"\n";
+    let c = container(&run(text)).clone();
+    assert_eq!(names(&c), ["K", "AGENT_OPENCODE_CONFIG_JSON"]);
+    let json = match &c.env[1].value {
+        EnvValue::Literal { value } => value.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        json,
+        r#"{"$schema":"https://opencode.ai/config.json","model":"agent_containers/qw\u00e9n","provider":{"agent_containers":{"npm":"@ai-sdk/openai-compatible","name":"custom","options":{"baseURL":"https://llm.example","apiKey":"{env:K}"},"models":{"qw\u00e9n":{"name":"qw\u00e9n"}}}}}"#
+    );
+    let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(parsed["model"], "agent_containers/qwén");
+}
+
+#[test]
+fn langfuse_keys_are_secrets_and_variables_follow_the_agent() {
+    let langfuse = "[egress]\nhosts = [\"lf.example\"]\n[langfuse]\nenabled = true\n\
+        base_url = \"https://lf.example/\"\nenvironment = \"dev\"\nuser_id = \"alice\"\n";
+    let c = container(&run(&format!("{CLAUDE}{langfuse}"))).clone();
+    assert_eq!(
+        env_of(&c),
+        [
+            ("AGENT_ALLOWED_EGRESS".into(), "lf.example".into()),
+            ("TRACE_TO_LANGFUSE".into(), "true".into()),
+            (
+                "LANGFUSE_PUBLIC_KEY".into(),
+                "<secret required=true>".into()
+            ),
+            (
+                "AGENT_LANGFUSE_PUBLIC_KEY_ENV".into(),
+                "LANGFUSE_PUBLIC_KEY".into()
+            ),
+            (
+                "LANGFUSE_SECRET_KEY".into(),
+                "<secret required=true>".into()
+            ),
+            (
+                "AGENT_LANGFUSE_SECRET_KEY_ENV".into(),
+                "LANGFUSE_SECRET_KEY".into()
+            ),
+            ("LANGFUSE_BASE_URL".into(), "https://lf.example".into()),
+            ("LANGFUSE_TRACING_ENVIRONMENT".into(), "dev".into()),
+            ("LANGFUSE_USER_ID".into(), "alice".into()),
+        ]
+    );
+    let c = container(&run(&format!(
+        "name = \"dev\"\nagent = \"opencode\"\n{langfuse}"
+    )))
+    .clone();
+    let names = names(&c);
+    assert!(names.contains(&"LANGFUSE_BASEURL".to_string()));
+    assert!(names.contains(&"LANGFUSE_ENVIRONMENT".to_string()));
+    assert_eq!(names[1], "AGENT_OPENCODE_CONFIG_JSON");
+    let c = container(&run(&format!(
+        "name = \"dev\"\nagent = \"codex\"\n{langfuse}"
+    )))
+    .clone();
+    assert_eq!(
+        &c.command[..3],
+        ["codex", "--config", "features.hooks=true"]
+    );
+}
+
+#[test]
+fn proxy_variables_and_ca_trust_follow_agent_containers() {
+    let text = format!(
+        "{CLAUDE}[proxy]\nhttp = \"http://proxy:3128/\"\nno_proxy = [\"localhost\", \".corp\"]\nca_file = \"ca.pem\"\n"
+    );
+    let probe = paths(&[("/home/alice/profiles/ca.pem", PathKind::File)]);
+    let c = container(&resolve_with(&text, &inputs(LaunchKind::Run), &probe).unwrap()).clone();
+    assert_eq!(
+        env_of(&c),
+        [
+            ("HTTP_PROXY".into(), "http://proxy:3128".into()),
+            ("http_proxy".into(), "http://proxy:3128".into()),
+            ("NO_PROXY".into(), "localhost,.corp".into()),
+            ("no_proxy".into(), "localhost,.corp".into()),
+            ("NODE_USE_ENV_PROXY".into(), "1".into()),
+            ("SSL_CERT_FILE".into(), presets::CA_BUNDLE_TARGET.into()),
+            (
+                "REQUESTS_CA_BUNDLE".into(),
+                presets::CA_BUNDLE_TARGET.into()
+            ),
+            (
+                "NODE_EXTRA_CA_CERTS".into(),
+                presets::CA_BUNDLE_TARGET.into()
+            ),
+        ]
+    );
+    let (field, _) =
+        unlaunchable_field(resolve_with(&text, &inputs(LaunchKind::Run), &paths(&[])).unwrap_err());
+    assert_eq!(field, "proxy.ca_file");
+}
+
+#[test]
+fn mount_sources_resolve_lexically_and_must_exist() {
+    let text = format!(
+        "{CLAUDE}[[configuration_mounts]]\nsource = \"~/.config/x/../claude.json\"\ntarget = \"/home/claude/.claude.json\"\n\
+         [[mounts]]\ntype = \"directory\"\nsource = \"./data/\"\ntarget = \"/data\"\nread_only = false\n\
+         [[mounts]]\ntype = \"seed\"\nsource = \"seed.json\"\ntarget = \"/home/claude/.seeded\"\n"
+    );
+    let probe = paths(&[
+        ("/home/alice/.config/claude.json", PathKind::File),
+        ("/home/alice/profiles/data", PathKind::Directory),
+    ]);
+    let spec = resolve_with(&text, &inputs(LaunchKind::Run), &probe).unwrap();
+    let c = container(&spec);
+    let extra: Vec<_> = c.mounts[2..].to_vec();
+    assert_eq!(
+        extra,
+        [
+            Mount {
+                target: "/home/claude/.claude.json".into(),
+                read_only: true,
+                source: MountSource::Bind {
+                    path: "/home/alice/.config/claude.json".into()
+                },
+            },
+            Mount {
+                target: "/data".into(),
+                read_only: false,
+                source: MountSource::Bind {
+                    path: "/home/alice/profiles/data".into()
+                },
+            },
+        ]
+    );
+    assert_eq!(profile_origin(&spec, "mounts./data").0, "mounts[0]");
+    // A directory mount needs a directory.
+    let probe = paths(&[
+        ("/home/alice/.config/claude.json", PathKind::File),
+        ("/home/alice/profiles/data", PathKind::File),
+    ]);
+    let (field, position) =
+        unlaunchable_field(resolve_with(&text, &inputs(LaunchKind::Run), &probe).unwrap_err());
+    assert_eq!(field, "mounts[0].source");
+    assert!(position.is_some());
+    let (field, _) =
+        unlaunchable_field(resolve_with(&text, &inputs(LaunchKind::Run), &paths(&[])).unwrap_err());
+    assert_eq!(field, "configuration_mounts[0].source");
+}
+
+#[test]
+fn mounts_may_not_shadow_generated_targets() {
+    for target in [
+        presets::CA_BUNDLE_TARGET,
+        "/home/claude",
+        "/workspace/app",
+        "/tmp",
+    ] {
+        let text = format!("{CLAUDE}[[mounts]]\nsource = \"/x\"\ntarget = \"{target}\"\n");
+        let probe = paths(&[("/x", PathKind::File)]);
+        let error = resolve_with(&text, &inputs(LaunchKind::Run), &probe).unwrap_err();
+        assert!(
+            error.to_string().contains("conflicts with generated mount"),
+            "{target}: {error}"
+        );
+    }
+}
+
+#[test]
+fn profile_limits_override_defaults_and_the_environment_overrides_both() {
+    let text = format!(
+        "{CLAUDE}[resources]\nmemory = \"2g\"\nshm_size = \"256m\"\ncpus = 1.5\npids_limit = 100\n\
+         [logging]\nmax_size = \"10m\"\nmax_file = 2\n"
+    );
+    let spec = run(&text);
+    let c = container(&spec);
+    assert_eq!(c.resources.memory_bytes, Some(2 << 30));
+    assert_eq!(c.resources.memory_swap_bytes, Some(2 << 30));
+    assert_eq!(c.resources.shm_size_bytes, Some(256 << 20));
+    assert_eq!(c.resources.nano_cpus, Some(1_500_000_000));
+    assert_eq!(c.resources.pids_limit, Some(100));
+    assert_eq!(c.log.as_ref().unwrap().options["max-size"], "10m");
+    assert_eq!(c.log.as_ref().unwrap().options["max-file"], "2");
+    assert_eq!(
+        profile_origin(&spec, "resources.memory_bytes"),
+        ("resources.memory".to_string(), Some(4))
+    );
+    let mut invocation = inputs(LaunchKind::Run);
+    for (name, value) in [
+        ("AGENTC_MEM_LIMIT", "1g"),
+        ("AGENTC_CPUS", " 2 "),
+        ("AGENTC_PIDS_LIMIT", "off"),
+        ("AGENTC_SHM_SIZE", ""),
+        ("AGENTC_LOG_MAX_FILE", "7"),
+    ] {
+        invocation.env.insert(name.into(), value.into());
+    }
+    let spec = resolve_with(&text, &invocation, &paths(&[])).unwrap();
+    let c = container(&spec);
+    assert_eq!(c.resources.memory_bytes, Some(1 << 30));
+    assert_eq!(c.resources.memory_swap_bytes, Some(1 << 30));
+    assert_eq!(c.resources.nano_cpus, Some(2_000_000_000));
+    assert_eq!(c.resources.pids_limit, None);
+    assert_eq!(c.resources.shm_size_bytes, Some(256 << 20));
+    assert_eq!(c.log.as_ref().unwrap().options["max-file"], "7");
+    assert_eq!(
+        spec.origins["resources.pids_limit"],
+        Origin::Environment {
+            variable: "AGENTC_PIDS_LIMIT".into()
+        }
+    );
+    assert_eq!(
+        spec.origins["resources.memory_swap_bytes"],
+        Origin::Environment {
+            variable: "AGENTC_MEM_LIMIT".into()
+        }
+    );
+}
+
+#[test]
+fn memory_off_removes_memory_and_swap_and_bad_overrides_are_errors() {
+    let mut invocation = inputs(LaunchKind::Run);
+    invocation
+        .env
+        .insert("AGENTC_MEM_LIMIT".into(), "OFF".into());
+    let c = container(&resolve_with(CLAUDE, &invocation, &paths(&[])).unwrap()).clone();
+    assert_eq!(
+        (c.resources.memory_bytes, c.resources.memory_swap_bytes),
+        (None, None)
+    );
+    invocation
+        .env
+        .insert("AGENTC_MEM_LIMIT".into(), "lots".into());
+    let error = resolve_with(CLAUDE, &invocation, &paths(&[])).unwrap_err();
+    assert_eq!(
+        error.location(),
+        &Location::Environment {
+            variable: "AGENTC_MEM_LIMIT".into()
+        }
+    );
+}
+
+#[test]
+fn log_rotation_can_be_turned_off_by_profile_or_environment() {
+    let text = format!("{CLAUDE}[logging]\nmax_size = \"off\"\n");
+    let spec = run(&text);
+    assert_eq!(container(&spec).log, None);
+    assert_eq!(profile_origin(&spec, "log").0, "logging.max_size");
+    let mut invocation = inputs(LaunchKind::Run);
+    invocation
+        .env
+        .insert("AGENTC_LOG_MAX_SIZE".into(), "off".into());
+    assert_eq!(
+        container(&resolve_with(CLAUDE, &invocation, &paths(&[])).unwrap()).log,
+        None
+    );
+    invocation
+        .env
+        .insert("AGENTC_LOG_MAX_SIZE".into(), "1g".into());
+    let spec = resolve_with(&text, &invocation, &paths(&[])).unwrap();
+    assert_eq!(
+        container(&spec).log.as_ref().unwrap().options["max-size"],
+        "1g"
+    );
+}
+
+#[test]
+fn published_ports_go_to_loopback_unless_a_network_is_named() {
+    let text = format!("{CLAUDE}[network]\nhost_gateway = true\npublish = [8080, \"53/udp\"]\n");
+    let spec = run(&text);
+    let c = container(&spec);
+    assert_eq!(
+        c.ports,
+        [
+            PublishedPort {
+                container_port: 8080,
+                protocol: Protocol::Tcp,
+                host_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+                host_port: None
+            },
+            PublishedPort {
+                container_port: 53,
+                protocol: Protocol::Udp,
+                host_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+                host_port: None
+            },
+        ]
+    );
+    assert_eq!(
+        c.extra_hosts,
+        [ExtraHost {
+            host: "host.docker.internal".into(),
+            target: HostTarget::HostGateway
+        }]
+    );
+    assert_eq!(
+        profile_origin(&spec, "ports.53/udp").0,
+        "network.publish[1]"
+    );
+    let mut invocation = inputs(LaunchKind::Run);
+    invocation.env.insert("AGENTC_NETWORK".into(), "lab".into());
+    let spec = resolve_with(&text, &invocation, &paths(&[])).unwrap();
+    assert_eq!(
+        container(&spec).network,
+        Network::Named { name: "lab".into() }
+    );
+    assert!(container(&spec).ports.is_empty());
+    assert_eq!(
+        spec.origins["ports"],
+        Origin::Environment {
+            variable: "AGENTC_NETWORK".into()
+        }
+    );
+    let spec = run(&format!("{CLAUDE}[network]\nname = \"corp\"\n"));
+    assert_eq!(
+        container(&spec).network,
+        Network::Named {
+            name: "corp".into()
+        }
+    );
+    assert_eq!(profile_origin(&spec, "network").0, "network.name");
+}
+
+#[test]
+fn fuse_and_added_capabilities_widen_the_container() {
+    let text = format!(
+        "{CLAUDE}[security]\nfuse = true\nadd_capabilities = [\"sys_ptrace\", \"NET_ADMIN\"]\n"
+    );
+    let spec = run(&text);
+    let c = container(&spec);
+    assert_eq!(
+        c.devices,
+        [Device {
+            host_path: "/dev/fuse".into(),
+            container_path: "/dev/fuse".into(),
+            permissions: "rwm".into()
+        }]
+    );
+    assert_eq!(c.apparmor, Some(AppArmor::Unconfined));
+    assert!(c.cap_add.contains(&Capability::SysAdmin));
+    assert!(c.cap_add.contains(&Capability::SysPtrace));
+    assert_eq!(
+        profile_origin(&spec, "cap_add.SYS_PTRACE").0,
+        "security.add_capabilities[0]"
+    );
+    assert_eq!(
+        spec.origins["cap_add.NET_ADMIN"],
+        Origin::Preset {
+            agent: "claude-code".into()
+        }
+    );
+    assert_eq!(
+        profile_origin(&spec, "cap_add.SYS_ADMIN").0,
+        "security.fuse"
+    );
+}
+
+const CUSTOM: &str = "name = \"lab\"\nagent = \"custom\"\n[image]\nref = \"strix:1\"\n\
+    command = [\"tail\", \"-f\", \"/dev/null\"]\nuser = \"pentester\"\n";
+
+#[test]
+fn a_custom_run_is_a_hardened_detached_sandbox() {
+    let spec = run(CUSTOM);
+    assert_eq!(spec.kind, LaunchKind::Sandbox);
+    let c = container(&spec);
+    assert_eq!(c.name.as_deref(), Some("agentc-sandbox-alice-1000-lab"));
+    assert_eq!(c.image, "strix:1");
+    assert_eq!(c.entrypoint, None);
+    assert_eq!(c.command, ["tail", "-f", "/dev/null"]);
+    assert_eq!(c.user.as_deref(), Some("pentester"));
+    assert!(c.detach && !c.interactive && !c.tty && !c.auto_remove);
+    assert!(c.no_new_privileges && c.read_only_root && c.cap_drop_all);
+    assert!(c.cap_add.is_empty());
+    assert!(c.mounts.is_empty() && c.working_dir.is_none());
+    assert_eq!(c.tmpfs.len(), 2);
+    assert_eq!(c.resources.pids_limit, Some(512));
+    assert_eq!(c.log.as_ref().unwrap().options["max-size"], "50m");
+    assert_eq!(c.labels[LABEL_KIND], "sandbox");
+    let text = format!("{CUSTOM}[security]\nadd_capabilities = [\"NET_RAW\", \"NET_ADMIN\"]\n[workspace]\nmount = true\n");
+    let c = container(&run(&text)).clone();
+    assert_eq!(caps(&c), ["NET_ADMIN", "NET_RAW"]);
+    assert_eq!(c.mounts[0].target, "/workspace/app");
+    assert_eq!(c.working_dir.as_deref(), Some("/workspace/app"));
+}
+
+#[test]
+fn seed_launches_need_a_configured_target_inside_the_home() {
+    let text = format!(
+        "{CLAUDE}[[mounts]]\ntype = \"seed\"\nsource = \"settings.json\"\ntarget = \"/home/claude/.claude/settings.json\"\non_conflict = \"replace\"\n"
+    );
+    let probe = paths(&[("/home/alice/profiles/settings.json", PathKind::File)]);
+    let mut invocation = inputs(LaunchKind::Seed);
+    let error = resolve_with(&text, &invocation, &probe).unwrap_err();
+    match &error {
+        PolicyError::Unlaunchable {
+            location: Location::Invocation { input },
+            hint,
+            ..
+        } => {
+            assert_eq!(input, "--seed-target");
+            assert!(
+                hint.contains("/home/claude/.claude/settings.json"),
+                "{hint}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    invocation.seed_target = Some("/home/claude/other".into());
+    assert!(resolve_with(&text, &invocation, &probe)
+        .unwrap_err()
+        .to_string()
+        .contains("not configured"));
+    invocation.seed_target = Some("/home/claude/.claude/settings.json".into());
+    let spec = resolve_with(&text, &invocation, &probe).unwrap();
+    assert_eq!(spec.kind, LaunchKind::Seed);
+    let c = container(&spec);
+    assert_eq!(c.network, Network::None);
+    assert_eq!(c.user.as_deref(), Some("0:0"));
+    assert!(c.auto_remove && !c.interactive && !c.tty);
+    assert!(c.no_new_privileges && c.read_only_root && c.cap_drop_all);
+    assert_eq!(caps(c), ["CHOWN", "DAC_OVERRIDE"]);
+    assert_eq!(c.entrypoint.as_deref(), Some("/bin/sh"));
+    assert_eq!(c.command, ["-ceu", presets::SEED_COPY_SCRIPT]);
+    assert_eq!(
+        c.mounts[1],
+        Mount {
+            target: "/tmp/agent-seed".into(),
+            read_only: true,
+            source: MountSource::Bind {
+                path: "/home/alice/profiles/settings.json".into()
+            },
+        }
+    );
+    assert_eq!(
+        env_of(c),
+        [
+            (
+                "SEED_TARGET".into(),
+                "/home/claude/.claude/settings.json".into()
+            ),
+            ("SEED_USER".into(), "claude".into()),
+            ("SEED_HOME".into(), "/home/claude".into()),
+            ("SEED_ON_CONFLICT".into(), "replace".into()),
+        ]
+    );
+    assert_eq!(c.resources.memory_bytes, Some(4 << 30));
+    // The source must exist.
+    let (field, _) = unlaunchable_field(resolve_with(&text, &invocation, &paths(&[])).unwrap_err());
+    assert_eq!(field, "mounts[0].source");
+}
+
+#[test]
+fn seed_mounts_are_not_mounted_in_a_run() {
+    let text = format!(
+        "{CLAUDE}[[mounts]]\ntype = \"seed\"\nsource = \"s\"\ntarget = \"/home/claude/s\"\n"
+    );
+    let c = container(&run(&text)).clone();
+    assert_eq!(c.mounts.len(), 2);
+}
+
+fn decant_inputs(sources: &[(&str, AgentName)]) -> ResolveInputs {
+    let mut invocation = inputs(LaunchKind::Decant);
+    invocation.decant_sources = sources
+        .iter()
+        .map(|(name, agent)| DecantSource {
+            profile: name.to_string(),
+            agent: *agent,
+            home_volume: format!("{name}-home"),
+        })
+        .collect();
+    invocation
+}
+
+#[test]
+fn decant_reads_one_home_per_agent_on_a_published_port() {
+    let text = format!("{CLAUDE}[decant]\nenabled = true\nsource_profiles = [\"dev\", \"cx\"]\n");
+    let invocation = decant_inputs(&[("dev", AgentName::ClaudeCode), ("cx", AgentName::Codex)]);
+    let spec = resolve_with(&text, &invocation, &paths(&[])).unwrap();
+    assert_eq!(spec.kind, LaunchKind::Decant);
+    let c = container(&spec);
+    assert_eq!(c.name.as_deref(), Some("agentc-decant-alice-1000-dev"));
+    assert_eq!(c.image, "agent-containers/decant:alice-1000-dev");
+    assert_eq!(c.command[0], "serve");
+    assert!(c.interactive && c.tty && c.auto_remove);
+    assert_eq!(
+        c.ports,
+        [PublishedPort {
+            container_port: 3000,
+            protocol: Protocol::Tcp,
+            host_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            host_port: Some(8787)
+        }]
+    );
+    assert_eq!(
+        c.mounts,
+        [
+            Mount {
+                target: "/var/lib/decant".into(),
+                read_only: false,
+                source: MountSource::Volume {
+                    name: "decant-data-alice-1000-dev".into(),
+                    subpath: None
+                }
+            },
+            Mount {
+                target: "/sources/claude".into(),
+                read_only: true,
+                source: MountSource::Volume {
+                    name: "dev-home".into(),
+                    subpath: Some(".claude".into())
+                }
+            },
+            Mount {
+                target: "/sources/codex".into(),
+                read_only: true,
+                source: MountSource::Volume {
+                    name: "cx-home".into(),
+                    subpath: Some(".codex".into())
+                }
+            },
+        ]
+    );
+    assert_eq!(c.resources.pids_limit, Some(512));
+    assert!(c.log.is_some());
+    let twice = decant_inputs(&[("a", AgentName::Codex), ("b", AgentName::Codex)]);
+    assert!(resolve_with(&text, &twice, &paths(&[]))
+        .unwrap_err()
+        .to_string()
+        .contains("multiple codex"));
+    let none = decant_inputs(&[]);
+    let (field, _) = unlaunchable_field(resolve_with(&text, &none, &paths(&[])).unwrap_err());
+    assert_eq!(field, "decant.source_profiles");
+    let (field, _) =
+        unlaunchable_field(resolve_with(CLAUDE, &invocation, &paths(&[])).unwrap_err());
+    assert_eq!(field, "decant.enabled");
+}
+
+#[test]
+fn builds_use_the_run_tag_and_a_checked_context() {
+    let text = format!(
+        "{CLAUDE}[image]\nbuild_context = \"../images/claude\"\ndockerfile = \"Dockerfile.dev\"\n"
+    );
+    let probe = paths(&[("/home/alice/images/claude", PathKind::Directory)]);
+    let spec = resolve_with(&text, &inputs(LaunchKind::Build), &probe).unwrap();
+    assert_eq!(spec.kind, LaunchKind::Build);
+    let Action::Build(build) = &spec.action else {
+        panic!("build expected")
+    };
+    assert_eq!(build.tag, "claude-code:latest");
+    assert_eq!(build.context, "/home/alice/images/claude");
+    assert_eq!(build.dockerfile.as_deref(), Some("Dockerfile.dev"));
+    assert_eq!(
+        build.build_args,
+        BTreeMap::from([("GID".into(), "1000".into()), ("UID".into(), "1000".into())])
+    );
+    assert_eq!(build.labels[LABEL_KIND], "build");
+    assert_eq!(build.labels[LABEL_SPEC_DIGEST], spec_digest(&spec));
+    let (field, _) = unlaunchable_field(
+        resolve_with(&text, &inputs(LaunchKind::Build), &paths(&[])).unwrap_err(),
+    );
+    assert_eq!(field, "image.build_context");
+    let hermes = text.replace("claude-code", "hermes");
+    let spec = resolve_with(&hermes, &inputs(LaunchKind::Build), &probe).unwrap();
+    let Action::Build(build) = &spec.action else {
+        panic!("build expected")
+    };
+    assert!(build.build_args.is_empty());
+    let mut root = inputs(LaunchKind::Build);
+    root.owner.uid = 0;
+    assert!(resolve_with(&text, &root, &probe).is_err());
+}
+
+#[test]
+fn labels_carry_a_digest_of_everything_but_itself() {
+    let spec = run(CLAUDE);
+    let c = container(&spec);
+    assert_eq!(c.labels[LABEL_PROFILE], "dev");
+    assert_eq!(c.labels[LABEL_KIND], "run");
+    let digest = &c.labels[LABEL_SPEC_DIGEST];
+    assert_eq!(digest.len(), 64);
+    assert_eq!(digest, &spec_digest(&spec));
+    let mut changed = spec.clone();
+    if let Action::Container(container) = &mut changed.action {
+        container.resources.pids_limit = Some(1);
+    }
+    assert_ne!(spec_digest(&changed), *digest);
+    let mut relabelled = spec.clone();
+    if let Action::Container(container) = &mut relabelled.action {
+        container
+            .labels
+            .insert(LABEL_SPEC_DIGEST.into(), "x".into());
+    }
+    assert_eq!(spec_digest(&relabelled), *digest);
+}
+
+#[test]
+fn owners_are_sanitized_like_agent_containers() {
+    let owner = |name: &str| Owner {
+        name: name.into(),
+        uid: 501,
+        gid: 20,
+    };
+    assert_eq!(owner_slug(&owner("Alice Smith")), "alice-smith-501");
+    assert_eq!(owner_slug(&owner("..__")), "user-501");
+    assert_eq!(owner_slug(&owner("é@x")), "x-501");
+    assert_eq!(
+        owner_slug(&owner(&"a".repeat(40))),
+        format!("{}-501", "a".repeat(32))
+    );
+    let loaded = profile("name = \"dev\"\nagent = \"custom\"\n[image]\nref = \"x\"\n");
+    assert_eq!(home_volume_name(&loaded.profile, &owner("bob")), None);
+    let loaded = profile("name = \"dev\"\nagent = \"codex\"\nhome_volume = \"mine\"\n");
+    assert_eq!(
+        home_volume_name(&loaded.profile, &owner("bob")).as_deref(),
+        Some("mine")
+    );
+}
+
+#[test]
+fn secret_values_never_reach_the_spec_or_its_explanation() {
+    let text =
+        format!("{CLAUDE}[provider]\nkind = \"anthropic\"\napi_key_env = \"ANTHROPIC_API_KEY\"\n");
+    let mut invocation = inputs(LaunchKind::Run);
+    invocation
+        .env
+        .insert("ANTHROPIC_API_KEY".into(), "sk-very-secret".into());
+    let loaded = profile(&text);
+    let spec = resolve(&loaded, &invocation, &paths(&[])).unwrap();
+    assert_eq!(
+        container(&spec).env,
+        [EnvVar {
+            name: "ANTHROPIC_API_KEY".into(),
+            value: EnvValue::Secret { required: true }
+        }]
+    );
+    let json = serde_json::to_string(&spec).unwrap();
+    assert!(!json.contains("sk-very-secret"));
+    assert!(!crate::explain::explain(&loaded, &spec).contains("sk-very-secret"));
+}
+
+#[test]
+fn an_environment_name_set_twice_is_an_error_naming_the_field() {
+    let text = format!(
+        "{CLAUDE}[provider]\nkind = \"anthropic\"\napi_key_env = \"LANGFUSE_PUBLIC_KEY\"\n\
+         [egress]\nhosts = [\"lf.example\"]\n[langfuse]\nenabled = true\nbase_url = \"https://lf.example\"\n"
+    );
+    let Ok(loaded) = load("dev.toml", &text) else {
+        return; // The loader may already reject the clash.
+    };
+    let error = resolve(&loaded, &inputs(LaunchKind::Run), &paths(&[])).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("LANGFUSE_PUBLIC_KEY would be set twice"),
+        "{error}"
+    );
+    assert!(matches!(
+        error.location(),
+        Location::Profile { field, .. } if field == "langfuse.public_key_env"
+    ));
+}
+
+#[test]
+fn hermes_endpoints_need_a_mapped_provider_kind() {
+    let text = "name = \"dev\"\nagent = \"hermes\"\n[provider]\nkind = \"gemini\"\n\
+        endpoint = \"https://llm.example\"\n";
+    let Ok(loaded) = load("dev.toml", text) else {
+        return; // The loader may already reject it.
+    };
+    let error = resolve(&loaded, &inputs(LaunchKind::Run), &paths(&[])).unwrap_err();
+    assert!(error.to_string().contains("hermes provider"), "{error}");
+}
+
+#[test]
+fn only_custom_agents_have_sandboxes_and_only_presets_have_seeds() {
+    let error = resolve_with(CLAUDE, &inputs(LaunchKind::Sandbox), &paths(&[])).unwrap_err();
+    assert!(matches!(error, PolicyError::Unlaunchable { .. }));
+    let spec = resolve_with(CUSTOM, &inputs(LaunchKind::Sandbox), &paths(&[])).unwrap();
+    assert_eq!(spec.kind, LaunchKind::Sandbox);
+    let mut seed = inputs(LaunchKind::Seed);
+    seed.seed_target = Some("/x".into());
+    assert!(resolve_with(CUSTOM, &seed, &paths(&[])).is_err());
+}
+
+#[test]
+fn invocation_images_and_agent_arguments_are_checked() {
+    let loaded = profile("name = \"dev\"\nagent = \"claude-code\"\n");
+    let invalid = |inputs: ResolveInputs| -> (String, String) {
+        match resolve(&loaded, &inputs, &paths(&[])) {
+            Err(PolicyError::Invalid {
+                location: Location::Invocation { input },
+                message,
+                ..
+            }) => (input, message),
+            other => panic!("expected an invocation error, got {other:?}"),
+        }
+    };
+    for (image, message) in [
+        ("--privileged", "--image must not start with '-'"),
+        ("", "--image is empty"),
+        (
+            "alpine\n--privileged",
+            "--image must not contain whitespace or control characters",
+        ),
+        (
+            "alpine\0",
+            "--image must not contain whitespace or control characters",
+        ),
+    ] {
+        let mut run = inputs(LaunchKind::Run);
+        run.image = Some(image.to_string());
+        assert_eq!(
+            invalid(run),
+            ("--image".to_string(), message.to_string()),
+            "{image:?}"
+        );
+    }
+    let mut run = inputs(LaunchKind::Run);
+    run.agent_args = vec!["--ok".to_string(), "a\0b".to_string()];
+    assert_eq!(
+        invalid(run),
+        (
+            "agent arguments".to_string(),
+            "agent argument 1 contains a nul byte".to_string()
+        )
+    );
+}
+
+#[test]
+fn paths_normalize_without_touching_the_disk() {
+    assert_eq!(normalize_path("/a/./b/../c//d/"), "/a/c/d");
+    assert_eq!(normalize_path("/../.."), "/");
+    let invocation = inputs(LaunchKind::Run);
+    let resolve_host_path = |source: &str| {
+        crate::paths::resolve_host_path(source, &invocation.home_dir, &invocation.profile_dir)
+    };
+    assert_eq!(resolve_host_path("~"), "/home/alice");
+    assert_eq!(resolve_host_path("~/x"), "/home/alice/x");
+    assert_eq!(resolve_host_path("../x"), "/home/alice/x");
+    assert_eq!(resolve_host_path("/abs/./y"), "/abs/y");
+}

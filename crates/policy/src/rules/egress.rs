@@ -1,0 +1,445 @@
+//! `[egress]`: the mode, the allowlist, the SSH gateway and its key files; the variables that
+//! hand them to the image's entrypoint; where egress is enforced, in words; and the egress
+//! findings (`egress-unrestricted`, `egress-unenforced`, `egress-tld`, `egress-domain`,
+//! `egress-ip-range`).
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+
+use crate::check::Checker;
+use crate::context::{EnvBuilder, Resolver};
+use crate::error::PolicyError;
+use crate::explainer::Explainer;
+use crate::finding::{Report, Severity};
+use crate::inputs::PathKind;
+use crate::keys;
+use crate::presets;
+use crate::profile::{AgentName, EgressMode, MountConfig, Profile};
+use crate::spec::{ContainerSpec, Mount, MountSource};
+use crate::text::is_ip_or_cidr;
+
+/// The egress fields one by one, and the gateway options that go together.
+pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
+    let egress = &profile.egress;
+    for (index, host) in egress.hosts.iter().enumerate() {
+        let field = format!("egress.hosts[{index}]");
+        if host.trim() == "*" {
+            ck.fail(
+                &field,
+                format!("{field}: '*' is not a hostname"),
+                "to disable egress filtering entirely, set mode = \"unrestricted\" and remove \
+                 the '*' entry; to allow specific hosts, name each one",
+            );
+            continue;
+        }
+        ck.token(&field, host, "one host name");
+    }
+    if let Some(host) = &egress.gateway_host {
+        ck.token(
+            "egress.gateway_host",
+            host,
+            "the gateway's host name or address",
+        );
+    }
+    if let Some(user) = &egress.gateway_user {
+        ck.token("egress.gateway_user", user, "the gateway's ssh user");
+    }
+    if let Some(host) = &egress.gateway_access_hostname {
+        ck.token(
+            "egress.gateway_access_hostname",
+            host,
+            "the host name of the gateway",
+        );
+    }
+    for (index, entry) in egress.gateway_bootstrap_allow.iter().enumerate() {
+        let field = format!("egress.gateway_bootstrap_allow[{index}]");
+        if ck.line(&field, entry, "an ip address or cidr") && !is_ip_or_cidr(entry.trim()) {
+            ck.fail(
+                &field,
+                format!("{field} {:?} is not an ip address or cidr", entry.trim()),
+                "write an address such as `192.0.2.10` or a network such as `10.0.0.0/8`",
+            );
+        }
+    }
+    if let Some(file) = &egress.gateway_key_file {
+        ck.line(
+            "egress.gateway_key_file",
+            file,
+            "the path of the ssh private key",
+        );
+    }
+    if let Some(file) = &egress.gateway_known_hosts_file {
+        ck.line(
+            "egress.gateway_known_hosts_file",
+            file,
+            "the path of the known-hosts file",
+        );
+    }
+    gateway_pairs(ck, profile);
+    if egress.mode == EgressMode::Unrestricted {
+        if !egress.hosts.is_empty() {
+            ck.fail_when(
+                &["egress.mode"],
+                "egress.hosts",
+                "egress.hosts must be empty when egress.mode is unrestricted",
+                "remove the hosts, or set mode = \"allowlist\" to allow only them",
+            );
+        }
+        if egress.gateway_host.is_some() {
+            ck.fail_when(
+                &["egress.mode"],
+                "egress.gateway_host",
+                "egress.gateway_host cannot be used when egress.mode is unrestricted",
+                "remove the gateway, or set mode = \"allowlist\" or \"deny\" to route through it",
+            );
+        }
+    }
+}
+
+/// The gateway fields that need each other.
+fn gateway_pairs(ck: &mut Checker, profile: &Profile) {
+    let egress = &profile.egress;
+    let pair = ["egress.gateway_host", "egress.gateway_port"];
+    match (&egress.gateway_host, egress.gateway_port) {
+        (Some(_), None) => ck.fail_when(
+            &pair,
+            "egress.gateway_host",
+            "egress.gateway_host requires egress.gateway_port",
+            "add gateway_port, the gateway's ssh port (usually 22)",
+        ),
+        (None, Some(_)) => ck.fail_when(
+            &pair,
+            "egress.gateway_port",
+            "egress.gateway_port requires egress.gateway_host",
+            "add gateway_host, or remove gateway_port",
+        ),
+        _ => {}
+    }
+    if egress.gateway_host.is_none() {
+        let options = [
+            ("egress.gateway_user", egress.gateway_user.is_some()),
+            (
+                "egress.gateway_access_hostname",
+                egress.gateway_access_hostname.is_some(),
+            ),
+            (
+                "egress.gateway_bootstrap_allow",
+                !egress.gateway_bootstrap_allow.is_empty(),
+            ),
+            ("egress.gateway_key_file", egress.gateway_key_file.is_some()),
+            (
+                "egress.gateway_known_hosts_file",
+                egress.gateway_known_hosts_file.is_some(),
+            ),
+        ];
+        for (field, _) in options.iter().filter(|(_, set)| *set) {
+            ck.fail_when(
+                &["egress.gateway_host"],
+                field,
+                format!("{field} requires egress.gateway_host"),
+                "gateway options configure an ssh gateway; add gateway_host and gateway_port, \
+                 or remove the option",
+            );
+        }
+    }
+    let files = ["egress.gateway_key_file", "egress.gateway_known_hosts_file"];
+    match (&egress.gateway_key_file, &egress.gateway_known_hosts_file) {
+        (Some(_), None) => ck.fail_when(
+            &files,
+            "egress.gateway_known_hosts_file",
+            "egress.gateway_key_file requires egress.gateway_known_hosts_file",
+            "add gateway_known_hosts_file so the gateway's host key is verified",
+        ),
+        (None, Some(_)) => ck.fail_when(
+            &files,
+            "egress.gateway_key_file",
+            "egress.gateway_known_hosts_file requires egress.gateway_key_file",
+            "add gateway_key_file, the ssh private key for the gateway",
+        ),
+        _ => {}
+    }
+}
+
+/// Gateway variables or the egress allowlist, handed to the image's entrypoint.
+pub(crate) fn env(profile: &Profile, env: &mut EnvBuilder) {
+    let egress = &profile.egress;
+    if let Some(host) = &egress.gateway_host {
+        env.literal("AGENT_GATEWAY_HOST", host, "egress.gateway_host");
+        let port = egress
+            .gateway_port
+            .map(|port| port.to_string())
+            .unwrap_or_default();
+        env.literal("AGENT_GATEWAY_PORT", &port, "egress.gateway_port");
+        if let Some(user) = &egress.gateway_user {
+            env.literal("AGENT_GATEWAY_USER", user, "egress.gateway_user");
+        }
+        if let Some(name) = &egress.gateway_access_hostname {
+            env.literal(
+                "AGENT_GATEWAY_ACCESS_HOSTNAME",
+                name,
+                "egress.gateway_access_hostname",
+            );
+        }
+        if !egress.gateway_bootstrap_allow.is_empty() {
+            env.literal(
+                "AGENT_GATEWAY_BOOTSTRAP_ALLOW",
+                &egress.gateway_bootstrap_allow.join(","),
+                "egress.gateway_bootstrap_allow",
+            );
+        }
+    } else if egress.mode == EgressMode::Unrestricted {
+        env.literal("AGENT_ALLOWED_EGRESS", "*", "egress.mode");
+    } else if egress.mode == EgressMode::Allowlist && !egress.hosts.is_empty() {
+        env.literal(
+            "AGENT_ALLOWED_EGRESS",
+            &egress.hosts.join(","),
+            "egress.hosts",
+        );
+    }
+}
+
+impl Resolver<'_> {
+    /// The gateway's key and known-hosts inputs: given as files (mounted read-only at their
+    /// generated targets, which are then reserved) or as read-only profile mounts at those
+    /// targets. With `gateway` (an agent's run with a gateway), each input is required.
+    pub fn gateway_inputs(
+        &mut self,
+        container: &mut ContainerSpec,
+        mounts: &[(String, &MountConfig)],
+        reserved: &mut BTreeSet<String>,
+        gateway: bool,
+    ) -> Result<(), PolicyError> {
+        let egress = &self.profile.egress;
+        let inputs = [
+            (
+                presets::GATEWAY_KEY_TARGET,
+                &egress.gateway_key_file,
+                "egress.gateway_key_file",
+                "gateway key",
+                "gateway key",
+            ),
+            (
+                presets::GATEWAY_KNOWN_HOSTS_TARGET,
+                &egress.gateway_known_hosts_file,
+                "egress.gateway_known_hosts_file",
+                "gateway known-hosts",
+                "gateway known-hosts file",
+            ),
+        ];
+        if gateway {
+            for (target, file, file_field, label, _) in inputs {
+                match mounts.iter().find(|(_, mount)| mount.target == target) {
+                    None if file.is_none() => {
+                        return Err(self.invalid(
+                            file_field,
+                            format!("{label} input is required when gateway mode is enabled"),
+                            &format!("set {file_field}, or mount the file at {target}"),
+                        ))
+                    }
+                    None => {}
+                    Some((field, mount)) => {
+                        if !mount.read_only {
+                            return Err(self.invalid(
+                                &format!("{field}.read_only"),
+                                format!("{label} mount must be read-only"),
+                                "remove read_only = false from this mount",
+                            ));
+                        }
+                        self.require_path(
+                            &format!("{field}.source"),
+                            &mount.source,
+                            PathKind::File,
+                            label,
+                        )?;
+                    }
+                }
+            }
+        }
+        for (target, file, field, _, label) in inputs {
+            if let Some(file) = file {
+                let path = self.require_path(field, file, PathKind::File, label)?;
+                container.mounts.push(Mount {
+                    target: target.to_string(),
+                    read_only: true,
+                    source: MountSource::Bind { path },
+                });
+                let origin = self.field_origin(field);
+                self.set(keys::mount(target), origin);
+                reserved.insert(target.to_string());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The egress line of the network section: the policy and where it is enforced.
+pub(crate) fn explain(out: &mut Explainer) {
+    let words = egress_words(out);
+    out.line(format!("  egress: {words}"));
+}
+
+fn egress_words(out: &Explainer) -> String {
+    let profile = &out.profile.profile;
+    let egress = &profile.egress;
+    let field = match out.profile.position("egress.mode") {
+        Some((line, _)) => format!("profile line {line} (egress.mode)"),
+        None => "default".to_string(),
+    };
+    if profile.agent == AgentName::Custom {
+        return match egress.mode {
+            EgressMode::Deny => format!("deny, enforced by having no network  [{field}]"),
+            mode => format!(
+                "{}, not enforced: a custom image has no egress firewall  [{field}]",
+                mode.as_str()
+            ),
+        };
+    }
+    if let Some(host) = &egress.gateway_host {
+        return format!(
+            "through the SSH gateway {host}, enforced by the image's firewall  [{field}]"
+        );
+    }
+    match egress.mode {
+        EgressMode::Deny => format!("deny, enforced by having no network  [{field}]"),
+        EgressMode::Unrestricted => format!("unrestricted  [{field}]"),
+        EgressMode::Allowlist if egress.hosts.is_empty() => {
+            format!("allowlist with no hosts, enforced by the image's firewall  [{field}]")
+        }
+        EgressMode::Allowlist => format!(
+            "allowlist {}, enforced by the image's firewall  [{field}]",
+            egress.hosts.join(", ")
+        ),
+    }
+}
+
+/// What widens the sandbox here: unrestricted egress.
+pub(crate) fn widens(out: &Explainer, items: &mut Vec<String>) {
+    if out.profile.profile.egress.mode == EgressMode::Unrestricted {
+        items.push(format!("unrestricted egress  [{}]", out.at("egress.mode")));
+    }
+}
+
+/// How much of the network an allowlist entry opens, when it is more than one host:
+/// `(code, severity, what)`.
+///
+/// - an IP network in CIDR form wider than one address (`10.0.0.0/8`; not `/32` or `/128`):
+///   `egress-ip-range`;
+/// - after removing a leading `*.` or `.`, a single label (`com`, `.io`, `*.dev`):
+///   `egress-tld`; `localhost` alone is not reported;
+/// - a leading `.` or `*.` before two or more labels, or a `*` anywhere: `egress-domain`.
+pub fn host_scope(entry: &str) -> Option<(&'static str, Severity, String)> {
+    let host = entry.trim().trim_end_matches('.').to_ascii_lowercase();
+    if let Some((address, prefix)) = host.split_once('/') {
+        let address: IpAddr = address.parse().ok()?;
+        let prefix: u8 = prefix.parse().ok()?;
+        let single = match address {
+            IpAddr::V4(_) => prefix >= 32,
+            IpAddr::V6(_) => prefix >= 128,
+        };
+        return (!single).then(|| {
+            (
+                "egress-ip-range",
+                Severity::Medium,
+                format!("the network {host}"),
+            )
+        });
+    }
+    if host.parse::<IpAddr>().is_ok() {
+        return None;
+    }
+    let (wild, rest) = match host.strip_prefix("*.").or_else(|| host.strip_prefix('.')) {
+        Some(rest) => (true, rest),
+        None => (false, host.as_str()),
+    };
+    let labels = rest.split('.').filter(|label| !label.is_empty()).count();
+    if labels <= 1 && rest != "localhost" {
+        return Some((
+            "egress-tld",
+            Severity::High,
+            format!("every host under {rest}"),
+        ));
+    }
+    if wild || rest.contains('*') {
+        return Some((
+            "egress-domain",
+            Severity::Medium,
+            format!("every host under {}", rest.trim_start_matches("*.")),
+        ));
+    }
+    None
+}
+
+/// The egress findings of an agent launch.
+pub(crate) fn findings(report: &mut Report) {
+    let profile = &report.loaded.profile;
+    let egress = &profile.egress;
+    let mode = egress.mode;
+    let at = ("egress.mode".to_string(), report.position("egress.mode"));
+    if mode == EgressMode::Unrestricted {
+        report.push(
+            "egress-unrestricted",
+            Severity::High,
+            at,
+            "egress is unrestricted: the agent can reach any host and send it anything it can read"
+                .to_string(),
+            "set egress.mode = \"allowlist\" with the hosts the agent needs, or \"deny\"",
+        );
+        return;
+    }
+    if profile.agent == AgentName::Custom {
+        if mode != EgressMode::Deny {
+            report.push(
+                "egress-unenforced",
+                Severity::High,
+                at,
+                format!(
+                    "egress mode {} is not enforced: a custom image has no egress firewall, \
+                     so the sandbox reaches any host",
+                    mode.as_str()
+                ),
+                "set egress.mode = \"deny\" to run without a network, or enforce the allowlist \
+                 in the image or the network it joins",
+            );
+        }
+        return;
+    }
+    let hosts = egress.hosts.clone();
+    let bootstrap = egress.gateway_bootstrap_allow.clone();
+    let gateway = egress.gateway_host.is_some();
+    if mode != EgressMode::Allowlist && !gateway {
+        return;
+    }
+    if mode == EgressMode::Allowlist {
+        for (index, host) in hosts.iter().enumerate() {
+            if let Some((code, severity, what)) = host_scope(host) {
+                let field = format!("egress.hosts[{index}]");
+                let position = report.position(&field);
+                report.push(
+                    code,
+                    severity,
+                    (field, position),
+                    format!("allowlist entry {:?} opens {what}", host.trim()),
+                    "name each host the agent needs instead of a domain or a network",
+                );
+            }
+        }
+    }
+    if gateway {
+        for (index, entry) in bootstrap.iter().enumerate() {
+            if let Some(("egress-ip-range", severity, what)) = host_scope(entry) {
+                let field = format!("egress.gateway_bootstrap_allow[{index}]");
+                let position = report.position(&field);
+                report.push(
+                    "egress-ip-range",
+                    severity,
+                    (field, position),
+                    format!(
+                        "gateway bootstrap entry {:?} opens {what} before the gateway is up",
+                        entry.trim()
+                    ),
+                    "allow only the gateway's own address",
+                );
+            }
+        }
+    }
+}

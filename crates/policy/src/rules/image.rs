@@ -1,0 +1,269 @@
+//! `[image]`: the image reference, a custom agent's entrypoint, command and user, docker's
+//! init as PID 1, and the image build; the process part of the explanation.
+
+use std::collections::BTreeMap;
+
+use crate::check::Checker;
+use crate::context::{invocation, preset_origin, Resolver};
+use crate::error::{Location, PolicyError};
+use crate::explainer::Explainer;
+use crate::inputs::PathKind;
+use crate::keys;
+use crate::paths::resolve_host_path;
+use crate::presets::Preset;
+use crate::profile::Profile;
+use crate::spec::{Action, BuildSpec, ContainerSpec, Origin};
+use crate::text::is_user_spec;
+
+/// The `[image]` fields one by one.
+pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
+    let image = &profile.image;
+    if let Some(reference) = &image.reference {
+        ck.image_reference("image.ref", reference);
+    }
+    if let Some(entrypoint) = &image.entrypoint {
+        if entrypoint.is_empty() || entrypoint.contains('\0') {
+            ck.fail(
+                "image.entrypoint",
+                "image.entrypoint must be a non-empty program without nul bytes",
+                "write the program to run, such as \"/bin/sh\", or remove it to keep the \
+                 image's entrypoint",
+            );
+        }
+    }
+    for (index, argument) in image.command.iter().flatten().enumerate() {
+        if argument.contains('\0') {
+            let field = format!("image.command[{index}]");
+            ck.fail(
+                &field,
+                format!("{field} must not contain nul bytes"),
+                "remove the nul byte: a process argument cannot carry one",
+            );
+        }
+    }
+    if let Some(user) = &image.user {
+        if !is_user_spec(user) {
+            ck.fail(
+                "image.user",
+                format!("image.user {user:?} is not a user"),
+                "write `name`, `uid`, `name:group` or `uid:gid`, such as \"1000:1000\"",
+            );
+        }
+    }
+    if let Some(context) = &image.build_context {
+        ck.line(
+            "image.build_context",
+            context,
+            "the build context directory",
+        );
+    }
+    if let Some(dockerfile) = &image.dockerfile {
+        ck.line("image.dockerfile", dockerfile, "the Dockerfile's path");
+    }
+}
+
+impl Resolver<'_> {
+    /// The image of an agent launch: `--image`, `image.ref`, or the preset's `<name>:latest`.
+    pub fn agent_image(&mut self, preset: Option<&Preset>) -> Result<String, PolicyError> {
+        if let Some(image) = &self.inputs.image {
+            self.set(keys::IMAGE, invocation("--image"));
+            return Ok(image.clone());
+        }
+        if let Some(reference) = &self.profile.image.reference {
+            self.set(keys::IMAGE, self.field_origin("image.ref"));
+            return Ok(reference.clone());
+        }
+        match preset {
+            Some(preset) => {
+                self.set(keys::IMAGE, preset_origin(preset));
+                Ok(format!("{}:latest", preset.image_name))
+            }
+            None => Err(self.invalid(
+                "image.ref",
+                "a custom agent needs an image reference".to_string(),
+                "set [image] ref = \"IMAGE\" or pass --image",
+            )),
+        }
+    }
+
+    /// docker's init as PID 1 of the agent's container, when the profile asks (`image.init`).
+    pub fn init_process(&mut self, container: &mut ContainerSpec) {
+        if self.profile.image.init {
+            container.init = true;
+            self.set(keys::INIT, self.field_origin("image.init"));
+        }
+    }
+
+    /// A custom sandbox's entrypoint, command and user, as the profile writes them.
+    pub fn custom_process(&mut self, container: &mut ContainerSpec) {
+        let image = &self.profile.image;
+        if let Some(entrypoint) = &image.entrypoint {
+            container.entrypoint = Some(entrypoint.clone());
+            self.set(keys::ENTRYPOINT, self.field_origin("image.entrypoint"));
+        }
+        if let Some(command) = &image.command {
+            container.command = command.clone();
+            self.set(keys::COMMAND, self.field_origin("image.command"));
+        }
+        self.agent_args(container);
+        if let Some(user) = &image.user {
+            container.user = Some(user.clone());
+            self.set(keys::USER, self.field_origin("image.user"));
+        }
+    }
+
+    /// The invocation's agent arguments, after the command.
+    pub fn agent_args(&mut self, container: &mut ContainerSpec) {
+        if !self.inputs.agent_args.is_empty() {
+            container
+                .command
+                .extend(self.inputs.agent_args.iter().cloned());
+            self.set(keys::COMMAND_ARGS, invocation("agent arguments"));
+        }
+    }
+
+    /// The image build: the same tag a run uses, from `image.build_context`.
+    pub fn build(&mut self, preset: Option<&Preset>) -> Result<Action, PolicyError> {
+        let profile = self.profile;
+        let tag = self.agent_image(preset)?;
+        let origin = self.origins.remove(keys::IMAGE).unwrap_or(Origin::Default);
+        self.set(keys::BUILD_TAG, origin);
+        let Some(context) = &profile.image.build_context else {
+            return Err(self.unlaunchable(
+                "image.build_context",
+                "the profile has no build context".to_string(),
+                "set [image] build_context to the directory holding the Dockerfile",
+            ));
+        };
+        let context = resolve_host_path(context, &self.inputs.home_dir, &self.inputs.profile_dir);
+        if self.paths.kind(&context) != PathKind::Directory {
+            return Err(self.unlaunchable(
+                "image.build_context",
+                format!("build context is not a directory: {context}"),
+                "create it, or fix the path (relative paths are relative to the profile's directory)",
+            ));
+        }
+        self.set(
+            keys::BUILD_CONTEXT,
+            self.field_origin("image.build_context"),
+        );
+        if profile.image.dockerfile.is_some() {
+            self.set(
+                keys::BUILD_DOCKERFILE,
+                self.field_origin("image.dockerfile"),
+            );
+        }
+        let mut build_args = BTreeMap::new();
+        if let Some(preset) = preset.filter(|preset| preset.build_user_args) {
+            let owner = &self.inputs.owner;
+            if owner.uid == 0 || owner.gid == 0 {
+                return Err(PolicyError::Unlaunchable {
+                    location: Location::Invocation {
+                        input: "user".to_string(),
+                    },
+                    message: format!(
+                        "the {} image is built for your uid and gid, which must not be 0 (root)",
+                        preset.agent.as_str()
+                    ),
+                    hint: "build as the non-root user who will run the agent".to_string(),
+                });
+            }
+            build_args.insert("UID".to_string(), owner.uid.to_string());
+            build_args.insert("GID".to_string(), owner.gid.to_string());
+            self.set(keys::build_arg("UID"), invocation("user"));
+            self.set(keys::build_arg("GID"), invocation("user"));
+        }
+        Ok(Action::Build(BuildSpec {
+            tag,
+            context,
+            dockerfile: profile.image.dockerfile.clone(),
+            named_contexts: BTreeMap::new(),
+            build_args,
+            labels: BTreeMap::new(),
+        }))
+    }
+}
+
+/// The build section of a build launch.
+pub(crate) fn explain_build(out: &mut Explainer, build: &BuildSpec) {
+    out.section("build");
+    out.item("context", &build.context, keys::BUILD_CONTEXT);
+    let dockerfile = build.dockerfile.as_deref().unwrap_or("Dockerfile");
+    out.item("dockerfile", dockerfile, keys::BUILD_DOCKERFILE);
+    for (name, value) in &build.build_args {
+        out.item(&format!("build arg {name}"), value, &keys::build_arg(name));
+    }
+    for (name, value) in &build.named_contexts {
+        out.line(format!("  named context {name}: {value}"));
+    }
+}
+
+/// The process section: name, entrypoint, PID 1, command, user, working directory, mode and
+/// lifetime.
+pub(crate) fn explain_process(out: &mut Explainer, c: &ContainerSpec) {
+    out.section("process");
+    match &c.name {
+        Some(name) => out.item("name", name, keys::NAME),
+        None => out.line("  name: chosen by docker"),
+    }
+    match &c.entrypoint {
+        Some(entrypoint) => out.item("entrypoint", entrypoint, keys::ENTRYPOINT),
+        None => out.line("  entrypoint: the image's"),
+    }
+    if c.init {
+        out.item(
+            "PID 1",
+            "docker's init (reaps zombies, passes signals on)",
+            keys::INIT,
+        );
+    } else {
+        out.line("  PID 1: the entrypoint, no init");
+    }
+    if c.command.is_empty() {
+        out.line("  command: the image's");
+    } else {
+        let origins: Vec<String> = [keys::COMMAND, keys::COMMAND_PROVIDER, keys::COMMAND_ARGS]
+            .iter()
+            .filter_map(|key| out.origin(key))
+            .map(crate::explainer::origin_words)
+            .collect();
+        let command = if c.command.len() == 2 && c.command[0] == "-ceu" {
+            // The seed script is long; name it instead of printing it.
+            "-ceu <seed copy script>".to_string()
+        } else {
+            c.command.join(" ")
+        };
+        let from = if origins.is_empty() {
+            String::new()
+        } else {
+            format!("  [{}]", origins.join("; "))
+        };
+        out.line(format!("  command: {command}{from}"));
+    }
+    match &c.user {
+        Some(user) => out.item("user", user, keys::USER),
+        None => out.line("  user: the image's"),
+    }
+    match &c.working_dir {
+        Some(dir) => out.item("working directory", dir, keys::WORKING_DIR),
+        None => out.line("  working directory: the image's"),
+    }
+    let mode = match (c.interactive, c.tty, c.detach) {
+        (true, true, _) => "interactive with a terminal",
+        (true, false, _) => "interactive",
+        (false, _, true) => "detached",
+        _ => "attached, not interactive",
+    };
+    let key = if c.detach {
+        keys::DETACH
+    } else {
+        keys::INTERACTIVE
+    };
+    out.item("mode", mode, key);
+    let removal = if c.auto_remove {
+        "removed on exit"
+    } else {
+        "kept until removed"
+    };
+    out.item("lifetime", removal, keys::AUTO_REMOVE);
+}

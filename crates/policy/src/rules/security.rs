@@ -1,0 +1,353 @@
+//! `[security]`: the hardening every container gets (read-only root, no new privileges, every
+//! capability dropped, tmpfs `/tmp` and `/run`), added capabilities, FUSE, and the dangerous
+//! requests refused unless an `allow_*` field accepts them; their explanation and the
+//! `fuse`, `capability-*`, `root-writable` and `docker-socket` (through `DOCKER_HOST`) findings.
+
+use std::collections::BTreeSet;
+
+use crate::capability::Capability;
+use crate::check::Checker;
+use crate::context::{preset_origin, Resolver};
+use crate::explainer::{origin_words, Explainer};
+use crate::finding::{Report, Severity};
+use crate::keys;
+use crate::paths::{classify_path, normalize_path, Danger, DOCKER_HOST};
+use crate::presets::{self, Preset};
+use crate::profile::Profile;
+use crate::spec::{AppArmor, ContainerSpec, Device, EnvValue, LaunchKind, Origin, Tmpfs};
+
+/// Capabilities that come close to root on the host or in the kernel.
+pub const DANGEROUS_CAPABILITIES: &[Capability] = &[
+    Capability::SysAdmin,
+    Capability::SysModule,
+    Capability::SysRawio,
+    Capability::SysPtrace,
+    Capability::SysBoot,
+    Capability::DacReadSearch,
+    Capability::Bpf,
+    Capability::Perfmon,
+    Capability::MacAdmin,
+    Capability::MacOverride,
+];
+
+/// Capabilities listed once, and the dangerous requests loading can already see.
+pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
+    let mut seen = BTreeSet::new();
+    for (index, capability) in profile.security.add_capabilities.iter().enumerate() {
+        if !seen.insert(*capability) {
+            let field = format!("security.add_capabilities[{index}]");
+            ck.fail(
+                &field,
+                format!("{field} repeats {capability}"),
+                "list each capability once",
+            );
+        }
+    }
+    dangerous(ck, profile);
+}
+
+/// The Docker socket in any form and binds of `/`, as far as loading can tell: absolute host
+/// paths (after lexical normalization) and `DOCKER_HOST` among the variables passed in.
+/// Relative and `~` paths, links and the home directory are checked when resolving.
+fn dangerous(ck: &mut Checker, profile: &Profile) {
+    let security = &profile.security;
+    let mut sources: Vec<(String, &str)> = Vec::new();
+    for (list, mounts) in [
+        ("configuration_mounts", &profile.configuration_mounts),
+        ("mounts", &profile.mounts),
+    ] {
+        for (index, mount) in mounts.iter().enumerate() {
+            sources.push((format!("{list}[{index}].source"), mount.source.as_str()));
+        }
+    }
+    let proxy = profile.proxy.as_ref();
+    let files = [
+        ("proxy.ca_file", proxy.and_then(|p| p.ca_file.as_deref())),
+        ("proxy.ca_dir", proxy.and_then(|p| p.ca_dir.as_deref())),
+        (
+            "egress.gateway_key_file",
+            profile.egress.gateway_key_file.as_deref(),
+        ),
+        (
+            "egress.gateway_known_hosts_file",
+            profile.egress.gateway_known_hosts_file.as_deref(),
+        ),
+        (
+            "configuration_import.source",
+            profile
+                .configuration_import
+                .as_ref()
+                .map(|i| i.source.as_str()),
+        ),
+    ];
+    for (field, value) in files {
+        if let Some(value) = value {
+            sources.push((field.to_string(), value));
+        }
+    }
+    for (field, source) in sources {
+        let source = source.trim();
+        if !source.starts_with('/') {
+            continue;
+        }
+        let path = normalize_path(source);
+        let Some(danger) = classify_path(&path, None) else {
+            continue;
+        };
+        if danger.allowed(security) {
+            continue;
+        }
+        let (message, why) = match danger {
+            Danger::Root => (
+                format!("{field} binds the host's root directory /"),
+                "a bind of / hands the agent the whole host; mount only what it needs",
+            ),
+            _ => (
+                format!("{field} exposes the docker socket: {path}"),
+                "the docker socket makes the agent root on the host; remove the mount",
+            ),
+        };
+        ck.fail(
+            &field,
+            message,
+            format!("{why}, or set {} to accept it", danger.allow_setting()),
+        );
+    }
+    if security.allow_docker_socket {
+        return;
+    }
+    let mut names = Vec::new();
+    if let Some(name) = profile
+        .provider
+        .as_ref()
+        .and_then(|p| p.api_key_env.as_ref())
+    {
+        names.push(("provider.api_key_env", name));
+    }
+    if profile.langfuse.enabled {
+        names.push(("langfuse.public_key_env", &profile.langfuse.public_key_env));
+        names.push(("langfuse.secret_key_env", &profile.langfuse.secret_key_env));
+    }
+    for (field, name) in names {
+        if name.trim() == DOCKER_HOST {
+            ck.fail(
+                field,
+                format!("{field} passes DOCKER_HOST into the container"),
+                format!(
+                    "DOCKER_HOST points the agent at your docker daemon, which makes it root on \
+                     the host; name the variable that holds the key, or set {} to accept it",
+                    Danger::DockerSocket.allow_setting()
+                ),
+            );
+        }
+    }
+}
+
+impl Resolver<'_> {
+    /// Read-only root, no-new-privileges, every capability dropped, tmpfs `/tmp` and `/run`.
+    pub fn harden(&mut self, container: &mut ContainerSpec, preset: Option<&Preset>) {
+        container.no_new_privileges = true;
+        self.set(keys::NO_NEW_PRIVILEGES, Origin::Default);
+        container.cap_drop_all = true;
+        self.set(keys::CAP_DROP_ALL, Origin::Default);
+        container.read_only_root = self.profile.security.read_only_root;
+        let origin = self.origin_or("security.read_only_root", Origin::Default);
+        self.set(keys::READ_ONLY_ROOT, origin);
+        let exec = preset.is_some_and(|preset| preset.tmpfs_exec);
+        for target in presets::TMPFS_TARGETS {
+            container.tmpfs.push(Tmpfs {
+                target: target.to_string(),
+                exec,
+            });
+            let origin = match preset {
+                Some(preset) if exec => preset_origin(preset),
+                _ => Origin::Default,
+            };
+            self.set(keys::tmpfs(target), origin);
+        }
+    }
+
+    /// Preset capabilities, `security.add_capabilities` and FUSE.
+    pub fn security(&mut self, container: &mut ContainerSpec, preset: Option<&Preset>) {
+        if let Some(preset) = preset {
+            for capability in preset.capabilities {
+                container.cap_add.insert(*capability);
+                self.set(keys::cap_add(*capability), preset_origin(preset));
+            }
+        }
+        for (index, capability) in self.profile.security.add_capabilities.iter().enumerate() {
+            if container.cap_add.insert(*capability) {
+                let origin = self.field_origin(&format!("security.add_capabilities[{index}]"));
+                self.set(keys::cap_add(*capability), origin);
+            }
+        }
+        if self.profile.security.fuse {
+            let origin = self.field_origin("security.fuse");
+            container.devices.push(Device {
+                host_path: "/dev/fuse".to_string(),
+                container_path: "/dev/fuse".to_string(),
+                permissions: "rwm".to_string(),
+            });
+            self.set(keys::device("/dev/fuse"), origin.clone());
+            if container.cap_add.insert(Capability::SysAdmin) {
+                self.set(keys::cap_add(Capability::SysAdmin), origin.clone());
+            }
+            container.apparmor = Some(AppArmor::Unconfined);
+            self.set(keys::APPARMOR, origin);
+        }
+    }
+}
+
+/// The security section.
+pub(crate) fn explain(out: &mut Explainer, c: &ContainerSpec) {
+    out.section("security");
+    let nnp = if c.no_new_privileges { "on" } else { "off" };
+    out.item("no-new-privileges", nnp, keys::NO_NEW_PRIVILEGES);
+    let drop = if c.cap_drop_all {
+        "drop ALL"
+    } else {
+        "docker's default set"
+    };
+    out.item("capabilities", drop, keys::CAP_DROP_ALL);
+    for capability in &c.cap_add {
+        out.item(
+            &format!("add {capability}"),
+            "yes",
+            &keys::cap_add(*capability),
+        );
+    }
+    match c.apparmor {
+        Some(AppArmor::Unconfined) => out.item("apparmor", "unconfined", keys::APPARMOR),
+        None => out.line("  apparmor: docker's default profile"),
+    }
+    for device in &c.devices {
+        out.item(
+            &format!("device {}", device.host_path),
+            format!("{} ({})", device.container_path, device.permissions),
+            &keys::device(&device.host_path),
+        );
+    }
+}
+
+/// What widens the sandbox here (agent launches): added capabilities, FUSE, a writable root.
+pub(crate) fn widens(out: &Explainer, c: &ContainerSpec, items: &mut Vec<String>) {
+    if !matches!(out.spec.kind, LaunchKind::Run | LaunchKind::Sandbox) {
+        return;
+    }
+    for (key, origin) in &out.spec.origins {
+        if keys::cap_add_name(key).is_none() {
+            continue;
+        }
+        if let Origin::Profile { field, .. } = origin {
+            if field.starts_with("security.add_capabilities") {
+                let capability = keys::cap_add_name(key).unwrap_or_default();
+                items.push(format!(
+                    "capability {capability}  [{}]",
+                    origin_words(origin)
+                ));
+            }
+        }
+    }
+    if out.profile.profile.security.fuse {
+        items.push(format!(
+            "FUSE: /dev/fuse, SYS_ADMIN and no AppArmor confinement  [{}]",
+            out.words(keys::APPARMOR)
+        ));
+    }
+    if !c.read_only_root {
+        items.push(format!(
+            "writable root filesystem  [{}]",
+            out.words(keys::READ_ONLY_ROOT)
+        ));
+    }
+}
+
+/// `DOCKER_HOST` passed into the container.
+pub(crate) fn docker_host_findings(report: &mut Report, c: &ContainerSpec) {
+    for var in &c.env {
+        if var.name != DOCKER_HOST {
+            continue;
+        }
+        let at = report.field_of(&keys::env(DOCKER_HOST), "provider.api_key_env");
+        let how = match var.value {
+            EnvValue::Secret { .. } => "passed through from your environment",
+            EnvValue::Literal { .. } => "set",
+        };
+        report.push_allowed(
+            "docker-socket",
+            Severity::Critical,
+            at,
+            Danger::DockerSocket,
+            format!("{DOCKER_HOST} is {how}: it points the agent at your docker daemon"),
+            "do not pass DOCKER_HOST into the sandbox, and remove allow_docker_socket",
+        );
+    }
+}
+
+/// `fuse`, `capability-dangerous`, `capability-added` and `root-writable`.
+pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
+    let profile = &report.loaded.profile;
+    if profile.security.fuse && c.devices.iter().any(|d| d.host_path == "/dev/fuse") {
+        let position = report.position("security.fuse");
+        report.push(
+            "fuse",
+            Severity::High,
+            ("security.fuse".to_string(), position),
+            "fuse adds /dev/fuse, SYS_ADMIN and AppArmor unconfined: the kernel's mount surface \
+             and most of root's powers"
+                .to_string(),
+            "remove security.fuse unless the sandbox must mount FUSE file systems",
+        );
+    }
+    for capability in &c.cap_add {
+        let key = keys::cap_add(*capability);
+        let Some(Origin::Profile { field, .. }) = report.origin(&key) else {
+            continue;
+        };
+        if !field.starts_with("security.add_capabilities") {
+            continue;
+        }
+        let at = report.field_of(&key, "security.add_capabilities");
+        if DANGEROUS_CAPABILITIES.contains(capability) {
+            report.push(
+                "capability-dangerous",
+                Severity::High,
+                at,
+                format!("capability {capability} is added: it comes close to root on the host"),
+                "remove it; grant the narrowest capability the tool needs",
+            );
+        } else {
+            report.push(
+                "capability-added",
+                Severity::Medium,
+                at,
+                format!("capability {capability} is added beyond the agent preset"),
+                "remove it unless the agent needs it",
+            );
+        }
+    }
+    if !c.read_only_root {
+        let at = report.field_of(keys::READ_ONLY_ROOT, "decant.enabled");
+        if report.spec.kind == LaunchKind::Decant {
+            report.push(
+                "root-writable",
+                Severity::Medium,
+                at,
+                "decant's root filesystem is writable: the companion is not hardened, as in \
+                 agent-containers"
+                    .to_string(),
+                "run decant only while you browse sessions; it reads the home volumes read-only",
+            );
+        } else {
+            report.push(
+                "root-writable",
+                Severity::Medium,
+                at,
+                "the root filesystem is writable: the agent can change the image's programs for \
+                 the rest of the container's life"
+                    .to_string(),
+                "keep security.read_only_root = true and write to tmpfs or mounts",
+            );
+        }
+    }
+}
