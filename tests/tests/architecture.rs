@@ -31,41 +31,37 @@ fn reports() -> Vec<(PathBuf, Report)> {
         .collect()
 }
 
-#[test]
-fn no_crate_has_a_module_cycle() {
-    let found: Vec<String> = reports()
+/// What one rule found in every crate, one line each, prefixed with the crate's directory.
+fn found<T: std::fmt::Display>(select: impl Fn(Report) -> Vec<T>) -> Vec<String> {
+    reports()
         .into_iter()
         .flat_map(|(name, report)| {
-            report
-                .cycles
+            select(report)
                 .into_iter()
-                .map(move |cycle| format!("{}: {cycle}", name.display()))
+                .map(move |finding| format!("{}: {finding}", name.display()))
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn no_crate_has_a_module_cycle() {
+    let cycles = found(|report| report.cycles);
     assert!(
-        found.is_empty(),
+        cycles.is_empty(),
         "{} module cycle(s); move what the modules share into a leaf module that depends on \
          neither:\n{}",
-        found.len(),
-        found.join("\n")
+        cycles.len(),
+        cycles.join("\n")
     );
 }
 
 #[test]
 fn no_source_file_is_above_the_line_limit() {
-    let found: Vec<String> = reports()
-        .into_iter()
-        .flat_map(|(name, report)| {
-            report
-                .long_files
-                .into_iter()
-                .map(move |file| format!("{}/{file}", name.display()))
-        })
-        .collect();
+    let files = found(|report| report.long_files);
     assert!(
-        found.is_empty(),
+        files.is_empty(),
         "{} file(s) above {MAX_LINES} non-test lines; split them by concern:\n{}",
-        found.len(),
-        found.join("\n")
+        files.len(),
+        files.join("\n")
     );
 }

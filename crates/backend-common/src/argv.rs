@@ -123,14 +123,13 @@ pub fn check_build(spec: &BuildSpec) -> Result<(), ArgvError> {
         labels,
     } = spec;
     no_nul(|| "tag".to_owned(), tag)?;
-    if tag.is_empty() {
-        return Err(unrepresentable(
-            "tag".to_owned(),
-            tag,
-            "docker refuses an empty `--tag`",
-            "name the image",
-        ));
-    }
+    refuse(
+        tag.is_empty(),
+        || "tag".to_owned(),
+        tag,
+        "docker refuses an empty `--tag`",
+        "name the image",
+    )?;
     positional(|| "context".to_owned(), context)?;
     if let Some(dockerfile) = dockerfile {
         no_nul(|| "dockerfile".to_owned(), dockerfile)?;
@@ -142,14 +141,13 @@ pub fn check_build(spec: &BuildSpec) -> Result<(), ArgvError> {
         for (key, value) in map {
             let field = || family.to_owned();
             no_nul(field, key)?;
-            if key.is_empty() || key.contains('=') {
-                return Err(unrepresentable(
-                    field(),
-                    key,
-                    "docker splits the value at its first `=` and needs a name before it",
-                    "use a non-empty name without `=`",
-                ));
-            }
+            refuse(
+                key.is_empty() || key.contains('='),
+                field,
+                key,
+                "docker splits the value at its first `=` and needs a name before it",
+                "use a non-empty name without `=`",
+            )?;
             no_nul(|| format!("{family}.{key}"), value)?;
         }
     }
@@ -162,22 +160,20 @@ fn check_env(env: &[EnvVar]) -> Result<(), ArgvError> {
     for (index, EnvVar { name, value }) in env.iter().enumerate() {
         let field = || format!("env[{index}].name");
         no_nul(field, name)?;
-        if name.is_empty() {
-            return Err(unrepresentable(
-                field(),
-                name,
-                "docker refuses an environment entry with an empty name",
-                "give the variable a name",
-            ));
-        }
-        if name.contains('=') {
-            return Err(unrepresentable(
-                field(),
-                name,
-                "docker splits an environment entry at its first `=`, so a name cannot contain one",
-                "rename the variable",
-            ));
-        }
+        refuse(
+            name.is_empty(),
+            field,
+            name,
+            "docker refuses an environment entry with an empty name",
+            "give the variable a name",
+        )?;
+        refuse(
+            name.contains('='),
+            field,
+            name,
+            "docker splits an environment entry at its first `=`, so a name cannot contain one",
+            "rename the variable",
+        )?;
         match value {
             EnvValue::Literal { value } => no_nul(|| format!("env.{name}"), value)?,
             EnvValue::Secret { required: _ } => {}
@@ -200,14 +196,13 @@ fn check_mounts(mounts: &[Mount]) -> Result<(), ArgvError> {
     {
         let target_field = || format!("mounts[{index}].target");
         mount_value(target_field, target)?;
-        if target.is_empty() {
-            return Err(unrepresentable(
-                target_field(),
-                target,
-                "docker requires a mount target",
-                "use an absolute path in the container",
-            ));
-        }
+        refuse(
+            target.is_empty(),
+            target_field,
+            target,
+            "docker requires a mount target",
+            "use an absolute path in the container",
+        )?;
         match source {
             MountSource::Bind { path } => {
                 let field = || format!("mounts[{index}].source.path");
@@ -232,22 +227,20 @@ fn check_tmpfs(tmpfs: &[Tmpfs]) -> Result<(), ArgvError> {
     for (index, Tmpfs { target, exec: _ }) in tmpfs.iter().enumerate() {
         let field = || format!("tmpfs[{index}].target");
         no_nul(field, target)?;
-        if target.is_empty() {
-            return Err(unrepresentable(
-                field(),
-                target,
-                "docker requires a tmpfs target",
-                "use an absolute path in the container",
-            ));
-        }
-        if target.contains(':') {
-            return Err(unrepresentable(
-                field(),
-                target,
-                "docker splits `--tmpfs` at the first `:` (target, then mount options)",
-                "choose a tmpfs target without `:`",
-            ));
-        }
+        refuse(
+            target.is_empty(),
+            field,
+            target,
+            "docker requires a tmpfs target",
+            "use an absolute path in the container",
+        )?;
+        refuse(
+            target.contains(':'),
+            field,
+            target,
+            "docker splits `--tmpfs` at the first `:` (target, then mount options)",
+            "choose a tmpfs target without `:`",
+        )?;
     }
     Ok(())
 }
@@ -256,27 +249,25 @@ fn check_tmpfs(tmpfs: &[Tmpfs]) -> Result<(), ArgvError> {
 /// turns CR LF into LF even inside a quoted field.
 fn mount_value(field: impl Fn() -> String, value: &str) -> Result<(), ArgvError> {
     no_nul(&field, value)?;
-    if value.contains("\r\n") {
-        return Err(unrepresentable(
-            field(),
-            value,
-            "docker reads `--mount` as CSV, which turns CR LF into LF even inside quotes",
-            "remove the carriage return",
-        ));
-    }
+    refuse(
+        value.contains("\r\n"),
+        field,
+        value,
+        "docker reads `--mount` as CSV, which turns CR LF into LF even inside quotes",
+        "remove the carriage return",
+    )?;
     Ok(())
 }
 
 /// A mount source: docker rewrites a source starting with `.` to an absolute path.
 fn mount_source(field: impl Fn() -> String, value: &str) -> Result<(), ArgvError> {
-    if value.starts_with('.') {
-        return Err(unrepresentable(
-            field(),
-            value,
-            "docker resolves a mount source starting with `.` against its working directory",
-            "use an absolute host path or a volume name that starts with a letter or digit",
-        ));
-    }
+    refuse(
+        value.starts_with('.'),
+        field,
+        value,
+        "docker resolves a mount source starting with `.` against its working directory",
+        "use an absolute host path or a volume name that starts with a letter or digit",
+    )?;
     Ok(())
 }
 
@@ -289,35 +280,32 @@ fn check_network(network: &Network, extra_hosts: &[ExtraHost]) -> Result<(), Arg
         Network::Named { name } => {
             let field = || "network.name".to_owned();
             no_nul(field, name)?;
-            if name.is_empty() {
-                return Err(unrepresentable(
-                    field(),
-                    name,
-                    "an empty `--network` selects the default network",
-                    "name the network or use the default mode",
-                ));
-            }
-            if name.contains('=') {
-                return Err(unrepresentable(
-                    field(),
-                    name,
-                    "docker reads a `--network` value holding `=` as the `name=...,alias=...` syntax",
-                    "use a network name without `=`",
-                ));
-            }
+            refuse(
+                name.is_empty(),
+                field,
+                name,
+                "an empty `--network` selects the default network",
+                "name the network or use the default mode",
+            )?;
+            refuse(
+                name.contains('='),
+                field,
+                name,
+                "docker reads a `--network` value holding `=` as the `name=...,alias=...` syntax",
+                "use a network name without `=`",
+            )?;
         }
     }
     for (index, ExtraHost { host, target: _ }) in extra_hosts.iter().enumerate() {
         let field = || format!("extra_hosts[{index}].host");
         no_nul(field, host)?;
-        if host.is_empty() || host.contains([':', '=']) {
-            return Err(unrepresentable(
-                field(),
-                host,
-                "docker splits `--add-host` at the first `=` or `:` and requires a host name before it",
-                "use a non-empty host name without `:` or `=`",
-            ));
-        }
+        refuse(
+            host.is_empty() || host.contains([':', '=']),
+            field,
+            host,
+            "docker splits `--add-host` at the first `=` or `:` and requires a host name before it",
+            "use a non-empty host name without `:` or `=`",
+        )?;
     }
     Ok(())
 }
@@ -339,25 +327,23 @@ fn check_resources(resources: &Resources) -> Result<(), ArgvError> {
         (shm_size_bytes, "resources.shm_size_bytes"),
     ] {
         if let Some(bytes) = value {
-            if *bytes > MAX_SIZE_BYTES {
-                return Err(unrepresentable(
-                    field.to_owned(),
-                    &bytes.to_string(),
-                    "docker parses sizes through a 64-bit float, which holds every integer only below 2^53",
-                    "use a size below 2^53 bytes (8 PiB)",
-                ));
-            }
+            refuse(
+                *bytes > MAX_SIZE_BYTES,
+                || field.to_owned(),
+                &bytes.to_string(),
+                "docker parses sizes through a 64-bit float, which holds every integer only below 2^53",
+                "use a size below 2^53 bytes (8 PiB)",
+            )?;
         }
     }
     if let Some(nano) = nano_cpus {
-        if i64::try_from(*nano).is_err() {
-            return Err(unrepresentable(
-                "resources.nano_cpus".to_owned(),
-                &nano.to_string(),
-                "docker stores the CPU quota as a signed 64-bit count of billionths",
-                "use a smaller CPU count",
-            ));
-        }
+        refuse(
+            i64::try_from(*nano).is_err(),
+            || "resources.nano_cpus".to_owned(),
+            &nano.to_string(),
+            "docker stores the CPU quota as a signed 64-bit count of billionths",
+            "use a smaller CPU count",
+        )?;
     }
     Ok(())
 }
@@ -370,14 +356,13 @@ fn check_logging(log: Option<&LogConfig>) -> Result<(), ArgvError> {
     no_nul(|| "log.driver".to_owned(), driver)?;
     for (key, value) in options {
         no_nul(|| "log.options".to_owned(), key)?;
-        if key.contains('=') {
-            return Err(unrepresentable(
-                "log.options".to_owned(),
-                key,
-                "docker splits `--log-opt` at its first `=`, so a key cannot contain one",
-                "rename the log option",
-            ));
-        }
+        refuse(
+            key.contains('='),
+            || "log.options".to_owned(),
+            key,
+            "docker splits `--log-opt` at its first `=`, so a key cannot contain one",
+            "rename the log option",
+        )?;
         no_nul(|| format!("log.options.{key}"), value)?;
     }
     Ok(())
@@ -395,25 +380,23 @@ fn check_devices(devices: &[Device]) -> Result<(), ArgvError> {
         for (name, path) in [("host_path", host_path), ("container_path", container_path)] {
             let field = || format!("devices[{index}].{name}");
             no_nul(field, path)?;
-            if path.is_empty() || path.contains(':') {
-                return Err(unrepresentable(
-                    field(),
-                    path,
-                    "docker splits `--device` at every `:` and needs both paths",
-                    "use a non-empty device path without `:`",
-                ));
-            }
+            refuse(
+                path.is_empty() || path.contains(':'),
+                field,
+                path,
+                "docker splits `--device` at every `:` and needs both paths",
+                "use a non-empty device path without `:`",
+            )?;
         }
         let field = || format!("devices[{index}].permissions");
         no_nul(field, permissions)?;
-        if !valid_device_mode(permissions) {
-            return Err(unrepresentable(
-                field(),
-                permissions,
-                "docker accepts only a non-empty combination of `r`, `w` and `m`",
-                "use permissions such as `rwm` or `r`",
-            ));
-        }
+        refuse(
+            !valid_device_mode(permissions),
+            field,
+            permissions,
+            "docker accepts only a non-empty combination of `r`, `w` and `m`",
+            "use permissions such as `rwm` or `r`",
+        )?;
     }
     Ok(())
 }
@@ -444,7 +427,7 @@ fn check_labels(labels: &BTreeMap<String, String>) -> Result<(), ArgvError> {
             None
         };
         if let Some(reason) = reason {
-            return Err(unrepresentable(field(), key, reason, "rename the label"));
+            refuse(true, field, key, reason, "rename the label")?;
         }
         no_nul(|| format!("labels.{key}"), value)?;
     }
@@ -455,14 +438,13 @@ fn check_labels(labels: &BTreeMap<String, String>) -> Result<(), ArgvError> {
 /// flag).
 fn positional(field: impl Fn() -> String, value: &str) -> Result<(), ArgvError> {
     no_nul(&field, value)?;
-    if value.is_empty() || value.starts_with('-') {
-        return Err(unrepresentable(
-            field(),
-            value,
-            "it is a positional argument, which docker reads as a flag when it starts with `-` and cannot take empty",
-            "use a value that starts with a letter, a digit or `/`",
-        ));
-    }
+    refuse(
+        value.is_empty() || value.starts_with('-'),
+        field,
+        value,
+        "it is a positional argument, which docker reads as a flag when it starts with `-` and cannot take empty",
+        "use a value that starts with a letter, a digit or `/`",
+    )?;
     Ok(())
 }
 
@@ -473,18 +455,24 @@ fn no_nul(field: impl FnOnce() -> String, value: &str) -> Result<(), ArgvError> 
     Ok(())
 }
 
-fn unrepresentable(
-    field: String,
+/// Refuses `value` (at `field`) when `refused`, with why docker cannot carry it and what to
+/// change.
+fn refuse(
+    refused: bool,
+    field: impl FnOnce() -> String,
     value: &str,
     reason: &'static str,
     hint: &'static str,
-) -> ArgvError {
-    ArgvError::Unrepresentable {
-        field,
-        value: value.to_owned(),
-        reason,
-        hint,
+) -> Result<(), ArgvError> {
+    if refused {
+        return Err(ArgvError::Unrepresentable {
+            field: field(),
+            value: value.to_owned(),
+            reason,
+            hint,
+        });
     }
+    Ok(())
 }
 
 #[cfg(test)]
