@@ -1,11 +1,12 @@
 //! Container admin, what `agentc ps` and `agentc rm` do: listing agentc's containers (those
-//! with the profile label) and removing them, refusing any other container; and the removal
-//! steps a launch shares (forced removal, waiting for the daemon's own removal).
+//! with the profile label) and where they are reachable, and removing them, refusing any other
+//! container; and the removal steps a launch shares (forced removal, waiting for the daemon's
+//! own removal).
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-use agentc_backend_common::ExecError;
+use agentc_backend_common::{network_of, published_addresses, ExecError, PublishedAddress};
 use agentc_policy::resolve::LABEL_PROFILE;
 use bollard::errors::Error as BollardError;
 use bollard::models::ContainerSummary;
@@ -75,6 +76,16 @@ fn summarize(container: ContainerSummary) -> Summary {
             .unwrap_or_default(),
         status: container.status.unwrap_or_default(),
         labels,
+    }
+}
+
+/// Where a container's published ports are reachable from the host
+/// ([`published_addresses`] of its inspect, on the network it is attached to); none for a
+/// container that cannot be inspected, such as one removed meanwhile.
+pub async fn reachable(docker: &Docker, id: &str) -> Vec<PublishedAddress> {
+    match docker.inspect_container(id, None).await {
+        Ok(inspect) => published_addresses(&inspect, &network_of(&inspect)),
+        Err(_) => Vec::new(),
     }
 }
 

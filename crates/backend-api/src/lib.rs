@@ -27,7 +27,7 @@ pub mod pull;
 pub mod render;
 mod session;
 
-pub use admin::{list, remove, RemoveTarget, Summary};
+pub use admin::{list, reachable, remove, RemoveTarget, Summary};
 pub use agentc_backend_common::ExecError;
 pub use daemon::connect;
 pub use launch::{launch, LaunchOptions, Outcome};

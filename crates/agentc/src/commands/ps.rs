@@ -3,7 +3,6 @@
 use std::fmt::Write as _;
 
 use agentc_backend_api::Summary;
-use agentc_backend_common::{network_of, published_addresses};
 use agentc_policy::resolve::LABEL_KIND;
 
 use crate::cli::PsArgs;
@@ -38,14 +37,11 @@ pub fn ps(args: PsArgs) -> Result<u8, Failure> {
             if !args.all && summary.state != "running" {
                 continue;
             }
-            // A container removed meanwhile simply shows no addresses.
-            let addresses = match docker.inspect_container(&summary.id, None).await {
-                Ok(inspect) => published_addresses(&inspect, &network_of(&inspect))
-                    .into_iter()
-                    .map(|address| address.address)
-                    .collect(),
-                Err(_) => Vec::new(),
-            };
+            let addresses = agentc_backend_api::reachable(&docker, &summary.id)
+                .await
+                .into_iter()
+                .map(|address| address.address)
+                .collect();
             rows.push(row(summary, addresses));
         }
         Ok::<_, Failure>(rows)
