@@ -1,4 +1,5 @@
 //! Support for the workspace-level conformance tests.
+pub mod architecture;
 pub mod argv;
 pub mod canonical;
 pub mod fixtures;

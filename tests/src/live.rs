@@ -12,8 +12,9 @@
 use std::collections::BTreeSet;
 use std::process::Command;
 
-/// The label agentc puts on every container it launches, valued with the profile's name.
-pub const PROFILE_LABEL: &str = "io.agentc.profile";
+/// The label agentc puts on every container it launches, valued with the profile's name: the
+/// policy's own constant, under the name the live tests use.
+pub use agentc_policy::LABEL_PROFILE as PROFILE_LABEL;
 
 /// The variable that turns a missing daemon from a skip into a failure.
 pub const REQUIRE_DOCKER_VAR: &str = "AGENTC_REQUIRE_DOCKER";

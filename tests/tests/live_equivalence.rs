@@ -16,9 +16,10 @@
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 
-use agentc_backend_api::exec::{connect, resolve_env};
+use agentc_backend_api::connect;
 use agentc_backend_api::render_create;
 use agentc_backend_cli::render_argv;
+use agentc_backend_common::resolve_env;
 use agentc_conformance::fixtures::{self, fixture_files, load_fixture};
 use agentc_conformance::image::ensure_test_image;
 use agentc_conformance::live::{
@@ -295,7 +296,7 @@ fn create_with_cli(
 }
 
 /// `POST /containers/create` through bollard with `render_create`'s body, secrets resolved the
-/// way `exec::launch` resolves them.
+/// way `agentc_backend_api::launch` resolves them.
 async fn create_with_api(
     client: &Docker,
     localized: &Localized,

@@ -1,5 +1,5 @@
 //! Fault tests on the live daemon, for both executors: the API backend's
-//! `agentc_backend_api::exec::launch` and the CLI backend's `docker` with `render_argv`'s argv.
+//! `agentc_backend_api::launch` and the CLI backend's `docker` with `render_argv`'s argv.
 //!
 //! Covered: the daemon socket missing, the image missing, the name already in use, a container
 //! killed by the OOM killer (exit 137 reported as such), SIGINT (Ctrl-C) or SIGTERM during
@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use agentc_backend_api::exec::{connect, launch, ExecError, LaunchOptions, Outcome};
+use agentc_backend_api::{connect, launch, ExecError, LaunchOptions, Outcome};
 use agentc_backend_cli::render_argv;
 use agentc_conformance::image::ensure_test_image;
 use agentc_conformance::live::{

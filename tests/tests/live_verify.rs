@@ -2,7 +2,7 @@
 //! here: the run (or sandbox) and each seed launch of every valid fixture is made runnable with
 //! `live::localize` (the test image, real paths, unique volume and network names, dummy
 //! secrets), then verified through the same library entry point the `agentc verify` command
-//! uses, `agentc::commands::verify::verify_launch`: the probe replaces the agent, the kernel's
+//! uses, `agentc::verify::verify_launch`: the probe replaces the agent, the kernel's
 //! and `docker inspect`'s answers are compared with the spec, and every check must pass.
 //!
 //! Every launch is verified through the API backend and through the CLI backend, the two side
@@ -26,8 +26,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use agentc::cli::BackendArg;
-use agentc::commands::verify::{verify_launch, PROBE_PIDS};
-use agentc::verify::{render_table, Check};
+use agentc::verify::{render_table, verify_launch, Check, PROBE_PIDS};
 use agentc_conformance::fixtures::{self, fixture_files, load_fixture};
 use agentc_conformance::image::ensure_test_image;
 use agentc_conformance::live::{

@@ -3,7 +3,7 @@
 //! For random secret names and values (provider API key, Langfuse public and secret keys, and
 //! the content of a gateway key file), no byte sequence of a value appears in the spec, the
 //! CLI argv, the shell line, `explain`, either renderer's output, or an error raised next to
-//! the secret; only the API backend's run path (`agentc_backend_api::exec::resolve_env`)
+//! the secret; only the API backend's run path (`agentc_backend_common::resolve_env`)
 //! holds it. The same holds for the `agentc` binary's stdout and stderr of `validate`,
 //! `render` and `explain` with the secrets in its process environment and `--verbose` on
 //! (the step log names secrets, never their values; `crates/agentc/tests/launch.rs` checks the
@@ -166,8 +166,8 @@ fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<St
     let Action::Container(container) = &spec.action else {
         return Err("a container launch was expected".to_string());
     };
-    let resolved = agentc_backend_api::exec::resolve_env(container, &secrets.env())
-        .map_err(|e| e.to_string())?;
+    let resolved =
+        agentc_backend_common::resolve_env(container, &secrets.env()).map_err(|e| e.to_string())?;
     Ok((outputs, resolved))
 }
 

@@ -1,7 +1,10 @@
-//! The `agentc` command line: reads the disk and the environment, then calls the libraries.
+//! The `agentc` command line: parses the arguments, reads the disk, the environment and the
+//! terminal, calls the libraries and prints.
 //!
-//! This is the only place that touches `std::env`, the file system, the terminal or the
-//! Docker daemon; the policy crate and the renderers receive everything as values. The
+//! This is the only place that reads `std::env`, the file system or the terminal's state; the
+//! policy crate and the renderers receive everything as values, and executing a launch (the
+//! docker CLI, the Engine API) is the backends' (`agentc_backend_cli::exec`,
+//! `agentc_backend_api`), with what they share in `agentc_backend_common`. The
 //! offline commands (`validate`, `schema`, `explain`, `render`) never start a runtime or
 //! connect to a daemon; the launching commands (`run`, `seed`, `build`, `ps`, `rm`,
 //! `verify`) create a tokio runtime only when they talk to the Engine API.

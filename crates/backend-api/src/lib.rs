@@ -2,9 +2,13 @@
 //! API requests (bollard types) and executed through bollard.
 //!
 //! [`render`] is pure: it turns a spec into the create body the docker CLI would send for the
-//! same launch. [`exec`] talks to the daemon: it resolves secrets, checks the image, creates,
-//! attaches, starts, waits and removes, and cleans up on Ctrl-C. [`pull`] pulls a missing image
-//! when asked.
+//! same launch. The rest talks to the daemon, one module one job: [`daemon`] connects and turns
+//! bollard's errors into launch errors; [`launch`](mod@launch) resolves secrets, creates and
+//! starts a container and removes it on failure or interrupt; `session` is the attached
+//! session (terminal, stdin and output, signals, resize, OOM watch); [`admin`] lists and removes
+//! agentc's containers (`agentc ps`, `agentc rm`); [`pull`] pulls a missing image when asked.
+//! What the CLI backend shares (the refusals of values docker's argv cannot carry, secret
+//! resolution, the launch error) is in [`agentc_backend_common`].
 //!
 //! ```
 //! use agentc_backend_api::render_create;
@@ -16,12 +20,16 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod exec;
+pub mod admin;
+pub mod daemon;
+pub mod launch;
 pub mod pull;
 pub mod render;
+mod session;
 
-pub use exec::{
-    connect, launch, list, published_addresses, remove, ExecError, LaunchOptions, Outcome,
-};
-pub use pull::{image_present, pull_image, split_reference, ImageReference};
+pub use admin::{list, reachable, remove, RemoveTarget, Summary};
+pub use agentc_backend_common::ExecError;
+pub use daemon::connect;
+pub use launch::{launch, LaunchOptions, Outcome};
+pub use pull::{ensure_image, image_present, pull_image, split_reference, ImageReference};
 pub use render::{render_create, render_json, CreateRequest, RenderError};

@@ -13,7 +13,9 @@ use bollard::query_parameters::CreateImageOptionsBuilder;
 use bollard::Docker;
 use futures_util::StreamExt;
 
-use crate::exec::{daemon_error, is_not_found, ExecError};
+use agentc_backend_common::ExecError;
+
+use crate::daemon::{daemon_error, is_not_found};
 
 /// An image reference split as the docker CLI sends it to `POST /images/create`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,51 +125,6 @@ fn human_size(bytes: i64) -> String {
     format!("{value:.1} {unit}")
 }
 
-/// What to tell the user about a failed pull, from the daemon's message.
-pub fn pull_hint(message: &str) -> &'static str {
-    let message = message.to_ascii_lowercase();
-    let has = |needles: &[&str]| needles.iter().any(|needle| message.contains(needle));
-    if has(&["server gave http response to https client"]) {
-        "the registry speaks plain http: the docker daemon must list it in insecure-registries (127.0.0.0/8 is by default)"
-    } else if has(&[
-        "connection refused",
-        "no such host",
-        "i/o timeout",
-        "network is unreachable",
-        "no route to host",
-        "tls handshake timeout",
-        "dial tcp",
-    ]) {
-        "the registry is unreachable from the docker daemon: check that it is running and the host and port in the image reference"
-    } else if has(&[
-        "unauthorized",
-        "authentication required",
-        "no basic auth credentials",
-        "denied",
-        "docker login",
-    ]) {
-        "the registry wants credentials and agentc sends none (registry auth from the docker config is not supported): run `docker login` and `docker pull IMAGE` yourself, then run agentc without --pull"
-    } else if has(&[
-        "not found",
-        "manifest unknown",
-        "does not exist",
-        "name unknown",
-    ]) {
-        "the registry has no such repository or tag: check the image reference, or push the image there first"
-    } else {
-        "check the image reference and the registry; `docker pull IMAGE` reports the same error"
-    }
-}
-
-fn pull_failed(image: &str, message: String) -> ExecError {
-    let hint = pull_hint(&message);
-    ExecError::PullFailed {
-        image: image.to_string(),
-        message: message.trim().to_string(),
-        hint,
-    }
-}
-
 /// Whether the daemon has the image.
 pub async fn image_present(docker: &Docker, image: &str) -> Result<bool, ExecError> {
     match docker.inspect_image(image).await {
@@ -203,15 +160,36 @@ pub async fn pull_image(
                 }
             }
             Err(bollard::errors::Error::DockerResponseServerError { message, .. }) => {
-                return Err(pull_failed(image, message))
+                return Err(ExecError::pull_failed(image, &message))
             }
             Err(bollard::errors::Error::DockerStreamError { error }) => {
-                return Err(pull_failed(image, error))
+                return Err(ExecError::pull_failed(image, &error))
             }
             Err(other) => return Err(daemon_error("pull the image", other)),
         }
     }
     Ok(())
+}
+
+/// Makes sure the daemon has `image`: with `pull`, a missing image is pulled, `notify` being
+/// handed a line saying so and then one line per layer status (`pull: ...`); without, it is
+/// refused ([`ExecError::ImageMissing`], which says how to build it and mentions `--pull`).
+pub async fn ensure_image(
+    docker: &Docker,
+    image: &str,
+    pull: bool,
+    mut notify: impl FnMut(&str),
+) -> Result<(), ExecError> {
+    if image_present(docker, image).await? {
+        return Ok(());
+    }
+    if !pull {
+        return Err(ExecError::ImageMissing {
+            image: image.to_string(),
+        });
+    }
+    notify(&format!("image {image} is not present; pulling it"));
+    pull_image(docker, image, |line| notify(&format!("pull: {line}"))).await
 }
 
 #[cfg(test)]
@@ -339,33 +317,5 @@ mod tests {
         assert_eq!(human_size(2_100), "2.1 kB");
         assert_eq!(human_size(3_400_000), "3.4 MB");
         assert_eq!(human_size(1_200_000_000), "1.2 GB");
-    }
-
-    #[test]
-    fn failures_get_a_hint_for_their_cause() {
-        let refused =
-            "Get \"http://127.0.0.1:1/v2/\": dial tcp 127.0.0.1:1: connect: connection refused";
-        assert!(pull_hint(refused).contains("unreachable"));
-        let unknown =
-            "manifest for 127.0.0.1:5000/x:2 not found: manifest unknown: manifest unknown";
-        assert!(pull_hint(unknown).contains("no such repository or tag"));
-        let hub = "pull access denied for nope, repository does not exist or may require 'docker login': denied: requested access to the resource is denied";
-        assert!(pull_hint(hub).contains("credentials"));
-        assert!(pull_hint("unauthorized: authentication required").contains("docker login"));
-        let basic = "Head \"http://127.0.0.1:5000/v2/x/manifests/1\": no basic auth credentials";
-        assert!(pull_hint(basic).contains("agentc sends none"));
-        let plain = "http: server gave HTTP response to HTTPS client";
-        assert!(pull_hint(plain).contains("insecure-registries"));
-        assert!(pull_hint("something else").contains("docker pull IMAGE"));
-    }
-
-    #[test]
-    fn a_failed_pull_names_the_image_and_exits_125() {
-        let error = pull_failed("127.0.0.1:1/x:1", " dial tcp: connection refused\n".into());
-        assert_eq!(error.exit_code(), 125);
-        assert_eq!(
-            error.to_string(),
-            "cannot pull image 127.0.0.1:1/x:1: dial tcp: connection refused (hint: the registry is unreachable from the docker daemon: check that it is running and the host and port in the image reference)"
-        );
     }
 }

@@ -19,6 +19,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use agentc_backend_common::{check_build, check_container, ArgvError, ExecError};
 use agentc_policy::spec::{
     Action, AppArmor, BuildSpec, ContainerSpec, Device, EnvValue, EnvVar, ExtraHost, HostTarget,
     LaunchSpec, LogConfig, Mount, MountSource, Network, PublishedPort, Resources, Tmpfs,
@@ -91,13 +92,13 @@ pub enum RenderError {
     },
 }
 
-/// The CLI backend's refusal of a value its flag syntax cannot carry: the API backend refuses
+/// The shared refusal of a value docker's command line cannot carry: the API backend refuses
 /// the same value, naming the same field, so that both backends accept the same specs.
-impl From<agentc_backend_cli::RenderError> for RenderError {
-    fn from(error: agentc_backend_cli::RenderError) -> RenderError {
+impl From<ArgvError> for RenderError {
+    fn from(error: ArgvError) -> RenderError {
         match error {
-            agentc_backend_cli::RenderError::Nul { field } => RenderError::Nul { field },
-            agentc_backend_cli::RenderError::Unrepresentable {
+            ArgvError::Nul { field } => RenderError::Nul { field },
+            ArgvError::Unrepresentable {
                 field,
                 value,
                 reason,
@@ -118,8 +119,15 @@ impl From<agentc_backend_cli::RenderError> for RenderError {
     }
 }
 
+/// A refusal met at launch: the launch error keeps it whole.
+impl From<RenderError> for ExecError {
+    fn from(error: RenderError) -> ExecError {
+        ExecError::Render(Box::new(error))
+    }
+}
+
 impl RenderError {
-    /// The spec field path the error is about (the CLI backend's `RenderError::field` names
+    /// The spec field path the error is about (`agentc_backend_common::ArgvError::field` names
     /// the same path for the same value).
     pub fn field(&self) -> &str {
         match self {
@@ -134,7 +142,7 @@ impl RenderError {
 /// Renders the create request for a container launch.
 ///
 /// Secrets render as the bare `NAME` in `Env`, the way the CLI sends an `--env NAME` it
-/// cannot resolve; [`crate::exec::launch`] substitutes the values just before creating.
+/// cannot resolve; [`crate::launch::launch`] substitutes the values just before creating.
 pub fn render_create(spec: &ContainerSpec) -> Result<CreateRequest, RenderError> {
     let ContainerSpec {
         name,
@@ -164,7 +172,7 @@ pub fn render_create(spec: &ContainerSpec) -> Result<CreateRequest, RenderError>
         auto_remove,
         detach,
     } = spec;
-    agentc_backend_cli::check_container(spec)?;
+    check_container(spec)?;
 
     let (exposed_ports, port_bindings) = render_ports(ports);
     let (network_mode, networking_config) = render_network(network);
@@ -256,7 +264,7 @@ fn render_build(build: &BuildSpec) -> Result<serde_json::Value, RenderError> {
         build_args,
         labels,
     } = build;
-    agentc_backend_cli::check_build(build)?;
+    check_build(build)?;
     if !named_contexts.is_empty() {
         return Err(RenderError::NamedBuildContexts {
             names: named_contexts.keys().cloned().collect(),
@@ -419,7 +427,7 @@ fn render_resources(resources: &Resources, host: &mut HostConfig) -> Result<(), 
         nano_cpus,
         pids_limit,
     } = resources;
-    // Sizes above MAX_SIZE_BYTES were refused by `agentc_backend_cli::check_container`.
+    // Sizes above MAX_SIZE_BYTES were refused by `agentc_backend_common::check_container`.
     host.memory = signed("resources.memory_bytes", *memory_bytes)?;
     host.memory_swap = signed("resources.memory_swap_bytes", *memory_swap_bytes)?;
     host.shm_size = signed("resources.shm_size_bytes", *shm_size_bytes)?;

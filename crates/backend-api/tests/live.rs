@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
-use agentc_backend_api::exec::{self, ExecError, LaunchOptions};
+use agentc_backend_api::{connect, launch, ExecError, LaunchOptions};
 use agentc_policy::spec::{ContainerSpec, EnvValue, EnvVar, Network, Resources, Tmpfs};
 
 fn unavailable(reason: String) {
@@ -87,7 +87,7 @@ async fn launch_runs_waits_propagates_the_exit_code_and_removes() {
         Ok(image) => image,
         Err(reason) => return unavailable(format!("no test image: {reason}")),
     };
-    let docker = exec::connect(std::env::var("DOCKER_HOST").ok().as_deref())
+    let docker = connect(std::env::var("DOCKER_HOST").ok().as_deref())
         .await
         .expect("connects");
     let name = format!("agentc-backend-api-live-{}", std::process::id());
@@ -98,7 +98,7 @@ async fn launch_runs_waits_propagates_the_exit_code_and_removes() {
 
     // The secret arrives, the exit code comes back, nothing is left behind.
     let probe = r#"test "$TOKEN" = s3cret && test "$(id -u)" = 65534 && exit 3"#;
-    let outcome = exec::launch(&docker, &spec(&image, &name, probe), &options)
+    let outcome = launch(&docker, &spec(&image, &name, probe), &options)
         .await
         .expect("launches");
     assert_eq!(outcome.exit_code, 3);
@@ -108,14 +108,12 @@ async fn launch_runs_waits_propagates_the_exit_code_and_removes() {
     let mut removed = spec(&image, &name, "exit 0");
     removed.auto_remove = true;
     removed.network = Network::Default;
-    let outcome = exec::launch(&docker, &removed, &options)
-        .await
-        .expect("launches");
+    let outcome = launch(&docker, &removed, &options).await.expect("launches");
     assert_eq!(outcome.exit_code, 0);
     assert!(!exists(&name), "{name} was not auto-removed");
 
     // A missing secret or image fails before anything is created.
-    let error = exec::launch(
+    let error = launch(
         &docker,
         &spec(&image, &name, "exit 0"),
         &LaunchOptions::default(),
@@ -126,7 +124,7 @@ async fn launch_runs_waits_propagates_the_exit_code_and_removes() {
         matches!(error, ExecError::MissingSecret { ref variable } if variable == "TOKEN"),
         "{error}"
     );
-    let error = exec::launch(
+    let error = launch(
         &docker,
         &spec("agentc-absent/none:0", &name, "exit 0"),
         &options,
@@ -138,7 +136,7 @@ async fn launch_runs_waits_propagates_the_exit_code_and_removes() {
 
     // SIGTERM while attached kills and removes the container and reports 143.
     let sleeper = spec(&image, &name, "sleep 30");
-    let launch = exec::launch(&docker, &sleeper, &options);
+    let launch = launch(&docker, &sleeper, &options);
     let terminate = async {
         tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
         // SAFETY: sends a signal to this process, whose handler tokio installed in `launch`.

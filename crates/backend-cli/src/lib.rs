@@ -1,10 +1,12 @@
 //! Renders a [`agentc_policy::LaunchSpec`] to `docker` argv and to a shell line, and runs it.
 //!
 //! Rendering is a pure function ([`render_argv`]); quoting for display is [`shell_line`];
-//! spawning the docker CLI lives apart in [`exec`]. Every flag is rendered in the attached
+//! executing with the docker CLI (spawning it, passing SIGTERM on, exit codes, the image check
+//! and pull, a whole launch) lives apart in [`exec`]. Every flag is rendered in the attached
 //! form `--flag=value` as one argv element, so no value can ever be read as a flag, and every
 //! value that survives rendering reaches docker unchanged: values docker's syntax cannot carry
-//! are refused with a [`RenderError`] naming the spec field.
+//! are refused with an [`ArgvError`] naming the spec field, by the checks the API backend
+//! shares ([`agentc_backend_common::argv`]).
 //!
 //! ```
 //! use agentc_backend_cli::{render_argv, shell_line};
@@ -26,17 +28,16 @@
 //! let argv = render_argv(&spec)?;
 //! assert_eq!(argv, ["docker", "build", "--tag=agentc/demo:1", "/src/ctx"]);
 //! assert_eq!(shell_line(&argv), "docker build --tag=agentc/demo:1 /src/ctx");
-//! # Ok::<(), agentc_backend_cli::RenderError>(())
+//! # Ok::<(), agentc_backend_cli::ArgvError>(())
 //! ```
 #![deny(missing_docs)]
 
-mod error;
 pub mod exec;
 mod mount_csv;
 mod render;
 mod shell;
 
-pub use error::RenderError;
-pub use exec::ExecError;
-pub use render::{check_build, check_container, render_argv};
+pub use agentc_backend_common::{ArgvError, ExecError};
+pub use exec::{launch, Outcome};
+pub use render::render_argv;
 pub use shell::{shell_line, try_shell_line};

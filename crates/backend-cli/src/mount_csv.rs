@@ -6,13 +6,8 @@
 //! So a field is written bare unless it holds `,` `"` CR or LF (or starts or ends with a space
 //! or tab, quoted for readability), in which case the whole field is wrapped in double quotes
 //! and inner quotes are doubled. Go's reader turns CR LF into LF even inside a quoted field,
-//! so a value holding CR LF cannot be carried and is refused by the caller.
-
-/// Whether Go's `encoding/csv` reads `value` back unchanged once quoted by [`field`]:
-/// every value except one holding CR LF.
-pub(crate) fn carries(value: &str) -> bool {
-    !value.contains("\r\n")
-}
+//! so a value holding CR LF cannot be carried; the shared checks
+//! ([`agentc_backend_common::check_container`]) refuse it before anything is rendered.
 
 /// Encodes one `key=value` field of a `--mount` record.
 pub(crate) fn field(key: &str, value: &str) -> String {
@@ -141,12 +136,6 @@ mod tests {
         assert_eq!(field("source", "/a\nb"), "\"source=/a\nb\"");
         assert_eq!(field("source", "/a\rb"), "\"source=/a\rb\"");
         assert_eq!(field("source", "/ab "), "\"source=/ab \"");
-    }
-
-    #[test]
-    fn crlf_is_not_carried() {
-        assert!(!carries("/a\r\nb"));
-        assert!(carries("/a\rb\n"));
     }
 
     #[test]

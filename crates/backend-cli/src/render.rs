@@ -3,7 +3,10 @@
 //! and the Engine API field it writes.
 //!
 //! Every flag is one argv element in the attached form `--flag=value`, so a value starting
-//! with `-` is never read as a flag. The order is fixed:
+//! with `-` is never read as a flag. What docker's syntax cannot carry is refused before
+//! anything is formatted, by the checks both backends share
+//! ([`agentc_backend_common::check_container`], [`agentc_backend_common::check_build`]); the
+//! helpers below then only format. The order is fixed:
 //!
 //! ```text
 //! docker run  [--detach] [--interactive] [--tty] [--rm] [--init] [--name=] [--entrypoint=]
@@ -24,24 +27,24 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::path::Path;
 
-use agentc_policy::MAX_SIZE_BYTES;
+use agentc_backend_common::{check_build, check_container, ArgvError};
 use agentc_policy::{
     Action, AppArmor, BuildSpec, Capability, ContainerSpec, Device, EnvValue, EnvVar, ExtraHost,
     HostTarget, LaunchSpec, LogConfig, Mount, MountSource, Network, PublishedPort, Resources,
     Tmpfs,
 };
 
-use crate::error::RenderError;
 use crate::mount_csv;
 
 /// Renders a spec to the argv of one `docker` invocation: `docker run ...` for a container,
-/// `docker build ...` for an image build.
+/// `docker build ...` for an image build; a value docker's syntax cannot carry is refused
+/// with an [`ArgvError`] naming the spec field.
 ///
 /// The spec's `kind`, `profile` and `origins` do not reach docker (agentc's own labels are
 /// already in the spec's `labels`). Secrets are rendered by name only (`--env=NAME`): the docker
 /// CLI reads their values from its own environment, so the caller must launch docker with them
-/// set (see [`crate::exec::run`]).
-pub fn render_argv(spec: &LaunchSpec) -> Result<Vec<String>, RenderError> {
+/// set (see [`crate::exec::launch()`]).
+pub fn render_argv(spec: &LaunchSpec) -> Result<Vec<String>, ArgvError> {
     let LaunchSpec {
         kind: _,
         profile: _,
@@ -49,24 +52,21 @@ pub fn render_argv(spec: &LaunchSpec) -> Result<Vec<String>, RenderError> {
         origins: _,
     } = spec;
     match action {
-        Action::Container(container) => render_container(container),
-        Action::Build(build) => render_build(build),
+        Action::Container(container) => container_argv(container),
+        Action::Build(build) => {
+            check_build(build)?;
+            Ok(render_build(build))
+        }
     }
 }
 
-/// Whether the docker command line can carry a container launch: exactly the refusals of
-/// [`render_argv`], without keeping the argv. The API backend refuses the same specs, so that
-/// both backends accept exactly the same launches.
-pub fn check_container(spec: &ContainerSpec) -> Result<(), RenderError> {
-    render_container(spec).map(drop)
+/// The `docker run` argv of a container launch; see [`render_argv`].
+pub(crate) fn container_argv(spec: &ContainerSpec) -> Result<Vec<String>, ArgvError> {
+    check_container(spec)?;
+    Ok(render_container(spec))
 }
 
-/// Whether the docker command line can carry an image build; see [`check_container`].
-pub fn check_build(spec: &BuildSpec) -> Result<(), RenderError> {
-    render_build(spec).map(drop)
-}
-
-fn render_container(spec: &ContainerSpec) -> Result<Vec<String>, RenderError> {
+fn render_container(spec: &ContainerSpec) -> Vec<String> {
     let ContainerSpec {
         name,
         image,
@@ -109,9 +109,9 @@ fn render_container(spec: &ContainerSpec) -> Result<Vec<String>, RenderError> {
             user: user.as_deref(),
             working_dir: working_dir.as_deref(),
         },
-    )?;
-    render_env(&mut argv, env)?;
-    render_mounts(&mut argv, mounts, tmpfs)?;
+    );
+    render_env(&mut argv, env);
+    render_mounts(&mut argv, mounts, tmpfs);
     render_security(
         &mut argv,
         *read_only_root,
@@ -120,13 +120,14 @@ fn render_container(spec: &ContainerSpec) -> Result<Vec<String>, RenderError> {
         *cap_drop_all,
         cap_add,
     );
-    render_network(&mut argv, network, extra_hosts, ports)?;
-    render_resources(&mut argv, resources)?;
-    render_logging(&mut argv, log.as_ref())?;
-    render_devices(&mut argv, devices)?;
-    render_labels(&mut argv, labels)?;
-    render_image_and_command(&mut argv, image, command)?;
-    Ok(argv)
+    render_network(&mut argv, network, extra_hosts, ports);
+    render_resources(&mut argv, resources);
+    render_logging(&mut argv, log.as_ref());
+    render_devices(&mut argv, devices);
+    render_labels(&mut argv, labels);
+    argv.push(image.clone());
+    argv.extend(command.iter().cloned());
+    argv
 }
 
 /// The process-level flags of a container, borrowed from the [`ContainerSpec`].
@@ -144,10 +145,11 @@ struct Process<'a> {
 
 /// `--detach` (`Config.AttachStdout`/`AttachStderr` false), `--interactive`
 /// (`Config.OpenStdin`, `AttachStdin`, `StdinOnce`), `--tty` (`Config.Tty`), `--rm`
-/// (`HostConfig.AutoRemove`), `--init` (`HostConfig.Init`), `--name=` (the create query's `name`), `--entrypoint=`
-/// (`Config.Entrypoint`, one element; an empty value clears the image's), `--user=`
-/// (`Config.User`) and `--workdir=` (`Config.WorkingDir`). Values are passed verbatim.
-fn render_process(argv: &mut Vec<String>, process: &Process<'_>) -> Result<(), RenderError> {
+/// (`HostConfig.AutoRemove`), `--init` (`HostConfig.Init`), `--name=` (the create query's
+/// `name`), `--entrypoint=` (`Config.Entrypoint`, one element; an empty value clears the
+/// image's), `--user=` (`Config.User`) and `--workdir=` (`Config.WorkingDir`). Values are
+/// passed verbatim.
+fn render_process(argv: &mut Vec<String>, process: &Process<'_>) {
     let Process {
         detach,
         interactive,
@@ -170,97 +172,49 @@ fn render_process(argv: &mut Vec<String>, process: &Process<'_>) -> Result<(), R
             argv.push(flag.to_owned());
         }
     }
-    for (value, flag, field) in [
-        (name, "--name", "name"),
-        (entrypoint, "--entrypoint", "entrypoint"),
-        (user, "--user", "user"),
-        (working_dir, "--workdir", "working_dir"),
+    for (value, flag) in [
+        (name, "--name"),
+        (entrypoint, "--entrypoint"),
+        (user, "--user"),
+        (working_dir, "--workdir"),
     ] {
         if let Some(value) = value {
-            no_nul(|| field.to_owned(), value)?;
             argv.push(format!("{flag}={value}"));
         }
     }
-    Ok(())
 }
 
 /// `--env=NAME=value` for a literal and `--env=NAME` for a secret (`Config.Env`), in spec
 /// order. For a bare name the docker CLI copies `NAME=value` from its own environment, so a
 /// secret's value never appears in argv; when the variable is unset docker sends the bare
-/// name. docker splits each entry at its first `=` and refuses an empty name, so names must
-/// be non-empty and free of `=`.
-fn render_env(argv: &mut Vec<String>, env: &[EnvVar]) -> Result<(), RenderError> {
-    for (index, EnvVar { name, value }) in env.iter().enumerate() {
-        let field = || format!("env[{index}].name");
-        no_nul(field, name)?;
-        if name.is_empty() {
-            return Err(unrepresentable(
-                field(),
-                name,
-                "docker refuses an environment entry with an empty name",
-                "give the variable a name",
-            ));
-        }
-        if name.contains('=') {
-            return Err(unrepresentable(
-                field(),
-                name,
-                "docker splits an environment entry at its first `=`, so a name cannot contain one",
-                "rename the variable",
-            ));
-        }
+/// name.
+fn render_env(argv: &mut Vec<String>, env: &[EnvVar]) {
+    for EnvVar { name, value } in env {
         match value {
-            EnvValue::Literal { value } => {
-                no_nul(|| format!("env.{name}"), value)?;
-                argv.push(format!("--env={name}={value}"));
-            }
+            EnvValue::Literal { value } => argv.push(format!("--env={name}={value}")),
             EnvValue::Secret { required: _ } => argv.push(format!("--env={name}")),
         }
     }
-    Ok(())
 }
 
 /// `--mount=` per bind or volume mount (`HostConfig.Mounts`), in docker's CSV syntax with the
 /// fields `type=bind|volume`, `source=`, `target=`, `readonly` and `volume-subpath=`
 /// (`Mount.VolumeOptions.Subpath`); then `--tmpfs=TARGET` or `--tmpfs=TARGET:exec` per tmpfs
 /// mount (`HostConfig.Tmpfs`).
-fn render_mounts(
-    argv: &mut Vec<String>,
-    mounts: &[Mount],
-    tmpfs: &[Tmpfs],
-) -> Result<(), RenderError> {
-    for (
-        index,
-        Mount {
-            target,
-            read_only,
-            source,
-        },
-    ) in mounts.iter().enumerate()
+fn render_mounts(argv: &mut Vec<String>, mounts: &[Mount], tmpfs: &[Tmpfs]) {
+    for Mount {
+        target,
+        read_only,
+        source,
+    } in mounts
     {
-        let target_field = || format!("mounts[{index}].target");
-        mount_value(target_field, target)?;
-        if target.is_empty() {
-            return Err(unrepresentable(
-                target_field(),
-                target,
-                "docker requires a mount target",
-                "use an absolute path in the container",
-            ));
-        }
         let mut fields = Vec::with_capacity(5);
         match source {
             MountSource::Bind { path } => {
-                let field = || format!("mounts[{index}].source.path");
-                mount_value(field, path)?;
-                mount_source(field, path)?;
                 fields.push(mount_csv::field("type", "bind"));
                 fields.push(mount_csv::field("source", path));
             }
             MountSource::Volume { name, subpath: _ } => {
-                let field = || format!("mounts[{index}].source.name");
-                mount_value(field, name)?;
-                mount_source(field, name)?;
                 fields.push(mount_csv::field("type", "volume"));
                 fields.push(mount_csv::field("source", name));
             }
@@ -274,64 +228,17 @@ fn render_mounts(
             subpath: Some(subpath),
         } = source
         {
-            mount_value(|| format!("mounts[{index}].source.subpath"), subpath)?;
             fields.push(mount_csv::field("volume-subpath", subpath));
         }
         argv.push(format!("--mount={}", fields.join(",")));
     }
-    for (index, Tmpfs { target, exec }) in tmpfs.iter().enumerate() {
-        let field = || format!("tmpfs[{index}].target");
-        no_nul(field, target)?;
-        if target.is_empty() {
-            return Err(unrepresentable(
-                field(),
-                target,
-                "docker requires a tmpfs target",
-                "use an absolute path in the container",
-            ));
-        }
-        if target.contains(':') {
-            return Err(unrepresentable(
-                field(),
-                target,
-                "docker splits `--tmpfs` at the first `:` (target, then mount options)",
-                "choose a tmpfs target without `:`",
-            ));
-        }
+    for Tmpfs { target, exec } in tmpfs {
         argv.push(if *exec {
             format!("--tmpfs={target}:exec")
         } else {
             format!("--tmpfs={target}")
         });
     }
-    Ok(())
-}
-
-/// A value inside a `--mount` record: no NUL, and readable back by Go's CSV reader.
-fn mount_value(field: impl Fn() -> String, value: &str) -> Result<(), RenderError> {
-    no_nul(&field, value)?;
-    if !mount_csv::carries(value) {
-        return Err(unrepresentable(
-            field(),
-            value,
-            "docker reads `--mount` as CSV, which turns CR LF into LF even inside quotes",
-            "remove the carriage return",
-        ));
-    }
-    Ok(())
-}
-
-/// A mount source: docker rewrites a source starting with `.` to an absolute path.
-fn mount_source(field: impl Fn() -> String, value: &str) -> Result<(), RenderError> {
-    if value.starts_with('.') {
-        return Err(unrepresentable(
-            field(),
-            value,
-            "docker resolves a mount source starting with `.` against its working directory",
-            "use an absolute host path or a volume name that starts with a letter or digit",
-        ));
-    }
-    Ok(())
 }
 
 /// `--read-only` (`HostConfig.ReadonlyRootfs`), `--security-opt=no-new-privileges` and
@@ -378,43 +285,13 @@ fn render_network(
     network: &Network,
     extra_hosts: &[ExtraHost],
     ports: &[PublishedPort],
-) -> Result<(), RenderError> {
+) {
     match network {
         Network::Default => {}
         Network::None => argv.push("--network=none".to_owned()),
-        Network::Named { name } => {
-            let field = || "network.name".to_owned();
-            no_nul(field, name)?;
-            if name.is_empty() {
-                return Err(unrepresentable(
-                    field(),
-                    name,
-                    "an empty `--network` selects the default network",
-                    "name the network or use the default mode",
-                ));
-            }
-            if name.contains('=') {
-                return Err(unrepresentable(
-                    field(),
-                    name,
-                    "docker reads a `--network` value holding `=` as the `name=...,alias=...` syntax",
-                    "use a network name without `=`",
-                ));
-            }
-            argv.push(format!("--network={name}"));
-        }
+        Network::Named { name } => argv.push(format!("--network={name}")),
     }
-    for (index, ExtraHost { host, target }) in extra_hosts.iter().enumerate() {
-        let field = || format!("extra_hosts[{index}].host");
-        no_nul(field, host)?;
-        if host.is_empty() || host.contains([':', '=']) {
-            return Err(unrepresentable(
-                field(),
-                host,
-                "docker splits `--add-host` at the first `=` or `:` and requires a host name before it",
-                "use a non-empty host name without `:` or `=`",
-            ));
-        }
+    for ExtraHost { host, target } in extra_hosts {
         let address = match target {
             HostTarget::HostGateway => "host-gateway".to_owned(),
             HostTarget::Ip { address } => address.to_string(),
@@ -438,14 +315,13 @@ fn render_network(
             protocol.as_str()
         ));
     }
-    Ok(())
 }
 
 /// `--memory=BYTES` (`HostConfig.Memory`), `--memory-swap=BYTES` (`HostConfig.MemorySwap`),
 /// `--shm-size=BYTES` (`HostConfig.ShmSize`), `--cpus=DECIMAL` (`HostConfig.NanoCpus`) and
 /// `--pids-limit=N` (`HostConfig.PidsLimit`), in plain numbers so docker's unit parsing
-/// cannot round them.
-fn render_resources(argv: &mut Vec<String>, resources: &Resources) -> Result<(), RenderError> {
+/// cannot round them (sizes docker would round were refused by the shared checks).
+fn render_resources(argv: &mut Vec<String>, resources: &Resources) {
     let Resources {
         memory_bytes,
         memory_swap_bytes,
@@ -453,170 +329,55 @@ fn render_resources(argv: &mut Vec<String>, resources: &Resources) -> Result<(),
         nano_cpus,
         pids_limit,
     } = resources;
-    for (value, flag, field) in [
-        (memory_bytes, "--memory", "resources.memory_bytes"),
-        (
-            memory_swap_bytes,
-            "--memory-swap",
-            "resources.memory_swap_bytes",
-        ),
-        (shm_size_bytes, "--shm-size", "resources.shm_size_bytes"),
+    for (value, flag) in [
+        (memory_bytes, "--memory"),
+        (memory_swap_bytes, "--memory-swap"),
+        (shm_size_bytes, "--shm-size"),
     ] {
         if let Some(bytes) = value {
-            // The same limit as the API backend and the policy, so that all three accept the
-            // same sizes.
-            if *bytes > MAX_SIZE_BYTES {
-                return Err(unrepresentable(
-                    field.to_owned(),
-                    &bytes.to_string(),
-                    "docker parses sizes through a 64-bit float, which holds every integer only below 2^53",
-                    "use a size below 2^53 bytes (8 PiB)",
-                ));
-            }
             argv.push(format!("{flag}={bytes}"));
         }
     }
     if let Some(nano) = nano_cpus {
-        if i64::try_from(*nano).is_err() {
-            return Err(unrepresentable(
-                "resources.nano_cpus".to_owned(),
-                &nano.to_string(),
-                "docker stores the CPU quota as a signed 64-bit count of billionths",
-                "use a smaller CPU count",
-            ));
-        }
         // The shortest exact decimal, which docker parses exactly (a `big.Rat`).
         argv.push(format!("--cpus={}", agentc_policy::format_cpus(*nano)));
     }
     if let Some(pids) = pids_limit {
         argv.push(format!("--pids-limit={pids}"));
     }
-    Ok(())
-}
-
-/// Whether docker's `units.RAMInBytes` (a float64 parse, then a conversion to int64) returns
-/// exactly `bytes`. Every size up to [`MAX_SIZE_BYTES`] is; above it only some are (and
-/// anything from 2^63 overflows the int64), but agentc refuses them all, in both backends.
-#[cfg(test)]
-fn exact_docker_size(bytes: u64) -> bool {
-    bytes < (1 << 63) && (bytes as f64) as u64 == bytes
 }
 
 /// `--log-driver=` and `--log-opt=KEY=VALUE` per option in key order (`HostConfig.LogConfig`).
-/// docker splits each option at its first `=`.
-fn render_logging(argv: &mut Vec<String>, log: Option<&LogConfig>) -> Result<(), RenderError> {
+fn render_logging(argv: &mut Vec<String>, log: Option<&LogConfig>) {
     let Some(LogConfig { driver, options }) = log else {
-        return Ok(());
+        return;
     };
-    no_nul(|| "log.driver".to_owned(), driver)?;
     argv.push(format!("--log-driver={driver}"));
     for (key, value) in options {
-        no_nul(|| "log.options".to_owned(), key)?;
-        if key.contains('=') {
-            return Err(unrepresentable(
-                "log.options".to_owned(),
-                key,
-                "docker splits `--log-opt` at its first `=`, so a key cannot contain one",
-                "rename the log option",
-            ));
-        }
-        no_nul(|| format!("log.options.{key}"), value)?;
         argv.push(format!("--log-opt={key}={value}"));
     }
-    Ok(())
 }
 
-/// `--device=HOST:CONTAINER:PERMISSIONS` (`HostConfig.Devices`). docker splits the value at
-/// every `:` and accepts only permissions made of `r`, `w` and `m`.
-fn render_devices(argv: &mut Vec<String>, devices: &[Device]) -> Result<(), RenderError> {
-    for (index, device) in devices.iter().enumerate() {
-        let Device {
-            host_path,
-            container_path,
-            permissions,
-        } = device;
-        for (name, path) in [("host_path", host_path), ("container_path", container_path)] {
-            let field = || format!("devices[{index}].{name}");
-            no_nul(field, path)?;
-            if path.is_empty() || path.contains(':') {
-                return Err(unrepresentable(
-                    field(),
-                    path,
-                    "docker splits `--device` at every `:` and needs both paths",
-                    "use a non-empty device path without `:`",
-                ));
-            }
-        }
-        let field = || format!("devices[{index}].permissions");
-        no_nul(field, permissions)?;
-        if !valid_device_mode(permissions) {
-            return Err(unrepresentable(
-                field(),
-                permissions,
-                "docker accepts only a non-empty combination of `r`, `w` and `m`",
-                "use permissions such as `rwm` or `r`",
-            ));
-        }
+/// `--device=HOST:CONTAINER:PERMISSIONS` (`HostConfig.Devices`).
+fn render_devices(argv: &mut Vec<String>, devices: &[Device]) {
+    for Device {
+        host_path,
+        container_path,
+        permissions,
+    } in devices
+    {
         argv.push(format!(
             "--device={host_path}:{container_path}:{permissions}"
         ));
     }
-    Ok(())
-}
-
-/// docker's `validDeviceMode`: one to three of `r`, `w`, `m`, each at most once.
-fn valid_device_mode(mode: &str) -> bool {
-    !mode.is_empty()
-        && mode.len() <= 3
-        && mode
-            .char_indices()
-            .all(|(i, c)| matches!(c, 'r' | 'w' | 'm') && !mode[..i].contains(c))
 }
 
 /// `--label=KEY=VALUE` per label in key order (`Config.Labels` for a container, the `labels`
-/// query for a build). docker splits at the first `=`, strips leading spaces and tabs from
-/// the key, then refuses an empty key or one holding a space or tab.
-fn render_labels(
-    argv: &mut Vec<String>,
-    labels: &BTreeMap<String, String>,
-) -> Result<(), RenderError> {
+/// query for a build).
+fn render_labels(argv: &mut Vec<String>, labels: &BTreeMap<String, String>) {
     for (key, value) in labels {
-        let field = || "labels".to_owned();
-        no_nul(field, key)?;
-        let trimmed = key.trim_start_matches([' ', '\t']);
-        let reason = if trimmed.is_empty() {
-            Some("docker refuses a label with an empty name")
-        } else if key.contains('=') {
-            Some("docker splits a label at its first `=`, so a key cannot contain one")
-        } else if trimmed.contains([' ', '\t']) {
-            Some("docker refuses a label name containing a space or a tab")
-        } else {
-            None
-        };
-        if let Some(reason) = reason {
-            return Err(unrepresentable(field(), key, reason, "rename the label"));
-        }
-        no_nul(|| format!("labels.{key}"), value)?;
         argv.push(format!("--label={key}={value}"));
     }
-    Ok(())
-}
-
-/// The image (`Config.Image`), then the command and its arguments (`Config.Cmd`). The image is
-/// the first positional argument, so it must not start with `-`; everything after it is the
-/// container's and passed verbatim.
-fn render_image_and_command(
-    argv: &mut Vec<String>,
-    image: &str,
-    command: &[String],
-) -> Result<(), RenderError> {
-    positional(|| "image".to_owned(), image)?;
-    argv.push(image.to_owned());
-    for (index, word) in command.iter().enumerate() {
-        no_nul(|| format!("command[{index}]"), word)?;
-        argv.push(word.clone());
-    }
-    Ok(())
 }
 
 /// `docker build --tag=T [--file=F] [--build-context=NAME=DIR]... [--build-arg=K=V]...
@@ -624,7 +385,7 @@ fn render_image_and_command(
 ///
 /// The docker CLI resolves a relative `--file` against its own working directory, not the
 /// context, so the Dockerfile (relative to the context in the spec) is joined to the context.
-fn render_build(spec: &BuildSpec) -> Result<Vec<String>, RenderError> {
+fn render_build(spec: &BuildSpec) -> Vec<String> {
     let BuildSpec {
         tag,
         context,
@@ -633,88 +394,34 @@ fn render_build(spec: &BuildSpec) -> Result<Vec<String>, RenderError> {
         build_args,
         labels,
     } = spec;
-    let mut argv = vec!["docker".to_owned(), "build".to_owned()];
-    no_nul(|| "tag".to_owned(), tag)?;
-    if tag.is_empty() {
-        return Err(unrepresentable(
-            "tag".to_owned(),
-            tag,
-            "docker refuses an empty `--tag`",
-            "name the image",
-        ));
-    }
-    argv.push(format!("--tag={tag}"));
-    positional(|| "context".to_owned(), context)?;
+    let mut argv = vec![
+        "docker".to_owned(),
+        "build".to_owned(),
+        format!("--tag={tag}"),
+    ];
     if let Some(dockerfile) = dockerfile {
-        no_nul(|| "dockerfile".to_owned(), dockerfile)?;
         // Both are UTF-8, so the joined path is too.
         let joined = Path::new(context).join(dockerfile);
         argv.push(format!("--file={}", joined.to_string_lossy()));
     }
-    for (flag, family, map) in [
-        ("--build-context", "named_contexts", named_contexts),
-        ("--build-arg", "build_args", build_args),
+    for (flag, map) in [
+        ("--build-context", named_contexts),
+        ("--build-arg", build_args),
     ] {
         for (key, value) in map {
-            let field = || family.to_owned();
-            no_nul(field, key)?;
-            if key.is_empty() || key.contains('=') {
-                return Err(unrepresentable(
-                    field(),
-                    key,
-                    "docker splits the value at its first `=` and needs a name before it",
-                    "use a non-empty name without `=`",
-                ));
-            }
-            no_nul(|| format!("{family}.{key}"), value)?;
             argv.push(format!("{flag}={key}={value}"));
         }
     }
-    render_labels(&mut argv, labels)?;
+    render_labels(&mut argv, labels);
     argv.push(context.clone());
-    Ok(argv)
-}
-
-/// A positional argument: non-empty and not starting with `-` (which docker would read as a
-/// flag).
-fn positional(field: impl Fn() -> String, value: &str) -> Result<(), RenderError> {
-    no_nul(&field, value)?;
-    if value.is_empty() || value.starts_with('-') {
-        return Err(unrepresentable(
-            field(),
-            value,
-            "it is a positional argument, which docker reads as a flag when it starts with `-` and cannot take empty",
-            "use a value that starts with a letter, a digit or `/`",
-        ));
-    }
-    Ok(())
-}
-
-fn no_nul(field: impl FnOnce() -> String, value: &str) -> Result<(), RenderError> {
-    if value.contains('\0') {
-        return Err(RenderError::Nul { field: field() });
-    }
-    Ok(())
-}
-
-fn unrepresentable(
-    field: String,
-    value: &str,
-    reason: &'static str,
-    hint: &'static str,
-) -> RenderError {
-    RenderError::Unrepresentable {
-        field,
-        value: value.to_owned(),
-        reason,
-        hint,
-    }
+    argv
 }
 
 #[cfg(test)]
 mod tests {
     use std::net::{Ipv4Addr, Ipv6Addr};
 
+    use agentc_policy::MAX_SIZE_BYTES;
     use agentc_policy::{LaunchKind, Protocol};
     use proptest::prelude::*;
 
@@ -734,7 +441,7 @@ mod tests {
         }
     }
 
-    fn render(container: ContainerSpec) -> Result<Vec<String>, RenderError> {
+    fn render(container: ContainerSpec) -> Result<Vec<String>, ArgvError> {
         render_argv(&launch(container))
     }
 
@@ -756,7 +463,7 @@ mod tests {
         }
     }
 
-    fn render_build_spec(build: BuildSpec) -> Result<Vec<String>, RenderError> {
+    fn render_build_spec(build: BuildSpec) -> Result<Vec<String>, ArgvError> {
         render_argv(&LaunchSpec {
             kind: LaunchKind::Build,
             profile: "demo".into(),
@@ -765,7 +472,7 @@ mod tests {
         })
     }
 
-    fn field_of(result: Result<Vec<String>, RenderError>) -> String {
+    fn field_of(result: Result<Vec<String>, ArgvError>) -> String {
         result.expect_err("must be refused").field().to_owned()
     }
 
@@ -852,7 +559,7 @@ mod tests {
         let error = render(spec).unwrap_err();
         assert_eq!(
             error,
-            RenderError::Nul {
+            ArgvError::Nul {
                 field: "env.KEY".into()
             }
         );
@@ -1098,19 +805,6 @@ mod tests {
         spec.resources.memory_bytes = None;
         spec.resources.nano_cpus = Some(u64::MAX);
         assert_eq!(field_of(render(spec)), "resources.nano_cpus");
-    }
-
-    #[test]
-    fn exact_docker_size_matches_float64_then_int64() {
-        // Every size up to the shared limit is exact.
-        assert!(exact_docker_size(MAX_SIZE_BYTES));
-        assert!(exact_docker_size(0));
-        assert!(exact_docker_size(1 << 53));
-        assert!(!exact_docker_size((1 << 53) + 1));
-        assert!(exact_docker_size(1 << 60));
-        assert!(exact_docker_size((1 << 63) - 1024));
-        assert!(!exact_docker_size(i64::MAX as u64));
-        assert!(!exact_docker_size(1 << 63));
     }
 
     #[test]

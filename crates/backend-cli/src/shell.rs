@@ -1,6 +1,6 @@
 //! argv -> one POSIX shell line, for display and copy-paste (`agentc run --dry-run`).
 
-use crate::error::RenderError;
+use agentc_backend_common::ArgvError;
 
 /// Quotes argv as one shell line (shlex, POSIX `sh` compatible): `shlex::split` of the line
 /// returns the argv.
@@ -19,10 +19,10 @@ pub fn shell_line(argv: &[String]) -> String {
 }
 
 /// Quotes argv as one shell line, refusing a word that holds a NUL byte
-/// ([`RenderError::Nul`], field `argv[INDEX]`).
-pub fn try_shell_line(argv: &[String]) -> Result<String, RenderError> {
+/// ([`ArgvError::Nul`], field `argv[INDEX]`).
+pub fn try_shell_line(argv: &[String]) -> Result<String, ArgvError> {
     if let Some(index) = argv.iter().position(|word| word.contains('\0')) {
-        return Err(RenderError::Nul {
+        return Err(ArgvError::Nul {
             field: format!("argv[{index}]"),
         });
     }
@@ -31,7 +31,7 @@ pub fn try_shell_line(argv: &[String]) -> Result<String, RenderError> {
         if is_plain_word(word) {
             words.push(std::borrow::Cow::Borrowed(word.as_str()));
         } else {
-            words.push(shlex::try_quote(word).map_err(|_| RenderError::Nul {
+            words.push(shlex::try_quote(word).map_err(|_| ArgvError::Nul {
                 field: "argv".to_owned(),
             })?);
         }
@@ -81,7 +81,7 @@ mod tests {
         let argv = words(&["docker", "a\0b"]);
         assert_eq!(
             try_shell_line(&argv),
-            Err(RenderError::Nul {
+            Err(ArgvError::Nul {
                 field: "argv[1]".into()
             })
         );

@@ -14,6 +14,7 @@ use crate::capability::Capability;
 use crate::limits::Limit;
 use crate::ports::PortSpec;
 use crate::values;
+pub use crate::values::{ConfigFormat, EgressMode, OnConflict};
 
 /// The only profile schema version this crate reads.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -194,32 +195,6 @@ pub struct EgressConfig {
     pub gateway_known_hosts_file: Option<String>,
 }
 
-/// What the agent may reach.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum EgressMode {
-    /// No egress: without a gateway the container runs with no network at all.
-    Deny,
-    /// Only the hosts listed in `egress.hosts` (the default).
-    #[default]
-    Allowlist,
-    /// Anything: no egress policy (reported as a high finding).
-    Unrestricted,
-}
-
-impl EgressMode {
-    /// The mode as written in a profile (`deny`, `allowlist`, `unrestricted`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EgressMode::Deny => "deny",
-            EgressMode::Allowlist => "allowlist",
-            EgressMode::Unrestricted => "unrestricted",
-        }
-    }
-}
-
 /// Decant session-browser companion.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -342,29 +317,6 @@ fn default_true() -> bool {
     true
 }
 
-/// What a copy-once seed or import does when its target exists and differs.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum OnConflict {
-    /// Leave the target alone and fail (the default).
-    #[default]
-    Keep,
-    /// Replace it, after a `.agent-containers.bak` backup.
-    Replace,
-}
-
-impl OnConflict {
-    /// The policy as written in a profile (`keep`, `replace`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OnConflict::Keep => "keep",
-            OnConflict::Replace => "replace",
-        }
-    }
-}
-
 /// Agent-native configuration imported into the home volume.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -379,32 +331,6 @@ pub struct ConfigurationImport {
     /// `keep` (the default) or `replace`.
     #[serde(default)]
     pub on_conflict: OnConflict,
-}
-
-/// The format of an imported configuration file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ConfigFormat {
-    /// JSON.
-    Json,
-    /// JSON with comments.
-    Jsonc,
-    /// TOML.
-    Toml,
-    /// YAML (`yml` is read as `yaml`).
-    Yaml,
-}
-
-impl ConfigFormat {
-    /// The format's name (`json`, `jsonc`, `toml`, `yaml`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ConfigFormat::Json => "json",
-            ConfigFormat::Jsonc => "jsonc",
-            ConfigFormat::Toml => "toml",
-            ConfigFormat::Yaml => "yaml",
-        }
-    }
 }
 
 /// Image settings.

@@ -8,6 +8,7 @@
 
 use std::fmt;
 
+use schemars::JsonSchema;
 use schemars::{json_schema, Schema, SchemaGenerator};
 use serde::de::{self, Deserializer, Unexpected, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
@@ -16,8 +17,82 @@ use crate::capability::Capability;
 use crate::error::ValueError;
 use crate::limits::{self, Limit};
 use crate::ports::{self, PortSpec};
-use crate::profile::{ConfigFormat, EgressMode, OnConflict};
 use crate::text::closest;
+
+/// What the agent may reach.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum EgressMode {
+    /// No egress: without a gateway the container runs with no network at all.
+    Deny,
+    /// Only the hosts listed in `egress.hosts` (the default).
+    #[default]
+    Allowlist,
+    /// Anything: no egress policy (reported as a high finding).
+    Unrestricted,
+}
+
+impl EgressMode {
+    /// The mode as written in a profile (`deny`, `allowlist`, `unrestricted`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EgressMode::Deny => "deny",
+            EgressMode::Allowlist => "allowlist",
+            EgressMode::Unrestricted => "unrestricted",
+        }
+    }
+}
+
+/// What a copy-once seed or import does when its target exists and differs.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum OnConflict {
+    /// Leave the target alone and fail (the default).
+    #[default]
+    Keep,
+    /// Replace it, after a `.agent-containers.bak` backup.
+    Replace,
+}
+
+impl OnConflict {
+    /// The policy as written in a profile (`keep`, `replace`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnConflict::Keep => "keep",
+            OnConflict::Replace => "replace",
+        }
+    }
+}
+
+/// The format of an imported configuration file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfigFormat {
+    /// JSON.
+    Json,
+    /// JSON with comments.
+    Jsonc,
+    /// TOML.
+    Toml,
+    /// YAML (`yml` is read as `yaml`).
+    Yaml,
+}
+
+impl ConfigFormat {
+    /// The format's name (`json`, `jsonc`, `toml`, `yaml`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConfigFormat::Json => "json",
+            ConfigFormat::Jsonc => "jsonc",
+            ConfigFormat::Toml => "toml",
+            ConfigFormat::Yaml => "yaml",
+        }
+    }
+}
 
 /// Marks a serde message that carries a [`ValueError`].
 const MARK: &str = "\u{1}agentc-value\u{1}";

@@ -27,11 +27,12 @@ pub fn build(args: BuildArgs) -> Result<u8, Failure> {
     let loaded = context::load_profile(&launch_args.profile)?;
     let spec = context::resolve_launch(&loaded, &launch_args)?;
     let argv = agentc_backend_cli::render_argv(&spec).map_err(Failure::unlaunchable)?;
-    let code = launch::run_docker_foreground(&argv)?;
+    let code =
+        agentc_backend_cli::exec::docker::run_foreground(&argv).map_err(launch::exec_failure)?;
     if code == 0 {
         if let Action::Build(build) = &spec.action {
             println!("built {}", build.tag);
         }
     }
-    Ok(launch::exit_status(i64::from(code)))
+    Ok(agentc_backend_common::exit_status(i64::from(code)))
 }

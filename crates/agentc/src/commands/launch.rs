@@ -1,12 +1,11 @@
-//! What the launching commands share: resolving a container launch, executing it through
-//! either backend, the tokio runtime (created here only, never by the offline commands), the
-//! docker CLI, exit statuses and signal handling.
+//! What the launching commands share: the tokio runtime (created here only, never by the
+//! offline commands), the machine's environment and daemon address, the launch adjustments the
+//! command line asks for, executing a container launch through either backend, printing what
+//! it started, and the exit status of a launch error.
 
 use std::collections::BTreeMap;
-use std::process::Command as Process;
-use std::sync::atomic::{AtomicI32, Ordering};
 
-use agentc_backend_api::exec::{published_addresses, LaunchOptions};
+use agentc_backend_common::{exit_status, published_addresses, ExecError};
 use agentc_policy::{Action, ContainerSpec, LaunchSpec, Network};
 use bollard::models::ContainerInspectResponse;
 use bollard::Docker;
@@ -42,20 +41,15 @@ pub async fn connect() -> Result<Docker, Failure> {
         .map_err(exec_failure)
 }
 
-/// An Engine API failure, with its exit status: 130/143 for an interrupt, 1 for a container
-/// `rm` refuses or cannot find, 125 otherwise.
-pub fn exec_failure(error: agentc_backend_api::ExecError) -> Failure {
-    use agentc_backend_api::ExecError;
-    let code = match &error {
-        ExecError::NotAgentc { .. } | ExecError::NoSuchContainer { .. } => 1,
-        other => u8::try_from(other.exit_code()).unwrap_or(EXIT_DOCKER),
-    };
+/// A launch failure, with its exit status ([`ExecError::exit_code`]).
+pub fn exec_failure(error: ExecError) -> Failure {
+    let code = u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER);
     Failure::new(code, error.to_string())
 }
 
-/// A container's exit code as a process exit status (docker's are 0..=255).
-pub fn exit_status(code: i64) -> u8 {
-    u8::try_from(code.rem_euclid(256)).unwrap_or(1)
+/// Prints a line a backend hands over while it prepares a launch (an image being pulled).
+pub fn notify(line: &str) {
+    eprintln!("agentc: {line}");
 }
 
 /// The container launch of a spec; a build is refused.
@@ -127,31 +121,24 @@ pub fn execute(spec: &LaunchSpec, backend: BackendArg, pull: bool) -> Result<u8,
     let env = process_env();
     match backend {
         BackendArg::Cli => {
-            // The docker CLI would silently drop an unset `--env NAME`: refuse it first, as
-            // the api backend does. Only names leave this check.
-            agentc_backend_api::exec::resolve_env(container, &env).map_err(exec_failure)?;
-            drop(env);
-            let argv = agentc_backend_cli::render_argv(spec).map_err(Failure::unlaunchable)?;
-            ensure_image_cli(&container.image, pull)?;
-            let code = run_docker_foreground(&argv)?;
-            if container.detach && code == 0 {
-                if let Some(name) = &container.name {
-                    let inspect = inspect_cli(name)?;
-                    print_started(&inspect, &container.network);
-                }
-            } else if code == 137 {
-                eprintln!(
-                    "agentc: the container was killed (exit code 137, SIGKILL; the out-of-memory killer does this when resources.memory is reached)"
-                );
+            let outcome =
+                agentc_backend_cli::launch(container, &env, pull, notify).map_err(exec_failure)?;
+            if let Some(inspect) = &outcome.started {
+                print_started(inspect, &container.network);
             }
-            Ok(exit_status(i64::from(code)))
+            if let Some(explanation) = outcome.explanation() {
+                eprintln!("agentc: {explanation}");
+            }
+            Ok(exit_status(i64::from(outcome.exit_code)))
         }
         BackendArg::Api => {
             let runtime = runtime()?;
             runtime.block_on(async {
                 let docker = connect().await?;
-                ensure_image_api(&docker, &container.image, pull).await?;
-                let options = LaunchOptions::from_terminal(env);
+                agentc_backend_api::ensure_image(&docker, &container.image, pull, notify)
+                    .await
+                    .map_err(exec_failure)?;
+                let options = agentc_backend_api::LaunchOptions::from_terminal(env);
                 let outcome = agentc_backend_api::launch(&docker, container, &options)
                     .await
                     .map_err(exec_failure)?;
@@ -200,259 +187,12 @@ fn print_started(inspect: &ContainerInspectResponse, network: &Network) {
     }
 }
 
-/// The network a container is attached to, from its inspect (`HostConfig.NetworkMode`).
-pub fn network_of(inspect: &ContainerInspectResponse) -> Network {
-    let mode = inspect
-        .host_config
-        .as_ref()
-        .and_then(|host| host.network_mode.as_deref())
-        .unwrap_or("default");
-    match mode {
-        "none" => Network::None,
-        "" | "default" | "bridge" | "host" => Network::Default,
-        mode if mode.starts_with("container:") => Network::Default,
-        name => Network::Named {
-            name: name.to_string(),
-        },
-    }
-}
-
-/// Runs `docker ARGS` capturing its output; its stdout, or a failure with its stderr.
-pub fn docker_output(args: &[&str]) -> Result<String, Failure> {
-    docker_output_with_env(args, &BTreeMap::new())
-}
-
-/// [`docker_output`] with `env` on top of the inherited environment (the secrets an argv
-/// passes through by name are read from it).
-pub fn docker_output_with_env(
-    args: &[&str],
-    env: &BTreeMap<String, String>,
-) -> Result<String, Failure> {
-    let argv: Vec<String> = std::iter::once("docker")
-        .chain(args.iter().copied())
-        .map(str::to_string)
-        .collect();
-    log::debug!("running {}", agentc_backend_cli::shell_line(&argv));
-    let output = Process::new("docker")
-        .args(args)
-        .envs(env)
-        .output()
-        .map_err(cannot_run_docker)?;
-    if output.status.success() {
-        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-    } else {
-        Err(Failure::new(
-            EXIT_DOCKER,
-            format!(
-                "docker {} failed ({}): {}",
-                args.first().copied().unwrap_or_default(),
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim()
-            ),
-        ))
-    }
-}
-
-/// Makes sure the daemon has `image` through the Engine API: with `pull`, a missing image is
-/// pulled with one progress line per layer status on stderr; without, it is an error that says
-/// how to build it and mentions `--pull`.
-pub async fn ensure_image_api(docker: &Docker, image: &str, pull: bool) -> Result<(), Failure> {
-    use agentc_backend_api::pull;
-    if pull::image_present(docker, image)
-        .await
-        .map_err(exec_failure)?
-    {
-        return Ok(());
-    }
-    if !pull {
-        return Err(exec_failure(agentc_backend_api::ExecError::ImageMissing {
-            image: image.to_string(),
-        }));
-    }
-    eprintln!("agentc: image {image} is not present; pulling it");
-    pull::pull_image(docker, image, |line| eprintln!("agentc: pull: {line}"))
-        .await
-        .map_err(exec_failure)
-}
-
-/// The `docker` binary could not be started.
-fn cannot_run_docker(error: std::io::Error) -> Failure {
-    Failure::new(
-        EXIT_DOCKER,
-        format!("cannot run docker: {error}\n  hint: install the docker CLI, or use --backend api"),
-    )
-}
-
-/// Makes sure the daemon has `image` through the docker CLI: with `pull`, a missing image is
-/// pulled by `docker pull IMAGE` in the foreground (its progress goes to stderr, keeping stdout
-/// for the container); without, it is refused, as the api backend refuses it: `docker run`
-/// would pull it, and agentc pulls only when asked (`--pull`).
-pub fn ensure_image_cli(image: &str, pull: bool) -> Result<(), Failure> {
-    if image_present_cli(image)? {
-        return Ok(());
-    }
-    let missing = || {
-        exec_failure(agentc_backend_api::ExecError::ImageMissing {
-            image: image.to_string(),
-        })
-    };
-    if !pull {
-        return Err(missing());
-    }
-    eprintln!("agentc: image {image} is not present; pulling it with `docker pull`");
-    let output = Process::new("docker")
-        .args(["pull", image])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::io::stderr())
-        .stderr(std::process::Stdio::piped())
-        .output()
-        .map_err(cannot_run_docker)?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let message = stderr
-            .trim()
-            .trim_start_matches("Error response from daemon: ")
-            .to_string();
-        return Err(exec_failure(agentc_backend_api::ExecError::PullFailed {
-            image: image.to_string(),
-            hint: agentc_backend_api::pull::pull_hint(&message),
-            message,
-        }));
-    }
-    if image_present_cli(image)? {
-        Ok(())
-    } else {
-        Err(missing())
-    }
-}
-
-/// Whether the daemon has `image`, asked through `docker image inspect`.
-fn image_present_cli(image: &str) -> Result<bool, Failure> {
-    match docker_output(&["image", "inspect", "--format", "{{.Id}}", image]) {
-        Ok(_) => Ok(true),
-        Err(failure) if failure.message.contains("No such image") => Ok(false),
-        Err(failure) => Err(failure),
-    }
-}
-
-/// `docker inspect --type container NAME`, read into the Engine API's type.
-pub fn inspect_cli(name: &str) -> Result<ContainerInspectResponse, Failure> {
-    let text = docker_output(&["inspect", "--type", "container", name])?;
-    let mut found: Vec<ContainerInspectResponse> =
-        serde_json::from_str(&text).map_err(|error| {
-            Failure::new(
-                EXIT_DOCKER,
-                format!("cannot read `docker inspect {name}`: {error}"),
-            )
-        })?;
-    if found.is_empty() {
-        return Err(Failure::new(
-            EXIT_DOCKER,
-            format!("docker inspect found no container {name}"),
-        ));
-    }
-    Ok(found.swap_remove(0))
-}
-
-/// The last SIGINT or SIGTERM received while a [`SignalShield`] was up (0: none).
-static RECEIVED: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn record_signal(signal: libc::c_int) {
-    RECEIVED.store(signal, Ordering::SeqCst);
-}
-
-/// Keeps SIGINT (and, when asked, SIGTERM) from ending agentc while a docker child runs, and
-/// records them instead; the previous handlers come back when dropped. A handler, unlike
-/// `SIG_IGN`, is reset by `exec`, so the docker child still receives and handles the signal
-/// and its exit code comes back to agentc.
-pub struct SignalShield {
-    previous: Vec<(libc::c_int, libc::sigaction)>,
-}
-
-impl SignalShield {
-    /// Shields SIGINT, and SIGTERM too when `terminate`.
-    pub fn new(terminate: bool) -> SignalShield {
-        RECEIVED.store(0, Ordering::SeqCst);
-        let mut signals = vec![libc::SIGINT];
-        if terminate {
-            signals.push(libc::SIGTERM);
-        }
-        let mut previous = Vec::new();
-        for signal in signals {
-            // SAFETY: sigaction is given a zero-initialised struct with a valid handler that
-            // only stores into an atomic (async-signal-safe); the old action is saved to
-            // restore it.
-            unsafe {
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = record_signal as extern "C" fn(libc::c_int) as usize;
-                libc::sigemptyset(&mut action.sa_mask);
-                let mut old: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(signal, &action, &mut old) == 0 {
-                    previous.push((signal, old));
-                }
-            }
-        }
-        SignalShield { previous }
-    }
-
-    /// The signal received since the shield went up, if any.
-    pub fn received(&self) -> Option<libc::c_int> {
-        match RECEIVED.load(Ordering::SeqCst) {
-            0 => None,
-            signal => Some(signal),
-        }
-    }
-}
-
-impl Drop for SignalShield {
-    fn drop(&mut self) {
-        for (signal, old) in &self.previous {
-            // SAFETY: restores the action saved in `new`.
-            unsafe {
-                libc::sigaction(*signal, old, std::ptr::null_mut());
-            }
-        }
-    }
-}
-
-/// Runs a rendered docker argv in the foreground (stdio inherited) and returns docker's exit
-/// code. SIGINT is shielded meanwhile, so Ctrl-C reaches docker (same process group), which
-/// forwards it to the container or lets the TTY carry it, and its exit code comes back.
-///
-/// SIGTERM is shielded too and passed on to docker: a supervisor that stops agentc alone
-/// stops the container through docker (which forwards it and, with `--rm`, removes it).
-pub fn run_docker_foreground(argv: &[String]) -> Result<i32, Failure> {
-    log::debug!("running {}", agentc_backend_cli::shell_line(argv));
-    let _shield = SignalShield::new(true);
-    let child = agentc_backend_cli::exec::spawn("docker", argv)
-        .map_err(|error| Failure::new(EXIT_DOCKER, error.to_string()))?;
-    agentc_backend_cli::exec::wait_forwarding(child, || {
-        // SIGINT from a terminal already reached docker (same process group); only a SIGTERM
-        // aimed at agentc needs passing on.
-        match RECEIVED.swap(0, Ordering::SeqCst) {
-            libc::SIGTERM => Some(libc::SIGTERM),
-            _ => None,
-        }
-    })
-    .map_err(|error| Failure::new(EXIT_DOCKER, error.to_string()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn exit_codes_wrap_like_a_shell() {
-        assert_eq!(exit_status(0), 0);
-        assert_eq!(exit_status(7), 7);
-        assert_eq!(exit_status(137), 137);
-        assert_eq!(exit_status(-1), 255);
-        assert_eq!(exit_status(256), 0);
-    }
-
-    #[test]
     fn refusals_of_rm_exit_1_and_daemon_failures_125() {
-        use agentc_backend_api::ExecError;
         let refused = exec_failure(ExecError::NotAgentc { name: "db".into() });
         assert_eq!(refused.code, 1);
         assert!(
@@ -464,25 +204,5 @@ mod tests {
             image: "x:1".into(),
         });
         assert_eq!(missing.code, 125);
-    }
-
-    #[test]
-    fn network_mode_names_the_network() {
-        let inspect = |mode: &str| ContainerInspectResponse {
-            host_config: Some(bollard::models::HostConfig {
-                network_mode: Some(mode.to_string()),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        assert_eq!(network_of(&inspect("none")), Network::None);
-        assert_eq!(network_of(&inspect("default")), Network::Default);
-        assert_eq!(network_of(&inspect("bridge")), Network::Default);
-        assert_eq!(
-            network_of(&inspect("scan-net")),
-            Network::Named {
-                name: "scan-net".into()
-            }
-        );
     }
 }

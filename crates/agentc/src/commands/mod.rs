@@ -1,5 +1,7 @@
-//! One module per subcommand; [`launch`] holds what the launching commands share (the
-//! runtime, the daemon connection, the docker CLI, exit statuses and signal handling).
+//! One module per subcommand, each a short chain of library calls; [`launch`] holds what the
+//! launching commands share (the runtime, the environment and daemon address read from the
+//! machine, a launch through either backend and what it prints, the exit status of a launch
+//! error).
 
 pub mod build;
 pub mod launch;

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use agentc_backend_api::exec::{published_addresses, Summary, PROFILE_LABEL};
+use agentc_backend_api::Summary;
 use agentc_policy::LABEL_KIND;
 
 use crate::cli::PsArgs;
@@ -29,7 +29,7 @@ pub fn ps(args: PsArgs) -> Result<u8, Failure> {
     let runtime = launch::runtime()?;
     let rows = runtime.block_on(async {
         let docker = launch::connect().await?;
-        let summaries = agentc_backend_api::list(&docker, PROFILE_LABEL)
+        let summaries = agentc_backend_api::list(&docker, None)
             .await
             .map_err(launch::exec_failure)?;
         let mut rows = Vec::new();
@@ -37,14 +37,11 @@ pub fn ps(args: PsArgs) -> Result<u8, Failure> {
             if !args.all && summary.state != "running" {
                 continue;
             }
-            // A container removed meanwhile simply shows no addresses.
-            let addresses = match docker.inspect_container(&summary.id, None).await {
-                Ok(inspect) => published_addresses(&inspect, &launch::network_of(&inspect))
-                    .into_iter()
-                    .map(|address| address.address)
-                    .collect(),
-                Err(_) => Vec::new(),
-            };
+            let addresses = agentc_backend_api::reachable(&docker, &summary.id)
+                .await
+                .into_iter()
+                .map(|address| address.address)
+                .collect();
             rows.push(row(summary, addresses));
         }
         Ok::<_, Failure>(rows)

@@ -1,6 +1,6 @@
 //! `agentc rm`: removes containers agentc launched, and only those.
 
-use agentc_backend_api::exec::RemoveTarget;
+use agentc_backend_api::RemoveTarget;
 
 use crate::cli::RmArgs;
 use crate::commands::launch;

@@ -1,5 +1,5 @@
-use super::*;
 use super::shape::{TABLE_FIELDS, TABLE_LIST_FIELDS};
+use super::*;
 use crate::load::load;
 use crate::load::tests::{err, parts, MINIMAL};
 use crate::*;

@@ -1,4 +1,5 @@
-//! Running a rendered argv: spawns the docker CLI, stdio inherited, and returns its exit code.
+//! Running a rendered argv as a child process: spawns the docker CLI, stdio inherited, and
+//! returns its exit code (the shell's convention for a signal: 128 + its number).
 //!
 //! [`run`] leaves signals alone: a terminal's SIGINT reaches both the caller and docker (same
 //! process group), and the docker CLI forwards it to the container. A caller that wants
@@ -9,33 +10,7 @@
 use std::ffi::{OsStr, OsString};
 use std::process::{Child, Command, ExitStatus};
 
-/// Why docker could not be run. A non-zero exit of docker is not an error: it is the exit code
-/// [`run`] returns.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ExecError {
-    /// The argv was empty (it must start with the display name `docker`).
-    #[error("cannot run an empty argv; hint: render it with render_argv")]
-    EmptyArgv,
-    /// The program could not be started.
-    #[error(
-        "cannot start {program:?}: {source}; hint: install the docker CLI or point agentc at it"
-    )]
-    Spawn {
-        /// The program that was started.
-        program: OsString,
-        /// The operating system's error.
-        source: std::io::Error,
-    },
-    /// Waiting for the program failed.
-    #[error("cannot wait for {program:?}: {source}")]
-    Wait {
-        /// The program that was started.
-        program: OsString,
-        /// The operating system's error.
-        source: std::io::Error,
-    },
-}
+use agentc_backend_common::ExecError;
 
 /// Runs `program` with `argv[1..]` (argv as rendered: `argv[0]` is the display name `docker`),
 /// stdin, stdout and stderr inherited and the environment inherited (secrets rendered as

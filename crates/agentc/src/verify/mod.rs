@@ -1,0 +1,23 @@
+//! `agentc verify`: runs a probe in place of the agent and compares what the kernel and
+//! `docker inspect` report with the [`ContainerSpec`](agentc_policy::ContainerSpec) that was
+//! asked for.
+//!
+//! - [`probe`]: the probe script, the launch that runs it ([`probe_spec`]: the same hardening,
+//!   mounts and limits, with the agent replaced by [`PROBE_SCRIPT`]) and the whole flow for one
+//!   resolved launch through either backend ([`verify_launch`]).
+//! - [`parse`]: the parser of the probe's output ([`parse_probe`] into an [`Observation`]).
+//! - [`compare`](mod@compare): the comparison with the spec ([`compare()`]) and the table
+//!   ([`render_table`]). Parser and comparison do no I/O.
+//!
+//! What is not checked: published ports, extra hosts, devices, the seccomp profile, and
+//! environment values (only names are observed, so a secret's value never leaves the container).
+
+pub mod compare;
+pub mod parse;
+pub mod probe;
+#[cfg(test)]
+mod recorded;
+
+pub use compare::{compare, render_table, Check};
+pub use parse::{capability_names, parse_probe, Limit, MountEntry, Observation, TmpfsWrite};
+pub use probe::{probe_spec, verify_launch, PROBE_PIDS, PROBE_SCRIPT};

@@ -1,0 +1,158 @@
+//! Container admin, what `agentc ps` and `agentc rm` do: listing agentc's containers (those
+//! with the profile label) and where they are reachable, and removing them, refusing any other
+//! container; and the removal steps a launch shares (forced removal, waiting for the daemon's
+//! own removal).
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use agentc_backend_common::{network_of, published_addresses, ExecError, PublishedAddress};
+use agentc_policy::LABEL_PROFILE;
+use bollard::errors::Error as BollardError;
+use bollard::models::ContainerSummary;
+use bollard::query_parameters::{
+    ListContainersOptionsBuilder, RemoveContainerOptionsBuilder, WaitContainerOptionsBuilder,
+};
+use bollard::Docker;
+use futures_util::StreamExt;
+
+use crate::daemon::{daemon_error, is_not_found, status};
+
+/// One agentc container, as `agentc ps` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// The container's ID.
+    pub id: String,
+    /// Its name, without the leading `/`.
+    pub name: String,
+    /// Its image.
+    pub image: String,
+    /// The `io.agentc.profile` label.
+    pub profile: String,
+    /// The state, such as `running` or `exited`.
+    pub state: String,
+    /// The daemon's human status, such as `Up 5 minutes`.
+    pub status: String,
+    /// All its labels.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Lists agentc's containers (running or not), those of one profile when `profile` is given,
+/// sorted by name: the containers labelled `io.agentc.profile` (`io.agentc.profile=PROFILE`).
+pub async fn list(docker: &Docker, profile: Option<&str>) -> Result<Vec<Summary>, ExecError> {
+    let label_filter = match profile {
+        Some(profile) => format!("{LABEL_PROFILE}={profile}"),
+        None => LABEL_PROFILE.to_string(),
+    };
+    let filters = HashMap::from([("label", vec![label_filter.as_str()])]);
+    let options = ListContainersOptionsBuilder::new()
+        .all(true)
+        .filters(&filters)
+        .build();
+    let containers = docker
+        .list_containers(Some(options))
+        .await
+        .map_err(|error| daemon_error("list containers", error))?;
+    let mut summaries: Vec<Summary> = containers.into_iter().map(summarize).collect();
+    summaries.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(summaries)
+}
+
+fn summarize(container: ContainerSummary) -> Summary {
+    let labels: BTreeMap<String, String> =
+        container.labels.unwrap_or_default().into_iter().collect();
+    Summary {
+        id: container.id.unwrap_or_default(),
+        name: container
+            .names
+            .and_then(|names| names.into_iter().next())
+            .map(|name| name.trim_start_matches('/').to_string())
+            .unwrap_or_default(),
+        image: container.image.unwrap_or_default(),
+        profile: labels.get(LABEL_PROFILE).cloned().unwrap_or_default(),
+        state: container
+            .state
+            .map(|state| state.to_string())
+            .unwrap_or_default(),
+        status: container.status.unwrap_or_default(),
+        labels,
+    }
+}
+
+/// Where a container's published ports are reachable from the host
+/// ([`published_addresses`] of its inspect, on the network it is attached to); none for a
+/// container that cannot be inspected, such as one removed meanwhile.
+pub async fn reachable(docker: &Docker, id: &str) -> Vec<PublishedAddress> {
+    match docker.inspect_container(id, None).await {
+        Ok(inspect) => published_addresses(&inspect, &network_of(&inspect)),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Which containers `agentc rm` removes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RemoveTarget {
+    /// These names or IDs; each must be an agentc container.
+    Names(Vec<String>),
+    /// Every container labelled `io.agentc.profile`.
+    All,
+}
+
+/// Force-removes agentc containers and returns the names removed. A named container that
+/// does not exist or lacks the `io.agentc.profile` label is an error, checked for every name
+/// before anything is removed.
+pub async fn remove(docker: &Docker, target: &RemoveTarget) -> Result<Vec<String>, ExecError> {
+    let names: Vec<String> = match target {
+        RemoveTarget::All => list(docker, None)
+            .await?
+            .into_iter()
+            .map(|summary| summary.name)
+            .collect(),
+        RemoveTarget::Names(names) => {
+            for name in names {
+                let inspect = match docker.inspect_container(name, None).await {
+                    Ok(inspect) => inspect,
+                    Err(error) if is_not_found(&error) => {
+                        return Err(ExecError::NoSuchContainer { name: name.clone() })
+                    }
+                    Err(error) => return Err(daemon_error("inspect the container", error)),
+                };
+                let labelled = inspect
+                    .config
+                    .and_then(|config| config.labels)
+                    .is_some_and(|labels| labels.contains_key(LABEL_PROFILE));
+                if !labelled {
+                    return Err(ExecError::NotAgentc { name: name.clone() });
+                }
+            }
+            names.clone()
+        }
+    };
+    for name in &names {
+        remove_quietly(docker, name)
+            .await
+            .map_err(|error| daemon_error("remove the container", error))?;
+    }
+    Ok(names)
+}
+
+/// Waits (up to 10 s) until the daemon has removed a container; a container already gone
+/// answers 404, which ends the wait as well.
+pub(crate) async fn wait_removed(docker: &Docker, id: &str) {
+    let removed = WaitContainerOptionsBuilder::new()
+        .condition("removed")
+        .build();
+    let mut removal = docker.wait_container(id, Some(removed));
+    let _ = tokio::time::timeout(Duration::from_secs(10), removal.next()).await;
+}
+
+/// Force-removes a container; a container already gone (404) or already being removed by
+/// `AutoRemove` (409) is not an error.
+pub(crate) async fn remove_quietly(docker: &Docker, id: &str) -> Result<(), BollardError> {
+    let options = RemoveContainerOptionsBuilder::new().force(true).build();
+    match docker.remove_container(id, Some(options)).await {
+        Ok(()) => Ok(()),
+        Err(error) if is_not_found(&error) || status(&error) == Some(409) => Ok(()),
+        Err(error) => Err(error),
+    }
+}

@@ -1,0 +1,145 @@
+//! The docker CLI as agentc runs it: a rendered launch in the foreground (signals passed on),
+//! and the queries around a launch (`docker image inspect`, `docker pull`, `docker inspect`,
+//! `docker rm`), their output captured.
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+
+use agentc_backend_common::ExecError;
+use bollard::models::ContainerInspectResponse;
+
+use super::process;
+use super::signals::SignalShield;
+use crate::shell::shell_line;
+
+/// Runs a rendered docker argv in the foreground (stdio inherited) and returns docker's exit
+/// code. SIGINT is shielded meanwhile, so Ctrl-C reaches docker (same process group), which
+/// forwards it to the container or lets the TTY carry it, and its exit code comes back.
+///
+/// SIGTERM is shielded too and passed on to docker: a supervisor that stops agentc alone
+/// stops the container through docker (which forwards it and, with `--rm`, removes it).
+pub fn run_foreground(argv: &[String]) -> Result<i32, ExecError> {
+    log::debug!("running {}", shell_line(argv));
+    let shield = SignalShield::new(true);
+    let child = process::spawn("docker", argv)?;
+    process::wait_forwarding(child, || {
+        // SIGINT from a terminal already reached docker (same process group); only a SIGTERM
+        // aimed at agentc needs passing on.
+        shield.take().filter(|signal| *signal == libc::SIGTERM)
+    })
+}
+
+/// Runs `docker ARGS` capturing its output; its stdout, or [`ExecError::DockerFailed`] with its
+/// stderr.
+pub fn output(args: &[&str]) -> Result<String, ExecError> {
+    output_with_env(args, &BTreeMap::new())
+}
+
+/// [`output`] with `env` on top of the inherited environment (the secrets an argv passes
+/// through by name are read from it).
+pub fn output_with_env(args: &[&str], env: &BTreeMap<String, String>) -> Result<String, ExecError> {
+    let argv: Vec<String> = std::iter::once("docker")
+        .chain(args.iter().copied())
+        .map(str::to_string)
+        .collect();
+    log::debug!("running {}", shell_line(&argv));
+    let output = Command::new("docker")
+        .args(args)
+        .envs(env)
+        .output()
+        .map_err(|source| ExecError::CannotRunDocker { source })?;
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    } else {
+        Err(ExecError::DockerFailed {
+            command: args.first().copied().unwrap_or_default().to_string(),
+            status: output.status,
+            stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+        })
+    }
+}
+
+/// Whether the daemon has `image`, asked through `docker image inspect`.
+pub fn image_present(image: &str) -> Result<bool, ExecError> {
+    match output(&["image", "inspect", "--format", "{{.Id}}", image]) {
+        Ok(_) => Ok(true),
+        Err(ExecError::DockerFailed { stderr, .. }) if stderr.contains("No such image") => {
+            Ok(false)
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// Makes sure the daemon has `image` through the docker CLI: with `pull`, a missing image is
+/// pulled by `docker pull IMAGE` in the foreground (its progress goes to stderr, keeping stdout
+/// for the container), after `notify` is handed a line saying so; without, it is refused
+/// ([`ExecError::ImageMissing`]), as the API backend refuses it: `docker run` would pull it,
+/// and agentc pulls only when asked (`--pull`).
+pub fn ensure_image(image: &str, pull: bool, notify: impl FnOnce(&str)) -> Result<(), ExecError> {
+    if image_present(image)? {
+        return Ok(());
+    }
+    let missing = || ExecError::ImageMissing {
+        image: image.to_string(),
+    };
+    if !pull {
+        return Err(missing());
+    }
+    notify(&format!(
+        "image {image} is not present; pulling it with `docker pull`"
+    ));
+    let output = Command::new("docker")
+        .args(["pull", image])
+        .stdin(Stdio::null())
+        .stdout(std::io::stderr())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|source| ExecError::CannotRunDocker { source })?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let message = stderr
+            .trim()
+            .trim_start_matches("Error response from daemon: ");
+        return Err(ExecError::pull_failed(image, message));
+    }
+    if image_present(image)? {
+        Ok(())
+    } else {
+        Err(missing())
+    }
+}
+
+/// `docker inspect --type container NAME`, read into the Engine API's type (the document is
+/// the same).
+pub fn inspect(name: &str) -> Result<ContainerInspectResponse, ExecError> {
+    let text = output(&["inspect", "--type", "container", name])?;
+    let mut found: Vec<ContainerInspectResponse> =
+        serde_json::from_str(&text).map_err(|error| ExecError::InspectUnreadable {
+            name: name.to_string(),
+            message: error.to_string(),
+        })?;
+    if found.is_empty() {
+        return Err(ExecError::InspectEmpty {
+            name: name.to_string(),
+        });
+    }
+    Ok(found.swap_remove(0))
+}
+
+/// A container force-removed (`docker rm --force`, output discarded, failures ignored) when
+/// this guard is dropped: after success, on error and on a signal.
+#[derive(Debug)]
+pub struct RemoveOnDrop<'a> {
+    /// The container's name or ID.
+    pub name: &'a str,
+}
+
+impl Drop for RemoveOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = Command::new("docker")
+            .args(["rm", "--force", self.name])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}

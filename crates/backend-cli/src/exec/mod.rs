@@ -1,0 +1,17 @@
+//! Executing a rendered launch with the docker CLI; the renderer stays pure.
+//!
+//! - [`process`]: spawning a program with an argv and turning how it ended into an exit code.
+//! - [`signals`]: the [`SignalShield`] that keeps SIGINT and SIGTERM from ending agentc while
+//!   docker runs, so docker's exit code comes back and a SIGTERM can be passed on.
+//! - [`docker`]: the docker CLI in the foreground and the queries around a launch (image
+//!   present, pull, inspect, forced removal).
+//! - [`launch`](mod@launch): a whole container launch, as the API backend's launch does it.
+
+pub mod docker;
+pub mod launch;
+pub mod process;
+pub mod signals;
+
+pub use launch::{launch, Outcome};
+pub use process::{run, spawn, wait_forwarding};
+pub use signals::SignalShield;

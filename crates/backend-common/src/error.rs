@@ -1,0 +1,348 @@
+//! Why a launch failed, whichever backend ran it, and the exit status a launch ends with: one
+//! error type with its hints, and the mapping of failures and container exit codes to statuses.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::process::ExitStatus;
+
+use agentc_policy::LABEL_PROFILE;
+
+use crate::argv::ArgvError;
+use crate::hints::{daemon_hint, pull_hint};
+
+/// docker's own exit status for a failure before the container ran.
+pub const EXIT_DOCKER: i32 = 125;
+
+/// The exit status of a launch the docker command line cannot carry (`EX_DATAERR`, as for an
+/// invalid profile).
+pub const EXIT_UNLAUNCHABLE: i32 = 65;
+
+/// The exit status when `agentc rm` refuses or cannot find a container.
+pub const EXIT_REFUSED: i32 = 1;
+
+/// The signal that interrupted a launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interrupt {
+    /// SIGINT (Ctrl-C).
+    Sigint,
+    /// SIGTERM.
+    Sigterm,
+}
+
+impl Interrupt {
+    /// The conventional shell exit code: 130 for SIGINT, 143 for SIGTERM.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Interrupt::Sigint => 130,
+            Interrupt::Sigterm => 143,
+        }
+    }
+}
+
+impl fmt::Display for Interrupt {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(match self {
+            Interrupt::Sigint => "SIGINT",
+            Interrupt::Sigterm => "SIGTERM",
+        })
+    }
+}
+
+/// Why executing a launch failed, through the docker CLI or the Engine API.
+///
+/// A non-zero exit of the container is not an error: it is the launch's outcome.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExecError {
+    /// The docker command line cannot carry the spec (the CLI backend renders it before
+    /// launching; exit 65).
+    #[error(transparent)]
+    Argv(#[from] ArgvError),
+    /// The backend's renderer refused the spec, such as `agentc_backend_api::RenderError`
+    /// (kept whole, so it can be downcast).
+    #[error(transparent)]
+    Render(Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// A required secret is not set in the caller's environment. Only its name is kept.
+    #[error("required secret {variable} is not set in the environment (hint: export {variable} before launching)")]
+    MissingSecret {
+        /// The variable's name.
+        variable: String,
+    },
+    /// The image is not present on the daemon, and no pull was asked for.
+    #[error("image {image} is not present on the docker daemon (hint: build it with `agentc build PROFILE`, or provide it with `docker build` or `docker import`; agentc never pulls unless run with --pull, which pulls it from its registry)")]
+    ImageMissing {
+        /// The image reference.
+        image: String,
+    },
+    /// Pulling the image failed (registry unreachable, no such repository or tag, credentials
+    /// wanted); nothing was created.
+    #[error("cannot pull image {image}: {message} (hint: {hint})")]
+    PullFailed {
+        /// The image reference.
+        image: String,
+        /// The daemon's message.
+        message: String,
+        /// What to do about it.
+        hint: &'static str,
+    },
+    /// A volume subpath needs a newer daemon than the one connected.
+    #[error("mount {target} uses a volume subpath, which needs docker engine api 1.45 or later, but the daemon speaks {api_version} (hint: upgrade docker or drop the subpath)")]
+    SubpathUnsupported {
+        /// The mount's target.
+        target: String,
+        /// The negotiated API version, such as `1.41`.
+        api_version: String,
+    },
+    /// The daemon could not be reached.
+    #[error("cannot connect to the docker daemon: {message} (hint: is docker running? DOCKER_HOST selects another daemon)")]
+    Connect {
+        /// bollard's message.
+        message: String,
+    },
+    /// The daemon answered a request with an error.
+    #[error("docker daemon refused to {step} (status {status}): {message}{}", daemon_hint(message).map(|hint| format!(" (hint: {hint})")).unwrap_or_default())]
+    Daemon {
+        /// What agentc was doing, such as `create the container`.
+        step: &'static str,
+        /// The HTTP status.
+        status: u16,
+        /// The daemon's message.
+        message: String,
+    },
+    /// The connection to the daemon failed mid-launch.
+    #[error("lost the connection to the docker daemon while trying to {step}: {message} (hint: check that the daemon is still running)")]
+    ConnectionLost {
+        /// What agentc was doing.
+        step: &'static str,
+        /// bollard's message.
+        message: String,
+    },
+    /// A signal interrupted the launch; the container created so far was removed.
+    #[error("interrupted by {signal}{}", container.as_ref().map(|c| format!("; removed container {c}")).unwrap_or_default())]
+    Interrupted {
+        /// The signal.
+        signal: Interrupt,
+        /// The container that was removed, if one had been created.
+        container: Option<String>,
+    },
+    /// A launch failed or was interrupted, and the container it created could not be removed
+    /// (typically because the daemon became unreachable).
+    #[error("{cause}; container {container} could not be removed: {message} (hint: `agentc rm {container}` removes it once the daemon is reachable again)")]
+    NotRemoved {
+        /// Why the launch ended.
+        cause: Box<ExecError>,
+        /// The container's name, or its ID when it has none.
+        container: String,
+        /// Why the removal failed.
+        message: String,
+    },
+    /// A container named for removal does not exist.
+    #[error("no such container {name} (hint: `agentc ps` lists agentc's containers)")]
+    NoSuchContainer {
+        /// The name or ID given.
+        name: String,
+    },
+    /// A container named for removal is not one of agentc's.
+    #[error(
+        "refusing to remove {name}: it has no {LABEL_PROFILE} label, so agentc did not create it"
+    )]
+    NotAgentc {
+        /// The name or ID given.
+        name: String,
+    },
+    /// The local terminal or stdio failed.
+    #[error("terminal i/o failed while trying to {step}: {source}")]
+    Terminal {
+        /// What agentc was doing.
+        step: &'static str,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// An argv to run was empty (it must start with the display name `docker`).
+    #[error("cannot run an empty argv; hint: render it with render_argv")]
+    EmptyArgv,
+    /// The docker CLI (or the program standing in for it) could not be started for a launch.
+    #[error(
+        "cannot start {program:?}: {source}; hint: install the docker CLI or point agentc at it"
+    )]
+    Spawn {
+        /// The program that was started.
+        program: OsString,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// Waiting for a started program failed.
+    #[error("cannot wait for {program:?}: {source}")]
+    Wait {
+        /// The program that was started.
+        program: OsString,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// The docker CLI could not be run for a query (`docker image inspect`, `docker pull`,
+    /// `docker inspect`).
+    #[error("cannot run docker: {source}\n  hint: install the docker CLI, or use --backend api")]
+    CannotRunDocker {
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// A docker CLI query exited unsuccessfully.
+    #[error("docker {command} failed ({status}): {stderr}")]
+    DockerFailed {
+        /// The docker subcommand, such as `inspect`.
+        command: String,
+        /// How docker exited.
+        status: ExitStatus,
+        /// What docker wrote on stderr, trimmed.
+        stderr: String,
+    },
+    /// `docker inspect` printed something that is not a container's inspect.
+    #[error("cannot read `docker inspect {name}`: {message}")]
+    InspectUnreadable {
+        /// The container's name.
+        name: String,
+        /// The JSON reader's message.
+        message: String,
+    },
+    /// `docker inspect` printed no container.
+    #[error("docker inspect found no container {name}")]
+    InspectEmpty {
+        /// The container's name.
+        name: String,
+    },
+}
+
+impl ExecError {
+    /// A failed pull of `image`, with the hint [`pull_hint`] finds in the daemon's message.
+    pub fn pull_failed(image: &str, message: &str) -> ExecError {
+        ExecError::PullFailed {
+            image: image.to_string(),
+            message: message.trim().to_string(),
+            hint: pull_hint(message),
+        }
+    }
+
+    /// The process exit status this error maps to: 130/143 for interrupts, 1 for a container
+    /// `agentc rm` refuses or cannot find, 65 for a spec the docker command line cannot carry,
+    /// 125 (docker's own code for a failure before the container ran) otherwise.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            ExecError::Interrupted { signal, .. } => signal.exit_code(),
+            ExecError::NotRemoved { cause, .. } => cause.exit_code(),
+            ExecError::NotAgentc { .. } | ExecError::NoSuchContainer { .. } => EXIT_REFUSED,
+            ExecError::Argv(_) => EXIT_UNLAUNCHABLE,
+            _ => EXIT_DOCKER,
+        }
+    }
+}
+
+/// A container's exit code as a process exit status: docker's are 0..=255, and anything else
+/// wraps as a shell would.
+pub fn exit_status(code: i64) -> u8 {
+    u8::try_from(code.rem_euclid(256)).unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The daemon's messages, as moby words them (the first three seen on engine 20.10).
+    #[test]
+    fn daemon_refusals_a_valid_profile_can_meet_get_a_hint() {
+        let hinted = [
+            (
+                "Conflict. The container name \"/x\" is already in use by container \"0123\". You have to remove (or rename) that container to be able to reuse that name.",
+                "agentc rm NAME",
+            ),
+            (
+                "Range of CPUs is from 0.01 to 2.00, as there are only 2 CPUs available",
+                "resources.cpus (or AGENTC_CPUS)",
+            ),
+            (
+                "invalid mount config for type \"bind\": bind source path does not exist: /gone",
+                "must exist on the daemon's host",
+            ),
+            ("network agentc-net not found", "docker network create"),
+            (
+                "error gathering device information while adding custom device \"/dev/fuse\": no such file or directory",
+                "drop security.fuse",
+            ),
+        ];
+        for (message, expected) in hinted {
+            let error = ExecError::Daemon {
+                step: "create the container",
+                status: 400,
+                message: message.to_string(),
+            };
+            let text = error.to_string();
+            assert!(text.ends_with(')') && text.contains(expected), "{text}");
+            assert!(text.contains(message), "{text}");
+        }
+        let plain = ExecError::Daemon {
+            step: "start the container",
+            status: 500,
+            message: "something else".to_string(),
+        };
+        assert_eq!(
+            plain.to_string(),
+            "docker daemon refused to start the container (status 500): something else"
+        );
+    }
+
+    #[test]
+    fn interrupts_map_to_shell_exit_codes() {
+        let error = ExecError::Interrupted {
+            signal: Interrupt::Sigterm,
+            container: Some("abc".into()),
+        };
+        assert_eq!(error.exit_code(), 143);
+        assert_eq!(
+            error.to_string(),
+            "interrupted by SIGTERM; removed container abc"
+        );
+        assert_eq!(Interrupt::Sigint.exit_code(), 130);
+        let missing = ExecError::ImageMissing {
+            image: "claude-code:latest".into(),
+        };
+        assert_eq!(missing.exit_code(), 125);
+        assert!(missing.to_string().contains("agentc build PROFILE"));
+    }
+
+    #[test]
+    fn refusals_of_rm_exit_1_and_unlaunchable_specs_65() {
+        let refused = ExecError::NotAgentc { name: "db".into() };
+        assert_eq!(refused.exit_code(), 1);
+        assert_eq!(
+            refused.to_string(),
+            "refusing to remove db: it has no io.agentc.profile label, so agentc did not create it"
+        );
+        assert_eq!(
+            ExecError::NoSuchContainer { name: "x".into() }.exit_code(),
+            1
+        );
+        let argv = ExecError::from(ArgvError::Nul {
+            field: "user".into(),
+        });
+        assert_eq!(argv.exit_code(), 65);
+        assert!(argv.to_string().starts_with("user contains a NUL byte"));
+    }
+
+    #[test]
+    fn a_failed_pull_names_the_image_and_exits_125() {
+        let error = ExecError::pull_failed("127.0.0.1:1/x:1", " dial tcp: connection refused\n");
+        assert_eq!(error.exit_code(), 125);
+        assert_eq!(
+            error.to_string(),
+            "cannot pull image 127.0.0.1:1/x:1: dial tcp: connection refused (hint: the registry is unreachable from the docker daemon: check that it is running and the host and port in the image reference)"
+        );
+    }
+
+    #[test]
+    fn exit_codes_wrap_like_a_shell() {
+        assert_eq!(exit_status(0), 0);
+        assert_eq!(exit_status(7), 7);
+        assert_eq!(exit_status(137), 137);
+        assert_eq!(exit_status(-1), 255);
+        assert_eq!(exit_status(256), 0);
+    }
+}

@@ -1,0 +1,43 @@
+//! What every Docker-engine backend of agentc shares.
+//!
+//! agentc launches a [`agentc_policy::LaunchSpec`] two ways: as `docker` argv
+//! (`agentc-backend-cli`) and through the Engine API (`agentc-backend-api`). Both talk to the
+//! same daemon, must accept exactly the same specs, and must fail the same way. What they share
+//! lives here, in a crate of its own rather than in either backend, so that neither backend
+//! depends on the other and the binary can treat them alike:
+//!
+//! - [`argv`]: the refusals of values docker's command line cannot carry
+//!   ([`check_container`], [`check_build`]). The CLI renderer runs them before formatting; the
+//!   API backend runs them before building a body, so a profile one backend accepts, the other
+//!   accepts too.
+//! - [`secrets`]: secret resolution from an environment map ([`resolve_env`]).
+//! - [`error`]: the launch error ([`ExecError`]) with its hints and exit statuses, and the
+//!   mapping of a container's exit code to a process exit status ([`exit_status`]).
+//! - [`hints`]: what to do about the daemon's own messages (a refused create, a failed pull).
+//! - [`inspect`]: reading a container's inspect, which `docker inspect` and the Engine API print
+//!   alike ([`published_addresses`], [`network_of`]).
+//!
+//! Everything here is pure: no process is spawned and no daemon is called.
+//!
+//! ```
+//! use agentc_backend_common::{check_container, ArgvError};
+//! use agentc_policy::ContainerSpec;
+//!
+//! let mut spec = ContainerSpec::empty("agentc/demo:1");
+//! assert_eq!(check_container(&spec), Ok(()));
+//! spec.image = "--privileged".into();
+//! let refused = check_container(&spec).unwrap_err();
+//! assert!(matches!(&refused, ArgvError::Unrepresentable { field, .. } if field == "image"));
+//! ```
+#![deny(missing_docs)]
+
+pub mod argv;
+pub mod error;
+pub mod hints;
+pub mod inspect;
+pub mod secrets;
+
+pub use argv::{check_build, check_container, ArgvError};
+pub use error::{exit_status, ExecError, Interrupt};
+pub use inspect::{network_of, published_addresses, PublishedAddress};
+pub use secrets::resolve_env;

@@ -1,0 +1,99 @@
+//! Secret resolution from an environment map: what a launch passes to the container for each
+//! entry of the spec's environment, and the refusal of a required secret that is unset.
+//!
+//! The API backend sends the resolved entries in the create body; the CLI backend only checks
+//! (the docker CLI reads a bare `--env=NAME` from its own environment, and would silently drop
+//! an unset one).
+
+use std::collections::BTreeMap;
+
+use agentc_policy::{ContainerSpec, EnvValue};
+
+use crate::error::ExecError;
+
+/// Resolves the spec's environment for the daemon: literals as `NAME=value`, set secrets as
+/// `NAME=value` from `env`, unset optional secrets left out. A required secret that is unset
+/// is an error naming the variable.
+pub fn resolve_env(
+    spec: &ContainerSpec,
+    env: &BTreeMap<String, String>,
+) -> Result<Vec<String>, ExecError> {
+    let mut resolved = Vec::with_capacity(spec.env.len());
+    for var in &spec.env {
+        match &var.value {
+            EnvValue::Literal { value } => resolved.push(format!("{}={}", var.name, value)),
+            EnvValue::Secret { required } => match env.get(&var.name) {
+                Some(value) => resolved.push(format!("{}={}", var.name, value)),
+                None if *required => {
+                    return Err(ExecError::MissingSecret {
+                        variable: var.name.clone(),
+                    })
+                }
+                None => {}
+            },
+        }
+    }
+    Ok(resolved)
+}
+
+/// The names of the spec's secrets that `env` sets: what a launch passes, for a log line that
+/// names them without their values.
+pub fn passed_secrets<'a>(spec: &'a ContainerSpec, env: &BTreeMap<String, String>) -> Vec<&'a str> {
+    spec.env
+        .iter()
+        .filter(|var| matches!(var.value, EnvValue::Secret { .. }) && env.contains_key(&var.name))
+        .map(|var| var.name.as_str())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use agentc_policy::EnvVar;
+
+    use super::*;
+
+    fn spec(env: Vec<EnvVar>) -> ContainerSpec {
+        ContainerSpec {
+            env,
+            ..ContainerSpec::empty("img")
+        }
+    }
+
+    fn var(name: &str, value: EnvValue) -> EnvVar {
+        EnvVar {
+            name: name.into(),
+            value,
+        }
+    }
+
+    fn caller_env() -> BTreeMap<String, String> {
+        BTreeMap::from([("TOKEN".to_string(), "s3cret-value".to_string())])
+    }
+
+    #[test]
+    fn secrets_resolve_from_the_caller_env_and_unset_optional_ones_are_dropped() {
+        let spec = spec(vec![
+            var("A", EnvValue::Literal { value: "1".into() }),
+            var("TOKEN", EnvValue::Secret { required: true }),
+            var("OPTIONAL", EnvValue::Secret { required: false }),
+        ]);
+        assert_eq!(
+            resolve_env(&spec, &caller_env()).unwrap(),
+            vec!["A=1".to_string(), "TOKEN=s3cret-value".to_string()]
+        );
+        assert_eq!(passed_secrets(&spec, &caller_env()), ["TOKEN"]);
+    }
+
+    #[test]
+    fn a_missing_required_secret_is_named_without_any_value() {
+        let spec = spec(vec![
+            var("TOKEN", EnvValue::Secret { required: true }),
+            var("API_KEY", EnvValue::Secret { required: true }),
+        ]);
+        let error = resolve_env(&spec, &caller_env()).unwrap_err();
+        let message = error.to_string();
+        assert!(matches!(&error, ExecError::MissingSecret { variable } if variable == "API_KEY"));
+        assert!(message.contains("API_KEY"), "{message}");
+        assert!(!message.contains("s3cret-value"), "{message}");
+    }
+}
