@@ -75,7 +75,7 @@ pub fn test_image_tag() -> Result<String, String> {
     let script = build_script();
     let script = script.to_string_lossy();
     run("bash", &[&script, "--print-tag"])
-        .map_err(|error| format!("{error}; hint: the script is {script}"))
+        .map_err(|error| format!("{error}\n  hint: the script is {script}"))
 }
 
 /// Builds the test image unless the daemon already has it; returns its tag.
@@ -93,7 +93,7 @@ pub fn ensure_test_image() -> Result<String, String> {
     let script = script.to_string_lossy();
     run("bash", &[&script, &tag]).map_err(|error| {
         format!(
-            "cannot build the test image {tag}: {error}; hint: it needs dpkg-deb and either \
+            "cannot build the test image {tag}: {error}\n  hint: it needs dpkg-deb and either \
              `apt-get download busybox-static` (after apt-get update) or AGENTC_BUSYBOX_DEB"
         )
     })?;
@@ -124,7 +124,7 @@ pub fn tag_agent_images() -> Result<String, String> {
             Some(existing) if existing == id => continue,
             Some(existing) if !is_test_image(alias) => {
                 return Err(format!(
-                    "{alias} is a real image here ({existing}): not retagging it; hint: run the \
+                    "{alias} is a real image here ({existing}): not retagging it\n  hint: run the \
                      agent-preset live tests where {alias} does not exist"
                 ));
             }

@@ -180,7 +180,7 @@ impl fmt::Display for RefereeError {
             }
             RefereeError::Spawn { source } => write!(
                 f,
-                "cannot run the docker CLI: {source} (hint: install the docker CLI or put it on PATH)"
+                "cannot run the docker CLI: {source}\n  hint: install the docker CLI or put it on PATH"
             ),
             RefereeError::Docker {
                 args,
@@ -208,7 +208,7 @@ impl fmt::Display for RefereeError {
             }
             RefereeError::NotAContainer => write!(
                 f,
-                "the spec is a build, not a container launch (hint: judge container specs only)"
+                "the spec is a build, not a container launch\n  hint: judge container specs only"
             ),
             RefereeError::BadRunArgv { argv, reason } => {
                 write!(f, "cannot turn docker run argv {argv:?} into create arguments: {reason}")

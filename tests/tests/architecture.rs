@@ -65,3 +65,36 @@ fn no_source_file_is_above_the_line_limit() {
         files.join("\n")
     );
 }
+
+/// Every error hint is written one way, on its own line: `MESSAGE\n  hint: HINT`, as the
+/// policy's errors display. A hint in parentheses or after a semicolon is a second format.
+#[test]
+fn every_hint_has_one_format() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    let mut pending = vec![root.join("crates"), root.join("tests/src")];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("sources are readable") {
+            let path = entry.expect("sources are readable").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    let mut wrong = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("sources are UTF-8");
+        for (index, line) in text.lines().enumerate() {
+            if line.contains("(hint: ") || line.contains("; hint: ") {
+                wrong.push(format!("{}:{}: {}", file.display(), index + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "write hints as `\\n  hint: ...`:\n{}",
+        wrong.join("\n")
+    );
+}

@@ -74,7 +74,7 @@ impl Outcome {
     pub fn explanation(&self) -> Option<String> {
         match (self.exit_code, self.oom_killed) {
             (137, true) => Some(
-                "container was killed by the out-of-memory killer (exit code 137; hint: raise resources.memory)"
+                "container was killed by the out-of-memory killer (exit code 137)\n  hint: raise resources.memory"
                     .to_string(),
             ),
             (137, false) => Some("container was killed (exit code 137, SIGKILL)".to_string()),

@@ -45,7 +45,7 @@ pub struct CreateRequest {
 #[non_exhaustive]
 pub enum RenderError {
     /// A value does not fit the signed 64-bit integer the Engine API field holds.
-    #[error("{field} = {value} does not fit the engine api's signed 64-bit field (hint: lower the limit)")]
+    #[error("{field} = {value} does not fit the engine api's signed 64-bit field\n  hint: lower the limit")]
     OutOfRange {
         /// The spec field path, such as `resources.memory_bytes`.
         field: &'static str,
@@ -54,7 +54,7 @@ pub enum RenderError {
     },
     /// The build uses named build contexts, which only BuildKit knows.
     #[error(
-        "build.named_contexts ({}) cannot be sent to the classic build api, which has no named contexts (hint: use the cli backend, which runs `docker build --build-context`)",
+        "build.named_contexts ({}) cannot be sent to the classic build api, which has no named contexts\n  hint: use the cli backend, which runs `docker build --build-context`",
         names.join(", ")
     )]
     NamedBuildContexts {
@@ -70,7 +70,7 @@ pub enum RenderError {
     /// A text value holds a NUL byte, which the docker CLI cannot pass and no process can
     /// receive. The value itself is not repeated (it may be an environment value).
     #[error(
-        "{field} contains a nul byte, which docker cannot carry (hint: remove it from the profile)"
+        "{field} contains a nul byte, which docker cannot carry\n  hint: remove it from the profile"
     )]
     Nul {
         /// The spec field path, such as `env.HTTP_PROXY` or `mounts[0].target`.
@@ -79,7 +79,7 @@ pub enum RenderError {
     /// A value the docker CLI's flag syntax would split, rewrite or refuse. The Engine API
     /// could carry it, but the CLI backend refuses it (same field, same reason), and both
     /// backends accept exactly the same specs.
-    #[error("{field} = {value:?} cannot be launched: {reason} (hint: {hint})")]
+    #[error("{field} = {value:?} cannot be launched: {reason}\n  hint: {hint}")]
     Unrepresentable {
         /// The spec field path, such as `tmpfs[1].target` or `labels`.
         field: String,

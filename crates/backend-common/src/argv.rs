@@ -28,13 +28,13 @@ use agentc_policy::{
 pub enum ArgvError {
     /// A text value holds a NUL byte, which no process argument can hold. The value itself is
     /// not repeated (it may be an environment value).
-    #[error("{field} contains a NUL byte, which no command-line argument can carry; hint: remove it from the profile")]
+    #[error("{field} contains a NUL byte, which no command-line argument can carry\n  hint: remove it from the profile")]
     Nul {
         /// The spec field path, such as `env.HTTP_PROXY` or `mounts[0].target`.
         field: String,
     },
     /// A value docker's flag syntax would split, rewrite or refuse.
-    #[error("{field} = {value:?} cannot be passed to docker: {reason}; hint: {hint}")]
+    #[error("{field} = {value:?} cannot be passed to docker: {reason}\n  hint: {hint}")]
     Unrepresentable {
         /// The spec field path, such as `tmpfs[1].target` or `labels`.
         field: String,

@@ -63,20 +63,20 @@ pub enum ExecError {
     #[error(transparent)]
     Render(Box<dyn std::error::Error + Send + Sync + 'static>),
     /// A required secret is not set in the caller's environment. Only its name is kept.
-    #[error("required secret {variable} is not set in the environment (hint: export {variable} before launching)")]
+    #[error("required secret {variable} is not set in the environment\n  hint: export {variable} before launching")]
     MissingSecret {
         /// The variable's name.
         variable: String,
     },
     /// The image is not present on the daemon, and no pull was asked for.
-    #[error("image {image} is not present on the docker daemon (hint: build it with `agentc build PROFILE`, or provide it with `docker build` or `docker import`; agentc never pulls unless run with --pull, which pulls it from its registry)")]
+    #[error("image {image} is not present on the docker daemon\n  hint: build it with `agentc build PROFILE`, or provide it with `docker build` or `docker import`; agentc never pulls unless run with --pull, which pulls it from its registry")]
     ImageMissing {
         /// The image reference.
         image: String,
     },
     /// Pulling the image failed (registry unreachable, no such repository or tag, credentials
     /// wanted); nothing was created.
-    #[error("cannot pull image {image}: {message} (hint: {hint})")]
+    #[error("cannot pull image {image}: {message}\n  hint: {hint}")]
     PullFailed {
         /// The image reference.
         image: String,
@@ -86,7 +86,7 @@ pub enum ExecError {
         hint: &'static str,
     },
     /// A volume subpath needs a newer daemon than the one connected.
-    #[error("mount {target} uses a volume subpath, which needs docker engine api 1.45 or later, but the daemon speaks {api_version} (hint: upgrade docker or drop the subpath)")]
+    #[error("mount {target} uses a volume subpath, which needs docker engine api 1.45 or later, but the daemon speaks {api_version}\n  hint: upgrade docker or drop the subpath")]
     SubpathUnsupported {
         /// The mount's target.
         target: String,
@@ -94,13 +94,13 @@ pub enum ExecError {
         api_version: String,
     },
     /// The daemon could not be reached.
-    #[error("cannot connect to the docker daemon: {message} (hint: is docker running? DOCKER_HOST selects another daemon)")]
+    #[error("cannot connect to the docker daemon: {message}\n  hint: is docker running? DOCKER_HOST selects another daemon")]
     Connect {
         /// bollard's message.
         message: String,
     },
     /// The daemon answered a request with an error.
-    #[error("docker daemon refused to {step} (status {status}): {message}{}", daemon_hint(message).map(|hint| format!(" (hint: {hint})")).unwrap_or_default())]
+    #[error("docker daemon refused to {step} (status {status}): {message}{}", daemon_hint(message).map(|hint| format!("\n  hint: {hint}")).unwrap_or_default())]
     Daemon {
         /// What agentc was doing, such as `create the container`.
         step: &'static str,
@@ -110,7 +110,7 @@ pub enum ExecError {
         message: String,
     },
     /// The connection to the daemon failed mid-launch.
-    #[error("lost the connection to the docker daemon while trying to {step}: {message} (hint: check that the daemon is still running)")]
+    #[error("lost the connection to the docker daemon while trying to {step}: {message}\n  hint: check that the daemon is still running")]
     ConnectionLost {
         /// What agentc was doing.
         step: &'static str,
@@ -127,7 +127,7 @@ pub enum ExecError {
     },
     /// A launch failed or was interrupted, and the container it created could not be removed
     /// (typically because the daemon became unreachable).
-    #[error("{cause}; container {container} could not be removed: {message} (hint: `agentc rm {container}` removes it once the daemon is reachable again)")]
+    #[error("{cause}; container {container} could not be removed: {message}\n  hint: `agentc rm {container}` removes it once the daemon is reachable again")]
     NotRemoved {
         /// Why the launch ended.
         cause: Box<ExecError>,
@@ -137,7 +137,7 @@ pub enum ExecError {
         message: String,
     },
     /// A container named for removal does not exist.
-    #[error("no such container {name} (hint: `agentc ps` lists agentc's containers)")]
+    #[error("no such container {name}\n  hint: `agentc ps` lists agentc's containers")]
     NoSuchContainer {
         /// The name or ID given.
         name: String,
@@ -159,11 +159,11 @@ pub enum ExecError {
         source: std::io::Error,
     },
     /// An argv to run was empty (it must start with the display name `docker`).
-    #[error("cannot run an empty argv; hint: render it with render_argv")]
+    #[error("cannot run an empty argv\n  hint: render it with render_argv")]
     EmptyArgv,
     /// The docker CLI (or the program standing in for it) could not be started for a launch.
     #[error(
-        "cannot start {program:?}: {source}; hint: install the docker CLI or point agentc at it"
+        "cannot start {program:?}: {source}\n  hint: install the docker CLI or point agentc at it"
     )]
     Spawn {
         /// The program that was started.
@@ -275,7 +275,8 @@ mod tests {
                 message: message.to_string(),
             };
             let text = error.to_string();
-            assert!(text.ends_with(')') && text.contains(expected), "{text}");
+            let hint = text.split_once("\n  hint: ").map(|(_, hint)| hint);
+            assert!(hint.is_some_and(|hint| hint.contains(expected)), "{text}");
             assert!(text.contains(message), "{text}");
         }
         let plain = ExecError::Daemon {
@@ -333,7 +334,7 @@ mod tests {
         assert_eq!(error.exit_code(), 125);
         assert_eq!(
             error.to_string(),
-            "cannot pull image 127.0.0.1:1/x:1: dial tcp: connection refused (hint: the registry is unreachable from the docker daemon: check that it is running and the host and port in the image reference)"
+            "cannot pull image 127.0.0.1:1/x:1: dial tcp: connection refused\n  hint: the registry is unreachable from the docker daemon: check that it is running and the host and port in the image reference"
         );
     }
 

@@ -214,3 +214,73 @@ fn sizes_format_in_the_largest_exact_unit() {
     assert_eq!(format_size(1536), "1536");
     assert_eq!(format_size(3 << 10), "3k");
 }
+
+/// The profile field and its `AGENTC_*` variable read the same spellings: for every text,
+/// both accept it with the same value, or both refuse it with the same message after the
+/// field or variable's name.
+#[test]
+fn profile_fields_and_variables_accept_the_same_spellings() {
+    use std::collections::BTreeMap;
+
+    use crate::overrides::{self, parse_overrides};
+
+    let texts = [
+        "4g", "512m", "6m", "5m", "0", "off", "OFF", " Off ", "1.5", "0.01", "0.005", "1025",
+        "1024", "-1", "lots", "8p", "7p", "64", "4194305", "1k", "512b", "100", "101", "3", "1.5g",
+        " 2 ",
+    ];
+    let limits: [(&str, &str, &str); 5] = [
+        ("resources", "memory", overrides::MEM_LIMIT),
+        ("resources", "shm_size", overrides::SHM_SIZE),
+        ("resources", "cpus", overrides::CPUS),
+        ("resources", "pids_limit", overrides::PIDS_LIMIT),
+        ("logging", "max_size", overrides::LOG_MAX_SIZE),
+    ];
+    let mut compared = 0;
+    for (table, field, variable) in limits {
+        for text in texts {
+            let profile = format!(
+                "name = \"dev\"\nagent = \"custom\"\n[image]\nref = \"i\"\n[{table}]\n{field} = {text:?}\n"
+            );
+            let from_profile = match crate::load("p.toml", &profile) {
+                Ok(loaded) => {
+                    let limits = (&loaded.profile.resources, &loaded.profile.logging);
+                    Ok(match field {
+                        "memory" => limits.0.memory.map(|l| l.value().map(u128::from)),
+                        "shm_size" => limits.0.shm_size.map(|l| l.value().map(u128::from)),
+                        "cpus" => limits.0.cpus.map(|l| l.value().map(u128::from)),
+                        "pids_limit" => limits.0.pids_limit.map(|l| l.value().map(u128::from)),
+                        _ => limits.1.max_size.map(|l| l.value().map(u128::from)),
+                    })
+                }
+                Err(errors) => Err(errors.first().message().to_string()),
+            };
+            let env = BTreeMap::from([(variable.to_string(), text.to_string())]);
+            let from_env = match parse_overrides(&env) {
+                Ok(parsed) => Ok(match field {
+                    "memory" => parsed.memory_bytes.map(|l| l.value().map(u128::from)),
+                    "shm_size" => parsed.shm_size_bytes.map(|l| l.value().map(u128::from)),
+                    "cpus" => parsed.nano_cpus.map(|l| l.value().map(u128::from)),
+                    "pids_limit" => parsed.pids_limit.map(|l| l.value().map(u128::from)),
+                    _ => parsed.log_max_size_bytes.map(|l| l.value().map(u128::from)),
+                }),
+                Err(error) => Err(error.message().to_string()),
+            };
+            let tail = |outcome: Result<Option<Option<u128>>, String>, subject: &str| {
+                outcome.map_err(|message| {
+                    message
+                        .strip_prefix(subject)
+                        .unwrap_or(&message)
+                        .to_string()
+                })
+            };
+            assert_eq!(
+                tail(from_profile, &format!("{table}.{field}")),
+                tail(from_env, variable),
+                "{table}.{field} = {text:?} and {variable}={text:?}"
+            );
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 5 * texts.len());
+}
