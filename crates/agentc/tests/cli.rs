@@ -312,3 +312,22 @@ fn a_misspelled_override_is_refused_naming_the_override_meant() {
         assert_eq!(unrelated.stdout, plain.stdout, "{args:?}");
     }
 }
+
+#[test]
+fn a_profile_with_several_mistakes_reports_them_all_at_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let profile = dir.path().join("several.toml");
+    std::fs::write(
+        &profile,
+        "name = \"several\"\nagent = \"claude-code\"\ncolour = \"blue\"\n\n[resources]\n\
+         memory = \"lots\"\npids_limit = 0\n\n[egress]\nmode = \"block\"\ngateway_host = \"gw\"\n\
+         gateway_prot = 22\n\n[network]\npublish = [8080, \"8080/TCP\"]\n",
+    )
+    .expect("profile written");
+    let path = profile.to_string_lossy().into_owned();
+    let output = agentc(&["validate", &path], &[]);
+    assert_eq!(output.status.code(), Some(65));
+    assert!(output.stdout.is_empty());
+    let shown = text(&output.stderr).replace(&path, "several.toml");
+    insta::assert_snapshot!("several-mistakes", shown);
+}

@@ -161,22 +161,32 @@ pub(crate) fn beyond_the_seeds(out: &Explainer, notes: &mut Vec<String>) {
 pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
     if c.resources.memory_bytes.is_none() {
         let at = report.field_of(keys::MEMORY, "resources.memory");
+        let hint = if at.0.starts_with('$') {
+            "unset AGENTC_MEM_LIMIT=off, or set resources.memory"
+        } else {
+            "set resources.memory to a size such as \"4g\" instead of \"off\""
+        };
         report.push(
             "memory-unlimited",
             Severity::Medium,
             at,
             "no memory limit: the agent can exhaust the host's memory".to_string(),
-            "unset AGENTC_MEM_LIMIT=off, or set resources.memory",
+            hint,
         );
     }
     if c.resources.pids_limit.is_none() {
         let at = report.field_of(keys::PIDS_LIMIT, "resources.pids_limit");
+        let hint = if at.0.starts_with('$') {
+            "unset AGENTC_PIDS_LIMIT=off, or set resources.pids_limit"
+        } else {
+            "set resources.pids_limit to a count such as 512 instead of \"off\""
+        };
         report.push(
             "pids-unlimited",
             Severity::Medium,
             at,
             "no process limit: a fork bomb in the sandbox reaches the host".to_string(),
-            "unset AGENTC_PIDS_LIMIT=off, or set resources.pids_limit",
+            hint,
         );
     }
 }
