@@ -196,7 +196,9 @@ impl Renderer<'_> {
             }
         };
         let ContainerSpec {
-            name,
+            // Docker's container name holds the local user (`agentc-sandbox-dev-1000-...`) to
+            // be unique on one host; in a namespace the launch kind and the profile name it.
+            name: _,
             image,
             entrypoint,
             command,
@@ -225,10 +227,9 @@ impl Renderer<'_> {
             detach: _,
         } = container.as_ref();
 
-        let base = match (&self.options.name, name) {
-            (Some(name), _) => name.clone(),
-            (None, Some(name)) => names::base_name(name),
-            (None, None) => names::base_name(&format!(
+        let base = match &self.options.name {
+            Some(name) => name.clone(),
+            None => names::base_name(&format!(
                 "agentc-{}-{}",
                 self.spec.kind.as_str(),
                 self.spec.profile
@@ -470,14 +471,19 @@ impl Renderer<'_> {
                         format!(
                             "Docker starts the agent image's entrypoint as root, which installs \
                              its firewall and switches to the agent user; here the container \
-                             starts as uid {uid}, gid {uid} (the agent user of images built with \
-                             UID={uid}) and owns its volumes through fsGroup"
+                             starts as uid {uid}, gid {uid}, the preset image's agent user \
+                             (images agentc builds get UID=1000; Hermes keeps 10000), and owns \
+                             its volumes through fsGroup"
                         ),
                     );
                 }
                 _ => self.notes.cluster_duty(
                     "image-user",
-                    "user",
+                    if self.spec.kind == LaunchKind::Sandbox {
+                        "image.user"
+                    } else {
+                        "user"
+                    },
                     "the launch keeps the image's user: runAsNonRoot makes the kubelet refuse to \
                      start it unless the image's USER is a numeric uid other than 0"
                         .to_string(),
@@ -575,7 +581,8 @@ impl Renderer<'_> {
                         format!(
                             "the Docker volume {name} is a PersistentVolumeClaim of the same name \
                              (ReadWriteOnce, {VOLUME_SIZE}, the default storage class), which \
-                             outlives the pod as the volume outlives the container"
+                             outlives the pod as the volume outlives the container; pods \
+                             sharing it must run on one node"
                         ),
                     );
                     (name.clone(), subpath.clone())
@@ -1141,10 +1148,14 @@ impl Renderer<'_> {
         for (index, host) in policy.hosts.iter().enumerate() {
             if let Some(problem) = egress::host_spec_problem(host) {
                 valid = false;
+                let hint = match host.strip_prefix('.') {
+                    Some(suffix) => format!("write \"*.{suffix}\" to allow its subdomains"),
+                    None => "write host, host:port, *.suffix or *.suffix:port".to_string(),
+                };
                 self.refuse(
                     format!("egress.hosts[{index}]"),
                     format!("{host:?} is not a host the egress proxy can allow: {problem}"),
-                    "write host, host:port, *.suffix or *.suffix:port",
+                    &hint,
                 );
             }
         }
@@ -1343,9 +1354,14 @@ impl Renderer<'_> {
         let secret = secret_name(&self.spec.profile);
         let mut rendered = Vec::new();
         let mut secrets = Vec::new();
+        let mut clashing = BTreeSet::new();
         for EnvVar { name, value } in env {
             if proxy.iter().any(|(proxy_name, _)| proxy_name == name) {
                 let field = self.field(&format!("env.{name}"));
+                // HTTP_PROXY and http_proxy come from one field: name it once.
+                if !clashing.insert(field.clone()) {
+                    continue;
+                }
                 self.refuse(
                     field,
                     format!(
