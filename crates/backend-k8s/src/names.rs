@@ -84,6 +84,34 @@ pub fn base_name(text: &str) -> String {
     format!("{head}-{hex}")
 }
 
+/// `text` itself when it is a valid non-empty label value; otherwise its valid characters
+/// (others as `-`, trimmed to start and end alphanumeric, at most 54) and 8 hex digits of its
+/// sha256, so distinct texts keep distinct values.
+pub fn label_value_for(text: &str) -> String {
+    if !text.is_empty() && is_label_value(text) {
+        return text.to_string();
+    }
+    let cleaned: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(54)
+        .collect();
+    let cleaned = cleaned.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+    let digest = Sha256::digest(text.as_bytes());
+    let hex: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    if cleaned.is_empty() {
+        hex
+    } else {
+        format!("{cleaned}-{hex}")
+    }
+}
+
 /// Bytes as a Kubernetes quantity, exactly: `4Gi`, `512Mi`, `64Ki`, or the plain number.
 pub fn bytes_quantity(bytes: u64) -> String {
     for (suffix, factor) in [
@@ -164,6 +192,16 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    #[test]
+    fn label_values_for_any_text() {
+        assert_eq!(label_value_for("lab"), "lab");
+        let odd = label_value_for("a_");
+        assert!(odd.starts_with("a-") && is_label_value(&odd), "{odd}");
+        assert_ne!(label_value_for("a_"), label_value_for("a-"));
+        assert!(is_label_value(&label_value_for(&"x".repeat(100))));
+        assert!(is_label_value(&label_value_for("__")));
     }
 
     #[test]

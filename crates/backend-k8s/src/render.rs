@@ -1061,32 +1061,25 @@ impl Renderer<'_> {
             }
             Network::Named { name } => {
                 let field = self.field("network");
-                if names::is_label_value(name) && !name.is_empty() {
-                    let peer = BTreeMap::from([(LABEL_NETWORK.to_string(), name.clone())]);
-                    plan.labels = peer.clone();
-                    plan.ingress.push(NetworkPolicyIngressRule {
-                        from: Some(vec![egress::pods(&peer)]),
-                        ports: None,
-                    });
-                    plan.egress.push(NetworkPolicyEgressRule {
-                        to: Some(vec![egress::pods(&peer)]),
-                        ports: None,
-                    });
-                    self.notes.approximation(
-                        "network-named",
-                        field,
-                        format!(
-                            "Docker network {name}: pods labelled {LABEL_NETWORK}={name} in the \
-                             namespace may reach each other on any port"
-                        ),
-                    );
-                } else {
-                    self.refuse(
-                        field,
-                        format!("network {name:?} cannot be a label value"),
-                        "use a network name of at most 63 letters, digits, '-', '_' or '.'",
-                    );
-                }
+                let value = names::label_value_for(name);
+                let peer = BTreeMap::from([(LABEL_NETWORK.to_string(), value.clone())]);
+                plan.labels = peer.clone();
+                plan.ingress.push(NetworkPolicyIngressRule {
+                    from: Some(vec![egress::pods(&peer)]),
+                    ports: None,
+                });
+                plan.egress.push(NetworkPolicyEgressRule {
+                    to: Some(vec![egress::pods(&peer)]),
+                    ports: None,
+                });
+                self.notes.approximation(
+                    "network-named",
+                    field,
+                    format!(
+                        "Docker network {name}: pods labelled {LABEL_NETWORK}={value} in the \
+                         namespace may reach each other on any port"
+                    ),
+                );
             }
             Network::Default => {}
         }
