@@ -149,6 +149,7 @@ pub fn fixture_options(
         workspace_claim: Some("workspace".to_string()),
         pod_security: PodSecurityLevel::Restricted,
         egress_proxy_image: Some("registry.example/agentc:test".to_string()),
+        egress_proxy_ip: None,
         egress: agentc_backend_k8s::EgressPolicy::from_profile(&loaded.profile),
     }
 }

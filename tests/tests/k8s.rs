@@ -504,6 +504,14 @@ fn table() -> Vec<Row> {
             expect: Expect::Renders(&["egress-proxy", "egress-dns"]),
         },
         Row {
+            name: "an allowlist with a fixed proxy address resolves only through the proxy",
+            change: |_, options| {
+                options.egress.hosts = vec!["api.example.com".into()];
+                options.egress_proxy_ip = Some("10.96.0.53".parse().unwrap());
+            },
+            expect: Expect::Renders(&["egress-proxy", "egress-dns", "egress-proxy-ip"]),
+        },
+        Row {
             name: "an IP in the allowlist is refused by index",
             change: |_, options| {
                 options.egress.hosts = vec!["api.example.com".into(), "10.0.0.1".into()]
@@ -685,6 +693,36 @@ fn the_egress_proxy_is_restricted_and_reached_only_by_its_workload() {
 }
 
 #[test]
+fn a_fixed_proxy_address_is_the_only_resolver_and_the_cluster_dns_is_not_reachable() {
+    let mut options = Options {
+        egress_proxy_image: Some("registry.example/agentc:1".into()),
+        egress_proxy_ip: Some("fd00::53".parse().unwrap()),
+        ..Options::default()
+    };
+    options.egress.hosts = vec!["api.example.com".into()];
+    let rendering = render(&spec_of(LaunchKind::Sandbox, hardened()), &options).expect("renders");
+    let items = rendering.to_json()["items"].clone();
+    assert_eq!(items[2]["kind"], "Service");
+    assert_eq!(items[2]["spec"]["clusterIP"], "fd00::53");
+    let pod = &items[4]["spec"];
+    assert_eq!(pod["dnsPolicy"], "None");
+    assert_eq!(
+        pod["dnsConfig"],
+        serde_json::json!({"nameservers": ["fd00::53"]})
+    );
+    let env = pod["containers"][0]["env"].as_array().expect("env");
+    assert!(env
+        .iter()
+        .any(|var| var["name"] == "HTTP_PROXY" && var["value"] == "http://[fd00::53]:3128"));
+    let egress = items[0]["spec"]["egress"].as_array().expect("egress rules");
+    assert_eq!(egress.len(), 1, "only the proxy: {egress:?}");
+    assert_eq!(
+        egress[0]["to"][0]["podSelector"]["matchLabels"]["io.agentc.kind"],
+        "egress-proxy"
+    );
+}
+
+#[test]
 fn notes_are_annotations_of_the_workload_and_its_pod_template() {
     let mut options = Options {
         kind: ObjectKind::Sandbox,
@@ -850,6 +888,7 @@ proptest! {
                 workspace_claim: claim.then(|| "workspace".to_string()),
                 pod_security: level,
                 egress_proxy_image: proxy.then(|| "registry.example/agentc:1".to_string()),
+                egress_proxy_ip: None,
                 egress: EgressPolicy::from_profile(&loaded.profile),
             };
             match render(&spec, &options) {

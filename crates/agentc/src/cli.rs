@@ -152,6 +152,10 @@ pub struct K8sArgs {
     /// The image of agentc's egress proxy, required for an egress allowlist with hosts.
     #[arg(long, value_name = "REF")]
     pub egress_proxy_image: Option<String>,
+    /// A free address of the cluster's Service range for the egress proxy: the workload then
+    /// resolves names only through the proxy (dnsPolicy None) instead of the cluster DNS.
+    #[arg(long, value_name = "IP")]
+    pub egress_proxy_ip: Option<std::net::IpAddr>,
 }
 
 impl K8sArgs {
@@ -164,6 +168,7 @@ impl K8sArgs {
             (self.workspace_claim.is_some(), "--workspace-claim"),
             (self.pod_security.is_some(), "--pod-security"),
             (self.egress_proxy_image.is_some(), "--egress-proxy-image"),
+            (self.egress_proxy_ip.is_some(), "--egress-proxy-ip"),
         ]
         .into_iter()
         .find_map(|(given, name)| given.then_some(name))

@@ -105,6 +105,10 @@ pub struct Options {
     pub pod_security: PodSecurityLevel,
     /// The image of agentc's egress proxy; required for an allowlist with hosts.
     pub egress_proxy_image: Option<String>,
+    /// A free address of the cluster's Service range for the egress proxy's Service: the
+    /// workload then reaches the proxy by address and resolves names only through the proxy's
+    /// DNS stub (`dnsPolicy: None`), instead of finding the proxy through the cluster DNS.
+    pub egress_proxy_ip: Option<std::net::IpAddr>,
     /// The profile's egress policy (see [`EgressPolicy::from_profile`]).
     pub egress: EgressPolicy,
 }

@@ -14,7 +14,7 @@ use agentc_policy::{
 use k8s_openapi::api::core::v1::{
     AppArmorProfile, Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVarSource,
     HostAlias, PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource,
-    Pod, PodSecurityContext, PodSpec, Probe, ResourceRequirements, SeccompProfile,
+    Pod, PodDNSConfig, PodSecurityContext, PodSpec, Probe, ResourceRequirements, SeccompProfile,
     SecretKeySelector, SecurityContext, Service, ServicePort, ServiceSpec, Sysctl, TCPSocketAction,
     Volume, VolumeMount, VolumeResourceRequirements,
 };
@@ -90,6 +90,8 @@ struct NetworkPlan {
     proxy: Vec<Object>,
     /// Proxy variables for the workload.
     env: Vec<(String, String)>,
+    /// The workload's only nameserver (the egress proxy's fixed address), if any.
+    dns: Option<String>,
 }
 
 struct Renderer<'a> {
@@ -289,6 +291,14 @@ impl Renderer<'_> {
             &pod_labels,
         );
         self.render_env(&mut main, env, &plan.env);
+        if let Some(nameserver) = &plan.dns {
+            pod.dns_policy = Some("None".to_string());
+            pod.dns_config = Some(PodDNSConfig {
+                nameservers: Some(vec![nameserver.clone()]),
+                options: None,
+                searches: None,
+            });
+        }
         if !self.errors.is_empty() {
             return None;
         }
@@ -963,6 +973,7 @@ impl Renderer<'_> {
             labels: BTreeMap::new(),
             proxy: Vec::new(),
             env: Vec::new(),
+            dns: None,
         };
         self.notes.cluster_duty(
             "network-policy",
@@ -1208,6 +1219,7 @@ impl Renderer<'_> {
         plan.proxy.push(Object::Service(Service {
             metadata: metadata(&proxy_name),
             spec: Some(ServiceSpec {
+                cluster_ip: self.options.egress_proxy_ip.map(|ip| ip.to_string()),
                 selector: Some(proxy_selector.clone()),
                 ports: Some(vec![
                     service_port("proxy", PROXY_PORT, "TCP"),
@@ -1302,8 +1314,47 @@ impl Renderer<'_> {
             to: Some(vec![egress::pods(&proxy_selector)]),
             ports: Some(egress::proxy_ports()),
         });
-        plan.egress.push(egress::cluster_dns_rule());
-        let url = format!("http://{proxy_name}:{PROXY_PORT}");
+        let address = match self.options.egress_proxy_ip {
+            Some(ip) => {
+                plan.dns = Some(ip.to_string());
+                self.notes.approximation(
+                    "egress-dns",
+                    "--egress-proxy-ip",
+                    format!(
+                        "the pod's only resolver is the egress proxy's DNS stub at {ip} \
+                         (dnsPolicy None, the Service's fixed clusterIP): as with Docker's \
+                         egress proxy, no name resolves except through it"
+                    ),
+                );
+                self.notes.cluster_duty(
+                    "egress-proxy-ip",
+                    "--egress-proxy-ip",
+                    format!(
+                        "{ip} must be a free address of the cluster's Service range, else the \
+                         API server refuses the proxy's Service"
+                    ),
+                );
+                match ip {
+                    std::net::IpAddr::V4(_) => ip.to_string(),
+                    std::net::IpAddr::V6(_) => format!("[{ip}]"),
+                }
+            }
+            None => {
+                plan.egress.push(egress::cluster_dns_rule());
+                self.notes.approximation(
+                    "egress-dns",
+                    "egress.hosts",
+                    format!(
+                        "the pod resolves names through the cluster DNS, which it needs to find \
+                         the proxy's Service {proxy_name}; the cluster DNS forwards other names \
+                         upstream, so DNS queries remain a narrow channel out, as through \
+                         Docker's resolver (pass --egress-proxy-ip to close it)"
+                    ),
+                );
+                proxy_name.clone()
+            }
+        };
+        let url = format!("http://{address}:{PROXY_PORT}");
         for name in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
             plan.env.push((name.to_string(), url.clone()));
         }
@@ -1319,16 +1370,6 @@ impl Renderer<'_> {
                  egress proxy {proxy_name} (Service and Pod, {PROXY_PORT}/TCP and {DNS_PORT}), \
                  which allows {}; HTTP_PROXY and HTTPS_PROXY point at it",
                 policy.hosts.join(", ")
-            ),
-        );
-        self.notes.approximation(
-            "egress-dns",
-            "egress.hosts",
-            format!(
-                "the pod resolves names through the cluster DNS, which it needs to find the \
-                 proxy's Service {proxy_name} (dnsPolicy None would need the Service's address, \
-                 unknown before it exists); the cluster DNS forwards other names upstream, so \
-                 DNS queries remain a narrow channel out, as they are through Docker's resolver"
             ),
         );
         self.notes.cluster_duty(

@@ -181,6 +181,7 @@ fn render_k8s(
             }
         },
         egress_proxy_image: args.egress_proxy_image.clone(),
+        egress_proxy_ip: args.egress_proxy_ip,
         egress: agentc_backend_k8s::EgressPolicy::from_profile(&loaded.profile),
     };
     agentc_backend_k8s::render(spec, &options)
