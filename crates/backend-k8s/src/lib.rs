@@ -53,7 +53,7 @@ pub use egress::{egress_proxy_argv, host_spec_problem, EgressMode, EgressPolicy}
 pub use error::{RenderError, RenderErrors};
 pub use explain::explain;
 pub use k8s_openapi;
-pub use names::{base_name, is_dns1123_label, is_label_value};
+pub use names::{base_name, is_dns1123_label, is_label_value, MAX_BASE_NAME};
 pub use notes::{Note, NoteKind, Notes, ANNOTATION_APPROXIMATIONS, ANNOTATION_CLUSTER_DUTIES};
 pub use pss::PodSecurityLevel;
 pub use render::{
