@@ -34,6 +34,17 @@ pub enum RenderError {
         /// What to change.
         hint: String,
     },
+    /// A rendered pod breaks a Pod Security rule of its level: a bug of the renderer, refused
+    /// rather than printed.
+    #[error("{field}: the rendering breaks Pod Security rule {rule}: {detail}\n  hint: this is a bug of agentc's kubernetes backend; please report it with the profile")]
+    PodSecurity {
+        /// The object and the pod field path.
+        field: String,
+        /// The rule broken.
+        rule: &'static str,
+        /// What is wrong.
+        detail: String,
+    },
     /// An option the launch needs was not given.
     #[error("{field}: {message}\n  hint: {hint}")]
     MissingOption {
@@ -52,6 +63,7 @@ impl RenderError {
         match self {
             RenderError::Refused { field, .. }
             | RenderError::InvalidName { field, .. }
+            | RenderError::PodSecurity { field, .. }
             | RenderError::MissingOption { field, .. } => field,
         }
     }

@@ -377,14 +377,32 @@ impl Renderer<'_> {
                 },
             })),
         });
-        Some(Rendering {
+        let rendering = Rendering {
             kind: self.options.kind,
             name: base,
             namespace: self.options.namespace.clone(),
             pod_security: self.options.pod_security,
             objects,
             notes: std::mem::take(&mut self.notes),
-        })
+        };
+        // The last line of defence: no pod leaves the renderer weaker than its level.
+        let empty = BTreeMap::new();
+        for view in rendering.pods() {
+            let annotations = view.annotations.unwrap_or(&empty);
+            for violation in pss::check(rendering.pod_security, annotations, view.spec) {
+                self.errors.push(RenderError::PodSecurity {
+                    field: format!(
+                        "{}/{}: {}",
+                        view.object.kind(),
+                        view.object.name(),
+                        violation.path
+                    ),
+                    rule: violation.rule,
+                    detail: violation.detail,
+                });
+            }
+        }
+        Some(rendering)
     }
 
     /// Entrypoint, command, user, working directory, init and the terminal:
@@ -648,8 +666,8 @@ impl Renderer<'_> {
                 );
             }
         }
-        pod.volumes = Some(volumes);
-        main.volume_mounts = Some(volume_mounts);
+        pod.volumes = (!volumes.is_empty()).then_some(volumes);
+        main.volume_mounts = (!volume_mounts.is_empty()).then_some(volume_mounts);
         claims
     }
 
