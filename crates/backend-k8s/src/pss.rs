@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Capabilities, PodSpec, SELinuxOptions, SeccompProfile, SecurityContext,
+    Capabilities, ContainerPort, PodSpec, SELinuxOptions, SeccompProfile, SecurityContext,
 };
 
 /// A Pod Security Standards level agentc renders for.
@@ -123,46 +123,38 @@ impl Checker {
 }
 
 /// Every container of a pod (init, regular and ephemeral) as `(path, security context,
-/// ports)`.
+/// host ports)`.
 fn containers(spec: &PodSpec) -> Vec<(String, Option<&SecurityContext>, Vec<i32>)> {
-    let mut all = Vec::new();
-    for (index, container) in spec.init_containers.iter().flatten().enumerate() {
-        all.push((
-            format!("spec.initContainers[{index}]"),
-            container.security_context.as_ref(),
-            container
-                .ports
-                .iter()
-                .flatten()
-                .filter_map(|port| port.host_port)
-                .collect(),
-        ));
+    fn host_ports(ports: &Option<Vec<ContainerPort>>) -> Vec<i32> {
+        ports
+            .iter()
+            .flatten()
+            .filter_map(|port| port.host_port)
+            .collect()
     }
-    for (index, container) in spec.containers.iter().enumerate() {
-        all.push((
-            format!("spec.containers[{index}]"),
-            container.security_context.as_ref(),
-            container
-                .ports
-                .iter()
-                .flatten()
-                .filter_map(|port| port.host_port)
-                .collect(),
-        ));
-    }
-    for (index, container) in spec.ephemeral_containers.iter().flatten().enumerate() {
-        all.push((
-            format!("spec.ephemeralContainers[{index}]"),
-            container.security_context.as_ref(),
-            container
-                .ports
-                .iter()
-                .flatten()
-                .filter_map(|port| port.host_port)
-                .collect(),
-        ));
-    }
-    all
+    let init = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(index, c)| {
+            let path = format!("spec.initContainers[{index}]");
+            (path, c.security_context.as_ref(), host_ports(&c.ports))
+        });
+    let regular = spec.containers.iter().enumerate().map(|(index, c)| {
+        let path = format!("spec.containers[{index}]");
+        (path, c.security_context.as_ref(), host_ports(&c.ports))
+    });
+    let ephemeral = spec
+        .ephemeral_containers
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(index, c)| {
+            let path = format!("spec.ephemeralContainers[{index}]");
+            (path, c.security_context.as_ref(), host_ports(&c.ports))
+        });
+    init.chain(regular).chain(ephemeral).collect()
 }
 
 /// Checks one pod (its spec and annotations) against `level`; empty when it complies.
