@@ -32,7 +32,7 @@ pub enum Command {
     Schema,
     /// Explain a launch: every value with where it came from, and what widens the sandbox.
     #[command(
-        after_help = "Examples:\n  agentc explain fixtures/valid/sandbox-pentest.toml --kind run\n  agentc explain fixtures/valid/claude-minimal.toml --format json --deny high\n\nThe explanation ends with the security findings: a stable code, a severity and the profile field that causes each. With --deny LEVEL the command still prints everything, then exits 1 when any finding is at or above LEVEL (for CI of your own repositories)."
+        after_help = "Examples:\n  agentc explain fixtures/valid/sandbox-pentest.toml --kind run\n  agentc explain fixtures/valid/claude-minimal.toml --format json --deny high\n  agentc explain fixtures/valid/sandbox-minimal.toml --backend k8s\n\nThe explanation ends with the security findings: a stable code, a severity and the profile field that causes each. With --deny LEVEL the command still prints everything, then exits 1 when any finding is at or above LEVEL (for CI of your own repositories). With --backend k8s it explains the Kubernetes rendering instead: its objects, its approximations of the Docker launch and the duties it leaves to the cluster (exit 65 with every refused field when it cannot be rendered)."
     )]
     Explain(ExplainArgs),
     /// Render a launch as docker argv, a shell line, or an Engine API body, without running it.
