@@ -518,6 +518,11 @@ impl Renderer<'_> {
                 ),
             },
         }
+        if context.fs_group.is_some() {
+            // Regroup a volume only when its root does not match, not on every start: a home
+            // or a workspace can hold many files.
+            context.fs_group_change_policy = Some("OnRootMismatch".to_string());
+        }
         pod.security_context = Some(context);
     }
 
