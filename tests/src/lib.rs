@@ -4,6 +4,7 @@ pub mod argv;
 pub mod canonical;
 pub mod fixtures;
 pub mod image;
+pub mod k8s;
 pub mod live;
 pub mod referee;
 pub mod strategies;

@@ -32,12 +32,12 @@ pub enum Command {
     Schema,
     /// Explain a launch: every value with where it came from, and what widens the sandbox.
     #[command(
-        after_help = "Examples:\n  agentc explain fixtures/valid/sandbox-pentest.toml --kind run\n  agentc explain fixtures/valid/claude-minimal.toml --format json --deny high\n\nThe explanation ends with the security findings: a stable code, a severity and the profile field that causes each. With --deny LEVEL the command still prints everything, then exits 1 when any finding is at or above LEVEL (for CI of your own repositories)."
+        after_help = "Examples:\n  agentc explain fixtures/valid/sandbox-pentest.toml --kind run\n  agentc explain fixtures/valid/claude-minimal.toml --format json --deny high\n  agentc explain fixtures/valid/sandbox-minimal.toml --backend k8s\n\nThe explanation ends with the security findings: a stable code, a severity and the profile field that causes each. With --deny LEVEL the command still prints everything, then exits 1 when any finding is at or above LEVEL (for CI of your own repositories). With --backend k8s it explains the Kubernetes rendering instead: its objects, its approximations of the Docker launch and the duties it leaves to the cluster (exit 65 with every refused field when it cannot be rendered)."
     )]
     Explain(ExplainArgs),
     /// Render a launch as docker argv, a shell line, or an Engine API body, without running it.
     #[command(
-        after_help = "Examples:\n  agentc render fixtures/valid/claude-minimal.toml --backend cli --format shell\n  agentc render fixtures/valid/claude-minimal.toml --backend api --format json --workspace ~/src/app\n  agentc render fixtures/valid/claude-seeds.toml --kind seed --seed-target /home/claude/.claude/settings.json"
+        after_help = "Examples:\n  agentc render fixtures/valid/claude-minimal.toml --backend cli --format shell\n  agentc render fixtures/valid/claude-minimal.toml --backend api --format json --workspace ~/src/app\n  agentc render fixtures/valid/claude-seeds.toml --kind seed --seed-target /home/claude/.claude/settings.json\n  agentc render fixtures/valid/sandbox-minimal.toml --backend k8s --format yaml --k8s-kind sandbox --namespace agents | kubectl apply -f -\n\nThe k8s backend renders NetworkPolicies, PersistentVolumeClaims, the egress proxy and the workload (a Pod or a Sandbox), restricted by Pod Security; what it cannot render faithfully is refused by field (exit 65), and `agentc explain --backend k8s` lists its approximations and cluster duties."
     )]
     Render(RenderArgs),
     /// Launch a profile's agent (or a custom profile's long-lived sandbox) and wait for it.
@@ -112,6 +112,85 @@ pub struct ExplainArgs {
     /// Exit 1 when any finding is at or above LEVEL: info, low, medium, high or critical.
     #[arg(long, value_name = "LEVEL")]
     pub deny: Option<agentc_policy::Severity>,
+    /// What to explain: the launch and its findings (`docker`), or its Kubernetes rendering's
+    /// objects, approximations and cluster duties (`k8s`).
+    #[arg(long, value_enum, default_value_t = ExplainBackendArg::Docker)]
+    pub backend: ExplainBackendArg,
+    /// The Kubernetes rendering's options (with `--backend k8s`).
+    #[command(flatten)]
+    pub k8s: K8sArgs,
+}
+
+/// What `agentc explain` explains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExplainBackendArg {
+    /// The launch, for either Docker backend.
+    Docker,
+    /// The Kubernetes rendering.
+    K8s,
+}
+
+/// Options of the Kubernetes rendering (`--backend k8s`).
+#[derive(Debug, Args, Default)]
+pub struct K8sArgs {
+    /// The object that runs the workload: a Pod, or an agent-sandbox Sandbox.
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub k8s_kind: Option<K8sKindArg>,
+    /// The namespace of every object [default: kubectl's current namespace].
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// The base name of the objects [default: from the profile and the launch kind].
+    #[arg(long, value_name = "NAME")]
+    pub k8s_name: Option<String>,
+    /// An existing PersistentVolumeClaim holding the workspace (a Pod cannot bind a host
+    /// directory).
+    #[arg(long, value_name = "PVC")]
+    pub workspace_claim: Option<String>,
+    /// The Pod Security level the pods must meet (temporary: will become a profile field).
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub pod_security: Option<PodSecurityArg>,
+    /// The image of agentc's egress proxy, required for an egress allowlist with hosts.
+    #[arg(long, value_name = "REF")]
+    pub egress_proxy_image: Option<String>,
+    /// A free address of the cluster's Service range for the egress proxy: the workload then
+    /// resolves names only through the proxy (dnsPolicy None) instead of the cluster DNS.
+    #[arg(long, value_name = "IP")]
+    pub egress_proxy_ip: Option<std::net::IpAddr>,
+}
+
+impl K8sArgs {
+    /// The first option given, to refuse them outside `--backend k8s`.
+    pub fn first_given(&self) -> Option<&'static str> {
+        [
+            (self.k8s_kind.is_some(), "--k8s-kind"),
+            (self.namespace.is_some(), "--namespace"),
+            (self.k8s_name.is_some(), "--k8s-name"),
+            (self.workspace_claim.is_some(), "--workspace-claim"),
+            (self.pod_security.is_some(), "--pod-security"),
+            (self.egress_proxy_image.is_some(), "--egress-proxy-image"),
+            (self.egress_proxy_ip.is_some(), "--egress-proxy-ip"),
+        ]
+        .into_iter()
+        .find_map(|(given, name)| given.then_some(name))
+    }
+}
+
+/// The object that runs a Kubernetes workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum K8sKindArg {
+    /// A bare Pod.
+    Pod,
+    /// An agent-sandbox `Sandbox` (agents.x-k8s.io/v1beta1).
+    Sandbox,
+}
+
+/// A Pod Security Standards level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PodSecurityArg {
+    /// Hardened (the default).
+    Restricted,
+    /// Allows Docker's default capabilities to be added.
+    Baseline,
 }
 
 /// Output formats of `agentc explain`.
@@ -130,11 +209,25 @@ pub struct RenderArgs {
     #[command(flatten)]
     pub launch: LaunchArgs,
     /// Which backend renders it.
-    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
-    pub backend: BackendArg,
-    /// Output format: `shell` (cli backend only) or `json`.
+    #[arg(long, value_enum, default_value_t = RenderBackendArg::Cli)]
+    pub backend: RenderBackendArg,
+    /// Output format: `shell` (cli backend only), `json`, or `yaml` (k8s backend only).
     #[arg(long, value_enum, default_value_t = FormatArg::Shell)]
     pub format: FormatArg,
+    /// The Kubernetes rendering's options (with `--backend k8s`).
+    #[command(flatten)]
+    pub k8s: K8sArgs,
+}
+
+/// The backends `agentc render` renders through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RenderBackendArg {
+    /// The `docker` command line.
+    Cli,
+    /// The Docker Engine API.
+    Api,
+    /// Kubernetes objects: a Pod or an agent-sandbox Sandbox, for `kubectl apply -f -`.
+    K8s,
 }
 
 /// `agentc run`.
@@ -265,6 +358,8 @@ pub enum BackendArg {
 pub enum FormatArg {
     /// One shell-quoted command line.
     Shell,
-    /// JSON: an argv array (cli) or `{"name": ..., "body": ...}` (api).
+    /// JSON: an argv array (cli), `{"name": ..., "body": ...}` (api) or a `v1` `List` (k8s).
     Json,
+    /// A multi-document YAML stream (k8s).
+    Yaml,
 }

@@ -2,14 +2,39 @@
 
 use std::io::Write;
 
-use crate::cli::{BackendArg, Command, ExplainArgs, ExplainFormat, FormatArg};
+use agentc_policy::LaunchSpec;
+use agentc_policy::LoadedProfile;
+
+use crate::cli::{
+    Command, ExplainArgs, ExplainBackendArg, ExplainFormat, FormatArg, K8sArgs, K8sKindArg,
+    PodSecurityArg, RenderBackendArg,
+};
 use crate::context::{self, Failure};
 
 /// `agentc explain`: prints the explanation (or its JSON report), then, with `--deny LEVEL`,
 /// exits 1 when any finding is at or above LEVEL.
 pub fn explain(args: ExplainArgs) -> Result<u8, Failure> {
+    if args.backend != ExplainBackendArg::K8s {
+        refuse_k8s_options(&args.k8s)?;
+    }
     let loaded = context::load_profile(&args.launch.profile)?;
     let spec = context::resolve_launch(&loaded, &args.launch)?;
+    if args.backend == ExplainBackendArg::K8s {
+        if args.deny.is_some() {
+            return Err(Failure::usage(
+                "--deny reads the launch's findings: use it without --backend k8s",
+            ));
+        }
+        let rendering = render_k8s(&loaded, &spec, &args.k8s)?;
+        let output = match args.format {
+            ExplainFormat::Text => agentc_backend_k8s::explain(&rendering),
+            ExplainFormat::Json => format!("{}\n", to_pretty_json(&rendering.explain_json())),
+        };
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(output.as_bytes());
+        let _ = stdout.flush();
+        return Ok(0);
+    }
     let output = match args.format {
         ExplainFormat::Text => agentc_policy::explain(&loaded, &spec),
         ExplainFormat::Json => format!(
@@ -67,8 +92,21 @@ pub fn dispatch(command: Command) -> Result<String, Failure> {
             Ok(format!("{}\n", to_pretty_json(&schema)))
         }
         Command::Render(args) => {
+            if args.backend != RenderBackendArg::K8s {
+                refuse_k8s_options(&args.k8s)?;
+            }
             let loaded = context::load_profile(&args.launch.profile)?;
             let spec = context::resolve_launch(&loaded, &args.launch)?;
+            if args.backend == RenderBackendArg::K8s {
+                let rendering = render_k8s(&loaded, &spec, &args.k8s)?;
+                return match args.format {
+                    FormatArg::Json => Ok(format!("{}\n", to_pretty_json(&rendering.to_json()))),
+                    FormatArg::Yaml => Ok(rendering.to_yaml()),
+                    FormatArg::Shell => Err(Failure::usage(
+                        "the k8s backend renders objects: use --format yaml or --format json",
+                    )),
+                };
+            }
             render(&spec, args.backend, args.format)
         }
         Command::Explain(_)
@@ -83,28 +121,71 @@ pub fn dispatch(command: Command) -> Result<String, Failure> {
     }
 }
 
-/// Renders a spec through one backend in one format.
+/// Renders a spec through one Docker backend in one format.
 fn render(
     spec: &agentc_policy::LaunchSpec,
-    backend: BackendArg,
+    backend: RenderBackendArg,
     format: FormatArg,
 ) -> Result<String, Failure> {
     match (backend, format) {
-        (BackendArg::Cli, format) => {
+        (RenderBackendArg::Cli, FormatArg::Shell | FormatArg::Json) => {
             let argv = agentc_backend_cli::render_argv(spec).map_err(Failure::unlaunchable)?;
             Ok(match format {
-                FormatArg::Shell => format!("{}\n", agentc_backend_cli::shell_line(&argv)),
                 FormatArg::Json => format!("{}\n", to_pretty_json(&argv)),
+                _ => format!("{}\n", agentc_backend_cli::shell_line(&argv)),
             })
         }
-        (BackendArg::Api, FormatArg::Json) => {
+        (RenderBackendArg::Api, FormatArg::Json) => {
             let rendered = agentc_backend_api::render_json(spec).map_err(Failure::unlaunchable)?;
             Ok(format!("{}\n", to_pretty_json(&rendered)))
         }
-        (BackendArg::Api, FormatArg::Shell) => Err(Failure::usage(
+        (RenderBackendArg::Api, FormatArg::Shell) => Err(Failure::usage(
             "the api backend renders JSON only; use --format json, or --backend cli for a shell line",
         )),
+        (RenderBackendArg::Cli | RenderBackendArg::Api, FormatArg::Yaml) => Err(Failure::usage(
+            "YAML is for the k8s backend; use --format json or shell",
+        )),
+        (RenderBackendArg::K8s, _) => Err(Failure::usage("the k8s backend is rendered apart")),
     }
+}
+
+/// Refuses the Kubernetes options outside `--backend k8s`, where they would be ignored.
+fn refuse_k8s_options(args: &K8sArgs) -> Result<(), Failure> {
+    match args.first_given() {
+        Some(option) => Err(Failure::usage(format!(
+            "{option} is an option of the Kubernetes rendering: add --backend k8s"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Renders a spec as Kubernetes objects, with the profile's egress policy; a refusal names
+/// every field (exit 65).
+fn render_k8s(
+    loaded: &LoadedProfile,
+    spec: &LaunchSpec,
+    args: &K8sArgs,
+) -> Result<agentc_backend_k8s::Rendering, Failure> {
+    let options = agentc_backend_k8s::Options {
+        kind: match args.k8s_kind {
+            Some(K8sKindArg::Sandbox) => agentc_backend_k8s::ObjectKind::Sandbox,
+            Some(K8sKindArg::Pod) | None => agentc_backend_k8s::ObjectKind::Pod,
+        },
+        namespace: args.namespace.clone(),
+        name: args.k8s_name.clone(),
+        workspace_claim: args.workspace_claim.clone(),
+        pod_security: match args.pod_security {
+            Some(PodSecurityArg::Baseline) => agentc_backend_k8s::PodSecurityLevel::Baseline,
+            Some(PodSecurityArg::Restricted) | None => {
+                agentc_backend_k8s::PodSecurityLevel::Restricted
+            }
+        },
+        egress_proxy_image: args.egress_proxy_image.clone(),
+        egress_proxy_ip: args.egress_proxy_ip,
+        egress: agentc_backend_k8s::EgressPolicy::from_profile(&loaded.profile),
+    };
+    agentc_backend_k8s::render(spec, &options)
+        .map_err(|errors| Failure::unlaunchable(format!("{}: {errors}", loaded.file)))
 }
 
 fn to_pretty_json<T: serde::Serialize + ?Sized>(value: &T) -> String {

@@ -1,0 +1,285 @@
+//! `agentc render --backend k8s` and `agentc explain --backend k8s` as a user meets them:
+//! output shapes, refusals by field (exit 65), usage errors (exit 2).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A workspace directory outside the repository and the home.
+fn workspace() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agentc-k8s-cli-{}/project", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("workspace");
+    dir
+}
+
+fn agentc(args: &[&str]) -> Output {
+    let home = workspace().join("../home");
+    std::fs::create_dir_all(&home).expect("home");
+    Command::new(env!("CARGO_BIN_EXE_agentc"))
+        .args(args)
+        .current_dir(repo_root())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("USER", "dev")
+        .output()
+        .expect("agentc runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn render(profile: &str, extra: &[&str]) -> Output {
+    let workspace = workspace();
+    let mut args = vec![
+        "render",
+        profile,
+        "--backend",
+        "k8s",
+        "--workspace",
+        workspace.to_str().expect("UTF-8 path"),
+    ];
+    args.extend_from_slice(extra);
+    agentc(&args)
+}
+
+#[test]
+fn json_is_a_v1_list_with_the_workload_last() {
+    let output = render(
+        "fixtures/valid/claude-minimal.toml",
+        &[
+            "--format",
+            "json",
+            "--workspace-claim",
+            "src",
+            "--namespace",
+            "agents",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let list: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(list["apiVersion"], "v1");
+    assert_eq!(list["kind"], "List");
+    let items = list["items"].as_array().expect("items");
+    let kinds: Vec<&str> = items
+        .iter()
+        .filter_map(|item| item["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, ["NetworkPolicy", "PersistentVolumeClaim", "Pod"]);
+    let pod = &items[2];
+    assert_eq!(pod["metadata"]["name"], "agentc-run-claude-minimal");
+    assert_eq!(pod["metadata"]["namespace"], "agents");
+    assert_eq!(pod["spec"]["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(
+        pod["spec"]["volumes"][1]["persistentVolumeClaim"]["claimName"],
+        "src"
+    );
+}
+
+#[test]
+fn yaml_is_one_document_per_object_and_sandbox_wraps_the_pod() {
+    let output = render(
+        "fixtures/valid/sandbox-minimal.toml",
+        &[
+            "--format",
+            "yaml",
+            "--k8s-kind",
+            "sandbox",
+            "--k8s-name",
+            "box-01",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let yaml = text(&output.stdout);
+    assert_eq!(yaml.matches("---\n").count(), 2, "{yaml}");
+    assert!(
+        yaml.contains("apiVersion: agents.x-k8s.io/v1beta1\nkind: Sandbox\n"),
+        "{yaml}"
+    );
+    assert!(yaml.contains("  name: box-01\n"), "{yaml}");
+    assert!(yaml.contains("  podTemplate:\n"), "{yaml}");
+}
+
+#[test]
+fn refusals_name_every_field_and_exit_65() {
+    let output = render("fixtures/valid/sandbox-pentest.toml", &["--format", "yaml"]);
+    assert_eq!(output.status.code(), Some(65));
+    assert!(output.stdout.is_empty());
+    let stderr = text(&output.stderr);
+    for field in [
+        "mounts[0]",
+        "mounts[1]",
+        "security.add_capabilities[0]",
+        "network.host_gateway",
+    ] {
+        assert!(
+            stderr.contains(&format!("  - {field}: ")),
+            "{field}: {stderr}"
+        );
+    }
+    assert!(
+        stderr.starts_with("error: fixtures/valid/sandbox-pentest.toml: "),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hint: "), "{stderr}");
+
+    let output = render("fixtures/valid/claude-minimal.toml", &["--format", "json"]);
+    assert_eq!(output.status.code(), Some(65));
+    assert!(
+        text(&output.stderr).contains("workspace.mount: ")
+            && text(&output.stderr).contains("--workspace-claim"),
+        "{}",
+        text(&output.stderr)
+    );
+
+    let output = render(
+        "fixtures/valid/claude-langfuse.toml",
+        &["--format", "json", "--workspace-claim", "src"],
+    );
+    assert_eq!(output.status.code(), Some(65));
+    assert!(
+        text(&output.stderr).contains("--egress-proxy-image"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+#[test]
+fn baseline_lets_a_default_capability_through_and_explain_says_so() {
+    let profile = workspace().join("../chown.toml");
+    std::fs::write(
+        &profile,
+        "name = \"chown\"\nagent = \"custom\"\n[image]\nref = \"example/box:1\"\nuser = \"1000\"\n\
+         [egress]\nmode = \"deny\"\n[security]\nadd_capabilities = [\"CHOWN\"]\n",
+    )
+    .expect("profile");
+    let profile = profile.to_str().expect("UTF-8 path");
+    let output = render(profile, &["--format", "json"]);
+    assert_eq!(output.status.code(), Some(65), "{}", text(&output.stderr));
+    assert!(text(&output.stderr).contains("security.add_capabilities[0]"));
+    let output = render(profile, &["--format", "json", "--pod-security", "baseline"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let output = agentc(&[
+        "explain",
+        profile,
+        "--backend",
+        "k8s",
+        "--pod-security",
+        "baseline",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let explain = text(&output.stdout);
+    assert!(explain.contains("pod security: baseline"), "{explain}");
+    assert!(explain.contains("pod-security-baseline"), "{explain}");
+}
+
+#[test]
+fn explain_lists_approximations_and_cluster_duties() {
+    let workspace = workspace();
+    let workspace = workspace.to_str().expect("UTF-8 path");
+    let output = agentc(&[
+        "explain",
+        "fixtures/valid/sandbox-minimal.toml",
+        "--backend",
+        "k8s",
+        "--workspace",
+        workspace,
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let explain = text(&output.stdout);
+    for expected in [
+        "kubernetes: pod agentc-sandbox-sandbox-minimal",
+        "pod security: restricted",
+        "approximations\n",
+        "tmpfs-noexec (weaker than docker)",
+        "left to the cluster\n",
+        "pids-limit [",
+        "log-rotation [",
+    ] {
+        assert!(explain.contains(expected), "{expected}: {explain}");
+    }
+    let output = agentc(&[
+        "explain",
+        "fixtures/valid/sandbox-minimal.toml",
+        "--backend",
+        "k8s",
+        "--format",
+        "json",
+        "--workspace",
+        workspace,
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(json["pod_security"], "restricted");
+    assert!(json["notes"].as_array().is_some_and(|notes| notes
+        .iter()
+        .any(|note| note["code"] == "pids-limit" && note["kind"] == "cluster-duty")));
+}
+
+#[test]
+fn k8s_options_and_formats_are_usage_errors_elsewhere() {
+    for args in [
+        &[
+            "render",
+            "fixtures/valid/sandbox-minimal.toml",
+            "--namespace",
+            "x",
+        ][..],
+        &[
+            "render",
+            "fixtures/valid/sandbox-minimal.toml",
+            "--backend",
+            "api",
+            "--format",
+            "yaml",
+        ],
+        &[
+            "render",
+            "fixtures/valid/sandbox-minimal.toml",
+            "--backend",
+            "k8s",
+            "--format",
+            "shell",
+        ],
+        &[
+            "render",
+            "fixtures/valid/sandbox-minimal.toml",
+            "--backend",
+            "k8s",
+            "--k8s-kind",
+            "job",
+        ],
+        &[
+            "explain",
+            "fixtures/valid/sandbox-minimal.toml",
+            "--k8s-kind",
+            "sandbox",
+        ],
+        &[
+            "explain",
+            "fixtures/valid/sandbox-minimal.toml",
+            "--backend",
+            "k8s",
+            "--deny",
+            "high",
+        ],
+    ] {
+        let output = agentc(args);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&output.stderr)
+        );
+    }
+    let output = render(
+        "fixtures/valid/sandbox-minimal.toml",
+        &["--format", "yaml", "--namespace", "Not_A_Namespace"],
+    );
+    assert_eq!(output.status.code(), Some(65));
+    assert!(text(&output.stderr).contains("--namespace: \"Not_A_Namespace\""));
+}

@@ -1,0 +1,319 @@
+//! Egress: the profile's policy, the egress proxy's command line, and the NetworkPolicies.
+//!
+//! - `deny` (and a launch with no network): a default-deny NetworkPolicy, ingress and egress.
+//! - `allowlist` with hosts: agentc's egress proxy as a second Pod behind a Service; the
+//!   workload may reach only the proxy (3128/TCP, 53/UDP and TCP) and the cluster DNS (to
+//!   find the proxy's Service); the proxy may reach anything except what it refuses itself.
+//! - `allowlist` without hosts: nothing is allowed, so the default-deny policy and no proxy.
+//! - `unrestricted`: public addresses and the cluster DNS only (reported as on Docker).
+
+use std::collections::BTreeMap;
+
+use agentc_policy::Profile;
+use k8s_openapi::api::networking::v1::{
+    IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer,
+    NetworkPolicyPort, NetworkPolicySpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+/// The port the egress proxy listens on for HTTP CONNECT and plain HTTP.
+pub const PROXY_PORT: u16 = 3128;
+/// The port of the egress proxy's DNS stub.
+pub const DNS_PORT: u16 = 53;
+/// The uid and gid the egress proxy runs as (`nobody`).
+pub const PROXY_UID: i64 = 65534;
+
+/// An egress mode of the profile (`egress.mode`): the policy crate's own.
+pub use agentc_policy::EgressMode;
+
+/// The profile's egress policy, which the `LaunchSpec` does not carry for every launch (a
+/// custom sandbox gets no `AGENT_ALLOWED_EGRESS`): the caller reads it from the profile with
+/// [`EgressPolicy::from_profile`]. A launch whose spec has no network is rendered as `deny`
+/// whatever this says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EgressPolicy {
+    /// `egress.mode`.
+    pub mode: EgressMode,
+    /// `egress.hosts`, exactly as written.
+    pub hosts: Vec<String>,
+    /// Whether an ssh gateway is configured (`egress.gateway_host`).
+    pub gateway: bool,
+    /// Address ranges the proxy may connect to although private or reserved (none yet: the
+    /// profile field arrives with the egress proxy).
+    pub allow_cidrs: Vec<String>,
+}
+
+impl EgressPolicy {
+    /// The egress policy a profile declares.
+    pub fn from_profile(profile: &Profile) -> EgressPolicy {
+        let egress = &profile.egress;
+        EgressPolicy {
+            mode: egress.mode,
+            hosts: egress.hosts.clone(),
+            gateway: egress.gateway_host.is_some(),
+            allow_cidrs: Vec::new(),
+        }
+    }
+}
+
+/// The egress proxy's command line: `/agentc egress-proxy serve`, its listeners, one
+/// `--allow` per host spec exactly as written and one `--allow-cidr` per range. The one place
+/// that knows the proxy's interface.
+pub fn egress_proxy_argv(hosts: &[String], allow_cidrs: &[String]) -> Vec<String> {
+    let mut argv: Vec<String> = [
+        "/agentc",
+        "egress-proxy",
+        "serve",
+        "--listen",
+        "0.0.0.0:3128",
+        "--dns",
+        "0.0.0.0:53",
+    ]
+    .map(String::from)
+    .to_vec();
+    for host in hosts {
+        argv.push("--allow".to_string());
+        argv.push(host.clone());
+    }
+    for cidr in allow_cidrs {
+        argv.push("--allow-cidr".to_string());
+        argv.push(cidr.clone());
+    }
+    argv
+}
+
+/// Why an `egress.hosts` entry is not a host spec the proxy takes (`host`, `host:port`,
+/// `*.suffix`, `*.suffix:port`), or `None` when it is one.
+pub fn host_spec_problem(spec: &str) -> Option<&'static str> {
+    let (host, port) = match spec.rsplit_once(':') {
+        Some((host, port)) => (host, Some(port)),
+        None => (spec, None),
+    };
+    if let Some(port) = port {
+        let valid = !port.is_empty()
+            && port.len() <= 5
+            && port.bytes().all(|b| b.is_ascii_digit())
+            && port
+                .parse::<u32>()
+                .is_ok_and(|port| (1..=65535).contains(&port));
+        if !valid {
+            return Some("the port must be a number from 1 to 65535");
+        }
+    }
+    let name = host.strip_prefix("*.").unwrap_or(host);
+    if name.is_empty() || name.len() > 253 {
+        return Some("the host name must have 1 to 253 characters");
+    }
+    let labels: Vec<&str> = name.split('.').collect();
+    for label in &labels {
+        let valid = !label.is_empty()
+            && label.len() <= 63
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && !label.starts_with('-')
+            && !label.ends_with('-');
+        if !valid {
+            return Some(
+                "each dot-separated part of the host must be 1 to 63 letters, digits or inner dashes",
+            );
+        }
+    }
+    if labels
+        .last()
+        .is_some_and(|last| last.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Some("an IP address is not a host name: the proxy decides by name");
+    }
+    None
+}
+
+/// A selector matching exactly these labels.
+pub fn selector(labels: &BTreeMap<String, String>) -> LabelSelector {
+    LabelSelector {
+        match_labels: Some(labels.clone()),
+        match_expressions: None,
+    }
+}
+
+fn port(number: u16, protocol: &str) -> NetworkPolicyPort {
+    NetworkPolicyPort {
+        port: Some(IntOrString::Int(i32::from(number))),
+        protocol: Some(protocol.to_string()),
+        end_port: None,
+    }
+}
+
+/// The proxy's ports as NetworkPolicy ports: 3128/TCP, 53/UDP, 53/TCP.
+pub fn proxy_ports() -> Vec<NetworkPolicyPort> {
+    vec![
+        port(PROXY_PORT, "TCP"),
+        port(DNS_PORT, "UDP"),
+        port(DNS_PORT, "TCP"),
+    ]
+}
+
+/// Egress to the cluster DNS (CoreDNS or kube-dns, labelled `k8s-app: kube-dns` in
+/// `kube-system`), 53/UDP and TCP.
+pub fn cluster_dns_rule() -> NetworkPolicyEgressRule {
+    NetworkPolicyEgressRule {
+        to: Some(vec![NetworkPolicyPeer {
+            namespace_selector: Some(selector(&BTreeMap::from([(
+                "kubernetes.io/metadata.name".to_string(),
+                "kube-system".to_string(),
+            )]))),
+            pod_selector: Some(selector(&BTreeMap::from([(
+                "k8s-app".to_string(),
+                "kube-dns".to_string(),
+            )]))),
+            ip_block: None,
+        }]),
+        ports: Some(vec![port(DNS_PORT, "UDP"), port(DNS_PORT, "TCP")]),
+    }
+}
+
+/// Private, shared, loopback and link-local IPv4 ranges (cloud metadata at 169.254.169.254
+/// included), kept out of `unrestricted` egress.
+pub const NON_PUBLIC_V4: &[&str] = &[
+    "10.0.0.0/8",
+    "100.64.0.0/10",
+    "127.0.0.0/8",
+    "169.254.0.0/16",
+    "172.16.0.0/12",
+    "192.168.0.0/16",
+];
+/// Unique-local, link-local and loopback IPv6 ranges.
+pub const NON_PUBLIC_V6: &[&str] = &["::1/128", "fc00::/7", "fe80::/10"];
+
+/// Egress to public addresses only: every IPv4 and IPv6 address outside the non-public ranges.
+pub fn public_internet_rule() -> NetworkPolicyEgressRule {
+    let block = |cidr: &str, except: &[&str]| NetworkPolicyPeer {
+        ip_block: Some(IPBlock {
+            cidr: cidr.to_string(),
+            except: Some(except.iter().map(|range| range.to_string()).collect()),
+        }),
+        namespace_selector: None,
+        pod_selector: None,
+    };
+    NetworkPolicyEgressRule {
+        to: Some(vec![
+            block("0.0.0.0/0", NON_PUBLIC_V4),
+            block("::/0", NON_PUBLIC_V6),
+        ]),
+        ports: None,
+    }
+}
+
+/// A NetworkPolicy over the pods with `pod_labels`, for both directions: with no rules it
+/// denies all ingress and egress.
+pub fn policy(
+    metadata: ObjectMeta,
+    pod_labels: &BTreeMap<String, String>,
+    ingress: Vec<NetworkPolicyIngressRule>,
+    egress: Vec<NetworkPolicyEgressRule>,
+) -> NetworkPolicy {
+    NetworkPolicy {
+        metadata,
+        spec: Some(NetworkPolicySpec {
+            pod_selector: Some(selector(pod_labels)),
+            policy_types: Some(vec!["Ingress".to_string(), "Egress".to_string()]),
+            ingress: (!ingress.is_empty()).then_some(ingress),
+            egress: (!egress.is_empty()).then_some(egress),
+        }),
+    }
+}
+
+/// A peer: the pods with these labels in the policy's namespace.
+pub fn pods(labels: &BTreeMap<String, String>) -> NetworkPolicyPeer {
+    NetworkPolicyPeer {
+        pod_selector: Some(selector(labels)),
+        namespace_selector: None,
+        ip_block: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_proxy_argv_carries_each_host_as_written() {
+        let argv = egress_proxy_argv(
+            &["api.anthropic.com".into(), "*.github.com:443".into()],
+            &["10.20.0.0/16".into()],
+        );
+        assert_eq!(
+            argv,
+            [
+                "/agentc",
+                "egress-proxy",
+                "serve",
+                "--listen",
+                "0.0.0.0:3128",
+                "--dns",
+                "0.0.0.0:53",
+                "--allow",
+                "api.anthropic.com",
+                "--allow",
+                "*.github.com:443",
+                "--allow-cidr",
+                "10.20.0.0/16"
+            ]
+        );
+    }
+
+    #[test]
+    fn host_specs() {
+        for good in [
+            "api.anthropic.com",
+            "localhost",
+            "registry.npmjs.org:443",
+            "*.githubusercontent.com",
+            "*.example.com:8443",
+            "Example.COM",
+        ] {
+            assert_eq!(host_spec_problem(good), None, "{good}");
+        }
+        for bad in [
+            "",
+            "*",
+            "*.",
+            "a..b",
+            "-a.com",
+            "a.com:0",
+            "a.com:65536",
+            "a.com:+1",
+            "a.com:",
+            "10.0.0.1",
+            "10.0.0.0/8",
+            "[::1]:443",
+            "::1",
+            "a_b.com",
+            "a.*.com",
+            "http://a.com",
+        ] {
+            assert!(host_spec_problem(bad).is_some(), "{bad:?} is refused");
+        }
+    }
+
+    #[test]
+    fn from_profile_reads_mode_hosts_and_gateway() {
+        let loaded = agentc_policy::load(
+            "p.toml",
+            "name = \"p\"\nagent = \"claude-code\"\n[egress]\nmode = \" Unrestricted \"\n",
+        )
+        .expect("valid");
+        let policy = EgressPolicy::from_profile(&loaded.profile);
+        assert_eq!(policy.mode, EgressMode::Unrestricted);
+        assert!(!policy.gateway);
+        let loaded = agentc_policy::load(
+            "p.toml",
+            "name = \"p\"\nagent = \"claude-code\"\n[egress]\nhosts = [\"a.example\"]\n",
+        )
+        .expect("valid");
+        let policy = EgressPolicy::from_profile(&loaded.profile);
+        assert_eq!(policy.mode, EgressMode::Allowlist);
+        assert_eq!(policy.hosts, ["a.example"]);
+    }
+}
