@@ -17,7 +17,13 @@
 //! - [`inspect`]: reading a container's inspect, which `docker inspect` and the Engine API print
 //!   alike ([`published_addresses`], [`network_of`]).
 //!
-//! Everything here is pure: no process is spawned and no daemon is called.
+//! - [`session`]: the [`SandboxClient`](session::SandboxClient) trait both backends implement
+//!   to drive a running sandbox (exec, copies, endpoints, logs, stop, start, delete), and what
+//!   its implementations share: NAME checks, endpoint resolution, the copy's transport and its
+//!   host-side tar streams.
+//!
+//! Nothing here spawns a process or calls a daemon; only [`session::tarball`] reads and writes
+//! host files, for a copy.
 //!
 //! ```
 //! use agentc_backend_common::{check_container, ArgvError};
@@ -36,6 +42,7 @@ pub mod error;
 pub mod hints;
 pub mod inspect;
 pub mod secrets;
+pub mod session;
 
 pub use argv::{check_build, check_container, ArgvError};
 pub use error::{exit_status, ExecError, Interrupt};

@@ -1,0 +1,275 @@
+//! Sessions: driving a running sandbox, through either backend, with one async trait.
+//!
+//! [`SandboxClient`] is what a harness holds: it creates a sandbox from a
+//! [`LaunchSpec`](agentc_policy::LaunchSpec) or finds one agentc created, runs commands in it,
+//! copies files in and out (also into its tmpfs and past its read-only root), says where a
+//! port is reachable, reads its logs, stops, starts and deletes it. The docker CLI backend
+//! (`agentc_backend_cli::CliClient`, running `docker` through `tokio::process`) and the Engine
+//! API backend (`agentc_backend_api::ApiClient`, through bollard) implement it alike, and the
+//! `agentc exec`, `cp`, `port`, `logs`, `stop`, `start` and `shell` commands are written
+//! against it, generic over the backend.
+//!
+//! What both implementations share is here and pure: which container a NAME means and the
+//! refusal of any other ([`target`]), where a port is reachable ([`target::endpoint`]), how a
+//! copy travels ([`copy`]) and its host side ([`tarball`]).
+//!
+//! ```no_run
+//! use agentc_backend_common::session::{ExecRequest, SandboxClient};
+//! use agentc_policy::Protocol;
+//!
+//! /// Runs `uname -a` in a fresh sandbox of `spec`, then deletes it, whatever happened.
+//! async fn uname<C: SandboxClient>(
+//!     client: &C,
+//!     spec: &agentc_policy::LaunchSpec,
+//! ) -> Result<String, agentc_backend_common::session::SessionError> {
+//!     let sandbox = client.create(spec).await?;
+//!     let result = client.exec_output(&sandbox, &ExecRequest::new(["uname", "-a"])).await;
+//!     let report = client.delete(&sandbox).await;
+//!     assert!(report.left.is_empty(), "{:?}", report.left);
+//!     Ok(String::from_utf8_lossy(&result?.stdout).into_owned())
+//! }
+//! ```
+
+pub mod copy;
+pub mod error;
+pub mod tarball;
+pub mod target;
+pub mod types;
+
+use std::future::Future;
+use std::path::Path;
+
+use agentc_policy::{LaunchSpec, Protocol};
+use bollard::models::ContainerInspectResponse;
+
+pub use copy::{Direction, Transport};
+pub use error::SessionError;
+pub use types::{
+    parse_since, Captured, DeleteReport, Endpoint, ExecOutput, ExecRequest, ExecStdin, LogsRequest,
+    OutputSink, PathKind, ProcessStdio, Sandbox, Stream,
+};
+
+/// The variable [`SandboxClient::stop_tagged`] finds an exec's processes by: a caller that may
+/// have to interrupt a command sets it (to a value of its own) in the request's environment.
+pub const EXEC_TAG_VAR: &str = "AGENTC_EXEC";
+
+/// What a copy did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopyReport {
+    /// Which transport carried it.
+    pub transport: Transport,
+    /// Where it landed (a container path for an upload, a host path for a download).
+    pub destination: String,
+    /// Bytes of file content copied (counted on the host side).
+    pub bytes: u64,
+}
+
+/// A client of sandboxes through one backend: the docker CLI or the Engine API.
+///
+/// Every method talks to the daemon afresh; a [`Sandbox`] is only a handle. Methods that
+/// name a container accept only agentc's own ([`SandboxClient::find`] refuses any other).
+/// Dropping a returned future cancels the operation: the backend stops what it started
+/// locally (a docker child process, a stream), and [`SandboxClient::stop_tagged`] stops what
+/// a cancelled exec left running in the container.
+pub trait SandboxClient: Send + Sync {
+    /// The backend's name: `cli` or `api`.
+    fn backend(&self) -> &'static str;
+
+    /// Creates and starts a sandbox from a container launch, detached, and returns its
+    /// handle. The container is kept after it exits (no auto-remove) until
+    /// [`SandboxClient::delete`]; one without a name gets `agentc-session-PROFILE-PID-N`.
+    /// Secrets are resolved from the client's environment; the image must be present.
+    fn create(
+        &self,
+        spec: &LaunchSpec,
+    ) -> impl Future<Output = Result<Sandbox, SessionError>> + Send;
+
+    /// The agentc container with this name or ID; any other container is refused
+    /// ([`SessionError::NotAgentc`]).
+    fn find(&self, name: &str) -> impl Future<Output = Result<Sandbox, SessionError>> + Send;
+
+    /// The one running container of a profile (label `io.agentc.profile=PROFILE`); none or
+    /// several is an error listing them.
+    fn find_profile(
+        &self,
+        profile: &str,
+    ) -> impl Future<Output = Result<Sandbox, SessionError>> + Send;
+
+    /// The container's inspect, as `docker inspect` prints it.
+    fn inspect(
+        &self,
+        sandbox: &Sandbox,
+    ) -> impl Future<Output = Result<ContainerInspectResponse, SessionError>> + Send;
+
+    /// Runs a command in the running sandbox, its output handed to `output` as it arrives,
+    /// and returns its exit code.
+    fn exec(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+        output: &mut dyn OutputSink,
+    ) -> impl Future<Output = Result<i64, SessionError>> + Send;
+
+    /// Copies a host file or directory into the sandbox: into `target` when it is a
+    /// directory, as `target` otherwise. Modes are kept; the files belong to the container's
+    /// user.
+    fn upload(
+        &self,
+        sandbox: &Sandbox,
+        source: &Path,
+        target: &str,
+    ) -> impl Future<Output = Result<CopyReport, SessionError>> + Send;
+
+    /// Copies a file or directory of the sandbox to the host: into `target` when it is a
+    /// directory, as `target` otherwise. Modes and times are kept; nothing is written outside
+    /// the copied tree.
+    fn download(
+        &self,
+        sandbox: &Sandbox,
+        source: &str,
+        target: &Path,
+    ) -> impl Future<Output = Result<CopyReport, SessionError>> + Send;
+
+    /// Writes the container's logs to `output`; with `follow`, until it stops.
+    fn logs(
+        &self,
+        sandbox: &Sandbox,
+        request: &LogsRequest,
+        output: &mut dyn OutputSink,
+    ) -> impl Future<Output = Result<(), SessionError>> + Send;
+
+    /// Starts a stopped sandbox (a running one is left alone).
+    fn start(&self, sandbox: &Sandbox) -> impl Future<Output = Result<(), SessionError>> + Send;
+
+    /// Stops a running sandbox: SIGTERM, then SIGKILL after `timeout` seconds (the daemon's
+    /// default, 10, when `None`).
+    fn stop(
+        &self,
+        sandbox: &Sandbox,
+        timeout: Option<u32>,
+    ) -> impl Future<Output = Result<(), SessionError>> + Send;
+
+    /// Kills and removes the sandbox, best effort: never fails and never panics; the report
+    /// says whether it was removed and what is left.
+    fn delete(&self, sandbox: &Sandbox) -> impl Future<Output = DeleteReport> + Send;
+
+    /// Runs a command and returns its exit code and captured output.
+    fn exec_output(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+    ) -> impl Future<Output = Result<ExecOutput, SessionError>> + Send {
+        async move {
+            let mut captured = Captured::default();
+            let exit_code = self.exec(sandbox, request, &mut captured).await?;
+            Ok(ExecOutput {
+                exit_code,
+                stdout: captured.stdout,
+                stderr: captured.stderr,
+            })
+        }
+    }
+
+    /// Where `port`/`protocol` of the sandbox is reachable from the host
+    /// ([`target::endpoint`]).
+    fn endpoint(
+        &self,
+        sandbox: &Sandbox,
+        port: u16,
+        protocol: Protocol,
+    ) -> impl Future<Output = Result<Endpoint, SessionError>> + Send {
+        async move {
+            let inspect = self.inspect(sandbox).await?;
+            target::endpoint(&inspect, sandbox, port, protocol)
+        }
+    }
+
+    /// Every reachable endpoint of the sandbox's published and exposed ports.
+    fn endpoints(
+        &self,
+        sandbox: &Sandbox,
+    ) -> impl Future<Output = Result<Vec<Endpoint>, SessionError>> + Send {
+        async move {
+            let inspect = self.inspect(sandbox).await?;
+            Ok(target::endpoints(&inspect, sandbox))
+        }
+    }
+
+    /// Stops the processes of an exec whose environment holds `EXEC_TAG_VAR=tag` (and their
+    /// children, which inherit it): SIGTERM, then SIGKILL a second later. Run as `user`, the
+    /// user the exec ran as. Needs `sh` in the image.
+    fn stop_tagged(
+        &self,
+        sandbox: &Sandbox,
+        tag: &str,
+        user: Option<&str>,
+    ) -> impl Future<Output = Result<(), SessionError>> + Send {
+        let mut request = ExecRequest::new([
+            "sh".to_string(),
+            "-c".to_string(),
+            STOP_TAGGED_SCRIPT.to_string(),
+            "sh".to_string(),
+            format!("{EXEC_TAG_VAR}={tag}"),
+        ]);
+        request.user = user.map(str::to_string);
+        async move {
+            let output = self.exec_output(sandbox, &request).await?;
+            if output.exit_code == 0 {
+                Ok(())
+            } else {
+                Err(SessionError::CopyFailed {
+                    name: sandbox.name.clone(),
+                    path: "/proc".to_string(),
+                    message: format!(
+                        "could not stop the interrupted command: {}",
+                        String::from_utf8_lossy(&output.stderr).trim()
+                    ),
+                })
+            }
+        }
+    }
+}
+
+/// Signals every process whose environment holds `$1` (`AGENTC_EXEC=TAG`), TERM then KILL.
+const STOP_TAGGED_SCRIPT: &str = "tagged() { for p in /proc/[0-9]*; do [ \"${p#/proc/}\" = \"$$\" ] && continue; tr '\\000' '\\n' < \"$p/environ\" 2>/dev/null | grep -qxF \"$1\" && echo \"${p#/proc/}\"; done; }; pids=$(tagged \"$1\"); [ -z \"$pids\" ] && exit 0; kill -TERM $pids 2>/dev/null; for i in 1 2 3 4 5 6 7 8 9 10; do pids=$(tagged \"$1\"); [ -z \"$pids\" ] && exit 0; sleep 0.1; done; kill -KILL $pids 2>/dev/null; exit 0";
+
+/// A name for a sandbox created without one: `agentc-session-PROFILE-PID-N`, unique in this
+/// process.
+pub fn session_name(profile: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!(
+        "agentc-session-{profile}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The container launch a session creates from `spec`: detached, kept after it exits (no
+/// auto-remove), named (see [`SandboxClient::create`]), its `io.agentc.spec-digest` label
+/// recomputed. A build is refused.
+pub fn session_spec(spec: &LaunchSpec) -> Result<agentc_policy::ContainerSpec, SessionError> {
+    let mut spec = spec.clone();
+    let agentc_policy::Action::Container(container) = &mut spec.action else {
+        return Err(SessionError::invalid(
+            format!(
+                "profile {}: a build launch starts no container",
+                spec.profile
+            ),
+            "create a session from a run or sandbox launch",
+        ));
+    };
+    container.detach = true;
+    container.auto_remove = false;
+    container.interactive = false;
+    if container.name.is_none() {
+        container.name = Some(session_name(&spec.profile));
+    }
+    let digest = agentc_policy::spec_digest(&spec);
+    spec.labels_mut()
+        .insert(agentc_policy::LABEL_SPEC_DIGEST.to_string(), digest);
+    match spec.action {
+        agentc_policy::Action::Container(container) => Ok(*container),
+        agentc_policy::Action::Build(_) => unreachable!("checked above"),
+    }
+}
