@@ -25,6 +25,8 @@ pub mod daemon;
 pub mod launch;
 pub mod pull;
 pub mod render;
+pub mod sandbox;
+mod sandbox_copy;
 mod session;
 
 pub use admin::{list, reachable, remove, RemoveTarget, Summary};
@@ -33,3 +35,4 @@ pub use daemon::connect;
 pub use launch::{launch, LaunchOptions, Outcome};
 pub use pull::{ensure_image, image_present, pull_image, split_reference, ImageReference};
 pub use render::{render_create, render_json, CreateRequest, RenderError};
+pub use sandbox::ApiClient;

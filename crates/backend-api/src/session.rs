@@ -270,7 +270,7 @@ fn write_chunk(
 
 /// Reads stdin on a plain thread: tokio's stdin would keep the runtime from shutting down
 /// while a read blocks. The thread ends with the process.
-fn spawn_stdin_reader() -> tokio::sync::mpsc::Receiver<Vec<u8>> {
+pub(crate) fn spawn_stdin_reader() -> tokio::sync::mpsc::Receiver<Vec<u8>> {
     let (sender, receiver) = tokio::sync::mpsc::channel(16);
     std::thread::spawn(move || {
         let mut stdin = std::io::stdin();
@@ -316,7 +316,7 @@ async fn resize(docker: &Docker, id: &str) {
     }
 }
 
-fn terminal_size() -> Option<(u16, u16)> {
+pub(crate) fn terminal_size() -> Option<(u16, u16)> {
     for fd in [libc::STDOUT_FILENO, libc::STDIN_FILENO, libc::STDERR_FILENO] {
         // SAFETY: TIOCGWINSZ writes one `winsize` into the pointed-to, initialised struct.
         let mut size: libc::winsize = unsafe { std::mem::zeroed() };
@@ -329,12 +329,12 @@ fn terminal_size() -> Option<(u16, u16)> {
 }
 
 /// The local terminal in raw mode, restored when dropped (also on early return or panic).
-struct RawMode {
+pub(crate) struct RawMode {
     original: libc::termios,
 }
 
 impl RawMode {
-    fn enable() -> std::io::Result<Self> {
+    pub(crate) fn enable() -> std::io::Result<Self> {
         // SAFETY: tcgetattr fills the zeroed termios; cfmakeraw and tcsetattr read it.
         unsafe {
             let mut original: libc::termios = std::mem::zeroed();

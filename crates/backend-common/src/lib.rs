@@ -47,4 +47,4 @@ pub mod session;
 pub use argv::{check_build, check_container, ArgvError};
 pub use error::{exit_status, ExecError, Interrupt};
 pub use inspect::{network_of, published_addresses, PublishedAddress};
-pub use secrets::resolve_env;
+pub use secrets::{resolve_env, resolve_vars};

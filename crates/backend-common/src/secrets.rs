@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use agentc_policy::{ContainerSpec, EnvValue};
+use agentc_policy::{ContainerSpec, EnvValue, EnvVar};
 
 use crate::error::ExecError;
 
@@ -18,8 +18,16 @@ pub fn resolve_env(
     spec: &ContainerSpec,
     env: &BTreeMap<String, String>,
 ) -> Result<Vec<String>, ExecError> {
-    let mut resolved = Vec::with_capacity(spec.env.len());
-    for var in &spec.env {
+    resolve_vars(&spec.env, env)
+}
+
+/// [`resolve_env`] for any list of entries, such as an exec's `--env`.
+pub fn resolve_vars(
+    vars: &[EnvVar],
+    env: &BTreeMap<String, String>,
+) -> Result<Vec<String>, ExecError> {
+    let mut resolved = Vec::with_capacity(vars.len());
+    for var in vars {
         match &var.value {
             EnvValue::Literal { value } => resolved.push(format!("{}={}", var.name, value)),
             EnvValue::Secret { required } => match env.get(&var.name) {
@@ -48,7 +56,6 @@ pub fn passed_secrets<'a>(spec: &'a ContainerSpec, env: &BTreeMap<String, String
 
 #[cfg(test)]
 mod tests {
-    use agentc_policy::EnvVar;
 
     use super::*;
 

@@ -211,6 +211,68 @@ fn relocate(path: &Path, top: &str, rename: &str) -> Option<PathBuf> {
     Some(relocated)
 }
 
+/// The source of an upload: its path, the name it is copied under, whether it is a
+/// directory.
+pub fn host_source(source: &Path) -> Result<(PathBuf, String, bool), SessionError> {
+    let host = |reason: String| SessionError::HostPath {
+        path: source.display().to_string(),
+        reason,
+    };
+    let metadata = std::fs::metadata(source).map_err(|error| host(error.to_string()))?;
+    let canonical = std::fs::canonicalize(source).map_err(|error| host(error.to_string()))?;
+    let name = canonical
+        .file_name()
+        .and_then(|name| name.to_str())
+        .ok_or_else(|| host("has no name to copy under (the root, or not UTF-8)".to_string()))?
+        .to_string();
+    Ok((canonical, name, metadata.is_dir()))
+}
+
+/// Where a download lands on the host: the directory it is unpacked in and the name its top
+/// entry gets.
+pub fn host_placement(target: &Path, top: &str) -> Result<(PathBuf, String), SessionError> {
+    if target.is_dir() {
+        return Ok((target.to_path_buf(), top.to_string()));
+    }
+    let name = target
+        .file_name()
+        .and_then(|name| name.to_str())
+        .ok_or_else(|| SessionError::HostPath {
+            path: target.display().to_string(),
+            reason: "names no file (or is not UTF-8)".to_string(),
+        })?
+        .to_string();
+    let parent = match target.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !parent.is_dir() {
+        return Err(SessionError::HostPath {
+            path: target.display().to_string(),
+            reason: format!("its directory {} does not exist", parent.display()),
+        });
+    }
+    Ok((parent, name))
+}
+
+/// Removes what a failed or cancelled download wrote, when the path did not exist before.
+pub struct Partial {
+    /// The path to remove; `None` once the copy succeeded.
+    pub path: Option<PathBuf>,
+}
+
+impl Drop for Partial {
+    fn drop(&mut self) {
+        if let Some(path) = self.path.take() {
+            if path.is_dir() && !path.is_symlink() {
+                let _ = std::fs::remove_dir_all(&path);
+            } else {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+    }
+}
+
 /// A [`Write`] that cuts what is written into chunks sent over a tokio channel, for a blocking
 /// packer feeding an async transport. Dropping it ends the stream.
 #[derive(Debug)]

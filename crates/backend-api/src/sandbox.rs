@@ -1,0 +1,514 @@
+//! [`ApiClient`]: the Engine API's [`SandboxClient`], through bollard. Its copies are in
+//! `sandbox_copy`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use agentc_backend_common::resolve_vars;
+use agentc_backend_common::session::target::{check_name, is_running, sandbox_of};
+use agentc_backend_common::session::{
+    session_spec, CopyReport, DeleteReport, ExecRequest, ExecStdin, LogsRequest, OutputSink,
+    Sandbox, SandboxClient, SessionError, Stream,
+};
+use agentc_backend_common::{resolve_env, ExecError};
+use agentc_policy::LaunchSpec;
+use bollard::container::LogOutput;
+use bollard::errors::Error as BollardError;
+use bollard::exec::{CreateExecOptions, ResizeExecOptions, StartExecOptions, StartExecResults};
+use bollard::models::ContainerInspectResponse;
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, KillContainerOptionsBuilder, LogsOptionsBuilder,
+    RemoveContainerOptionsBuilder, StopContainerOptionsBuilder,
+};
+use bollard::Docker;
+use futures_util::{Stream as FutureStream, StreamExt};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+
+use crate::admin::list;
+use crate::daemon::{is_not_found, status};
+use crate::render::render_create;
+use crate::session::{spawn_stdin_reader, terminal_size, RawMode};
+
+/// A [`SandboxClient`] that talks to the daemon through the Engine API.
+#[derive(Clone)]
+pub struct ApiClient {
+    pub(crate) docker: Docker,
+    /// The environment secrets are resolved from.
+    pub(crate) env: BTreeMap<String, String>,
+}
+
+impl fmt::Debug for ApiClient {
+    // The environment holds secret values: show names only.
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("ApiClient")
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl ApiClient {
+    /// A client of the daemon `docker` (see [`crate::connect`]) that resolves secrets from
+    /// `env`.
+    pub fn new(docker: Docker, env: BTreeMap<String, String>) -> ApiClient {
+        ApiClient { docker, env }
+    }
+
+    /// The daemon connection.
+    pub fn docker(&self) -> &Docker {
+        &self.docker
+    }
+}
+
+/// A bollard error as a session error naming `step`: the daemon's refusal, or a lost
+/// connection.
+pub(crate) fn session_error(step: &'static str, error: BollardError) -> SessionError {
+    match error {
+        BollardError::DockerResponseServerError { message, .. } => {
+            SessionError::Daemon { step, message }
+        }
+        other => SessionError::ConnectionLost {
+            step,
+            message: other.to_string(),
+        },
+    }
+}
+
+/// What an exec reads on stdin, inside this backend.
+pub(crate) enum Input {
+    Null,
+    Bytes(Vec<u8>),
+    Chunks(tokio::sync::mpsc::Receiver<Vec<u8>>),
+    Terminal,
+}
+
+/// An exec's output chunks, as they arrive.
+pub(crate) type ExecOutputStream =
+    std::pin::Pin<Box<dyn FutureStream<Item = Result<LogOutput, BollardError>> + Send>>;
+
+impl ApiClient {
+    pub(crate) async fn inspect_named(
+        &self,
+        name: &str,
+    ) -> Result<ContainerInspectResponse, SessionError> {
+        check_name(name)?;
+        match self.docker.inspect_container(name, None).await {
+            Ok(inspect) => Ok(inspect),
+            Err(error) if is_not_found(&error) => Err(SessionError::NoSuchContainer {
+                name: name.to_string(),
+            }),
+            Err(error) => Err(session_error("inspect the container", error)),
+        }
+    }
+
+    /// Creates and starts an exec; its output stream, its stdin and its ID.
+    pub(crate) async fn start_exec(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+        attach_stdin: bool,
+    ) -> Result<
+        (
+            ExecOutputStream,
+            std::pin::Pin<Box<dyn AsyncWrite + Send>>,
+            String,
+        ),
+        SessionError,
+    > {
+        request.check()?;
+        let env = resolve_vars(&request.env, &self.env)?;
+        let options = CreateExecOptions {
+            attach_stdin: Some(attach_stdin),
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
+            tty: Some(request.tty),
+            env: Some(env).filter(|env| !env.is_empty()),
+            cmd: Some(request.command.clone()),
+            user: request.user.clone(),
+            working_dir: request.workdir.clone(),
+            ..Default::default()
+        };
+        let created = match self.docker.create_exec(&sandbox.id, options).await {
+            Ok(created) => created,
+            Err(error) if status(&error) == Some(409) => {
+                return Err(SessionError::NotRunning {
+                    name: sandbox.name.clone(),
+                })
+            }
+            Err(error) if is_not_found(&error) => {
+                return Err(SessionError::NoSuchContainer {
+                    name: sandbox.name.clone(),
+                })
+            }
+            Err(error) => return Err(session_error("create the exec", error)),
+        };
+        let start = StartExecOptions {
+            detach: false,
+            tty: request.tty,
+            output_capacity: Some(256 * 1024),
+        };
+        match self.docker.start_exec(&created.id, Some(start)).await {
+            Ok(StartExecResults::Attached { output, input }) => Ok((output, input, created.id)),
+            Ok(StartExecResults::Detached) => Err(SessionError::ConnectionLost {
+                step: "start the exec",
+                message: "the daemon did not attach".to_string(),
+            }),
+            Err(error) if status(&error) == Some(409) => Err(SessionError::NotRunning {
+                name: sandbox.name.clone(),
+            }),
+            Err(error) => Err(session_error("start the exec", error)),
+        }
+    }
+
+    /// The exit code of a finished exec; [`SessionError::Gone`] when the container went away
+    /// meanwhile.
+    pub(crate) async fn exec_exit(
+        &self,
+        sandbox: &Sandbox,
+        exec_id: &str,
+    ) -> Result<i64, SessionError> {
+        for _ in 0..50 {
+            match self.docker.inspect_exec(exec_id).await {
+                Ok(inspect) if inspect.running == Some(true) => {
+                    tokio::time::sleep(Duration::from_millis(20)).await
+                }
+                Ok(inspect) => {
+                    if let Some(code) = inspect.exit_code {
+                        return Ok(code);
+                    }
+                    return Err(self.gone_or(sandbox, "wait for the command").await);
+                }
+                Err(error) if is_not_found(&error) => {
+                    return Err(self.gone_or(sandbox, "wait for the command").await)
+                }
+                Err(error) => return Err(session_error("inspect the exec", error)),
+            }
+        }
+        Err(self.gone_or(sandbox, "wait for the command").await)
+    }
+
+    /// [`SessionError::Gone`] when the container is gone or stopped, a lost connection
+    /// otherwise.
+    async fn gone_or(&self, sandbox: &Sandbox, step: &'static str) -> SessionError {
+        match self.docker.inspect_container(&sandbox.id, None).await {
+            Ok(inspect) if is_running(&inspect) => SessionError::ConnectionLost {
+                step,
+                message: "the exec ended without an exit code".to_string(),
+            },
+            Ok(_) | Err(BollardError::DockerResponseServerError { .. }) => SessionError::Gone {
+                name: sandbox.name.clone(),
+                step,
+            },
+            Err(error) => session_error(step, error),
+        }
+    }
+
+    /// Runs an exec to its end: `input` fed to its stdin, its output handed to `output`.
+    pub(crate) async fn run_exec(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+        input: Input,
+        output: &mut dyn OutputSink,
+    ) -> Result<i64, SessionError> {
+        let attach_stdin = !matches!(input, Input::Null);
+        let (mut stream, mut stdin, exec_id) =
+            self.start_exec(sandbox, request, attach_stdin).await?;
+        let terminal = matches!(input, Input::Terminal)
+            && request.tty
+            && std::io::IsTerminal::is_terminal(&std::io::stdin());
+        let _raw = if terminal {
+            self.resize_exec(&exec_id).await;
+            Some(RawMode::enable().map_err(|source| SessionError::Io {
+                step: "switch the terminal to raw mode",
+                source,
+            })?)
+        } else {
+            None
+        };
+        let mut winch = if terminal {
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::window_change()).ok()
+        } else {
+            None
+        };
+        let mut chunks = match input {
+            Input::Null => None,
+            Input::Bytes(bytes) => {
+                let (sender, receiver) = tokio::sync::mpsc::channel(1);
+                let _ = sender.send(bytes).await;
+                Some(receiver)
+            }
+            Input::Chunks(receiver) => Some(receiver),
+            Input::Terminal => Some(spawn_stdin_reader()),
+        };
+        let mut output_open = true;
+        while output_open {
+            tokio::select! {
+                chunk = stream.next() => match chunk {
+                    Some(Ok(chunk)) => write_chunk(output, chunk)?,
+                    Some(Err(error)) => {
+                        return Err(match self.gone_or(sandbox, "read the command's output").await {
+                            SessionError::ConnectionLost { .. } => session_error("read the command's output", error),
+                            other => other,
+                        })
+                    }
+                    None => output_open = false,
+                },
+                data = recv(&mut chunks), if chunks.is_some() => match data {
+                    Some(data) => {
+                        if stdin.write_all(&data).await.is_err() {
+                            chunks = None;
+                        }
+                    }
+                    None => {
+                        let _ = stdin.shutdown().await;
+                        chunks = None;
+                    }
+                },
+                _ = recv_winch(&mut winch), if winch.is_some() => self.resize_exec(&exec_id).await,
+            }
+        }
+        drop(_raw);
+        self.exec_exit(sandbox, &exec_id).await
+    }
+
+    async fn resize_exec(&self, exec_id: &str) {
+        if let Some((rows, columns)) = terminal_size() {
+            let options = ResizeExecOptions {
+                height: rows,
+                width: columns,
+            };
+            let _ = self.docker.resize_exec(exec_id, options).await;
+        }
+    }
+}
+
+async fn recv(chunks: &mut Option<tokio::sync::mpsc::Receiver<Vec<u8>>>) -> Option<Vec<u8>> {
+    match chunks {
+        Some(receiver) => receiver.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn recv_winch(winch: &mut Option<tokio::signal::unix::Signal>) {
+    match winch {
+        Some(signal) => {
+            signal.recv().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+fn write_chunk(output: &mut dyn OutputSink, chunk: LogOutput) -> Result<(), SessionError> {
+    let result = match chunk {
+        LogOutput::StdErr { message } => output.write(Stream::Stderr, &message),
+        LogOutput::StdOut { message } | LogOutput::Console { message } => {
+            output.write(Stream::Stdout, &message)
+        }
+        LogOutput::StdIn { .. } => Ok(()),
+    };
+    result.map_err(|source| SessionError::Io {
+        step: "write the output",
+        source,
+    })
+}
+
+impl SandboxClient for ApiClient {
+    fn backend(&self) -> &'static str {
+        "api"
+    }
+
+    async fn create(&self, spec: &LaunchSpec) -> Result<Sandbox, SessionError> {
+        let container = session_spec(spec)?;
+        let mut request = render_create(&container).map_err(ExecError::from)?;
+        request.body.env = Some(resolve_env(&container, &self.env)?).filter(|env| !env.is_empty());
+        match self.docker.inspect_image(&container.image).await {
+            Ok(_) => {}
+            Err(error) if is_not_found(&error) => {
+                return Err(ExecError::ImageMissing {
+                    image: container.image.clone(),
+                }
+                .into())
+            }
+            Err(error) => return Err(session_error("inspect the image", error)),
+        }
+        let name = container.name.clone().unwrap_or_default();
+        let options = CreateContainerOptionsBuilder::new().name(&name).build();
+        let created = self
+            .docker
+            .create_container(Some(options), request.body)
+            .await
+            .map_err(|error| session_error("create the container", error))?;
+        let sandbox = Sandbox {
+            id: created.id,
+            name,
+            profile: spec.profile.clone(),
+        };
+        if let Err(error) = self.docker.start_container(&sandbox.id, None).await {
+            let report = self.delete(&sandbox).await;
+            let cause = session_error("start the container", error);
+            return Err(with_leftovers(cause, report));
+        }
+        Ok(sandbox)
+    }
+
+    async fn find(&self, name: &str) -> Result<Sandbox, SessionError> {
+        let inspect = self.inspect_named(name).await?;
+        sandbox_of(&inspect, name)
+    }
+
+    async fn find_profile(&self, profile: &str) -> Result<Sandbox, SessionError> {
+        let running: Vec<_> = list(&self.docker, Some(profile))
+            .await?
+            .into_iter()
+            .filter(|summary| summary.state == "running")
+            .collect();
+        match running.as_slice() {
+            [one] => self.find(&one.id).await,
+            _ => Err(SessionError::NotOneContainer {
+                profile: profile.to_string(),
+                found: running.into_iter().map(|summary| summary.name).collect(),
+            }),
+        }
+    }
+
+    async fn inspect(&self, sandbox: &Sandbox) -> Result<ContainerInspectResponse, SessionError> {
+        self.inspect_named(&sandbox.id).await
+    }
+
+    async fn exec(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+        output: &mut dyn OutputSink,
+    ) -> Result<i64, SessionError> {
+        let input = match &request.stdin {
+            ExecStdin::Null => Input::Null,
+            ExecStdin::Bytes(bytes) => Input::Bytes(bytes.clone()),
+            ExecStdin::Terminal => Input::Terminal,
+        };
+        self.run_exec(sandbox, request, input, output).await
+    }
+
+    async fn upload(
+        &self,
+        sandbox: &Sandbox,
+        source: &std::path::Path,
+        target: &str,
+    ) -> Result<CopyReport, SessionError> {
+        crate::sandbox_copy::upload(self, sandbox, source, target).await
+    }
+
+    async fn download(
+        &self,
+        sandbox: &Sandbox,
+        source: &str,
+        target: &std::path::Path,
+    ) -> Result<CopyReport, SessionError> {
+        crate::sandbox_copy::download(self, sandbox, source, target).await
+    }
+
+    async fn logs(
+        &self,
+        sandbox: &Sandbox,
+        request: &LogsRequest,
+        output: &mut dyn OutputSink,
+    ) -> Result<(), SessionError> {
+        let tail = request
+            .tail
+            .map(|tail| tail.to_string())
+            .unwrap_or_else(|| "all".to_string());
+        let mut options = LogsOptionsBuilder::new()
+            .follow(request.follow)
+            .stdout(true)
+            .stderr(true)
+            .tail(&tail);
+        if let Some(since) = request.since {
+            options = options.since(i32::try_from(since).unwrap_or(i32::MAX));
+        }
+        let mut stream = self.docker.logs(&sandbox.id, Some(options.build()));
+        while let Some(chunk) = stream.next().await {
+            match chunk {
+                Ok(chunk) => write_chunk(output, chunk)?,
+                Err(error) if is_not_found(&error) => {
+                    return Err(SessionError::NoSuchContainer {
+                        name: sandbox.name.clone(),
+                    })
+                }
+                Err(error) => return Err(session_error("read the logs", error)),
+            }
+        }
+        Ok(())
+    }
+
+    async fn start(&self, sandbox: &Sandbox) -> Result<(), SessionError> {
+        match self.docker.start_container(&sandbox.id, None).await {
+            Ok(()) => Ok(()),
+            Err(error) if status(&error) == Some(304) => Ok(()),
+            Err(error) if is_not_found(&error) => Err(SessionError::NoSuchContainer {
+                name: sandbox.name.clone(),
+            }),
+            Err(error) => Err(session_error("start the container", error)),
+        }
+    }
+
+    async fn stop(&self, sandbox: &Sandbox, timeout: Option<u32>) -> Result<(), SessionError> {
+        let mut options = StopContainerOptionsBuilder::new();
+        if let Some(timeout) = timeout {
+            options = options.t(i32::try_from(timeout).unwrap_or(i32::MAX));
+        }
+        match self
+            .docker
+            .stop_container(&sandbox.id, Some(options.build()))
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(error) if status(&error) == Some(304) => Ok(()),
+            Err(error) if is_not_found(&error) => Err(SessionError::NoSuchContainer {
+                name: sandbox.name.clone(),
+            }),
+            Err(error) => Err(session_error("stop the container", error)),
+        }
+    }
+
+    async fn delete(&self, sandbox: &Sandbox) -> DeleteReport {
+        let kill = KillContainerOptionsBuilder::new().signal("KILL").build();
+        let _ = self.docker.kill_container(&sandbox.id, Some(kill)).await;
+        let options = RemoveContainerOptionsBuilder::new().force(true).build();
+        match self
+            .docker
+            .remove_container(&sandbox.id, Some(options))
+            .await
+        {
+            Ok(()) => DeleteReport {
+                removed: true,
+                left: Vec::new(),
+            },
+            Err(error) if is_not_found(&error) => DeleteReport::default(),
+            Err(error) if status(&error) == Some(409) => {
+                crate::admin::wait_removed(&self.docker, &sandbox.id).await;
+                DeleteReport {
+                    removed: true,
+                    left: Vec::new(),
+                }
+            }
+            Err(error) => DeleteReport {
+                removed: false,
+                left: vec![format!("container {}: {error}", sandbox.name)],
+            },
+        }
+    }
+}
+
+/// `cause`, naming what a failed create could not remove.
+pub(crate) fn with_leftovers(cause: SessionError, report: DeleteReport) -> SessionError {
+    if report.left.is_empty() {
+        cause
+    } else {
+        SessionError::ConnectionLost {
+            step: "remove the container of a failed create",
+            message: format!("{cause}; left: {}", report.left.join("; ")),
+        }
+    }
+}
