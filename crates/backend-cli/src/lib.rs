@@ -35,9 +35,11 @@
 pub mod exec;
 mod mount_csv;
 mod render;
+pub mod sandbox;
 mod shell;
 
 pub use agentc_backend_common::{ArgvError, ExecError};
 pub use exec::{launch, Outcome};
 pub use render::render_argv;
+pub use sandbox::CliClient;
 pub use shell::{shell_line, try_shell_line};

@@ -1,0 +1,622 @@
+//! [`CliClient`]: the docker CLI's [`SandboxClient`], running `docker` through
+//! `tokio::process` (`docker exec`, `docker cp`, `docker logs`, `docker start`, `docker stop`,
+//! `docker rm`). Its copies are in [`copy`](mod@copy).
+
+mod copy;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+
+use agentc_backend_common::session::target::{check_name, is_running, sandbox_of};
+use agentc_backend_common::session::{
+    session_spec, CopyReport, DeleteReport, ExecRequest, ExecStdin, LogsRequest, OutputSink,
+    Sandbox, SandboxClient, SessionError, Stream,
+};
+use agentc_backend_common::{resolve_env, resolve_vars, ExecError};
+use agentc_policy::{EnvValue, LaunchSpec, LABEL_PROFILE};
+use bollard::models::ContainerInspectResponse;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, Command};
+
+use crate::render::container_argv;
+
+/// A [`SandboxClient`] that runs the `docker` command line.
+#[derive(Clone)]
+pub struct CliClient {
+    /// The environment secrets are read from (docker reads a bare `--env=NAME` from its own
+    /// environment, which gets these on top of agentc's).
+    env: BTreeMap<String, String>,
+}
+
+impl fmt::Debug for CliClient {
+    // The environment holds secret values: show names only.
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("CliClient")
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// docker's own message from its stderr: without `docker: `, `Error response from daemon: `,
+/// `Error: `, the `See 'docker ... --help'.` line and a final period (which the CLI adds and
+/// the daemon may not have written), so it reads as the Engine API backend's does.
+pub(crate) fn daemon_message(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("See '") && !line.starts_with("Run '"))
+        .collect();
+    let mut message = lines.join(" ");
+    for prefix in ["docker: ", "Error response from daemon: ", "Error: "] {
+        if let Some(rest) = message.strip_prefix(prefix) {
+            message = rest.to_string();
+        }
+    }
+    message.trim_end_matches('.').to_string()
+}
+
+fn exit_code(status: ExitStatus) -> i64 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .map(i64::from)
+        .or_else(|| status.signal().map(|signal| 128 + i64::from(signal)))
+        .unwrap_or(1)
+}
+
+impl CliClient {
+    /// A client that resolves secrets from `env`.
+    pub fn new(env: BTreeMap<String, String>) -> CliClient {
+        CliClient { env }
+    }
+
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
+        log::debug!("running docker {}", args.join(" "));
+        let mut command = Command::new("docker");
+        command
+            .args(args)
+            .envs(&self.env)
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        command
+    }
+
+    /// Runs `docker ARGS`: stdout, or docker's message.
+    pub(crate) async fn output(&self, args: &[&str]) -> Result<Vec<u8>, (Option<i64>, String)> {
+        let output = self
+            .command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .await
+            .map_err(|error| (None, error.to_string()))?;
+        if output.status.success() {
+            Ok(output.stdout)
+        } else {
+            Err((
+                Some(exit_code(output.status)),
+                daemon_message(&output.stderr),
+            ))
+        }
+    }
+
+    pub(crate) async fn inspect_named(
+        &self,
+        name: &str,
+    ) -> Result<ContainerInspectResponse, SessionError> {
+        check_name(name)?;
+        let text = match self.output(&["inspect", "--type", "container", name]).await {
+            Ok(text) => text,
+            Err((None, message)) => {
+                return Err(SessionError::CannotRunDocker {
+                    source: std::io::Error::other(message),
+                })
+            }
+            Err((Some(_), message)) if message.contains("No such") => {
+                return Err(SessionError::NoSuchContainer {
+                    name: name.to_string(),
+                })
+            }
+            Err((Some(_), message)) => return Err(daemon("inspect the container", message)),
+        };
+        let mut found: Vec<ContainerInspectResponse> =
+            serde_json::from_slice(&text).map_err(|error| SessionError::ConnectionLost {
+                step: "read `docker inspect`",
+                message: error.to_string(),
+            })?;
+        if found.is_empty() {
+            return Err(SessionError::NoSuchContainer {
+                name: name.to_string(),
+            });
+        }
+        Ok(found.swap_remove(0))
+    }
+
+    /// `docker exec` for `request`, spawned; the argv holds no secret value (a secret is
+    /// `--env=NAME`, read by docker from its environment).
+    pub(crate) fn spawn_exec(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+        stdin: Stdio,
+        interactive: bool,
+        inherit_output: bool,
+    ) -> Result<Child, SessionError> {
+        request.check()?;
+        resolve_vars(&request.env, &self.env)?;
+        let mut args: Vec<String> = vec!["exec".to_string()];
+        if interactive {
+            args.push("--interactive".to_string());
+        }
+        if request.tty {
+            args.push("--tty".to_string());
+        }
+        if let Some(user) = &request.user {
+            args.push(format!("--user={user}"));
+        }
+        if let Some(workdir) = &request.workdir {
+            args.push(format!("--workdir={workdir}"));
+        }
+        for var in &request.env {
+            match &var.value {
+                EnvValue::Literal { value } => args.push(format!("--env={}={value}", var.name)),
+                EnvValue::Secret { .. } if self.env.contains_key(&var.name) => {
+                    args.push(format!("--env={}", var.name))
+                }
+                EnvValue::Secret { .. } => {}
+            }
+        }
+        args.push(sandbox.id.clone());
+        args.extend(request.command.iter().cloned());
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut command = self.command(&refs);
+        command.stdin(stdin);
+        if inherit_output {
+            command.stdout(Stdio::inherit()).stderr(Stdio::inherit());
+        } else {
+            command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
+        command
+            .spawn()
+            .map_err(|source| SessionError::CannotRunDocker { source })
+    }
+
+    /// Waits for an exec's docker, handing its piped output to `output`; docker's own
+    /// refusals (the container not running, gone) become errors, a finished command's exit
+    /// code is returned.
+    pub(crate) async fn finish_exec(
+        &self,
+        sandbox: &Sandbox,
+        mut child: Child,
+        output: &mut dyn OutputSink,
+    ) -> Result<i64, SessionError> {
+        let mut stdout = child.stdout.take();
+        let mut stderr = child.stderr.take();
+        let mut held: Option<Vec<u8>> = None;
+        let mut out_buffer = vec![0u8; 64 * 1024];
+        let mut err_buffer = vec![0u8; 64 * 1024];
+        let mut first_err = true;
+        while stdout.is_some() || stderr.is_some() {
+            tokio::select! {
+                read = read_some(&mut stdout, &mut out_buffer), if stdout.is_some() => match read {
+                    Some(n) => write(output, Stream::Stdout, &out_buffer[..n])?,
+                    None => stdout = None,
+                },
+                read = read_some(&mut stderr, &mut err_buffer), if stderr.is_some() => match read {
+                    Some(n) => {
+                        let chunk = &err_buffer[..n];
+                        // docker's own refusal comes first and alone: hold it until the exit
+                        // says whose it was.
+                        if first_err && chunk.starts_with(b"Error response from daemon: ") {
+                            held = Some(chunk.to_vec());
+                        } else {
+                            if let Some(held) = held.take() {
+                                write(output, Stream::Stderr, &held)?;
+                            }
+                            write(output, Stream::Stderr, chunk)?;
+                        }
+                        first_err = false;
+                    }
+                    None => stderr = None,
+                },
+            }
+        }
+        let status = child.wait().await.map_err(|source| SessionError::Io {
+            step: "wait for docker exec",
+            source,
+        })?;
+        let code = exit_code(status);
+        if let Some(held) = held {
+            if code != 0 {
+                let message = daemon_message(&held);
+                return Err(if message.contains("is not running") {
+                    SessionError::NotRunning {
+                        name: sandbox.name.clone(),
+                    }
+                } else if message.contains("No such container") {
+                    SessionError::Gone {
+                        name: sandbox.name.clone(),
+                        step: "run the command",
+                    }
+                } else {
+                    daemon("run the command", message)
+                });
+            }
+            write(output, Stream::Stderr, &held)?;
+        }
+        if code != 0 {
+            self.check_still_running(sandbox, "run the command").await?;
+        }
+        Ok(code)
+    }
+
+    /// [`SessionError::Gone`] when the container stopped or went away.
+    pub(crate) async fn check_still_running(
+        &self,
+        sandbox: &Sandbox,
+        step: &'static str,
+    ) -> Result<(), SessionError> {
+        match self.inspect_named(&sandbox.id).await {
+            Ok(inspect) if is_running(&inspect) => Ok(()),
+            Ok(_) | Err(SessionError::NoSuchContainer { .. }) => Err(SessionError::Gone {
+                name: sandbox.name.clone(),
+                step,
+            }),
+            Err(error) => Err(error),
+        }
+    }
+}
+
+pub(crate) fn daemon(step: &'static str, message: String) -> SessionError {
+    SessionError::Daemon { step, message }
+}
+
+async fn read_some<R: AsyncRead + Unpin>(
+    reader: &mut Option<R>,
+    buffer: &mut [u8],
+) -> Option<usize> {
+    let reader = reader.as_mut()?;
+    match reader.read(buffer).await {
+        Ok(0) | Err(_) => None,
+        Ok(n) => Some(n),
+    }
+}
+
+fn write(output: &mut dyn OutputSink, stream: Stream, bytes: &[u8]) -> Result<(), SessionError> {
+    output
+        .write(stream, bytes)
+        .map_err(|source| SessionError::Io {
+            step: "write the output",
+            source,
+        })
+}
+
+/// A docker CLI failure of a container-level command (`start`, `stop`, `logs`).
+fn container_error(
+    sandbox: &Sandbox,
+    step: &'static str,
+    failure: (Option<i64>, String),
+) -> SessionError {
+    match failure {
+        (None, message) => SessionError::CannotRunDocker {
+            source: std::io::Error::other(message),
+        },
+        (Some(_), message) if message.contains("No such container") => {
+            SessionError::NoSuchContainer {
+                name: sandbox.name.clone(),
+            }
+        }
+        (Some(_), message) => daemon(step, message),
+    }
+}
+
+impl SandboxClient for CliClient {
+    fn backend(&self) -> &'static str {
+        "cli"
+    }
+
+    async fn create(&self, spec: &LaunchSpec) -> Result<Sandbox, SessionError> {
+        let container = session_spec(spec)?;
+        resolve_env(&container, &self.env)?;
+        let mut argv = container_argv(&container).map_err(ExecError::from)?;
+        match self
+            .output(&["image", "inspect", "--format", "{{.Id}}", &container.image])
+            .await
+        {
+            Ok(_) => {}
+            Err((Some(_), message)) if message.contains("No such image") => {
+                return Err(ExecError::ImageMissing {
+                    image: container.image.clone(),
+                }
+                .into())
+            }
+            Err((None, message)) => {
+                return Err(SessionError::CannotRunDocker {
+                    source: std::io::Error::other(message),
+                })
+            }
+            Err((Some(_), message)) => return Err(daemon("inspect the image", message)),
+        }
+        let name = container.name.clone().unwrap_or_default();
+        let cid_dir = tempfile_dir()?;
+        let cid_file = cid_dir.join("cid");
+        argv.insert(2, format!("--cidfile={}", cid_file.display()));
+        let refs: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+        let result = self.output(&refs).await;
+        let created = std::fs::read_to_string(&cid_file).ok();
+        let _ = std::fs::remove_dir_all(&cid_dir);
+        match result {
+            Ok(_) => Ok(Sandbox {
+                id: created.unwrap_or(name.clone()).trim().to_string(),
+                name,
+                profile: spec.profile.clone(),
+            }),
+            Err((None, message)) => Err(SessionError::CannotRunDocker {
+                source: std::io::Error::other(message),
+            }),
+            Err((Some(_), message)) => {
+                let Some(id) = created.filter(|id| !id.trim().is_empty()) else {
+                    return Err(daemon("create the container", message));
+                };
+                let sandbox = Sandbox {
+                    id: id.trim().to_string(),
+                    name,
+                    profile: spec.profile.clone(),
+                };
+                let report = self.delete(&sandbox).await;
+                let cause = daemon("start the container", message);
+                if report.left.is_empty() {
+                    Err(cause)
+                } else {
+                    Err(SessionError::ConnectionLost {
+                        step: "remove the container of a failed create",
+                        message: format!("{cause}; left: {}", report.left.join("; ")),
+                    })
+                }
+            }
+        }
+    }
+
+    async fn find(&self, name: &str) -> Result<Sandbox, SessionError> {
+        let inspect = self.inspect_named(name).await?;
+        sandbox_of(&inspect, name)
+    }
+
+    async fn find_profile(&self, profile: &str) -> Result<Sandbox, SessionError> {
+        let filter = format!("label={LABEL_PROFILE}={profile}");
+        let listed = self
+            .output(&[
+                "ps",
+                "--filter",
+                &filter,
+                "--filter",
+                "status=running",
+                "--format",
+                "{{.ID}} {{.Names}}",
+            ])
+            .await
+            .map_err(|(_, message)| daemon("list containers", message))?;
+        let text = String::from_utf8_lossy(&listed);
+        let mut found: Vec<(&str, &str)> = text
+            .lines()
+            .filter_map(|line| line.split_once(' '))
+            .collect();
+        found.sort_by_key(|(_, name)| *name);
+        match found.as_slice() {
+            [(id, _)] => self.find(id).await,
+            _ => Err(SessionError::NotOneContainer {
+                profile: profile.to_string(),
+                found: found.iter().map(|(_, name)| name.to_string()).collect(),
+            }),
+        }
+    }
+
+    async fn inspect(&self, sandbox: &Sandbox) -> Result<ContainerInspectResponse, SessionError> {
+        self.inspect_named(&sandbox.id).await
+    }
+
+    async fn exec(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+        output: &mut dyn OutputSink,
+    ) -> Result<i64, SessionError> {
+        let terminal = request.stdin == ExecStdin::Terminal;
+        // On a terminal docker writes to it directly, and its own refusals with it: ask
+        // first.
+        let inherit = output.is_process_stdio() && terminal && request.tty;
+        if inherit {
+            self.check_still_running(sandbox, "run the command")
+                .await
+                .map_err(|_| SessionError::NotRunning {
+                    name: sandbox.name.clone(),
+                })?;
+        }
+        let (stdin, interactive) = match &request.stdin {
+            ExecStdin::Null => (Stdio::null(), false),
+            ExecStdin::Bytes(_) => (Stdio::piped(), true),
+            ExecStdin::Terminal => (Stdio::inherit(), true),
+        };
+        let mut child = self.spawn_exec(sandbox, request, stdin, interactive, inherit)?;
+        if let ExecStdin::Bytes(bytes) = &request.stdin {
+            if let Some(mut stdin) = child.stdin.take() {
+                let bytes = bytes.clone();
+                tokio::spawn(async move {
+                    let _ = stdin.write_all(&bytes).await;
+                    let _ = stdin.shutdown().await;
+                });
+            }
+        }
+        if inherit {
+            let status = child.wait().await.map_err(|source| SessionError::Io {
+                step: "wait for docker exec",
+                source,
+            })?;
+            let code = exit_code(status);
+            if code != 0 {
+                self.check_still_running(sandbox, "run the command").await?;
+            }
+            return Ok(code);
+        }
+        self.finish_exec(sandbox, child, output).await
+    }
+
+    async fn upload(
+        &self,
+        sandbox: &Sandbox,
+        source: &Path,
+        target: &str,
+    ) -> Result<CopyReport, SessionError> {
+        copy::upload(self, sandbox, source, target).await
+    }
+
+    async fn download(
+        &self,
+        sandbox: &Sandbox,
+        source: &str,
+        target: &Path,
+    ) -> Result<CopyReport, SessionError> {
+        copy::download(self, sandbox, source, target).await
+    }
+
+    async fn logs(
+        &self,
+        sandbox: &Sandbox,
+        request: &LogsRequest,
+        output: &mut dyn OutputSink,
+    ) -> Result<(), SessionError> {
+        let mut args = vec!["logs".to_string()];
+        if request.follow {
+            args.push("--follow".to_string());
+        }
+        if let Some(tail) = request.tail {
+            args.push(format!("--tail={tail}"));
+        }
+        if let Some(since) = request.since {
+            args.push(format!("--since={since}"));
+        }
+        args.push(sandbox.id.clone());
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut child = self
+            .command(&refs)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| SessionError::CannotRunDocker { source })?;
+        let mut stdout = child.stdout.take();
+        let mut stderr = child.stderr.take();
+        let mut out_buffer = vec![0u8; 64 * 1024];
+        let mut err_buffer = vec![0u8; 64 * 1024];
+        let mut held = Vec::new();
+        while stdout.is_some() || stderr.is_some() {
+            tokio::select! {
+                read = read_some(&mut stdout, &mut out_buffer), if stdout.is_some() => match read {
+                    Some(n) => write(output, Stream::Stdout, &out_buffer[..n])?,
+                    None => stdout = None,
+                },
+                read = read_some(&mut stderr, &mut err_buffer), if stderr.is_some() => match read {
+                    Some(n) if held.is_empty() && !err_buffer[..n].starts_with(b"Error") => {
+                        write(output, Stream::Stderr, &err_buffer[..n])?
+                    }
+                    Some(n) => held.extend_from_slice(&err_buffer[..n]),
+                    None => stderr = None,
+                },
+            }
+        }
+        let status = child.wait().await.map_err(|source| SessionError::Io {
+            step: "wait for docker logs",
+            source,
+        })?;
+        if status.success() {
+            write(output, Stream::Stderr, &held)?;
+            Ok(())
+        } else {
+            Err(container_error(
+                sandbox,
+                "read the logs",
+                (Some(exit_code(status)), daemon_message(&held)),
+            ))
+        }
+    }
+
+    async fn start(&self, sandbox: &Sandbox) -> Result<(), SessionError> {
+        self.output(&["start", &sandbox.id])
+            .await
+            .map(|_| ())
+            .map_err(|failure| container_error(sandbox, "start the container", failure))
+    }
+
+    async fn stop(&self, sandbox: &Sandbox, timeout: Option<u32>) -> Result<(), SessionError> {
+        let time = timeout.map(|timeout| format!("--time={timeout}"));
+        let mut args = vec!["stop"];
+        args.extend(time.as_deref());
+        args.push(&sandbox.id);
+        self.output(&args)
+            .await
+            .map(|_| ())
+            .map_err(|failure| container_error(sandbox, "stop the container", failure))
+    }
+
+    async fn delete(&self, sandbox: &Sandbox) -> DeleteReport {
+        let _ = self.output(&["kill", &sandbox.id]).await;
+        match self.output(&["rm", "--force", &sandbox.id]).await {
+            Ok(_) => DeleteReport {
+                removed: true,
+                left: Vec::new(),
+            },
+            Err((Some(_), message)) if message.contains("No such container") => {
+                DeleteReport::default()
+            }
+            Err((Some(_), message)) if message.contains("already in progress") => DeleteReport {
+                removed: true,
+                left: Vec::new(),
+            },
+            Err((_, message)) => DeleteReport {
+                removed: false,
+                left: vec![format!("container {}: {message}", sandbox.name)],
+            },
+        }
+    }
+}
+
+/// A fresh private directory for docker's `--cidfile` (docker refuses an existing file).
+fn tempfile_dir() -> Result<std::path::PathBuf, SessionError> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "agentc-cid-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir(&dir).map_err(|source| SessionError::Io {
+        step: "create a directory for docker's --cidfile",
+        source,
+    })?;
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docker_messages_read_as_the_daemon_wrote_them() {
+        assert_eq!(
+            daemon_message(b"docker: Error response from daemon: network x not found.\nSee 'docker run --help'.\n"),
+            "network x not found"
+        );
+        assert_eq!(
+            daemon_message(b"Error response from daemon: Container abc is not running\n"),
+            "Container abc is not running"
+        );
+        assert_eq!(
+            daemon_message(b"Error: No such container: x\n"),
+            "No such container: x"
+        );
+    }
+}
