@@ -68,6 +68,153 @@ pub enum Command {
         after_help = "Examples:\n  agentc verify fixtures/valid/sandbox-minimal.toml\n  agentc verify fixtures/valid/claude-minimal.toml --backend cli --workspace ~/src/app\n\nThe probe container is the profile's exact run launch (hardening, mounts, limits, network, labels, environment) with `/bin/sh -c PROBE` as its command; it is removed afterwards, also on error or Ctrl-C. Prints a table of expected vs seen values. With --pull a missing image is pulled first, as `agentc run --pull` does. Exit status: 0 every check passed, 1 a check failed or the probe could not report, 125 the probe could not be started. The image needs /bin/sh and busybox or coreutils tools."
     )]
     Verify(VerifyArgs),
+    /// Run a command in a running agentc container and exit with its exit code.
+    #[command(
+        after_help = "Examples:\n  agentc exec agentc-sandbox-dev-1000-pentest -- nmap -sn 10.0.0.0/24\n  agentc exec -it pentest.toml -- sh\n  agentc exec --env TOKEN --env MODE=fast --user 1000 --workdir /tmp NAME -- ./job.sh\n\nNAME is a container name or ID from `agentc ps`, or a profile file (a path with a `/` or a `.toml` ending: its one running container); any other container is refused (exit 1). --env NAME passes the variable's value from this environment by name (an unset one is an error); --env NAME=VALUE a literal. With -t the command gets a TTY when stdin is a terminal (as `run` does). Ctrl-C stops the command in the container too (exit 130). Exit status: the command's own, 125 when it could not be started (the container is not running, the daemon failed), 126/127 when the program cannot be run or is not found."
+    )]
+    Exec(ExecArgs),
+    /// Copy files and directories between the host and a running agentc container.
+    #[command(
+        after_help = "Examples:\n  agentc cp ./src agentc-sandbox-dev-1000-pentest:/tmp\n  agentc cp pentest.toml:/tmp/report.txt ./report.txt\n\nOne side is NAME:PATH (NAME as for `agentc exec`). Into an existing directory the source keeps its name; otherwise it is copied under the name given. Modes are kept; files copied in belong to the container's user. A tmpfs (/tmp, /run) and a path past a read-only root are reached by streaming a tar through exec, as `kubectl cp` does: that needs `sh` and `tar` in the image. Nothing is written on the host outside the copied tree."
+    )]
+    Cp(CpArgs),
+    /// Show where a container port is reachable from the host.
+    #[command(
+        after_help = "Examples:\n  agentc port agentc-sandbox-dev-1000-pentest\n  agentc port pentest.toml 8080\n\nA published port is reachable at 127.0.0.1:HOSTPORT; on a named network, at the container's address on that network (IPv6 in brackets). Without PORT every reachable port is listed as `PORT/PROTO -> ADDRESS`."
+    )]
+    Port(PortArgs),
+    /// Print a container's logs.
+    #[command(
+        after_help = "Examples:\n  agentc logs --tail 20 agentc-sandbox-dev-1000-pentest\n  agentc logs --follow --since 10m pentest.toml"
+    )]
+    Logs(LogsArgs),
+    /// Stop running agentc containers (kept until `agentc rm`).
+    #[command(after_help = "Example:\n  agentc stop --time 2 agentc-sandbox-dev-1000-pentest")]
+    Stop(StopArgs),
+    /// Start stopped agentc containers.
+    #[command(after_help = "Example:\n  agentc start agentc-sandbox-dev-1000-pentest")]
+    Start(StartArgs),
+    /// Open an interactive shell (bash when the image has it, else sh) in a running agentc
+    /// container.
+    #[command(after_help = "Example:\n  agentc shell pentest.toml")]
+    Shell(ShellArgs),
+}
+
+/// The container a session command drives, and the backend it goes through.
+#[derive(Debug, Args)]
+pub struct SessionTarget {
+    /// Which backend talks to the daemon.
+    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
+    pub backend: BackendArg,
+}
+
+/// `agentc exec`.
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The backend.
+    #[command(flatten)]
+    pub target: SessionTarget,
+    /// Pass this process's stdin to the command.
+    #[arg(long, short = 'i')]
+    pub interactive: bool,
+    /// Allocate a TTY (when stdin is a terminal).
+    #[arg(long, short = 't')]
+    pub tty: bool,
+    /// The user (`name`, `uid` or `uid:gid`) [default: the container's].
+    #[arg(long, short = 'u')]
+    pub user: Option<String>,
+    /// The working directory [default: the container's].
+    #[arg(long, short = 'w')]
+    pub workdir: Option<String>,
+    /// NAME (its value from this environment, by name) or NAME=VALUE; repeatable.
+    #[arg(long, short = 'e', value_name = "NAME[=VALUE]")]
+    pub env: Vec<String>,
+    /// A container name or ID from `agentc ps`, or a profile file.
+    pub name: String,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+/// `agentc cp`.
+#[derive(Debug, Args)]
+pub struct CpArgs {
+    /// The backend.
+    #[command(flatten)]
+    pub target: SessionTarget,
+    /// What to copy: a host path, or NAME:PATH.
+    pub source: String,
+    /// Where: a host path, or NAME:PATH.
+    pub destination: String,
+}
+
+/// `agentc port`.
+#[derive(Debug, Args)]
+pub struct PortArgs {
+    /// The backend.
+    #[command(flatten)]
+    pub target: SessionTarget,
+    /// A container name or ID from `agentc ps`, or a profile file.
+    pub name: String,
+    /// The container port, as PORT or PORT/PROTO (tcp or udp).
+    pub port: Option<String>,
+}
+
+/// `agentc logs`.
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// The backend.
+    #[command(flatten)]
+    pub target: SessionTarget,
+    /// Keep printing new output until the container stops.
+    #[arg(long, short = 'f')]
+    pub follow: bool,
+    /// Only the last N lines.
+    #[arg(long, short = 'n', value_name = "N")]
+    pub tail: Option<u64>,
+    /// Only output since a Unix time in seconds, or a duration ago (30s, 10m, 2h, 1d).
+    #[arg(long, value_name = "T")]
+    pub since: Option<String>,
+    /// A container name or ID from `agentc ps`, or a profile file.
+    pub name: String,
+}
+
+/// `agentc stop`.
+#[derive(Debug, Args)]
+pub struct StopArgs {
+    /// The backend.
+    #[command(flatten)]
+    pub target: SessionTarget,
+    /// Seconds to wait after SIGTERM before SIGKILL [default: the daemon's, 10].
+    #[arg(long, short = 't', value_name = "S")]
+    pub time: Option<u32>,
+    /// Container names or IDs from `agentc ps`, or profile files.
+    #[arg(required = true)]
+    pub names: Vec<String>,
+}
+
+/// `agentc start`.
+#[derive(Debug, Args)]
+pub struct StartArgs {
+    /// The backend.
+    #[command(flatten)]
+    pub target: SessionTarget,
+    /// Container names or IDs from `agentc ps -a` (a profile file names its running one).
+    #[arg(required = true)]
+    pub names: Vec<String>,
+}
+
+/// `agentc shell`.
+#[derive(Debug, Args)]
+pub struct ShellArgs {
+    /// The backend.
+    #[command(flatten)]
+    pub target: SessionTarget,
+    /// The user [default: the container's].
+    #[arg(long, short = 'u')]
+    pub user: Option<String>,
+    /// A container name or ID from `agentc ps`, or a profile file.
+    pub name: String,
 }
 
 /// A profile file.

@@ -7,7 +7,8 @@
 //! `agentc_backend_api`), with what they share in `agentc_backend_common`. The
 //! offline commands (`validate`, `schema`, `explain`, `render`) never start a runtime or
 //! connect to a daemon; the launching commands (`run`, `seed`, `build`, `ps`, `rm`,
-//! `verify`) create a tokio runtime only when they talk to the Engine API.
+//! `verify`) create a tokio runtime only when they talk to the Engine API, and the session
+//! commands (`exec`, `cp`, `port`, `logs`, `stop`, `start`, `shell`) for either backend.
 #![deny(missing_docs)]
 
 pub mod cli;
@@ -34,6 +35,13 @@ pub fn execute(cli: Cli) -> ExitCode {
         Command::Ps(args) => commands::ps::ps(args),
         Command::Rm(args) => commands::rm::rm(args),
         Command::Verify(args) => commands::verify::verify(args),
+        Command::Exec(args) => commands::session::exec(args),
+        Command::Cp(args) => commands::session::cp(args),
+        Command::Port(args) => commands::session::port(args),
+        Command::Logs(args) => commands::session::logs(args),
+        Command::Stop(args) => commands::session::stop(args),
+        Command::Start(args) => commands::session::start(args),
+        Command::Shell(args) => commands::session::shell(args),
         Command::Explain(args) => commands::offline::explain(args),
         offline => commands::offline::dispatch(offline).map(|output| {
             let mut stdout = std::io::stdout().lock();

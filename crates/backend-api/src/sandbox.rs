@@ -358,16 +358,21 @@ impl SandboxClient for ApiClient {
         sandbox_of(&inspect, name)
     }
 
-    async fn find_profile(&self, profile: &str) -> Result<Sandbox, SessionError> {
+    async fn find_profile(
+        &self,
+        profile: &str,
+        stopped_too: bool,
+    ) -> Result<Sandbox, SessionError> {
         let running: Vec<_> = list(&self.docker, Some(profile))
             .await?
             .into_iter()
-            .filter(|summary| summary.state == "running")
+            .filter(|summary| stopped_too || summary.state == "running")
             .collect();
         match running.as_slice() {
             [one] => self.find(&one.id).await,
             _ => Err(SessionError::NotOneContainer {
                 profile: profile.to_string(),
+                stopped_too,
                 found: running.into_iter().map(|summary| summary.name).collect(),
             }),
         }

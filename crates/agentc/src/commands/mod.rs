@@ -1,7 +1,8 @@
 //! One module per subcommand, each a short chain of library calls; [`launch`] holds what the
 //! launching commands share (the runtime, the environment and daemon address read from the
 //! machine, a launch through either backend and what it prints, the exit status of a launch
-//! error).
+//! error); [`session`] the commands that drive a running sandbox through either backend's
+//! [`SandboxClient`](agentc_backend_common::session::SandboxClient).
 
 pub mod build;
 pub mod launch;
@@ -10,4 +11,5 @@ pub mod ps;
 pub mod rm;
 pub mod run;
 pub mod seed;
+pub mod session;
 pub mod verify;

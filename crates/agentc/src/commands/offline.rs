@@ -115,7 +115,14 @@ pub fn dispatch(command: Command) -> Result<String, Failure> {
         | Command::Build(_)
         | Command::Ps(_)
         | Command::Rm(_)
-        | Command::Verify(_) => Err(Failure::usage(
+        | Command::Verify(_)
+        | Command::Exec(_)
+        | Command::Cp(_)
+        | Command::Port(_)
+        | Command::Logs(_)
+        | Command::Stop(_)
+        | Command::Start(_)
+        | Command::Shell(_) => Err(Failure::usage(
             "this command has its own entry point and is not dispatched here",
         )),
     }

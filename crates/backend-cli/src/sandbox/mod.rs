@@ -386,18 +386,20 @@ impl SandboxClient for CliClient {
         sandbox_of(&inspect, name)
     }
 
-    async fn find_profile(&self, profile: &str) -> Result<Sandbox, SessionError> {
+    async fn find_profile(
+        &self,
+        profile: &str,
+        stopped_too: bool,
+    ) -> Result<Sandbox, SessionError> {
         let filter = format!("label={LABEL_PROFILE}={profile}");
+        let mut args = vec!["ps", "--filter", &filter, "--format", "{{.ID}} {{.Names}}"];
+        if stopped_too {
+            args.push("--all");
+        } else {
+            args.extend(["--filter", "status=running"]);
+        }
         let listed = self
-            .output(&[
-                "ps",
-                "--filter",
-                &filter,
-                "--filter",
-                "status=running",
-                "--format",
-                "{{.ID}} {{.Names}}",
-            ])
+            .output(&args)
             .await
             .map_err(|(_, message)| daemon("list containers", message))?;
         let text = String::from_utf8_lossy(&listed);
@@ -410,6 +412,7 @@ impl SandboxClient for CliClient {
             [(id, _)] => self.find(id).await,
             _ => Err(SessionError::NotOneContainer {
                 profile: profile.to_string(),
+                stopped_too,
                 found: found.iter().map(|(_, name)| name.to_string()).collect(),
             }),
         }

@@ -31,12 +31,14 @@ pub enum SessionError {
         name: String,
     },
     /// A profile has no running container, or several.
-    #[error("profile {profile} has {} running containers{}\n  hint: name one container (`agentc ps`){}", found.len(), if found.is_empty() { String::new() } else { format!(": {}", found.join(", ")) }, if found.is_empty() { "; `agentc run PROFILE` starts its sandbox" } else { "" })]
+    #[error("profile {profile} has {} {}containers{}\n  hint: name one container (`agentc ps`){}", found.len(), if *stopped_too { "" } else { "running " }, if found.is_empty() { String::new() } else { format!(": {}", found.join(", ")) }, if found.is_empty() { "; `agentc run PROFILE` starts its sandbox" } else { "" })]
     NotOneContainer {
         /// The profile's name.
         profile: String,
-        /// The names of its running containers.
+        /// The names of its (running) containers.
         found: Vec<String>,
+        /// Whether stopped containers were counted too.
+        stopped_too: bool,
     },
     /// The container is not running (exec and copies into a tmpfs need it running).
     #[error("container {name} is not running\n  hint: `agentc start {name}` starts it")]
@@ -226,6 +228,7 @@ mod tests {
         let none = SessionError::NotOneContainer {
             profile: "p".into(),
             found: vec![],
+            stopped_too: false,
         };
         assert_eq!(
             none.to_string(),

@@ -88,11 +88,13 @@ pub trait SandboxClient: Send + Sync {
     /// ([`SessionError::NotAgentc`]).
     fn find(&self, name: &str) -> impl Future<Output = Result<Sandbox, SessionError>> + Send;
 
-    /// The one running container of a profile (label `io.agentc.profile=PROFILE`); none or
-    /// several is an error listing them.
+    /// The one container of a profile (label `io.agentc.profile=PROFILE`): its one running
+    /// container, or with `stopped_too` its one container in any state; none or several is
+    /// an error listing them.
     fn find_profile(
         &self,
         profile: &str,
+        stopped_too: bool,
     ) -> impl Future<Output = Result<Sandbox, SessionError>> + Send;
 
     /// The container's inspect, as `docker inspect` prints it.

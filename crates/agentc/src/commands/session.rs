@@ -1,0 +1,438 @@
+//! The session commands, `exec`, `cp`, `port`, `logs`, `stop`, `start` and `shell`: each a
+//! short chain of [`SandboxClient`] calls, written once and run through the backend asked
+//! for (`--backend cli|api`), so both give the same results.
+//!
+//! A NAME is a container name or ID from `agentc ps`, or a profile file (a path holding a
+//! `/` or ending in `.toml`), which means its one running container; the client refuses any
+//! container agentc did not create.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use agentc_backend_api::ApiClient;
+use agentc_backend_cli::CliClient;
+use agentc_backend_common::session::target::parse_port;
+use agentc_backend_common::session::{
+    parse_since, ExecRequest, ExecStdin, LogsRequest, ProcessStdio, Sandbox, SandboxClient,
+    SessionError, EXEC_TAG_VAR,
+};
+use agentc_backend_common::{exit_status, Interrupt};
+use agentc_policy::{EnvValue, EnvVar};
+
+use crate::cli::{
+    BackendArg, CpArgs, ExecArgs, LogsArgs, PortArgs, ShellArgs, StartArgs, StopArgs,
+};
+use crate::commands::launch;
+use crate::context::{self, Failure, EXIT_DOCKER};
+
+/// A session command, run against either backend's client.
+trait SessionCommand {
+    async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure>;
+}
+
+/// Runs `command` through `backend`'s client, in a runtime of its own.
+fn on_backend(backend: BackendArg, command: impl SessionCommand) -> Result<u8, Failure> {
+    let runtime = launch::runtime()?;
+    let env = launch::process_env();
+    runtime.block_on(async move {
+        match backend {
+            BackendArg::Cli => command.run(&CliClient::new(env)).await,
+            BackendArg::Api => {
+                let docker = launch::connect().await?;
+                command.run(&ApiClient::new(docker, env)).await
+            }
+        }
+    })
+}
+
+/// A session error, with its exit status ([`SessionError::exit_code`]).
+pub fn session_failure(error: SessionError) -> Failure {
+    Failure::new(
+        u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER),
+        error.to_string(),
+    )
+}
+
+/// Whether NAME names a profile file rather than a container.
+fn is_profile_path(name: &str) -> bool {
+    name.contains('/') || name.ends_with(".toml")
+}
+
+/// The sandbox NAME means: a container agentc created, or a profile file's one (running)
+/// container.
+async fn sandbox_named<C: SandboxClient>(
+    client: &C,
+    name: &str,
+    stopped_too: bool,
+) -> Result<Sandbox, Failure> {
+    let found = if is_profile_path(name) {
+        let loaded = context::load_profile(Path::new(name))?;
+        client.find_profile(&loaded.profile.name, stopped_too).await
+    } else {
+        client.find(name).await
+    };
+    found.map_err(session_failure)
+}
+
+/// SIGINT and SIGTERM, listened to while a command runs.
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> Result<Signals, Failure> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let listen = |kind| {
+            signal(kind).map_err(|error| {
+                Failure::new(EXIT_DOCKER, format!("cannot listen for signals: {error}"))
+            })
+        };
+        Ok(Signals {
+            interrupt: listen(SignalKind::interrupt())?,
+            terminate: listen(SignalKind::terminate())?,
+        })
+    }
+
+    async fn recv(&mut self) -> Interrupt {
+        tokio::select! {
+            _ = self.interrupt.recv() => Interrupt::Sigint,
+            _ = self.terminate.recv() => Interrupt::Sigterm,
+        }
+    }
+}
+
+/// A tag unique to this exec, for [`SandboxClient::stop_tagged`].
+fn exec_tag() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|since| since.subsec_nanos())
+        .unwrap_or_default();
+    format!("{}-{nanos}", std::process::id())
+}
+
+/// `--env NAME` (a secret by name) or `--env NAME=VALUE` (a literal).
+fn env_entry(text: &str) -> EnvVar {
+    match text.split_once('=') {
+        Some((name, value)) => EnvVar {
+            name: name.to_string(),
+            value: EnvValue::Literal {
+                value: value.to_string(),
+            },
+        },
+        None => EnvVar {
+            name: text.to_string(),
+            value: EnvValue::Secret { required: true },
+        },
+    }
+}
+
+/// Runs an exec on this process's stdio; on SIGINT or SIGTERM, stops what it started in the
+/// container and exits 130 or 143.
+async fn run_exec<C: SandboxClient>(
+    client: &C,
+    sandbox: &Sandbox,
+    mut request: ExecRequest,
+) -> Result<u8, Failure> {
+    let tag = exec_tag();
+    request.env.push(EnvVar {
+        name: EXEC_TAG_VAR.to_string(),
+        value: EnvValue::Literal { value: tag.clone() },
+    });
+    let mut signals = Signals::new()?;
+    let mut output = ProcessStdio;
+    let interrupted = tokio::select! {
+        result = client.exec(sandbox, &request, &mut output) => {
+            return result.map(exit_status).map_err(session_failure);
+        }
+        signal = signals.recv() => signal,
+    };
+    let cleanup = match client
+        .stop_tagged(sandbox, &tag, request.user.as_deref())
+        .await
+    {
+        Ok(()) => format!("stopped the command in {}", sandbox.name),
+        Err(error) => format!(
+            "the command may still run in {}: {error}\n  hint: `agentc stop {}` stops the container",
+            sandbox.name, sandbox.name
+        ),
+    };
+    Err(session_failure(SessionError::Interrupted {
+        signal: interrupted,
+        cleanup,
+    }))
+}
+
+struct Exec(ExecArgs);
+
+impl SessionCommand for Exec {
+    async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure> {
+        let args = self.0;
+        let sandbox = sandbox_named(client, &args.name, false).await?;
+        let mut request = ExecRequest::new(args.command);
+        request.user = args.user;
+        request.workdir = args.workdir;
+        request.env = args.env.iter().map(|entry| env_entry(entry)).collect();
+        if args.interactive {
+            request.stdin = ExecStdin::Terminal;
+        }
+        // As `run` does: a TTY only when stdin is a terminal.
+        request.tty = args.tty && std::io::stdin().is_terminal();
+        run_exec(client, &sandbox, request).await
+    }
+}
+
+/// Runs `agentc exec`.
+pub fn exec(args: ExecArgs) -> Result<u8, Failure> {
+    on_backend(args.target.backend, Exec(args))
+}
+
+struct Shell(ShellArgs);
+
+impl SessionCommand for Shell {
+    async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure> {
+        let args = self.0;
+        let sandbox = sandbox_named(client, &args.name, false).await?;
+        let mut request = ExecRequest::new([
+            "sh",
+            "-c",
+            "if command -v bash >/dev/null 2>&1; then exec bash; fi; exec sh",
+        ]);
+        request.user = args.user;
+        request.stdin = ExecStdin::Terminal;
+        request.tty = std::io::stdin().is_terminal();
+        run_exec(client, &sandbox, request).await
+    }
+}
+
+/// Runs `agentc shell`.
+pub fn shell(args: ShellArgs) -> Result<u8, Failure> {
+    on_backend(args.target.backend, Shell(args))
+}
+
+/// One side of `agentc cp`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Side {
+    Host(PathBuf),
+    Container { name: String, path: String },
+}
+
+/// `NAME:PATH` when a `:` comes before any `/` (as `docker cp` reads it), a host path
+/// otherwise.
+fn side(text: &str) -> Side {
+    match text.split_once(':') {
+        Some((name, path)) if !name.is_empty() && !name.contains('/') => Side::Container {
+            name: name.to_string(),
+            path: path.to_string(),
+        },
+        _ => Side::Host(PathBuf::from(text)),
+    }
+}
+
+struct Copy(CpArgs);
+
+impl SessionCommand for Copy {
+    async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure> {
+        let args = self.0;
+        let (source, destination) = (side(&args.source), side(&args.destination));
+        let mut signals = Signals::new()?;
+        let copy = async {
+            match (&source, &destination) {
+                (Side::Host(from), Side::Container { name, path }) => {
+                    let sandbox = sandbox_named(client, name, true).await?;
+                    let report = client
+                        .upload(&sandbox, from, path)
+                        .await
+                        .map_err(session_failure)?;
+                    Ok(format!("{}:{}", sandbox.name, report.destination))
+                }
+                (Side::Container { name, path }, Side::Host(to)) => {
+                    let sandbox = sandbox_named(client, name, true).await?;
+                    let report = client
+                        .download(&sandbox, path, to)
+                        .await
+                        .map_err(session_failure)?;
+                    Ok(report.destination)
+                }
+                _ => Err(Failure::usage(
+                    "one side of `agentc cp` must be NAME:PATH and the other a host path\n  hint: agentc cp ./file NAME:/tmp, or agentc cp NAME:/tmp/file .",
+                )),
+            }
+        };
+        tokio::select! {
+            copied = copy => {
+                eprintln!("agentc: copied {} to {}", args.source, copied?);
+                Ok(0)
+            }
+            signal = signals.recv() => Err(session_failure(SessionError::Interrupted {
+                signal,
+                cleanup: "the copy was stopped and what it had written on the host removed".to_string(),
+            })),
+        }
+    }
+}
+
+/// Runs `agentc cp`.
+pub fn cp(args: CpArgs) -> Result<u8, Failure> {
+    on_backend(args.target.backend, Copy(args))
+}
+
+struct Port(PortArgs);
+
+impl SessionCommand for Port {
+    async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure> {
+        let args = self.0;
+        let port = args
+            .port
+            .as_deref()
+            .map(parse_port)
+            .transpose()
+            .map_err(session_failure)?;
+        let sandbox = sandbox_named(client, &args.name, false).await?;
+        match port {
+            Some((port, protocol)) => {
+                let endpoint = client
+                    .endpoint(&sandbox, port, protocol)
+                    .await
+                    .map_err(session_failure)?;
+                println!("{endpoint}");
+            }
+            None => {
+                for endpoint in client.endpoints(&sandbox).await.map_err(session_failure)? {
+                    println!(
+                        "{}/{} -> {endpoint}",
+                        endpoint.container_port,
+                        endpoint.protocol.as_str()
+                    );
+                }
+            }
+        }
+        Ok(0)
+    }
+}
+
+/// Runs `agentc port`.
+pub fn port(args: PortArgs) -> Result<u8, Failure> {
+    on_backend(args.target.backend, Port(args))
+}
+
+struct Logs(LogsArgs);
+
+impl SessionCommand for Logs {
+    async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure> {
+        let args = self.0;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|since| since.as_secs() as i64)
+            .unwrap_or_default();
+        let since = args
+            .since
+            .as_deref()
+            .map(|text| parse_since(text, now))
+            .transpose()
+            .map_err(session_failure)?;
+        let sandbox = sandbox_named(client, &args.name, true).await?;
+        let request = LogsRequest {
+            follow: args.follow,
+            tail: args.tail,
+            since,
+        };
+        let mut signals = Signals::new()?;
+        let mut output = ProcessStdio;
+        tokio::select! {
+            result = client.logs(&sandbox, &request, &mut output) => {
+                result.map(|()| 0).map_err(session_failure)
+            }
+            // Ctrl-C is how `--follow` ends: quietly.
+            signal = signals.recv() => Ok(u8::try_from(signal.exit_code()).unwrap_or(130)),
+        }
+    }
+}
+
+/// Runs `agentc logs`.
+pub fn logs(args: LogsArgs) -> Result<u8, Failure> {
+    on_backend(args.target.backend, Logs(args))
+}
+
+struct Stop(StopArgs);
+
+impl SessionCommand for Stop {
+    async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure> {
+        let args = self.0;
+        // Every name is checked before anything is stopped, as `agentc rm` does.
+        let mut sandboxes = Vec::new();
+        for name in &args.names {
+            sandboxes.push(sandbox_named(client, name, true).await?);
+        }
+        for sandbox in sandboxes {
+            client
+                .stop(&sandbox, args.time)
+                .await
+                .map_err(session_failure)?;
+            println!("stopped {}", sandbox.name);
+        }
+        Ok(0)
+    }
+}
+
+/// Runs `agentc stop`.
+pub fn stop(args: StopArgs) -> Result<u8, Failure> {
+    on_backend(args.target.backend, Stop(args))
+}
+
+struct Start(StartArgs);
+
+impl SessionCommand for Start {
+    async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure> {
+        let args = self.0;
+        let mut sandboxes = Vec::new();
+        for name in &args.names {
+            sandboxes.push(sandbox_named(client, name, true).await?);
+        }
+        for sandbox in sandboxes {
+            client.start(&sandbox).await.map_err(session_failure)?;
+            println!("started {}", sandbox.name);
+        }
+        Ok(0)
+    }
+}
+
+/// Runs `agentc start`.
+pub fn start(args: StartArgs) -> Result<u8, Failure> {
+    on_backend(args.target.backend, Start(args))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cp_sides_are_read_as_docker_cp_reads_them() {
+        assert_eq!(
+            side("box:/tmp/x"),
+            Side::Container {
+                name: "box".into(),
+                path: "/tmp/x".into()
+            }
+        );
+        assert_eq!(side("./a:b"), Side::Host(PathBuf::from("./a:b")));
+        assert_eq!(side("/abs/file"), Side::Host(PathBuf::from("/abs/file")));
+        assert_eq!(side(":x"), Side::Host(PathBuf::from(":x")));
+    }
+
+    #[test]
+    fn env_entries_are_literals_or_secrets_by_name() {
+        assert_eq!(
+            env_entry("A=b=c").value,
+            EnvValue::Literal {
+                value: "b=c".into()
+            }
+        );
+        assert_eq!(
+            env_entry("TOKEN").value,
+            EnvValue::Secret { required: true }
+        );
+        assert!(is_profile_path("./p.toml") && is_profile_path("p.toml"));
+        assert!(!is_profile_path("agentc-sandbox-dev-1000-p"));
+    }
+}
