@@ -403,6 +403,8 @@ mod verify_probe {
             network: Network::None,
             extra_hosts: Vec::new(),
             ports: Vec::new(),
+            exposed_ports: Vec::new(),
+            network_aliases: Vec::new(),
             resources: Resources {
                 memory_bytes: Some(67_108_864),
                 memory_swap_bytes: Some(67_108_864),

@@ -10,9 +10,9 @@ use std::net::IpAddr;
 
 use agentc_conformance::referee::{require_docker_cli, Referee, Verdict};
 use agentc_policy::{
-    Action, AppArmor, Capability, ContainerSpec, Device, EnvValue, EnvVar, ExtraHost, HostTarget,
-    LaunchKind, LaunchSpec, LogConfig, Mount, MountSource, Network, Protocol, PublishedPort,
-    Resources, Tmpfs,
+    Action, AppArmor, Capability, ContainerSpec, Device, EnvValue, EnvVar, ExposedPort, ExtraHost,
+    HostTarget, LaunchKind, LaunchSpec, LogConfig, Mount, MountSource, Network, Protocol,
+    PublishedPort, Resources, Tmpfs,
 };
 use serde_json::json;
 
@@ -171,6 +171,21 @@ fn everything() -> ContainerSpec {
                 host_port: Some(1),
             },
         ],
+        exposed_ports: vec![
+            ExposedPort {
+                container_port: 9090,
+                protocol: Protocol::Tcp,
+            },
+            ExposedPort {
+                container_port: 8080,
+                protocol: Protocol::Tcp,
+            },
+            ExposedPort {
+                container_port: 5353,
+                protocol: Protocol::Udp,
+            },
+        ],
+        network_aliases: vec!["everything".into(), "agentc.alias-2".into()],
         resources: Resources {
             memory_bytes: Some(8 * 1024 * 1024 * 1024),
             memory_swap_bytes: Some(8 * 1024 * 1024 * 1024),
@@ -272,6 +287,8 @@ fn detached_non_interactive_launch_is_equivalent() {
         tty: false,
         auto_remove: false,
         network: Network::None,
+        // docker refuses aliases off a named network (as both backends do).
+        network_aliases: Vec::new(),
         command: vec!["sleep".into(), "infinity".into()],
         ..everything()
     };

@@ -21,8 +21,9 @@ use std::collections::{BTreeSet, HashMap};
 
 use agentc_backend_common::{check_build, check_container, ArgvError, ExecError};
 use agentc_policy::spec::{
-    Action, AppArmor, BuildSpec, ContainerSpec, Device, EnvValue, EnvVar, ExtraHost, HostTarget,
-    LaunchSpec, LogConfig, Mount, MountSource, Network, PublishedPort, Resources, Tmpfs,
+    Action, AppArmor, BuildSpec, ContainerSpec, Device, EnvValue, EnvVar, ExposedPort, ExtraHost,
+    HostTarget, LaunchSpec, LogConfig, Mount, MountSource, Network, PublishedPort, Resources,
+    Tmpfs,
 };
 use bollard::models::{
     ContainerCreateBody, DeviceMapping, EndpointSettings, HostConfig, HostConfigLogConfig,
@@ -163,6 +164,8 @@ pub fn render_create(spec: &ContainerSpec) -> Result<CreateRequest, RenderError>
         network,
         extra_hosts,
         ports,
+        exposed_ports,
+        network_aliases,
         resources,
         log,
         devices,
@@ -174,8 +177,8 @@ pub fn render_create(spec: &ContainerSpec) -> Result<CreateRequest, RenderError>
     } = spec;
     check_container(spec)?;
 
-    let (exposed_ports, port_bindings) = render_ports(ports);
-    let (network_mode, networking_config) = render_network(network);
+    let (exposed_ports, port_bindings) = render_ports(ports, exposed_ports);
+    let (network_mode, networking_config) = render_network(network, network_aliases);
     let mut host_config = HostConfig {
         mounts: non_empty(mounts.iter().map(render_mount).collect()),
         tmpfs: non_empty_map(render_tmpfs(tmpfs)),
@@ -361,8 +364,8 @@ fn render_capabilities(capabilities: &BTreeSet<agentc_policy::Capability>) -> Ve
 
 /// `--network` → `HostConfig.NetworkMode`. Without `--network` (agentc's `Default`) the CLI
 /// sends `"default"` and a `"default"` endpoint; with one network and no endpoint options it
-/// sends no endpoint.
-fn render_network(network: &Network) -> (String, Option<NetworkingConfig>) {
+/// sends no endpoint, unless `--network-alias` gives it aliases (`Aliases`).
+fn render_network(network: &Network, aliases: &[String]) -> (String, Option<NetworkingConfig>) {
     match network {
         Network::Default => (
             "default".to_string(),
@@ -374,7 +377,19 @@ fn render_network(network: &Network) -> (String, Option<NetworkingConfig>) {
             }),
         ),
         Network::None => ("none".to_string(), None),
-        Network::Named { name } => (name.clone(), None),
+        Network::Named { name } if aliases.is_empty() => (name.clone(), None),
+        Network::Named { name } => (
+            name.clone(),
+            Some(NetworkingConfig {
+                endpoints_config: Some(HashMap::from([(
+                    name.clone(),
+                    EndpointSettings {
+                        aliases: Some(aliases.to_vec()),
+                        ..Default::default()
+                    },
+                )])),
+            }),
+        ),
     }
 }
 
@@ -391,7 +406,11 @@ fn render_extra_host(host: &ExtraHost) -> String {
 /// `--publish IP:[HOSTPORT]:PORT/PROTO` → `Config.ExposedPorts` (`PORT/PROTO`, once) and
 /// `HostConfig.PortBindings` (`{PORT/PROTO: [{HostIp, HostPort}]}`, in order). The CLI
 /// always sends `PortBindings`, `{}` when empty; an unset host port is `""`, a zero value.
-fn render_ports(ports: &[PublishedPort]) -> (Option<Vec<String>>, Option<PortMap>) {
+/// `--expose PORT/PROTO` adds to `Config.ExposedPorts` only.
+fn render_ports(
+    ports: &[PublishedPort],
+    exposed_only: &[ExposedPort],
+) -> (Option<Vec<String>>, Option<PortMap>) {
     let mut exposed: Vec<String> = Vec::new();
     let mut bindings: PortMap = HashMap::new();
     for PublishedPort {
@@ -413,6 +432,16 @@ fn render_ports(ports: &[PublishedPort]) -> (Option<Vec<String>>, Option<PortMap
                 host_ip: Some(host_ip.to_string()),
                 host_port: host_port.map(|port| port.to_string()),
             });
+    }
+    for ExposedPort {
+        container_port,
+        protocol,
+    } in exposed_only
+    {
+        let key = format!("{}/{}", container_port, protocol.as_str());
+        if !exposed.contains(&key) {
+            exposed.push(key);
+        }
     }
     (non_empty(exposed), non_empty_map(bindings))
 }
@@ -640,6 +669,8 @@ mod tests {
                 ),
                 port(8080, Protocol::Tcp, localhost, Some(8081)),
             ],
+            exposed_ports: Vec::new(),
+            network_aliases: Vec::new(),
             resources: Resources {
                 memory_bytes: Some(2 << 30),
                 memory_swap_bytes: Some(2 << 30),

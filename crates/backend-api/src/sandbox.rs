@@ -177,15 +177,15 @@ impl ApiClient {
                     if let Some(code) = inspect.exit_code {
                         return Ok(code);
                     }
-                    return Err(self.gone_or(sandbox, "wait for the command").await);
+                    return Err(self.gone_or(sandbox, "run the command").await);
                 }
                 Err(error) if is_not_found(&error) => {
-                    return Err(self.gone_or(sandbox, "wait for the command").await)
+                    return Err(self.gone_or(sandbox, "run the command").await)
                 }
                 Err(error) => return Err(session_error("inspect the exec", error)),
             }
         }
-        Err(self.gone_or(sandbox, "wait for the command").await)
+        Err(self.gone_or(sandbox, "run the command").await)
     }
 
     /// [`SessionError::Gone`] when the container is gone or stopped, a lost connection
@@ -248,7 +248,7 @@ impl ApiClient {
                 chunk = stream.next() => match chunk {
                     Some(Ok(chunk)) => write_chunk(output, chunk)?,
                     Some(Err(error)) => {
-                        return Err(match self.gone_or(sandbox, "read the command's output").await {
+                        return Err(match self.gone_or(sandbox, "run the command").await {
                             SessionError::ConnectionLost { .. } => session_error("read the command's output", error),
                             other => other,
                         })
@@ -270,7 +270,21 @@ impl ApiClient {
             }
         }
         drop(_raw);
-        self.exec_exit(sandbox, &exec_id).await
+        let code = self.exec_exit(sandbox, &exec_id).await?;
+        if code != 0 {
+            // A command ended by its container's end (removed, stopped, killed) did not exit.
+            match self.docker.inspect_container(&sandbox.id, None).await {
+                Ok(inspect) if is_running(&inspect) => {}
+                Ok(_) | Err(BollardError::DockerResponseServerError { .. }) => {
+                    return Err(SessionError::Gone {
+                        name: sandbox.name.clone(),
+                        step: "run the command",
+                    })
+                }
+                Err(error) => return Err(session_error("run the command", error)),
+            }
+        }
+        Ok(code)
     }
 
     async fn resize_exec(&self, exec_id: &str) {

@@ -14,7 +14,8 @@
 //!             [--env=]...                                                    (env)
 //!             [--mount=]... [--tmpfs=]...                                    (mounts)
 //!             [--read-only] [--security-opt=]... [--cap-drop=ALL] [--cap-add=]... (security)
-//!             [--network=] [--add-host=]... [--publish=]...                  (network)
+//!             [--network=] [--network-alias=]... [--add-host=]... [--publish=]...
+//!             [--expose=]...                                                 (network)
 //!             [--memory=] [--memory-swap=] [--shm-size=] [--cpus=] [--pids-limit=] (resources)
 //!             [--log-driver=] [--log-opt=]...                                (logging)
 //!             [--device=]...                                                 (devices)
@@ -29,9 +30,9 @@ use std::path::Path;
 
 use agentc_backend_common::{check_build, check_container, ArgvError};
 use agentc_policy::{
-    Action, AppArmor, BuildSpec, Capability, ContainerSpec, Device, EnvValue, EnvVar, ExtraHost,
-    HostTarget, LaunchSpec, LogConfig, Mount, MountSource, Network, PublishedPort, Resources,
-    Tmpfs,
+    Action, AppArmor, BuildSpec, Capability, ContainerSpec, Device, EnvValue, EnvVar, ExposedPort,
+    ExtraHost, HostTarget, LaunchSpec, LogConfig, Mount, MountSource, Network, PublishedPort,
+    Resources, Tmpfs,
 };
 
 use crate::mount_csv;
@@ -86,6 +87,8 @@ fn render_container(spec: &ContainerSpec) -> Vec<String> {
         network,
         extra_hosts,
         ports,
+        exposed_ports,
+        network_aliases,
         resources,
         log,
         devices,
@@ -120,7 +123,16 @@ fn render_container(spec: &ContainerSpec) -> Vec<String> {
         *cap_drop_all,
         cap_add,
     );
-    render_network(&mut argv, network, extra_hosts, ports);
+    render_network(
+        &mut argv,
+        &Networking {
+            network,
+            aliases: network_aliases,
+            extra_hosts,
+            ports,
+            exposed: exposed_ports,
+        },
+    );
     render_resources(&mut argv, resources);
     render_logging(&mut argv, log.as_ref());
     render_devices(&mut argv, devices);
@@ -280,18 +292,25 @@ fn render_security(
 /// at the first `:`; a host holds neither, so every version reads the same pair.
 /// `--publish` is `IP:HOSTPORT:PORT/PROTO`, or `IP::PORT/PROTO` to let the daemon pick the host
 /// port, with an IPv6 address in brackets.
-fn render_network(
-    argv: &mut Vec<String>,
-    network: &Network,
-    extra_hosts: &[ExtraHost],
-    ports: &[PublishedPort],
-) {
+/// `--expose=PORT/PROTO` (`Config.ExposedPorts`) and `--network-alias=NAME`
+/// (`NetworkingConfig.EndpointsConfig.NETWORK.Aliases`) follow.
+fn render_network(argv: &mut Vec<String>, networking: &Networking<'_>) {
+    let Networking {
+        network,
+        aliases,
+        extra_hosts,
+        ports,
+        exposed,
+    } = networking;
     match network {
         Network::Default => {}
         Network::None => argv.push("--network=none".to_owned()),
         Network::Named { name } => argv.push(format!("--network={name}")),
     }
-    for ExtraHost { host, target } in extra_hosts {
+    for alias in *aliases {
+        argv.push(format!("--network-alias={alias}"));
+    }
+    for ExtraHost { host, target } in *extra_hosts {
         let address = match target {
             HostTarget::HostGateway => "host-gateway".to_owned(),
             HostTarget::Ip { address } => address.to_string(),
@@ -303,7 +322,7 @@ fn render_network(
         protocol,
         host_ip,
         host_port,
-    } in ports
+    } in *ports
     {
         let ip = match host_ip {
             IpAddr::V4(v4) => v4.to_string(),
@@ -315,6 +334,22 @@ fn render_network(
             protocol.as_str()
         ));
     }
+    for ExposedPort {
+        container_port,
+        protocol,
+    } in *exposed
+    {
+        argv.push(format!("--expose={container_port}/{}", protocol.as_str()));
+    }
+}
+
+/// The network family of a container launch.
+struct Networking<'a> {
+    network: &'a Network,
+    aliases: &'a [String],
+    extra_hosts: &'a [ExtraHost],
+    ports: &'a [PublishedPort],
+    exposed: &'a [ExposedPort],
 }
 
 /// `--memory=BYTES` (`HostConfig.Memory`), `--memory-swap=BYTES` (`HostConfig.MemorySwap`),

@@ -78,6 +78,8 @@ pub fn check_container(spec: &ContainerSpec) -> Result<(), ArgvError> {
         network,
         extra_hosts,
         ports: _,
+        exposed_ports: _,
+        network_aliases,
         resources,
         log,
         devices,
@@ -101,6 +103,23 @@ pub fn check_container(spec: &ContainerSpec) -> Result<(), ArgvError> {
     check_mounts(mounts)?;
     check_tmpfs(tmpfs)?;
     check_network(network, extra_hosts)?;
+    for (index, alias) in network_aliases.iter().enumerate() {
+        no_nul(|| format!("network_aliases[{index}]"), alias)?;
+        refuse(
+            !matches!(network, Network::Named { .. }),
+            || format!("network_aliases[{index}]"),
+            alias,
+            "docker supports network-scoped aliases only on user-defined networks",
+            "join a named network, or drop the alias",
+        )?;
+        refuse(
+            alias.is_empty(),
+            || format!("network_aliases[{index}]"),
+            alias,
+            "docker refuses an empty `--network-alias`",
+            "name the alias",
+        )?;
+    }
     check_resources(resources)?;
     check_logging(log.as_ref())?;
     check_devices(devices)?;

@@ -218,6 +218,11 @@ impl Renderer<'_> {
             network,
             extra_hosts,
             ports,
+            // On a named network Docker reaches these at the container's address; the k8s
+            // approximation of a named network (a label whose pods reach each other) already
+            // lets its peers reach every port, and a pod has no network aliases.
+            exposed_ports: _,
+            network_aliases: _,
             resources,
             log,
             devices,

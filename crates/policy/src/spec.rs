@@ -175,6 +175,16 @@ pub struct ContainerSpec {
     /// Published container ports. `--publish`; `HostConfig.PortBindings` and
     /// `Config.ExposedPorts`.
     pub ports: Vec<PublishedPort>,
+    /// Container ports exposed, not published: on a named network the container is reached
+    /// at its own address there (`agentc port`). `--expose`; `Config.ExposedPorts`. Left out
+    /// of the serialized spec when empty, so that specs without it keep their digests.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exposed_ports: Vec<ExposedPort>,
+    /// Other names the container answers to on its named network (agentc gives it the
+    /// profile's name). `--network-alias`; `NetworkingConfig.EndpointsConfig.NETWORK.Aliases`.
+    /// Left out of the serialized spec when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network_aliases: Vec<String>,
     /// cgroup limits.
     pub resources: Resources,
     /// Log driver; `None` keeps the daemon's default. `--log-driver`, `--log-opt`;
@@ -220,6 +230,8 @@ impl ContainerSpec {
             network: Network::Default,
             extra_hosts: Vec::new(),
             ports: Vec::new(),
+            exposed_ports: Vec::new(),
+            network_aliases: Vec::new(),
             resources: Resources::default(),
             log: None,
             devices: Vec::new(),
@@ -354,6 +366,17 @@ pub struct PublishedPort {
     pub host_ip: std::net::IpAddr,
     /// The host port; `None` lets the daemon pick a free one.
     pub host_port: Option<u16>,
+}
+
+/// A container port exposed without a host binding.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+pub struct ExposedPort {
+    /// The port inside the container.
+    pub container_port: u16,
+    /// Its protocol.
+    pub protocol: Protocol,
 }
 
 /// A transport protocol.

@@ -116,7 +116,9 @@ impl CliClient {
                     source: std::io::Error::other(message),
                 })
             }
-            Err((Some(_), message)) if message.contains("No such") => {
+            Err((Some(_), message))
+                if message.contains("No such container") || message.contains("No such object") =>
+            {
                 return Err(SessionError::NoSuchContainer {
                     name: name.to_string(),
                 })
@@ -271,8 +273,21 @@ impl CliClient {
     }
 }
 
+/// docker's refusal naming `step`; a lost or failed connection to the daemon (the docker CLI
+/// says `Cannot connect to the Docker daemon` or `error during connect`) as
+/// [`SessionError::ConnectionLost`], as the Engine API backend reports it.
 pub(crate) fn daemon(step: &'static str, message: String) -> SessionError {
-    SessionError::Daemon { step, message }
+    let lost = [
+        "Cannot connect to the Docker daemon",
+        "error during connect",
+        "connection reset",
+        "EOF",
+    ];
+    if lost.iter().any(|sign| message.contains(sign)) {
+        SessionError::ConnectionLost { step, message }
+    } else {
+        SessionError::Daemon { step, message }
+    }
 }
 
 async fn read_some<R: AsyncRead + Unpin>(
@@ -565,6 +580,10 @@ impl SandboxClient for CliClient {
     }
 
     async fn delete(&self, sandbox: &Sandbox) -> DeleteReport {
+        // `docker rm --force` is silent about a container that is already gone: ask first.
+        if let Err(SessionError::NoSuchContainer { .. }) = self.inspect_named(&sandbox.id).await {
+            return DeleteReport::default();
+        }
         let _ = self.output(&["kill", &sandbox.id]).await;
         match self.output(&["rm", "--force", &sandbox.id]).await {
             Ok(_) => DeleteReport {
