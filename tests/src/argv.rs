@@ -33,6 +33,8 @@ const VALUE_FLAGS: &[&str] = &[
     "--network",
     "--add-host",
     "--publish",
+    "--network-alias",
+    "--expose",
     "--memory",
     "--memory-swap",
     "--shm-size",

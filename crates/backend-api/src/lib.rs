@@ -26,7 +26,6 @@ pub mod launch;
 pub mod pull;
 pub mod render;
 pub mod sandbox;
-mod sandbox_copy;
 mod session;
 
 pub use admin::{list, reachable, remove, RemoveTarget, Summary};

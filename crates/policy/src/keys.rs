@@ -46,8 +46,8 @@ pub const NETWORK: &str = "network";
 /// A network override or `[network] name` that was not applied, because `egress.mode = "deny"`
 /// keeps the container off every network.
 pub const NETWORK_SUPERSEDED: &str = "network.superseded";
-/// Ports asked for but not published (the container is on a named network).
-pub const PORTS: &str = "ports";
+/// The container's aliases on its named network.
+pub const NETWORK_ALIASES: &str = "network_aliases";
 /// Whether and how the workspace is mounted.
 pub const WORKSPACE: &str = "workspace";
 /// The seed target of a seed launch.
@@ -117,6 +117,8 @@ pub fn extra_host(host: &str) -> String {
 }
 
 /// A published port: `ports.<port>/<protocol>`.
+///
+/// An exposed port (on a named network) has the same key: it is the same `publish` entry.
 pub fn port(container_port: u16, protocol: Protocol) -> String {
     format!("ports.{container_port}/{}", protocol.as_str())
 }

@@ -1160,12 +1160,8 @@ fn published_ports_are_ports_without_duplicates() {
         "network.publish[1] publishes 80/tcp twice",
         5,
     );
-    assert_rejects(
-        "[network]\nname = \"n\"\npublish = [80]\n",
-        "network.publish",
-        "network.publish cannot be used with network.name",
-        5,
-    );
+    // On a named network the ports are exposed there (as with AGENTC_NETWORK).
+    accept("[network]\nname = \"n\"\npublish = [80]\n");
 }
 
 #[test]

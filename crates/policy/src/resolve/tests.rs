@@ -770,12 +770,38 @@ fn published_ports_go_to_loopback_unless_a_network_is_named() {
         container(&spec).network,
         Network::Named { name: "lab".into() }
     );
+    // AGENTC_NETWORK and `[network] name` agree: the ports are exposed on the network, not
+    // published on the host, and the container answers to the profile's name there.
+    let exposed = [
+        ExposedPort {
+            container_port: 8080,
+            protocol: Protocol::Tcp,
+        },
+        ExposedPort {
+            container_port: 53,
+            protocol: Protocol::Udp,
+        },
+    ];
     assert!(container(&spec).ports.is_empty());
+    assert_eq!(container(&spec).exposed_ports, exposed);
+    assert_eq!(container(&spec).network_aliases, ["dev"]);
     assert_eq!(
-        spec.origins["ports"],
+        spec.origins["network"],
         Origin::Environment {
             variable: "AGENTC_NETWORK".into()
         }
+    );
+    assert_eq!(
+        profile_origin(&spec, "ports.53/udp").0,
+        "network.publish[1]"
+    );
+    let named = text.replace("[network]\n", "[network]\nname = \"lab\"\n");
+    let by_profile = run(&named);
+    assert_eq!(container(&by_profile).exposed_ports, exposed);
+    assert_eq!(container(&by_profile).network, container(&spec).network);
+    assert_eq!(
+        container(&by_profile).network_aliases,
+        container(&spec).network_aliases
     );
     let spec = run(&format!("{CLAUDE}[network]\nname = \"corp\"\n"));
     assert_eq!(

@@ -15,7 +15,7 @@ use crate::overrides;
 use crate::presets;
 use crate::profile::{EgressMode, Profile};
 use crate::spec::{
-    ContainerSpec, ExtraHost, HostTarget, LaunchKind, Network, Origin, PublishedPort,
+    ContainerSpec, ExposedPort, ExtraHost, HostTarget, LaunchKind, Network, Origin, PublishedPort,
 };
 use crate::text::is_network_name;
 
@@ -62,15 +62,6 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
                 "remove the duplicate entry",
             );
         }
-    }
-    if network.name.is_some() && !network.publish.is_empty() {
-        ck.fail_when(
-            &["network.name"],
-            "network.publish",
-            "network.publish cannot be used with network.name",
-            "a container on a named network publishes no ports; reach it by name from that \
-             network, or remove network.name to publish on 127.0.0.1",
-        );
     }
     if network.name.is_some() && denies_network(profile) {
         ck.fail_when(
@@ -126,6 +117,9 @@ impl Resolver<'_> {
             Some((name, origin)) => {
                 container.network = Network::Named { name: name.clone() };
                 self.set(keys::NETWORK, origin.clone());
+                // Peers on the network reach the sandbox by its profile's name.
+                container.network_aliases = vec![self.profile.name.clone()];
+                self.set(keys::NETWORK_ALIASES, Origin::Default);
             }
             None => {
                 container.network = Network::Default;
@@ -140,11 +134,17 @@ impl Resolver<'_> {
             let origin = self.field_origin("network.host_gateway");
             self.set(keys::extra_host(presets::HOST_GATEWAY_NAME), origin);
         }
-        if let Some((_, origin)) = named {
+        if named.is_some() {
             // As the sandbox seed does: on a named network the container is reached at its
-            // own address, so nothing is published on the host.
-            if !network.publish.is_empty() {
-                self.set(keys::PORTS, origin);
+            // own address there, so its ports are exposed on that network, not published on
+            // the host; `[network] name` and `AGENTC_NETWORK` alike.
+            for (index, port) in network.publish.iter().enumerate() {
+                container.exposed_ports.push(ExposedPort {
+                    container_port: port.number,
+                    protocol: port.protocol,
+                });
+                let origin = self.field_origin(&format!("network.publish[{index}]"));
+                self.set(keys::port(port.number, port.protocol), origin);
             }
             return Ok(());
         }
@@ -199,11 +199,19 @@ pub(crate) fn explain(out: &mut Explainer, c: &ContainerSpec) {
             &keys::port(port.container_port, port.protocol),
         );
     }
-    if c.ports.is_empty() && out.origin(keys::PORTS).is_some() {
-        let from = out.from(keys::PORTS);
-        out.line(format!(
-            "  ports: none published; on a named network the container is reached by name{from}"
-        ));
+    for alias in &c.network_aliases {
+        out.item(
+            "alias",
+            format!("{alias} (peers on the network reach it by this name)"),
+            keys::NETWORK_ALIASES,
+        );
+    }
+    for port in &c.exposed_ports {
+        out.item(
+            &format!("port {}/{}", port.container_port, port.protocol.as_str()),
+            "exposed on the named network, not published on the host: reached at the container's address there (`agentc port`)",
+            &keys::port(port.container_port, port.protocol),
+        );
     }
 }
 

@@ -1,5 +1,7 @@
 //! [`ApiClient`]: the Engine API's [`SandboxClient`], through bollard. Its copies are in
-//! `sandbox_copy`.
+//! [`copy`](mod@copy).
+
+mod copy;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -416,7 +418,7 @@ impl SandboxClient for ApiClient {
         source: &std::path::Path,
         target: &str,
     ) -> Result<CopyReport, SessionError> {
-        crate::sandbox_copy::upload(self, sandbox, source, target).await
+        copy::upload(self, sandbox, source, target).await
     }
 
     async fn download(
@@ -425,7 +427,7 @@ impl SandboxClient for ApiClient {
         source: &str,
         target: &std::path::Path,
     ) -> Result<CopyReport, SessionError> {
-        crate::sandbox_copy::download(self, sandbox, source, target).await
+        copy::download(self, sandbox, source, target).await
     }
 
     async fn logs(

@@ -22,8 +22,8 @@ use bollard::query_parameters::{
 };
 use futures_util::StreamExt;
 
+use super::{session_error, ApiClient, Input};
 use crate::daemon::is_not_found;
-use crate::sandbox::{session_error, ApiClient, Input};
 
 /// Go's `os.ModeDir`, as the archive endpoint's stat reports a mode.
 const MODE_DIR: u32 = 1 << 31;
