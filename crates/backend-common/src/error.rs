@@ -109,6 +109,16 @@ pub enum ExecError {
         /// The daemon's message.
         message: String,
     },
+    /// The docker CLI reported the daemon's refusal of a launch (exit 125); the container it
+    /// created, if any, was removed. The hint is the one the Engine API backend gives for the
+    /// same message.
+    #[error("docker daemon refused to {step}: {message}{}", daemon_hint(message).map(|hint| format!("\n  hint: {hint}")).unwrap_or_default())]
+    CliRefused {
+        /// `create the container`, or `start the container` when it had been created.
+        step: &'static str,
+        /// The daemon's message, as the docker CLI printed it.
+        message: String,
+    },
     /// The connection to the daemon failed mid-launch.
     #[error("lost the connection to the docker daemon while trying to {step}: {message}\n  hint: check that the daemon is still running")]
     ConnectionLost {

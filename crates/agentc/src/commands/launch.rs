@@ -68,8 +68,9 @@ pub fn container_of(spec: &LaunchSpec) -> Result<&ContainerSpec, Failure> {
 }
 
 /// Makes a launch detached (`agentc run --detach`): it starts in the background, gets a name
-/// when it has none (`agentc-<kind>-<profile>-<pid>`, so it can be found again), and its
-/// `io.agentc.spec-digest` label is recomputed for the changed launch.
+/// when it has none (`agentc-<kind>-<profile>-<pid>`, so it can be found again), is kept after
+/// it exits (no `--rm`: its exit code and logs stay readable, `agentc logs`, until
+/// `agentc rm`), and its `io.agentc.spec-digest` label is recomputed for the changed launch.
 pub fn force_detach(spec: &mut LaunchSpec) {
     let name = format!(
         "agentc-{}-{}-{}",
@@ -82,6 +83,7 @@ pub fn force_detach(spec: &mut LaunchSpec) {
             return;
         }
         container.detach = true;
+        container.auto_remove = false;
         container.name.get_or_insert(name);
     }
     let digest = agentc_policy::spec_digest(spec);
@@ -190,6 +192,31 @@ fn print_started(inspect: &ContainerInspectResponse, network: &Network) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_forced_detach_keeps_the_container_until_rm() {
+        let mut container = ContainerSpec::empty("img");
+        container.auto_remove = true;
+        container.interactive = true;
+        let mut spec = LaunchSpec {
+            kind: agentc_policy::LaunchKind::Run,
+            profile: "p".into(),
+            action: Action::Container(Box::new(container)),
+            origins: Default::default(),
+        };
+        force_detach(&mut spec);
+        let container = container_of(&spec).unwrap();
+        assert!(container.detach && !container.auto_remove);
+        assert!(container
+            .name
+            .as_deref()
+            .unwrap()
+            .starts_with("agentc-run-p-"));
+        assert_eq!(
+            container.labels[agentc_policy::LABEL_SPEC_DIGEST],
+            agentc_policy::spec_digest(&spec)
+        );
+    }
 
     #[test]
     fn refusals_of_rm_exit_1_and_daemon_failures_125() {

@@ -29,6 +29,137 @@ pub fn run_foreground(argv: &[String]) -> Result<i32, ExecError> {
     })
 }
 
+/// How a launch's `docker run` ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ran {
+    /// docker's exit code.
+    pub exit_code: i32,
+    /// docker's own refusal (`docker: Error response from daemon: MESSAGE`), without its
+    /// decoration, when it printed one.
+    pub refusal: Option<String>,
+}
+
+/// Runs a launch's `docker run` argv in the foreground as [`run_foreground`] does, with
+/// docker's stderr passed through a relay that holds back docker's own refusal (the
+/// `docker: Error response from daemon: ...` line and the `Run 'docker run --help'` line after
+/// it) so that the caller can report it with a hint; it is let through when docker did not
+/// fail before the container ran. A detached run's stdout (the container ID) is not printed.
+pub fn run_launch(argv: &[String], detach: bool) -> Result<Ran, ExecError> {
+    use std::io::{BufRead, Write};
+    log::debug!("running {}", shell_line(argv));
+    let shield = SignalShield::new(true);
+    let Some((_, args)) = argv.split_first() else {
+        return Err(ExecError::EmptyArgv);
+    };
+    let mut child = Command::new("docker")
+        .args(args)
+        .stdout(if detach {
+            Stdio::null()
+        } else {
+            Stdio::inherit()
+        })
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|source| ExecError::Spawn {
+            program: "docker".into(),
+            source,
+        })?;
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let relay = std::thread::spawn(move || {
+        let mut held: Vec<String> = Vec::new();
+        let mut reader = std::io::BufReader::new(stderr);
+        let mut line = Vec::new();
+        while reader.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
+            let text = String::from_utf8_lossy(&line).into_owned();
+            let own = text.starts_with("docker: Error response from daemon: ")
+                || (!held.is_empty()
+                    && (text.trim().is_empty()
+                        || text.starts_with("See 'docker run --help'")
+                        || text.starts_with("Run 'docker run --help'")));
+            if own {
+                held.push(text);
+            } else {
+                let mut out = std::io::stderr().lock();
+                let _ = out.write_all(&line);
+                let _ = out.flush();
+            }
+            line.clear();
+        }
+        held
+    });
+    let exit_code = process::wait_forwarding(child, || {
+        shield.take().filter(|signal| *signal == libc::SIGTERM)
+    })?;
+    let held = relay.join().unwrap_or_default();
+    let refusal = held
+        .first()
+        .map(|line| {
+            line.trim()
+                .trim_start_matches("docker: Error response from daemon: ")
+                .trim_end_matches('.')
+                .to_string()
+        })
+        .filter(|_| exit_code == 125);
+    if refusal.is_none() && !held.is_empty() {
+        eprint!("{}", held.concat());
+    }
+    Ok(Ran { exit_code, refusal })
+}
+
+/// A fresh path for docker's `--cidfile` (docker refuses an existing file), in a private
+/// directory removed when dropped.
+#[derive(Debug)]
+pub struct CidFile {
+    dir: std::path::PathBuf,
+}
+
+impl CidFile {
+    /// A new, empty directory for the file.
+    pub fn new() -> Result<CidFile, ExecError> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "agentc-run-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).map_err(|source| ExecError::Terminal {
+            step: "create a directory for docker's --cidfile",
+            source,
+        })?;
+        Ok(CidFile { dir })
+    }
+
+    /// The path docker writes the container ID to.
+    pub fn path(&self) -> std::path::PathBuf {
+        self.dir.join("cid")
+    }
+
+    /// The ID of the container docker created, if it created one.
+    pub fn id(&self) -> Option<String> {
+        std::fs::read_to_string(self.path())
+            .ok()
+            .map(|id| id.trim().to_string())
+            .filter(|id| !id.is_empty())
+    }
+}
+
+impl Drop for CidFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `docker rm --force ID`, output discarded, failures ignored.
+pub fn remove_quietly(id: &str) {
+    let _ = Command::new("docker")
+        .args(["rm", "--force", id])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
 /// Runs `docker ARGS` capturing its output; its stdout, or [`ExecError::DockerFailed`] with its
 /// stderr.
 pub fn output(args: &[&str]) -> Result<String, ExecError> {

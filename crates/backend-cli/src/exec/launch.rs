@@ -1,6 +1,12 @@
 //! A container launch through the docker CLI: the same refusals as the API backend (an unset
 //! required secret, a value docker's argv cannot carry, a missing image unless asked to pull),
 //! then `docker run` in the foreground, then, for a detached container, its inspect.
+//!
+//! `docker run` creates the container before it starts it, and leaves it behind when the
+//! start fails (a missing network, say). agentc adds `--cidfile` to the argv it runs (only
+//! there: `agentc render` shows the launch itself), so it knows the container it created and
+//! removes it when docker fails before the container ran (exit 125), as the API backend does;
+//! docker's own refusal is then reported with the API backend's hint.
 
 use agentc_backend_common::{resolve_env, ExecError};
 use agentc_policy::ContainerSpec;
@@ -35,6 +41,8 @@ impl Outcome {
 /// argv, makes sure the image is present ([`docker::ensure_image`]; `notify` is told when it is
 /// pulled), runs docker in the foreground with SIGTERM passed on
 /// ([`docker::run_foreground`]), and inspects a detached container that started under a name.
+/// When docker fails before the container ran, the container it created is removed and
+/// docker's refusal is the error ([`ExecError::CliRefused`]).
 ///
 /// docker itself reads the secrets' values from the inherited environment: `env` is only
 /// checked.
@@ -45,12 +53,35 @@ pub fn launch(
     notify: impl FnOnce(&str),
 ) -> Result<Outcome, ExecError> {
     resolve_env(spec, env)?;
-    let argv = container_argv(spec)?;
+    let mut argv = container_argv(spec)?;
     docker::ensure_image(&spec.image, pull, notify)?;
-    let exit_code = docker::run_foreground(&argv)?;
+    let cid = docker::CidFile::new()?;
+    argv.insert(2, format!("--cidfile={}", cid.path().display()));
+    let ran = docker::run_launch(&argv, spec.detach)?;
+    if let Some(message) = ran.refusal {
+        // docker refused (exit 125, its own message): the container never ran.
+        let created = cid.id();
+        if let Some(id) = &created {
+            log::debug!("docker failed before {id} ran; removing it");
+            docker::remove_quietly(id);
+        }
+        {
+            return Err(ExecError::CliRefused {
+                step: if created.is_some() {
+                    "start the container"
+                } else {
+                    "create the container"
+                },
+                message,
+            });
+        }
+    }
     let started = match &spec.name {
-        Some(name) if spec.detach && exit_code == 0 => Some(docker::inspect(name)?),
+        Some(name) if spec.detach && ran.exit_code == 0 => Some(docker::inspect(name)?),
         _ => None,
     };
-    Ok(Outcome { exit_code, started })
+    Ok(Outcome {
+        exit_code: ran.exit_code,
+        started,
+    })
 }
