@@ -370,7 +370,7 @@ fn live_ctrl_c_during_exec_or_cp_leaves_nothing_behind() {
         .unwrap();
         std::thread::sleep(Duration::from_millis(1500));
         assert!(
-            !processes_with(&name, &marker).is_empty(),
+            !processes_with(&name, marker).is_empty(),
             "{backend}: the command runs"
         );
         let out = interrupt_after(child, Duration::from_millis(10));
@@ -388,9 +388,9 @@ fn live_ctrl_c_during_exec_or_cp_leaves_nothing_behind() {
             describe(&out)
         );
         assert!(
-            processes_with(&name, &marker).is_empty(),
+            processes_with(&name, marker).is_empty(),
             "{backend}: {:?}",
-            processes_with(&name, &marker)
+            processes_with(&name, marker)
         );
 
         let into = format!("big-{backend}");
