@@ -56,11 +56,13 @@ pub enum Command {
     )]
     Build(BuildArgs),
     /// List the containers agentc launched (label io.agentc.profile).
-    #[command(after_help = "Examples:\n  agentc ps\n  agentc ps --all")]
+    #[command(
+        after_help = "Examples:\n  agentc ps\n  agentc ps --all --format json\n  agentc ps --volumes\n\nColumns: the container's name, profile, launch kind and status; its network; where each container port is reachable from the host (PORT -> ADDRESS: 127.0.0.1 for published ports, the container's address on a named network for exposed ones); the first 12 digits of its spec digest; and PROFILE: `current` when the profile file it was launched from (`agentc run`) still has the text it had then, `changed` when it was edited since (the sandbox no longer matches it: rerun it), `missing` when the file is gone, `-` when unknown."
+    )]
     Ps(PsArgs),
     /// Remove containers agentc launched; any other container is refused.
     #[command(
-        after_help = "Examples:\n  agentc rm agentc-sandbox-dev-1000-pentest\n  agentc rm --all"
+        after_help = "Examples:\n  agentc rm agentc-sandbox-dev-1000-pentest\n  agentc rm --all\n  agentc rm --volumes agentc-sandbox-dev-1000-pentest"
     )]
     Rm(RmArgs),
     /// Launch the profile with a probe in place of the agent and check what the kernel reports.
@@ -445,6 +447,21 @@ pub struct PsArgs {
     /// Also list stopped containers.
     #[arg(long, short = 'a')]
     pub all: bool,
+    /// Output format: `table`, or `json` (an array of objects, one per container).
+    #[arg(long, value_enum, default_value_t = PsFormat::Table)]
+    pub format: PsFormat,
+    /// Also list agentc's volumes (home volumes and the others its launches created).
+    #[arg(long)]
+    pub volumes: bool,
+}
+
+/// Output formats of `agentc ps`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PsFormat {
+    /// An aligned table.
+    Table,
+    /// JSON for machines.
+    Json,
 }
 
 /// `agentc rm`.
@@ -456,6 +473,10 @@ pub struct RmArgs {
     /// Remove every container agentc launched.
     #[arg(long)]
     pub all: bool,
+    /// Also remove agentc's volumes they mount (with --all: every agentc volume), such as
+    /// home volumes: what the agent kept there is lost.
+    #[arg(long)]
+    pub volumes: bool,
 }
 
 /// `agentc verify`.

@@ -156,3 +156,116 @@ pub(crate) async fn remove_quietly(docker: &Docker, id: &str) -> Result<(), Boll
         Err(error) => Err(error),
     }
 }
+
+/// Creates each named volume a launch mounts that does not exist yet, labelled with the
+/// launch's profile (`io.agentc.profile`), so that `agentc ps --volumes` lists it and
+/// `agentc rm --volumes` removes it; the daemon would create it unlabelled. Existing volumes
+/// are left as they are.
+pub async fn ensure_volumes(
+    docker: &Docker,
+    spec: &agentc_policy::ContainerSpec,
+) -> Result<(), ExecError> {
+    let Some(profile) = spec.labels.get(LABEL_PROFILE) else {
+        return Ok(());
+    };
+    for mount in &spec.mounts {
+        let agentc_policy::MountSource::Volume { name, .. } = &mount.source else {
+            continue;
+        };
+        match docker.inspect_volume(name).await {
+            Ok(_) => continue,
+            Err(error) if is_not_found(&error) => {}
+            Err(error) => return Err(daemon_error("inspect a volume", error)),
+        }
+        log::debug!("creating volume {name} labelled {LABEL_PROFILE}={profile}");
+        let request = bollard::models::VolumeCreateRequest {
+            name: Some(name.clone()),
+            labels: Some(HashMap::from([(
+                LABEL_PROFILE.to_string(),
+                profile.clone(),
+            )])),
+            ..Default::default()
+        };
+        docker
+            .create_volume(request)
+            .await
+            .map_err(|error| daemon_error("create a volume", error))?;
+    }
+    Ok(())
+}
+
+/// agentc's volumes (labelled `io.agentc.profile`), as `(name, profile)`, sorted by name.
+pub async fn list_volumes(docker: &Docker) -> Result<Vec<(String, String)>, ExecError> {
+    let filters = HashMap::from([("label", vec![LABEL_PROFILE])]);
+    let options = bollard::query_parameters::ListVolumesOptionsBuilder::new()
+        .filters(&filters)
+        .build();
+    let listed = docker
+        .list_volumes(Some(options))
+        .await
+        .map_err(|error| daemon_error("list volumes", error))?;
+    let mut volumes: Vec<(String, String)> = listed
+        .volumes
+        .unwrap_or_default()
+        .into_iter()
+        .map(|volume| {
+            let profile = volume
+                .labels
+                .get(LABEL_PROFILE)
+                .cloned()
+                .unwrap_or_default();
+            (volume.name, profile)
+        })
+        .collect();
+    volumes.sort();
+    Ok(volumes)
+}
+
+/// The agentc volumes (labelled `io.agentc.profile`) that these containers mount; read before
+/// the containers are removed.
+pub async fn volumes_of(docker: &Docker, names: &[String]) -> Result<Vec<String>, ExecError> {
+    let ours: std::collections::BTreeSet<String> = list_volumes(docker)
+        .await?
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    let mut found = Vec::new();
+    for name in names {
+        let Ok(inspect) = docker.inspect_container(name, None).await else {
+            continue;
+        };
+        for mount in inspect.mounts.unwrap_or_default() {
+            if let Some(volume) = mount.name.filter(|volume| ours.contains(volume)) {
+                if !found.contains(&volume) {
+                    found.push(volume);
+                }
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Removes agentc volumes and returns those removed; a volume still in use by a container is
+/// skipped with `skip_in_use`, an error naming it otherwise.
+pub async fn remove_volumes(
+    docker: &Docker,
+    volumes: &[String],
+    skip_in_use: bool,
+) -> Result<Vec<String>, ExecError> {
+    let mut removed = Vec::new();
+    for volume in volumes {
+        match docker
+            .remove_volume(
+                volume,
+                None::<bollard::query_parameters::RemoveVolumeOptions>,
+            )
+            .await
+        {
+            Ok(()) => removed.push(volume.clone()),
+            Err(error) if is_not_found(&error) => {}
+            Err(error) if skip_in_use && status(&error) == Some(409) => {}
+            Err(error) => return Err(daemon_error("remove a volume", error)),
+        }
+    }
+    Ok(removed)
+}

@@ -114,6 +114,7 @@ pub async fn launch(
         signal = signals.recv() => return Err(ExecError::Interrupted { signal, container: None }),
     }
 
+    crate::admin::ensure_volumes(docker, spec).await?;
     let mut create = CreateContainerOptionsBuilder::new();
     if let Some(name) = &request.name {
         create = create.name(name);

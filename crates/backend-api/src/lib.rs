@@ -28,7 +28,10 @@ pub mod render;
 pub mod sandbox;
 mod session;
 
-pub use admin::{list, reachable, remove, RemoveTarget, Summary};
+pub use admin::{
+    ensure_volumes, list, list_volumes, reachable, remove, remove_volumes, volumes_of,
+    RemoveTarget, Summary,
+};
 pub use agentc_backend_common::ExecError;
 pub use daemon::connect;
 pub use launch::{launch, LaunchOptions, Outcome};

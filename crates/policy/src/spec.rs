@@ -22,6 +22,11 @@ pub const LABEL_PROFILE: &str = "io.agentc.profile";
 pub const LABEL_KIND: &str = "io.agentc.kind";
 /// Label holding [`crate::spec_digest`] of the launch.
 pub const LABEL_SPEC_DIGEST: &str = "io.agentc.spec-digest";
+/// Label naming the profile file (absolute) a container was launched from by `agentc run`, so
+/// `agentc ps` can tell whether the profile changed since.
+pub const LABEL_PROFILE_FILE: &str = "io.agentc.profile-file";
+/// Label holding the sha256 (hex) of that profile file's text at launch.
+pub const LABEL_PROFILE_SHA256: &str = "io.agentc.profile-sha256";
 
 /// Which launch of a profile a spec describes.
 #[derive(

@@ -94,6 +94,39 @@ pub fn force_detach(spec: &mut LaunchSpec) {
     }
 }
 
+/// The sha256 (hex) of a file's bytes, or `None` when it cannot be read.
+pub fn file_sha256(path: &std::path::Path) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    let bytes = std::fs::read(path).ok()?;
+    Some(
+        Sha256::digest(&bytes)
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect(),
+    )
+}
+
+/// Labels a launch with the profile file it came from and the sha256 of its text
+/// (`io.agentc.profile-file`, `io.agentc.profile-sha256`), so that `agentc ps` can tell
+/// whether the profile changed since; the `io.agentc.spec-digest` label is recomputed.
+pub fn record_profile(spec: &mut LaunchSpec, profile: &std::path::Path) {
+    let Ok(path) = std::fs::canonicalize(profile) else {
+        return;
+    };
+    let (Some(path_text), Some(sha)) = (path.to_str(), file_sha256(&path)) else {
+        return;
+    };
+    let labels = spec.labels_mut();
+    labels.insert(
+        agentc_policy::LABEL_PROFILE_FILE.to_string(),
+        path_text.to_string(),
+    );
+    labels.insert(agentc_policy::LABEL_PROFILE_SHA256.to_string(), sha);
+    let digest = agentc_policy::spec_digest(spec);
+    spec.labels_mut()
+        .insert(agentc_policy::LABEL_SPEC_DIGEST.to_string(), digest);
+}
+
 /// Drops the pseudo-TTY of an attached launch when stdin is not a terminal: the docker CLI
 /// refuses `--tty` then ("the input device is not a TTY"), and a script piping into an agent
 /// wants plain streams. Both backends get the same container; the `io.agentc.spec-digest`

@@ -1,33 +1,99 @@
-//! `agentc ps`: lists the containers agentc launched, with where their ports are reachable.
+//! `agentc ps`: lists the containers agentc launched, with their network, where each port is
+//! reachable, their spec digest and whether their profile changed since; `--volumes` lists
+//! agentc's volumes too.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use agentc_backend_api::Summary;
-use agentc_policy::LABEL_KIND;
+use agentc_backend_common::{network_of, published_addresses};
+use agentc_policy::{
+    Network, LABEL_KIND, LABEL_PROFILE_FILE, LABEL_PROFILE_SHA256, LABEL_SPEC_DIGEST,
+};
 
-use crate::cli::PsArgs;
+use crate::cli::{PsArgs, PsFormat};
 use crate::commands::launch;
 use crate::context::Failure;
 
 /// One row of `agentc ps`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Row {
     /// The container's name.
     pub name: String,
+    /// Its ID.
+    pub id: String,
     /// Its `io.agentc.profile` label.
     pub profile: String,
     /// Its `io.agentc.kind` label.
     pub kind: String,
+    /// The daemon's state, such as `running`.
+    pub state: String,
     /// The daemon's status, such as `Up 5 minutes`.
     pub status: String,
-    /// Reachable `HOST:PORT` addresses of its published ports.
-    pub addresses: Vec<String>,
+    /// Its network: `default`, `none` or the named network.
+    pub network: String,
+    /// Where each container port is reachable from the host.
+    pub ports: Vec<PortRow>,
+    /// Its `io.agentc.spec-digest` label.
+    pub spec_digest: String,
+    /// Whether the profile file it was launched from still has the text it had then.
+    pub profile_state: ProfileState,
+}
+
+/// A container port and where it is reachable.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PortRow {
+    /// `PORT/PROTO`.
+    pub port: String,
+    /// `HOST:PORT`, IPv6 in brackets.
+    pub address: String,
+}
+
+/// Whether a container's profile changed since it was launched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProfileState {
+    /// The file has the text it had at launch.
+    Current,
+    /// The file was edited since: the container no longer matches it.
+    Changed,
+    /// The file is gone.
+    Missing,
+    /// The container does not say which file (launched by another command or an older
+    /// agentc).
+    Unknown,
+}
+
+impl ProfileState {
+    fn as_str(self) -> &'static str {
+        match self {
+            ProfileState::Current => "current",
+            ProfileState::Changed => "changed",
+            ProfileState::Missing => "missing",
+            ProfileState::Unknown => "-",
+        }
+    }
+}
+
+/// Compares the profile file a container names with the digest it recorded.
+fn profile_state(summary: &Summary) -> ProfileState {
+    let (Some(file), Some(recorded)) = (
+        summary.labels.get(LABEL_PROFILE_FILE),
+        summary.labels.get(LABEL_PROFILE_SHA256),
+    ) else {
+        return ProfileState::Unknown;
+    };
+    match launch::file_sha256(Path::new(file)) {
+        None => ProfileState::Missing,
+        Some(now) if &now == recorded => ProfileState::Current,
+        Some(_) => ProfileState::Changed,
+    }
 }
 
 /// Runs `agentc ps`: running containers only unless `--all`.
 pub fn ps(args: PsArgs) -> Result<u8, Failure> {
     let runtime = launch::runtime()?;
-    let rows = runtime.block_on(async {
+    let (rows, volumes) = runtime.block_on(async {
         let docker = launch::connect().await?;
         let summaries = agentc_backend_api::list(&docker, None)
             .await
@@ -37,53 +103,96 @@ pub fn ps(args: PsArgs) -> Result<u8, Failure> {
             if !args.all && summary.state != "running" {
                 continue;
             }
-            let addresses = agentc_backend_api::reachable(&docker, &summary.id)
-                .await
-                .into_iter()
-                .map(|address| address.address)
-                .collect();
-            rows.push(row(summary, addresses));
+            let (network, ports) = match docker.inspect_container(&summary.id, None).await {
+                Ok(inspect) => {
+                    let network = network_of(&inspect);
+                    let ports = published_addresses(&inspect, &network)
+                        .into_iter()
+                        .map(|found| PortRow {
+                            port: found.container_port,
+                            address: found.address,
+                        })
+                        .collect();
+                    (network_name(&network), ports)
+                }
+                // Removed meanwhile.
+                Err(_) => continue,
+            };
+            rows.push(row(summary, network, ports));
         }
-        Ok::<_, Failure>(rows)
+        let volumes = if args.volumes {
+            agentc_backend_api::list_volumes(&docker)
+                .await
+                .map_err(launch::exec_failure)?
+        } else {
+            Vec::new()
+        };
+        Ok::<_, Failure>((rows, volumes))
     })?;
-    print!("{}", render(&rows));
+    match args.format {
+        PsFormat::Table => {
+            print!("{}", render(&rows));
+            if args.volumes {
+                print!("\n{}", render_volumes(&volumes));
+            }
+        }
+        PsFormat::Json => {
+            let volumes: Vec<serde_json::Value> = volumes
+                .iter()
+                .map(|(name, profile)| serde_json::json!({"name": name, "profile": profile}))
+                .collect();
+            let value = if args.volumes {
+                serde_json::json!({"containers": rows, "volumes": volumes})
+            } else {
+                serde_json::json!(rows)
+            };
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&value).unwrap_or_default()
+            );
+        }
+    }
     Ok(0)
 }
 
-fn row(summary: Summary, addresses: Vec<String>) -> Row {
-    Row {
-        kind: summary.labels.get(LABEL_KIND).cloned().unwrap_or_default(),
-        name: summary.name,
-        profile: summary.profile,
-        status: summary.status,
-        addresses,
+fn network_name(network: &Network) -> String {
+    match network {
+        Network::Default => "default".to_string(),
+        Network::None => "none".to_string(),
+        Network::Named { name } => name.clone(),
     }
 }
 
-/// The table: `NAME  PROFILE  KIND  STATUS  ADDRESSES`, addresses comma-separated.
-pub fn render(rows: &[Row]) -> String {
-    let headers = ["NAME", "PROFILE", "KIND", "STATUS", "ADDRESSES"];
-    let cells: Vec<[String; 5]> = rows
-        .iter()
-        .map(|row| {
-            [
-                row.name.clone(),
-                row.profile.clone(),
-                row.kind.clone(),
-                row.status.clone(),
-                row.addresses.join(", "),
-            ]
-        })
-        .collect();
+fn row(summary: Summary, network: String, ports: Vec<PortRow>) -> Row {
+    Row {
+        kind: summary.labels.get(LABEL_KIND).cloned().unwrap_or_default(),
+        spec_digest: summary
+            .labels
+            .get(LABEL_SPEC_DIGEST)
+            .cloned()
+            .unwrap_or_default(),
+        profile_state: profile_state(&summary),
+        id: summary.id,
+        name: summary.name,
+        profile: summary.profile,
+        state: summary.state,
+        status: summary.status,
+        network,
+        ports,
+    }
+}
+
+/// Aligned columns of `cells` under `headers`.
+fn table<const N: usize>(headers: [&str; N], cells: &[[String; N]]) -> String {
     let mut widths = headers.map(str::len);
-    for row in &cells {
+    for row in cells {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
     let mut out = String::new();
     let header = headers.map(str::to_string);
-    for row in std::iter::once(&header).chain(&cells) {
+    for row in std::iter::once(&header).chain(cells) {
         let mut line = String::new();
         for (cell, width) in row.iter().zip(widths) {
             let _ = write!(line, "{cell:<width$}  ");
@@ -94,23 +203,87 @@ pub fn render(rows: &[Row]) -> String {
     out
 }
 
+/// The table: `NAME  PROFILE  KIND  STATUS  NETWORK  PORTS  SPEC  PROFILE-FILE`, ports as
+/// `PORT -> ADDRESS`, comma-separated.
+pub fn render(rows: &[Row]) -> String {
+    let cells: Vec<[String; 8]> = rows
+        .iter()
+        .map(|row| {
+            [
+                row.name.clone(),
+                row.profile.clone(),
+                row.kind.clone(),
+                row.status.clone(),
+                row.network.clone(),
+                row.ports
+                    .iter()
+                    .map(|port| format!("{} -> {}", port.port, port.address))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                row.spec_digest.chars().take(12).collect(),
+                row.profile_state.as_str().to_string(),
+            ]
+        })
+        .collect();
+    table(
+        [
+            "NAME",
+            "PROFILE",
+            "KIND",
+            "STATUS",
+            "NETWORK",
+            "PORTS",
+            "SPEC",
+            "PROFILE-FILE",
+        ],
+        &cells,
+    )
+}
+
+/// The volumes table: `VOLUME  PROFILE`.
+pub fn render_volumes(volumes: &[(String, String)]) -> String {
+    let cells: Vec<[String; 2]> = volumes
+        .iter()
+        .map(|(name, profile)| [name.clone(), profile.clone()])
+        .collect();
+    table(["VOLUME", "PROFILE"], &cells)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn the_table_aligns_columns_and_joins_addresses() {
+    fn the_table_aligns_columns_and_names_each_port() {
         let rows = vec![Row {
             name: "agentc-sandbox-dev-1000-pentest".into(),
+            id: "0123".into(),
             profile: "pentest".into(),
             kind: "sandbox".into(),
+            state: "running".into(),
             status: "Up 2 seconds".into(),
-            addresses: vec!["127.0.0.1:49153".into(), "172.20.0.5:8080".into()],
+            network: "scan".into(),
+            ports: vec![
+                PortRow {
+                    port: "8080/tcp".into(),
+                    address: "127.0.0.1:49153".into(),
+                },
+                PortRow {
+                    port: "9000/tcp".into(),
+                    address: "172.20.0.5:9000".into(),
+                },
+            ],
+            spec_digest: "aa41b18d2ebef4109c1076f8b47dd22e".into(),
+            profile_state: ProfileState::Changed,
         }];
         assert_eq!(
             render(&rows),
-            "NAME                             PROFILE  KIND     STATUS        ADDRESSES\n\
-             agentc-sandbox-dev-1000-pentest  pentest  sandbox  Up 2 seconds  127.0.0.1:49153, 172.20.0.5:8080\n"
+            "NAME                             PROFILE  KIND     STATUS        NETWORK  PORTS                                                  SPEC          PROFILE-FILE\n\
+             agentc-sandbox-dev-1000-pentest  pentest  sandbox  Up 2 seconds  scan     8080/tcp -> 127.0.0.1:49153, 9000/tcp -> 172.20.0.5:9000  aa41b18d2ebe  changed\n"
+        );
+        assert_eq!(
+            render_volumes(&[("claude-code-home-dev-1000-x".into(), "x".into())]),
+            "VOLUME                       PROFILE\nclaude-code-home-dev-1000-x  x\n"
         );
     }
 }

@@ -1,4 +1,5 @@
-//! `agentc rm`: removes containers agentc launched, and only those.
+//! `agentc rm`: removes containers agentc launched, and only those; with `--volumes`, also
+//! agentc's volumes they mount.
 
 use agentc_backend_api::RemoveTarget;
 
@@ -7,7 +8,9 @@ use crate::commands::launch;
 use crate::context::Failure;
 
 /// Runs `agentc rm`: every named container is checked (it must exist and carry the
-/// `io.agentc.profile` label) before any is removed; prints the names removed.
+/// `io.agentc.profile` label) before any is removed; prints the names removed. With
+/// `--volumes`, the agentc volumes (labelled `io.agentc.profile`) those containers mount are
+/// removed after them (with `--all`, every agentc volume that no container uses).
 pub fn rm(args: RmArgs) -> Result<u8, Failure> {
     let target = if args.all {
         if !args.names.is_empty() {
@@ -18,14 +21,34 @@ pub fn rm(args: RmArgs) -> Result<u8, Failure> {
         RemoveTarget::Names(args.names)
     };
     let runtime = launch::runtime()?;
-    let removed = runtime.block_on(async {
+    let (removed, volumes) = runtime.block_on(async {
         let docker = launch::connect().await?;
-        agentc_backend_api::remove(&docker, &target)
+        let volumes = match (&target, args.volumes) {
+            (_, false) => Vec::new(),
+            (RemoveTarget::All, true) => agentc_backend_api::list_volumes(&docker)
+                .await
+                .map_err(launch::exec_failure)?
+                .into_iter()
+                .map(|(name, _)| name)
+                .collect(),
+            (RemoveTarget::Names(names), true) => agentc_backend_api::volumes_of(&docker, names)
+                .await
+                .map_err(launch::exec_failure)?,
+        };
+        let removed = agentc_backend_api::remove(&docker, &target)
             .await
-            .map_err(launch::exec_failure)
+            .map_err(launch::exec_failure)?;
+        let skip_in_use = target == RemoveTarget::All;
+        let volumes = agentc_backend_api::remove_volumes(&docker, &volumes, skip_in_use)
+            .await
+            .map_err(launch::exec_failure)?;
+        Ok::<_, Failure>((removed, volumes))
     })?;
     for name in removed {
         println!("removed {name}");
+    }
+    for volume in volumes {
+        println!("removed volume {volume}");
     }
     Ok(0)
 }

@@ -19,6 +19,7 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
     };
     let loaded = context::load_profile(&launch_args.profile)?;
     let mut spec = context::resolve_launch(&loaded, &launch_args)?;
+    launch::record_profile(&mut spec, &launch_args.profile);
     if args.detach {
         launch::force_detach(&mut spec);
     }

@@ -349,6 +349,7 @@ impl SandboxClient for ApiClient {
             }
             Err(error) => return Err(session_error("inspect the image", error)),
         }
+        crate::admin::ensure_volumes(&self.docker, &container).await?;
         let name = container.name.clone().unwrap_or_default();
         let options = CreateContainerOptionsBuilder::new().name(&name).build();
         let created = self

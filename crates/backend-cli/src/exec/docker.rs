@@ -240,6 +240,28 @@ pub fn ensure_image(image: &str, pull: bool, notify: impl FnOnce(&str)) -> Resul
     }
 }
 
+/// Creates each named volume the launch mounts that does not exist yet, labelled with the
+/// launch's profile (`docker volume create --label io.agentc.profile=PROFILE NAME`), as the
+/// API backend does; existing volumes are left as they are.
+pub fn ensure_volumes(spec: &agentc_policy::ContainerSpec) -> Result<(), ExecError> {
+    let Some(profile) = spec.labels.get(agentc_policy::LABEL_PROFILE) else {
+        return Ok(());
+    };
+    for mount in &spec.mounts {
+        let agentc_policy::MountSource::Volume { name, .. } = &mount.source else {
+            continue;
+        };
+        match output(&["volume", "inspect", "--format", "{{.Name}}", name]) {
+            Ok(_) => continue,
+            Err(ExecError::DockerFailed { stderr, .. }) if stderr.contains("No such volume") => {}
+            Err(error) => return Err(error),
+        }
+        let label = format!("{}={profile}", agentc_policy::LABEL_PROFILE);
+        output(&["volume", "create", "--label", &label, name])?;
+    }
+    Ok(())
+}
+
 /// `docker inspect --type container NAME`, read into the Engine API's type (the document is
 /// the same).
 pub fn inspect(name: &str) -> Result<ContainerInspectResponse, ExecError> {

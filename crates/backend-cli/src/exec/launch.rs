@@ -55,6 +55,7 @@ pub fn launch(
     resolve_env(spec, env)?;
     let mut argv = container_argv(spec)?;
     docker::ensure_image(&spec.image, pull, notify)?;
+    docker::ensure_volumes(spec)?;
     let cid = docker::CidFile::new()?;
     argv.insert(2, format!("--cidfile={}", cid.path().display()));
     let ran = docker::run_launch(&argv, spec.detach)?;

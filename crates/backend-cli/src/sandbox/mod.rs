@@ -356,6 +356,7 @@ impl SandboxClient for CliClient {
             }
             Err((Some(_), message)) => return Err(daemon("inspect the image", message)),
         }
+        crate::exec::docker::ensure_volumes(&container)?;
         let name = container.name.clone().unwrap_or_default();
         let cid_dir = tempfile_dir()?;
         let cid_file = cid_dir.join("cid");
