@@ -278,7 +278,7 @@ mod tests {
         }];
         assert_eq!(
             render(&rows),
-            "NAME                             PROFILE  KIND     STATUS        NETWORK  PORTS                                                  SPEC          PROFILE-FILE\n\
+            "NAME                             PROFILE  KIND     STATUS        NETWORK  PORTS                                                     SPEC          PROFILE-FILE\n\
              agentc-sandbox-dev-1000-pentest  pentest  sandbox  Up 2 seconds  scan     8080/tcp -> 127.0.0.1:49153, 9000/tcp -> 172.20.0.5:9000  aa41b18d2ebe  changed\n"
         );
         assert_eq!(
