@@ -253,7 +253,8 @@ pub fn ensure_volumes(spec: &agentc_policy::ContainerSpec) -> Result<(), ExecErr
         };
         match output(&["volume", "inspect", "--format", "{{.Name}}", name]) {
             Ok(_) => continue,
-            Err(ExecError::DockerFailed { stderr, .. }) if stderr.contains("No such volume") => {}
+            Err(ExecError::DockerFailed { stderr, .. })
+                if stderr.to_ascii_lowercase().contains("no such volume") => {}
             Err(error) => return Err(error),
         }
         let label = format!("{}={profile}", agentc_policy::LABEL_PROFILE);
