@@ -197,6 +197,21 @@ fn live_session_commands_give_the_same_bytes_through_both_backends() {
             .unwrap();
         let out = child.wait_with_output().unwrap();
         note("exec -i", &out);
+        let mut child = agentc_command(lab.path(), &[&["shell"][..], &b, &[&name]].concat())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"echo from the shell $(id -u); exit 4\n")
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(4), "{}", describe(&out));
+        note("shell", &out);
         let target = format!("{name}:/tmp/up-{backend}");
         let out = lab.run(&[&["cp"][..], &b, &["src", &target]].concat());
         assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
@@ -254,6 +269,7 @@ fn live_session_commands_give_the_same_bytes_through_both_backends() {
     for expected in [
         "exec: Some(3) \"out\\n\" \"err\\n\"",
         "exec -i: Some(0) \"piped in\\n\"",
+        "shell: Some(4) \"from the shell 1000\\n\"",
         "exec with an unset secret: Some(125) \"\" \"error: required secret AGENTC_SESSIONS_UNSET is not set",
         "exec bad name: Some(1) \"\" \"error: \\\"bad name\\\" is not a container name or ID",
         "stop: Some(0) \"stopped ",

@@ -33,6 +33,25 @@ use crate::render::render_create;
 use crate::session::{spawn_stdin_reader, terminal_size, RawMode};
 
 /// A [`SandboxClient`] that talks to the daemon through the Engine API.
+///
+/// ```no_run
+/// use agentc_backend_api::ApiClient;
+/// use agentc_backend_common::session::{SandboxClient, SessionError};
+/// use agentc_policy::Protocol;
+///
+/// # async fn demo() -> Result<(), SessionError> {
+/// let docker = agentc_backend_api::connect(None).await?;
+/// let client = ApiClient::new(docker, std::env::vars().collect());
+/// let sandbox = client.find("agentc-sandbox-dev-1000-pentest").await?;
+/// client
+///     .upload(&sandbox, std::path::Path::new("./tools"), "/tmp")
+///     .await?;
+/// let endpoint = client.endpoint(&sandbox, 8080, Protocol::Tcp).await?;
+/// println!("the tool server is at http://{endpoint}/");
+/// let report = client.delete(&sandbox).await;
+/// assert!(report.left.is_empty());
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct ApiClient {
     pub(crate) docker: Docker,

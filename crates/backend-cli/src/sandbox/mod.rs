@@ -23,6 +23,18 @@ use tokio::process::{Child, Command};
 use crate::render::container_argv;
 
 /// A [`SandboxClient`] that runs the `docker` command line.
+///
+/// ```no_run
+/// use agentc_backend_cli::CliClient;
+/// use agentc_backend_common::session::{ExecRequest, SandboxClient};
+///
+/// # async fn demo() -> Result<(), agentc_backend_common::session::SessionError> {
+/// let client = CliClient::new(std::env::vars().collect());
+/// let sandbox = client.find("agentc-sandbox-dev-1000-pentest").await?;
+/// let output = client.exec_output(&sandbox, &ExecRequest::new(["id", "-u"])).await?;
+/// assert_eq!(output.exit_code, 0);
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct CliClient {
     /// The environment secrets are read from (docker reads a bare `--env=NAME` from its own
