@@ -1,0 +1,700 @@
+//! The proxy's I/O, on tokio and hyper: the listeners, CONNECT tunnels, forwarded requests and
+//! the DNS stub. Every decision is made by [`crate::policy`], [`crate::request`] and
+//! [`crate::sni`]; this module only moves bytes and writes the decision lines.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{HeaderValue, HOST};
+use http::{Method, Request, Response, StatusCode, Version};
+use http_body_util::{combinators::BoxBody, BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::{timeout, Instant};
+
+use crate::config::{Config, Limits};
+use crate::dns;
+use crate::error::EgressError;
+use crate::host::normalize_host;
+use crate::log::{Kind, Record};
+use crate::policy::{Deny, Policy, Reason};
+use crate::request::{self, Target};
+use crate::sni::{self, SniError};
+
+type Body = BoxBody<Bytes, hyper::Error>;
+
+/// Connections the DNS stub serves over TCP at once.
+const MAX_DNS_TCP: usize = 64;
+
+/// Queries one DNS TCP connection may send.
+const MAX_DNS_TCP_QUERIES: usize = 16;
+
+/// What every connection handler shares.
+#[derive(Debug)]
+struct Shared {
+    policy: Policy,
+    limits: Limits,
+}
+
+/// Runs the proxy described by `config` until SIGTERM or SIGINT: starts the async runtime
+/// (only here: the rest of agentc never starts one for this), binds, serves.
+pub fn run(config: &Config) -> Result<(), EgressError> {
+    config.limits.check()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(EgressError::Runtime)?;
+    runtime.block_on(async {
+        let server = Server::bind(config).await?;
+        eprintln!(
+            "agentc egress-proxy: proxy on {}, DNS stub on {}, {} allowlist entries, {} allowed ranges",
+            server.local_addr(),
+            server
+                .dns_addr()
+                .map_or_else(|| "none".to_string(), |a| format!("{a} (UDP and TCP)")),
+            config.allow.len(),
+            config.allow_cidrs.len(),
+        );
+        server.run(shutdown_signal()).await;
+        Ok(())
+    })
+}
+
+/// Resolves on SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}
+
+/// The bound listeners, ready to serve.
+#[derive(Debug)]
+pub struct Server {
+    listener: TcpListener,
+    dns_udp: Option<UdpSocket>,
+    dns_tcp: Option<TcpListener>,
+    shared: Arc<Shared>,
+}
+
+impl Server {
+    /// Binds the proxy and, when configured, the DNS stub (UDP and TCP on the same address; a
+    /// port 0 DNS address gets the UDP socket's port for TCP too).
+    pub async fn bind(config: &Config) -> Result<Server, EgressError> {
+        config.limits.check()?;
+        let listener =
+            TcpListener::bind(config.listen)
+                .await
+                .map_err(|source| EgressError::Bind {
+                    address: config.listen,
+                    what: "proxy",
+                    source,
+                })?;
+        let (dns_udp, dns_tcp) = match config.dns {
+            None => (None, None),
+            Some(address) => {
+                let udp = UdpSocket::bind(address)
+                    .await
+                    .map_err(|source| EgressError::Bind {
+                        address,
+                        what: "dns/udp",
+                        source,
+                    })?;
+                let tcp_address = udp.local_addr().unwrap_or(address);
+                let tcp =
+                    TcpListener::bind(tcp_address)
+                        .await
+                        .map_err(|source| EgressError::Bind {
+                            address: tcp_address,
+                            what: "dns/tcp",
+                            source,
+                        })?;
+                (Some(udp), Some(tcp))
+            }
+        };
+        Ok(Server {
+            listener,
+            dns_udp,
+            dns_tcp,
+            shared: Arc::new(Shared {
+                policy: config.policy(),
+                limits: config.limits,
+            }),
+        })
+    }
+
+    /// The proxy's bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
+    }
+
+    /// The DNS stub's bound address.
+    pub fn dns_addr(&self) -> Option<SocketAddr> {
+        self.dns_udp.as_ref().and_then(|udp| udp.local_addr().ok())
+    }
+
+    /// Serves until `shutdown` resolves; connections in flight end with the runtime.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        let mut tasks = tokio::task::JoinSet::new();
+        if let Some(udp) = self.dns_udp {
+            tasks.spawn(serve_dns_udp(udp));
+        }
+        if let Some(tcp) = self.dns_tcp {
+            tasks.spawn(serve_dns_tcp(tcp));
+        }
+        tasks.spawn(serve_proxy(self.listener, self.shared));
+        shutdown.await;
+        tasks.abort_all();
+    }
+}
+
+async fn serve_proxy(listener: TcpListener, shared: Arc<Shared>) {
+    let slots = Arc::new(Semaphore::new(shared.limits.max_connections));
+    loop {
+        let (stream, client) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                // Out of file descriptors and the like: wait, do not spin.
+                eprintln!("agentc egress-proxy: accept failed: {error}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        match slots.clone().try_acquire_owned() {
+            Ok(permit) => {
+                tokio::spawn(serve_client(stream, client, shared.clone(), permit));
+            }
+            Err(_) => {
+                tokio::spawn(refuse_busy(stream, client));
+            }
+        }
+    }
+}
+
+async fn refuse_busy(mut stream: TcpStream, client: SocketAddr) {
+    let mut record = Record::new(Kind::Connection, client, Reason::TooManyConnections);
+    record.detail = Some("the proxy is serving as many connections as it may".into());
+    record.emit();
+    let response =
+        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    let _ = timeout(Duration::from_secs(2), stream.write_all(response)).await;
+}
+
+async fn serve_client(
+    stream: TcpStream,
+    client: SocketAddr,
+    shared: Arc<Shared>,
+    permit: OwnedSemaphorePermit,
+) {
+    let _ = stream.set_nodelay(true);
+    // The slot is held by the connection and, after an upgrade, by its tunnel.
+    let permit = Arc::new(permit);
+    let limits = shared.limits;
+    let service = service_fn(move |request| {
+        let shared = shared.clone();
+        let permit = permit.clone();
+        async move { Ok::<_, Infallible>(handle(request, client, shared, permit).await) }
+    });
+    let served = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout())
+        .max_buf_size(limits.max_header_bytes)
+        .serve_connection(TokioIo::new(stream), service)
+        .with_upgrades()
+        .await;
+    if let Err(error) = served {
+        if error.is_parse() || error.is_parse_too_large() || error.is_timeout() {
+            let mut record = Record::new(Kind::Connection, client, Reason::BadRequest);
+            record.detail = Some(error.to_string());
+            record.emit();
+        }
+    }
+}
+
+/// A decision line about `host:port`.
+fn record(kind: Kind, client: SocketAddr, host: &str, port: u16, reason: Reason) -> Record {
+    let mut record = Record::new(kind, client, reason);
+    record.host = Some(host.to_string());
+    record.port = Some(port);
+    record
+}
+
+fn text(status: u16, body: String) -> Response<Body> {
+    let mut response = Response::new(
+        Full::new(Bytes::from(body))
+            .map_err(|never| match never {})
+            .boxed(),
+    );
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN);
+    response
+}
+
+/// The response to a refusal, with the reason in a header for scripts.
+fn refusal(deny: &Deny) -> Response<Body> {
+    let mut response = text(
+        deny.reason.status(),
+        format!("agentc egress proxy: {}: {}\n", deny.reason, deny.detail),
+    );
+    if let Ok(value) = HeaderValue::from_str(deny.reason.as_str()) {
+        response.headers_mut().insert("x-agentc-egress-deny", value);
+    }
+    response
+}
+
+async fn handle(
+    request: Request<Incoming>,
+    client: SocketAddr,
+    shared: Arc<Shared>,
+    permit: Arc<OwnedSemaphorePermit>,
+) -> Response<Body> {
+    let kind = if request.method() == Method::CONNECT {
+        Kind::Connect
+    } else {
+        Kind::Forward
+    };
+    let target = request.uri().to_string();
+    match request::classify(request.method().as_str(), &target) {
+        Err(deny) => {
+            let mut line = Record::new(kind, client, deny.reason);
+            line.detail = Some(format!("{} {target}: {}", request.method(), deny.detail));
+            line.emit();
+            refusal(&deny)
+        }
+        Ok(Target::Health) => text(200, "ok\n".into()),
+        Ok(Target::Connect { host, port }) => {
+            connect(request, client, &host, port, shared, permit).await
+        }
+        Ok(Target::Forward { host, port, path }) => {
+            forward(request, client, &host, port, &path, shared).await
+        }
+    }
+}
+
+/// Decides by name, resolves once, checks every address and connects to one that was
+/// checked: the only way the proxy opens a connection.
+async fn open(
+    shared: &Shared,
+    host: &str,
+    port: u16,
+) -> Result<(String, SocketAddr, TcpStream), Deny> {
+    let host = shared.policy.decide_name(host, port)?;
+    let limit = shared.limits.connect_timeout();
+    let deadline = Instant::now() + limit;
+    let resolved = timeout(limit, tokio::net::lookup_host((host.as_str(), port)))
+        .await
+        .map_err(|_| {
+            Deny::new(
+                Reason::ResolveFailed,
+                format!("{host} did not resolve in time"),
+            )
+        })?
+        .map_err(|error| Deny::new(Reason::ResolveFailed, format!("{host}: {error}")))?;
+    let mut addresses: Vec<SocketAddr> = Vec::new();
+    for address in resolved {
+        if !addresses.contains(&address) {
+            addresses.push(address);
+        }
+    }
+    let ips: Vec<IpAddr> = addresses.iter().map(SocketAddr::ip).collect();
+    shared.policy.check_addresses(&ips)?;
+    let mut last = String::from("no address");
+    for address in addresses {
+        match tokio::time::timeout_at(deadline, TcpStream::connect(address)).await {
+            Ok(Ok(stream)) => {
+                let _ = stream.set_nodelay(true);
+                return Ok((host, address, stream));
+            }
+            Ok(Err(error)) => last = format!("{address}: {error}"),
+            Err(_) => {
+                last = format!("{address}: no answer in {} s", limit.as_secs());
+                break;
+            }
+        }
+    }
+    Err(Deny::new(Reason::ConnectFailed, last))
+}
+
+async fn connect(
+    request: Request<Incoming>,
+    client: SocketAddr,
+    host: &str,
+    port: u16,
+    shared: Arc<Shared>,
+    permit: Arc<OwnedSemaphorePermit>,
+) -> Response<Body> {
+    let (host, address, upstream) = match open(&shared, host, port).await {
+        Ok(opened) => opened,
+        Err(deny) => {
+            let mut line = record(Kind::Connect, client, host, port, deny.reason);
+            line.detail = Some(deny.detail.clone());
+            line.emit();
+            return refusal(&deny);
+        }
+    };
+    tokio::spawn(async move {
+        let _permit = permit;
+        let mut line = record(Kind::Connect, client, &host, port, Reason::Allowed);
+        line.address = Some(address);
+        match hyper::upgrade::on(request).await {
+            Ok(upgraded) => tunnel(TokioIo::new(upgraded), upstream, line, &shared).await,
+            Err(error) => {
+                line = record(Kind::Connect, client, &host, port, Reason::BadRequest);
+                line.detail = Some(format!("the tunnel did not open: {error}"));
+                line.emit();
+            }
+        }
+    });
+    text(200, String::new())
+}
+
+/// Reads the client's first bytes until they hold a whole ClientHello.
+async fn read_client_hello<R: AsyncRead + Unpin>(
+    client: &mut R,
+    buffer: &mut Vec<u8>,
+) -> Result<sni::ClientHello, Deny> {
+    let mut chunk = [0u8; 4096];
+    loop {
+        match sni::parse(buffer) {
+            Ok(hello) => return Ok(hello),
+            Err(SniError::Invalid(why)) => return Err(Deny::new(Reason::NotTls, why)),
+            Err(SniError::Incomplete) => {}
+        }
+        let room = sni::MAX_RECORD_BYTES
+            .saturating_sub(buffer.len())
+            .min(chunk.len());
+        if room == 0 {
+            return Err(Deny::new(
+                Reason::NotTls,
+                "the ClientHello exceeds the bound",
+            ));
+        }
+        let n = client
+            .read(&mut chunk[..room])
+            .await
+            .map_err(|error| Deny::new(Reason::NotTls, error.to_string()))?;
+        if n == 0 {
+            return Err(Deny::new(
+                Reason::NotTls,
+                "the client closed before a whole ClientHello",
+            ));
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+    }
+}
+
+async fn tunnel<C: AsyncRead + AsyncWrite + Unpin>(
+    mut client: C,
+    upstream: TcpStream,
+    mut line: Record,
+    shared: &Shared,
+) {
+    let host = line.host.clone().unwrap_or_default();
+    let mut first = Vec::new();
+    if line.port == Some(443) {
+        let read = timeout(
+            shared.limits.client_hello_timeout(),
+            read_client_hello(&mut client, &mut first),
+        )
+        .await;
+        let checked = match read {
+            Err(_) => Err(Deny::new(
+                Reason::ClientHelloTimeout,
+                "no whole ClientHello in time",
+            )),
+            Ok(Err(deny)) => Err(deny),
+            Ok(Ok(hello)) => {
+                line.sni = hello.server_name.clone();
+                match hello.server_name.as_deref().map(normalize_host) {
+                    None => Err(Deny::new(Reason::SniMissing, "a ClientHello without SNI")),
+                    Some(Ok(name)) if name == host => Ok(()),
+                    Some(_) => Err(Deny::new(
+                        Reason::SniMismatch,
+                        format!("the ClientHello asks for another server than {host}"),
+                    )),
+                }
+            }
+        };
+        if let Err(deny) = checked {
+            line.address = None;
+            line.decision = "deny";
+            line.reason = deny.reason.as_str();
+            line.detail = Some(deny.detail);
+            line.emit();
+            return;
+        }
+    }
+    let counters = Arc::new(Counters::new());
+    let mut upstream = Counted {
+        inner: upstream,
+        counters: counters.clone(),
+    };
+    let copied = async {
+        upstream.write_all(&first).await?;
+        tokio::io::copy_bidirectional(&mut client, &mut upstream).await
+    };
+    let outcome = with_idle(copied, &counters, shared.limits.idle_timeout()).await;
+    if outcome.is_none() {
+        line.detail = Some("closed after the idle timeout".into());
+    }
+    line.bytes_up = Some(counters.up.load(Ordering::Relaxed));
+    line.bytes_down = Some(counters.down.load(Ordering::Relaxed));
+    line.emit();
+}
+
+async fn forward(
+    request: Request<Incoming>,
+    client: SocketAddr,
+    host: &str,
+    port: u16,
+    path: &str,
+    shared: Arc<Shared>,
+) -> Response<Body> {
+    let deny_line = |deny: &Deny| {
+        let mut line = record(Kind::Forward, client, host, port, deny.reason);
+        line.detail = Some(deny.detail.clone());
+        line.emit();
+    };
+    let (host, address, upstream) = match open(&shared, host, port).await {
+        Ok(opened) => opened,
+        Err(deny) => {
+            deny_line(&deny);
+            return refusal(&deny);
+        }
+    };
+    let (mut parts, body) = request.into_parts();
+    let authority = if port == 80 {
+        host.clone()
+    } else {
+        format!("{host}:{port}")
+    };
+    let (Ok(uri), Ok(host_value)) = (path.parse(), HeaderValue::from_str(&authority)) else {
+        let deny = Deny::new(Reason::BadRequest, "a path that is not a valid URI");
+        deny_line(&deny);
+        return refusal(&deny);
+    };
+    request::strip_hop_by_hop(&mut parts.headers);
+    parts.uri = uri;
+    parts.version = Version::HTTP_11;
+    parts.headers.insert(HOST, host_value);
+    let counters = Arc::new(Counters::new());
+    let io = TokioIo::new(Counted {
+        inner: upstream,
+        counters: counters.clone(),
+    });
+    let mut line = record(Kind::Forward, client, &host, port, Reason::Allowed);
+    line.address = Some(address);
+    let (mut sender, connection) = match hyper::client::conn::http1::handshake(io).await {
+        Ok(pair) => pair,
+        Err(error) => {
+            let deny = Deny::new(Reason::ConnectFailed, error.to_string());
+            deny_line(&deny);
+            return refusal(&deny);
+        }
+    };
+    let idle = shared.limits.idle_timeout();
+    let watched = counters.clone();
+    tokio::spawn(async move {
+        if with_idle(connection, &watched, idle).await.is_none() {
+            line.detail = Some("closed after the idle timeout".into());
+        }
+        line.bytes_up = Some(watched.up.load(Ordering::Relaxed));
+        line.bytes_down = Some(watched.down.load(Ordering::Relaxed));
+        line.emit();
+    });
+    let sent = with_idle(
+        sender.send_request(Request::from_parts(parts, body)),
+        &counters,
+        idle,
+    )
+    .await;
+    drop(sender);
+    match sent {
+        Some(Ok(mut response)) => {
+            request::strip_hop_by_hop(response.headers_mut());
+            response.map(|body| body.boxed())
+        }
+        Some(Err(error)) => text(
+            502,
+            format!("agentc egress proxy: upstream error: {error}\n"),
+        ),
+        None => text(504, "agentc egress proxy: upstream idle timeout\n".into()),
+    }
+}
+
+/// Bytes each way and the time of the last one.
+#[derive(Debug)]
+struct Counters {
+    up: AtomicU64,
+    down: AtomicU64,
+    start: Instant,
+    last_ms: AtomicU64,
+}
+
+impl Counters {
+    fn new() -> Counters {
+        Counters {
+            up: AtomicU64::new(0),
+            down: AtomicU64::new(0),
+            start: Instant::now(),
+            last_ms: AtomicU64::new(0),
+        }
+    }
+    fn touch(&self) {
+        let ms = self.start.elapsed().as_millis() as u64;
+        self.last_ms.store(ms, Ordering::Relaxed);
+    }
+    fn last(&self) -> Instant {
+        self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed))
+    }
+}
+
+/// Runs `future` until it ends or `idle` passes without a byte counted; `None` on idle.
+async fn with_idle<F: Future>(future: F, counters: &Counters, idle: Duration) -> Option<F::Output> {
+    tokio::pin!(future);
+    loop {
+        let deadline = counters.last() + idle;
+        tokio::select! {
+            output = &mut future => return Some(output),
+            _ = tokio::time::sleep_until(deadline) => {
+                if counters.last() + idle <= Instant::now() {
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// The upstream connection, counting bytes: up is written to it, down is read from it.
+struct Counted<S> {
+    inner: S,
+    counters: Arc<Counters>,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        let n = buf.filled().len() - before;
+        if n > 0 {
+            self.counters.down.fetch_add(n as u64, Ordering::Relaxed);
+            self.counters.touch();
+        }
+        polled
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = polled {
+            if n > 0 {
+                self.counters.up.fetch_add(n as u64, Ordering::Relaxed);
+                self.counters.touch();
+            }
+        }
+        polled
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// The stub's answer to one message, after its decision line.
+fn dns_reply(message: &[u8], client: SocketAddr) -> Option<Vec<u8>> {
+    let mut line = Record::new(Kind::Dns, client, Reason::DnsQuery);
+    match dns::parse_query(message) {
+        Ok(question) => {
+            line.qname = Some(question.name);
+            line.qtype = Some(question.qtype);
+        }
+        Err(error) => line.detail = Some(format!("{error:?}")),
+    }
+    line.emit();
+    dns::answer(message)
+}
+
+async fn serve_dns_udp(socket: UdpSocket) {
+    let mut buffer = vec![0u8; dns::MAX_MESSAGE];
+    loop {
+        let Ok((n, client)) = socket.recv_from(&mut buffer).await else {
+            continue;
+        };
+        if let Some(reply) = dns_reply(&buffer[..n], client) {
+            let _ = socket.send_to(&reply, client).await;
+        }
+    }
+}
+
+async fn serve_dns_tcp(listener: TcpListener) {
+    let slots = Arc::new(Semaphore::new(MAX_DNS_TCP));
+    loop {
+        let Ok((stream, client)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            continue; // dropped: closes the connection
+        };
+        tokio::spawn(async move {
+            let _permit = permit;
+            let _ = timeout(Duration::from_secs(30), dns_tcp_session(stream, client)).await;
+        });
+    }
+}
+
+async fn dns_tcp_session(mut stream: TcpStream, client: SocketAddr) -> io::Result<()> {
+    for _ in 0..MAX_DNS_TCP_QUERIES {
+        let length = match timeout(Duration::from_secs(10), stream.read_u16()).await {
+            Ok(Ok(length)) => length as usize,
+            _ => return Ok(()),
+        };
+        if length > dns::MAX_MESSAGE {
+            return Ok(());
+        }
+        let mut message = vec![0u8; length];
+        timeout(Duration::from_secs(10), stream.read_exact(&mut message))
+            .await
+            .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))??;
+        let Some(reply) = dns_reply(&message, client) else {
+            return Ok(());
+        };
+        let mut framed = (reply.len() as u16).to_be_bytes().to_vec();
+        framed.extend_from_slice(&reply);
+        stream.write_all(&framed).await?;
+    }
+    Ok(())
+}
