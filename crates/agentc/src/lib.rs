@@ -32,6 +32,7 @@ pub fn execute(cli: Cli) -> ExitCode {
         Command::Rm(args) => commands::rm::rm(args),
         Command::Verify(args) => commands::verify::verify(args),
         Command::Explain(args) => commands::offline::explain(args),
+        Command::EgressProxy(command) => commands::egress::egress_proxy(command),
         offline => commands::offline::dispatch(offline).map(|output| {
             let mut stdout = std::io::stdout().lock();
             // A closed pipe (`agentc render ... | head`) is not an error worth reporting.

@@ -2,6 +2,7 @@
 //! runtime, the daemon connection, the docker CLI, exit statuses and signal handling).
 
 pub mod build;
+pub mod egress;
 pub mod launch;
 pub mod offline;
 pub mod ps;
