@@ -78,10 +78,7 @@ fn is_ip_literal(text: &str) -> bool {
     }
     // IPv4 as inet_aton reads it: 1 to 4 numeric parts. A host name's last label is never
     // numeric (RFC 3696 section 2), so a numeric last label is treated as an address too.
-    trimmed
-        .rsplit('.')
-        .next()
-        .is_some_and(numeric_label)
+    trimmed.rsplit('.').next().is_some_and(numeric_label)
 }
 
 /// Normalizes a host (no port): lower case, one trailing dot removed; refuses IP literals in

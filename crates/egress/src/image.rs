@@ -206,16 +206,25 @@ pub fn rootfs_tar(inputs: &RootfsInputs) -> Vec<u8> {
     tar
 }
 
-/// The image's changes (`docker import --change`): user, default command, labels.
-pub fn import_changes(purpose: &str, command: &[&str]) -> Vec<String> {
-    let command = serde_json::to_string(command).unwrap_or_default();
-    vec![
+/// The image's changes (`docker import --change`): user, default command, labels, and a
+/// health check in exec form when given (the docker CLI's `--health-cmd` is always
+/// `CMD-SHELL`, and the image has no shell, so the check travels with the image).
+pub fn import_changes(purpose: &str, command: &[&str], health: Option<&[&str]>) -> Vec<String> {
+    let json = |argv: &[&str]| serde_json::to_string(argv).unwrap_or_default();
+    let mut changes = vec![
         "USER 65534:65534".to_string(),
         "WORKDIR /".to_string(),
-        format!("CMD {command}"),
+        format!("CMD {}", json(command)),
         format!("LABEL {IMAGE_LABEL}={purpose}"),
         format!("LABEL io.agentc.version={}", env!("CARGO_PKG_VERSION")),
-    ]
+    ];
+    if let Some(health) = health {
+        changes.push(format!(
+            "HEALTHCHECK --interval=2s --timeout=3s --start-period=1s --retries=3 CMD {}",
+            json(health)
+        ));
+    }
+    changes
 }
 
 /// The tag of an image: `REPOSITORY:<first 12 hex digits of sha256(tar, changes)>`.
@@ -286,13 +295,31 @@ pub struct Image {
     pub changes: Vec<String>,
 }
 
+/// Prepares an image of the running executable (no daemon contact): the executable at
+/// `executable_path`, tagged `REPOSITORY:HASH`, labelled with `purpose`.
+pub fn self_image(
+    repository: &str,
+    purpose: &str,
+    executable_path: &str,
+    command: &[&str],
+    health: Option<&[&str]>,
+) -> Result<Image, EgressError> {
+    let inputs = self_inputs(executable_path)?;
+    let tar = rootfs_tar(&inputs);
+    let changes = import_changes(purpose, command, health);
+    let tag = image_tag(repository, &tar, &changes);
+    Ok(Image { tag, tar, changes })
+}
+
 /// Prepares the proxy image of the running agentc binary (no daemon contact).
 pub fn proxy_image() -> Result<Image, EgressError> {
-    let inputs = self_inputs(PROXY_BINARY)?;
-    let tar = rootfs_tar(&inputs);
-    let changes = import_changes("egress-proxy", &[PROXY_BINARY, "egress-proxy", "serve"]);
-    let tag = image_tag(IMAGE_REPOSITORY, &tar, &changes);
-    Ok(Image { tag, tar, changes })
+    self_image(
+        IMAGE_REPOSITORY,
+        "egress-proxy",
+        PROXY_BINARY,
+        &[PROXY_BINARY, "egress-proxy", "serve"],
+        Some(&[PROXY_BINARY, "egress-proxy", "health"]),
+    )
 }
 
 /// Imports `image` with `docker import` unless the daemon has its tag already; returns the tag.
@@ -478,7 +505,7 @@ mod tests {
 
     #[test]
     fn the_tar_and_the_tag_are_deterministic() {
-        let changes = import_changes("egress-proxy", &[PROXY_BINARY]);
+        let changes = import_changes("egress-proxy", &[PROXY_BINARY], Some(&[PROXY_BINARY]));
         let a = rootfs_tar(&inputs());
         let b = rootfs_tar(&inputs());
         assert_eq!(a, b);
