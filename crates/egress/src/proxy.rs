@@ -7,7 +7,7 @@ use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -42,11 +42,38 @@ const MAX_DNS_TCP: usize = 64;
 /// Queries one DNS TCP connection may send.
 const MAX_DNS_TCP_QUERIES: usize = 16;
 
+/// Where decision lines go: stdout (the product), or a channel (tests).
+#[derive(Debug, Clone)]
+pub enum Sink {
+    /// One line per record on stdout.
+    Stdout,
+    /// Each record sent on the channel.
+    Channel(tokio::sync::mpsc::UnboundedSender<Record>),
+}
+
+impl Sink {
+    fn emit(&self, record: Record) {
+        match self {
+            Sink::Stdout => record.emit(),
+            Sink::Channel(sender) => {
+                let _ = sender.send(record);
+            }
+        }
+    }
+}
+
 /// What every connection handler shares.
 #[derive(Debug)]
 struct Shared {
     policy: Policy,
     limits: Limits,
+    sink: Sink,
+}
+
+impl Shared {
+    fn emit(&self, record: Record) {
+        self.sink.emit(record);
+    }
 }
 
 /// Runs the proxy described by `config` until SIGTERM or SIGINT: starts the async runtime
@@ -102,6 +129,11 @@ impl Server {
     /// Binds the proxy and, when configured, the DNS stub (UDP and TCP on the same address; a
     /// port 0 DNS address gets the UDP socket's port for TCP too).
     pub async fn bind(config: &Config) -> Result<Server, EgressError> {
+        Server::bind_with_sink(config, Sink::Stdout).await
+    }
+
+    /// As [`Server::bind`], with the decision lines sent to `sink`.
+    pub async fn bind_with_sink(config: &Config, sink: Sink) -> Result<Server, EgressError> {
         config.limits.check()?;
         let listener =
             TcpListener::bind(config.listen)
@@ -140,6 +172,7 @@ impl Server {
             shared: Arc::new(Shared {
                 policy: config.policy(),
                 limits: config.limits,
+                sink,
             }),
         })
     }
@@ -160,10 +193,10 @@ impl Server {
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         let mut tasks = tokio::task::JoinSet::new();
         if let Some(udp) = self.dns_udp {
-            tasks.spawn(serve_dns_udp(udp));
+            tasks.spawn(serve_dns_udp(udp, self.shared.clone()));
         }
         if let Some(tcp) = self.dns_tcp {
-            tasks.spawn(serve_dns_tcp(tcp));
+            tasks.spawn(serve_dns_tcp(tcp, self.shared.clone()));
         }
         tasks.spawn(serve_proxy(self.listener, self.shared));
         shutdown.await;
@@ -188,16 +221,16 @@ async fn serve_proxy(listener: TcpListener, shared: Arc<Shared>) {
                 tokio::spawn(serve_client(stream, client, shared.clone(), permit));
             }
             Err(_) => {
-                tokio::spawn(refuse_busy(stream, client));
+                tokio::spawn(refuse_busy(stream, client, shared.clone()));
             }
         }
     }
 }
 
-async fn refuse_busy(mut stream: TcpStream, client: SocketAddr) {
+async fn refuse_busy(mut stream: TcpStream, client: SocketAddr, shared: Arc<Shared>) {
     let mut record = Record::new(Kind::Connection, client, Reason::TooManyConnections);
     record.detail = Some("the proxy is serving as many connections as it may".into());
-    record.emit();
+    shared.emit(record);
     let response =
         b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
     let _ = timeout(Duration::from_secs(2), stream.write_all(response)).await;
@@ -213,9 +246,13 @@ async fn serve_client(
     // The slot is held by the connection and, after an upgrade, by its tunnel.
     let permit = Arc::new(permit);
     let limits = shared.limits;
+    let sink = shared.sink.clone();
+    let served_any = Arc::new(AtomicBool::new(false));
+    let served = served_any.clone();
     let service = service_fn(move |request| {
         let shared = shared.clone();
         let permit = permit.clone();
+        served.store(true, Ordering::Relaxed);
         async move { Ok::<_, Infallible>(handle(request, client, shared, permit).await) }
     });
     let served = http1::Builder::new()
@@ -226,10 +263,13 @@ async fn serve_client(
         .with_upgrades()
         .await;
     if let Err(error) = served {
-        if error.is_parse() || error.is_parse_too_large() || error.is_timeout() {
+        // A keep-alive connection that goes quiet after a request is no refusal; a first
+        // request head that never completes (slowloris) is.
+        let first_head_timed_out = error.is_timeout() && !served_any.load(Ordering::Relaxed);
+        if error.is_parse() || error.is_parse_too_large() || first_head_timed_out {
             let mut record = Record::new(Kind::Connection, client, Reason::BadRequest);
             record.detail = Some(error.to_string());
-            record.emit();
+            sink.emit(record);
         }
     }
 }
@@ -261,6 +301,10 @@ fn refusal(deny: &Deny) -> Response<Body> {
     if let Ok(value) = HeaderValue::from_str(deny.reason.as_str()) {
         response.headers_mut().insert("x-agentc-egress-deny", value);
     }
+    // A refused client gets no second try on the same connection.
+    response
+        .headers_mut()
+        .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
     response
 }
 
@@ -280,7 +324,7 @@ async fn handle(
         Err(deny) => {
             let mut line = Record::new(kind, client, deny.reason);
             line.detail = Some(format!("{} {target}: {}", request.method(), deny.detail));
-            line.emit();
+            shared.emit(line);
             refusal(&deny)
         }
         Ok(Target::Health) => text(200, "ok\n".into()),
@@ -350,7 +394,7 @@ async fn connect(
         Err(deny) => {
             let mut line = record(Kind::Connect, client, host, port, deny.reason);
             line.detail = Some(deny.detail.clone());
-            line.emit();
+            shared.emit(line);
             return refusal(&deny);
         }
     };
@@ -363,7 +407,7 @@ async fn connect(
             Err(error) => {
                 line = record(Kind::Connect, client, &host, port, Reason::BadRequest);
                 line.detail = Some(format!("the tunnel did not open: {error}"));
-                line.emit();
+                shared.emit(line);
             }
         }
     });
@@ -442,7 +486,7 @@ async fn tunnel<C: AsyncRead + AsyncWrite + Unpin>(
             line.decision = "deny";
             line.reason = deny.reason.as_str();
             line.detail = Some(deny.detail);
-            line.emit();
+            shared.emit(line);
             return;
         }
     }
@@ -461,7 +505,7 @@ async fn tunnel<C: AsyncRead + AsyncWrite + Unpin>(
     }
     line.bytes_up = Some(counters.up.load(Ordering::Relaxed));
     line.bytes_down = Some(counters.down.load(Ordering::Relaxed));
-    line.emit();
+    shared.emit(line);
 }
 
 async fn forward(
@@ -475,7 +519,7 @@ async fn forward(
     let deny_line = |deny: &Deny| {
         let mut line = record(Kind::Forward, client, host, port, deny.reason);
         line.detail = Some(deny.detail.clone());
-        line.emit();
+        shared.emit(line);
     };
     let (host, address, upstream) = match open(&shared, host, port).await {
         Ok(opened) => opened,
@@ -516,13 +560,14 @@ async fn forward(
     };
     let idle = shared.limits.idle_timeout();
     let watched = counters.clone();
+    let sink = shared.sink.clone();
     tokio::spawn(async move {
         if with_idle(connection, &watched, idle).await.is_none() {
             line.detail = Some("closed after the idle timeout".into());
         }
         line.bytes_up = Some(watched.up.load(Ordering::Relaxed));
         line.bytes_down = Some(watched.down.load(Ordering::Relaxed));
-        line.emit();
+        sink.emit(line);
     });
     let sent = with_idle(
         sender.send_request(Request::from_parts(parts, body)),
@@ -634,7 +679,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
 }
 
 /// The stub's answer to one message, after its decision line.
-fn dns_reply(message: &[u8], client: SocketAddr) -> Option<Vec<u8>> {
+fn dns_reply(message: &[u8], client: SocketAddr, shared: &Shared) -> Option<Vec<u8>> {
     let mut line = Record::new(Kind::Dns, client, Reason::DnsQuery);
     match dns::parse_query(message) {
         Ok(question) => {
@@ -643,23 +688,23 @@ fn dns_reply(message: &[u8], client: SocketAddr) -> Option<Vec<u8>> {
         }
         Err(error) => line.detail = Some(format!("{error:?}")),
     }
-    line.emit();
+    shared.emit(line);
     dns::answer(message)
 }
 
-async fn serve_dns_udp(socket: UdpSocket) {
+async fn serve_dns_udp(socket: UdpSocket, shared: Arc<Shared>) {
     let mut buffer = vec![0u8; dns::MAX_MESSAGE];
     loop {
         let Ok((n, client)) = socket.recv_from(&mut buffer).await else {
             continue;
         };
-        if let Some(reply) = dns_reply(&buffer[..n], client) {
+        if let Some(reply) = dns_reply(&buffer[..n], client, &shared) {
             let _ = socket.send_to(&reply, client).await;
         }
     }
 }
 
-async fn serve_dns_tcp(listener: TcpListener) {
+async fn serve_dns_tcp(listener: TcpListener, shared: Arc<Shared>) {
     let slots = Arc::new(Semaphore::new(MAX_DNS_TCP));
     loop {
         let Ok((stream, client)) = listener.accept().await else {
@@ -669,14 +714,20 @@ async fn serve_dns_tcp(listener: TcpListener) {
         let Ok(permit) = slots.clone().try_acquire_owned() else {
             continue; // dropped: closes the connection
         };
+        let shared = shared.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            let _ = timeout(Duration::from_secs(30), dns_tcp_session(stream, client)).await;
+            let session = dns_tcp_session(stream, client, &shared);
+            let _ = timeout(Duration::from_secs(30), session).await;
         });
     }
 }
 
-async fn dns_tcp_session(mut stream: TcpStream, client: SocketAddr) -> io::Result<()> {
+async fn dns_tcp_session(
+    mut stream: TcpStream,
+    client: SocketAddr,
+    shared: &Shared,
+) -> io::Result<()> {
     for _ in 0..MAX_DNS_TCP_QUERIES {
         let length = match timeout(Duration::from_secs(10), stream.read_u16()).await {
             Ok(Ok(length)) => length as usize,
@@ -689,7 +740,7 @@ async fn dns_tcp_session(mut stream: TcpStream, client: SocketAddr) -> io::Resul
         timeout(Duration::from_secs(10), stream.read_exact(&mut message))
             .await
             .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))??;
-        let Some(reply) = dns_reply(&message, client) else {
+        let Some(reply) = dns_reply(&message, client, shared) else {
             return Ok(());
         };
         let mut framed = (reply.len() as u16).to_be_bytes().to_vec();
@@ -697,4 +748,49 @@ async fn dns_tcp_session(mut stream: TcpStream, client: SocketAddr) -> io::Resul
         stream.write_all(&framed).await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes `bytes` in `piece`-byte writes with pauses, so the reader sees many reads.
+    async fn hello_in_pieces(bytes: Vec<u8>, piece: usize) -> Result<sni::ClientHello, Deny> {
+        let (mut client, mut proxy_side) = tokio::io::duplex(64);
+        let writer = tokio::spawn(async move {
+            for chunk in bytes.chunks(piece) {
+                if client.write_all(chunk).await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        });
+        let mut buffer = Vec::new();
+        let read = read_client_hello(&mut proxy_side, &mut buffer).await;
+        writer.abort();
+        read
+    }
+
+    #[tokio::test]
+    async fn a_client_hello_over_many_reads_and_records_is_read_whole() {
+        let hello = sni::client_hello(Some("allowed.test"));
+        let fragmented = sni::records(&hello[5..], 17);
+        for piece in [1, 3, 100] {
+            let read = hello_in_pieces(fragmented.clone(), piece).await.unwrap();
+            assert_eq!(read.server_name.as_deref(), Some("allowed.test"));
+        }
+    }
+
+    #[tokio::test]
+    async fn garbage_a_closed_client_and_an_endless_hello_are_not_tls() {
+        let garbage = hello_in_pieces(b"GET / HTTP/1.1\r\n\r\n".to_vec(), 4).await;
+        assert_eq!(garbage.unwrap_err().reason, Reason::NotTls);
+        let hello = sni::client_hello(Some("allowed.test"));
+        let cut = hello_in_pieces(hello[..30].to_vec(), 7).await;
+        assert_eq!(cut.unwrap_err().reason, Reason::NotTls);
+        // Records that never complete a hello: 1-byte records up to the bound.
+        let endless = sni::records(&[1, 0, 0x40, 0].repeat(10_000), 1);
+        let endless = hello_in_pieces(endless, 4096).await;
+        assert_eq!(endless.unwrap_err().reason, Reason::NotTls);
+    }
 }
