@@ -40,6 +40,8 @@ const PROBES_VAR: &str = "AGENTC_EGRESS_PROBES";
 const TEST_LABEL: &str = "io.agentc.test.egress";
 /// Where the test binary sits in the testkit image.
 const TESTKIT_PATH: &str = "/testkit";
+/// What the throughput source sends per connection.
+const BENCH_BYTES: usize = 256 << 20;
 /// The busybox image's script, for workloads that need `ip`.
 const BUSYBOX_SCRIPT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -57,6 +59,7 @@ fn testkit_entry() {
     };
     let code = match mode.as_str() {
         "server" => server(),
+        "bench" => bench(),
         "probe" => {
             let probes = std::env::var(PROBES_VAR).unwrap_or_default();
             for (index, line) in probes.lines().enumerate() {
@@ -123,6 +126,18 @@ fn server() -> i32 {
     tcp(443, echo);
     tcp(22, echo);
     tcp(53, drop);
+    tcp(9000, |mut stream| {
+        // The throughput source: BENCH_BYTES bytes, then close.
+        let chunk = vec![0x5au8; 64 * 1024];
+        let mut left = BENCH_BYTES;
+        while left > 0 {
+            let n = left.min(chunk.len());
+            if stream.write_all(&chunk[..n]).is_err() {
+                return;
+            }
+            left -= n;
+        }
+    });
     let udp = UdpSocket::bind("0.0.0.0:53").expect("bind udp 53");
     std::thread::spawn(move || {
         let mut buffer = [0u8; 4096];
@@ -134,6 +149,94 @@ fn server() -> i32 {
     loop {
         std::thread::sleep(Duration::from_secs(3600));
     }
+}
+
+/// The benchmark client: latency of sequential HTTP requests and throughput of one stream,
+/// each direct to the server and through the proxy. Reads `BENCH_SERVER` (the server's IP),
+/// `BENCH_PROXY` (`IP:3128`) and `BENCH_REQUESTS`.
+fn bench() -> i32 {
+    let server = std::env::var("BENCH_SERVER").expect("BENCH_SERVER");
+    let proxy = std::env::var("BENCH_PROXY").expect("BENCH_PROXY");
+    let requests: usize = std::env::var("BENCH_REQUESTS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1000);
+    let get = |address: &str, target: &str| -> Duration {
+        let started = Instant::now();
+        let mut stream = connect(address).expect("connect");
+        stream.set_nodelay(true).ok();
+        write!(
+            stream,
+            "GET {target} HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n"
+        )
+        .expect("write");
+        assert_eq!(read_status(&mut stream), Ok(200));
+        let mut body = Vec::new();
+        stream.read_to_end(&mut body).expect("body");
+        started.elapsed()
+    };
+    let percentiles = |mut samples: Vec<Duration>| {
+        samples.sort();
+        let at = |p: usize| samples[(samples.len() * p / 100).min(samples.len() - 1)];
+        (at(50), at(90), at(99))
+    };
+    let direct_address = format!("{server}:80");
+    // Warm up both paths (connection setup, the resolver's cache).
+    for _ in 0..50 {
+        get(&direct_address, "/");
+        get(&proxy, "http://allowed.test/");
+    }
+    let mut direct = Vec::with_capacity(requests);
+    let mut proxied = Vec::with_capacity(requests);
+    for _ in 0..requests {
+        direct.push(get(&direct_address, "/"));
+        proxied.push(get(&proxy, "http://allowed.test/"));
+    }
+    let (d50, d90, d99) = percentiles(direct);
+    let (p50, p90, p99) = percentiles(proxied);
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "BENCH latency requests={requests} direct_p50_ms={:.3} direct_p90_ms={:.3} direct_p99_ms={:.3} proxy_p50_ms={:.3} proxy_p90_ms={:.3} proxy_p99_ms={:.3} added_p50_ms={:.3}",
+        ms(d50), ms(d90), ms(d99), ms(p50), ms(p90), ms(p99), ms(p50) - ms(d50)
+    );
+    let stream_rate = |through_proxy: bool| -> f64 {
+        let mut stream = if through_proxy {
+            let mut stream = connect(&proxy).expect("connect");
+            write!(stream, "CONNECT allowed.test:9000 HTTP/1.1\r\n\r\n").expect("write");
+            assert_eq!(read_status(&mut stream), Ok(200));
+            stream
+        } else {
+            connect(&format!("{server}:9000")).expect("connect")
+        };
+        let started = Instant::now();
+        let mut buffer = vec![0u8; 256 * 1024];
+        let mut total = 0usize;
+        loop {
+            match stream.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => total += n,
+                Err(e) => panic!("read: {e}"),
+            }
+        }
+        assert_eq!(total, BENCH_BYTES);
+        total as f64 / (1 << 20) as f64 / started.elapsed().as_secs_f64()
+    };
+    let mut direct = Vec::new();
+    let mut proxied = Vec::new();
+    for _ in 0..5 {
+        direct.push(stream_rate(false));
+        proxied.push(stream_rate(true));
+    }
+    direct.sort_by(f64::total_cmp);
+    proxied.sort_by(f64::total_cmp);
+    println!(
+        "BENCH throughput streams=5 mib={} direct_mib_s={:.0} proxy_mib_s={:.0} ratio_pct={:.1}",
+        BENCH_BYTES >> 20,
+        direct[2],
+        proxied[2],
+        100.0 * proxied[2] / direct[2]
+    );
+    0
 }
 
 const IO_TIMEOUT: Duration = Duration::from_secs(4);
@@ -440,7 +543,12 @@ impl Topology {
         let config = Config::from_args(
             "0.0.0.0:3128",
             Some("0.0.0.0:53"),
-            &["allowed.test", "meta.test", "*.wild.test"],
+            &[
+                "allowed.test",
+                "meta.test",
+                "*.wild.test",
+                "allowed.test:9000",
+            ],
             &cidrs,
         )
         .expect("config");
@@ -999,4 +1107,45 @@ fn busybox_image() -> String {
         tag
     })
     .clone()
+}
+
+/// The benchmark (`scripts/bench-egress.sh` runs it in release mode): the same client
+/// container reaches the server directly on the outside network and through the proxy.
+#[test]
+#[ignore = "a benchmark: run scripts/bench-egress.sh"]
+fn bench_egress() {
+    if !require_daemon("bench_egress") {
+        return;
+    }
+    let t = Topology::new("bench");
+    let (_, testkit) = images();
+    let client = format!("{}-client", t.id);
+    let requests = std::env::var("BENCH_REQUESTS").unwrap_or_else(|_| "1000".into());
+    docker(&[
+        "create",
+        &format!("--name={client}"),
+        &format!("--label={}", labelled(&t.id)),
+        &format!("--network={}", t.inner),
+        &format!("--dns={}", t.proxy_ip),
+        "--env",
+        &format!("{TESTKIT_VAR}=bench"),
+        "--env",
+        &format!("BENCH_SERVER={}", t.server_ip),
+        "--env",
+        &format!("BENCH_PROXY={}", t.proxy_address()),
+        "--env",
+        &format!("BENCH_REQUESTS={requests}"),
+        testkit,
+        TESTKIT_PATH,
+        "testkit_entry",
+        "--exact",
+        "--nocapture",
+    ])
+    .expect("create the client");
+    docker(&["network", "connect", &t.out, &client]).expect("client on out");
+    let output = docker(&["start", "--attach", &client]).expect("run the benchmark");
+    for line in output.lines().filter(|l| l.starts_with("BENCH ")) {
+        println!("{line}");
+    }
+    t.finish();
 }

@@ -497,7 +497,8 @@ async fn tunnel<C: AsyncRead + AsyncWrite + Unpin>(
     };
     let copied = async {
         upstream.write_all(&first).await?;
-        tokio::io::copy_bidirectional(&mut client, &mut upstream).await
+        tokio::io::copy_bidirectional_with_sizes(&mut client, &mut upstream, 64 * 1024, 64 * 1024)
+            .await
     };
     let outcome = with_idle(copied, &counters, shared.limits.idle_timeout()).await;
     if outcome.is_none() {
