@@ -1149,3 +1149,48 @@ fn bench_egress() {
     }
     t.finish();
 }
+
+#[test]
+fn the_image_imports_through_the_engine_api_as_through_the_cli() {
+    if !require_daemon("the_image_imports_through_the_engine_api") {
+        return;
+    }
+    let built = image::self_image(
+        "agentc-egress-apitest",
+        "egress-apitest",
+        TESTKIT_PATH,
+        &[TESTKIT_PATH],
+        Some(&[TESTKIT_PATH, "--list"]),
+    )
+    .expect("image");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let imported = runtime.block_on(async {
+        let docker = bollard::Docker::connect_with_local_defaults().expect("daemon");
+        let first = image::ensure_image_api(&docker, &built).await;
+        // Idempotent: the second call finds the tag.
+        let second = image::ensure_image_api(&docker, &built).await;
+        (first, second)
+    });
+    let config = docker(&[
+        "image",
+        "inspect",
+        "--format",
+        "{{json .Config}}",
+        &built.tag,
+    ]);
+    let _ = docker(&["image", "rm", &built.tag]);
+    let (first, second) = imported;
+    assert_eq!(first.expect("the import"), built.tag);
+    assert_eq!(second.expect("the second call"), built.tag);
+    let config: serde_json::Value = serde_json::from_str(&config.expect("inspect")).unwrap();
+    assert_eq!(config["User"], "65534:65534");
+    assert_eq!(config["Labels"]["io.agentc.image"], "egress-apitest");
+    assert_eq!(config["Cmd"], serde_json::json!([TESTKIT_PATH]));
+    assert_eq!(
+        config["Healthcheck"]["Test"],
+        serde_json::json!(["CMD", TESTKIT_PATH, "--list"])
+    );
+}
