@@ -370,6 +370,43 @@ pub fn ensure_image(image: &Image) -> Result<String, EgressError> {
     Ok(image.tag.clone())
 }
 
+/// As [`ensure_image`], through the Engine API: `POST /images/create?fromSrc=-` with the tar as
+/// the body (`docker import`'s own call), unless the daemon has the tag already.
+pub async fn ensure_image_api(
+    docker: &bollard::Docker,
+    image: &Image,
+) -> Result<String, EgressError> {
+    use futures_util::TryStreamExt;
+    let fail = |reason: String| EgressError::Import {
+        tag: image.tag.clone(),
+        reason,
+    };
+    if docker.inspect_image(&image.tag).await.is_ok() {
+        return Ok(image.tag.clone());
+    }
+    let (repository, tag) = image.tag.rsplit_once(':').unwrap_or((&image.tag, "latest"));
+    let options = bollard::query_parameters::CreateImageOptions {
+        from_src: Some("-".to_string()),
+        repo: Some(repository.to_string()),
+        tag: Some(tag.to_string()),
+        changes: image.changes.clone(),
+        ..Default::default()
+    };
+    let body = bollard::body_full(bytes::Bytes::from(image.tar.clone()));
+    docker
+        .create_image(Some(options), Some(body), None)
+        .try_collect::<Vec<_>>()
+        .await
+        .map_err(|error| fail(error.to_string()))?;
+    docker.inspect_image(&image.tag).await.map_err(|error| {
+        fail(format!(
+            "the daemon has no {} after the import: {error}",
+            image.tag
+        ))
+    })?;
+    Ok(image.tag.clone())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -524,41 +561,4 @@ mod tests {
         );
         assert!(changes.contains(&"USER 65534:65534".to_string()));
     }
-}
-
-/// As [`ensure_image`], through the Engine API: `POST /images/create?fromSrc=-` with the tar as
-/// the body (`docker import`'s own call), unless the daemon has the tag already.
-pub async fn ensure_image_api(
-    docker: &bollard::Docker,
-    image: &Image,
-) -> Result<String, EgressError> {
-    use futures_util::TryStreamExt;
-    let fail = |reason: String| EgressError::Import {
-        tag: image.tag.clone(),
-        reason,
-    };
-    if docker.inspect_image(&image.tag).await.is_ok() {
-        return Ok(image.tag.clone());
-    }
-    let (repository, tag) = image.tag.rsplit_once(':').unwrap_or((&image.tag, "latest"));
-    let options = bollard::query_parameters::CreateImageOptions {
-        from_src: Some("-".to_string()),
-        repo: Some(repository.to_string()),
-        tag: Some(tag.to_string()),
-        changes: image.changes.clone(),
-        ..Default::default()
-    };
-    let body = bollard::body_full(bytes::Bytes::from(image.tar.clone()));
-    docker
-        .create_image(Some(options), Some(body), None)
-        .try_collect::<Vec<_>>()
-        .await
-        .map_err(|error| fail(error.to_string()))?;
-    docker.inspect_image(&image.tag).await.map_err(|error| {
-        fail(format!(
-            "the daemon has no {} after the import: {error}",
-            image.tag
-        ))
-    })?;
-    Ok(image.tag.clone())
 }
