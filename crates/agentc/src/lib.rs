@@ -4,7 +4,8 @@
 //! Docker daemon; the policy crate and the renderers receive everything as values. The
 //! offline commands (`validate`, `schema`, `explain`, `render`) never start a runtime or
 //! connect to a daemon; the launching commands (`run`, `seed`, `build`, `ps`, `rm`,
-//! `verify`) create a tokio runtime only when they talk to the Engine API.
+//! `verify`) create a tokio runtime only when they talk to the Engine API; the hidden
+//! `egress-proxy serve` (run inside the egress proxy's container) starts its own.
 #![deny(missing_docs)]
 
 pub mod cli;
