@@ -42,6 +42,7 @@ DOCKER_DEFAULT_CAPS = {
     "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
     "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
 }
+ENGINE_ENV = ("container=podman", "TERM=xterm")
 AGENT_UIDS = {"claude": "1000:1000", "codex": "1000:1000", "opencode": "1000:1000",
               "hermes": "10000:10000"}
 # Secrets are passed by name; one is set (to a dummy) to see that both engines pass it through,
@@ -54,6 +55,8 @@ PROBE = r"""
 echo "id=$(id -u):$(id -g)"
 grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status
 echo "pid1=$(cat /proc/1/comm)"
+echo "kernel=$(uname -r)"
+echo "dmesg0=$(dmesg 2>&1 | head -1 | sed 's/^\[ *[0-9.]*\] //')"
 echo "nofile=$(ulimit -n) nproc=$(ulimit -u)"
 cg() { for f in "$@"; do [ -r "$f" ] && { echo "$f=$(cat "$f")"; return; }; done; echo "$1=absent"; }
 cg /sys/fs/cgroup/memory.max /sys/fs/cgroup/memory/memory.limit_in_bytes
@@ -62,7 +65,7 @@ cg /sys/fs/cgroup/pids.max /sys/fs/cgroup/pids/pids.max
 cg /sys/fs/cgroup/cpu.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us
 awk '$2 !~ "^/(proc|sys|dev)/." || $2 == "/dev/shm" || $2 == "/sys/fs/cgroup" {o=$4; gsub(/,(lowerdir|upperdir|workdir)=[^,]*/, "", o); print "mount " $2 " " $3 " " o}' /proc/mounts | sort
 echo "shm=$(df -k /dev/shm | awk 'NR==2 {print $2}')k"
-touch /agentc-root-write 2>/dev/null && echo "rootfs=writable" || echo "rootfs=read-only"
+awk '$2 == "/" {split($4, o, ","); print "rootfs=" o[1]}' /proc/mounts
 grep -v '^#' /etc/hosts | grep -v '^$' | sed 's/^/hosts /'
 ip -o link 2>/dev/null | awk '{print "link " $2}'
 ls /dev | tr '\n' ' ' | sed 's/^/dev /'; echo
@@ -157,7 +160,58 @@ class Made:
                 run([engine, "network", "rm", n])
 
 
-def cli_argv(argv, engine, verb, name, made, probe_user=None):
+def gateway(engine, network):
+    """The gateway address of a network (the default one for none/default/bridge)."""
+    if network in (None, "none", "default", "bridge", "host"):
+        network = "podman" if engine == "podman" else "bridge"
+    p = run([engine, "network", "inspect", network])
+    data = json.loads(p.stdout)[0]
+    if engine == "podman":
+        return data["subnets"][0]["gateway"]
+    return data["IPAM"]["Config"][0]["Gateway"]
+
+
+def non_root(user):
+    return bool(user) and user.split(":")[0] not in ("0", "root")
+
+
+def adapt_podman_cli(flags, user):
+    """The rewrites docs/engines.md recommends for `podman` argv (agentc does not render them
+    yet): each line names the difference it removes."""
+    network = next((f[len("--network="):] for f in flags if f.startswith("--network=")), None)
+    out = []
+    for a in flags:
+        if a.startswith("--add-host=") and a.endswith(":host-gateway"):
+            # podman 4.3 refuses host-gateway: the network's gateway address instead
+            a = a[: -len("host-gateway")] + gateway("podman", network)
+        elif a.startswith("--mount=") and "type=volume" in a.split(","):
+            # podman 4.3 takes `ro`, not `readonly`, on a volume mount (docker takes both)
+            a = ",".join("ro" if f == "readonly" else f for f in a.split(","))
+        elif a.startswith("--tmpfs=") and ":" not in a:
+            # podman's tmpfs default is exec; docker's is noexec,nosuid,nodev
+            a += ":rw,noexec,nosuid,nodev"
+        elif a == "--read-only":
+            # podman adds a writable, executable /var/tmp tmpfs to a read-only root
+            out.append("--read-only-tmpfs=false")
+        elif a == "--log-driver=json-file":
+            # podman's json-file is k8s-file under another name; say so
+            a = "--log-driver=k8s-file"
+        elif a.startswith("--log-opt=max-file="):
+            # k8s-file has no rotation count: max-size truncates one file
+            continue
+        elif a.startswith("--cap-add=") and non_root(user) and \
+                "--security-opt=no-new-privileges" in flags:
+            # podman makes added capabilities ambient for a non-root user; docker leaves them
+            # unreachable (bounding only, no-new-privileges): drop them to get docker's result
+            continue
+        out.append(a)
+    out.append("--ipc=private")  # podman's default is shareable
+    if not any(f.startswith("--shm-size=") for f in flags):
+        out.append("--shm-size=67108864")  # podman's default is 65536000
+    return out
+
+
+def cli_argv(argv, engine, verb, name, made, probe_user=None, adapt=False):
     """The rendered docker argv as `ENGINE VERB`, renamed; with probe_user, the command is the
     probe and the launch is non-interactive."""
     assert argv[0] == "docker" and argv[1] == "run", argv[:2]
@@ -189,17 +243,21 @@ def cli_argv(argv, engine, verb, name, made, probe_user=None):
             made.network(engine, net)
             a = "--network=" + net
         flags.append(a)
+    user = next((f[len("--user="):] for f in flags if f.startswith("--user=")), None)
+    if probe_user and user is None:
+        user = probe_user
+        flags.append("--user=" + probe_user)
+    if adapt and engine == "podman":
+        flags = adapt_podman_cli(flags, user)
     out = [engine, verb, "--name=" + name] + flags
     if probe_user is not None:
-        if probe_user and not any(f.startswith("--user=") for f in flags):
-            out.append("--user=" + probe_user)
         out += ["--entrypoint=/bin/sh", rest[0], "-c", PROBE]
     else:
         out += rest
     return out
 
 
-def api_body(body, made, engine):
+def api_body(body, made, engine, adapt=False):
     body = json.loads(json.dumps(body))
     hc = body.get("HostConfig", {})
     for m in hc.get("Mounts") or []:
@@ -214,7 +272,34 @@ def api_body(body, made, engine):
         ec = (body.get("NetworkingConfig") or {}).get("EndpointsConfig") or {}
         if nm in ec:
             ec[new] = ec.pop(nm)
+    if adapt and engine == "podman":
+        adapt_podman_api(body)
     return body
+
+
+def adapt_podman_api(body):
+    """The rewrites docs/engines.md recommends for a body sent to podman's compat API."""
+    hc = body["HostConfig"]
+    nm = hc.get("NetworkMode")
+    hc["ExtraHosts"] = [h[: -len("host-gateway")] + gateway("podman", nm)
+                        if h.endswith(":host-gateway") else h for h in hc.get("ExtraHosts") or []]
+    tmpfs = hc.get("Tmpfs") or {}
+    for k, v in tmpfs.items():
+        if v == "":
+            tmpfs[k] = "rw,noexec,nosuid,nodev"
+    if hc.get("ReadonlyRootfs") and "/var/tmp" not in tmpfs:
+        # the compat API cannot turn off podman's /var/tmp tmpfs: make it noexec at least
+        tmpfs["/var/tmp"] = "rw,noexec,nosuid,nodev"
+    if tmpfs:
+        hc["Tmpfs"] = tmpfs
+    hc["IpcMode"] = "private"
+    hc.setdefault("ShmSize", 67108864)
+    log = hc.get("LogConfig")
+    if log and log.get("Type") == "json-file":
+        log["Type"] = "k8s-file"
+        (log.get("Config") or {}).pop("max-file", None)
+    if non_root(body.get("User")) and "no-new-privileges" in (hc.get("SecurityOpt") or []):
+        hc["CapAdd"] = []
 
 
 # ---------------------------------------------------------------- normalizing
@@ -226,6 +311,7 @@ def caps(names):
 
 def normalize(engine, ins):
     hc, cfg = ins["HostConfig"], ins["Config"]
+    ep = cfg.get("Entrypoint")
     if engine == "docker":
         drop, add = caps(hc.get("CapDrop")), caps(hc.get("CapAdd"))
         eff = set() if "ALL" in drop else DOCKER_DEFAULT_CAPS - drop
@@ -243,7 +329,9 @@ def normalize(engine, ins):
         for m in ins.get("Mounts") or [])
     ports = {k: sorted((b.get("HostIp", ""), b.get("HostPort", "")) for b in (v or []))
              for k, v in (hc.get("PortBindings") or {}).items()}
-    env = sorted(e for e in cfg.get("Env") or [] if not e.startswith(("PATH=", "HOSTNAME=")))
+    # podman adds container=podman and TERM=xterm to every container (documented difference)
+    env = sorted(e for e in cfg.get("Env") or []
+                 if not e.startswith(("PATH=", "HOSTNAME=")) and e not in ENGINE_ENV)
     labels = {k: v for k, v in (cfg.get("Labels") or {}).items() if k != "agentc-test.image"}
     return {
         "caps_effective": sorted(eff),
@@ -251,7 +339,9 @@ def normalize(engine, ins):
         "security_opt": sorted(hc.get("SecurityOpt") or []),
         "tmpfs": hc.get("Tmpfs") or {},
         "mounts": mounts,
-        "network_mode": hc.get("NetworkMode"),
+        "network_mode": hc.get("NetworkMode") if hc.get("NetworkMode") in ("none", "host")
+        else sorted("(default)" if n in ("bridge", "podman") else n
+                    for n in (ins.get("NetworkSettings") or {}).get("Networks") or {}),
         "port_bindings": ports,
         "memory": hc.get("Memory"),
         "memory_swap": hc.get("MemorySwap"),
@@ -272,9 +362,9 @@ def normalize(engine, ins):
         "ulimits": sorted("%s=%s:%s" % (u["Name"], u["Soft"], u["Hard"])
                           for u in hc.get("Ulimits") or []),
         "runtime": hc.get("Runtime"),
-        "entrypoint": cfg.get("Entrypoint"),
+        "entrypoint": ep if isinstance(ep, list) else ([ep] if ep else None),
         "cmd_head": (cfg.get("Cmd") or [None])[0],
-        "workdir": cfg.get("WorkingDir"),
+        "workdir": cfg.get("WorkingDir") or "/",
     }
 
 
@@ -312,11 +402,15 @@ def main():
     ap.add_argument("--only", default="create,api,probe")
     ap.add_argument("--fixture", action="append")
     ap.add_argument("--out", default="/tmp/agentc-engines-compare")
-    ap.add_argument("--runtime", help="add --runtime=RUNTIME to the probe launches")
-    ap.add_argument("--engines", default="docker,podman")
+    ap.add_argument("--engines", default="docker,podman",
+                    help="two of docker, podman, ENGINE@RUNTIME (--runtime=RUNTIME added to the "
+                    "probe launches), such as docker,docker@runsc")
+    ap.add_argument("--adapt", action="store_true",
+                    help="apply the podman rewrites docs/engines.md recommends")
     args = ap.parse_args()
     modes = set(args.only.split(","))
     engines = args.engines.split(",")
+    plain = sorted({e.partition("@")[0] for e in engines})
     os.makedirs(args.out, exist_ok=True)
     fixtures = sorted(glob.glob(os.path.join(ROOT, "fixtures/valid/*.toml")))
     if args.fixture:
@@ -341,8 +435,8 @@ def main():
                 name = PREFIX + re.sub(r"[^a-zA-Z0-9_.-]", "-", label)[:100]
                 norm = {}
                 if "create" in modes:
-                    for engine in engines:
-                        cmd = cli_argv(argv, engine, "create", name, made)
+                    for engine in plain:
+                        cmd = cli_argv(argv, engine, "create", name, made, adapt=args.adapt)
                         p = run(cmd)
                         made.containers[engine].add(name)
                         r["cli_" + engine] = {"rc": p.returncode, "stderr": p.stderr.strip()}
@@ -355,8 +449,8 @@ def main():
                         r["cli_diff"] = diff(norm["docker"], norm["podman"])
                     made.cleanup(containers_only=True)
                 if "api" in modes:
-                    for engine in engines:
-                        b = api_body(body["body"], made, engine)
+                    for engine in plain:
+                        b = api_body(body["body"], made, engine, adapt=args.adapt)
                         st, raw = api(engine, "POST", "/v1.41/containers/create?name=" + name, b)
                         made.containers[engine].add(name)
                         r["api_" + engine] = {"status": st, "response": raw.strip()}
@@ -372,16 +466,22 @@ def main():
                 if "probe" in modes and kind != "decant":
                     probes = {}
                     user = AGENT_UIDS.get(agent, "") if kind == "run" else ""
-                    for engine in engines:
-                        cmd = cli_argv(argv, engine, "run", name, made, probe_user=user)
-                        if args.runtime:
-                            cmd.insert(2, "--runtime=" + args.runtime)
-                        p = run(cmd, timeout=120)
+                    for spec in engines:
+                        engine, _, runtime = spec.partition("@")
+                        cmd = cli_argv(argv, engine, "run", name, made, probe_user=user,
+                                       adapt=args.adapt)
+                        if runtime:
+                            cmd.insert(2, "--runtime=" + runtime)
+                        try:
+                            p = run(cmd, timeout=120)
+                        except subprocess.TimeoutExpired:
+                            p = subprocess.CompletedProcess(cmd, 124, "", "timed out")
                         made.containers[engine].add(name)
-                        probes[engine] = parse_probe(p.stdout)
-                        r["probe_" + engine] = {"rc": p.returncode, "stdout": p.stdout,
-                                                "stderr": p.stderr.strip()[-2000:]}
-                        r["probe_" + engine]["left_behind"] = inspect(engine, name) is not None
+                        probes[spec] = parse_probe(p.stdout)
+                        r["probe_" + spec] = {"rc": p.returncode, "stdout": p.stdout,
+                                              "stderr": p.stderr.strip()[-2000:]}
+                        r["probe_" + spec]["left_behind"] = inspect(engine, name) is not None
+                        made.cleanup(containers_only=True)
                     if len(probes) == 2:
                         a, b = probes[engines[0]], probes[engines[1]]
                         r["probe_diff"] = {k: {engines[0]: a.get(k), engines[1]: b.get(k)}
