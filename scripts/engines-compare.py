@@ -21,7 +21,9 @@ Usage: scripts/engines-compare.py [--only create,api,probe] [--fixture NAME]... 
        [--runtime RUNTIME] [--engines docker,podman]
 
 Writes DIR/results.json (every raw inspect and probe output) and prints a summary. Cleans up
-everything it created, also when interrupted.
+every container, volume and network it created, also when interrupted. The test image
+agentc-engines-busybox:test is built (scripts/build-test-image.sh) and loaded into Podman
+(`docker save | podman load`) when missing, and kept: `docker image rm` / `podman image rm` it.
 """
 import argparse
 import glob
@@ -397,6 +399,17 @@ def parse_probe(text):
 # ---------------------------------------------------------------- main
 
 
+def ensure_image():
+    if run(["docker", "image", "inspect", IMAGE]).returncode != 0:
+        p = run([os.path.join(ROOT, "scripts/build-test-image.sh"), IMAGE])
+        if p.returncode != 0:
+            sys.exit("cannot build %s: %s" % (IMAGE, p.stderr.strip()))
+    if run(["podman", "image", "exists", IMAGE]).returncode != 0:
+        subprocess.run("docker save %s | podman load -q" % IMAGE, shell=True, check=True,
+                       stdout=subprocess.DEVNULL)
+
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="create,api,probe")
@@ -415,6 +428,7 @@ def main():
     fixtures = sorted(glob.glob(os.path.join(ROOT, "fixtures/valid/*.toml")))
     if args.fixture:
         fixtures = [f for f in fixtures if os.path.basename(f)[:-5] in args.fixture]
+    ensure_image()
     made = Made()
     results = []
     try:
