@@ -100,6 +100,9 @@ pub enum Command {
     /// container.
     #[command(after_help = "Example:\n  agentc shell pentest.toml")]
     Shell(ShellArgs),
+    /// The egress proxy of allowlist sandboxes; runs inside its own container (hidden).
+    #[command(hide = true, subcommand, name = "egress-proxy")]
+    EgressProxy(EgressProxyCommand),
 }
 
 /// The container a session command drives, and the backend it goes through.
@@ -217,6 +220,52 @@ pub struct ShellArgs {
     pub user: Option<String>,
     /// A container name or ID from `agentc ps`, or a profile file.
     pub name: String,
+}
+
+/// `agentc egress-proxy`: the proxy's own commands.
+#[derive(Debug, Subcommand)]
+pub enum EgressProxyCommand {
+    /// Serve the allowlist proxy and the DNS stub until SIGTERM; one JSON line per decision
+    /// on stdout.
+    Serve(EgressServeArgs),
+    /// Exit 0 when the local proxy answers its health check (the container's health command).
+    Health(EgressHealthArgs),
+    /// Build the proxy image from this binary, import it unless the daemon has it, print its
+    /// tag.
+    Image(EgressImageArgs),
+}
+
+/// `agentc egress-proxy serve`.
+#[derive(Debug, Args)]
+pub struct EgressServeArgs {
+    /// The proxy's address.
+    #[arg(long, default_value = "0.0.0.0:3128", value_name = "IP:PORT")]
+    pub listen: String,
+    /// The DNS stub's address (UDP and TCP).
+    #[arg(long, value_name = "IP:PORT")]
+    pub dns: Option<String>,
+    /// Allowed hosts: `host` (ports 443 and 80), `host:port`, `*.name`, `*.name:port`.
+    #[arg(long, value_name = "HOSTSPEC", num_args = 1.., action = clap::ArgAction::Append)]
+    pub allow: Vec<String>,
+    /// Private or reserved ranges the proxy may connect to.
+    #[arg(long = "allow-cidr", value_name = "CIDR", num_args = 1.., action = clap::ArgAction::Append)]
+    pub allow_cidr: Vec<String>,
+}
+
+/// `agentc egress-proxy health`.
+#[derive(Debug, Args)]
+pub struct EgressHealthArgs {
+    /// The proxy to check.
+    #[arg(long, default_value = "127.0.0.1:3128", value_name = "IP:PORT")]
+    pub proxy: String,
+}
+
+/// `agentc egress-proxy image`.
+#[derive(Debug, Args)]
+pub struct EgressImageArgs {
+    /// Print the tag without contacting the daemon.
+    #[arg(long)]
+    pub print_tag: bool,
 }
 
 /// A profile file.

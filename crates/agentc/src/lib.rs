@@ -8,7 +8,8 @@
 //! offline commands (`validate`, `schema`, `explain`, `render`) never start a runtime or
 //! connect to a daemon; the launching commands (`run`, `seed`, `build`, `ps`, `rm`,
 //! `verify`) create a tokio runtime only when they talk to the Engine API, and the session
-//! commands (`exec`, `cp`, `port`, `logs`, `stop`, `start`, `shell`) for either backend.
+//! commands (`exec`, `cp`, `port`, `logs`, `stop`, `start`, `shell`) for either backend; the
+//! hidden `egress-proxy serve` (run inside the egress proxy's container) starts its own.
 #![deny(missing_docs)]
 
 pub mod cli;
@@ -43,6 +44,7 @@ pub fn execute(cli: Cli) -> ExitCode {
         Command::Start(args) => commands::session::start(args),
         Command::Shell(args) => commands::session::shell(args),
         Command::Explain(args) => commands::offline::explain(args),
+        Command::EgressProxy(command) => commands::egress::egress_proxy(command),
         offline => commands::offline::dispatch(offline).map(|output| {
             let mut stdout = std::io::stdout().lock();
             // A closed pipe (`agentc render ... | head`) is not an error worth reporting.

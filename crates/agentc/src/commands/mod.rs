@@ -5,6 +5,7 @@
 //! [`SandboxClient`](agentc_backend_common::session::SandboxClient).
 
 pub mod build;
+pub mod egress;
 pub mod launch;
 pub mod offline;
 pub mod ps;
