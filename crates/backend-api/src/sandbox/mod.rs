@@ -308,13 +308,22 @@ impl ApiClient {
         Ok(code)
     }
 
+    /// Sets the exec's TTY to the local terminal's size. Right after the start the daemon may
+    /// not have the exec's TTY yet and refuses: it is asked again, as the docker CLI does,
+    /// for up to about half a second.
     async fn resize_exec(&self, exec_id: &str) {
-        if let Some((rows, columns)) = terminal_size() {
+        let Some((rows, columns)) = terminal_size() else {
+            return;
+        };
+        for attempt in 1..=10u64 {
             let options = ResizeExecOptions {
                 height: rows,
                 width: columns,
             };
-            let _ = self.docker.resize_exec(exec_id, options).await;
+            if self.docker.resize_exec(exec_id, options).await.is_ok() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10 * attempt)).await;
         }
     }
 }
