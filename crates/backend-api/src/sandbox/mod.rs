@@ -1,5 +1,5 @@
 //! [`ApiClient`]: the Engine API's [`SandboxClient`], through bollard. Its copies are in
-//! [`copy`](mod@copy).
+//! the private `copy` module.
 
 mod copy;
 

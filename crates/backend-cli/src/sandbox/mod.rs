@@ -1,6 +1,6 @@
 //! [`CliClient`]: the docker CLI's [`SandboxClient`], running `docker` through
 //! `tokio::process` (`docker exec`, `docker cp`, `docker logs`, `docker start`, `docker stop`,
-//! `docker rm`). Its copies are in [`copy`](mod@copy).
+//! `docker rm`). Its copies are in the private `copy` module.
 
 mod copy;
 

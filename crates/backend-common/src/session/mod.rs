@@ -1,7 +1,7 @@
 //! Sessions: driving a running sandbox, through either backend, with one async trait.
 //!
 //! [`SandboxClient`] is what a harness holds: it creates a sandbox from a
-//! [`LaunchSpec`](agentc_policy::LaunchSpec) or finds one agentc created, runs commands in it,
+//! [`LaunchSpec`] or finds one agentc created, runs commands in it,
 //! copies files in and out (also into its tmpfs and past its read-only root), says where a
 //! port is reachable, reads its logs, stops, starts and deletes it. The docker CLI backend
 //! (`agentc_backend_cli::CliClient`, running `docker` through `tokio::process`) and the Engine
