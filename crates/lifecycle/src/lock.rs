@@ -622,7 +622,6 @@ pub fn compare(locked: &Lock, current: &Lock) -> Vec<Drift> {
             }
         }
     }
-    drop(differ);
     drifts
 }
 
