@@ -247,8 +247,9 @@ pub fn template(options: &InitOptions) -> Result<String, LifecycleError> {
              [workspace]\n\
              # read_only = true           # to let the agent read but not change it\n\
              \n\
-             # Files copied once into the agent's home volume (`agentc apply` copies new and\n\
-             # changed ones; an edited copy is kept unless on_conflict = \"replace\"):\n\
+             # Files copied once into the agent's home volume: `agentc apply` copies new and\n\
+             # changed ones; a target that differs is never overwritten unless\n\
+             # on_conflict = \"replace\" (which keeps a .agent-containers.bak backup):\n\
              # [[mounts]]\n\
              # type = \"seed\"\n\
              # source = \"seeds/AGENTS.md\"\n\
