@@ -11,7 +11,6 @@ use crate::lifecycle::{engine, gather, store};
 pub fn lock(args: LockArgs) -> Result<u8, Failure> {
     let loaded = context::load_profile(&args.profile)?;
     let launches = gather::launches(&loaded, &args.profile, args.workspace.as_deref())?;
-    let mut engine = engine::connect(args.backend)?;
     if args.check {
         let Some((path, locked)) = gather::read_lock(&args.profile)? else {
             return Err(Failure::new(
@@ -23,6 +22,7 @@ pub fn lock(args: LockArgs) -> Result<u8, Failure> {
                 ),
             ));
         };
+        let mut engine = engine::connect(args.backend)?;
         let (current, _) = gather::current_lock(&loaded, &launches, engine.as_mut())?;
         let drifts = compare(&locked, &current);
         if !drifts.is_empty() {
@@ -37,6 +37,7 @@ pub fn lock(args: LockArgs) -> Result<u8, Failure> {
         );
         return Ok(0);
     }
+    let mut engine = engine::connect(args.backend)?;
     let (lock, missing) = gather::current_lock(&loaded, &launches, engine.as_mut())?;
     gather::require_images(&missing, &launches)?;
     let path = store::lock_file(&args.profile);
