@@ -556,6 +556,15 @@ fn live_lock_pins_mounted_files_and_refuses_their_drift() {
     ));
     lab.expect(&["lock", &file], 0);
     let lock = std::fs::read_to_string(lab.lock_path()).unwrap();
+    // A lock interrupted before its rename leaves the previous lock whole.
+    std::fs::write(lab.path("notes.txt"), "changed before a crash\n").unwrap();
+    let output = lab.run_with(
+        &["lock", &file],
+        &[("AGENTC_TEST_INTERRUPT", "write:before-rename")],
+    );
+    assert!(aborted(&output), "{}", describe(&output));
+    assert_eq!(std::fs::read_to_string(lab.lock_path()).unwrap(), lock);
+    std::fs::write(lab.path("notes.txt"), "reviewed\n").unwrap();
     assert!(lock.contains("kind = \"directory\""), "{lock}");
     assert!(!lock.contains("SECRET"), "{lock}");
     // A writable mount is the agent's to change: no drift.
@@ -715,10 +724,23 @@ fn live_apply_seeds_what_needs_seeding() {
         describe(&output)
     );
     std::fs::write(lab.path("AGENTS.md"), "v2\n").unwrap();
+    // Interrupted after the seed but before the state: the next apply seeds again (the helper
+    // leaves an equal target alone) and records it.
+    let output = lab.run_with(
+        &["apply", &file],
+        &[("AGENTC_TEST_INTERRUPT", "apply:after-seed")],
+    );
+    assert!(aborted(&output), "{}", describe(&output));
     let output = lab.expect(&["apply", &file], 0);
     assert!(
         text(&output.stdout).contains(seeded),
         "changed source: {}",
+        describe(&output)
+    );
+    let output = lab.expect(&["apply", &file], 0);
+    assert!(
+        text(&output.stdout).contains("unchanged since the last apply"),
+        "{}",
         describe(&output)
     );
     docker(&["volume", "rm", &volume]).unwrap();

@@ -384,6 +384,32 @@ fn disk(facts: &EngineFacts) -> Option<Check> {
     })
 }
 
+/// Makes the checks a profile's launches depend on fail instead of warn: a launch that creates
+/// an internal network (the egress integration's isolated network) cannot start where
+/// `isolated-network` warned. Reads the launches' parts, so a part that needs another engine
+/// feature adds its rule here.
+pub fn require_for(parts: &[crate::plan::Part], checks: &mut [Check]) {
+    let needs_isolated_network = parts.iter().any(|part| {
+        matches!(
+            part,
+            crate::plan::Part::Network {
+                created: true,
+                internal: true,
+                ..
+            }
+        )
+    });
+    for check in checks.iter_mut() {
+        if check.id == "isolated-network" && needs_isolated_network && check.status == Status::Warn
+        {
+            check.status = Status::Fail;
+            check
+                .summary
+                .push_str("; the profile's launches create one");
+        }
+    }
+}
+
 /// What a profile needs of this machine, gathered by the caller.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProfileFacts {

@@ -1,7 +1,9 @@
 //! `agentc doctor`: judges this machine (and a profile's needs) with the checks of
 //! `agentc_lifecycle::doctor`; exit 0 only when nothing fails.
 
-use agentc_lifecycle::doctor::{engine_checks, profile_checks, Engine, ProfileFacts, Report};
+use agentc_lifecycle::doctor::{
+    engine_checks, profile_checks, require_for, Engine, ProfileFacts, Report,
+};
 use agentc_lifecycle::lock::compare;
 use agentc_lifecycle::plan::Part;
 use agentc_lifecycle::state::State;
@@ -35,7 +37,8 @@ pub fn doctor(args: DoctorArgs) -> Result<u8, Failure> {
     let reachable = facts.unreachable.is_none();
     let mut checks = engine_checks(&facts);
     if let (Some(loaded), Some(profile)) = (&loaded, &args.profile) {
-        let facts = profile_facts(loaded, profile, args.workspace.as_deref(), reachable)?;
+        let (facts, parts) = profile_facts(loaded, profile, args.workspace.as_deref(), reachable)?;
+        require_for(&parts, &mut checks);
         checks.extend(profile_checks(&facts));
     }
     let report = Report {
@@ -60,7 +63,7 @@ fn profile_facts(
     profile: &std::path::Path,
     workspace: Option<&std::path::Path>,
     reachable: bool,
-) -> Result<ProfileFacts, Failure> {
+) -> Result<(ProfileFacts, Vec<Part>), Failure> {
     let launches = gather::launches(loaded, profile, workspace)?;
     let planned = agentc_lifecycle::plan::plan(&loaded.profile.name, &loaded.file, &launches, None);
     let mut facts = ProfileFacts {
@@ -103,8 +106,13 @@ fn profile_facts(
             _ => {}
         }
     }
+    let parts: Vec<Part> = planned
+        .distinct_parts()
+        .into_iter()
+        .map(|(part, _)| part.clone())
+        .collect();
     let Some(engine) = engine.as_mut() else {
-        return Ok(facts);
+        return Ok((facts, parts));
     };
     let state: Option<State> = plan::read_state(&loaded.profile.name)?;
     if let Some(current) = state.as_ref().and_then(State::current) {
@@ -122,5 +130,5 @@ fn profile_facts(
             facts.lock = Some((path.display().to_string(), Err(failure.message)));
         }
     }
-    Ok(facts)
+    Ok((facts, parts))
 }

@@ -138,3 +138,19 @@ fn profile_checks_judge_images_networks_secrets_deployment_and_lock() {
     let unapplied = profile_checks(&ProfileFacts::default());
     assert_eq!(status_of(&unapplied, "deployment"), Status::Warn);
 }
+
+#[test]
+fn a_launch_that_creates_an_isolated_network_makes_its_warning_a_failure() {
+    let mut facts = healthy();
+    facts.isolated_network = Some(Err("no bridge driver".into()));
+    let isolated = crate::plan::Part::Network {
+        name: "agentc-egress-x".into(),
+        created: true,
+        internal: true,
+    };
+    let mut checks = engine_checks(&facts);
+    require_for(&[], &mut checks);
+    assert_eq!(status_of(&checks, "isolated-network"), Status::Warn);
+    require_for(&[isolated], &mut checks);
+    assert_eq!(status_of(&checks, "isolated-network"), Status::Fail);
+}
