@@ -85,7 +85,7 @@ pub enum Command {
     Plan(PlanArgs),
     /// Build the image (keeping the previous one), copy new or changed seeds, and record the deployment.
     #[command(
-        after_help = "Examples:\n  agentc apply claude-dev.toml\n  agentc apply box.toml --backend api\n\nWith `[image] build_context` the image is built (docker CLI); the image of the last apply is kept under the tag `REF-agentc-previous` first. Without one the image must be present (or --pull). Seeds are copied when new, changed since the last apply, or their home volume is gone. The deployment is recorded in $AGENTC_STATE_DIR (default $XDG_STATE_HOME/agentc or ~/.local/state/agentc), one apply or rollback at a time (exit 75 when another runs)."
+        after_help = "Examples:\n  agentc apply claude-dev.toml\n  agentc apply box.toml --backend api\n\nWith `[image] build_context` the image is built (docker CLI); the image of the last apply is kept under the tag `REF-agentc-previous-PROFILE` first. Without one the image must be present (or --pull). Seeds are copied when new, changed since the last apply, or their home volume is gone. The deployment is recorded in $AGENTC_STATE_DIR (default $XDG_STATE_HOME/agentc or ~/.local/state/agentc), one apply or rollback at a time (exit 75 when another runs)."
     )]
     Apply(ApplyArgs),
     /// Point the profile's image back at the image of the previous apply, and record it.

@@ -365,7 +365,8 @@ fn build_profile(lab: &mut Lab, version: u32) -> (String, String) {
     let tag = format!("agentc-test/{}:1", lab.profile);
     if !lab.tags.contains(&tag) {
         lab.tags.push(tag.clone());
-        lab.tags.push(format!("{tag}-agentc-previous"));
+        lab.tags
+            .push(format!("{tag}-agentc-previous-{}", lab.profile));
     }
     std::fs::create_dir_all(lab.path("image")).unwrap();
     std::fs::write(
@@ -416,7 +417,7 @@ fn live_apply_keeps_the_previous_image_and_rollback_returns_to_it_once() {
     let second = image_id(&tag).unwrap();
     assert_ne!(first, second);
     assert_eq!(
-        image_id(&format!("{tag}-agentc-previous")),
+        image_id(&format!("{tag}-agentc-previous-{}", lab.profile)),
         Some(first.clone())
     );
     let drift = lab.expect(&["lock", "--check", &file], 65);
@@ -442,7 +443,10 @@ fn live_apply_keeps_the_previous_image_and_rollback_returns_to_it_once() {
         describe(&output)
     );
     assert_eq!(image_id(&tag), Some(first.clone()));
-    assert_eq!(image_id(&format!("{tag}-agentc-previous")), Some(second));
+    assert_eq!(
+        image_id(&format!("{tag}-agentc-previous-{}", lab.profile)),
+        Some(second)
+    );
     let again = lab.expect(&["rollback", &file], 1);
     assert!(
         text(&again.stderr).contains("a second rollback without a new apply is refused"),
@@ -503,7 +507,7 @@ fn live_interrupted_apply_and_rollback_leave_the_state_whole_and_run_again() {
         describe(&output)
     );
     assert!(!temporary.exists());
-    let first = image_id(&format!("{tag}-agentc-previous")).unwrap();
+    let first = image_id(&format!("{tag}-agentc-previous-{}", lab.profile)).unwrap();
 
     let recorded = std::fs::read_to_string(lab.state_file()).unwrap();
     let output = lab.run_with(
@@ -689,6 +693,8 @@ fn seed_image(lab: &mut Lab) -> Option<String> {
     .unwrap();
     let tag = format!("agentc-test/{}-agent:1", lab.profile);
     lab.tags.push(tag.clone());
+    lab.tags
+        .push(format!("{tag}-agentc-previous-{}", lab.profile));
     docker(&["build", "-q", "-t", &tag, &context.to_string_lossy()]).unwrap();
     Some(tag)
 }

@@ -3,9 +3,10 @@
 
 use sha2::{Digest, Sha256};
 
-/// The suffix of a retained tag: `claude-code:latest` keeps its previous image as
-/// `claude-code:latest-agentc-previous`.
-pub const RETAINED_SUFFIX: &str = "-agentc-previous";
+/// What a retained tag adds, before the profile's name: profile `dev` keeps the previous image
+/// of `claude-code:latest` as `claude-code:latest-agentc-previous-dev`. The profile's name
+/// keeps two profiles that run one image from moving each other's retained tag.
+pub const RETAINED_SUFFIX: &str = "-agentc-previous-";
 
 /// Docker's longest tag.
 const MAX_TAG: usize = 128;
@@ -44,24 +45,30 @@ pub fn split(reference: &str) -> ImageReference {
     }
 }
 
-/// The tag that keeps a deployment's previous image, or `None` for a reference pinned by
-/// digest (it cannot move, so there is nothing to keep). A tag too long for the suffix is
-/// replaced by a short hash of itself.
-pub fn retained_tag(reference: &str) -> Option<String> {
+/// The tag that keeps profile `profile`'s previous image of `reference`, or `None` for a
+/// reference pinned by digest (it cannot move, so there is nothing to keep). A tag too long
+/// for the suffix is replaced by a short hash of itself.
+pub fn retained_tag(reference: &str, profile: &str) -> Option<String> {
     let parts = split(reference);
     if parts.digest.is_some() {
         return None;
     }
     let tag = parts.tag.unwrap_or_else(|| "latest".to_string());
-    if tag.len() + RETAINED_SUFFIX.len() <= MAX_TAG {
-        return Some(format!("{}:{tag}{RETAINED_SUFFIX}", parts.repository));
+    if tag.len() + RETAINED_SUFFIX.len() + profile.len() <= MAX_TAG {
+        return Some(format!(
+            "{}:{tag}{RETAINED_SUFFIX}{profile}",
+            parts.repository
+        ));
     }
     let hash: String = Sha256::digest(tag.as_bytes())
         .iter()
         .take(6)
         .map(|byte| format!("{byte:02x}"))
         .collect();
-    Some(format!("{}:{hash}{RETAINED_SUFFIX}", parts.repository))
+    Some(format!(
+        "{}:{hash}{RETAINED_SUFFIX}{profile}",
+        parts.repository
+    ))
 }
 
 /// Whether `id` is an image ID as the engine reports it: `sha256:` and 64 lower-case hex
@@ -101,19 +108,20 @@ mod tests {
     #[test]
     fn retained_tags_keep_the_repository_and_fit_docker_limits() {
         assert_eq!(
-            retained_tag("claude-code").as_deref(),
-            Some("claude-code:latest-agentc-previous")
+            retained_tag("claude-code", "dev").as_deref(),
+            Some("claude-code:latest-agentc-previous-dev")
         );
         assert_eq!(
-            retained_tag("localhost:5000/box:1.4").as_deref(),
-            Some("localhost:5000/box:1.4-agentc-previous")
+            retained_tag("localhost:5000/box:1.4", "dev").as_deref(),
+            Some("localhost:5000/box:1.4-agentc-previous-dev")
         );
-        assert_eq!(retained_tag("box@sha256:00"), None);
+        assert_eq!(retained_tag("box@sha256:00", "dev"), None);
         let long = format!("box:{}", "t".repeat(120));
-        let retained = retained_tag(&long).unwrap();
+        let profile = "p".repeat(63);
+        let retained = retained_tag(&long, &profile).unwrap();
         let tag = split(&retained).tag.unwrap();
         assert!(tag.len() <= MAX_TAG, "{tag}");
-        assert!(tag.ends_with(RETAINED_SUFFIX));
+        assert!(tag.ends_with(&format!("{RETAINED_SUFFIX}{profile}")));
     }
 
     #[test]

@@ -120,7 +120,7 @@ pub fn apply(args: ApplyArgs) -> Result<u8, Failure> {
     })?;
     let (state_path, _guard, mut state) = locked_state(&name)?;
     let mut engine = engine::connect(args.backend)?;
-    let retained = retained_tag(&image);
+    let retained = retained_tag(&image, &name);
 
     // Keep the current deployment's image before the build moves the tag off it.
     if let (Some(current), Some(tag)) = (state.image_to_retain().map(str::to_string), &retained) {
@@ -260,7 +260,7 @@ pub fn rollback(args: RollbackArgs) -> Result<u8, Failure> {
             format!(
                 "{shown}: the previous image {} is gone, so there is nothing to roll back to\n  hint: keep the tag {} (docker image prune removes untagged images)",
                 short_id(&plan.to),
-                plan.retained_tag.as_deref().unwrap_or("REF-agentc-previous")
+                plan.retained_tag.as_deref().unwrap_or("REF-agentc-previous-PROFILE")
             ),
         ));
     }

@@ -12,7 +12,7 @@ fn applied(image_id: &str) -> Applied {
         image: "dev:latest".into(),
         image_id: image_id.into(),
         built: true,
-        retained_tag: Some("dev:latest-agentc-previous".into()),
+        retained_tag: Some("dev:latest-agentc-previous-dev".into()),
         spec_digests: BTreeMap::from([("run".into(), "d".repeat(64))]),
         seeds: BTreeMap::new(),
         home_volume: None,
