@@ -104,16 +104,24 @@ pub(crate) fn shown(value: Option<&str>) -> String {
 }
 
 impl LifecycleError {
-    /// A corrupt file without a position.
-    pub(crate) fn corrupt(
+    /// A corrupt file, positioned at the first occurrence of `needle` in its `text` (the
+    /// offending value, found again after serde read it), or at no line when it is not there.
+    pub(crate) fn corrupt_at(
         file: &str,
+        text: &str,
+        needle: &str,
         message: impl fmt::Display,
         hint: impl Into<String>,
     ) -> LifecycleError {
+        let (line, column) = text
+            .find(needle)
+            .filter(|_| !needle.is_empty())
+            .map(|offset| position(text, offset))
+            .unzip();
         LifecycleError::Corrupt {
             file: file.to_string(),
-            line: None,
-            column: None,
+            line,
+            column,
             message: message.to_string(),
             hint: hint.into(),
         }

@@ -319,8 +319,10 @@ impl Lock {
         let hint = "write it again with `agentc lock PROFILE` (after reviewing the profile)";
         let lock: Lock = parse_toml(file, text, hint)?;
         if lock.lock_version != LOCK_VERSION {
-            return Err(LifecycleError::corrupt(
+            return Err(LifecycleError::corrupt_at(
                 file,
+                text,
+                "lock_version",
                 format!(
                     "lock_version {} is not the version this agentc reads ({LOCK_VERSION})",
                     lock.lock_version
@@ -330,8 +332,10 @@ impl Lock {
         }
         for image in &lock.images {
             if !crate::reference::is_image_id(&image.id) {
-                return Err(LifecycleError::corrupt(
+                return Err(LifecycleError::corrupt_at(
                     file,
+                    text,
+                    &image.id,
                     format!(
                         "image {:?}: id {:?} is not an image ID",
                         image.reference, image.id

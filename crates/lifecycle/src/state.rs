@@ -138,12 +138,17 @@ impl State {
     /// and line, and a state of another profile is refused.
     pub fn parse(file: &str, text: &str, profile: &str) -> Result<State, LifecycleError> {
         let state: State = parse_toml(file, text, HINT)?;
-        let corrupt = |message: String| LifecycleError::corrupt(file, message, HINT);
+        let corrupt = |needle: &str, message: String| {
+            LifecycleError::corrupt_at(file, text, needle, message, HINT)
+        };
         if state.state_version != STATE_VERSION {
-            return Err(corrupt(format!(
-                "state_version {} is not the version this agentc reads ({STATE_VERSION})",
-                state.state_version
-            )));
+            return Err(corrupt(
+                "state_version",
+                format!(
+                    "state_version {} is not the version this agentc reads ({STATE_VERSION})",
+                    state.state_version
+                ),
+            ));
         }
         if state.profile != profile {
             return Err(LifecycleError::Refused {
@@ -160,18 +165,24 @@ impl State {
         let mut last = 0;
         for deployment in &state.deployments {
             if deployment.number <= last {
-                return Err(corrupt(format!(
-                    "deployment {} follows deployment {last}: numbers must increase",
-                    deployment.number
-                )));
+                return Err(corrupt(
+                    &format!("number = {}", deployment.number),
+                    format!(
+                        "deployment {} follows deployment {last}: numbers must increase",
+                        deployment.number
+                    ),
+                ));
             }
             last = deployment.number;
             for id in std::iter::once(&deployment.image_id).chain(&deployment.previous_image_id) {
                 if !is_image_id(id) {
-                    return Err(corrupt(format!(
-                        "deployment {}: {id:?} is not an image ID",
-                        deployment.number
-                    )));
+                    return Err(corrupt(
+                        id,
+                        format!(
+                            "deployment {}: {id:?} is not an image ID",
+                            deployment.number
+                        ),
+                    ));
                 }
             }
         }
