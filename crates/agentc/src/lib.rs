@@ -8,7 +8,8 @@
 //! offline commands (`validate`, `schema`, `explain`, `render`, `init`, `plan`,
 //! `completions`, `man`) never start a runtime or connect to a daemon; the launching and
 //! lifecycle commands (`run`, `seed`, `build`, `ps`, `rm`, `verify`, `apply`, `rollback`,
-//! `lock`, `doctor`) create a tokio runtime only when they talk to the Engine API.
+//! `lock`, `doctor`) create a tokio runtime only when they talk to the Engine API; the hidden
+//! `egress-proxy serve` (run inside the egress proxy's container) starts its own.
 #![deny(missing_docs)]
 
 pub mod cli;
@@ -37,6 +38,7 @@ pub fn execute(cli: Cli) -> ExitCode {
         Command::Rm(args) => commands::rm::rm(args),
         Command::Verify(args) => commands::verify::verify(args),
         Command::Explain(args) => commands::offline::explain(args),
+        Command::EgressProxy(command) => commands::egress::egress_proxy(command),
         Command::Init(args) => commands::init::init(args),
         Command::Doctor(args) => commands::doctor::doctor(args),
         Command::Plan(args) => commands::plan::plan(args),

@@ -7,6 +7,7 @@ pub mod apply;
 pub mod build;
 pub mod completions;
 pub mod doctor;
+pub mod egress;
 pub mod init;
 pub mod launch;
 pub mod lock;
