@@ -4,10 +4,16 @@
 //! error); [`session`] the commands that drive a running sandbox through either backend's
 //! [`SandboxClient`](agentc_backend_common::session::SandboxClient).
 
+pub mod apply;
 pub mod build;
+pub mod completions;
+pub mod doctor;
 pub mod egress;
+pub mod init;
 pub mod launch;
+pub mod lock;
 pub mod offline;
+pub mod plan;
 pub mod ps;
 pub mod rm;
 pub mod run;
