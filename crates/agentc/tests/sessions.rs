@@ -358,7 +358,7 @@ fn live_ctrl_c_during_exec_or_cp_leaves_nothing_behind() {
         &name,
         "sh",
         "-c",
-        "dd if=/dev/urandom of=/tmp/big bs=1M count=150 2>/dev/null",
+        "dd if=/dev/urandom of=/tmp/big bs=1M count=300 2>/dev/null",
     ])
     .unwrap();
     for backend in ["cli", "api"] {
@@ -424,7 +424,7 @@ fn live_ctrl_c_during_exec_or_cp_leaves_nothing_behind() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-        let out = interrupt_after(child, Duration::from_millis(300));
+        let out = interrupt_after(child, Duration::from_millis(200));
         assert_eq!(
             out.status.code(),
             Some(130),

@@ -201,8 +201,8 @@ pub fn execute(spec: &LaunchSpec, backend: BackendArg, pull: bool) -> Result<u8,
     }
 }
 
-/// Prints a started detached container: `started NAME (ID)` and one `  PORT  ADDRESS` line
-/// per reachable address.
+/// Prints a started detached container: `started NAME (ID)`, one `  PORT  ADDRESS` line
+/// per reachable address, and, on a named network, the names its peers reach it by.
 fn print_started(inspect: &ContainerInspectResponse, network: &Network) {
     let name = inspect
         .name
@@ -219,6 +219,28 @@ fn print_started(inspect: &ContainerInspectResponse, network: &Network) {
     println!("started {name} ({id})");
     for address in published_addresses(inspect, network) {
         println!("  {}  {}", address.container_port, address.address);
+    }
+    if let Network::Named { name: network } = network {
+        let aliases: Vec<String> = inspect
+            .network_settings
+            .as_ref()
+            .and_then(|settings| settings.networks.as_ref())
+            .and_then(|networks| networks.get(network))
+            .and_then(|endpoint| endpoint.aliases.clone())
+            .unwrap_or_default()
+            .into_iter()
+            // The daemon adds the short ID as an alias; the profile's name is agentc's.
+            .filter(|alias| {
+                !inspect
+                    .id
+                    .as_deref()
+                    .unwrap_or_default()
+                    .starts_with(alias.as_str())
+            })
+            .collect();
+        if !aliases.is_empty() {
+            println!("  on network {network} as {}", aliases.join(", "));
+        }
     }
 }
 
