@@ -437,6 +437,42 @@ fn live_ctrl_c_during_exec_or_cp_leaves_nothing_behind() {
             describe(&out)
         );
         std::thread::sleep(Duration::from_millis(300));
+
+        // Into the tmpfs: what the interrupted tar had unpacked is not left there.
+        let upload = lab.path().join("upload.bin");
+        std::fs::File::create(&upload)
+            .unwrap()
+            .set_len(400 * 1024 * 1024)
+            .unwrap();
+        let target = format!("{name}:/tmp/up-{backend}");
+        let child = agentc_command(
+            lab.path(),
+            &["cp", "--backend", backend, "upload.bin", &target],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+        let out = interrupt_after(child, Duration::from_millis(300));
+        assert_eq!(
+            out.status.code(),
+            Some(130),
+            "{backend}: the upload finished before Ctrl-C: {}",
+            describe(&out)
+        );
+        std::fs::remove_file(&upload).unwrap();
+        let mut left = String::new();
+        for _ in 0..20 {
+            std::thread::sleep(Duration::from_millis(250));
+            left = docker(&["exec", &name, "ls", "-A", "/tmp"]).unwrap_or_default();
+            if !left.contains("up-") && !left.contains(".agentc-cp") {
+                break;
+            }
+        }
+        assert!(
+            !left.contains("up-") && !left.contains(".agentc-cp"),
+            "{backend}: left in /tmp: {left}"
+        );
         assert!(
             !lab.path().join(&into).exists(),
             "{backend}: a partial copy is left"

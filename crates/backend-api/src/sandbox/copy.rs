@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use agentc_backend_common::session::copy::{
-    container_path, create_command, extract_command, read_stat, split, transport, upload_placement,
-    Direction, Transport, STAT_SCRIPT,
+    container_path, create_command, extract_command, extract_new_command, read_stat, split,
+    transport, upload_placement, Direction, Transport, STAT_SCRIPT,
 };
 use agentc_backend_common::session::tarball::{
     host_placement, host_source, pack, unpack, ChunkReader, ChunkWriter, Partial,
@@ -109,6 +109,7 @@ pub(crate) async fn upload(
         });
     }
     let (sender, receiver) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
+    let landing_entry = entry.clone();
     let packer =
         tokio::task::spawn_blocking(move || pack(&source, &entry, ChunkWriter::new(sender)));
     let counted = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -141,7 +142,13 @@ pub(crate) async fn upload(
                     }
                 }
             });
-            let request = ExecRequest::new(extract_command(&directory));
+            // A new entry lands all or nothing; into an existing one, tar merges as it goes.
+            let command = if kind == PathKind::Missing {
+                extract_new_command(&directory, &landing_entry)
+            } else {
+                extract_command(&directory)
+            };
+            let request = ExecRequest::new(command);
             let mut output = Captured::default();
             let code = client
                 .run_exec(sandbox, &request, Input::Chunks(forwarded), &mut output)

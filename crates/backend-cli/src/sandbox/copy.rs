@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use agentc_backend_common::session::copy::{
-    container_path, create_command, extract_command, read_stat, split, transport, upload_placement,
-    Direction, Transport, STAT_SCRIPT,
+    container_path, create_command, extract_command, extract_new_command, read_stat, split,
+    transport, upload_placement, Direction, Transport, STAT_SCRIPT,
 };
 use agentc_backend_common::session::tarball::{
     host_placement, host_source, pack, unpack, ChunkReader, ChunkWriter, Partial,
@@ -119,6 +119,7 @@ pub(crate) async fn upload(
         });
     }
     let (sender, mut receiver) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
+    let landing_entry = entry.clone();
     let packer =
         tokio::task::spawn_blocking(move || pack(&source, &entry, ChunkWriter::new(sender)));
     let mut child = match how {
@@ -133,7 +134,13 @@ pub(crate) async fn upload(
                 .map_err(spawn_failed)?
         }
         Transport::ExecTar => {
-            let request = ExecRequest::new(extract_command(&directory));
+            // A new entry lands all or nothing; into an existing one, tar merges as it goes.
+            let command = if kind == PathKind::Missing {
+                extract_new_command(&directory, &landing_entry)
+            } else {
+                extract_command(&directory)
+            };
+            let request = ExecRequest::new(command);
             client.spawn_exec(sandbox, &request, Stdio::piped(), true, false)?
         }
     };

@@ -199,6 +199,23 @@ pub fn extract_command(directory: &str) -> Vec<String> {
         .to_vec()
 }
 
+/// The exec command that extracts a tar from stdin as the new entry `entry` of `directory`,
+/// all or nothing: it is unpacked in a fresh directory beside it and moved into place only
+/// once complete, so a copy that is interrupted (Ctrl-C, a lost connection: tar reads a short
+/// stream) leaves nothing in the container.
+pub fn extract_new_command(directory: &str, entry: &str) -> Vec<String> {
+    [
+        "sh",
+        "-c",
+        "set -e; staging=$(mktemp -d \"$1/.agentc-cp.XXXXXX\"); trap 'rm -rf \"$staging\"' EXIT; tar -x -o -f - -C \"$staging\"; mv \"$staging/$2\" \"$1/$2\"",
+        "sh",
+        directory,
+        entry,
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
 /// The exec command that writes a tar of `path` to stdout, its top entry named after the last
 /// component, as the archive endpoint names it.
 pub fn create_command(path: &str) -> Vec<String> {
