@@ -143,6 +143,13 @@ async fn run_exec<C: SandboxClient>(
     let mut output = ProcessStdio;
     let interrupted = tokio::select! {
         result = client.exec(sandbox, &request, &mut output) => {
+            if let Err(error @ SessionError::ConnectionLost { .. }) = result {
+                // The command runs on in the container: stop it if the daemon answers again.
+                let _ = client
+                    .stop_tagged(sandbox, &tag, request.user.as_deref())
+                    .await;
+                return Err(session_failure(error));
+            }
             return result.map(exit_status).map_err(session_failure);
         }
         signal = signals.recv() => signal,
