@@ -3,7 +3,9 @@
 //! - `deny` (and a launch with no network): a default-deny NetworkPolicy, ingress and egress.
 //! - `allowlist` with hosts: agentc's egress proxy as a second Pod behind a Service; the
 //!   workload may reach only the proxy (3128/TCP, 53/UDP and TCP) and the cluster DNS (to
-//!   find the proxy's Service); the proxy may reach anything except what it refuses itself.
+//!   find the proxy's Service); the proxy may reach public addresses, the cluster DNS and the
+//!   ranges it is told to allow, not other pods, private ranges or the cloud metadata address
+//!   (which it also refuses itself).
 //! - `allowlist` without hosts: nothing is allowed, so the default-deny policy and no proxy.
 //! - `unrestricted`: public addresses and the cluster DNS only (reported as on Docker).
 
@@ -100,6 +102,9 @@ pub fn host_spec_problem(spec: &str) -> Option<&'static str> {
         if !valid {
             return Some("the port must be a number from 1 to 65535");
         }
+    }
+    if host.contains('/') {
+        return Some("an IP range is not a host name: the proxy decides by name");
     }
     let name = host.strip_prefix("*.").unwrap_or(host);
     if name.is_empty() || name.len() > 253 {
@@ -205,6 +210,33 @@ pub fn public_internet_rule() -> NetworkPolicyEgressRule {
     }
 }
 
+/// The egress proxy's own egress: public addresses ([`public_internet_rule`]), the cluster
+/// DNS to resolve the hosts it allows, and each range of `allow_cidrs` (`--allow-cidr`), so a
+/// proxy tricked into connecting elsewhere (a name resolving to a private address) is stopped
+/// by the cluster too.
+pub fn proxy_upstream_rules(allow_cidrs: &[String]) -> Vec<NetworkPolicyEgressRule> {
+    let mut rules = vec![public_internet_rule(), cluster_dns_rule()];
+    if !allow_cidrs.is_empty() {
+        rules.push(NetworkPolicyEgressRule {
+            to: Some(
+                allow_cidrs
+                    .iter()
+                    .map(|cidr| NetworkPolicyPeer {
+                        ip_block: Some(IPBlock {
+                            cidr: cidr.clone(),
+                            except: None,
+                        }),
+                        namespace_selector: None,
+                        pod_selector: None,
+                    })
+                    .collect(),
+            ),
+            ports: None,
+        });
+    }
+    rules
+}
+
 /// A NetworkPolicy over the pods with `pod_labels`, for both directions: with no rules it
 /// denies all ingress and egress.
 pub fn policy(
@@ -264,7 +296,37 @@ mod tests {
     }
 
     #[test]
+    fn the_proxy_reaches_public_addresses_the_cluster_dns_and_its_allowed_ranges_only() {
+        let rules = proxy_upstream_rules(&[]);
+        assert_eq!(rules, [public_internet_rule(), cluster_dns_rule()]);
+        let public = serde_json::to_value(&rules[0]).expect("JSON");
+        let except = &public["to"][0]["ipBlock"]["except"];
+        assert!(
+            except
+                .as_array()
+                .is_some_and(|ranges| ranges.contains(&"169.254.0.0/16".into())
+                    && ranges.contains(&"10.0.0.0/8".into())),
+            "{except}"
+        );
+        let rules = proxy_upstream_rules(&["10.20.0.0/16".into()]);
+        assert_eq!(rules.len(), 3);
+        let allowed = serde_json::to_value(&rules[2]).expect("JSON");
+        assert_eq!(
+            allowed,
+            serde_json::json!({"to": [{"ipBlock": {"cidr": "10.20.0.0/16"}}]})
+        );
+        assert!(
+            rules.iter().all(|rule| rule.to.is_some()),
+            "no rule allows everything"
+        );
+    }
+
+    #[test]
     fn host_specs() {
+        assert_eq!(
+            host_spec_problem("10.0.0.0/8"),
+            Some("an IP range is not a host name: the proxy decides by name")
+        );
         for good in [
             "api.anthropic.com",
             "localhost",

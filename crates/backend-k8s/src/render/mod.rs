@@ -21,7 +21,7 @@ mod volumes;
 
 use std::collections::BTreeMap;
 
-use agentc_policy::{Action, ContainerSpec, LaunchSpec};
+use agentc_policy::{Action, ContainerSpec, LaunchKind, LaunchSpec, MountSource};
 use k8s_openapi::api::core::v1::{Container, Pod, PodDNSConfig, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -120,6 +120,28 @@ impl Renderer<'_> {
         }
     }
 
+    /// A seed launch as a whole: the seed helper copies a host file into the home volume as
+    /// root with `CHOWN` and `DAC_OVERRIDE`, through a host bind. A Pod within Pod Security can
+    /// do none of it, and none of those values is the profile's to change, so one refusal names
+    /// the seed mount instead of the helper's user and capabilities.
+    fn refuse_seed(&mut self, container: &ContainerSpec) {
+        let field = container
+            .mounts
+            .iter()
+            .find_map(|mount| match &mount.source {
+                MountSource::Bind { .. } => Some(self.field(&format!("mounts.{}", mount.target))),
+                MountSource::Volume { .. } => None,
+            })
+            .unwrap_or_else(|| "mounts".to_string());
+        self.refuse(
+            field,
+            "a seed copies a host file into the home volume as root (uid 0, CHOWN, \
+             DAC_OVERRIDE) through a host bind, which no Pod within Pod Security can do",
+            "copy the file into the home volume's claim yourself (kubectl cp into a pod that \
+             mounts it), and render only the run for the cluster",
+        );
+    }
+
     fn render(&mut self) -> Option<Rendering> {
         self.check_options();
         let container = match &self.spec.action {
@@ -134,6 +156,10 @@ impl Renderer<'_> {
                 return None;
             }
         };
+        if self.spec.kind == LaunchKind::Seed {
+            self.refuse_seed(container);
+            return None;
+        }
         let ContainerSpec {
             // Docker's container name holds the local user (`agentc-sandbox-dev-1000-...`) to
             // be unique on one host; in a namespace the launch kind and the profile name it.
@@ -305,7 +331,7 @@ impl Renderer<'_> {
             kind: self.options.kind,
             name: base,
             namespace: self.options.namespace.clone(),
-            pod_security: self.options.pod_security,
+            pod_security: self.options.pod_security.clone(),
             objects,
             notes: std::mem::take(&mut self.notes),
         };
@@ -313,7 +339,7 @@ impl Renderer<'_> {
         let empty = BTreeMap::new();
         for view in rendering.pods() {
             let annotations = view.annotations.unwrap_or(&empty);
-            for violation in pss::check(rendering.pod_security, annotations, view.spec) {
+            for violation in pss::check(rendering.pod_security.level, annotations, view.spec) {
                 self.errors.push(RenderError::PodSecurity {
                     field: format!(
                         "{}/{}: {}",

@@ -87,10 +87,7 @@ impl Renderer<'_> {
                 from: Some(vec![egress::pods(workload)]),
                 ports: Some(egress::proxy_ports()),
             }],
-            vec![NetworkPolicyEgressRule {
-                to: None,
-                ports: None,
-            }],
+            egress::proxy_upstream_rules(&policy.allow_cidrs),
         )));
         let service_port = |name: &str, port: u16, protocol: &str| ServicePort {
             name: Some(name.to_string()),

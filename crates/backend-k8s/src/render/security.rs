@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::{
 };
 
 use super::context::Renderer;
+use crate::level::POD_SECURITY_FIELD;
 use crate::pss::{self, PodSecurityLevel};
 
 /// The capabilities a Pod may add at each Pod Security level.
@@ -89,7 +90,7 @@ impl Renderer<'_> {
                  plugin the cluster runs",
             );
         }
-        let level = self.options.pod_security;
+        let level = self.options.pod_security.level;
         let mut added = Vec::new();
         let mut preset_dropped = Vec::new();
         for capability in cap_add {
@@ -103,9 +104,18 @@ impl Renderer<'_> {
             } else {
                 let field = self.field(&key);
                 let hint = match level {
+                    PodSecurityLevel::Restricted
+                        if capability_allowed(PodSecurityLevel::Baseline, *capability) =>
+                    {
+                        "remove it, or set [kubernetes] pod_security = \"baseline\" in the \
+                         profile: a baseline Pod may add Docker's default capabilities (reported \
+                         as weaker than restricted)"
+                    }
                     PodSecurityLevel::Restricted => {
-                        "remove it; a restricted Pod may add only NET_BIND_SERVICE (with \
-                         --pod-security baseline it may add Docker's default capabilities)"
+                        "remove it; a restricted Pod may add only NET_BIND_SERVICE, and a \
+                         baseline Pod only Docker's default capabilities (AUDIT_WRITE, CHOWN, \
+                         DAC_OVERRIDE, FOWNER, FSETID, KILL, MKNOD, NET_BIND_SERVICE, SETFCAP, \
+                         SETGID, SETPCAP, SETUID, SYS_CHROOT)"
                     }
                     PodSecurityLevel::Baseline => {
                         "remove it; a baseline Pod may add only Docker's default capabilities \
@@ -139,9 +149,10 @@ impl Renderer<'_> {
         if level == PodSecurityLevel::Baseline {
             self.notes.approximation(
                 "pod-security-baseline",
-                "--pod-security",
-                "the launch is rendered for Pod Security level baseline, not restricted: it may \
-                 add capabilities from Docker's default set; label its namespace \
+                POD_SECURITY_FIELD,
+                "the launch is rendered for Pod Security level baseline, weaker than restricted: \
+                 a container may add capabilities from Docker's default set (never more than the \
+                 Docker launch adds); label its namespace \
                  pod-security.kubernetes.io/enforce=baseline"
                     .to_string(),
             );
@@ -167,7 +178,7 @@ impl Renderer<'_> {
         });
         self.notes.cluster_duty(
             "pod-security-admission",
-            "--pod-security",
+            POD_SECURITY_FIELD,
             format!(
                 "label the namespace pod-security.kubernetes.io/enforce={} so the API server \
                  refuses any pod weaker than this one",
