@@ -4,10 +4,10 @@
 //! Nothing is silently dropped: a value is rendered exactly, rendered stricter or weaker with
 //! a [`Note`](crate::Note), or refused with a [`RenderError`] naming its field.
 //!
-//! The orchestration lives here: [`render`] checks the options, calls one helper per concern
-//! in a fixed order (process, volumes, security, resources, logging, labels, network and the
-//! egress proxy, environment), assembles the objects in apply order and checks every pod
-//! against its Pod Security level before it leaves the renderer.
+//! The orchestration lives here: [`render`] checks the options, refuses a build or a seed as a
+//! whole, calls one helper per concern in a fixed order (process, volumes, security, resources,
+//! logging, labels, network and the egress proxy, environment), assembles the objects in apply
+//! order and checks every pod against its Pod Security level before it leaves the renderer.
 
 mod context;
 mod env;
