@@ -68,6 +68,55 @@ pub enum Command {
         after_help = "Examples:\n  agentc verify fixtures/valid/sandbox-minimal.toml\n  agentc verify fixtures/valid/claude-minimal.toml --backend cli --workspace ~/src/app\n\nThe probe container is the profile's exact run launch (hardening, mounts, limits, network, labels, environment) with `/bin/sh -c PROBE` as its command; it is removed afterwards, also on error or Ctrl-C. Prints a table of expected vs seen values. With --pull a missing image is pulled first, as `agentc run --pull` does. Exit status: 0 every check passed, 1 a check failed or the probe could not report, 125 the probe could not be started. The image needs /bin/sh and busybox or coreutils tools."
     )]
     Verify(VerifyArgs),
+    /// The egress proxy of allowlist sandboxes; runs inside its own container (hidden).
+    #[command(hide = true, subcommand, name = "egress-proxy")]
+    EgressProxy(EgressProxyCommand),
+}
+
+/// `agentc egress-proxy`: the proxy's own commands.
+#[derive(Debug, Subcommand)]
+pub enum EgressProxyCommand {
+    /// Serve the allowlist proxy and the DNS stub until SIGTERM; one JSON line per decision
+    /// on stdout.
+    Serve(EgressServeArgs),
+    /// Exit 0 when the local proxy answers its health check (the container's health command).
+    Health(EgressHealthArgs),
+    /// Build the proxy image from this binary, import it unless the daemon has it, print its
+    /// tag.
+    Image(EgressImageArgs),
+}
+
+/// `agentc egress-proxy serve`.
+#[derive(Debug, Args)]
+pub struct EgressServeArgs {
+    /// The proxy's address.
+    #[arg(long, default_value = "0.0.0.0:3128", value_name = "IP:PORT")]
+    pub listen: String,
+    /// The DNS stub's address (UDP and TCP).
+    #[arg(long, value_name = "IP:PORT")]
+    pub dns: Option<String>,
+    /// Allowed hosts: `host` (ports 443 and 80), `host:port`, `*.name`, `*.name:port`.
+    #[arg(long, value_name = "HOSTSPEC", num_args = 1.., action = clap::ArgAction::Append)]
+    pub allow: Vec<String>,
+    /// Private or reserved ranges the proxy may connect to.
+    #[arg(long = "allow-cidr", value_name = "CIDR", num_args = 1.., action = clap::ArgAction::Append)]
+    pub allow_cidr: Vec<String>,
+}
+
+/// `agentc egress-proxy health`.
+#[derive(Debug, Args)]
+pub struct EgressHealthArgs {
+    /// The proxy to check.
+    #[arg(long, default_value = "127.0.0.1:3128", value_name = "IP:PORT")]
+    pub proxy: String,
+}
+
+/// `agentc egress-proxy image`.
+#[derive(Debug, Args)]
+pub struct EgressImageArgs {
+    /// Print the tag without contacting the daemon.
+    #[arg(long)]
+    pub print_tag: bool,
 }
 
 /// A profile file.

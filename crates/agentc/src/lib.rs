@@ -7,7 +7,8 @@
 //! `agentc_backend_api`), with what they share in `agentc_backend_common`. The
 //! offline commands (`validate`, `schema`, `explain`, `render`) never start a runtime or
 //! connect to a daemon; the launching commands (`run`, `seed`, `build`, `ps`, `rm`,
-//! `verify`) create a tokio runtime only when they talk to the Engine API.
+//! `verify`) create a tokio runtime only when they talk to the Engine API; the hidden
+//! `egress-proxy serve` (run inside the egress proxy's container) starts its own.
 #![deny(missing_docs)]
 
 pub mod cli;
@@ -35,6 +36,7 @@ pub fn execute(cli: Cli) -> ExitCode {
         Command::Rm(args) => commands::rm::rm(args),
         Command::Verify(args) => commands::verify::verify(args),
         Command::Explain(args) => commands::offline::explain(args),
+        Command::EgressProxy(command) => commands::egress::egress_proxy(command),
         offline => commands::offline::dispatch(offline).map(|output| {
             let mut stdout = std::io::stdout().lock();
             // A closed pipe (`agentc render ... | head`) is not an error worth reporting.

@@ -4,6 +4,7 @@
 //! error).
 
 pub mod build;
+pub mod egress;
 pub mod launch;
 pub mod offline;
 pub mod ps;

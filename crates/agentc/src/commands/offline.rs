@@ -110,6 +110,7 @@ pub fn dispatch(command: Command) -> Result<String, Failure> {
             render(&spec, args.backend, args.format)
         }
         Command::Explain(_)
+        | Command::EgressProxy(_)
         | Command::Run(_)
         | Command::Seed(_)
         | Command::Build(_)

@@ -1,0 +1,125 @@
+//! `agentc egress-proxy` through the binary, on loopback: the agreed command line (the
+//! Kubernetes renderer writes `--allow HOSTSPEC...` with separate values), exit statuses, and
+//! that the subcommand stays out of `--help`.
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn agentc() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_agentc"))
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn serve_takes_the_agreed_flags_answers_health_and_stops_on_sigterm() {
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut child = agentc()
+        .args([
+            "egress-proxy",
+            "serve",
+            "--listen",
+            &listen,
+            "--dns",
+            "127.0.0.1:0",
+            "--allow",
+            "api.example.com",
+            "*.example.org",
+            "--allow",
+            "registry.example.net:443",
+            "--allow-cidr",
+            "10.20.0.0/16",
+            "fd00:1::/64",
+            "--allow-cidr=10.30.0.0/16",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let health = agentc()
+            .args(["egress-proxy", "health", "--proxy", &listen])
+            .output()
+            .unwrap();
+        if health.status.success() {
+            break;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the proxy exited");
+        assert!(Instant::now() < deadline, "never healthy: {health:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // SAFETY: kill(2) with the pid of our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(
+        stderr.contains("3 allowlist entries, 3 allowed ranges"),
+        "{stderr}"
+    );
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    assert_eq!(stdout, "", "health checks are not decision lines");
+}
+
+#[test]
+fn bad_values_exit_2_naming_them_and_an_unhealthy_proxy_exits_1() {
+    for (args, needle) in [
+        (vec!["--allow", "10.0.0.1"], "`10.0.0.1`"),
+        (vec!["--allow", "*.*.example.com"], "`*.*.example.com`"),
+        (vec!["--allow-cidr", "10.0.0.1/8"], "host bits"),
+        (vec!["--listen", "localhost:3128"], "`localhost:3128`"),
+    ] {
+        let output = agentc()
+            .args(["egress-proxy", "serve"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+    let closed = format!("127.0.0.1:{}", free_port());
+    let output = agentc()
+        .args(["egress-proxy", "health", "--proxy", &closed])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("not healthy"));
+}
+
+#[test]
+fn the_subcommand_is_hidden_and_the_image_tag_needs_no_daemon() {
+    let help = agentc().arg("--help").output().unwrap();
+    assert!(!String::from_utf8_lossy(&help.stdout).contains("egress"));
+    let tag = agentc()
+        .args(["egress-proxy", "image", "--print-tag"])
+        .env("DOCKER_HOST", "unix:///nonexistent")
+        .output()
+        .unwrap();
+    assert!(tag.status.success());
+    let tag = String::from_utf8_lossy(&tag.stdout);
+    let hex = tag.trim().strip_prefix("agentc-egress:").unwrap();
+    assert_eq!(hex.len(), 12);
+}

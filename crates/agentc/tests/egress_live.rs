@@ -1,0 +1,1201 @@
+//! Live tests of the egress proxy on networks each test creates for itself.
+//!
+//! The topology of every test (all of it labelled `io.agentc.test.egress=<id>` and removed by
+//! a guard on drop, also when the test fails):
+//!
+//! - `out`: the "outside", itself `--internal` (with an IPv6 subnet), so nothing can leave the
+//!   machine even with a broken proxy. A server container answers there as `allowed.test` and
+//!   `forbidden.test`: HTTP on 80, a TCP echo on 443 and 22, and a DNS query logger on UDP and
+//!   TCP 53 (the exfiltration detector). Every connection or datagram it receives is a line in
+//!   its log.
+//! - `out2`: a second outside network, not covered by `--allow-cidr`, where the server is
+//!   `meta.test` (an allowed name whose address is refused).
+//! - `in`: the workload's network, `--internal` with `inhibit_ipv4` (no gateway on the host).
+//! - the proxy container on all three, hardened as in production (uid 65534, read-only root,
+//!   cap-drop ALL, no-new-privileges, the forwarding sysctls off), with `--allow-cidr` of `out`.
+//!
+//! Workloads and the server run this very test binary, packed into an image by the same
+//! builder as the proxy image ([`agentc_egress::image::self_image`]): the test
+//! [`testkit_entry`] becomes the server or the probe when `AGENTC_EGRESS_TESTKIT` is set. The
+//! proxy image is built by `agentc egress-proxy image` from the agentc binary under test.
+//!
+//! Network rule: these tests connect only to containers and networks they created.
+//!
+//! Needs the daemon: skips with a printed reason without one, fails instead when
+//! `AGENTC_REQUIRE_DOCKER=1`.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs, UdpSocket};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use agentc_egress::{dns, image, proxy_command, sni, Config};
+
+/// Set in a container to `server` or `probe`.
+const TESTKIT_VAR: &str = "AGENTC_EGRESS_TESTKIT";
+/// The probes a `probe` container runs, one a line.
+const PROBES_VAR: &str = "AGENTC_EGRESS_PROBES";
+/// The label on everything a test creates.
+const TEST_LABEL: &str = "io.agentc.test.egress";
+/// Where the test binary sits in the testkit image.
+const TESTKIT_PATH: &str = "/testkit";
+/// What the throughput source sends per connection.
+const BENCH_BYTES: usize = 256 << 20;
+/// The busybox image's script, for workloads that need `ip`.
+const BUSYBOX_SCRIPT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../scripts/build-test-image.sh"
+);
+
+// ---------------------------------------------------------------------------------------------
+// The testkit: what runs inside the containers.
+
+/// Runs the testkit when this binary was started as one (in a container); passes otherwise.
+#[test]
+fn testkit_entry() {
+    let Ok(mode) = std::env::var(TESTKIT_VAR) else {
+        return;
+    };
+    let code = match mode.as_str() {
+        "server" => server(),
+        "bench" => bench(),
+        "probe" => {
+            let probes = std::env::var(PROBES_VAR).unwrap_or_default();
+            for (index, line) in probes.lines().enumerate() {
+                println!("PROBE {index} {}", probe(line));
+            }
+            0
+        }
+        other => {
+            eprintln!("unknown testkit mode {other}");
+            2
+        }
+    };
+    std::io::stdout().flush().ok();
+    std::process::exit(code);
+}
+
+fn log_line(line: String) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// The outside server: HTTP on 80, echo on 443 and 22, a query logger on 53.
+fn server() -> i32 {
+    let tcp = |port: u16, handler: fn(TcpStream)| {
+        let listener = TcpListener::bind(("0.0.0.0", port)).expect("bind");
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let peer = stream
+                    .peer_addr()
+                    .map(|p| p.to_string())
+                    .unwrap_or_default();
+                log_line(format!("ACCEPT {port} {peer}"));
+                std::thread::spawn(move || handler(stream));
+            }
+        });
+    };
+    tcp(80, |mut stream| {
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && head.len() < 16384 {
+            match stream.read(&mut byte) {
+                Ok(1) => head.push(byte[0]),
+                _ => break,
+            }
+        }
+        let body = b"hello from outside\n";
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = stream.write_all(body);
+    });
+    let echo = |mut stream: TcpStream| {
+        let mut buffer = [0u8; 65536];
+        while let Ok(n) = stream.read(&mut buffer) {
+            if n == 0 || stream.write_all(&buffer[..n]).is_err() {
+                break;
+            }
+        }
+    };
+    tcp(443, echo);
+    tcp(22, echo);
+    tcp(53, drop);
+    tcp(9000, |mut stream| {
+        // The throughput source: BENCH_BYTES bytes, then close.
+        let chunk = vec![0x5au8; 64 * 1024];
+        let mut left = BENCH_BYTES;
+        while left > 0 {
+            let n = left.min(chunk.len());
+            if stream.write_all(&chunk[..n]).is_err() {
+                return;
+            }
+            left -= n;
+        }
+    });
+    let udp = UdpSocket::bind("0.0.0.0:53").expect("bind udp 53");
+    std::thread::spawn(move || {
+        let mut buffer = [0u8; 4096];
+        while let Ok((n, peer)) = udp.recv_from(&mut buffer) {
+            log_line(format!("DNS-QUERY {peer} {n} bytes"));
+        }
+    });
+    log_line("READY".into());
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+/// The benchmark client: latency of sequential HTTP requests and throughput of one stream,
+/// each direct to the server and through the proxy. Reads `BENCH_SERVER` (the server's IP),
+/// `BENCH_PROXY` (`IP:3128`) and `BENCH_REQUESTS`.
+fn bench() -> i32 {
+    let server = std::env::var("BENCH_SERVER").expect("BENCH_SERVER");
+    let proxy = std::env::var("BENCH_PROXY").expect("BENCH_PROXY");
+    let requests: usize = std::env::var("BENCH_REQUESTS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1000);
+    let get = |address: &str, target: &str| -> Duration {
+        let started = Instant::now();
+        let mut stream = connect(address).expect("connect");
+        stream.set_nodelay(true).ok();
+        write!(
+            stream,
+            "GET {target} HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n"
+        )
+        .expect("write");
+        assert_eq!(read_status(&mut stream), Ok(200));
+        let mut body = Vec::new();
+        stream.read_to_end(&mut body).expect("body");
+        started.elapsed()
+    };
+    let percentiles = |mut samples: Vec<Duration>| {
+        samples.sort();
+        let at = |p: usize| samples[(samples.len() * p / 100).min(samples.len() - 1)];
+        (at(50), at(90), at(99))
+    };
+    let direct_address = format!("{server}:80");
+    // Warm up both paths (connection setup, the resolver's cache).
+    for _ in 0..50 {
+        get(&direct_address, "/");
+        get(&proxy, "http://allowed.test/");
+    }
+    let mut direct = Vec::with_capacity(requests);
+    let mut proxied = Vec::with_capacity(requests);
+    for _ in 0..requests {
+        direct.push(get(&direct_address, "/"));
+        proxied.push(get(&proxy, "http://allowed.test/"));
+    }
+    let (d50, d90, d99) = percentiles(direct);
+    let (p50, p90, p99) = percentiles(proxied);
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "BENCH latency requests={requests} direct_p50_ms={:.3} direct_p90_ms={:.3} direct_p99_ms={:.3} proxy_p50_ms={:.3} proxy_p90_ms={:.3} proxy_p99_ms={:.3} added_p50_ms={:.3}",
+        ms(d50), ms(d90), ms(d99), ms(p50), ms(p90), ms(p99), ms(p50) - ms(d50)
+    );
+    let stream_rate = |through_proxy: bool| -> f64 {
+        let mut stream = if through_proxy {
+            let mut stream = connect(&proxy).expect("connect");
+            write!(stream, "CONNECT allowed.test:9000 HTTP/1.1\r\n\r\n").expect("write");
+            assert_eq!(read_status(&mut stream), Ok(200));
+            stream
+        } else {
+            connect(&format!("{server}:9000")).expect("connect")
+        };
+        let started = Instant::now();
+        let mut buffer = vec![0u8; 256 * 1024];
+        let mut total = 0usize;
+        loop {
+            match stream.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => total += n,
+                Err(e) => panic!("read: {e}"),
+            }
+        }
+        assert_eq!(total, BENCH_BYTES);
+        total as f64 / (1 << 20) as f64 / started.elapsed().as_secs_f64()
+    };
+    let mut direct = Vec::new();
+    let mut proxied = Vec::new();
+    for _ in 0..5 {
+        direct.push(stream_rate(false));
+        proxied.push(stream_rate(true));
+    }
+    direct.sort_by(f64::total_cmp);
+    proxied.sort_by(f64::total_cmp);
+    println!(
+        "BENCH throughput streams=5 mib={} direct_mib_s={:.0} proxy_mib_s={:.0} ratio_pct={:.1}",
+        BENCH_BYTES >> 20,
+        direct[2],
+        proxied[2],
+        100.0 * proxied[2] / direct[2]
+    );
+    0
+}
+
+const IO_TIMEOUT: Duration = Duration::from_secs(4);
+
+fn connect(address: &str) -> Result<TcpStream, String> {
+    let address: SocketAddr = address
+        .to_socket_addrs()
+        .map_err(|e| format!("resolve-failed {e}"))?
+        .next()
+        .ok_or("resolve-failed none")?;
+    let stream = TcpStream::connect_timeout(&address, Duration::from_secs(2))
+        .map_err(|e| format!("connect-failed {}", e.kind()))?;
+    stream.set_read_timeout(Some(IO_TIMEOUT)).ok();
+    stream.set_write_timeout(Some(IO_TIMEOUT)).ok();
+    Ok(stream)
+}
+
+/// Reads a response head; returns its status code.
+fn read_status(stream: &mut TcpStream) -> Result<u16, String> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match stream.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            Ok(_) => return Err("closed".into()),
+            Err(e) => return Err(format!("read-failed {}", e.kind())),
+        }
+    }
+    let text = String::from_utf8_lossy(&head);
+    text.split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| format!("bad-head {text:?}"))
+}
+
+/// One probe line: `http PROXY URL`, `connect PROXY AUTHORITY SNI|-`, `tcp ADDRESS`,
+/// `udp-dns ADDRESS NAME`, `tcp-dns ADDRESS NAME`, `resolve NAME`.
+fn probe(line: &str) -> String {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let outcome = match words.as_slice() {
+        ["http", proxy, url] => (|| {
+            let mut stream = connect(proxy)?;
+            write!(
+                stream,
+                "GET {url} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            )
+            .map_err(|e| e.to_string())?;
+            let status = read_status(&mut stream)?;
+            let mut body = String::new();
+            let _ = stream.read_to_string(&mut body);
+            Ok(format!(
+                "status={status} body={}",
+                body.lines().next().unwrap_or("")
+            ))
+        })(),
+        ["connect", proxy, authority, server_name] => (|| {
+            let mut stream = connect(proxy)?;
+            write!(
+                stream,
+                "CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n"
+            )
+            .map_err(|e| e.to_string())?;
+            let status = read_status(&mut stream)?;
+            if status != 200 {
+                return Ok(format!("status={status}"));
+            }
+            let hello = match *server_name {
+                "-" => sni::client_hello(None),
+                "raw" => b"SSH-2.0-probe\r\n".to_vec(),
+                name => sni::client_hello(Some(name)),
+            };
+            // Send it in three pieces, as a slow client would.
+            // A write refused midway means the proxy closed the tunnel: as good as no echo.
+            for chunk in hello.chunks(hello.len() / 3 + 1) {
+                if stream.write_all(chunk).is_err() {
+                    return Ok(format!("status={status} echo=closed"));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let mut echoed = vec![0u8; hello.len()];
+            let echo = match stream.read_exact(&mut echoed) {
+                Ok(()) if echoed == hello => "ok",
+                Ok(()) => "mismatch",
+                Err(_) => "closed",
+            };
+            Ok(format!("status={status} echo={echo}"))
+        })(),
+        ["tcp", address] => connect(address).map(|_| "connected".to_string()),
+        ["udp-dns", address, name] => (|| {
+            let socket = UdpSocket::bind("0.0.0.0:0").map_err(|e| e.to_string())?;
+            socket.set_read_timeout(Some(Duration::from_secs(2))).ok();
+            socket
+                .send_to(&dns::query(0x4242, name, 16), address)
+                .map_err(|e| format!("send-failed {}", e.kind()))?;
+            let mut buffer = [0u8; 512];
+            match socket.recv_from(&mut buffer) {
+                Ok((n, _)) if n >= 12 => Ok(format!("answer rcode={}", buffer[3] & 0x0f)),
+                _ => Ok("no-answer".to_string()),
+            }
+        })(),
+        ["resolve", name] => match (*name, 80).to_socket_addrs() {
+            Ok(addresses) => Ok(format!("resolved {:?}", addresses.collect::<Vec<_>>())),
+            Err(e) => Ok(format!("resolve-failed {e}")),
+        },
+        _ => Err(format!("bad probe {line:?}")),
+    };
+    outcome.unwrap_or_else(|error| error)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Docker helpers and the topology.
+
+fn docker(args: &[&str]) -> Result<String, String> {
+    let output = Command::new("docker")
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run docker: {e}"))?;
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+    } else {
+        Err(format!(
+            "docker {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    }
+}
+
+/// True when a daemon answers; otherwise a printed skip, or a panic under
+/// `AGENTC_REQUIRE_DOCKER=1`.
+fn require_daemon(test: &str) -> bool {
+    match docker(&["info", "--format", "{{.ServerVersion}}"]) {
+        Ok(_) => true,
+        Err(reason) if std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
+            panic!("{test}: AGENTC_REQUIRE_DOCKER=1 but no Docker daemon: {reason}")
+        }
+        Err(reason) => {
+            eprintln!("skipping {test}: no Docker daemon ({reason}); set AGENTC_REQUIRE_DOCKER=1 to fail instead");
+            false
+        }
+    }
+}
+
+/// The proxy image (from the agentc binary) and the testkit image (from this test binary).
+fn images() -> &'static (String, String) {
+    static IMAGES: OnceLock<(String, String)> = OnceLock::new();
+    IMAGES.get_or_init(|| {
+        let output = Command::new(env!("CARGO_BIN_EXE_agentc"))
+            .args(["egress-proxy", "image"])
+            .output()
+            .expect("run agentc egress-proxy image");
+        assert!(
+            output.status.success(),
+            "agentc egress-proxy image: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let proxy = String::from_utf8_lossy(&output.stdout).trim().to_string();
+        let testkit = image::self_image(
+            "agentc-egress-testkit",
+            "egress-testkit",
+            TESTKIT_PATH,
+            &[TESTKIT_PATH],
+            None,
+        )
+        .expect("testkit image");
+        let tag = image::ensure_image(&testkit).expect("import the testkit image");
+        // Drop testkit images of earlier builds (best effort: one in use stays).
+        if let Ok(list) = docker(&[
+            "image",
+            "ls",
+            "--format",
+            "{{.Repository}}:{{.Tag}}",
+            "agentc-egress-testkit",
+        ]) {
+            for stale in list.lines().filter(|t| *t != tag) {
+                let _ = docker(&["image", "rm", stale]);
+            }
+        }
+        (proxy, tag)
+    })
+}
+
+/// Everything one test created; removed on drop, also when the test fails.
+struct Topology {
+    id: String,
+    out: String,
+    out2: String,
+    inner: String,
+    server: String,
+    proxy: String,
+    out_subnet: String,
+    server_ip: String,
+    server_ip6: Option<String>,
+    server_ip2: String,
+    proxy_ip: String,
+}
+
+fn labelled(id: &str) -> String {
+    format!("{TEST_LABEL}={id}")
+}
+
+impl Topology {
+    /// Creates the networks, the server and the proxy, and waits until both answer.
+    fn new(test: &str) -> Topology {
+        let id = format!("agentc-egt-{}-{test}-{}", std::process::id(), rand16());
+        let label = format!("--label={}", labelled(&id));
+        let mut topology = Topology {
+            out: format!("{id}-out"),
+            out2: format!("{id}-out2"),
+            inner: format!("{id}-in"),
+            server: format!("{id}-server"),
+            proxy: format!("{id}-proxy"),
+            id: id.clone(),
+            out_subnet: String::new(),
+            server_ip: String::new(),
+            server_ip6: None,
+            server_ip2: String::new(),
+            proxy_ip: String::new(),
+        };
+        let started = Instant::now();
+        let (proxy_image, testkit_image) = images();
+        eprintln!("{id}: images ready after {:?}", started.elapsed());
+        let v6 = format!(
+            "--subnet=fd{:02x}:{:x}::/64",
+            std::process::id() % 256,
+            rand16()
+        );
+        let ipv6 = docker(&[
+            "network",
+            "create",
+            "--internal",
+            &label,
+            "--ipv6",
+            &v6,
+            &topology.out,
+        ]);
+        if let Err(error) = ipv6 {
+            eprintln!("{test}: no IPv6 outside network ({error}); IPv6 is not probed");
+            docker(&["network", "create", "--internal", &label, &topology.out]).expect("out");
+        }
+        docker(&["network", "create", "--internal", &label, &topology.out2]).expect("out2");
+        docker(&[
+            "network",
+            "create",
+            "--internal",
+            "-o",
+            "com.docker.network.bridge.inhibit_ipv4=true",
+            &label,
+            &topology.inner,
+        ])
+        .expect("in");
+        topology.out_subnet = docker(&[
+            "network",
+            "inspect",
+            &topology.out,
+            "--format",
+            "{{(index .IPAM.Config 0).Subnet}}",
+        ])
+        .expect("subnet");
+
+        let server_env = format!("{TESTKIT_VAR}=server");
+        docker(&[
+            "create",
+            &format!("--name={}", topology.server),
+            &label,
+            &format!("--network={}", topology.out),
+            "--network-alias=allowed.test",
+            "--network-alias=forbidden.test",
+            "--env",
+            &server_env,
+            testkit_image,
+            TESTKIT_PATH,
+            "testkit_entry",
+            "--exact",
+            "--nocapture",
+        ])
+        .expect("create the server");
+        docker(&[
+            "network",
+            "connect",
+            "--alias=meta.test",
+            &topology.out2,
+            &topology.server,
+        ])
+        .expect("server on out2");
+        docker(&["start", &topology.server]).expect("start the server");
+
+        // Test only: the outside's own ranges (IPv4, and IPv6 where it has it: a name is
+        // refused when any of its addresses is).
+        let mut cidrs = vec![topology.out_subnet.clone()];
+        if let Ok(v6) = docker(&[
+            "network",
+            "inspect",
+            &topology.out,
+            "--format",
+            "{{range .IPAM.Config}}{{.Subnet}} {{end}}",
+        ]) {
+            cidrs.extend(
+                v6.split_whitespace()
+                    .filter(|s| s.contains(':'))
+                    .map(String::from),
+            );
+        }
+        let config = Config::from_args(
+            "0.0.0.0:3128",
+            Some("0.0.0.0:53"),
+            &[
+                "allowed.test",
+                "meta.test",
+                "*.wild.test",
+                "allowed.test:9000",
+            ],
+            &cidrs,
+        )
+        .expect("config");
+        let mut create: Vec<String> = [
+            "create",
+            "--read-only",
+            "--cap-drop=ALL",
+            "--security-opt=no-new-privileges",
+            "--user=65534:65534",
+            "--restart=no",
+            "--sysctl=net.ipv4.ip_unprivileged_port_start=53",
+            "--sysctl=net.ipv4.ip_forward=0",
+            "--sysctl=net.ipv6.conf.all.forwarding=0",
+            "--sysctl=net.ipv6.conf.all.disable_ipv6=1",
+        ]
+        .map(String::from)
+        .to_vec();
+        create.push(format!("--name={}", topology.proxy));
+        create.push(label.clone());
+        create.push(format!("--network={}", topology.out));
+        create.push(proxy_image.clone());
+        create.extend(proxy_command(&config));
+        let create: Vec<&str> = create.iter().map(String::as_str).collect();
+        docker(&create).expect("create the proxy");
+        docker(&["network", "connect", &topology.out2, &topology.proxy]).expect("proxy on out2");
+        docker(&["network", "connect", &topology.inner, &topology.proxy]).expect("proxy on in");
+        docker(&["start", &topology.proxy]).expect("start the proxy");
+
+        topology.server_ip = topology.ip(&topology.server, &topology.out);
+        topology.server_ip2 = topology.ip(&topology.server, &topology.out2);
+        topology.proxy_ip = topology.ip(&topology.proxy, &topology.inner);
+        let v6 = docker(&[
+            "inspect",
+            "--format",
+            &format!(
+                "{{{{(index .NetworkSettings.Networks \"{}\").GlobalIPv6Address}}}}",
+                topology.out
+            ),
+            &topology.server,
+        ])
+        .unwrap_or_default();
+        topology.server_ip6 = (!v6.is_empty()).then_some(v6);
+        eprintln!("{id}: containers started after {:?}", started.elapsed());
+        topology.wait_ready();
+        eprintln!("{id}: ready after {:?}", started.elapsed());
+        topology
+    }
+
+    fn ip(&self, container: &str, network: &str) -> String {
+        let format = format!("{{{{(index .NetworkSettings.Networks \"{network}\").IPAddress}}}}");
+        let ip = docker(&["inspect", "--format", &format, container]).expect("inspect");
+        assert!(!ip.is_empty(), "{container} has no address on {network}");
+        ip
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let server = docker(&["logs", &self.server])
+                .unwrap_or_default()
+                .contains("READY");
+            let proxy = docker(&[
+                "exec",
+                &self.proxy,
+                agentc_egress::PROXY_BINARY,
+                "egress-proxy",
+                "health",
+            ])
+            .is_ok();
+            if server && proxy {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "not ready: server {server}, proxy {proxy}; proxy log: {}",
+                self.proxy_log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn proxy_address(&self) -> String {
+        format!("{}:3128", self.proxy_ip)
+    }
+
+    /// Runs probes from a testkit workload on `network` (the isolated one unless told),
+    /// with its DNS pointed at the proxy; returns each probe's result.
+    fn probes(&self, network: &str, extra: &[&str], probes: &[String]) -> Vec<String> {
+        let (_, testkit) = images();
+        let env = format!("{PROBES_VAR}={}", probes.join("\n"));
+        let mode = format!("{TESTKIT_VAR}=probe");
+        let label = format!("--label={}", labelled(&self.id));
+        let dns = format!("--dns={}", self.proxy_ip);
+        let net = format!("--network={network}");
+        let mut args = vec![
+            "run", "--rm", &label, &net, &dns, "--env", &mode, "--env", &env,
+        ];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&[
+            testkit,
+            TESTKIT_PATH,
+            "testkit_entry",
+            "--exact",
+            "--nocapture",
+        ]);
+        let output = docker(&args).expect("run the probes");
+        let results: Vec<String> = output
+            .lines()
+            .filter_map(|line| line.strip_prefix("PROBE "))
+            .map(|line| {
+                line.split_once(' ')
+                    .map(|(_, r)| r.to_string())
+                    .unwrap_or_default()
+            })
+            .collect();
+        assert_eq!(results.len(), probes.len(), "{output}");
+        results
+    }
+
+    fn proxy_log(&self) -> String {
+        docker(&["logs", &self.proxy]).unwrap_or_default()
+    }
+
+    /// The proxy's decision lines (its stdout), parsed.
+    fn decisions(&self) -> Vec<serde_json::Value> {
+        let output = Command::new("docker")
+            .args(["logs", &self.proxy])
+            .output()
+            .expect("logs");
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}")))
+            .collect()
+    }
+
+    /// What reached the server: connections and datagrams, one line each.
+    fn server_seen(&self) -> Vec<String> {
+        docker(&["logs", &self.server])
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with("ACCEPT") || l.starts_with("DNS-QUERY"))
+            .map(String::from)
+            .collect()
+    }
+
+    /// Removes everything with this test's label; returns what was still there afterwards.
+    fn clean(&self) -> (String, String) {
+        let filter = format!("label={}", labelled(&self.id));
+        let containers = docker(&["ps", "-aq", "--filter", &filter]).unwrap_or_default();
+        for container in containers.split_whitespace() {
+            let _ = docker(&["rm", "--force", "--volumes", container]);
+        }
+        let networks = docker(&["network", "ls", "-q", "--filter", &filter]).unwrap_or_default();
+        for network in networks.split_whitespace() {
+            let _ = docker(&["network", "rm", network]);
+        }
+        (
+            docker(&["ps", "-aq", "--filter", &filter]).unwrap_or_default(),
+            docker(&["network", "ls", "-q", "--filter", &filter]).unwrap_or_default(),
+        )
+    }
+
+    /// Cleans up and asserts nothing is left.
+    fn finish(self) {
+        let left = self.clean();
+        assert_eq!(
+            left,
+            (String::new(), String::new()),
+            "{}: left behind",
+            self.id
+        );
+    }
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        self.clean();
+    }
+}
+
+fn rand16() -> u16 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .subsec_nanos();
+    (nanos ^ (nanos >> 16)) as u16 | 1
+}
+
+fn deny_lines(decisions: &[serde_json::Value]) -> Vec<&serde_json::Value> {
+    decisions
+        .iter()
+        .filter(|d| d["decision"] == "deny" && d["kind"] != "dns")
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tests.
+
+#[test]
+fn allowed_hosts_work_and_every_other_request_is_refused_with_one_deny_line() {
+    if !require_daemon("allowed_hosts_work") {
+        return;
+    }
+    let t = Topology::new("allow");
+    let p = t.proxy_address();
+    let ip = &t.server_ip;
+    let cases: Vec<(String, &str)> = vec![
+        (
+            format!("http {p} http://allowed.test/"),
+            "status=200 body=hello from outside",
+        ),
+        (
+            format!("http {p} http://ALLOWED.test./x"),
+            "status=200 body=hello from outside",
+        ),
+        (
+            format!("connect {p} allowed.test:443 allowed.test"),
+            "status=200 echo=ok",
+        ),
+        (
+            format!("connect {p} allowed.test:443 Allowed.Test"),
+            "status=200 echo=ok",
+        ),
+        // Refused by name before anything is resolved.
+        (format!("http {p} http://forbidden.test/"), "status=403"),
+        (
+            format!("connect {p} forbidden.test:443 forbidden.test"),
+            "status=403",
+        ),
+        (
+            format!("connect {p} allowed.test:22 allowed.test"),
+            "status=403",
+        ),
+        (format!("http {p} http://allowed.test:22/"), "status=403"),
+        (format!("connect {p} {ip}:443 allowed.test"), "status=403"),
+        (format!("http {p} http://{ip}/"), "status=403"),
+        (format!("http {p} http://2130706433/"), "status=403"),
+        (format!("http {p} http://0x7f000001/"), "status=403"),
+        (format!("http {p} http://127.1/"), "status=403"),
+        (
+            format!("connect {p} [::ffff:{ip}]:443 allowed.test"),
+            "status=403",
+        ),
+        (format!("connect {p} [::1]:443 allowed.test"), "status=403"),
+        (format!("http {p} http://allowed.test.{ip}/"), "status=403"),
+        // Allowed by name, refused by address: meta.test is on a range no CIDR allows.
+        (format!("http {p} http://meta.test/"), "status=403"),
+        (format!("connect {p} meta.test:443 meta.test"), "status=403"),
+        // Requests to the proxy itself.
+        (format!("http {p} /"), "status=400"),
+        (format!("http {p} https://allowed.test/"), "status=400"),
+        // The tunnel opens, then the ClientHello is judged: wrong, missing, not TLS.
+        (
+            format!("connect {p} allowed.test:443 forbidden.test"),
+            "status=200 echo=closed",
+        ),
+        (
+            format!("connect {p} allowed.test:443 -"),
+            "status=200 echo=closed",
+        ),
+        (
+            format!("connect {p} allowed.test:443 raw"),
+            "status=200 echo=closed",
+        ),
+    ];
+    let probes: Vec<String> = cases.iter().map(|(probe, _)| probe.clone()).collect();
+    let results = t.probes(&t.inner, &[], &probes);
+    let mut failures = Vec::new();
+    for ((probe, expected), got) in cases.iter().zip(&results) {
+        if !got.starts_with(expected) {
+            failures.push(format!("{probe}: expected `{expected}`, got `{got}`"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{failures:#?}\nproxy log:\n{}",
+        t.proxy_log()
+    );
+
+    let decisions = t.decisions();
+    let denied = cases
+        .iter()
+        .filter(|(_, e)| *e != "status=200 body=hello from outside" && *e != "status=200 echo=ok")
+        .count();
+    let denies = deny_lines(&decisions);
+    assert_eq!(
+        denies.len(),
+        denied,
+        "one deny line per denied request: {denies:#?}"
+    );
+    let allows = decisions
+        .iter()
+        .filter(|d| d["decision"] == "allow")
+        .count();
+    assert_eq!(allows, 4, "{decisions:#?}");
+    let reasons: Vec<&str> = denies.iter().filter_map(|d| d["reason"].as_str()).collect();
+    for reason in [
+        "host-not-allowed",
+        "port-not-allowed",
+        "ip-literal",
+        "address-refused",
+        "bad-request",
+        "sni-mismatch",
+        "sni-missing",
+        "not-tls",
+    ] {
+        assert!(reasons.contains(&reason), "no {reason} line in {reasons:?}");
+    }
+    let connect = decisions
+        .iter()
+        .find(|d| d["decision"] == "allow" && d["kind"] == "connect")
+        .expect("an allowed connect");
+    assert_eq!(connect["address"], format!("{}:443", t.server_ip));
+    assert!(connect["bytes_up"].as_u64() > Some(0) && connect["bytes_down"] == connect["bytes_up"]);
+    // Nothing reached the server but the four allowed requests (and the TCP connects of the
+    // three tunnels whose ClientHello was refused: the proxy connects, then judges the hello,
+    // and closes without sending a byte). No datagram reached the logger.
+    let seen = t.server_seen();
+    assert!(seen.iter().all(|l| !l.starts_with("DNS-QUERY")), "{seen:?}");
+    assert_eq!(
+        seen.iter().filter(|l| l.starts_with("ACCEPT 80 ")).count(),
+        2,
+        "{seen:?}"
+    );
+    assert_eq!(
+        seen.iter().filter(|l| l.starts_with("ACCEPT 22 ")).count(),
+        0,
+        "{seen:?}"
+    );
+    t.finish();
+}
+
+#[test]
+fn direct_routes_ipv6_dns_and_unset_proxy_variables_reach_nothing() {
+    if !require_daemon("direct_routes_ipv6_dns") {
+        return;
+    }
+    let t = Topology::new("direct");
+    let ip = &t.server_ip;
+    let leak = format!("leak-{}.exfil.test", t.id.len());
+    let mut probes = vec![
+        format!("tcp {ip}:80"),
+        format!("tcp {ip}:443"),
+        format!("tcp {ip}:22"),
+        format!("tcp {}:80", t.server_ip2),
+        // Without the proxy variables a name does not even resolve: the stub says NXDOMAIN.
+        "resolve allowed.test".to_string(),
+        format!("resolve {leak}"),
+        // DNS straight to the logger, and to the stub.
+        format!("udp-dns {ip}:53 direct-{leak}"),
+        format!("udp-dns {}:53 stub-{leak}", t.proxy_ip),
+        format!("tcp {ip}:53"),
+    ];
+    // The proxy's own container name still resolves (docker's embedded DNS answers names on
+    // the network itself, and forwards only the rest to the stub).
+    let proxy_name = format!("resolve {}", t.proxy);
+    probes.push(proxy_name.clone());
+    if let Some(v6) = &t.server_ip6 {
+        probes.push(format!("tcp [{v6}]:80"));
+        probes.push(format!("tcp [{v6}]:443"));
+    }
+    let results = t.probes(&t.inner, &[], &probes);
+    for (probe, got) in probes.iter().zip(&results) {
+        let ok = match probe.split_whitespace().next() {
+            _ if *probe == proxy_name => got.contains(&t.proxy_ip),
+            Some("tcp") => got.starts_with("connect-failed"),
+            Some("resolve") => got.starts_with("resolve-failed"),
+            Some("udp-dns") if probe.contains(&t.proxy_ip) => got == "answer rcode=3",
+            _ => got == "no-answer",
+        };
+        assert!(ok, "{probe}: {got}");
+    }
+    // The stub saw the lookups and answered NXDOMAIN; the logger saw nothing at all.
+    let decisions = t.decisions();
+    let queried: Vec<&str> = decisions
+        .iter()
+        .filter_map(|d| d["qname"].as_str())
+        .collect();
+    assert!(
+        queried.contains(&format!("{leak}.").as_str()),
+        "{queried:?}"
+    );
+    assert!(
+        queried.contains(&format!("stub-{leak}.").as_str()),
+        "{queried:?}"
+    );
+    assert_eq!(t.server_seen(), Vec::<String>::new());
+
+    // A root workload with NET_ADMIN routes the outside through the proxy: still nothing
+    // (the proxy does not forward), and it cannot reach the host side either.
+    let busybox = busybox_image();
+    let label = format!("--label={}", labelled(&t.id));
+    let net = format!("--network={}", t.inner);
+    let script = format!(
+        "ip route add {} via {} && ip route; nc -w 2 {ip} 80 </dev/null && echo REACHED-80; \
+         nc -w 2 {ip} 443 </dev/null && echo REACHED-443; echo done",
+        t.out_subnet, t.proxy_ip
+    );
+    let output = docker(&[
+        "run",
+        "--rm",
+        &label,
+        &net,
+        "--cap-add=NET_ADMIN",
+        "--user=0",
+        &busybox,
+        "sh",
+        "-c",
+        &script,
+    ])
+    .expect("the NET_ADMIN workload");
+    assert!(
+        output.contains(&t.out_subnet) && output.contains("done"),
+        "{output}"
+    );
+    assert!(!output.contains("REACHED"), "{output}");
+    assert_eq!(t.server_seen(), Vec::<String>::new());
+
+    // Two isolated networks cannot reach each other: a listener on a second one is out of
+    // reach, and the proxy refuses its address as a literal.
+    let other = format!("{}-in2", t.id);
+    docker(&[
+        "network",
+        "create",
+        "--internal",
+        "-o",
+        "com.docker.network.bridge.inhibit_ipv4=true",
+        &label,
+        &other,
+    ])
+    .expect("second isolated network");
+    let (_, testkit) = images();
+    let neighbour = format!("{}-neighbour", t.id);
+    docker(&[
+        "run",
+        "-d",
+        &format!("--name={neighbour}"),
+        &label,
+        &format!("--network={other}"),
+        "--env",
+        &format!("{TESTKIT_VAR}=server"),
+        testkit,
+        TESTKIT_PATH,
+        "testkit_entry",
+        "--exact",
+        "--nocapture",
+    ])
+    .expect("neighbour");
+    let neighbour_ip = t.ip(&neighbour, &other);
+    let results = t.probes(
+        &t.inner,
+        &[],
+        &[
+            format!("tcp {neighbour_ip}:80"),
+            format!("connect {} {neighbour_ip}:443 x.test", t.proxy_address()),
+        ],
+    );
+    assert!(results[0].starts_with("connect-failed"), "{results:?}");
+    assert!(results[1].starts_with("status=403"), "{results:?}");
+    let seen = docker(&["logs", &neighbour]).unwrap_or_default();
+    assert!(!seen.contains("ACCEPT"), "{seen}");
+    t.finish();
+}
+
+#[test]
+fn a_killed_proxy_means_no_egress_and_a_restarted_one_recovers() {
+    if !require_daemon("a_killed_proxy_means_no_egress") {
+        return;
+    }
+    let t = Topology::new("kill");
+    let p = t.proxy_address();
+    let probes = [
+        format!("http {p} http://allowed.test/"),
+        format!("connect {p} allowed.test:443 allowed.test"),
+        format!("tcp {}:80", t.server_ip),
+    ];
+    let before = t.probes(&t.inner, &[], &probes);
+    assert_eq!(
+        before[0],
+        "status=200 body=hello from outside",
+        "{}",
+        t.proxy_log()
+    );
+    docker(&["kill", &t.proxy]).expect("kill the proxy");
+    let during = t.probes(&t.inner, &[], &probes);
+    for (probe, got) in probes.iter().zip(&during) {
+        assert!(got.starts_with("connect-failed"), "{probe}: {got}");
+    }
+    let inspected = docker(&[
+        "inspect",
+        "--format",
+        "{{.State.Running}} {{.HostConfig.RestartPolicy.Name}}",
+        &t.proxy,
+    ])
+    .expect("inspect");
+    assert_eq!(inspected, "false no");
+    docker(&["start", &t.proxy]).expect("restart");
+    t.wait_ready();
+    let after = t.probes(&t.inner, &[], &probes);
+    assert_eq!(after[..2], before[..2]);
+    assert!(after[2].starts_with("connect-failed"), "{after:?}");
+    t.finish();
+}
+
+#[test]
+fn the_proxy_container_runs_unprivileged_and_reports_healthy() {
+    if !require_daemon("the_proxy_container_runs_unprivileged") {
+        return;
+    }
+    let t = Topology::new("hard");
+    let state = docker(&[
+        "inspect", "--format",
+        "{{.Config.User}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.CapDrop}} {{.Config.Labels}}",
+        &t.proxy,
+    ])
+    .expect("inspect");
+    assert!(state.starts_with("65534:65534 true [ALL]"), "{state}");
+    let status = docker(&[
+        "exec",
+        &t.proxy,
+        agentc_egress::PROXY_BINARY,
+        "egress-proxy",
+        "health",
+    ]);
+    assert!(status.is_ok(), "{status:?}");
+    // The image carries its own exec-form health check (there is no shell in it).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let health = docker(&["inspect", "--format", "{{.State.Health.Status}}", &t.proxy])
+            .unwrap_or_default();
+        if health == "healthy" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "health: {health}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let status = docker(&[
+        "exec",
+        &t.proxy,
+        "/proc/self/exe",
+        "egress-proxy",
+        "health",
+        "--proxy=127.0.0.1:9",
+    ]);
+    assert!(status.is_err());
+    t.finish();
+}
+
+fn busybox_image() -> String {
+    static TAG: OnceLock<String> = OnceLock::new();
+    TAG.get_or_init(|| {
+        let tag = Command::new("bash")
+            .args([BUSYBOX_SCRIPT, "--print-tag"])
+            .output()
+            .expect("build-test-image.sh --print-tag");
+        let tag = String::from_utf8_lossy(&tag.stdout).trim().to_string();
+        if docker(&["image", "inspect", &tag]).is_err() {
+            let built = Command::new("bash").args([BUSYBOX_SCRIPT, &tag]).status();
+            assert!(built.is_ok_and(|s| s.success()), "cannot build {tag}");
+        }
+        tag
+    })
+    .clone()
+}
+
+/// The benchmark (`scripts/bench-egress.sh` runs it in release mode): the same client
+/// container reaches the server directly on the outside network and through the proxy.
+#[test]
+#[ignore = "a benchmark: run scripts/bench-egress.sh"]
+fn bench_egress() {
+    if !require_daemon("bench_egress") {
+        return;
+    }
+    let t = Topology::new("bench");
+    let (_, testkit) = images();
+    let client = format!("{}-client", t.id);
+    let requests = std::env::var("BENCH_REQUESTS").unwrap_or_else(|_| "1000".into());
+    docker(&[
+        "create",
+        &format!("--name={client}"),
+        &format!("--label={}", labelled(&t.id)),
+        &format!("--network={}", t.inner),
+        &format!("--dns={}", t.proxy_ip),
+        "--env",
+        &format!("{TESTKIT_VAR}=bench"),
+        "--env",
+        &format!("BENCH_SERVER={}", t.server_ip),
+        "--env",
+        &format!("BENCH_PROXY={}", t.proxy_address()),
+        "--env",
+        &format!("BENCH_REQUESTS={requests}"),
+        testkit,
+        TESTKIT_PATH,
+        "testkit_entry",
+        "--exact",
+        "--nocapture",
+    ])
+    .expect("create the client");
+    docker(&["network", "connect", &t.out, &client]).expect("client on out");
+    let output = docker(&["start", "--attach", &client]).expect("run the benchmark");
+    for line in output.lines().filter(|l| l.starts_with("BENCH ")) {
+        println!("{line}");
+    }
+    t.finish();
+}
+
+#[test]
+fn the_image_imports_through_the_engine_api_as_through_the_cli() {
+    if !require_daemon("the_image_imports_through_the_engine_api") {
+        return;
+    }
+    let built = image::self_image(
+        "agentc-egress-apitest",
+        "egress-apitest",
+        TESTKIT_PATH,
+        &[TESTKIT_PATH],
+        Some(&[TESTKIT_PATH, "--list"]),
+    )
+    .expect("image");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let imported = runtime.block_on(async {
+        let docker = bollard::Docker::connect_with_local_defaults().expect("daemon");
+        let first = image::ensure_image_api(&docker, &built).await;
+        // Idempotent: the second call finds the tag.
+        let second = image::ensure_image_api(&docker, &built).await;
+        (first, second)
+    });
+    let config = docker(&[
+        "image",
+        "inspect",
+        "--format",
+        "{{json .Config}}",
+        &built.tag,
+    ]);
+    let _ = docker(&["image", "rm", &built.tag]);
+    let (first, second) = imported;
+    assert_eq!(first.expect("the import"), built.tag);
+    assert_eq!(second.expect("the second call"), built.tag);
+    let config: serde_json::Value = serde_json::from_str(&config.expect("inspect")).unwrap();
+    assert_eq!(config["User"], "65534:65534");
+    assert_eq!(config["Labels"]["io.agentc.image"], "egress-apitest");
+    assert_eq!(config["Cmd"], serde_json::json!([TESTKIT_PATH]));
+    assert_eq!(
+        config["Healthcheck"]["Test"],
+        serde_json::json!(["CMD", TESTKIT_PATH, "--list"])
+    );
+}

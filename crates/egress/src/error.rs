@@ -1,0 +1,85 @@
+//! The crate's one error type.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in the egress crate; each variant carries the offending input.
+#[derive(Debug, thiserror::Error)]
+pub enum EgressError {
+    /// A host spec (`host`, `host:port`, `*.name`, `*.name:port`) that cannot be used.
+    #[error("invalid host spec `{spec}`: {reason}")]
+    HostSpec {
+        /// The spec as written.
+        spec: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// An allowed CIDR that cannot be used.
+    #[error("invalid CIDR `{cidr}`: {reason}")]
+    Cidr {
+        /// The CIDR as written.
+        cidr: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// A listen address that is not `IP:PORT`.
+    #[error("invalid listen address `{address}`: expected IP:PORT, such as 0.0.0.0:3128")]
+    ListenAddress {
+        /// The address as written.
+        address: String,
+    },
+    /// A bound outside its range.
+    #[error("invalid limit {name} = {value}: {reason}")]
+    Limit {
+        /// The limit's name.
+        name: &'static str,
+        /// The value given.
+        value: u64,
+        /// The range it must be in.
+        reason: &'static str,
+    },
+    /// A socket could not be bound.
+    #[error("cannot listen on {address} ({what}): {source}")]
+    Bind {
+        /// The address.
+        address: std::net::SocketAddr,
+        /// Which listener (`proxy`, `dns/udp`, `dns/tcp`).
+        what: &'static str,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The async runtime could not start.
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
+    /// The health check failed.
+    #[error("the proxy at {address} is not healthy: {reason}")]
+    Unhealthy {
+        /// The proxy's address.
+        address: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// A file the image is built from could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The executable is not an ELF file this builder understands.
+    #[error("cannot build the proxy image from {path}: {reason}")]
+    Executable {
+        /// The executable.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The image could not be imported into the daemon.
+    #[error("cannot import the proxy image {tag}: {reason}")]
+    Import {
+        /// The tag being imported.
+        tag: String,
+        /// What the daemon or the docker CLI said.
+        reason: String,
+    },
+}

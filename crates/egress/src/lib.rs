@@ -1,0 +1,56 @@
+//! agentc's egress proxy: the one way out of an allowlist sandbox.
+//!
+//! The workload sits alone on an `--internal` Docker network; this proxy is the only other
+//! member, and the only member of a second, outside network. It serves:
+//!
+//! - **HTTP CONNECT** to allowlisted `host:port`s, and for port 443 it reads the TLS ClientHello
+//!   and requires its SNI to equal the CONNECT host (no interception, no CA);
+//! - **plain HTTP forwarding** of absolute-form requests (`GET http://host/path`, as curl and
+//!   wget send them to a proxy), with hop-by-hop and `Proxy-*` headers stripped;
+//! - a **DNS stub** on port 53 that answers every query with NXDOMAIN and logs its name, so DNS
+//!   tunnelling carries nothing out;
+//! - one **JSON decision line** per request on stdout ([`log`]).
+//!
+//! The core is pure and typed: [`config`] (the allowlist and bounds), [`host`] (host names, IP
+//! literals in every spelling, the host specs), [`addr`] (the address classifier), [`policy`]
+//! (the decision: by name before resolving, then every resolved address), [`request`] (what a
+//! request asks of the proxy), [`sni`] (the ClientHello reader), [`dns`] (the query parser and
+//! the NXDOMAIN answer) and [`image`]'s tar builder. The I/O sits at the edge: [`proxy`] (tokio
+//! and hyper), [`health`], and [`image`]'s import into the daemon.
+//!
+//! ```
+//! use agentc_egress::{Config, proxy_command};
+//!
+//! let config = Config::from_args(
+//!     "0.0.0.0:3128",
+//!     Some("0.0.0.0:53"),
+//!     &["api.anthropic.com", "*.githubusercontent.com", "registry.npmjs.org:443"],
+//!     &["10.20.0.0/16"],
+//! )
+//! .unwrap();
+//! let decision = config.policy().decide_name("API.Anthropic.com.", 443).unwrap();
+//! assert_eq!(decision, "api.anthropic.com");
+//! assert!(config.policy().decide_name("127.1", 443).is_err());
+//! let argv = proxy_command(&config);
+//! assert_eq!(&argv[..3], ["/usr/local/bin/agentc", "egress-proxy", "serve"]);
+//! ```
+#![deny(missing_docs)]
+
+pub mod addr;
+pub mod config;
+pub mod dns;
+pub mod error;
+pub mod health;
+pub mod host;
+pub mod image;
+pub mod log;
+pub mod policy;
+pub mod proxy;
+pub mod request;
+pub mod sni;
+
+pub use addr::Cidr;
+pub use config::{health_command, proxy_command, Config, Limits, PROXY_BINARY};
+pub use error::EgressError;
+pub use host::HostSpec;
+pub use policy::{Deny, Policy, Reason};

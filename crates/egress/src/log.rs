@@ -1,0 +1,178 @@
+//! The decision log: one JSON line per decision on stdout.
+//!
+//! ```json
+//! {"time":"2026-11-30T04:03:11.123Z","kind":"connect","client":"10.0.9.2:41234","host":"allowed.test","port":443,"address":"10.251.3.2:443","decision":"allow","reason":"allowed","bytes_up":517,"bytes_down":2048}
+//! {"time":"2026-11-30T04:03:12.004Z","kind":"dns","client":"10.0.9.2:53122","qname":"leak.exfil.test.","qtype":"A","decision":"deny","reason":"dns-query"}
+//! ```
+//!
+//! An allowed request is logged when it closes, with the bytes sent up to the server and
+//! received down from it; a refusal is logged when it is made. Nothing else goes to stdout.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use crate::policy::Reason;
+
+/// What kind of request a line is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// An HTTP CONNECT tunnel.
+    Connect,
+    /// A forwarded plain-HTTP request.
+    Forward,
+    /// A DNS query to the stub.
+    Dns,
+    /// A connection refused before any request was read (too many), or a request hyper could
+    /// not parse.
+    Connection,
+}
+
+/// One decision line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Record {
+    /// RFC 3339 UTC, milliseconds.
+    pub time: String,
+    /// What kind of request.
+    pub kind: Kind,
+    /// The client's address.
+    pub client: SocketAddr,
+    /// The host asked for, as normalized, or as written when it was refused for its form.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The port asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// The checked address connected to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<SocketAddr>,
+    /// `allow` or `deny`.
+    pub decision: &'static str,
+    /// The reason code ([`Reason::as_str`]).
+    pub reason: &'static str,
+    /// What exactly, for refusals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// The SNI a CONNECT to 443 sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sni: Option<String>,
+    /// Bytes sent to the server, at close.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_up: Option<u64>,
+    /// Bytes received from the server, at close.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_down: Option<u64>,
+    /// A DNS query's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qname: Option<String>,
+    /// A DNS query's type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qtype: Option<String>,
+}
+
+impl Record {
+    /// A record stamped now, with only the required fields set.
+    pub fn new(kind: Kind, client: SocketAddr, reason: Reason) -> Record {
+        Record {
+            time: rfc3339(SystemTime::now()),
+            kind,
+            client,
+            host: None,
+            port: None,
+            address: None,
+            decision: if reason == Reason::Allowed {
+                "allow"
+            } else {
+                "deny"
+            },
+            reason: reason.as_str(),
+            detail: None,
+            sni: None,
+            bytes_up: None,
+            bytes_down: None,
+            qname: None,
+            qtype: None,
+        }
+    }
+
+    /// The JSON line, without the newline.
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| String::from("{}"))
+    }
+
+    /// Writes the line to stdout in one write (lines from concurrent tasks never interleave).
+    pub fn emit(&self) {
+        let mut line = self.to_line();
+        line.push('\n');
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(line.as_bytes());
+        let _ = stdout.flush();
+    }
+}
+
+/// Formats a time as RFC 3339 in UTC with milliseconds (`2026-11-30T04:03:11.123Z`).
+pub fn rfc3339(time: SystemTime) -> String {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60,
+        since.subsec_millis()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn times_are_rfc3339_utc() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = UNIX_EPOCH + Duration::from_millis(1_795_900_991_123);
+        assert_eq!(rfc3339(t), "2026-11-28T21:23:11.123Z");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn a_line_has_only_the_fields_set() {
+        let mut record = Record::new(
+            Kind::Connect,
+            "10.0.0.2:5000".parse().unwrap(),
+            Reason::HostNotAllowed,
+        );
+        record.host = Some("forbidden.test".into());
+        record.port = Some(443);
+        let value: serde_json::Value = serde_json::from_str(&record.to_line()).unwrap();
+        let mut keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            ["client", "decision", "host", "kind", "port", "reason", "time"]
+        );
+        assert_eq!(value["decision"], "deny");
+        assert_eq!(value["reason"], "host-not-allowed");
+    }
+}

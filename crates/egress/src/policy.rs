@@ -1,0 +1,223 @@
+//! The decision core: by host name before any resolution, then every resolved address.
+
+use std::fmt;
+use std::net::IpAddr;
+
+use crate::addr::{self, Cidr, Range};
+use crate::host::{normalize_host, HostRefusal, HostSpec};
+
+/// Why a request was allowed or refused: the `reason` of a decision line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// Allowed: the host and port are on the allowlist and every address passed.
+    Allowed,
+    /// The host is on no allowlist entry.
+    HostNotAllowed,
+    /// The host is on the allowlist, but not for this port.
+    PortNotAllowed,
+    /// The host is an IP address in some spelling.
+    IpLiteral,
+    /// The host is not an LDH DNS name.
+    BadHost,
+    /// The request is not one a proxy serves (origin-form, `https://` absolute-form, userinfo,
+    /// a malformed head).
+    BadRequest,
+    /// The name did not resolve (or took too long).
+    ResolveFailed,
+    /// A resolved address is in a refused range.
+    AddressRefused,
+    /// No checked address accepted the connection.
+    ConnectFailed,
+    /// A CONNECT to 443 sent a ClientHello whose SNI is another host.
+    SniMismatch,
+    /// A CONNECT to 443 sent a ClientHello without SNI (ECH-only, or none).
+    SniMissing,
+    /// A CONNECT to 443 sent something other than a TLS ClientHello, or too much of it.
+    NotTls,
+    /// A CONNECT to 443 sent no complete ClientHello in time.
+    ClientHelloTimeout,
+    /// The proxy is serving as many connections as it may.
+    TooManyConnections,
+    /// A DNS query to the stub: answered NXDOMAIN.
+    DnsQuery,
+}
+
+impl Reason {
+    /// The reason's code in decision lines.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Allowed => "allowed",
+            Reason::HostNotAllowed => "host-not-allowed",
+            Reason::PortNotAllowed => "port-not-allowed",
+            Reason::IpLiteral => "ip-literal",
+            Reason::BadHost => "bad-host",
+            Reason::BadRequest => "bad-request",
+            Reason::ResolveFailed => "resolve-failed",
+            Reason::AddressRefused => "address-refused",
+            Reason::ConnectFailed => "connect-failed",
+            Reason::SniMismatch => "sni-mismatch",
+            Reason::SniMissing => "sni-missing",
+            Reason::NotTls => "not-tls",
+            Reason::ClientHelloTimeout => "client-hello-timeout",
+            Reason::TooManyConnections => "too-many-connections",
+            Reason::DnsQuery => "dns-query",
+        }
+    }
+
+    /// The HTTP status a client gets for this refusal (before any tunnel is open).
+    pub fn status(self) -> u16 {
+        match self {
+            Reason::Allowed => 200,
+            Reason::BadHost | Reason::BadRequest => 400,
+            Reason::ResolveFailed | Reason::ConnectFailed => 502,
+            Reason::ClientHelloTimeout => 408,
+            Reason::TooManyConnections => 503,
+            _ => 403,
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A refusal: its reason code and a detail for the log and the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deny {
+    /// The reason code.
+    pub reason: Reason,
+    /// What exactly (the range of a refused address, the SNI seen, ...).
+    pub detail: String,
+}
+
+impl Deny {
+    /// A refusal with a detail.
+    pub fn new(reason: Reason, detail: impl Into<String>) -> Deny {
+        Deny {
+            reason,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl fmt::Display for Deny {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.reason, self.detail)
+    }
+}
+
+/// The allowlist and the allowed ranges, ready to decide.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policy {
+    allow: Vec<HostSpec>,
+    allow_cidrs: Vec<Cidr>,
+}
+
+impl Policy {
+    /// A policy from its allowlist entries and allowed ranges.
+    pub fn new(allow: Vec<HostSpec>, allow_cidrs: Vec<Cidr>) -> Policy {
+        Policy { allow, allow_cidrs }
+    }
+
+    /// Decides by name, before anything is resolved: `Ok` with the normalized host when an
+    /// entry allows it on `port`.
+    pub fn decide_name(&self, host: &str, port: u16) -> Result<String, Deny> {
+        let host = normalize_host(host).map_err(|refusal| match refusal {
+            HostRefusal::IpLiteral => {
+                Deny::new(Reason::IpLiteral, "IP address literals are never allowed")
+            }
+            HostRefusal::Malformed(why) => Deny::new(Reason::BadHost, why),
+        })?;
+        if self.allow.iter().any(|spec| spec.matches(&host, port)) {
+            return Ok(host);
+        }
+        if self.allow.iter().any(|spec| spec.matches_host(&host)) {
+            return Err(Deny::new(
+                Reason::PortNotAllowed,
+                format!("{host} is allowed, but not on port {port}"),
+            ));
+        }
+        Err(Deny::new(
+            Reason::HostNotAllowed,
+            format!("{host} is not on the allowlist"),
+        ))
+    }
+
+    /// Checks every resolved address; one refused address refuses the request (a name that
+    /// points at the metadata service next to a public address is not to be trusted).
+    pub fn check_addresses(&self, addresses: &[IpAddr]) -> Result<(), Deny> {
+        if addresses.is_empty() {
+            return Err(Deny::new(Reason::ResolveFailed, "no address"));
+        }
+        for address in addresses {
+            if let Err(range) = addr::check(*address, &self.allow_cidrs) {
+                return Err(Deny::new(
+                    Reason::AddressRefused,
+                    format!("{address} is {}", range_words(range)),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn range_words(range: Range) -> String {
+    format!("in a {range} range and no --allow-cidr covers it")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy() -> Policy {
+        Policy::new(
+            vec![
+                HostSpec::parse("allowed.test").unwrap(),
+                HostSpec::parse("*.wild.test").unwrap(),
+                HostSpec::parse("ssh.test:22").unwrap(),
+            ],
+            vec![Cidr::parse("10.251.0.0/24").unwrap()],
+        )
+    }
+
+    #[test]
+    fn names_are_decided_before_resolution() {
+        let p = policy();
+        assert_eq!(p.decide_name("Allowed.Test.", 443).unwrap(), "allowed.test");
+        assert_eq!(p.decide_name("a.wild.test", 80).unwrap(), "a.wild.test");
+        assert_eq!(p.decide_name("ssh.test", 22).unwrap(), "ssh.test");
+        for (host, port, reason) in [
+            ("forbidden.test", 443, Reason::HostNotAllowed),
+            ("wild.test", 443, Reason::HostNotAllowed),
+            ("allowed.test", 22, Reason::PortNotAllowed),
+            ("ssh.test", 443, Reason::PortNotAllowed),
+            ("10.251.0.2", 443, Reason::IpLiteral),
+            ("[::1]", 443, Reason::IpLiteral),
+            ("a_b.test", 443, Reason::BadHost),
+        ] {
+            let deny = p.decide_name(host, port).unwrap_err();
+            assert_eq!(deny.reason, reason, "{host}:{port}: {deny}");
+        }
+    }
+
+    #[test]
+    fn every_resolved_address_is_checked() {
+        let p = policy();
+        let ip = |t: &str| t.parse::<IpAddr>().unwrap();
+        assert!(p.check_addresses(&[ip("10.251.0.2")]).is_ok());
+        assert!(p
+            .check_addresses(&[ip("8.8.8.8"), ip("2606:4700::1")])
+            .is_ok());
+        let deny = p
+            .check_addresses(&[ip("8.8.8.8"), ip("169.254.169.254")])
+            .unwrap_err();
+        assert_eq!(deny.reason, Reason::AddressRefused);
+        assert!(deny.detail.contains("metadata"), "{deny}");
+        assert_eq!(
+            p.check_addresses(&[]).unwrap_err().reason,
+            Reason::ResolveFailed
+        );
+    }
+}
