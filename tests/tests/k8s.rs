@@ -664,15 +664,12 @@ fn the_egress_proxy_is_restricted_and_reached_only_by_its_workload() {
     assert_eq!(
         proxy_pod["containers"][0]["command"],
         serde_json::json!([
-            "/agentc",
+            "/usr/local/bin/agentc",
             "egress-proxy",
             "serve",
-            "--listen",
-            "0.0.0.0:3128",
-            "--dns",
-            "0.0.0.0:53",
-            "--allow",
-            "api.example.com"
+            "--listen=0.0.0.0:3128",
+            "--dns=0.0.0.0:53",
+            "--allow=api.example.com"
         ])
     );
     assert_eq!(proxy_pod["securityContext"]["runAsUser"], 65534);

@@ -23,6 +23,8 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 pub const PROXY_PORT: u16 = 3128;
 /// The port of the egress proxy's DNS stub.
 pub const DNS_PORT: u16 = 53;
+/// The egress proxy's executable in its image ([`agentc_egress::PROXY_BINARY`]).
+pub use agentc_egress::PROXY_BINARY;
 /// The uid and gid the egress proxy runs as (`nobody`).
 pub const PROXY_UID: i64 = 65534;
 
@@ -59,79 +61,36 @@ impl EgressPolicy {
     }
 }
 
-/// The egress proxy's command line: `/agentc egress-proxy serve`, its listeners, one
-/// `--allow` per host spec exactly as written and one `--allow-cidr` per range. The one place
-/// that knows the proxy's interface.
-pub fn egress_proxy_argv(hosts: &[String], allow_cidrs: &[String]) -> Vec<String> {
-    let mut argv: Vec<String> = [
-        "/agentc",
-        "egress-proxy",
-        "serve",
-        "--listen",
-        "0.0.0.0:3128",
-        "--dns",
-        "0.0.0.0:53",
-    ]
-    .map(String::from)
-    .to_vec();
-    for host in hosts {
-        argv.push("--allow".to_string());
-        argv.push(host.clone());
-    }
-    for cidr in allow_cidrs {
-        argv.push("--allow-cidr".to_string());
-        argv.push(cidr.clone());
-    }
-    argv
+/// The egress proxy's command line, as the egress crate writes it for every renderer
+/// ([`agentc_egress::proxy_command`]): `/usr/local/bin/agentc egress-proxy serve`, listening on
+/// [`PROXY_PORT`] with its DNS stub on [`DNS_PORT`], one `--allow=` per host spec (normalized)
+/// and one `--allow-cidr=` per range; or the egress crate's error naming the first value it
+/// refuses.
+pub fn egress_proxy_argv(
+    hosts: &[String],
+    allow_cidrs: &[String],
+) -> Result<Vec<String>, agentc_egress::EgressError> {
+    let config = agentc_egress::Config::from_args(
+        &format!("0.0.0.0:{PROXY_PORT}"),
+        Some(&format!("0.0.0.0:{DNS_PORT}")),
+        hosts,
+        allow_cidrs,
+    )?;
+    Ok(agentc_egress::proxy_command(&config))
 }
 
 /// Why an `egress.hosts` entry is not a host spec the proxy takes (`host`, `host:port`,
-/// `*.suffix`, `*.suffix:port`), or `None` when it is one.
-pub fn host_spec_problem(spec: &str) -> Option<&'static str> {
-    let (host, port) = match spec.rsplit_once(':') {
-        Some((host, port)) => (host, Some(port)),
-        None => (spec, None),
-    };
-    if let Some(port) = port {
-        let valid = !port.is_empty()
-            && port.len() <= 5
-            && port.bytes().all(|b| b.is_ascii_digit())
-            && port
-                .parse::<u32>()
-                .is_ok_and(|port| (1..=65535).contains(&port));
-        if !valid {
-            return Some("the port must be a number from 1 to 65535");
-        }
+/// `*.suffix`, `*.suffix:port`; [`agentc_egress::HostSpec::parse`], the proxy's own parser),
+/// or `None` when it is one.
+pub fn host_spec_problem(spec: &str) -> Option<String> {
+    if spec.contains('/') && !spec.contains("://") {
+        return Some("an IP range is not a host name: the proxy decides by name".to_string());
     }
-    if host.contains('/') {
-        return Some("an IP range is not a host name: the proxy decides by name");
+    match agentc_egress::HostSpec::parse(spec) {
+        Ok(_) => None,
+        Err(agentc_egress::EgressError::HostSpec { reason, .. }) => Some(reason),
+        Err(other) => Some(other.to_string()),
     }
-    let name = host.strip_prefix("*.").unwrap_or(host);
-    if name.is_empty() || name.len() > 253 {
-        return Some("the host name must have 1 to 253 characters");
-    }
-    let labels: Vec<&str> = name.split('.').collect();
-    for label in &labels {
-        let valid = !label.is_empty()
-            && label.len() <= 63
-            && label
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
-            && !label.starts_with('-')
-            && !label.ends_with('-');
-        if !valid {
-            return Some(
-                "each dot-separated part of the host must be 1 to 63 letters, digits or inner dashes",
-            );
-        }
-    }
-    if labels
-        .last()
-        .is_some_and(|last| last.bytes().all(|b| b.is_ascii_digit()))
-    {
-        return Some("an IP address is not a host name: the proxy decides by name");
-    }
-    None
 }
 
 /// A selector matching exactly these labels.
@@ -270,29 +229,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_proxy_argv_carries_each_host_as_written() {
+    fn the_proxy_argv_is_the_egress_crates_with_each_host_normalized() {
         let argv = egress_proxy_argv(
-            &["api.anthropic.com".into(), "*.github.com:443".into()],
+            &["API.Anthropic.com".into(), "*.github.com:443".into()],
             &["10.20.0.0/16".into()],
-        );
+        )
+        .expect("valid");
         assert_eq!(
             argv,
             [
-                "/agentc",
+                "/usr/local/bin/agentc",
                 "egress-proxy",
                 "serve",
-                "--listen",
-                "0.0.0.0:3128",
-                "--dns",
-                "0.0.0.0:53",
-                "--allow",
-                "api.anthropic.com",
-                "--allow",
-                "*.github.com:443",
-                "--allow-cidr",
-                "10.20.0.0/16"
+                "--listen=0.0.0.0:3128",
+                "--dns=0.0.0.0:53",
+                "--allow=api.anthropic.com",
+                "--allow=*.github.com:443",
+                "--allow-cidr=10.20.0.0/16"
             ]
         );
+        assert_eq!(argv[0], PROXY_BINARY);
+        let refused = egress_proxy_argv(&["10.0.0.1".into()], &[]).expect_err("an IP literal");
+        assert!(refused.to_string().contains("10.0.0.1"), "{refused}");
     }
 
     #[test]
@@ -324,7 +282,7 @@ mod tests {
     #[test]
     fn host_specs() {
         assert_eq!(
-            host_spec_problem("10.0.0.0/8"),
+            host_spec_problem("10.0.0.0/8").as_deref(),
             Some("an IP range is not a host name: the proxy decides by name")
         );
         for good in [

@@ -16,7 +16,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use super::context::Renderer;
 use super::labels::{LABEL_KIND, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PROFILE};
 use super::network::NetworkPlan;
-use crate::egress::{self, DNS_PORT, PROXY_PORT, PROXY_UID};
+use crate::egress::{self, DNS_PORT, PROXY_BINARY, PROXY_PORT, PROXY_UID};
 use crate::error::RenderError;
 use crate::Object;
 
@@ -52,15 +52,32 @@ impl Renderer<'_> {
                 message: "an egress allowlist is enforced by agentc's egress proxy, whose image \
                           was not given"
                     .to_string(),
-                hint: "pass --egress-proxy-image REF (an image holding the agentc binary at \
-                       /agentc)"
-                    .to_string(),
+                hint: format!(
+                    "pass --egress-proxy-image REF: the image `agentc egress-proxy image` builds \
+                     (the agentc binary at {PROXY_BINARY}), pushed where the cluster pulls from"
+                ),
             });
             return;
         };
         if !valid {
             return;
         }
+        let command = match egress::egress_proxy_argv(&policy.hosts, &policy.allow_cidrs) {
+            Ok(command) => command,
+            Err(error) => {
+                let field = match error {
+                    agentc_egress::EgressError::Cidr { .. } => "egress.allow_cidrs",
+                    _ => "egress.hosts",
+                };
+                self.refuse(
+                    field,
+                    format!("the egress proxy refuses its configuration: {error}"),
+                    "write host, host:port, *.suffix or *.suffix:port in egress.hosts, and \
+                     address ranges as CIDRs",
+                );
+                return;
+            }
+        };
         let proxy_name = format!("{base}-egress");
         let mut proxy_labels = BTreeMap::from([
             (LABEL_NAME.to_string(), base.to_string()),
@@ -158,10 +175,7 @@ impl Renderer<'_> {
                 containers: vec![Container {
                     name: "egress-proxy".to_string(),
                     image: Some(image),
-                    command: Some(egress::egress_proxy_argv(
-                        &policy.hosts,
-                        &policy.allow_cidrs,
-                    )),
+                    command: Some(command),
                     ports: Some(vec![
                         container_port("proxy", PROXY_PORT, "TCP"),
                         container_port("dns", DNS_PORT, "UDP"),
@@ -255,9 +269,10 @@ impl Renderer<'_> {
         self.notes.cluster_duty(
             "egress-proxy-image",
             "--egress-proxy-image",
-            "the egress proxy image must hold the agentc binary at /agentc and be pullable by \
-             the cluster"
-                .to_string(),
+            format!(
+                "the egress proxy image must hold the agentc binary at {PROXY_BINARY}, as the \
+                 image `agentc egress-proxy image` builds does, and be pullable by the cluster"
+            ),
         );
     }
 }
