@@ -28,10 +28,10 @@ use crate::keys;
 use crate::overrides::parse_overrides;
 use crate::presets::{self, Preset};
 use crate::rules;
-use crate::rules::identity::{home_volume_name, sandbox_container_name};
+use crate::rules::identity::sandbox_container_name;
 use crate::spec::{
-    Action, ContainerSpec, LaunchKind, LaunchSpec, Mount, MountSource, Origin, LABEL_KIND,
-    LABEL_PROFILE, LABEL_SPEC_DIGEST,
+    Action, ContainerSpec, LaunchKind, LaunchSpec, Origin, LABEL_KIND, LABEL_PROFILE,
+    LABEL_SPEC_DIGEST,
 };
 
 /// Computes the launch `inputs.kind` of a valid profile.
@@ -175,17 +175,7 @@ impl Resolver<'_> {
         self.harden(&mut container, Some(preset));
         self.security(&mut container, Some(preset));
 
-        let home = home_volume_name(profile, &self.inputs.owner).unwrap_or_default();
-        container.mounts.push(Mount {
-            target: preset.home_path.to_string(),
-            read_only: false,
-            source: MountSource::Volume {
-                name: home,
-                subpath: None,
-            },
-        });
-        let origin = self.origin_or("home_volume", preset_origin(preset));
-        self.set(keys::mount(preset.home_path), origin);
+        self.home_volume(&mut container, preset);
         let workspace = self.workspace(&mut container, true, preset_origin(preset))?;
 
         self.network(&mut container)?;

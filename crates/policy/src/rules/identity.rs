@@ -3,10 +3,13 @@
 //! volumes, container names).
 
 use crate::check::Checker;
+use crate::context::{preset_origin, Resolver};
 use crate::inputs::Owner;
-use crate::presets;
+use crate::keys;
+use crate::presets::{self, Preset};
 use crate::profile::SCHEMA_VERSION;
 use crate::profile::{AgentName, DecantConfig, LangfuseConfig, MountType, PackageSet, Profile};
+use crate::spec::{ContainerSpec, Mount, MountSource};
 use crate::text::is_profile_name;
 
 /// `schema_version`, `name` and `home_volume`.
@@ -122,6 +125,23 @@ fn agent_scope(ck: &mut Checker, profile: &Profile) {
                 ),
             );
         }
+    }
+}
+
+impl Resolver<'_> {
+    /// The agent's persistent home volume, mounted writable at the preset's home path.
+    pub fn home_volume(&mut self, container: &mut ContainerSpec, preset: &Preset) {
+        let home = home_volume_name(self.profile, &self.inputs.owner).unwrap_or_default();
+        container.mounts.push(Mount {
+            target: preset.home_path.to_string(),
+            read_only: false,
+            source: MountSource::Volume {
+                name: home,
+                subpath: None,
+            },
+        });
+        let origin = self.origin_or("home_volume", preset_origin(preset));
+        self.set(keys::mount(preset.home_path), origin);
     }
 }
 

@@ -7,7 +7,6 @@ use crate::inputs::PathKind;
 use crate::keys;
 use crate::presets::{self, Preset};
 use crate::profile::{MountConfig, MountType};
-use crate::rules::identity::home_volume_name;
 use crate::rules::mounts::effective_mounts;
 use crate::spec::Tmpfs;
 use crate::spec::{Action, ContainerSpec, EnvValue, EnvVar, Mount, MountSource, Network, Origin};
@@ -95,17 +94,7 @@ impl Resolver<'_> {
             container.cap_add.insert(*capability);
             self.set(keys::cap_add(*capability), Origin::Default);
         }
-        let home = home_volume_name(profile, &self.inputs.owner).unwrap_or_default();
-        container.mounts.push(Mount {
-            target: preset.home_path.to_string(),
-            read_only: false,
-            source: MountSource::Volume {
-                name: home,
-                subpath: None,
-            },
-        });
-        let origin = self.origin_or("home_volume", preset_origin(preset));
-        self.set(keys::mount(preset.home_path), origin);
+        self.home_volume(&mut container, preset);
         container.mounts.push(Mount {
             target: presets::SEED_SOURCE_TARGET.to_string(),
             read_only: true,
