@@ -23,8 +23,6 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 pub const PROXY_PORT: u16 = 3128;
 /// The port of the egress proxy's DNS stub.
 pub const DNS_PORT: u16 = 53;
-/// The egress proxy's executable in its image ([`agentc_egress::PROXY_BINARY`]).
-pub use agentc_egress::PROXY_BINARY;
 /// The uid and gid the egress proxy runs as (`nobody`).
 pub const PROXY_UID: i64 = 65534;
 
@@ -63,9 +61,8 @@ impl EgressPolicy {
 
 /// The egress proxy's command line, as the egress crate writes it for every renderer
 /// ([`agentc_egress::proxy_command`]): `/usr/local/bin/agentc egress-proxy serve`, listening on
-/// [`PROXY_PORT`] with its DNS stub on [`DNS_PORT`], one `--allow=` per host spec (normalized)
-/// and one `--allow-cidr=` per range; or the egress crate's error naming the first value it
-/// refuses.
+/// 3128 with its DNS stub on 53, one `--allow=` per host spec (normalized) and one
+/// `--allow-cidr=` per range; or the egress crate's error naming the first value it refuses.
 pub fn egress_proxy_argv(
     hosts: &[String],
     allow_cidrs: &[String],
@@ -248,7 +245,7 @@ mod tests {
                 "--allow-cidr=10.20.0.0/16"
             ]
         );
-        assert_eq!(argv[0], PROXY_BINARY);
+        assert_eq!(argv[0], agentc_egress::PROXY_BINARY);
         let refused = egress_proxy_argv(&["10.0.0.1".into()], &[]).expect_err("an IP literal");
         assert!(refused.to_string().contains("10.0.0.1"), "{refused}");
     }

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use agentc_egress::PROXY_BINARY;
 use k8s_openapi::api::core::v1::{
     AppArmorProfile, Capabilities, Container, ContainerPort, Pod, PodSecurityContext, PodSpec,
     Probe, ResourceRequirements, SeccompProfile, SecurityContext, Service, ServicePort,
@@ -16,7 +17,8 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use super::context::Renderer;
 use super::labels::{LABEL_KIND, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PROFILE};
 use super::network::NetworkPlan;
-use crate::egress::{self, DNS_PORT, PROXY_BINARY, PROXY_PORT, PROXY_UID};
+
+use crate::egress::{self, DNS_PORT, PROXY_PORT, PROXY_UID};
 use crate::error::RenderError;
 use crate::Object;
 
