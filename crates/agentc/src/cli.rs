@@ -68,6 +68,44 @@ pub enum Command {
         after_help = "Examples:\n  agentc verify fixtures/valid/sandbox-minimal.toml\n  agentc verify fixtures/valid/claude-minimal.toml --backend cli --workspace ~/src/app\n\nThe probe container is the profile's exact run launch (hardening, mounts, limits, network, labels, environment) with `/bin/sh -c PROBE` as its command; it is removed afterwards, also on error or Ctrl-C. Prints a table of expected vs seen values. With --pull a missing image is pulled first, as `agentc run --pull` does. Exit status: 0 every check passed, 1 a check failed or the probe could not report, 125 the probe could not be started. The image needs /bin/sh and busybox or coreutils tools."
     )]
     Verify(VerifyArgs),
+    /// Write a commented starter profile that validates as written (never over a file).
+    #[command(
+        after_help = "Examples:\n  agentc init claude-dev.toml --agent claude-code\n  agentc init box.toml --agent custom --image debian:stable-slim --egress deny\n  agentc init codex.toml --agent codex --host api.openai.com --host pypi.org\n\nThe profile's name is the file's stem unless --name is given. Presets default to an egress allowlist of their provider's hosts, custom sandboxes to deny (no network). An existing file is left unchanged (exit 1)."
+    )]
+    Init(InitArgs),
+    /// Check that this machine can run agentc's launches (and, with a profile, that one).
+    #[command(
+        after_help = "Examples:\n  agentc doctor\n  agentc doctor claude-dev.toml --format json\n\nEach check prints ok, warn or fail with a fix: the engine and its API version, the docker CLI, runtimes, cgroup version, seccomp, AppArmor, user namespaces, whether an internal network with IPv4 inhibited can be created (one is created and removed), free disk; with a profile, its images, networks and secrets, its recorded deployment and its lock. Exit status: 0 when nothing fails, 1 otherwise."
+    )]
+    Doctor(DoctorArgs),
+    /// List what a profile's launches would create and use, without contacting the engine.
+    #[command(
+        after_help = "Examples:\n  agentc plan claude-dev.toml\n  agentc plan claude-dev.toml --format json --workspace ~/src/app\n\nEvery container, image build, network, volume, seed, bind, secret and published port of every launch (run, seeds, build, Decant), each launch's findings, and which launches changed since the last `agentc apply`."
+    )]
+    Plan(PlanArgs),
+    /// Build the image (keeping the previous one), copy new or changed seeds, and record the deployment.
+    #[command(
+        after_help = "Examples:\n  agentc apply claude-dev.toml\n  agentc apply box.toml --backend api\n\nWith `[image] build_context` the image is built (docker CLI); the image of the last apply is kept under the tag `REF-agentc-previous-PROFILE` first. Without one the image must be present (or --pull). Seeds are copied when new, changed since the last apply, or their home volume is gone. The deployment is recorded in $AGENTC_STATE_DIR (default $XDG_STATE_HOME/agentc or ~/.local/state/agentc), one apply or rollback at a time (exit 75 when another runs)."
+    )]
+    Apply(ApplyArgs),
+    /// Point the profile's image back at the image of the previous apply, and record it.
+    #[command(
+        after_help = "Example:\n  agentc rollback claude-dev.toml\n\nOne rollback per apply: a second rollback without a new apply is refused (exit 1). The home volume's contents are not rolled back. A lock written before records the other image, so `--locked` launches refuse until `agentc lock` is run again."
+    )]
+    Rollback(RollbackArgs),
+    /// Write the profile's lock file (PROFILE.lock), or check it for drift.
+    #[command(
+        after_help = "Examples:\n  agentc lock claude-dev.toml\n  agentc lock --check claude-dev.toml    # for CI: exit 65 on drift\n\nThe lock records each launch's spec digest and values, the image ID each image reference resolves to (it must be present), the egress policy, the hash of every file the launches mount or trust (a directory by a tree hash; writable mounts by path only), the AGENTC_* overrides, the workspace, the runtime and agentc's version; secrets by name only. `run`, `seed` and `verify` with --locked refuse any drift before anything is created (exit 65), naming each field."
+    )]
+    Lock(LockArgs),
+    /// Print shell completions for bash, zsh or fish.
+    #[command(
+        after_help = "Examples:\n  agentc completions bash > ~/.local/share/bash-completion/completions/agentc\n  agentc completions zsh > ~/.zfunc/_agentc\n  agentc completions fish > ~/.config/fish/completions/agentc.fish"
+    )]
+    Completions(CompletionsArgs),
+    /// Print the man page (roff).
+    #[command(after_help = "Example:\n  agentc man > ~/.local/share/man/man1/agentc.1")]
+    Man,
     /// The egress proxy of allowlist sandboxes; runs inside its own container (hidden).
     #[command(hide = true, subcommand, name = "egress-proxy")]
     EgressProxy(EgressProxyCommand),
@@ -287,6 +325,10 @@ pub struct RunArgs {
     /// (progress on stderr; no registry credentials are sent).
     #[arg(long)]
     pub pull: bool,
+    /// Refuse to launch unless the profile's lock file (PROFILE.lock) matches this machine
+    /// exactly; any drift exits 65 before anything is created.
+    #[arg(long)]
+    pub locked: bool,
     /// Arguments passed to the agent, after `--`.
     #[arg(last = true)]
     pub agent_args: Vec<String>,
@@ -313,6 +355,10 @@ pub struct SeedArgs {
     /// Pull the image from its registry when the daemon lacks it, before creating anything.
     #[arg(long)]
     pub pull: bool,
+    /// Refuse to launch unless the profile's lock file (PROFILE.lock) matches this machine
+    /// exactly; any drift exits 65 before anything is created.
+    #[arg(long)]
+    pub locked: bool,
 }
 
 /// `agentc build`.
@@ -365,6 +411,10 @@ pub struct VerifyArgs {
     /// (progress on stderr; no registry credentials are sent).
     #[arg(long)]
     pub pull: bool,
+    /// Refuse to launch unless the profile's lock file (PROFILE.lock) matches this machine
+    /// exactly; any drift exits 65 before anything is created.
+    #[arg(long)]
+    pub locked: bool,
 }
 
 /// The launch kinds a user can ask for (`sandbox` is what `run` becomes for custom agents).
@@ -398,4 +448,146 @@ pub enum FormatArg {
     Json,
     /// A multi-document YAML stream (k8s).
     Yaml,
+}
+
+/// `agentc init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The profile file to write (it must not exist).
+    pub profile: PathBuf,
+    /// The agent.
+    #[arg(long, value_enum)]
+    pub agent: AgentArg,
+    /// The profile's name [default: the file's stem].
+    #[arg(long)]
+    pub name: Option<String>,
+    /// The image reference (required for `custom`).
+    #[arg(long)]
+    pub image: Option<String>,
+    /// The egress mode [default: allowlist for presets; deny for custom unless --host is given].
+    #[arg(long, value_enum)]
+    pub egress: Option<EgressArg>,
+    /// A host to allow (repeatable) [default: the agent's provider hosts].
+    #[arg(long = "host", value_name = "HOST")]
+    pub hosts: Vec<String>,
+}
+
+/// The agents `agentc init` writes profiles for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AgentArg {
+    /// Anthropic's Claude Code.
+    ClaudeCode,
+    /// OpenAI's Codex CLI.
+    Codex,
+    /// OpenCode.
+    Opencode,
+    /// Nous Research's Hermes agent.
+    Hermes,
+    /// Any image, as a long-lived sandbox.
+    Custom,
+}
+
+/// The egress modes of a starter profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EgressArg {
+    /// No network at all.
+    Deny,
+    /// Only the listed hosts.
+    Allowlist,
+}
+
+/// `agentc doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// A profile whose images, networks, secrets, deployment and lock are checked too.
+    pub profile: Option<PathBuf>,
+    /// The engine to check.
+    #[arg(long, value_enum, default_value_t = EngineArg::Docker)]
+    pub engine: EngineArg,
+    /// The workspace the profile's launches mount [default: the current directory].
+    #[arg(long)]
+    pub workspace: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ExplainFormat::Text)]
+    pub format: ExplainFormat,
+}
+
+/// The engines `agentc doctor` checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// The Docker Engine (`DOCKER_HOST`, or the local socket).
+    Docker,
+}
+
+/// `agentc plan`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// The profile (TOML).
+    pub profile: PathBuf,
+    /// The workspace the launches mount [default: the current directory].
+    #[arg(long)]
+    pub workspace: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ExplainFormat::Text)]
+    pub format: ExplainFormat,
+}
+
+/// `agentc apply`.
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// The profile (TOML).
+    pub profile: PathBuf,
+    /// Which backend asks the engine and runs the seed helpers (builds always use the docker
+    /// CLI).
+    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
+    pub backend: BackendArg,
+    /// Pull a profile image the daemon lacks (when the profile does not build it).
+    #[arg(long)]
+    pub pull: bool,
+}
+
+/// `agentc rollback`.
+#[derive(Debug, Args)]
+pub struct RollbackArgs {
+    /// The profile (TOML).
+    pub profile: PathBuf,
+    /// Which backend moves the tags.
+    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
+    pub backend: BackendArg,
+}
+
+/// `agentc lock`.
+#[derive(Debug, Args)]
+pub struct LockArgs {
+    /// The profile (TOML); the lock is PROFILE's stem with `.lock`, beside it.
+    pub profile: PathBuf,
+    /// Compare the lock with this machine and list any drift instead of writing it (exit 65
+    /// on drift).
+    #[arg(long)]
+    pub check: bool,
+    /// The workspace the launches mount [default: the current directory].
+    #[arg(long)]
+    pub workspace: Option<PathBuf>,
+    /// Which backend asks the engine for image IDs.
+    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
+    pub backend: BackendArg,
+}
+
+/// `agentc completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: ShellArg,
+}
+
+/// The shells completions are written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShellArg {
+    /// Bash.
+    Bash,
+    /// Zsh.
+    Zsh,
+    /// Fish.
+    Fish,
 }

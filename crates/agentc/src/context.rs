@@ -248,7 +248,7 @@ fn log_resolved(spec: &LaunchSpec) {
 /// sees the rest of the environment, so no secret can reach it, not even one whose name
 /// starts with `AGENTC_`. An `AGENTC_*` name a typo away from an override is refused first
 /// (by name; its value is never read).
-fn agentc_environment() -> Result<BTreeMap<String, String>, Failure> {
+pub fn agentc_environment() -> Result<BTreeMap<String, String>, Failure> {
     for (name, _) in std::env::vars_os() {
         agentc_policy::overrides::check_variable_name(&name.to_string_lossy())
             .map_err(Failure::invalid)?;

@@ -5,15 +5,17 @@
 //! policy crate and the renderers receive everything as values, and executing a launch (the
 //! docker CLI, the Engine API) is the backends' (`agentc_backend_cli::exec`,
 //! `agentc_backend_api`), with what they share in `agentc_backend_common`. The
-//! offline commands (`validate`, `schema`, `explain`, `render`) never start a runtime or
-//! connect to a daemon; the launching commands (`run`, `seed`, `build`, `ps`, `rm`,
-//! `verify`) create a tokio runtime only when they talk to the Engine API; the hidden
+//! offline commands (`validate`, `schema`, `explain`, `render`, `init`, `plan`,
+//! `completions`, `man`) never start a runtime or connect to a daemon; the launching and
+//! lifecycle commands (`run`, `seed`, `build`, `ps`, `rm`, `verify`, `apply`, `rollback`,
+//! `lock`, `doctor`) create a tokio runtime only when they talk to the Engine API; the hidden
 //! `egress-proxy serve` (run inside the egress proxy's container) starts its own.
 #![deny(missing_docs)]
 
 pub mod cli;
 pub mod commands;
 pub mod context;
+pub mod lifecycle;
 pub mod verbose;
 pub mod verify;
 
@@ -37,6 +39,14 @@ pub fn execute(cli: Cli) -> ExitCode {
         Command::Verify(args) => commands::verify::verify(args),
         Command::Explain(args) => commands::offline::explain(args),
         Command::EgressProxy(command) => commands::egress::egress_proxy(command),
+        Command::Init(args) => commands::init::init(args),
+        Command::Doctor(args) => commands::doctor::doctor(args),
+        Command::Plan(args) => commands::plan::plan(args),
+        Command::Apply(args) => commands::apply::apply(args),
+        Command::Rollback(args) => commands::apply::rollback(args),
+        Command::Lock(args) => commands::lock::lock(args),
+        Command::Completions(args) => commands::completions::completions(args),
+        Command::Man => commands::completions::man(),
         offline => commands::offline::dispatch(offline).map(|output| {
             let mut stdout = std::io::stdout().lock();
             // A closed pipe (`agentc render ... | head`) is not an error worth reporting.

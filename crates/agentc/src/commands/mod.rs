@@ -3,10 +3,16 @@
 //! machine, a launch through either backend and what it prints, the exit status of a launch
 //! error).
 
+pub mod apply;
 pub mod build;
+pub mod completions;
+pub mod doctor;
 pub mod egress;
+pub mod init;
 pub mod launch;
+pub mod lock;
 pub mod offline;
+pub mod plan;
 pub mod ps;
 pub mod rm;
 pub mod run;

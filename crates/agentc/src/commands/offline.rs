@@ -109,14 +109,7 @@ pub fn dispatch(command: Command) -> Result<String, Failure> {
             }
             render(&spec, args.backend, args.format)
         }
-        Command::Explain(_)
-        | Command::EgressProxy(_)
-        | Command::Run(_)
-        | Command::Seed(_)
-        | Command::Build(_)
-        | Command::Ps(_)
-        | Command::Rm(_)
-        | Command::Verify(_) => Err(Failure::usage(
+        _ => Err(Failure::usage(
             "this command has its own entry point and is not dispatched here",
         )),
     }

@@ -6,6 +6,7 @@ use std::io::IsTerminal;
 use crate::cli::{KindArg, LaunchArgs, RunArgs};
 use crate::commands::launch;
 use crate::context::{self, Failure};
+use crate::lifecycle::gather;
 
 /// Runs `agentc run`; returns the container's exit code (0 for a started detached launch).
 pub fn run(args: RunArgs) -> Result<u8, Failure> {
@@ -18,6 +19,14 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
         agent_args: args.agent_args,
     };
     let loaded = context::load_profile(&launch_args.profile)?;
+    gather::refuse_unlocked(
+        args.locked,
+        &loaded,
+        &launch_args.profile,
+        gather::Workspace::Given(launch_args.workspace.as_deref()),
+        launch_args.image.as_deref(),
+        args.backend,
+    )?;
     let mut spec = context::resolve_launch(&loaded, &launch_args)?;
     if args.detach {
         launch::force_detach(&mut spec);

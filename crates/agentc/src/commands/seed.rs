@@ -3,11 +3,20 @@
 use crate::cli::{KindArg, LaunchArgs, SeedArgs};
 use crate::commands::launch;
 use crate::context::{self, Failure, EXIT_INVALID};
+use crate::lifecycle::gather;
 
 /// Runs `agentc seed`; 0 when every helper succeeded, else the failing helper's exit code
 /// (its own message is on stderr already).
 pub fn seed(args: SeedArgs) -> Result<u8, Failure> {
     let loaded = context::load_profile(&args.profile)?;
+    gather::refuse_unlocked(
+        args.locked,
+        &loaded,
+        &args.profile,
+        gather::Workspace::Locked,
+        args.image.as_deref(),
+        args.backend,
+    )?;
     let targets = match &args.target {
         Some(target) => vec![target.clone()],
         None => {

@@ -4,6 +4,7 @@
 use crate::cli::{KindArg, LaunchArgs, VerifyArgs};
 use crate::commands::launch;
 use crate::context::{self, Failure, EXIT_FAILED};
+use crate::lifecycle::gather;
 use crate::verify;
 
 /// Runs `agentc verify`: prints the table; 0 when every check passed, 1 otherwise.
@@ -17,6 +18,14 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
         agent_args: Vec::new(),
     };
     let loaded = context::load_profile(&launch_args.profile)?;
+    gather::refuse_unlocked(
+        args.locked,
+        &loaded,
+        &launch_args.profile,
+        gather::Workspace::Given(launch_args.workspace.as_deref()),
+        launch_args.image.as_deref(),
+        args.backend,
+    )?;
     let spec = context::resolve_launch(&loaded, &launch_args)?;
     let checks = verify::verify_launch(&spec, args.backend, &launch::process_env(), args.pull)?;
     print!("{}", verify::render_table(&checks));

@@ -1,0 +1,296 @@
+//! `agentc apply` and `agentc rollback`: the deployment of a profile, recorded in its state
+//! file under an exclusive lock, the state written last and atomically, so that an
+//! interrupted command leaves the previous state whole and can simply be run again.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use agentc_lifecycle::plan::{parts, Launch, Part};
+use agentc_lifecycle::reference::{retained_tag, short_id, split};
+use agentc_lifecycle::state::{seeds_to_copy, Applied, State};
+use agentc_policy::{Action, LaunchKind};
+
+use crate::cli::{ApplyArgs, BackendArg, RollbackArgs};
+use crate::commands::launch;
+use crate::context::{self, Failure, EXIT_DOCKER, EXIT_FAILED};
+use crate::lifecycle::engine::{self, Engine};
+use crate::lifecycle::{files, gather, store};
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_secs())
+        .unwrap_or_default()
+}
+
+/// Reads the state of a profile under its lock, or a new one.
+fn locked_state(profile: &str) -> Result<(std::path::PathBuf, store::StateLock, State), Failure> {
+    let path = store::state_file(profile)?;
+    let guard = store::lock_state(&path)?;
+    let state = match store::read_text(&path)? {
+        Some(text) => State::parse(&path.display().to_string(), &text, profile)
+            .map_err(Failure::unlaunchable)?,
+        None => State::new(profile),
+    };
+    Ok((path, guard, state))
+}
+
+/// The image the run launch runs.
+fn run_image(launches: &[Launch]) -> Option<String> {
+    launches
+        .iter()
+        .find_map(|launch| match &launch.spec.action {
+            Action::Container(container)
+                if matches!(launch.spec.kind, LaunchKind::Run | LaunchKind::Sandbox) =>
+            {
+                Some(container.image.clone())
+            }
+            _ => None,
+        })
+}
+
+/// Makes sure the profile's image is present: builds it, or checks it (pulling with `pull`).
+/// Returns whether it was built.
+fn provide_image(
+    launches: &[Launch],
+    image: &str,
+    engine: &mut dyn Engine,
+    backend: BackendArg,
+    pull: bool,
+) -> Result<bool, Failure> {
+    if let Some(build) = launches
+        .iter()
+        .find(|launch| matches!(launch.spec.action, Action::Build(_)))
+    {
+        let argv = agentc_backend_cli::render_argv(&build.spec).map_err(Failure::unlaunchable)?;
+        let code = agentc_backend_cli::exec::docker::run_foreground(&argv)
+            .map_err(launch::exec_failure)?;
+        if code != 0 {
+            return Err(Failure::new(
+                agentc_backend_common::exit_status(i64::from(code)),
+                format!("the build of {image} failed (docker build exited {code}); nothing was recorded"),
+            ));
+        }
+        store::interruption_point("apply:after-build");
+        return Ok(true);
+    }
+    if engine.image(image)?.is_none() {
+        if !pull {
+            return Err(Failure::new(
+                EXIT_DOCKER,
+                format!("image {image} is not present\n  hint: `docker pull {image}`, or `agentc apply --pull`"),
+            ));
+        }
+        match backend {
+            BackendArg::Cli => {
+                agentc_backend_cli::exec::docker::ensure_image(image, true, launch::notify)
+                    .map_err(launch::exec_failure)?
+            }
+            BackendArg::Api => {
+                let runtime = launch::runtime()?;
+                runtime.block_on(async {
+                    let docker = launch::connect().await?;
+                    agentc_backend_api::ensure_image(&docker, image, true, launch::notify)
+                        .await
+                        .map_err(launch::exec_failure)
+                })?;
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// The hash of a seed's source now (a file's contents or a directory's tree).
+fn source_hash(source: &str) -> Result<String, Failure> {
+    let path = Path::new(source);
+    if path.is_dir() {
+        files::tree_hash(path)
+    } else {
+        files::file_sha256(path)
+    }
+}
+
+/// Runs `agentc apply`.
+pub fn apply(args: ApplyArgs) -> Result<u8, Failure> {
+    let loaded = context::load_profile(&args.profile)?;
+    let launches = gather::launches(&loaded, &args.profile, None)?;
+    let name = loaded.profile.name.clone();
+    let image = run_image(&launches).ok_or_else(|| {
+        Failure::unlaunchable(format!("{}: the profile has no run launch", loaded.file))
+    })?;
+    let (state_path, _guard, mut state) = locked_state(&name)?;
+    let mut engine = engine::connect(args.backend)?;
+    let retained = retained_tag(&image, &name);
+
+    // Keep the current deployment's image before the build moves the tag off it.
+    if let (Some(current), Some(tag)) = (state.image_to_retain().map(str::to_string), &retained) {
+        if engine.image(&current)?.is_some() {
+            engine.tag(&current, tag)?;
+        } else {
+            eprintln!(
+                "agentc: the image of the last apply ({}) is gone; this apply cannot be rolled back to it",
+                short_id(&current)
+            );
+        }
+    }
+    let built = provide_image(&launches, &image, engine.as_mut(), args.backend, args.pull)?;
+    let image_id = engine
+        .image(&image)?
+        .ok_or_else(|| {
+            Failure::new(
+                EXIT_DOCKER,
+                format!("image {image} is not present after the build"),
+            )
+        })?
+        .id;
+
+    // Seeds: new ones, changed ones, and all of them when the home volume is gone.
+    let mut sources = BTreeMap::new();
+    let mut home_volume = None;
+    let mut seed_specs = BTreeMap::new();
+    for launch in &launches {
+        for part in parts(&launch.spec) {
+            if let Part::Seed {
+                source,
+                target,
+                volume,
+            } = part
+            {
+                sources.insert(target.clone(), source_hash(&source)?);
+                home_volume = Some(volume);
+                seed_specs.insert(target, &launch.spec);
+            }
+        }
+    }
+    let volume_exists = match &home_volume {
+        Some(volume) => engine.volume_exists(volume)?,
+        None => false,
+    };
+    let to_copy = seeds_to_copy(
+        state.current(),
+        &sources,
+        home_volume.as_deref(),
+        volume_exists,
+    );
+    for (target, spec) in &seed_specs {
+        if !to_copy.contains(target) {
+            println!("seed {target}: unchanged since the last apply");
+            continue;
+        }
+        let code = launch::execute(spec, args.backend, false)?;
+        if code != 0 {
+            return Err(Failure::new(
+                code,
+                format!("seed {target}: the seed helper failed (exit {code}); its message is above; nothing was recorded"),
+            ));
+        }
+        println!("seeded {target}");
+        store::interruption_point("apply:after-seed");
+    }
+
+    let deployment = state.record_apply(Applied {
+        unix_seconds: now(),
+        agentc_version: gather::VERSION.to_string(),
+        profile_file: std::fs::canonicalize(&args.profile)
+            .unwrap_or_else(|_| args.profile.clone())
+            .display()
+            .to_string(),
+        image: image.clone(),
+        image_id: image_id.clone(),
+        built,
+        retained_tag: retained.clone(),
+        spec_digests: launches
+            .iter()
+            .map(|launch| {
+                (
+                    launch.label.clone(),
+                    agentc_policy::spec_digest(&launch.spec),
+                )
+            })
+            .collect(),
+        seeds: sources,
+        home_volume,
+    });
+    let number = deployment.number;
+    let previous = deployment.previous_image_id.clone();
+    // The retained tag keeps what a rollback returns to.
+    if let (Some(previous), Some(tag)) = (&previous, &retained) {
+        if engine.image(previous)?.is_some() {
+            engine.tag(previous, tag)?;
+        }
+    }
+    store::interruption_point("apply:before-state");
+    store::write_atomic(&state_path, &state.to_toml())?;
+    println!(
+        "applied profile {name:?}: deployment {number}, {image} is image {}{}",
+        short_id(&image_id),
+        if built { " (built)" } else { "" }
+    );
+    match (&previous, &retained) {
+        (Some(previous), Some(tag)) => println!(
+            "previous image {} kept as {tag}: `agentc rollback {}` returns to it",
+            short_id(previous),
+            args.profile.display()
+        ),
+        _ => println!("no previous image to roll back to yet"),
+    }
+    println!("state: {}", state_path.display());
+    Ok(0)
+}
+
+/// Runs `agentc rollback`.
+pub fn rollback(args: RollbackArgs) -> Result<u8, Failure> {
+    let loaded = context::load_profile(&args.profile)?;
+    let name = loaded.profile.name.clone();
+    let (state_path, _guard, mut state) = locked_state(&name)?;
+    let shown = state_path.display().to_string();
+    let plan = state
+        .rollback_plan(&shown)
+        .map_err(|error| Failure::new(EXIT_FAILED, error.to_string()))?;
+    if split(&plan.image).digest.is_some() {
+        return Err(Failure::new(
+            EXIT_FAILED,
+            format!("{shown}: {} is pinned by digest and cannot be moved\n  hint: change the profile's image reference instead", plan.image),
+        ));
+    }
+    let mut engine = engine::connect(args.backend)?;
+    if engine.image(&plan.to)?.is_none() {
+        return Err(Failure::new(
+            EXIT_FAILED,
+            format!(
+                "{shown}: the previous image {} is gone, so there is nothing to roll back to\n  hint: keep the tag {} (docker image prune removes untagged images)",
+                short_id(&plan.to),
+                plan.retained_tag.as_deref().unwrap_or("REF-agentc-previous-PROFILE")
+            ),
+        ));
+    }
+    if let Some(tag) = &plan.retained_tag {
+        if engine.image(&plan.from)?.is_some() {
+            engine.tag(&plan.from, tag)?;
+        }
+    }
+    engine.tag(&plan.to, &plan.image)?;
+    store::interruption_point("rollback:after-tag");
+    state.record_rollback(&plan, now(), gather::VERSION);
+    store::write_atomic(&state_path, &state.to_toml())?;
+    let number = state.current().map_or(0, |current| current.number);
+    println!(
+        "rolled back profile {name:?}: deployment {number}, {} is image {} again",
+        plan.image,
+        short_id(&plan.to)
+    );
+    if let Some(tag) = &plan.retained_tag {
+        println!(
+            "the image it replaced ({}) is kept as {tag}",
+            short_id(&plan.from)
+        );
+    }
+    println!("the home volume's contents are not rolled back; running containers keep their image");
+    if store::lock_file(&args.profile).exists() {
+        println!(
+            "the lock records the other image: `--locked` launches refuse until `agentc lock {}` (after review)",
+            args.profile.display()
+        );
+    }
+    Ok(0)
+}

@@ -1,0 +1,134 @@
+//! `agentc doctor`: judges this machine (and a profile's needs) with the checks of
+//! `agentc_lifecycle::doctor`; exit 0 only when nothing fails.
+
+use agentc_lifecycle::doctor::{
+    engine_checks, profile_checks, require_for, Engine, ProfileFacts, Report,
+};
+use agentc_lifecycle::lock::compare;
+use agentc_lifecycle::plan::Part;
+use agentc_lifecycle::state::State;
+
+use crate::cli::{BackendArg, DoctorArgs, EngineArg, ExplainFormat};
+use crate::commands::{launch, plan};
+use crate::context::{self, Failure, EXIT_FAILED};
+use crate::lifecycle::{engine, gather, probe};
+
+/// Runs `agentc doctor`.
+pub fn doctor(args: DoctorArgs) -> Result<u8, Failure> {
+    let EngineArg::Docker = args.engine;
+    let loaded = args
+        .profile
+        .as_ref()
+        .map(|profile| context::load_profile(profile))
+        .transpose()?;
+    let runtime = launch::runtime()?;
+    let facts = runtime.block_on(async {
+        let docker = launch::connect().await.map_err(|failure| {
+            failure
+                .message
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        });
+        probe::engine_facts(docker).await
+    });
+    drop(runtime);
+    let reachable = facts.unreachable.is_none();
+    let mut checks = engine_checks(&facts);
+    if let (Some(loaded), Some(profile)) = (&loaded, &args.profile) {
+        let (facts, parts) = profile_facts(loaded, profile, args.workspace.as_deref(), reachable)?;
+        require_for(&parts, &mut checks);
+        checks.extend(profile_checks(&facts));
+    }
+    let report = Report {
+        engine: Engine::Docker,
+        checks,
+    };
+    let output = match args.format {
+        ExplainFormat::Text => report.text(),
+        ExplainFormat::Json => format!(
+            "{}\n",
+            serde_json::to_string_pretty(&report.json()).unwrap_or_default()
+        ),
+    };
+    print!("{output}");
+    Ok(if report.failed() { EXIT_FAILED } else { 0 })
+}
+
+/// What a profile needs, looked up: secrets in the environment (by name; values are not
+/// read), and with a reachable engine its images, networks, deployment and lock.
+fn profile_facts(
+    loaded: &agentc_policy::LoadedProfile,
+    profile: &std::path::Path,
+    workspace: Option<&std::path::Path>,
+    reachable: bool,
+) -> Result<(ProfileFacts, Vec<Part>), Failure> {
+    let launches = gather::launches(loaded, profile, workspace)?;
+    let planned = agentc_lifecycle::plan::plan(&loaded.profile.name, &loaded.file, &launches, None);
+    let mut facts = ProfileFacts {
+        file: loaded.file.clone(),
+        ..ProfileFacts::default()
+    };
+    let mut engine = if reachable {
+        Some(engine::connect(BackendArg::Api)?)
+    } else {
+        None
+    };
+    for (part, _) in planned.distinct_parts() {
+        match part {
+            Part::Secret { name, required } => facts.secrets.push((
+                name.clone(),
+                *required,
+                std::env::var_os(name).is_some_and(|value| !value.is_empty()),
+            )),
+            Part::Image {
+                reference,
+                built_by_profile,
+            } => {
+                if let Some(engine) = engine.as_mut() {
+                    let present = engine.image(reference)?.is_some();
+                    facts
+                        .images
+                        .push((reference.clone(), present, *built_by_profile));
+                }
+            }
+            Part::Network {
+                name,
+                created: false,
+                ..
+            } => {
+                if let Some(engine) = engine.as_mut() {
+                    let present = engine.network_exists(name)?;
+                    facts.networks.push((name.clone(), present));
+                }
+            }
+            _ => {}
+        }
+    }
+    let parts: Vec<Part> = planned
+        .distinct_parts()
+        .into_iter()
+        .map(|(part, _)| part.clone())
+        .collect();
+    let Some(engine) = engine.as_mut() else {
+        return Ok((facts, parts));
+    };
+    let state: Option<State> = plan::read_state(&loaded.profile.name)?;
+    if let Some(current) = state.as_ref().and_then(State::current) {
+        let now = engine.image(&current.image)?.map(|facts| facts.id);
+        facts.deployment = Some((current.image.clone(), current.image_id.clone(), now));
+    }
+    match gather::read_lock(profile) {
+        Ok(None) => {}
+        Ok(Some((path, locked))) => {
+            let (current, _) = gather::current_lock(loaded, &launches, engine.as_mut())?;
+            facts.lock = Some((path.display().to_string(), Ok(compare(&locked, &current))));
+        }
+        Err(failure) => {
+            let path = crate::lifecycle::store::lock_file(profile);
+            facts.lock = Some((path.display().to_string(), Err(failure.message)));
+        }
+    }
+    Ok((facts, parts))
+}

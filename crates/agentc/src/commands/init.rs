@@ -1,0 +1,67 @@
+//! `agentc init`: writes a commented starter profile that validates as written, never over an
+//! existing file. Offline: no runtime, no daemon.
+
+use agentc_lifecycle::init::{name_from_stem, template, EgressChoice, InitOptions};
+use agentc_lifecycle::LifecycleError;
+use agentc_policy::AgentName;
+
+use crate::cli::{AgentArg, EgressArg, InitArgs};
+use crate::context::{Failure, EXIT_FAILED};
+use crate::lifecycle::store;
+
+/// Runs `agentc init`.
+pub fn init(args: InitArgs) -> Result<u8, Failure> {
+    let path = &args.profile;
+    if path.exists() {
+        return Err(Failure::new(
+            EXIT_FAILED,
+            format!(
+                "{}: exists already; agentc init never overwrites a file\n  hint: choose another path, or move the file away",
+                path.display()
+            ),
+        ));
+    }
+    let stem = path
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match args.name.clone().or_else(|| name_from_stem(&stem)) {
+        Some(name) => name,
+        None => {
+            return Err(Failure::usage(format!(
+                "the file name {stem:?} is not a profile name\n  hint: pass --name NAME (a lower-case letter, then lower-case letters, digits, `-` or `_`)"
+            )))
+        }
+    };
+    let options = InitOptions {
+        agent: match args.agent {
+            AgentArg::ClaudeCode => AgentName::ClaudeCode,
+            AgentArg::Codex => AgentName::Codex,
+            AgentArg::Opencode => AgentName::Opencode,
+            AgentArg::Hermes => AgentName::Hermes,
+            AgentArg::Custom => AgentName::Custom,
+        },
+        name,
+        image: args.image.clone(),
+        egress: args.egress.map(|egress| match egress {
+            EgressArg::Deny => EgressChoice::Deny,
+            EgressArg::Allowlist => EgressChoice::Allowlist,
+        }),
+        hosts: args.hosts.clone(),
+    };
+    let text = template(&options).map_err(|error| match error {
+        LifecycleError::Init { .. } => Failure::usage(error.to_string()),
+        other => Failure::unlaunchable(other),
+    })?;
+    // The template is checked as the policy reads it before anything is written: a value
+    // from the command line that the policy refuses (an image reference, a host) stops here.
+    let shown = path.display().to_string();
+    let loaded = agentc_policy::load(&shown, &text).map_err(Failure::invalid_profile)?;
+    store::write_new(path, &text)?;
+    println!(
+        "wrote {shown}: profile {:?} (agent {})\nnext: agentc doctor {shown}; agentc plan {shown}; agentc apply {shown}",
+        loaded.profile.name,
+        loaded.profile.agent.as_str()
+    );
+    Ok(0)
+}

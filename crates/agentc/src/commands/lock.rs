@@ -1,0 +1,53 @@
+//! `agentc lock`: writes the profile's lock file from the machine as it is, or, with
+//! `--check`, lists the drift between the lock and the machine (exit 65 on any).
+
+use agentc_lifecycle::lock::compare;
+
+use crate::cli::LockArgs;
+use crate::context::{self, Failure, EXIT_INVALID};
+use crate::lifecycle::{engine, gather, store};
+
+/// Runs `agentc lock`.
+pub fn lock(args: LockArgs) -> Result<u8, Failure> {
+    let loaded = context::load_profile(&args.profile)?;
+    let launches = gather::launches(&loaded, &args.profile, args.workspace.as_deref())?;
+    if args.check {
+        let Some((path, locked)) = gather::read_lock(&args.profile)? else {
+            return Err(Failure::new(
+                EXIT_INVALID,
+                format!(
+                    "{}: no lock file to check\n  hint: `agentc lock {}` writes it",
+                    store::lock_file(&args.profile).display(),
+                    args.profile.display()
+                ),
+            ));
+        };
+        let mut engine = engine::connect(args.backend)?;
+        let (current, _) = gather::current_lock(&loaded, &launches, engine.as_mut())?;
+        let drifts = compare(&locked, &current);
+        if !drifts.is_empty() {
+            return Err(gather::drift_failure(&path, &drifts));
+        }
+        println!(
+            "{}: no drift ({} launches, {} images, {} files)",
+            path.display(),
+            locked.launches.len(),
+            locked.images.len(),
+            locked.files.len()
+        );
+        return Ok(0);
+    }
+    let mut engine = engine::connect(args.backend)?;
+    let (lock, missing) = gather::current_lock(&loaded, &launches, engine.as_mut())?;
+    gather::require_images(&missing, &launches)?;
+    let path = store::lock_file(&args.profile);
+    store::write_atomic(&path, &lock.to_toml())?;
+    println!(
+        "wrote {}: {} launches, {} images, {} files",
+        path.display(),
+        lock.launches.len(),
+        lock.images.len(),
+        lock.files.len()
+    );
+    Ok(0)
+}

@@ -1,0 +1,815 @@
+//! The lifecycle commands (`init`, `plan`, `doctor`, `apply`, `rollback`, `lock`, `--locked`,
+//! `completions`, `man`) through the binary: the offline ones anywhere, the rest against the
+//! live daemon with the busybox test image (skipped with a reason without Docker, failing under
+//! `AGENTC_REQUIRE_DOCKER=1`). Every live test uses its own profile name, state directory and
+//! image tags, removes exactly what it created, and never prunes. Interruptions are real: the
+//! process aborts at a named point (`AGENTC_TEST_INTERRUPT`), as a crash would.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use common::{describe, docker, repo_root, test_image, text};
+
+/// A test's directory, state directory and what it created.
+struct Lab {
+    dir: tempfile::TempDir,
+    profile: String,
+    tags: Vec<String>,
+    volumes: Vec<String>,
+}
+
+impl Lab {
+    fn new(test: &str) -> Lab {
+        Lab {
+            dir: tempfile::tempdir().unwrap(),
+            profile: format!("lc-{test}-{}", std::process::id()),
+            tags: Vec::new(),
+            volumes: Vec::new(),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The profile file, `<profile>.toml`.
+    fn file(&self) -> String {
+        self.path(&format!("{}.toml", self.profile))
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    fn write_profile(&self, body: &str) -> String {
+        std::fs::write(self.file(), format!("name = \"{}\"\n{body}", self.profile)).unwrap();
+        self.file()
+    }
+
+    fn state_file(&self) -> PathBuf {
+        self.path(&format!("state/profiles/{}.toml", self.profile))
+    }
+
+    fn lock_path(&self) -> PathBuf {
+        self.path(&format!("{}.lock", self.profile))
+    }
+
+    fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_agentc"));
+        command
+            .args(args)
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .env("USER", "lifecycle")
+            .env("AGENTC_STATE_DIR", self.path("state"))
+            .env_remove("AGENTC_TEST_INTERRUPT");
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        command.output().expect("agentc runs")
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.run_with(args, &[])
+    }
+
+    /// Runs agentc and asserts its exit status.
+    fn expect(&self, args: &[&str], code: i32) -> Output {
+        let output = self.run(args);
+        assert_eq!(
+            output.status.code(),
+            Some(code),
+            "{args:?}: {}",
+            describe(&output)
+        );
+        output
+    }
+
+    fn containers(&self) -> Vec<String> {
+        let filter = format!("label=io.agentc.profile={}", self.profile);
+        docker(&["ps", "-a", "--filter", &filter, "--format", "{{.Names}}"])
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for container in self.containers() {
+            let _ = docker(&["rm", "--force", &container]);
+        }
+        for tag in &self.tags {
+            let _ = docker(&["image", "rm", tag]);
+        }
+        for volume in &self.volumes {
+            let _ = docker(&["volume", "rm", "--force", volume]);
+        }
+    }
+}
+
+/// True when a daemon answers; otherwise prints why `test` is skipped and returns false, or
+/// panics when `AGENTC_REQUIRE_DOCKER=1`.
+fn require_daemon(test: &str) -> bool {
+    match docker(&["info", "--format", "{{.ServerVersion}}"]) {
+        Ok(_) => true,
+        Err(reason) if std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
+            panic!("{test}: AGENTC_REQUIRE_DOCKER=1 but no Docker daemon: {reason}")
+        }
+        Err(reason) => {
+            eprintln!("skipping {test}: no Docker daemon ({reason}); set AGENTC_REQUIRE_DOCKER=1 to fail instead");
+            false
+        }
+    }
+}
+
+fn image_id(reference: &str) -> Option<String> {
+    docker(&["image", "inspect", "--format", "{{.Id}}", reference]).ok()
+}
+
+/// Whether the process was killed by SIGABRT (an `AGENTC_TEST_INTERRUPT` point).
+fn aborted(output: &Output) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    output.status.signal() == Some(libc::SIGABRT)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Offline: no runtime, no daemon.
+
+const NO_DAEMON: (&str, &str) = ("DOCKER_HOST", "unix:///nonexistent/agentc-lifecycle.sock");
+
+#[test]
+fn init_writes_a_valid_profile_once_and_never_overwrites() {
+    let lab = Lab::new("init");
+    let file = lab.path("claude-dev.toml");
+    let file = file.to_str().unwrap();
+    let output = lab.expect(&["init", file, "--agent", "claude-code"], 0);
+    assert!(
+        text(&output.stdout).contains("profile \"claude-dev\""),
+        "{}",
+        describe(&output)
+    );
+    let written = std::fs::read_to_string(file).unwrap();
+    lab.expect(&["validate", file], 0);
+    let again = lab.expect(&["init", file, "--agent", "codex"], 1);
+    assert!(
+        text(&again.stderr).contains("never overwrites"),
+        "{}",
+        describe(&again)
+    );
+    assert_eq!(std::fs::read_to_string(file).unwrap(), written, "unchanged");
+    // Usage errors: a custom profile without --image, a stem that is not a name, hosts under deny.
+    for args in [
+        vec!["init", "box.toml", "--agent", "custom"],
+        vec!["init", "My Box.toml", "--agent", "codex"],
+        vec![
+            "init",
+            "x.toml",
+            "--agent",
+            "codex",
+            "--egress",
+            "deny",
+            "--host",
+            "a.example",
+        ],
+    ] {
+        lab.expect(&args, 2);
+    }
+    // A value the policy refuses is refused before anything is written (exit 65).
+    let output = lab.expect(&["init", "y.toml", "--agent", "custom", "--image=-bad"], 65);
+    assert!(
+        text(&output.stderr).contains("image.ref"),
+        "{}",
+        describe(&output)
+    );
+    assert!(!lab.path("y.toml").exists() && !lab.path("box.toml").exists());
+}
+
+#[test]
+fn an_interrupted_init_leaves_no_profile_and_runs_again() {
+    let lab = Lab::new("init-crash");
+    let args = ["init", "dev.toml", "--agent", "opencode", "--name", "dev"];
+    let output = lab.run_with(&args, &[("AGENTC_TEST_INTERRUPT", "write:before-link")]);
+    assert!(aborted(&output), "{}", describe(&output));
+    assert!(!lab.path("dev.toml").exists(), "no half-written profile");
+    assert!(
+        lab.path(".dev.toml.tmp").exists(),
+        "the temporary is what was left"
+    );
+    lab.expect(&args, 0);
+    assert!(!lab.path(".dev.toml.tmp").exists());
+    lab.expect(&["validate", "dev.toml"], 0);
+}
+
+#[test]
+fn plan_is_offline_and_lists_every_part() {
+    let lab = Lab::new("plan");
+    let output = lab.run_with(
+        &[
+            "plan",
+            &repo_root()
+                .join("fixtures/valid/claude-seeds.toml")
+                .to_string_lossy(),
+            "--format",
+            "json",
+        ],
+        &[NO_DAEMON],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let plan: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(plan["engine_contacted"], false);
+    let launches: Vec<&str> = plan["launches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|launch| launch["launch"].as_str().unwrap())
+        .collect();
+    assert_eq!(launches[0], "run");
+    assert!(
+        launches
+            .iter()
+            .any(|label| label.starts_with("seed /home/claude/")),
+        "{launches:?}"
+    );
+    let parts: Vec<&str> = plan["launches"][1]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|part| part["part"].as_str().unwrap())
+        .collect();
+    for kind in ["container", "image", "volume", "bind", "seed"] {
+        assert!(parts.contains(&kind), "{kind} in {parts:?}");
+    }
+    let text_plan = lab.run_with(
+        &[
+            "plan",
+            &repo_root()
+                .join("fixtures/valid/sandbox-network.toml")
+                .to_string_lossy(),
+        ],
+        &[NO_DAEMON],
+    );
+    let shown = text(&text_plan.stdout);
+    assert!(shown.contains("(must exist)"), "{shown}");
+    assert!(
+        shown.contains("offline: the engine was not contacted"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_corrupt_state_or_lock_is_an_error_naming_the_file_and_line() {
+    let lab = Lab::new("corrupt");
+    let file = lab.write_profile("agent = \"custom\"\n[image]\nref = \"alpine:3\"\n");
+    std::fs::create_dir_all(lab.state_file().parent().unwrap()).unwrap();
+    std::fs::write(
+        lab.state_file(),
+        format!(
+            "state_version = 1\nprofile = \"{}\"\n\n[[deployment]]\nnumber = \"one\"\n",
+            lab.profile
+        ),
+    )
+    .unwrap();
+    let output = lab.run_with(&["plan", &file], &[NO_DAEMON]);
+    assert_eq!(output.status.code(), Some(65), "{}", describe(&output));
+    let shown = text(&output.stderr);
+    let expected = format!("{}:5:10: ", lab.state_file().display());
+    assert!(shown.contains(&expected), "{expected} in {shown}");
+    assert!(shown.contains("\n  hint: "), "{shown}");
+    std::fs::write(lab.state_file(), [0xff, 0x00, 0x13]).unwrap();
+    let output = lab.run_with(&["plan", &file], &[NO_DAEMON]);
+    assert_eq!(output.status.code(), Some(65), "{}", describe(&output));
+    assert!(
+        text(&output.stderr).contains("not UTF-8"),
+        "{}",
+        describe(&output)
+    );
+
+    std::fs::write(lab.lock_path(), "lock_version = 1\nagentc_version = \n").unwrap();
+    for args in [
+        vec!["lock", "--check", &file],
+        vec!["run", "--locked", &file],
+    ] {
+        let output = lab.run_with(&args, &[NO_DAEMON]);
+        assert_eq!(
+            output.status.code(),
+            Some(65),
+            "{args:?}: {}",
+            describe(&output)
+        );
+        let expected = format!("{}:2:", lab.lock_path().display());
+        assert!(
+            text(&output.stderr).contains(&expected),
+            "{args:?}: {}",
+            describe(&output)
+        );
+    }
+    std::fs::remove_file(lab.lock_path()).unwrap();
+    let output = lab.run_with(&["run", "--locked", &file], &[NO_DAEMON]);
+    assert_eq!(output.status.code(), Some(65), "{}", describe(&output));
+    assert!(
+        text(&output.stderr).contains("no lock file"),
+        "{}",
+        describe(&output)
+    );
+    let output = lab.run_with(&["run", "--locked", "--image", "x:1", &file], &[NO_DAEMON]);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+}
+
+#[test]
+fn completions_and_the_man_page_come_from_the_clap_definitions() {
+    let lab = Lab::new("completions");
+    for shell in ["bash", "zsh", "fish"] {
+        let output = lab.expect(&["completions", shell], 0);
+        let script = text(&output.stdout);
+        for command in [
+            "init", "doctor", "plan", "apply", "rollback", "lock", "verify",
+        ] {
+            assert!(script.contains(command), "{shell}: {command}");
+        }
+        assert!(script.contains("locked"), "{shell}: --locked");
+    }
+    let output = lab.expect(&["man"], 0);
+    let page = text(&output.stdout);
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH agentc"),
+        "{page}"
+    );
+    assert!(page.contains("rollback"), "{page}");
+    lab.expect(&["completions", "powershell"], 2);
+}
+
+#[test]
+fn doctor_fails_on_an_unreachable_engine_with_a_fix() {
+    let lab = Lab::new("doctor-down");
+    let output = lab.run_with(&["doctor", "--format", "json"], &[NO_DAEMON]);
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let engine = &report["checks"][0];
+    assert_eq!(engine["id"], "engine");
+    assert_eq!(engine["status"], "fail");
+    assert!(
+        engine["fix"].as_str().unwrap().contains("start the daemon"),
+        "{report}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Live.
+
+/// A custom profile that builds its image from `image/Dockerfile` (the test image plus a
+/// label), tagged `agentc-test/<profile>:1`.
+fn build_profile(lab: &mut Lab, version: u32) -> (String, String) {
+    let base = test_image();
+    let tag = format!("agentc-test/{}:1", lab.profile);
+    if !lab.tags.contains(&tag) {
+        lab.tags.push(tag.clone());
+        lab.tags
+            .push(format!("{tag}-agentc-previous-{}", lab.profile));
+    }
+    std::fs::create_dir_all(lab.path("image")).unwrap();
+    std::fs::write(
+        lab.path("image/Dockerfile"),
+        format!(
+            "FROM {base}\nLABEL agentc-test.lifecycle=\"{} v{version}\"\n",
+            lab.profile
+        ),
+    )
+    .unwrap();
+    let file = lab.write_profile(&format!(
+        "agent = \"custom\"\n[image]\nref = \"{tag}\"\nbuild_context = \"image\"\ncommand = [\"tail\", \"-f\", \"/dev/null\"]\n[egress]\nmode = \"deny\"\n"
+    ));
+    (file, tag)
+}
+
+#[test]
+fn live_apply_keeps_the_previous_image_and_rollback_returns_to_it_once() {
+    if !require_daemon("live_apply_rollback") {
+        return;
+    }
+    let mut lab = Lab::new("rollback");
+    let (file, tag) = build_profile(&mut lab, 1);
+    let output = lab.expect(&["apply", &file], 0);
+    assert!(
+        text(&output.stdout).contains("deployment 1"),
+        "{}",
+        describe(&output)
+    );
+    let first = image_id(&tag).unwrap();
+    let refused = lab.expect(&["rollback", &file], 1);
+    assert!(
+        text(&refused.stderr).contains("no previous image"),
+        "{}",
+        describe(&refused)
+    );
+
+    // The lock pins image 1; a new build is drift, named with both IDs.
+    lab.expect(&["lock", &file], 0);
+    lab.expect(&["lock", "--check", &file], 0);
+    build_profile(&mut lab, 2);
+    let output = lab.expect(&["apply", &file], 0);
+    assert!(
+        text(&output.stdout).contains("deployment 2"),
+        "{}",
+        describe(&output)
+    );
+    let second = image_id(&tag).unwrap();
+    assert_ne!(first, second);
+    assert_eq!(
+        image_id(&format!("{tag}-agentc-previous-{}", lab.profile)),
+        Some(first.clone())
+    );
+    let drift = lab.expect(&["lock", "--check", &file], 65);
+    let expected = format!("image {tag}: id: locked {first}, current {second}");
+    assert!(
+        text(&drift.stderr).contains(&expected),
+        "{}",
+        describe(&drift)
+    );
+    let refused = lab.expect(&["run", "--locked", &file], 65);
+    assert!(
+        text(&refused.stderr).contains(&expected),
+        "{}",
+        describe(&refused)
+    );
+    assert!(lab.containers().is_empty(), "nothing was created");
+
+    // Rollback: the tag returns to image 1, image 2 is kept; once.
+    let output = lab.expect(&["rollback", &file], 0);
+    assert!(
+        text(&output.stdout).contains("deployment 3"),
+        "{}",
+        describe(&output)
+    );
+    assert_eq!(image_id(&tag), Some(first.clone()));
+    assert_eq!(
+        image_id(&format!("{tag}-agentc-previous-{}", lab.profile)),
+        Some(second)
+    );
+    let again = lab.expect(&["rollback", &file], 1);
+    assert!(
+        text(&again.stderr).contains("a second rollback without a new apply is refused"),
+        "{}",
+        describe(&again)
+    );
+    lab.expect(&["lock", "--check", &file], 0);
+    let state = std::fs::read_to_string(lab.state_file()).unwrap();
+    assert!(state.contains("step = \"rollback\""), "{state}");
+
+    // The locked sandbox starts, and is the profile's only container.
+    lab.expect(&["run", "--locked", &file], 0);
+    assert_eq!(lab.containers().len(), 1);
+    let doctor = lab.run(&["doctor", &file, "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&doctor.stdout).unwrap();
+    let checks = report["checks"].as_array().unwrap();
+    for id in ["deployment", "lock", &format!("image {tag}")] {
+        let check = checks
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("{id}: {report}"));
+        assert_eq!(check["status"], "ok", "{id}: {report}");
+    }
+}
+
+#[test]
+fn live_interrupted_apply_and_rollback_leave_the_state_whole_and_run_again() {
+    if !require_daemon("live_interrupted_apply_and_rollback") {
+        return;
+    }
+    let mut lab = Lab::new("crash");
+    let (file, tag) = build_profile(&mut lab, 1);
+    lab.expect(&["apply", &file], 0);
+    let recorded = std::fs::read_to_string(lab.state_file()).unwrap();
+    build_profile(&mut lab, 2);
+    for point in [
+        "apply:after-build",
+        "apply:before-state",
+        "write:before-rename",
+    ] {
+        let output = lab.run_with(&["apply", &file], &[("AGENTC_TEST_INTERRUPT", point)]);
+        assert!(aborted(&output), "{point}: {}", describe(&output));
+        assert_eq!(
+            std::fs::read_to_string(lab.state_file()).unwrap(),
+            recorded,
+            "{point}: the state is the last one written, whole"
+        );
+    }
+    // The crash left the temporary file of the last write; the next write replaces it.
+    let temporary = lab
+        .state_file()
+        .with_file_name(format!(".{}.toml.tmp", lab.profile));
+    assert!(temporary.exists());
+    let output = lab.expect(&["apply", &file], 0);
+    assert!(
+        text(&output.stdout).contains("deployment 2"),
+        "{}",
+        describe(&output)
+    );
+    assert!(!temporary.exists());
+    let first = image_id(&format!("{tag}-agentc-previous-{}", lab.profile)).unwrap();
+
+    let recorded = std::fs::read_to_string(lab.state_file()).unwrap();
+    let output = lab.run_with(
+        &["rollback", &file],
+        &[("AGENTC_TEST_INTERRUPT", "rollback:after-tag")],
+    );
+    assert!(aborted(&output), "{}", describe(&output));
+    assert_eq!(std::fs::read_to_string(lab.state_file()).unwrap(), recorded);
+    let output = lab.expect(&["rollback", &file], 0);
+    assert!(
+        text(&output.stdout).contains("deployment 3"),
+        "{}",
+        describe(&output)
+    );
+    assert_eq!(image_id(&tag), Some(first));
+
+    // One apply at a time: a held lock refuses another (exit 75), and leaves the state alone.
+    let lock = std::fs::File::open(lab.state_file().with_extension("toml.flock")).unwrap();
+    // SAFETY: flock on a descriptor this test owns.
+    assert_eq!(
+        unsafe { libc::flock(std::os::unix::io::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) },
+        0
+    );
+    let busy = lab.expect(&["apply", &file], 75);
+    assert!(
+        text(&busy.stderr).contains("another `agentc apply`"),
+        "{}",
+        describe(&busy)
+    );
+    drop(lock);
+    lab.expect(&["apply", &file], 0);
+}
+
+#[test]
+fn live_lock_pins_mounted_files_and_refuses_their_drift() {
+    if !require_daemon("live_lock_pins_mounted_files") {
+        return;
+    }
+    let lab = Lab::new("files");
+    let image = test_image();
+    std::fs::create_dir_all(lab.path("ca/sub")).unwrap();
+    std::fs::create_dir_all(lab.path("scratch")).unwrap();
+    std::fs::write(lab.path("notes.txt"), "reviewed\n").unwrap();
+    std::fs::write(lab.path("ca/sub/root.pem"), "CA\n").unwrap();
+    let file = lab.write_profile(&format!(
+        "agent = \"custom\"\n[image]\nref = \"{image}\"\ncommand = [\"tail\", \"-f\", \"/dev/null\"]\n\
+         [[mounts]]\nsource = \"notes.txt\"\ntarget = \"/srv/notes.txt\"\n\
+         [[mounts]]\ntype = \"directory\"\nsource = \"ca\"\ntarget = \"/srv/ca\"\n\
+         [[mounts]]\ntype = \"directory\"\nsource = \"scratch\"\ntarget = \"/srv/scratch\"\nread_only = false\n"
+    ));
+    lab.expect(&["lock", &file], 0);
+    let lock = std::fs::read_to_string(lab.lock_path()).unwrap();
+    // A lock interrupted before its rename leaves the previous lock whole.
+    std::fs::write(lab.path("notes.txt"), "changed before a crash\n").unwrap();
+    let output = lab.run_with(
+        &["lock", &file],
+        &[("AGENTC_TEST_INTERRUPT", "write:before-rename")],
+    );
+    assert!(aborted(&output), "{}", describe(&output));
+    assert_eq!(std::fs::read_to_string(lab.lock_path()).unwrap(), lock);
+    std::fs::write(lab.path("notes.txt"), "reviewed\n").unwrap();
+    assert!(lock.contains("kind = \"directory\""), "{lock}");
+    assert!(!lock.contains("SECRET"), "{lock}");
+    // A writable mount is the agent's to change: no drift.
+    std::fs::write(lab.path("scratch/out.txt"), "agent output").unwrap();
+    lab.expect(&["lock", "--check", &file], 0);
+    // A trusted file or a file deep in a mounted directory: drift, refused before anything is created.
+    std::fs::write(lab.path("ca/sub/root.pem"), "another CA\n").unwrap();
+    for args in [
+        vec!["lock", "--check", &file],
+        vec!["verify", "--locked", &file],
+        vec!["run", "--locked", &file],
+    ] {
+        let output = lab.expect(&args, 65);
+        let expected = format!("file {}: sha256: locked ", lab.path("ca").display());
+        assert!(
+            text(&output.stderr).contains(&expected),
+            "{args:?}: {}",
+            describe(&output)
+        );
+    }
+    assert!(lab.containers().is_empty());
+    std::fs::write(lab.path("ca/sub/root.pem"), "CA\n").unwrap();
+    std::fs::write(lab.path("notes.txt"), "edited\n").unwrap();
+    let output = lab.expect(&["run", "--locked", "--backend", "api", &file], 65);
+    let expected = format!("file {}: sha256", lab.path("notes.txt").display());
+    assert!(
+        text(&output.stderr).contains(&expected),
+        "{}",
+        describe(&output)
+    );
+    std::fs::write(lab.path("notes.txt"), "reviewed\n").unwrap();
+    lab.expect(&["verify", "--locked", &file], 0);
+    assert!(lab.containers().is_empty(), "verify removed its probe");
+}
+
+#[test]
+fn live_doctor_probes_the_isolated_network_and_removes_it() {
+    if !require_daemon("live_doctor") {
+        return;
+    }
+    let lab = Lab::new("doctor");
+    let output = lab.run(&["doctor", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|error| panic!("{error}: {}", describe(&output)));
+    let failed = report["fail"].as_u64().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(if failed > 0 { 1 } else { 0 }),
+        "{report}"
+    );
+    let ids: Vec<&str> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|check| check["id"].as_str().unwrap())
+        .collect();
+    for id in [
+        "engine",
+        "api-version",
+        "cgroup",
+        "seccomp",
+        "apparmor",
+        "user-namespaces",
+        "isolated-network",
+        "disk",
+    ] {
+        assert!(ids.contains(&id), "{id} in {ids:?}");
+    }
+    let left = docker(&["network", "ls", "-q", "--filter", "label=io.agentc.doctor"]).unwrap();
+    assert!(left.is_empty(), "the probe network is removed: {left}");
+    // A profile's missing network and unset secret fail, each with a fix.
+    let file = lab.write_profile(&format!(
+        "agent = \"custom\"\n[image]\nref = \"{}\"\n[network]\nname = \"{}-none\"\n",
+        test_image(),
+        lab.profile
+    ));
+    let output = lab.expect(&["doctor", &file], 1);
+    let shown = text(&output.stdout);
+    assert!(
+        shown.contains(&format!("fail  network {}-none", lab.profile)),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("fix: `docker network create NAME`"),
+        "{shown}"
+    );
+}
+
+/// An agent image on top of the test image whose `cp` accepts GNU's `--no-preserve`, which
+/// the seed helper uses (see `launch.rs`); `None` where the host has no dash to provide it.
+fn seed_image(lab: &mut Lab) -> Option<String> {
+    let loader = std::fs::canonicalize("/lib64/ld-linux-x86-64.so.2").ok()?;
+    if !Path::new("/bin/dash").is_file() || !Path::new("/lib/x86_64-linux-gnu/libc.so.6").is_file()
+    {
+        return None;
+    }
+    let context = lab.path("agent-image");
+    std::fs::create_dir_all(&context).unwrap();
+    for (from, name) in [
+        (Path::new("/bin/dash"), "dash"),
+        (Path::new("/lib/x86_64-linux-gnu/libc.so.6"), "libc.so.6"),
+        (loader.as_path(), "ld.so"),
+    ] {
+        std::fs::copy(from, context.join(name)).unwrap();
+    }
+    std::fs::write(
+        context.join("cp"),
+        "#!/bin/sh\nfor a; do shift; case \"$a\" in --no-preserve=*) ;; *) set -- \"$@\" \"$a\";; esac; done\nexec /bin/busybox cp \"$@\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(context.join("cp"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        context.join("Dockerfile"),
+        format!(
+            "FROM {}\nCOPY libc.so.6 /lib/x86_64-linux-gnu/libc.so.6\nCOPY ld.so /lib64/ld-linux-x86-64.so.2\n\
+             COPY dash /bin/dash\nRUN [\"/bin/busybox\", \"ln\", \"-sf\", \"dash\", \"/bin/sh\"]\n\
+             COPY cp /usr/local/bin/cp\nENV PATH=/usr/local/bin:/bin:/usr/bin\n",
+            test_image()
+        ),
+    )
+    .unwrap();
+    let tag = format!("agentc-test/{}-agent:1", lab.profile);
+    lab.tags.push(tag.clone());
+    lab.tags
+        .push(format!("{tag}-agentc-previous-{}", lab.profile));
+    docker(&["build", "-q", "-t", &tag, &context.to_string_lossy()]).unwrap();
+    Some(tag)
+}
+
+#[test]
+fn live_apply_seeds_what_needs_seeding() {
+    if !require_daemon("live_apply_seeds") {
+        return;
+    }
+    let mut lab = Lab::new("seeds");
+    let Some(image) = seed_image(&mut lab) else {
+        eprintln!("skipping live_apply_seeds: the seed helper needs GNU cp, which this test provides with the host's /bin/dash (x86-64 glibc), absent here");
+        return;
+    };
+    let volume = format!("{}-home", lab.profile);
+    lab.volumes.push(volume.clone());
+    std::fs::write(lab.path("AGENTS.md"), "v1\n").unwrap();
+    let file = lab.write_profile(&format!(
+        "agent = \"claude-code\"\nhome_volume = \"{volume}\"\n[image]\nref = \"{image}\"\n\
+         [[mounts]]\ntype = \"seed\"\nsource = \"AGENTS.md\"\ntarget = \"/home/claude/AGENTS.md\"\non_conflict = \"replace\"\n"
+    ));
+    let seeded = "seeded /home/claude/AGENTS.md";
+    let output = lab.expect(&["apply", &file], 0);
+    assert!(
+        text(&output.stdout).contains(seeded),
+        "{}",
+        describe(&output)
+    );
+    let output = lab.expect(&["apply", &file, "--backend", "api"], 0);
+    assert!(
+        text(&output.stdout).contains("unchanged since the last apply"),
+        "{}",
+        describe(&output)
+    );
+    std::fs::write(lab.path("AGENTS.md"), "v2\n").unwrap();
+    // Interrupted after the seed but before the state: the next apply seeds again (the helper
+    // leaves an equal target alone) and records it.
+    let output = lab.run_with(
+        &["apply", &file],
+        &[("AGENTC_TEST_INTERRUPT", "apply:after-seed")],
+    );
+    assert!(aborted(&output), "{}", describe(&output));
+    let output = lab.expect(&["apply", &file], 0);
+    assert!(
+        text(&output.stdout).contains(seeded),
+        "changed source: {}",
+        describe(&output)
+    );
+    let output = lab.expect(&["apply", &file], 0);
+    assert!(
+        text(&output.stdout).contains("unchanged since the last apply"),
+        "{}",
+        describe(&output)
+    );
+    docker(&["volume", "rm", &volume]).unwrap();
+    let output = lab.expect(&["apply", &file], 0);
+    assert!(
+        text(&output.stdout).contains(seeded),
+        "volume gone: {}",
+        describe(&output)
+    );
+    let copied = docker(&[
+        "run",
+        "--rm",
+        "--network=none",
+        "--mount",
+        &format!("type=volume,src={volume},dst=/h"),
+        &image,
+        "cat",
+        "/h/AGENTS.md",
+    ])
+    .unwrap();
+    assert_eq!(copied, "v2");
+    assert!(lab.containers().is_empty());
+}
+
+#[test]
+fn live_walkthrough_runs_as_the_readme_shows() {
+    if !require_daemon("live_walkthrough") {
+        return;
+    }
+    let script = repo_root().join("scripts/walkthrough.sh");
+    let output = Command::new("bash")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_agentc"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert!(
+        text(&output.stdout).ends_with("walkthrough: ok\n"),
+        "{}",
+        describe(&output)
+    );
+    // The README's walkthrough is the script's: each of its commands is one the script runs.
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let section = readme
+        .split("## Walkthrough")
+        .nth(1)
+        .expect("the README has a Walkthrough section");
+    let script_text = std::fs::read_to_string(&script).unwrap();
+    let mut commands = 0;
+    for line in section.lines().take_while(|line| !line.starts_with("## ")) {
+        let Some(command) = line.strip_prefix("agentc ") else {
+            continue;
+        };
+        let verb = command.split_whitespace().next().unwrap();
+        assert!(
+            script_text.contains(&format!("\"$agentc\" {verb}")),
+            "the README runs `agentc {command}`, the script does not"
+        );
+        commands += 1;
+    }
+    assert!(
+        commands >= 6,
+        "{commands} commands in the README's walkthrough"
+    );
+}

@@ -1,0 +1,597 @@
+//! `agentc doctor`: whether this machine can run agentc's launches, as checks that each say
+//! ok, warn or fail, with a fix.
+//!
+//! The caller gathers [`EngineFacts`] (and, with a profile, [`ProfileFacts`]) from the engine
+//! and the host; this module only judges them. [`ENGINE_CHECKS`] is a list: another engine
+//! (Podman), runtime (gVisor) or launch part (the egress proxy) adds a fact and a check to it,
+//! and `doctor` runs, prints and counts it like the others.
+
+use serde::Serialize;
+
+use crate::lock::Drift;
+use crate::reference::short_id;
+
+/// The engines doctor knows (Podman will be the second).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Engine {
+    /// The Docker Engine.
+    Docker,
+}
+
+impl Engine {
+    /// Its name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Docker => "docker",
+        }
+    }
+}
+
+/// The oldest Engine API version agentc's launches are tested with (Docker 20.10).
+pub const MIN_API_VERSION: (u32, u32) = (1, 41);
+
+/// Free space below which the engine's data directory fails, and below which it warns.
+pub const DISK_FAIL_BYTES: u64 = 1 << 30;
+/// See [`DISK_FAIL_BYTES`].
+pub const DISK_WARN_BYTES: u64 = 5 << 30;
+
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Fine.
+    Ok,
+    /// Works, but weaker or riskier than it could be.
+    Warn,
+    /// A launch will fail, or run without a protection it relies on.
+    Fail,
+}
+
+impl Status {
+    /// `ok`, `warn`, `fail`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Warn => "warn",
+            Status::Fail => "fail",
+        }
+    }
+}
+
+/// One check's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// A stable identifier (`engine`, `seccomp`, `image claude-code:latest`).
+    pub id: String,
+    /// How it came out.
+    pub status: Status,
+    /// What was found.
+    pub summary: String,
+    /// What to do, for a warning or failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+fn check(id: &str, status: Status, summary: impl Into<String>, fix: Option<&str>) -> Check {
+    Check {
+        id: id.to_string(),
+        status,
+        summary: summary.into(),
+        fix: fix.map(str::to_string),
+    }
+}
+
+/// What the engine and the host report, gathered by the caller. `None` means not asked or not
+/// answered; the checks that need it are then left out (the engine check says why).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EngineFacts {
+    /// Which engine.
+    pub engine: Option<Engine>,
+    /// Where it was reached (`unix:///var/run/docker.sock`, `DOCKER_HOST`).
+    pub endpoint: String,
+    /// Why it could not be reached, when it could not.
+    pub unreachable: Option<String>,
+    /// Its version.
+    pub version: Option<String>,
+    /// Its API version.
+    pub api_version: Option<String>,
+    /// The `docker` CLI's version, or why it cannot run.
+    pub cli: Option<Result<String, String>>,
+    /// The runtimes registered, the default first.
+    pub runtimes: Vec<String>,
+    /// The default runtime.
+    pub default_runtime: Option<String>,
+    /// `1` or `2`.
+    pub cgroup_version: Option<String>,
+    /// The engine's security options (`name=seccomp,profile=default`, `name=apparmor`,
+    /// `name=userns`, `name=rootless`, `name=selinux`).
+    pub security_options: Vec<String>,
+    /// `/proc/sys/user/max_user_namespaces` of the host, where readable.
+    pub max_user_namespaces: Option<u64>,
+    /// Creating and removing an internal network with IPv4 inhibited: `Ok` or the error.
+    pub isolated_network: Option<Result<(), String>>,
+    /// The engine's data directory and its free bytes, or why they are unknown.
+    pub disk: Option<Result<(String, u64), String>>,
+}
+
+impl EngineFacts {
+    fn option(&self, name: &str) -> Option<&str> {
+        self.security_options.iter().find_map(|option| {
+            option
+                .split(',')
+                .any(|part| part == format!("name={name}"))
+                .then_some(option.as_str())
+        })
+    }
+}
+
+/// One check of the engine: its identifier and its judgement of the facts (`None`: not
+/// applicable, such as every check but `engine` when the engine did not answer).
+pub type EngineCheck = (&'static str, fn(&EngineFacts) -> Option<Check>);
+
+/// Every engine check, in the order they print.
+pub const ENGINE_CHECKS: &[EngineCheck] = &[
+    ("engine", engine),
+    ("api-version", api_version),
+    ("docker-cli", docker_cli),
+    ("runtimes", runtimes),
+    ("cgroup", cgroup),
+    ("seccomp", seccomp),
+    ("apparmor", apparmor),
+    ("user-namespaces", user_namespaces),
+    ("isolated-network", isolated_network),
+    ("disk", disk),
+];
+
+/// Runs every engine check.
+pub fn engine_checks(facts: &EngineFacts) -> Vec<Check> {
+    ENGINE_CHECKS
+        .iter()
+        .filter_map(|(_, judge)| judge(facts))
+        .collect()
+}
+
+fn answered(facts: &EngineFacts) -> bool {
+    facts.unreachable.is_none()
+}
+
+fn engine(facts: &EngineFacts) -> Option<Check> {
+    let name = facts.engine.unwrap_or(Engine::Docker).as_str();
+    Some(match &facts.unreachable {
+        Some(error) => check(
+            "engine",
+            Status::Fail,
+            format!("{name} at {} does not answer: {error}", facts.endpoint),
+            Some("start the daemon (`systemctl start docker`), check DOCKER_HOST, or join the `docker` group to use its socket"),
+        ),
+        None => check(
+            "engine",
+            Status::Ok,
+            format!(
+                "{name} {} at {}",
+                facts.version.as_deref().unwrap_or("(version unknown)"),
+                facts.endpoint
+            ),
+            None,
+        ),
+    })
+}
+
+fn parse_version(text: &str) -> Option<(u32, u32)> {
+    let (major, minor) = text.split_once('.')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+fn api_version(facts: &EngineFacts) -> Option<Check> {
+    if !answered(facts) {
+        return None;
+    }
+    let text = facts.api_version.as_deref()?;
+    let (major, minor) = MIN_API_VERSION;
+    Some(match parse_version(text) {
+        Some(version) if version >= MIN_API_VERSION => check(
+            "api-version",
+            Status::Ok,
+            format!("Engine API {text} (agentc needs {major}.{minor} or later)"),
+            None,
+        ),
+        _ => check(
+            "api-version",
+            Status::Fail,
+            format!("Engine API {text} is older than {major}.{minor}"),
+            Some("upgrade the engine to Docker 20.10 or later"),
+        ),
+    })
+}
+
+fn docker_cli(facts: &EngineFacts) -> Option<Check> {
+    Some(match facts.cli.as_ref()? {
+        Ok(version) => check(
+            "docker-cli",
+            Status::Ok,
+            format!("docker CLI {version} (the cli backend and builds use it)"),
+            None,
+        ),
+        Err(error) => check(
+            "docker-cli",
+            Status::Warn,
+            format!("the docker CLI cannot run: {error}"),
+            Some("install the docker CLI for `--backend cli` (the default) and for builds; `--backend api` works without it"),
+        ),
+    })
+}
+
+fn runtimes(facts: &EngineFacts) -> Option<Check> {
+    if !answered(facts) || facts.runtimes.is_empty() {
+        return None;
+    }
+    let default = facts.default_runtime.as_deref().unwrap_or("runc");
+    Some(check(
+        "runtimes",
+        Status::Ok,
+        format!("runtimes {} (default {default})", facts.runtimes.join(", ")),
+        None,
+    ))
+}
+
+fn cgroup(facts: &EngineFacts) -> Option<Check> {
+    if !answered(facts) {
+        return None;
+    }
+    Some(match facts.cgroup_version.as_deref()? {
+        "2" => check("cgroup", Status::Ok, "cgroup v2", None),
+        other => check(
+            "cgroup",
+            Status::Warn,
+            format!("cgroup v{other}: limits apply, but `agentc verify` reads cgroup v2 files and memory.swap limits may be ignored"),
+            Some("boot with systemd.unified_cgroup_hierarchy=1 to use cgroup v2"),
+        ),
+    })
+}
+
+fn seccomp(facts: &EngineFacts) -> Option<Check> {
+    if !answered(facts) {
+        return None;
+    }
+    Some(match facts.option("seccomp") {
+        Some(option) if option.contains("profile=unconfined") => check(
+            "seccomp",
+            Status::Fail,
+            "seccomp is on but the daemon's default profile is unconfined",
+            Some("remove `seccomp-profile: unconfined` from the daemon's configuration"),
+        ),
+        Some(option) => check(
+            "seccomp",
+            Status::Ok,
+            format!("seccomp ({})", option.trim_start_matches("name=seccomp,")),
+            None,
+        ),
+        None => check(
+            "seccomp",
+            Status::Fail,
+            "the engine applies no seccomp filter: every system call is open to the agent",
+            Some("use a kernel with CONFIG_SECCOMP and an engine built with seccomp support"),
+        ),
+    })
+}
+
+fn apparmor(facts: &EngineFacts) -> Option<Check> {
+    if !answered(facts) {
+        return None;
+    }
+    Some(if facts.option("apparmor").is_some() {
+        check(
+            "apparmor",
+            Status::Ok,
+            "AppArmor (docker-default profile)",
+            None,
+        )
+    } else if facts.option("selinux").is_some() {
+        check("apparmor", Status::Ok, "SELinux (no AppArmor)", None)
+    } else {
+        check(
+            "apparmor",
+            Status::Warn,
+            "no AppArmor or SELinux confinement: containers rely on capabilities, seccomp and no-new-privileges alone",
+            Some("enable AppArmor (`apparmor=1 security=apparmor` on the kernel command line) or SELinux"),
+        )
+    })
+}
+
+fn user_namespaces(facts: &EngineFacts) -> Option<Check> {
+    if !answered(facts) {
+        return None;
+    }
+    let kernel = match facts.max_user_namespaces {
+        Some(0) => ", and the kernel allows none (max_user_namespaces = 0)",
+        _ => "",
+    };
+    Some(if facts.option("rootless").is_some() {
+        check(
+            "user-namespaces",
+            Status::Ok,
+            "rootless engine: container root is an unprivileged host user",
+            None,
+        )
+    } else if facts.option("userns").is_some() {
+        check(
+            "user-namespaces",
+            Status::Ok,
+            "userns-remap: container root is an unprivileged host user",
+            None,
+        )
+    } else {
+        check(
+            "user-namespaces",
+            Status::Warn,
+            format!("no user namespace remapping: uid 0 in a container is uid 0 on the host{kernel}"),
+            Some("run the daemon with `userns-remap: default`, or use rootless Docker; agentc's presets already run as non-root users"),
+        )
+    })
+}
+
+fn isolated_network(facts: &EngineFacts) -> Option<Check> {
+    if !answered(facts) {
+        return None;
+    }
+    Some(match facts.isolated_network.as_ref()? {
+        Ok(()) => check(
+            "isolated-network",
+            Status::Ok,
+            "an internal network with IPv4 inhibited can be created (egress isolation)",
+            None,
+        ),
+        Err(error) => check(
+            "isolated-network",
+            Status::Warn,
+            format!("an internal network with IPv4 inhibited cannot be created: {error}"),
+            Some("use the bridge network driver of Docker 20.10 or later; egress allowlist launches need it"),
+        ),
+    })
+}
+
+fn disk(facts: &EngineFacts) -> Option<Check> {
+    if !answered(facts) {
+        return None;
+    }
+    let gib = |bytes: u64| format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30));
+    Some(match facts.disk.as_ref()? {
+        Ok((path, free)) if *free < DISK_FAIL_BYTES => check(
+            "disk",
+            Status::Fail,
+            format!("{} free under {path}", gib(*free)),
+            Some("free space on that file system: images and builds need more than 1 GiB"),
+        ),
+        Ok((path, free)) if *free < DISK_WARN_BYTES => check(
+            "disk",
+            Status::Warn,
+            format!("{} free under {path}", gib(*free)),
+            Some("free space on that file system (`docker system df` shows what images use)"),
+        ),
+        Ok((path, free)) => check(
+            "disk",
+            Status::Ok,
+            format!("{} free under {path}", gib(*free)),
+            None,
+        ),
+        Err(error) => check(
+            "disk",
+            Status::Warn,
+            format!("free space unknown: {error}"),
+            Some("check the engine host's free space (`docker system df`)"),
+        ),
+    })
+}
+
+/// Makes the checks a profile's launches depend on fail instead of warn: a launch that creates
+/// an internal network (the egress integration's isolated network) cannot start where
+/// `isolated-network` warned. Reads the launches' parts, so a part that needs another engine
+/// feature adds its rule here.
+pub fn require_for(parts: &[crate::plan::Part], checks: &mut [Check]) {
+    let needs_isolated_network = parts.iter().any(|part| {
+        matches!(
+            part,
+            crate::plan::Part::Network {
+                created: true,
+                internal: true,
+                ..
+            }
+        )
+    });
+    for check in checks.iter_mut() {
+        if check.id == "isolated-network" && needs_isolated_network && check.status == Status::Warn
+        {
+            check.status = Status::Fail;
+            check
+                .summary
+                .push_str("; the profile's launches create one");
+        }
+    }
+}
+
+/// What a profile needs of this machine, gathered by the caller.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProfileFacts {
+    /// The profile file.
+    pub file: String,
+    /// Each image a container runs: reference, present, built by the profile.
+    pub images: Vec<(String, bool, bool)>,
+    /// Each existing network a launch joins: name, present.
+    pub networks: Vec<(String, bool)>,
+    /// Each secret: name, required, set in this environment.
+    pub secrets: Vec<(String, bool, bool)>,
+    /// The deployment recorded by `agentc apply`: the image reference, the recorded image
+    /// ID, and the ID the reference points at now.
+    pub deployment: Option<(String, String, Option<String>)>,
+    /// The lock file beside the profile: its path and its drift, or why it cannot be read.
+    pub lock: Option<(String, Result<Vec<Drift>, String>)>,
+}
+
+/// The checks of a profile.
+pub fn profile_checks(facts: &ProfileFacts) -> Vec<Check> {
+    let mut checks = Vec::new();
+    for (reference, present, built) in &facts.images {
+        let id = format!("image {reference}");
+        checks.push(match (present, built) {
+            (true, _) => check(&id, Status::Ok, "present", None),
+            (false, true) => check(
+                &id,
+                Status::Warn,
+                "not built yet",
+                Some("`agentc apply PROFILE` builds it"),
+            ),
+            (false, false) => check(
+                &id,
+                Status::Fail,
+                "not present: agentc pulls only when asked",
+                Some("`docker pull` it, or launch with --pull"),
+            ),
+        });
+    }
+    for (name, present) in &facts.networks {
+        let id = format!("network {name}");
+        checks.push(if *present {
+            check(&id, Status::Ok, "present", None)
+        } else {
+            check(
+                &id,
+                Status::Fail,
+                "does not exist: the launch joins it and does not create it",
+                Some("`docker network create NAME`, or change [network] name"),
+            )
+        });
+    }
+    for (name, required, set) in &facts.secrets {
+        let id = format!("secret {name}");
+        checks.push(match (set, required) {
+            (true, _) => check(
+                &id,
+                Status::Ok,
+                "set in this environment (value not read)",
+                None,
+            ),
+            (false, true) => check(
+                &id,
+                Status::Fail,
+                "not set: the launch refuses to start without it",
+                Some("export it in the shell that runs agentc"),
+            ),
+            (false, false) => check(
+                &id,
+                Status::Warn,
+                "not set: the launch passes nothing",
+                Some("export it if the agent needs it"),
+            ),
+        });
+    }
+    match &facts.deployment {
+        None => checks.push(check(
+            "deployment",
+            Status::Warn,
+            "not applied yet",
+            Some("`agentc apply PROFILE` builds, seeds and records the deployment"),
+        )),
+        Some((reference, recorded, now)) if now.as_deref() == Some(recorded.as_str()) => {
+            checks.push(check(
+                "deployment",
+                Status::Ok,
+                format!("{reference} is image {} as applied", short_id(recorded)),
+                None,
+            ))
+        }
+        Some((reference, recorded, now)) => checks.push(check(
+            "deployment",
+            Status::Warn,
+            format!(
+                "{reference} is {} now, but the last apply recorded {}",
+                now.as_deref().map_or("absent".to_string(), |id| format!("image {}", short_id(id))),
+                short_id(recorded)
+            ),
+            Some("`agentc apply PROFILE` records the image in use (or an interrupted apply finishes)"),
+        )),
+    }
+    if let Some((file, drift)) = &facts.lock {
+        let id = "lock";
+        checks.push(match drift {
+            Ok(drifts) if drifts.is_empty() => check(id, Status::Ok, format!("{file}: no drift"), None),
+            Ok(drifts) => check(
+                id,
+                Status::Fail,
+                format!(
+                    "{file}: {} field{} drifted, `--locked` launches are refused: {}",
+                    drifts.len(),
+                    if drifts.len() == 1 { "" } else { "s" },
+                    drifts.iter().map(|d| d.field.as_str()).take(5).collect::<Vec<_>>().join("; ")
+                ),
+                Some("`agentc lock --check PROFILE` lists each; after review, `agentc lock PROFILE` writes it again"),
+            ),
+            Err(error) => check(
+                id,
+                Status::Fail,
+                format!("cannot be read: {error}"),
+                Some("write it again with `agentc lock PROFILE`"),
+            ),
+        });
+    }
+    checks
+}
+
+/// A doctor's report: the checks and their counts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// The engine checked.
+    pub engine: Engine,
+    /// Every check, engine first, then the profile's.
+    pub checks: Vec<Check>,
+}
+
+impl Report {
+    /// How many checks came out `status`.
+    pub fn count(&self, status: Status) -> usize {
+        self.checks.iter().filter(|c| c.status == status).count()
+    }
+
+    /// Whether any check failed (doctor then exits 1).
+    pub fn failed(&self) -> bool {
+        self.count(Status::Fail) > 0
+    }
+
+    /// The report as text: one line per check, its fix below it, then the counts.
+    pub fn text(&self) -> String {
+        let width = self.checks.iter().map(|c| c.id.len()).max().unwrap_or(0);
+        let mut out = String::new();
+        for check in &self.checks {
+            out.push_str(&format!(
+                "{:<4}  {:<width$}  {}\n",
+                check.status.as_str(),
+                check.id,
+                check.summary
+            ));
+            if let Some(fix) = &check.fix {
+                out.push_str(&format!("      {:<width$}  fix: {fix}\n", ""));
+            }
+        }
+        out.push_str(&format!(
+            "\n{} ok, {} warn, {} fail\n",
+            self.count(Status::Ok),
+            self.count(Status::Warn),
+            self.count(Status::Fail)
+        ));
+        out
+    }
+
+    /// The report as JSON: `{"engine", "checks": [...], "ok", "warn", "fail"}`.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "engine": self.engine,
+            "checks": self.checks,
+            "ok": self.count(Status::Ok),
+            "warn": self.count(Status::Warn),
+            "fail": self.count(Status::Fail),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,156 @@
+use super::*;
+
+fn healthy() -> EngineFacts {
+    EngineFacts {
+        engine: Some(Engine::Docker),
+        endpoint: "unix:///var/run/docker.sock".into(),
+        unreachable: None,
+        version: Some("27.3.1".into()),
+        api_version: Some("1.47".into()),
+        cli: Some(Ok("27.3.1".into())),
+        runtimes: vec!["runc".into(), "runsc".into()],
+        default_runtime: Some("runc".into()),
+        cgroup_version: Some("2".into()),
+        security_options: vec![
+            "name=apparmor".into(),
+            "name=seccomp,profile=builtin".into(),
+            "name=userns".into(),
+        ],
+        max_user_namespaces: Some(63_000),
+        isolated_network: Some(Ok(())),
+        disk: Some(Ok(("/var/lib/docker".into(), 50 << 30))),
+    }
+}
+
+fn status_of(checks: &[Check], id: &str) -> Status {
+    checks
+        .iter()
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("no {id}"))
+        .status
+}
+
+#[test]
+fn a_healthy_engine_is_all_ok_and_every_listed_check_runs() {
+    let checks = engine_checks(&healthy());
+    assert_eq!(checks.len(), ENGINE_CHECKS.len());
+    assert!(
+        checks
+            .iter()
+            .all(|c| c.status == Status::Ok && c.fix.is_none()),
+        "{checks:#?}"
+    );
+    assert_eq!(
+        checks.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+        ENGINE_CHECKS.iter().map(|(id, _)| *id).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn an_unreachable_engine_fails_once_and_leaves_out_what_depends_on_it() {
+    let facts = EngineFacts {
+        endpoint: "unix:///var/run/docker.sock".into(),
+        unreachable: Some("connection refused".into()),
+        cli: Some(Err("not found".into())),
+        ..EngineFacts::default()
+    };
+    let report = Report {
+        engine: Engine::Docker,
+        checks: engine_checks(&facts),
+    };
+    assert_eq!(
+        report
+            .checks
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect::<Vec<_>>(),
+        ["engine", "docker-cli"]
+    );
+    assert!(report.failed());
+    let text = report.text();
+    assert!(text.contains("fail  engine"), "{text}");
+    assert!(text.contains("fix: start the daemon"), "{text}");
+    assert!(text.ends_with("0 ok, 1 warn, 1 fail\n"), "{text}");
+    assert_eq!(report.json()["fail"], 1);
+}
+
+#[test]
+fn weaker_hosts_warn_and_missing_protections_fail() {
+    let mut facts = healthy();
+    facts.cgroup_version = Some("1".into());
+    facts.security_options = vec!["name=seccomp,profile=unconfined".into()];
+    facts.isolated_network = Some(Err("plugin not found".into()));
+    facts.disk = Some(Ok(("/var/lib/docker".into(), 512 << 20)));
+    facts.api_version = Some("1.40".into());
+    let checks = engine_checks(&facts);
+    for (id, status) in [
+        ("api-version", Status::Fail),
+        ("cgroup", Status::Warn),
+        ("seccomp", Status::Fail),
+        ("apparmor", Status::Warn),
+        ("user-namespaces", Status::Warn),
+        ("isolated-network", Status::Warn),
+        ("disk", Status::Fail),
+    ] {
+        assert_eq!(status_of(&checks, id), status, "{id}");
+        let check = checks.iter().find(|c| c.id == id).unwrap();
+        assert!(check.fix.is_some(), "{id} has a fix");
+    }
+    facts.security_options.clear();
+    assert_eq!(status_of(&engine_checks(&facts), "seccomp"), Status::Fail);
+}
+
+#[test]
+fn profile_checks_judge_images_networks_secrets_deployment_and_lock() {
+    let id = format!("sha256:{}", "1".repeat(64));
+    let facts = ProfileFacts {
+        file: "dev.toml".into(),
+        images: vec![
+            ("dev:latest".into(), false, true),
+            ("decant:1".into(), false, false),
+            ("box:1".into(), true, false),
+        ],
+        networks: vec![("lab".into(), false)],
+        secrets: vec![("KEY".into(), true, false), ("OPT".into(), false, false)],
+        deployment: Some(("dev:latest".into(), id.clone(), None)),
+        lock: Some((
+            "dev.lock".into(),
+            Ok(vec![Drift {
+                field: "image dev:latest: id".into(),
+                locked: id.clone(),
+                current: "(none)".into(),
+            }]),
+        )),
+    };
+    let checks = profile_checks(&facts);
+    for (check_id, status) in [
+        ("image dev:latest", Status::Warn),
+        ("image decant:1", Status::Fail),
+        ("image box:1", Status::Ok),
+        ("network lab", Status::Fail),
+        ("secret KEY", Status::Fail),
+        ("secret OPT", Status::Warn),
+        ("deployment", Status::Warn),
+        ("lock", Status::Fail),
+    ] {
+        assert_eq!(status_of(&checks, check_id), status, "{check_id}");
+    }
+    let unapplied = profile_checks(&ProfileFacts::default());
+    assert_eq!(status_of(&unapplied, "deployment"), Status::Warn);
+}
+
+#[test]
+fn a_launch_that_creates_an_isolated_network_makes_its_warning_a_failure() {
+    let mut facts = healthy();
+    facts.isolated_network = Some(Err("no bridge driver".into()));
+    let isolated = crate::plan::Part::Network {
+        name: "agentc-egress-x".into(),
+        created: true,
+        internal: true,
+    };
+    let mut checks = engine_checks(&facts);
+    require_for(&[], &mut checks);
+    assert_eq!(status_of(&checks, "isolated-network"), Status::Warn);
+    require_for(&[isolated], &mut checks);
+    assert_eq!(status_of(&checks, "isolated-network"), Status::Fail);
+}

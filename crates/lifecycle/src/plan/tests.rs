@@ -1,0 +1,192 @@
+use std::collections::BTreeMap;
+
+use agentc_policy::{LaunchKind, Owner, PathKind, PathProbe, ResolveInputs};
+
+use super::*;
+
+/// Every path exists: directories end in `/` or have no dot in their last name.
+struct Everything;
+
+impl PathProbe for Everything {
+    fn kind(&self, path: &str) -> PathKind {
+        let last = path.rsplit('/').next().unwrap_or_default();
+        if last.contains('.') {
+            PathKind::File
+        } else {
+            PathKind::Directory
+        }
+    }
+}
+
+pub(crate) fn launch(text: &str, kind: LaunchKind, seed_target: Option<&str>) -> Launch {
+    let loaded = agentc_policy::load("p.toml", text).expect("the profile loads");
+    let inputs = ResolveInputs {
+        kind,
+        workspace: "/home/dev/src/app".into(),
+        profile_dir: "/home/dev/profiles".into(),
+        home_dir: "/home/dev".into(),
+        owner: Owner {
+            name: "dev".into(),
+            uid: 1000,
+            gid: 1000,
+        },
+        image: None,
+        seed_target: seed_target.map(str::to_string),
+        agent_args: Vec::new(),
+        env: BTreeMap::new(),
+        decant_sources: Vec::new(),
+    };
+    let spec = agentc_policy::resolve(&loaded, &inputs, &Everything).expect("it resolves");
+    let findings = agentc_policy::findings(&loaded, &spec);
+    Launch {
+        label: label(kind, seed_target),
+        spec,
+        findings,
+    }
+}
+
+pub(crate) const CLAUDE: &str = r#"
+name = "dev"
+agent = "claude-code"
+[image]
+build_context = "image"
+[[mounts]]
+type = "seed"
+source = "seeds/CLAUDE.md"
+target = "/home/claude/.claude/CLAUDE.md"
+[[mounts]]
+source = "data/notes.txt"
+target = "/srv/notes.txt"
+[provider]
+kind = "anthropic"
+api_key_env = "ANTHROPIC_API_KEY"
+"#;
+
+fn claude_launches() -> Vec<Launch> {
+    vec![
+        launch(CLAUDE, LaunchKind::Run, None),
+        launch(
+            CLAUDE,
+            LaunchKind::Seed,
+            Some("/home/claude/.claude/CLAUDE.md"),
+        ),
+        launch(CLAUDE, LaunchKind::Build, None),
+    ]
+}
+
+#[test]
+fn a_run_lists_its_container_image_volume_binds_and_secret() {
+    let run = launch(CLAUDE, LaunchKind::Run, None);
+    let parts = parts(&run.spec);
+    assert!(matches!(
+        &parts[0],
+        Part::Container { role: Role::Agent, name: None, image, removed_on_exit: true, detached: false }
+            if image == "claude-code:latest"
+    ));
+    assert!(parts.contains(&Part::Volume {
+        name: "claude-code-home-dev-1000-dev".into(),
+        target: "/home/claude".into(),
+        read_only: false
+    }));
+    assert!(parts.contains(&Part::Bind {
+        path: "/home/dev/src/app".into(),
+        target: "/workspace/app".into(),
+        read_only: false,
+        workspace: true
+    }));
+    assert!(parts.contains(&Part::Bind {
+        path: "/home/dev/profiles/data/notes.txt".into(),
+        target: "/srv/notes.txt".into(),
+        read_only: true,
+        workspace: false
+    }));
+    assert!(parts.contains(&Part::Secret {
+        name: "ANTHROPIC_API_KEY".into(),
+        required: true
+    }));
+}
+
+#[test]
+fn a_seed_names_its_source_target_and_volume_and_a_build_its_context() {
+    let seed = launch(
+        CLAUDE,
+        LaunchKind::Seed,
+        Some("/home/claude/.claude/CLAUDE.md"),
+    );
+    assert!(parts(&seed.spec).contains(&Part::Seed {
+        source: "/home/dev/profiles/seeds/CLAUDE.md".into(),
+        target: "/home/claude/.claude/CLAUDE.md".into(),
+        volume: "claude-code-home-dev-1000-dev".into()
+    }));
+    let build = launch(CLAUDE, LaunchKind::Build, None);
+    assert!(matches!(
+        &parts(&build.spec)[..],
+        [Part::ImageBuild { tag, context, .. }] if tag == "claude-code:latest" && context == "/home/dev/profiles/image"
+    ));
+}
+
+#[test]
+fn the_plan_marks_images_the_profile_builds_and_counts_shared_parts_once() {
+    let plan = plan("dev", "p.toml", &claude_launches(), None);
+    let image = plan.launches[0]
+        .parts
+        .iter()
+        .find(|part| matches!(part, Part::Image { .. }))
+        .unwrap();
+    assert!(matches!(
+        image,
+        Part::Image {
+            built_by_profile: true,
+            ..
+        }
+    ));
+    let text = plan.text();
+    assert!(
+        text.contains("offline: the engine was not contacted"),
+        "{text}"
+    );
+    assert!(
+        text.contains("creates 2 container, 1 image build, 1 seed, 1 volume (on first use)"),
+        "{text}"
+    );
+    assert!(text.contains("deployment: not applied yet"), "{text}");
+    assert!(text.contains("findings   "), "{text}");
+}
+
+#[test]
+fn the_plan_says_which_launches_changed_since_the_last_apply() {
+    let launches = claude_launches();
+    let mut recorded: BTreeMap<String, String> = launches
+        .iter()
+        .map(|l| (l.label.clone(), agentc_policy::spec_digest(&l.spec)))
+        .collect();
+    let same = plan("dev", "p.toml", &launches, Some(&recorded));
+    assert_eq!(same.since_apply, Some(vec![]));
+    recorded.insert("run".into(), "0".repeat(64));
+    recorded.insert("decant".into(), "0".repeat(64));
+    let changed = plan("dev", "p.toml", &launches, Some(&recorded));
+    assert_eq!(
+        changed.since_apply,
+        Some(vec!["run".to_string(), "decant (removed)".to_string()])
+    );
+}
+
+#[test]
+fn a_named_network_is_used_not_created() {
+    let text = "name = \"box\"\nagent = \"custom\"\n[image]\nref = \"alpine:3\"\n[network]\nname = \"lab\"\n";
+    let sandbox = launch(text, LaunchKind::Run, None);
+    let parts = parts(&sandbox.spec);
+    assert!(parts.contains(&Part::Network {
+        name: "lab".into(),
+        created: false,
+        internal: false
+    }));
+    assert!(matches!(
+        &parts[0],
+        Part::Container {
+            role: Role::Sandbox,
+            detached: true,
+            ..
+        }
+    ));
+}
