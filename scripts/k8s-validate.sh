@@ -6,6 +6,7 @@
 #   - each Sandbox against the pinned CRD's openAPIV3Schema (tests/k8s/crds/) with unknown
 #     fields refused (python jsonschema, every object schema closed);
 #   - checkov --framework kubernetes, with the skip list in scripts/k8s_validate.py.
+# Each fixture is rendered with the environment its `# env:` lines declare, as in the tests.
 # The tools live in a virtualenv (default target/k8s-venv, rebuilt when the pins change). When
 # it cannot be built, the script fails if AGENTC_REQUIRE_DOCKER=1 (CI) and skips otherwise.
 # Nothing here connects anywhere but PyPI (pip install); no cluster is needed.
@@ -36,7 +37,9 @@ if [ ! -f "$VENV/.agentc-pins" ] || [ "$(cat "$VENV/.agentc-pins")" != "$PINS" ]
 fi
 
 cargo build --quiet -p agentc
-agentc="$PWD/target/debug/agentc"
+target_dir="${CARGO_TARGET_DIR:-target}"
+case "$target_dir" in /*) ;; *) target_dir="$PWD/$target_dir" ;; esac
+agentc="$target_dir/debug/agentc"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 mkdir -p "$out/rendered" "$out/workspace/project"
@@ -49,11 +52,16 @@ for profile in fixtures/valid/*.toml; do
   if grep -A3 '^\[decant\]' "$profile" | grep -q '^enabled *= *true'; then
     launches+=(decant)
   fi
+  # The environment a fixture declares in `# env: NAME=VALUE` lines, as the tests apply it.
+  fixture_env=()
+  while IFS= read -r assignment; do
+    fixture_env+=("$assignment")
+  done < <(sed -n 's/^# env: *//p' "$profile")
   for launch in "${launches[@]}"; do
     for kind in pod sandbox; do
       file="$out/rendered/$name--$launch--$kind.json"
       set +e
-      "$agentc" render "$profile" --kind "$launch" --backend k8s --format json \
+      env ${fixture_env[@]+"${fixture_env[@]}"} "$agentc" render "$profile" --kind "$launch" --backend k8s --format json \
         --k8s-kind "$kind" --namespace agents --workspace "$out/workspace/project" \
         --workspace-claim workspace --egress-proxy-image registry.example/agentc:ci \
         > "$file" 2> "$file.err"

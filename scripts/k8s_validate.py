@@ -59,6 +59,15 @@ SKIPPED_FOR = {
         "CKV_K8S_12": "AGENTC_MEM_LIMIT is off",
         "CKV_K8S_13": "AGENTC_MEM_LIMIT is off",
     },
+    # resources.memory = "off": memory unlimited, as the profile asks and as on Docker
+    # (reported as the memory-unlimited finding).
+    "sandbox-limits-off": {
+        "CKV_K8S_12": "resources.memory is off",
+        "CKV_K8S_13": "resources.memory is off",
+    },
+    # kubernetes.pod_security = "baseline" with security.add_capabilities: capabilities from
+    # Docker's default set, which baseline allows and explain reports as weaker.
+    "kubernetes-baseline": {"CKV_K8S_25": "kubernetes.pod_security is baseline"},
 }
 
 failures = []
@@ -90,11 +99,16 @@ def closed(schema):
     return schema
 
 
+# The keys of SKIPPED_FOR that matched a rendering: a key matching none is stale.
+used_skips = set()
+
+
 def skips_for(stem):
     skips = {}
     for key, checks in SKIPPED_FOR.items():
         if key in stem.split("--"):
             skips.update(checks)
+            used_skips.add(key)
     return skips
 
 
@@ -142,6 +156,8 @@ def main():
                     annotations[f"checkov.io/skip{number}"] = f"{check}={reason.replace('=', ':')}"
             (objects / f"{stem}.yaml").write_text(yaml.safe_dump(item, sort_keys=True))
     print("objects:", ", ".join(f"{count} {kind}" for kind, count in sorted(counts.items())))
+    for key in sorted(set(SKIPPED_FOR) - used_skips):
+        fail(f"SKIPPED_FOR[{key!r}] matches no rendering: remove it or fix the fixture's name")
 
     files = sorted(str(path) for path in objects.glob("*.yaml"))
     result = subprocess.run(

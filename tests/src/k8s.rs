@@ -137,7 +137,7 @@ fn walk(value: &Value, schema: &Value, path: &str, problems: &mut Vec<String>) {
 }
 
 /// The options the fixtures are rendered with: a claim for the workspace, a proxy image, a
-/// namespace, and the profile's egress policy.
+/// namespace, and the profile's egress policy and Pod Security level (as the CLI reads them).
 pub fn fixture_options(
     loaded: &agentc_policy::LoadedProfile,
     kind: agentc_backend_k8s::ObjectKind,
@@ -147,7 +147,7 @@ pub fn fixture_options(
         namespace: Some("agents".to_string()),
         name: None,
         workspace_claim: Some("workspace".to_string()),
-        pod_security: PodSecurityLevel::Restricted,
+        pod_security: agentc_backend_k8s::PodSecurity::from_profile(loaded),
         egress_proxy_image: Some("registry.example/agentc:test".to_string()),
         egress_proxy_ip: None,
         egress: agentc_backend_k8s::EgressPolicy::from_profile(&loaded.profile),
@@ -162,7 +162,7 @@ pub fn pod_security_problems(rendering: &Rendering) -> Vec<String> {
     for pod in rendering.pods() {
         let annotations = pod.annotations.unwrap_or(&empty);
         for violation in pss::check(PodSecurityLevel::Restricted, annotations, pod.spec) {
-            let baseline_capability = rendering.pod_security == PodSecurityLevel::Baseline
+            let baseline_capability = rendering.pod_security.level == PodSecurityLevel::Baseline
                 && violation.rule == "capabilities-restricted"
                 && violation.path.ends_with(".add");
             if !baseline_capability {

@@ -7,8 +7,8 @@
 use std::collections::BTreeSet;
 
 use agentc_backend_k8s::{
-    render, EgressMode, EgressPolicy, Object, ObjectKind, Options, PodSecurityLevel, RenderError,
-    Rendering,
+    render, EgressMode, EgressPolicy, Object, ObjectKind, Options, PodSecurity, PodSecurityLevel,
+    RenderError, Rendering,
 };
 use agentc_conformance::fixtures::{self, FixtureLaunch};
 use agentc_conformance::k8s::{
@@ -221,7 +221,7 @@ fn table() -> Vec<Row> {
             name: "CHOWN renders at baseline, reported",
             change: |spec, options| {
                 container(spec).cap_add.insert(Capability::Chown);
-                options.pod_security = PodSecurityLevel::Baseline;
+                options.pod_security = PodSecurity::at(PodSecurityLevel::Baseline);
             },
             expect: Expect::Renders(&["pod-security-baseline"]),
         },
@@ -229,7 +229,7 @@ fn table() -> Vec<Row> {
             name: "NET_ADMIN is refused even at baseline",
             change: |spec, options| {
                 container(spec).cap_add.insert(Capability::NetAdmin);
-                options.pod_security = PodSecurityLevel::Baseline;
+                options.pod_security = PodSecurity::at(PodSecurityLevel::Baseline);
             },
             expect: Expect::Refused(&["cap_add.NET_ADMIN"]),
         },
@@ -245,6 +245,28 @@ fn table() -> Vec<Row> {
                 );
             },
             expect: Expect::Renders(&["preset-capabilities"]),
+        },
+        Row {
+            name: "a seed launch is refused once, by its seed mount, not by the helper's root",
+            change: |spec, _| {
+                spec.kind = LaunchKind::Seed;
+                let seed = container(spec);
+                seed.user = Some("0:0".into());
+                seed.cap_add.insert(Capability::Chown);
+                seed.cap_add.insert(Capability::DacOverride);
+                seed.mounts.push(Mount {
+                    target: "/tmp/agent-seed".into(),
+                    read_only: true,
+                    source: MountSource::Bind {
+                        path: "/profiles/files/seed.txt".into(),
+                    },
+                });
+                spec.origins.insert(
+                    "mounts./tmp/agent-seed".into(),
+                    profile_origin("mounts[0].source"),
+                );
+            },
+            expect: Expect::Refused(&["mounts[0].source"]),
         },
         Row {
             name: "a named user is refused",
@@ -642,15 +664,12 @@ fn the_egress_proxy_is_restricted_and_reached_only_by_its_workload() {
     assert_eq!(
         proxy_pod["containers"][0]["command"],
         serde_json::json!([
-            "/agentc",
+            "/usr/local/bin/agentc",
             "egress-proxy",
             "serve",
-            "--listen",
-            "0.0.0.0:3128",
-            "--dns",
-            "0.0.0.0:53",
-            "--allow",
-            "api.example.com"
+            "--listen=0.0.0.0:3128",
+            "--dns=0.0.0.0:53",
+            "--allow=api.example.com"
         ])
     );
     assert_eq!(proxy_pod["securityContext"]["runAsUser"], 65534);
@@ -669,6 +688,24 @@ fn the_egress_proxy_is_restricted_and_reached_only_by_its_workload() {
         "kube-dns"
     );
     assert_eq!(workload_egress.as_array().map(Vec::len), Some(2));
+    // The proxy reaches public addresses and the cluster DNS, not the cluster's own ranges.
+    let proxy_egress = &items[1]["spec"]["egress"];
+    assert_eq!(
+        proxy_egress.as_array().map(Vec::len),
+        Some(2),
+        "{proxy_egress}"
+    );
+    assert_eq!(proxy_egress[0]["to"][0]["ipBlock"]["cidr"], "0.0.0.0/0");
+    assert!(
+        proxy_egress[0]["to"][0]["ipBlock"]["except"]
+            .as_array()
+            .is_some_and(|ranges| ranges.contains(&"169.254.0.0/16".into())),
+        "{proxy_egress}"
+    );
+    assert_eq!(
+        proxy_egress[1]["to"][0]["podSelector"]["matchLabels"]["k8s-app"],
+        "kube-dns"
+    );
     // Only the workload may reach the proxy.
     assert_eq!(
         items[1]["spec"]["ingress"][0]["from"][0]["podSelector"]["matchLabels"]["io.agentc.name"],
@@ -799,7 +836,7 @@ fn without_refused(spec: &LaunchSpec, options: &Options) -> (LaunchSpec, Options
         .hosts
         .retain(|host| agentc_backend_k8s::host_spec_problem(host).is_none());
     let origins = spec.origins.clone();
-    let level = options.pod_security;
+    let level = options.pod_security.level;
     let allowlist =
         options.egress.mode == EgressMode::Allowlist && !options.egress.hosts.is_empty();
     if let Action::Container(container) = &mut spec.action {
@@ -886,18 +923,22 @@ proptest! {
                 namespace: Some("agents".into()),
                 name: None,
                 workspace_claim: claim.then(|| "workspace".to_string()),
-                pod_security: level,
+                pod_security: PodSecurity::at(level),
                 egress_proxy_image: proxy.then(|| "registry.example/agentc:1".to_string()),
                 egress_proxy_ip: None,
                 egress: EgressPolicy::from_profile(&loaded.profile),
             };
             match render(&spec, &options) {
                 Ok(rendering) => {
+                    prop_assert_ne!(spec.kind, LaunchKind::Seed, "{}: a seed renders", label);
                     let problems = check_rendering(&spec, &rendering, &schema);
                     prop_assert!(problems.is_empty(), "{label}: {problems:#?}\n{}", case.toml);
                 }
                 Err(errors) => {
-                    if !matches!(spec.action, Action::Build(_)) {
+                    // A build and a seed are refused whole; anything else renders without
+                    // the fields refused.
+                    let whole = matches!(spec.action, Action::Build(_)) || spec.kind == LaunchKind::Seed;
+                    if !whole {
                         let (spec, options) = without_refused(&spec, &options);
                         match render(&spec, &options) {
                             Ok(rendering) => {

@@ -2,9 +2,9 @@
 //!
 //! For random secret names and values (provider API key, Langfuse public and secret keys, and
 //! the content of a gateway key file), no byte sequence of a value appears in the spec, the
-//! CLI argv, the shell line, `explain`, either renderer's output, or an error raised next to
-//! the secret; only the API backend's run path (`agentc_backend_common::resolve_env`)
-//! holds it. The same holds for the `agentc` binary's stdout and stderr of `validate`,
+//! CLI argv, the shell line, `explain`, any renderer's output (the Kubernetes objects and their
+//! explanation too), or an error raised next to the secret; only the API backend's run path
+//! (`agentc_backend_common::resolve_env`) holds it. The same holds for the `agentc` binary's stdout and stderr of `validate`,
 //! `render` and `explain` with the secrets in its process environment and `--verbose` on
 //! (the step log names secrets, never their values; `crates/agentc/tests/launch.rs` checks the
 //! log of a real launch through both backends).
@@ -146,6 +146,28 @@ fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<St
         serde_json::to_string(&api).unwrap(),
         format!("{spec:?}"),
     ];
+    // The Kubernetes rendering: this launch is refused (the ssh gateway, its key file's bind),
+    // and without the gateway it renders, its secrets as secretKeyRefs.
+    let (refused, rendered) = k8s_outputs(&loaded, &spec);
+    if rendered {
+        return Err("the k8s rendering of the ssh gateway is not refused".to_string());
+    }
+    outputs.extend(refused);
+    let direct: String = text
+        .lines()
+        .filter(|line| !line.starts_with("gateway_"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let direct = agentc_policy::load("dev.toml", &direct).map_err(|e| e.to_string())?;
+    let direct_spec =
+        agentc_policy::resolve(&direct, &inputs, &RealPaths).map_err(|e| e.to_string())?;
+    let (objects, rendered) = k8s_outputs(&direct, &direct_spec);
+    if !rendered {
+        return Err(format!(
+            "the k8s rendering without the gateway is refused: {objects:?}"
+        ));
+    }
+    outputs.extend(objects);
     // An invalid override next to the secrets: the error must not carry them.
     env.insert("AGENTC_MEM_LIMIT".to_string(), "lots".to_string());
     let error = agentc_policy::resolve(
@@ -169,6 +191,34 @@ fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<St
     let resolved =
         agentc_backend_common::resolve_env(container, &secrets.env()).map_err(|e| e.to_string())?;
     Ok((outputs, resolved))
+}
+
+/// What the Kubernetes backend shows for a launch: the objects as YAML and JSON and both
+/// explanations, or the refusal; and whether it rendered.
+fn k8s_outputs(
+    loaded: &agentc_policy::LoadedProfile,
+    spec: &agentc_policy::LaunchSpec,
+) -> (Vec<String>, bool) {
+    let options = agentc_backend_k8s::Options {
+        workspace_claim: Some("work".to_string()),
+        egress_proxy_image: Some("registry.example/agentc:1".to_string()),
+        pod_security: agentc_backend_k8s::PodSecurity::from_profile(loaded),
+        egress: agentc_backend_k8s::EgressPolicy::from_profile(&loaded.profile),
+        ..agentc_backend_k8s::Options::default()
+    };
+    match agentc_backend_k8s::render(spec, &options) {
+        Ok(rendering) => (
+            vec![
+                rendering.to_yaml(),
+                rendering.to_json().to_string(),
+                agentc_backend_k8s::explain(&rendering),
+                rendering.explain_json().to_string(),
+                format!("{rendering:?}"),
+            ],
+            true,
+        ),
+        Err(errors) => (vec![format!("{errors}\n{errors:?}")], false),
+    }
 }
 
 fn leaks<'a>(outputs: &'a [String], value: &str) -> Option<&'a String> {
@@ -295,6 +345,22 @@ fn the_binary_never_prints_a_secret_value() {
                     0,
                 ),
             ];
+            // The Kubernetes rendering refuses the gateway, by field, without a value.
+            for command in ["render", "explain"] {
+                runs.push((
+                    launch(&[
+                        command,
+                        "--backend",
+                        "k8s",
+                        "--workspace-claim",
+                        "work",
+                        "--egress-proxy-image",
+                        "registry.example/agentc:1",
+                    ]),
+                    secrets.env(),
+                    65,
+                ));
+            }
             let mut bad = secrets.env();
             bad.insert("AGENTC_CPUS".into(), "many".into());
             runs.push((launch(&["render"]), bad.clone(), 65));

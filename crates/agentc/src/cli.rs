@@ -382,9 +382,6 @@ pub struct K8sArgs {
     /// directory).
     #[arg(long, value_name = "PVC")]
     pub workspace_claim: Option<String>,
-    /// The Pod Security level the pods must meet (temporary: will become a profile field).
-    #[arg(long, value_enum, value_name = "LEVEL")]
-    pub pod_security: Option<PodSecurityArg>,
     /// The image of agentc's egress proxy, required for an egress allowlist with hosts.
     #[arg(long, value_name = "REF")]
     pub egress_proxy_image: Option<String>,
@@ -402,7 +399,6 @@ impl K8sArgs {
             (self.namespace.is_some(), "--namespace"),
             (self.k8s_name.is_some(), "--k8s-name"),
             (self.workspace_claim.is_some(), "--workspace-claim"),
-            (self.pod_security.is_some(), "--pod-security"),
             (self.egress_proxy_image.is_some(), "--egress-proxy-image"),
             (self.egress_proxy_ip.is_some(), "--egress-proxy-ip"),
         ]
@@ -418,15 +414,6 @@ pub enum K8sKindArg {
     Pod,
     /// An agent-sandbox `Sandbox` (agents.x-k8s.io/v1beta1).
     Sandbox,
-}
-
-/// A Pod Security Standards level.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PodSecurityArg {
-    /// Hardened (the default).
-    Restricted,
-    /// Allows Docker's default capabilities to be added.
-    Baseline,
 }
 
 /// Output formats of `agentc explain`.

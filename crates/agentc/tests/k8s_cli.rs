@@ -149,32 +149,71 @@ fn refusals_name_every_field_and_exit_65() {
 }
 
 #[test]
-fn baseline_lets_a_default_capability_through_and_explain_says_so() {
+fn a_profile_opting_into_baseline_lets_a_default_capability_through_and_explain_says_so() {
+    let restricted = "name = \"chown\"\nagent = \"custom\"\n[image]\nref = \"example/box:1\"\n\
+                      user = \"1000\"\n[egress]\nmode = \"deny\"\n[security]\n\
+                      add_capabilities = [\"CHOWN\"]\n";
     let profile = workspace().join("../chown.toml");
-    std::fs::write(
-        &profile,
-        "name = \"chown\"\nagent = \"custom\"\n[image]\nref = \"example/box:1\"\nuser = \"1000\"\n\
-         [egress]\nmode = \"deny\"\n[security]\nadd_capabilities = [\"CHOWN\"]\n",
-    )
-    .expect("profile");
+    std::fs::write(&profile, restricted).expect("profile");
     let profile = profile.to_str().expect("UTF-8 path");
     let output = render(profile, &["--format", "json"]);
     assert_eq!(output.status.code(), Some(65), "{}", text(&output.stderr));
-    assert!(text(&output.stderr).contains("security.add_capabilities[0]"));
-    let output = render(profile, &["--format", "json", "--pod-security", "baseline"]);
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
-    let output = agentc(&[
-        "explain",
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("security.add_capabilities[0]"), "{stderr}");
+    assert!(
+        stderr.contains("[kubernetes] pod_security = \"baseline\""),
+        "{stderr}"
+    );
+
+    // The level is the profile's: line 11 opts into baseline.
+    std::fs::write(
         profile,
-        "--backend",
-        "k8s",
-        "--pod-security",
-        "baseline",
-    ]);
+        format!("{restricted}[kubernetes]\npod_security = \"Baseline\"\n"),
+    )
+    .expect("profile");
+    let output = render(profile, &["--format", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let workload = &json["items"][1]["spec"]["containers"][0];
+    assert_eq!(
+        workload["securityContext"]["capabilities"]["add"],
+        serde_json::json!(["CHOWN"])
+    );
+    let output = agentc(&["explain", profile, "--backend", "k8s"]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     let explain = text(&output.stdout);
-    assert!(explain.contains("pod security: baseline"), "{explain}");
-    assert!(explain.contains("pod-security-baseline"), "{explain}");
+    assert!(
+        explain.contains(
+            "pod security: baseline (every pod checked), weaker than restricted: a container may \
+             add Docker's default capabilities  [profile line 11 (kubernetes.pod_security)]"
+        ),
+        "{explain}"
+    );
+    assert!(
+        explain.contains("pod-security-baseline [kubernetes.pod_security]"),
+        "{explain}"
+    );
+    let output = agentc(&["explain", profile, "--backend", "k8s", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(json["pod_security"], "baseline");
+    assert_eq!(
+        json["pod_security_origin"],
+        serde_json::json!({"source": "profile", "field": "kubernetes.pod_security", "line": 11, "column": 16})
+    );
+}
+
+#[test]
+fn the_pod_security_level_is_no_invocation_option() {
+    let output = render(
+        "fixtures/valid/sandbox-minimal.toml",
+        &["--format", "json", "--pod-security", "baseline"],
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("--pod-security"),
+        "{}",
+        text(&output.stderr)
+    );
 }
 
 #[test]
@@ -193,7 +232,7 @@ fn explain_lists_approximations_and_cluster_duties() {
     let explain = text(&output.stdout);
     for expected in [
         "kubernetes: pod agentc-sandbox-sandbox-minimal",
-        "pod security: restricted",
+        "pod security: restricted (every pod checked)  [default]",
         "approximations\n",
         "tmpfs-noexec (weaker than docker)",
         "left to the cluster\n",
@@ -215,6 +254,7 @@ fn explain_lists_approximations_and_cluster_duties() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
     assert_eq!(json["pod_security"], "restricted");
+    assert_eq!(json["pod_security_origin"]["source"], "default");
     assert!(json["notes"].as_array().is_some_and(|notes| notes
         .iter()
         .any(|note| note["code"] == "pids-limit" && note["kind"] == "cluster-duty")));

@@ -3,7 +3,9 @@
 //! - `deny` (and a launch with no network): a default-deny NetworkPolicy, ingress and egress.
 //! - `allowlist` with hosts: agentc's egress proxy as a second Pod behind a Service; the
 //!   workload may reach only the proxy (3128/TCP, 53/UDP and TCP) and the cluster DNS (to
-//!   find the proxy's Service); the proxy may reach anything except what it refuses itself.
+//!   find the proxy's Service); the proxy may reach public addresses, the cluster DNS and the
+//!   ranges it is told to allow, not other pods, private ranges or the cloud metadata address
+//!   (which it also refuses itself).
 //! - `allowlist` without hosts: nothing is allowed, so the default-deny policy and no proxy.
 //! - `unrestricted`: public addresses and the cluster DNS only (reported as on Docker).
 
@@ -57,76 +59,35 @@ impl EgressPolicy {
     }
 }
 
-/// The egress proxy's command line: `/agentc egress-proxy serve`, its listeners, one
-/// `--allow` per host spec exactly as written and one `--allow-cidr` per range. The one place
-/// that knows the proxy's interface.
-pub fn egress_proxy_argv(hosts: &[String], allow_cidrs: &[String]) -> Vec<String> {
-    let mut argv: Vec<String> = [
-        "/agentc",
-        "egress-proxy",
-        "serve",
-        "--listen",
-        "0.0.0.0:3128",
-        "--dns",
-        "0.0.0.0:53",
-    ]
-    .map(String::from)
-    .to_vec();
-    for host in hosts {
-        argv.push("--allow".to_string());
-        argv.push(host.clone());
-    }
-    for cidr in allow_cidrs {
-        argv.push("--allow-cidr".to_string());
-        argv.push(cidr.clone());
-    }
-    argv
+/// The egress proxy's command line, as the egress crate writes it for every renderer
+/// ([`agentc_egress::proxy_command`]): `/usr/local/bin/agentc egress-proxy serve`, listening on
+/// 3128 with its DNS stub on 53, one `--allow=` per host spec (normalized) and one
+/// `--allow-cidr=` per range; or the egress crate's error naming the first value it refuses.
+pub fn egress_proxy_argv(
+    hosts: &[String],
+    allow_cidrs: &[String],
+) -> Result<Vec<String>, agentc_egress::EgressError> {
+    let config = agentc_egress::Config::from_args(
+        &format!("0.0.0.0:{PROXY_PORT}"),
+        Some(&format!("0.0.0.0:{DNS_PORT}")),
+        hosts,
+        allow_cidrs,
+    )?;
+    Ok(agentc_egress::proxy_command(&config))
 }
 
 /// Why an `egress.hosts` entry is not a host spec the proxy takes (`host`, `host:port`,
-/// `*.suffix`, `*.suffix:port`), or `None` when it is one.
-pub fn host_spec_problem(spec: &str) -> Option<&'static str> {
-    let (host, port) = match spec.rsplit_once(':') {
-        Some((host, port)) => (host, Some(port)),
-        None => (spec, None),
-    };
-    if let Some(port) = port {
-        let valid = !port.is_empty()
-            && port.len() <= 5
-            && port.bytes().all(|b| b.is_ascii_digit())
-            && port
-                .parse::<u32>()
-                .is_ok_and(|port| (1..=65535).contains(&port));
-        if !valid {
-            return Some("the port must be a number from 1 to 65535");
-        }
+/// `*.suffix`, `*.suffix:port`; [`agentc_egress::HostSpec::parse`], the proxy's own parser),
+/// or `None` when it is one.
+pub fn host_spec_problem(spec: &str) -> Option<String> {
+    if spec.contains('/') && !spec.contains("://") {
+        return Some("an IP range is not a host name: the proxy decides by name".to_string());
     }
-    let name = host.strip_prefix("*.").unwrap_or(host);
-    if name.is_empty() || name.len() > 253 {
-        return Some("the host name must have 1 to 253 characters");
+    match agentc_egress::HostSpec::parse(spec) {
+        Ok(_) => None,
+        Err(agentc_egress::EgressError::HostSpec { reason, .. }) => Some(reason),
+        Err(other) => Some(other.to_string()),
     }
-    let labels: Vec<&str> = name.split('.').collect();
-    for label in &labels {
-        let valid = !label.is_empty()
-            && label.len() <= 63
-            && label
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
-            && !label.starts_with('-')
-            && !label.ends_with('-');
-        if !valid {
-            return Some(
-                "each dot-separated part of the host must be 1 to 63 letters, digits or inner dashes",
-            );
-        }
-    }
-    if labels
-        .last()
-        .is_some_and(|last| last.bytes().all(|b| b.is_ascii_digit()))
-    {
-        return Some("an IP address is not a host name: the proxy decides by name");
-    }
-    None
 }
 
 /// A selector matching exactly these labels.
@@ -205,6 +166,33 @@ pub fn public_internet_rule() -> NetworkPolicyEgressRule {
     }
 }
 
+/// The egress proxy's own egress: public addresses ([`public_internet_rule`]), the cluster
+/// DNS to resolve the hosts it allows, and each range of `allow_cidrs` (`--allow-cidr`), so a
+/// proxy tricked into connecting elsewhere (a name resolving to a private address) is stopped
+/// by the cluster too.
+pub fn proxy_upstream_rules(allow_cidrs: &[String]) -> Vec<NetworkPolicyEgressRule> {
+    let mut rules = vec![public_internet_rule(), cluster_dns_rule()];
+    if !allow_cidrs.is_empty() {
+        rules.push(NetworkPolicyEgressRule {
+            to: Some(
+                allow_cidrs
+                    .iter()
+                    .map(|cidr| NetworkPolicyPeer {
+                        ip_block: Some(IPBlock {
+                            cidr: cidr.clone(),
+                            except: None,
+                        }),
+                        namespace_selector: None,
+                        pod_selector: None,
+                    })
+                    .collect(),
+            ),
+            ports: None,
+        });
+    }
+    rules
+}
+
 /// A NetworkPolicy over the pods with `pod_labels`, for both directions: with no rules it
 /// denies all ingress and egress.
 pub fn policy(
@@ -238,33 +226,62 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_proxy_argv_carries_each_host_as_written() {
+    fn the_proxy_argv_is_the_egress_crates_with_each_host_normalized() {
         let argv = egress_proxy_argv(
-            &["api.anthropic.com".into(), "*.github.com:443".into()],
+            &["API.Anthropic.com".into(), "*.github.com:443".into()],
             &["10.20.0.0/16".into()],
-        );
+        )
+        .expect("valid");
         assert_eq!(
             argv,
             [
-                "/agentc",
+                "/usr/local/bin/agentc",
                 "egress-proxy",
                 "serve",
-                "--listen",
-                "0.0.0.0:3128",
-                "--dns",
-                "0.0.0.0:53",
-                "--allow",
-                "api.anthropic.com",
-                "--allow",
-                "*.github.com:443",
-                "--allow-cidr",
-                "10.20.0.0/16"
+                "--listen=0.0.0.0:3128",
+                "--dns=0.0.0.0:53",
+                "--allow=api.anthropic.com",
+                "--allow=*.github.com:443",
+                "--allow-cidr=10.20.0.0/16"
             ]
+        );
+        assert_eq!(argv[0], agentc_egress::PROXY_BINARY);
+        let refused = egress_proxy_argv(&["10.0.0.1".into()], &[]).expect_err("an IP literal");
+        assert!(refused.to_string().contains("10.0.0.1"), "{refused}");
+    }
+
+    #[test]
+    fn the_proxy_reaches_public_addresses_the_cluster_dns_and_its_allowed_ranges_only() {
+        let rules = proxy_upstream_rules(&[]);
+        assert_eq!(rules, [public_internet_rule(), cluster_dns_rule()]);
+        let public = serde_json::to_value(&rules[0]).expect("JSON");
+        let except = &public["to"][0]["ipBlock"]["except"];
+        assert!(
+            except
+                .as_array()
+                .is_some_and(|ranges| ranges.contains(&"169.254.0.0/16".into())
+                    && ranges.contains(&"10.0.0.0/8".into())),
+            "{except}"
+        );
+        let rules = proxy_upstream_rules(&["10.20.0.0/16".into()]);
+        assert_eq!(rules.len(), 3);
+        let allowed = serde_json::to_value(&rules[2]).expect("JSON");
+        assert_eq!(
+            allowed,
+            serde_json::json!({"to": [{"ipBlock": {"cidr": "10.20.0.0/16"}}]})
+        );
+        assert!(
+            rules.iter().all(|rule| rule.to.is_some()),
+            "no rule allows everything"
         );
     }
 
     #[test]
     fn host_specs() {
+        assert_eq!(
+            host_spec_problem("10.0.0.0/8").as_deref(),
+            Some("an IP range is not a host name: the proxy decides by name")
+        );
         for good in [
             "api.anthropic.com",
             "localhost",

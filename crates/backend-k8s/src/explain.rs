@@ -1,5 +1,8 @@
-//! `agentc explain --backend k8s`: the objects, the Pod Security level, the approximations and
-//! the cluster's duties of one rendering, as text or JSON.
+//! `agentc explain --backend k8s`: the objects, the Pod Security level (with where it was set,
+//! and whether it is weaker than restricted), the approximations and the cluster's duties of
+//! one rendering, as text or JSON.
+
+use agentc_policy::origin_words;
 
 use crate::notes::NoteKind;
 use crate::Rendering;
@@ -11,11 +14,18 @@ pub fn explain(rendering: &Rendering) -> String {
         .namespace
         .as_deref()
         .unwrap_or("kubectl's current namespace");
+    let pod_security = &rendering.pod_security;
+    let weaker = if pod_security.is_weaker() {
+        ", weaker than restricted: a container may add Docker's default capabilities"
+    } else {
+        ""
+    };
     out.push_str(&format!(
-        "kubernetes: {} {} in {namespace}\npod security: {} (every pod checked)\n\nobjects (apply order)\n",
+        "kubernetes: {} {} in {namespace}\npod security: {} (every pod checked){weaker}  [{}]\n\nobjects (apply order)\n",
         rendering.kind.as_str(),
         rendering.name,
-        rendering.pod_security.as_str(),
+        pod_security.level.as_str(),
+        origin_words(&pod_security.origin),
     ));
     for object in &rendering.objects {
         out.push_str(&format!("  {}/{}\n", object.kind(), object.name()));
@@ -46,14 +56,16 @@ pub fn explain(rendering: &Rendering) -> String {
 }
 
 impl Rendering {
-    /// The explanation as JSON: `kind`, `name`, `namespace`, `pod_security`, `objects`
-    /// (`kind` and `name`) and `notes`.
+    /// The explanation as JSON: `kind`, `name`, `namespace`, `pod_security` (the level),
+    /// `pod_security_origin` (as in the launch's `origins`), `objects` (`kind` and `name`) and
+    /// `notes`.
     pub fn explain_json(&self) -> serde_json::Value {
         serde_json::json!({
             "kind": self.kind.as_str(),
             "name": self.name,
             "namespace": self.namespace,
-            "pod_security": self.pod_security.as_str(),
+            "pod_security": self.pod_security.level.as_str(),
+            "pod_security_origin": self.pod_security.origin,
             "objects": self
                 .objects
                 .iter()

@@ -37,6 +37,7 @@
 mod egress;
 mod error;
 mod explain;
+mod level;
 mod names;
 mod notes;
 pub mod pss;
@@ -53,6 +54,7 @@ pub use egress::{egress_proxy_argv, host_spec_problem, EgressMode, EgressPolicy}
 pub use error::{RenderError, RenderErrors};
 pub use explain::explain;
 pub use k8s_openapi;
+pub use level::{PodSecurity, POD_SECURITY_FIELD};
 pub use names::{base_name, is_dns1123_label, is_label_value, MAX_BASE_NAME};
 pub use notes::{Note, NoteKind, Notes, ANNOTATION_APPROXIMATIONS, ANNOTATION_CLUSTER_DUTIES};
 pub use pss::PodSecurityLevel;
@@ -87,7 +89,9 @@ impl ObjectKind {
 
 /// How to render: the inputs beyond the spec. The default is the strictest rendering: a Pod,
 /// Pod Security restricted, no namespace (kubectl's current one), no workspace claim, no
-/// egress proxy image, and the profile default egress (an allowlist with no hosts).
+/// egress proxy image, and the profile default egress (an allowlist with no hosts). The
+/// profile's share ([`Options::egress`], [`Options::pod_security`]) is read from the loaded
+/// profile by the caller.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Options {
     /// Pod or Sandbox.
@@ -100,9 +104,9 @@ pub struct Options {
     /// An existing PersistentVolumeClaim that holds the workspace; without it a launch that
     /// mounts the workspace is refused.
     pub workspace_claim: Option<String>,
-    /// The Pod Security level the workload must meet (temporary: will become a profile
-    /// field).
-    pub pod_security: PodSecurityLevel,
+    /// The Pod Security level the pods must meet, and where it was set (see
+    /// [`PodSecurity::from_profile`]).
+    pub pod_security: PodSecurity,
     /// The image of agentc's egress proxy; required for an allowlist with hosts.
     pub egress_proxy_image: Option<String>,
     /// A free address of the cluster's Service range for the egress proxy's Service: the
@@ -183,8 +187,8 @@ pub struct Rendering {
     pub name: String,
     /// The namespace, if one was given.
     pub namespace: Option<String>,
-    /// The Pod Security level the pods meet.
-    pub pod_security: PodSecurityLevel,
+    /// The Pod Security level the pods meet, and where it was set.
+    pub pod_security: PodSecurity,
     /// The objects, in apply order.
     pub objects: Vec<Object>,
     /// Approximations and cluster duties.

@@ -11,25 +11,8 @@ use k8s_openapi::api::core::v1::{
     Capabilities, ContainerPort, PodSpec, SELinuxOptions, SeccompProfile, SecurityContext,
 };
 
-/// A Pod Security Standards level agentc renders for.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub enum PodSecurityLevel {
-    /// Prevents known privilege escalations; allows Docker's default capabilities.
-    Baseline,
-    /// Hardened: non-root, no privilege escalation, seccomp, drop ALL (the default).
-    #[default]
-    Restricted,
-}
-
-impl PodSecurityLevel {
-    /// The level's name, as in the `pod-security.kubernetes.io/enforce` label.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PodSecurityLevel::Baseline => "baseline",
-            PodSecurityLevel::Restricted => "restricted",
-        }
-    }
-}
+/// A Pod Security Standards level agentc renders for: the profile's `kubernetes.pod_security`.
+pub use agentc_policy::PodSecurityLevel;
 
 /// The capabilities baseline allows a container to add (Docker's default set).
 pub const BASELINE_CAPABILITIES: &[&str] = &[

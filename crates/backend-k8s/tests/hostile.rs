@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use agentc_backend_k8s::pss::{self, PodSecurityLevel};
-use agentc_backend_k8s::{render, EgressMode, EgressPolicy, ObjectKind, Options};
+use agentc_backend_k8s::{render, EgressMode, EgressPolicy, ObjectKind, Options, PodSecurity};
 use agentc_policy::{
     Action, AppArmor, Capability, ContainerSpec, Device, EnvValue, EnvVar, ExtraHost, HostTarget,
     LaunchKind, LaunchSpec, LogConfig, Mount, MountSource, Network, Origin, Protocol,
@@ -281,11 +281,11 @@ fn options() -> impl Strategy<Value = Options> {
                     namespace,
                     name,
                     workspace_claim: claim,
-                    pod_security: if baseline {
+                    pod_security: PodSecurity::at(if baseline {
                         PodSecurityLevel::Baseline
                     } else {
                         PodSecurityLevel::Restricted
-                    },
+                    }),
                     egress_proxy_image: image,
                     egress_proxy_ip: ip,
                     egress: EgressPolicy {
@@ -313,7 +313,7 @@ proptest! {
                 let empty = BTreeMap::new();
                 for pod in rendering.pods() {
                     let violations = pss::check(
-                        rendering.pod_security,
+                        rendering.pod_security.level,
                         pod.annotations.unwrap_or(&empty),
                         pod.spec,
                     );

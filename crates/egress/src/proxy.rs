@@ -1,6 +1,7 @@
 //! The proxy's I/O, on tokio and hyper: the listeners, CONNECT tunnels, forwarded requests and
 //! the DNS stub. Every decision is made by [`crate::policy`], [`crate::request`] and
-//! [`crate::sni`]; this module only moves bytes and writes the decision lines.
+//! [`crate::sni`]; this module only moves bytes and writes the decision lines. The DNS stub's
+//! listeners are in `dns_stub`, the zero-copy relay of tunnels on Linux in `splice`.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -26,7 +27,6 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{timeout, Instant};
 
 use crate::config::{Config, Limits};
-use crate::dns;
 use crate::error::EgressError;
 use crate::host::normalize_host;
 use crate::log::{Kind, Record};
@@ -34,13 +34,11 @@ use crate::policy::{Deny, Policy, Reason};
 use crate::request::{self, Target};
 use crate::sni::{self, SniError};
 
+mod dns_stub;
+#[cfg(target_os = "linux")]
+mod splice;
+
 type Body = BoxBody<Bytes, hyper::Error>;
-
-/// Connections the DNS stub serves over TCP at once.
-const MAX_DNS_TCP: usize = 64;
-
-/// Queries one DNS TCP connection may send.
-const MAX_DNS_TCP_QUERIES: usize = 16;
 
 /// Where decision lines go: stdout (the product), or a channel (tests).
 #[derive(Debug, Clone)]
@@ -193,10 +191,10 @@ impl Server {
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         let mut tasks = tokio::task::JoinSet::new();
         if let Some(udp) = self.dns_udp {
-            tasks.spawn(serve_dns_udp(udp, self.shared.clone()));
+            tasks.spawn(dns_stub::serve_dns_udp(udp, self.shared.clone()));
         }
         if let Some(tcp) = self.dns_tcp {
-            tasks.spawn(serve_dns_tcp(tcp, self.shared.clone()));
+            tasks.spawn(dns_stub::serve_dns_tcp(tcp, self.shared.clone()));
         }
         tasks.spawn(serve_proxy(self.listener, self.shared));
         shutdown.await;
@@ -547,131 +545,6 @@ async fn copy_both_ways<C: AsyncRead + AsyncWrite + Unpin>(
         .map(|_| ())
 }
 
-/// Zero-copy relaying on Linux: each direction moves bytes socket -> pipe -> socket with
-/// splice(2), so tunnel payloads never enter the proxy's memory.
-#[cfg(target_os = "linux")]
-mod splice {
-    use std::io;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-    use std::sync::atomic::{AtomicU64, Ordering};
-
-    use tokio::io::Interest;
-    use tokio::net::TcpStream;
-
-    use super::Counters;
-
-    /// The most bytes one splice call moves (and the pipe's size).
-    const CHUNK: usize = 1 << 20;
-
-    struct Pipe {
-        read: OwnedFd,
-        write: OwnedFd,
-    }
-
-    fn pipe() -> io::Result<Pipe> {
-        let mut fds = [0 as libc::c_int; 2];
-        // SAFETY: pipe2 writes two descriptors into the array it is given.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: pipe2 succeeded, so both are new descriptors that nothing else owns.
-        let pipe = unsafe {
-            Pipe {
-                read: OwnedFd::from_raw_fd(fds[0]),
-                write: OwnedFd::from_raw_fd(fds[1]),
-            }
-        };
-        // A larger pipe means fewer calls; the default (64 KiB) works too, so failure is fine.
-        // SAFETY: F_SETPIPE_SZ on a pipe descriptor we own.
-        unsafe {
-            libc::fcntl(
-                pipe.write.as_raw_fd(),
-                libc::F_SETPIPE_SZ,
-                CHUNK as libc::c_int,
-            )
-        };
-        Ok(pipe)
-    }
-
-    fn splice(from: RawFd, to: RawFd, len: usize) -> io::Result<usize> {
-        // SAFETY: both descriptors are open for the duration of the call (owned by the caller's
-        // streams and pipe); null offsets mean "the current position" for sockets and pipes.
-        let moved = unsafe {
-            libc::splice(
-                from,
-                std::ptr::null_mut(),
-                to,
-                std::ptr::null_mut(),
-                len,
-                libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK,
-            )
-        };
-        if moved < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(moved as usize)
-        }
-    }
-
-    /// Moves bytes from `from` to `to` until `from` ends, then ends `to`'s sending side.
-    async fn one_way(
-        from: &TcpStream,
-        to: &TcpStream,
-        counted: &AtomicU64,
-        counters: &Counters,
-    ) -> io::Result<()> {
-        let pipe = pipe()?;
-        loop {
-            // The pipe is empty here, so EAGAIN can only mean the socket has nothing yet.
-            let moved = loop {
-                from.readable().await?;
-                match from.try_io(Interest::READABLE, || {
-                    splice(from.as_raw_fd(), pipe.write.as_raw_fd(), CHUNK)
-                }) {
-                    Ok(moved) => break moved,
-                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
-                    Err(error) => return Err(error),
-                }
-            };
-            if moved == 0 {
-                break;
-            }
-            // The pipe holds data here, so EAGAIN can only mean the socket is full.
-            let mut left = moved;
-            while left > 0 {
-                to.writable().await?;
-                match to.try_io(Interest::WRITABLE, || {
-                    splice(pipe.read.as_raw_fd(), to.as_raw_fd(), left)
-                }) {
-                    Ok(written) => {
-                        left -= written;
-                        counted.fetch_add(written as u64, Ordering::Relaxed);
-                        counters.touch();
-                    }
-                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
-                    Err(error) => return Err(error),
-                }
-            }
-        }
-        // SAFETY: shutdown(2) of the sending side of a socket the caller owns.
-        unsafe { libc::shutdown(to.as_raw_fd(), libc::SHUT_WR) };
-        Ok(())
-    }
-
-    /// Relays both directions until both have ended, or either fails.
-    pub(super) async fn both_ways(
-        client: &TcpStream,
-        upstream: &TcpStream,
-        counters: &Counters,
-    ) -> io::Result<()> {
-        tokio::try_join!(
-            one_way(client, upstream, &counters.up, counters),
-            one_way(upstream, client, &counters.down, counters),
-        )
-        .map(|_| ())
-    }
-}
-
 async fn forward(
     request: Request<Incoming>,
     client: SocketAddr,
@@ -840,78 +713,6 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
-}
-
-/// The stub's answer to one message, after its decision line.
-fn dns_reply(message: &[u8], client: SocketAddr, shared: &Shared) -> Option<Vec<u8>> {
-    let mut line = Record::new(Kind::Dns, client, Reason::DnsQuery);
-    match dns::parse_query(message) {
-        Ok(question) => {
-            line.qname = Some(question.name);
-            line.qtype = Some(question.qtype);
-        }
-        Err(error) => line.detail = Some(format!("{error:?}")),
-    }
-    shared.emit(line);
-    dns::answer(message)
-}
-
-async fn serve_dns_udp(socket: UdpSocket, shared: Arc<Shared>) {
-    let mut buffer = vec![0u8; dns::MAX_MESSAGE];
-    loop {
-        let Ok((n, client)) = socket.recv_from(&mut buffer).await else {
-            continue;
-        };
-        if let Some(reply) = dns_reply(&buffer[..n], client, &shared) {
-            let _ = socket.send_to(&reply, client).await;
-        }
-    }
-}
-
-async fn serve_dns_tcp(listener: TcpListener, shared: Arc<Shared>) {
-    let slots = Arc::new(Semaphore::new(MAX_DNS_TCP));
-    loop {
-        let Ok((stream, client)) = listener.accept().await else {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            continue;
-        };
-        let Ok(permit) = slots.clone().try_acquire_owned() else {
-            continue; // dropped: closes the connection
-        };
-        let shared = shared.clone();
-        tokio::spawn(async move {
-            let _permit = permit;
-            let session = dns_tcp_session(stream, client, &shared);
-            let _ = timeout(Duration::from_secs(30), session).await;
-        });
-    }
-}
-
-async fn dns_tcp_session(
-    mut stream: TcpStream,
-    client: SocketAddr,
-    shared: &Shared,
-) -> io::Result<()> {
-    for _ in 0..MAX_DNS_TCP_QUERIES {
-        let length = match timeout(Duration::from_secs(10), stream.read_u16()).await {
-            Ok(Ok(length)) => length as usize,
-            _ => return Ok(()),
-        };
-        if length > dns::MAX_MESSAGE {
-            return Ok(());
-        }
-        let mut message = vec![0u8; length];
-        timeout(Duration::from_secs(10), stream.read_exact(&mut message))
-            .await
-            .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))??;
-        let Some(reply) = dns_reply(&message, client, shared) else {
-            return Ok(());
-        };
-        let mut framed = (reply.len() as u16).to_be_bytes().to_vec();
-        framed.extend_from_slice(&reply);
-        stream.write_all(&framed).await?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -101,7 +101,7 @@ pub use load::{load, validate};
 pub use overrides::parse_overrides;
 pub use paths::{classify_path, normalize_path, Danger, DOCKER_HOST, DOCKER_SOCKETS};
 pub use ports::PortSpec;
-pub use profile::{AgentName, EgressMode, Profile};
+pub use profile::{AgentName, EgressMode, PodSecurityLevel, Profile};
 pub use resolve::{resolve, spec_digest};
 pub use rules::egress::host_scope;
 pub use rules::identity::{

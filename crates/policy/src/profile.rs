@@ -1,10 +1,11 @@
 //! The profile as written: serde structs that mirror the TOML, schema version 1.
 //!
 //! These types accept every profile that agent-containers accepts, plus agentc's sandbox fields
-//! (`[image]`, `[resources]`, `[logging]`, `[network]`, `[security]`, `[workspace]`). They hold
-//! what the user wrote, parsed once into typed values (an egress mode, sizes and CPU counts
-//! with an explicit `off`, ports, capabilities), with defaults filled in; the rules that span
-//! fields live with their table under `rules/`, and turning a profile into a launch in
+//! (`[image]`, `[resources]`, `[logging]`, `[network]`, `[security]`, `[workspace]`) and the
+//! Kubernetes rendering's (`[kubernetes]`). They hold what the user wrote, parsed once into
+//! typed values (an egress mode, sizes and CPU counts with an explicit `off`, ports,
+//! capabilities, a Pod Security level), with defaults filled in; the rules that span fields
+//! live with their table under `rules/`, and turning a profile into a launch in
 //! [`crate::resolve()`]. Unknown fields are errors everywhere.
 
 use schemars::JsonSchema;
@@ -14,7 +15,7 @@ use crate::capability::Capability;
 use crate::limits::Limit;
 use crate::ports::PortSpec;
 use crate::values;
-pub use crate::values::{ConfigFormat, EgressMode, OnConflict};
+pub use crate::values::{ConfigFormat, EgressMode, OnConflict, PodSecurityLevel};
 
 /// The only profile schema version this crate reads.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -76,6 +77,9 @@ pub struct Profile {
     /// How the workspace directory is mounted.
     #[serde(default)]
     pub workspace: WorkspaceConfig,
+    /// What the Kubernetes rendering (`--backend k8s`) must meet; the Docker launch ignores it.
+    #[serde(default)]
+    pub kubernetes: KubernetesConfig,
 }
 
 fn default_schema_version() -> i64 {
@@ -487,4 +491,16 @@ pub struct WorkspaceConfig {
     /// Mount it read-only (writable by default).
     #[serde(default)]
     pub read_only: bool,
+}
+
+/// The Kubernetes rendering's settings (`[kubernetes]`). The Docker launch does not read them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KubernetesConfig {
+    /// The Pod Security level every rendered pod meets: `"restricted"` (the default) or
+    /// `"baseline"`, which lets the profile add Docker's default capabilities (`CHOWN`,
+    /// `SETUID`, ...) and which `agentc explain --backend k8s` reports as weaker. Read in any
+    /// case.
+    #[serde(default)]
+    pub pod_security: PodSecurityLevel,
 }

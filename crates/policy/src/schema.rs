@@ -67,6 +67,7 @@ mod tests {
             "network",
             "security",
             "workspace",
+            "kubernetes",
         ];
         for field in fields {
             assert!(properties.contains_key(field), "{field} missing");

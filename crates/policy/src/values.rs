@@ -45,6 +45,34 @@ impl EgressMode {
     }
 }
 
+/// The Pod Security Standards level a profile's Kubernetes rendering meets
+/// (`kubernetes.pod_security`), as in the namespace label `pod-security.kubernetes.io/enforce`.
+/// Only the Kubernetes backend reads it; the Docker launch does not change.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum PodSecurityLevel {
+    /// Prevents known privilege escalations; a container may add Docker's default
+    /// capabilities (`CHOWN`, `SETUID`, ...). Weaker than restricted, and reported as such.
+    Baseline,
+    /// Hardened: non-root, no privilege escalation, seccomp, ALL capabilities dropped but
+    /// `NET_BIND_SERVICE` (the default).
+    #[default]
+    Restricted,
+}
+
+impl PodSecurityLevel {
+    /// The level as written in a profile and in the namespace label (`baseline`,
+    /// `restricted`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PodSecurityLevel::Baseline => "baseline",
+            PodSecurityLevel::Restricted => "restricted",
+        }
+    }
+}
+
 /// What a copy-once seed or import does when its target exists and differs.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema,
@@ -336,6 +364,23 @@ impl<'de> Deserialize<'de> for EgressMode {
     }
 }
 
+impl<'de> Deserialize<'de> for PodSecurityLevel {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let levels = [
+            ("baseline", PodSecurityLevel::Baseline),
+            ("restricted", PodSecurityLevel::Restricted),
+        ];
+        word(d, &levels, |level| {
+            let hint = if level == "privileged" {
+                "agentc renders no privileged pods: use \"restricted\" (the default) or \"baseline\""
+            } else {
+                "use \"restricted\" (the default) or \"baseline\""
+            };
+            ValueError::new(format!("{level:?} is not a Pod Security level"), hint)
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for OnConflict {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let policies = [("keep", OnConflict::Keep), ("replace", OnConflict::Replace)];
@@ -505,6 +550,8 @@ mod tests {
         mode: Option<EgressMode>,
         #[serde(default)]
         port: Option<PortSpec>,
+        #[serde(default)]
+        level: Option<PodSecurityLevel>,
     }
 
     fn probe(text: &str) -> Result<Probe, String> {
@@ -549,5 +596,34 @@ mod tests {
         );
         let zero = decode(&probe("port = 0").err().unwrap()).unwrap();
         assert!(zero.message.contains("out of range"), "{}", zero.message);
+    }
+
+    #[test]
+    fn pod_security_levels_read_in_any_case() {
+        let level = |text: &str| probe(text).map(|probe| probe.level);
+        assert_eq!(
+            level("level = \" Baseline \""),
+            Ok(Some(PodSecurityLevel::Baseline))
+        );
+        assert_eq!(
+            level("level = \"RESTRICTED\""),
+            Ok(Some(PodSecurityLevel::Restricted))
+        );
+        assert_eq!(PodSecurityLevel::default(), PodSecurityLevel::Restricted);
+        let privileged = decode(&probe("level = \"privileged\"").err().unwrap()).unwrap();
+        assert_eq!(
+            privileged.message,
+            "\"privileged\" is not a Pod Security level"
+        );
+        assert!(
+            privileged.hint.contains("no privileged pods"),
+            "{}",
+            privileged.hint
+        );
+        let unknown = decode(&probe("level = \"strict\"").err().unwrap()).unwrap();
+        assert_eq!(
+            unknown.hint,
+            "use \"restricted\" (the default) or \"baseline\""
+        );
     }
 }

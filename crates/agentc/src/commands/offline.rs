@@ -7,7 +7,7 @@ use agentc_policy::LoadedProfile;
 
 use crate::cli::{
     Command, ExplainArgs, ExplainBackendArg, ExplainFormat, FormatArg, K8sArgs, K8sKindArg,
-    PodSecurityArg, RenderBackendArg,
+    RenderBackendArg,
 };
 use crate::context::{self, Failure};
 
@@ -153,8 +153,8 @@ fn refuse_k8s_options(args: &K8sArgs) -> Result<(), Failure> {
     }
 }
 
-/// Renders a spec as Kubernetes objects, with the profile's egress policy; a refusal names
-/// every field (exit 65).
+/// Renders a spec as Kubernetes objects, with the profile's egress policy and Pod Security
+/// level (`[kubernetes] pod_security`); a refusal names every field (exit 65).
 fn render_k8s(
     loaded: &LoadedProfile,
     spec: &LaunchSpec,
@@ -168,12 +168,7 @@ fn render_k8s(
         namespace: args.namespace.clone(),
         name: args.k8s_name.clone(),
         workspace_claim: args.workspace_claim.clone(),
-        pod_security: match args.pod_security {
-            Some(PodSecurityArg::Baseline) => agentc_backend_k8s::PodSecurityLevel::Baseline,
-            Some(PodSecurityArg::Restricted) | None => {
-                agentc_backend_k8s::PodSecurityLevel::Restricted
-            }
-        },
+        pod_security: agentc_backend_k8s::PodSecurity::from_profile(loaded),
         egress_proxy_image: args.egress_proxy_image.clone(),
         egress_proxy_ip: args.egress_proxy_ip,
         egress: agentc_backend_k8s::EgressPolicy::from_profile(&loaded.profile),

@@ -96,6 +96,7 @@ pub(super) const TABLE_FIELDS: &[&str] = &[
     "network",
     "security",
     "workspace",
+    "kubernetes",
 ];
 
 /// Top-level fields whose value is an array of tables.

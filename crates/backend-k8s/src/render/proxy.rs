@@ -1,0 +1,280 @@
+//! The egress proxy of an allowlist: its hardened Pod, its Service and its NetworkPolicy, the
+//! workload's rules towards it, its DNS, and the workload's proxy variables.
+
+use std::collections::BTreeMap;
+
+use agentc_egress::PROXY_BINARY;
+use k8s_openapi::api::core::v1::{
+    AppArmorProfile, Capabilities, Container, ContainerPort, Pod, PodSecurityContext, PodSpec,
+    Probe, ResourceRequirements, SeccompProfile, SecurityContext, Service, ServicePort,
+    ServiceSpec, Sysctl, TCPSocketAction,
+};
+use k8s_openapi::api::networking::v1::{NetworkPolicyEgressRule, NetworkPolicyIngressRule};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use super::context::Renderer;
+use super::labels::{LABEL_KIND, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PROFILE};
+use super::network::NetworkPlan;
+
+use crate::egress::{self, DNS_PORT, PROXY_PORT, PROXY_UID};
+use crate::error::RenderError;
+use crate::Object;
+
+impl Renderer<'_> {
+    /// The egress proxy of an allowlist: its Pod, its Service, its NetworkPolicy, the
+    /// workload's rules towards it and the workload's proxy variables.
+    pub(super) fn render_proxy(
+        &mut self,
+        plan: &mut NetworkPlan,
+        base: &str,
+        pod_labels: &BTreeMap<String, String>,
+        workload: &BTreeMap<String, String>,
+    ) {
+        let policy = &self.options.egress;
+        let mut valid = true;
+        for (index, host) in policy.hosts.iter().enumerate() {
+            if let Some(problem) = egress::host_spec_problem(host) {
+                valid = false;
+                let hint = match host.strip_prefix('.') {
+                    Some(suffix) => format!("write \"*.{suffix}\" to allow its subdomains"),
+                    None => "write host, host:port, *.suffix or *.suffix:port".to_string(),
+                };
+                self.refuse(
+                    format!("egress.hosts[{index}]"),
+                    format!("{host:?} is not a host the egress proxy can allow: {problem}"),
+                    &hint,
+                );
+            }
+        }
+        let Some(image) = self.options.egress_proxy_image.clone() else {
+            self.errors.push(RenderError::MissingOption {
+                field: "egress.hosts".to_string(),
+                message: "an egress allowlist is enforced by agentc's egress proxy, whose image \
+                          was not given"
+                    .to_string(),
+                hint: format!(
+                    "pass --egress-proxy-image REF: the image `agentc egress-proxy image` builds \
+                     (the agentc binary at {PROXY_BINARY}), pushed where the cluster pulls from"
+                ),
+            });
+            return;
+        };
+        if !valid {
+            return;
+        }
+        let command = match egress::egress_proxy_argv(&policy.hosts, &policy.allow_cidrs) {
+            Ok(command) => command,
+            Err(error) => {
+                let field = match error {
+                    agentc_egress::EgressError::Cidr { .. } => "egress.allow_cidrs",
+                    _ => "egress.hosts",
+                };
+                self.refuse(
+                    field,
+                    format!("the egress proxy refuses its configuration: {error}"),
+                    "write host, host:port, *.suffix or *.suffix:port in egress.hosts, and \
+                     address ranges as CIDRs",
+                );
+                return;
+            }
+        };
+        let proxy_name = format!("{base}-egress");
+        let mut proxy_labels = BTreeMap::from([
+            (LABEL_NAME.to_string(), base.to_string()),
+            (LABEL_KIND.to_string(), "egress-proxy".to_string()),
+            (LABEL_MANAGED_BY.to_string(), "agentc".to_string()),
+        ]);
+        if let Some(profile) = pod_labels.get(LABEL_PROFILE) {
+            proxy_labels.insert(LABEL_PROFILE.to_string(), profile.clone());
+        }
+        let proxy_selector = BTreeMap::from([
+            (LABEL_NAME.to_string(), base.to_string()),
+            (LABEL_KIND.to_string(), "egress-proxy".to_string()),
+        ]);
+        let metadata = |name: &str| ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: self.options.namespace.clone(),
+            labels: Some(proxy_labels.clone()),
+            ..ObjectMeta::default()
+        };
+        plan.proxy.push(Object::NetworkPolicy(egress::policy(
+            metadata(&proxy_name),
+            &proxy_selector,
+            vec![NetworkPolicyIngressRule {
+                from: Some(vec![egress::pods(workload)]),
+                ports: Some(egress::proxy_ports()),
+            }],
+            egress::proxy_upstream_rules(&policy.allow_cidrs),
+        )));
+        let service_port = |name: &str, port: u16, protocol: &str| ServicePort {
+            name: Some(name.to_string()),
+            port: i32::from(port),
+            protocol: Some(protocol.to_string()),
+            target_port: Some(IntOrString::Int(i32::from(port))),
+            ..ServicePort::default()
+        };
+        plan.proxy.push(Object::Service(Service {
+            metadata: metadata(&proxy_name),
+            spec: Some(ServiceSpec {
+                cluster_ip: self.options.egress_proxy_ip.map(|ip| ip.to_string()),
+                selector: Some(proxy_selector.clone()),
+                ports: Some(vec![
+                    service_port("proxy", PROXY_PORT, "TCP"),
+                    service_port("dns", DNS_PORT, "UDP"),
+                    service_port("dns-tcp", DNS_PORT, "TCP"),
+                ]),
+                ..ServiceSpec::default()
+            }),
+            status: None,
+        }));
+        let amounts = BTreeMap::from([
+            ("cpu".to_string(), Quantity("500m".to_string())),
+            ("memory".to_string(), Quantity("256Mi".to_string())),
+        ]);
+        let probe = Probe {
+            tcp_socket: Some(TCPSocketAction {
+                port: IntOrString::Int(i32::from(PROXY_PORT)),
+                host: None,
+            }),
+            period_seconds: Some(10),
+            ..Probe::default()
+        };
+        let container_port = |name: &str, port: u16, protocol: &str| ContainerPort {
+            name: Some(name.to_string()),
+            container_port: i32::from(port),
+            protocol: Some(protocol.to_string()),
+            ..ContainerPort::default()
+        };
+        plan.proxy.push(Object::Pod(Box::new(Pod {
+            metadata: metadata(&proxy_name),
+            spec: Some(PodSpec {
+                automount_service_account_token: Some(false),
+                enable_service_links: Some(false),
+                host_network: Some(false),
+                host_pid: Some(false),
+                host_ipc: Some(false),
+                restart_policy: Some("Always".to_string()),
+                security_context: Some(PodSecurityContext {
+                    run_as_non_root: Some(true),
+                    run_as_user: Some(PROXY_UID),
+                    run_as_group: Some(PROXY_UID),
+                    seccomp_profile: Some(SeccompProfile {
+                        type_: "RuntimeDefault".to_string(),
+                        localhost_profile: None,
+                    }),
+                    app_armor_profile: Some(AppArmorProfile {
+                        type_: "RuntimeDefault".to_string(),
+                        localhost_profile: None,
+                    }),
+                    sysctls: Some(vec![Sysctl {
+                        name: "net.ipv4.ip_unprivileged_port_start".to_string(),
+                        value: DNS_PORT.to_string(),
+                    }]),
+                    ..PodSecurityContext::default()
+                }),
+                containers: vec![Container {
+                    name: "egress-proxy".to_string(),
+                    image: Some(image),
+                    command: Some(command),
+                    ports: Some(vec![
+                        container_port("proxy", PROXY_PORT, "TCP"),
+                        container_port("dns", DNS_PORT, "UDP"),
+                        container_port("dns-tcp", DNS_PORT, "TCP"),
+                    ]),
+                    resources: Some(ResourceRequirements {
+                        limits: Some(amounts.clone()),
+                        requests: Some(amounts),
+                        claims: None,
+                    }),
+                    readiness_probe: Some(probe.clone()),
+                    liveness_probe: Some(probe),
+                    security_context: Some(SecurityContext {
+                        allow_privilege_escalation: Some(false),
+                        privileged: Some(false),
+                        read_only_root_filesystem: Some(true),
+                        capabilities: Some(Capabilities {
+                            drop: Some(vec!["ALL".to_string()]),
+                            add: None,
+                        }),
+                        ..SecurityContext::default()
+                    }),
+                    ..Container::default()
+                }],
+                ..PodSpec::default()
+            }),
+            status: None,
+        })));
+        plan.egress.push(NetworkPolicyEgressRule {
+            to: Some(vec![egress::pods(&proxy_selector)]),
+            ports: Some(egress::proxy_ports()),
+        });
+        let address = match self.options.egress_proxy_ip {
+            Some(ip) => {
+                plan.dns = Some(ip.to_string());
+                self.notes.approximation(
+                    "egress-dns",
+                    "--egress-proxy-ip",
+                    format!(
+                        "the pod's only resolver is the egress proxy's DNS stub at {ip} \
+                         (dnsPolicy None, the Service's fixed clusterIP): as with Docker's \
+                         egress proxy, no name resolves except through it"
+                    ),
+                );
+                self.notes.cluster_duty(
+                    "egress-proxy-ip",
+                    "--egress-proxy-ip",
+                    format!(
+                        "{ip} must be a free address of the cluster's Service range, else the \
+                         API server refuses the proxy's Service"
+                    ),
+                );
+                match ip {
+                    std::net::IpAddr::V4(_) => ip.to_string(),
+                    std::net::IpAddr::V6(_) => format!("[{ip}]"),
+                }
+            }
+            None => {
+                plan.egress.push(egress::cluster_dns_rule());
+                self.notes.approximation(
+                    "egress-dns",
+                    "egress.hosts",
+                    format!(
+                        "the pod resolves names through the cluster DNS, which it needs to find \
+                         the proxy's Service {proxy_name}; the cluster DNS forwards other names \
+                         upstream, so DNS queries remain a narrow channel out, as through \
+                         Docker's resolver (pass --egress-proxy-ip to close it)"
+                    ),
+                );
+                proxy_name.clone()
+            }
+        };
+        let url = format!("http://{address}:{PROXY_PORT}");
+        for name in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
+            plan.env.push((name.to_string(), url.clone()));
+        }
+        for name in ["NO_PROXY", "no_proxy"] {
+            plan.env
+                .push((name.to_string(), "localhost,127.0.0.1,::1".to_string()));
+        }
+        self.notes.approximation(
+            "egress-proxy",
+            "egress.hosts",
+            format!(
+                "the allowlist is enforced outside the workload: the pod may reach only the \
+                 egress proxy {proxy_name} (Service and Pod, {PROXY_PORT}/TCP and {DNS_PORT}), \
+                 which allows {}; HTTP_PROXY and HTTPS_PROXY point at it",
+                policy.hosts.join(", ")
+            ),
+        );
+        self.notes.cluster_duty(
+            "egress-proxy-image",
+            "--egress-proxy-image",
+            format!(
+                "the egress proxy image must hold the agentc binary at {PROXY_BINARY}, as the \
+                 image `agentc egress-proxy image` builds does, and be pullable by the cluster"
+            ),
+        );
+    }
+}

@@ -1,0 +1,95 @@
+//! The DNS stub: every query, over UDP or TCP, gets NXDOMAIN ([`crate::dns::answer`]) after its
+//! decision line.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::sync::Semaphore;
+use tokio::time::timeout;
+
+use super::Shared;
+use crate::dns;
+use crate::log::{Kind, Record};
+use crate::policy::Reason;
+
+/// Connections the DNS stub serves over TCP at once.
+const MAX_DNS_TCP: usize = 64;
+
+/// Queries one DNS TCP connection may send.
+const MAX_DNS_TCP_QUERIES: usize = 16;
+
+/// The stub's answer to one message, after its decision line.
+fn dns_reply(message: &[u8], client: SocketAddr, shared: &Shared) -> Option<Vec<u8>> {
+    let mut line = Record::new(Kind::Dns, client, Reason::DnsQuery);
+    match dns::parse_query(message) {
+        Ok(question) => {
+            line.qname = Some(question.name);
+            line.qtype = Some(question.qtype);
+        }
+        Err(error) => line.detail = Some(format!("{error:?}")),
+    }
+    shared.emit(line);
+    dns::answer(message)
+}
+
+pub(super) async fn serve_dns_udp(socket: UdpSocket, shared: Arc<Shared>) {
+    let mut buffer = vec![0u8; dns::MAX_MESSAGE];
+    loop {
+        let Ok((n, client)) = socket.recv_from(&mut buffer).await else {
+            continue;
+        };
+        if let Some(reply) = dns_reply(&buffer[..n], client, &shared) {
+            let _ = socket.send_to(&reply, client).await;
+        }
+    }
+}
+
+pub(super) async fn serve_dns_tcp(listener: TcpListener, shared: Arc<Shared>) {
+    let slots = Arc::new(Semaphore::new(MAX_DNS_TCP));
+    loop {
+        let Ok((stream, client)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            continue; // dropped: closes the connection
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            let session = dns_tcp_session(stream, client, &shared);
+            let _ = timeout(Duration::from_secs(30), session).await;
+        });
+    }
+}
+
+async fn dns_tcp_session(
+    mut stream: TcpStream,
+    client: SocketAddr,
+    shared: &Shared,
+) -> io::Result<()> {
+    for _ in 0..MAX_DNS_TCP_QUERIES {
+        let length = match timeout(Duration::from_secs(10), stream.read_u16()).await {
+            Ok(Ok(length)) => length as usize,
+            _ => return Ok(()),
+        };
+        if length > dns::MAX_MESSAGE {
+            return Ok(());
+        }
+        let mut message = vec![0u8; length];
+        timeout(Duration::from_secs(10), stream.read_exact(&mut message))
+            .await
+            .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))??;
+        let Some(reply) = dns_reply(&message, client, shared) else {
+            return Ok(());
+        };
+        let mut framed = (reply.len() as u16).to_be_bytes().to_vec();
+        framed.extend_from_slice(&reply);
+        stream.write_all(&framed).await?;
+    }
+    Ok(())
+}
