@@ -13,7 +13,10 @@
 //!   (it pulls only on a 404 "no such image");
 //! - anything else: 404 `{"message":"not implemented by the referee"}`.
 //!
-//! Every request is recorded ([`Referee::requests`]).
+//! Every request is recorded ([`Referee::requests`]), with the connection it came on and when
+//! it arrived. [`Referee::start_engine`] starts it in engine mode
+//! ([`crate::stand_in`]): enough of an engine for agentc's API backend to launch, list and
+//! remove containers, so that tests see agentc's own requests.
 //!
 //! Isolation: the CLI runs with a clean environment (`PATH` and the caller's `extra_env` only),
 //! `--config` pointing into the referee's temporary directory with an empty `config.json` (so
@@ -120,6 +123,10 @@ pub struct RecordedRequest {
     pub body: Option<Value>,
     /// The status the stand-in answered with.
     pub status: u16,
+    /// Which connection it came on: 1 for the first the stand-in accepted, and so on.
+    pub connection: u64,
+    /// When the stand-in had read it whole.
+    pub arrived: Instant,
 }
 
 /// Why the referee could not produce a recording.
@@ -232,6 +239,8 @@ struct Shared {
     stop: AtomicBool,
     api_version: String,
     next_id: AtomicU64,
+    /// The engine mode's state; `None` for the plain referee.
+    engine: Option<crate::stand_in::Engine>,
 }
 
 /// A running stand-in Docker Engine and the throw-away CLI configuration that points at it.
@@ -263,6 +272,24 @@ impl Referee {
 
     /// Starts a stand-in announcing `api_version` (such as `1.41`) in its `_ping` answers.
     pub fn start_with_api_version(api_version: &str) -> io::Result<Referee> {
+        Referee::start_mode(api_version, None)
+    }
+
+    /// Starts a stand-in in engine mode ([`crate::stand_in`]), announcing `api_version`.
+    pub fn start_engine(api_version: &str) -> io::Result<Referee> {
+        Referee::start_mode(api_version, Some(crate::stand_in::Engine::default()))
+    }
+
+    /// The engine mode's state, to set faults and read what it holds; `None` for the plain
+    /// referee.
+    pub fn engine(&self) -> Option<&crate::stand_in::Engine> {
+        self.shared.engine.as_ref()
+    }
+
+    fn start_mode(
+        api_version: &str,
+        engine: Option<crate::stand_in::Engine>,
+    ) -> io::Result<Referee> {
         let dir = tempfile::Builder::new()
             .prefix("agentc-referee-")
             .tempdir()?;
@@ -277,6 +304,7 @@ impl Referee {
             stop: AtomicBool::new(false),
             api_version: api_version.to_string(),
             next_id: AtomicU64::new(1),
+            engine,
         });
         let accept_shared = Arc::clone(&shared);
         let accept = std::thread::Builder::new()
@@ -757,17 +785,20 @@ fn run_with_timeout(
 }
 
 fn accept_loop(listener: UnixListener, shared: Arc<Shared>) {
+    let mut connections = 0;
     for stream in listener.incoming() {
         if shared.stop.load(Ordering::SeqCst) {
             break;
         }
         let Ok(stream) = stream else { continue };
+        connections += 1;
+        let connection = connections;
         let shared = Arc::clone(&shared);
         // Connection threads end when the client closes the connection or goes idle.
         let _ = std::thread::Builder::new()
             .name("referee-conn".into())
             .spawn(move || {
-                let _ = serve_connection(stream, &shared);
+                let _ = serve_connection(stream, &shared, connection);
             });
     }
 }
@@ -789,15 +820,16 @@ impl Request {
     }
 }
 
-fn serve_connection(stream: UnixStream, shared: &Shared) -> io::Result<()> {
+fn serve_connection(stream: UnixStream, shared: &Shared, connection: u64) -> io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(120)))?;
     let mut writer = stream.try_clone()?;
     let mut reader = BufReader::new(stream);
     while let Some(request) = read_request(&mut reader)? {
+        let arrived = Instant::now();
         let close = request
             .header("Connection")
             .is_some_and(|v| v.eq_ignore_ascii_case("close"));
-        respond(&mut writer, &request, shared)?;
+        respond(&mut writer, &request, shared, (connection, arrived))?;
         if close || shared.stop.load(Ordering::SeqCst) {
             break;
         }
@@ -883,16 +915,29 @@ fn read_request(reader: &mut impl BufRead) -> io::Result<Option<Request>> {
     Ok(Some(request))
 }
 
-fn respond(writer: &mut impl Write, request: &Request, shared: &Shared) -> io::Result<()> {
+fn respond(
+    writer: &mut impl Write,
+    request: &Request,
+    shared: &Shared,
+    (connection, arrived): (u64, Instant),
+) -> io::Result<()> {
     let (path, query) = match request.target.split_once('?') {
         Some((path, query)) => (path.to_string(), decode_query(query)),
         None => (request.target.clone(), BTreeMap::new()),
     };
+    let new_id = || {
+        let id = shared.next_id.fetch_add(1, Ordering::SeqCst);
+        format!("{:064x}", 0x0a9e_47c0_u64 << 32 | id)
+    };
     let (status, reason, body) = match (request.method.as_str(), path.as_str()) {
         ("HEAD" | "GET", p) if is_ping_path(p) => (200, "OK", "OK".to_string()),
+        (method, p) if shared.engine.is_some() => {
+            let engine = shared.engine.as_ref().expect("engine mode");
+            let path = percent_decode(strip_version(p));
+            engine.answer(method, &path, &query, &request.body, new_id)
+        }
         ("POST", p) if is_create_path(p) => {
-            let id = shared.next_id.fetch_add(1, Ordering::SeqCst);
-            let id = format!("{:064x}", 0x0a9e_47c0_u64 << 32 | id);
+            let id = new_id();
             (
                 201,
                 "Created",
@@ -913,14 +958,17 @@ fn respond(writer: &mut impl Write, request: &Request, shared: &Shared) -> io::R
                 Value::String(String::from_utf8_lossy(&request.body).into_owned())
             }))
         };
+    let ping = is_ping_path(&path);
     lock(&shared.requests).push(RecordedRequest {
         method: request.method.clone(),
         path,
         query,
         body: recorded_body,
         status,
+        connection,
+        arrived,
     });
-    let content_type = if status == 200 {
+    let content_type = if ping {
         "text/plain; charset=utf-8"
     } else {
         "application/json"
@@ -935,7 +983,7 @@ fn respond(writer: &mut impl Write, request: &Request, shared: &Shared) -> io::R
     }
     head.push_str("\r\n");
     writer.write_all(head.as_bytes())?;
-    if request.method != "HEAD" {
+    if request.method != "HEAD" && status != 204 {
         writer.write_all(body.as_bytes())?;
     }
     writer.flush()

@@ -96,18 +96,30 @@ pub enum RemoveTarget {
     Names(Vec<String>),
     /// Every container labelled `io.agentc.profile`.
     All,
+    /// Every container of one profile (labelled `io.agentc.profile=PROFILE`).
+    Profile(String),
 }
 
-/// Force-removes agentc containers and returns the names removed. A named container that
-/// does not exist or lacks the `io.agentc.profile` label is an error, checked for every name
-/// before anything is removed.
+/// How many removals [`remove`] runs at once.
+pub const REMOVE_JOBS: usize = 16;
+
+/// Force-removes agentc containers, [`REMOVE_JOBS`] at a time on the one connection pool, and
+/// returns the names removed. A named container that does not exist or lacks the
+/// `io.agentc.profile` label is an error, checked for every name before anything is removed.
+/// Every removal is tried; the first that failed is the error.
 pub async fn remove(docker: &Docker, target: &RemoveTarget) -> Result<Vec<String>, ExecError> {
     let names: Vec<String> = match target {
-        RemoveTarget::All => list(docker, None)
-            .await?
-            .into_iter()
-            .map(|summary| summary.name)
-            .collect(),
+        RemoveTarget::All | RemoveTarget::Profile(_) => {
+            let profile = match target {
+                RemoveTarget::Profile(profile) => Some(profile.as_str()),
+                _ => None,
+            };
+            list(docker, profile)
+                .await?
+                .into_iter()
+                .map(|summary| summary.name)
+                .collect()
+        }
         RemoveTarget::Names(names) => {
             for name in names {
                 let inspect = match docker.inspect_container(name, None).await {
@@ -128,10 +140,13 @@ pub async fn remove(docker: &Docker, target: &RemoveTarget) -> Result<Vec<String
             names.clone()
         }
     };
-    for name in &names {
-        remove_quietly(docker, name)
-            .await
-            .map_err(|error| daemon_error("remove the container", error))?;
+    let results: Vec<Result<(), BollardError>> = futures_util::stream::iter(&names)
+        .map(|name| remove_quietly(docker, name))
+        .buffered(REMOVE_JOBS)
+        .collect()
+        .await;
+    if let Some(error) = results.into_iter().find_map(Result::err) {
+        return Err(daemon_error("remove the container", error));
     }
     Ok(names)
 }

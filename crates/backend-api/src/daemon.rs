@@ -1,36 +1,167 @@
 //! The connection to the daemon and its errors: connecting with a negotiated API version, and
 //! turning bollard's errors into [`ExecError`]s that say which step failed.
+//!
+//! Over a unix socket (the local daemon, `DOCKER_HOST=unix://...`), agentc hands bollard its own
+//! pooled HTTP client: one keep-alive connection serves every request of the process (bollard's
+//! own unix client keeps no idle connection, so each request would connect anew), and concurrent
+//! requests (a fan-out) open more connections of the same pool. The API version is negotiated
+//! with `GET /_ping` on that connection, whose `Api-Version` header carries the daemon's version,
+//! as the docker CLI does: `GET /version` makes the daemon ask containerd for its components'
+//! versions, tens of milliseconds before anything else can happen. Other hosts (`tcp://`,
+//! `ssh://`) keep bollard's own client and negotiation.
+
+use std::time::Duration;
 
 use agentc_backend_common::ExecError;
 use bollard::errors::Error as BollardError;
-use bollard::Docker;
+use bollard::{ClientVersion, Docker, API_DEFAULT_VERSION};
+use http_body_util::BodyExt;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use hyperlocal::UnixConnector;
+
+/// The local daemon's socket when `DOCKER_HOST` names none.
+pub const DEFAULT_SOCKET: &str = "/var/run/docker.sock";
+
+/// How long each request may take (bollard's default too).
+const REQUEST_TIMEOUT_SECONDS: u64 = 120;
+
+/// How long the daemon may take to answer the `/_ping` that starts every connection.
+const PING_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Connects to the daemon and negotiates the API version (down to the daemon's, such as 1.41).
 /// `docker_host` is `DOCKER_HOST` as read by the caller; `None` uses the local socket.
 pub async fn connect(docker_host: Option<&str>) -> Result<Docker, ExecError> {
-    let docker = match docker_host.filter(|host| !host.is_empty()) {
-        Some(host) => Docker::connect_with_host(host),
-        None => Docker::connect_with_local_defaults(),
-    }
-    .map_err(|error| ExecError::Connect {
-        message: error.to_string(),
-    })?;
-    let docker = docker
-        .negotiate_version()
-        .await
-        .map_err(|error| ExecError::Connect {
-            message: error.to_string(),
-        })?;
+    let host = docker_host.filter(|host| !host.is_empty());
+    let docker = match unix_socket(host) {
+        Some(socket) => connect_unix(socket).await?,
+        None => {
+            let docker = match host {
+                Some(host) => Docker::connect_with_host(host),
+                None => Docker::connect_with_local_defaults(),
+            }
+            .map_err(connect_error)?;
+            docker.negotiate_version().await.map_err(connect_error)?
+        }
+    };
     log::debug!(
         "connected to the daemon at {} (engine api {})",
-        if docker_host.is_some_and(|host| !host.is_empty()) {
+        if host.is_some() {
             "DOCKER_HOST"
         } else {
             "the local socket"
         },
-        docker.client_version()
+        version_text(&docker.client_version())
     );
     Ok(docker)
+}
+
+/// The unix socket path `DOCKER_HOST` names (`unix:///run/user/1000/docker.sock`), the default
+/// socket when it names none; `None` for other schemes.
+fn unix_socket(host: Option<&str>) -> Option<&str> {
+    match host {
+        None => Some(DEFAULT_SOCKET),
+        Some(host) => host.strip_prefix("unix://"),
+    }
+}
+
+/// Connects over a unix socket with a pooled client shared by every request, and negotiates
+/// the version with `/_ping` on it (`GET /version` when the answer carries no `Api-Version`).
+async fn connect_unix(socket: &str) -> Result<Docker, ExecError> {
+    let client = Client::builder(TokioExecutor::new()).build(UnixConnector);
+    // The authority bollard's requests carry (`unix://HEX`, no port): the same pool key, so
+    // the ping's connection is the one they reuse.
+    let address = format!("unix://{}", hex(socket));
+    let ping = hyper::Request::get(format!("{address}/_ping"))
+        .body(bollard::body_full(bytes::Bytes::new()))
+        .map_err(|error| ExecError::Connect {
+            message: error.to_string(),
+        })?;
+    let answer = async {
+        let response = client.request(ping).await?;
+        let version = response
+            .headers()
+            .get("api-version")
+            .and_then(|value| value.to_str().ok())
+            .and_then(parse_version);
+        // Read the body to its end so that the connection goes back to the pool.
+        response.into_body().collect().await?;
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(version)
+    };
+    let server_version = match tokio::time::timeout(PING_TIMEOUT, answer).await {
+        Ok(Ok(version)) => version,
+        Ok(Err(error)) => {
+            return Err(ExecError::Connect {
+                message: format!("{socket}: {}", error_chain(error.as_ref())),
+            })
+        }
+        Err(_) => {
+            return Err(ExecError::Connect {
+                message: format!(
+                    "{socket}: no answer to /_ping within {}s",
+                    PING_TIMEOUT.as_secs()
+                ),
+            })
+        }
+    };
+    let version = match &server_version {
+        Some(server) if server < API_DEFAULT_VERSION => server,
+        _ => API_DEFAULT_VERSION,
+    };
+    let transport = move |request: bollard::BollardRequest| {
+        let response = client.request(request);
+        async move { response.await.map_err(BollardError::from) }
+    };
+    let docker = Docker::connect_with_custom_transport(
+        transport,
+        Some(address),
+        REQUEST_TIMEOUT_SECONDS,
+        version,
+    )
+    .map_err(connect_error)?;
+    match server_version {
+        Some(_) => Ok(docker),
+        None => docker.negotiate_version().await.map_err(connect_error),
+    }
+}
+
+/// `1.41` as a [`ClientVersion`].
+fn parse_version(text: &str) -> Option<ClientVersion> {
+    let (major, minor) = text.trim().split_once('.')?;
+    Some(ClientVersion {
+        major_version: major.parse().ok()?,
+        minor_version: minor.parse().ok()?,
+    })
+}
+
+fn version_text(version: &ClientVersion) -> String {
+    format!("{}.{}", version.major_version, version.minor_version)
+}
+
+/// The socket path as the host of a `unix://` URI (hex, as hyperlocal reads it).
+fn hex(socket: &str) -> String {
+    socket.bytes().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// An error and its causes on one line (hyper's errors name the cause only in `source`).
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+fn connect_error(error: BollardError) -> ExecError {
+    ExecError::Connect {
+        message: error.to_string(),
+    }
 }
 
 /// The HTTP status of a daemon refusal, if the error is one.
@@ -62,5 +193,35 @@ pub(crate) fn daemon_error(step: &'static str, error: BollardError) -> ExecError
             step,
             message: other.to_string(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docker_host_names_the_socket() {
+        assert_eq!(unix_socket(None), Some(DEFAULT_SOCKET));
+        assert_eq!(
+            unix_socket(Some("unix:///run/user/1000/docker.sock")),
+            Some("/run/user/1000/docker.sock")
+        );
+        assert_eq!(unix_socket(Some("tcp://127.0.0.1:2375")), None);
+        assert_eq!(unix_socket(Some("ssh://me@host")), None);
+    }
+
+    #[test]
+    fn api_versions_parse() {
+        let version = parse_version("1.41").unwrap();
+        assert_eq!((version.major_version, version.minor_version), (1, 41));
+        assert!(parse_version("1").is_none());
+        assert!(parse_version("one.two").is_none());
+        assert!(&parse_version("1.41").unwrap() < API_DEFAULT_VERSION);
+    }
+
+    #[test]
+    fn socket_paths_become_hex_hosts() {
+        assert_eq!(hex("/a.sock"), "2f612e736f636b");
     }
 }

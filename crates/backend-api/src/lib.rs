@@ -3,8 +3,10 @@
 //!
 //! [`render`] is pure: it turns a spec into the create body the docker CLI would send for the
 //! same launch. The rest talks to the daemon, one module one job: [`daemon`] connects and turns
-//! bollard's errors into launch errors; [`launch`](mod@launch) resolves secrets, creates and
-//! starts a container and removes it on failure or interrupt; `session` is the attached
+//! bollard's errors into launch errors (one pooled connection per process, the version from
+//! `/_ping`); [`launch`](mod@launch) resolves secrets, creates and starts a container and
+//! removes it on failure or interrupt; [`fanout`] launches many copies at once, whole or not
+//! at all; `session` is the attached
 //! session (terminal, stdin and output, signals, resize, OOM watch); [`admin`] lists and removes
 //! agentc's containers (`agentc ps`, `agentc rm`); [`pull`] pulls a missing image when asked.
 //! What the CLI backend shares (the refusals of values docker's argv cannot carry, secret
@@ -22,6 +24,7 @@
 
 pub mod admin;
 pub mod daemon;
+pub mod fanout;
 pub mod launch;
 pub mod pull;
 pub mod render;
@@ -34,6 +37,7 @@ pub use admin::{
 };
 pub use agentc_backend_common::ExecError;
 pub use daemon::connect;
+pub use fanout::{copy_names, launch_many, LaunchManyError, Launched};
 pub use launch::{launch, LaunchOptions, Outcome};
 pub use pull::{ensure_image, image_present, pull_image, split_reference, ImageReference};
 pub use render::{render_create, render_json, CreateRequest, RenderError};

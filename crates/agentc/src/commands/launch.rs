@@ -9,6 +9,7 @@ use agentc_backend_common::{exit_status, published_addresses, ExecError};
 use agentc_policy::{Action, ContainerSpec, LaunchSpec, Network};
 use bollard::models::ContainerInspectResponse;
 use bollard::Docker;
+use futures_util::StreamExt;
 
 use crate::cli::BackendArg;
 use crate::context::{Failure, EXIT_DOCKER, EXIT_INVALID};
@@ -170,9 +171,13 @@ pub fn execute(spec: &LaunchSpec, backend: BackendArg, pull: bool) -> Result<u8,
             let runtime = runtime()?;
             runtime.block_on(async {
                 let docker = connect().await?;
-                agentc_backend_api::ensure_image(&docker, &container.image, pull, notify)
-                    .await
-                    .map_err(exec_failure)?;
+                // Without --pull, the launch's own inspect refuses a missing image: one
+                // inspect, not two.
+                if pull {
+                    agentc_backend_api::ensure_image(&docker, &container.image, pull, notify)
+                        .await
+                        .map_err(exec_failure)?;
+                }
                 let options = agentc_backend_api::LaunchOptions::from_terminal(env);
                 let outcome = agentc_backend_api::launch(&docker, container, &options)
                     .await
@@ -199,6 +204,97 @@ pub fn execute(spec: &LaunchSpec, backend: BackendArg, pull: bool) -> Result<u8,
             })
         }
     }
+}
+
+/// A copy of a detached launch under another name, its `io.agentc.spec-digest` label
+/// recomputed.
+pub fn renamed(spec: &LaunchSpec, name: &str) -> LaunchSpec {
+    let mut copy = spec.clone();
+    if let Action::Container(container) = &mut copy.action {
+        container.name = Some(name.to_string());
+    }
+    let digest = agentc_policy::spec_digest(&copy);
+    if let Action::Container(container) = &mut copy.action {
+        container
+            .labels
+            .insert(agentc_policy::LABEL_SPEC_DIGEST.to_string(), digest);
+    }
+    copy
+}
+
+/// Launches `count` detached copies of a detached `spec` (`agentc run --count`), named
+/// NAME-1 to NAME-COUNT, through the Engine API: one connection pool, `jobs` launches at a
+/// time ([`agentc_backend_api::launch_many`]); either all start, or none is left running and
+/// every failure is named. Prints each started copy, in order.
+pub fn execute_copies(
+    spec: &LaunchSpec,
+    backend: BackendArg,
+    pull: bool,
+    count: usize,
+    jobs: usize,
+) -> Result<u8, Failure> {
+    if !matches!(backend, BackendArg::Api) {
+        return Err(Failure::usage(
+            "--count launches its copies through the Engine API only\n  hint: add --backend api",
+        ));
+    }
+    let container = container_of(spec)?;
+    let base = container
+        .name
+        .clone()
+        .unwrap_or_else(|| spec.profile.clone());
+    let copies: Vec<ContainerSpec> = agentc_backend_api::copy_names(&base, count)
+        .iter()
+        .map(|name| renamed(spec, name))
+        .filter_map(|copy| match copy.action {
+            Action::Container(container) => Some(*container),
+            Action::Build(_) => None,
+        })
+        .collect();
+    let options = agentc_backend_api::LaunchOptions {
+        env: process_env(),
+        stdin_is_terminal: false,
+    };
+    let runtime = runtime()?;
+    runtime.block_on(async {
+        let docker = connect().await?;
+        if pull {
+            agentc_backend_api::ensure_image(&docker, &container.image, pull, notify)
+                .await
+                .map_err(exec_failure)?;
+        }
+        let launched = agentc_backend_api::launch_many(&docker, &copies, &options, jobs)
+            .await
+            .map_err(|error| {
+                let code = u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER);
+                Failure::new(code, error.to_string())
+            })?;
+        // Only published ports and named networks need the inspect that says where a copy is.
+        let reachable =
+            !container.ports.is_empty() || matches!(container.network, Network::Named { .. });
+        if !reachable {
+            for copy in &launched {
+                let id: String = copy.outcome.container_id.chars().take(12).collect();
+                println!("started {} ({id})", copy.name);
+            }
+            return Ok(0);
+        }
+        let inspects: Vec<_> = futures_util::stream::iter(&launched)
+            .map(|copy| docker.inspect_container(&copy.outcome.container_id, None))
+            .buffered(jobs.max(1))
+            .collect()
+            .await;
+        for (copy, inspect) in launched.iter().zip(inspects) {
+            match inspect {
+                Ok(inspect) => print_started(&inspect, &container.network),
+                Err(error) => eprintln!(
+                    "agentc: started {} but cannot inspect it: {error}",
+                    copy.name
+                ),
+            }
+        }
+        Ok(0)
+    })
 }
 
 /// Prints a started detached container: `started NAME (ID)`, one `  PORT  ADDRESS` line

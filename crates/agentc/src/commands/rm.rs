@@ -10,13 +10,17 @@ use crate::context::Failure;
 /// Runs `agentc rm`: every named container is checked (it must exist and carry the
 /// `io.agentc.profile` label) before any is removed; prints the names removed. With
 /// `--volumes`, the agentc volumes (labelled `io.agentc.profile`) those containers mount are
-/// removed after them (with `--all`, every agentc volume that no container uses).
+/// removed after them (with `--all`, every agentc volume that no container uses; with
+/// `--all --profile P`, those of profile P). Removals run concurrently on one connection pool.
 pub fn rm(args: RmArgs) -> Result<u8, Failure> {
     let target = if args.all {
         if !args.names.is_empty() {
             return Err(Failure::usage("pass container names or --all, not both"));
         }
-        RemoveTarget::All
+        match args.profile {
+            Some(profile) => RemoveTarget::Profile(profile),
+            None => RemoveTarget::All,
+        }
     } else {
         RemoveTarget::Names(args.names)
     };
@@ -25,12 +29,18 @@ pub fn rm(args: RmArgs) -> Result<u8, Failure> {
         let docker = launch::connect().await?;
         let volumes = match (&target, args.volumes) {
             (_, false) => Vec::new(),
-            (RemoveTarget::All, true) => agentc_backend_api::list_volumes(&docker)
-                .await
-                .map_err(launch::exec_failure)?
-                .into_iter()
-                .map(|(name, _)| name)
-                .collect(),
+            (RemoveTarget::All | RemoveTarget::Profile(_), true) => {
+                agentc_backend_api::list_volumes(&docker)
+                    .await
+                    .map_err(launch::exec_failure)?
+                    .into_iter()
+                    .filter(|(_, profile)| match &target {
+                        RemoveTarget::Profile(wanted) => profile == wanted,
+                        _ => true,
+                    })
+                    .map(|(name, _)| name)
+                    .collect()
+            }
             (RemoveTarget::Names(names), true) => agentc_backend_api::volumes_of(&docker, names)
                 .await
                 .map_err(launch::exec_failure)?,
@@ -38,7 +48,7 @@ pub fn rm(args: RmArgs) -> Result<u8, Failure> {
         let removed = agentc_backend_api::remove(&docker, &target)
             .await
             .map_err(launch::exec_failure)?;
-        let skip_in_use = target == RemoveTarget::All;
+        let skip_in_use = matches!(target, RemoveTarget::All | RemoveTarget::Profile(_));
         let volumes = agentc_backend_api::remove_volumes(&docker, &volumes, skip_in_use)
             .await
             .map_err(launch::exec_failure)?;

@@ -1,5 +1,5 @@
 //! `agentc run`: resolve the run launch (custom agents become the detached sandbox) and
-//! execute it.
+//! execute it, or `--count` detached copies of it.
 
 use std::io::IsTerminal;
 
@@ -29,8 +29,17 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
     )?;
     let mut spec = context::resolve_launch(&loaded, &launch_args)?;
     launch::record_profile(&mut spec, &launch_args.profile);
-    if args.detach {
+    if args.detach || args.count > 1 {
         launch::force_detach(&mut spec);
+    }
+    if args.count > 1 {
+        return launch::execute_copies(
+            &spec,
+            args.backend,
+            args.pull,
+            usize::from(args.count),
+            usize::from(args.jobs),
+        );
     }
     launch::adapt_to_terminal(&mut spec, std::io::stdin().is_terminal());
     launch::execute(&spec, args.backend, args.pull)
