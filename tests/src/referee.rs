@@ -931,6 +931,14 @@ fn respond(
     };
     let (status, reason, body) = match (request.method.as_str(), path.as_str()) {
         ("HEAD" | "GET", p) if is_ping_path(p) => (200, "OK", "OK".to_string()),
+        ("GET", p) if shared.engine.is_some() && strip_version(p) == "/version" => (
+            200,
+            "OK",
+            format!(
+                "{{\"Version\":\"stand-in\",\"ApiVersion\":\"{}\",\"MinAPIVersion\":\"1.24\",\"Os\":\"linux\"}}",
+                shared.api_version
+            ),
+        ),
         (method, p) if shared.engine.is_some() => {
             let engine = shared.engine.as_ref().expect("engine mode");
             let path = percent_decode(strip_version(p));

@@ -3,7 +3,8 @@
 //! tests see every request agentc makes (which connection it came on, when it arrived) and can
 //! make chosen steps fail.
 //!
-//! It keeps containers and volumes in memory: `GET /images/{name}/json` (200 unless the image is
+//! It keeps containers and volumes in memory: `GET /version` (answered by the referee, with
+//! its API version), `GET /images/{name}/json` (200 unless the image is
 //! marked missing), `GET /volumes/{name}`, `POST /volumes/create`, `POST /containers/create`
 //! (409 on a name in use), `POST /containers/{id}/start`, `GET /containers/{id}/json`,
 //! `GET /containers/json` (with a `label` filter), `POST /containers/{id}/kill` and
@@ -66,6 +67,12 @@ impl Engine {
     /// Replaces the faults.
     pub fn set_faults(&self, faults: Faults) {
         *lock(&self.faults) = faults;
+    }
+
+    /// Forgets every container and volume.
+    pub fn clear(&self) {
+        lock(&self.containers).clear();
+        lock(&self.volumes).clear();
     }
 
     /// The names of the containers it holds, sorted.

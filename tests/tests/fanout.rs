@@ -127,6 +127,11 @@ fn launch_many_starts_every_copy_at_most_jobs_at_a_time_on_one_pool() {
         .filter(|request| request.path == "/_ping")
         .count();
     assert_eq!(pings, 1, "one connect for the whole fleet");
+    let inspects = requests
+        .iter()
+        .filter(|request| request.path.starts_with("/images/"))
+        .count();
+    assert_eq!(inspects, 1, "the image is inspected once for the fleet");
     let connections: BTreeSet<u64> = requests.iter().map(|request| request.connection).collect();
     assert!(
         connections.len() <= 3,

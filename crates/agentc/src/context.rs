@@ -103,7 +103,8 @@ pub fn load_profile(path: &Path) -> Result<LoadedProfile, Failure> {
     };
     // Read one byte past the limit at most, so that `/dev/zero` or a huge file costs no more
     // memory than a profile may have; `load` then refuses the oversized text by its size.
-    let mut bytes = Vec::new();
+    // A profile is a few kilobytes: one read fills it, where growing from empty takes five.
+    let mut bytes = Vec::with_capacity(16 * 1024);
     let limit = agentc_policy::MAX_PROFILE_BYTES as u64 + 1;
     std::fs::File::open(path)
         .and_then(|file| {

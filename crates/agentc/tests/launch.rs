@@ -540,6 +540,93 @@ fn live_a_detached_sandbox_shows_in_ps_with_its_address_and_rm_removes_it() {
     }
 }
 
+#[test]
+fn run_count_needs_the_api_backend() {
+    let output = agentc(&["run", "fixtures/valid/sandbox-minimal.toml", "--count", "2"]);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert!(
+        text(&output.stderr).contains(
+            "--count launches its copies through the Engine API only\n  hint: add --backend api"
+        ),
+        "{}",
+        describe(&output)
+    );
+    let output = agentc(&["rm", "--profile", "x"]);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "--profile needs --all: {}",
+        describe(&output)
+    );
+}
+
+#[test]
+fn live_run_count_starts_numbered_copies_and_rm_all_profile_removes_only_them() {
+    if !require_daemon("live_run_count_starts_numbered_copies") {
+        return;
+    }
+    let image = test_image();
+    let lab = Lab::new("launcher-fleet");
+    let other = Lab::new("launcher-fleet-other");
+    let body = format!(
+        "agent = \"custom\"\n\n[image]\nref = \"{image}\"\ncommand = [\"sleep\", \"300\"]\n"
+    );
+    let profile = lab.profile(&body);
+    let output = lab.run(&[
+        "run",
+        &profile,
+        "--backend",
+        "api",
+        "--count",
+        "3",
+        "--jobs",
+        "2",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let base = format!("agentc-sandbox-launcher-{}-launcher-fleet", current_uid());
+    let names: Vec<String> = (1..=3).map(|index| format!("{base}-{index}")).collect();
+    let stdout = text(&output.stdout);
+    for name in &names {
+        assert!(stdout.contains(&format!("started {name} (")), "{stdout}");
+        assert_eq!(
+            docker(&["inspect", "--format", "{{.State.Running}}", name]).unwrap(),
+            "true",
+            "{name}"
+        );
+    }
+    let mut containers = lab.containers();
+    containers.sort();
+    assert_eq!(containers, names);
+
+    // The same fleet again: every name is taken, so no copy starts, the three running ones
+    // are left alone, and the error names the copies that failed.
+    let again = lab.run(&["run", &profile, "--backend", "api", "--count", "3"]);
+    assert_eq!(again.status.code(), Some(125), "{}", describe(&again));
+    let stderr = text(&again.stderr);
+    assert!(stderr.contains("copies failed to launch"), "{stderr}");
+    assert!(stderr.contains(&format!("{base}-1: ")), "{stderr}");
+    assert!(stderr.contains("is already in use"), "{stderr}");
+    assert_eq!(lab.containers().len(), 3, "{stderr}");
+
+    // Another profile's sandbox survives `rm --all --profile`.
+    let other_profile = other.profile(&body);
+    let output = other.run(&["run", &other_profile, "--backend", "api"]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let rm = agentc(&["rm", "--all", "--profile", "launcher-fleet"]);
+    assert_eq!(rm.status.code(), Some(0), "{}", describe(&rm));
+    let removed: Vec<String> = text(&rm.stdout)
+        .lines()
+        .map(|line| line.trim_start_matches("removed ").to_string())
+        .collect();
+    assert_eq!(removed, names);
+    assert!(lab.containers().is_empty());
+    assert_eq!(other.containers().len(), 1);
+    let rm = agentc(&["rm", "--all", "--profile", "launcher-fleet-other"]);
+    assert_eq!(rm.status.code(), Some(0), "{}", describe(&rm));
+    lab.finish();
+    other.finish();
+}
+
 fn current_uid() -> String {
     let output = Command::new("id").arg("-u").output().unwrap();
     text(&output.stdout).trim().to_string()

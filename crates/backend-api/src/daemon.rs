@@ -10,6 +10,7 @@
 //! versions, tens of milliseconds before anything else can happen. Other hosts (`tcp://`,
 //! `ssh://`) keep bollard's own client and negotiation.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use agentc_backend_common::ExecError;
@@ -19,6 +20,7 @@ use http_body_util::BodyExt;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use hyperlocal::UnixConnector;
+use tokio::sync::oneshot;
 
 /// The local daemon's socket when `DOCKER_HOST` names none.
 pub const DEFAULT_SOCKET: &str = "/var/run/docker.sock";
@@ -109,8 +111,15 @@ async fn connect_unix(socket: &str) -> Result<Docker, ExecError> {
         _ => API_DEFAULT_VERSION,
     };
     let transport = move |request: bollard::BollardRequest| {
+        let waited = wait_target(request.uri().path());
         let response = client.request(request);
-        async move { response.await.map_err(BollardError::from) }
+        async move {
+            let response = response.await.map_err(BollardError::from)?;
+            if let Some(id) = waited {
+                confirm_wait(&id);
+            }
+            Ok(response)
+        }
     };
     let docker = Docker::connect_with_custom_transport(
         transport,
@@ -123,6 +132,42 @@ async fn connect_unix(socket: &str) -> Result<Docker, ExecError> {
         Some(_) => Ok(docker),
         None => docker.negotiate_version().await.map_err(connect_error),
     }
+}
+
+/// Waits whose registration a launch awaits, by container ID: see [`wait_registered`].
+static WAITS: Mutex<Vec<(String, oneshot::Sender<()>)>> = Mutex::new(Vec::new());
+
+/// Resolves once the daemon has answered the headers of a `POST /containers/ID/wait` (with
+/// any status), which it sends only after registering the wait: from then on an exit cannot
+/// be missed, as `docker run --rm` relies on. Only connections over a unix socket report it;
+/// elsewhere the receiver never resolves, so a caller bounds its wait.
+pub(crate) fn wait_registered(id: &str) -> oneshot::Receiver<()> {
+    let (sender, receiver) = oneshot::channel();
+    WAITS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .push((id.to_string(), sender));
+    receiver
+}
+
+/// The container ID of a wait request's path (`/containers/ID/wait`, with or without a
+/// version prefix).
+fn wait_target(path: &str) -> Option<String> {
+    let (_, rest) = path.split_once("/containers/")?;
+    let id = rest.strip_suffix("/wait")?;
+    (!id.is_empty() && !id.contains('/')).then(|| id.to_string())
+}
+
+fn confirm_wait(id: &str) {
+    let mut waits = WAITS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    while let Some(index) = waits.iter().position(|(waited, _)| waited == id) {
+        let (_, sender) = waits.swap_remove(index);
+        let _ = sender.send(());
+    }
+    // Forget waits whose launch stopped listening.
+    waits.retain(|(_, sender)| !sender.is_closed());
 }
 
 /// `1.41` as a [`ClientVersion`].
@@ -218,6 +263,26 @@ mod tests {
         assert!(parse_version("1").is_none());
         assert!(parse_version("one.two").is_none());
         assert!(&parse_version("1.41").unwrap() < API_DEFAULT_VERSION);
+    }
+
+    #[test]
+    fn wait_paths_name_their_container() {
+        assert_eq!(wait_target("/containers/abc/wait").as_deref(), Some("abc"));
+        assert_eq!(
+            wait_target("/v1.41/containers/abc/wait").as_deref(),
+            Some("abc")
+        );
+        assert_eq!(wait_target("/containers/abc/start"), None);
+        assert_eq!(wait_target("/containers//wait"), None);
+    }
+
+    #[test]
+    fn a_confirmed_wait_resolves_its_receiver_only() {
+        let mut first = wait_registered("confirm-test-1");
+        let mut second = wait_registered("confirm-test-2");
+        confirm_wait("confirm-test-1");
+        assert_eq!(first.try_recv(), Ok(()));
+        assert!(second.try_recv().is_err());
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! Many detached launches at once (`agentc run --detach --count N`): every copy goes through
-//! [`launch`] on the same daemon connection (one pool, see [`crate::daemon`]), at most `jobs`
+//! Many detached launches at once (`agentc run --detach --count N`): each image is inspected
+//! once, then every copy goes through [`crate::launch()`] on the same daemon connection (one pool, see [`crate::daemon`]), at most `jobs`
 //! at a time. A fleet starts whole or not at all: after the first failure no further copy is
 //! started, the copies already started are removed, and the error names every copy that failed
 //! and anything that could not be removed.
@@ -13,7 +13,8 @@ use bollard::Docker;
 use futures_util::{stream, StreamExt};
 
 use crate::admin::remove_quietly;
-use crate::launch::{launch, LaunchOptions, Outcome};
+use crate::launch::{check_image, launch_checked, LaunchOptions, Outcome};
+use crate::session::Signals;
 
 /// How many launches [`launch_many`] runs at once unless told otherwise: enough to keep a
 /// daemon busy, few enough not to queue behind its own locks.
@@ -103,7 +104,7 @@ impl fmt::Display for LaunchManyError {
 
 impl std::error::Error for LaunchManyError {}
 
-/// Launches every spec through [`launch`], at most `jobs` at a time (at least one), on
+/// Launches every spec through [`crate::launch()`], at most `jobs` at a time (at least one), on
 /// `docker`'s one connection pool, and returns them in the order given. The specs are meant to
 /// be detached (an attached one holds its slot until its container exits) and named, such as
 /// the copies of [`copy_names`] (an unnamed one is reported as `copy N`). On any failure, or SIGINT/SIGTERM during the launches, no
@@ -114,6 +115,34 @@ pub async fn launch_many(
     options: &LaunchOptions,
     jobs: usize,
 ) -> Result<Vec<Launched>, LaunchManyError> {
+    // Each image once for the whole fleet, before anything is created.
+    let mut images: Vec<&ContainerSpec> = Vec::new();
+    for spec in specs {
+        if images.iter().all(|seen| seen.image != spec.image) {
+            images.push(spec);
+        }
+    }
+    let checked = async {
+        let mut signals = Signals::new()?;
+        for spec in &images {
+            check_image(docker, spec, &mut signals).await?;
+        }
+        Ok::<_, ExecError>(())
+    };
+    if let Err(error) = checked.await {
+        let mut names = specs.iter().enumerate().map(|(index, spec)| {
+            spec.name
+                .clone()
+                .unwrap_or_else(|| format!("copy {}", index + 1))
+        });
+        return Err(LaunchManyError {
+            count: specs.len(),
+            failed: names.next().map(|name| (name, error)).into_iter().collect(),
+            not_started: names.collect(),
+            rolled_back: Vec::new(),
+            left: Vec::new(),
+        });
+    }
     let stop = AtomicBool::new(false);
     let stop = &stop;
     let mut results: Vec<(usize, Option<Result<Outcome, ExecError>>)> =
@@ -122,7 +151,7 @@ pub async fn launch_many(
                 if stop.load(Ordering::SeqCst) {
                     return (index, None);
                 }
-                let result = launch(docker, spec, options).await;
+                let result = launch_checked(docker, spec, options, true).await;
                 if result.is_err() {
                     stop.store(true, Ordering::SeqCst);
                 }

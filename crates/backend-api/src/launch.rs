@@ -91,6 +91,17 @@ pub async fn launch(
     spec: &ContainerSpec,
     options: &LaunchOptions,
 ) -> Result<Outcome, ExecError> {
+    launch_checked(docker, spec, options, false).await
+}
+
+/// [`launch`], skipping the image check when the caller has made it (`image_checked`: a
+/// fan-out inspects each image once for all its copies).
+pub(crate) async fn launch_checked(
+    docker: &Docker,
+    spec: &ContainerSpec,
+    options: &LaunchOptions,
+    image_checked: bool,
+) -> Result<Outcome, ExecError> {
     let mut request = render_create(spec)?;
     request.body.env = Some(resolve_env(spec, &options.env)?).filter(|env| !env.is_empty());
     let passed = passed_secrets(spec, &options.env);
@@ -103,15 +114,8 @@ pub async fn launch(
     check_subpaths(docker, spec)?;
     let mut signals = Signals::new()?;
 
-    tokio::select! {
-        result = docker.inspect_image(&spec.image) => match result {
-            Ok(_) => log::debug!("image {} is present", spec.image),
-            Err(error) if is_not_found(&error) => {
-                return Err(ExecError::ImageMissing { image: spec.image.clone() })
-            }
-            Err(error) => return Err(daemon_error("inspect the image", error)),
-        },
-        signal = signals.recv() => return Err(ExecError::Interrupted { signal, container: None }),
+    if !image_checked {
+        check_image(docker, spec, &mut signals).await?;
     }
 
     crate::admin::ensure_volumes(docker, spec).await?;
@@ -172,6 +176,25 @@ pub async fn launch(
             Err(left_behind(error, handle, removed))
         }
     }
+}
+
+/// Refuses a missing image ([`ExecError::ImageMissing`]) before anything is created.
+pub(crate) async fn check_image(
+    docker: &Docker,
+    spec: &ContainerSpec,
+    signals: &mut Signals,
+) -> Result<(), ExecError> {
+    tokio::select! {
+        result = docker.inspect_image(&spec.image) => match result {
+            Ok(_) => log::debug!("image {} is present", spec.image),
+            Err(error) if is_not_found(&error) => {
+                return Err(ExecError::ImageMissing { image: spec.image.clone() })
+            }
+            Err(error) => return Err(daemon_error("inspect the image", error)),
+        },
+        signal = signals.recv() => return Err(ExecError::Interrupted { signal, container: None }),
+    }
+    Ok(())
 }
 
 async fn run_detached(docker: &Docker, id: &str, signals: &mut Signals) -> Result<Outcome, Step> {

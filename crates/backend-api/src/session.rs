@@ -70,13 +70,24 @@ pub(crate) async fn run_attached(
 
     // With --rm the daemon removes the container right after it exits, so the wait must be
     // registered before the start ("next-exit"); otherwise "not-running" after the start has
-    // no race at all.
-    let early_wait = spec
-        .auto_remove
-        .then(|| spawn_wait(docker, id, "next-exit"));
-    if early_wait.is_some() {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    // no race at all. The daemon answers the wait's headers once it is registered (the docker
+    // CLI starts after that too); where that is not reported, a pause stands in for it.
+    let early_wait = spec.auto_remove.then(|| {
+        let registered = crate::daemon::wait_registered(id);
+        (spawn_wait(docker, id, "next-exit"), registered)
+    });
+    let early_wait = match early_wait {
+        Some((wait, registered)) => {
+            if tokio::time::timeout(Duration::from_millis(50), registered)
+                .await
+                .is_err()
+            {
+                log::debug!("the wait for {id} was not confirmed within 50 ms; starting");
+            }
+            Some(wait)
+        }
+        None => None,
+    };
 
     let _raw = if terminal {
         Some(RawMode::enable().map_err(|source| ExecError::Terminal {

@@ -1,0 +1,150 @@
+//! agentc's own time before the daemon receives the create request of an API launch, measured
+//! with the referee's stand-in engine (`Referee::start_engine`), which answers at once and
+//! records when each request arrives: the time from spawning `agentc run --backend api
+//! --detach` to the arrival of its first request and of its `POST /containers/create`, and to
+//! the process's exit; and which requests came before the create, on how many connections. Floors measured the same way: spawning `/bin/true`, and `agentc --version`.
+//!
+//! `AGENTC_BIN=target/release/agentc cargo bench -p agentc-conformance --bench api_overhead`
+//! (`scripts/bench-launch.sh` builds the release binary and runs it); `AGENTC_RUNS` sets the
+//! number of launches (default 200). Prints medians and the 10th and 90th percentiles, in ms.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agentc_conformance::referee::Referee;
+
+fn agentc_bin() -> PathBuf {
+    std::env::var_os("AGENTC_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/agentc")
+        })
+}
+
+fn millis(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+/// Median, 10th and 90th percentile.
+fn summary(mut samples: Vec<f64>) -> String {
+    samples.sort_by(f64::total_cmp);
+    let at = |fraction: f64| samples[((samples.len() - 1) as f64 * fraction).round() as usize];
+    format!(
+        "median {:7.3} ms   p10 {:7.3}   p90 {:7.3}   (n={})",
+        at(0.5),
+        at(0.1),
+        at(0.9),
+        samples.len()
+    )
+}
+
+fn spawn_to_exit(program: &PathBuf, args: &[&str]) -> f64 {
+    let start = Instant::now();
+    let status = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("spawns");
+    let elapsed = start.elapsed();
+    assert!(status.success(), "{} {args:?}: {status}", program.display());
+    millis(elapsed)
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter that names another bench skips this one.
+    if std::env::args()
+        .skip(1)
+        .any(|arg| !arg.starts_with('-') && !"api_overhead".contains(arg.as_str()))
+    {
+        return;
+    }
+    let agentc = agentc_bin();
+    assert!(
+        agentc.is_file(),
+        "{} is missing\n  hint: cargo build --release -p agentc, or set AGENTC_BIN",
+        agentc.display()
+    );
+    let runs: usize = std::env::var("AGENTC_RUNS")
+        .ok()
+        .and_then(|runs| runs.parse().ok())
+        .unwrap_or(200);
+    let referee = Referee::start_engine("1.41").expect("start the stand-in");
+    let engine = referee.engine().expect("engine mode");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let profile = dir.path().join("bench-overhead.toml");
+    std::fs::write(
+        &profile,
+        "name = \"bench-overhead\"\nagent = \"custom\"\n\n[image]\nref = \"agentc-bench/stand-in:1\"\n",
+    )
+    .expect("write the profile");
+    let profile = profile.to_string_lossy().into_owned();
+    let host = referee.docker_host();
+
+    let (mut ping, mut create, mut exit) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut truth, mut version) = (Vec::new(), Vec::new());
+    let (mut before_create, mut connections): (Vec<String>, usize) = (Vec::new(), 0);
+    for run in 0..runs + 10 {
+        engine.clear();
+        let seen = referee.requests().len();
+        let start = Instant::now();
+        let output = Command::new(&agentc)
+            .args(["run", &profile, "--backend", "api", "--detach"])
+            .env("DOCKER_HOST", &host)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("agentc runs");
+        let ended = start.elapsed();
+        assert!(
+            output.status.success(),
+            "agentc run: {}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let requests = referee.requests();
+        let arrival = |path: &str| {
+            requests[seen..]
+                .iter()
+                .find(|request| request.path.ends_with(path))
+                .map(|request| millis(request.arrived.duration_since(start)))
+                .unwrap_or_else(|| panic!("no {path} request"))
+        };
+        let true_ms = spawn_to_exit(&PathBuf::from("/bin/true"), &[]);
+        let version_ms = spawn_to_exit(&agentc, &["--version"]);
+        if run < 10 {
+            continue; // warm-up
+        }
+        ping.push(millis(requests[seen].arrived.duration_since(start)));
+        let create_index = requests[seen..]
+            .iter()
+            .position(|request| request.path.ends_with("/containers/create"))
+            .expect("a create request");
+        before_create = requests[seen..seen + create_index]
+            .iter()
+            .map(|request| format!("{} {}", request.method, request.path))
+            .collect();
+        connections = requests[seen..]
+            .iter()
+            .map(|request| request.connection)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        create.push(arrival("/containers/create"));
+        exit.push(millis(ended));
+        truth.push(true_ms);
+        version.push(version_ms);
+    }
+    println!(
+        "agentc run --backend api --detach against the stand-in engine ({}):",
+        agentc.display()
+    );
+    println!("  requests before the create: {before_create:?}; connections: {connections}");
+    println!("  spawn -> first request arrives      {}", summary(ping));
+    println!("  spawn -> create request arrives     {}", summary(create));
+    println!("  spawn -> exit                       {}", summary(exit));
+    println!("floors, spawn -> exit:");
+    println!("  /bin/true                           {}", summary(truth));
+    println!("  agentc --version                    {}", summary(version));
+}
