@@ -22,6 +22,7 @@
 
 pub mod admin;
 pub mod daemon;
+pub mod engine;
 pub mod launch;
 pub mod pull;
 pub mod render;
@@ -34,6 +35,7 @@ pub use admin::{
 };
 pub use agentc_backend_common::ExecError;
 pub use daemon::connect;
+pub use engine::check_engine;
 pub use launch::{launch, LaunchOptions, Outcome};
 pub use pull::{ensure_image, image_present, pull_image, split_reference, ImageReference};
 pub use render::{render_create, render_json, CreateRequest, RenderError};

@@ -8,14 +8,13 @@ use agentc_lifecycle::lock::compare;
 use agentc_lifecycle::plan::Part;
 use agentc_lifecycle::state::State;
 
-use crate::cli::{BackendArg, DoctorArgs, EngineArg, ExplainFormat};
+use crate::cli::{BackendArg, DoctorArgs, ExplainFormat};
 use crate::commands::{launch, plan};
 use crate::context::{self, Failure, EXIT_FAILED};
 use crate::lifecycle::{engine, gather, probe};
 
 /// Runs `agentc doctor`.
 pub fn doctor(args: DoctorArgs) -> Result<u8, Failure> {
-    let EngineArg::Docker = args.engine;
     let loaded = args
         .profile
         .as_ref()

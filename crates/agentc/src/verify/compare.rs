@@ -469,6 +469,14 @@ fn compare_metadata(
         .map(|driver| render(driver, &options))
         .unwrap_or_else(|| "absent from inspect".to_string());
     match &spec.log {
+        // Podman's k8s-file (what agentc renders there for json-file): one file truncated in
+        // place at max-size; neither its inspect nor its API socket's reports the options.
+        Some(log) if log.driver == "k8s-file" => checks.push(check(
+            "log driver",
+            render(&log.driver, &log.options),
+            seen,
+            matches!(driver, Some("k8s-file" | "json-file")),
+        )),
         Some(log) => {
             // The daemon merges its own default options (daemon.json `log-opts`) into a
             // container's when the driver is its default one, so extra options are allowed.

@@ -149,7 +149,31 @@ pub fn verify_launch(
             ),
         )
     })?;
-    Ok(compare(container, &observed, &probed.inspect))
+    Ok(compare(
+        &expected(container, &probed.inspect)?,
+        &observed,
+        &probed.inspect,
+    ))
+}
+
+/// What the engine was asked for: the spec itself on Docker; on Podman the spec with the
+/// difference table's rewrites ([`agentc_backend_common::podman::adapt`]), the image's
+/// `USER` read from the container's inspect.
+fn expected(
+    container: &ContainerSpec,
+    inspect: &serde_json::Value,
+) -> Result<ContainerSpec, Failure> {
+    match agentc_backend_common::engine() {
+        agentc_backend_common::Engine::Docker => Ok(container.clone()),
+        agentc_backend_common::Engine::Podman => {
+            let user = inspect
+                .pointer("/Config/User")
+                .and_then(|user| user.as_str())
+                .unwrap_or_default();
+            agentc_backend_common::podman::adapt(container, Some(user))
+                .map_err(launch::exec_failure)
+        }
+    }
 }
 
 /// Refuses, before anything is created, a launch whose pids limit leaves the probe no room to
@@ -201,8 +225,11 @@ fn probe_cli(
         action: Action::Container(Box::new(probe.clone())),
         ..spec.clone()
     };
-    let argv = agentc_backend_cli::render_argv(&probe_launch).map_err(Failure::unlaunchable)?;
+    agentc_backend_cli::render_argv(&probe_launch).map_err(Failure::unlaunchable)?;
     docker::ensure_image(&probe.image, pull, launch::notify).map_err(launch::exec_failure)?;
+    // The runtime is asked for, and Podman's rows applied, before anything is created.
+    let argv =
+        agentc_backend_cli::exec::engine::launch_argv(probe).map_err(launch::exec_failure)?;
     let shield = SignalShield::new(true);
     let _remove = RemoveOnDrop { name };
     let check = |shield: &SignalShield| match shield.received() {
