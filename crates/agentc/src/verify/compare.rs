@@ -23,7 +23,7 @@ pub struct Check {
     pub ok: bool,
 }
 
-fn check(
+pub(super) fn check(
     what: impl Into<String>,
     expected: impl Into<String>,
     seen: impl Into<String>,
@@ -37,7 +37,7 @@ fn check(
     }
 }
 
-const NOT_OBSERVED: &str = "not observed";
+pub(super) const NOT_OBSERVED: &str = "not observed";
 
 /// PID 1's command name when docker runs its init (`--init`).
 const DOCKER_INIT: &str = "docker-init";
@@ -57,6 +57,7 @@ pub fn compare(
     compare_network(spec, observed, inspect, &mut checks);
     compare_resources(spec, observed, &mut checks);
     compare_metadata(spec, observed, inspect, &mut checks);
+    super::gvisor::adjust(spec, observed, inspect, &mut checks);
     checks
 }
 

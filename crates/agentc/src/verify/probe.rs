@@ -46,7 +46,9 @@ pub const PROBE_PIDS: u32 = 2;
 /// octal escapes); one `TMPFS_WRITE=<target> ok exec|noexec` or `<target> denied` per tmpfs;
 /// `CapInh`, `CapPrm`, `CapEff`, `CapBnd`, `CapAmb` (hex), `NoNewPrivs`, `Seccomp` from
 /// `/proc/self/status`; `NET=<interfaces>`; `CGROUP:<file>=<content>` for each readable cgroup
-/// v1 or v2 limit file; `ENV_NAMES=<names>`.
+/// v1 or v2 limit file; `ENV_NAMES=<names>`; `KERNEL=gvisor` when the kernel log starts with
+/// gVisor's `Starting gVisor...` (readable without privileges there; refused under runc), else
+/// `KERNEL=host`.
 pub const PROBE_SCRIPT: &str = r#"p() { printf '%s=%s\n' "$1" "$2"; }
 p PROBE 1
 p UID "$(id -u)"
@@ -80,6 +82,8 @@ for f in memory/memory.limit_in_bytes memory/memory.memsw.limit_in_bytes pids/pi
   if [ -r "/sys/fs/cgroup/$f" ]; then p "CGROUP:$f" "$(cat "/sys/fs/cgroup/$f")"; fi
 done
 p ENV_NAMES "$(awk 'BEGIN { for (k in ENVIRON) printf "%s ", k }' 2>/dev/null)"
+k="$(dmesg 2>/dev/null)"
+case "$k" in *"Starting gVisor"*) p KERNEL gvisor;; *) p KERNEL host;; esac
 p END 1
 "#;
 
