@@ -41,6 +41,8 @@ pub(super) const NOT_OBSERVED: &str = "not observed";
 
 /// PID 1's command name when docker runs its init (`--init`).
 const DOCKER_INIT: &str = "docker-init";
+/// PID 1's command name when Podman runs its init (catatonit).
+const PODMAN_INIT: &str = "podman-init";
 
 /// Compares the spec with what the kernel and `docker inspect` report.
 ///
@@ -70,7 +72,11 @@ fn compare_identity(spec: &ContainerSpec, observed: &Observation, checks: &mut V
         "the entrypoint, not docker-init"
     };
     let (ok, seen) = match &observed.pid1 {
-        Some(name) => ((name == DOCKER_INIT) == spec.init, name.clone()),
+        // Podman's init (catatonit) is named podman-init.
+        Some(name) => (
+            (name == DOCKER_INIT || name == PODMAN_INIT) == spec.init,
+            name.clone(),
+        ),
         None => (false, NOT_OBSERVED.to_string()),
     };
     checks.push(check("PID 1", expected, seen, ok));
@@ -364,9 +370,19 @@ fn compare_network(
         ),
     };
     checks.push(check("network interfaces", expected, seen, ok));
-    let mode = inspect
+    let mut mode = inspect
         .pointer("/HostConfig/NetworkMode")
         .and_then(|value| value.as_str());
+    // Podman says `bridge` for any bridge network; the network joined is in NetworkSettings.
+    if !mode.is_some_and(|mode| modes.iter().any(|wanted| wanted == mode)) {
+        if let Some(joined) = inspect
+            .pointer("/NetworkSettings/Networks")
+            .and_then(|networks| networks.as_object())
+            .and_then(|networks| networks.keys().find(|key| modes.contains(key)))
+        {
+            mode = Some(joined.as_str());
+        }
+    }
     checks.push(check(
         "network mode",
         modes.join(" or "),
