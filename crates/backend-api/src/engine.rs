@@ -15,39 +15,96 @@ use crate::render::{render_create, CreateRequest};
 /// The component `/version` names on Podman's socket.
 const PODMAN_COMPONENT: &str = "Podman Engine";
 
-/// Refuses a socket whose engine is not `wanted`: Podman answers `/version` with a
-/// `Podman Engine` component, Docker without. A Podman socket taken for Docker would ignore
-/// `HostConfig.Runtime` silently.
+/// Which engine answers `GET /_ping` on a local socket, from its headers: Podman adds
+/// `Libpod-Api-Version`. `None` when the socket cannot be asked (then `/version` decides).
+/// About 0.3 ms, where Podman's `/version` takes half a second.
+fn ping_engine(endpoint: &str) -> Option<(Engine, String)> {
+    use std::io::{Read, Write};
+    let path = endpoint.strip_prefix("unix://")?;
+    let mut stream = std::os::unix::net::UnixStream::connect(path).ok()?;
+    let timeout = Some(std::time::Duration::from_secs(5));
+    stream.set_read_timeout(timeout).ok()?;
+    stream.set_write_timeout(timeout).ok()?;
+    stream
+        .write_all(b"GET /_ping HTTP/1.1\r\nHost: engine\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut head = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while !head.windows(4).any(|window| window == b"\r\n\r\n") && head.len() < 65536 {
+        let read = stream.read(&mut buffer).ok()?;
+        if read == 0 {
+            break;
+        }
+        head.extend_from_slice(&buffer[..read]);
+    }
+    let head = String::from_utf8_lossy(&head);
+    if !head.starts_with("HTTP/1.") {
+        return None;
+    }
+    let header = |name: &str| {
+        head.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            key.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| value.trim().to_string())
+        })
+    };
+    Some(match header("Libpod-Api-Version") {
+        Some(version) => (Engine::Podman, version),
+        None => (
+            Engine::Docker,
+            header("Server").unwrap_or_else(|| "(version unknown)".into()),
+        ),
+    })
+}
+
+/// Refuses a socket whose engine is not `wanted`: Podman answers `/_ping` with a
+/// `Libpod-Api-Version` header and `/version` with a `Podman Engine` component, Docker with
+/// neither. A Podman socket taken for Docker would ignore `HostConfig.Runtime` silently.
 pub async fn check_engine(
     docker: &Docker,
     wanted: Engine,
     endpoint: &str,
 ) -> Result<(), ExecError> {
-    let version = docker
-        .version()
-        .await
-        .map_err(|error| daemon_error("read the engine's version", error))?;
-    let podman = version
-        .components
-        .unwrap_or_default()
-        .iter()
-        .any(|component| component.name == PODMAN_COMPONENT);
-    let found = if podman {
-        Engine::Podman
+    let local = if endpoint.starts_with("unix://") {
+        endpoint.to_string()
+    } else if endpoint.contains("://") {
+        String::new()
     } else {
-        Engine::Docker
+        // Docker's local socket (no DOCKER_HOST).
+        "unix:///var/run/docker.sock".to_string()
+    };
+    let (found, version) = match ping_engine(&local) {
+        Some(answer) => answer,
+        None => {
+            let version = docker
+                .version()
+                .await
+                .map_err(|error| daemon_error("read the engine's version", error))?;
+            let podman = version
+                .components
+                .unwrap_or_default()
+                .iter()
+                .any(|component| component.name == PODMAN_COMPONENT);
+            let found = if podman {
+                Engine::Podman
+            } else {
+                Engine::Docker
+            };
+            (
+                found,
+                version
+                    .version
+                    .unwrap_or_else(|| "(version unknown)".into()),
+            )
+        }
     };
     if found == wanted {
         return Ok(());
     }
     Err(ExecError::EngineMismatch {
         wanted,
-        found: format!(
-            "{found} {}",
-            version
-                .version
-                .unwrap_or_else(|| "(version unknown)".into())
-        ),
+        found: format!("{found} {version}"),
         endpoint: endpoint.to_string(),
         hint: format!(
             "use --engine {found} (or AGENTC_ENGINE={found}), or point {} at the {wanted} socket",
