@@ -81,11 +81,19 @@ async fn connect_unix(socket: &str) -> Result<Docker, ExecError> {
         })?;
     let answer = async {
         let response = client.request(ping).await?;
-        let version = response
-            .headers()
-            .get("api-version")
-            .and_then(|value| value.to_str().ok())
-            .and_then(parse_version);
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_string)
+        };
+        let version = header("api-version").as_deref().and_then(parse_version);
+        remember_ping(Ping {
+            socket: socket.to_string(),
+            libpod_api_version: header("libpod-api-version"),
+            server: header("server"),
+        });
         // Read the body to its end so that the connection goes back to the pool.
         response.into_body().collect().await?;
         Ok::<_, Box<dyn std::error::Error + Send + Sync>>(version)
@@ -132,6 +140,36 @@ async fn connect_unix(socket: &str) -> Result<Docker, ExecError> {
         Some(_) => Ok(docker),
         None => docker.negotiate_version().await.map_err(connect_error),
     }
+}
+
+/// What the `/_ping` of a connection over a unix socket answered, besides the API version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ping {
+    /// The socket's path.
+    pub(crate) socket: String,
+    /// Podman's `Libpod-Api-Version` header (Docker sends none).
+    pub(crate) libpod_api_version: Option<String>,
+    /// The `Server` header, such as `Docker/20.10.24+dfsg1 (linux)`.
+    pub(crate) server: Option<String>,
+}
+
+/// The last ping answered in this process.
+static PINGED: Mutex<Option<Ping>> = Mutex::new(None);
+
+fn remember_ping(ping: Ping) {
+    *PINGED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(ping);
+}
+
+/// What the `/_ping` that [`connect`] sent over `socket` (a path) answered, so that telling
+/// the engine apart needs no second connection; `None` when this process has not pinged it.
+pub(crate) fn pinged(socket: &str) -> Option<Ping> {
+    PINGED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clone()
+        .filter(|ping| ping.socket == socket)
 }
 
 /// Waits whose registration a launch awaits, by container ID: see [`wait_registered`].

@@ -84,6 +84,7 @@ pub fn check_container(spec: &ContainerSpec) -> Result<(), ArgvError> {
         log,
         devices,
         labels,
+        runtime,
         interactive: _,
         tty: _,
         auto_remove: _,
@@ -94,6 +95,7 @@ pub fn check_container(spec: &ContainerSpec) -> Result<(), ArgvError> {
         (entrypoint, "entrypoint"),
         (user, "user"),
         (working_dir, "working_dir"),
+        (runtime, "runtime"),
     ] {
         if let Some(value) = value {
             no_nul(|| field.to_owned(), value)?;

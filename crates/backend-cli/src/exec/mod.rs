@@ -5,9 +5,12 @@
 //!   docker runs, so docker's exit code comes back and a SIGTERM can be passed on.
 //! - [`docker`]: the docker CLI in the foreground and the queries around a launch (image
 //!   present, pull, inspect, forced removal).
+//! - [`engine`](mod@engine): the argv for the engine in use (Docker or Podman) and the
+//!   fail-closed check of the launch's runtime.
 //! - [`launch`](mod@launch): a whole container launch, as the API backend's launch does it.
 
 pub mod docker;
+pub mod engine;
 pub mod launch;
 pub mod process;
 pub mod signals;
