@@ -14,12 +14,13 @@ use std::time::{Duration, Instant};
 
 use agentc_conformance::referee::Referee;
 
-fn agentc_bin() -> PathBuf {
-    std::env::var_os("AGENTC_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/agentc")
-        })
+/// The binaries to measure: `AGENTC_BIN` (several separated by `:` alternate run by run, to
+/// compare builds under the same load), else the workspace's release build.
+fn agentc_bins() -> Vec<PathBuf> {
+    match std::env::var("AGENTC_BIN") {
+        Ok(bins) if !bins.is_empty() => bins.split(':').map(PathBuf::from).collect(),
+        _ => vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/agentc")],
+    }
 }
 
 fn millis(duration: Duration) -> f64 {
@@ -61,12 +62,14 @@ fn main() {
     {
         return;
     }
-    let agentc = agentc_bin();
-    assert!(
-        agentc.is_file(),
-        "{} is missing\n  hint: cargo build --release -p agentc, or set AGENTC_BIN",
-        agentc.display()
-    );
+    let bins = agentc_bins();
+    for agentc in &bins {
+        assert!(
+            agentc.is_file(),
+            "{} is missing\n  hint: cargo build --release -p agentc, or set AGENTC_BIN",
+            agentc.display()
+        );
+    }
     let runs: usize = std::env::var("AGENTC_RUNS")
         .ok()
         .and_then(|runs| runs.parse().ok())
@@ -83,68 +86,81 @@ fn main() {
     let profile = profile.to_string_lossy().into_owned();
     let host = referee.docker_host();
 
-    let (mut ping, mut create, mut exit) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut truth, mut version) = (Vec::new(), Vec::new());
-    let (mut before_create, mut connections): (Vec<String>, usize) = (Vec::new(), 0);
+    let mut samples: Vec<Samples> = bins.iter().map(|_| Samples::default()).collect();
+    let mut truth = Vec::new();
     for run in 0..runs + 10 {
-        engine.clear();
-        let seen = referee.requests().len();
-        let start = Instant::now();
-        let output = Command::new(&agentc)
-            .args(["run", &profile, "--backend", "api", "--detach"])
-            .env("DOCKER_HOST", &host)
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .output()
-            .expect("agentc runs");
-        let ended = start.elapsed();
-        assert!(
-            output.status.success(),
-            "agentc run: {}\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let requests = referee.requests();
-        let arrival = |path: &str| {
-            requests[seen..]
+        for (agentc, samples) in bins.iter().zip(&mut samples) {
+            engine.clear();
+            let seen = referee.requests().len();
+            let start = Instant::now();
+            let output = Command::new(agentc)
+                .args(["run", &profile, "--backend", "api", "--detach"])
+                .env("DOCKER_HOST", &host)
+                .current_dir(dir.path())
+                .stdin(Stdio::null())
+                .output()
+                .expect("agentc runs");
+            let ended = start.elapsed();
+            assert!(
+                output.status.success(),
+                "agentc run: {}\n{}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            );
+            let requests = &referee.requests()[seen..];
+            let version_ms = spawn_to_exit(agentc, &["--version"]);
+            if run < 10 {
+                continue; // warm-up
+            }
+            let create = requests
                 .iter()
-                .find(|request| request.path.ends_with(path))
-                .map(|request| millis(request.arrived.duration_since(start)))
-                .unwrap_or_else(|| panic!("no {path} request"))
-        };
-        let true_ms = spawn_to_exit(&PathBuf::from("/bin/true"), &[]);
-        let version_ms = spawn_to_exit(&agentc, &["--version"]);
-        if run < 10 {
-            continue; // warm-up
+                .position(|request| request.path.ends_with("/containers/create"))
+                .expect("a create request");
+            samples.before_create = requests[..create]
+                .iter()
+                .map(|request| format!("{} {}", request.method, request.path))
+                .collect();
+            samples.connections = requests
+                .iter()
+                .map(|request| request.connection)
+                .collect::<std::collections::BTreeSet<_>>()
+                .len();
+            samples
+                .first
+                .push(millis(requests[0].arrived.duration_since(start)));
+            samples
+                .create
+                .push(millis(requests[create].arrived.duration_since(start)));
+            samples.exit.push(millis(ended));
+            samples.version.push(version_ms);
         }
-        ping.push(millis(requests[seen].arrived.duration_since(start)));
-        let create_index = requests[seen..]
-            .iter()
-            .position(|request| request.path.ends_with("/containers/create"))
-            .expect("a create request");
-        before_create = requests[seen..seen + create_index]
-            .iter()
-            .map(|request| format!("{} {}", request.method, request.path))
-            .collect();
-        connections = requests[seen..]
-            .iter()
-            .map(|request| request.connection)
-            .collect::<std::collections::BTreeSet<_>>()
-            .len();
-        create.push(arrival("/containers/create"));
-        exit.push(millis(ended));
-        truth.push(true_ms);
-        version.push(version_ms);
+        let true_ms = spawn_to_exit(&PathBuf::from("/bin/true"), &[]);
+        if run >= 10 {
+            truth.push(true_ms);
+        }
     }
-    println!(
-        "agentc run --backend api --detach against the stand-in engine ({}):",
-        agentc.display()
-    );
-    println!("  requests before the create: {before_create:?}; connections: {connections}");
-    println!("  spawn -> first request arrives      {}", summary(ping));
-    println!("  spawn -> create request arrives     {}", summary(create));
-    println!("  spawn -> exit                       {}", summary(exit));
-    println!("floors, spawn -> exit:");
-    println!("  /bin/true                           {}", summary(truth));
-    println!("  agentc --version                    {}", summary(version));
+    println!("agentc run --backend api --detach against the stand-in engine, spawn -> ...:");
+    for (agentc, samples) in bins.iter().zip(samples) {
+        println!("{}", agentc.display());
+        println!(
+            "  requests before the create: {:?}; connections: {}",
+            samples.before_create, samples.connections
+        );
+        println!("  first request arrives     {}", summary(samples.first));
+        println!("  create request arrives    {}", summary(samples.create));
+        println!("  exit                      {}", summary(samples.exit));
+        println!("  floor: agentc --version   {}", summary(samples.version));
+    }
+    println!("floor: /bin/true            {}", summary(truth));
+}
+
+/// One binary's measurements.
+#[derive(Default)]
+struct Samples {
+    first: Vec<f64>,
+    create: Vec<f64>,
+    exit: Vec<f64>,
+    version: Vec<f64>,
+    before_create: Vec<String>,
+    connections: usize,
 }
