@@ -100,8 +100,10 @@ pub enum RemoveTarget {
     Profile(String),
 }
 
-/// How many removals [`remove`] runs at once.
-pub const REMOVE_JOBS: usize = 16;
+/// How many removals [`remove`] runs at once: enough to overlap the daemon's work, few enough
+/// to spare it a storm of simultaneous exits (Docker 20.10's network controller can deadlock
+/// under one, moby/moby#42545).
+pub const REMOVE_JOBS: usize = 8;
 
 /// Force-removes agentc containers, [`REMOVE_JOBS`] at a time on the one connection pool, and
 /// returns the names removed. A named container that does not exist or lacks the
