@@ -121,7 +121,7 @@ pub enum Runtimes {
 pub fn check_runtime(engine: Engine, wanted: &str, runtimes: &Runtimes) -> Result<(), ExecError> {
     let missing = |found: String, hint: String| ExecError::RuntimeMissing {
         runtime: wanted.to_string(),
-        engine,
+        engine: engine.as_str(),
         found,
         hint,
     };

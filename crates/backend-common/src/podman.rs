@@ -135,7 +135,7 @@ pub fn is_root_user(user: &str) -> bool {
 /// names the launch the profile asked for.
 pub fn adapt(spec: &ContainerSpec, image_user: Option<&str>) -> Result<ContainerSpec, ExecError> {
     let refuse = |field: String, reason: &str, hint: &str| ExecError::EngineUnsupported {
-        engine: Engine::Podman,
+        engine: Engine::Podman.as_str(),
         field,
         reason: reason.to_string(),
         hint: hint.to_string(),
@@ -185,7 +185,7 @@ fn podman_log(log: &LogConfig) -> Result<LogConfig, ExecError> {
         match key.as_str() {
             "max-size" => {
                 let bytes = size_bytes(value).ok_or_else(|| ExecError::EngineUnsupported {
-                    engine: Engine::Podman,
+                    engine: Engine::Podman.as_str(),
                     field: "log.options.max-size".to_string(),
                     reason: format!("{value:?} is not a size Podman reads the same"),
                     hint: "write logging.max_size as a number with k, m or g".to_string(),

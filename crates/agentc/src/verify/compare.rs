@@ -59,7 +59,6 @@ pub fn compare(
     compare_network(spec, observed, inspect, &mut checks);
     compare_resources(spec, observed, &mut checks);
     compare_metadata(spec, observed, inspect, &mut checks);
-    super::gvisor::adjust(spec, observed, inspect, &mut checks);
     checks
 }
 

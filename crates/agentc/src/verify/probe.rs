@@ -18,7 +18,8 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 use tokio::signal::unix::{signal, SignalKind};
 
-use super::compare::{compare, Check};
+use super::compare::Check;
+use super::gvisor::compare_launch;
 use super::parse::parse_probe;
 use crate::cli::BackendArg;
 use crate::commands::launch;
@@ -153,7 +154,7 @@ pub fn verify_launch(
             ),
         )
     })?;
-    Ok(compare(
+    Ok(compare_launch(
         &expected(container, &probed.inspect)?,
         &observed,
         &probed.inspect,
