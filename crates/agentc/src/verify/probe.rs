@@ -119,7 +119,8 @@ struct Probed {
 
 /// Verifies one resolved container launch (a run, a sandbox or a seed) through `backend`:
 /// starts [`probe_spec`] of it, waits for the probe, reads its output and `docker inspect`,
-/// removes the container, and returns [`compare`](super::compare::compare)'s checks, with the runtime's.
+/// removes the container, and returns [`compare`](super::compare::compare)'s checks, with
+/// the runtime's.
 ///
 /// `env` is where secrets are resolved from, exactly as a launch resolves them: `agentc
 /// verify` passes the process environment; the cli backend gives it to `docker run` on top of
