@@ -103,7 +103,7 @@ pub async fn check_engine(
         return Ok(());
     }
     Err(ExecError::EngineMismatch {
-        wanted: wanted.as_str(),
+        wanted,
         found: format!("{found} {version}"),
         endpoint: endpoint.to_string(),
         hint: format!(

@@ -227,7 +227,7 @@ pub enum ExecError {
         /// The runtime the launch names.
         runtime: String,
         /// The engine asked.
-        engine: &'static str,
+        engine: crate::engine::Engine,
         /// What the engine has instead.
         found: String,
         /// How to register it.
@@ -238,7 +238,7 @@ pub enum ExecError {
     #[error("{field} cannot be launched on {engine}: {reason}\n  hint: {hint}")]
     EngineUnsupported {
         /// The engine.
-        engine: &'static str,
+        engine: crate::engine::Engine,
         /// The spec field path, such as `extra_hosts[0]`.
         field: String,
         /// Why.
@@ -250,7 +250,7 @@ pub enum ExecError {
     #[error("--engine {wanted} was asked for, but {endpoint} is {found}\n  hint: {hint}")]
     EngineMismatch {
         /// The engine asked for.
-        wanted: &'static str,
+        wanted: crate::engine::Engine,
         /// The engine that answered.
         found: String,
         /// The socket.

@@ -141,7 +141,7 @@ pub fn is_root_user(user: &str) -> bool {
 /// names the launch the profile asked for.
 pub fn adapt(spec: &ContainerSpec, image_user: Option<&str>) -> Result<ContainerSpec, ExecError> {
     let refuse = |field: String, reason: &str, hint: &str| ExecError::EngineUnsupported {
-        engine: Engine::Podman.as_str(),
+        engine: Engine::Podman,
         field,
         reason: reason.to_string(),
         hint: hint.to_string(),
@@ -204,7 +204,7 @@ pub fn require_enforced_limits(
     ];
     match set.iter().find(|(_, set)| *set) {
         Some((field, _)) => Err(ExecError::EngineUnsupported {
-            engine: Engine::Podman.as_str(),
+            engine: Engine::Podman,
             field: field.to_string(),
             reason: "rootless Podman on a cgroup v1 host ignores every resource limit (it only warns)".to_string(),
             hint: "run podman as root, boot the host with cgroup v2 (systemd.unified_cgroup_hierarchy=1), or use docker".to_string(),
@@ -230,7 +230,7 @@ fn podman_log(log: &LogConfig) -> Result<LogConfig, ExecError> {
         match key.as_str() {
             "max-size" => {
                 let bytes = size_bytes(value).ok_or_else(|| ExecError::EngineUnsupported {
-                    engine: Engine::Podman.as_str(),
+                    engine: Engine::Podman,
                     field: "log.options.max-size".to_string(),
                     reason: format!("{value:?} is not a size Podman reads the same"),
                     hint: "write logging.max_size as a number with k, m or g".to_string(),

@@ -12,23 +12,12 @@ use std::collections::BTreeSet;
 
 use agentc_policy::{is_gvisor, runtime_words, Capability, ContainerSpec};
 
-use super::compare::{check, compare, Check, NOT_OBSERVED};
+use super::check::{check, Check, NOT_OBSERVED};
 use super::parse::{capability_names, Observation};
-
-/// [`compare`]'s checks, with the runtime's: what `agentc verify` reports.
-pub fn compare_launch(
-    spec: &ContainerSpec,
-    observed: &Observation,
-    inspect: &serde_json::Value,
-) -> Vec<Check> {
-    let mut checks = compare(spec, observed, inspect);
-    adjust(spec, observed, inspect, &mut checks);
-    checks
-}
 
 /// Adds the runtime check (when the launch names a runtime or the probe saw gVisor) and, under
 /// gVisor, replaces the checks its kernel cannot answer.
-fn adjust(
+pub(super) fn adjust(
     spec: &ContainerSpec,
     observed: &Observation,
     inspect: &serde_json::Value,
@@ -115,6 +104,7 @@ fn limit(item: &mut Check, inspect: &serde_json::Value, pointer: &str) {
 mod tests {
     use agentc_policy::{Network, Resources};
 
+    use super::super::compare::compare;
     use super::super::parse::parse_probe;
     use super::*;
 
@@ -156,7 +146,7 @@ mod tests {
     fn under_gvisor_what_its_kernel_hides_is_read_from_inspect_or_explained() {
         let observed = parse_probe(UNDER_GVISOR).unwrap();
         assert!(observed.gvisor);
-        let checks = compare_launch(&spec(Some("runsc")), &observed, &inspect());
+        let checks = compare(&spec(Some("runsc")), &observed, &inspect());
         let failed: Vec<&Check> = checks.iter().filter(|check| !check.ok).collect();
         assert!(failed.is_empty(), "{failed:#?}");
         assert_eq!(checks[0].what, "runtime");
@@ -169,13 +159,13 @@ mod tests {
         // Asked for gVisor, ran on the host kernel (Podman's socket ignores the runtime).
         let host = UNDER_GVISOR.replace("KERNEL=gvisor", "KERNEL=host");
         let observed = parse_probe(&host).unwrap();
-        let checks = compare_launch(&spec(Some("runsc")), &observed, &inspect());
+        let checks = compare(&spec(Some("runsc")), &observed, &inspect());
         assert!(!checks[0].ok, "{:?}", checks[0]);
         // Limits are not excused on the host kernel.
         assert!(checks.iter().any(|c| c.what == "pids limit" && !c.ok));
         // gVisor where none was asked for is reported, not failed.
         let observed = parse_probe(UNDER_GVISOR).unwrap();
-        let checks = compare_launch(&spec(None), &observed, &inspect());
+        let checks = compare(&spec(None), &observed, &inspect());
         assert!(checks[0].ok && checks[0].seen.starts_with("gVisor"));
     }
 }

@@ -18,8 +18,8 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 use tokio::signal::unix::{signal, SignalKind};
 
-use super::compare::Check;
-use super::gvisor::compare_launch;
+use super::check::Check;
+use super::compare::compare;
 use super::parse::parse_probe;
 use crate::cli::BackendArg;
 use crate::commands::launch;
@@ -119,8 +119,7 @@ struct Probed {
 
 /// Verifies one resolved container launch (a run, a sandbox or a seed) through `backend`:
 /// starts [`probe_spec`] of it, waits for the probe, reads its output and `docker inspect`,
-/// removes the container, and returns [`compare`](super::compare::compare)'s checks, with
-/// the runtime's.
+/// removes the container, and returns [`compare`]'s checks.
 ///
 /// `env` is where secrets are resolved from, exactly as a launch resolves them: `agentc
 /// verify` passes the process environment; the cli backend gives it to `docker run` on top of
@@ -155,7 +154,7 @@ pub fn verify_launch(
             ),
         )
     })?;
-    Ok(compare_launch(
+    Ok(compare(
         &expected(container, &probed.inspect)?,
         &observed,
         &probed.inspect,
