@@ -30,6 +30,7 @@ const VALUE_FLAGS: &[&str] = &[
     "--security-opt",
     "--cap-drop",
     "--cap-add",
+    "--runtime",
     "--network",
     "--add-host",
     "--publish",

@@ -10,8 +10,9 @@
 //!   ([`check_container`], [`check_build`]). The CLI renderer runs them before formatting; the
 //!   API backend runs them before building a body, so a profile one backend accepts, the other
 //!   accepts too.
-//! - [`engine`](mod@engine): which engine (Docker or Podman) the process drives, and the fail-closed
-//!   check of a launch's runtime against what the engine has ([`check_runtime`]).
+//! - [`engine`](mod@engine): which engine (Docker or Podman) the process drives.
+//! - [`runtime`]: the fail-closed check of a launch's runtime against what the engine has
+//!   ([`check_runtime`]).
 //! - [`podman`]: the difference table between Docker and Podman: each row a field that
 //!   Podman means differently, rewritten or refused by name ([`podman::adapt`]).
 //! - [`secrets`]: secret resolution from an environment map ([`resolve_env`]).
@@ -47,11 +48,13 @@ pub mod error;
 pub mod hints;
 pub mod inspect;
 pub mod podman;
+pub mod runtime;
 pub mod secrets;
 pub mod session;
 
 pub use argv::{check_build, check_container, ArgvError};
-pub use engine::{check_runtime, engine, set_engine, Engine, Runtimes};
+pub use engine::{engine, set_engine, Engine};
 pub use error::{exit_status, ExecError, Interrupt};
 pub use inspect::{network_of, published_addresses, PublishedAddress};
+pub use runtime::{check_runtime, Runtimes};
 pub use secrets::{resolve_env, resolve_vars};
