@@ -55,10 +55,13 @@ fn spawn_to_exit(program: &PathBuf, args: &[&str]) -> f64 {
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; a filter that names another bench skips this one.
-    if std::env::args()
-        .skip(1)
-        .any(|arg| !arg.starts_with('-') && !"api_overhead".contains(arg.as_str()))
+    // `cargo bench` passes `--bench`; `cargo test --benches` does not, and then this is
+    // skipped, as is a run whose filter names another bench.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.iter().any(|arg| arg == "--bench")
+        || args
+            .iter()
+            .any(|arg| !arg.starts_with('-') && !"api_overhead".contains(arg.as_str()))
     {
         return;
     }
