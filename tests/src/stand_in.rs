@@ -29,6 +29,8 @@ pub struct Faults {
     pub fail_start: BTreeSet<String>,
     /// How long each create takes, so that concurrent creates overlap.
     pub create_delay: Duration,
+    /// How long each removal takes, so that concurrent removals overlap.
+    pub remove_delay: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -48,6 +50,8 @@ pub struct Engine {
     faults: Mutex<Faults>,
     creating: AtomicUsize,
     most_creating: AtomicUsize,
+    removing: AtomicUsize,
+    most_removing: AtomicUsize,
 }
 
 /// One answer: status, reason phrase, JSON body (empty for 204).
@@ -88,6 +92,11 @@ impl Engine {
     /// The most creates that were in progress at once.
     pub fn most_concurrent_creates(&self) -> usize {
         self.most_creating.load(Ordering::SeqCst)
+    }
+
+    /// The most removals that were in progress at once.
+    pub fn most_concurrent_removals(&self) -> usize {
+        self.most_removing.load(Ordering::SeqCst)
     }
 
     /// Answers one request (`path` without the version prefix).
@@ -166,6 +175,10 @@ impl Engine {
                 }
             }
             ("DELETE", ["containers", key]) => {
+                let now = self.removing.fetch_add(1, Ordering::SeqCst) + 1;
+                self.most_removing.fetch_max(now, Ordering::SeqCst);
+                std::thread::sleep(lock(&self.faults).remove_delay);
+                self.removing.fetch_sub(1, Ordering::SeqCst);
                 let mut containers = lock(&self.containers);
                 let before = containers.len();
                 let found = find(&mut containers, key).map(|container| container.id.clone());

@@ -232,3 +232,41 @@ fn removing_a_profile_removes_its_containers_only() {
     assert_eq!(removed, copy_names("ours", 4));
     assert_eq!(engine.container_names(), ["theirs-1"]);
 }
+
+/// Docker 20.10 (API 1.41) can deadlock its network controller under concurrent removals
+/// (moby/moby#42545), so agentc removes one container at a time there, and several at once on
+/// a newer daemon.
+#[test]
+fn removals_run_one_at_a_time_on_a_daemon_older_than_api_1_42() {
+    for (version, expected) in [
+        ("1.41", 1),
+        ("1.47", agentc_backend_api::admin::REMOVE_JOBS),
+    ] {
+        let referee = Referee::start_engine(version).expect("start the stand-in");
+        let engine = referee.engine().expect("engine mode");
+        engine.set_faults(Faults {
+            remove_delay: Duration::from_millis(40),
+            ..Faults::default()
+        });
+        let specs: Vec<ContainerSpec> = copy_names("fleet", 10)
+            .iter()
+            .map(|name| detached(name, "fanout-fleet"))
+            .collect();
+        let host = referee.docker_host();
+        runtime().block_on(async {
+            let docker = connect(Some(&host)).await.expect("connects");
+            launch_many(&docker, &specs, &options(), 4)
+                .await
+                .unwrap_or_else(|error| panic!("{error}"));
+            remove(&docker, &RemoveTarget::Profile("fanout-fleet".to_string()))
+                .await
+                .expect("removes")
+        });
+        assert_eq!(engine.container_names(), Vec::<String>::new());
+        assert_eq!(
+            engine.most_concurrent_removals(),
+            expected,
+            "API {version}: removals at once"
+        );
+    }
+}

@@ -100,13 +100,28 @@ pub enum RemoveTarget {
     Profile(String),
 }
 
-/// How many removals [`remove`] runs at once: enough to overlap the daemon's work, few enough
-/// to spare it a storm of simultaneous exits (Docker 20.10's network controller can deadlock
-/// under one, moby/moby#42545).
+/// How many removals [`remove`] runs at once on a daemon of Engine API 1.42 or later: enough
+/// to overlap the daemon's work, few enough to spare it a storm of simultaneous exits.
 pub const REMOVE_JOBS: usize = 8;
 
-/// Force-removes agentc containers, [`REMOVE_JOBS`] at a time on the one connection pool, and
-/// returns the names removed. A named container that does not exist or lacks the
+/// How many removals run at once on an older daemon (API below 1.42, Docker 20.10 and before):
+/// one, because concurrent removals of containers on one network can deadlock its network
+/// controller for good (moby/moby#42545, fixed in Docker 23), which hangs every later request.
+pub const REMOVE_JOBS_OLD_DAEMON: usize = 1;
+
+/// The removals [`remove`] runs at once on this connection's daemon.
+pub(crate) fn remove_jobs(docker: &Docker) -> usize {
+    let version = docker.client_version();
+    if (version.major_version, version.minor_version) >= (1, 42) {
+        REMOVE_JOBS
+    } else {
+        REMOVE_JOBS_OLD_DAEMON
+    }
+}
+
+/// Force-removes agentc containers, [`REMOVE_JOBS`] at a time on the one connection pool (one
+/// at a time on daemons older than API 1.42, see [`REMOVE_JOBS_OLD_DAEMON`]), and returns the
+/// names removed. A named container that does not exist or lacks the
 /// `io.agentc.profile` label is an error, checked for every name before anything is removed.
 /// Every removal is tried; the first that failed is the error.
 pub async fn remove(docker: &Docker, target: &RemoveTarget) -> Result<Vec<String>, ExecError> {
@@ -144,7 +159,7 @@ pub async fn remove(docker: &Docker, target: &RemoveTarget) -> Result<Vec<String
     };
     let results: Vec<Result<(), BollardError>> = futures_util::stream::iter(&names)
         .map(|name| remove_quietly(docker, name))
-        .buffered(REMOVE_JOBS)
+        .buffered(remove_jobs(docker))
         .collect()
         .await;
     if let Some(error) = results.into_iter().find_map(Result::err) {

@@ -205,7 +205,7 @@ pub async fn launch_many(
                 .map_err(|error| error.to_string());
             (name, removed)
         })
-        .buffer_unordered(jobs.max(1))
+        .buffer_unordered(jobs.max(1).min(crate::admin::remove_jobs(docker)))
         .collect()
         .await;
     for (name, removed) in removals {
