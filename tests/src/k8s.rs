@@ -567,7 +567,11 @@ pub fn strictness(spec: &LaunchSpec, rendering: &Rendering) -> Vec<String> {
                 let same = k8s_env
                     .iter()
                     .any(|var| var.name == name && var.value.as_deref() == Some(value));
-                if !same {
+                // Docker's proxy variables point at its egress proxy; the Pod's at its own.
+                let egress_proxy = body["HostConfig"]["Dns"].is_array()
+                    && (PROXY_VARIABLES.contains(&name)
+                        || agentc_policy::NO_PROXY_VARIABLES.contains(&name));
+                if !same && !egress_proxy {
                     fail(format!("env {name}: not the Docker value"));
                 }
             }

@@ -22,6 +22,8 @@
 
 pub mod admin;
 pub mod daemon;
+pub mod egress;
+mod json;
 pub mod launch;
 pub mod pull;
 pub mod render;
@@ -34,7 +36,8 @@ pub use admin::{
 };
 pub use agentc_backend_common::ExecError;
 pub use daemon::connect;
+pub use json::render_json;
 pub use launch::{launch, LaunchOptions, Outcome};
 pub use pull::{ensure_image, image_present, pull_image, split_reference, ImageReference};
-pub use render::{render_create, render_json, CreateRequest, RenderError};
+pub use render::{render_create, CreateRequest, RenderError};
 pub use sandbox::ApiClient;
