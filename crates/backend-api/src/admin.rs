@@ -98,7 +98,8 @@ pub enum RemoveTarget {
     All,
 }
 
-/// Force-removes agentc containers and returns the names removed. A named container that
+/// Force-removes agentc containers, with the egress proxy and the isolated network of each
+/// (labelled `io.agentc.egress-for=NAME`), and returns the names removed. A named container that
 /// does not exist or lacks the `io.agentc.profile` label is an error, checked for every name
 /// before anything is removed.
 pub async fn remove(docker: &Docker, target: &RemoveTarget) -> Result<Vec<String>, ExecError> {
@@ -128,12 +129,15 @@ pub async fn remove(docker: &Docker, target: &RemoveTarget) -> Result<Vec<String
             names.clone()
         }
     };
+    let mut removed = names.clone();
     for name in &names {
         remove_quietly(docker, name)
             .await
             .map_err(|error| daemon_error("remove the container", error))?;
+        // Its egress proxy and isolated network, if its allowlist is enforced outside it.
+        removed.extend(crate::companion::remove_companions(docker, name).await?);
     }
-    Ok(names)
+    Ok(removed)
 }
 
 /// Waits (up to 10 s) until the daemon has removed a container; a container already gone

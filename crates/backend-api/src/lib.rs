@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod admin;
+pub mod companion;
 pub mod daemon;
 pub mod egress;
 mod json;

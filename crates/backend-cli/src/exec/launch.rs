@@ -7,6 +7,10 @@
 //! there: `agentc render` shows the launch itself), so it knows the container it created and
 //! removes it when docker fails before the container ran (exit 125), as the API backend does;
 //! docker's own refusal is then reported with the API backend's hint.
+//!
+//! A launch whose allowlist is enforced outside it gets its isolated network and its egress
+//! proxy first ([`super::egress`]); they are removed when the launch ends (an attached run's
+//! exit, a refusal, an interrupt) and kept with a detached sandbox.
 
 use agentc_backend_common::{resolve_env, ExecError};
 use agentc_policy::ContainerSpec;
@@ -56,6 +60,12 @@ pub fn launch(
     let mut argv = container_argv(spec)?;
     docker::ensure_image(&spec.image, pull, notify)?;
     docker::ensure_volumes(spec)?;
+    // The allowlist enforced outside: the isolated network and the healthy proxy first;
+    // removed on every way out below but a detached start (`agentc rm` removes them then).
+    let egress = match &spec.egress {
+        Some(egress) => Some(super::egress::setup(egress)?),
+        None => None,
+    };
     let cid = docker::CidFile::new()?;
     argv.insert(2, format!("--cidfile={}", cid.path().display()));
     let ran = docker::run_launch(&argv, spec.detach)?;
@@ -75,6 +85,11 @@ pub fn launch(
                 },
                 message,
             });
+        }
+    }
+    if let Some(egress) = egress {
+        if spec.detach && ran.exit_code == 0 {
+            egress.keep();
         }
     }
     let started = match &spec.name {
