@@ -137,6 +137,10 @@ pub async fn remove(docker: &Docker, target: &RemoveTarget) -> Result<Vec<String
         // Its egress proxy and isolated network, if its allowlist is enforced outside it.
         removed.extend(crate::companion::remove_companions(docker, name).await?);
     }
+    if *target == RemoveTarget::All {
+        // The isolated networks of launches whose workload is already gone.
+        removed.extend(crate::companion::remove_orphan_networks(docker).await?);
+    }
     Ok(removed)
 }
 

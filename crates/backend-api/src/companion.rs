@@ -12,7 +12,10 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use agentc_backend_common::ExecError;
-use agentc_policy::{EgressSpec, LABEL_EGRESS_FOR, PROXY_IMAGE_PLACEHOLDER};
+use agentc_policy::{
+    EgressSpec, KIND_EGRESS_PROXY, LABEL_EGRESS_FOR, LABEL_KIND, LABEL_PROFILE,
+    PROXY_IMAGE_PLACEHOLDER,
+};
 use bollard::exec::{CreateExecOptions, StartExecOptions};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, ListContainersOptionsBuilder, ListNetworksOptionsBuilder,
@@ -221,6 +224,33 @@ pub async fn remove_companions(docker: &Docker, name: &str) -> Result<Vec<String
             Ok(()) => removed.push(format!("network {network_name}")),
             Err(error) if is_not_found(&error) => {}
             Err(error) => return Err(failed("remove the isolated network", error)),
+        }
+    }
+    Ok(removed)
+}
+
+/// Removes every isolated network agentc made for an egress proxy (labelled
+/// `io.agentc.kind=egress-proxy` and `io.agentc.profile`) that no container uses any more;
+/// returns their names (`network NAME`).
+pub async fn remove_orphan_networks(docker: &Docker) -> Result<Vec<String>, ExecError> {
+    let filter = HashMap::from([(
+        "label".to_string(),
+        vec![
+            format!("{LABEL_KIND}={KIND_EGRESS_PROXY}"),
+            LABEL_PROFILE.to_string(),
+        ],
+    )]);
+    let options = ListNetworksOptionsBuilder::new().filters(&filter).build();
+    let networks = docker
+        .list_networks(Some(options))
+        .await
+        .map_err(|error| failed("list the isolated networks", error))?;
+    let mut removed = Vec::new();
+    for network in networks {
+        let name = network.name.unwrap_or_default();
+        // In use (a sandbox still runs on it) or already gone: left alone.
+        if docker.remove_network(&name).await.is_ok() {
+            removed.push(format!("network {name}"));
         }
     }
     Ok(removed)

@@ -263,13 +263,25 @@ impl Renderer<'_> {
         // With Docker's egress companion the spec puts the workload on its isolated network
         // and points its proxy variables at it; this backend's own egress proxy replaces both.
         let env: Vec<EnvVar> = match docker_egress {
-            Some(_) => env
+            Some(egress) => env
                 .iter()
                 .filter(|var| {
                     !agentc_policy::PROXY_VARIABLES.contains(&var.name.as_str())
                         && !agentc_policy::NO_PROXY_VARIABLES.contains(&var.name.as_str())
                 })
                 .cloned()
+                .map(|mut var| {
+                    // The Docker proxy's address, added for the image's firewall.
+                    if let (true, agentc_policy::EnvValue::Literal { value }) =
+                        (var.name == "AGENT_ALLOWED_EGRESS", &mut var.value)
+                    {
+                        let suffix = format!(",{}", egress.proxy_address);
+                        if let Some(hosts) = value.strip_suffix(&suffix) {
+                            *value = hosts.to_string();
+                        }
+                    }
+                    var
+                })
                 .collect(),
             None => env.clone(),
         };

@@ -325,13 +325,9 @@ fn allowlist_and_unrestricted_egress_are_handed_to_the_entrypoint() {
     let egress = c.egress.as_ref().expect("the egress companion");
     let proxy = format!("http://{}:3128", egress.proxy_address);
     let env = env_of(&c);
-    assert_eq!(
-        env[0],
-        (
-            "AGENT_ALLOWED_EGRESS".into(),
-            "api.anthropic.com,github.com".into()
-        )
-    );
+    // The image's firewall, the second layer, lets the sandbox reach its proxy.
+    let allowed = format!("api.anthropic.com,github.com,{}", egress.proxy_address);
+    assert_eq!(env[0], ("AGENT_ALLOWED_EGRESS".into(), allowed));
     for name in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
         assert!(
             env.contains(&(name.into(), proxy.clone())),
