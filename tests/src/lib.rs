@@ -7,4 +7,5 @@ pub mod image;
 pub mod k8s;
 pub mod live;
 pub mod referee;
+pub mod referee_egress;
 pub mod strategies;
