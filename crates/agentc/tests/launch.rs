@@ -354,6 +354,56 @@ fn live_run_returns_the_exit_code_through_both_backends_and_leaves_nothing() {
     lab.finish();
 }
 
+/// An attached `--rm` run whose allowlist is enforced outside it: the workload runs on its
+/// isolated network with the proxy as its DNS server, its exit code comes back, and the proxy
+/// and the network are gone afterwards, through both backends.
+#[test]
+fn live_run_behind_the_egress_proxy_leaves_nothing() {
+    if !require_daemon("live_run_behind_the_egress_proxy_leaves_nothing") {
+        return;
+    }
+    let image = agent_image();
+    let mut lab = Lab::new("launcher-egress-run");
+    lab.volume("launcher-egress-run-home");
+    let profile = lab.profile(
+        "agent = \"claude-code\"\nhome_volume = \"launcher-egress-run-home\"\n\n\
+         [egress]\nhosts = [\"allowed.test\"]\n",
+    );
+    let networks = || {
+        let filter = "label=io.agentc.profile=launcher-egress-run";
+        docker(&["network", "ls", "--filter", filter, "--format", "{{.Name}}"]).unwrap_or_default()
+    };
+    for backend in ["cli", "api"] {
+        let output = lab.run(&[
+            "run",
+            &profile,
+            "--backend",
+            backend,
+            "--image",
+            &image,
+            "--",
+            "-c",
+            "grep nameserver /etc/resolv.conf; echo proxy=$HTTPS_PROXY; exit 3",
+        ]);
+        assert_eq!(
+            output.status.code(),
+            Some(3),
+            "{backend}: {}",
+            describe(&output)
+        );
+        let out = text(&output.stdout);
+        assert!(out.contains("nameserver 127.0.0.11"), "{backend}: {out}");
+        assert!(out.contains("proxy=http://10.213."), "{backend}: {out}");
+        assert!(
+            lab.containers().is_empty(),
+            "{backend}: {:?}",
+            lab.containers()
+        );
+        assert_eq!(networks(), "", "{backend}: networks left");
+    }
+    lab.finish();
+}
+
 /// `--verbose` logs every step of a real launch through both backends (the resolved launch,
 /// the docker command or the Engine API calls) and names the secrets it passes, while no
 /// byte of a secret's value reaches agentc's stdout or stderr. The container proves it got
