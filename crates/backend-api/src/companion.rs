@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use agentc_backend_common::ExecError;
 use agentc_policy::{
-    EgressSpec, KIND_EGRESS_PROXY, LABEL_EGRESS_FOR, LABEL_KIND, LABEL_PROFILE,
+    ContainerSpec, EgressSpec, KIND_EGRESS_PROXY, LABEL_EGRESS_FOR, LABEL_KIND, LABEL_PROFILE,
     PROXY_IMAGE_PLACEHOLDER,
 };
 use bollard::exec::{CreateExecOptions, StartExecOptions};
@@ -58,6 +58,50 @@ async fn proxy_image(docker: &Docker, egress: &EgressSpec) -> Result<String, Exe
         .map_err(|error| failed(step, error))
 }
 
+/// A suffix no other launch of this machine uses at the same time (process id and clock).
+fn instance_suffix() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .subsec_nanos();
+    format!("{:x}{:04x}", std::process::id(), nanos & 0xffff)
+}
+
+/// Sets up the companion of `spec`, if it has one, moving it first to an instance of its own
+/// when the container has no name (each run gets its set), and to another subnet when the
+/// daemon says its subnet overlaps another network's ([`ContainerSpec::egress_instance`]).
+pub async fn setup_for(
+    docker: &Docker,
+    spec: &mut ContainerSpec,
+) -> Result<Option<EgressSet>, ExecError> {
+    if spec.egress.is_none() {
+        return Ok(None);
+    }
+    if spec.name.is_none() {
+        spec.egress_instance(&instance_suffix());
+    }
+    let mut attempt = 0;
+    loop {
+        let Some(egress) = &spec.egress else {
+            return Ok(None);
+        };
+        match setup(docker, egress).await {
+            Ok(set) => return Ok(Some(set)),
+            Err(ExecError::Egress { step, message })
+                if step == CREATE_NETWORK && message.contains("overlaps") && attempt < 3 =>
+            {
+                attempt += 1;
+                log::debug!("the isolated network's subnet is taken ({message}); trying another");
+                spec.egress_instance(&format!("n{attempt}"));
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// The first step of [`setup`], as its error names it.
+const CREATE_NETWORK: &str = "create the isolated network";
+
 /// Sets up the egress companion; see the module documentation.
 pub async fn setup(docker: &Docker, egress: &EgressSpec) -> Result<EgressSet, ExecError> {
     let image = proxy_image(docker, egress).await?;
@@ -73,7 +117,7 @@ pub async fn setup(docker: &Docker, egress: &EgressSpec) -> Result<EgressSet, Ex
     docker
         .create_network(network)
         .await
-        .map_err(|error| failed("create the isolated network", error))?;
+        .map_err(|error| failed(CREATE_NETWORK, error))?;
     let result = async {
         let options = CreateContainerOptionsBuilder::new()
             .name(&set.proxy)

@@ -119,17 +119,33 @@ pub async fn launch(
     crate::admin::ensure_volumes(docker, spec).await?;
     // The allowlist enforced outside: the isolated network and the healthy proxy first;
     // removed on every way out below but a detached start (`agentc rm` removes them then).
-    let companion = match &spec.egress {
-        Some(egress) => Some(crate::companion::setup(docker, egress).await?),
-        None => None,
+    // The set may have moved to an instance of its own: the request follows it.
+    let mut placed = spec.clone();
+    let companion = crate::companion::setup_for(docker, &mut placed).await?;
+    let spec = &placed;
+    let result = match &companion {
+        Some(_) => match placed_request(spec, options) {
+            Ok(request) => create_and_run(docker, spec, options, request, &mut signals).await,
+            Err(error) => Err(error),
+        },
+        None => create_and_run(docker, spec, options, request, &mut signals).await,
     };
-    let result = create_and_run(docker, spec, options, request, &mut signals).await;
     if let Some(set) = &companion {
         if !(spec.detach && result.is_ok()) {
             crate::companion::teardown(docker, set).await;
         }
     }
     result
+}
+
+/// The create request of a spec whose egress companion moved, with its secrets resolved.
+fn placed_request(
+    spec: &ContainerSpec,
+    options: &LaunchOptions,
+) -> Result<crate::render::CreateRequest, ExecError> {
+    let mut request = render_create(spec)?;
+    request.body.env = Some(resolve_env(spec, &options.env)?).filter(|env| !env.is_empty());
+    Ok(request)
 }
 
 /// Creates the workload, then starts it detached or runs it attached; removes it on failure.

@@ -80,3 +80,66 @@ pub fn setup_argvs(
         vec!["docker".to_owned(), "start".to_owned(), proxy_name],
     ])
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use agentc_policy::{ContainerSpec, EgressSpec, IsolatedNetwork, Network};
+
+    use super::*;
+
+    fn egress() -> EgressSpec {
+        let mut proxy = ContainerSpec::empty("agentc-egress");
+        proxy.name = Some("box-egress-proxy".into());
+        proxy.detach = true;
+        proxy.read_only_root = true;
+        proxy.sysctls = BTreeMap::from([("net.ipv4.ip_forward".into(), "0".into())]);
+        proxy.command = vec!["/usr/local/bin/agentc".into(), "egress-proxy".into()];
+        EgressSpec {
+            network: IsolatedNetwork {
+                name: "box-egress".into(),
+                subnet: "10.213.0.16/28".into(),
+                internal: true,
+                options: BTreeMap::from([(
+                    "com.docker.network.bridge.inhibit_ipv4".into(),
+                    "true".into(),
+                )]),
+                labels: BTreeMap::from([("io.agentc.profile".into(), "box".into())]),
+            },
+            outside: Network::Default,
+            proxy: Box::new(proxy),
+            proxy_address: "10.213.0.18".parse().unwrap(),
+        }
+    }
+
+    #[test]
+    fn the_set_is_network_create_create_connect_start() {
+        let argvs = setup_argvs(&egress(), Some("agentc-egress:0123")).unwrap();
+        let lines: Vec<String> = argvs.iter().map(|argv| argv.join(" ")).collect();
+        assert_eq!(
+            lines,
+            [
+                "docker network create --internal --subnet=10.213.0.16/28 \
+                 --opt=com.docker.network.bridge.inhibit_ipv4=true \
+                 --label=io.agentc.profile=box box-egress",
+                "docker create --name=box-egress-proxy --read-only \
+                 --sysctl=net.ipv4.ip_forward=0 agentc-egress:0123 /usr/local/bin/agentc \
+                 egress-proxy",
+                "docker network connect --ip=10.213.0.18 box-egress box-egress-proxy",
+                "docker start box-egress-proxy",
+            ]
+        );
+    }
+
+    #[test]
+    fn what_docker_cannot_carry_is_refused_by_field() {
+        let mut bad = egress();
+        bad.network.options.insert("a=b".into(), "x".into());
+        let error = setup_argvs(&bad, None).unwrap_err();
+        assert_eq!(error.field(), "egress.network.options.a=b");
+        let mut bad = egress();
+        bad.proxy.sysctls.insert(String::new(), "1".into());
+        assert_eq!(setup_argvs(&bad, None).unwrap_err().field(), "sysctls.");
+    }
+}

@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use agentc_backend_common::ExecError;
-use agentc_policy::{EgressSpec, PROXY_IMAGE_PLACEHOLDER};
+use agentc_policy::{ContainerSpec, EgressSpec, PROXY_IMAGE_PLACEHOLDER};
 
 use super::docker;
 use crate::egress::setup_argvs;
@@ -71,6 +71,52 @@ fn proxy_image(egress: &EgressSpec) -> Result<String, ExecError> {
     agentc_egress::image::ensure_image(&image).map_err(fail)
 }
 
+/// A suffix no other launch of this machine uses at the same time (process id and clock).
+pub(crate) fn instance_suffix() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .subsec_nanos();
+    format!("{:x}{:04x}", std::process::id(), nanos & 0xffff)
+}
+
+/// Sets up the companion of `spec`, if it has one, moving it first to an instance of its own
+/// when the container has no name (each run gets its set), and to another subnet when the
+/// daemon says its subnet overlaps another network's ([`ContainerSpec::egress_instance`]).
+pub fn setup_for(spec: &mut ContainerSpec) -> Result<Option<EgressSet>, ExecError> {
+    if spec.egress.is_none() {
+        return Ok(None);
+    }
+    if spec.name.is_none() {
+        spec.egress_instance(&instance_suffix());
+    }
+    let mut attempt = 0;
+    loop {
+        let Some(egress) = &spec.egress else {
+            return Ok(None);
+        };
+        match setup(egress) {
+            Ok(set) => return Ok(Some(set)),
+            Err(ExecError::Egress { step, message })
+                if step == SETUP_STEPS[0] && message.contains("overlaps") && attempt < 3 =>
+            {
+                attempt += 1;
+                log::debug!("the isolated network's subnet is taken ({message}); trying another");
+                spec.egress_instance(&format!("n{attempt}"));
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// The steps of [`setup`], in order, as its errors name them.
+const SETUP_STEPS: [&str; 4] = [
+    "create the isolated network",
+    "create the egress proxy",
+    "connect the egress proxy to the isolated network",
+    "start the egress proxy",
+];
+
 /// Sets up the egress companion; see the module documentation.
 pub fn setup(egress: &EgressSpec) -> Result<EgressSet, ExecError> {
     let image = proxy_image(egress)?;
@@ -81,16 +127,10 @@ pub fn setup(egress: &EgressSpec) -> Result<EgressSet, ExecError> {
         proxy: proxy.clone(),
         keep: false,
     };
-    let steps = [
-        "create the isolated network",
-        "create the egress proxy",
-        "connect the egress proxy to the isolated network",
-        "start the egress proxy",
-    ];
-    for (argv, step) in argvs.iter().zip(steps) {
+    for (argv, step) in argvs.iter().zip(SETUP_STEPS) {
         let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
         if let Err(error) = docker::output(&args) {
-            if step == steps[0] {
+            if step == SETUP_STEPS[0] {
                 // Nothing of this launch exists yet: a network of that name is another's.
                 set.keep = true;
             }

@@ -62,10 +62,12 @@ pub fn launch(
     docker::ensure_volumes(spec)?;
     // The allowlist enforced outside: the isolated network and the healthy proxy first;
     // removed on every way out below but a detached start (`agentc rm` removes them then).
-    let egress = match &spec.egress {
-        Some(egress) => Some(super::egress::setup(egress)?),
-        None => None,
-    };
+    // The set may have moved to an instance of its own: the argv follows it.
+    let mut placed = spec.clone();
+    let egress = super::egress::setup_for(&mut placed)?;
+    if egress.is_some() {
+        argv = container_argv(&placed)?;
+    }
     let cid = docker::CidFile::new()?;
     argv.insert(2, format!("--cidfile={}", cid.path().display()));
     let ran = docker::run_launch(&argv, spec.detach)?;

@@ -10,7 +10,7 @@ use std::net::Ipv4Addr;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{ContainerSpec, Network};
+use super::{ContainerSpec, EnvValue, Network};
 
 /// The image a spec names for the proxy: the executors build `agentc-egress:<hash>` from the
 /// running agentc binary and launch that tag instead (`agentc egress-proxy image`).
@@ -86,6 +86,51 @@ pub fn isolated_subnet(name: &str) -> (Ipv4Addr, String) {
 /// The proxy's address in the block starting at `network` (its `.2`).
 pub fn proxy_address(network: Ipv4Addr) -> Ipv4Addr {
     Ipv4Addr::from(u32::from(network) + 2)
+}
+
+impl ContainerSpec {
+    /// Moves the egress companion to another instance: the isolated network and the proxy are
+    /// renamed with `-SUFFIX`, and the subnet, the proxy's address, the container's DNS server
+    /// and its proxy variables follow the new name's block. The `io.agentc.egress-for` label
+    /// keeps naming the workload. Executors use it for a launch without a container name (each
+    /// run gets its own set) and when the subnet is taken; nothing changes without a companion.
+    pub fn egress_instance(&mut self, suffix: &str) {
+        let Some(egress) = self.egress.as_mut() else {
+            return;
+        };
+        let old = egress.proxy_address;
+        let name = format!(
+            "{}-{suffix}",
+            egress
+                .network
+                .name
+                .strip_suffix("-egress")
+                .unwrap_or(&egress.network.name)
+        );
+        let (block, subnet) = isolated_subnet(&name);
+        let address = proxy_address(block);
+        egress.network.name = format!("{name}-egress");
+        egress.network.subnet = subnet;
+        egress.proxy.name = Some(format!("{name}-egress-proxy"));
+        egress.proxy_address = address;
+        self.network = Network::Named {
+            name: egress.network.name.clone(),
+        };
+        self.dns = vec![std::net::IpAddr::V4(address)];
+        let old_url = format!("http://{old}:{PROXY_PORT}");
+        let old_entry = format!(",{old}");
+        for var in &mut self.env {
+            if let EnvValue::Literal { value } = &mut var.value {
+                if *value == old_url {
+                    *value = format!("http://{address}:{PROXY_PORT}");
+                } else if var.name == "AGENT_ALLOWED_EGRESS" {
+                    if let Some(hosts) = value.strip_suffix(&old_entry) {
+                        *value = format!("{hosts},{address}");
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
