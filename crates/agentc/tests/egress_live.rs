@@ -1498,6 +1498,31 @@ fn launched_sandbox_reaches_exactly_its_allowlist(backend: &str) {
         assert!(line.contains(&proxy_out), "not through the proxy: {line}");
     }
 
+    // `agentc verify` probes the launch behind a proxy of its own, and removes both after.
+    // (The testkit image has no shell for the probe: the same profile on the busybox image.)
+    let (_, testkit) = images();
+    let busybox = outside.profile("v", "");
+    let text = std::fs::read_to_string(&busybox)
+        .unwrap()
+        .replace(testkit.as_str(), &busybox_image());
+    std::fs::write(&busybox, text).unwrap();
+    let before = outside.left(&outside.profiles[0]);
+    let verified = Command::new(env!("CARGO_BIN_EXE_agentc"))
+        .args(["verify", &busybox, "--backend", backend])
+        .output()
+        .expect("agentc verify");
+    assert!(
+        verified.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&verified.stdout),
+        String::from_utf8_lossy(&verified.stderr)
+    );
+    assert_eq!(
+        outside.left(&outside.profiles[0]),
+        before,
+        "verify left something"
+    );
+
     // A root workload with NET_ADMIN on the same isolated network, routing through the proxy,
     // reaches nothing: the proxy does not forward.
     let routed = docker(&[
@@ -1539,7 +1564,7 @@ fn launched_sandbox_reaches_exactly_its_allowlist(backend: &str) {
     // `agentc rm` removes the set; nothing of either profile is left.
     for (name, profile) in [
         (&sandbox, &outside.profiles[0]),
-        (&sandbox2, &outside.profiles[1]),
+        (&sandbox2, &outside.profiles[2]),
     ] {
         let removed = Command::new(env!("CARGO_BIN_EXE_agentc"))
             .args(["rm", name])
