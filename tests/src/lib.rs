@@ -2,6 +2,7 @@
 pub mod architecture;
 pub mod argv;
 pub mod canonical;
+pub mod engines;
 pub mod fixtures;
 pub mod image;
 pub mod k8s;

@@ -423,6 +423,7 @@ mod verify_probe {
             )]
             .into_iter()
             .collect(),
+            runtime: None,
             interactive: false,
             tty: false,
             auto_remove: false,

@@ -233,6 +233,7 @@ fn everything() -> ContainerSpec {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect(),
+        runtime: Some("io.containerd.runsc.v1".into()),
         interactive: true,
         tty: true,
         auto_remove: true,

@@ -16,6 +16,10 @@ pub struct Cli {
     /// appear by name only, never by value.
     #[arg(long, short = 'v', global = true)]
     pub verbose: bool,
+    /// The container engine: `docker` (the default) or `podman` (its command line, or with
+    /// `--backend api` its Docker-compatible socket). Default: `AGENTC_ENGINE`, else docker.
+    #[arg(long, global = true, value_enum)]
+    pub engine: Option<EngineArg>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -669,9 +673,6 @@ pub enum EgressArg {
 pub struct DoctorArgs {
     /// A profile whose images, networks, secrets, deployment and lock are checked too.
     pub profile: Option<PathBuf>,
-    /// The engine to check.
-    #[arg(long, value_enum, default_value_t = EngineArg::Docker)]
-    pub engine: EngineArg,
     /// The workspace the profile's launches mount [default: the current directory].
     #[arg(long)]
     pub workspace: Option<PathBuf>,
@@ -680,11 +681,13 @@ pub struct DoctorArgs {
     pub format: ExplainFormat,
 }
 
-/// The engines `agentc doctor` checks.
+/// The container engines (`--engine`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EngineArg {
-    /// The Docker Engine (`DOCKER_HOST`, or the local socket).
+    /// The Docker Engine (`docker`; `DOCKER_HOST`, or the local socket).
     Docker,
+    /// Podman (`podman`; `CONTAINER_HOST`, `DOCKER_HOST`, or `/run/podman/podman.sock`).
+    Podman,
 }
 
 /// `agentc plan`.

@@ -32,6 +32,13 @@ pub fn execute(cli: Cli) -> ExitCode {
     if cli.verbose {
         verbose::enable();
     }
+    match choose_engine(cli.engine) {
+        Ok(engine) => agentc_backend_common::set_engine(engine),
+        Err(failure) => {
+            eprintln!("error: {}", failure.message);
+            return ExitCode::from(failure.code);
+        }
+    }
     let result = match cli.command {
         Command::Run(args) => commands::run::run(args),
         Command::Seed(args) => commands::seed::seed(args),
@@ -69,5 +76,26 @@ pub fn execute(cli: Cli) -> ExitCode {
             eprintln!("error: {}", failure.message);
             ExitCode::from(failure.code)
         }
+    }
+}
+
+/// The engine: `--engine`, else `AGENTC_ENGINE` (read here only), else docker.
+fn choose_engine(
+    flag: Option<cli::EngineArg>,
+) -> Result<agentc_backend_common::Engine, context::Failure> {
+    use agentc_backend_common::Engine;
+    if let Some(flag) = flag {
+        return Ok(match flag {
+            cli::EngineArg::Docker => Engine::Docker,
+            cli::EngineArg::Podman => Engine::Podman,
+        });
+    }
+    match std::env::var("AGENTC_ENGINE") {
+        Ok(text) if !text.trim().is_empty() => Engine::parse(&text).ok_or_else(|| {
+            context::Failure::usage(format!(
+                "AGENTC_ENGINE={text:?} is not an engine\n  hint: set it to docker or podman, or unset it"
+            ))
+        }),
+        _ => Ok(Engine::Docker),
     }
 }

@@ -331,3 +331,52 @@ fn a_profile_with_several_mistakes_reports_them_all_at_once() {
     let shown = text(&output.stderr).replace(&path, "several.toml");
     insta::assert_snapshot!("several-mistakes", shown);
 }
+
+#[test]
+fn the_engine_comes_from_the_flag_or_agentc_engine_and_a_bad_one_is_a_usage_error() {
+    let profile = "fixtures/valid/sandbox-entrypoint.toml";
+    let args = ["render", profile, "--backend", "cli", "--format", "shell"];
+    let docker = agentc(&args, &[]);
+    assert!(
+        text(&docker.stdout).starts_with("docker run "),
+        "{docker:?}"
+    );
+    let flag = agentc(&[&args[..], &["--engine", "podman"]].concat(), &[]);
+    let variable = agentc(&args, &[("AGENTC_ENGINE", "podman")]);
+    assert_eq!(flag.stdout, variable.stdout);
+    let podman = text(&flag.stdout);
+    assert!(podman.starts_with("podman run "), "{podman}");
+    // The difference table's spellings.
+    for spelling in [
+        "--tmpfs=/tmp:rw,noexec,nosuid,nodev",
+        "--read-only-tmpfs=false",
+        "--ipc=private",
+    ] {
+        assert!(podman.contains(spelling), "{spelling} in {podman}");
+    }
+    // The flag wins over the variable.
+    let docker_again = agentc(
+        &[&args[..], &["--engine", "docker"]].concat(),
+        &[("AGENTC_ENGINE", "podman")],
+    );
+    assert_eq!(docker_again.stdout, docker.stdout);
+    let bad = agentc(&args, &[("AGENTC_ENGINE", "nerdctl")]);
+    assert_eq!(bad.status.code(), Some(2));
+    let stderr = text(&bad.stderr);
+    assert!(
+        stderr.contains("AGENTC_ENGINE=\"nerdctl\" is not an engine\n  hint: "),
+        "{stderr}"
+    );
+    // What Podman cannot carry is refused by field, offline.
+    let refused = agentc(
+        &[
+            "render",
+            "fixtures/valid/finding-host-gateway.toml",
+            "--engine",
+            "podman",
+        ],
+        &[],
+    );
+    assert_eq!(refused.status.code(), Some(65));
+    assert!(text(&refused.stderr).contains("extra_hosts[0] cannot be launched on podman"));
+}

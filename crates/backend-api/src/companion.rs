@@ -77,6 +77,14 @@ pub async fn setup_for(
     if spec.egress.is_none() {
         return Ok(None);
     }
+    if agentc_backend_common::engine() == agentc_backend_common::Engine::Podman {
+        // Not built yet: Podman's networks take other options (no inhibit_ipv4).
+        return Err(ExecError::Egress {
+            step: "set up the egress proxy",
+            message: "egress.enforce = \"outside\" is not available with --engine podman yet"
+                .to_string(),
+        });
+    }
     if spec.name.is_none() {
         spec.egress_instance(&instance_suffix());
     }

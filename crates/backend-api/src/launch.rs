@@ -93,7 +93,10 @@ pub async fn launch(
     spec: &ContainerSpec,
     options: &LaunchOptions,
 ) -> Result<Outcome, ExecError> {
-    let mut request = render_create(spec)?;
+    render_create(spec)?;
+    resolve_env(spec, &options.env)?;
+    // The runtime is asked for, and Podman's rows applied, before anything is created.
+    let mut request = crate::engine::create_request(docker, spec).await?;
     request.body.env = Some(resolve_env(spec, &options.env)?).filter(|env| !env.is_empty());
     let passed = passed_secrets(spec, &options.env);
     if !passed.is_empty() {

@@ -24,6 +24,7 @@ pub mod admin;
 pub mod companion;
 pub mod daemon;
 pub mod egress;
+pub mod engine;
 mod json;
 pub mod launch;
 pub mod pull;
@@ -37,6 +38,7 @@ pub use admin::{
 };
 pub use agentc_backend_common::ExecError;
 pub use daemon::connect;
+pub use engine::check_engine;
 pub use json::render_json;
 pub use launch::{launch, LaunchOptions, Outcome};
 pub use pull::{ensure_image, image_present, pull_image, split_reference, ImageReference};

@@ -173,6 +173,7 @@ pub fn render_create(spec: &ContainerSpec) -> Result<CreateRequest, RenderError>
         log,
         devices,
         labels,
+        runtime,
         interactive,
         tty,
         auto_remove,
@@ -195,6 +196,7 @@ pub fn render_create(spec: &ContainerSpec) -> Result<CreateRequest, RenderError>
         log_config: log.as_ref().map(render_logging),
         devices: non_empty(devices.iter().map(render_device).collect()),
         auto_remove: flag(*auto_remove),
+        runtime: runtime.clone(),
         // The CLI sends `Init` only when `--init` is given.
         init: init.then_some(true),
         // The CLI always sends these two (`--memory-swappiness` and `--restart` defaults).
@@ -690,6 +692,7 @@ mod tests {
                 ("io.agentc.profile".into(), "demo".into()),
                 ("empty".into(), String::new()),
             ]),
+            runtime: None,
             interactive: true,
             tty: true,
             auto_remove: true,

@@ -14,6 +14,7 @@
 //!             [--env=]...                                                    (env)
 //!             [--mount=]... [--tmpfs=]...                                    (mounts)
 //!             [--read-only] [--security-opt=]... [--cap-drop=ALL] [--cap-add=]... (security)
+//!             [--runtime=]                                                   (runtime)
 //!             [--network=] [--network-alias=]... [--add-host=]... [--publish=]...
 //!             [--expose=]...                                                 (network)
 //!             [--dns=]... [--sysctl=]...                                     (egress)
@@ -98,6 +99,7 @@ fn render_container(spec: &ContainerSpec) -> Vec<String> {
         log,
         devices,
         labels,
+        runtime,
         interactive,
         tty,
         auto_remove,
@@ -128,6 +130,10 @@ fn render_container(spec: &ContainerSpec) -> Vec<String> {
         *cap_drop_all,
         cap_add,
     );
+    // `--runtime=NAME`: `HostConfig.Runtime`.
+    if let Some(runtime) = runtime {
+        argv.push(format!("--runtime={runtime}"));
+    }
     render_network(
         &mut argv,
         &Networking {

@@ -87,6 +87,7 @@ pub fn check_container(spec: &ContainerSpec) -> Result<(), ArgvError> {
         log,
         devices,
         labels,
+        runtime,
         interactive: _,
         tty: _,
         auto_remove: _,
@@ -112,6 +113,7 @@ pub fn check_container(spec: &ContainerSpec) -> Result<(), ArgvError> {
         (entrypoint, "entrypoint"),
         (user, "user"),
         (working_dir, "working_dir"),
+        (runtime, "runtime"),
     ] {
         if let Some(value) = value {
             no_nul(|| field.to_owned(), value)?;

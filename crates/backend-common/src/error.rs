@@ -229,6 +229,44 @@ pub enum ExecError {
         /// The container's name.
         name: String,
     },
+    /// The launch names a runtime the engine does not have (or cannot apply); nothing was
+    /// created.
+    #[error("{engine} cannot run runtime {runtime} (security.runtime): {found}; nothing was created\n  hint: {hint}")]
+    RuntimeMissing {
+        /// The runtime the launch names.
+        runtime: String,
+        /// The engine asked.
+        engine: crate::engine::Engine,
+        /// What the engine has instead.
+        found: String,
+        /// How to register it.
+        hint: String,
+    },
+    /// The engine cannot carry a field of the launch faithfully (a row of the Podman
+    /// difference table that refuses); nothing was created.
+    #[error("{field} cannot be launched on {engine}: {reason}\n  hint: {hint}")]
+    EngineUnsupported {
+        /// The engine.
+        engine: crate::engine::Engine,
+        /// The spec field path, such as `extra_hosts[0]`.
+        field: String,
+        /// Why.
+        reason: String,
+        /// What to change.
+        hint: String,
+    },
+    /// The engine behind the socket is not the one asked for (`--engine`).
+    #[error("--engine {wanted} was asked for, but {endpoint} is {found}\n  hint: {hint}")]
+    EngineMismatch {
+        /// The engine asked for.
+        wanted: crate::engine::Engine,
+        /// The engine that answered.
+        found: String,
+        /// The socket.
+        endpoint: String,
+        /// What to do.
+        hint: String,
+    },
 }
 
 impl ExecError {
@@ -249,7 +287,9 @@ impl ExecError {
             ExecError::Interrupted { signal, .. } => signal.exit_code(),
             ExecError::NotRemoved { cause, .. } => cause.exit_code(),
             ExecError::NotAgentc { .. } | ExecError::NoSuchContainer { .. } => EXIT_REFUSED,
-            ExecError::Argv(_) => EXIT_UNLAUNCHABLE,
+            ExecError::Argv(_)
+            | ExecError::RuntimeMissing { .. }
+            | ExecError::EngineUnsupported { .. } => EXIT_UNLAUNCHABLE,
             _ => EXIT_DOCKER,
         }
     }

@@ -10,6 +10,10 @@
 //!   ([`check_container`], [`check_build`], and [`check_egress`] for an egress companion). The CLI renderer runs them before formatting; the
 //!   API backend runs them before building a body, so a profile one backend accepts, the other
 //!   accepts too.
+//! - [`engine`]: which engine (Docker or Podman) the process drives, and the fail-closed
+//!   check of a launch's runtime against what the engine has ([`check_runtime`]).
+//! - [`podman`]: the difference table between Docker and Podman: each row a field that
+//!   Podman means differently, rewritten or refused by name ([`podman::adapt`]).
 //! - [`secrets`]: secret resolution from an environment map ([`resolve_env`]).
 //! - [`error`]: the launch error ([`ExecError`]) with its hints and exit statuses, and the
 //!   mapping of a container's exit code to a process exit status ([`exit_status`]).
@@ -38,13 +42,16 @@
 #![deny(missing_docs)]
 
 pub mod argv;
+pub mod engine;
 pub mod error;
 pub mod hints;
 pub mod inspect;
+pub mod podman;
 pub mod secrets;
 pub mod session;
 
 pub use argv::{check_build, check_container, check_egress, ArgvError};
+pub use engine::{check_runtime, engine, set_engine, Engine, Runtimes};
 pub use error::{exit_status, ExecError, Interrupt};
 pub use inspect::{network_of, published_addresses, PublishedAddress};
 pub use secrets::{resolve_env, resolve_vars};

@@ -11,12 +11,14 @@ use serde::Serialize;
 use crate::lock::Drift;
 use crate::reference::short_id;
 
-/// The engines doctor knows (Podman will be the second).
+/// The engines doctor knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Engine {
     /// The Docker Engine.
     Docker,
+    /// Podman: its command line, and its Docker-compatible API socket.
+    Podman,
 }
 
 impl Engine {
@@ -24,6 +26,7 @@ impl Engine {
     pub fn as_str(self) -> &'static str {
         match self {
             Engine::Docker => "docker",
+            Engine::Podman => "podman",
         }
     }
 }
@@ -113,6 +116,12 @@ pub struct EngineFacts {
     pub isolated_network: Option<Result<(), String>>,
     /// The engine's data directory and its free bytes, or why they are unknown.
     pub disk: Option<Result<(String, u64), String>>,
+    /// Whether Podman's rlimits fit this host: a process may raise a hard rlimit
+    /// (`CAP_SYS_RESOURCE` in the bounding set of agentc's own), or `containers.conf` sets
+    /// `default_ulimits`; Podman asks for more than the host has otherwise.
+    pub rlimits_raisable: Option<bool>,
+    /// gVisor's registration with the engine: the `runsc` runtime's path and arguments.
+    pub gvisor: Option<String>,
 }
 
 impl EngineFacts {
@@ -136,6 +145,8 @@ pub const ENGINE_CHECKS: &[EngineCheck] = &[
     ("api-version", api_version),
     ("docker-cli", docker_cli),
     ("runtimes", runtimes),
+    ("gvisor", gvisor),
+    ("rlimits", rlimits),
     ("cgroup", cgroup),
     ("seccomp", seccomp),
     ("apparmor", apparmor),
@@ -159,6 +170,12 @@ fn answered(facts: &EngineFacts) -> bool {
 fn engine(facts: &EngineFacts) -> Option<Check> {
     let name = facts.engine.unwrap_or(Engine::Docker).as_str();
     Some(match &facts.unreachable {
+        Some(error) if facts.engine == Some(Engine::Podman) => check(
+            "engine",
+            Status::Fail,
+            format!("podman's API socket at {} does not answer: {error}", facts.endpoint),
+            Some("agentc does not start it: run `podman system service --time=0 unix:///run/podman/podman.sock &` as root (or `systemctl start podman.socket`), or set CONTAINER_HOST; `--backend cli` needs only the podman command"),
+        ),
         Some(error) => check(
             "engine",
             Status::Fail,
@@ -210,13 +227,19 @@ fn docker_cli(facts: &EngineFacts) -> Option<Check> {
         Ok(version) => check(
             "docker-cli",
             Status::Ok,
-            format!("docker CLI {version} (the cli backend and builds use it)"),
+            format!(
+                "{} CLI {version} (the cli backend and builds use it)",
+                facts.engine.unwrap_or(Engine::Docker).as_str()
+            ),
             None,
         ),
         Err(error) => check(
             "docker-cli",
             Status::Warn,
-            format!("the docker CLI cannot run: {error}"),
+            format!(
+                "the {} CLI cannot run: {error}",
+                facts.engine.unwrap_or(Engine::Docker).as_str()
+            ),
             Some("install the docker CLI for `--backend cli` (the default) and for builds; `--backend api` works without it"),
         ),
     })
@@ -227,12 +250,68 @@ fn runtimes(facts: &EngineFacts) -> Option<Check> {
         return None;
     }
     let default = facts.default_runtime.as_deref().unwrap_or("runc");
+    if facts.engine == Some(Engine::Podman) {
+        return Some(check(
+            "runtimes",
+            Status::Ok,
+            format!("default runtime {default}: Podman's API socket runs every container under it (it ignores HostConfig.Runtime, so agentc refuses another there); `--backend cli` passes --runtime"),
+            None,
+        ));
+    }
     Some(check(
         "runtimes",
         Status::Ok,
         format!("runtimes {} (default {default})", facts.runtimes.join(", ")),
         None,
     ))
+}
+
+fn gvisor(facts: &EngineFacts) -> Option<Check> {
+    if !answered(facts) {
+        return None;
+    }
+    let registered = facts.gvisor.as_deref()?;
+    Some(if registered.contains("--network=host") {
+        check(
+            "gvisor",
+            Status::Warn,
+            format!("gVisor registered as runsc ({registered}): it uses the host kernel's network stack inside the container's namespace, not its own"),
+            Some("a runsc from August 2024 or later runs its own network stack on this kernel; see docs/engines.md"),
+        )
+    } else {
+        check(
+            "gvisor",
+            Status::Ok,
+            format!("gVisor registered as runsc ({registered}); the image's egress firewall does not run under it"),
+            None,
+        )
+    })
+}
+
+fn rlimits(facts: &EngineFacts) -> Option<Check> {
+    let raisable = facts.rlimits_raisable?;
+    if facts.engine != Some(Engine::Podman) {
+        return Some(check(
+            "rlimits",
+            Status::Ok,
+            "docker sets no rlimits of its own: containers inherit the daemon's",
+            None,
+        ));
+    }
+    Some(match raisable {
+        true => check(
+            "rlimits",
+            Status::Ok,
+            "Podman's rlimits fit this host (CAP_SYS_RESOURCE, or default_ulimits in containers.conf)",
+            None,
+        ),
+        false => check(
+            "rlimits",
+            Status::Warn,
+            "this host forbids raising a hard rlimit (no CAP_SYS_RESOURCE): Podman's default nofile 1048576 fails with \"error setting rlimit type 7\" unless containers.conf sets default_ulimits",
+            Some("write default_ulimits = [\"nofile=N:N\", \"nproc=M:M\"] at the host's limits into /etc/containers/containers.conf.d/ (scripts/setup-engines.sh does), then restart podman system service"),
+        ),
+    })
 }
 
 fn cgroup(facts: &EngineFacts) -> Option<Check> {
@@ -426,11 +505,26 @@ pub struct ProfileFacts {
     pub deployment: Option<(String, String, Option<String>)>,
     /// The lock file beside the profile: its path and its drift, or why it cannot be read.
     pub lock: Option<(String, Result<Vec<Drift>, String>)>,
+    /// The runtime the profile names (`security.runtime`), and whether the engine can run
+    /// it, or why not.
+    pub runtime: Option<(String, Result<(), String>)>,
 }
 
 /// The checks of a profile.
 pub fn profile_checks(facts: &ProfileFacts) -> Vec<Check> {
     let mut checks = Vec::new();
+    if let Some((runtime, available)) = &facts.runtime {
+        let id = format!("runtime {runtime}");
+        checks.push(match available {
+            Ok(()) => check(&id, Status::Ok, "the engine has it", None),
+            Err(error) => check(
+                &id,
+                Status::Fail,
+                format!("the engine cannot run it: {error}"),
+                Some("register it with the engine (docs/engines.md), or remove security.runtime"),
+            ),
+        });
+    }
     for (reference, present, built) in &facts.images {
         let id = format!("image {reference}");
         checks.push(match (present, built) {

@@ -24,7 +24,8 @@ use crate::plan::{parts, Launch, Part};
 /// The version of the lock format this crate writes and reads.
 pub const LOCK_VERSION: u32 = 1;
 
-/// The runtime a launch runs under when the profile names none: the engine's default.
+/// The runtime a launch runs under when the profile names none (`security.runtime`): the
+/// engine's default.
 pub const DEFAULT_RUNTIME: &str = "default";
 
 /// A lock file.
@@ -270,7 +271,12 @@ impl Lock {
             agentc_version: inputs.agentc_version.to_string(),
             profile: inputs.profile.name.clone(),
             workspace: workspace_of(inputs.launches),
-            runtime: DEFAULT_RUNTIME.to_string(),
+            runtime: inputs
+                .profile
+                .security
+                .runtime
+                .clone()
+                .unwrap_or_else(|| DEFAULT_RUNTIME.to_string()),
             environment: inputs
                 .environment
                 .iter()

@@ -41,6 +41,8 @@ pub const CAP_DROP_ALL: &str = "cap_drop_all";
 pub const READ_ONLY_ROOT: &str = "read_only_root";
 /// The AppArmor override.
 pub const APPARMOR: &str = "apparmor";
+/// The OCI runtime.
+pub const RUNTIME: &str = "runtime";
 /// The network attachment.
 pub const NETWORK: &str = "network";
 /// A network override or `[network] name` that was not applied, because `egress.mode = "deny"`

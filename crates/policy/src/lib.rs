@@ -107,7 +107,7 @@ pub use rules::egress::{host_scope, NO_PROXY_VARIABLES, PROXY_VARIABLES};
 pub use rules::identity::{
     decant_container_name, home_volume_name, owner_slug, sandbox_container_name,
 };
-pub use rules::security::DANGEROUS_CAPABILITIES;
+pub use rules::security::{is_gvisor, runtime_words, DANGEROUS_CAPABILITIES};
 pub use schema::{profile_schema, PROFILE_SCHEMA_ID};
 pub use spec::*;
 pub use text::http_url_host;

@@ -8,9 +8,16 @@
 
 use crate::profile::SecurityConfig;
 
-/// The Docker socket's usual paths; the rootless daemon's `/run/user/UID/docker.sock` and
-/// Docker Desktop's `~/.docker/run/docker.sock` are recognized by shape.
-pub const DOCKER_SOCKETS: &[&str] = &["/var/run/docker.sock", "/run/docker.sock"];
+/// The Docker socket's usual paths, and Podman's Docker-compatible socket (the same
+/// root-equivalent handle); the rootless daemons' `/run/user/UID/docker.sock` and
+/// `/run/user/UID/podman/podman.sock` and Docker Desktop's `~/.docker/run/docker.sock` are
+/// recognized by shape.
+pub const DOCKER_SOCKETS: &[&str] = &[
+    "/var/run/docker.sock",
+    "/run/docker.sock",
+    "/run/podman/podman.sock",
+    "/var/run/podman/podman.sock",
+];
 
 /// The environment variable that points a docker client at a daemon.
 pub const DOCKER_HOST: &str = "DOCKER_HOST";
@@ -95,18 +102,22 @@ impl Danger {
 
 /// Whether an absolute, normalized host path exposes the Docker socket: it is one of
 /// [`DOCKER_SOCKETS`] or a directory above one (`/run`, `/var/run`, `/var`, `/`), a file named
-/// `docker.sock` anywhere, the rootless daemon's `/run/user[/UID]`, or Docker Desktop's
+/// `docker.sock` or `podman.sock` anywhere, the rootless daemons' `/run/user[/UID][/podman]`,
+/// or Docker Desktop's
 /// `.docker`, `.docker/run` or `.docker/desktop`.
 pub fn exposes_docker_socket(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or_default();
-    if name == "docker.sock" || DOCKER_SOCKETS.iter().any(|socket| contains(path, socket)) {
+    if name == "docker.sock"
+        || name == "podman.sock"
+        || DOCKER_SOCKETS.iter().any(|socket| contains(path, socket))
+    {
         return true;
     }
     for runtime in ["/run/user", "/var/run/user"] {
         if let Some(rest) = path.strip_prefix(runtime) {
             let rest = rest.trim_start_matches('/');
-            if rest.is_empty() || (!rest.contains('/') && rest.bytes().all(|b| b.is_ascii_digit()))
-            {
+            let uid = rest.strip_suffix("/podman").unwrap_or(rest);
+            if rest.is_empty() || (!uid.contains('/') && uid.bytes().all(|b| b.is_ascii_digit())) {
                 return true;
             }
         }
@@ -165,6 +176,10 @@ mod tests {
             "/srv/docker.sock",
             "/run/user/1000",
             "/home/dev/.docker/run",
+            "/run/podman/podman.sock",
+            "/run/podman",
+            "/run/user/1000/podman",
+            "/srv/podman.sock",
         ] {
             assert_eq!(
                 classify_path(socket, None),

@@ -476,6 +476,12 @@ pub struct SecurityConfig {
     /// `bind-home` finding naming this field.
     #[serde(default)]
     pub allow_home_bind: bool,
+    /// The OCI runtime the agent's container runs under: `"runc"`, `"runsc"` (gVisor),
+    /// `"kata"`, or the name of any runtime registered with the engine. Unset: the engine's
+    /// default. agentc asks the engine before creating anything and refuses a runtime it does
+    /// not have. `--runtime`; `HostConfig.Runtime`.
+    #[serde(default)]
+    pub runtime: Option<String>,
 }
 
 impl Default for SecurityConfig {
@@ -487,6 +493,7 @@ impl Default for SecurityConfig {
             allow_docker_socket: false,
             allow_root_bind: false,
             allow_home_bind: false,
+            runtime: None,
         }
     }
 }

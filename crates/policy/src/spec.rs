@@ -219,6 +219,11 @@ pub struct ContainerSpec {
     pub devices: Vec<Device>,
     /// Labels, including agentc's own (`io.agentc.*`). `--label`; `Config.Labels`.
     pub labels: BTreeMap<String, String>,
+    /// The OCI runtime (`runsc`, `kata`, ...); `None` keeps the engine's default. `--runtime`;
+    /// `HostConfig.Runtime`. Left out of the serialized spec when unset, so that specs without
+    /// it keep their digests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
     /// Keep stdin open and attach it. `--interactive`; `Config.OpenStdin`, `Config.AttachStdin`,
     /// `Config.StdinOnce`.
     pub interactive: bool,
@@ -264,6 +269,7 @@ impl ContainerSpec {
             log: None,
             devices: Vec::new(),
             labels: BTreeMap::new(),
+            runtime: None,
             interactive: false,
             tty: false,
             auto_remove: false,

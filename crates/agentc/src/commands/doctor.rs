@@ -8,14 +8,13 @@ use agentc_lifecycle::lock::compare;
 use agentc_lifecycle::plan::Part;
 use agentc_lifecycle::state::State;
 
-use crate::cli::{BackendArg, DoctorArgs, EngineArg, ExplainFormat};
+use crate::cli::{BackendArg, DoctorArgs, ExplainFormat};
 use crate::commands::{launch, plan};
 use crate::context::{self, Failure, EXIT_FAILED};
 use crate::lifecycle::{engine, gather, probe};
 
 /// Runs `agentc doctor`.
 pub fn doctor(args: DoctorArgs) -> Result<u8, Failure> {
-    let EngineArg::Docker = args.engine;
     let loaded = args
         .profile
         .as_ref()
@@ -42,7 +41,10 @@ pub fn doctor(args: DoctorArgs) -> Result<u8, Failure> {
         checks.extend(profile_checks(&facts));
     }
     let report = Report {
-        engine: Engine::Docker,
+        engine: match agentc_backend_common::engine() {
+            agentc_backend_common::Engine::Docker => Engine::Docker,
+            agentc_backend_common::Engine::Podman => Engine::Podman,
+        },
         checks,
     };
     let output = match args.format {
@@ -70,6 +72,26 @@ fn profile_facts(
         file: loaded.file.clone(),
         ..ProfileFacts::default()
     };
+    if let Some(runtime) = &loaded.profile.security.runtime {
+        // Asked through the engine's command line: Podman's socket cannot tell.
+        let available = agentc_backend_cli::exec::engine::runtimes(runtime)
+            .and_then(|found| {
+                agentc_backend_common::check_runtime(
+                    agentc_backend_common::engine(),
+                    runtime,
+                    &found,
+                )
+            })
+            .map_err(|error| {
+                error
+                    .to_string()
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            });
+        facts.runtime = Some((runtime.clone(), available));
+    }
     let mut engine = if reachable {
         Some(engine::connect(BackendArg::Api)?)
     } else {

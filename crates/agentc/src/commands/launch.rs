@@ -33,12 +33,36 @@ pub fn process_env() -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Connects to the daemon named by `DOCKER_HOST`, or the local socket.
+/// Where the engine's API is: for Docker `DOCKER_HOST` (`None`: the local socket); for
+/// Podman `CONTAINER_HOST`, `DOCKER_HOST`, else its socket by Podman's conventions.
+pub fn engine_host() -> Option<String> {
+    match agentc_backend_common::engine() {
+        agentc_backend_common::Engine::Docker => std::env::var("DOCKER_HOST")
+            .ok()
+            .filter(|host| !host.is_empty()),
+        agentc_backend_common::Engine::Podman => {
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            let root = unsafe { libc::geteuid() } == 0;
+            Some(agentc_backend_common::engine::podman_socket(
+                &process_env(),
+                root,
+            ))
+        }
+    }
+}
+
+/// Connects to the engine's API ([`engine_host`]) and checks that the engine answering is the
+/// one asked for (`--engine`).
 pub async fn connect() -> Result<Docker, Failure> {
-    let host = std::env::var("DOCKER_HOST").ok();
-    agentc_backend_api::connect(host.as_deref())
+    let host = engine_host();
+    let docker = agentc_backend_api::connect(host.as_deref())
         .await
-        .map_err(exec_failure)
+        .map_err(exec_failure)?;
+    let endpoint = host.unwrap_or_else(|| "the local docker socket".to_string());
+    agentc_backend_api::check_engine(&docker, agentc_backend_common::engine(), &endpoint)
+        .await
+        .map_err(exec_failure)?;
+    Ok(docker)
 }
 
 /// A launch failure, with its exit status ([`ExecError::exit_code`]).

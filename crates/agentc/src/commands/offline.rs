@@ -121,6 +121,11 @@ fn render(
     backend: RenderBackendArg,
     format: FormatArg,
 ) -> Result<String, Failure> {
+    if let (agentc_backend_common::Engine::Podman, agentc_policy::Action::Container(container)) =
+        (agentc_backend_common::engine(), &spec.action)
+    {
+        return render_podman(container, backend, format);
+    }
     match (backend, format) {
         (RenderBackendArg::Cli, FormatArg::Shell | FormatArg::Json) => {
             let argv = agentc_backend_cli::render_argv(spec).map_err(Failure::unlaunchable)?;
@@ -160,6 +165,44 @@ fn render(
             "YAML is for the k8s backend; use --format json or shell",
         )),
         (RenderBackendArg::K8s, _) => Err(Failure::usage("the k8s backend is rendered apart")),
+    }
+}
+
+/// Renders a container launch for Podman (`--engine podman`): the difference table applied
+/// (`agentc_backend_common::podman`), then `podman` argv or the body for its socket. Offline,
+/// the image's `USER` is unknown: a launch without `--user` keeps its `--cap-add` here, and a
+/// note on stderr says they are dropped at launch when the image's user is not root.
+fn render_podman(
+    container: &agentc_policy::ContainerSpec,
+    backend: RenderBackendArg,
+    format: FormatArg,
+) -> Result<String, Failure> {
+    let adapted =
+        agentc_backend_common::podman::adapt(container, None).map_err(Failure::unlaunchable)?;
+    if container.user.is_none() && !adapted.cap_add.is_empty() {
+        eprintln!(
+            "agentc: note: on podman, --cap-add is dropped at launch when the image's USER is not root (podman would make the capabilities effective; docker keeps them out of reach)"
+        );
+    }
+    match (backend, format) {
+        (RenderBackendArg::Cli, FormatArg::Shell | FormatArg::Json) => {
+            let argv = agentc_backend_cli::exec::engine::podman_argv(&adapted)
+                .map_err(Failure::unlaunchable)?;
+            Ok(match format {
+                FormatArg::Json => format!("{}\n", to_pretty_json(&argv)),
+                _ => format!("{}\n", agentc_backend_cli::shell_line(&argv)),
+            })
+        }
+        (RenderBackendArg::Api, FormatArg::Json) => {
+            let mut request =
+                agentc_backend_api::render_create(&adapted).map_err(Failure::unlaunchable)?;
+            agentc_backend_api::engine::podman_body(&adapted, &mut request);
+            let rendered = serde_json::json!({"name": request.name, "body": request.body});
+            Ok(format!("{}\n", to_pretty_json(&rendered)))
+        }
+        _ => Err(Failure::usage(
+            "with --engine podman, render --backend cli (shell or json) or --backend api (json)",
+        )),
     }
 }
 

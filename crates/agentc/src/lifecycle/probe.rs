@@ -9,18 +9,49 @@ use agentc_lifecycle::doctor::{Engine as EngineName, EngineFacts};
 use bollard::models::NetworkCreateRequest;
 use bollard::Docker;
 
-/// Where the engine is: `DOCKER_HOST`, or the local socket.
+/// Where the engine is: its socket by `--engine` (`DOCKER_HOST`, or for Podman
+/// `CONTAINER_HOST` and its conventions), or Docker's local socket.
 fn endpoint() -> String {
-    std::env::var("DOCKER_HOST")
-        .ok()
-        .filter(|host| !host.is_empty())
+    crate::commands::launch::engine_host()
         .unwrap_or_else(|| "unix:///var/run/docker.sock".to_string())
+}
+
+/// Whether Podman's rlimits fit this host: this process may raise a hard rlimit
+/// (`CAP_SYS_RESOURCE`, bit 24 of its bounding set), or `containers.conf` sets
+/// `default_ulimits`. Otherwise Podman's default rlimits fail (docs/engines.md).
+fn rlimits_raisable() -> Option<bool> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let mask = status
+        .lines()
+        .find_map(|line| line.strip_prefix("CapBnd:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())?;
+    Some(mask & (1 << 24) != 0 || podman_ulimits_configured())
+}
+
+/// Whether a `containers.conf` (or a drop-in) sets `default_ulimits`, which Podman then asks
+/// for instead of its own defaults.
+fn podman_ulimits_configured() -> bool {
+    let mut files = vec![std::path::PathBuf::from("/etc/containers/containers.conf")];
+    if let Ok(entries) = std::fs::read_dir("/etc/containers/containers.conf.d") {
+        files.extend(entries.filter_map(|entry| entry.ok().map(|entry| entry.path())));
+    }
+    files.iter().any(|file| {
+        std::fs::read_to_string(file).is_ok_and(|text| {
+            text.lines()
+                .any(|line| line.trim_start().starts_with("default_ulimits"))
+        })
+    })
 }
 
 /// Gathers the engine's facts; an unreachable engine is a fact too.
 pub async fn engine_facts(docker: Result<Docker, String>) -> EngineFacts {
+    let engine = match agentc_backend_common::engine() {
+        agentc_backend_common::Engine::Docker => EngineName::Docker,
+        agentc_backend_common::Engine::Podman => EngineName::Podman,
+    };
     let mut facts = EngineFacts {
-        engine: Some(EngineName::Docker),
+        engine: Some(engine),
+        rlimits_raisable: rlimits_raisable(),
         endpoint: endpoint(),
         cli: Some(docker_cli()),
         max_user_namespaces: std::fs::read_to_string("/proc/sys/user/max_user_namespaces")
@@ -47,7 +78,18 @@ pub async fn engine_facts(docker: Result<Docker, String>) -> EngineFacts {
     }
     if let Ok(info) = docker.info().await {
         facts.default_runtime = info.default_runtime.clone();
-        let mut runtimes: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
+        let registered = info.runtimes.unwrap_or_default();
+        if engine == EngineName::Docker {
+            facts.gvisor = registered.get("runsc").map(|runsc| {
+                let mut text = runsc.path.clone().unwrap_or_default();
+                for arg in runsc.runtime_args.clone().unwrap_or_default() {
+                    text.push(' ');
+                    text.push_str(&arg);
+                }
+                text
+            });
+        }
+        let mut runtimes: Vec<String> = registered.into_keys().collect();
         runtimes.sort();
         if let Some(default) = &info.default_runtime {
             runtimes.retain(|name| name != default);

@@ -23,7 +23,7 @@ pub struct Check {
     pub ok: bool,
 }
 
-fn check(
+pub(super) fn check(
     what: impl Into<String>,
     expected: impl Into<String>,
     seen: impl Into<String>,
@@ -37,10 +37,12 @@ fn check(
     }
 }
 
-const NOT_OBSERVED: &str = "not observed";
+pub(super) const NOT_OBSERVED: &str = "not observed";
 
 /// PID 1's command name when docker runs its init (`--init`).
 const DOCKER_INIT: &str = "docker-init";
+/// PID 1's command name when Podman runs its init (catatonit).
+const PODMAN_INIT: &str = "podman-init";
 
 /// Compares the spec with what the kernel and `docker inspect` report.
 ///
@@ -57,6 +59,7 @@ pub fn compare(
     compare_network(spec, observed, inspect, &mut checks);
     compare_resources(spec, observed, &mut checks);
     compare_metadata(spec, observed, inspect, &mut checks);
+    super::gvisor::adjust(spec, observed, inspect, &mut checks);
     checks
 }
 
@@ -69,7 +72,11 @@ fn compare_identity(spec: &ContainerSpec, observed: &Observation, checks: &mut V
         "the entrypoint, not docker-init"
     };
     let (ok, seen) = match &observed.pid1 {
-        Some(name) => ((name == DOCKER_INIT) == spec.init, name.clone()),
+        // Podman's init (catatonit) is named podman-init.
+        Some(name) => (
+            (name == DOCKER_INIT || name == PODMAN_INIT) == spec.init,
+            name.clone(),
+        ),
         None => (false, NOT_OBSERVED.to_string()),
     };
     checks.push(check("PID 1", expected, seen, ok));
@@ -363,9 +370,19 @@ fn compare_network(
         ),
     };
     checks.push(check("network interfaces", expected, seen, ok));
-    let mode = inspect
+    let mut mode = inspect
         .pointer("/HostConfig/NetworkMode")
         .and_then(|value| value.as_str());
+    // Podman says `bridge` for any bridge network; the network joined is in NetworkSettings.
+    if !mode.is_some_and(|mode| modes.iter().any(|wanted| wanted == mode)) {
+        if let Some(joined) = inspect
+            .pointer("/NetworkSettings/Networks")
+            .and_then(|networks| networks.as_object())
+            .and_then(|networks| networks.keys().find(|key| modes.contains(key)))
+        {
+            mode = Some(joined.as_str());
+        }
+    }
     checks.push(check(
         "network mode",
         modes.join(" or "),
@@ -469,6 +486,14 @@ fn compare_metadata(
         .map(|driver| render(driver, &options))
         .unwrap_or_else(|| "absent from inspect".to_string());
     match &spec.log {
+        // Podman's k8s-file (what agentc renders there for json-file): one file truncated in
+        // place at max-size; neither its inspect nor its API socket's reports the options.
+        Some(log) if log.driver == "k8s-file" => checks.push(check(
+            "log driver",
+            render(&log.driver, &log.options),
+            seen,
+            matches!(driver, Some("k8s-file" | "json-file")),
+        )),
         Some(log) => {
             // The daemon merges its own default options (daemon.json `log-opts`) into a
             // container's when the driver is its default one, so extra options are allowed.

@@ -8,11 +8,15 @@
 //! - [`parse`]: the parser of the probe's output ([`parse_probe`] into an [`Observation`]).
 //! - [`compare`](mod@compare): the comparison with the spec ([`compare()`]) and the table
 //!   ([`render_table`]). Parser and comparison do no I/O.
+//! - `gvisor`: the runtime check, and what changes under gVisor, whose kernel shows less
+//!   (no `NoNewPrivs` line, no seccomp mode, no cgroup files; `NET_RAW` dropped): those checks
+//!   read `docker inspect` or say what gVisor does instead, never a false mismatch.
 //!
 //! What is not checked: published ports, extra hosts, devices, the seccomp profile, and
 //! environment values (only names are observed, so a secret's value never leaves the container).
 
 pub mod compare;
+mod gvisor;
 pub mod parse;
 pub mod probe;
 #[cfg(test)]

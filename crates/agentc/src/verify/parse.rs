@@ -91,6 +91,8 @@ pub struct Observation {
     pub cgroup: BTreeMap<String, String>,
     /// Names of the environment variables set.
     pub env_names: Option<BTreeSet<String>>,
+    /// The probe ran under gVisor's kernel (`KERNEL=gvisor`).
+    pub gvisor: bool,
 }
 
 /// Parses the probe's output; `\r\n` line ends (a TTY) and unknown lines are accepted.
@@ -160,6 +162,7 @@ pub fn parse_probe(output: &str) -> Result<Observation, String> {
             "Seccomp" => observation.seccomp = Some(number(value)?),
             "NET" => observation.interfaces = Some(words(value)),
             "ENV_NAMES" => observation.env_names = Some(words(value)),
+            "KERNEL" => observation.gvisor = value.trim() == "gvisor",
             _ => {
                 if let Some(file) = key.strip_prefix("CGROUP:") {
                     observation

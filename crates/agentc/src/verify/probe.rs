@@ -46,7 +46,9 @@ pub const PROBE_PIDS: u32 = 2;
 /// octal escapes); one `TMPFS_WRITE=<target> ok exec|noexec` or `<target> denied` per tmpfs;
 /// `CapInh`, `CapPrm`, `CapEff`, `CapBnd`, `CapAmb` (hex), `NoNewPrivs`, `Seccomp` from
 /// `/proc/self/status`; `NET=<interfaces>`; `CGROUP:<file>=<content>` for each readable cgroup
-/// v1 or v2 limit file; `ENV_NAMES=<names>`.
+/// v1 or v2 limit file; `ENV_NAMES=<names>`; `KERNEL=gvisor` when the kernel log starts with
+/// gVisor's `Starting gVisor...` (readable without privileges there; refused under runc), else
+/// `KERNEL=host`.
 pub const PROBE_SCRIPT: &str = r#"p() { printf '%s=%s\n' "$1" "$2"; }
 p PROBE 1
 p UID "$(id -u)"
@@ -80,6 +82,8 @@ for f in memory/memory.limit_in_bytes memory/memory.memsw.limit_in_bytes pids/pi
   if [ -r "/sys/fs/cgroup/$f" ]; then p "CGROUP:$f" "$(cat "/sys/fs/cgroup/$f")"; fi
 done
 p ENV_NAMES "$(awk 'BEGIN { for (k in ENVIRON) printf "%s ", k }' 2>/dev/null)"
+k="$(dmesg 2>/dev/null)"
+case "$k" in *"Starting gVisor"*) p KERNEL gvisor;; *) p KERNEL host;; esac
 p END 1
 "#;
 
@@ -167,7 +171,31 @@ pub fn verify_launch(
             ),
         )
     })?;
-    Ok(compare(container, &observed, &probed.inspect))
+    Ok(compare(
+        &expected(container, &probed.inspect)?,
+        &observed,
+        &probed.inspect,
+    ))
+}
+
+/// What the engine was asked for: the spec itself on Docker; on Podman the spec with the
+/// difference table's rewrites ([`agentc_backend_common::podman::adapt`]), the image's
+/// `USER` read from the container's inspect.
+fn expected(
+    container: &ContainerSpec,
+    inspect: &serde_json::Value,
+) -> Result<ContainerSpec, Failure> {
+    match agentc_backend_common::engine() {
+        agentc_backend_common::Engine::Docker => Ok(container.clone()),
+        agentc_backend_common::Engine::Podman => {
+            let user = inspect
+                .pointer("/Config/User")
+                .and_then(|user| user.as_str())
+                .unwrap_or_default();
+            agentc_backend_common::podman::adapt(container, Some(user))
+                .map_err(launch::exec_failure)
+        }
+    }
 }
 
 /// Refuses, before anything is created, a launch whose pids limit leaves the probe no room to
@@ -219,18 +247,18 @@ fn probe_cli(
         action: Action::Container(Box::new(probe.clone())),
         ..spec.clone()
     };
-    let mut argv = agentc_backend_cli::render_argv(&probe_launch).map_err(Failure::unlaunchable)?;
+    agentc_backend_cli::render_argv(&probe_launch).map_err(Failure::unlaunchable)?;
     docker::ensure_image(&probe.image, pull, launch::notify).map_err(launch::exec_failure)?;
+    // The runtime is asked for, and Podman's rows applied, before anything is created.
+    let mut argv =
+        agentc_backend_cli::exec::engine::launch_argv(probe).map_err(launch::exec_failure)?;
     // The egress companion first (removed after the probe, on every way out).
     let mut placed = probe.clone();
     let _companion =
         agentc_backend_cli::exec::egress::setup_for(&mut placed).map_err(launch::exec_failure)?;
     if placed != *probe {
-        let placed_launch = LaunchSpec {
-            action: Action::Container(Box::new(placed.clone())),
-            ..spec.clone()
-        };
-        argv = agentc_backend_cli::render_argv(&placed_launch).map_err(Failure::unlaunchable)?;
+        argv =
+            agentc_backend_cli::exec::engine::launch_argv(&placed).map_err(launch::exec_failure)?;
     }
     let shield = SignalShield::new(true);
     let _remove = RemoveOnDrop { name };

@@ -365,8 +365,8 @@ impl SandboxClient for ApiClient {
 
     async fn create(&self, spec: &LaunchSpec) -> Result<Sandbox, SessionError> {
         let container = session_spec(spec)?;
-        let mut request = render_create(&container).map_err(ExecError::from)?;
-        request.body.env = Some(resolve_env(&container, &self.env)?).filter(|env| !env.is_empty());
+        render_create(&container).map_err(ExecError::from)?;
+        resolve_env(&container, &self.env)?;
         match self.docker.inspect_image(&container.image).await {
             Ok(_) => {}
             Err(error) if is_not_found(&error) => {
@@ -377,6 +377,8 @@ impl SandboxClient for ApiClient {
             }
             Err(error) => return Err(session_error("inspect the image", error)),
         }
+        let mut request = crate::engine::create_request(&self.docker, &container).await?;
+        request.body.env = Some(resolve_env(&container, &self.env)?).filter(|env| !env.is_empty());
         crate::admin::ensure_volumes(&self.docker, &container).await?;
         let name = container.name.clone().unwrap_or_default();
         let options = CreateContainerOptionsBuilder::new().name(&name).build();

@@ -9,6 +9,19 @@ use agentc_backend_common::ExecError;
 use bollard::models::ContainerInspectResponse;
 
 use super::process;
+
+/// The engine's program: `docker`, or `podman` with `--engine podman`.
+pub fn program() -> &'static str {
+    agentc_backend_common::engine().program()
+}
+
+/// `rm --force`, and on Podman `--time=0` (it would otherwise wait 10 s before SIGKILL).
+fn force_remove_args(id: &str) -> Vec<&str> {
+    match agentc_backend_common::engine() {
+        agentc_backend_common::Engine::Docker => vec!["rm", "--force", id],
+        agentc_backend_common::Engine::Podman => vec!["rm", "--force", "--time=0", id],
+    }
+}
 use super::signals::SignalShield;
 use crate::shell::shell_line;
 
@@ -21,7 +34,7 @@ use crate::shell::shell_line;
 pub fn run_foreground(argv: &[String]) -> Result<i32, ExecError> {
     log::debug!("running {}", shell_line(argv));
     let shield = SignalShield::new(true);
-    let child = process::spawn("docker", argv)?;
+    let child = process::spawn(program(), argv)?;
     process::wait_forwarding(child, || {
         // SIGINT from a terminal already reached docker (same process group); only a SIGTERM
         // aimed at agentc needs passing on.
@@ -51,7 +64,7 @@ pub fn run_launch(argv: &[String], detach: bool) -> Result<Ran, ExecError> {
     let Some((_, args)) = argv.split_first() else {
         return Err(ExecError::EmptyArgv);
     };
-    let mut child = Command::new("docker")
+    let mut child = Command::new(program())
         .args(args)
         .stdout(if detach {
             Stdio::null()
@@ -61,7 +74,7 @@ pub fn run_launch(argv: &[String], detach: bool) -> Result<Ran, ExecError> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|source| ExecError::Spawn {
-            program: "docker".into(),
+            program: program().into(),
             source,
         })?;
     let stderr = child.stderr.take().expect("stderr is piped");
@@ -153,8 +166,8 @@ impl Drop for CidFile {
 
 /// `docker rm --force ID`, output discarded, failures ignored.
 pub fn remove_quietly(id: &str) {
-    let _ = Command::new("docker")
-        .args(["rm", "--force", id])
+    let _ = Command::new(program())
+        .args(force_remove_args(id))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
@@ -169,12 +182,12 @@ pub fn output(args: &[&str]) -> Result<String, ExecError> {
 /// [`output`] with `env` on top of the inherited environment (the secrets an argv passes
 /// through by name are read from it).
 pub fn output_with_env(args: &[&str], env: &BTreeMap<String, String>) -> Result<String, ExecError> {
-    let argv: Vec<String> = std::iter::once("docker")
+    let argv: Vec<String> = std::iter::once(program())
         .chain(args.iter().copied())
         .map(str::to_string)
         .collect();
     log::debug!("running {}", shell_line(&argv));
-    let output = Command::new("docker")
+    let output = Command::new(program())
         .args(args)
         .envs(env)
         .output()
@@ -194,7 +207,9 @@ pub fn output_with_env(args: &[&str], env: &BTreeMap<String, String>) -> Result<
 pub fn image_present(image: &str) -> Result<bool, ExecError> {
     match output(&["image", "inspect", "--format", "{{.Id}}", image]) {
         Ok(_) => Ok(true),
-        Err(ExecError::DockerFailed { stderr, .. }) if stderr.contains("No such image") => {
+        Err(ExecError::DockerFailed { stderr, .. })
+            if stderr.contains("No such image") || stderr.contains("image not known") =>
+        {
             Ok(false)
         }
         Err(error) => Err(error),
@@ -219,7 +234,7 @@ pub fn ensure_image(image: &str, pull: bool, notify: impl FnOnce(&str)) -> Resul
     notify(&format!(
         "image {image} is not present; pulling it with `docker pull`"
     ));
-    let output = Command::new("docker")
+    let output = Command::new(program())
         .args(["pull", image])
         .stdin(Stdio::null())
         .stdout(std::io::stderr())
@@ -290,8 +305,8 @@ pub struct RemoveOnDrop<'a> {
 
 impl Drop for RemoveOnDrop<'_> {
     fn drop(&mut self) {
-        let _ = Command::new("docker")
-            .args(["rm", "--force", self.name])
+        let _ = Command::new(program())
+            .args(force_remove_args(self.name))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();

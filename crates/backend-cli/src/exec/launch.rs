@@ -17,6 +17,7 @@ use agentc_policy::ContainerSpec;
 use bollard::models::ContainerInspectResponse;
 
 use super::docker;
+use super::engine::launch_argv;
 use crate::render::container_argv;
 
 /// How a launch through the docker CLI ended.
@@ -57,8 +58,10 @@ pub fn launch(
     notify: impl FnOnce(&str),
 ) -> Result<Outcome, ExecError> {
     resolve_env(spec, env)?;
-    let mut argv = container_argv(spec)?;
+    container_argv(spec)?;
     docker::ensure_image(&spec.image, pull, notify)?;
+    // The runtime is asked for, and Podman's rows applied, before anything is created.
+    let mut argv = launch_argv(spec)?;
     docker::ensure_volumes(spec)?;
     // The allowlist enforced outside: the isolated network and the healthy proxy first;
     // removed on every way out below but a detached start (`agentc rm` removes them then).
@@ -66,11 +69,19 @@ pub fn launch(
     let mut placed = spec.clone();
     let egress = super::egress::setup_for(&mut placed)?;
     if egress.is_some() {
-        argv = container_argv(&placed)?;
+        argv = launch_argv(&placed)?;
     }
     let cid = docker::CidFile::new()?;
     argv.insert(2, format!("--cidfile={}", cid.path().display()));
-    let ran = docker::run_launch(&argv, spec.detach)?;
+    let mut ran = docker::run_launch(&argv, spec.detach)?;
+    if ran.refusal.is_none()
+        && ran.exit_code == 125
+        && agentc_backend_common::engine() == agentc_backend_common::Engine::Podman
+    {
+        // Podman prints its own `Error: ...` (passed through) and exits 125 when it failed
+        // before the container ran.
+        ran.refusal = Some("podman failed before the container ran (its error is above)".into());
+    }
     if let Some(message) = ran.refusal {
         // docker refused (exit 125, its own message): the container never ran.
         let created = cid.id();

@@ -88,7 +88,7 @@ impl CliClient {
 
     pub(crate) fn command(&self, args: &[&str]) -> Command {
         log::debug!("running docker {}", args.join(" "));
-        let mut command = Command::new("docker");
+        let mut command = Command::new(crate::exec::docker::program());
         command
             .args(args)
             .envs(&self.env)
@@ -349,13 +349,15 @@ impl SandboxClient for CliClient {
     async fn create(&self, spec: &LaunchSpec) -> Result<Sandbox, SessionError> {
         let container = session_spec(spec)?;
         resolve_env(&container, &self.env)?;
-        let mut argv = container_argv(&container).map_err(ExecError::from)?;
+        container_argv(&container).map_err(ExecError::from)?;
         match self
             .output(&["image", "inspect", "--format", "{{.Id}}", &container.image])
             .await
         {
             Ok(_) => {}
-            Err((Some(_), message)) if message.contains("No such image") => {
+            Err((Some(_), message))
+                if message.contains("No such image") || message.contains("image not known") =>
+            {
                 return Err(ExecError::ImageMissing {
                     image: container.image.clone(),
                 }
@@ -368,6 +370,7 @@ impl SandboxClient for CliClient {
             }
             Err((Some(_), message)) => return Err(daemon("inspect the image", message)),
         }
+        let mut argv = crate::exec::engine::launch_argv(&container)?;
         crate::exec::docker::ensure_volumes(&container)?;
         let name = container.name.clone().unwrap_or_default();
         let cid_dir = tempfile_dir()?;

@@ -196,6 +196,9 @@ impl Renderer<'_> {
             log,
             devices,
             labels,
+            // The engine's runtime becomes the pod's RuntimeClass of the same name (`runsc`,
+            // `kata`): the cluster must define it, or the pod is refused at admission.
+            runtime,
             interactive,
             tty,
             auto_remove,
@@ -218,6 +221,7 @@ impl Renderer<'_> {
             host_pid: Some(false),
             host_ipc: Some(false),
             restart_policy: Some("Never".to_string()),
+            runtime_class_name: runtime.clone(),
             ..PodSpec::default()
         };
         let mut main = Container {

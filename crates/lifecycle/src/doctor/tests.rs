@@ -19,6 +19,8 @@ fn healthy() -> EngineFacts {
         max_user_namespaces: Some(63_000),
         isolated_network: Some(Ok(())),
         disk: Some(Ok(("/var/lib/docker".into(), 50 << 30))),
+        rlimits_raisable: Some(true),
+        gvisor: Some("/usr/bin/runsc".into()),
     }
 }
 
@@ -121,6 +123,7 @@ fn profile_checks_judge_images_networks_secrets_deployment_and_lock() {
                 current: "(none)".into(),
             }]),
         )),
+        runtime: None,
     };
     let checks = profile_checks(&facts);
     for (check_id, status) in [
@@ -153,4 +156,43 @@ fn a_launch_that_creates_an_isolated_network_makes_its_warning_a_failure() {
     assert_eq!(status_of(&checks, "isolated-network"), Status::Warn);
     require_for(&[isolated], &mut checks);
     assert_eq!(status_of(&checks, "isolated-network"), Status::Fail);
+}
+
+#[test]
+fn podman_and_gvisor_are_judged_with_their_own_fixes() {
+    let facts = EngineFacts {
+        engine: Some(Engine::Podman),
+        endpoint: "unix:///run/podman/podman.sock".into(),
+        unreachable: Some("connection refused".into()),
+        ..EngineFacts::default()
+    };
+    let checks = engine_checks(&facts);
+    let engine = checks.iter().find(|c| c.id == "engine").unwrap();
+    assert!(engine
+        .fix
+        .as_deref()
+        .unwrap()
+        .contains("podman system service"));
+    let facts = EngineFacts {
+        engine: Some(Engine::Podman),
+        rlimits_raisable: Some(false),
+        runtimes: vec!["runc".into(), "kata".into()],
+        default_runtime: Some("runc".into()),
+        ..healthy()
+    };
+    let checks = engine_checks(&facts);
+    assert_eq!(status_of(&checks, "rlimits"), Status::Warn);
+    let runtimes = checks.iter().find(|c| c.id == "runtimes").unwrap();
+    assert!(runtimes.summary.contains("ignores HostConfig.Runtime"));
+    let facts = EngineFacts {
+        gvisor: Some("/usr/bin/runsc --network=host".into()),
+        ..healthy()
+    };
+    assert_eq!(status_of(&engine_checks(&facts), "gvisor"), Status::Warn);
+    let profile = ProfileFacts {
+        runtime: Some(("kata".into(), Err("it has runc, runsc".into()))),
+        ..ProfileFacts::default()
+    };
+    let checks = profile_checks(&profile);
+    assert_eq!(status_of(&checks, "runtime kata"), Status::Fail);
 }

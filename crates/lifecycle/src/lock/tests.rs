@@ -187,3 +187,20 @@ proptest::proptest! {
         let _ = Lock::parse("x.lock", &text);
     }
 }
+
+#[test]
+fn the_lock_records_the_runtime_and_a_changed_runtime_drifts() {
+    let default = lock_of(CLAUDE, &BTreeMap::new(), &id('1'));
+    assert_eq!(default.runtime, DEFAULT_RUNTIME);
+    let text = format!("{CLAUDE}[egress]\nmode = \"deny\"\n[security]\nruntime = \"runsc\"\n");
+    let gvisor = lock_of(&text, &BTreeMap::new(), &id('1'));
+    assert_eq!(gvisor.runtime, "runsc");
+    assert_eq!(gvisor.launches[0].spec["container.runtime"], "runsc");
+    let drift = compare(&default, &gvisor);
+    let fields: Vec<&str> = drift.iter().map(|d| d.field.as_str()).collect();
+    assert!(fields.contains(&"runtime"), "{fields:?}");
+    assert!(
+        fields.contains(&"launch run: container.runtime"),
+        "{fields:?}"
+    );
+}

@@ -1,7 +1,9 @@
 //! `[security]`: the hardening every container gets (read-only root, no new privileges, every
-//! capability dropped, tmpfs `/tmp` and `/run`), added capabilities, FUSE, and the dangerous
-//! requests refused unless an `allow_*` field accepts them; their explanation and the
-//! `fuse`, `capability-*`, `root-writable` and `docker-socket` (through `DOCKER_HOST`) findings.
+//! capability dropped, tmpfs `/tmp` and `/run`), added capabilities, FUSE, the OCI runtime,
+//! and the dangerous requests refused unless an `allow_*` field accepts them; their
+//! explanation and the `fuse`, `capability-*`, `root-writable` and `docker-socket` (through
+//! `DOCKER_HOST`) findings. A stronger runtime (gVisor) lowers no finding: none of them is
+//! about the kernel boundary it adds.
 
 use std::collections::BTreeSet;
 
@@ -13,8 +15,10 @@ use crate::finding::{Report, Severity};
 use crate::keys;
 use crate::paths::{classify_path, normalize_path, Danger, DOCKER_HOST};
 use crate::presets::{self, Preset};
-use crate::profile::Profile;
+use crate::profile::{AgentName, EgressMode, Profile};
+use crate::rules::network::denies_network;
 use crate::spec::{AppArmor, ContainerSpec, Device, EnvValue, LaunchKind, Origin, Tmpfs};
+use crate::text::is_network_name;
 
 /// Capabilities that come close to root on the host or in the kernel.
 pub const DANGEROUS_CAPABILITIES: &[Capability] = &[
@@ -44,6 +48,66 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
         }
     }
     dangerous(ck, profile);
+    runtime(ck, profile);
+}
+
+/// Whether a runtime name means gVisor: `runsc`, or a name that says `gvisor` or `runsc`
+/// (`runsc-debug`, `gvisor`). Under gVisor an image's own iptables firewall does not run.
+pub fn is_gvisor(runtime: &str) -> bool {
+    let lower = runtime.to_ascii_lowercase();
+    lower.contains("runsc") || lower.contains("gvisor")
+}
+
+/// What a runtime is, in words, for `explain` and `verify`.
+pub fn runtime_words(runtime: &str) -> &'static str {
+    let lower = runtime.to_ascii_lowercase();
+    if is_gvisor(&lower) {
+        "gVisor: a user-space kernel in front of the host's"
+    } else if lower.contains("kata") {
+        "Kata Containers: a lightweight virtual machine"
+    } else if lower == "runc" || lower.starts_with("io.containerd.runc") || lower == "crun" {
+        "the host kernel's namespaces and cgroups"
+    } else {
+        "a runtime registered with the engine"
+    }
+}
+
+/// Whether the agent's egress policy is enforced by the image's own firewall (in-container
+/// iptables): a preset agent whose egress is an allowlist, or deny through a gateway.
+pub(crate) fn image_enforces_egress(profile: &Profile) -> bool {
+    profile.agent != AgentName::Custom
+        && profile.egress.mode != EgressMode::Unrestricted
+        && !denies_network(profile)
+}
+
+/// `security.runtime`: a runtime name, and no gVisor under an egress policy only the image's
+/// in-container firewall enforces (gVisor does not run it).
+fn runtime(ck: &mut Checker, profile: &Profile) {
+    let Some(runtime) = &profile.security.runtime else {
+        return;
+    };
+    if !is_network_name(runtime) {
+        ck.fail(
+            "security.runtime",
+            format!("security.runtime {runtime:?} is not a runtime name"),
+            "name a runtime registered with the engine, such as \"runc\", \"runsc\" or \"kata\" \
+             (letters, digits, _, . or -)",
+        );
+        return;
+    }
+    if is_gvisor(runtime) && image_enforces_egress(profile) {
+        ck.fail_when(
+            &["egress.mode"],
+            "security.runtime",
+            format!(
+                "security.runtime {runtime:?} is gVisor, under which the image's egress firewall \
+                 (in-container iptables) does not run: egress mode {} would not be enforced",
+                profile.egress.mode.as_str()
+            ),
+            "set egress.mode = \"deny\" (no network at all, which gVisor holds), or run this \
+             agent under runc",
+        );
+    }
 }
 
 /// The Docker socket in any form and binds of `/`, as far as loading can tell: absolute host
@@ -167,8 +231,13 @@ impl Resolver<'_> {
         }
     }
 
-    /// Preset capabilities, `security.add_capabilities` and FUSE.
+    /// Preset capabilities, `security.add_capabilities`, FUSE and the runtime.
     pub fn security(&mut self, container: &mut ContainerSpec, preset: Option<&Preset>) {
+        if let Some(runtime) = &self.profile.security.runtime {
+            container.runtime = Some(runtime.clone());
+            let origin = self.field_origin("security.runtime");
+            self.set(keys::RUNTIME, origin);
+        }
         if let Some(preset) = preset {
             for capability in preset.capabilities {
                 container.cap_add.insert(*capability);
@@ -219,6 +288,13 @@ pub(crate) fn explain(out: &mut Explainer, c: &ContainerSpec) {
     match c.apparmor {
         Some(AppArmor::Unconfined) => out.item("apparmor", "unconfined", keys::APPARMOR),
         None => out.line("  apparmor: docker's default profile"),
+    }
+    if let Some(runtime) = &c.runtime {
+        out.item(
+            "runtime",
+            format!("{runtime} ({})", runtime_words(runtime)),
+            keys::RUNTIME,
+        );
     }
     for device in &c.devices {
         out.item(

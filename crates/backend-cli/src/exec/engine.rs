@@ -1,0 +1,213 @@
+//! The engine a launch runs on, through its command line: the argv for Docker or Podman (the
+//! Podman rows of [`agentc_backend_common::podman`] applied), and the fail-closed runtime
+//! check, asked of the engine before anything is created.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use agentc_backend_common::podman::{self, tmpfs_options};
+use agentc_backend_common::{check_runtime, engine, Engine, ExecError, Runtimes};
+use agentc_policy::{ContainerSpec, MountSource};
+
+use super::docker;
+use crate::render::container_argv;
+
+/// The runtimes the engine has, as its command line reports them: `docker info` `.Runtimes`
+/// (every registered name with its path and arguments), or for Podman whether
+/// `podman --runtime NAME info` accepts the one asked about.
+pub fn runtimes(wanted: &str) -> Result<Runtimes, ExecError> {
+    match engine() {
+        Engine::Docker => {
+            let text = docker::output(&["info", "--format", "{{json .Runtimes}}"])?;
+            let value: serde_json::Value = serde_json::from_str(text.trim()).map_err(|error| {
+                ExecError::InspectUnreadable {
+                    name: "docker info .Runtimes".to_string(),
+                    message: error.to_string(),
+                }
+            })?;
+            let mut registered = BTreeMap::new();
+            if let Some(map) = value.as_object() {
+                for (name, entry) in map {
+                    let mut path = entry
+                        .get("path")
+                        .and_then(|path| path.as_str())
+                        .unwrap_or_default()
+                        .to_string();
+                    for arg in entry
+                        .get("runtimeArgs")
+                        .and_then(|args| args.as_array())
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|arg| arg.as_str())
+                    {
+                        path.push(' ');
+                        path.push_str(arg);
+                    }
+                    registered.insert(name.clone(), path);
+                }
+            }
+            Ok(Runtimes::Registered(registered))
+        }
+        Engine::Podman => {
+            let output = Command::new("podman")
+                .args([
+                    "--runtime",
+                    wanted,
+                    "info",
+                    "--format",
+                    "{{.Host.OCIRuntime.Name}}",
+                ])
+                .output()
+                .map_err(|source| ExecError::CannotRunDocker { source })?;
+            Ok(Runtimes::Usable(if output.status.success() {
+                Ok(())
+            } else {
+                Err(String::from_utf8_lossy(&output.stderr)
+                    .trim()
+                    .trim_start_matches("Error: ")
+                    .to_string())
+            }))
+        }
+    }
+}
+
+/// Refuses a launch whose runtime the engine does not have; nothing is created before.
+pub fn require_runtime(spec: &ContainerSpec) -> Result<(), ExecError> {
+    let Some(wanted) = &spec.runtime else {
+        return Ok(());
+    };
+    check_runtime(engine(), wanted, &runtimes(wanted)?)
+}
+
+/// The image's `USER` (`podman image inspect`), for the capability row.
+fn image_user(image: &str) -> Result<String, ExecError> {
+    Ok(
+        docker::output(&["image", "inspect", "--format", "{{.Config.User}}", image])?
+            .trim()
+            .to_string(),
+    )
+}
+
+/// The argv that launches `spec` on the engine: the runtime checked first, then, on Docker,
+/// the rendered argv; on Podman, the spec adapted ([`podman::adapt`], which needs the image
+/// present to read its `USER`) and rendered with Podman's spellings ([`podman_argv`]).
+pub fn launch_argv(spec: &ContainerSpec) -> Result<Vec<String>, ExecError> {
+    require_runtime(spec)?;
+    match engine() {
+        Engine::Docker => Ok(container_argv(spec)?),
+        Engine::Podman => {
+            let user = match &spec.user {
+                Some(_) => None,
+                None => Some(image_user(&spec.image)?),
+            };
+            let adapted = podman::adapt(spec, user.as_deref())?;
+            Ok(podman_argv(&adapted)?)
+        }
+    }
+}
+
+/// A spec (already [`podman::adapt`]ed) as `podman run` argv: Docker's argv with `podman` as
+/// the program, explicit tmpfs options, `ro` for read-only volumes, and
+/// `--read-only-tmpfs=false`, `--ipc=private` and `--pids-limit=-1` (when off) before the
+/// image.
+pub fn podman_argv(spec: &ContainerSpec) -> Result<Vec<String>, agentc_backend_common::ArgvError> {
+    let mut argv = container_argv(spec)?;
+    argv[0] = Engine::Podman.program().to_string();
+    let tmpfs: BTreeMap<String, String> = spec
+        .tmpfs
+        .iter()
+        .map(|tmpfs| {
+            let docker = if tmpfs.exec {
+                format!("--tmpfs={}:exec", tmpfs.target)
+            } else {
+                format!("--tmpfs={}", tmpfs.target)
+            };
+            (
+                docker,
+                format!("--tmpfs={}:{}", tmpfs.target, tmpfs_options(tmpfs.exec)),
+            )
+        })
+        .collect();
+    let read_only_volumes = spec
+        .mounts
+        .iter()
+        .any(|mount| mount.read_only && matches!(mount.source, MountSource::Volume { .. }));
+    let image_at = argv.len() - spec.command.len() - 1;
+    for element in argv.iter_mut().take(image_at) {
+        if let Some(podman) = tmpfs.get(element.as_str()) {
+            *element = podman.clone();
+        } else if read_only_volumes
+            && element.starts_with("--mount=type=volume,")
+            && element.ends_with(",readonly")
+        {
+            element.truncate(element.len() - ",readonly".len());
+            element.push_str(",ro");
+        }
+    }
+    let mut extra = Vec::new();
+    if spec.read_only_root {
+        extra.push("--read-only-tmpfs=false".to_string());
+    }
+    extra.push("--ipc=private".to_string());
+    if spec.resources.pids_limit.is_none() {
+        extra.push("--pids-limit=-1".to_string());
+    }
+    argv.splice(image_at..image_at, extra);
+    Ok(argv)
+}
+
+#[cfg(test)]
+mod tests {
+    use agentc_policy::{Mount, Tmpfs};
+
+    use super::*;
+
+    #[test]
+    fn podman_argv_spells_out_what_docker_implies() {
+        let mut spec = ContainerSpec::empty("img:1");
+        spec.read_only_root = true;
+        spec.tmpfs = vec![
+            Tmpfs {
+                target: "/tmp".into(),
+                exec: false,
+            },
+            Tmpfs {
+                target: "/run".into(),
+                exec: true,
+            },
+        ];
+        spec.mounts = vec![Mount {
+            target: "/home/a".into(),
+            read_only: true,
+            source: MountSource::Volume {
+                name: "home".into(),
+                subpath: None,
+            },
+        }];
+        spec.command = vec!["sh".into(), "-c".into(), "true".into()];
+        let argv = podman_argv(&spec).unwrap();
+        assert_eq!(
+            argv,
+            [
+                "podman",
+                "run",
+                "--mount=type=volume,source=home,target=/home/a,ro",
+                "--tmpfs=/tmp:rw,noexec,nosuid,nodev",
+                "--tmpfs=/run:rw,exec,nosuid,nodev",
+                "--read-only",
+                "--read-only-tmpfs=false",
+                "--ipc=private",
+                "--pids-limit=-1",
+                "img:1",
+                "sh",
+                "-c",
+                "true"
+            ]
+        );
+        spec.resources.pids_limit = Some(64);
+        spec.read_only_root = false;
+        let argv = podman_argv(&spec).unwrap();
+        assert!(!argv.contains(&"--pids-limit=-1".to_string()));
+        assert!(!argv.contains(&"--read-only-tmpfs=false".to_string()));
+    }
+}

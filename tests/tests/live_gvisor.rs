@@ -1,0 +1,188 @@
+//! Proof on the live Docker daemon with gVisor (`runsc`) registered: launches naming
+//! `security.runtime = "runsc"` run under gVisor and `agentc verify` passes through both
+//! backends without false mismatches (its kernel hides limits, `NoNewPrivs` and the seccomp
+//! mode; verify reads them from inspect or says what gVisor does); a launch naming a runtime
+//! the engine does not have is refused before anything exists, through both backends.
+//!
+//! Needs the daemon and runsc registered (`scripts/setup-engines.sh`): skips with a printed
+//! reason without them, fails instead when `AGENTC_REQUIRE_DOCKER=1`.
+
+use std::collections::BTreeMap;
+
+use agentc::cli::BackendArg;
+use agentc::verify::{render_table, verify_launch};
+use agentc_backend_common::ExecError;
+use agentc_conformance::engines::require_runsc;
+use agentc_conformance::fixtures::{self, load_fixture};
+use agentc_conformance::image::ensure_test_image;
+use agentc_conformance::live::{
+    containers_with_label, daemon_api_version, daemon_cpus, docker, localize, require_daemon,
+    LeakGuard, LocalMachine, Localized, PROFILE_LABEL,
+};
+use agentc_policy::{Action, LaunchSpec};
+
+fn run_spec(name: &str, machine: &LocalMachine, unique: &str) -> (LaunchSpec, Localized) {
+    let file = fixtures::fixtures_dir()
+        .join("valid")
+        .join(format!("{name}.toml"));
+    let loaded = load_fixture(&file).expect("valid fixture loads");
+    let launch = fixtures::launches(&loaded)
+        .into_iter()
+        .find(|launch| launch.label == "run")
+        .expect("a run launch");
+    let spec = fixtures::resolve(&loaded, &launch).expect("resolves");
+    let localized = localize(&spec, machine, unique).expect("runnable here");
+    (spec, localized)
+}
+
+fn machine(image: String, workspace: &std::path::Path, home: &std::path::Path) -> LocalMachine {
+    LocalMachine {
+        image,
+        workspace: workspace.to_path_buf(),
+        home: home.to_path_buf(),
+        api_version: daemon_api_version().expect("api version"),
+        host_cpus: daemon_cpus().expect("cpu count"),
+    }
+}
+
+#[test]
+fn live_runsc_launches_verify_through_both_backends() {
+    let test = "live_runsc_launches_verify_through_both_backends";
+    if !require_daemon(test) || !require_runsc(test) {
+        return;
+    }
+    let image = ensure_test_image().expect("the test image builds");
+    let workspace = tempfile::tempdir().expect("temporary workspace");
+    let home = tempfile::tempdir().expect("temporary home");
+    let machine = machine(image, workspace.path(), home.path());
+    let unique = format!("lgv{}", std::process::id());
+    let guard = LeakGuard::new(test, &unique);
+    // sandbox-gvisor and claude-gvisor have no network; sandbox-minimal under runsc is on
+    // Docker's bridge (runsc registered with --network=host on this kernel: docs/engines.md).
+    let mut cases = Vec::new();
+    for (index, name) in ["sandbox-gvisor", "claude-gvisor", "sandbox-minimal"]
+        .iter()
+        .enumerate()
+    {
+        for backend in [BackendArg::Cli, BackendArg::Api] {
+            let (spec, mut localized) = run_spec(name, &machine, &unique);
+            localized.container.runtime = Some("runsc".into());
+            localized.container.name = Some(format!("agentc-{unique}-{index}-{backend:?}"));
+            for volume in &mut localized.container.mounts {
+                if let agentc_policy::MountSource::Volume { name, .. } = &mut volume.source {
+                    name.push_str(&format!("-{backend:?}").to_lowercase());
+                }
+            }
+            cases.push((name.to_string(), backend, spec, localized));
+        }
+    }
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = cases
+            .iter()
+            .map(|(name, backend, spec, localized)| {
+                scope.spawn(move || {
+                    let launch = LaunchSpec {
+                        action: Action::Container(Box::new(localized.container.clone())),
+                        ..spec.clone()
+                    };
+                    let env: BTreeMap<String, String> = localized.secrets.iter().cloned().collect();
+                    match verify_launch(&launch, *backend, &env, false) {
+                        Ok(checks) if checks.iter().all(|check| check.ok) => {
+                            let runtime = &checks[0];
+                            if runtime.what == "runtime" && runtime.seen.starts_with("gVisor") {
+                                None
+                            } else {
+                                Some(format!(
+                                    "{name} {backend:?}: did not run under gVisor: {runtime:?}"
+                                ))
+                            }
+                        }
+                        Ok(checks) => Some(format!(
+                            "{name} through {backend:?}:\n{}",
+                            render_table(&checks)
+                        )),
+                        Err(failure) => {
+                            Some(format!("{name} through {backend:?}: {}", failure.message))
+                        }
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|handle| handle.join().expect("thread"))
+            .collect()
+    });
+    for volume in docker(&["volume", "ls", "--format", "{{.Name}}"])
+        .unwrap_or_default()
+        .lines()
+        .filter(|name| name.contains(&unique))
+    {
+        let _ = docker(&["volume", "rm", "--force", volume]);
+    }
+    guard.finish();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn live_a_missing_runtime_is_refused_before_anything_exists() {
+    let test = "live_a_missing_runtime_is_refused_before_anything_exists";
+    if !require_daemon(test) {
+        return;
+    }
+    let image = ensure_test_image().expect("the test image builds");
+    let workspace = tempfile::tempdir().expect("temporary workspace");
+    let home = tempfile::tempdir().expect("temporary home");
+    let machine = machine(image, workspace.path(), home.path());
+    let unique = format!("lgvm{}", std::process::id());
+    let guard = LeakGuard::new(test, &unique);
+    let (_, mut localized) = run_spec("claude-minimal", &machine, &unique);
+    localized.container.runtime = Some("agentc-no-such-runtime".into());
+    localized.container.detach = true;
+    localized.container.interactive = false;
+    localized.container.tty = false;
+    localized.container.name = Some(format!("agentc-{unique}"));
+    let env: BTreeMap<String, String> = localized.secrets.iter().cloned().collect();
+    let container = &localized.container;
+
+    let cli = agentc_backend_cli::launch(container, &env, false, |_| {});
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let api = runtime.block_on(async {
+        let host = std::env::var("DOCKER_HOST").ok();
+        let docker = agentc_backend_api::connect(host.as_deref())
+            .await
+            .expect("connect");
+        let options = agentc_backend_api::LaunchOptions {
+            env: env.clone(),
+            stdin_is_terminal: false,
+        };
+        agentc_backend_api::launch(&docker, container, &options).await
+    });
+    for (backend, result) in [("cli", cli.map(|_| ())), ("api", api.map(|_| ()))] {
+        let error = result.expect_err("refused");
+        assert!(
+            matches!(error, ExecError::RuntimeMissing { .. }),
+            "{backend}: {error}"
+        );
+        let text = error.to_string();
+        assert!(text.contains("runtime agentc-no-such-runtime"), "{text}");
+        assert!(text.contains("nothing was created"), "{text}");
+        assert!(
+            text.contains("\n  hint: register it in /etc/docker/daemon.json"),
+            "{text}"
+        );
+        assert_eq!(error.exit_code(), 65, "{backend}");
+    }
+    // Nothing exists: no container, no home volume.
+    assert!(containers_with_label(&format!("{PROFILE_LABEL}={unique}")).is_empty());
+    for volume in &localized.volumes {
+        assert!(
+            docker(&["volume", "inspect", volume]).is_err(),
+            "volume {volume} was created"
+        );
+    }
+    guard.finish();
+}
