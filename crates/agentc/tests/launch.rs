@@ -423,7 +423,7 @@ fn live_sigterm_during_a_run_behind_the_egress_proxy_leaves_nothing() {
         docker(&["network", "ls", "--filter", filter, "--format", "{{.Name}}"]).unwrap_or_default()
     };
     for backend in ["cli", "api"] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agentc"))
+        let child = Command::new(env!("CARGO_BIN_EXE_agentc"))
             .args([
                 "run",
                 &profile,
