@@ -46,16 +46,23 @@ fn failed(step: &'static str, message: impl ToString) -> ExecError {
 }
 
 /// The tag of the proxy image: the spec's own when it names one, else the image of the running
-/// agentc binary, imported unless present.
+/// agentc binary (its tag remembered from an earlier launch, or built and imported).
 async fn proxy_image(docker: &Docker, egress: &EgressSpec) -> Result<String, ExecError> {
     if egress.proxy.image != PROXY_IMAGE_PLACEHOLDER {
         return Ok(egress.proxy.image.clone());
     }
+    if let Some(tag) = agentc_egress::image::cached_proxy_tag() {
+        if docker.inspect_image(&tag).await.is_ok() {
+            return Ok(tag);
+        }
+    }
     let step = "build the egress proxy image";
     let image = agentc_egress::image::proxy_image().map_err(|error| failed(step, error))?;
-    agentc_egress::image::ensure_image_api(docker, &image)
+    let tag = agentc_egress::image::ensure_image_api(docker, &image)
         .await
-        .map_err(|error| failed(step, error))
+        .map_err(|error| failed(step, error))?;
+    agentc_egress::image::remember_proxy_tag(&tag);
+    Ok(tag)
 }
 
 /// A suffix no other launch of this machine uses at the same time (process id and clock).

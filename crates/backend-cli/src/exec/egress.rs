@@ -58,7 +58,7 @@ fn remove(proxy: &str, network: &str) {
 }
 
 /// The tag of the proxy image: the spec's own when it names one, else the image of the running
-/// agentc binary, imported unless present.
+/// agentc binary (its tag remembered from an earlier launch, or built and imported).
 fn proxy_image(egress: &EgressSpec) -> Result<String, ExecError> {
     if egress.proxy.image != PROXY_IMAGE_PLACEHOLDER {
         return Ok(egress.proxy.image.clone());
@@ -67,8 +67,15 @@ fn proxy_image(egress: &EgressSpec) -> Result<String, ExecError> {
         step: "build the egress proxy image",
         message: error.to_string(),
     };
+    if let Some(tag) = agentc_egress::image::cached_proxy_tag() {
+        if docker::image_present(&tag)? {
+            return Ok(tag);
+        }
+    }
     let image = agentc_egress::image::proxy_image().map_err(fail)?;
-    agentc_egress::image::ensure_image(&image).map_err(fail)
+    let tag = agentc_egress::image::ensure_image(&image).map_err(fail)?;
+    agentc_egress::image::remember_proxy_tag(&tag);
+    Ok(tag)
 }
 
 /// A suffix no other launch of this machine uses at the same time (process id and clock).
