@@ -47,11 +47,13 @@ pub mod error;
 pub mod hints;
 pub mod inspect;
 pub mod podman;
+pub mod runtime;
 pub mod secrets;
 pub mod session;
 
 pub use argv::{check_build, check_container, check_egress, ArgvError};
-pub use engine::{check_runtime, engine, set_engine, Engine, Runtimes};
+pub use engine::{engine, set_engine, Engine};
 pub use error::{exit_status, ExecError, Interrupt};
 pub use inspect::{network_of, published_addresses, PublishedAddress};
+pub use runtime::{check_runtime, Runtimes};
 pub use secrets::{resolve_env, resolve_vars};

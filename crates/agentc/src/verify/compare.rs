@@ -8,36 +8,8 @@ use std::fmt::Write as _;
 
 use agentc_policy::{AppArmor, ContainerSpec, EnvValue, MountSource, Network};
 
+use super::check::{check, Check, NOT_OBSERVED};
 use super::parse::{capability_names, Limit, Observation};
-
-/// One comparison of the spec with what was observed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Check {
-    /// What was checked (`root filesystem`, `mount /workspace/app`).
-    pub what: String,
-    /// What the spec asks for.
-    pub expected: String,
-    /// What the kernel or the daemon reported.
-    pub seen: String,
-    /// They agree.
-    pub ok: bool,
-}
-
-pub(super) fn check(
-    what: impl Into<String>,
-    expected: impl Into<String>,
-    seen: impl Into<String>,
-    ok: bool,
-) -> Check {
-    Check {
-        what: what.into(),
-        expected: expected.into(),
-        seen: seen.into(),
-        ok,
-    }
-}
-
-pub(super) const NOT_OBSERVED: &str = "not observed";
 
 /// PID 1's command name when docker runs its init (`--init`).
 const DOCKER_INIT: &str = "docker-init";

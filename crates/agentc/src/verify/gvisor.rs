@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 
 use agentc_policy::{is_gvisor, runtime_words, Capability, ContainerSpec};
 
-use super::compare::{check, Check, NOT_OBSERVED};
+use super::check::{check, Check, NOT_OBSERVED};
 use super::parse::{capability_names, Observation};
 
 /// Adds the runtime check (when the launch names a runtime or the probe saw gVisor) and, under

@@ -15,6 +15,7 @@
 //! What is not checked: published ports, extra hosts, devices, the seccomp profile, and
 //! environment values (only names are observed, so a secret's value never leaves the container).
 
+mod check;
 pub mod compare;
 mod gvisor;
 pub mod parse;
@@ -22,6 +23,7 @@ pub mod probe;
 #[cfg(test)]
 mod recorded;
 
-pub use compare::{compare, render_table, Check};
+pub use check::Check;
+pub use compare::{compare, render_table};
 pub use parse::{capability_names, parse_probe, Limit, MountEntry, Observation, TmpfsWrite};
 pub use probe::{probe_spec, verify_launch, PROBE_PIDS, PROBE_SCRIPT};

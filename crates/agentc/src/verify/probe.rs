@@ -18,7 +18,8 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 use tokio::signal::unix::{signal, SignalKind};
 
-use super::compare::{compare, Check};
+use super::check::Check;
+use super::compare::compare;
 use super::parse::parse_probe;
 use crate::cli::BackendArg;
 use crate::commands::launch;

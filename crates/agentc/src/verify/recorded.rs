@@ -6,7 +6,7 @@ use agentc_policy::{
     Tmpfs,
 };
 
-use super::compare::Check;
+use super::check::Check;
 
 /// Recorded on Docker 20.10 (fuse-overlayfs, cgroup v1) from
 /// `docker run --rm --read-only --tmpfs=/tmp --tmpfs=/run:exec --cap-drop=ALL

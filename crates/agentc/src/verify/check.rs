@@ -1,0 +1,32 @@
+//! One check of verify: what was asked for, what was seen, and whether they agree.
+
+/// One comparison of the spec with what was observed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    /// What was checked (`root filesystem`, `mount /workspace/app`).
+    pub what: String,
+    /// What the spec asks for.
+    pub expected: String,
+    /// What the kernel or the daemon reported.
+    pub seen: String,
+    /// They agree.
+    pub ok: bool,
+}
+
+/// A [`Check`] from its parts.
+pub(super) fn check(
+    what: impl Into<String>,
+    expected: impl Into<String>,
+    seen: impl Into<String>,
+    ok: bool,
+) -> Check {
+    Check {
+        what: what.into(),
+        expected: expected.into(),
+        seen: seen.into(),
+        ok,
+    }
+}
+
+/// What a check says it saw when the probe could not observe the fact.
+pub(super) const NOT_OBSERVED: &str = "not observed";
