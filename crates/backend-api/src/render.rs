@@ -1,5 +1,5 @@
-//! The pure rendering: a [`ContainerSpec`] to the Engine API create request, and a
-//! [`LaunchSpec`] to JSON for `agentc explain` and snapshots.
+//! The pure rendering: a [`ContainerSpec`] to the Engine API create request (a launch as JSON,
+//! with its egress companion, is `json.rs`).
 //!
 //! The body mirrors what the docker CLI 28.2.2 sends for the argv the CLI backend renders for
 //! the same spec (`cli/command/container/opts.go`, `parse`). The CLI serialises Go structs, so it
