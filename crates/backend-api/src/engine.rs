@@ -163,6 +163,21 @@ pub async fn create_request(
     match engine() {
         Engine::Docker => Ok(render_create(spec)?),
         Engine::Podman => {
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            let root = unsafe { libc::geteuid() } == 0;
+            if let (true, true) = podman::host_is_rootless_cgroup_v1(root) {
+                // Not root on cgroup v1: whether the socket is a rootless service, it says.
+                let info = docker
+                    .info()
+                    .await
+                    .map_err(|error| daemon_error("read the engine's security options", error))?;
+                let rootless = info
+                    .security_options
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|option| option.contains("name=rootless"));
+                podman::require_enforced_limits(spec, rootless, true)?;
+            }
             let user = match &spec.user {
                 Some(_) => None,
                 None => match docker.inspect_image(&spec.image).await {

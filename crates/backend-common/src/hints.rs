@@ -13,6 +13,8 @@ pub fn daemon_hint(message: &str) -> Option<&'static str> {
         Some("a bind source must exist on the daemon's host when the container is created")
     } else if message.starts_with("network ") && message.ends_with(" not found") {
         Some("create it with `docker network create NAME`, or change network.name (or AGENTC_NETWORK)")
+    } else if message.contains("error setting rlimit") {
+        Some("this host forbids raising rlimits (no CAP_SYS_RESOURCE): set default_ulimits at the host's limits in containers.conf (scripts/setup-engines.sh does; docs/engines.md), then restart podman system service")
     } else if message.contains("error gathering device information") {
         Some("the daemon's host lacks the device: for /dev/fuse load the fuse module, or drop security.fuse")
     } else {
@@ -76,5 +78,8 @@ mod tests {
         let plain = "http: server gave HTTP response to HTTPS client";
         assert!(pull_hint(plain).contains("insecure-registries"));
         assert!(pull_hint("something else").contains("docker pull IMAGE"));
+        // Podman on a host without CAP_SYS_RESOURCE (docs/engines.md, section 1).
+        let rlimit = "runc: runc create failed: unable to start container process: error during container init: error setting rlimits for ready process: error setting rlimit type 7: operation not permitted: OCI permission denied";
+        assert!(daemon_hint(rlimit).is_some_and(|hint| hint.contains("default_ulimits")));
     }
 }

@@ -7,6 +7,86 @@ use std::collections::BTreeMap;
 use agentc_policy::Network;
 use bollard::models::ContainerInspectResponse;
 
+/// Reads the output of `docker inspect` (or `podman inspect`): a JSON array of containers.
+/// `podman inspect` spells a few fields differently from Docker (an empty string where Docker
+/// has a list, say); each field bollard's type cannot read is left out, named in the debug
+/// log, rather than failing the whole document: agentc reads its name, state, labels,
+/// configuration and networks, which Podman spells as Docker does.
+pub fn read_inspect_list(text: &[u8]) -> Result<Vec<ContainerInspectResponse>, String> {
+    let value: serde_json::Value =
+        serde_json::from_slice(text).map_err(|error| error.to_string())?;
+    let serde_json::Value::Array(items) = value else {
+        return Err("not a JSON array of containers".to_string());
+    };
+    items.into_iter().map(read_inspect).collect()
+}
+
+/// One container's inspect, as [`read_inspect_list`] reads it.
+pub fn read_inspect(mut value: serde_json::Value) -> Result<ContainerInspectResponse, String> {
+    // Each pass removes one unreadable field; a document has far fewer than this.
+    for _ in 0..64 {
+        let error = match serde_path_to_error::deserialize(&value) {
+            Ok(inspect) => return Ok(inspect),
+            Err(error) => error,
+        };
+        let path = error.path().to_string();
+        if !remove_path(&mut value, &path) {
+            return Err(format!("{path}: {}", error.inner()));
+        }
+        log::debug!(
+            "inspect: left out {path}, which bollard cannot read ({})",
+            error.inner()
+        );
+    }
+    Err("too many fields bollard cannot read".to_string())
+}
+
+/// Removes the field at a `serde_path_to_error` path (`HostConfig.Dns`, `Mounts[0].Mode`);
+/// false when there is nothing to remove.
+fn remove_path(value: &mut serde_json::Value, path: &str) -> bool {
+    let mut segments: Vec<String> = Vec::new();
+    for part in path.split('.') {
+        match part.split_once('[') {
+            Some((key, rest)) => {
+                if !key.is_empty() {
+                    segments.push(key.to_string());
+                }
+                for index in rest.split('[') {
+                    segments.push(format!("[{}", index.trim_end_matches(']')));
+                }
+            }
+            None => segments.push(part.to_string()),
+        }
+    }
+    let Some(last) = segments.pop() else {
+        return false;
+    };
+    let mut current = value;
+    for segment in &segments {
+        current = match segment.strip_prefix('[') {
+            Some(index) => match index.parse::<usize>().ok().and_then(|i| current.get_mut(i)) {
+                Some(next) => next,
+                None => return false,
+            },
+            None => match current.get_mut(segment.as_str()) {
+                Some(next) => next,
+                None => return false,
+            },
+        };
+    }
+    match (last.strip_prefix('['), current) {
+        (Some(index), serde_json::Value::Array(items)) => match index.parse::<usize>() {
+            Ok(index) if index < items.len() => {
+                items.remove(index);
+                true
+            }
+            _ => false,
+        },
+        (None, serde_json::Value::Object(map)) => map.remove(&last).is_some(),
+        _ => false,
+    }
+}
+
 /// The network a container is attached to, from its inspect (`HostConfig.NetworkMode`).
 pub fn network_of(inspect: &ContainerInspectResponse) -> Network {
     let mode = inspect
@@ -110,6 +190,22 @@ mod tests {
     use bollard::models::{EndpointSettings, NetworkSettings, PortBinding};
 
     use super::*;
+
+    #[test]
+    fn podmans_inspect_is_read_leaving_out_what_bollard_cannot_read() {
+        // Podman spells a few fields as Go's empty string where Docker has a list.
+        let text = br#"[{"Id": "abc", "Name": "box", "HostConfig": {"NetworkMode": "none",
+            "Dns": ""}, "Mounts": [{"Type": "bind", "Propagation": 7}],
+            "Config": {"Labels": {"io.agentc.profile": "p"}}}]"#;
+        let found = read_inspect_list(text).unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].name.as_deref(), Some("box"));
+        let host = found[0].host_config.as_ref().unwrap();
+        assert_eq!(host.network_mode.as_deref(), Some("none"));
+        assert!(host.dns.is_none());
+        assert_eq!(found[0].mounts.as_ref().unwrap().len(), 1);
+        assert!(read_inspect_list(b"{}").is_err());
+    }
 
     #[test]
     fn network_mode_names_the_network() {

@@ -10,8 +10,9 @@
 //!   ([`check_container`], [`check_build`], and [`check_egress`] for an egress companion). The CLI renderer runs them before formatting; the
 //!   API backend runs them before building a body, so a profile one backend accepts, the other
 //!   accepts too.
-//! - [`engine`](mod@engine): which engine (Docker or Podman) the process drives, and the fail-closed
-//!   check of a launch's runtime against what the engine has ([`check_runtime`]).
+//! - [`engine`](mod@engine): which engine (Docker or Podman) the process drives.
+//! - [`runtime`]: the fail-closed check of a launch's runtime against what the engine has
+//!   ([`check_runtime`]).
 //! - [`podman`]: the difference table between Docker and Podman: each row a field that
 //!   Podman means differently, rewritten or refused by name ([`podman::adapt`]).
 //! - [`secrets`]: secret resolution from an environment map ([`resolve_env`]).

@@ -114,6 +114,12 @@ pub const DIFFERENCES: &[Difference] = &[
         instead: "agentc renders no --ulimit: containers.conf default_ulimits (scripts/setup-engines.sh)",
     },
     Difference {
+        field: "resources",
+        podman: "rootless on cgroup v1 ignores every resource limit, with only a warning",
+        action: Action::Refuse,
+        instead: "refused, naming the first limit, when agentc runs podman as a non-root user on a cgroup v1 host",
+    },
+    Difference {
         field: "rm --force",
         podman: "stops with SIGTERM and waits 10 s before SIGKILL",
         action: Action::Rewrite,
@@ -180,6 +186,45 @@ pub fn adapt(spec: &ContainerSpec, image_user: Option<&str>) -> Result<Container
         adapted.log = Some(podman_log(log)?);
     }
     Ok(adapted)
+}
+
+/// Refuses a launch with any resource limit on rootless Podman over cgroup v1, where Podman
+/// ignores every limit (a warning on its stderr is all): the limits would not hold.
+/// `rootless` and `cgroup_v1` are the caller's facts ([`host_is_rootless_cgroup_v1`]).
+pub fn require_enforced_limits(
+    spec: &ContainerSpec,
+    rootless: bool,
+    cgroup_v1: bool,
+) -> Result<(), ExecError> {
+    if !(rootless && cgroup_v1) {
+        return Ok(());
+    }
+    let resources = &spec.resources;
+    let set = [
+        ("resources.memory_bytes", resources.memory_bytes.is_some()),
+        (
+            "resources.memory_swap_bytes",
+            resources.memory_swap_bytes.is_some(),
+        ),
+        ("resources.nano_cpus", resources.nano_cpus.is_some()),
+        ("resources.pids_limit", resources.pids_limit.is_some()),
+    ];
+    match set.iter().find(|(_, set)| *set) {
+        Some((field, _)) => Err(ExecError::EngineUnsupported {
+            engine: Engine::Podman,
+            field: field.to_string(),
+            reason: "rootless Podman on a cgroup v1 host ignores every resource limit (it only warns)".to_string(),
+            hint: "run podman as root, boot the host with cgroup v2 (systemd.unified_cgroup_hierarchy=1), or use docker".to_string(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Whether podman run by this process would be rootless on a cgroup v1 host: agentc is not
+/// root, and `/sys/fs/cgroup` is not the cgroup v2 hierarchy (no `cgroup.controllers`).
+pub fn host_is_rootless_cgroup_v1(euid_is_root: bool) -> (bool, bool) {
+    let cgroup_v1 = !std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    (!euid_is_root, cgroup_v1)
 }
 
 /// `json-file` as Podman reads it: `k8s-file`, `max-size` in bytes, no `max-file`.
@@ -278,7 +323,12 @@ mod tests {
             .collect();
         assert_eq!(
             refused,
-            ["mounts[].source.subpath", "extra_hosts[].target", "runtime"]
+            [
+                "mounts[].source.subpath",
+                "extra_hosts[].target",
+                "runtime",
+                "resources"
+            ]
         );
     }
 
@@ -317,6 +367,22 @@ mod tests {
             adapt(&spec, None).unwrap().resources.shm_size_bytes,
             Some(1)
         );
+    }
+
+    #[test]
+    fn limits_rootless_podman_would_ignore_are_refused() {
+        let mut spec = claude_like();
+        assert!(require_enforced_limits(&spec, true, true).is_ok());
+        spec.resources.pids_limit = Some(512);
+        let error = require_enforced_limits(&spec, true, true)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("resources.pids_limit cannot be launched on podman"),
+            "{error}"
+        );
+        assert!(require_enforced_limits(&spec, false, true).is_ok());
+        assert!(require_enforced_limits(&spec, true, false).is_ok());
     }
 
     #[test]

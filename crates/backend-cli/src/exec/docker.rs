@@ -283,9 +283,11 @@ pub fn ensure_volumes(spec: &agentc_policy::ContainerSpec) -> Result<(), ExecErr
 pub fn inspect(name: &str) -> Result<ContainerInspectResponse, ExecError> {
     let text = output(&["inspect", "--type", "container", name])?;
     let mut found: Vec<ContainerInspectResponse> =
-        serde_json::from_str(&text).map_err(|error| ExecError::InspectUnreadable {
-            name: name.to_string(),
-            message: error.to_string(),
+        agentc_backend_common::inspect::read_inspect_list(text.as_bytes()).map_err(|message| {
+            ExecError::InspectUnreadable {
+                name: name.to_string(),
+                message,
+            }
         })?;
     if found.is_empty() {
         return Err(ExecError::InspectEmpty {

@@ -96,6 +96,10 @@ pub fn launch_argv(spec: &ContainerSpec) -> Result<Vec<String>, ExecError> {
     match engine() {
         Engine::Docker => Ok(container_argv(spec)?),
         Engine::Podman => {
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            let root = unsafe { libc::geteuid() } == 0;
+            let (rootless, cgroup_v1) = podman::host_is_rootless_cgroup_v1(root);
+            podman::require_enforced_limits(spec, rootless, cgroup_v1)?;
             let user = match &spec.user {
                 Some(_) => None,
                 None => Some(image_user(&spec.image)?),

@@ -138,9 +138,11 @@ impl CliClient {
             Err((Some(_), message)) => return Err(daemon("inspect the container", message)),
         };
         let mut found: Vec<ContainerInspectResponse> =
-            serde_json::from_slice(&text).map_err(|error| SessionError::ConnectionLost {
-                step: "read `docker inspect`",
-                message: error.to_string(),
+            agentc_backend_common::inspect::read_inspect_list(&text).map_err(|message| {
+                SessionError::ConnectionLost {
+                    step: "read `docker inspect`",
+                    message,
+                }
             })?;
         if found.is_empty() {
             return Err(SessionError::NoSuchContainer {

@@ -295,6 +295,15 @@ pub(crate) fn explain(out: &mut Explainer, c: &ContainerSpec) {
             format!("{runtime} ({})", runtime_words(runtime)),
             keys::RUNTIME,
         );
+        if is_gvisor(runtime) {
+            if c.cap_add.contains(&Capability::NetRaw) {
+                out.line("  under gVisor: NET_RAW is removed (runsc runs without --net-raw)");
+            }
+            out.line(
+                "  under gVisor: the engine's seccomp profile is not applied inside (gVisor \
+                 filters its own calls to the host); limits hold the whole sandbox",
+            );
+        }
     }
     for device in &c.devices {
         out.item(
