@@ -36,6 +36,8 @@ const VALUE_FLAGS: &[&str] = &[
     "--publish",
     "--network-alias",
     "--expose",
+    "--dns",
+    "--sysctl",
     "--memory",
     "--memory-swap",
     "--shm-size",

@@ -567,7 +567,22 @@ pub fn strictness(spec: &LaunchSpec, rendering: &Rendering) -> Vec<String> {
                 let same = k8s_env
                     .iter()
                     .any(|var| var.name == name && var.value.as_deref() == Some(value));
-                if !same {
+                // Docker's proxy variables point at its egress proxy; the Pod's at its own.
+                // And Docker's image firewall allows that proxy's address besides the hosts.
+                let docker_proxy = body["HostConfig"]["Dns"][0].as_str();
+                let firewall = name == "AGENT_ALLOWED_EGRESS"
+                    && docker_proxy.is_some_and(|proxy| {
+                        k8s_env.iter().any(|var| {
+                            var.name == name
+                                && var.value.as_ref().map(|hosts| format!("{hosts},{proxy}"))
+                                    == Some(value.to_string())
+                        })
+                    });
+                let egress_proxy = firewall
+                    || (docker_proxy.is_some()
+                        && (PROXY_VARIABLES.contains(&name)
+                            || agentc_policy::NO_PROXY_VARIABLES.contains(&name)));
+                if !same && !egress_proxy {
                     fail(format!("env {name}: not the Docker value"));
                 }
             }

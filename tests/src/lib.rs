@@ -8,5 +8,6 @@ pub mod image;
 pub mod k8s;
 pub mod live;
 pub mod referee;
+pub mod referee_egress;
 pub mod stand_in;
 pub mod strategies;

@@ -405,6 +405,9 @@ mod verify_probe {
             ports: Vec::new(),
             exposed_ports: Vec::new(),
             network_aliases: Vec::new(),
+            dns: Vec::new(),
+            sysctls: Default::default(),
+            egress: None,
             resources: Resources {
                 memory_bytes: Some(67_108_864),
                 memory_swap_bytes: Some(67_108_864),

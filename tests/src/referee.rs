@@ -11,6 +11,8 @@
 //!   given to [`Referee::start_with_api_version`]) and parses for a Linux daemon;
 //! - `POST /v*/containers/create`: 201 `{"Id":"<64 hex>","Warnings":[]}`, so the CLI never pulls
 //!   (it pulls only on a 404 "no such image");
+//! - `POST /v*/networks/create`: 201 `{"Id":"<64 hex>","Warning":""}`, and
+//!   `POST /v*/networks/{id}/connect`: 200, for an egress companion (see the `referee_egress` module);
 //! - anything else: 404 `{"message":"not implemented by the referee"}`.
 //!
 //! Every request is recorded ([`Referee::requests`]), with the connection it came on and when
@@ -347,6 +349,20 @@ impl Referee {
         args: &[String],
         extra_env: &[(String, String)],
     ) -> Result<Recorded, RefereeError> {
+        let mut command = vec!["create".to_string()];
+        command.extend(args.iter().cloned());
+        self.send(&command, extra_env, is_create_path)
+    }
+
+    /// Runs the real `docker <args>` (any command: `network create`, `network connect`, ...)
+    /// against the stand-in and returns the last `POST` it sent to a path `recorded` accepts
+    /// (the version prefix removed).
+    pub fn send(
+        &self,
+        args: &[String],
+        extra_env: &[(String, String)],
+        recorded: fn(&str) -> bool,
+    ) -> Result<Recorded, RefereeError> {
         let _serial = lock(&self.serial);
         let first = lock(&self.shared.requests).len();
         let mut command = Command::new(docker_cli());
@@ -358,7 +374,6 @@ impl Referee {
             .arg(self.docker_host())
             .arg("--config")
             .arg(self.dir.path().join("docker-config"))
-            .arg("create")
             .args(args)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -389,7 +404,7 @@ impl Referee {
         requests
             .iter()
             .rev()
-            .find(|r| r.method == "POST" && is_create_path(&r.path))
+            .find(|r| r.method == "POST" && recorded(&r.path))
             .and_then(|r| {
                 r.body.clone().map(|body| Recorded {
                     path: r.path.clone(),
@@ -710,6 +725,18 @@ fn is_create_path(path: &str) -> bool {
     path == "/containers/create"
 }
 
+/// `POST /networks/{id}/connect`, version prefix or not.
+pub fn is_network_connect_path(path: &str) -> bool {
+    strip_version(path)
+        .strip_prefix("/networks/")
+        .is_some_and(|rest| rest.ends_with("/connect"))
+}
+
+/// `POST /networks/create`, version prefix or not.
+pub fn is_network_create_path(path: &str) -> bool {
+    strip_version(path) == "/networks/create"
+}
+
 fn is_ping_path(path: &str) -> bool {
     strip_version(path) == "/_ping"
 }
@@ -931,6 +958,16 @@ fn respond(
     };
     let (status, reason, body) = match (request.method.as_str(), path.as_str()) {
         ("HEAD" | "GET", p) if is_ping_path(p) => (200, "OK", "OK".to_string()),
+        ("POST", p) if strip_version(p) == "/networks/create" => {
+            let id = shared.next_id.fetch_add(1, Ordering::SeqCst);
+            let id = format!("{:064x}", 0x0e7_u64 << 32 | id);
+            (
+                201,
+                "Created",
+                format!("{{\"Id\":\"{id}\",\"Warning\":\"\"}}"),
+            )
+        }
+        ("POST", p) if is_network_connect_path(p) => (200, "OK", String::new()),
         ("GET", p) if shared.engine.is_some() && strip_version(p) == "/version" => (
             200,
             "OK",

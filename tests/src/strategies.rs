@@ -525,6 +525,21 @@ fn render(index: u64, choices: Choices) -> ProfileCase {
     }
     if !hosts.is_empty() {
         toml.push_str(&format!("hosts = {}\n", toml_list(&hosts)));
+        // An allowlist with hosts is enforced outside (agentc's egress proxy) unless the
+        // profile asks for what only the image's firewall allows: an upstream proxy, a named
+        // network, the host gateway, published ports, or a host the proxy cannot name.
+        let proxy_names_all = hosts
+            .iter()
+            .all(|host| host.split('.').all(|label| !label.ends_with('-')));
+        let outside_fits = proxy.is_none()
+            && network_name.is_none()
+            && !host_gateway
+            && publish.is_empty()
+            && !env.contains_key("AGENTC_NETWORK")
+            && proxy_names_all;
+        if mode == "allowlist" && egress != "gateway" && !outside_fits {
+            toml.push_str("enforce = \"image\"\n");
+        }
     }
     if egress == "gateway" {
         toml.push_str(&format!(

@@ -186,6 +186,12 @@ fn everything() -> ContainerSpec {
             },
         ],
         network_aliases: vec!["everything".into(), "agentc.alias-2".into()],
+        dns: vec!["10.213.0.2".parse().unwrap(), "fd00::53".parse().unwrap()],
+        sysctls: [("net.ipv4.ip_forward", "0"), ("net.ipv4.ip_unprivileged_port_start", "53")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        egress: None,
         resources: Resources {
             memory_bytes: Some(8 * 1024 * 1024 * 1024),
             memory_swap_bytes: Some(8 * 1024 * 1024 * 1024),

@@ -161,6 +161,7 @@ fn every_valid_fixture_launch_is_equivalent_through_the_referee() {
     let referee = Referee::start().expect("start the referee");
     let mut judged = 0usize;
     let mut builds = 0usize;
+    let mut egress = 0usize;
     let mut failures = Vec::new();
     let mut by_kind: BTreeMap<&'static str, usize> = BTreeMap::new();
     let files = fixtures::fixture_files("valid");
@@ -188,7 +189,23 @@ fn every_valid_fixture_launch_is_equivalent_through_the_referee() {
                     }
                     builds += 1;
                 }
-                Action::Container(_) => {
+                Action::Container(container) => {
+                    // The egress companion too: network create, proxy create, connect.
+                    match referee.judge_egress(&spec) {
+                        Ok(differences) if differences.is_empty() => {
+                            if container.egress.is_some() {
+                                egress += 1;
+                            }
+                        }
+                        Ok(differences) => failures.push(format!(
+                            "{name} {}: the egress companions disagree\n{}",
+                            launch.label,
+                            agentc_conformance::canonical::report(&differences)
+                        )),
+                        Err(error) => {
+                            failures.push(format!("{name} {} egress: {error}", launch.label))
+                        }
+                    }
                     match referee.judge(&spec, &[]) {
                         Ok(verdict) if verdict.is_equivalent() => {
                             judged += 1;
@@ -222,7 +239,7 @@ fn every_valid_fixture_launch_is_equivalent_through_the_referee() {
     }
     eprintln!(
         "{test}: docker CLI {version}: {judged} container launches judged equivalent {by_kind:?}, \
-         {builds} builds agree, {} fixtures",
+         {builds} builds agree, {egress} egress companions agree, {} fixtures",
         files.len()
     );
     assert!(
@@ -239,6 +256,7 @@ fn every_valid_fixture_launch_is_equivalent_through_the_referee() {
         );
     }
     assert!(builds > 0, "no build among the fixtures");
+    assert!(egress > 0, "no egress companion among the fixtures");
     assert!(judged >= 50, "only {judged} launches judged");
 }
 

@@ -706,9 +706,15 @@ fn document_cases() -> Vec<Case> {
             ),
             field("provider.model", "control characters"),
         ),
+        // The egress proxy names hosts in ASCII only; the image's firewall takes the bytes.
         case(
             "bidi override in a host",
             format!("{CLAUDE}[egress]\nhosts = [\"evil\\u202e.com\"]\n"),
+            field("egress.hosts[0]", "non-ASCII characters in a host name"),
+        ),
+        case(
+            "bidi override in a host for the image's firewall",
+            format!("{CLAUDE}[egress]\nhosts = [\"evil\\u202e.com\"]\nenforce = \"image\"\n"),
             Want::Accepted(|_, _| {}),
         ),
     ]

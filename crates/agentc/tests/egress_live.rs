@@ -1199,3 +1199,419 @@ fn the_image_imports_through_the_engine_api_as_through_the_cli() {
         serde_json::json!(["CMD", TESTKIT_PATH, "--list"])
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Launches: `agentc run` of an allowlist enforced outside, through both backends. agentc makes
+// the isolated network and the proxy; the test makes only the outside (an `--internal` network
+// with the server) and points `egress.outside_network` at it.
+
+/// What a sandbox of the launch tests runs: this binary idles when it is the testkit image's
+/// `/testkit` (the sandbox's command), and passes at once anywhere else.
+#[test]
+fn testkit_idle() {
+    if std::env::current_exe().is_ok_and(|exe| exe == std::path::Path::new(TESTKIT_PATH)) {
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+}
+
+/// The outside of the launch tests, and the profiles launched into it; everything removed on
+/// drop (the test's label, and agentc's profile label of each profile).
+struct Outside {
+    topology: Topology,
+    dir: tempfile::TempDir,
+    profiles: Vec<String>,
+}
+
+impl Outside {
+    fn new(test: &str) -> Outside {
+        let id = format!("agentc-egl-{}-{test}-{}", std::process::id(), rand16());
+        let label = format!("--label={}", labelled(&id));
+        let (_, testkit) = images();
+        let out = format!("{id}-out");
+        docker(&["network", "create", "--internal", &label, &out]).expect("out");
+        let topology = Topology {
+            out: out.clone(),
+            out2: String::new(),
+            inner: String::new(),
+            server: format!("{id}-server"),
+            proxy: String::new(),
+            id: id.clone(),
+            out_subnet: docker(&[
+                "network",
+                "inspect",
+                &out,
+                "--format",
+                "{{(index .IPAM.Config 0).Subnet}}",
+            ])
+            .expect("subnet"),
+            server_ip: String::new(),
+            server_ip6: None,
+            server_ip2: String::new(),
+            proxy_ip: String::new(),
+        };
+        let server_env = format!("{TESTKIT_VAR}=server");
+        docker(&[
+            "run",
+            "--detach",
+            &format!("--name={}", topology.server),
+            &label,
+            &format!("--network={out}"),
+            "--network-alias=allowed.test",
+            "--network-alias=forbidden.test",
+            "--env",
+            &server_env,
+            testkit,
+            TESTKIT_PATH,
+            "testkit_entry",
+            "--exact",
+            "--nocapture",
+        ])
+        .expect("start the server");
+        let mut outside = Outside {
+            topology,
+            dir: tempfile::tempdir().expect("tempdir"),
+            profiles: Vec::new(),
+        };
+        outside.topology.server_ip = outside.topology.ip(&outside.topology.server, &out);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !docker(&["logs", &outside.topology.server])
+            .unwrap_or_default()
+            .contains("READY")
+        {
+            assert!(Instant::now() < deadline, "the server did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        outside
+    }
+
+    /// Writes a custom profile that idles in the testkit image behind the egress proxy, with
+    /// `extra` appended to its `[egress]` table; returns its path.
+    fn profile(&mut self, name: &str, extra: &str) -> String {
+        let (_, testkit) = images();
+        let profile = format!("{}-{name}", self.topology.id);
+        let text = format!(
+            "name = \"{profile}\"\nagent = \"custom\"\n\n[image]\nref = \"{testkit}\"\n\
+             command = [\"{TESTKIT_PATH}\", \"testkit_idle\", \"--exact\", \"--nocapture\"]\n\n\
+             [egress]\nhosts = [\"allowed.test\"]\noutside_network = \"{}\"\n\
+             allow_cidrs = [\"{}\"]\n{extra}",
+            self.topology.out, self.topology.out_subnet
+        );
+        let path = self.dir.path().join(format!("{name}.toml"));
+        std::fs::write(&path, text).expect("write the profile");
+        self.profiles.push(profile);
+        path.to_string_lossy().into_owned()
+    }
+
+    /// `agentc run PROFILE --backend BACKEND`: its exit status and output.
+    fn run(&self, profile: &str, backend: &str) -> (bool, String) {
+        let output = Command::new(env!("CARGO_BIN_EXE_agentc"))
+            .args(["run", profile, "--backend", backend])
+            .output()
+            .expect("run agentc");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.success(), text)
+    }
+
+    /// What agentc left of a profile: its containers and its networks.
+    fn left(&self, profile: &str) -> (String, String) {
+        let filter = format!("label=io.agentc.profile={profile}");
+        (
+            docker(&["ps", "-a", "--format", "{{.Names}}", "--filter", &filter])
+                .unwrap_or_default(),
+            docker(&[
+                "network",
+                "ls",
+                "--format",
+                "{{.Name}}",
+                "--filter",
+                &filter,
+            ])
+            .unwrap_or_default(),
+        )
+    }
+
+    /// Runs probes in a running sandbox (as its own user, with its own environment).
+    fn probes(&self, sandbox: &str, probes: &[String]) -> Vec<String> {
+        let env = format!("{PROBES_VAR}={}", probes.join("\n"));
+        let mode = format!("{TESTKIT_VAR}=probe");
+        let output = docker(&[
+            "exec",
+            "--env",
+            &mode,
+            "--env",
+            &env,
+            sandbox,
+            TESTKIT_PATH,
+            "testkit_entry",
+            "--exact",
+            "--nocapture",
+        ])
+        .expect("run the probes");
+        let results: Vec<String> = output
+            .lines()
+            .filter_map(|line| line.strip_prefix("PROBE "))
+            .map(|line| {
+                line.split_once(' ')
+                    .map(|(_, r)| r.to_string())
+                    .unwrap_or_default()
+            })
+            .collect();
+        assert_eq!(results.len(), probes.len(), "{output}");
+        results
+    }
+}
+
+impl Drop for Outside {
+    fn drop(&mut self) {
+        for profile in &self.profiles {
+            let filter = format!("label=io.agentc.profile={profile}");
+            let containers = docker(&["ps", "-aq", "--filter", &filter]).unwrap_or_default();
+            for container in containers.split_whitespace() {
+                let _ = docker(&["rm", "--force", container]);
+            }
+            let networks =
+                docker(&["network", "ls", "-q", "--filter", &filter]).unwrap_or_default();
+            for network in networks.split_whitespace() {
+                let _ = docker(&["network", "rm", network]);
+            }
+        }
+    }
+}
+
+/// The started sandbox's name, from `agentc run`'s `started NAME (ID)`.
+fn started_name(output: &str) -> String {
+    output
+        .lines()
+        .find_map(|line| line.strip_prefix("started "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no sandbox started: {output}"))
+        .to_string()
+}
+
+/// `docker inspect --format FORMAT NAME`.
+fn inspect(name: &str, format: &str) -> String {
+    docker(&["inspect", "--format", format, name]).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn launched_sandbox_reaches_exactly_its_allowlist(backend: &str) {
+    let mut outside = Outside::new(&format!("launch-{backend}"));
+    let profile = outside.profile("a", "");
+    let (ok, output) = outside.run(&profile, backend);
+    assert!(ok, "{output}");
+    let sandbox = started_name(&output);
+    let proxy = format!("{sandbox}-egress-proxy");
+    let network = format!("{sandbox}-egress");
+    let server = outside.topology.server_ip.clone();
+
+    // The set: the sandbox on its isolated network only, the proxy hardened and healthy on
+    // both, the network internal without an IPv4 address on the host side.
+    assert_eq!(
+        inspect(
+            &sandbox,
+            "{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}"
+        ),
+        network
+    );
+    assert_eq!(
+        inspect(
+            &proxy,
+            "{{.Config.User}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.CapDrop}} \
+             {{.HostConfig.SecurityOpt}} {{.HostConfig.RestartPolicy.Name}} \
+             {{index .HostConfig.Sysctls \"net.ipv4.ip_forward\"}} \
+             {{index .Config.Labels \"io.agentc.kind\"}}"
+        ),
+        "65534:65534 true [ALL] [no-new-privileges] no 0 egress-proxy"
+    );
+    assert_eq!(
+        inspect(
+            &network,
+            "{{.Internal}} {{index .Options \"com.docker.network.bridge.inhibit_ipv4\"}}"
+        ),
+        "true true"
+    );
+    let proxy_ip = inspect(
+        &proxy,
+        &format!("{{{{(index .NetworkSettings.Networks \"{network}\").IPAddress}}}}"),
+    );
+    let p = format!("{proxy_ip}:3128");
+    let env = inspect(&sandbox, "{{range .Config.Env}}{{println .}}{{end}}");
+    assert!(env.contains(&format!("HTTPS_PROXY=http://{p}")), "{env}");
+    assert_eq!(
+        inspect(&sandbox, "{{.HostConfig.Dns}}"),
+        format!("[{proxy_ip}]")
+    );
+
+    let probes = [
+        format!("http {p} http://allowed.test/"),
+        format!("connect {p} allowed.test:443 allowed.test"),
+        format!("http {p} http://forbidden.test/"),
+        format!("http {p} http://{server}/"),
+        format!("http {p} http://allowed.test:8080/"),
+        format!("connect {p} allowed.test:443 forbidden.test"),
+        format!("tcp {server}:80"),
+        "resolve allowed.test".to_string(),
+        format!("udp-dns {server}:53 leak-direct.exfil.test"),
+        format!("udp-dns {proxy_ip}:53 leak-stub.exfil.test"),
+    ];
+    let got = outside.probes(&sandbox, &probes);
+    let log = docker(&["logs", &proxy]).unwrap_or_default();
+    assert_eq!(got[0], "status=200 body=hello from outside", "{log}");
+    assert_eq!(got[1], "status=200 echo=ok", "{log}");
+    for index in 2..5 {
+        assert!(
+            got[index].starts_with("status=403"),
+            "{}: {}: {log}",
+            probes[index],
+            got[index]
+        );
+    }
+    assert!(got[5].contains("echo=closed"), "wrong SNI: {}", got[5]);
+    assert!(got[6].starts_with("connect-failed"), "direct: {}", got[6]);
+    assert!(got[7].starts_with("resolve-failed"), "resolve: {}", got[7]);
+    assert_eq!(got[8], "no-answer", "DNS straight to the outside");
+    assert_eq!(got[9], "answer rcode=3", "the stub answers NXDOMAIN");
+    // Every refusal is logged, the stub logged the query, and the outside saw no DNS and
+    // only the proxy's connections.
+    let decisions: Vec<serde_json::Value> = docker(&["logs", &proxy])
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    assert_eq!(deny_lines(&decisions).len(), 4, "{log}");
+    assert!(log.contains("leak-stub.exfil.test"), "{log}");
+    let seen = docker(&["logs", &outside.topology.server]).unwrap_or_default();
+    assert!(!seen.contains("DNS-QUERY"), "{seen}");
+    let proxy_out = inspect(
+        &proxy,
+        &format!(
+            "{{{{(index .NetworkSettings.Networks \"{}\").IPAddress}}}}",
+            outside.topology.out
+        ),
+    );
+    for line in seen.lines().filter(|l| l.starts_with("ACCEPT")) {
+        assert!(line.contains(&proxy_out), "not through the proxy: {line}");
+    }
+
+    // `agentc verify` probes the launch behind a proxy of its own, and removes both after.
+    // (The testkit image has no shell for the probe: the same profile on the busybox image.)
+    let (_, testkit) = images();
+    let busybox = outside.profile("v", "");
+    let text = std::fs::read_to_string(&busybox)
+        .unwrap()
+        .replace(testkit.as_str(), &busybox_image());
+    std::fs::write(&busybox, text).unwrap();
+    let before = outside.left(&outside.profiles[0]);
+    let verified = Command::new(env!("CARGO_BIN_EXE_agentc"))
+        .args(["verify", &busybox, "--backend", backend])
+        .output()
+        .expect("agentc verify");
+    assert!(
+        verified.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&verified.stdout),
+        String::from_utf8_lossy(&verified.stderr)
+    );
+    assert_eq!(
+        outside.left(&outside.profiles[0]),
+        before,
+        "verify left something"
+    );
+
+    // A root workload with NET_ADMIN on the same isolated network, routing through the proxy,
+    // reaches nothing: the proxy does not forward.
+    let routed = docker(&[
+        "run",
+        "--rm",
+        &format!("--label={}", labelled(&outside.topology.id)),
+        &format!("--network={network}"),
+        "--user=0",
+        "--cap-add=NET_ADMIN",
+        &busybox_image(),
+        "sh",
+        "-c",
+        &format!(
+            "ip route replace default via {proxy_ip}; iptables -F 2>/dev/null; \
+             nc -w 3 {server} 80 </dev/null && echo REACHED || echo BLOCKED"
+        ),
+    ])
+    .unwrap_or_else(|e| e);
+    assert!(
+        routed.contains("BLOCKED") && !routed.contains("REACHED"),
+        "{routed}"
+    );
+
+    // A second sandbox cannot reach the first one's proxy (nor the first the second's).
+    let second = outside.profile("b", "");
+    let (ok, output) = outside.run(&second, backend);
+    assert!(ok, "{output}");
+    let sandbox2 = started_name(&output);
+    let other = outside.probes(&sandbox2, &[format!("tcp {p}")]);
+    assert!(other[0].starts_with("connect-failed"), "{other:?}");
+
+    // The proxy killed: no egress at all.
+    docker(&["kill", &proxy]).expect("kill the proxy");
+    let during = outside.probes(&sandbox, &probes[..2]);
+    for got in &during {
+        assert!(got.starts_with("connect-failed"), "{got}");
+    }
+
+    // `agentc rm` removes the set; nothing of either profile is left.
+    for (name, profile) in [
+        (&sandbox, &outside.profiles[0]),
+        (&sandbox2, &outside.profiles[2]),
+    ] {
+        let removed = Command::new(env!("CARGO_BIN_EXE_agentc"))
+            .args(["rm", name])
+            .output()
+            .expect("agentc rm");
+        assert!(removed.status.success(), "{removed:?}");
+        assert_eq!(outside.left(profile), (String::new(), String::new()));
+    }
+}
+
+#[test]
+fn a_launched_sandbox_reaches_exactly_its_allowlist_through_the_cli_backend() {
+    if require_daemon("a_launched_sandbox_reaches_exactly_its_allowlist_cli") {
+        launched_sandbox_reaches_exactly_its_allowlist("cli");
+    }
+}
+
+#[test]
+fn a_launched_sandbox_reaches_exactly_its_allowlist_through_the_api_backend() {
+    if require_daemon("a_launched_sandbox_reaches_exactly_its_allowlist_api") {
+        launched_sandbox_reaches_exactly_its_allowlist("api");
+    }
+}
+
+/// A launch whose proxy cannot be set up fails before the workload exists, and leaves
+/// nothing: an outside network that does not exist, and a name taken by another container.
+#[test]
+fn a_failed_egress_setup_launches_nothing_and_leaves_nothing() {
+    if !require_daemon("a_failed_egress_setup_launches_nothing") {
+        return;
+    }
+    let mut outside = Outside::new("fail");
+    for backend in ["cli", "api"] {
+        let profile = outside.profile(&format!("missing-{backend}"), "");
+        let text = std::fs::read_to_string(&profile).unwrap().replace(
+            &format!("outside_network = \"{}\"", outside.topology.out),
+            "outside_network = \"agentc-egl-no-such-network\"",
+        );
+        std::fs::write(&profile, text).unwrap();
+        let (ok, output) = outside.run(&profile, backend);
+        assert!(!ok, "{output}");
+        assert!(output.contains("for the egress allowlist"), "{output}");
+        let name = outside.profiles.last().unwrap().clone();
+        assert_eq!(
+            outside.left(&name),
+            (String::new(), String::new()),
+            "{backend}"
+        );
+    }
+}

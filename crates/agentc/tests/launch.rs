@@ -354,6 +354,132 @@ fn live_run_returns_the_exit_code_through_both_backends_and_leaves_nothing() {
     lab.finish();
 }
 
+/// An attached `--rm` run whose allowlist is enforced outside it: the workload runs on its
+/// isolated network with the proxy as its DNS server, its exit code comes back, and the proxy
+/// and the network are gone afterwards, through both backends.
+#[test]
+fn live_run_behind_the_egress_proxy_leaves_nothing() {
+    if !require_daemon("live_run_behind_the_egress_proxy_leaves_nothing") {
+        return;
+    }
+    let image = agent_image();
+    let mut lab = Lab::new("launcher-egress-run");
+    lab.volume("launcher-egress-run-home");
+    let profile = lab.profile(
+        "agent = \"claude-code\"\nhome_volume = \"launcher-egress-run-home\"\n\n\
+         [egress]\nhosts = [\"allowed.test\"]\n",
+    );
+    let networks = || {
+        let filter = "label=io.agentc.profile=launcher-egress-run";
+        docker(&["network", "ls", "--filter", filter, "--format", "{{.Name}}"]).unwrap_or_default()
+    };
+    for backend in ["cli", "api"] {
+        let output = lab.run(&[
+            "run",
+            &profile,
+            "--backend",
+            backend,
+            "--image",
+            &image,
+            "--",
+            "-c",
+            "grep nameserver /etc/resolv.conf; echo proxy=$HTTPS_PROXY; exit 3",
+        ]);
+        assert_eq!(
+            output.status.code(),
+            Some(3),
+            "{backend}: {}",
+            describe(&output)
+        );
+        let out = text(&output.stdout);
+        assert!(out.contains("nameserver 127.0.0.11"), "{backend}: {out}");
+        assert!(out.contains("proxy=http://10.213."), "{backend}: {out}");
+        assert!(
+            lab.containers().is_empty(),
+            "{backend}: {:?}",
+            lab.containers()
+        );
+        assert_eq!(networks(), "", "{backend}: networks left");
+    }
+    lab.finish();
+}
+
+/// SIGTERM to `agentc run` while the workload runs behind its egress proxy: agentc ends the
+/// workload and removes it, the proxy and the network, through both backends.
+#[test]
+fn live_sigterm_during_a_run_behind_the_egress_proxy_leaves_nothing() {
+    if !require_daemon("live_sigterm_during_a_run_behind_the_egress_proxy") {
+        return;
+    }
+    let image = agent_image();
+    let mut lab = Lab::new("launcher-egress-term");
+    lab.volume("launcher-egress-term-home");
+    let profile = lab.profile(
+        "agent = \"claude-code\"\nhome_volume = \"launcher-egress-term-home\"\n\n\
+         [egress]\nhosts = [\"allowed.test\"]\n",
+    );
+    let networks = || {
+        let filter = "label=io.agentc.profile=launcher-egress-term";
+        docker(&["network", "ls", "--filter", filter, "--format", "{{.Name}}"]).unwrap_or_default()
+    };
+    for backend in ["cli", "api"] {
+        let child = Command::new(env!("CARGO_BIN_EXE_agentc"))
+            .args([
+                "run",
+                &profile,
+                "--backend",
+                backend,
+                "--image",
+                &image,
+                "--",
+            ])
+            .args(["-c", "echo started; sleep 60"])
+            .current_dir(lab.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("agentc runs");
+        // Wait for the workload itself (kind run), which starts only after the proxy is healthy.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+        loop {
+            let running = docker(&[
+                "ps",
+                "--filter",
+                "label=io.agentc.profile=launcher-egress-term",
+                "--filter",
+                "label=io.agentc.kind=run",
+                "--format",
+                "{{.Names}}",
+            ])
+            .unwrap_or_default();
+            if !running.is_empty() {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{backend}: no workload"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        assert!(!networks().is_empty(), "{backend}: no isolated network");
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        // (Its exit status is the workload's answer to the signal, which docker passes on.)
+        let output = child.wait_with_output().expect("agentc ends");
+        eprintln!("{backend}: {}", describe(&output));
+        assert!(
+            lab.containers().is_empty(),
+            "{backend}: {:?}",
+            lab.containers()
+        );
+        assert_eq!(networks(), "", "{backend}: networks left");
+    }
+    lab.finish();
+}
+
 /// `--verbose` logs every step of a real launch through both backends (the resolved launch,
 /// the docker command or the Engine API calls) and names the secrets it passes, while no
 /// byte of a secret's value reaches agentc's stdout or stderr. The container proves it got

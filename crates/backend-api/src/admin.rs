@@ -119,11 +119,12 @@ pub(crate) fn remove_jobs(docker: &Docker) -> usize {
     }
 }
 
-/// Force-removes agentc containers, [`REMOVE_JOBS`] at a time on the one connection pool (one
-/// at a time on daemons older than API 1.42, see [`REMOVE_JOBS_OLD_DAEMON`]), and returns the
-/// names removed. A named container that does not exist or lacks the
-/// `io.agentc.profile` label is an error, checked for every name before anything is removed.
-/// Every removal is tried; the first that failed is the error.
+/// Force-removes agentc containers, with the egress proxy and the isolated network of each
+/// (labelled `io.agentc.egress-for=NAME`), [`REMOVE_JOBS`] at a time on the one connection pool
+/// (one at a time on daemons older than API 1.42, see [`REMOVE_JOBS_OLD_DAEMON`]), and returns
+/// the names removed. A named container that does not exist or lacks the `io.agentc.profile`
+/// label is an error, checked for every name before anything is removed. Every removal is
+/// tried; the first that failed is the error.
 pub async fn remove(docker: &Docker, target: &RemoveTarget) -> Result<Vec<String>, ExecError> {
     let names: Vec<String> = match target {
         RemoveTarget::All | RemoveTarget::Profile(_) => {
@@ -157,15 +158,26 @@ pub async fn remove(docker: &Docker, target: &RemoveTarget) -> Result<Vec<String
             names.clone()
         }
     };
-    let results: Vec<Result<(), BollardError>> = futures_util::stream::iter(&names)
-        .map(|name| remove_quietly(docker, name))
+    let results: Vec<Result<Vec<String>, ExecError>> = futures_util::stream::iter(&names)
+        .map(|name| async move {
+            remove_quietly(docker, name)
+                .await
+                .map_err(|error| daemon_error("remove the container", error))?;
+            // Its egress proxy and isolated network, if its allowlist is enforced outside it.
+            crate::companion::remove_companions(docker, name).await
+        })
         .buffered(remove_jobs(docker))
         .collect()
         .await;
-    if let Some(error) = results.into_iter().find_map(Result::err) {
-        return Err(daemon_error("remove the container", error));
+    let mut removed = names.clone();
+    for result in results {
+        removed.extend(result?);
     }
-    Ok(names)
+    if *target == RemoveTarget::All {
+        // The isolated networks of launches whose workload is already gone.
+        removed.extend(crate::companion::remove_orphan_networks(docker).await?);
+    }
+    Ok(removed)
 }
 
 /// Waits (up to 10 s) until the daemon has removed a container; a container already gone

@@ -1,6 +1,8 @@
 //! Launching a container through the Engine API: secrets resolved and the image checked
 //! before anything is created, then create, start (detached) or the attached session, and on
-//! any failure or interrupt the removal of what was created.
+//! any failure or interrupt the removal of what was created. A launch whose allowlist is
+//! enforced outside it gets its isolated network and healthy egress proxy before the create
+//! ([`crate::companion`]); they are removed with it, and kept with a detached sandbox.
 //!
 //! What `docker run` does beyond the API call, decided here explicitly: agentc pulls only when
 //! asked (`--pull`, through [`crate::pull::ensure_image`] before [`launch`]; otherwise a missing
@@ -122,6 +124,45 @@ pub(crate) async fn launch_checked(
     }
 
     crate::admin::ensure_volumes(docker, spec).await?;
+    // The allowlist enforced outside: the isolated network and the healthy proxy first;
+    // removed on every way out below but a detached start (`agentc rm` removes them then).
+    // The set may have moved to an instance of its own: the request follows it.
+    let mut placed = spec.clone();
+    let companion = crate::companion::setup_for(docker, &mut placed).await?;
+    let spec = &placed;
+    let result = match &companion {
+        Some(_) => match placed_request(spec, options) {
+            Ok(request) => create_and_run(docker, spec, options, request, &mut signals).await,
+            Err(error) => Err(error),
+        },
+        None => create_and_run(docker, spec, options, request, &mut signals).await,
+    };
+    if let Some(set) = &companion {
+        if !(spec.detach && result.is_ok()) {
+            crate::companion::teardown(docker, set).await;
+        }
+    }
+    result
+}
+
+/// The create request of a spec whose egress companion moved, with its secrets resolved.
+fn placed_request(
+    spec: &ContainerSpec,
+    options: &LaunchOptions,
+) -> Result<crate::render::CreateRequest, ExecError> {
+    let mut request = render_create(spec)?;
+    request.body.env = Some(resolve_env(spec, &options.env)?).filter(|env| !env.is_empty());
+    Ok(request)
+}
+
+/// Creates the workload, then starts it detached or runs it attached; removes it on failure.
+async fn create_and_run(
+    docker: &Docker,
+    spec: &ContainerSpec,
+    options: &LaunchOptions,
+    request: crate::render::CreateRequest,
+    signals: &mut Signals,
+) -> Result<Outcome, ExecError> {
     let mut create = CreateContainerOptionsBuilder::new();
     if let Some(name) = &request.name {
         create = create.name(name);
@@ -150,10 +191,10 @@ pub(crate) async fn launch_checked(
     );
 
     let result = if spec.detach {
-        run_detached(docker, &id, &mut signals).await
+        run_detached(docker, &id, signals).await
     } else {
         let terminal = spec.tty && options.stdin_is_terminal;
-        run_attached(docker, spec, terminal, &id, &mut signals)
+        run_attached(docker, spec, terminal, &id, signals)
             .await
             .map(|exited| Outcome {
                 exit_code: exited.exit_code,

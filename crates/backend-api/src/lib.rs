@@ -23,9 +23,12 @@
 #![deny(missing_docs)]
 
 pub mod admin;
+pub mod companion;
 pub mod daemon;
+pub mod egress;
 pub mod engine;
 pub mod fanout;
+mod json;
 pub mod launch;
 pub mod pull;
 pub mod render;
@@ -40,7 +43,8 @@ pub use agentc_backend_common::ExecError;
 pub use daemon::connect;
 pub use engine::check_engine;
 pub use fanout::{copy_names, launch_many, LaunchManyError, Launched};
+pub use json::render_json;
 pub use launch::{launch, LaunchOptions, Outcome};
 pub use pull::{ensure_image, image_present, pull_image, split_reference, ImageReference};
-pub use render::{render_create, render_json, CreateRequest, RenderError};
+pub use render::{render_create, CreateRequest, RenderError};
 pub use sandbox::ApiClient;

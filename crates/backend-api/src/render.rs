@@ -1,5 +1,5 @@
-//! The pure rendering: a [`ContainerSpec`] to the Engine API create request, and a
-//! [`LaunchSpec`] to JSON for `agentc explain` and snapshots.
+//! The pure rendering: a [`ContainerSpec`] to the Engine API create request (a launch as JSON,
+//! with its egress companion, is `json.rs`).
 //!
 //! The body mirrors what the docker CLI 28.2.2 sends for the argv the CLI backend renders for
 //! the same spec (`cli/command/container/opts.go`, `parse`). The CLI serialises Go structs, so it
@@ -21,9 +21,8 @@ use std::collections::{BTreeSet, HashMap};
 
 use agentc_backend_common::{check_build, check_container, ArgvError, ExecError};
 use agentc_policy::spec::{
-    Action, AppArmor, BuildSpec, ContainerSpec, Device, EnvValue, EnvVar, ExposedPort, ExtraHost,
-    HostTarget, LaunchSpec, LogConfig, Mount, MountSource, Network, PublishedPort, Resources,
-    Tmpfs,
+    AppArmor, BuildSpec, ContainerSpec, Device, EnvValue, EnvVar, ExposedPort, ExtraHost,
+    HostTarget, LogConfig, Mount, MountSource, Network, PublishedPort, Resources, Tmpfs,
 };
 use bollard::models::{
     ContainerCreateBody, DeviceMapping, EndpointSettings, HostConfig, HostConfigLogConfig,
@@ -166,6 +165,10 @@ pub fn render_create(spec: &ContainerSpec) -> Result<CreateRequest, RenderError>
         ports,
         exposed_ports,
         network_aliases,
+        dns,
+        sysctls,
+        // Rendered as the requests before this one: [`crate::egress::render_egress`].
+        egress: _,
         resources,
         log,
         devices,
@@ -205,6 +208,14 @@ pub fn render_create(spec: &ContainerSpec) -> Result<CreateRequest, RenderError>
         ..Default::default()
     };
     render_resources(resources, &mut host_config)?;
+    if !dns.is_empty() {
+        // `--dns=` → `HostConfig.Dns`.
+        host_config.dns = Some(dns.iter().map(ToString::to_string).collect());
+    }
+    if !sysctls.is_empty() {
+        // `--sysctl=` → `HostConfig.Sysctls`.
+        host_config.sysctls = Some(sysctls.clone().into_iter().collect());
+    }
 
     // `docker run` without `--detach` attaches stdout and stderr, and stdin with
     // `--interactive`; `--detach` clears all three and `StdinOnce` (run.go).
@@ -236,31 +247,10 @@ pub fn render_create(spec: &ContainerSpec) -> Result<CreateRequest, RenderError>
     })
 }
 
-/// Renders a launch as JSON: `{"name": ..., "body": ...}` for a container (the body exactly as
-/// sent), `{"query": {...}, "context": DIR}` for a build (the classic `POST /build` query).
-pub fn render_json(spec: &LaunchSpec) -> Result<serde_json::Value, RenderError> {
-    let LaunchSpec {
-        kind: _,
-        profile: _,
-        action,
-        origins: _,
-    } = spec;
-    match action {
-        Action::Container(container) => {
-            let CreateRequest { name, body } = render_create(container)?;
-            let body = serde_json::to_value(&body).map_err(|error| RenderError::Json {
-                message: error.to_string(),
-            })?;
-            Ok(json!({ "name": name, "body": body }))
-        }
-        Action::Build(build) => render_build(build),
-    }
-}
-
 /// `docker build` → the classic build query: `--tag` → `t`, `--file` → `dockerfile`,
 /// `--build-arg` → `buildargs`, `--label` → `labels`; the context directory is sent as a tar
 /// body. `--build-context` has no classic equivalent and is refused.
-fn render_build(build: &BuildSpec) -> Result<serde_json::Value, RenderError> {
+pub(crate) fn render_build(build: &BuildSpec) -> Result<serde_json::Value, RenderError> {
     let BuildSpec {
         tag,
         context,
@@ -519,6 +509,9 @@ fn non_empty_map<K, V>(map: HashMap<K, V>) -> Option<HashMap<K, V>> {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
+
+    use crate::json::render_json;
+    use agentc_policy::spec::{Action, LaunchSpec};
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
     use agentc_policy::spec::Protocol;
@@ -673,6 +666,9 @@ mod tests {
             ],
             exposed_ports: Vec::new(),
             network_aliases: Vec::new(),
+            dns: Vec::new(),
+            sysctls: Default::default(),
+            egress: None,
             resources: Resources {
                 memory_bytes: Some(2 << 30),
                 memory_swap_bytes: Some(2 << 30),

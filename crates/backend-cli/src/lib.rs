@@ -32,6 +32,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod egress;
 pub mod exec;
 mod mount_csv;
 mod render;

@@ -17,6 +17,7 @@
 //!             [--runtime=]                                                   (runtime)
 //!             [--network=] [--network-alias=]... [--add-host=]... [--publish=]...
 //!             [--expose=]...                                                 (network)
+//!             [--dns=]... [--sysctl=]...                                     (egress)
 //!             [--memory=] [--memory-swap=] [--shm-size=] [--cpus=] [--pids-limit=] (resources)
 //!             [--log-driver=] [--log-opt=]...                                (logging)
 //!             [--device=]...                                                 (devices)
@@ -90,6 +91,10 @@ fn render_container(spec: &ContainerSpec) -> Vec<String> {
         ports,
         exposed_ports,
         network_aliases,
+        dns,
+        sysctls,
+        // Rendered as the commands before this one: [`crate::egress::setup_argvs`].
+        egress: _,
         resources,
         log,
         devices,
@@ -139,6 +144,7 @@ fn render_container(spec: &ContainerSpec) -> Vec<String> {
             exposed: exposed_ports,
         },
     );
+    render_dns_sysctls(&mut argv, dns, sysctls);
     render_resources(&mut argv, resources);
     render_logging(&mut argv, log.as_ref());
     render_devices(&mut argv, devices);
@@ -146,6 +152,17 @@ fn render_container(spec: &ContainerSpec) -> Vec<String> {
     argv.push(image.clone());
     argv.extend(command.iter().cloned());
     argv
+}
+
+/// `--dns=ADDRESS` (`HostConfig.Dns`) in spec order, then `--sysctl=NAME=VALUE`
+/// (`HostConfig.Sysctls`) sorted by name.
+fn render_dns_sysctls(argv: &mut Vec<String>, dns: &[IpAddr], sysctls: &BTreeMap<String, String>) {
+    for address in dns {
+        argv.push(format!("--dns={address}"));
+    }
+    for (key, value) in sysctls {
+        argv.push(format!("--sysctl={key}={value}"));
+    }
 }
 
 /// The process-level flags of a container, borrowed from the [`ContainerSpec`].

@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 
 use agentc_policy::MAX_SIZE_BYTES;
 use agentc_policy::{
-    BuildSpec, ContainerSpec, Device, EnvValue, EnvVar, ExtraHost, LogConfig, Mount, MountSource,
-    Network, Resources, Tmpfs,
+    BuildSpec, ContainerSpec, Device, EgressSpec, EnvValue, EnvVar, ExtraHost, IsolatedNetwork,
+    LogConfig, Mount, MountSource, Network, Resources, Tmpfs,
 };
 
 /// A spec value the `docker` command line cannot carry unchanged.
@@ -80,6 +80,9 @@ pub fn check_container(spec: &ContainerSpec) -> Result<(), ArgvError> {
         ports: _,
         exposed_ports: _,
         network_aliases,
+        dns: _,
+        sysctls,
+        egress,
         resources,
         log,
         devices,
@@ -90,6 +93,21 @@ pub fn check_container(spec: &ContainerSpec) -> Result<(), ArgvError> {
         auto_remove: _,
         detach: _,
     } = spec;
+    for (key, value) in sysctls {
+        let field = || format!("sysctls.{key}");
+        no_nul(field, key)?;
+        refuse(
+            key.is_empty() || key.contains('='),
+            field,
+            key,
+            "docker splits `--sysctl` at its first `=` and needs a name before it",
+            "use a non-empty parameter name without `=`",
+        )?;
+        no_nul(field, value)?;
+    }
+    if let Some(egress) = egress {
+        check_egress(egress)?;
+    }
     for (value, field) in [
         (name, "name"),
         (entrypoint, "entrypoint"),
@@ -131,6 +149,47 @@ pub fn check_container(spec: &ContainerSpec) -> Result<(), ArgvError> {
         no_nul(|| format!("command[{index}]"), word)?;
     }
     Ok(())
+}
+
+/// Whether docker can carry the egress companion: the isolated network's name, subnet,
+/// options and labels, and the proxy container (which has no companion of its own).
+pub fn check_egress(egress: &EgressSpec) -> Result<(), ArgvError> {
+    let EgressSpec {
+        network,
+        outside: _,
+        proxy,
+        proxy_address: _,
+    } = egress;
+    let IsolatedNetwork {
+        name,
+        subnet,
+        internal: _,
+        options,
+        labels,
+    } = network;
+    positional(|| "egress.network.name".to_owned(), name)?;
+    no_nul(|| "egress.network.subnet".to_owned(), subnet)?;
+    for (key, value) in options {
+        let field = || format!("egress.network.options.{key}");
+        no_nul(field, key)?;
+        refuse(
+            key.is_empty() || key.contains('='),
+            field,
+            key,
+            "docker splits `--opt` at its first `=` and needs a name before it",
+            "use a non-empty option name without `=`",
+        )?;
+        no_nul(field, value)?;
+    }
+    check_labels(labels)?;
+    refuse(
+        proxy.egress.is_some(),
+        || "egress.proxy.egress".to_owned(),
+        "egress",
+        "the egress proxy has no egress companion of its own",
+        "leave egress.proxy.egress empty",
+    )?;
+    check_container(proxy)
 }
 
 /// Whether the docker command line can carry an image build (`docker build`).

@@ -214,6 +214,15 @@ pub enum ExecError {
         /// The JSON reader's message.
         message: String,
     },
+    /// The egress proxy of an allowlist enforced outside the workload could not be set up;
+    /// the workload was not launched and what was created for it was removed (fail closed).
+    #[error("cannot {step} for the egress allowlist: {message}\n  hint: the sandbox was not launched; set egress.enforce = \"image\" to leave the allowlist to the image, or `agentc doctor` to check the daemon")]
+    Egress {
+        /// What failed (`build the egress proxy image`, `create the isolated network`, ...).
+        step: &'static str,
+        /// Why.
+        message: String,
+    },
     /// `docker inspect` printed no container.
     #[error("docker inspect found no container {name}")]
     InspectEmpty {

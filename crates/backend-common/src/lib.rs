@@ -7,7 +7,7 @@
 //! depends on the other and the binary can treat them alike:
 //!
 //! - [`argv`]: the refusals of values docker's command line cannot carry
-//!   ([`check_container`], [`check_build`]). The CLI renderer runs them before formatting; the
+//!   ([`check_container`], [`check_build`], and [`check_egress`] for an egress companion). The CLI renderer runs them before formatting; the
 //!   API backend runs them before building a body, so a profile one backend accepts, the other
 //!   accepts too.
 //! - [`engine`](mod@engine): which engine (Docker or Podman) the process drives.
@@ -52,7 +52,7 @@ pub mod runtime;
 pub mod secrets;
 pub mod session;
 
-pub use argv::{check_build, check_container, ArgvError};
+pub use argv::{check_build, check_container, check_egress, ArgvError};
 pub use engine::{engine, set_engine, Engine};
 pub use error::{exit_status, ExecError, Interrupt};
 pub use inspect::{network_of, published_addresses, PublishedAddress};

@@ -167,6 +167,13 @@ pub fn adapt(spec: &ContainerSpec, image_user: Option<&str>) -> Result<Container
             ));
         }
     }
+    if spec.egress.is_some() {
+        return Err(refuse(
+            "egress".to_string(),
+            "the egress proxy's isolated network needs Docker's bridge option com.docker.network.bridge.inhibit_ipv4, which agentc does not set up on Podman yet",
+            "run this launch on docker (`--engine docker`), or set egress.enforce = \"image\"",
+        ));
+    }
     let mut adapted = spec.clone();
     let user = spec.user.as_deref().or(image_user).unwrap_or_default();
     if !is_root_user(user) {

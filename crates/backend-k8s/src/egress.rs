@@ -41,8 +41,8 @@ pub struct EgressPolicy {
     pub hosts: Vec<String>,
     /// Whether an ssh gateway is configured (`egress.gateway_host`).
     pub gateway: bool,
-    /// Address ranges the proxy may connect to although private or reserved (none yet: the
-    /// profile field arrives with the egress proxy).
+    /// Address ranges the proxy may connect to although private or reserved
+    /// (`egress.allow_cidrs`).
     pub allow_cidrs: Vec<String>,
 }
 
@@ -54,7 +54,7 @@ impl EgressPolicy {
             mode: egress.mode,
             hosts: egress.hosts.clone(),
             gateway: egress.gateway_host.is_some(),
-            allow_cidrs: Vec::new(),
+            allow_cidrs: egress.allow_cidrs.clone(),
         }
     }
 }

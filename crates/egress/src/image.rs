@@ -325,6 +325,66 @@ pub fn proxy_image() -> Result<Image, EgressError> {
     )
 }
 
+/// Where the tag of the running binary's proxy image is remembered between launches, so that
+/// a launch does not read and hash the whole binary again: `$XDG_CACHE_HOME/agentc` (or
+/// `~/.cache/agentc`), keyed by the executable's device, inode, size and modification time (a
+/// rebuilt or replaced binary misses).
+fn tag_cache_path() -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata("/proc/self/exe").ok()?;
+    let key = format!(
+        "{:x}-{:x}-{:x}-{:x}.{:x}",
+        meta.dev(),
+        meta.ino(),
+        meta.size(),
+        meta.mtime(),
+        meta.mtime_nsec()
+    );
+    let base = match std::env::var_os("XDG_CACHE_HOME").filter(|dir| !dir.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(std::env::var_os("HOME")?).join(".cache"),
+    };
+    Some(base.join("agentc").join(format!("egress-image-{key}")))
+}
+
+/// Whether `tag` is a proxy image tag (`agentc-egress:` and 12 lower-case hex digits).
+fn is_proxy_tag(tag: &str) -> bool {
+    tag.strip_prefix(IMAGE_REPOSITORY)
+        .and_then(|rest| rest.strip_prefix(':'))
+        .is_some_and(|hex| {
+            hex.len() == 12
+                && hex
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        })
+}
+
+/// The proxy image tag remembered for the running binary ([`remember_proxy_tag`]), if any; the
+/// caller still checks that the daemon has it.
+pub fn cached_proxy_tag() -> Option<String> {
+    let text = std::fs::read_to_string(tag_cache_path()?).ok()?;
+    let tag = text.trim();
+    is_proxy_tag(tag).then(|| tag.to_string())
+}
+
+/// Remembers the proxy image tag of the running binary (best effort: a cache that cannot be
+/// written only costs the next launch a hash).
+pub fn remember_proxy_tag(tag: &str) {
+    let Some(path) = tag_cache_path() else {
+        return;
+    };
+    let Some(dir) = path.parent() else {
+        return;
+    };
+    let temporary = dir.join(format!(".egress-image-{}", std::process::id()));
+    let written = std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&temporary, format!("{tag}\n")))
+        .and_then(|()| std::fs::rename(&temporary, &path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+}
+
 /// Imports `image` with `docker import` unless the daemon has its tag already; returns the tag.
 pub fn ensure_image(image: &Image) -> Result<String, EgressError> {
     let fail = |reason: String| EgressError::Import {
@@ -410,6 +470,20 @@ pub async fn ensure_image_api(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_proxy_tags_are_taken_from_the_cache() {
+        assert!(is_proxy_tag("agentc-egress:0123456789ab"));
+        for tag in [
+            "agentc-egress:0123456789AB",
+            "agentc-egress:0123456789a",
+            "agentc-egress:latest",
+            "busybox:0123456789ab",
+            "agentc-egress0123456789ab",
+        ] {
+            assert!(!is_proxy_tag(tag), "{tag}");
+        }
+    }
 
     const MAPS: &str = "\
 55d0c8a00000-55d0c8a50000 r--p 00000000 fd:01 1234 /usr/local/bin/agentc

@@ -34,6 +34,10 @@
 //! let argv = proxy_command(&config);
 //! assert_eq!(&argv[..3], ["/usr/local/bin/agentc", "egress-proxy", "serve"]);
 //! ```
+//!
+//! Without the default `runtime` feature the crate is only its pure core (no [`proxy`], no
+//! [`image`]): what the policy crate needs to validate `egress.hosts` and `egress.allow_cidrs`
+//! and to write the proxy's command line.
 #![deny(missing_docs)]
 
 pub mod addr;
@@ -42,9 +46,11 @@ pub mod dns;
 pub mod error;
 pub mod health;
 pub mod host;
+#[cfg(feature = "runtime")]
 pub mod image;
 pub mod log;
 pub mod policy;
+#[cfg(feature = "runtime")]
 pub mod proxy;
 pub mod request;
 pub mod sni;

@@ -26,6 +26,8 @@ pub enum Role {
     SeedHelper,
     /// The Decant session browser.
     Decant,
+    /// agentc's egress proxy of an allowlist enforced outside the workload.
+    EgressProxy,
 }
 
 impl Role {
@@ -36,6 +38,7 @@ impl Role {
             Role::Sandbox => "sandbox",
             Role::SeedHelper => "seed helper",
             Role::Decant => "decant",
+            Role::EgressProxy => "egress proxy",
         }
     }
 }
@@ -163,12 +166,39 @@ pub fn parts(spec: &LaunchSpec) -> Vec<Part> {
                 reference: container.image.clone(),
                 built_by_profile: false,
             });
-            if let Network::Named { name } = &container.network {
-                parts.push(Part::Network {
-                    name: name.clone(),
-                    created: false,
-                    internal: false,
-                });
+            match &container.egress {
+                // The isolated network and the proxy are created with the launch (the proxy's
+                // image too, from the agentc binary); only the outside network must exist.
+                Some(egress) => {
+                    parts.push(Part::Network {
+                        name: egress.network.name.clone(),
+                        created: true,
+                        internal: egress.network.internal,
+                    });
+                    parts.push(Part::Container {
+                        role: Role::EgressProxy,
+                        name: egress.proxy.name.clone(),
+                        image: egress.proxy.image.clone(),
+                        removed_on_exit: false,
+                        detached: true,
+                    });
+                    if let Network::Named { name } = &egress.outside {
+                        parts.push(Part::Network {
+                            name: name.clone(),
+                            created: false,
+                            internal: false,
+                        });
+                    }
+                }
+                None => {
+                    if let Network::Named { name } = &container.network {
+                        parts.push(Part::Network {
+                            name: name.clone(),
+                            created: false,
+                            internal: false,
+                        });
+                    }
+                }
             }
             let mut home_volume = None;
             for mount in &container.mounts {

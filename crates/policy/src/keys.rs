@@ -48,6 +48,10 @@ pub const NETWORK: &str = "network";
 /// A network override or `[network] name` that was not applied, because `egress.mode = "deny"`
 /// keeps the container off every network.
 pub const NETWORK_SUPERSEDED: &str = "network.superseded";
+/// The container's DNS servers.
+pub const DNS: &str = "dns";
+/// The egress companion (isolated network and egress proxy).
+pub const EGRESS: &str = "egress";
 /// The container's aliases on its named network.
 pub const NETWORK_ALIASES: &str = "network_aliases";
 /// Whether and how the workspace is mounted.

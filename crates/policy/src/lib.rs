@@ -101,9 +101,9 @@ pub use load::{load, validate};
 pub use overrides::parse_overrides;
 pub use paths::{classify_path, normalize_path, Danger, DOCKER_HOST, DOCKER_SOCKETS};
 pub use ports::PortSpec;
-pub use profile::{AgentName, EgressMode, PodSecurityLevel, Profile};
+pub use profile::{AgentName, EgressEnforce, EgressMode, PodSecurityLevel, Profile};
 pub use resolve::{resolve, spec_digest};
-pub use rules::egress::host_scope;
+pub use rules::egress::{host_scope, NO_PROXY_VARIABLES, PROXY_VARIABLES};
 pub use rules::identity::{
     decant_container_name, home_volume_name, owner_slug, sandbox_container_name,
 };

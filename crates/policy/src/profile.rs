@@ -15,7 +15,7 @@ use crate::capability::Capability;
 use crate::limits::Limit;
 use crate::ports::PortSpec;
 use crate::values;
-pub use crate::values::{ConfigFormat, EgressMode, OnConflict, PodSecurityLevel};
+pub use crate::values::{ConfigFormat, EgressEnforce, EgressMode, OnConflict, PodSecurityLevel};
 
 /// The only profile schema version this crate reads.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -197,6 +197,16 @@ pub struct EgressConfig {
     pub gateway_key_file: Option<String>,
     /// SSH known-hosts file, relative to the profile (with `gateway_key_file`).
     pub gateway_known_hosts_file: Option<String>,
+    /// Where an allowlist with hosts is enforced: `outside` (agentc's egress proxy on an
+    /// isolated network, the default) or `image` (the image's own firewall).
+    #[serde(default)]
+    pub enforce: EgressEnforce,
+    /// The Docker network the egress proxy reaches out through; the default bridge when unset.
+    pub outside_network: Option<String>,
+    /// Private or reserved address ranges (`10.20.0.0/16`, `fd00::/8`, a bare address) the
+    /// egress proxy may connect to; none by default.
+    #[serde(default)]
+    pub allow_cidrs: Vec<String>,
 }
 
 /// Decant session-browser companion.

@@ -213,6 +213,7 @@ impl Resolver<'_> {
         self.agent_args(&mut container);
         self.limits(&mut container);
         self.logging(&mut container);
+        self.egress_outside(&mut container)?;
         Ok(Action::Container(Box::new(container)))
     }
 
@@ -241,6 +242,7 @@ impl Resolver<'_> {
         self.profile_mounts(&mut container, reserved, false)?;
         self.limits(&mut container);
         self.logging(&mut container);
+        self.egress_outside(&mut container)?;
         Ok(Action::Container(Box::new(container)))
     }
 }

@@ -15,6 +15,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::capability::Capability;
 
+mod egress;
+
+pub use egress::{
+    isolated_subnet, proxy_address, EgressSpec, IsolatedNetwork, INHIBIT_IPV4, KIND_EGRESS_PROXY,
+    LABEL_EGRESS_FOR, PROXY_DNS_PORT, PROXY_IMAGE_PLACEHOLDER, PROXY_PORT,
+};
+
 /// Label naming the profile of a container or image; agentc manages (lists, removes) only
 /// what carries it.
 pub const LABEL_PROFILE: &str = "io.agentc.profile";
@@ -190,6 +197,19 @@ pub struct ContainerSpec {
     /// Left out of the serialized spec when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub network_aliases: Vec<String>,
+    /// DNS servers of the container. `--dns`; `HostConfig.Dns`. Left out of the serialized
+    /// spec when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dns: Vec<std::net::IpAddr>,
+    /// Namespaced kernel parameters. `--sysctl`; `HostConfig.Sysctls`. Left out of the
+    /// serialized spec when empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sysctls: BTreeMap<String, String>,
+    /// The isolated network and the egress proxy this container needs launched first, when its
+    /// allowlist is enforced outside it. Left out of the serialized spec when absent, so that
+    /// specs without it keep their digests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress: Option<Box<EgressSpec>>,
     /// cgroup limits.
     pub resources: Resources,
     /// Log driver; `None` keeps the daemon's default. `--log-driver`, `--log-opt`;
@@ -242,6 +262,9 @@ impl ContainerSpec {
             ports: Vec::new(),
             exposed_ports: Vec::new(),
             network_aliases: Vec::new(),
+            dns: Vec::new(),
+            sysctls: BTreeMap::new(),
+            egress: None,
             resources: Resources::default(),
             log: None,
             devices: Vec::new(),

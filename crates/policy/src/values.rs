@@ -45,6 +45,31 @@ impl EgressMode {
     }
 }
 
+/// Where an egress allowlist is enforced (`egress.enforce`).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum EgressEnforce {
+    /// By agentc's egress proxy, outside the workload: the workload joins an isolated network
+    /// whose only way out is the proxy (the default).
+    #[default]
+    Outside,
+    /// By the image's own firewall (`AGENT_ALLOWED_EGRESS`, iptables in the entrypoint); a
+    /// custom image has none.
+    Image,
+}
+
+impl EgressEnforce {
+    /// The value as written in a profile (`outside`, `image`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EgressEnforce::Outside => "outside",
+            EgressEnforce::Image => "image",
+        }
+    }
+}
+
 /// The Pod Security Standards level a profile's Kubernetes rendering meets
 /// (`kubernetes.pod_security`), as in the namespace label `pod-security.kubernetes.io/enforce`.
 /// Only the Kubernetes backend reads it; the Docker launch does not change.
@@ -359,6 +384,22 @@ impl<'de> Deserialize<'de> for EgressMode {
             ValueError::new(
                 format!("{mode:?} is not an egress mode"),
                 "use \"deny\", \"allowlist\" or \"unrestricted\"",
+            )
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for EgressEnforce {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let places = [
+            ("outside", EgressEnforce::Outside),
+            ("image", EgressEnforce::Image),
+        ];
+        word(d, &places, |place| {
+            ValueError::new(
+                format!("{place:?} is not where egress can be enforced"),
+                "use \"outside\" (agentc's egress proxy, the default) or \"image\" (the image's \
+                 own firewall)",
             )
         })
     }

@@ -129,9 +129,29 @@ fn render(
     match (backend, format) {
         (RenderBackendArg::Cli, FormatArg::Shell | FormatArg::Json) => {
             let argv = agentc_backend_cli::render_argv(spec).map_err(Failure::unlaunchable)?;
+            // An allowlist enforced outside: the isolated network and the egress proxy first.
+            let mut argvs = match &spec.action {
+                agentc_policy::Action::Container(container) => match &container.egress {
+                    Some(egress) => agentc_backend_cli::egress::setup_argvs(egress, None)
+                        .map_err(Failure::unlaunchable)?,
+                    None => Vec::new(),
+                },
+                agentc_policy::Action::Build(_) => Vec::new(),
+            };
             Ok(match format {
-                FormatArg::Json => format!("{}\n", to_pretty_json(&argv)),
-                _ => format!("{}\n", agentc_backend_cli::shell_line(&argv)),
+                FormatArg::Json if argvs.is_empty() => format!("{}\n", to_pretty_json(&argv)),
+                FormatArg::Json => {
+                    argvs.push(argv);
+                    format!("{}\n", to_pretty_json(&argvs))
+                }
+                _ => {
+                    argvs.push(argv);
+                    let lines: Vec<String> = argvs
+                        .iter()
+                        .map(|argv| agentc_backend_cli::shell_line(argv))
+                        .collect();
+                    format!("{}\n", lines.join("\n"))
+                }
             })
         }
         (RenderBackendArg::Api, FormatArg::Json) => {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use agentc_backend_cli::exec::docker::{self, RemoveOnDrop};
 use agentc_backend_cli::exec::SignalShield;
-use agentc_policy::{Action, ContainerSpec, LaunchSpec};
+use agentc_policy::{Action, ContainerSpec, LaunchSpec, Network, LABEL_EGRESS_FOR};
 use bollard::query_parameters::{
     LogsOptionsBuilder, RemoveContainerOptionsBuilder, WaitContainerOptionsBuilder,
 };
@@ -115,6 +115,10 @@ struct Probed {
     logs: String,
     exit_code: i64,
     inspect: serde_json::Value,
+    /// The network the probe joined (its egress companion's may have moved).
+    network: Network,
+    /// Its DNS servers.
+    dns: Vec<std::net::IpAddr>,
 }
 
 /// Verifies one resolved container launch (a run, a sandbox or a seed) through `backend`:
@@ -140,9 +144,23 @@ pub fn verify_launch(
         .name
         .get_or_insert_with(|| format!("agentc-verify-{}-{}", spec.profile, std::process::id()))
         .clone();
+    // An egress companion of the probe's own: named apart from a running sandbox's, and
+    // labelled for the probe, so that it is removed with the probe and nothing else is.
+    if let Some(egress) = probe.egress.as_mut() {
+        for labels in [&mut egress.network.labels, &mut egress.proxy.labels] {
+            labels.insert(LABEL_EGRESS_FOR.to_string(), name.clone());
+        }
+    }
+    probe.egress_instance("verify");
     let probed = match backend {
         BackendArg::Cli => probe_cli(spec, &probe, &name, env, pull)?,
         BackendArg::Api => probe_api(&probe, &name, env, pull)?,
+    };
+    // The network the probe joined is the one to compare (its companion's, not the agent's).
+    let container = &ContainerSpec {
+        network: probed.network.clone(),
+        dns: probed.dns.clone(),
+        ..container.clone()
     };
     let observed = parse_probe(&probed.logs).map_err(|error| {
         Failure::new(
@@ -233,8 +251,16 @@ fn probe_cli(
     agentc_backend_cli::render_argv(&probe_launch).map_err(Failure::unlaunchable)?;
     docker::ensure_image(&probe.image, pull, launch::notify).map_err(launch::exec_failure)?;
     // The runtime is asked for, and Podman's rows applied, before anything is created.
-    let argv =
+    let mut argv =
         agentc_backend_cli::exec::engine::launch_argv(probe).map_err(launch::exec_failure)?;
+    // The egress companion first (removed after the probe, on every way out).
+    let mut placed = probe.clone();
+    let _companion =
+        agentc_backend_cli::exec::egress::setup_for(&mut placed).map_err(launch::exec_failure)?;
+    if placed != *probe {
+        argv =
+            agentc_backend_cli::exec::engine::launch_argv(&placed).map_err(launch::exec_failure)?;
+    }
     let shield = SignalShield::new(true);
     let _remove = RemoveOnDrop { name };
     let check = |shield: &SignalShield| match shield.received() {
@@ -266,6 +292,8 @@ fn probe_cli(
         logs,
         exit_code,
         inspect,
+        network: placed.network.clone(),
+        dns: placed.dns.clone(),
     })
 }
 
@@ -357,10 +385,25 @@ fn probe_api(
                     format!("cannot read the inspect of {name}: {error}"),
                 )
             })?;
+            let network = match inspect.pointer("/HostConfig/NetworkMode") {
+                Some(serde_json::Value::String(mode)) if probe.egress.is_some() => {
+                    Network::Named { name: mode.clone() }
+                }
+                _ => probe.network.clone(),
+            };
+            let dns = match inspect.pointer("/HostConfig/Dns") {
+                Some(serde_json::Value::Array(servers)) if probe.egress.is_some() => servers
+                    .iter()
+                    .filter_map(|server| server.as_str()?.parse().ok())
+                    .collect(),
+                _ => probe.dns.clone(),
+            };
             Ok::<_, Failure>(Probed {
                 logs,
                 exit_code,
                 inspect,
+                network,
+                dns,
             })
         };
         let result = tokio::select! {
@@ -370,6 +413,14 @@ fn probe_api(
         };
         let remove = RemoveContainerOptionsBuilder::new().force(true).build();
         let _ = docker.remove_container(&id, Some(remove)).await;
+        // The probe's egress companion, labelled for it alone.
+        if probe.egress.is_some() {
+            if let Err(error) =
+                agentc_backend_api::companion::remove_companions(&docker, name).await
+            {
+                log::warn!("the probe's egress companion was not removed: {error}");
+            }
+        }
         result
     })
 }

@@ -7,6 +7,10 @@
 //! there: `agentc render` shows the launch itself), so it knows the container it created and
 //! removes it when docker fails before the container ran (exit 125), as the API backend does;
 //! docker's own refusal is then reported with the API backend's hint.
+//!
+//! A launch whose allowlist is enforced outside it gets its isolated network and its egress
+//! proxy first ([`super::egress`]); they are removed when the launch ends (an attached run's
+//! exit, a refusal, an interrupt) and kept with a detached sandbox.
 
 use agentc_backend_common::{resolve_env, ExecError};
 use agentc_policy::ContainerSpec;
@@ -59,6 +63,14 @@ pub fn launch(
     // The runtime is asked for, and Podman's rows applied, before anything is created.
     let mut argv = launch_argv(spec)?;
     docker::ensure_volumes(spec)?;
+    // The allowlist enforced outside: the isolated network and the healthy proxy first;
+    // removed on every way out below but a detached start (`agentc rm` removes them then).
+    // The set may have moved to an instance of its own: the argv follows it.
+    let mut placed = spec.clone();
+    let egress = super::egress::setup_for(&mut placed)?;
+    if egress.is_some() {
+        argv = launch_argv(&placed)?;
+    }
     let cid = docker::CidFile::new()?;
     argv.insert(2, format!("--cidfile={}", cid.path().display()));
     let mut ran = docker::run_launch(&argv, spec.detach)?;
@@ -86,6 +98,11 @@ pub fn launch(
                 },
                 message,
             });
+        }
+    }
+    if let Some(egress) = egress {
+        if spec.detach && ran.exit_code == 0 {
+            egress.keep();
         }
     }
     let started = match &spec.name {

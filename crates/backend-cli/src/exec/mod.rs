@@ -5,11 +5,14 @@
 //!   docker runs, so docker's exit code comes back and a SIGTERM can be passed on.
 //! - [`docker`]: the docker CLI in the foreground and the queries around a launch (image
 //!   present, pull, inspect, forced removal).
+//! - [`egress`]: the isolated network and the egress proxy set up before a workload whose
+//!   allowlist is enforced outside it, and removed with it.
 //! - [`engine`](mod@engine): the argv for the engine in use (Docker or Podman) and the
 //!   fail-closed check of the launch's runtime.
 //! - [`launch`](mod@launch): a whole container launch, as the API backend's launch does it.
 
 pub mod docker;
+pub mod egress;
 pub mod engine;
 pub mod launch;
 pub mod process;

@@ -21,7 +21,7 @@ mod volumes;
 
 use std::collections::BTreeMap;
 
-use agentc_policy::{Action, ContainerSpec, LaunchKind, LaunchSpec, MountSource};
+use agentc_policy::{Action, ContainerSpec, EnvVar, LaunchKind, LaunchSpec, MountSource, Network};
 use k8s_openapi::api::core::v1::{Container, Pod, PodDNSConfig, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -186,6 +186,12 @@ impl Renderer<'_> {
             // lets its peers reach every port, and a pod has no network aliases.
             exposed_ports: _,
             network_aliases: _,
+            // Docker's egress companion (isolated network, proxy container, the workload's DNS
+            // and proxy variables): replaced here by the egress proxy Pod rendered from the
+            // profile's policy ([`crate::egress`]).
+            dns: _,
+            sysctls,
+            egress: docker_egress,
             resources,
             log,
             devices,
@@ -250,6 +256,44 @@ impl Renderer<'_> {
                 devices,
             },
         );
+        if let Some(name) = sysctls.keys().next() {
+            let field = self.field(&format!("sysctls.{name}"));
+            self.refuse(
+                field,
+                format!("sysctl {name} is set on the container; a pod sets sysctls for all of it"),
+                "remove the sysctl",
+            );
+        }
+        // With Docker's egress companion the spec puts the workload on its isolated network
+        // and points its proxy variables at it; this backend's own egress proxy replaces both.
+        let env: Vec<EnvVar> = match docker_egress {
+            Some(egress) => env
+                .iter()
+                .filter(|var| {
+                    !agentc_policy::PROXY_VARIABLES.contains(&var.name.as_str())
+                        && !agentc_policy::NO_PROXY_VARIABLES.contains(&var.name.as_str())
+                })
+                .cloned()
+                .map(|mut var| {
+                    // The Docker proxy's address, added for the image's firewall.
+                    if let (true, agentc_policy::EnvValue::Literal { value }) =
+                        (var.name == "AGENT_ALLOWED_EGRESS", &mut var.value)
+                    {
+                        let suffix = format!(",{}", egress.proxy_address);
+                        if let Some(hosts) = value.strip_suffix(&suffix) {
+                            *value = hosts.to_string();
+                        }
+                    }
+                    var
+                })
+                .collect(),
+            None => env.clone(),
+        };
+        let env = &env;
+        let network = match docker_egress {
+            Some(_) => &Network::Default,
+            None => network,
+        };
         self.render_resources(&mut pod, &mut main, resources);
         self.render_logging(log);
         let (pod_labels, mut annotations) = self.render_labels(labels, &base);

@@ -92,7 +92,9 @@ fn a_lock_pins_launches_images_files_and_egress_and_reads_back() {
 fn drift_names_each_field_with_locked_and_current_values() {
     let locked = lock_of(CLAUDE, &BTreeMap::new(), &id('1'));
     let env = BTreeMap::from([("AGENTC_MEM_LIMIT".to_string(), "2g".to_string())]);
-    let edited = format!("{CLAUDE}[egress]\nhosts = [\"api.anthropic.com\", \"Example.com\"]\n");
+    let edited = format!(
+        "{CLAUDE}[egress]\nhosts = [\"api.anthropic.com\", \"Example.com\"]\nenforce = \"image\"\n"
+    );
     let mut current = lock_of(&edited, &env, &id('2'));
     current.files[0].sha256 = Some("cd".repeat(32));
     current.agentc_version = "0.2.0".into();

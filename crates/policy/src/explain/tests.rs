@@ -54,6 +54,7 @@ api_key_env = "ANTHROPIC_API_KEY"
 
 [egress]
 hosts = ["api.anthropic.com"]
+enforce = "image"
 
 [proxy]
 https = "http://proxy.corp:3128"
@@ -116,7 +117,7 @@ fn a_claude_code_run_explained() {
     let text = explained(CLAUDE, LaunchKind::Run, &[("AGENTC_PIDS_LIMIT", "off")]);
     assert!(text.contains("ANTHROPIC_API_KEY (secret, passed through from your environment)"));
     assert!(
-        text.contains("  memory: 6g, no swap  [profile line 16 (resources.memory)]"),
+        text.contains("  memory: 6g, no swap  [profile line 17 (resources.memory)]"),
         "{text}"
     );
     assert!(
@@ -125,12 +126,12 @@ fn a_claude_code_run_explained() {
     );
     assert!(
         text.contains(
-            "  - capability SYS_PTRACE  [profile line 19 (security.add_capabilities[0])]"
+            "  - capability SYS_PTRACE  [profile line 20 (security.add_capabilities[0])]"
         ),
         "{text}"
     );
     assert!(
-        text.contains("  - writable bind mount /data  [profile line 24 (mounts[0])]"),
+        text.contains("  - writable bind mount /data  [profile line 25 (mounts[0])]"),
         "{text}"
     );
     insta::assert_snapshot!(text);
@@ -170,6 +171,29 @@ fn a_custom_sandbox_explained() {
         text.contains("not enforced: a custom image has no egress firewall"),
         "{text}"
     );
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn an_allowlist_enforced_outside_explained() {
+    let text = explained(
+        "name = \"lab\"\nagent = \"custom\"\n[image]\nref = \"strix:1\"\n\
+         [egress]\nhosts = [\"api.example.com\", \".example.org\", \"git.example.net:22\"]\n\
+         outside_network = \"corp\"\nallow_cidrs = [\"10.20.0.0/16\"]\n",
+        LaunchKind::Run,
+        &[],
+    );
+    assert!(
+        text.contains("enforced outside the sandbox by agentc's egress proxy"),
+        "{text}"
+    );
+    assert!(text.contains("through network corp"), "{text}");
+    assert!(
+        text.contains("private or reserved ranges 10.20.0.0/16"),
+        "{text}"
+    );
+    assert!(!text.contains("egress-unenforced"), "{text}");
+    assert!(!text.contains("network-named"), "{text}");
     insta::assert_snapshot!(text);
 }
 

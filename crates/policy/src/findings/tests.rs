@@ -254,7 +254,7 @@ fn egress_entries_are_classified_precisely() {
         assert_eq!(host_scope(entry).map(|(code, _, _)| code), *want, "{entry}");
     }
     let codes = codes_of(
-        "name = \"dev\"\nagent = \"codex\"\n[egress]\nhosts = [\"a.example.com\", \".example.org\", \"net\", \"10.1.0.0/16\"]\n",
+        "name = \"dev\"\nagent = \"codex\"\n[egress]\nhosts = [\"a.example.com\", \".example.org\", \"net\", \"10.1.0.0/16\"]\nenforce = \"image\"\n",
         &[],
     );
     for code in ["egress-domain", "egress-tld", "egress-ip-range"] {

@@ -604,7 +604,7 @@ fn langfuse_needs_egress_to_its_host() {
     accept(&format!(
         "{langfuse}[egress]\nmode = \"deny\"\ngateway_host = \"gw\"\ngateway_port = 22\n"
     ));
-    let ipv6 = "[langfuse]\nenabled = true\nbase_url = \"http://[::1]:3000\"\n[egress]\nhosts = [\"::1\"]\n";
+    let ipv6 = "[langfuse]\nenabled = true\nbase_url = \"http://[::1]:3000\"\n[egress]\nhosts = [\"::1\"]\nenforce = \"image\"\n";
     accept(ipv6);
 }
 
@@ -1210,7 +1210,7 @@ fn every_independent_error_is_reported_in_file_order() {
     // Unknown keys, wrong types, bad values and rule errors, across tables, in one run.
     let text = format!(
         "{MINIMAL}colour = 1\n[resources]\npids_limit = 0\nmemory = \"lots\"\n\
-         [egress]\nmode = \"x\"\nhosts = [\"*\", \"ok.example\", \"-x\"]\n\
+         [egress]\nmode = \"x\"\nenforce = \"image\"\nhosts = [\"*\", \"ok.example\", \"-x\"]\n\
          [network]\nhost_gateway = \"yes\"\npublish = [80, 80]\n\
          [[mounts]]\nsource = \"a\"\ntarget = \"relative\"\n"
     );
@@ -1241,27 +1241,27 @@ fn every_independent_error_is_reported_in_file_order() {
             ),
             (
                 "egress.hosts[0]".to_string(),
-                Some(9),
+                Some(10),
                 "egress.hosts[0]: '*' is not a hostname".to_string()
             ),
             (
                 "egress.hosts[2]".to_string(),
-                Some(9),
+                Some(10),
                 "egress.hosts[2] must not start with '-'".to_string()
             ),
             (
                 "network.host_gateway".to_string(),
-                Some(11),
+                Some(12),
                 "wrong type: expected a boolean (true or false), found a string".to_string()
             ),
             (
                 "network.publish[1]".to_string(),
-                Some(12),
+                Some(13),
                 "network.publish[1] publishes 80/tcp twice".to_string()
             ),
             (
                 "mounts[0].target".to_string(),
-                Some(15),
+                Some(16),
                 "mounts[0].target must be an absolute path".to_string()
             ),
         ]

@@ -307,8 +307,8 @@ fn deny_refuses_ports_it_cannot_publish() {
 
 #[test]
 fn allowlist_and_unrestricted_egress_are_handed_to_the_entrypoint() {
-    let text = format!("{CLAUDE}[egress]\nhosts = [\"api.anthropic.com\", \"github.com\"]\n");
-    let c = container(&run(&text)).clone();
+    let image = "[egress]\nhosts = [\"api.anthropic.com\", \"github.com\"]\nenforce = \"image\"\n";
+    let c = container(&run(&format!("{CLAUDE}{image}"))).clone();
     assert_eq!(
         env_of(&c),
         [(
@@ -317,6 +317,43 @@ fn allowlist_and_unrestricted_egress_are_handed_to_the_entrypoint() {
         )]
     );
     assert_eq!(c.network, Network::Default);
+    assert_eq!(c.egress, None);
+    // Enforced outside (the default): the image's firewall is a second layer, the proxy the
+    // first; the sandbox joins its isolated network only, with the proxy as its DNS server.
+    let text = format!("{CLAUDE}[egress]\nhosts = [\"api.anthropic.com\", \"github.com\"]\n");
+    let c = container(&run(&text)).clone();
+    let egress = c.egress.as_ref().expect("the egress companion");
+    let proxy = format!("http://{}:3128", egress.proxy_address);
+    let env = env_of(&c);
+    // The image's firewall, the second layer, lets the sandbox reach its proxy.
+    let allowed = format!("api.anthropic.com,github.com,{}", egress.proxy_address);
+    assert_eq!(env[0], ("AGENT_ALLOWED_EGRESS".into(), allowed));
+    for name in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
+        assert!(
+            env.contains(&(name.into(), proxy.clone())),
+            "{name}: {env:?}"
+        );
+    }
+    assert_eq!(
+        c.network,
+        Network::Named {
+            name: egress.network.name.clone()
+        }
+    );
+    assert_eq!(c.dns, [std::net::IpAddr::V4(egress.proxy_address)]);
+    assert!(egress.network.internal);
+    assert_eq!(egress.network.options[crate::INHIBIT_IPV4], "true");
+    assert_eq!(egress.outside, Network::Default);
+    let p = &egress.proxy;
+    assert!(p.read_only_root && p.cap_drop_all && p.no_new_privileges);
+    assert_eq!(p.user.as_deref(), Some("65534:65534"));
+    assert_eq!(p.sysctls["net.ipv4.ip_forward"], "0");
+    assert_eq!(p.labels[crate::LABEL_KIND], crate::KIND_EGRESS_PROXY);
+    assert!(
+        p.command.contains(&"--allow=api.anthropic.com".to_string()),
+        "{:?}",
+        p.command
+    );
     let text = format!("{CLAUDE}[egress]\nmode = \"unrestricted\"\n");
     let c = container(&run(&text)).clone();
     assert_eq!(env_of(&c), [("AGENT_ALLOWED_EGRESS".into(), "*".into())]);
@@ -488,7 +525,8 @@ fn opencode_gets_its_config_as_compact_ordered_json() {
 
 #[test]
 fn langfuse_keys_are_secrets_and_variables_follow_the_agent() {
-    let langfuse = "[egress]\nhosts = [\"lf.example\"]\n[langfuse]\nenabled = true\n\
+    let langfuse =
+        "[egress]\nhosts = [\"lf.example\"]\nenforce = \"image\"\n[langfuse]\nenabled = true\n\
         base_url = \"https://lf.example/\"\nenvironment = \"dev\"\nuser_id = \"alice\"\n";
     let c = container(&run(&format!("{CLAUDE}{langfuse}"))).clone();
     assert_eq!(

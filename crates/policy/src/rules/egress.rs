@@ -3,6 +3,8 @@
 //! findings (`egress-unrestricted`, `egress-unenforced`, `egress-tld`, `egress-domain`,
 //! `egress-ip-range`).
 
+mod outside;
+
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 
@@ -17,6 +19,9 @@ use crate::presets;
 use crate::profile::{AgentName, EgressMode, MountConfig, Profile};
 use crate::spec::{ContainerSpec, Mount, MountSource};
 use crate::text::is_ip_or_cidr;
+
+pub(crate) use outside::enforced_outside;
+pub use outside::{NO_PROXY_VARIABLES, PROXY_VARIABLES};
 
 /// The egress fields one by one, and the gateway options that go together.
 pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
@@ -76,6 +81,7 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
         );
     }
     gateway_pairs(ck, profile);
+    outside::check(ck, profile);
     if egress.mode == EgressMode::Unrestricted {
         if !egress.hosts.is_empty() {
             ck.fail_when(
@@ -285,6 +291,27 @@ fn egress_words(out: &Explainer) -> String {
         Some((line, _)) => format!("profile line {line} (egress.mode)"),
         None => "default".to_string(),
     };
+    if enforced_outside(profile) {
+        let outside = match &egress.outside_network {
+            Some(name) => format!("network {name}"),
+            None => "the default bridge".to_string(),
+        };
+        let enforce = match out.profile.position("egress.enforce") {
+            Some((line, _)) => format!("; profile line {line} (egress.enforce)"),
+            None => String::new(),
+        };
+        let image = if profile.agent == AgentName::Custom {
+            ""
+        } else {
+            "; the image's firewall is a second layer"
+        };
+        return format!(
+            "allowlist {}, enforced outside the sandbox by agentc's egress proxy: the sandbox \
+             joins only an isolated network whose one way out is the proxy, which reaches out \
+             through {outside}{image}  [{field}{enforce}]",
+            egress.hosts.join(", ")
+        );
+    }
     if profile.agent == AgentName::Custom {
         return match egress.mode {
             EgressMode::Deny => format!("deny, enforced by having no network  [{field}]"),
@@ -314,8 +341,16 @@ fn egress_words(out: &Explainer) -> String {
 
 /// What widens the sandbox here: unrestricted egress.
 pub(crate) fn widens(out: &Explainer, items: &mut Vec<String>) {
-    if out.profile.profile.egress.mode == EgressMode::Unrestricted {
+    let egress = &out.profile.profile.egress;
+    if egress.mode == EgressMode::Unrestricted {
         items.push(format!("unrestricted egress  [{}]", out.at("egress.mode")));
+    }
+    if enforced_outside(&out.profile.profile) && !egress.allow_cidrs.is_empty() {
+        items.push(format!(
+            "the egress proxy may connect to the private or reserved ranges {}  [{}]",
+            egress.allow_cidrs.join(", "),
+            out.at("egress.allow_cidrs")
+        ));
     }
 }
 
@@ -386,7 +421,7 @@ pub(crate) fn findings(report: &mut Report) {
         );
         return;
     }
-    if profile.agent == AgentName::Custom {
+    if profile.agent == AgentName::Custom && !enforced_outside(profile) {
         if mode != EgressMode::Deny {
             report.push(
                 "egress-unenforced",
@@ -397,8 +432,8 @@ pub(crate) fn findings(report: &mut Report) {
                      so the sandbox reaches any host",
                     mode.as_str()
                 ),
-                "set egress.mode = \"deny\" to run without a network, or enforce the allowlist \
-                 in the image or the network it joins",
+                "list the hosts in egress.hosts with egress.enforce = \"outside\" (agentc's egress \
+                 proxy), or set egress.mode = \"deny\" to run without a network",
             );
         }
         return;

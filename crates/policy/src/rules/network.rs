@@ -236,7 +236,8 @@ pub(crate) fn widens(out: &Explainer, c: &ContainerSpec, items: &mut Vec<String>
                 out.words(&key)
             ));
         }
-        if let Network::Named { name } = &c.network {
+        // The isolated network of an egress proxy is the sandbox's own, shared with nothing.
+        if let (Network::Named { name }, None) = (&c.network, &c.egress) {
             items.push(format!(
                 "joins the named network {name}  [{}]",
                 out.words(keys::NETWORK)
@@ -258,7 +259,7 @@ pub(crate) fn beyond_the_seeds(out: &Explainer, c: &ContainerSpec, notes: &mut V
 
 /// `network-named`, `host-gateway` and `port-public`.
 pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
-    if let Network::Named { name } = &c.network {
+    if let (Network::Named { name }, None) = (&c.network, &c.egress) {
         let at = report.field_of(keys::NETWORK, "network.name");
         report.push(
             "network-named",

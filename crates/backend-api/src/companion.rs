@@ -1,0 +1,316 @@
+//! The egress companion of a launch through the Engine API: the proxy image ensured (built
+//! from the running agentc binary, `POST /images/create?fromSrc=-`), the isolated network
+//! created, the proxy created, connected at its fixed address, started and health-checked
+//! (its own `egress-proxy health` as an exec), all before the workload is created; and its
+//! removal: with the launch ([`teardown`]) or by `agentc rm` of the workload
+//! ([`remove_companions`], by the `io.agentc.egress-for` label).
+//!
+//! A step that fails removes what the earlier ones created: the workload is never created
+//! without a healthy proxy (fail closed).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use agentc_backend_common::ExecError;
+use agentc_policy::{
+    ContainerSpec, EgressSpec, KIND_EGRESS_PROXY, LABEL_EGRESS_FOR, LABEL_KIND, LABEL_PROFILE,
+    PROXY_IMAGE_PLACEHOLDER,
+};
+use bollard::exec::{CreateExecOptions, StartExecOptions};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, ListContainersOptionsBuilder, ListNetworksOptionsBuilder,
+    RemoveContainerOptionsBuilder,
+};
+use bollard::Docker;
+
+use crate::daemon::{is_not_found, status};
+use crate::egress::{render_egress, EgressRequests};
+
+/// How long the proxy has to answer its health check after it started.
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// What [`setup`] created: the names [`teardown`] removes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EgressSet {
+    /// The isolated network.
+    pub network: String,
+    /// The proxy container.
+    pub proxy: String,
+}
+
+fn failed(step: &'static str, message: impl ToString) -> ExecError {
+    ExecError::Egress {
+        step,
+        message: message.to_string(),
+    }
+}
+
+/// The tag of the proxy image: the spec's own when it names one, else the image of the running
+/// agentc binary (its tag remembered from an earlier launch, or built and imported).
+async fn proxy_image(docker: &Docker, egress: &EgressSpec) -> Result<String, ExecError> {
+    if egress.proxy.image != PROXY_IMAGE_PLACEHOLDER {
+        return Ok(egress.proxy.image.clone());
+    }
+    if let Some(tag) = agentc_egress::image::cached_proxy_tag() {
+        if docker.inspect_image(&tag).await.is_ok() {
+            return Ok(tag);
+        }
+    }
+    let step = "build the egress proxy image";
+    let image = agentc_egress::image::proxy_image().map_err(|error| failed(step, error))?;
+    let tag = agentc_egress::image::ensure_image_api(docker, &image)
+        .await
+        .map_err(|error| failed(step, error))?;
+    agentc_egress::image::remember_proxy_tag(&tag);
+    Ok(tag)
+}
+
+/// A suffix no other launch of this machine uses at the same time (process id and clock).
+fn instance_suffix() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .subsec_nanos();
+    format!("{:x}{:04x}", std::process::id(), nanos & 0xffff)
+}
+
+/// Sets up the companion of `spec`, if it has one, moving it first to an instance of its own
+/// when the container has no name (each run gets its set), and to another subnet when the
+/// daemon says its subnet overlaps another network's ([`ContainerSpec::egress_instance`]).
+pub async fn setup_for(
+    docker: &Docker,
+    spec: &mut ContainerSpec,
+) -> Result<Option<EgressSet>, ExecError> {
+    if spec.egress.is_none() {
+        return Ok(None);
+    }
+    if agentc_backend_common::engine() == agentc_backend_common::Engine::Podman {
+        // Not built yet: Podman's networks take other options (no inhibit_ipv4).
+        return Err(ExecError::Egress {
+            step: "set up the egress proxy",
+            message: "egress.enforce = \"outside\" is not available with --engine podman yet"
+                .to_string(),
+        });
+    }
+    if spec.name.is_none() {
+        spec.egress_instance(&instance_suffix());
+    }
+    let mut attempt = 0;
+    loop {
+        let Some(egress) = &spec.egress else {
+            return Ok(None);
+        };
+        match setup(docker, egress).await {
+            Ok(set) => return Ok(Some(set)),
+            Err(ExecError::Egress { step, message })
+                if step == CREATE_NETWORK && message.contains("overlaps") && attempt < 3 =>
+            {
+                attempt += 1;
+                log::debug!("the isolated network's subnet is taken ({message}); trying another");
+                spec.egress_instance(&format!("n{attempt}"));
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// The first step of [`setup`], as its error names it.
+const CREATE_NETWORK: &str = "create the isolated network";
+
+/// Sets up the egress companion; see the module documentation.
+pub async fn setup(docker: &Docker, egress: &EgressSpec) -> Result<EgressSet, ExecError> {
+    let image = proxy_image(docker, egress).await?;
+    let EgressRequests {
+        network,
+        proxy,
+        connect,
+    } = render_egress(egress, Some(&image))?;
+    let set = EgressSet {
+        network: network.name.clone(),
+        proxy: proxy.name.clone().unwrap_or_default(),
+    };
+    docker
+        .create_network(network)
+        .await
+        .map_err(|error| failed(CREATE_NETWORK, error))?;
+    let result = async {
+        let options = CreateContainerOptionsBuilder::new()
+            .name(&set.proxy)
+            .build();
+        docker
+            .create_container(Some(options), proxy.body)
+            .await
+            .map_err(|error| failed("create the egress proxy", error))?;
+        docker
+            .connect_network(&set.network, connect)
+            .await
+            .map_err(|error| failed("connect the egress proxy to the isolated network", error))?;
+        docker
+            .start_container(&set.proxy, None)
+            .await
+            .map_err(|error| failed("start the egress proxy", error))?;
+        wait_healthy(docker, &set.proxy).await
+    }
+    .await;
+    match result {
+        Ok(()) => Ok(set),
+        Err(error) => {
+            teardown(docker, &set).await;
+            Err(error)
+        }
+    }
+}
+
+/// Runs the proxy's own health check inside it until it passes, or the proxy stopped, or
+/// [`HEALTH_TIMEOUT`] passed.
+async fn wait_healthy(docker: &Docker, proxy: &str) -> Result<(), ExecError> {
+    let step = "start the egress proxy";
+    let started = Instant::now();
+    loop {
+        let options = CreateExecOptions {
+            cmd: Some(vec![
+                agentc_egress::PROXY_BINARY.to_string(),
+                "egress-proxy".to_string(),
+                "health".to_string(),
+            ]),
+            ..Default::default()
+        };
+        let exit = match docker.create_exec(proxy, options).await {
+            Ok(created) => {
+                let start = StartExecOptions {
+                    detach: true,
+                    ..Default::default()
+                };
+                match docker.start_exec(&created.id, Some(start)).await {
+                    Ok(_) => exec_exit(docker, &created.id).await,
+                    Err(error) => Err(error.to_string()),
+                }
+            }
+            Err(error) => Err(error.to_string()),
+        };
+        match exit {
+            Ok(0) => return Ok(()),
+            _ if started.elapsed() > HEALTH_TIMEOUT => {
+                return Err(failed(
+                    step,
+                    format!("not healthy after {HEALTH_TIMEOUT:?}"),
+                ))
+            }
+            Err(message) if message.contains("is not running") => {
+                return Err(failed(step, "the proxy stopped before it was healthy"))
+            }
+            _ => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+async fn exec_exit(docker: &Docker, id: &str) -> Result<i64, String> {
+    for _ in 0..100 {
+        match docker.inspect_exec(id).await {
+            Ok(inspect) if inspect.running == Some(true) => {
+                tokio::time::sleep(Duration::from_millis(20)).await
+            }
+            Ok(inspect) => return inspect.exit_code.ok_or_else(|| "no exit code".to_string()),
+            Err(error) => return Err(error.to_string()),
+        }
+    }
+    Err("the health check did not end".to_string())
+}
+
+/// Force-removes a container; one already gone (404) or being removed (409) is not an error.
+async fn remove_quietly(docker: &Docker, id: &str) -> Result<(), bollard::errors::Error> {
+    let options = RemoveContainerOptionsBuilder::new().force(true).build();
+    match docker.remove_container(id, Some(options)).await {
+        Err(error) if !is_not_found(&error) && status(&error) != Some(409) => Err(error),
+        _ => Ok(()),
+    }
+}
+
+/// Removes the proxy, then the network; best effort (`agentc rm` finds the rest by label).
+pub async fn teardown(docker: &Docker, set: &EgressSet) {
+    log::debug!(
+        "removing the egress proxy {} and the network {}",
+        set.proxy,
+        set.network
+    );
+    if let Err(error) = remove_quietly(docker, &set.proxy).await {
+        log::warn!("could not remove the egress proxy {}: {error}", set.proxy);
+    }
+    match docker.remove_network(&set.network).await {
+        Ok(()) => {}
+        Err(error) if is_not_found(&error) => {}
+        Err(error) => log::warn!("could not remove the network {}: {error}", set.network),
+    }
+}
+
+/// Removes the egress companions of the workload `name` (the proxies and the networks
+/// labelled `io.agentc.egress-for=NAME`) and returns the names removed; the workload must be
+/// gone already, or its network is still in use.
+pub async fn remove_companions(docker: &Docker, name: &str) -> Result<Vec<String>, ExecError> {
+    let filter = HashMap::from([(
+        "label".to_string(),
+        vec![format!("{LABEL_EGRESS_FOR}={name}")],
+    )]);
+    let mut removed = Vec::new();
+    let options = ListContainersOptionsBuilder::new()
+        .all(true)
+        .filters(&filter)
+        .build();
+    let proxies = docker
+        .list_containers(Some(options))
+        .await
+        .map_err(|error| failed("list the egress proxies", error))?;
+    for proxy in proxies {
+        let proxy_name = proxy
+            .names
+            .and_then(|names| names.into_iter().next())
+            .map(|name| name.trim_start_matches('/').to_string())
+            .or(proxy.id)
+            .unwrap_or_default();
+        remove_quietly(docker, &proxy_name)
+            .await
+            .map_err(|error| failed("remove the egress proxy", error))?;
+        removed.push(proxy_name);
+    }
+    let options = ListNetworksOptionsBuilder::new().filters(&filter).build();
+    let networks = docker
+        .list_networks(Some(options))
+        .await
+        .map_err(|error| failed("list the isolated networks", error))?;
+    for network in networks {
+        let network_name = network.name.unwrap_or_default();
+        match docker.remove_network(&network_name).await {
+            Ok(()) => removed.push(format!("network {network_name}")),
+            Err(error) if is_not_found(&error) => {}
+            Err(error) => return Err(failed("remove the isolated network", error)),
+        }
+    }
+    Ok(removed)
+}
+
+/// Removes every isolated network agentc made for an egress proxy (labelled
+/// `io.agentc.kind=egress-proxy` and `io.agentc.profile`) that no container uses any more;
+/// returns their names (`network NAME`).
+pub async fn remove_orphan_networks(docker: &Docker) -> Result<Vec<String>, ExecError> {
+    let filter = HashMap::from([(
+        "label".to_string(),
+        vec![
+            format!("{LABEL_KIND}={KIND_EGRESS_PROXY}"),
+            LABEL_PROFILE.to_string(),
+        ],
+    )]);
+    let options = ListNetworksOptionsBuilder::new().filters(&filter).build();
+    let networks = docker
+        .list_networks(Some(options))
+        .await
+        .map_err(|error| failed("list the isolated networks", error))?;
+    let mut removed = Vec::new();
+    for network in networks {
+        let name = network.name.unwrap_or_default();
+        // In use (a sandbox still runs on it) or already gone: left alone.
+        if docker.remove_network(&name).await.is_ok() {
+            removed.push(format!("network {name}"));
+        }
+    }
+    Ok(removed)
+}

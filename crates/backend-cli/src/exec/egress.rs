@@ -1,0 +1,192 @@
+//! The egress companion of a launch through the docker CLI: the proxy image ensured (built
+//! from the running agentc binary, `docker import`), the isolated network created, the proxy
+//! created, connected at its fixed address, started and health-checked, all before the
+//! workload is created; and removed again by an [`EgressSet`] when the launch does not keep it.
+//!
+//! Every step that fails removes what the earlier ones created, so a failed setup leaves
+//! nothing behind and the workload is never launched (fail closed).
+
+use std::time::{Duration, Instant};
+
+use agentc_backend_common::ExecError;
+use agentc_policy::{ContainerSpec, EgressSpec, PROXY_IMAGE_PLACEHOLDER};
+
+use super::docker;
+use crate::egress::setup_argvs;
+
+/// How long the proxy has to answer its health check after it started.
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The isolated network and the proxy container of one launch, removed on drop unless
+/// [`EgressSet::keep`] was called (a detached sandbox keeps them until `agentc rm`).
+#[derive(Debug)]
+pub struct EgressSet {
+    network: String,
+    proxy: String,
+    keep: bool,
+}
+
+impl EgressSet {
+    /// Leaves the network and the proxy in place (the sandbox runs on).
+    pub fn keep(mut self) {
+        self.keep = true;
+    }
+
+    /// Removes the proxy, then the network; failures are logged (`agentc rm` finds the rest by
+    /// label).
+    pub fn remove(&mut self) {
+        if self.keep {
+            return;
+        }
+        self.keep = true;
+        remove(&self.proxy, &self.network);
+    }
+}
+
+impl Drop for EgressSet {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+fn remove(proxy: &str, network: &str) {
+    log::debug!("removing the egress proxy {proxy} and the network {network}");
+    docker::remove_quietly(proxy);
+    if let Err(error) = docker::output(&["network", "rm", network]) {
+        log::warn!("could not remove the network {network}: {error}");
+    }
+}
+
+/// The tag of the proxy image: the spec's own when it names one, else the image of the running
+/// agentc binary (its tag remembered from an earlier launch, or built and imported).
+fn proxy_image(egress: &EgressSpec) -> Result<String, ExecError> {
+    if egress.proxy.image != PROXY_IMAGE_PLACEHOLDER {
+        return Ok(egress.proxy.image.clone());
+    }
+    let fail = |error: agentc_egress::EgressError| ExecError::Egress {
+        step: "build the egress proxy image",
+        message: error.to_string(),
+    };
+    if let Some(tag) = agentc_egress::image::cached_proxy_tag() {
+        if docker::image_present(&tag)? {
+            return Ok(tag);
+        }
+    }
+    let image = agentc_egress::image::proxy_image().map_err(fail)?;
+    let tag = agentc_egress::image::ensure_image(&image).map_err(fail)?;
+    agentc_egress::image::remember_proxy_tag(&tag);
+    Ok(tag)
+}
+
+/// A suffix no other launch of this machine uses at the same time (process id and clock).
+pub(crate) fn instance_suffix() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .subsec_nanos();
+    format!("{:x}{:04x}", std::process::id(), nanos & 0xffff)
+}
+
+/// Sets up the companion of `spec`, if it has one, moving it first to an instance of its own
+/// when the container has no name (each run gets its set), and to another subnet when the
+/// daemon says its subnet overlaps another network's ([`ContainerSpec::egress_instance`]).
+pub fn setup_for(spec: &mut ContainerSpec) -> Result<Option<EgressSet>, ExecError> {
+    if spec.egress.is_none() {
+        return Ok(None);
+    }
+    if agentc_backend_common::engine() == agentc_backend_common::Engine::Podman {
+        // Not built yet: Podman's networks take other options (no inhibit_ipv4).
+        return Err(ExecError::Egress {
+            step: "set up the egress proxy",
+            message: "egress.enforce = \"outside\" is not available with --engine podman yet"
+                .to_string(),
+        });
+    }
+    if spec.name.is_none() {
+        spec.egress_instance(&instance_suffix());
+    }
+    let mut attempt = 0;
+    loop {
+        let Some(egress) = &spec.egress else {
+            return Ok(None);
+        };
+        match setup(egress) {
+            Ok(set) => return Ok(Some(set)),
+            Err(ExecError::Egress { step, message })
+                if step == SETUP_STEPS[0] && message.contains("overlaps") && attempt < 3 =>
+            {
+                attempt += 1;
+                log::debug!("the isolated network's subnet is taken ({message}); trying another");
+                spec.egress_instance(&format!("n{attempt}"));
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// The steps of [`setup`], in order, as its errors name them.
+const SETUP_STEPS: [&str; 4] = [
+    "create the isolated network",
+    "create the egress proxy",
+    "connect the egress proxy to the isolated network",
+    "start the egress proxy",
+];
+
+/// Sets up the egress companion; see the module documentation.
+pub fn setup(egress: &EgressSpec) -> Result<EgressSet, ExecError> {
+    let image = proxy_image(egress)?;
+    let argvs = setup_argvs(egress, Some(&image))?;
+    let proxy = egress.proxy.name.clone().unwrap_or_default();
+    let mut set = EgressSet {
+        network: egress.network.name.clone(),
+        proxy: proxy.clone(),
+        keep: false,
+    };
+    for (argv, step) in argvs.iter().zip(SETUP_STEPS) {
+        let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+        if let Err(error) = docker::output(&args) {
+            if step == SETUP_STEPS[0] {
+                // Nothing of this launch exists yet: a network of that name is another's.
+                set.keep = true;
+            }
+            set.remove();
+            return Err(ExecError::Egress {
+                step,
+                message: error.to_string(),
+            });
+        }
+    }
+    if let Err(message) = wait_healthy(&proxy) {
+        set.remove();
+        return Err(ExecError::Egress {
+            step: "start the egress proxy",
+            message,
+        });
+    }
+    Ok(set)
+}
+
+/// Runs the proxy's own health check inside it until it passes (or the proxy stopped).
+fn wait_healthy(proxy: &str) -> Result<(), String> {
+    let started = Instant::now();
+    loop {
+        let checked = docker::output(&[
+            "exec",
+            proxy,
+            agentc_egress::PROXY_BINARY,
+            "egress-proxy",
+            "health",
+        ]);
+        match checked {
+            Ok(_) => return Ok(()),
+            Err(error) if started.elapsed() > HEALTH_TIMEOUT => {
+                return Err(format!("not healthy after {HEALTH_TIMEOUT:?}: {error}"))
+            }
+            Err(ExecError::DockerFailed { stderr, .. }) if stderr.contains("is not running") => {
+                let logs = docker::output(&["logs", "--tail", "5", proxy]).unwrap_or_default();
+                return Err(format!("the proxy stopped: {}", logs.trim()));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}

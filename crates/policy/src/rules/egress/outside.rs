@@ -1,0 +1,346 @@
+//! `egress.enforce = "outside"`: the checks of the fields that only the egress proxy reads
+//! (`enforce`, `outside_network`, `allow_cidrs`, the host specs), and the companion the
+//! resolver adds to a launch: the isolated network and the proxy container
+//! ([`crate::EgressSpec`]), the workload's DNS server and proxy variables.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use crate::check::Checker;
+use crate::context::Resolver;
+use crate::error::PolicyError;
+use crate::keys;
+use crate::overrides;
+use crate::profile::{EgressEnforce, EgressMode, Profile};
+use crate::spec::{
+    isolated_subnet, proxy_address, ContainerSpec, EgressSpec, EnvValue, EnvVar, IsolatedNetwork,
+    Network, Origin, Resources, INHIBIT_IPV4, KIND_EGRESS_PROXY, LABEL_EGRESS_FOR, LABEL_KIND,
+    LABEL_PROFILE, PROXY_DNS_PORT, PROXY_IMAGE_PLACEHOLDER, PROXY_PORT,
+};
+use crate::text::is_network_name;
+
+/// The variables pointing the workload at the proxy (a convenience: the isolated network is
+/// what enforces the allowlist).
+pub const PROXY_VARIABLES: [&str; 4] = ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"];
+/// The variables naming what bypasses the proxy.
+pub const NO_PROXY_VARIABLES: [&str; 2] = ["NO_PROXY", "no_proxy"];
+/// The proxy container's memory limit (and memory plus swap: no swap).
+const PROXY_MEMORY: u64 = 256 * 1024 * 1024;
+/// The proxy container's CPU quota, in billionths of a CPU.
+const PROXY_NANO_CPUS: u64 = 1_000_000_000;
+/// The proxy container's process limit.
+const PROXY_PIDS: u32 = 64;
+
+/// Whether the profile's launches get agentc's egress proxy: an allowlist with hosts, enforced
+/// outside, without an ssh gateway.
+pub(crate) fn enforced_outside(profile: &Profile) -> bool {
+    let egress = &profile.egress;
+    egress.mode == EgressMode::Allowlist
+        && egress.enforce == EgressEnforce::Outside
+        && !egress.hosts.is_empty()
+        && egress.gateway_host.is_none()
+}
+
+/// The egress proxy's `--allow` specs of the profile's hosts: each trimmed, and a leading-dot
+/// entry (`.example.com`, which the image firewall reads as the domain and its subdomains)
+/// written as the two specs the proxy knows (`example.com`, `*.example.com`).
+pub(crate) fn proxy_specs(hosts: &[String]) -> Vec<String> {
+    let mut specs = Vec::new();
+    for host in hosts {
+        let host = host.trim();
+        match host.strip_prefix('.') {
+            Some(domain) if !domain.starts_with('.') && !domain.is_empty() => {
+                specs.push(domain.to_string());
+                specs.push(format!("*.{domain}"));
+            }
+            _ => specs.push(host.to_string()),
+        }
+    }
+    specs
+}
+
+/// The proxy-only fields, and what cannot go with an allowlist enforced outside.
+pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
+    let egress = &profile.egress;
+    for (index, cidr) in egress.allow_cidrs.iter().enumerate() {
+        let field = format!("egress.allow_cidrs[{index}]");
+        if let Err(agentc_egress::EgressError::Cidr { reason, .. }) =
+            agentc_egress::Cidr::parse(cidr.trim())
+        {
+            ck.fail(
+                &field,
+                format!(
+                    "{field} {:?} is not an address range: {reason}",
+                    cidr.trim()
+                ),
+                "write a network such as `10.20.0.0/16` or one address such as `192.0.2.10`",
+            );
+        }
+    }
+    if let Some(name) = &egress.outside_network {
+        let lower = name.to_ascii_lowercase();
+        if lower.starts_with("container:") || ["host", "none", "default"].contains(&lower.as_str())
+        {
+            ck.fail(
+                "egress.outside_network",
+                format!("egress.outside_network {name:?} is a docker network mode, not a network"),
+                "name a user-defined network (docker network create NAME), or remove the field \
+                 for docker's default bridge",
+            );
+        } else if !is_network_name(name) {
+            ck.fail(
+                "egress.outside_network",
+                format!("egress.outside_network {name:?} is not a docker network name"),
+                "start with a letter or digit and use only A-Z, a-z, 0-9, _, . or -, at most 128 \
+                 characters",
+            );
+        }
+    }
+    let proxy_only = egress.mode == EgressMode::Allowlist
+        && egress.enforce == EgressEnforce::Outside
+        && egress.gateway_host.is_none();
+    if !proxy_only {
+        for (field, set) in [
+            ("egress.outside_network", egress.outside_network.is_some()),
+            ("egress.allow_cidrs", !egress.allow_cidrs.is_empty()),
+        ] {
+            if set {
+                ck.fail_when(
+                    &["egress.mode", "egress.enforce", "egress.gateway_host"],
+                    field,
+                    format!(
+                        "{field} is read only by agentc's egress proxy, which runs for \
+                         mode = \"allowlist\" with enforce = \"outside\" and no gateway"
+                    ),
+                    "remove the field, or enforce the allowlist outside the workload",
+                );
+            }
+        }
+    }
+    if !enforced_outside(profile) {
+        return;
+    }
+    for (index, host) in egress.hosts.iter().enumerate() {
+        let field = format!("egress.hosts[{index}]");
+        let host = host.trim();
+        if host.is_empty() || host == "*" || host.starts_with('-') {
+            continue; // refused by the generic check
+        }
+        if host.contains('/') {
+            ck.fail(
+                &field,
+                format!("{field} {host:?} is an address range, not a host name"),
+                "the egress proxy decides by name: list host names in egress.hosts and ranges \
+                 it may connect to in egress.allow_cidrs, or set enforce = \"image\"",
+            );
+            continue;
+        }
+        let refusal = proxy_specs(&[host.to_string()]).iter().find_map(|spec| {
+            match agentc_egress::HostSpec::parse(spec) {
+                Err(agentc_egress::EgressError::HostSpec { reason, .. }) => Some(reason),
+                _ => None,
+            }
+        });
+        if let Some(reason) = refusal {
+            ck.fail(
+                &field,
+                format!("{field} {host:?} is not a host the egress proxy can allow: {reason}"),
+                "write `host`, `host:port`, `*.domain` or `*.domain:port` (a bare host allows \
+                 ports 443 and 80); an IP address is never reached through the proxy: set \
+                 enforce = \"image\" for it",
+            );
+        }
+    }
+    let network = &profile.network;
+    let refusals = [
+        (
+            "network.name",
+            network.name.is_some(),
+            "network.name cannot be joined: with egress.enforce = \"outside\" the sandbox's only \
+             network is its isolated one, whose only way out is the egress proxy",
+            "remove network.name (egress.outside_network names the network the proxy uses), or \
+             set egress.enforce = \"image\"",
+        ),
+        (
+            "network.host_gateway",
+            network.host_gateway,
+            "network.host_gateway is not available with egress.enforce = \"outside\": the \
+             isolated network has no way to the host",
+            "remove host_gateway, or set egress.enforce = \"image\"",
+        ),
+        (
+            "network.publish",
+            !network.publish.is_empty(),
+            "network.publish is not available yet with egress.enforce = \"outside\": a sandbox \
+             on an internal network cannot publish ports",
+            "remove [network] publish, or set egress.enforce = \"image\"",
+        ),
+    ];
+    for (field, set, message, hint) in refusals {
+        if set {
+            ck.fail_when(&["egress.enforce"], field, message, hint);
+        }
+    }
+    if let Some(proxy) = &profile.proxy {
+        for (field, set) in [
+            ("proxy.http", proxy.http.is_some()),
+            ("proxy.https", proxy.https.is_some()),
+        ] {
+            if set {
+                ck.fail_when(
+                    &["egress.enforce"],
+                    field,
+                    format!(
+                        "{field} cannot be used with egress.enforce = \"outside\": the proxy \
+                         variables point at agentc's egress proxy"
+                    ),
+                    "remove the upstream proxy, or set egress.enforce = \"image\"",
+                );
+            }
+        }
+    }
+}
+
+impl Resolver<'_> {
+    /// The isolated network and the egress proxy of an agent or sandbox container, when its
+    /// allowlist is enforced outside it: the container joins the isolated network only, with
+    /// the proxy as its DNS server and its proxy variables set.
+    pub fn egress_outside(&mut self, container: &mut ContainerSpec) -> Result<(), PolicyError> {
+        if !enforced_outside(self.profile) {
+            return Ok(());
+        }
+        if self.overrides.network.is_some() {
+            return Err(self.unlaunchable(
+                "egress.enforce",
+                format!(
+                    "{} cannot be joined: with egress.enforce = \"outside\" the sandbox's only \
+                     network is its isolated one",
+                    overrides::NETWORK
+                ),
+                "unset AGENTC_NETWORK, or set egress.enforce = \"image\"",
+            ));
+        }
+        let egress = &self.profile.egress;
+        // Written or not, `enforce` decides; the hosts are what makes the proxy run.
+        let origin = self
+            .written("egress.enforce")
+            .unwrap_or_else(|| self.field_origin("egress.hosts"));
+        let base = container.name.clone().unwrap_or_else(|| {
+            format!("agentc-{}-{}", self.inputs.kind.as_str(), self.profile.name)
+        });
+        let (block, subnet) = isolated_subnet(&base);
+        let address = proxy_address(block);
+        let mut labels = BTreeMap::from([
+            (LABEL_PROFILE.to_string(), self.profile.name.clone()),
+            (LABEL_KIND.to_string(), KIND_EGRESS_PROXY.to_string()),
+            (LABEL_EGRESS_FOR.to_string(), base.clone()),
+        ]);
+        let network = IsolatedNetwork {
+            name: format!("{base}-egress"),
+            subnet,
+            internal: true,
+            options: BTreeMap::from([(INHIBIT_IPV4.to_string(), "true".to_string())]),
+            labels: labels.clone(),
+        };
+        let hosts = proxy_specs(&egress.hosts);
+        let cidrs: Vec<String> = egress
+            .allow_cidrs
+            .iter()
+            .map(|c| c.trim().to_string())
+            .collect();
+        let config = agentc_egress::Config::from_args(
+            &format!("0.0.0.0:{PROXY_PORT}"),
+            Some(&format!("0.0.0.0:{PROXY_DNS_PORT}")),
+            &hosts,
+            &cidrs,
+        )
+        .map_err(|error| {
+            self.invalid(
+                "egress.hosts",
+                error.to_string(),
+                "write host specs (`host`, `host:port`, `*.domain`) and CIDRs only",
+            )
+        })?;
+        let mut proxy = ContainerSpec::empty(PROXY_IMAGE_PLACEHOLDER);
+        proxy.name = Some(format!("{base}-egress-proxy"));
+        proxy.command = agentc_egress::proxy_command(&config);
+        proxy.user = Some("65534:65534".to_string());
+        proxy.read_only_root = true;
+        proxy.no_new_privileges = true;
+        proxy.cap_drop_all = true;
+        proxy.detach = true;
+        proxy.network = match &egress.outside_network {
+            Some(name) => Network::Named { name: name.clone() },
+            None => Network::Default,
+        };
+        proxy.sysctls = [
+            ("net.ipv4.ip_unprivileged_port_start", "53"),
+            ("net.ipv4.ip_forward", "0"),
+            ("net.ipv6.conf.all.forwarding", "0"),
+            ("net.ipv6.conf.all.disable_ipv6", "1"),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_string(), value.to_string()))
+        .collect();
+        proxy.resources = Resources {
+            memory_bytes: Some(PROXY_MEMORY),
+            memory_swap_bytes: Some(PROXY_MEMORY),
+            shm_size_bytes: None,
+            nano_cpus: Some(PROXY_NANO_CPUS),
+            pids_limit: Some(PROXY_PIDS),
+        };
+        proxy.log = container.log.clone();
+        labels.insert(LABEL_KIND.to_string(), KIND_EGRESS_PROXY.to_string());
+        proxy.labels = labels;
+
+        container.network = Network::Named {
+            name: network.name.clone(),
+        };
+        self.set(keys::NETWORK, origin.clone());
+        container.network_aliases.clear();
+        container.dns = vec![IpAddr::V4(address)];
+        self.set(keys::DNS, origin.clone());
+        // A preset image's own firewall (the second layer) must let the sandbox reach its proxy.
+        for var in container
+            .env
+            .iter_mut()
+            .filter(|var| var.name == "AGENT_ALLOWED_EGRESS")
+        {
+            if let EnvValue::Literal { value } = &mut var.value {
+                value.push_str(&format!(",{address}"));
+            }
+        }
+        let url = format!("http://{address}:{PROXY_PORT}");
+        for name in PROXY_VARIABLES {
+            self.egress_env(container, name, &url, &origin);
+        }
+        for name in NO_PROXY_VARIABLES {
+            self.egress_env(container, name, "localhost,127.0.0.1,::1", &origin);
+        }
+        container.egress = Some(Box::new(EgressSpec {
+            network,
+            outside: proxy.network.clone(),
+            proxy: Box::new(proxy),
+            proxy_address: address,
+        }));
+        self.set(keys::EGRESS, origin);
+        Ok(())
+    }
+
+    fn egress_env(
+        &mut self,
+        container: &mut ContainerSpec,
+        name: &str,
+        value: &str,
+        origin: &Origin,
+    ) {
+        container.env.retain(|var| var.name != name);
+        container.env.push(EnvVar {
+            name: name.to_string(),
+            value: EnvValue::Literal {
+                value: value.to_string(),
+            },
+        });
+        self.set(keys::env(name), origin.clone());
+    }
+}

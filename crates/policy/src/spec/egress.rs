@@ -1,0 +1,148 @@
+//! The egress companion of a launch whose allowlist is enforced outside the workload
+//! (`egress.enforce = "outside"`): the isolated network the workload joins alone, and agentc's
+//! egress proxy container, its only way out. Plain data like the rest of the spec; the
+//! backends render it (`docker network create`, `docker create`, `docker network connect`) and
+//! execute it around the workload.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{ContainerSpec, EnvValue, Network};
+
+/// The image a spec names for the proxy: the executors build `agentc-egress:<hash>` from the
+/// running agentc binary and launch that tag instead (`agentc egress-proxy image`).
+pub const PROXY_IMAGE_PLACEHOLDER: &str = "agentc-egress";
+/// The proxy's HTTP CONNECT and forward port.
+pub const PROXY_PORT: u16 = 3128;
+/// The proxy's DNS stub port.
+pub const PROXY_DNS_PORT: u16 = 53;
+/// The bridge option that leaves the host side of a bridge without an IPv4 address, so a
+/// workload on the network cannot reach the host's own listeners (daemon 20.10 and later; a
+/// plain `--internal` network still routes to the bridge address).
+pub const INHIBIT_IPV4: &str = "com.docker.network.bridge.inhibit_ipv4";
+/// The label value of [`crate::LABEL_KIND`] on the proxy container and the isolated network.
+pub const KIND_EGRESS_PROXY: &str = "egress-proxy";
+/// The label naming, on the proxy and the network, the workload container they serve.
+pub const LABEL_EGRESS_FOR: &str = "io.agentc.egress-for";
+
+/// What a launch needs besides its container when the allowlist is enforced outside it.
+///
+/// Order of a launch: create [`EgressSpec::network`], create [`EgressSpec::proxy`] on
+/// [`EgressSpec::outside`], connect it to the isolated network at [`EgressSpec::proxy_address`],
+/// start it and wait until it is healthy, then launch the workload (which already names the
+/// isolated network, the proxy as its DNS server and the proxy variables); remove all of it
+/// with the workload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct EgressSpec {
+    /// The isolated network: the workload's only network.
+    pub network: IsolatedNetwork,
+    /// The network the proxy reaches out through (`egress.outside_network`, or the default
+    /// bridge). The proxy is created on it.
+    pub outside: Network,
+    /// The proxy container: created on [`EgressSpec::outside`], image
+    /// [`PROXY_IMAGE_PLACEHOLDER`] until the executor substitutes the built tag.
+    pub proxy: Box<ContainerSpec>,
+    /// The proxy's fixed address on the isolated network (`docker network connect --ip`;
+    /// `EndpointConfig.IPAMConfig.IPv4Address`): the workload's DNS server and proxy host.
+    pub proxy_address: Ipv4Addr,
+}
+
+/// A network created for one launch. `docker network create --internal --subnet= --opt=
+/// --label=`; `POST /networks/create` `{Name, Internal, IPAM.Config[].Subnet, Options, Labels}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct IsolatedNetwork {
+    /// The network's name.
+    pub name: String,
+    /// Its IPv4 subnet (`10.213.N.M/28`); no IPv6.
+    pub subnet: String,
+    /// No route out (`--internal`; `Internal`).
+    pub internal: bool,
+    /// Driver options (`--opt`; `Options`), [`INHIBIT_IPV4`] among them.
+    pub options: BTreeMap<String, String>,
+    /// Labels (`--label`; `Labels`), agentc's own included.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// The first address of the /28 block of `10.213.0.0/16` that the isolated network of the
+/// container `name` uses (a stable hash of the name picks the block), and the block's
+/// subnet text. The gateway takes `.1` of the block (never assigned on the host side); the
+/// proxy takes `.2`.
+pub fn isolated_subnet(name: &str) -> (Ipv4Addr, String) {
+    // FNV-1a: stable across builds and platforms, unlike `DefaultHasher`.
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in name.bytes() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    let block = hash % 4096;
+    let base = u32::from(Ipv4Addr::new(10, 213, 0, 0)) + block * 16;
+    let network = Ipv4Addr::from(base);
+    (network, format!("{network}/28"))
+}
+
+/// The proxy's address in the block starting at `network` (its `.2`).
+pub fn proxy_address(network: Ipv4Addr) -> Ipv4Addr {
+    Ipv4Addr::from(u32::from(network) + 2)
+}
+
+impl ContainerSpec {
+    /// Moves the egress companion to another instance: the isolated network and the proxy are
+    /// renamed with `-SUFFIX`, and the subnet, the proxy's address, the container's DNS server
+    /// and its proxy variables follow the new name's block. The `io.agentc.egress-for` label
+    /// keeps naming the workload. Executors use it for a launch without a container name (each
+    /// run gets its own set) and when the subnet is taken; nothing changes without a companion.
+    pub fn egress_instance(&mut self, suffix: &str) {
+        let Some(egress) = self.egress.as_mut() else {
+            return;
+        };
+        let old = egress.proxy_address;
+        let name = format!(
+            "{}-{suffix}",
+            egress
+                .network
+                .name
+                .strip_suffix("-egress")
+                .unwrap_or(&egress.network.name)
+        );
+        let (block, subnet) = isolated_subnet(&name);
+        let address = proxy_address(block);
+        egress.network.name = format!("{name}-egress");
+        egress.network.subnet = subnet;
+        egress.proxy.name = Some(format!("{name}-egress-proxy"));
+        egress.proxy_address = address;
+        self.network = Network::Named {
+            name: egress.network.name.clone(),
+        };
+        self.dns = vec![std::net::IpAddr::V4(address)];
+        let old_url = format!("http://{old}:{PROXY_PORT}");
+        let old_entry = format!(",{old}");
+        for var in &mut self.env {
+            if let EnvValue::Literal { value } = &mut var.value {
+                if *value == old_url {
+                    *value = format!("http://{address}:{PROXY_PORT}");
+                } else if var.name == "AGENT_ALLOWED_EGRESS" {
+                    if let Some(hosts) = value.strip_suffix(&old_entry) {
+                        *value = format!("{hosts},{address}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subnets_are_stable_aligned_blocks_of_the_range() {
+        let (network, subnet) = isolated_subnet("agentc-demo");
+        assert_eq!(isolated_subnet("agentc-demo").1, subnet);
+        assert_eq!(u32::from(network) % 16, 0);
+        assert!(subnet.starts_with("10.213.") && subnet.ends_with("/28"));
+        assert_eq!(u32::from(proxy_address(network)), u32::from(network) + 2);
+    }
+}
