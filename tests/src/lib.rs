@@ -1,6 +1,7 @@
 //! Support for the workspace-level conformance tests.
 pub mod architecture;
 pub mod argv;
+pub mod binary;
 pub mod canonical;
 pub mod engines;
 pub mod fixtures;

@@ -610,9 +610,22 @@ pub fn localize(
             device.host_path
         ));
     }
-    if let Network::Named { name } = &mut container.network {
+    if container.egress.is_some() {
+        // Behind an egress proxy: the isolated network and the proxy are the launch's own,
+        // made unique like the rest (the executor creates them).
+        container.egress_instance(unique);
+    } else if let Network::Named { name } = &mut container.network {
         *name = format!("{name}-{unique}");
         networks.push(name.clone());
+    }
+    // The network an egress proxy reaches out through, when the profile names one: the test's
+    // own (nothing is sent through it: verify probes no egress). The proxy's spec names it too.
+    if let Some(egress) = container.egress.as_mut() {
+        if let Network::Named { name } = &mut egress.outside {
+            *name = format!("{name}-{unique}");
+            networks.push(name.clone());
+            egress.proxy.network = egress.outside.clone();
+        }
     }
     container
         .labels

@@ -92,6 +92,11 @@ fn live_verify_passes_for_every_runnable_fixture_through_both_backends() {
         Ok(tag) => tag,
         Err(reason) => return skip_or_fail(test, &reason),
     };
+    // The egress proxy of allowlists enforced outside is an image of the agentc binary, not of
+    // this test executable.
+    agentc_egress::image::set_proxy_executable(
+        agentc_conformance::binary::agentc_binary().to_path_buf(),
+    );
     let workspace = tempfile::tempdir().expect("temporary workspace");
     let home = tempfile::tempdir().expect("temporary home");
     let machine = LocalMachine {

@@ -12,7 +12,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
 use agentc_policy::{Action, LaunchKind, Owner, RealPaths, ResolveInputs};
 use proptest::prelude::*;
@@ -262,36 +261,8 @@ fn secret_values_reach_only_the_api_run_path() {
         .unwrap();
 }
 
-/// The `agentc` binary of this workspace, built once (`cargo build -p agentc`) into the
-/// target directory these tests run from, so it is never stale.
-fn agentc_binary() -> &'static Path {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test executable");
-        // <target>/debug/deps/secrets-HASH
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target profile directory");
-        let target_dir = profile_dir.parent().expect("target directory");
-        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "--quiet", "-p", "agentc", "--bin", "agentc"])
-            .arg("--manifest-path")
-            .arg(&manifest)
-            .arg("--target-dir")
-            .arg(target_dir)
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "cargo build -p agentc failed");
-        let binary = profile_dir.join("agentc");
-        assert!(binary.exists(), "{} was not built", binary.display());
-        binary
-    })
-}
-
 fn agentc(dir: &Path, args: &[&str], env: &BTreeMap<String, String>) -> Output {
-    let mut command = Command::new(agentc_binary());
+    let mut command = Command::new(agentc_conformance::binary::agentc_binary());
     // The workspace defaults to the current directory: `dir/work`, apart from the home.
     let (work, home) = (dir.join("work"), dir.join("home"));
     std::fs::create_dir_all(&work).unwrap();

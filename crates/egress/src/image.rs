@@ -250,19 +250,42 @@ fn read(path: &Path) -> Result<Vec<u8>, EgressError> {
     })
 }
 
-/// Reads what the image needs from the running process: `/proc/self/exe`, the libraries in
-/// `/proc/self/maps`, and the loader its ELF header names. The executable goes to
-/// `executable_path` in the image.
+/// The agentc executable set by [`set_proxy_executable`], if any.
+static PROXY_EXECUTABLE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Names the agentc executable the proxy image is made of, for a process that is not the agentc
+/// binary itself (a program or test that embeds agentc as a library and launches an allowlist
+/// enforced outside): without it the image holds the running executable, which does not
+/// answer `egress-proxy serve`, and the launch fails closed when the proxy never gets healthy.
+/// The libraries are still those the running process has mapped (a Rust program linking agentc
+/// maps at least what the agentc binary needs). The first call wins.
+pub fn set_proxy_executable(path: PathBuf) {
+    let _ = PROXY_EXECUTABLE.set(path);
+}
+
+/// The executable the image is made of: [`set_proxy_executable`]'s, else the running one.
+fn source_executable() -> PathBuf {
+    PROXY_EXECUTABLE
+        .get()
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from("/proc/self/exe"))
+}
+
+/// Reads what the image needs from the running process: its executable (`/proc/self/exe`, or
+/// the one [`set_proxy_executable`] named), the libraries in `/proc/self/maps`, and the loader
+/// the executable's ELF header names. The executable goes to `executable_path` in the image.
 pub fn self_inputs(executable_path: &str) -> Result<RootfsInputs, EgressError> {
-    let exe = PathBuf::from("/proc/self/exe");
+    let exe = source_executable();
     let executable = read(&exe)?;
-    let exe_path = std::fs::read_link(&exe).unwrap_or_default();
+    // The running executable's own mapping is not a library, whichever executable is imaged.
+    let running = std::fs::read_link("/proc/self/exe").unwrap_or_default();
+    let exe_path = std::fs::read_link(&exe).unwrap_or_else(|_| exe.clone());
     let maps = String::from_utf8_lossy(&read(Path::new("/proc/self/maps"))?).into_owned();
     let mut inputs = RootfsInputs {
         executable_path: executable_path.to_string(),
         ..RootfsInputs::default()
     };
-    for library in mapped_libraries(&maps, &exe_path.to_string_lossy()) {
+    for library in mapped_libraries(&maps, &running.to_string_lossy()) {
         let bytes = read(Path::new(&library))?;
         inputs.libraries.insert(library, bytes);
     }
@@ -331,7 +354,7 @@ pub fn proxy_image() -> Result<Image, EgressError> {
 /// rebuilt or replaced binary misses).
 fn tag_cache_path() -> Option<PathBuf> {
     use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata("/proc/self/exe").ok()?;
+    let meta = std::fs::metadata(source_executable()).ok()?;
     let key = format!(
         "{:x}-{:x}-{:x}-{:x}.{:x}",
         meta.dev(),
