@@ -801,9 +801,23 @@ mod localize_tests {
                     other => panic!("mount kind changed: {other:?}"),
                 }
             }
-            if let Network::Named { name } = &local.container.network {
-                assert!(name.ends_with("-u1"), "{name}");
-                assert_eq!(local.networks, vec![name.clone()]);
+            match (&local.container.network, &local.container.egress) {
+                // Behind an egress proxy: the isolated network is the executor's, made unique;
+                // the test creates only a named outside network.
+                (Network::Named { name }, Some(egress)) => {
+                    assert!(name.ends_with("-u1-egress"), "{name}");
+                    assert_eq!(&egress.network.name, name);
+                    let outside: Vec<String> = match &egress.outside {
+                        Network::Named { name } => vec![name.clone()],
+                        _ => Vec::new(),
+                    };
+                    assert_eq!(local.networks, outside);
+                }
+                (Network::Named { name }, None) => {
+                    assert!(name.ends_with("-u1"), "{name}");
+                    assert_eq!(local.networks, vec![name.clone()]);
+                }
+                _ => {}
             }
             assert!(local
                 .secrets
