@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use agentc_backend_common::egress::{self, CREATE_NETWORK};
 use agentc_backend_common::ExecError;
 use agentc_policy::{
     ContainerSpec, EgressSpec, KIND_EGRESS_PROXY, LABEL_EGRESS_FOR, LABEL_KIND, LABEL_PROFILE,
@@ -65,15 +66,6 @@ async fn proxy_image(docker: &Docker, egress: &EgressSpec) -> Result<String, Exe
     Ok(tag)
 }
 
-/// A suffix no other launch of this machine uses at the same time (process id and clock).
-fn instance_suffix() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .subsec_nanos();
-    format!("{:x}{:04x}", std::process::id(), nanos & 0xffff)
-}
-
 /// Sets up the companion of `spec`, if it has one, moving it first to an instance of its own
 /// when the container has no name (each run gets its set), and to another subnet when the
 /// daemon says its subnet overlaps another network's ([`ContainerSpec::egress_instance`]).
@@ -81,41 +73,23 @@ pub async fn setup_for(
     docker: &Docker,
     spec: &mut ContainerSpec,
 ) -> Result<Option<EgressSet>, ExecError> {
-    if spec.egress.is_none() {
+    if !egress::prepare(spec)? {
         return Ok(None);
-    }
-    if agentc_backend_common::engine() == agentc_backend_common::Engine::Podman {
-        // Not built yet: Podman's networks take other options (no inhibit_ipv4).
-        return Err(ExecError::Egress {
-            step: "set up the egress proxy",
-            message: "egress.enforce = \"outside\" is not available with --engine podman yet"
-                .to_string(),
-        });
-    }
-    if spec.name.is_none() {
-        spec.egress_instance(&instance_suffix());
     }
     let mut attempt = 0;
     loop {
-        let Some(egress) = &spec.egress else {
+        let Some(companion) = &spec.egress else {
             return Ok(None);
         };
-        match setup(docker, egress).await {
+        match setup(docker, companion).await {
             Ok(set) => return Ok(Some(set)),
-            Err(ExecError::Egress { step, message })
-                if step == CREATE_NETWORK && message.contains("overlaps") && attempt < 3 =>
-            {
+            Err(error) => {
                 attempt += 1;
-                log::debug!("the isolated network's subnet is taken ({message}); trying another");
-                spec.egress_instance(&format!("n{attempt}"));
+                egress::move_if_subnet_taken(spec, error, attempt)?;
             }
-            Err(error) => return Err(error),
         }
     }
 }
-
-/// The first step of [`setup`], as its error names it.
-const CREATE_NETWORK: &str = "create the isolated network";
 
 /// Sets up the egress companion; see the module documentation.
 pub async fn setup(docker: &Docker, egress: &EgressSpec) -> Result<EgressSet, ExecError> {

@@ -10,6 +10,8 @@
 //!   ([`check_container`], [`check_build`], and [`check_egress`] for an egress companion). The CLI renderer runs them before formatting; the
 //!   API backend runs them before building a body, so a profile one backend accepts, the other
 //!   accepts too.
+//! - [`egress`]: the steps both executors take around an egress companion's set-up (the
+//!   per-run instance, a taken subnet).
 //! - [`engine`](mod@engine): which engine (Docker or Podman) the process drives.
 //! - [`runtime`]: the fail-closed check of a launch's runtime against what the engine has
 //!   ([`check_runtime`]).
@@ -43,6 +45,7 @@
 #![deny(missing_docs)]
 
 pub mod argv;
+pub mod egress;
 pub mod engine;
 pub mod error;
 pub mod hints;

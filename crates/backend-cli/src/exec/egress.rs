@@ -8,6 +8,7 @@
 
 use std::time::{Duration, Instant};
 
+use agentc_backend_common::egress;
 use agentc_backend_common::ExecError;
 use agentc_policy::{ContainerSpec, EgressSpec, PROXY_IMAGE_PLACEHOLDER};
 
@@ -78,55 +79,31 @@ fn proxy_image(egress: &EgressSpec) -> Result<String, ExecError> {
     Ok(tag)
 }
 
-/// A suffix no other launch of this machine uses at the same time (process id and clock).
-pub(crate) fn instance_suffix() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .subsec_nanos();
-    format!("{:x}{:04x}", std::process::id(), nanos & 0xffff)
-}
-
 /// Sets up the companion of `spec`, if it has one, moving it first to an instance of its own
 /// when the container has no name (each run gets its set), and to another subnet when the
 /// daemon says its subnet overlaps another network's ([`ContainerSpec::egress_instance`]).
 pub fn setup_for(spec: &mut ContainerSpec) -> Result<Option<EgressSet>, ExecError> {
-    if spec.egress.is_none() {
+    if !egress::prepare(spec)? {
         return Ok(None);
-    }
-    if agentc_backend_common::engine() == agentc_backend_common::Engine::Podman {
-        // Not built yet: Podman's networks take other options (no inhibit_ipv4).
-        return Err(ExecError::Egress {
-            step: "set up the egress proxy",
-            message: "egress.enforce = \"outside\" is not available with --engine podman yet"
-                .to_string(),
-        });
-    }
-    if spec.name.is_none() {
-        spec.egress_instance(&instance_suffix());
     }
     let mut attempt = 0;
     loop {
-        let Some(egress) = &spec.egress else {
+        let Some(companion) = &spec.egress else {
             return Ok(None);
         };
-        match setup(egress) {
+        match setup(companion) {
             Ok(set) => return Ok(Some(set)),
-            Err(ExecError::Egress { step, message })
-                if step == SETUP_STEPS[0] && message.contains("overlaps") && attempt < 3 =>
-            {
+            Err(error) => {
                 attempt += 1;
-                log::debug!("the isolated network's subnet is taken ({message}); trying another");
-                spec.egress_instance(&format!("n{attempt}"));
+                egress::move_if_subnet_taken(spec, error, attempt)?;
             }
-            Err(error) => return Err(error),
         }
     }
 }
 
 /// The steps of [`setup`], in order, as its errors name them.
 const SETUP_STEPS: [&str; 4] = [
-    "create the isolated network",
+    egress::CREATE_NETWORK,
     "create the egress proxy",
     "connect the egress proxy to the isolated network",
     "start the egress proxy",
