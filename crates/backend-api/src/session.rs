@@ -186,20 +186,24 @@ pub(crate) async fn run_attached(
     })
 }
 
-/// Whether the OOM killer ended the container: its `State.OOMKilled`, or, when it is already
-/// gone (`AutoRemove`), whether the daemon announced an `oom` event for it.
+/// Whether the OOM killer ended the container: its `State.OOMKilled`, or whether the daemon
+/// announced an `oom` event for it. The event is the daemon's own account and the only one
+/// left once an `AutoRemove` container is gone; it also covers a kept container whose state
+/// missed the kill (seen on Docker 20.10 with cgroup v1 under load: the daemon publishes `oom`
+/// but processes the task's exit first, and `State.OOMKilled` stays false).
 async fn was_oom_killed(docker: &Docker, id: &str, watch: Option<OomWatch>) -> bool {
-    match docker.inspect_container(id, None).await {
-        Ok(inspect) => inspect.state.and_then(|state| state.oom_killed) == Some(true),
-        Err(_) => match watch {
-            // The daemon publishes `oom` before `die`; allow the event stream a moment.
-            Some(mut watch) => matches!(
-                tokio::time::timeout(Duration::from_secs(1), &mut watch.0).await,
-                Ok(Ok(true))
-            ),
-            None => false,
-        },
+    if let Ok(inspect) = docker.inspect_container(id, None).await {
+        if inspect.state.and_then(|state| state.oom_killed) == Some(true) {
+            return true;
+        }
     }
+    // The daemon publishes `oom` around `die`, in either order; replaying its buffered events
+    // (`since` the epoch) finds one already published, and the timeout allows a late one.
+    let mut watch = watch.unwrap_or_else(|| OomWatch::spawn(docker, id));
+    matches!(
+        tokio::time::timeout(Duration::from_secs(1), &mut watch.0).await,
+        Ok(Ok(true))
+    )
 }
 
 /// A task that ends with true once the daemon announces an `oom` event for one container;
