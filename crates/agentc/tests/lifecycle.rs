@@ -655,6 +655,22 @@ fn live_doctor_probes_the_isolated_network_and_removes_it() {
         shown.contains("fix: `docker network create NAME`"),
         "{shown}"
     );
+    assert!(!shown.contains("egress-proxy-image"), "{shown}");
+    // A launch behind agentc's egress proxy: the proxy's image, made from this binary, is
+    // judged (present, or imported by the first launch).
+    let file = lab.write_profile(&format!(
+        "agent = \"custom\"\n[image]\nref = \"{}\"\n[egress]\nmode = \"allowlist\"\nhosts = [\"allowed.test\"]\n",
+        test_image(),
+    ));
+    let output = lab.run(&["doctor", &file]);
+    let shown = text(&output.stdout);
+    let line = shown
+        .lines()
+        .find(|line| line.contains("egress-proxy-image"))
+        .unwrap_or_else(|| panic!("no egress-proxy-image check: {shown}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(words[..2], ["ok", "egress-proxy-image"], "{line}");
+    assert!(words[2].starts_with("agentc-egress:"), "{line}");
 }
 
 /// An agent image on top of the test image whose `cp` accepts GNU's `--no-preserve`, which

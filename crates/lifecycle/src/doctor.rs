@@ -508,6 +508,10 @@ pub struct ProfileFacts {
     /// The runtime the profile names (`security.runtime`), and whether the engine can run
     /// it, or why not.
     pub runtime: Option<(String, Result<(), String>)>,
+    /// The egress proxy's image, when a launch runs agentc's proxy (an allowlist enforced
+    /// outside): its tag, made from this agentc binary, and whether the engine has it; or why
+    /// it cannot be made.
+    pub egress_proxy_image: Option<Result<(String, bool), String>>,
 }
 
 /// The checks of a profile.
@@ -524,6 +528,27 @@ pub fn profile_checks(facts: &ProfileFacts) -> Vec<Check> {
                 Some("register it with the engine (docs/engines.md), or remove security.runtime"),
             ),
         });
+    }
+    match &facts.egress_proxy_image {
+        None => {}
+        Some(Ok((tag, true))) => checks.push(check(
+            "egress-proxy-image",
+            Status::Ok,
+            format!("{tag} present (the egress proxy, made from this agentc binary)"),
+            None,
+        )),
+        Some(Ok((tag, false))) => checks.push(check(
+            "egress-proxy-image",
+            Status::Ok,
+            format!("{tag} not imported yet: the first launch makes it from this agentc binary"),
+            Some("`agentc egress-proxy image` imports it ahead of the first launch"),
+        )),
+        Some(Err(error)) => checks.push(check(
+            "egress-proxy-image",
+            Status::Fail,
+            format!("the egress proxy's image cannot be made from this agentc binary: {error}"),
+            Some("run agentc from a readable file on the engine's host; a program embedding agentc names the agentc binary with set_proxy_executable"),
+        )),
     }
     for (reference, present, built) in &facts.images {
         let id = format!("image {reference}");

@@ -5,7 +5,7 @@ use agentc_lifecycle::doctor::{
     engine_checks, profile_checks, require_for, Engine, ProfileFacts, Report,
 };
 use agentc_lifecycle::lock::compare;
-use agentc_lifecycle::plan::Part;
+use agentc_lifecycle::plan::{Part, Role};
 use agentc_lifecycle::state::State;
 
 use crate::cli::{BackendArg, DoctorArgs, ExplainFormat};
@@ -128,6 +128,20 @@ fn profile_facts(
             _ => {}
         }
     }
+    let runs_proxy = planned.distinct_parts().into_iter().any(|(part, _)| {
+        matches!(
+            part,
+            Part::Container {
+                role: Role::EgressProxy,
+                ..
+            }
+        )
+    });
+    if runs_proxy {
+        if let Some(engine) = engine.as_mut() {
+            facts.egress_proxy_image = Some(egress_proxy_image(engine.as_mut())?);
+        }
+    }
     let parts: Vec<Part> = planned
         .distinct_parts()
         .into_iter()
@@ -153,4 +167,25 @@ fn profile_facts(
         }
     }
     Ok((facts, parts))
+}
+
+/// The egress proxy's image tag for this binary and whether the engine has it: the tag a
+/// launch remembered, else the one made by reading and hashing the binary (no import).
+fn egress_proxy_image(
+    engine: &mut dyn engine::Engine,
+) -> Result<Result<(String, bool), String>, Failure> {
+    if let Some(tag) = agentc_egress::image::cached_proxy_tag() {
+        if engine.image(&tag)?.is_some() {
+            return Ok(Ok((tag, true)));
+        }
+    }
+    let image = match agentc_egress::image::proxy_image() {
+        Ok(image) => image,
+        Err(error) => return Ok(Err(error.to_string())),
+    };
+    let present = engine.image(&image.tag)?.is_some();
+    if present {
+        agentc_egress::image::remember_proxy_tag(&image.tag);
+    }
+    Ok(Ok((image.tag, present)))
 }

@@ -124,6 +124,7 @@ fn profile_checks_judge_images_networks_secrets_deployment_and_lock() {
             }]),
         )),
         runtime: None,
+        egress_proxy_image: None,
     };
     let checks = profile_checks(&facts);
     for (check_id, status) in [
@@ -138,6 +139,7 @@ fn profile_checks_judge_images_networks_secrets_deployment_and_lock() {
     ] {
         assert_eq!(status_of(&checks, check_id), status, "{check_id}");
     }
+    assert!(checks.iter().all(|check| check.id != "egress-proxy-image"));
     let unapplied = profile_checks(&ProfileFacts::default());
     assert_eq!(status_of(&unapplied, "deployment"), Status::Warn);
 }
@@ -195,4 +197,23 @@ fn podman_and_gvisor_are_judged_with_their_own_fixes() {
     };
     let checks = profile_checks(&profile);
     assert_eq!(status_of(&checks, "runtime kata"), Status::Fail);
+}
+
+#[test]
+fn the_egress_proxy_image_is_judged_only_for_a_launch_behind_the_proxy() {
+    let judged = |image: Result<(String, bool), String>| {
+        let facts = ProfileFacts {
+            egress_proxy_image: Some(image),
+            ..ProfileFacts::default()
+        };
+        status_of(&profile_checks(&facts), "egress-proxy-image")
+    };
+    let tag = "agentc-egress:0123456789ab".to_string();
+    assert_eq!(judged(Ok((tag.clone(), true))), Status::Ok);
+    // Not imported yet is fine: the first launch imports it.
+    assert_eq!(judged(Ok((tag, false))), Status::Ok);
+    assert_eq!(
+        judged(Err("cannot read /proc/self/exe".into())),
+        Status::Fail
+    );
 }
