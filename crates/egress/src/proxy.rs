@@ -1,5 +1,5 @@
-//! The proxy's I/O, on tokio and hyper: the listeners, CONNECT tunnels, forwarded requests and
-//! the DNS stub. Every decision is made by [`crate::policy`], [`crate::request`] and
+//! The proxy's I/O, on tokio and hyper: the listeners, CONNECT tunnels, forwarded requests,
+//! the relays of the workload's published ports and the DNS stub. Every decision is made by [`crate::policy`], [`crate::request`] and
 //! [`crate::sni`]; this module only moves bytes and writes the decision lines. The DNS stub's
 //! listeners are in `dns_stub`, the zero-copy relay of tunnels on Linux in `splice`.
 
@@ -26,7 +26,7 @@ use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{timeout, Instant};
 
-use crate::config::{Config, Limits};
+use crate::config::{Config, Limits, Relay};
 use crate::error::EgressError;
 use crate::host::normalize_host;
 use crate::log::{Kind, Record};
@@ -66,6 +66,9 @@ struct Shared {
     policy: Policy,
     limits: Limits,
     sink: Sink,
+    /// The connection slots ([`Limits::max_connections`]), shared by the proxy's clients and
+    /// the relayed connections.
+    slots: Arc<Semaphore>,
 }
 
 impl Shared {
@@ -86,13 +89,14 @@ pub fn run(config: &Config) -> Result<(), EgressError> {
     runtime.block_on(async {
         let server = Server::bind(config).await?;
         eprintln!(
-            "agentc egress-proxy: proxy on {}, DNS stub on {}, {} allowlist entries, {} allowed ranges",
+            "agentc egress-proxy: proxy on {}, DNS stub on {}, {} allowlist entries, {} allowed ranges, {} relays",
             server.local_addr(),
             server
                 .dns_addr()
                 .map_or_else(|| "none".to_string(), |a| format!("{a} (UDP and TCP)")),
             config.allow.len(),
             config.allow_cidrs.len(),
+            config.relays.len(),
         );
         server.run(shutdown_signal()).await;
         Ok(())
@@ -120,12 +124,15 @@ pub struct Server {
     listener: TcpListener,
     dns_udp: Option<UdpSocket>,
     dns_tcp: Option<TcpListener>,
+    /// Each relay's listener and its one target.
+    relays: Vec<(TcpListener, SocketAddr)>,
     shared: Arc<Shared>,
 }
 
 impl Server {
-    /// Binds the proxy and, when configured, the DNS stub (UDP and TCP on the same address; a
-    /// port 0 DNS address gets the UDP socket's port for TCP too).
+    /// Binds the proxy, each relay (on the proxy's listen address with the relay's port) and,
+    /// when configured, the DNS stub (UDP and TCP on the same address; a port 0 DNS address
+    /// gets the UDP socket's port for TCP too).
     pub async fn bind(config: &Config) -> Result<Server, EgressError> {
         Server::bind_with_sink(config, Sink::Stdout).await
     }
@@ -163,16 +170,38 @@ impl Server {
                 (Some(udp), Some(tcp))
             }
         };
+        let mut relays = Vec::new();
+        for Relay { listen, target } in &config.relays {
+            let address = config.relay_listen(*listen);
+            let relay = TcpListener::bind(address)
+                .await
+                .map_err(|source| EgressError::Bind {
+                    address,
+                    what: "relay",
+                    source,
+                })?;
+            relays.push((relay, *target));
+        }
         Ok(Server {
             listener,
             dns_udp,
             dns_tcp,
+            relays,
             shared: Arc::new(Shared {
                 policy: config.policy(),
                 limits: config.limits,
                 sink,
+                slots: Arc::new(Semaphore::new(config.limits.max_connections)),
             }),
         })
+    }
+
+    /// Each relay's bound address and its target, in the configuration's order.
+    pub fn relay_addrs(&self) -> Vec<(SocketAddr, SocketAddr)> {
+        self.relays
+            .iter()
+            .filter_map(|(listener, target)| Some((listener.local_addr().ok()?, *target)))
+            .collect()
     }
 
     /// The proxy's bound address.
@@ -196,6 +225,9 @@ impl Server {
         if let Some(tcp) = self.dns_tcp {
             tasks.spawn(dns_stub::serve_dns_tcp(tcp, self.shared.clone()));
         }
+        for (listener, target) in self.relays {
+            tasks.spawn(serve_relay(listener, target, self.shared.clone()));
+        }
         tasks.spawn(serve_proxy(self.listener, self.shared));
         shutdown.await;
         tasks.abort_all();
@@ -203,7 +235,7 @@ impl Server {
 }
 
 async fn serve_proxy(listener: TcpListener, shared: Arc<Shared>) {
-    let slots = Arc::new(Semaphore::new(shared.limits.max_connections));
+    let slots = shared.slots.clone();
     loop {
         let (stream, client) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -223,6 +255,66 @@ async fn serve_proxy(listener: TcpListener, shared: Arc<Shared>) {
             }
         }
     }
+}
+
+/// Accepts the connections to one published port of the workload and relays each to
+/// `target`: no allowlist decision (the connection is inbound, the target fixed), the same
+/// connection slots and idle timeout as the proxy's clients, one line per connection.
+async fn serve_relay(listener: TcpListener, target: SocketAddr, shared: Arc<Shared>) {
+    loop {
+        let (stream, client) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                eprintln!("agentc egress-proxy: accept failed on a relay: {error}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        match shared.slots.clone().try_acquire_owned() {
+            Ok(permit) => {
+                tokio::spawn(relay_client(stream, client, target, shared.clone(), permit));
+            }
+            Err(_) => {
+                // Dropping the stream closes it: a relayed protocol has no refusal to send.
+                let mut line = Record::new(Kind::Relay, client, Reason::TooManyConnections);
+                line.address = Some(target);
+                line.detail = Some("the proxy is serving as many connections as it may".into());
+                shared.emit(line);
+            }
+        }
+    }
+}
+
+/// Connects a relayed client to the workload and copies both ways until both ends closed or
+/// the idle timeout; a workload that refuses or does not answer closes the client and is a
+/// `connect-failed` line.
+async fn relay_client(
+    stream: TcpStream,
+    client: SocketAddr,
+    target: SocketAddr,
+    shared: Arc<Shared>,
+    _permit: OwnedSemaphorePermit,
+) {
+    let _ = stream.set_nodelay(true);
+    let mut line = Record::new(Kind::Relay, client, Reason::Allowed);
+    line.address = Some(target);
+    let limit = shared.limits.connect_timeout();
+    let upstream = match timeout(limit, TcpStream::connect(target)).await {
+        Ok(Ok(upstream)) => upstream,
+        failed => {
+            let detail = match failed {
+                Ok(Err(error)) => format!("{target}: {error}"),
+                _ => format!("{target}: no answer in {} s", limit.as_secs()),
+            };
+            let mut line = Record::new(Kind::Relay, client, Reason::ConnectFailed);
+            line.address = Some(target);
+            line.detail = Some(detail);
+            shared.emit(line);
+            return;
+        }
+    };
+    let _ = upstream.set_nodelay(true);
+    relay(ClientIo::Tcp(stream), Vec::new(), upstream, line, &shared).await;
 }
 
 async fn refuse_busy(mut stream: TcpStream, client: SocketAddr, shared: Arc<Shared>) {
@@ -467,7 +559,7 @@ enum ClientIo {
 async fn tunnel(
     mut client: ClientIo,
     initial: Vec<u8>,
-    mut upstream: TcpStream,
+    upstream: TcpStream,
     mut line: Record,
     shared: &Shared,
 ) {
@@ -506,6 +598,19 @@ async fn tunnel(
             return;
         }
     }
+    relay(client, first, upstream, line, shared).await;
+}
+
+/// Sends `first` to `upstream`, then copies both ways (spliced in the kernel on Linux) until
+/// both ends closed, either failed or [`Limits::idle_timeout`] passed without a byte; emits
+/// `line` with the bytes each way.
+async fn relay(
+    client: ClientIo,
+    first: Vec<u8>,
+    mut upstream: TcpStream,
+    mut line: Record,
+    shared: &Shared,
+) {
     let counters = Arc::new(Counters::new());
     let relayed = async {
         upstream.write_all(&first).await?;
