@@ -35,6 +35,7 @@ use crate::request::{self, Target};
 use crate::sni::{self, SniError};
 
 mod dns_stub;
+mod relay;
 #[cfg(target_os = "linux")]
 mod splice;
 
@@ -226,7 +227,7 @@ impl Server {
             tasks.spawn(dns_stub::serve_dns_tcp(tcp, self.shared.clone()));
         }
         for (listener, target) in self.relays {
-            tasks.spawn(serve_relay(listener, target, self.shared.clone()));
+            tasks.spawn(relay::serve_relay(listener, target, self.shared.clone()));
         }
         tasks.spawn(serve_proxy(self.listener, self.shared));
         shutdown.await;
@@ -255,66 +256,6 @@ async fn serve_proxy(listener: TcpListener, shared: Arc<Shared>) {
             }
         }
     }
-}
-
-/// Accepts the connections to one published port of the workload and relays each to
-/// `target`: no allowlist decision (the connection is inbound, the target fixed), the same
-/// connection slots and idle timeout as the proxy's clients, one line per connection.
-async fn serve_relay(listener: TcpListener, target: SocketAddr, shared: Arc<Shared>) {
-    loop {
-        let (stream, client) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                eprintln!("agentc egress-proxy: accept failed on a relay: {error}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        match shared.slots.clone().try_acquire_owned() {
-            Ok(permit) => {
-                tokio::spawn(relay_client(stream, client, target, shared.clone(), permit));
-            }
-            Err(_) => {
-                // Dropping the stream closes it: a relayed protocol has no refusal to send.
-                let mut line = Record::new(Kind::Relay, client, Reason::TooManyConnections);
-                line.address = Some(target);
-                line.detail = Some("the proxy is serving as many connections as it may".into());
-                shared.emit(line);
-            }
-        }
-    }
-}
-
-/// Connects a relayed client to the workload and copies both ways until both ends closed or
-/// the idle timeout; a workload that refuses or does not answer closes the client and is a
-/// `connect-failed` line.
-async fn relay_client(
-    stream: TcpStream,
-    client: SocketAddr,
-    target: SocketAddr,
-    shared: Arc<Shared>,
-    _permit: OwnedSemaphorePermit,
-) {
-    let _ = stream.set_nodelay(true);
-    let mut line = Record::new(Kind::Relay, client, Reason::Allowed);
-    line.address = Some(target);
-    let limit = shared.limits.connect_timeout();
-    let upstream = match timeout(limit, TcpStream::connect(target)).await {
-        Ok(Ok(upstream)) => upstream,
-        failed => {
-            let detail = match failed {
-                Ok(Err(error)) => format!("{target}: {error}"),
-                _ => format!("{target}: no answer in {} s", limit.as_secs()),
-            };
-            let mut line = Record::new(Kind::Relay, client, Reason::ConnectFailed);
-            line.address = Some(target);
-            line.detail = Some(detail);
-            shared.emit(line);
-            return;
-        }
-    };
-    let _ = upstream.set_nodelay(true);
-    relay(ClientIo::Tcp(stream), Vec::new(), upstream, line, &shared).await;
 }
 
 async fn refuse_busy(mut stream: TcpStream, client: SocketAddr, shared: Arc<Shared>) {
