@@ -1806,31 +1806,55 @@ fn the_proxy_relays_a_published_port_to_its_one_workload() {
     let again = ask(&format!("{outside_ip}:20000"), "again").expect("the relay serves on");
     assert_eq!(again, "answer from the sandbox: again\n");
 
-    let output = Command::new("docker")
-        .args(["logs", &proxy])
-        .output()
-        .expect("logs");
-    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}")))
-        .collect();
+    // A line is written when its connection has closed on both sides: wait for the third.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let lines = loop {
+        let output = Command::new("docker")
+            .args(["logs", &proxy])
+            .output()
+            .expect("logs");
+        let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}")))
+            .collect();
+        if lines.iter().filter(|l| l["kind"] == "relay").count() >= 3 || Instant::now() > deadline {
+            break lines;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
     let relayed: Vec<&serde_json::Value> = lines.iter().filter(|l| l["kind"] == "relay").collect();
     assert_eq!(relayed.len(), 3, "{lines:?}");
+    // The lines come in the order the connections closed on both sides: compare them sorted.
+    let mut seen: Vec<(String, String, String, u64, bool)> = relayed
+        .iter()
+        .map(|line| {
+            (
+                line["decision"].as_str().unwrap_or_default().to_string(),
+                line["reason"].as_str().unwrap_or_default().to_string(),
+                line["address"].as_str().unwrap_or_default().to_string(),
+                line["bytes_up"].as_u64().unwrap_or_default(),
+                line["bytes_down"].as_u64().unwrap_or_default() > 0,
+            )
+        })
+        .collect();
+    seen.sort();
     let target = format!("{workload_ip}:8080");
+    let allow = |up| ("allow".into(), "allowed".into(), target.clone(), up, true);
     assert_eq!(
-        (
-            &relayed[0]["decision"],
-            &relayed[0]["address"],
-            &relayed[0]["bytes_up"]
-        ),
-        (&"allow".into(), &target.clone().into(), &5.into()),
+        seen,
+        [
+            allow(5),
+            allow(6),
+            (
+                "deny".into(),
+                "connect-failed".into(),
+                format!("{workload_ip}:8081"),
+                0,
+                false
+            ),
+        ],
         "{relayed:?}"
     );
-    assert!(relayed[0]["bytes_down"].as_u64().unwrap() > 0);
-    assert_eq!(relayed[1]["decision"], "deny");
-    assert_eq!(relayed[1]["reason"], "connect-failed");
-    assert_eq!(relayed[1]["address"], format!("{workload_ip}:8081"));
-    assert_eq!(relayed[2]["address"], target);
     assert_eq!(inspect(&proxy, "{{.State.Running}}"), "true");
     topology.finish();
 }
