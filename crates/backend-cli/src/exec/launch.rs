@@ -109,15 +109,9 @@ pub fn launch(
         Some(name) if spec.detach && ran.exit_code == 0 => {
             let mut inspect = docker::inspect(name)?;
             // Ports relayed by the egress proxy are reachable at the proxy's host bindings.
-            if let Some(proxy) = placed.egress.as_ref().and_then(|e| e.proxy.name.as_deref()) {
-                if !placed
-                    .egress
-                    .as_ref()
-                    .is_some_and(|e| e.relays().is_empty())
-                {
-                    let proxy = docker::inspect(proxy)?;
-                    agentc_backend_common::egress::add_relayed_ports(&mut inspect, &proxy);
-                }
+            if let Some(companion) = placed.egress.as_ref().filter(|e| !e.relays().is_empty()) {
+                let proxy = docker::inspect(companion.proxy.name.as_deref().unwrap_or_default())?;
+                agentc_backend_common::egress::add_relayed_ports(&mut inspect, &proxy);
             }
             Some(inspect)
         }
