@@ -261,6 +261,23 @@ mod tests {
             .collect();
         // Only the relay to this workload's address; not the isolated network's address.
         assert_eq!(found, [("8080/tcp".into(), "127.0.0.1:49200".into())]);
+        // `agentc port NAME 8080` reads the same binding.
+        let sandbox = crate::session::Sandbox {
+            id: "abc".into(),
+            name: "box".into(),
+            profile: "box".into(),
+        };
+        let endpoint = crate::session::target::endpoint(
+            &inspect,
+            &sandbox,
+            8080,
+            agentc_policy::Protocol::Tcp,
+        )
+        .unwrap();
+        assert_eq!(
+            (endpoint.host.as_str(), endpoint.port, endpoint.network),
+            ("127.0.0.1", 49200, None)
+        );
         // A container without a fixed address is left alone.
         let mut plain = ContainerInspectResponse::default();
         add_relayed_ports(&mut plain, &proxy);
