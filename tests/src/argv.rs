@@ -35,6 +35,7 @@ const VALUE_FLAGS: &[&str] = &[
     "--add-host",
     "--publish",
     "--network-alias",
+    "--ip",
     "--expose",
     "--dns",
     "--sysctl",

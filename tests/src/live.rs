@@ -405,6 +405,7 @@ mod verify_probe {
             ports: Vec::new(),
             exposed_ports: Vec::new(),
             network_aliases: Vec::new(),
+            ipv4_address: None,
             dns: Vec::new(),
             sysctls: Default::default(),
             egress: None,

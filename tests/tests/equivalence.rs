@@ -186,6 +186,7 @@ fn everything() -> ContainerSpec {
             },
         ],
         network_aliases: vec!["everything".into(), "agentc.alias-2".into()],
+        ipv4_address: Some("10.213.0.3".parse().unwrap()),
         dns: vec!["10.213.0.2".parse().unwrap(), "fd00::53".parse().unwrap()],
         sysctls: [("net.ipv4.ip_forward", "0"), ("net.ipv4.ip_unprivileged_port_start", "53")]
             .into_iter()
@@ -294,13 +295,38 @@ fn detached_non_interactive_launch_is_equivalent() {
         tty: false,
         auto_remove: false,
         network: Network::None,
-        // docker refuses aliases off a named network (as both backends do).
+        // docker refuses aliases and a fixed address off a named network (as both backends do).
         network_aliases: Vec::new(),
+        ipv4_address: None,
         command: vec!["sleep".into(), "infinity".into()],
         ..everything()
     };
     let verdict = assert_equivalent(&referee, spec);
     assert_eq!(verdict.cli.body["AttachStdout"], json!(false));
+}
+
+/// A fixed address without aliases (a workload behind the egress proxy that publishes ports):
+/// the one endpoint carries only `IPAMConfig.IPv4Address`.
+#[test]
+fn a_fixed_address_without_aliases_is_equivalent() {
+    if !require_docker_cli("a_fixed_address_without_aliases_is_equivalent") {
+        return;
+    }
+    let referee = Referee::start().expect("start the referee");
+    let spec = ContainerSpec {
+        network: Network::Named {
+            name: "box-egress".into(),
+        },
+        network_aliases: Vec::new(),
+        ipv4_address: Some("10.213.7.19".parse().unwrap()),
+        ..everything()
+    };
+    let verdict = assert_equivalent(&referee, spec);
+    assert_eq!(
+        verdict.cli.body["NetworkingConfig"]["EndpointsConfig"]["box-egress"]["IPAMConfig"]
+            ["IPv4Address"],
+        json!("10.213.7.19")
+    );
 }
 
 #[test]

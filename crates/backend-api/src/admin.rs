@@ -83,10 +83,28 @@ fn summarize(container: ContainerSummary) -> Summary {
 /// ([`published_addresses`] of its inspect, on the network it is attached to); none for a
 /// container that cannot be inspected, such as one removed meanwhile.
 pub async fn reachable(docker: &Docker, id: &str) -> Vec<PublishedAddress> {
-    match docker.inspect_container(id, None).await {
+    match inspect_reachable(docker, id).await {
         Ok(inspect) => published_addresses(&inspect, &network_of(&inspect)),
         Err(_) => Vec::new(),
     }
+}
+
+/// The inspect of the container `id`, with the host bindings of the ports its egress proxy
+/// relays for it ([`crate::companion::add_relayed_ports`]): what says where its ports are
+/// reachable.
+pub async fn inspect_reachable(
+    docker: &Docker,
+    id: &str,
+) -> Result<bollard::models::ContainerInspectResponse, bollard::errors::Error> {
+    let mut inspect = docker.inspect_container(id, None).await?;
+    let name = inspect
+        .name
+        .as_deref()
+        .unwrap_or_default()
+        .trim_start_matches('/')
+        .to_string();
+    crate::companion::add_relayed_ports(docker, &name, &mut inspect).await;
+    Ok(inspect)
 }
 
 /// Which containers `agentc rm` removes.

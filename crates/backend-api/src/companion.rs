@@ -1,9 +1,10 @@
 //! The egress companion of a launch through the Engine API: the proxy image ensured (built
 //! from the running agentc binary, `POST /images/create?fromSrc=-`), the isolated network
 //! created, the proxy created, connected at its fixed address, started and health-checked
-//! (its own `egress-proxy health` as an exec), all before the workload is created; and its
-//! removal: with the launch ([`teardown`]) or by `agentc rm` of the workload
-//! ([`remove_companions`], by the `io.agentc.egress-for` label).
+//! (its own `egress-proxy health` as an exec), and the ports it relays checked published, all
+//! before the workload is created; its removal: with the launch ([`teardown`]) or by
+//! `agentc rm` of the workload ([`remove_companions`], by the `io.agentc.egress-for` label);
+//! and where the workload's relayed ports are reachable ([`add_relayed_ports`]).
 //!
 //! A step that fails removes what the earlier ones created: the workload is never created
 //! without a healthy proxy (fail closed).
@@ -123,7 +124,15 @@ pub async fn setup(docker: &Docker, egress: &EgressSpec) -> Result<EgressSet, Ex
             .start_container(&set.proxy, None)
             .await
             .map_err(|error| failed("start the egress proxy", error))?;
-        wait_healthy(docker, &set.proxy).await
+        wait_healthy(docker, &set.proxy).await?;
+        if egress.relays().is_empty() {
+            return Ok(());
+        }
+        let inspect = docker
+            .inspect_container(&set.proxy, None)
+            .await
+            .map_err(|error| failed(egress::PUBLISH_RELAYS, error))?;
+        egress::check_relays_published(egress, &inspect)
     }
     .await;
     match result {
@@ -132,6 +141,33 @@ pub async fn setup(docker: &Docker, egress: &EgressSpec) -> Result<EgressSet, Ex
             teardown(docker, &set).await;
             Err(error)
         }
+    }
+}
+
+/// Gives the inspect of the workload `name` the host bindings its egress proxy holds for it
+/// ([`egress::add_relayed_ports`]); nothing changes for a workload without a fixed address
+/// (no relayed ports) or whose proxy is gone.
+pub async fn add_relayed_ports(
+    docker: &Docker,
+    name: &str,
+    workload: &mut bollard::models::ContainerInspectResponse,
+) {
+    if egress::fixed_address(workload).is_none() {
+        return;
+    }
+    let filter = HashMap::from([("label".to_string(), vec![egress::proxy_label_filter(name)])]);
+    let options = ListContainersOptionsBuilder::new()
+        .all(true)
+        .filters(&filter)
+        .build();
+    let Ok(proxies) = docker.list_containers(Some(options)).await else {
+        return;
+    };
+    let Some(id) = proxies.into_iter().find_map(|proxy| proxy.id) else {
+        return;
+    };
+    if let Ok(proxy) = docker.inspect_container(&id, None).await {
+        egress::add_relayed_ports(workload, &proxy);
     }
 }
 

@@ -25,9 +25,9 @@ use agentc_policy::spec::{
     HostTarget, LogConfig, Mount, MountSource, Network, PublishedPort, Resources, Tmpfs,
 };
 use bollard::models::{
-    ContainerCreateBody, DeviceMapping, EndpointSettings, HostConfig, HostConfigLogConfig,
-    Mount as ApiMount, MountType, MountVolumeOptions, NetworkingConfig, PortBinding, PortMap,
-    RestartPolicy, RestartPolicyNameEnum,
+    ContainerCreateBody, DeviceMapping, EndpointIpamConfig, EndpointSettings, HostConfig,
+    HostConfigLogConfig, Mount as ApiMount, MountType, MountVolumeOptions, NetworkingConfig,
+    PortBinding, PortMap, RestartPolicy, RestartPolicyNameEnum,
 };
 use serde_json::json;
 
@@ -165,6 +165,7 @@ pub fn render_create(spec: &ContainerSpec) -> Result<CreateRequest, RenderError>
         ports,
         exposed_ports,
         network_aliases,
+        ipv4_address,
         dns,
         sysctls,
         // Rendered as the requests before this one: [`crate::egress::render_egress`].
@@ -182,7 +183,7 @@ pub fn render_create(spec: &ContainerSpec) -> Result<CreateRequest, RenderError>
     check_container(spec)?;
 
     let (exposed_ports, port_bindings) = render_ports(ports, exposed_ports);
-    let (network_mode, networking_config) = render_network(network, network_aliases);
+    let (network_mode, networking_config) = render_network(network, network_aliases, *ipv4_address);
     let mut host_config = HostConfig {
         mounts: non_empty(mounts.iter().map(render_mount).collect()),
         tmpfs: non_empty_map(render_tmpfs(tmpfs)),
@@ -356,8 +357,13 @@ fn render_capabilities(capabilities: &BTreeSet<agentc_policy::Capability>) -> Ve
 
 /// `--network` → `HostConfig.NetworkMode`. Without `--network` (agentc's `Default`) the CLI
 /// sends `"default"` and a `"default"` endpoint; with one network and no endpoint options it
-/// sends no endpoint, unless `--network-alias` gives it aliases (`Aliases`).
-fn render_network(network: &Network, aliases: &[String]) -> (String, Option<NetworkingConfig>) {
+/// sends no endpoint, unless `--network-alias` gives it aliases (`Aliases`) or `--ip` a fixed
+/// address (`IPAMConfig.IPv4Address`).
+fn render_network(
+    network: &Network,
+    aliases: &[String],
+    ipv4_address: Option<std::net::Ipv4Addr>,
+) -> (String, Option<NetworkingConfig>) {
     match network {
         Network::Default => (
             "default".to_string(),
@@ -369,14 +375,20 @@ fn render_network(network: &Network, aliases: &[String]) -> (String, Option<Netw
             }),
         ),
         Network::None => ("none".to_string(), None),
-        Network::Named { name } if aliases.is_empty() => (name.clone(), None),
+        Network::Named { name } if aliases.is_empty() && ipv4_address.is_none() => {
+            (name.clone(), None)
+        }
         Network::Named { name } => (
             name.clone(),
             Some(NetworkingConfig {
                 endpoints_config: Some(HashMap::from([(
                     name.clone(),
                     EndpointSettings {
-                        aliases: Some(aliases.to_vec()),
+                        aliases: (!aliases.is_empty()).then(|| aliases.to_vec()),
+                        ipam_config: ipv4_address.map(|address| EndpointIpamConfig {
+                            ipv4_address: Some(address.to_string()),
+                            ..Default::default()
+                        }),
                         ..Default::default()
                     },
                 )])),
@@ -666,6 +678,7 @@ mod tests {
             ],
             exposed_ports: Vec::new(),
             network_aliases: Vec::new(),
+            ipv4_address: None,
             dns: Vec::new(),
             sysctls: Default::default(),
             egress: None,

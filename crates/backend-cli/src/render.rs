@@ -91,6 +91,7 @@ fn render_container(spec: &ContainerSpec) -> Vec<String> {
         ports,
         exposed_ports,
         network_aliases,
+        ipv4_address,
         dns,
         sysctls,
         // Rendered as the commands before this one: [`crate::egress::setup_argvs`].
@@ -139,6 +140,7 @@ fn render_container(spec: &ContainerSpec) -> Vec<String> {
         &Networking {
             network,
             aliases: network_aliases,
+            ipv4_address: *ipv4_address,
             extra_hosts,
             ports,
             exposed: exposed_ports,
@@ -316,11 +318,13 @@ fn render_security(
 /// `--publish` is `IP:HOSTPORT:PORT/PROTO`, or `IP::PORT/PROTO` to let the daemon pick the host
 /// port, with an IPv6 address in brackets.
 /// `--expose=PORT/PROTO` (`Config.ExposedPorts`) and `--network-alias=NAME`
-/// (`NetworkingConfig.EndpointsConfig.NETWORK.Aliases`) follow.
+/// (`NetworkingConfig.EndpointsConfig.NETWORK.Aliases`) follow, and `--ip=ADDRESS`
+/// (`NetworkingConfig.EndpointsConfig.NETWORK.IPAMConfig.IPv4Address`) after the aliases.
 fn render_network(argv: &mut Vec<String>, networking: &Networking<'_>) {
     let Networking {
         network,
         aliases,
+        ipv4_address,
         extra_hosts,
         ports,
         exposed,
@@ -332,6 +336,9 @@ fn render_network(argv: &mut Vec<String>, networking: &Networking<'_>) {
     }
     for alias in *aliases {
         argv.push(format!("--network-alias={alias}"));
+    }
+    if let Some(address) = ipv4_address {
+        argv.push(format!("--ip={address}"));
     }
     for ExtraHost { host, target } in *extra_hosts {
         let address = match target {
@@ -370,6 +377,7 @@ fn render_network(argv: &mut Vec<String>, networking: &Networking<'_>) {
 struct Networking<'a> {
     network: &'a Network,
     aliases: &'a [String],
+    ipv4_address: Option<std::net::Ipv4Addr>,
     extra_hosts: &'a [ExtraHost],
     ports: &'a [PublishedPort],
     exposed: &'a [ExposedPort],

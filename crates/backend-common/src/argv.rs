@@ -80,6 +80,7 @@ pub fn check_container(spec: &ContainerSpec) -> Result<(), ArgvError> {
         ports: _,
         exposed_ports: _,
         network_aliases,
+        ipv4_address,
         dns: _,
         sysctls,
         egress,
@@ -138,6 +139,15 @@ pub fn check_container(spec: &ContainerSpec) -> Result<(), ArgvError> {
             alias,
             "docker refuses an empty `--network-alias`",
             "name the alias",
+        )?;
+    }
+    if let Some(address) = ipv4_address {
+        refuse(
+            !matches!(network, Network::Named { .. }),
+            || "ipv4_address".to_owned(),
+            &address.to_string(),
+            "docker supports a fixed `--ip` only on user-defined networks",
+            "join a named network, or drop the address",
         )?;
     }
     check_resources(resources)?;

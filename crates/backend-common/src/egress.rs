@@ -1,9 +1,15 @@
 //! The steps both executors take around setting up an egress companion
 //! ([`agentc_policy::EgressSpec`]): preparing the spec (a per-run instance, the engines it
-//! cannot run on) and moving it to another subnet when the daemon says its subnet is taken.
-//! The set-up itself (network, proxy, health check) is each backend's own.
+//! cannot run on), moving it to another subnet when the daemon says its subnet is taken, and
+//! checking that the proxy published the ports it relays; and how a workload's relayed ports
+//! are read back (its proxy's host bindings, [`add_relayed_ports`]) for `agentc port`, `ps`
+//! and the lines `run` prints. The set-up itself (network, proxy, health check) is each
+//! backend's own.
 
-use agentc_policy::ContainerSpec;
+use std::net::IpAddr;
+
+use agentc_policy::{relays_of, ContainerSpec, EgressSpec, Network, LABEL_EGRESS_FOR};
+use bollard::models::ContainerInspectResponse;
 
 use crate::engine::{engine, Engine};
 use crate::error::ExecError;
@@ -63,5 +69,266 @@ pub fn move_if_subnet_taken(
             Ok(())
         }
         error => Err(error),
+    }
+}
+
+/// The step a proxy whose relayed ports were not published fails.
+pub const PUBLISH_RELAYS: &str = "publish the sandbox's ports on the egress proxy";
+
+/// After the proxy of `egress` started: every port it relays must have a host binding in its
+/// inspect `proxy`. Docker publishes no port of a container whose networks are all internal,
+/// so an `egress.outside_network` that is `--internal` would drop the ports silently: that is
+/// an error naming the network (fail closed; the caller removes the companion).
+pub fn check_relays_published(
+    egress: &EgressSpec,
+    proxy: &ContainerInspectResponse,
+) -> Result<(), ExecError> {
+    let bound = proxy
+        .network_settings
+        .as_ref()
+        .and_then(|settings| settings.ports.as_ref());
+    for relay in egress.relays() {
+        let key = format!("{}/tcp", relay.listen);
+        let published = bound
+            .and_then(|ports| ports.get(&key))
+            .and_then(|bindings| bindings.as_ref())
+            .is_some_and(|bindings| {
+                bindings
+                    .iter()
+                    .any(|b| b.host_port.as_deref().is_some_and(|p| !p.is_empty()))
+            });
+        if !published {
+            let outside = match &egress.outside {
+                Network::Named { name } => format!("the outside network {name}"),
+                Network::Default => "the default bridge".to_string(),
+                Network::None => "no network".to_string(),
+            };
+            return Err(ExecError::Egress {
+                step: PUBLISH_RELAYS,
+                message: format!(
+                    "the egress proxy did not publish port {} of the sandbox ({key} of the                      proxy): docker publishes ports only through a network with a way out, and                      the proxy reaches out through {outside}; use an egress.outside_network that                      is not --internal, or remove [network] publish",
+                    relay.target.port()
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The workload's fixed IPv4 address on one of its networks (`--ip`): only a workload whose
+/// published ports an egress proxy relays has one, so only such a workload needs its proxy
+/// looked up ([`proxy_label_filter`], [`add_relayed_ports`]).
+pub fn fixed_address(workload: &ContainerInspectResponse) -> Option<IpAddr> {
+    workload
+        .network_settings
+        .as_ref()?
+        .networks
+        .as_ref()?
+        .values()
+        .find_map(|endpoint| {
+            endpoint
+                .ipam_config
+                .as_ref()?
+                .ipv4_address
+                .as_deref()?
+                .parse()
+                .ok()
+        })
+}
+
+/// The label filter (`label=VALUE` without `label=`) naming the egress proxy of the container
+/// `name`.
+pub fn proxy_label_filter(name: &str) -> String {
+    format!("{LABEL_EGRESS_FOR}={name}")
+}
+
+/// Gives `workload`'s inspect the host bindings its egress proxy holds for it: each relay of
+/// the proxy's command (`--relay=LISTEN=IP:PORT`) that targets the workload's fixed address
+/// makes the proxy's bindings of `LISTEN/tcp` those of the workload's `PORT/tcp`, so where a
+/// port is reachable ([`crate::published_addresses`], the session endpoints) reads as if the
+/// workload published it.
+pub fn add_relayed_ports(
+    workload: &mut ContainerInspectResponse,
+    proxy: &ContainerInspectResponse,
+) {
+    let Some(address) = fixed_address(workload) else {
+        return;
+    };
+    let command = proxy
+        .config
+        .as_ref()
+        .and_then(|config| config.cmd.clone())
+        .unwrap_or_default();
+    let proxy_ports = proxy
+        .network_settings
+        .as_ref()
+        .and_then(|settings| settings.ports.clone())
+        .unwrap_or_default();
+    let settings = workload
+        .network_settings
+        .get_or_insert_with(Default::default);
+    let ports = settings.ports.get_or_insert_with(Default::default);
+    for relay in relays_of(&command) {
+        if relay.target.ip() != address {
+            continue;
+        }
+        let Some(Some(bindings)) = proxy_ports.get(&format!("{}/tcp", relay.listen)) else {
+            continue;
+        };
+        ports.insert(
+            format!("{}/tcp", relay.target.port()),
+            Some(bindings.clone()),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use bollard::models::{
+        ContainerConfig, EndpointIpamConfig, EndpointSettings, NetworkSettings, PortBinding,
+    };
+
+    use super::*;
+
+    fn binding(port: &str) -> Option<Vec<PortBinding>> {
+        Some(vec![PortBinding {
+            host_ip: Some("127.0.0.1".into()),
+            host_port: Some(port.into()),
+        }])
+    }
+
+    fn workload() -> ContainerInspectResponse {
+        ContainerInspectResponse {
+            network_settings: Some(NetworkSettings {
+                ports: Some(HashMap::from([("8080/tcp".to_string(), None)])),
+                networks: Some(HashMap::from([(
+                    "box-egress".to_string(),
+                    EndpointSettings {
+                        ip_address: Some("10.213.0.19".into()),
+                        ipam_config: Some(EndpointIpamConfig {
+                            ipv4_address: Some("10.213.0.19".into()),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    },
+                )])),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn proxy(ports: HashMap<String, Option<Vec<PortBinding>>>) -> ContainerInspectResponse {
+        ContainerInspectResponse {
+            config: Some(ContainerConfig {
+                cmd: Some(vec![
+                    "/usr/local/bin/agentc".into(),
+                    "egress-proxy".into(),
+                    "serve".into(),
+                    "--relay=20000=10.213.0.19:8080".into(),
+                    "--relay=20001=10.213.0.99:9000".into(),
+                ]),
+                ..Default::default()
+            }),
+            network_settings: Some(NetworkSettings {
+                ports: Some(ports),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn relayed_ports_read_as_the_workloads_own_host_bindings() {
+        let mut inspect = workload();
+        assert_eq!(
+            fixed_address(&inspect),
+            Some("10.213.0.19".parse().unwrap())
+        );
+        let proxy = proxy(HashMap::from([
+            ("20000/tcp".to_string(), binding("49200")),
+            ("20001/tcp".to_string(), binding("49201")),
+        ]));
+        add_relayed_ports(&mut inspect, &proxy);
+        let network = Network::Named {
+            name: "box-egress".into(),
+        };
+        let found: Vec<(String, String)> = crate::published_addresses(&inspect, &network)
+            .into_iter()
+            .map(|found| (found.container_port, found.address))
+            .collect();
+        // Only the relay to this workload's address; not the isolated network's address.
+        assert_eq!(found, [("8080/tcp".into(), "127.0.0.1:49200".into())]);
+        // `agentc port NAME 8080` reads the same binding.
+        let sandbox = crate::session::Sandbox {
+            id: "abc".into(),
+            name: "box".into(),
+            profile: "box".into(),
+        };
+        let endpoint = crate::session::target::endpoint(
+            &inspect,
+            &sandbox,
+            8080,
+            agentc_policy::Protocol::Tcp,
+        )
+        .unwrap();
+        assert_eq!(
+            (endpoint.host.as_str(), endpoint.port, endpoint.network),
+            ("127.0.0.1", 49200, None)
+        );
+        // A container without a fixed address is left alone.
+        let mut plain = ContainerInspectResponse::default();
+        add_relayed_ports(&mut plain, &proxy);
+        assert_eq!(plain, ContainerInspectResponse::default());
+    }
+
+    #[test]
+    fn a_relay_the_daemon_did_not_publish_is_an_error_naming_the_outside_network() {
+        let text = "name = \"relay\"\nagent = \"custom\"\n[image]\nref = \"busybox:1.36\"\n\
+                    [egress]\nhosts = [\"a.example\"]\noutside_network = \"corp\"\n\
+                    [network]\npublish = [8080]\n";
+        let loaded = agentc_policy::load("relay.toml", text).unwrap();
+        let inputs = agentc_policy::ResolveInputs {
+            kind: agentc_policy::LaunchKind::Sandbox,
+            workspace: "/w".into(),
+            profile_dir: "/p".into(),
+            home_dir: "/h".into(),
+            owner: agentc_policy::Owner {
+                name: "dev".into(),
+                uid: 1000,
+                gid: 1000,
+            },
+            image: None,
+            seed_target: None,
+            agent_args: Vec::new(),
+            env: Default::default(),
+            decant_sources: Vec::new(),
+        };
+        let spec = agentc_policy::resolve(&loaded, &inputs, &NoPaths).unwrap();
+        let agentc_policy::Action::Container(container) = spec.action else {
+            panic!("a container");
+        };
+        let egress = container.egress.expect("a companion");
+        let listen = format!("{}/tcp", agentc_policy::RELAY_PORT_BASE);
+        let published = proxy(HashMap::from([(listen.clone(), binding("49200"))]));
+        check_relays_published(&egress, &published).unwrap();
+        for unpublished in [HashMap::new(), HashMap::from([(listen, None)])] {
+            let error = check_relays_published(&egress, &proxy(unpublished)).unwrap_err();
+            let text = error.to_string();
+            assert!(
+                text.contains("port 8080") && text.contains("corp"),
+                "{text}"
+            );
+        }
+    }
+
+    struct NoPaths;
+
+    impl agentc_policy::PathProbe for NoPaths {
+        fn kind(&self, _: &str) -> agentc_policy::PathKind {
+            agentc_policy::PathKind::Missing
+        }
     }
 }

@@ -115,7 +115,10 @@ pub struct PublishedAddress {
 
 /// The addresses at which a container's ports are reachable: each host binding (a wildcard
 /// host IP becomes the loopback address), then, on a named network, the container's IP on
-/// that network with the container port (as the Strix seed's `_resolve_exposed_port` does).
+/// that network with the container port for each port without a host binding (as the Strix
+/// seed's `_resolve_exposed_port` does). A port relayed by an egress proxy has the proxy's
+/// bindings ([`crate::egress::add_relayed_ports`]), never the isolated network's address,
+/// which the host cannot reach.
 pub fn published_addresses(
     inspect: &ContainerInspectResponse,
     network: &Network,
@@ -171,7 +174,12 @@ pub fn published_addresses(
             } else {
                 ip
             };
-            for port in ports.keys() {
+            let unbound = ports.iter().filter(|(_, bindings)| {
+                !bindings
+                    .iter()
+                    .any(|b| b.host_port.as_deref().is_some_and(|p| !p.is_empty()))
+            });
+            for (port, _) in unbound {
                 let number = port.split('/').next().unwrap_or(port);
                 addresses.push(PublishedAddress {
                     container_port: port.clone(),

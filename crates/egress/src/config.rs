@@ -1,6 +1,8 @@
-//! The proxy's configuration: what it allows, where it listens, and its bounds.
+//! The proxy's configuration: what it allows, where it listens, the published ports it relays
+//! to the workload ([`Relay`]), and its bounds.
 
-use std::net::SocketAddr;
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -131,9 +133,69 @@ pub struct Config {
     /// Private or reserved ranges the proxy may connect to (`--allow-cidr`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allow_cidrs: Vec<Cidr>,
+    /// The relays of the workload's published ports (`--relay`): inbound, to a fixed
+    /// address, never decided by the allowlist.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub relays: Vec<Relay>,
     /// The bounds.
     #[serde(default)]
     pub limits: Limits,
+}
+
+/// One published port of the workload, relayed by the proxy: it accepts TCP on its own port
+/// [`Relay::listen`] (published on the host by the proxy container) and connects each client
+/// to exactly [`Relay::target`], the workload's fixed address on the isolated network and the
+/// container port. Written `LISTEN=IP:PORT` on the command line (`--relay=20000=10.213.0.3:8080`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Relay {
+    /// The proxy's port that accepts the relayed connections (1 to 65535).
+    pub listen: u16,
+    /// Where every connection goes: an IPv4 or IPv6 address (not unspecified) and a port.
+    pub target: SocketAddr,
+}
+
+impl Relay {
+    /// Reads `LISTEN=IP:PORT`; the error names the text and what is wrong with it.
+    ///
+    /// ```
+    /// use agentc_egress::config::Relay;
+    /// let relay = Relay::parse("20000=10.213.0.3:8080").unwrap();
+    /// assert_eq!((relay.listen, relay.target.to_string().as_str()), (20000, "10.213.0.3:8080"));
+    /// assert!(Relay::parse("20000=somewhere:8080").is_err());
+    /// ```
+    pub fn parse(text: &str) -> Result<Relay, EgressError> {
+        let fail = |reason: &str| EgressError::Relay {
+            relay: text.to_string(),
+            reason: reason.to_string(),
+        };
+        let (listen, target) = text
+            .split_once('=')
+            .ok_or_else(|| fail("expected LISTEN_PORT=IP:PORT, such as 20000=10.213.0.3:8080"))?;
+        let listen: u16 = listen
+            .trim()
+            .parse()
+            .map_err(|_| fail("the listen port is not a number from 1 to 65535"))?;
+        if listen == 0 {
+            return Err(fail("the listen port is not a number from 1 to 65535"));
+        }
+        let target: SocketAddr = target
+            .trim()
+            .parse()
+            .map_err(|_| fail("the target is not IP:PORT (an address, not a name)"))?;
+        if target.ip().is_unspecified() || target.port() == 0 {
+            return Err(fail(
+                "the target must be one address and a port other than 0",
+            ));
+        }
+        Ok(Relay { listen, target })
+    }
+}
+
+impl fmt::Display for Relay {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}={}", self.listen, self.target)
+    }
 }
 
 impl Default for Config {
@@ -143,6 +205,7 @@ impl Default for Config {
             dns: Some(DEFAULT_DNS.parse().expect("a valid default")),
             allow: Vec::new(),
             allow_cidrs: Vec::new(),
+            relays: Vec::new(),
             limits: Limits::default(),
         }
     }
@@ -174,10 +237,41 @@ impl Config {
                 .iter()
                 .map(|cidr| Cidr::parse(cidr.as_ref()))
                 .collect::<Result<_, _>>()?,
+            relays: Vec::new(),
             limits: Limits::default(),
         };
         config.limits.check()?;
         Ok(config)
+    }
+
+    /// The configuration with the relays `relays` (`--relay` words, `LISTEN=IP:PORT`) added:
+    /// each is parsed ([`Relay::parse`]) and no two, nor a relay and the proxy or the DNS
+    /// stub, may listen on the same port.
+    pub fn with_relays(mut self, relays: &[impl AsRef<str>]) -> Result<Config, EgressError> {
+        for text in relays {
+            let relay = Relay::parse(text.as_ref())?;
+            let taken = self.relays.iter().any(|r| r.listen == relay.listen)
+                || self.listen.port() == relay.listen
+                || self.dns.is_some_and(|dns| dns.port() == relay.listen);
+            if taken {
+                return Err(EgressError::Relay {
+                    relay: text.as_ref().to_string(),
+                    reason: format!(
+                        "port {} is already the proxy's, the DNS stub's or another relay's",
+                        relay.listen
+                    ),
+                });
+            }
+            self.relays.push(relay);
+        }
+        Ok(self)
+    }
+
+    /// Where the relay listening on `port` accepts connections: the proxy's own listen address
+    /// with that port (all addresses in the container).
+    pub fn relay_listen(&self, port: u16) -> SocketAddr {
+        let ip: IpAddr = self.listen.ip();
+        SocketAddr::new(ip, port)
     }
 
     /// The decision core for this allowlist.
@@ -188,7 +282,7 @@ impl Config {
 
 /// The proxy container's command: the full argv, starting with [`PROXY_BINARY`], that every
 /// renderer (docker CLI, Engine API, Kubernetes) uses. Values are attached (`--allow=HOST`), so
-/// none can be read as a flag.
+/// none can be read as a flag. The relays come last (`--relay=LISTEN=IP:PORT`).
 ///
 /// ```
 /// use agentc_egress::{proxy_command, Config};
@@ -214,6 +308,7 @@ pub fn proxy_command(config: &Config) -> Vec<String> {
             .iter()
             .map(|cidr| format!("--allow-cidr={cidr}")),
     );
+    argv.extend(config.relays.iter().map(|relay| format!("--relay={relay}")));
     argv
 }
 
@@ -277,6 +372,57 @@ mod tests {
         }
         let config = Config::from_args("127.0.0.1:1", None, &none, &none).unwrap();
         assert_eq!(config.dns, None);
+    }
+
+    #[test]
+    fn relays_parse_and_each_bad_one_is_refused_by_its_text() {
+        let config = Config::from_args("0.0.0.0:3128", Some("0.0.0.0:53"), &["a.com"], &[""; 0])
+            .unwrap()
+            .with_relays(&["20000=10.213.0.3:8080", " 20001 = [fd00::3]:22 "])
+            .unwrap();
+        assert_eq!(
+            config.relays,
+            [
+                Relay {
+                    listen: 20000,
+                    target: "10.213.0.3:8080".parse().unwrap()
+                },
+                Relay {
+                    listen: 20001,
+                    target: "[fd00::3]:22".parse().unwrap()
+                },
+            ]
+        );
+        assert_eq!(
+            proxy_command(&config)[5..],
+            [
+                "--allow=a.com",
+                "--relay=20000=10.213.0.3:8080",
+                "--relay=20001=[fd00::3]:22"
+            ]
+        );
+        let json = serde_json::to_string(&config).unwrap();
+        assert_eq!(serde_json::from_str::<Config>(&json).unwrap(), config);
+        for (bad, needle) in [
+            ("20000", "expected LISTEN_PORT=IP:PORT"),
+            ("x=10.0.0.3:80", "listen port"),
+            ("0=10.0.0.3:80", "listen port"),
+            ("70000=10.0.0.3:80", "listen port"),
+            ("20000=box:80", "not IP:PORT"),
+            ("20000=10.0.0.3", "not IP:PORT"),
+            ("20000=0.0.0.0:80", "one address"),
+            ("20000=10.0.0.3:0", "one address"),
+            ("3128=10.0.0.3:80", "already"),
+            ("53=10.0.0.3:80", "already"),
+        ] {
+            let error = config.clone().with_relays(&[bad]).unwrap_err().to_string();
+            assert!(
+                error.contains(bad) && error.contains(needle),
+                "{bad}: {error}"
+            );
+        }
+        let twice = config.with_relays(&["20000=10.0.0.4:80"]).unwrap_err();
+        assert!(twice.to_string().contains("already"), "{twice}");
     }
 
     #[test]

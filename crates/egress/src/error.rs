@@ -27,6 +27,14 @@ pub enum EgressError {
         /// The address as written.
         address: String,
     },
+    /// A relay (`--relay=LISTEN=IP:PORT`) that cannot be used.
+    #[error("invalid relay `{relay}`: {reason}")]
+    Relay {
+        /// The relay as written.
+        relay: String,
+        /// Why it is refused.
+        reason: String,
+    },
     /// A bound outside its range.
     #[error("invalid limit {name} = {value}: {reason}")]
     Limit {

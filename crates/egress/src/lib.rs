@@ -9,7 +9,11 @@
 //!   wget send them to a proxy), with hop-by-hop and `Proxy-*` headers stripped;
 //! - a **DNS stub** on port 53 that answers every query with NXDOMAIN and logs its name, so DNS
 //!   tunnelling carries nothing out;
-//! - one **JSON decision line** per request on stdout ([`log`]).
+//! - **relays** of the workload's published ports (`--relay=LISTEN=IP:PORT`): a workload on an
+//!   internal network cannot publish ports, so the proxy container publishes them and copies
+//!   each connection to the one fixed address it was configured with (inbound traffic, never
+//!   decided by the allowlist);
+//! - one **JSON decision line** per request and per relayed connection on stdout ([`log`]).
 //!
 //! The core is pure and typed: [`config`] (the allowlist and bounds), [`host`] (host names, IP
 //! literals in every spelling, the host specs), [`addr`] (the address classifier), [`policy`]
@@ -56,7 +60,7 @@ pub mod request;
 pub mod sni;
 
 pub use addr::Cidr;
-pub use config::{health_command, proxy_command, Config, Limits, PROXY_BINARY};
+pub use config::{health_command, proxy_command, Config, Limits, Relay, PROXY_BINARY};
 pub use error::EgressError;
 pub use host::HostSpec;
 pub use policy::{Deny, Policy, Reason};

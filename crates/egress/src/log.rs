@@ -2,11 +2,15 @@
 //!
 //! ```json
 //! {"time":"2026-11-30T04:03:11.123Z","kind":"connect","client":"10.0.9.2:41234","host":"allowed.test","port":443,"address":"10.251.3.2:443","decision":"allow","reason":"allowed","bytes_up":517,"bytes_down":2048}
+//! {"time":"2026-11-30T04:03:12.500Z","kind":"relay","client":"172.17.0.1:50122","address":"10.213.0.3:8080","decision":"allow","reason":"allowed","bytes_up":78,"bytes_down":512}
 //! {"time":"2026-11-30T04:03:12.004Z","kind":"dns","client":"10.0.9.2:53122","qname":"leak.exfil.test.","qtype":"A","decision":"deny","reason":"dns-query"}
 //! ```
 //!
 //! An allowed request is logged when it closes, with the bytes sent up to the server and
-//! received down from it; a refusal is logged when it is made. Nothing else goes to stdout.
+//! received down from it; a refusal is logged when it is made. A relayed connection (a
+//! published port of the workload) is logged when it closes, `address` being the workload's
+//! address it was relayed to and `bytes_up` what the client sent it; one the workload refused
+//! is a `deny` line with reason `connect-failed`. Nothing else goes to stdout.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -29,6 +33,8 @@ pub enum Kind {
     /// A connection refused before any request was read (too many), or a request hyper could
     /// not parse.
     Connection,
+    /// A connection to a published port of the workload, relayed to it.
+    Relay,
 }
 
 /// One decision line.

@@ -1,5 +1,5 @@
-//! The proxy's I/O, on tokio and hyper: the listeners, CONNECT tunnels, forwarded requests and
-//! the DNS stub. Every decision is made by [`crate::policy`], [`crate::request`] and
+//! The proxy's I/O, on tokio and hyper: the listeners, CONNECT tunnels, forwarded requests,
+//! the relays of the workload's published ports and the DNS stub. Every decision is made by [`crate::policy`], [`crate::request`] and
 //! [`crate::sni`]; this module only moves bytes and writes the decision lines. The DNS stub's
 //! listeners are in `dns_stub`, the zero-copy relay of tunnels on Linux in `splice`.
 
@@ -26,7 +26,7 @@ use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{timeout, Instant};
 
-use crate::config::{Config, Limits};
+use crate::config::{Config, Limits, Relay};
 use crate::error::EgressError;
 use crate::host::normalize_host;
 use crate::log::{Kind, Record};
@@ -35,6 +35,7 @@ use crate::request::{self, Target};
 use crate::sni::{self, SniError};
 
 mod dns_stub;
+mod relay;
 #[cfg(target_os = "linux")]
 mod splice;
 
@@ -66,6 +67,9 @@ struct Shared {
     policy: Policy,
     limits: Limits,
     sink: Sink,
+    /// The connection slots ([`Limits::max_connections`]), shared by the proxy's clients and
+    /// the relayed connections.
+    slots: Arc<Semaphore>,
 }
 
 impl Shared {
@@ -86,13 +90,14 @@ pub fn run(config: &Config) -> Result<(), EgressError> {
     runtime.block_on(async {
         let server = Server::bind(config).await?;
         eprintln!(
-            "agentc egress-proxy: proxy on {}, DNS stub on {}, {} allowlist entries, {} allowed ranges",
+            "agentc egress-proxy: proxy on {}, DNS stub on {}, {} allowlist entries, {} allowed ranges, {} relays",
             server.local_addr(),
             server
                 .dns_addr()
                 .map_or_else(|| "none".to_string(), |a| format!("{a} (UDP and TCP)")),
             config.allow.len(),
             config.allow_cidrs.len(),
+            config.relays.len(),
         );
         server.run(shutdown_signal()).await;
         Ok(())
@@ -120,12 +125,15 @@ pub struct Server {
     listener: TcpListener,
     dns_udp: Option<UdpSocket>,
     dns_tcp: Option<TcpListener>,
+    /// Each relay's listener and its one target.
+    relays: Vec<(TcpListener, SocketAddr)>,
     shared: Arc<Shared>,
 }
 
 impl Server {
-    /// Binds the proxy and, when configured, the DNS stub (UDP and TCP on the same address; a
-    /// port 0 DNS address gets the UDP socket's port for TCP too).
+    /// Binds the proxy, each relay (on the proxy's listen address with the relay's port) and,
+    /// when configured, the DNS stub (UDP and TCP on the same address; a port 0 DNS address
+    /// gets the UDP socket's port for TCP too).
     pub async fn bind(config: &Config) -> Result<Server, EgressError> {
         Server::bind_with_sink(config, Sink::Stdout).await
     }
@@ -163,16 +171,38 @@ impl Server {
                 (Some(udp), Some(tcp))
             }
         };
+        let mut relays = Vec::new();
+        for Relay { listen, target } in &config.relays {
+            let address = config.relay_listen(*listen);
+            let relay = TcpListener::bind(address)
+                .await
+                .map_err(|source| EgressError::Bind {
+                    address,
+                    what: "relay",
+                    source,
+                })?;
+            relays.push((relay, *target));
+        }
         Ok(Server {
             listener,
             dns_udp,
             dns_tcp,
+            relays,
             shared: Arc::new(Shared {
                 policy: config.policy(),
                 limits: config.limits,
                 sink,
+                slots: Arc::new(Semaphore::new(config.limits.max_connections)),
             }),
         })
+    }
+
+    /// Each relay's bound address and its target, in the configuration's order.
+    pub fn relay_addrs(&self) -> Vec<(SocketAddr, SocketAddr)> {
+        self.relays
+            .iter()
+            .filter_map(|(listener, target)| Some((listener.local_addr().ok()?, *target)))
+            .collect()
     }
 
     /// The proxy's bound address.
@@ -196,6 +226,9 @@ impl Server {
         if let Some(tcp) = self.dns_tcp {
             tasks.spawn(dns_stub::serve_dns_tcp(tcp, self.shared.clone()));
         }
+        for (listener, target) in self.relays {
+            tasks.spawn(relay::serve_relay(listener, target, self.shared.clone()));
+        }
         tasks.spawn(serve_proxy(self.listener, self.shared));
         shutdown.await;
         tasks.abort_all();
@@ -203,7 +236,7 @@ impl Server {
 }
 
 async fn serve_proxy(listener: TcpListener, shared: Arc<Shared>) {
-    let slots = Arc::new(Semaphore::new(shared.limits.max_connections));
+    let slots = shared.slots.clone();
     loop {
         let (stream, client) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -467,7 +500,7 @@ enum ClientIo {
 async fn tunnel(
     mut client: ClientIo,
     initial: Vec<u8>,
-    mut upstream: TcpStream,
+    upstream: TcpStream,
     mut line: Record,
     shared: &Shared,
 ) {
@@ -506,6 +539,19 @@ async fn tunnel(
             return;
         }
     }
+    relay(client, first, upstream, line, shared).await;
+}
+
+/// Sends `first` to `upstream`, then copies both ways (spliced in the kernel on Linux) until
+/// both ends closed, either failed or [`Limits::idle_timeout`] passed without a byte; emits
+/// `line` with the bytes each way.
+async fn relay(
+    client: ClientIo,
+    first: Vec<u8>,
+    mut upstream: TcpStream,
+    mut line: Record,
+    shared: &Shared,
+) {
     let counters = Arc::new(Counters::new());
     let relayed = async {
         upstream.write_all(&first).await?;

@@ -372,3 +372,119 @@ async fn the_health_check_answers_only_a_running_proxy() {
     .unwrap();
     assert!(checked.is_err());
 }
+
+/// A relay proxy on loopback whose one relay goes to `target`; its relay address.
+async fn relay_proxy(
+    target: SocketAddr,
+    limits: Limits,
+) -> (SocketAddr, UnboundedReceiver<Record>) {
+    let none: [&str; 0] = [];
+    let mut config = Config::from_args("127.0.0.1:0", None, &none, &none).unwrap();
+    // Port 0 (any free port) is for tests only: the command line refuses it.
+    config.relays = vec![agentc_egress::Relay { listen: 0, target }];
+    config.limits = limits;
+    let (sender, lines) = unbounded_channel();
+    let server = Server::bind_with_sink(&config, Sink::Channel(sender))
+        .await
+        .unwrap();
+    let relays = server.relay_addrs();
+    assert_eq!(relays.len(), 1);
+    assert_eq!(relays[0].1, target);
+    tokio::spawn(server.run(std::future::pending()));
+    (relays[0].0, lines)
+}
+
+async fn next(lines: &mut UnboundedReceiver<Record>) -> Record {
+    tokio::time::timeout(Duration::from_secs(10), lines.recv())
+        .await
+        .expect("a line in time")
+        .expect("the channel is open")
+}
+
+#[tokio::test]
+async fn a_relay_carries_bytes_to_its_one_target_and_logs_one_line_per_connection() {
+    let server = upstream(false).await;
+    let (relay, mut lines) = relay_proxy(server, Limits::default()).await;
+    for round in 0..2u8 {
+        let mut stream = TcpStream::connect(relay).await.unwrap();
+        let message = vec![b'a' + round; 100_000];
+        stream.write_all(&message).await.unwrap();
+        let mut back = vec![0u8; message.len()];
+        stream.read_exact(&mut back).await.unwrap();
+        assert_eq!(back, message);
+        stream.shutdown().await.unwrap();
+        let mut rest = Vec::new();
+        stream.read_to_end(&mut rest).await.unwrap();
+        assert!(rest.is_empty());
+        let line = next(&mut lines).await;
+        assert_eq!(
+            (line.kind, line.decision, line.reason),
+            (Kind::Relay, "allow", "allowed")
+        );
+        assert_eq!(line.address, Some(server));
+        assert_eq!(line.client, stream.local_addr().unwrap());
+        assert_eq!(
+            (line.bytes_up, line.bytes_down),
+            (Some(100_000), Some(100_000))
+        );
+        let json: serde_json::Value = serde_json::from_str(&line.to_line()).unwrap();
+        assert_eq!(json["kind"], "relay");
+    }
+}
+
+#[tokio::test]
+async fn a_refused_workload_closes_the_client_logs_a_line_and_the_relay_serves_on() {
+    // A port nothing listens on: bind, read the port, close.
+    let closed = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let target = closed.local_addr().unwrap();
+    drop(closed);
+    let (relay, mut lines) = relay_proxy(target, Limits::default()).await;
+    for _ in 0..3 {
+        let mut stream = TcpStream::connect(relay).await.unwrap();
+        let mut rest = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut rest))
+            .await
+            .expect("the relay closes the client");
+        assert!(read.is_err() || rest.is_empty(), "{read:?} {rest:?}");
+        let line = next(&mut lines).await;
+        assert_eq!(
+            (line.kind, line.decision, line.reason),
+            (Kind::Relay, "deny", "connect-failed")
+        );
+        assert_eq!(line.address, Some(target));
+        assert!(line.detail.unwrap().contains(&target.to_string()));
+    }
+}
+
+#[tokio::test]
+async fn relayed_connections_are_bounded_and_closed_when_idle() {
+    let server = upstream(false).await;
+    let limits = Limits {
+        max_connections: 1,
+        idle_timeout_secs: 1,
+        ..Limits::default()
+    };
+    let (relay, mut lines) = relay_proxy(server, limits).await;
+    let mut first = TcpStream::connect(relay).await.unwrap();
+    first.write_all(b"ping").await.unwrap();
+    let mut back = [0u8; 4];
+    first.read_exact(&mut back).await.unwrap();
+    // The one slot is taken: the second is closed with a line.
+    let mut second = TcpStream::connect(relay).await.unwrap();
+    let busy = next(&mut lines).await;
+    assert_eq!(
+        (busy.kind, busy.reason),
+        (Kind::Relay, "too-many-connections")
+    );
+    let mut rest = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), second.read_to_end(&mut rest)).await;
+    assert!(rest.is_empty());
+    // The first goes quiet: closed after the idle timeout, with its line.
+    let idle = next(&mut lines).await;
+    assert_eq!((idle.kind, idle.reason), (Kind::Relay, "allowed"));
+    assert_eq!(
+        idle.detail.as_deref(),
+        Some("closed after the idle timeout")
+    );
+    assert_eq!((idle.bytes_up, idle.bytes_down), (Some(4), Some(4)));
+}

@@ -54,6 +54,8 @@ pub const DNS: &str = "dns";
 pub const EGRESS: &str = "egress";
 /// The container's aliases on its named network.
 pub const NETWORK_ALIASES: &str = "network_aliases";
+/// The container's fixed IPv4 address on its named network.
+pub const IPV4_ADDRESS: &str = "ipv4_address";
 /// Whether and how the workspace is mounted.
 pub const WORKSPACE: &str = "workspace";
 /// The seed target of a seed launch.

@@ -18,8 +18,9 @@ use crate::capability::Capability;
 mod egress;
 
 pub use egress::{
-    isolated_subnet, proxy_address, EgressSpec, IsolatedNetwork, INHIBIT_IPV4, KIND_EGRESS_PROXY,
-    LABEL_EGRESS_FOR, PROXY_DNS_PORT, PROXY_IMAGE_PLACEHOLDER, PROXY_PORT,
+    isolated_subnet, proxy_address, relays_of, workload_address, EgressSpec, IsolatedNetwork,
+    INHIBIT_IPV4, KIND_EGRESS_PROXY, LABEL_EGRESS_FOR, PROXY_DNS_PORT, PROXY_IMAGE_PLACEHOLDER,
+    PROXY_PORT, RELAY_PORT_BASE,
 };
 
 /// Label naming the profile of a container or image; agentc manages (lists, removes) only
@@ -197,6 +198,13 @@ pub struct ContainerSpec {
     /// Left out of the serialized spec when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub network_aliases: Vec<String>,
+    /// The container's fixed IPv4 address on its named network: set by agentc only for a
+    /// workload behind the egress proxy that publishes ports, which the proxy relays to this
+    /// address ([`EgressSpec`]). `--ip`;
+    /// `NetworkingConfig.EndpointsConfig.NETWORK.IPAMConfig.IPv4Address`. Left out of the
+    /// serialized spec when unset, so that specs without it keep their digests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipv4_address: Option<std::net::Ipv4Addr>,
     /// DNS servers of the container. `--dns`; `HostConfig.Dns`. Left out of the serialized
     /// spec when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -262,6 +270,7 @@ impl ContainerSpec {
             ports: Vec::new(),
             exposed_ports: Vec::new(),
             network_aliases: Vec::new(),
+            ipv4_address: None,
             dns: Vec::new(),
             sysctls: BTreeMap::new(),
             egress: None,

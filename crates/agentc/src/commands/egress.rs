@@ -10,7 +10,7 @@ use agentc_egress::{Config, EgressError};
 use crate::cli::EgressProxyCommand;
 use crate::context::Failure;
 
-/// Exit status of a usage error (a malformed host spec, CIDR or address).
+/// Exit status of a usage error (a malformed host spec, CIDR, address or relay).
 const EXIT_USAGE: u8 = 2;
 
 /// Exit status when the proxy cannot run or is not healthy.
@@ -26,6 +26,7 @@ pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
                 &args.allow,
                 &args.allow_cidr,
             )
+            .and_then(|config| config.with_relays(&args.relay))
             .map_err(|error| Failure::new(EXIT_USAGE, error.to_string()))?;
             agentc_egress::proxy::run(&config)
                 .map_err(|error| Failure::new(EXIT_FAILED, error.to_string()))?;

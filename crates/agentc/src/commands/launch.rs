@@ -210,18 +210,18 @@ pub fn execute(spec: &LaunchSpec, backend: BackendArg, pull: bool) -> Result<u8,
                     eprintln!("agentc: {explanation}");
                 }
                 if container.detach {
-                    let inspect = docker
-                        .inspect_container(&outcome.container_id, None)
-                        .await
-                        .map_err(|error| {
-                            Failure::new(
-                                EXIT_DOCKER,
-                                format!(
-                                    "started {} but cannot inspect it: {error}",
-                                    outcome.container_id
-                                ),
-                            )
-                        })?;
+                    let inspect =
+                        agentc_backend_api::inspect_reachable(&docker, &outcome.container_id)
+                            .await
+                            .map_err(|error| {
+                                Failure::new(
+                                    EXIT_DOCKER,
+                                    format!(
+                                        "started {} but cannot inspect it: {error}",
+                                        outcome.container_id
+                                    ),
+                                )
+                            })?;
                     print_started(&inspect, &container.network);
                 }
                 Ok(exit_status(outcome.exit_code))
@@ -304,7 +304,7 @@ pub fn execute_copies(
             return Ok(0);
         }
         let inspects: Vec<_> = futures_util::stream::iter(&launched)
-            .map(|copy| docker.inspect_container(&copy.outcome.container_id, None))
+            .map(|copy| agentc_backend_api::inspect_reachable(&docker, &copy.outcome.container_id))
             .buffered(jobs.max(1))
             .collect()
             .await;

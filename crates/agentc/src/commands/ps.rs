@@ -103,21 +103,22 @@ pub fn ps(args: PsArgs) -> Result<u8, Failure> {
             if !args.all && summary.state != "running" {
                 continue;
             }
-            let (network, ports) = match docker.inspect_container(&summary.id, None).await {
-                Ok(inspect) => {
-                    let network = network_of(&inspect);
-                    let ports = published_addresses(&inspect, &network)
-                        .into_iter()
-                        .map(|found| PortRow {
-                            port: found.container_port,
-                            address: found.address,
-                        })
-                        .collect();
-                    (network_name(&network), ports)
-                }
-                // Removed meanwhile.
-                Err(_) => continue,
-            };
+            let (network, ports) =
+                match agentc_backend_api::inspect_reachable(&docker, &summary.id).await {
+                    Ok(inspect) => {
+                        let network = network_of(&inspect);
+                        let ports = published_addresses(&inspect, &network)
+                            .into_iter()
+                            .map(|found| PortRow {
+                                port: found.container_port,
+                                address: found.address,
+                            })
+                            .collect();
+                        (network_name(&network), ports)
+                    }
+                    // Removed meanwhile.
+                    Err(_) => continue,
+                };
             rows.push(row(summary, network, ports));
         }
         let volumes = if args.volumes {

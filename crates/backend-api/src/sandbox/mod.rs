@@ -426,7 +426,9 @@ impl SandboxClient for ApiClient {
     }
 
     async fn inspect(&self, sandbox: &Sandbox) -> Result<ContainerInspectResponse, SessionError> {
-        self.inspect_named(&sandbox.id).await
+        let mut inspect = self.inspect_named(&sandbox.id).await?;
+        crate::companion::add_relayed_ports(&self.docker, &sandbox.name, &mut inspect).await;
+        Ok(inspect)
     }
 
     async fn exec(

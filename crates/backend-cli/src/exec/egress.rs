@@ -1,7 +1,7 @@
 //! The egress companion of a launch through the docker CLI: the proxy image ensured (built
 //! from the running agentc binary, `docker import`), the isolated network created, the proxy
-//! created, connected at its fixed address, started and health-checked, all before the
-//! workload is created; and removed again by an [`EgressSet`] when the launch does not keep it.
+//! created, connected at its fixed address, started and health-checked, and the ports it
+//! relays checked published, all before the workload is created; and removed again by an [`EgressSet`] when the launch does not keep it.
 //!
 //! Every step that fails removes what the earlier ones created, so a failed setup leaves
 //! nothing behind and the workload is never launched (fail closed).
@@ -139,6 +139,14 @@ pub fn setup(egress: &EgressSpec) -> Result<EgressSet, ExecError> {
             step: "start the egress proxy",
             message,
         });
+    }
+    if !egress.relays().is_empty() {
+        let published = docker::inspect(&proxy)
+            .and_then(|inspect| egress::check_relays_published(egress, &inspect));
+        if let Err(error) = published {
+            set.remove();
+            return Err(error);
+        }
     }
     Ok(set)
 }

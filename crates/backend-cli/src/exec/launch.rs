@@ -106,7 +106,15 @@ pub fn launch(
         }
     }
     let started = match &spec.name {
-        Some(name) if spec.detach && ran.exit_code == 0 => Some(docker::inspect(name)?),
+        Some(name) if spec.detach && ran.exit_code == 0 => {
+            let mut inspect = docker::inspect(name)?;
+            // Ports relayed by the egress proxy are reachable at the proxy's host bindings.
+            if let Some(companion) = placed.egress.as_ref().filter(|e| !e.relays().is_empty()) {
+                let proxy = docker::inspect(companion.proxy.name.as_deref().unwrap_or_default())?;
+                agentc_backend_common::egress::add_relayed_ports(&mut inspect, &proxy);
+            }
+            Some(inspect)
+        }
         _ => None,
     };
     Ok(Outcome {

@@ -452,7 +452,22 @@ impl SandboxClient for CliClient {
     }
 
     async fn inspect(&self, sandbox: &Sandbox) -> Result<ContainerInspectResponse, SessionError> {
-        self.inspect_named(&sandbox.id).await
+        let mut inspect = self.inspect_named(&sandbox.id).await?;
+        // Behind the egress proxy, the ports it relays are reachable at its host bindings.
+        if agentc_backend_common::egress::fixed_address(&inspect).is_some() {
+            let label = format!(
+                "label={}",
+                agentc_backend_common::egress::proxy_label_filter(&sandbox.name)
+            );
+            if let Ok(ids) = self.output(&["ps", "-aq", "--filter", &label]).await {
+                let ids = String::from_utf8_lossy(&ids).into_owned();
+                if let Some(id) = ids.split_whitespace().next() {
+                    let proxy = self.inspect_named(id).await?;
+                    agentc_backend_common::egress::add_relayed_ports(&mut inspect, &proxy);
+                }
+            }
+        }
+        Ok(inspect)
     }
 
     async fn exec(

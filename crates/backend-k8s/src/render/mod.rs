@@ -21,7 +21,9 @@ mod volumes;
 
 use std::collections::BTreeMap;
 
-use agentc_policy::{Action, ContainerSpec, EnvVar, LaunchKind, LaunchSpec, MountSource, Network};
+use agentc_policy::{
+    Action, ContainerSpec, EnvVar, LaunchKind, LaunchSpec, MountSource, Network, PublishedPort,
+};
 use k8s_openapi::api::core::v1::{Container, Pod, PodDNSConfig, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -186,6 +188,9 @@ impl Renderer<'_> {
             // lets its peers reach every port, and a pod has no network aliases.
             exposed_ports: _,
             network_aliases: _,
+            // The fixed address the docker egress proxy relays published ports to: a pod's
+            // ports are reached at the pod's own address.
+            ipv4_address: _,
             // Docker's egress companion (isolated network, proxy container, the workload's DNS
             // and proxy variables): replaced here by the egress proxy Pod rendered from the
             // profile's policy ([`crate::egress`]).
@@ -297,12 +302,30 @@ impl Renderer<'_> {
         self.render_resources(&mut pod, &mut main, resources);
         self.render_logging(log);
         let (pod_labels, mut annotations) = self.render_labels(labels, &base);
+        // Behind Docker's egress proxy the published ports moved to the proxy, which relays
+        // them to the workload: here they are the workload's own ports again, as published.
+        let mut ports = ports.clone();
+        if let Some(companion) = docker_egress {
+            for relay in companion.relays() {
+                if let Some(binding) = companion
+                    .proxy
+                    .ports
+                    .iter()
+                    .find(|port| port.container_port == relay.listen)
+                {
+                    ports.push(PublishedPort {
+                        container_port: relay.target.port(),
+                        ..binding.clone()
+                    });
+                }
+            }
+        }
         let plan = self.render_network(
             &mut pod,
             &mut main,
             network,
             extra_hosts,
-            ports,
+            &ports,
             &base,
             &pod_labels,
         );

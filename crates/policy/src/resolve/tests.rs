@@ -1269,3 +1269,75 @@ fn paths_normalize_without_touching_the_disk() {
     assert_eq!(resolve_host_path("../x"), "/home/alice/x");
     assert_eq!(resolve_host_path("/abs/./y"), "/abs/y");
 }
+
+#[test]
+fn published_ports_behind_the_egress_proxy_are_relayed_by_it_and_follow_an_instance_move() {
+    let text = "name = \"relay\"\nagent = \"custom\"\n[image]\nref = \"busybox:1.36\"\n\
+                [egress]\nhosts = [\"api.example.com\"]\n[network]\npublish = [8080, \"9000/tcp\"]\n";
+    let spec = resolve_with(text, &inputs(LaunchKind::Sandbox), &paths(&[])).unwrap();
+    let mut c = container(&spec).clone();
+    let egress = c.egress.clone().expect("an egress companion");
+    let (block, _) = isolated_subnet(&egress.network.name.replace("-egress", ""));
+    let workload = workload_address(block);
+    // The workload publishes nothing itself, keeps its ports exposed, and has a fixed address.
+    assert!(c.ports.is_empty());
+    assert_eq!(
+        c.exposed_ports,
+        [8080, 9000].map(|port| ExposedPort {
+            container_port: port,
+            protocol: Protocol::Tcp
+        })
+    );
+    assert_eq!(c.ipv4_address, Some(workload));
+    assert_eq!(egress.proxy_address, proxy_address(block));
+    // The proxy publishes the relays on the loopback address, daemon-picked host ports.
+    let published: Vec<(u16, IpAddr, Option<u16>)> = egress
+        .proxy
+        .ports
+        .iter()
+        .map(|p| (p.container_port, p.host_ip, p.host_port))
+        .collect();
+    let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    assert_eq!(
+        published,
+        [
+            (RELAY_PORT_BASE, loopback, None),
+            (RELAY_PORT_BASE + 1, loopback, None)
+        ]
+    );
+    let relays: Vec<String> = egress.relays().iter().map(|r| r.to_string()).collect();
+    assert_eq!(
+        relays,
+        [
+            format!("{RELAY_PORT_BASE}={workload}:8080"),
+            format!("{}={workload}:9000", RELAY_PORT_BASE + 1)
+        ]
+    );
+    assert_eq!(
+        egress.proxy.command.last().map(String::as_str),
+        Some(format!("--relay={}={workload}:9000", RELAY_PORT_BASE + 1).as_str())
+    );
+    // Another instance: the address and the relays move to the new block with the rest.
+    c.egress_instance("n1");
+    let moved = c.egress.as_ref().unwrap();
+    let (new_block, _) = isolated_subnet(&moved.network.name.replace("-egress", ""));
+    assert_ne!(new_block, block);
+    assert_eq!(c.ipv4_address, Some(workload_address(new_block)));
+    assert!(moved
+        .relays()
+        .iter()
+        .all(|r| r.target.ip() == IpAddr::V4(workload_address(new_block))));
+    assert_eq!(moved.relays().len(), 2);
+    assert_eq!(moved.proxy.ports, egress.proxy.ports);
+}
+
+#[test]
+fn an_outside_launch_without_publish_has_no_fixed_address_nor_relays() {
+    let text = "name = \"norelay\"\nagent = \"custom\"\n[image]\nref = \"busybox:1.36\"\n\
+                [egress]\nhosts = [\"api.example.com\"]\n";
+    let spec = resolve_with(text, &inputs(LaunchKind::Sandbox), &paths(&[])).unwrap();
+    let c = container(&spec);
+    assert_eq!(c.ipv4_address, None);
+    let egress = c.egress.as_ref().unwrap();
+    assert!(egress.relays().is_empty() && egress.proxy.ports.is_empty());
+}

@@ -3,7 +3,7 @@
 //! findings (`egress-unrestricted`, `egress-unenforced`, `egress-tld`, `egress-domain`,
 //! `egress-ip-range`).
 
-mod outside;
+pub(crate) mod outside;
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;

@@ -14,8 +14,10 @@ use crate::keys;
 use crate::overrides;
 use crate::presets;
 use crate::profile::{EgressMode, Profile};
+use crate::rules::egress::outside;
 use crate::spec::{
-    ContainerSpec, ExposedPort, ExtraHost, HostTarget, LaunchKind, Network, Origin, PublishedPort,
+    ContainerSpec, ExposedPort, ExtraHost, HostTarget, LaunchKind, Network, Origin, Protocol,
+    PublishedPort,
 };
 use crate::text::is_network_name;
 
@@ -207,9 +209,12 @@ pub(crate) fn explain(out: &mut Explainer, c: &ContainerSpec) {
         );
     }
     for port in &c.exposed_ports {
+        let words = outside::relay_words(c, port).unwrap_or_else(|| {
+            "exposed on the named network, not published on the host: reached at the container's address there (`agentc port`)".to_string()
+        });
         out.item(
             &format!("port {}/{}", port.container_port, port.protocol.as_str()),
-            "exposed on the named network, not published on the host: reached at the container's address there (`agentc port`)",
+            words,
             &keys::port(port.container_port, port.protocol),
         );
     }
@@ -236,6 +241,9 @@ pub(crate) fn widens(out: &Explainer, c: &ContainerSpec, items: &mut Vec<String>
                 out.words(&key)
             ));
         }
+        items.extend(outside::relay_widens(c, |port| {
+            out.words(&keys::port(port, Protocol::Tcp))
+        }));
         // The isolated network of an egress proxy is the sandbox's own, shared with nothing.
         if let (Network::Named { name }, None) = (&c.network, &c.egress) {
             items.push(format!(
@@ -246,8 +254,10 @@ pub(crate) fn widens(out: &Explainer, c: &ContainerSpec, items: &mut Vec<String>
     }
 }
 
-/// What agentc does here beyond the seeds: deny egress removes the network.
+/// What agentc does here beyond the seeds: deny egress removes the network; the egress proxy
+/// relays published ports.
 pub(crate) fn beyond_the_seeds(out: &Explainer, c: &ContainerSpec, notes: &mut Vec<String>) {
+    outside::relay_note(c, notes);
     if matches!(out.spec.kind, LaunchKind::Run | LaunchKind::Sandbox) && c.network == Network::None
     {
         notes.push(

@@ -3,6 +3,12 @@
 //! egress proxy container, its only way out. Plain data like the rest of the spec; the
 //! backends render it (`docker network create`, `docker create`, `docker network connect`) and
 //! execute it around the workload.
+//!
+//! A workload on an internal network cannot publish ports: when the profile publishes some,
+//! the proxy container publishes them instead (its [`ContainerSpec::ports`], container side
+//! [`RELAY_PORT_BASE`] and up) and relays each to the workload's fixed address
+//! ([`workload_address`], [`ContainerSpec::ipv4_address`]) with a `--relay=` argument of its
+//! command ([`EgressSpec::relays`]).
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -19,6 +25,9 @@ pub const PROXY_IMAGE_PLACEHOLDER: &str = "agentc-egress";
 pub const PROXY_PORT: u16 = 3128;
 /// The proxy's DNS stub port.
 pub const PROXY_DNS_PORT: u16 = 53;
+/// The proxy's port relaying the workload's first published port; the next ones follow in
+/// order (`RELAY_PORT_BASE + index` of `network.publish`).
+pub const RELAY_PORT_BASE: u16 = 20000;
 /// The bridge option that leaves the host side of a bridge without an IPv4 address, so a
 /// workload on the network cannot reach the host's own listeners (daemon 20.10 and later; a
 /// plain `--internal` network still routes to the bridge address).
@@ -88,10 +97,36 @@ pub fn proxy_address(network: Ipv4Addr) -> Ipv4Addr {
     Ipv4Addr::from(u32::from(network) + 2)
 }
 
+/// The workload's fixed address in the block starting at `network` (its `.3`), given only to
+/// a workload whose published ports the proxy relays.
+pub fn workload_address(network: Ipv4Addr) -> Ipv4Addr {
+    Ipv4Addr::from(u32::from(network) + 3)
+}
+
+impl EgressSpec {
+    /// The relays of the workload's published ports, read from the proxy's command (its
+    /// `--relay=LISTEN=IP:PORT` words, the one place they are written); words that do not
+    /// parse are left out (the resolver writes none).
+    pub fn relays(&self) -> Vec<agentc_egress::Relay> {
+        relays_of(&self.proxy.command)
+    }
+}
+
+/// The relays of an egress proxy's command line (`--relay=LISTEN=IP:PORT` words), as
+/// [`EgressSpec::relays`] reads them; also what sessions read from a running proxy's command.
+pub fn relays_of(command: &[String]) -> Vec<agentc_egress::Relay> {
+    command
+        .iter()
+        .filter_map(|word| word.strip_prefix("--relay="))
+        .filter_map(|text| agentc_egress::Relay::parse(text).ok())
+        .collect()
+}
+
 impl ContainerSpec {
     /// Moves the egress companion to another instance: the isolated network and the proxy are
-    /// renamed with `-SUFFIX`, and the subnet, the proxy's address, the container's DNS server
-    /// and its proxy variables follow the new name's block. The `io.agentc.egress-for` label
+    /// renamed with `-SUFFIX`, and the subnet, the proxy's address, the container's DNS server,
+    /// its proxy variables, its fixed address (when it has one) and the proxy's relays to it
+    /// follow the new name's block. The `io.agentc.egress-for` label
     /// keeps naming the workload. Executors use it for a launch without a container name (each
     /// run gets its own set) and when the subnet is taken; nothing changes without a companion.
     pub fn egress_instance(&mut self, suffix: &str) {
@@ -113,6 +148,22 @@ impl ContainerSpec {
         egress.network.subnet = subnet;
         egress.proxy.name = Some(format!("{name}-egress-proxy"));
         egress.proxy_address = address;
+        if let Some(old_workload) = self.ipv4_address {
+            let workload = workload_address(block);
+            self.ipv4_address = Some(workload);
+            for word in &mut egress.proxy.command {
+                let Some(mut relay) = word
+                    .strip_prefix("--relay=")
+                    .and_then(|text| agentc_egress::Relay::parse(text).ok())
+                else {
+                    continue;
+                };
+                if relay.target.ip() == std::net::IpAddr::V4(old_workload) {
+                    relay.target.set_ip(workload.into());
+                    *word = format!("--relay={relay}");
+                }
+            }
+        }
         self.network = Network::Named {
             name: egress.network.name.clone(),
         };
@@ -144,5 +195,6 @@ mod tests {
         assert_eq!(u32::from(network) % 16, 0);
         assert!(subnet.starts_with("10.213.") && subnet.ends_with("/28"));
         assert_eq!(u32::from(proxy_address(network)), u32::from(network) + 2);
+        assert_eq!(u32::from(workload_address(network)), u32::from(network) + 3);
     }
 }

@@ -1,7 +1,10 @@
 //! `egress.enforce = "outside"`: the checks of the fields that only the egress proxy reads
 //! (`enforce`, `outside_network`, `allow_cidrs`, the host specs), and the companion the
 //! resolver adds to a launch: the isolated network and the proxy container
-//! ([`crate::EgressSpec`]), the workload's DNS server and proxy variables.
+//! ([`crate::EgressSpec`]), the workload's DNS server and proxy variables, and the relays of
+//! its published ports (a workload on an internal network cannot publish: the proxy publishes
+//! each `network.publish` port on the host and relays it to the workload's fixed address);
+//! with what `agentc explain` says of those relays.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -13,9 +16,10 @@ use crate::keys;
 use crate::overrides;
 use crate::profile::{EgressEnforce, EgressMode, Profile};
 use crate::spec::{
-    isolated_subnet, proxy_address, ContainerSpec, EgressSpec, EnvValue, EnvVar, IsolatedNetwork,
-    Network, Origin, Resources, INHIBIT_IPV4, KIND_EGRESS_PROXY, LABEL_EGRESS_FOR, LABEL_KIND,
-    LABEL_PROFILE, PROXY_DNS_PORT, PROXY_IMAGE_PLACEHOLDER, PROXY_PORT,
+    isolated_subnet, proxy_address, workload_address, ContainerSpec, EgressSpec, EnvValue, EnvVar,
+    ExposedPort, IsolatedNetwork, Network, Origin, Protocol, PublishedPort, Resources,
+    INHIBIT_IPV4, KIND_EGRESS_PROXY, LABEL_EGRESS_FOR, LABEL_KIND, LABEL_PROFILE, PROXY_DNS_PORT,
+    PROXY_IMAGE_PLACEHOLDER, PROXY_PORT, RELAY_PORT_BASE,
 };
 use crate::text::is_network_name;
 
@@ -168,17 +172,25 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
              isolated network has no way to the host",
             "remove host_gateway, or set egress.enforce = \"image\"",
         ),
-        (
-            "network.publish",
-            !network.publish.is_empty(),
-            "network.publish is not available yet with egress.enforce = \"outside\": a sandbox \
-             on an internal network cannot publish ports",
-            "remove [network] publish, or set egress.enforce = \"image\"",
-        ),
     ];
     for (field, set, message, hint) in refusals {
         if set {
             ck.fail_when(&["egress.enforce"], field, message, hint);
+        }
+    }
+    // The proxy relays published ports to the sandbox; it relays TCP only.
+    for (index, port) in network.publish.iter().enumerate() {
+        if port.protocol != Protocol::Tcp {
+            let field = format!("network.publish[{index}]");
+            ck.fail_when(
+                &["egress.enforce"],
+                &field,
+                format!(
+                    "{field} publishes {port}, but with egress.enforce = \"outside\" the \
+                     egress proxy publishes the sandbox's ports and relays TCP only"
+                ),
+                "publish TCP ports only, or set egress.enforce = \"image\"",
+            );
         }
     }
     if let Some(proxy) = &profile.proxy {
@@ -261,6 +273,54 @@ impl Resolver<'_> {
                 "write host specs (`host`, `host:port`, `*.domain`) and CIDRs only",
             )
         })?;
+        // The published ports move to the proxy, which relays each to the workload's fixed
+        // address; the workload keeps them exposed (its own ports, reached through the relay).
+        let published = std::mem::take(&mut container.ports);
+        let workload = workload_address(block);
+        let mut relay_ports = Vec::new();
+        let mut relays = Vec::new();
+        for (index, port) in published.iter().enumerate() {
+            let listen = u16::try_from(index)
+                .ok()
+                .and_then(|index| RELAY_PORT_BASE.checked_add(index))
+                .filter(|_| port.protocol == Protocol::Tcp)
+                .ok_or_else(|| {
+                    self.unlaunchable(
+                        &format!("network.publish[{index}]"),
+                        format!(
+                            "{}/{} cannot be relayed by the egress proxy",
+                            port.container_port,
+                            port.protocol.as_str()
+                        ),
+                        "publish fewer TCP ports, or set egress.enforce = \"image\"",
+                    )
+                })?;
+            relays.push(format!("{listen}={workload}:{}", port.container_port));
+            relay_ports.push(PublishedPort {
+                container_port: listen,
+                protocol: Protocol::Tcp,
+                host_ip: port.host_ip,
+                host_port: port.host_port,
+            });
+            let exposed = ExposedPort {
+                container_port: port.container_port,
+                protocol: port.protocol,
+            };
+            if !container.exposed_ports.contains(&exposed) {
+                container.exposed_ports.push(exposed);
+            }
+        }
+        let config = config.with_relays(&relays).map_err(|error| {
+            self.invalid(
+                "network.publish",
+                error.to_string(),
+                "publish container ports from 1 to 65535, each once",
+            )
+        })?;
+        if !relays.is_empty() {
+            container.ipv4_address = Some(workload);
+            self.set(keys::IPV4_ADDRESS, self.field_origin("network.publish"));
+        }
         let mut proxy = ContainerSpec::empty(PROXY_IMAGE_PLACEHOLDER);
         proxy.name = Some(format!("{base}-egress-proxy"));
         proxy.command = agentc_egress::proxy_command(&config);
@@ -289,6 +349,7 @@ impl Resolver<'_> {
             nano_cpus: Some(PROXY_NANO_CPUS),
             pids_limit: Some(PROXY_PIDS),
         };
+        proxy.ports = relay_ports;
         proxy.log = container.log.clone();
         labels.insert(LABEL_KIND.to_string(), KIND_EGRESS_PROXY.to_string());
         proxy.labels = labels;
@@ -342,5 +403,86 @@ impl Resolver<'_> {
             },
         });
         self.set(keys::env(name), origin.clone());
+    }
+}
+
+/// A published port of the workload that the egress proxy relays: the workload's container
+/// port, where the proxy publishes it on the host, and the address it relays to.
+pub(crate) struct Relayed<'a> {
+    /// The workload's port (TCP).
+    pub(crate) container_port: u16,
+    /// The proxy's host binding of the relay.
+    pub(crate) published: &'a PublishedPort,
+    /// The workload's address and port the proxy connects to.
+    pub(crate) target: std::net::SocketAddr,
+}
+
+/// The workload's published ports that its egress proxy relays, in publish order.
+pub(crate) fn relayed_ports(c: &ContainerSpec) -> Vec<Relayed<'_>> {
+    let Some(egress) = &c.egress else {
+        return Vec::new();
+    };
+    egress
+        .relays()
+        .into_iter()
+        .filter_map(|relay| {
+            let published = egress
+                .proxy
+                .ports
+                .iter()
+                .find(|port| port.container_port == relay.listen)?;
+            Some(Relayed {
+                container_port: relay.target.port(),
+                published,
+                target: relay.target,
+            })
+        })
+        .collect()
+}
+
+/// What `agentc explain` says of a workload port the egress proxy relays; `None` for a port
+/// it does not relay.
+pub(crate) fn relay_words(c: &ContainerSpec, port: &ExposedPort) -> Option<String> {
+    if port.protocol != Protocol::Tcp {
+        return None;
+    }
+    let relayed = relayed_ports(c)
+        .into_iter()
+        .find(|relayed| relayed.container_port == port.container_port)?;
+    let host_port = match relayed.published.host_port {
+        Some(port) => format!("port {port}"),
+        None => "a free port the daemon picks".to_string(),
+    };
+    Some(format!(
+        "published on {}, {host_port}, by the egress proxy, which relays it to the sandbox at {} \
+         on its isolated network (the sandbox cannot publish ports itself)",
+        relayed.published.host_ip, relayed.target
+    ))
+}
+
+/// The "widens the sandbox" items of the relayed ports.
+pub(crate) fn relay_widens(c: &ContainerSpec, words: impl Fn(u16) -> String) -> Vec<String> {
+    relayed_ports(c)
+        .iter()
+        .map(|relayed| {
+            format!(
+                "published port {}/tcp on {}, relayed by the egress proxy  [{}]",
+                relayed.container_port,
+                relayed.published.host_ip,
+                words(relayed.container_port)
+            )
+        })
+        .collect()
+}
+
+/// The "beyond the seeds" note of a launch whose published ports the egress proxy relays.
+pub(crate) fn relay_note(c: &ContainerSpec, notes: &mut Vec<String>) {
+    if !relayed_ports(c).is_empty() {
+        notes.push(
+            "published ports are relayed by the egress proxy: the sandbox, alone on its \
+             internal network, cannot publish them, so the proxy publishes each on the host and \
+             connects it to the sandbox's fixed address (one decision line per connection)"
+                .to_string(),
+        );
     }
 }
