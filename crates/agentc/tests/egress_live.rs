@@ -1975,3 +1975,91 @@ fn a_published_port_behind_the_proxy_through_the_api_backend() {
         published_port_behind_the_proxy("api");
     }
 }
+
+/// `agentc run --count 2` of a profile behind the proxy: each copy gets an isolated network and
+/// a proxy of its own, named and labelled after it; `agentc rm COPY` removes that copy's set
+/// only, and `agentc rm --all --profile P` the rest, each name said once.
+#[test]
+fn copies_behind_the_proxy_each_get_their_own_companion() {
+    if !require_daemon("copies_behind_the_proxy_each_get_their_own_companion") {
+        return;
+    }
+    let mut outside = Outside::new("copies");
+    let profile = outside.profile("copies", "");
+    let agentc = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_agentc"))
+            .args(args)
+            .output()
+            .expect("run agentc");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(output.status.success(), "agentc {args:?}: {text}");
+        text
+    };
+    let started = agentc(&["run", &profile, "--backend", "api", "--count", "2"]);
+    let copies: Vec<String> = started
+        .lines()
+        .filter_map(|line| line.strip_prefix("started "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .map(str::to_string)
+        .collect();
+    assert_eq!(copies.len(), 2, "{started}");
+    let name = &outside.profiles[0];
+    let (containers, networks) = outside.left(name);
+    let mut proxies = Vec::new();
+    for copy in &copies {
+        let network = format!("{copy}-egress");
+        let proxy = format!("{copy}-egress-proxy");
+        assert!(containers.lines().any(|c| c == proxy), "{containers}");
+        assert!(networks.lines().any(|n| n == network), "{networks}");
+        assert_eq!(
+            inspect(
+                copy,
+                "{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}"
+            )
+            .trim(),
+            network
+        );
+        assert_eq!(
+            inspect(&proxy, "{{index .Config.Labels \"io.agentc.egress-for\"}}"),
+            *copy
+        );
+        proxies.push(proxy);
+    }
+    let subnets: Vec<String> = copies
+        .iter()
+        .map(|copy| {
+            inspect(
+                &format!("{copy}-egress"),
+                "{{range .IPAM.Config}}{{.Subnet}}{{end}}",
+            )
+        })
+        .collect();
+    assert_ne!(subnets[0], subnets[1]);
+
+    let removed = agentc(&["rm", &copies[0]]);
+    assert_eq!(
+        removed.lines().collect::<Vec<_>>(),
+        [
+            format!("removed {}", copies[0]),
+            format!("removed {}", proxies[0]),
+            format!("removed network {}-egress", copies[0]),
+        ],
+        "{removed}"
+    );
+    let removed = agentc(&["rm", "--all", "--profile", name]);
+    let mut lines: Vec<&str> = removed.lines().collect();
+    lines.sort_unstable();
+    let network = format!("removed network {}-egress", copies[1]);
+    let mut expected = vec![
+        format!("removed {}", copies[1]),
+        format!("removed {}", proxies[1]),
+        network,
+    ];
+    expected.sort_unstable();
+    assert_eq!(lines, expected, "{removed}");
+    assert_eq!(outside.left(name), (String::new(), String::new()));
+}

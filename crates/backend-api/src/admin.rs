@@ -195,6 +195,9 @@ pub async fn remove(docker: &Docker, target: &RemoveTarget) -> Result<Vec<String
         // The isolated networks of launches whose workload is already gone.
         removed.extend(crate::companion::remove_orphan_networks(docker).await?);
     }
+    // With --all an egress proxy is listed itself and again as its workload's companion.
+    let mut seen = std::collections::HashSet::new();
+    removed.retain(|name| seen.insert(name.clone()));
     Ok(removed)
 }
 

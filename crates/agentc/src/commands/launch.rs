@@ -230,11 +230,29 @@ pub fn execute(spec: &LaunchSpec, backend: BackendArg, pull: bool) -> Result<u8,
     }
 }
 
-/// A copy of a detached launch under another name, its `io.agentc.spec-digest` label
-/// recomputed.
+/// A copy of a detached launch under another name, with an egress companion of its own
+/// (when it has one) and its `io.agentc.spec-digest` label recomputed.
 pub fn renamed(spec: &LaunchSpec, name: &str) -> LaunchSpec {
     let mut copy = spec.clone();
     if let Action::Container(container) = &mut copy.action {
+        // A copy behind the egress proxy gets an isolated network and a proxy of its own,
+        // named after it (`NAME-egress`, `NAME-egress-proxy`) and labelled for it, so that
+        // `agentc rm NAME` removes its set and no two copies share one.
+        let suffix = container
+            .name
+            .as_deref()
+            .and_then(|base| name.strip_prefix(base)?.strip_prefix('-'))
+            .unwrap_or(name)
+            .to_string();
+        if let Some(egress) = container.egress.as_mut() {
+            for labels in [&mut egress.network.labels, &mut egress.proxy.labels] {
+                labels.insert(
+                    agentc_policy::LABEL_EGRESS_FOR.to_string(),
+                    name.to_string(),
+                );
+            }
+        }
+        container.egress_instance(&suffix);
         container.name = Some(name.to_string());
     }
     let digest = agentc_policy::spec_digest(&copy);
