@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use agentc::cli::BackendArg;
-use agentc::verify::{render_table, verify_launch, Check, PROBE_PIDS};
+use agentc::verify::{render_table, verify_launch, Check, EgressProbe, PROBE_PIDS};
 use agentc_conformance::fixtures::{self, fixture_files, load_fixture};
 use agentc_conformance::image::ensure_test_image;
 use agentc_conformance::live::{
@@ -390,7 +390,9 @@ fn verify_one(case: &Runnable, backend: BackendArg) -> Result<Vec<Check>, String
             ..case.spec.clone()
         };
         let env: BTreeMap<String, String> = localized.secrets.iter().cloned().collect();
-        result = verify_launch(&spec, backend, &env, false).map_err(|failure| failure.message);
+        // `none`: the fixtures allow real internet hosts; no check may reach beyond the proxy.
+        result = verify_launch(&spec, backend, &env, false, &EgressProbe::Skip)
+            .map_err(|failure| failure.message);
     }
     // Clean up whatever happened; the first error wins.
     let mut cleanup = Vec::new();

@@ -4,6 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod probe;
+pub use probe::EgressProbeArgs;
+
 /// Turns a declarative sandbox profile into a hardened container launch for AI agents.
 #[derive(Debug, Parser)]
 #[command(
@@ -275,6 +278,8 @@ pub enum EgressProxyCommand {
     /// Build the proxy image from this binary, import it unless the daemon has it, print its
     /// tag.
     Image(EgressImageArgs),
+    /// Run `agentc verify`'s egress checks from a sandbox's isolated network.
+    Probe(EgressProbeArgs),
 }
 
 /// `agentc egress-proxy serve`.
@@ -596,6 +601,11 @@ pub struct VerifyArgs {
     /// exactly; any drift exits 65 before anything is created.
     #[arg(long)]
     pub locked: bool,
+    /// Egress enforced outside: the allowlisted host `egress.allowed` reaches through the
+    /// proxy (HOST means port 443) [default: the profile's first exact host]; `none` skips
+    /// that check, the only one that reaches beyond the proxy.
+    #[arg(long, value_name = "HOST[:PORT]|none")]
+    pub egress_probe: Option<String>,
 }
 
 /// The launch kinds a user can ask for (`sandbox` is what `run` becomes for custom agents).
