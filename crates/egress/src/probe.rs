@@ -13,7 +13,10 @@
 //! - `egress.denied`: a host on no allowlist ([`DENIED_HOST`]) is refused by the proxy;
 //! - `egress.ip-literal`: a `CONNECT` to an IP literal (the proxy's own address) is refused;
 //! - `egress.direct`: a direct TCP connection to the proxy's address on the outside network
-//!   fails, the routing table has no default route and no interface has a global IPv6 address;
+//!   fails, the routing table has no default route or only one through a gateway that does not
+//!   answer (Docker 20.10 gives containers on an `--internal` network a default route; with
+//!   `inhibit_ipv4` its gateway address is nowhere, so its ARP entry stays incomplete), and no
+//!   interface has a global IPv6 address;
 //! - `egress.dns`: an A query for the target host to each resolver of `/etc/resolv.conf` yields
 //!   no address, and the system resolver does not resolve it;
 //! - `egress.unset-proxy`: a client that ignores the proxy variables has neither an address nor
@@ -26,7 +29,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
@@ -193,7 +196,11 @@ pub fn run(config: &ProbeConfig, env: &BTreeMap<String, String>) -> Vec<CheckLin
     let direct = config
         .outside
         .map(|outside| (outside, TcpStream::connect_timeout(&outside, timeout)));
+    // Read after the connection attempt, which went to the default route's gateway.
     let route = default_route(&read("/proc/net/route"));
+    let answers = route
+        .as_ref()
+        .is_some_and(|route| gateway_answers(&read("/proc/net/arp"), route.gateway));
     let ipv6 = global_ipv6(&read("/proc/net/if_inet6"));
     let direct_line = direct_check(
         direct.as_ref().map(|(address, result)| {
@@ -205,7 +212,7 @@ pub fn run(config: &ProbeConfig, env: &BTreeMap<String, String>) -> Vec<CheckLin
                     .map_err(|error| error.to_string()),
             )
         }),
-        route.as_deref(),
+        route.as_ref().map(|route| (route, answers)),
         &ipv6,
     );
     let routed = direct_line.result == Outcome::Fail;
@@ -421,18 +428,52 @@ fn refused(check: &str, proxy: SocketAddr, authority: &str, timeout: Duration) -
     )
 }
 
-/// The default route of `/proc/net/route`, as `IFACE via GATEWAY`, if there is one.
-pub fn default_route(route: &str) -> Option<String> {
+/// A default route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// Its interface.
+    pub iface: String,
+    /// Its gateway.
+    pub gateway: Ipv4Addr,
+}
+
+impl fmt::Display for Route {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} via {}", self.iface, self.gateway)
+    }
+}
+
+/// The default route of `/proc/net/route`, if there is one.
+pub fn default_route(route: &str) -> Option<Route> {
     route.lines().skip(1).find_map(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();
         match fields.as_slice() {
             [iface, "00000000", gateway, _flags, _, _, _, "00000000", ..] => {
-                let gateway = u32::from_str_radix(gateway, 16).unwrap_or_default();
-                // The kernel writes the address in host (little-endian) byte order.
-                let gateway = std::net::Ipv4Addr::from(gateway.swap_bytes());
-                Some(format!("{iface} via {gateway}"))
+                // The kernel prints the address as the u32 it holds in network byte order, in
+                // the machine's byte order (little-endian on x86 and arm64).
+                let gateway = u32::from_str_radix(gateway, 16).ok()?;
+                Some(Route {
+                    iface: iface.to_string(),
+                    gateway: Ipv4Addr::from(gateway.to_le_bytes()),
+                })
             }
             _ => None,
+        }
+    })
+}
+
+/// Whether `/proc/net/arp` holds a complete entry (flag `0x2`) for `gateway`: something on
+/// the network answers for it.
+pub fn gateway_answers(arp: &str, gateway: Ipv4Addr) -> bool {
+    arp.lines().skip(1).any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        match fields.as_slice() {
+            [address, _, flags, ..] => {
+                address.parse::<Ipv4Addr>() == Ok(gateway)
+                    && u32::from_str_radix(flags.trim_start_matches("0x"), 16)
+                        .is_ok_and(|flags| flags & 0x2 != 0)
+            }
+            _ => false,
         }
     })
 }
@@ -452,10 +493,11 @@ pub fn global_ipv6(if_inet6: &str) -> Vec<String> {
 }
 
 /// `egress.direct` from what was observed: the connection to the proxy's outside address
-/// (`None` when no address was given), the default route and the global IPv6 addresses.
+/// (`None` when no address was given), the default route with whether its gateway answers,
+/// and the global IPv6 addresses.
 pub fn direct_check(
     connected: Option<(SocketAddr, Result<(), String>)>,
-    route: Option<&str>,
+    route: Option<(&Route, bool)>,
     ipv6: &[String],
 ) -> CheckLine {
     let mut seen = Vec::new();
@@ -470,9 +512,12 @@ pub fn direct_check(
     }
     match route {
         None => seen.push("no default route".to_string()),
-        Some(route) => {
+        Some((route, false)) => seen.push(format!(
+            "default route {route}, a gateway that does not answer"
+        )),
+        Some((route, true)) => {
             pass = false;
-            seen.push(format!("default route {route}"));
+            seen.push(format!("default route {route}, a gateway that answers"));
         }
     }
     if ipv6.is_empty() {
@@ -484,7 +529,7 @@ pub fn direct_check(
     CheckLine::new(
         CHECKS[4],
         pass,
-        "a direct connection fails: no route out, no default route, no global IPv6 address",
+        "a direct connection fails: no default route or a dead one, no global IPv6 address",
         seen.join("; "),
         "the isolated network routes past the proxy: it must be --internal, with the inhibit_ipv4 option and without IPv6 (`docker network inspect` it)",
     )
@@ -722,12 +767,17 @@ mod tests {
             "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n";
         let local = "eth0\t0000D50A\t00000000\t0001\t0\t0\t0\tF0FFFFFF\t0\t0\t0\n";
         assert_eq!(default_route(&format!("{header}{local}")), None);
-        let default = "eth0\t00000000\t0100D50A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n";
-        assert_eq!(
-            default_route(&format!("{header}{local}{default}")).as_deref(),
-            Some("eth0 via 10.213.0.1")
-        );
+        let default = "eth0\t00000000\t41B3D50A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n";
+        let route = default_route(&format!("{header}{local}{default}")).unwrap();
+        assert_eq!(route.to_string(), "eth0 via 10.213.179.65");
         assert_eq!(default_route(""), None);
+        let arp =
+            "IP address       HW type     Flags       HW address            Mask     Device\n\
+                   10.213.179.65    0x1         0x0         00:00:00:00:00:00     *        eth0\n\
+                   10.213.179.66    0x1         0x2         02:42:0a:d5:b3:42     *        eth0\n";
+        assert!(!gateway_answers(arp, route.gateway), "incomplete");
+        assert!(gateway_answers(arp, "10.213.179.66".parse().unwrap()));
+        assert!(!gateway_answers("", route.gateway), "absent");
         let inet6 = "00000000000000000000000000000001 01 80 10 80       lo\n\
                      fe800000000000000042acfffe110002 2c 40 20 80     eth0\n";
         assert!(global_ipv6(inet6).is_empty());
@@ -752,8 +802,17 @@ mod tests {
             direct_check(Some((outside, Ok(()))), None, &[]).result,
             Outcome::Fail
         );
+        let route = Route {
+            iface: "eth0".into(),
+            gateway: "10.0.0.1".parse().unwrap(),
+        };
+        let dead = direct_check(unreachable.clone(), Some((&route, false)), &[]);
+        assert_eq!(dead.result, Outcome::Pass);
+        assert!(dead
+            .seen
+            .contains("default route eth0 via 10.0.0.1, a gateway that does not answer"));
         assert_eq!(
-            direct_check(unreachable.clone(), Some("eth0 via 10.0.0.1"), &[]).result,
+            direct_check(unreachable.clone(), Some((&route, true)), &[]).result,
             Outcome::Fail
         );
         assert_eq!(
