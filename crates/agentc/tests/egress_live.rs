@@ -1723,6 +1723,39 @@ fn verify_checks_egress_for_real(backend: &str) {
     assert!(output.contains(", 1 skipped"), "{output}");
     assert_eq!(accepted(), before + 1, "nothing reached the server");
     nothing_left("a skipped check");
+
+    // SIGTERM while the check container runs: verify exits 143 and removes it with the rest.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentc"))
+        .args(["verify", &profile, "--backend", backend])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("agentc verify");
+    let filter = format!("label=io.agentc.profile={name}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let running =
+            docker(&["ps", "--format", "{{.Names}}", "--filter", &filter]).unwrap_or_default();
+        if running.lines().any(|line| line.ends_with("-egress-check")) {
+            break;
+        }
+        assert!(
+            child.try_wait().expect("wait for verify").is_none(),
+            "verify ended before its check container was seen"
+        );
+        assert!(Instant::now() < deadline, "no check container appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = child.id().to_string();
+    Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill -TERM");
+    let output = child.wait_with_output().expect("verify exits");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("interrupted by SIGTERM"), "{stderr}");
+    nothing_left("SIGTERM during the egress checks");
 }
 
 #[test]
