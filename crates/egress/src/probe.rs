@@ -59,6 +59,9 @@ pub const PROXY_VARIABLES: [&str; 4] = ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy
 /// The header the proxy puts on its refusals (`x-agentc-egress-deny: REASON`).
 pub const DENY_HEADER: &str = "x-agentc-egress-deny";
 
+/// The most the direct connection of `egress.direct` waits.
+pub const DIRECT_TIMEOUT: Duration = Duration::from_secs(1);
+
 /// How the proxy's own error bodies start (refusals, upstream errors and timeouts).
 const PROXY_BODY_PREFIX: &str = "agentc egress proxy:";
 
@@ -169,6 +172,17 @@ pub struct ProbeConfig {
 /// order of [`CHECKS`]. `env` is the program's environment.
 pub fn run(config: &ProbeConfig, env: &BTreeMap<String, String>) -> Vec<CheckLine> {
     let timeout = config.timeout;
+    // The direct connection usually waits out its bound (its gateway never answers ARP): it
+    // runs beside the other checks, for at most DIRECT_TIMEOUT (its target is a container of
+    // this machine: a way there answers in milliseconds).
+    let direct = config.outside.map(|outside| {
+        let attempt = std::thread::spawn(move || {
+            TcpStream::connect_timeout(&outside, timeout.min(DIRECT_TIMEOUT))
+                .map(|_| ())
+                .map_err(|error| error.to_string())
+        });
+        (outside, attempt)
+    });
     let mut lines = vec![proxy_variables(env, config.proxy)];
     lines.push(match &config.allowed {
         None => CheckLine {
@@ -193,28 +207,19 @@ pub fn run(config: &ProbeConfig, env: &BTreeMap<String, String>) -> Vec<CheckLin
         timeout,
     ));
     let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
-    let direct = config
-        .outside
-        .map(|outside| (outside, TcpStream::connect_timeout(&outside, timeout)));
+    let direct = direct.map(|(outside, attempt)| {
+        let result = attempt
+            .join()
+            .unwrap_or_else(|_| Err("the attempt panicked".to_string()));
+        (outside, result)
+    });
     // Read after the connection attempt, which went to the default route's gateway.
     let route = default_route(&read("/proc/net/route"));
     let answers = route
         .as_ref()
         .is_some_and(|route| gateway_answers(&read("/proc/net/arp"), route.gateway));
     let ipv6 = global_ipv6(&read("/proc/net/if_inet6"));
-    let direct_line = direct_check(
-        direct.as_ref().map(|(address, result)| {
-            (
-                *address,
-                result
-                    .as_ref()
-                    .map(|_| ())
-                    .map_err(|error| error.to_string()),
-            )
-        }),
-        route.as_ref().map(|route| (route, answers)),
-        &ipv6,
-    );
+    let direct_line = direct_check(direct, route.as_ref().map(|route| (route, answers)), &ipv6);
     let routed = direct_line.result == Outcome::Fail;
     lines.push(direct_line);
     let name = config
