@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use agentc::cli::BackendArg;
-use agentc::verify::{render_table, verify_launch};
+use agentc::verify::{render_table, verify_launch, EgressProbe};
 use agentc_backend_common::ExecError;
 use agentc_conformance::engines::require_runsc;
 use agentc_conformance::fixtures::{self, load_fixture};
@@ -86,7 +86,7 @@ fn live_runsc_launches_verify_through_both_backends() {
                         ..spec.clone()
                     };
                     let env: BTreeMap<String, String> = localized.secrets.iter().cloned().collect();
-                    match verify_launch(&launch, *backend, &env, false) {
+                    match verify_launch(&launch, *backend, &env, false, &EgressProbe::Skip) {
                         Ok(checks) if checks.iter().all(|check| check.ok) => {
                             let runtime = &checks[0];
                             if runtime.what == "runtime" && runtime.seen.starts_with("gVisor") {

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use agentc::cli::BackendArg;
-use agentc::verify::{render_table, verify_launch};
+use agentc::verify::{render_table, verify_launch, EgressProbe};
 use agentc_backend_cli::exec::engine::podman_argv;
 use agentc_backend_common::{podman::adapt, resolve_env, set_engine, Engine, ExecError};
 use agentc_conformance::engines::{
@@ -374,7 +374,8 @@ fn verify(
         ..spec.clone()
     };
     let env: BTreeMap<String, String> = localized.secrets.iter().cloned().collect();
-    let result = verify_launch(&launch, backend, &env, false).map_err(|failure| failure.message);
+    let result = verify_launch(&launch, backend, &env, false, &EgressProbe::Skip)
+        .map_err(|failure| failure.message);
     for network in &localized.networks {
         let _ = podman(&["network", "rm", "--force", network]);
     }

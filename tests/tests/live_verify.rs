@@ -16,6 +16,10 @@
 //!   and is the proof that verify fails on a real disagreement;
 //! - a pids limit below [`PROBE_PIDS`] must be refused by verify before anything is created.
 //!
+//! Launches behind the egress proxy get verify's egress checks with `egress.allowed` skipped
+//! (`EgressProbe::Skip`): the fixtures allow real internet hosts, and no check may reach
+//! beyond the proxy verify creates.
+//!
 //! Leaks: a `LeakGuard` per backend (containers labelled with its profile, its volumes) and a
 //! check that no network of the run is left.
 //!
@@ -26,7 +30,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use agentc::cli::BackendArg;
-use agentc::verify::{render_table, verify_launch, Check, PROBE_PIDS};
+use agentc::verify::{render_table, verify_launch, Check, EgressProbe, PROBE_PIDS};
 use agentc_conformance::fixtures::{self, fixture_files, load_fixture};
 use agentc_conformance::image::ensure_test_image;
 use agentc_conformance::live::{
@@ -190,11 +194,13 @@ fn live_verify_passes_for_every_runnable_fixture_through_both_backends() {
     });
     let mut failures = Vec::new();
     let mut caught = 0;
+    let mut egress_verified = Vec::new();
     for run in runs {
         println!(
-            "{}: {} launches verified, {} not observable, {} disagreements of the daemon caught ({} checks, {:.1}s)",
-            run.label, run.verified, run.unobservable.len(), run.caught.len(), run.checks, run.seconds
+            "{}: {} launches verified ({} with egress checks), {} not observable, {} disagreements of the daemon caught ({} checks, {:.1}s)",
+            run.label, run.verified, run.egress, run.unobservable.len(), run.caught.len(), run.checks, run.seconds
         );
+        egress_verified.push((run.label, run.egress));
         for (launch, why) in &run.unobservable {
             println!("  not observable: {launch}: {why}");
         }
@@ -259,6 +265,12 @@ fn live_verify_passes_for_every_runnable_fixture_through_both_backends() {
     // The fixture at the limits' boundaries asks for what the daemon cannot honour: verify
     // catching it through both backends is the proof that it fails on a real disagreement.
     assert_eq!(caught, 2, "sandbox-limits-boundaries through both backends");
+    for (backend, egress) in egress_verified {
+        assert!(
+            egress > 0,
+            "{backend}: no launch behind the egress proxy was verified"
+        );
+    }
 }
 
 /// What one backend's pass over the runnable launches found.
@@ -273,6 +285,8 @@ struct BackendRun {
     unobservable: Vec<(String, String)>,
     failures: Vec<Failed>,
     checks: usize,
+    /// Launches behind the egress proxy whose egress checks ran.
+    egress: usize,
     seconds: f64,
 }
 
@@ -286,6 +300,7 @@ fn run_backend(runnable: &[Runnable], backend: BackendArg, label: &'static str) 
         unobservable: Vec::new(),
         failures: Vec::new(),
         checks: 0,
+        egress: 0,
         seconds: 0.0,
     };
     for case in runnable {
@@ -321,6 +336,27 @@ fn run_backend(runnable: &[Runnable], backend: BackendArg, label: &'static str) 
             }
         };
         run.checks += checks.len();
+        if container.egress.is_some() {
+            // Behind the egress proxy: every egress check ran, and `egress.allowed`, the one
+            // that would reach beyond the proxy (to a real host here), was skipped.
+            let egress: Vec<(&str, bool)> = checks
+                .iter()
+                .filter(|check| check.what.starts_with("egress."))
+                .map(|check| (check.what.as_str(), check.skipped))
+                .collect();
+            let expected: Vec<(&str, bool)> = agentc_egress::probe::CHECKS
+                .iter()
+                .map(|name| (*name, *name == "egress.allowed"))
+                .collect();
+            if egress != expected {
+                run.failures.push(fail(format!(
+                    "{}the egress checks were not as expected: {egress:?}\n",
+                    render_table(&checks)
+                )));
+                continue;
+            }
+            run.egress += 1;
+        }
         let predicted = unhonoured(container);
         let failed: Vec<(String, String)> = checks
             .iter()
@@ -390,7 +426,9 @@ fn verify_one(case: &Runnable, backend: BackendArg) -> Result<Vec<Check>, String
             ..case.spec.clone()
         };
         let env: BTreeMap<String, String> = localized.secrets.iter().cloned().collect();
-        result = verify_launch(&spec, backend, &env, false).map_err(|failure| failure.message);
+        // `none`: the fixtures allow real internet hosts; no check may reach beyond the proxy.
+        result = verify_launch(&spec, backend, &env, false, &EgressProbe::Skip)
+            .map_err(|failure| failure.message);
     }
     // Clean up whatever happened; the first error wins.
     let mut cleanup = Vec::new();

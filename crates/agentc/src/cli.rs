@@ -4,6 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod probe;
+pub use probe::EgressProbeArgs;
+
 /// Turns a declarative sandbox profile into a hardened container launch for AI agents.
 #[derive(Debug, Parser)]
 #[command(
@@ -71,7 +74,7 @@ pub enum Command {
     Rm(RmArgs),
     /// Launch the profile with a probe in place of the agent and check what the kernel reports.
     #[command(
-        after_help = "Examples:\n  agentc verify fixtures/valid/sandbox-minimal.toml\n  agentc verify fixtures/valid/claude-minimal.toml --backend cli --workspace ~/src/app\n\nThe probe container is the profile's exact run launch (hardening, mounts, limits, network, labels, environment) with `/bin/sh -c PROBE` as its command; it is removed afterwards, also on error or Ctrl-C. Prints a table of expected vs seen values. With --pull a missing image is pulled first, as `agentc run --pull` does. Exit status: 0 every check passed, 1 a check failed or the probe could not report, 125 the probe could not be started. The image needs /bin/sh and busybox or coreutils tools."
+        after_help = "Examples:\n  agentc verify fixtures/valid/sandbox-minimal.toml\n  agentc verify fixtures/valid/claude-minimal.toml --backend cli --workspace ~/src/app\n  agentc verify fixtures/valid/claude-minimal.toml --egress-probe none\n\nThe probe container is the profile's exact run launch (hardening, mounts, limits, network, labels, environment) with `/bin/sh -c PROBE` as its command; it is removed afterwards, also on error or Ctrl-C. Prints a table of expected vs seen values. With --pull a missing image is pulled first, as `agentc run --pull` does. Behind the egress proxy (an allowlist enforced outside) the egress checks follow: a hardened container of the proxy image on the probe's isolated network checks the proxy variables, an allowed host reached through the proxy, a denied host and an IP literal refused, a direct connection and DNS failing; --egress-probe HOST[:PORT] picks the allowed host (default: the profile's first exact host, port 443), and --egress-probe none skips that one check, the only one that reaches beyond the proxy. Exit status: 0 every check passed, 1 a check failed or the probe could not report, 125 the probe could not be started. The image needs /bin/sh and busybox or coreutils tools."
     )]
     Verify(VerifyArgs),
     /// Run a command in a running agentc container and exit with its exit code.
@@ -275,6 +278,8 @@ pub enum EgressProxyCommand {
     /// Build the proxy image from this binary, import it unless the daemon has it, print its
     /// tag.
     Image(EgressImageArgs),
+    /// Run `agentc verify`'s egress checks from a sandbox's isolated network.
+    Probe(EgressProbeArgs),
 }
 
 /// `agentc egress-proxy serve`.
@@ -600,6 +605,11 @@ pub struct VerifyArgs {
     /// exactly; any drift exits 65 before anything is created.
     #[arg(long)]
     pub locked: bool,
+    /// Egress enforced outside: the allowlisted host `egress.allowed` reaches through the
+    /// proxy (HOST means port 443) [default: the profile's first exact host]; `none` skips
+    /// that check, the only one that reaches beyond the proxy.
+    #[arg(long, value_name = "HOST[:PORT]|none")]
+    pub egress_probe: Option<String>,
 }
 
 /// The launch kinds a user can ask for (`sandbox` is what `run` becomes for custom agents).

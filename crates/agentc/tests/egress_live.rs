@@ -2063,3 +2063,159 @@ fn copies_behind_the_proxy_each_get_their_own_companion() {
     assert_eq!(lines, expected, "{removed}");
     assert_eq!(outside.left(name), (String::new(), String::new()));
 }
+
+/// `agentc verify PROFILE --backend BACKEND` with `extra` arguments: its exit status, its
+/// output, and how long it took.
+fn verify(profile: &str, backend: &str, extra: &[&str]) -> (bool, String, Duration) {
+    let started = Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_agentc"))
+        .args(["verify", profile, "--backend", backend])
+        .args(extra)
+        .output()
+        .expect("agentc verify");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text, started.elapsed())
+}
+
+/// The row of `check` in verify's table: (RESULT, the rest of the row).
+fn row<'a>(output: &'a str, check: &str) -> (&'a str, &'a str) {
+    output
+        .lines()
+        .find_map(|line| {
+            let (result, rest) = line.split_once(char::is_whitespace)?;
+            let rest = rest.trim_start();
+            rest.strip_prefix(check)
+                .filter(|after| after.starts_with(' '))
+                .map(|after| (result, after.trim()))
+        })
+        .unwrap_or_else(|| panic!("no row {check}:\n{output}"))
+}
+
+/// The egress checks of `agentc verify`: on a profile whose allowlist holds the test server's
+/// `allowed.test:80`, every check passes and `egress.allowed` reaches that server through the
+/// proxy; `--egress-probe forbidden.test:80` (a host the allowlist lacks) fails that check
+/// with a hint and nothing else; `--egress-probe none` skips it. Nothing is left behind.
+fn verify_checks_egress_for_real(backend: &str) {
+    let mut outside = Outside::new(&format!("verify-{backend}"));
+    let profile = outside.profile("v", "");
+    let (_, testkit) = images();
+    let text = std::fs::read_to_string(&profile)
+        .unwrap()
+        .replace(testkit.as_str(), &busybox_image())
+        .replace(
+            "hosts = [\"allowed.test\"]",
+            "hosts = [\"allowed.test:80\"]",
+        );
+    std::fs::write(&profile, text).unwrap();
+    let name = outside.profiles[0].clone();
+    let server = outside.topology.server.clone();
+    let accepted = || {
+        docker(&["logs", &server])
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| line.starts_with("ACCEPT 80 "))
+            .count()
+    };
+    let nothing_left = |what: &str| {
+        assert_eq!(
+            outside.left(&name),
+            (String::new(), String::new()),
+            "{what}: verify left something"
+        );
+    };
+
+    let before = accepted();
+    let (ok, output, took) = verify(&profile, backend, &[]);
+    println!("{backend}: agentc verify with its egress checks took {took:?}");
+    assert!(ok, "{output}");
+    for check in agentc_egress::probe::CHECKS {
+        assert_eq!(row(&output, check).0, "ok", "{check}:\n{output}");
+    }
+    assert!(
+        row(&output, "egress.allowed")
+            .1
+            .contains("200 from upstream"),
+        "{output}"
+    );
+    assert_eq!(accepted(), before + 1, "the server saw the allowed request");
+    nothing_left("all passed");
+
+    let (ok, output, _) = verify(&profile, backend, &["--egress-probe", "forbidden.test:80"]);
+    assert!(!ok, "{output}");
+    let (result, rest) = row(&output, "egress.allowed");
+    assert_eq!(result, "FAIL", "{output}");
+    assert!(
+        rest.contains("refused by the proxy: 403 host-not-allowed"),
+        "{output}"
+    );
+    assert!(
+        output.contains("egress.allowed: ")
+            && output.contains("  hint: the proxy did not reach forbidden.test:80"),
+        "{output}"
+    );
+    let failed: Vec<&str> = output
+        .lines()
+        .filter(|line| line.starts_with("FAIL"))
+        .collect();
+    assert_eq!(failed.len(), 1, "{output}");
+    assert_eq!(accepted(), before + 1, "nothing reached the server");
+    nothing_left("a failed check");
+
+    let (ok, output, _) = verify(&profile, backend, &["--egress-probe", "none"]);
+    assert!(ok, "{output}");
+    assert_eq!(row(&output, "egress.allowed").0, "skip", "{output}");
+    assert!(output.contains(", 1 skipped"), "{output}");
+    assert_eq!(accepted(), before + 1, "nothing reached the server");
+    nothing_left("a skipped check");
+
+    // SIGTERM while the check container runs: verify exits 143 and removes it with the rest.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentc"))
+        .args(["verify", &profile, "--backend", backend])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("agentc verify");
+    let filter = format!("label=io.agentc.profile={name}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let running =
+            docker(&["ps", "--format", "{{.Names}}", "--filter", &filter]).unwrap_or_default();
+        if running.lines().any(|line| line.ends_with("-egress-check")) {
+            break;
+        }
+        assert!(
+            child.try_wait().expect("wait for verify").is_none(),
+            "verify ended before its check container was seen"
+        );
+        assert!(Instant::now() < deadline, "no check container appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = child.id().to_string();
+    Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill -TERM");
+    let output = child.wait_with_output().expect("verify exits");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("interrupted by SIGTERM"), "{stderr}");
+    nothing_left("SIGTERM during the egress checks");
+}
+
+#[test]
+fn verify_checks_egress_for_real_through_the_cli_backend() {
+    if require_daemon("verify_checks_egress_for_real_cli") {
+        verify_checks_egress_for_real("cli");
+    }
+}
+
+#[test]
+fn verify_checks_egress_for_real_through_the_api_backend() {
+    if require_daemon("verify_checks_egress_for_real_api") {
+        verify_checks_egress_for_real("api");
+    }
+}

@@ -20,7 +20,8 @@
 //! (the decision: by name before resolving, then every resolved address), [`request`] (what a
 //! request asks of the proxy), [`sni`] (the ClientHello reader), [`dns`] (the query parser and
 //! the NXDOMAIN answer) and [`image`]'s tar builder. The I/O sits at the edge: [`proxy`] (tokio
-//! and hyper), [`health`], and [`image`]'s import into the daemon.
+//! and hyper), [`health`], [`image`]'s import into the daemon, and [`probe`] (the egress check
+//! program `agentc verify` runs on a sandbox's isolated network).
 //!
 //! ```
 //! use agentc_egress::{Config, proxy_command};
@@ -54,6 +55,7 @@ pub mod host;
 pub mod image;
 pub mod log;
 pub mod policy;
+pub mod probe;
 #[cfg(feature = "runtime")]
 pub mod proxy;
 pub mod request;

@@ -1,13 +1,19 @@
 //! `agentc egress-proxy`: the allowlist proxy's own commands, run inside its container.
 //!
+//! `probe` is `agentc verify`'s egress check program ([`agentc_egress::probe`]), run in a
+//! container of the proxy image on the isolated network of the probe it verifies.
+//!
 //! `serve` is the only agentc command that starts a multi-threaded runtime; it does so in
 //! [`agentc_egress::proxy::run`], after the arguments are checked.
 
+use std::collections::BTreeMap;
+use std::io::Write;
 use std::time::Duration;
 
+use agentc_egress::probe::ProbeConfig;
 use agentc_egress::{Config, EgressError};
 
-use crate::cli::EgressProxyCommand;
+use crate::cli::{EgressProbeArgs, EgressProxyCommand};
 use crate::context::Failure;
 
 /// Exit status of a usage error (a malformed host spec, CIDR, address or relay).
@@ -58,5 +64,39 @@ pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
             println!("{tag}");
             Ok(0)
         }
+        EgressProxyCommand::Probe(args) => probe(&args),
     }
+}
+
+/// `agentc egress-proxy probe`: one JSON line per check on stdout; exit 0 when it ran (the
+/// outcomes are in the lines), 2 on malformed arguments.
+fn probe(args: &EgressProbeArgs) -> Result<u8, Failure> {
+    let usage = |what: &str, value: &str| {
+        Failure::new(EXIT_USAGE, format!("{what} {value:?} is not an IP:PORT"))
+    };
+    let config = ProbeConfig {
+        proxy: args
+            .proxy
+            .parse()
+            .map_err(|_| usage("--proxy", &args.proxy))?,
+        allowed: args
+            .allowed
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(|error: String| Failure::new(EXIT_USAGE, format!("--allowed {error}")))?,
+        outside: args
+            .outside
+            .as_deref()
+            .map(|outside| outside.parse().map_err(|_| usage("--outside", outside)))
+            .transpose()?,
+        timeout: Duration::from_millis(args.timeout_ms.clamp(100, 30_000)),
+    };
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let mut out = std::io::stdout().lock();
+    for line in agentc_egress::probe::run(&config, &env) {
+        let _ = writeln!(out, "{}", line.to_line());
+    }
+    let _ = out.flush();
+    Ok(0)
 }

@@ -3,12 +3,18 @@
 
 use crate::cli::{KindArg, LaunchArgs, VerifyArgs};
 use crate::commands::launch;
-use crate::context::{self, Failure, EXIT_FAILED};
+use crate::context::{self, Failure, EXIT_FAILED, EXIT_USAGE};
 use crate::lifecycle::gather;
 use crate::verify;
 
 /// Runs `agentc verify`: prints the table; 0 when every check passed, 1 otherwise.
 pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
+    let egress_probe = match args.egress_probe.as_deref() {
+        None => verify::EgressProbe::Profile,
+        Some(text) => text
+            .parse()
+            .map_err(|error| Failure::new(EXIT_USAGE, format!("--egress-probe {error}")))?,
+    };
     let launch_args = LaunchArgs {
         profile: args.profile,
         kind: KindArg::Run,
@@ -27,7 +33,13 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
         args.backend,
     )?;
     let spec = context::resolve_launch(&loaded, &launch_args)?;
-    let checks = verify::verify_launch(&spec, args.backend, &launch::process_env(), args.pull)?;
+    let checks = verify::verify_launch(
+        &spec,
+        args.backend,
+        &launch::process_env(),
+        args.pull,
+        &egress_probe,
+    )?;
     print!("{}", verify::render_table(&checks));
     Ok(if checks.iter().all(|check| check.ok) {
         0

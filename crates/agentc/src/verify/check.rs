@@ -9,8 +9,12 @@ pub struct Check {
     pub expected: String,
     /// What the kernel or the daemon reported.
     pub seen: String,
-    /// They agree.
+    /// They agree (a skipped check counts as agreeing: it fails nothing).
     pub ok: bool,
+    /// Not tried (shown as `skip`, never as a pass).
+    pub skipped: bool,
+    /// What to do about a failure, shown under the table.
+    pub hint: Option<String>,
 }
 
 /// A [`Check`] from its parts.
@@ -25,6 +29,8 @@ pub(super) fn check(
         expected: expected.into(),
         seen: seen.into(),
         ok,
+        skipped: false,
+        hint: None,
     }
 }
 

@@ -549,15 +549,23 @@ fn compare_metadata(
     }
 }
 
-/// Renders checks as an aligned table: `RESULT  CHECK  EXPECTED  SEEN`, then a summary line
-/// (`verify: N checks, N failed`, worded so CI log scanners do not take it for a test count).
+/// Renders checks as an aligned table: `RESULT  CHECK  EXPECTED  SEEN` (RESULT `ok`, `FAIL` or
+/// `skip`), then each failed check's hint (`CHECK: SEEN` and `  hint: HINT`), then a summary
+/// line (`verify: N checks, N failed`, with `, N skipped` when any was; worded so CI log
+/// scanners do not take it for a test count).
 pub fn render_table(checks: &[Check]) -> String {
     let headers = ["RESULT", "CHECK", "EXPECTED", "SEEN"];
     let rows: Vec<[&str; 4]> = checks
         .iter()
         .map(|check| {
             [
-                if check.ok { "ok" } else { "FAIL" },
+                if check.skipped {
+                    "skip"
+                } else if check.ok {
+                    "ok"
+                } else {
+                    "FAIL"
+                },
                 check.what.as_str(),
                 check.expected.as_str(),
                 check.seen.as_str(),
@@ -583,8 +591,18 @@ pub fn render_table(checks: &[Check]) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
     }
+    for check in checks.iter().filter(|check| !check.ok) {
+        if let Some(hint) = &check.hint {
+            let _ = writeln!(out, "{}: {}\n  hint: {hint}", check.what, check.seen);
+        }
+    }
     let failed = checks.iter().filter(|check| !check.ok).count();
-    let _ = writeln!(out, "verify: {} checks, {failed} failed", checks.len());
+    let _ = write!(out, "verify: {} checks, {failed} failed", checks.len());
+    let skipped = checks.iter().filter(|check| check.skipped).count();
+    if skipped > 0 {
+        let _ = write!(out, ", {skipped} skipped");
+    }
+    out.push('\n');
     out
 }
 

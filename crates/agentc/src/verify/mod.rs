@@ -12,11 +12,17 @@
 //!   (no `NoNewPrivs` line, no seccomp mode, no cgroup files; `NET_RAW` dropped): those checks
 //!   read `docker inspect` or say what gVisor does instead, never a false mismatch.
 //!
+//! - [`egress`](mod@egress): for an allowlist enforced outside the workload, the egress checks
+//!   a container of the proxy image runs on the probe's isolated network (`agentc egress-proxy
+//!   probe`): an allowed host reached through the proxy, a denied host and an IP literal
+//!   refused, a direct connection and DNS failing, the proxy variables set.
+//!
 //! What is not checked: published ports, extra hosts, devices, the seccomp profile, and
 //! environment values (only names are observed, so a secret's value never leaves the container).
 
 mod check;
 pub mod compare;
+pub mod egress;
 mod gvisor;
 pub mod parse;
 pub mod probe;
@@ -25,5 +31,6 @@ mod recorded;
 
 pub use check::Check;
 pub use compare::{compare, render_table};
+pub use egress::EgressProbe;
 pub use parse::{capability_names, parse_probe, Limit, MountEntry, Observation, TmpfsWrite};
 pub use probe::{probe_spec, verify_launch, PROBE_PIDS, PROBE_SCRIPT};

@@ -3,6 +3,10 @@
 //! for one resolved launch through either backend: start it, wait, read its output and
 //! `docker inspect`, remove it (also on error and on SIGINT or SIGTERM), compare.
 //!
+//! For an allowlist enforced outside, the egress checks ([`super::egress`]) run after the probe,
+//! in a container of the proxy image on the probe's isolated network, removed with the probe's
+//! egress companion.
+//!
 //! The probe container always has a name (the spec's plus `-verify`, or
 //! `agentc-verify-<profile>-<pid>`), so it can be removed whatever happens.
 
@@ -11,7 +15,8 @@ use std::time::Duration;
 
 use agentc_backend_cli::exec::docker::{self, RemoveOnDrop};
 use agentc_backend_cli::exec::SignalShield;
-use agentc_policy::{Action, ContainerSpec, LaunchSpec, Network, LABEL_EGRESS_FOR};
+use agentc_egress::probe::Target;
+use agentc_policy::{Action, ContainerSpec, EgressSpec, LaunchSpec, Network, LABEL_EGRESS_FOR};
 use bollard::query_parameters::{
     LogsOptionsBuilder, RemoveContainerOptionsBuilder, WaitContainerOptionsBuilder,
 };
@@ -20,6 +25,7 @@ use tokio::signal::unix::{signal, SignalKind};
 
 use super::check::Check;
 use super::compare::compare;
+use super::egress::{check_spec, egress_checks, proxy_env, EgressProbe, ProxyFacts, CHECK_SUFFIX};
 use super::parse::parse_probe;
 use crate::cli::BackendArg;
 use crate::commands::launch;
@@ -27,6 +33,9 @@ use crate::context::{Failure, EXIT_DOCKER, EXIT_FAILED};
 
 /// How long the probe may run before verify gives up.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How long the egress check container may run (its checks are bounded by a few seconds each).
+const EGRESS_CHECK_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The processes the probe needs at once: its shell and one command (`id`, `cat`, a tmpfs
 /// script). Measured: the probe reports in full under `--pids-limit 2`; under 1 the shell's
@@ -119,6 +128,8 @@ struct Probed {
     network: Network,
     /// Its DNS servers.
     dns: Vec<std::net::IpAddr>,
+    /// Behind an egress proxy: the egress check container's output, or why it did not run.
+    egress: Option<Result<String, String>>,
 }
 
 /// Verifies one resolved container launch (a run, a sandbox or a seed) through `backend`:
@@ -131,11 +142,16 @@ struct Probed {
 /// `agentc-verify-<profile>-<pid>`; it is removed on success, on error and on SIGINT or
 /// SIGTERM (a failure with exit 130 or 143). A build launch is refused. With `pull`, a
 /// missing image is pulled first, as `agentc run --pull` does; without, it is refused.
+///
+/// When the allowlist is enforced outside, the egress checks follow the probe's (see
+/// [`super::egress`]); `egress_probe` names the host `egress.allowed` reaches, or skips it
+/// ([`EgressProbe::Skip`]: then no check reaches beyond the proxy).
 pub fn verify_launch(
     spec: &LaunchSpec,
     backend: BackendArg,
     env: &BTreeMap<String, String>,
     pull: bool,
+    egress_probe: &EgressProbe,
 ) -> Result<Vec<Check>, Failure> {
     let container = launch::container_of(spec)?;
     require_probe_room(&spec.profile, container.resources.pids_limit)?;
@@ -152,9 +168,14 @@ pub fn verify_launch(
         }
     }
     probe.egress_instance("verify");
+    let target = probe
+        .egress
+        .as_ref()
+        .map(|egress| egress_probe.target(&egress.proxy.command));
+    let allowed = target.as_ref().and_then(|target| target.as_ref().ok());
     let probed = match backend {
-        BackendArg::Cli => probe_cli(spec, &probe, &name, env, pull)?,
-        BackendArg::Api => probe_api(&probe, &name, env, pull)?,
+        BackendArg::Cli => probe_cli(spec, &probe, &name, env, pull, allowed)?,
+        BackendArg::Api => probe_api(&probe, &name, env, pull, allowed)?,
     };
     // The network the probe joined is the one to compare (its companion's, not the agent's).
     let container = &ContainerSpec {
@@ -172,11 +193,28 @@ pub fn verify_launch(
             ),
         )
     })?;
-    Ok(compare(
+    let mut checks = compare(
         &expected(container, &probed.inspect)?,
         &observed,
         &probed.inspect,
-    ))
+    );
+    if let Some(output) = &probed.egress {
+        let skipped = match &target {
+            Some(Err(why)) => Some(*why),
+            _ => None,
+        };
+        checks.extend(egress_checks(
+            output.as_deref().map_err(String::as_str),
+            skipped,
+        ));
+    }
+    Ok(checks)
+}
+
+/// The egress companion's proxy container on the isolated `network` (the names
+/// [`ContainerSpec::egress_instance`] gives: `NAME-egress` and `NAME-egress-proxy`).
+fn proxy_on(network: &str) -> String {
+    format!("{network}-proxy")
 }
 
 /// What the engine was asked for: the spec itself on Docker; on Podman the spec with the
@@ -242,6 +280,7 @@ fn probe_cli(
     name: &str,
     env: &BTreeMap<String, String>,
     pull: bool,
+    allowed: Option<&Target>,
 ) -> Result<Probed, Failure> {
     agentc_backend_common::resolve_env(probe, env).map_err(launch::exec_failure)?;
     let probe_launch = LaunchSpec {
@@ -288,13 +327,133 @@ fn probe_cli(
         .and_then(|value| value.as_array().and_then(|array| array.first().cloned()))
         .ok_or_else(|| Failure::new(EXIT_DOCKER, format!("cannot read `docker inspect {name}`")))?;
     check(&shield)?;
+    let egress = match (&placed.egress, &placed.network) {
+        (Some(egress), Network::Named { name: network }) => {
+            let check_name = format!("{name}{CHECK_SUFFIX}");
+            // Removed before the companion (whose network it is on), on every way out.
+            let _remove_check = RemoveOnDrop { name: &check_name };
+            let checked = EgressRun {
+                egress,
+                probe: name,
+                network,
+                dns: &placed.dns,
+                probe_inspect: &inspect,
+                allowed,
+            }
+            .cli(&check_name, &shield);
+            check(&shield)?;
+            Some(checked)
+        }
+        _ => None,
+    };
     Ok(Probed {
         logs,
         exit_code,
         inspect,
         network: placed.network.clone(),
         dns: placed.dns.clone(),
+        egress,
     })
+}
+
+/// What the egress check container is made of.
+struct EgressRun<'a> {
+    /// The probe's egress companion (the proxy's spec is the check container's template).
+    egress: &'a EgressSpec,
+    /// The probe container's name.
+    probe: &'a str,
+    /// The isolated network the probe joined.
+    network: &'a str,
+    /// The probe's DNS servers.
+    dns: &'a [std::net::IpAddr],
+    /// The probe's inspect (its proxy variables are copied).
+    probe_inspect: &'a serde_json::Value,
+    /// What `egress.allowed` reaches.
+    allowed: Option<&'a Target>,
+}
+
+impl EgressRun<'_> {
+    /// The check container's spec, from the proxy's inspect.
+    fn spec(&self, proxy_inspect: &serde_json::Value) -> Result<ContainerSpec, String> {
+        let facts = ProxyFacts::from_inspect(proxy_inspect, self.network)?;
+        Ok(check_spec(
+            self.egress,
+            self.probe,
+            self.network,
+            self.dns,
+            proxy_env(self.probe_inspect),
+            &facts,
+            self.allowed,
+        ))
+    }
+
+    /// Runs the check container through the docker CLI (`docker run --detach`, `wait`,
+    /// `logs`); the caller removes it. Stops early when a signal arrived.
+    fn cli(&self, check_name: &str, shield: &SignalShield) -> Result<String, String> {
+        let interrupted = || match shield.received() {
+            Some(_) => Err("interrupted".to_string()),
+            None => Ok(()),
+        };
+        let text = docker::output(&["inspect", "--type", "container", &proxy_on(self.network)])
+            .map_err(|error| error.to_string())?;
+        let proxy_inspect = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|value| value.as_array().and_then(|array| array.first().cloned()))
+            .ok_or("cannot read the proxy's `docker inspect`")?;
+        let spec = self.spec(&proxy_inspect)?;
+        let argv = agentc_backend_cli::exec::engine::launch_argv(&spec)
+            .map_err(|error| error.to_string())?;
+        interrupted()?;
+        let args: Vec<&str> = argv.iter().skip(1).map(String::as_str).collect();
+        docker::output(&args).map_err(|error| error.to_string())?;
+        interrupted()?;
+        docker::output(&["wait", check_name]).map_err(|error| error.to_string())?;
+        interrupted()?;
+        docker::output(&["logs", check_name]).map_err(|error| error.to_string())
+    }
+
+    /// Runs the check container through the Engine API (`launch`, wait, logs); the probe's
+    /// companion removal (by the `io.agentc.egress-for` label) removes it.
+    async fn api(&self, docker: &bollard::Docker) -> Result<String, String> {
+        let proxy = proxy_on(self.network);
+        let proxy_inspect = docker
+            .inspect_container(&proxy, None)
+            .await
+            .map_err(|error| format!("cannot inspect {proxy}: {error}"))?;
+        let proxy_inspect =
+            serde_json::to_value(&proxy_inspect).map_err(|error| error.to_string())?;
+        let spec = self.spec(&proxy_inspect)?;
+        let options = agentc_backend_api::LaunchOptions {
+            env: BTreeMap::new(),
+            stdin_is_terminal: false,
+        };
+        let id = agentc_backend_api::launch(docker, &spec, &options)
+            .await
+            .map_err(|error| error.to_string())?
+            .container_id;
+        let wait = async {
+            let options = WaitContainerOptionsBuilder::new()
+                .condition("not-running")
+                .build();
+            let _ = docker.wait_container(&id, Some(options)).next().await;
+        };
+        tokio::time::timeout(EGRESS_CHECK_TIMEOUT, wait)
+            .await
+            .map_err(|_| {
+                format!(
+                    "the check container did not finish within {} seconds",
+                    EGRESS_CHECK_TIMEOUT.as_secs()
+                )
+            })?;
+        let options = LogsOptionsBuilder::new().stdout(true).build();
+        let mut stream = docker.logs(&id, Some(options));
+        let mut logs = String::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|error| error.to_string())?;
+            logs.push_str(&String::from_utf8_lossy(&chunk.into_bytes()));
+        }
+        Ok(logs)
+    }
 }
 
 fn cannot_read_logs(name: &str, message: &str) -> Failure {
@@ -313,6 +472,7 @@ fn probe_api(
     name: &str,
     env: &BTreeMap<String, String>,
     pull: bool,
+    allowed: Option<&Target>,
 ) -> Result<Probed, Failure> {
     let runtime = launch::runtime()?;
     let env = env.clone();
@@ -398,12 +558,28 @@ fn probe_api(
                     .collect(),
                 _ => probe.dns.clone(),
             };
+            let egress = match (&probe.egress, &network) {
+                (Some(egress), Network::Named { name: network }) => Some(
+                    EgressRun {
+                        egress,
+                        probe: name,
+                        network,
+                        dns: &dns,
+                        probe_inspect: &inspect,
+                        allowed,
+                    }
+                    .api(&docker)
+                    .await,
+                ),
+                _ => None,
+            };
             Ok::<_, Failure>(Probed {
                 logs,
                 exit_code,
                 inspect,
                 network,
                 dns,
+                egress,
             })
         };
         let result = tokio::select! {
@@ -413,7 +589,7 @@ fn probe_api(
         };
         let remove = RemoveContainerOptionsBuilder::new().force(true).build();
         let _ = docker.remove_container(&id, Some(remove)).await;
-        // The probe's egress companion, labelled for it alone.
+        // The probe's egress companion and its egress check container, labelled for it alone.
         if probe.egress.is_some() {
             if let Err(error) =
                 agentc_backend_api::companion::remove_companions(&docker, name).await

@@ -1,0 +1,22 @@
+//! The arguments of `agentc egress-proxy probe` (kept apart from `cli.rs`, which is long).
+
+use clap::Args;
+
+/// `agentc egress-proxy probe`: the egress checks `agentc verify` runs on a sandbox's
+/// isolated network ([`agentc_egress::probe`]); one JSON line per check on stdout.
+#[derive(Debug, Args)]
+pub struct EgressProbeArgs {
+    /// The proxy on the isolated network.
+    #[arg(long, value_name = "IP:PORT")]
+    pub proxy: String,
+    /// The allowlisted host to reach through the proxy (`HOST` means port 443); without it
+    /// `egress.allowed` is skipped.
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub allowed: Option<String>,
+    /// The proxy's address on the outside network: a direct connection to it must fail.
+    #[arg(long, value_name = "IP:PORT")]
+    pub outside: Option<String>,
+    /// The bound of each connection, read and DNS query, in milliseconds.
+    #[arg(long, default_value_t = 3000, value_name = "MS")]
+    pub timeout_ms: u64,
+}

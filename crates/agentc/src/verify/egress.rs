@@ -1,0 +1,381 @@
+//! The egress checks of verify, for a launch whose allowlist is enforced outside it: after the
+//! probe, a short-lived container of the proxy's own image (the agentc binary) runs
+//! `agentc egress-proxy probe` ([`agentc_egress::probe`]) on the probe's isolated network,
+//! with the probe's DNS server and proxy variables, and hardened as the proxy is (read-only,
+//! cap-drop ALL, uid 65534, no new privileges, its limits). Its JSON lines become [`Check`]s.
+//!
+//! This module is pure: which host `egress.allowed` reaches ([`EgressProbe`],
+//! [`default_target`]), the check container's spec ([`check_spec`]), what `docker inspect` of
+//! the proxy says ([`ProxyFacts`]) and the reading of the output ([`egress_checks`]). The
+//! probe's flow runs it through either backend.
+
+use std::net::{IpAddr, SocketAddr};
+use std::str::FromStr;
+
+use agentc_egress::probe::{CheckLine, Outcome, Target, CHECKS, PROXY_VARIABLES};
+use agentc_egress::{HostSpec, PROXY_BINARY};
+use agentc_policy::{ContainerSpec, EgressSpec, EnvValue, EnvVar, Network, LABEL_KIND, PROXY_PORT};
+
+use super::check::Check;
+
+/// The value of `io.agentc.kind` on the check container.
+pub const KIND_EGRESS_CHECK: &str = "verify-egress-check";
+
+/// The suffix of the check container's name, after the probe's.
+pub const CHECK_SUFFIX: &str = "-egress-check";
+
+/// Which host `egress.allowed` reaches (`agentc verify --egress-probe`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum EgressProbe {
+    /// The profile's first exact (non-wildcard) host ([`default_target`]).
+    #[default]
+    Profile,
+    /// `none`: `egress.allowed` is skipped; no check reaches beyond the proxy.
+    Skip,
+    /// This host and port.
+    Host(Target),
+}
+
+impl FromStr for EgressProbe {
+    type Err = String;
+
+    /// `none`, `HOST` (port 443) or `HOST:PORT`.
+    fn from_str(text: &str) -> Result<EgressProbe, String> {
+        if text.eq_ignore_ascii_case("none") {
+            return Ok(EgressProbe::Skip);
+        }
+        text.parse().map(EgressProbe::Host)
+    }
+}
+
+impl EgressProbe {
+    /// The target for the proxy whose command is `proxy_command`; `Err` with why there is
+    /// none (skipped, or no exact host on the allowlist).
+    pub fn target(&self, proxy_command: &[String]) -> Result<Target, &'static str> {
+        match self {
+            EgressProbe::Skip => Err("not probed (--egress-probe none)"),
+            EgressProbe::Host(target) => Ok(target.clone()),
+            EgressProbe::Profile => default_target(proxy_command).ok_or(
+                "not probed: egress.hosts has no exact host (only wildcards); name one with --egress-probe HOST[:PORT]",
+            ),
+        }
+    }
+}
+
+/// The first exact (non-wildcard) host of the proxy's allowlist (its `--allow=SPEC`
+/// arguments, in the profile's order): a bare host means port 443, `host:port` that port.
+pub fn default_target(proxy_command: &[String]) -> Option<Target> {
+    proxy_command
+        .iter()
+        .filter_map(|arg| arg.strip_prefix("--allow="))
+        .filter_map(|spec| HostSpec::parse(spec).ok())
+        .find_map(|spec| match spec.pattern {
+            agentc_egress::host::HostPattern::Exact(host) => Some(Target {
+                host,
+                port: spec.port.unwrap_or(443),
+            }),
+            agentc_egress::host::HostPattern::Subdomains(_) => None,
+        })
+}
+
+/// What `docker inspect` of the proxy container says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProxyFacts {
+    /// Its image (the check container runs the same).
+    pub image: String,
+    /// Its address on the isolated network.
+    pub address: IpAddr,
+    /// Its address on another network (the outside), if it has one.
+    pub outside: Option<IpAddr>,
+}
+
+impl ProxyFacts {
+    /// Reads them from `inspect` (one container's object); `isolated` is the isolated
+    /// network's name.
+    pub fn from_inspect(inspect: &serde_json::Value, isolated: &str) -> Result<ProxyFacts, String> {
+        let image = inspect
+            .pointer("/Config/Image")
+            .and_then(|image| image.as_str())
+            .filter(|image| !image.is_empty())
+            .ok_or("the proxy's inspect names no image")?
+            .to_string();
+        let networks = inspect
+            .pointer("/NetworkSettings/Networks")
+            .and_then(|networks| networks.as_object())
+            .ok_or("the proxy's inspect lists no network")?;
+        let address_on = |network: &serde_json::Value| {
+            network
+                .get("IPAddress")
+                .and_then(|address| address.as_str())
+                .and_then(|address| address.parse::<IpAddr>().ok())
+        };
+        let address = networks
+            .get(isolated)
+            .and_then(address_on)
+            .ok_or_else(|| format!("the proxy has no address on {isolated}"))?;
+        let outside = networks
+            .iter()
+            .filter(|(name, _)| name.as_str() != isolated)
+            .find_map(|(_, network)| address_on(network));
+        Ok(ProxyFacts {
+            image,
+            address,
+            outside,
+        })
+    }
+}
+
+/// The proxy variables of the probe's environment (`Config.Env` of its inspect): only those
+/// names are read, so no other value (a secret) is ever copied.
+pub fn proxy_env(inspect: &serde_json::Value) -> Vec<EnvVar> {
+    inspect
+        .pointer("/Config/Env")
+        .and_then(|env| env.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.as_str()?.split_once('='))
+        .filter(|(name, _)| PROXY_VARIABLES.contains(name))
+        .map(|(name, value)| EnvVar {
+            name: name.to_string(),
+            value: EnvValue::Literal {
+                value: value.to_string(),
+            },
+        })
+        .collect()
+}
+
+/// The check container of the probe `probe_name`: the proxy's hardened spec (`egress.proxy`:
+/// user, read-only root, capabilities, no new privileges, limits, log, labels, among them
+/// `io.agentc.egress-for=PROBE`, so that it is removed with the probe's companion) running
+/// `agentc egress-proxy probe` in the proxy's image, on the isolated `network` with the
+/// probe's `dns` servers and proxy variables `env`. No sysctl of the proxy's: it observes the
+/// network as the workload's kernel sees it.
+pub fn check_spec(
+    egress: &EgressSpec,
+    probe_name: &str,
+    network: &str,
+    dns: &[IpAddr],
+    env: Vec<EnvVar>,
+    facts: &ProxyFacts,
+    target: Option<&Target>,
+) -> ContainerSpec {
+    let mut spec = (*egress.proxy).clone();
+    spec.name = Some(format!("{probe_name}{CHECK_SUFFIX}"));
+    spec.image = facts.image.clone();
+    spec.entrypoint = None;
+    spec.command = vec![
+        PROXY_BINARY.to_string(),
+        "egress-proxy".to_string(),
+        "probe".to_string(),
+        format!("--proxy={}", SocketAddr::new(facts.address, PROXY_PORT)),
+    ];
+    if let Some(target) = target {
+        spec.command.push(format!("--allowed={target}"));
+    }
+    if let Some(outside) = facts.outside {
+        spec.command.push(format!(
+            "--outside={}",
+            SocketAddr::new(outside, PROXY_PORT)
+        ));
+    }
+    spec.network = Network::Named {
+        name: network.to_string(),
+    };
+    spec.network_aliases.clear();
+    spec.dns = dns.to_vec();
+    spec.env = env;
+    spec.sysctls.clear();
+    spec.ports.clear();
+    spec.exposed_ports.clear();
+    spec.egress = None;
+    spec.labels
+        .insert(LABEL_KIND.to_string(), KIND_EGRESS_CHECK.to_string());
+    spec.interactive = false;
+    spec.tty = false;
+    spec.auto_remove = false;
+    spec.detach = true;
+    spec
+}
+
+/// The checks from the check container's output (`Ok`) or from why it did not run (`Err`):
+/// every one of [`CHECKS`], in that order; one the output lacks fails with the output's end.
+/// `allowed_skip` replaces what a skipped `egress.allowed` says it saw.
+pub fn egress_checks(output: Result<&str, &str>, allowed_skip: Option<&str>) -> Vec<Check> {
+    let lines: Vec<CheckLine> = match output {
+        Ok(text) => text.lines().filter_map(CheckLine::parse).collect(),
+        Err(_) => Vec::new(),
+    };
+    CHECKS
+        .iter()
+        .map(|name| match lines.iter().find(|line| line.check == *name) {
+            Some(line) => {
+                let seen = match (line.result, allowed_skip) {
+                    (Outcome::Skip, Some(why)) => why.to_string(),
+                    _ => line.seen.clone(),
+                };
+                Check {
+                    what: line.check.clone(),
+                    expected: line.expected.clone(),
+                    seen,
+                    ok: line.result != Outcome::Fail,
+                    skipped: line.result == Outcome::Skip,
+                    hint: line.hint.clone(),
+                }
+            }
+            None => Check {
+                what: name.to_string(),
+                expected: "reported by the egress check container".to_string(),
+                seen: match output {
+                    Ok(text) => format!("not reported; its output ended: {}", last_line(text)),
+                    Err(error) => format!("not run: {error}"),
+                },
+                ok: false,
+                skipped: false,
+                hint: Some(
+                    "the check container runs the proxy image's `agentc egress-proxy probe`: a library user must name a current agentc binary with agentc_egress::image::set_proxy_executable; rerun with -v for the steps"
+                        .to_string(),
+                ),
+            },
+        })
+        .collect()
+}
+
+fn last_line(text: &str) -> String {
+    let line = text.lines().rev().find(|line| !line.trim().is_empty());
+    let line: String = line.unwrap_or("(nothing)").chars().take(200).collect();
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentc_egress::probe::CheckLine;
+
+    fn command(allow: &[&str]) -> Vec<String> {
+        let mut argv = vec![
+            PROXY_BINARY.to_string(),
+            "egress-proxy".to_string(),
+            "serve".to_string(),
+            "--listen=0.0.0.0:3128".to_string(),
+        ];
+        argv.extend(allow.iter().map(|spec| format!("--allow={spec}")));
+        argv.push("--allow-cidr=10.0.0.0/8".to_string());
+        argv
+    }
+
+    #[test]
+    fn the_default_target_is_the_first_exact_host_a_bare_one_on_443() {
+        let argv = command(&[
+            "*.githubusercontent.com",
+            "api.anthropic.com",
+            "b.example:80",
+        ]);
+        assert_eq!(
+            default_target(&argv).unwrap().to_string(),
+            "api.anthropic.com:443"
+        );
+        let argv = command(&["*.example.com:8443", "registry.npmjs.org:8080", "x.test"]);
+        assert_eq!(
+            default_target(&argv).unwrap().to_string(),
+            "registry.npmjs.org:8080"
+        );
+        assert_eq!(default_target(&command(&["*.example.com"])), None);
+        assert_eq!(default_target(&command(&[])), None);
+    }
+
+    #[test]
+    fn the_flag_names_a_host_or_none() {
+        assert_eq!("none".parse::<EgressProbe>(), Ok(EgressProbe::Skip));
+        assert_eq!(
+            "Allowed.Test:80".parse::<EgressProbe>(),
+            Ok(EgressProbe::Host(Target {
+                host: "allowed.test".into(),
+                port: 80
+            }))
+        );
+        assert!("10.0.0.1".parse::<EgressProbe>().is_err());
+        assert!("*.x.test".parse::<EgressProbe>().is_err());
+        let argv = command(&["*.w.test", "a.test"]);
+        assert_eq!(
+            EgressProbe::Profile.target(&argv).unwrap().to_string(),
+            "a.test:443"
+        );
+        assert!(EgressProbe::Skip.target(&argv).is_err());
+        let wildcards = EgressProbe::Profile.target(&command(&["*.w.test"]));
+        assert!(wildcards.unwrap_err().contains("--egress-probe"));
+    }
+
+    fn line(check: &str, result: Outcome) -> String {
+        CheckLine {
+            check: check.to_string(),
+            result,
+            expected: "e".to_string(),
+            seen: "s".to_string(),
+            hint: (result == Outcome::Fail).then(|| "h".to_string()),
+        }
+        .to_line()
+    }
+
+    #[test]
+    fn every_check_is_reported_and_a_missing_one_fails() {
+        let mut output = String::from("agentc egress-proxy: starting\n");
+        for check in CHECKS {
+            let result = match check {
+                "egress.allowed" => Outcome::Skip,
+                "egress.dns" => Outcome::Fail,
+                _ => Outcome::Pass,
+            };
+            if check != "egress.direct" {
+                output.push_str(&line(check, result));
+                output.push('\n');
+            }
+        }
+        let checks = egress_checks(Ok(&output), Some("why skipped"));
+        let names: Vec<&str> = checks.iter().map(|check| check.what.as_str()).collect();
+        assert_eq!(names, CHECKS);
+        let find = |name: &str| checks.iter().find(|check| check.what == name).unwrap();
+        let allowed = find("egress.allowed");
+        assert!(allowed.ok && allowed.skipped);
+        assert_eq!(allowed.seen, "why skipped");
+        let dns = find("egress.dns");
+        assert!(!dns.ok && !dns.skipped);
+        assert_eq!(dns.hint.as_deref(), Some("h"));
+        assert!(find("egress.denied").ok);
+        let direct = find("egress.direct");
+        assert!(!direct.ok);
+        assert!(direct.seen.contains("not reported"), "{}", direct.seen);
+        let failed = egress_checks(Err("cannot create"), None);
+        assert!(failed
+            .iter()
+            .all(|check| !check.ok && check.seen == "not run: cannot create"));
+    }
+
+    #[test]
+    fn the_proxy_is_read_from_its_inspect() {
+        let inspect = serde_json::json!({
+            "Config": {"Image": "agentc-egress:0123456789ab"},
+            "NetworkSettings": {"Networks": {
+                "outside-net": {"IPAddress": "172.30.0.3"},
+                "box-egress": {"IPAddress": "10.213.4.2"}
+            }}
+        });
+        let facts = ProxyFacts::from_inspect(&inspect, "box-egress").unwrap();
+        assert_eq!(facts.image, "agentc-egress:0123456789ab");
+        assert_eq!(facts.address.to_string(), "10.213.4.2");
+        assert_eq!(facts.outside.unwrap().to_string(), "172.30.0.3");
+        assert!(ProxyFacts::from_inspect(&inspect, "other").is_err());
+    }
+
+    #[test]
+    fn only_the_proxy_variables_are_copied() {
+        let inspect = serde_json::json!({"Config": {"Env": [
+            "HTTP_PROXY=http://10.213.4.2:3128", "API_KEY=secret", "https_proxy=http://10.213.4.2:3128",
+            "NO_PROXY=localhost"
+        ]}});
+        let names: Vec<String> = proxy_env(&inspect)
+            .into_iter()
+            .map(|var| var.name)
+            .collect();
+        assert_eq!(names, ["HTTP_PROXY", "https_proxy"]);
+    }
+}

@@ -1,0 +1,887 @@
+//! The egress check program (`agentc egress-proxy probe`): run by `agentc verify` in a
+//! short-lived container of the proxy image on a sandbox's isolated network, with the
+//! sandbox's DNS server and proxy variables, it tries what a workload there could try and
+//! prints one JSON [`CheckLine`] per check on stdout:
+//!
+//! - `egress.proxy-variables`: `HTTP_PROXY`, `HTTPS_PROXY`, `http_proxy` and `https_proxy` are
+//!   set and name the proxy;
+//! - `egress.allowed`: an allowlisted host is reached through the proxy (port 443: `CONNECT`,
+//!   then a minimal ClientHello with that SNI and at least one byte back from upstream; any
+//!   other port: an absolute-form `GET http://HOST[:PORT]/` answered by upstream, not by the
+//!   proxy); skipped without a target, since it is the only check that reaches beyond the
+//!   proxy;
+//! - `egress.denied`: a host on no allowlist ([`DENIED_HOST`]) is refused by the proxy;
+//! - `egress.ip-literal`: a `CONNECT` to an IP literal (the proxy's own address) is refused;
+//! - `egress.direct`: a direct TCP connection to the proxy's address on the outside network
+//!   fails, the routing table has no default route or only one through a gateway that does not
+//!   answer (Docker 20.10 gives containers on an `--internal` network a default route; with
+//!   `inhibit_ipv4` its gateway address is nowhere, so its ARP entry stays incomplete), and no
+//!   interface has a global IPv6 address;
+//! - `egress.dns`: an A query for the target host to each resolver of `/etc/resolv.conf` yields
+//!   no address, and the system resolver does not resolve it;
+//! - `egress.unset-proxy`: a client that ignores the proxy variables has neither an address nor
+//!   a route: the same observations, under their own name.
+//!
+//! It connects to nothing but the proxy, the resolvers of `/etc/resolv.conf` and the one
+//! outside address it is given (which must not answer). The parsers are pure and tested here;
+//! [`run`] does the I/O with std sockets and short timeouts.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::dns;
+use crate::host::normalize_host;
+use crate::sni;
+
+/// The checks, in the order [`run`] prints them.
+pub const CHECKS: [&str; 7] = [
+    "egress.proxy-variables",
+    "egress.allowed",
+    "egress.denied",
+    "egress.ip-literal",
+    "egress.direct",
+    "egress.dns",
+    "egress.unset-proxy",
+];
+
+/// The host `egress.denied` asks for: a reserved name (`.invalid`) no allowlist holds.
+pub const DENIED_HOST: &str = "agentc-verify-denied.invalid";
+
+/// The variables that must name the proxy.
+pub const PROXY_VARIABLES: [&str; 4] = ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"];
+
+/// The header the proxy puts on its refusals (`x-agentc-egress-deny: REASON`).
+pub const DENY_HEADER: &str = "x-agentc-egress-deny";
+
+/// The most the direct connection of `egress.direct` waits.
+pub const DIRECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How the proxy's own error bodies start (refusals, upstream errors and timeouts).
+const PROXY_BODY_PREFIX: &str = "agentc egress proxy:";
+
+/// The outcome of one check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// What was expected was seen.
+    Pass,
+    /// It was not.
+    Fail,
+    /// Not tried (`egress.allowed` without a target).
+    Skip,
+}
+
+/// One line of the program's output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckLine {
+    /// The check's name, one of [`CHECKS`].
+    pub check: String,
+    /// Its outcome.
+    pub result: Outcome,
+    /// What a sound egress set-up shows.
+    pub expected: String,
+    /// What was seen.
+    pub seen: String,
+    /// What to do about a failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+impl CheckLine {
+    fn new(check: &str, pass: bool, expected: &str, seen: String, hint: &str) -> CheckLine {
+        CheckLine {
+            check: check.to_string(),
+            result: if pass { Outcome::Pass } else { Outcome::Fail },
+            expected: expected.to_string(),
+            seen,
+            hint: (!pass).then(|| hint.to_string()),
+        }
+    }
+
+    /// The line as printed: one JSON object.
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).expect("a check line serializes")
+    }
+
+    /// A printed line read back; `None` for any other line (a log line, a truncated one).
+    pub fn parse(line: &str) -> Option<CheckLine> {
+        serde_json::from_str::<CheckLine>(line.trim())
+            .ok()
+            .filter(|parsed| parsed.check.starts_with("egress."))
+    }
+}
+
+/// A host and port to reach: `HOST` (port 443) or `HOST:PORT`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The host name (normalized: lower case, no trailing dot).
+    pub host: String,
+    /// The port.
+    pub port: u16,
+}
+
+impl FromStr for Target {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Target, String> {
+        let (host, port) = match text.rsplit_once(':') {
+            Some((host, port)) => {
+                let port = port
+                    .parse::<u16>()
+                    .ok()
+                    .filter(|port| *port != 0)
+                    .ok_or_else(|| format!("{text:?}: the port is not a number from 1 to 65535"))?;
+                (host, port)
+            }
+            None => (text, 443),
+        };
+        let host = normalize_host(host).map_err(|_| {
+            format!("{text:?}: not a host name (IP literals and wildcards are not probed)")
+        })?;
+        Ok(Target { host, port })
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.host, self.port)
+    }
+}
+
+/// What the program is told.
+#[derive(Debug, Clone)]
+pub struct ProbeConfig {
+    /// The proxy on the isolated network (`IP:3128`).
+    pub proxy: SocketAddr,
+    /// The allowlisted host `egress.allowed` reaches, or `None` to skip that check.
+    pub allowed: Option<Target>,
+    /// The proxy's address on the outside network: `egress.direct` connects to it (it must
+    /// fail).
+    pub outside: Option<SocketAddr>,
+    /// The bound of each connection, read and query.
+    pub timeout: Duration,
+}
+
+/// Runs every check (see the module documentation) and returns one line per check, in the
+/// order of [`CHECKS`]. `env` is the program's environment.
+pub fn run(config: &ProbeConfig, env: &BTreeMap<String, String>) -> Vec<CheckLine> {
+    let timeout = config.timeout;
+    // The direct connection usually waits out its bound (its gateway never answers ARP): it
+    // runs beside the other checks, for at most DIRECT_TIMEOUT (its target is a container of
+    // this machine: a way there answers in milliseconds).
+    let direct = config.outside.map(|outside| {
+        let attempt = std::thread::spawn(move || {
+            TcpStream::connect_timeout(&outside, timeout.min(DIRECT_TIMEOUT))
+                .map(|_| ())
+                .map_err(|error| error.to_string())
+        });
+        (outside, attempt)
+    });
+    let mut lines = vec![proxy_variables(env, config.proxy)];
+    lines.push(match &config.allowed {
+        None => CheckLine {
+            check: CHECKS[1].to_string(),
+            result: Outcome::Skip,
+            expected: "an allowlisted host answers through the proxy".to_string(),
+            seen: "not probed (--egress-probe none)".to_string(),
+            hint: None,
+        },
+        Some(target) => allowed(config.proxy, target, timeout),
+    });
+    lines.push(refused(
+        CHECKS[2],
+        config.proxy,
+        &format!("{DENIED_HOST}:443"),
+        timeout,
+    ));
+    lines.push(refused(
+        CHECKS[3],
+        config.proxy,
+        &format!("{}:443", config.proxy.ip()),
+        timeout,
+    ));
+    let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+    let direct = direct.map(|(outside, attempt)| {
+        let result = attempt
+            .join()
+            .unwrap_or_else(|_| Err("the attempt panicked".to_string()));
+        (outside, result)
+    });
+    // Read after the connection attempt, which went to the default route's gateway.
+    let route = default_route(&read("/proc/net/route"));
+    let answers = route
+        .as_ref()
+        .is_some_and(|route| gateway_answers(&read("/proc/net/arp"), route.gateway));
+    let ipv6 = global_ipv6(&read("/proc/net/if_inet6"));
+    let direct_line = direct_check(direct, route.as_ref().map(|route| (route, answers)), &ipv6);
+    let routed = direct_line.result == Outcome::Fail;
+    lines.push(direct_line);
+    let name = config
+        .allowed
+        .as_ref()
+        .map_or(DENIED_HOST, |target| target.host.as_str());
+    let resolvers = nameservers(&read("/etc/resolv.conf"));
+    let answers: Vec<(IpAddr, Result<DnsReply, String>)> = resolvers
+        .iter()
+        .map(|server| (*server, query(*server, name, timeout)))
+        .collect();
+    let system = match (name, 443).to_socket_addrs() {
+        Ok(addresses) => Ok(addresses.map(|address| address.ip()).collect::<Vec<_>>()),
+        Err(error) => Err(error.to_string()),
+    };
+    lines.push(dns_check(name, &answers, &system));
+    lines.push(unset_proxy_check(name, &system, routed));
+    lines
+}
+
+/// `egress.proxy-variables`: every one of [`PROXY_VARIABLES`] is `http://PROXY` (a trailing
+/// `/` allowed).
+pub fn proxy_variables(env: &BTreeMap<String, String>, proxy: SocketAddr) -> CheckLine {
+    let url = format!("http://{proxy}");
+    let wrong: Vec<String> = PROXY_VARIABLES
+        .iter()
+        .filter_map(|name| match env.get(*name) {
+            None => Some(format!("{name} unset")),
+            Some(value) if value.trim_end_matches('/') == url => None,
+            Some(value) => Some(format!("{name}={value}")),
+        })
+        .collect();
+    let seen = if wrong.is_empty() {
+        format!("all four = {url}")
+    } else {
+        wrong.join(", ")
+    };
+    CheckLine::new(
+        CHECKS[0],
+        wrong.is_empty(),
+        &format!("{} = {url}", PROXY_VARIABLES.join(", ")),
+        seen,
+        "the sandbox's environment does not point its clients at its proxy; do not set these variables in the profile's env",
+    )
+}
+
+/// A response read from the proxy, classified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// A response that came from upstream, with its status.
+    Upstream(u16),
+    /// A refusal by the proxy: its status and reason code.
+    Refused(u16, String),
+    /// The proxy's own error (upstream unreachable, idle timeout): its status and first line.
+    ProxyError(u16, String),
+    /// Not an HTTP response.
+    Garbage(String),
+}
+
+/// Classifies the first bytes of a response (its head, and as much of its body as was read):
+/// a refusal carries [`DENY_HEADER`]; the proxy's other errors have a body starting
+/// `agentc egress proxy:`; anything else with a status line came from upstream.
+pub fn classify(bytes: &[u8]) -> Reply {
+    let text = String::from_utf8_lossy(bytes);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status_line = lines.next().unwrap_or_default();
+    let status = status_line
+        .strip_prefix("HTTP/1.")
+        .and_then(|rest| rest.get(2..))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|code| code.parse::<u16>().ok());
+    let Some(status) = status else {
+        let shown: String = status_line.chars().take(60).collect();
+        return Reply::Garbage(if shown.is_empty() {
+            "no response".to_string()
+        } else {
+            format!("{shown:?}")
+        });
+    };
+    for line in lines {
+        if let Some((name, value)) = line.split_once(':') {
+            if name.trim().eq_ignore_ascii_case(DENY_HEADER) {
+                return Reply::Refused(status, value.trim().to_string());
+            }
+        }
+    }
+    if body.starts_with(PROXY_BODY_PREFIX) {
+        let first = body.lines().next().unwrap_or_default();
+        return Reply::ProxyError(status, first.to_string());
+    }
+    Reply::Upstream(status)
+}
+
+impl fmt::Display for Reply {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reply::Upstream(status) => write!(f, "{status} from upstream"),
+            Reply::Refused(status, reason) => write!(f, "refused by the proxy: {status} {reason}"),
+            Reply::ProxyError(status, text) => write!(f, "{status} from the proxy: {text}"),
+            Reply::Garbage(what) => write!(f, "not an HTTP response: {what}"),
+        }
+    }
+}
+
+/// Connects to the proxy with the bounds of `timeout`.
+fn open(proxy: SocketAddr, timeout: Duration) -> Result<TcpStream, String> {
+    let stream = TcpStream::connect_timeout(&proxy, timeout)
+        .map_err(|error| format!("cannot connect to the proxy {proxy}: {error}"))?;
+    stream
+        .set_read_timeout(Some(timeout))
+        .and_then(|()| stream.set_write_timeout(Some(timeout)))
+        .map_err(|error| error.to_string())?;
+    Ok(stream)
+}
+
+/// Sends `request` and reads a response head (and what follows it in the same reads, up to
+/// 4 KiB, until `timeout` passes or the peer closes).
+fn exchange(stream: &mut TcpStream, request: &str, timeout: Duration) -> Result<Vec<u8>, String> {
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|error| format!("cannot send the request: {error}"))?;
+    let deadline = Instant::now() + timeout;
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 1024];
+    while bytes.len() < 4096 && Instant::now() < deadline {
+        match stream.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            Err(_) if !bytes.is_empty() => break,
+            Err(error) => return Err(format!("no response: {error}")),
+        }
+        // A CONNECT's answer is a head only; stop at its end.
+        if request.starts_with("CONNECT") && bytes.windows(4).any(|w| w == b"\r\n\r\n") {
+            break;
+        }
+    }
+    Ok(bytes)
+}
+
+/// `egress.allowed`.
+fn allowed(proxy: SocketAddr, target: &Target, timeout: Duration) -> CheckLine {
+    let expected = if target.port == 443 {
+        format!("CONNECT {target} and a ClientHello answered by upstream")
+    } else {
+        format!("GET http://{target}/ answered by upstream")
+    };
+    let seen = allowed_seen(proxy, target, timeout);
+    let pass = seen.is_ok();
+    CheckLine::new(
+        CHECKS[1],
+        pass,
+        &expected,
+        seen.unwrap_or_else(|error| error),
+        &format!(
+            "the proxy did not reach {target}: check that it is on egress.hosts, that it resolves and answers from the proxy's outside network (see `agentc logs` of the proxy), or choose another host with --egress-probe HOST[:PORT] (none to skip)"
+        ),
+    )
+}
+
+fn allowed_seen(proxy: SocketAddr, target: &Target, timeout: Duration) -> Result<String, String> {
+    let mut stream = open(proxy, timeout)?;
+    let host = &target.host;
+    if target.port != 443 {
+        let authority = if target.port == 80 {
+            host.clone()
+        } else {
+            target.to_string()
+        };
+        let request = format!(
+            "GET http://{authority}/ HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: agentc-verify\r\nConnection: close\r\n\r\n"
+        );
+        return match classify(&exchange(&mut stream, &request, timeout)?) {
+            Reply::Upstream(status) => Ok(format!("{status} from upstream")),
+            other => Err(other.to_string()),
+        };
+    }
+    let request = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n");
+    match classify(&exchange(&mut stream, &request, timeout)?) {
+        Reply::Upstream(200) => {}
+        other => return Err(format!("CONNECT {target}: {other}")),
+    }
+    stream
+        .write_all(&sni::client_hello(Some(host)))
+        .map_err(|error| format!("the tunnel closed before the ClientHello: {error}"))?;
+    let mut byte = [0u8; 1];
+    match stream.read(&mut byte) {
+        Ok(1) => Ok("tunnel open, upstream answered the ClientHello".to_string()),
+        Ok(_) => Err("the tunnel closed without a byte from upstream".to_string()),
+        Err(error) => Err(format!("no byte from upstream: {error}")),
+    }
+}
+
+/// `egress.denied` and `egress.ip-literal`: a CONNECT to `authority` refused by the proxy.
+fn refused(check: &str, proxy: SocketAddr, authority: &str, timeout: Duration) -> CheckLine {
+    let request = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n");
+    let reply = open(proxy, timeout)
+        .and_then(|mut stream| exchange(&mut stream, &request, timeout))
+        .map(|bytes| classify(&bytes));
+    let pass = matches!(&reply, Ok(Reply::Refused(status, _)) if (400..500).contains(status));
+    let seen = match reply {
+        Ok(reply) => format!("CONNECT {authority}: {reply}"),
+        Err(error) => error,
+    };
+    CheckLine::new(
+        check,
+        pass,
+        &format!("CONNECT {authority} refused by the proxy (4xx)"),
+        seen,
+        "the proxy let a request through that its allowlist does not hold, or is not the proxy: look at its decision lines (`agentc logs` of the proxy)",
+    )
+}
+
+/// A default route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// Its interface.
+    pub iface: String,
+    /// Its gateway.
+    pub gateway: Ipv4Addr,
+}
+
+impl fmt::Display for Route {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} via {}", self.iface, self.gateway)
+    }
+}
+
+/// The default route of `/proc/net/route`, if there is one.
+pub fn default_route(route: &str) -> Option<Route> {
+    route.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        match fields.as_slice() {
+            [iface, "00000000", gateway, _flags, _, _, _, "00000000", ..] => {
+                // The kernel prints the address as the u32 it holds in network byte order, in
+                // the machine's byte order (little-endian on x86 and arm64).
+                let gateway = u32::from_str_radix(gateway, 16).ok()?;
+                Some(Route {
+                    iface: iface.to_string(),
+                    gateway: Ipv4Addr::from(gateway.to_le_bytes()),
+                })
+            }
+            _ => None,
+        }
+    })
+}
+
+/// Whether `/proc/net/arp` holds a complete entry (flag `0x2`) for `gateway`: something on
+/// the network answers for it.
+pub fn gateway_answers(arp: &str, gateway: Ipv4Addr) -> bool {
+    arp.lines().skip(1).any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        match fields.as_slice() {
+            [address, _, flags, ..] => {
+                address.parse::<Ipv4Addr>() == Ok(gateway)
+                    && u32::from_str_radix(flags.trim_start_matches("0x"), 16)
+                        .is_ok_and(|flags| flags & 0x2 != 0)
+            }
+            _ => false,
+        }
+    })
+}
+
+/// The global-scope addresses of `/proc/net/if_inet6` (scope `00`), as `IFACE ADDRESS`.
+pub fn global_ipv6(if_inet6: &str) -> Vec<String> {
+    if_inet6
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            match fields.as_slice() {
+                [address, _, _, "00", _, iface] => Some(format!("{iface} {address}")),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// `egress.direct` from what was observed: the connection to the proxy's outside address
+/// (`None` when no address was given), the default route with whether its gateway answers,
+/// and the global IPv6 addresses.
+pub fn direct_check(
+    connected: Option<(SocketAddr, Result<(), String>)>,
+    route: Option<(&Route, bool)>,
+    ipv6: &[String],
+) -> CheckLine {
+    let mut seen = Vec::new();
+    let mut pass = true;
+    match connected {
+        None => seen.push("no outside address to try".to_string()),
+        Some((address, Ok(()))) => {
+            pass = false;
+            seen.push(format!("connected to {address}"));
+        }
+        Some((address, Err(error))) => seen.push(format!("connect {address}: {error}")),
+    }
+    match route {
+        None => seen.push("no default route".to_string()),
+        Some((route, false)) => seen.push(format!(
+            "default route {route}, a gateway that does not answer"
+        )),
+        Some((route, true)) => {
+            pass = false;
+            seen.push(format!("default route {route}, a gateway that answers"));
+        }
+    }
+    if ipv6.is_empty() {
+        seen.push("no global IPv6 address".to_string());
+    } else {
+        pass = false;
+        seen.push(format!("global IPv6 {}", ipv6.join(", ")));
+    }
+    CheckLine::new(
+        CHECKS[4],
+        pass,
+        "a direct connection fails: no default route or a dead one, no global IPv6 address",
+        seen.join("; "),
+        "the isolated network routes past the proxy: it must be --internal, with the inhibit_ipv4 option and without IPv6 (`docker network inspect` it)",
+    )
+}
+
+/// The resolvers of `/etc/resolv.conf`, at most three.
+pub fn nameservers(resolv_conf: &str) -> Vec<IpAddr> {
+    resolv_conf
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            (words.next() == Some("nameserver"))
+                .then(|| words.next()?.parse().ok())
+                .flatten()
+        })
+        .take(3)
+        .collect()
+}
+
+/// A DNS reply: its response code and how many answer records it carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DnsReply {
+    /// RCODE (3: NXDOMAIN).
+    pub rcode: u8,
+    /// ANCOUNT.
+    pub answers: u16,
+}
+
+/// Reads the header of a reply to the query with `id`; `None` when it is not one.
+pub fn dns_reply(id: u16, message: &[u8]) -> Option<DnsReply> {
+    if message.len() < 12 || message[..2] != id.to_be_bytes() || message[2] & 0x80 == 0 {
+        return None;
+    }
+    Some(DnsReply {
+        rcode: message[3] & 0x0f,
+        answers: u16::from_be_bytes([message[6], message[7]]),
+    })
+}
+
+/// Sends an A query for `name` to `server:53` and reads its reply; `Err` with what happened
+/// when none came.
+fn query(server: IpAddr, name: &str, timeout: Duration) -> Result<DnsReply, String> {
+    let bind: SocketAddr = match server {
+        IpAddr::V4(_) => "0.0.0.0:0".parse().expect("an address"),
+        IpAddr::V6(_) => "[::]:0".parse().expect("an address"),
+    };
+    let socket = UdpSocket::bind(bind).map_err(|error| error.to_string())?;
+    socket
+        .set_read_timeout(Some(timeout))
+        .map_err(|error| error.to_string())?;
+    let id = (std::process::id() as u16) ^ 0x5a5a;
+    socket
+        .send_to(&dns::query(id, name, 1), (server, 53))
+        .map_err(|error| format!("cannot send: {error}"))?;
+    let mut buffer = [0u8; 1500];
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        match socket.recv_from(&mut buffer) {
+            Ok((n, _)) => {
+                if let Some(reply) = dns_reply(id, &buffer[..n]) {
+                    return Ok(reply);
+                }
+            }
+            Err(error) => return Err(format!("no answer: {error}")),
+        }
+    }
+    Err("no answer".to_string())
+}
+
+/// `egress.dns` from what was observed: each resolver's reply to an A query for `name`, and
+/// the system resolver's result.
+pub fn dns_check(
+    name: &str,
+    answers: &[(IpAddr, Result<DnsReply, String>)],
+    system: &Result<Vec<IpAddr>, String>,
+) -> CheckLine {
+    let mut seen = Vec::new();
+    let mut pass = true;
+    if answers.is_empty() {
+        seen.push("no resolver in /etc/resolv.conf".to_string());
+    }
+    for (server, answer) in answers {
+        match answer {
+            Ok(reply) if reply.answers == 0 => {
+                let code = if reply.rcode == 3 {
+                    "NXDOMAIN".to_string()
+                } else {
+                    format!("rcode {}", reply.rcode)
+                };
+                seen.push(format!("{server}: {code}, no address"));
+            }
+            Ok(reply) => {
+                pass = false;
+                seen.push(format!("{server}: {} answer records", reply.answers));
+            }
+            Err(error) => seen.push(format!("{server}: {error}")),
+        }
+    }
+    match system {
+        Err(error) => seen.push(format!("system resolver: {error}")),
+        Ok(addresses) if addresses.is_empty() => seen.push("system resolver: none".to_string()),
+        Ok(addresses) => {
+            pass = false;
+            let list: Vec<String> = addresses.iter().map(IpAddr::to_string).collect();
+            seen.push(format!("system resolver: {}", list.join(" ")));
+        }
+    }
+    CheckLine::new(
+        CHECKS[5],
+        pass,
+        &format!("no address for {name} from any resolver (the proxy's stub answers NXDOMAIN)"),
+        seen.join("; "),
+        "names resolve inside the sandbox: its DNS server must be its proxy (the stub), not a resolver that forwards",
+    )
+}
+
+/// `egress.unset-proxy`: a client that ignores the proxy variables gets no address for `name`
+/// from the system resolver and has no route (`routed`: `egress.direct` failed).
+pub fn unset_proxy_check(
+    name: &str,
+    system: &Result<Vec<IpAddr>, String>,
+    routed: bool,
+) -> CheckLine {
+    let resolved = matches!(system, Ok(addresses) if !addresses.is_empty());
+    let seen = format!(
+        "{}; {}",
+        if resolved {
+            format!("{name} resolves")
+        } else {
+            format!("{name} does not resolve")
+        },
+        if routed {
+            "a route past the proxy (see egress.direct)"
+        } else {
+            "no route past the proxy"
+        }
+    );
+    CheckLine::new(
+        CHECKS[6],
+        !resolved && !routed,
+        "without the proxy variables: no address and no route",
+        seen,
+        "a client that ignores HTTP(S)_PROXY could reach out past the proxy: see egress.dns and egress.direct",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_lines_round_trip_and_other_lines_are_ignored() {
+        let line = CheckLine::new(CHECKS[2], false, "x", "y".into(), "do z");
+        let text = line.to_line();
+        assert!(!text.contains('\n'));
+        assert_eq!(CheckLine::parse(&text), Some(line));
+        let skipped = r#"{"check":"egress.allowed","result":"skip","expected":"e","seen":"s"}"#;
+        let parsed = CheckLine::parse(skipped).unwrap();
+        assert_eq!((parsed.result, parsed.hint), (Outcome::Skip, None));
+        for other in [
+            "",
+            "agentc egress-proxy: proxy on 0.0.0.0:3128",
+            r#"{"check":"root","result":"pass","expected":"","seen":""}"#,
+            r#"{"check":"egress.dns","result":"maybe","expected":"","seen":""}"#,
+            r#"{"check":"egress.dns","result":"pass""#,
+        ] {
+            assert_eq!(CheckLine::parse(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn targets_default_to_443_and_refuse_what_is_no_host() {
+        let target: Target = "Allowed.Test.".parse().unwrap();
+        assert_eq!(target.to_string(), "allowed.test:443");
+        assert_eq!("allowed.test:80".parse::<Target>().unwrap().port, 80);
+        for bad in [
+            "10.0.0.1",
+            "*.example.com",
+            "host:0",
+            "host:http",
+            "",
+            "[::1]:443",
+        ] {
+            assert!(bad.parse::<Target>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn proxy_variables_must_all_name_the_proxy() {
+        let proxy: SocketAddr = "10.213.0.2:3128".parse().unwrap();
+        let mut env: BTreeMap<String, String> = PROXY_VARIABLES
+            .iter()
+            .map(|name| (name.to_string(), "http://10.213.0.2:3128".to_string()))
+            .collect();
+        assert_eq!(proxy_variables(&env, proxy).result, Outcome::Pass);
+        env.insert("https_proxy".into(), "http://10.213.0.2:3128/".into());
+        assert_eq!(proxy_variables(&env, proxy).result, Outcome::Pass);
+        env.insert("HTTP_PROXY".into(), "http://evil:3128".into());
+        env.remove("http_proxy");
+        let line = proxy_variables(&env, proxy);
+        assert_eq!(line.result, Outcome::Fail);
+        assert_eq!(line.seen, "HTTP_PROXY=http://evil:3128, http_proxy unset");
+        assert!(line.hint.is_some());
+    }
+
+    #[test]
+    fn responses_are_told_apart_by_who_answered() {
+        let refused = b"HTTP/1.1 403 Forbidden\r\nx-agentc-egress-deny: host-not-allowed\r\ncontent-length: 10\r\n\r\nagentc egress proxy: host-not-allowed: x\n";
+        assert_eq!(
+            classify(refused),
+            Reply::Refused(403, "host-not-allowed".into())
+        );
+        let upstream_error =
+            b"HTTP/1.1 502 Bad Gateway\r\n\r\nagentc egress proxy: upstream error: reset\n";
+        assert_eq!(
+            classify(upstream_error),
+            Reply::ProxyError(502, "agentc egress proxy: upstream error: reset".into())
+        );
+        assert_eq!(
+            classify(b"HTTP/1.1 502 Bad Gateway\r\nServer: nginx\r\n\r\n<html>"),
+            Reply::Upstream(502)
+        );
+        assert_eq!(classify(b"HTTP/1.1 200 OK\r\n\r\n"), Reply::Upstream(200));
+        assert_eq!(
+            classify(b"HTTP/1.0 404 Not Found\r\n"),
+            Reply::Upstream(404)
+        );
+        assert_eq!(classify(b""), Reply::Garbage("no response".into()));
+        assert!(matches!(classify(b"SSH-2.0-x\r\n"), Reply::Garbage(_)));
+    }
+
+    #[test]
+    fn default_routes_and_global_ipv6_addresses_are_read_from_proc() {
+        let header =
+            "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n";
+        let local = "eth0\t0000D50A\t00000000\t0001\t0\t0\t0\tF0FFFFFF\t0\t0\t0\n";
+        assert_eq!(default_route(&format!("{header}{local}")), None);
+        let default = "eth0\t00000000\t41B3D50A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n";
+        let route = default_route(&format!("{header}{local}{default}")).unwrap();
+        assert_eq!(route.to_string(), "eth0 via 10.213.179.65");
+        assert_eq!(default_route(""), None);
+        let arp =
+            "IP address       HW type     Flags       HW address            Mask     Device\n\
+                   10.213.179.65    0x1         0x0         00:00:00:00:00:00     *        eth0\n\
+                   10.213.179.66    0x1         0x2         02:42:0a:d5:b3:42     *        eth0\n";
+        assert!(!gateway_answers(arp, route.gateway), "incomplete");
+        assert!(gateway_answers(arp, "10.213.179.66".parse().unwrap()));
+        assert!(!gateway_answers("", route.gateway), "absent");
+        let inet6 = "00000000000000000000000000000001 01 80 10 80       lo\n\
+                     fe800000000000000042acfffe110002 2c 40 20 80     eth0\n";
+        assert!(global_ipv6(inet6).is_empty());
+        let global = "fd000000000000000000000000000002 2c 40 00 00     eth0\n";
+        assert_eq!(
+            global_ipv6(&format!("{inet6}{global}")),
+            vec!["eth0 fd000000000000000000000000000002".to_string()]
+        );
+    }
+
+    #[test]
+    fn the_direct_check_fails_on_any_way_out() {
+        let outside: SocketAddr = "172.18.0.3:3128".parse().unwrap();
+        let unreachable = Some((outside, Err("Network is unreachable".to_string())));
+        let line = direct_check(unreachable.clone(), None, &[]);
+        assert_eq!(line.result, Outcome::Pass, "{line:?}");
+        assert_eq!(
+            line.seen,
+            "connect 172.18.0.3:3128: Network is unreachable; no default route; no global IPv6 address"
+        );
+        assert_eq!(
+            direct_check(Some((outside, Ok(()))), None, &[]).result,
+            Outcome::Fail
+        );
+        let route = Route {
+            iface: "eth0".into(),
+            gateway: "10.0.0.1".parse().unwrap(),
+        };
+        let dead = direct_check(unreachable.clone(), Some((&route, false)), &[]);
+        assert_eq!(dead.result, Outcome::Pass);
+        assert!(dead
+            .seen
+            .contains("default route eth0 via 10.0.0.1, a gateway that does not answer"));
+        assert_eq!(
+            direct_check(unreachable.clone(), Some((&route, true)), &[]).result,
+            Outcome::Fail
+        );
+        assert_eq!(
+            direct_check(unreachable, None, &["eth0 fd00::2".to_string()]).result,
+            Outcome::Fail
+        );
+        assert_eq!(direct_check(None, None, &[]).result, Outcome::Pass);
+    }
+
+    #[test]
+    fn resolvers_and_dns_replies_are_read() {
+        let conf = "search x\nnameserver 127.0.0.11\noptions ndots:0\nnameserver 10.213.0.2\n";
+        assert_eq!(
+            nameservers(conf),
+            vec![
+                "127.0.0.11".parse::<IpAddr>().unwrap(),
+                "10.213.0.2".parse().unwrap()
+            ]
+        );
+        let query = dns::query(0x1234, "allowed.test", 1);
+        let nxdomain = dns::answer(&query).unwrap();
+        assert_eq!(
+            dns_reply(0x1234, &nxdomain),
+            Some(DnsReply {
+                rcode: 3,
+                answers: 0
+            })
+        );
+        assert_eq!(dns_reply(0x4321, &nxdomain), None, "another query's reply");
+        assert_eq!(dns_reply(0x1234, &query), None, "a query is no reply");
+    }
+
+    #[test]
+    fn the_dns_and_unset_proxy_checks_fail_on_any_address() {
+        let stub: IpAddr = "10.213.0.2".parse().unwrap();
+        let nx = DnsReply {
+            rcode: 3,
+            answers: 0,
+        };
+        let failed: Result<Vec<IpAddr>, String> = Err("failed to lookup address".into());
+        let line = dns_check("allowed.test", &[(stub, Ok(nx))], &failed);
+        assert_eq!(line.result, Outcome::Pass);
+        assert_eq!(
+            line.seen,
+            "10.213.0.2: NXDOMAIN, no address; system resolver: failed to lookup address"
+        );
+        let answered = DnsReply {
+            rcode: 0,
+            answers: 1,
+        };
+        assert_eq!(
+            dns_check("a", &[(stub, Ok(answered))], &failed).result,
+            Outcome::Fail
+        );
+        let resolved = Ok(vec!["172.18.0.5".parse().unwrap()]);
+        assert_eq!(
+            dns_check("a", &[(stub, Ok(nx))], &resolved).result,
+            Outcome::Fail
+        );
+        assert_eq!(unset_proxy_check("a", &failed, false).result, Outcome::Pass);
+        assert_eq!(
+            unset_proxy_check("a", &resolved, false).result,
+            Outcome::Fail
+        );
+        assert_eq!(unset_proxy_check("a", &failed, true).result, Outcome::Fail);
+    }
+}
