@@ -69,19 +69,13 @@ pub fn render_egress(
     egress: &EgressSpec,
     proxy_image: Option<&str>,
 ) -> Result<EgressRequests, RenderError> {
-    agentc_backend_common::check_egress(egress)?;
+    let proxy = agentc_backend_common::egress::proxy_as_created(egress, proxy_image)?;
     let EgressSpec {
         network,
         outside: _,
-        proxy,
+        proxy: _,
         proxy_address,
     } = egress;
-    let mut proxy = proxy.as_ref().clone();
-    if let Some(image) = proxy_image {
-        proxy.image = image.to_owned();
-    }
-    // As `docker create`: never detached (it attaches nothing, but says so like the CLI).
-    proxy.detach = false;
     let proxy = render_create(&proxy)?;
     let connect = NetworkConnectRequest {
         container: proxy.name.clone().unwrap_or_default(),

@@ -50,19 +50,13 @@ pub fn setup_argvs(
     egress: &EgressSpec,
     proxy_image: Option<&str>,
 ) -> Result<Vec<Vec<String>>, ArgvError> {
-    agentc_backend_common::check_egress(egress)?;
+    let proxy = agentc_backend_common::egress::proxy_as_created(egress, proxy_image)?;
     let EgressSpec {
         network,
         outside: _,
-        proxy,
+        proxy: _,
         proxy_address,
     } = egress;
-    let mut proxy = proxy.as_ref().clone();
-    if let Some(image) = proxy_image {
-        proxy.image = image.to_owned();
-    }
-    // `docker create` never attaches and has no `--detach`.
-    proxy.detach = false;
     let mut create = container_argv(&proxy)?;
     create[1] = "create".to_owned();
     let proxy_name = proxy.name.clone().unwrap_or_default();

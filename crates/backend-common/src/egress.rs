@@ -1,7 +1,8 @@
 //! The steps both executors take around setting up an egress companion
 //! ([`agentc_policy::EgressSpec`]): preparing the spec (a per-run instance, the engines it
 //! cannot run on), moving it to another subnet when the daemon says its subnet is taken, and
-//! checking that the proxy published the ports it relays; and how a workload's relayed ports
+//! checking that the proxy published the ports it relays; the proxy container as both renderers
+//! create it ([`proxy_as_created`]); and how a workload's relayed ports
 //! are read back (its proxy's host bindings, [`add_relayed_ports`]) for `agentc port`, `ps`
 //! and the lines `run` prints. The set-up itself (network, proxy, health check) is each
 //! backend's own.
@@ -11,6 +12,7 @@ use std::net::IpAddr;
 use agentc_policy::{relays_of, ContainerSpec, EgressSpec, Network, LABEL_EGRESS_FOR};
 use bollard::models::ContainerInspectResponse;
 
+use crate::argv::{check_egress, ArgvError};
 use crate::engine::{engine, Engine};
 use crate::error::ExecError;
 
@@ -19,6 +21,22 @@ pub const CREATE_NETWORK: &str = "create the isolated network";
 
 /// How many other subnets a set-up tries after the daemon says one overlaps another network's.
 const SUBNET_RETRIES: u32 = 3;
+
+/// The egress proxy's container as `docker create` and `POST /containers/create` make it:
+/// the whole companion checked first ([`check_egress`]), the image replaced by `proxy_image`
+/// when given (the executor's built tag), and never detached (a create attaches nothing).
+pub fn proxy_as_created(
+    egress: &EgressSpec,
+    proxy_image: Option<&str>,
+) -> Result<ContainerSpec, ArgvError> {
+    check_egress(egress)?;
+    let mut proxy = egress.proxy.as_ref().clone();
+    if let Some(image) = proxy_image {
+        proxy.image = image.to_owned();
+    }
+    proxy.detach = false;
+    Ok(proxy)
+}
 
 /// A suffix no other launch of this machine uses at the same time (process id and clock).
 pub fn instance_suffix() -> String {
