@@ -244,15 +244,7 @@ pub fn renamed(spec: &LaunchSpec, name: &str) -> LaunchSpec {
             .and_then(|base| name.strip_prefix(base)?.strip_prefix('-'))
             .unwrap_or(name)
             .to_string();
-        if let Some(egress) = container.egress.as_mut() {
-            for labels in [&mut egress.network.labels, &mut egress.proxy.labels] {
-                labels.insert(
-                    agentc_policy::LABEL_EGRESS_FOR.to_string(),
-                    name.to_string(),
-                );
-            }
-        }
-        container.egress_instance(&suffix);
+        container.egress_for(name, &suffix);
         container.name = Some(name.to_string());
     }
     let digest = agentc_policy::spec_digest(&copy);

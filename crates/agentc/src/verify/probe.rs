@@ -16,7 +16,7 @@ use std::time::Duration;
 use agentc_backend_cli::exec::docker::{self, RemoveOnDrop};
 use agentc_backend_cli::exec::SignalShield;
 use agentc_egress::probe::Target;
-use agentc_policy::{Action, ContainerSpec, EgressSpec, LaunchSpec, Network, LABEL_EGRESS_FOR};
+use agentc_policy::{Action, ContainerSpec, EgressSpec, LaunchSpec, Network};
 use bollard::query_parameters::{
     LogsOptionsBuilder, RemoveContainerOptionsBuilder, WaitContainerOptionsBuilder,
 };
@@ -162,12 +162,7 @@ pub fn verify_launch(
         .clone();
     // An egress companion of the probe's own: named apart from a running sandbox's, and
     // labelled for the probe, so that it is removed with the probe and nothing else is.
-    if let Some(egress) = probe.egress.as_mut() {
-        for labels in [&mut egress.network.labels, &mut egress.proxy.labels] {
-            labels.insert(LABEL_EGRESS_FOR.to_string(), name.clone());
-        }
-    }
-    probe.egress_instance("verify");
+    probe.egress_for(&name, "verify");
     let target = probe
         .egress
         .as_ref()

@@ -1341,3 +1341,28 @@ fn an_outside_launch_without_publish_has_no_fixed_address_nor_relays() {
     let egress = c.egress.as_ref().unwrap();
     assert!(egress.relays().is_empty() && egress.proxy.ports.is_empty());
 }
+
+#[test]
+fn a_companion_for_another_workload_is_labelled_for_it_and_moved_to_its_instance() {
+    let text = "name = \"copy\"\nagent = \"custom\"\n[image]\nref = \"busybox:1.36\"\n\
+                [egress]\nhosts = [\"api.example.com\"]\n";
+    let spec = resolve_with(text, &inputs(LaunchKind::Sandbox), &paths(&[])).unwrap();
+    let mut c = container(&spec).clone();
+    let before = c.egress.clone().unwrap();
+    c.egress_for("copy-3", "3");
+    let after = c.egress.as_ref().unwrap();
+    for labels in [&after.network.labels, &after.proxy.labels] {
+        assert_eq!(
+            labels.get(LABEL_EGRESS_FOR).map(String::as_str),
+            Some("copy-3")
+        );
+    }
+    let base = before.network.name.strip_suffix("-egress").unwrap();
+    assert_eq!(after.network.name, format!("{base}-3-egress"));
+    assert_eq!(after.proxy.name, Some(format!("{base}-3-egress-proxy")));
+    assert_ne!(after.network.subnet, before.network.subnet);
+    // Without a companion nothing changes.
+    let mut plain = ContainerSpec::empty("busybox:1.36");
+    plain.egress_for("copy-3", "3");
+    assert_eq!(plain, ContainerSpec::empty("busybox:1.36"));
+}

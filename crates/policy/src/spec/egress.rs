@@ -123,6 +123,20 @@ pub fn relays_of(command: &[String]) -> Vec<agentc_egress::Relay> {
 }
 
 impl ContainerSpec {
+    /// Gives the container an egress companion of its own for the workload `workload` (a
+    /// renamed copy, a verify probe): the companion's `io.agentc.egress-for` label names
+    /// `workload`, so that removing it removes this set and no other, and the set moves to the
+    /// instance `suffix` ([`ContainerSpec::egress_instance`]). Nothing changes without a
+    /// companion.
+    pub fn egress_for(&mut self, workload: &str, suffix: &str) {
+        if let Some(egress) = self.egress.as_mut() {
+            for labels in [&mut egress.network.labels, &mut egress.proxy.labels] {
+                labels.insert(LABEL_EGRESS_FOR.to_string(), workload.to_string());
+            }
+        }
+        self.egress_instance(suffix);
+    }
+
     /// Moves the egress companion to another instance: the isolated network and the proxy are
     /// renamed with `-SUFFIX`, and the subnet, the proxy's address, the container's DNS server,
     /// its proxy variables, its fixed address (when it has one) and the proxy's relays to it
