@@ -63,7 +63,7 @@ pub fn is_running(inspect: &ContainerInspectResponse) -> bool {
 }
 
 /// The named network a container was created on (`HostConfig.NetworkMode`), if any.
-fn named_network(inspect: &ContainerInspectResponse) -> Option<String> {
+pub fn named_network(inspect: &ContainerInspectResponse) -> Option<String> {
     let mode = inspect
         .host_config
         .as_ref()
