@@ -86,10 +86,10 @@ impl EgressState {
                     .as_deref()
                     .map(|since| format!(" at {since}"))
                     .unwrap_or_default();
-                let what = if reason == "unhealthy" {
-                    "runs but is unhealthy".to_string()
-                } else {
-                    format!("is {reason}{code}{when}")
+                let what = match reason.as_str() {
+                    "unhealthy" => "runs but is unhealthy".to_string(),
+                    "exited" => format!("exited{code}{when}"),
+                    other => format!("is {other}{code}{when}"),
                 };
                 Some(format!(
                     "egress of {sandbox} is down: its egress proxy {proxy} {what}; the sandbox \
@@ -500,7 +500,7 @@ mod tests {
         assert_eq!(killed.cell(), "down (exited 137)");
         assert_eq!(
             killed.error_line("box").unwrap(),
-            "egress of box is down: its egress proxy box-egress-proxy is exited with code 137 at \
+            "egress of box is down: its egress proxy box-egress-proxy exited with code 137 at \
              2026-12-01T19:50:00.5Z; the sandbox reaches nothing outside until it runs again\n  \
              hint: `agentc start box-egress-proxy` starts the proxy again; `agentc rm box` and a \
              new `agentc run` give it a new one"

@@ -454,8 +454,9 @@ fn egress_leftovers(facts: &EngineFacts) -> Option<Check> {
                 id: id.to_string(),
                 status: Status::Warn,
                 summary: format!(
-                    "{} left by launches killed before they finished: {}",
+                    "{} leftover{} of launches killed before they finished: {}",
                     found.len(),
+                    if found.len() == 1 { "" } else { "s" },
                     what.join("; ")
                 ),
                 fix: Some(format!(

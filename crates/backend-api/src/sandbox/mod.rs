@@ -9,13 +9,15 @@ use std::time::Duration;
 
 use agentc_backend_common::egress_state::{is_isolated_network, proxy_kind_filter};
 use agentc_backend_common::resolve_vars;
-use agentc_backend_common::session::target::{check_name, is_running, named_network, sandbox_of};
+use agentc_backend_common::session::target::{
+    check_name, is_companion, is_running, named_network, sandbox_of,
+};
 use agentc_backend_common::session::{
     session_spec, CopyReport, DeleteReport, ExecRequest, ExecStdin, LogsRequest, OutputSink,
     Sandbox, SandboxClient, SandboxEgress, SessionError, Stream,
 };
 use agentc_backend_common::{resolve_env, ExecError};
-use agentc_policy::LaunchSpec;
+use agentc_policy::{LaunchSpec, LABEL_KIND};
 use bollard::container::LogOutput;
 use bollard::errors::Error as BollardError;
 use bollard::exec::{CreateExecOptions, ResizeExecOptions, StartExecOptions, StartExecResults};
@@ -416,6 +418,10 @@ impl SandboxClient for ApiClient {
             .await?
             .into_iter()
             .filter(|summary| stopped_too || summary.state == "running")
+            // A sandbox's egress proxy carries its profile too; it is not the sandbox.
+            .filter(|summary| {
+                !is_companion(summary.labels.get(LABEL_KIND).map_or("", String::as_str))
+            })
             .collect();
         match running.as_slice() {
             [one] => self.find(&one.id).await,

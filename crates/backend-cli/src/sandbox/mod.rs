@@ -10,7 +10,9 @@ use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 
 use agentc_backend_common::egress_state::{is_isolated_network, proxy_kind_filter};
-use agentc_backend_common::session::target::{check_name, is_running, named_network, sandbox_of};
+use agentc_backend_common::session::target::{
+    check_name, is_companion, is_running, named_network, sandbox_of,
+};
 use agentc_backend_common::session::{
     session_spec, CopyReport, DeleteReport, ExecRequest, ExecStdin, LogsRequest, OutputSink,
     Sandbox, SandboxClient, SandboxEgress, SessionError, Stream,
@@ -426,7 +428,13 @@ impl SandboxClient for CliClient {
         stopped_too: bool,
     ) -> Result<Sandbox, SessionError> {
         let filter = format!("label={LABEL_PROFILE}={profile}");
-        let mut args = vec!["ps", "--filter", &filter, "--format", "{{.ID}} {{.Names}}"];
+        let mut args = vec![
+            "ps",
+            "--filter",
+            &filter,
+            "--format",
+            "{{.ID}} {{.Names}} {{.Label \"io.agentc.kind\"}}",
+        ];
         if stopped_too {
             args.push("--all");
         } else {
@@ -439,7 +447,12 @@ impl SandboxClient for CliClient {
         let text = String::from_utf8_lossy(&listed);
         let mut found: Vec<(&str, &str)> = text
             .lines()
-            .filter_map(|line| line.split_once(' '))
+            .filter_map(|line| {
+                let mut words = line.split(' ');
+                let (id, name) = (words.next()?, words.next()?);
+                // A sandbox's egress proxy carries its profile too; it is not the sandbox.
+                (!is_companion(words.next().unwrap_or_default())).then_some((id, name))
+            })
             .collect();
         found.sort_by_key(|(_, name)| *name);
         match found.as_slice() {

@@ -115,7 +115,7 @@ pub trait SandboxClient: Send + Sync {
 
     /// The one container of a profile (label `io.agentc.profile=PROFILE`): its one running
     /// container, or with `stopped_too` its one container in any state; none or several is
-    /// an error listing them.
+    /// an error listing them. Its egress proxy is not counted ([`target::is_companion`]).
     fn find_profile(
         &self,
         profile: &str,

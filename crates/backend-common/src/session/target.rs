@@ -53,6 +53,12 @@ pub fn sandbox_of(
     })
 }
 
+/// Whether a container of this `io.agentc.kind` is a companion of a sandbox (its egress
+/// proxy) rather than a sandbox: a profile file names its sandbox, never its proxy.
+pub fn is_companion(kind: &str) -> bool {
+    kind == agentc_policy::KIND_EGRESS_PROXY
+}
+
 /// Whether the container is running, from its inspect.
 pub fn is_running(inspect: &ContainerInspectResponse) -> bool {
     inspect

@@ -237,7 +237,7 @@ fn leftovers_of_killed_launches_warn_with_the_command_that_removes_each() {
     assert_eq!(found.status, Status::Warn);
     assert_eq!(
         found.summary,
-        "2 left by launches killed before they finished: isolated network box-egress: no \
+        "2 leftovers of launches killed before they finished: isolated network box-egress: no \
          container of box uses it; egress proxy box-egress-proxy: no container of box is behind it"
     );
     let fix = found.fix.as_deref().unwrap();
