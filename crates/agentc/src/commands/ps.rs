@@ -126,7 +126,12 @@ pub fn ps(args: PsArgs) -> Result<u8, Failure> {
                     // Removed meanwhile.
                     Err(_) => continue,
                 };
-            let egress = egress_of(&client, &summary).await;
+            // Only a sandbox on a named network can be behind the proxy.
+            let egress = if matches!(network.as_str(), "default" | "none") {
+                None
+            } else {
+                egress_of(&client, &summary).await
+            };
             rows.push(row(summary, network, ports, egress));
         }
         let volumes = if args.volumes {
