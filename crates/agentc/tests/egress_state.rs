@@ -175,6 +175,18 @@ fn egress_state_is_shown_and_a_dead_proxy_is_an_error(backend: &str) {
     let sandbox = launch(&profile, backend);
     let proxy = format!("{sandbox}-egress-proxy");
 
+    // A second launch of the running sandbox names it, not a leftover.
+    let again = agentc(&["run", &profile, "--backend", backend]);
+    assert_eq!(again.status.code(), Some(125), "{}", describe(&again));
+    assert!(
+        text(&again.stderr).contains(&format!(
+            "it belongs to the container {sandbox} (running), which still exists\n  hint: \
+             `agentc rm {sandbox}` removes it"
+        )),
+        "{}",
+        describe(&again)
+    );
+
     // Up: in the table and in JSON.
     let (cell, json) = ps_egress(&sandbox);
     assert_eq!(cell, "up");
@@ -353,22 +365,35 @@ fn a_leftover_isolated_network_is_named_listed_and_removed() {
     let mut lab = Lab::new("leftover");
     for backend in ["cli", "api"] {
         let profile = lab.profile(&format!("left-{backend}"), "");
-        // The first step of the launch as rendered: its network, name and labels included.
+        // The first steps of the launch as rendered: its network, names and labels included.
         let rendered = agentc(&["render", &profile, "--format", "shell"]);
         assert!(rendered.status.success(), "{}", describe(&rendered));
-        let create = text(&rendered.stdout)
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .to_string();
+        let steps: Vec<String> = text(&rendered.stdout).lines().map(str::to_string).collect();
+        let create = steps[0].clone();
         assert!(create.starts_with("docker network create "), "{create}");
         let network = create.rsplit(' ').next().unwrap().to_string();
         let sandbox = network
             .strip_suffix("-egress")
             .expect("NAME-egress")
             .to_string();
-        let made = Command::new("sh").args(["-c", &create]).output().unwrap();
-        assert!(made.status.success(), "{}", describe(&made));
+        let proxy = format!("{sandbox}-egress-proxy");
+        let mut killed = vec![create];
+        if backend == "api" {
+            // Killed later: the proxy was created and connected too (the test image stands in
+            // for the proxy's, which the launch would have imported).
+            assert!(steps[1].starts_with("docker create "), "{}", steps[1]);
+            assert!(
+                steps[2].starts_with("docker network connect "),
+                "{}",
+                steps[2]
+            );
+            killed.push(steps[1].replacen(" agentc-egress ", &format!(" {} ", test_image()), 1));
+            killed.push(steps[2].clone());
+        }
+        for step in &killed {
+            let made = Command::new("sh").args(["-c", step]).output().unwrap();
+            assert!(made.status.success(), "{step}: {}", describe(&made));
+        }
 
         let failed = agentc(&["run", &profile, "--backend", backend]);
         assert_eq!(failed.status.code(), Some(125), "{}", describe(&failed));
@@ -384,15 +409,26 @@ fn a_leftover_isolated_network_is_named_listed_and_removed() {
             error.contains(&format!("`agentc rm {sandbox}` removes it")),
             "{error}"
         );
-        assert!(
-            error.contains(&format!("`docker network rm {network}`")),
-            "{error}"
-        );
+        let removal = if backend == "api" {
+            assert!(
+                error.contains(&format!(", with its egress proxy {proxy} (created);")),
+                "{error}"
+            );
+            format!("docker rm -f {proxy} && docker network rm {network}")
+        } else {
+            format!("docker network rm {network}")
+        };
+        assert!(error.contains(&format!("(or `{removal}`)")), "{error}");
         assert!(!error.contains("enforce"), "{error}");
-        // Nothing of the failed launch, and the leftover untouched.
+        // Nothing of the failed launch, and the leftovers untouched.
+        let leftover_proxy = if backend == "api" {
+            proxy.clone()
+        } else {
+            String::new()
+        };
         assert_eq!(
             lab.left(lab.profiles.last().unwrap()),
-            (String::new(), network.clone()),
+            (leftover_proxy, network.clone()),
             "{backend}"
         );
 
@@ -409,10 +445,15 @@ fn a_leftover_isolated_network_is_named_listed_and_removed() {
             )),
             "{line}"
         );
-        assert!(
-            report.contains(&format!("`docker network rm {network}`")),
-            "{report}"
-        );
+        if backend == "api" {
+            assert!(
+                line.contains(&format!(
+                    "egress proxy {proxy}: no container of {sandbox} is behind it"
+                )),
+                "{line}"
+            );
+        }
+        assert!(report.contains(&format!("`{removal}`")), "{report}");
         let json = agentc(&["doctor", "--format", "json"]);
         let json: serde_json::Value = serde_json::from_slice(&json.stdout).expect("doctor json");
         let check = json["checks"]
@@ -427,7 +468,7 @@ fn a_leftover_isolated_network_is_named_listed_and_removed() {
         // The removal the error named.
         if backend == "cli" {
             let command = quoted_after(&error, "(or ");
-            assert_eq!(command, format!("docker network rm {network}"));
+            assert_eq!(command, removal);
             let args: Vec<&str> = command.split_whitespace().skip(1).collect();
             docker(&args).expect("the docker command named");
         } else {
@@ -435,8 +476,9 @@ fn a_leftover_isolated_network_is_named_listed_and_removed() {
             assert_eq!(command, format!("agentc rm {sandbox}"));
             let removed = agentc(&["rm", &sandbox]);
             assert!(removed.status.success(), "{}", describe(&removed));
-            assert!(
-                text(&removed.stdout).contains(&format!("removed network {network}")),
+            assert_eq!(
+                text(&removed.stdout),
+                format!("removed {proxy}\nremoved network {network}\n"),
                 "{}",
                 describe(&removed)
             );
