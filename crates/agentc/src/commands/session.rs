@@ -1,7 +1,6 @@
 //! The session commands, `exec`, `cp`, `port`, `logs`, `egress log`, `stop`, `start` and
-//! `shell`: each a
-//! short chain of [`SandboxClient`] calls, written once and run through the backend asked
-//! for (`--backend cli|api`), so both give the same results.
+//! `shell`: each a short chain of [`SandboxClient`] calls, written once and run through the
+//! backend asked for (`--backend cli|api`), so both give the same results.
 //!
 //! A NAME is a container name or ID from `agentc ps`, or a profile file (a path holding a
 //! `/` or ending in `.toml`), which means its one running container; the client refuses any

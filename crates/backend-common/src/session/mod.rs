@@ -4,10 +4,10 @@
 //! [`LaunchSpec`] or finds one agentc created, runs commands in it,
 //! copies files in and out (also into its tmpfs and past its read-only root), says where a
 //! port is reachable, reads its logs, says whether its egress proxy serves it, stops, starts
-//! and deletes it. The docker CLI backend
-//! (`agentc_backend_cli::CliClient`, running `docker` through `tokio::process`) and the Engine
-//! API backend (`agentc_backend_api::ApiClient`, through bollard) implement it alike, and the
-//! `agentc exec`, `cp`, `port`, `logs`, `stop`, `start` and `shell` commands are written
+//! and deletes it. The docker CLI backend (`agentc_backend_cli::CliClient`, running `docker`
+//! through `tokio::process`) and the Engine API backend (`agentc_backend_api::ApiClient`,
+//! through bollard) implement it alike, and the `agentc exec`, `cp`, `port`, `logs`,
+//! `egress log`, `stop`, `start` and `shell` commands are written
 //! against it, generic over the backend.
 //!
 //! What both implementations share is here and pure: which container a NAME means and the
