@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod egress_log;
 mod probe;
+pub use egress_log::{EgressCommand, EgressLogArgs};
 pub use probe::EgressProbeArgs;
 
 /// Turns a declarative sandbox profile into a hardened container launch for AI agents.
@@ -64,12 +66,12 @@ pub enum Command {
     Build(BuildArgs),
     /// List the containers agentc launched (label io.agentc.profile).
     #[command(
-        after_help = "Examples:\n  agentc ps\n  agentc ps --all --format json\n  agentc ps --volumes\n\nColumns: the container's name, profile, launch kind and status; its network; where each container port is reachable from the host (PORT -> ADDRESS: 127.0.0.1 for published ports, the container's address on a named network for exposed ones); the first 12 digits of its spec digest; and PROFILE: `current` when the profile file it was launched from (`agentc run`) still has the text it had then, `changed` when it was edited since (the sandbox no longer matches it: rerun it), `missing` when the file is gone, `-` when unknown."
+        after_help = "Examples:\n  agentc ps\n  agentc ps --all --format json\n  agentc ps --volumes\n\nColumns: the container's name, profile, launch kind and status; EGRESS, for a sandbox behind agentc's egress proxy: `up`, `down (REASON [CODE])` when the proxy exited, was killed or is unhealthy (the sandbox then reaches nothing outside; `agentc egress log NAME` says when), `missing` when no proxy serves it, `-` for other containers; its network; where each container port is reachable from the host (PORT -> ADDRESS: 127.0.0.1 for published ports, the container's address on a named network for exposed ones); the first 12 digits of its spec digest; and PROFILE: `current` when the profile file it was launched from (`agentc run`) still has the text it had then, `changed` when it was edited since (the sandbox no longer matches it: rerun it), `missing` when the file is gone, `-` when unknown."
     )]
     Ps(PsArgs),
     /// Remove containers agentc launched; any other container is refused.
     #[command(
-        after_help = "Examples:\n  agentc rm agentc-sandbox-dev-1000-pentest\n  agentc rm --all\n  agentc rm --all --profile pentest\n  agentc rm --volumes agentc-sandbox-dev-1000-pentest"
+        after_help = "Examples:\n  agentc rm agentc-sandbox-dev-1000-pentest\n  agentc rm --all\n  agentc rm --all --profile pentest\n  agentc rm --volumes agentc-sandbox-dev-1000-pentest\n\nA sandbox's egress proxy and isolated network go with it. NAME may also be a sandbox that no longer exists whose launch was killed before it finished: its leftover isolated network and proxy are removed (as `--all --profile P` removes those of the profile's launches)."
     )]
     Rm(RmArgs),
     /// Launch the profile with a probe in place of the agent and check what the kernel reports.
@@ -97,6 +99,12 @@ pub enum Command {
         after_help = "Examples:\n  agentc logs --tail 20 agentc-sandbox-dev-1000-pentest\n  agentc logs --follow --since 10m pentest.toml"
     )]
     Logs(LogsArgs),
+    /// Read what a sandbox's egress proxy decided (allowlist enforced outside).
+    #[command(
+        subcommand,
+        after_help = "Example:\n  agentc egress log --follow pentest.toml"
+    )]
+    Egress(EgressCommand),
     /// Stop running agentc containers (kept until `agentc rm`).
     #[command(after_help = "Example:\n  agentc stop --time 2 agentc-sandbox-dev-1000-pentest")]
     Stop(StopArgs),
@@ -114,7 +122,7 @@ pub enum Command {
     Init(InitArgs),
     /// Check that this machine can run agentc's launches (and, with a profile, that one).
     #[command(
-        after_help = "Examples:\n  agentc doctor\n  agentc doctor claude-dev.toml --format json\n\nEach check prints ok, warn or fail with a fix: the engine and its API version, the docker CLI, runtimes, cgroup version, seccomp, AppArmor, user namespaces, whether an internal network with IPv4 inhibited can be created (one is created and removed), free disk; with a profile, its images, networks and secrets, its recorded deployment and its lock. Exit status: 0 when nothing fails, 1 otherwise."
+        after_help = "Examples:\n  agentc doctor\n  agentc doctor claude-dev.toml --format json\n\nEach check prints ok, warn or fail with a fix: the engine and its API version, the docker CLI, runtimes, cgroup version, seccomp, AppArmor, user namespaces, whether an internal network with IPv4 inhibited can be created (one is created and removed), leftovers of killed launches (isolated networks and egress proxies without their sandbox, sandboxes without their proxy: a warning, each with the command that removes it), free disk; with a profile, its images, networks and secrets, its recorded deployment and its lock. Exit status: 0 when nothing fails, 1 otherwise."
     )]
     Doctor(DoctorArgs),
     /// List what a profile's launches would create and use, without contacting the engine.

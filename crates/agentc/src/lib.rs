@@ -9,9 +9,9 @@
 //! `completions`, `man`) never start a runtime or connect to a daemon; the launching and
 //! lifecycle commands (`run`, `seed`, `build`, `ps`, `rm`, `verify`, `apply`, `rollback`,
 //! `lock`, `doctor`) create a tokio runtime only when they talk to the Engine API, and the
-//! session commands (`exec`, `cp`, `port`, `logs`, `stop`, `start`, `shell`) for either
-//! backend; the hidden `egress-proxy serve` (run inside the egress proxy's container) starts
-//! its own.
+//! session commands (`exec`, `cp`, `port`, `logs`, `egress log`, `stop`, `start`, `shell`)
+//! for either backend; the hidden `egress-proxy serve` (run inside the egress proxy's
+//! container) starts its own.
 #![deny(missing_docs)]
 
 pub mod cli;
@@ -50,6 +50,7 @@ pub fn execute(cli: Cli) -> ExitCode {
         Command::Cp(args) => commands::session::cp(args),
         Command::Port(args) => commands::session::port(args),
         Command::Logs(args) => commands::session::logs(args),
+        Command::Egress(cli::EgressCommand::Log(args)) => commands::session::egress_log(args),
         Command::Stop(args) => commands::session::stop(args),
         Command::Start(args) => commands::session::start(args),
         Command::Shell(args) => commands::session::shell(args),

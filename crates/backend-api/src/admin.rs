@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
+use agentc_backend_common::egress_state::{Leftover, LeftoverKind};
 use agentc_backend_common::{network_of, published_addresses, ExecError, PublishedAddress};
 use agentc_policy::LABEL_PROFILE;
 use bollard::errors::Error as BollardError;
@@ -141,9 +142,13 @@ pub(crate) fn remove_jobs(docker: &Docker) -> usize {
 /// (labelled `io.agentc.egress-for=NAME`), [`REMOVE_JOBS`] at a time on the one connection pool
 /// (one at a time on daemons older than API 1.42, see [`REMOVE_JOBS_OLD_DAEMON`]), and returns
 /// the names removed. A named container that does not exist or lacks the `io.agentc.profile`
-/// label is an error, checked for every name before anything is removed. Every removal is
+/// label is an error, checked for every name before anything is removed, unless a launch of
+/// that name killed before it finished left an isolated network or a proxy behind
+/// ([`crate::companion::leftovers`]): those are removed instead. `Profile` removes the
+/// leftovers of the profile's launches too. Every removal is
 /// tried; the first that failed is the error.
 pub async fn remove(docker: &Docker, target: &RemoveTarget) -> Result<Vec<String>, ExecError> {
+    let mut left = Vec::new();
     let names: Vec<String> = match target {
         RemoveTarget::All | RemoveTarget::Profile(_) => {
             let profile = match target {
@@ -157,11 +162,18 @@ pub async fn remove(docker: &Docker, target: &RemoveTarget) -> Result<Vec<String
                 .collect()
         }
         RemoveTarget::Names(names) => {
+            let mut containers = Vec::new();
             for name in names {
                 let inspect = match docker.inspect_container(name, None).await {
                     Ok(inspect) => inspect,
                     Err(error) if is_not_found(&error) => {
-                        return Err(ExecError::NoSuchContainer { name: name.clone() })
+                        // What a launch of `name` killed before it finished left: removed too.
+                        let found = crate::companion::leftovers(docker, Some(name), None).await?;
+                        if found.iter().any(removable) {
+                            left.extend(found);
+                            continue;
+                        }
+                        return Err(ExecError::NoSuchContainer { name: name.clone() });
                     }
                     Err(error) => return Err(daemon_error("inspect the container", error)),
                 };
@@ -172,8 +184,9 @@ pub async fn remove(docker: &Docker, target: &RemoveTarget) -> Result<Vec<String
                 if !labelled {
                     return Err(ExecError::NotAgentc { name: name.clone() });
                 }
+                containers.push(name.clone());
             }
-            names.clone()
+            containers
         }
     };
     let results: Vec<Result<Vec<String>, ExecError>> = futures_util::stream::iter(&names)
@@ -195,9 +208,43 @@ pub async fn remove(docker: &Docker, target: &RemoveTarget) -> Result<Vec<String
         // The isolated networks of launches whose workload is already gone.
         removed.extend(crate::companion::remove_orphan_networks(docker).await?);
     }
+    if let RemoveTarget::Profile(profile) = target {
+        // The leftovers of the profile's launches killed before they finished.
+        left.extend(crate::companion::leftovers(docker, None, Some(profile)).await?);
+    }
+    removed.extend(remove_leftovers(docker, &left).await?);
     // With --all an egress proxy is listed itself and again as its workload's companion.
     let mut seen = std::collections::HashSet::new();
     removed.retain(|name| seen.insert(name.clone()));
+    Ok(removed)
+}
+
+/// Whether `agentc rm` removes a leftover itself: an isolated network or an egress proxy
+/// without its workload; a workload without its proxy is removed by its own name only.
+fn removable(leftover: &Leftover) -> bool {
+    leftover.kind != LeftoverKind::Workload
+}
+
+/// Removes the networks and proxies among `leftovers` (proxies first: a network with a
+/// container on it cannot be removed) and returns their names (`network NAME` for a network).
+async fn remove_leftovers(
+    docker: &Docker,
+    leftovers: &[Leftover],
+) -> Result<Vec<String>, ExecError> {
+    let mut removed = Vec::new();
+    for proxy in leftovers.iter().filter(|l| l.kind == LeftoverKind::Proxy) {
+        remove_quietly(docker, &proxy.name)
+            .await
+            .map_err(|error| daemon_error("remove the egress proxy", error))?;
+        removed.push(proxy.name.clone());
+    }
+    for network in leftovers.iter().filter(|l| l.kind == LeftoverKind::Network) {
+        match docker.remove_network(&network.name).await {
+            Ok(()) => removed.push(format!("network {}", network.name)),
+            Err(error) if is_not_found(&error) => {}
+            Err(error) => return Err(daemon_error("remove the isolated network", error)),
+        }
+    }
     Ok(removed)
 }
 

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use agentc_backend_common::egress::{self, CREATE_NETWORK};
+use agentc_backend_common::egress_state::{self, IsolatedNetworkUse, Leftover, Member, ProxyUse};
 use agentc_backend_common::ExecError;
 use agentc_policy::{
     ContainerSpec, EgressSpec, KIND_EGRESS_PROXY, LABEL_EGRESS_FOR, LABEL_KIND, LABEL_PROFILE,
@@ -20,8 +21,8 @@ use agentc_policy::{
 };
 use bollard::exec::{CreateExecOptions, StartExecOptions};
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, ListContainersOptionsBuilder, ListNetworksOptionsBuilder,
-    RemoveContainerOptionsBuilder,
+    CreateContainerOptionsBuilder, InspectNetworkOptions, ListContainersOptionsBuilder,
+    ListNetworksOptionsBuilder, RemoveContainerOptionsBuilder,
 };
 use bollard::Docker;
 
@@ -104,10 +105,21 @@ pub async fn setup(docker: &Docker, egress: &EgressSpec) -> Result<EgressSet, Ex
         network: network.name.clone(),
         proxy: proxy.name.clone().unwrap_or_default(),
     };
-    docker
-        .create_network(network)
+    // Engine API 1.41 creates a second network of the same name (its CheckDuplicate is off by
+    // default, and bollard does not send it): ask first, as `docker network create` does.
+    if docker
+        .inspect_network(&set.network, None::<InspectNetworkOptions>)
         .await
-        .map_err(|error| failed(CREATE_NETWORK, error))?;
+        .is_ok()
+    {
+        return Err(existing_network(docker, egress).await);
+    }
+    if let Err(error) = docker.create_network(network).await {
+        if egress_state::network_exists(&error.to_string()) {
+            return Err(existing_network(docker, egress).await);
+        }
+        return Err(failed(CREATE_NETWORK, error));
+    }
     let result = async {
         let options = CreateContainerOptionsBuilder::new()
             .name(&set.proxy)
@@ -142,6 +154,172 @@ pub async fn setup(docker: &Docker, egress: &EgressSpec) -> Result<EgressSet, Ex
             Err(error)
         }
     }
+}
+
+/// The error of a launch whose isolated network exists already, naming whose it is and how to
+/// remove it ([`egress_state::existing_network`]); nothing is removed.
+async fn existing_network(docker: &Docker, egress: &EgressSpec) -> ExecError {
+    let name = &egress.network.name;
+    let found = match network_use(docker, name).await {
+        Ok(Some(found)) => found,
+        Ok(None) => {
+            return failed(
+                CREATE_NETWORK,
+                format!("the network {name} exists already, and was removed meanwhile"),
+            )
+        }
+        Err(error) => {
+            return failed(
+                CREATE_NETWORK,
+                format!("the network {name} exists already, and cannot be inspected: {error}"),
+            )
+        }
+    };
+    let proxy = match egress.proxy.name.as_deref() {
+        Some(proxy) => docker
+            .inspect_container(proxy, None)
+            .await
+            .ok()
+            .map(|inspect| member_of_inspect(&inspect)),
+        None => None,
+    };
+    egress_state::existing_network(egress, &found, proxy.as_ref())
+}
+
+/// A container's name, `io.agentc.kind` label and state, from its inspect.
+fn member_of_inspect(inspect: &bollard::models::ContainerInspectResponse) -> Member {
+    Member {
+        name: inspect
+            .name
+            .as_deref()
+            .unwrap_or_default()
+            .trim_start_matches('/')
+            .to_string(),
+        kind: inspect
+            .config
+            .as_ref()
+            .and_then(|config| config.labels.as_ref())
+            .and_then(|labels| labels.get(LABEL_KIND))
+            .cloned()
+            .unwrap_or_default(),
+        state: inspect
+            .state
+            .as_ref()
+            .and_then(|state| state.status)
+            .map(|status| status.to_string())
+            .unwrap_or_default(),
+    }
+}
+
+/// A container as listed: its name, `io.agentc.kind` label and state.
+fn member_of_summary(container: bollard::models::ContainerSummary) -> Member {
+    Member {
+        name: container
+            .names
+            .and_then(|names| names.into_iter().next())
+            .map(|name| name.trim_start_matches('/').to_string())
+            .or(container.id)
+            .unwrap_or_default(),
+        kind: container
+            .labels
+            .and_then(|labels| labels.get(LABEL_KIND).cloned())
+            .unwrap_or_default(),
+        state: container
+            .state
+            .map(|state| state.to_string())
+            .unwrap_or_default(),
+    }
+}
+
+/// The network `name` with its labels and every container on it, running or not; `None`
+/// when there is no such network.
+async fn network_use(
+    docker: &Docker,
+    name: &str,
+) -> Result<Option<IsolatedNetworkUse>, bollard::errors::Error> {
+    let network = match docker
+        .inspect_network(name, None::<InspectNetworkOptions>)
+        .await
+    {
+        Ok(network) => network,
+        Err(error) if is_not_found(&error) => return Ok(None),
+        Err(error) => return Err(error),
+    };
+    let filter = HashMap::from([("network".to_string(), vec![name.to_string()])]);
+    let options = ListContainersOptionsBuilder::new()
+        .all(true)
+        .filters(&filter)
+        .build();
+    let members = docker
+        .list_containers(Some(options))
+        .await?
+        .into_iter()
+        .map(member_of_summary)
+        .collect();
+    Ok(Some(IsolatedNetworkUse {
+        name: network.name.unwrap_or_else(|| name.to_string()),
+        labels: network.labels.unwrap_or_default().into_iter().collect(),
+        members,
+    }))
+}
+
+/// The leftovers of killed launches among agentc's isolated networks and egress proxies
+/// ([`egress_state::leftovers`]), those of the workload `workload` or of the profile `profile`
+/// when given: what `agentc doctor` lists and `agentc rm` of a gone workload or of a profile
+/// removes.
+pub async fn leftovers(
+    docker: &Docker,
+    workload: Option<&str>,
+    profile: Option<&str>,
+) -> Result<Vec<Leftover>, ExecError> {
+    let mut labels = vec![egress_state::proxy_kind_filter(), LABEL_PROFILE.to_string()];
+    if let Some(workload) = workload {
+        labels.push(egress::proxy_label_filter(workload));
+    }
+    if let Some(profile) = profile {
+        labels.push(format!("{LABEL_PROFILE}={profile}"));
+    }
+    let filter = HashMap::from([("label".to_string(), labels)]);
+    let options = ListNetworksOptionsBuilder::new().filters(&filter).build();
+    let listed = docker
+        .list_networks(Some(options))
+        .await
+        .map_err(|error| failed("list the isolated networks", error))?;
+    let mut networks = Vec::new();
+    for network in listed {
+        let Some(name) = network.name else { continue };
+        match network_use(docker, &name).await {
+            Ok(Some(found)) => networks.push(found),
+            Ok(None) => {}
+            Err(error) => return Err(failed("inspect the isolated network", error)),
+        }
+    }
+    let options = ListContainersOptionsBuilder::new()
+        .all(true)
+        .filters(&filter)
+        .build();
+    let listed = docker
+        .list_containers(Some(options))
+        .await
+        .map_err(|error| failed("list the egress proxies", error))?;
+    let mut proxies = Vec::new();
+    for container in listed {
+        let labels = container.labels.clone().unwrap_or_default();
+        let on: Vec<String> = container
+            .network_settings
+            .as_ref()
+            .and_then(|settings| settings.networks.as_ref())
+            .map(|networks| networks.keys().cloned().collect())
+            .unwrap_or_default();
+        proxies.push(ProxyUse {
+            workload: labels.get(LABEL_EGRESS_FOR).cloned().unwrap_or_default(),
+            profile: labels.get(LABEL_PROFILE).cloned().unwrap_or_default(),
+            networks: on,
+            proxy: member_of_summary(container),
+        });
+    }
+    let found = egress_state::leftovers(&networks, &proxies);
+    Ok(found)
 }
 
 /// Gives the inspect of the workload `name` the host bindings its egress proxy holds for it

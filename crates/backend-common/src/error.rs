@@ -223,6 +223,19 @@ pub enum ExecError {
         /// Why.
         message: String,
     },
+    /// The isolated network of an egress companion exists already: a leftover of a launch
+    /// killed before it finished, the network of a sandbox of that name, or another's network
+    /// ([`crate::egress_state::existing_network`]). Nothing of the launch was created, nothing
+    /// was removed.
+    #[error("cannot create the isolated network {network} for the egress allowlist: {found}\n  hint: {hint}")]
+    EgressNetworkExists {
+        /// The network's name.
+        network: String,
+        /// Whose it is.
+        found: String,
+        /// How to remove it.
+        hint: String,
+    },
     /// `docker inspect` printed no container.
     #[error("docker inspect found no container {name}")]
     InspectEmpty {

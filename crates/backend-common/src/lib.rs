@@ -12,6 +12,8 @@
 //!   accepts too.
 //! - [`egress`]: the steps both executors take around an egress companion's set-up (the
 //!   per-run instance, a taken subnet).
+//! - [`egress_state`]: egress companions as the engine holds them: a sandbox's proxy up, down
+//!   or missing, and the leftovers of launches killed before they finished.
 //! - [`engine`](mod@engine): which engine (Docker or Podman) the process drives.
 //! - [`runtime`]: the fail-closed check of a launch's runtime against what the engine has
 //!   ([`check_runtime`]).
@@ -46,6 +48,7 @@
 
 pub mod argv;
 pub mod egress;
+pub mod egress_state;
 pub mod engine;
 pub mod error;
 pub mod hints;

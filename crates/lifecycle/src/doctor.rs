@@ -122,6 +122,10 @@ pub struct EngineFacts {
     pub rlimits_raisable: Option<bool>,
     /// gVisor's registration with the engine: the `runsc` runtime's path and arguments.
     pub gvisor: Option<String>,
+    /// What launches killed before they finished left behind (agentc's isolated networks and
+    /// egress proxies without their workload, workloads without their proxy): each as what it
+    /// is and the command that removes it; or why they could not be listed.
+    pub egress_leftovers: Option<Result<Vec<(String, String)>, String>>,
 }
 
 impl EngineFacts {
@@ -152,6 +156,7 @@ pub const ENGINE_CHECKS: &[EngineCheck] = &[
     ("apparmor", apparmor),
     ("user-namespaces", user_namespaces),
     ("isolated-network", isolated_network),
+    ("egress-leftovers", egress_leftovers),
     ("disk", disk),
 ];
 
@@ -426,6 +431,47 @@ fn isolated_network(facts: &EngineFacts) -> Option<Check> {
             Status::Warn,
             format!("an internal network with IPv4 inhibited cannot be created: {error}"),
             Some("use the bridge network driver of Docker 20.10 or later; egress allowlist launches need it"),
+        ),
+    })
+}
+
+fn egress_leftovers(facts: &EngineFacts) -> Option<Check> {
+    if !answered(facts) {
+        return None;
+    }
+    let id = "egress-leftovers";
+    Some(match facts.egress_leftovers.as_ref()? {
+        Ok(found) if found.is_empty() => check(
+            id,
+            Status::Ok,
+            "no leftovers of killed launches (isolated networks, egress proxies)",
+            None,
+        ),
+        Ok(found) => {
+            let what: Vec<&str> = found.iter().map(|(what, _)| what.as_str()).collect();
+            let how: Vec<String> = found.iter().map(|(_, how)| format!("`{how}`")).collect();
+            Check {
+                id: id.to_string(),
+                status: Status::Warn,
+                summary: format!(
+                    "{} leftover{} of launches killed before they finished: {}",
+                    found.len(),
+                    if found.len() == 1 { "" } else { "s" },
+                    what.join("; ")
+                ),
+                fix: Some(format!(
+                    "remove {}: {} (a launch still starting shows here too: check again first); \
+                     a later launch of the same sandbox fails while its network is left",
+                    if found.len() == 1 { "it" } else { "them" },
+                    how.join("; ")
+                )),
+            }
+        }
+        Err(error) => check(
+            id,
+            Status::Warn,
+            format!("cannot list agentc's isolated networks and egress proxies: {error}"),
+            Some("`docker network ls --filter label=io.agentc.kind=egress-proxy` lists them"),
         ),
     })
 }

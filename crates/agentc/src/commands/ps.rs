@@ -1,14 +1,17 @@
 //! `agentc ps`: lists the containers agentc launched, with their network, where each port is
-//! reachable, their spec digest and whether their profile changed since; `--volumes` lists
-//! agentc's volumes too.
+//! reachable, the state of their egress proxy (for a sandbox behind one), their spec digest and
+//! whether their profile changed since; `--volumes` lists agentc's volumes too.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
-use agentc_backend_api::Summary;
+use agentc_backend_api::{ApiClient, Summary};
+use agentc_backend_common::egress_state::EgressState;
+use agentc_backend_common::session::{Sandbox, SandboxClient};
 use agentc_backend_common::{network_of, published_addresses};
 use agentc_policy::{
-    Network, LABEL_KIND, LABEL_PROFILE_FILE, LABEL_PROFILE_SHA256, LABEL_SPEC_DIGEST,
+    Network, KIND_EGRESS_PROXY, LABEL_KIND, LABEL_PROFILE_FILE, LABEL_PROFILE_SHA256,
+    LABEL_SPEC_DIGEST,
 };
 
 use crate::cli::{PsArgs, PsFormat};
@@ -34,6 +37,9 @@ pub struct Row {
     pub network: String,
     /// Where each container port is reachable from the host.
     pub ports: Vec<PortRow>,
+    /// For a sandbox behind agentc's egress proxy, whether the proxy serves it (up, down or
+    /// missing); `null` for any other container.
+    pub egress: Option<EgressState>,
     /// Its `io.agentc.spec-digest` label.
     pub spec_digest: String,
     /// Whether the profile file it was launched from still has the text it had then.
@@ -95,6 +101,7 @@ pub fn ps(args: PsArgs) -> Result<u8, Failure> {
     let runtime = launch::runtime()?;
     let (rows, volumes) = runtime.block_on(async {
         let docker = launch::connect().await?;
+        let client = ApiClient::new(docker.clone(), Default::default());
         let summaries = agentc_backend_api::list(&docker, None)
             .await
             .map_err(launch::exec_failure)?;
@@ -119,7 +126,13 @@ pub fn ps(args: PsArgs) -> Result<u8, Failure> {
                     // Removed meanwhile.
                     Err(_) => continue,
                 };
-            rows.push(row(summary, network, ports));
+            // Only a sandbox on a named network can be behind the proxy.
+            let egress = if matches!(network.as_str(), "default" | "none") {
+                None
+            } else {
+                egress_of(&client, &summary).await
+            };
+            rows.push(row(summary, network, ports, egress));
         }
         let volumes = if args.volumes {
             agentc_backend_api::list_volumes(&docker)
@@ -164,7 +177,28 @@ fn network_name(network: &Network) -> String {
     }
 }
 
-fn row(summary: Summary, network: String, ports: Vec<PortRow>) -> Row {
+/// The state of a container's egress proxy, for a sandbox behind one (through the same
+/// [`SandboxClient::egress`] as `agentc egress log`); a proxy itself, a container removed
+/// meanwhile, or one the daemon cannot tell about, has none.
+async fn egress_of(client: &ApiClient, summary: &Summary) -> Option<EgressState> {
+    if summary.labels.get(LABEL_KIND).map(String::as_str) == Some(KIND_EGRESS_PROXY) {
+        return None;
+    }
+    let sandbox = Sandbox {
+        id: summary.id.clone(),
+        name: summary.name.clone(),
+        profile: summary.profile.clone(),
+    };
+    match client.egress(&sandbox).await {
+        Ok(egress) => egress.map(|egress| egress.state),
+        Err(error) => {
+            log::debug!("cannot tell the egress of {}: {error}", summary.name);
+            None
+        }
+    }
+}
+
+fn row(summary: Summary, network: String, ports: Vec<PortRow>, egress: Option<EgressState>) -> Row {
     Row {
         kind: summary.labels.get(LABEL_KIND).cloned().unwrap_or_default(),
         spec_digest: summary
@@ -180,6 +214,7 @@ fn row(summary: Summary, network: String, ports: Vec<PortRow>) -> Row {
         status: summary.status,
         network,
         ports,
+        egress,
     }
 }
 
@@ -204,10 +239,11 @@ fn table<const N: usize>(headers: [&str; N], cells: &[[String; N]]) -> String {
     out
 }
 
-/// The table: `NAME  PROFILE  KIND  STATUS  NETWORK  PORTS  SPEC  PROFILE-FILE`, ports as
-/// `PORT -> ADDRESS`, comma-separated.
+/// The table: `NAME  PROFILE  KIND  STATUS  EGRESS  NETWORK  PORTS  SPEC  PROFILE-FILE`,
+/// egress as `up`, `down (REASON [CODE])`, `missing` or `-`, ports as `PORT -> ADDRESS`,
+/// comma-separated.
 pub fn render(rows: &[Row]) -> String {
-    let cells: Vec<[String; 8]> = rows
+    let cells: Vec<[String; 9]> = rows
         .iter()
         .map(|row| {
             [
@@ -215,6 +251,9 @@ pub fn render(rows: &[Row]) -> String {
                 row.profile.clone(),
                 row.kind.clone(),
                 row.status.clone(),
+                row.egress
+                    .as_ref()
+                    .map_or_else(|| "-".to_string(), EgressState::cell),
                 row.network.clone(),
                 row.ports
                     .iter()
@@ -232,6 +271,7 @@ pub fn render(rows: &[Row]) -> String {
             "PROFILE",
             "KIND",
             "STATUS",
+            "EGRESS",
             "NETWORK",
             "PORTS",
             "SPEC",
@@ -274,17 +314,80 @@ mod tests {
                     address: "172.20.0.5:9000".into(),
                 },
             ],
+            egress: None,
             spec_digest: "aa41b18d2ebef4109c1076f8b47dd22e".into(),
             profile_state: ProfileState::Changed,
         }];
         assert_eq!(
             render(&rows),
-            "NAME                             PROFILE  KIND     STATUS        NETWORK  PORTS                                                     SPEC          PROFILE-FILE\n\
-             agentc-sandbox-dev-1000-pentest  pentest  sandbox  Up 2 seconds  scan     8080/tcp -> 127.0.0.1:49153, 9000/tcp -> 172.20.0.5:9000  aa41b18d2ebe  changed\n"
+            "NAME                             PROFILE  KIND     STATUS        EGRESS  NETWORK  PORTS                                                     SPEC          PROFILE-FILE\n\
+             agentc-sandbox-dev-1000-pentest  pentest  sandbox  Up 2 seconds  -       scan     8080/tcp -> 127.0.0.1:49153, 9000/tcp -> 172.20.0.5:9000  aa41b18d2ebe  changed\n"
         );
         assert_eq!(
             render_volumes(&[("claude-code-home-dev-1000-x".into(), "x".into())]),
             "VOLUME                       PROFILE\nclaude-code-home-dev-1000-x  x\n"
+        );
+    }
+
+    #[test]
+    fn a_sandbox_behind_the_proxy_shows_its_egress_state() {
+        let row = |name: &str, egress: Option<EgressState>| Row {
+            name: name.into(),
+            id: "0123".into(),
+            profile: "p".into(),
+            kind: "sandbox".into(),
+            state: "running".into(),
+            status: "Up".into(),
+            network: format!("{name}-egress"),
+            ports: Vec::new(),
+            egress,
+            spec_digest: String::new(),
+            profile_state: ProfileState::Unknown,
+        };
+        let rows = vec![
+            row(
+                "a",
+                Some(EgressState::Up {
+                    proxy: "a-egress-proxy".into(),
+                }),
+            ),
+            row(
+                "b",
+                Some(EgressState::Down {
+                    proxy: "b-egress-proxy".into(),
+                    reason: "exited".into(),
+                    exit_code: Some(137),
+                    since: Some("2026-12-01T19:50:00Z".into()),
+                }),
+            ),
+            row(
+                "c",
+                Some(EgressState::Missing {
+                    network: "c-egress".into(),
+                }),
+            ),
+        ];
+        assert_eq!(
+            render(&rows),
+            "NAME  PROFILE  KIND     STATUS  EGRESS             NETWORK   PORTS  SPEC  PROFILE-FILE\n\
+             a     p        sandbox  Up      up                 a-egress               -\n\
+             b     p        sandbox  Up      down (exited 137)  b-egress               -\n\
+             c     p        sandbox  Up      missing            c-egress               -\n"
+        );
+        let json = serde_json::to_value(&rows).unwrap();
+        assert_eq!(
+            json[0]["egress"],
+            serde_json::json!({"state": "up", "proxy": "a-egress-proxy"})
+        );
+        assert_eq!(json[1]["egress"]["state"], "down");
+        assert_eq!(json[1]["egress"]["exit_code"], 137);
+        assert_eq!(
+            json[2]["egress"],
+            serde_json::json!({"state": "missing", "network": "c-egress"})
+        );
+        assert_eq!(
+            serde_json::to_value(row("d", None)).unwrap()["egress"],
+            serde_json::Value::Null
         );
     }
 }

@@ -1,6 +1,6 @@
-//! The session commands, `exec`, `cp`, `port`, `logs`, `stop`, `start` and `shell`: each a
-//! short chain of [`SandboxClient`] calls, written once and run through the backend asked
-//! for (`--backend cli|api`), so both give the same results.
+//! The session commands, `exec`, `cp`, `port`, `logs`, `egress log`, `stop`, `start` and
+//! `shell`: each a short chain of [`SandboxClient`] calls, written once and run through the
+//! backend asked for (`--backend cli|api`), so both give the same results.
 //!
 //! A NAME is a container name or ID from `agentc ps`, or a profile file (a path holding a
 //! `/` or ending in `.toml`), which means its one running container; the client refuses any
@@ -11,19 +11,20 @@ use std::path::{Path, PathBuf};
 
 use agentc_backend_api::ApiClient;
 use agentc_backend_cli::CliClient;
+use agentc_backend_common::egress_state::EgressState;
 use agentc_backend_common::session::target::parse_port;
 use agentc_backend_common::session::{
     parse_since, ExecRequest, ExecStdin, LogsRequest, ProcessStdio, Sandbox, SandboxClient,
-    SessionError, EXEC_TAG_VAR,
+    SandboxEgress, SessionError, EXEC_TAG_VAR,
 };
 use agentc_backend_common::{exit_status, Interrupt};
 use agentc_policy::{EnvValue, EnvVar};
 
 use crate::cli::{
-    BackendArg, CpArgs, ExecArgs, LogsArgs, PortArgs, ShellArgs, StartArgs, StopArgs,
+    BackendArg, CpArgs, EgressLogArgs, ExecArgs, LogsArgs, PortArgs, ShellArgs, StartArgs, StopArgs,
 };
 use crate::commands::launch;
-use crate::context::{self, Failure, EXIT_DOCKER};
+use crate::context::{self, Failure, EXIT_DOCKER, EXIT_FAILED};
 
 /// A session command, run against either backend's client.
 trait SessionCommand {
@@ -359,6 +360,78 @@ impl SessionCommand for Logs {
 /// Runs `agentc logs`.
 pub fn logs(args: LogsArgs) -> Result<u8, Failure> {
     on_backend(args.target.backend, Logs(args))
+}
+
+struct EgressLog(EgressLogArgs);
+
+/// The sandbox's egress through its proxy, or why it has none to read.
+async fn egress_of<C: SandboxClient>(
+    client: &C,
+    sandbox: &Sandbox,
+) -> Result<SandboxEgress, Failure> {
+    client
+        .egress(sandbox)
+        .await
+        .map_err(session_failure)?
+        .ok_or_else(|| {
+            Failure::new(
+                EXIT_FAILED,
+                format!(
+                    "{} is not behind agentc's egress proxy, so it has no egress log\n  hint: \
+                     only an allowlist enforced outside the sandbox (egress.enforce = \
+                     \"outside\", the default with egress hosts) runs the proxy; `agentc logs \
+                     {}` prints the container's own output",
+                    sandbox.name, sandbox.name
+                ),
+            )
+        })
+}
+
+impl SessionCommand for EgressLog {
+    async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure> {
+        let args = self.0;
+        let sandbox = sandbox_named(client, &args.name, true).await?;
+        let egress = egress_of(client, &sandbox).await?;
+        let down = |state: &EgressState| {
+            state
+                .error_line(&sandbox.name)
+                .map(|line| Failure::new(EXIT_FAILED, line))
+        };
+        // No proxy: nothing to print but why.
+        let Some(proxy) = egress.proxy else {
+            return Err(down(&egress.state).unwrap_or_else(|| {
+                Failure::new(EXIT_FAILED, format!("{} has no egress proxy", sandbox.name))
+            }));
+        };
+        let request = LogsRequest {
+            follow: args.follow && egress.state.is_up(),
+            tail: args.tail,
+            since: None,
+        };
+        let mut signals = Signals::new()?;
+        let mut output = ProcessStdio;
+        tokio::select! {
+            result = client.logs(&proxy, &request, &mut output) => {
+                match result {
+                    Ok(()) | Err(SessionError::NoSuchContainer { .. }) => {}
+                    Err(error) => return Err(session_failure(error)),
+                }
+            }
+            // Ctrl-C is how `--follow` ends: quietly.
+            signal = signals.recv() => return Ok(u8::try_from(signal.exit_code()).unwrap_or(130)),
+        }
+        // The lines are out; now whether the proxy still serves (a followed one stopped).
+        let now = egress_of(client, &sandbox).await?;
+        match down(&now.state) {
+            Some(failure) => Err(failure),
+            None => Ok(0),
+        }
+    }
+}
+
+/// Runs `agentc egress log`.
+pub fn egress_log(args: EgressLogArgs) -> Result<u8, Failure> {
+    on_backend(args.target.backend, EgressLog(args))
 }
 
 struct Stop(StopArgs);

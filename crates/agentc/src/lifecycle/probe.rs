@@ -103,6 +103,17 @@ pub async fn engine_facts(docker: Result<Docker, String>) -> EngineFacts {
         facts.disk = Some(free_disk(info.docker_root_dir.as_deref()));
     }
     facts.isolated_network = Some(isolated_network(&docker).await);
+    facts.egress_leftovers = Some(
+        agentc_backend_api::companion::leftovers(&docker, None, None)
+            .await
+            .map(|found| {
+                found
+                    .into_iter()
+                    .map(|left| (left.describe(), left.remove))
+                    .collect()
+            })
+            .map_err(|error| error.to_string()),
+    );
     facts
 }
 

@@ -3,25 +3,29 @@
 
 mod copy;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::time::Duration;
 
+use agentc_backend_common::egress_state::{is_isolated_network, proxy_kind_filter};
 use agentc_backend_common::resolve_vars;
-use agentc_backend_common::session::target::{check_name, is_running, sandbox_of};
+use agentc_backend_common::session::target::{
+    check_name, is_companion, is_running, named_network, sandbox_of,
+};
 use agentc_backend_common::session::{
     session_spec, CopyReport, DeleteReport, ExecRequest, ExecStdin, LogsRequest, OutputSink,
-    Sandbox, SandboxClient, SessionError, Stream,
+    Sandbox, SandboxClient, SandboxEgress, SessionError, Stream,
 };
 use agentc_backend_common::{resolve_env, ExecError};
-use agentc_policy::LaunchSpec;
+use agentc_policy::{LaunchSpec, LABEL_KIND};
 use bollard::container::LogOutput;
 use bollard::errors::Error as BollardError;
 use bollard::exec::{CreateExecOptions, ResizeExecOptions, StartExecOptions, StartExecResults};
 use bollard::models::ContainerInspectResponse;
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, KillContainerOptionsBuilder, LogsOptionsBuilder,
-    RemoveContainerOptionsBuilder, StopContainerOptionsBuilder,
+    CreateContainerOptionsBuilder, InspectNetworkOptions, KillContainerOptionsBuilder,
+    ListContainersOptionsBuilder, LogsOptionsBuilder, RemoveContainerOptionsBuilder,
+    StopContainerOptionsBuilder,
 };
 use bollard::Docker;
 use futures_util::{Stream as FutureStream, StreamExt};
@@ -414,6 +418,10 @@ impl SandboxClient for ApiClient {
             .await?
             .into_iter()
             .filter(|summary| stopped_too || summary.state == "running")
+            // A sandbox's egress proxy carries its profile too; it is not the sandbox.
+            .filter(|summary| {
+                !is_companion(summary.labels.get(LABEL_KIND).map_or("", String::as_str))
+            })
             .collect();
         match running.as_slice() {
             [one] => self.find(&one.id).await,
@@ -552,6 +560,49 @@ impl SandboxClient for ApiClient {
                 left: vec![format!("container {}: {error}", sandbox.name)],
             },
         }
+    }
+
+    async fn egress(&self, sandbox: &Sandbox) -> Result<Option<SandboxEgress>, SessionError> {
+        let inspect = self.inspect_named(&sandbox.id).await?;
+        let Some(network) = named_network(&inspect) else {
+            return Ok(None);
+        };
+        let labels = match self
+            .docker
+            .inspect_network(&network, None::<InspectNetworkOptions>)
+            .await
+        {
+            Ok(found) => found.labels.unwrap_or_default(),
+            // Its network is gone: no proxy can serve it, nor can it tell whether one did.
+            Err(error) if is_not_found(&error) => return Ok(None),
+            Err(error) => return Err(session_error("inspect the network", error)),
+        };
+        if !is_isolated_network(&labels) {
+            return Ok(None);
+        }
+        let filters = HashMap::from([
+            ("label".to_string(), vec![proxy_kind_filter()]),
+            ("network".to_string(), vec![network.clone()]),
+        ]);
+        let options = ListContainersOptionsBuilder::new()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let listed = self
+            .docker
+            .list_containers(Some(options))
+            .await
+            .map_err(|error| session_error("list the egress proxies", error))?;
+        let proxy = match listed.into_iter().find_map(|proxy| proxy.id) {
+            Some(id) => match self.inspect_named(&id).await {
+                Ok(proxy) => Some(proxy),
+                // Removed meanwhile.
+                Err(SessionError::NoSuchContainer { .. }) => None,
+                Err(error) => return Err(error),
+            },
+            None => None,
+        };
+        Ok(Some(SandboxEgress::new(&network, proxy.as_ref())))
     }
 }
 

@@ -4,11 +4,14 @@
 //! relays checked published, all before the workload is created; and removed again by an [`EgressSet`] when the launch does not keep it.
 //!
 //! Every step that fails removes what the earlier ones created, so a failed setup leaves
-//! nothing behind and the workload is never launched (fail closed).
+//! nothing behind and the workload is never launched (fail closed). An isolated network that
+//! exists already is left alone: the error names whose it is and how to remove it.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use agentc_backend_common::egress;
+use agentc_backend_common::egress_state::{self, IsolatedNetworkUse, Member};
 use agentc_backend_common::ExecError;
 use agentc_policy::{ContainerSpec, EgressSpec, PROXY_IMAGE_PLACEHOLDER};
 
@@ -125,6 +128,11 @@ pub fn setup(egress: &EgressSpec) -> Result<EgressSet, ExecError> {
             if step == SETUP_STEPS[0] {
                 // Nothing of this launch exists yet: a network of that name is another's.
                 set.keep = true;
+                if let ExecError::DockerFailed { stderr, .. } = &error {
+                    if egress_state::network_exists(stderr) {
+                        return Err(existing_network(egress));
+                    }
+                }
             }
             set.remove();
             return Err(ExecError::Egress {
@@ -149,6 +157,68 @@ pub fn setup(egress: &EgressSpec) -> Result<EgressSet, ExecError> {
         }
     }
     Ok(set)
+}
+
+/// The error of a launch whose isolated network exists already, naming whose it is and how to
+/// remove it ([`egress_state::existing_network`]): its labels, the containers on it and the
+/// proxy of this launch's name, asked with `docker network inspect`, `docker ps` and
+/// `docker inspect`. Nothing is removed.
+fn existing_network(egress: &EgressSpec) -> ExecError {
+    let name = &egress.network.name;
+    let facts = || -> Result<IsolatedNetworkUse, ExecError> {
+        let labels = docker::output(&["network", "inspect", "--format", "{{json .Labels}}", name])?;
+        let labels: BTreeMap<String, String> = serde_json::from_str::<Option<_>>(labels.trim())
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        let on = format!("network={name}");
+        let members = docker::output(&["ps", "-a", "--filter", &on, "--format", MEMBER_FORMAT])?;
+        Ok(IsolatedNetworkUse {
+            name: name.clone(),
+            labels,
+            members: members.lines().filter_map(member).collect(),
+        })
+    };
+    let found = match facts() {
+        Ok(found) => found,
+        Err(error) => {
+            return ExecError::Egress {
+                step: egress::CREATE_NETWORK,
+                message: format!(
+                    "the network {name} exists already, and cannot be inspected: {error}"
+                ),
+            }
+        }
+    };
+    let proxy = egress.proxy.name.as_deref().and_then(|proxy| {
+        docker::output(&[
+            "inspect",
+            "--type",
+            "container",
+            "--format",
+            "{{.Name}}\t{{index .Config.Labels \"io.agentc.kind\"}}\t{{.State.Status}}",
+            proxy,
+        ])
+        .ok()
+        .and_then(|line| member(line.trim().trim_start_matches('/')))
+    });
+    egress_state::existing_network(egress, &found, proxy.as_ref())
+}
+
+/// `docker ps --format` of a [`Member`]: name, `io.agentc.kind`, state, tab-separated.
+const MEMBER_FORMAT: &str = "{{.Names}}\t{{.Label \"io.agentc.kind\"}}\t{{.State}}";
+
+fn member(line: &str) -> Option<Member> {
+    let mut fields = line.split('\t');
+    let name = fields.next()?.trim();
+    if name.is_empty() {
+        return None;
+    }
+    Some(Member {
+        name: name.to_string(),
+        kind: fields.next().unwrap_or_default().trim().to_string(),
+        state: fields.next().unwrap_or_default().trim().to_string(),
+    })
 }
 
 /// Runs the proxy's own health check inside it until it passes (or the proxy stopped).

@@ -9,10 +9,13 @@ use std::fmt;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 
-use agentc_backend_common::session::target::{check_name, is_running, sandbox_of};
+use agentc_backend_common::egress_state::{is_isolated_network, proxy_kind_filter};
+use agentc_backend_common::session::target::{
+    check_name, is_companion, is_running, named_network, sandbox_of,
+};
 use agentc_backend_common::session::{
     session_spec, CopyReport, DeleteReport, ExecRequest, ExecStdin, LogsRequest, OutputSink,
-    Sandbox, SandboxClient, SessionError, Stream,
+    Sandbox, SandboxClient, SandboxEgress, SessionError, Stream,
 };
 use agentc_backend_common::{resolve_env, resolve_vars, ExecError};
 use agentc_policy::{EnvValue, LaunchSpec, LABEL_PROFILE};
@@ -425,7 +428,13 @@ impl SandboxClient for CliClient {
         stopped_too: bool,
     ) -> Result<Sandbox, SessionError> {
         let filter = format!("label={LABEL_PROFILE}={profile}");
-        let mut args = vec!["ps", "--filter", &filter, "--format", "{{.ID}} {{.Names}}"];
+        let mut args = vec![
+            "ps",
+            "--filter",
+            &filter,
+            "--format",
+            "{{.ID}} {{.Names}} {{.Label \"io.agentc.kind\"}}",
+        ];
         if stopped_too {
             args.push("--all");
         } else {
@@ -438,7 +447,12 @@ impl SandboxClient for CliClient {
         let text = String::from_utf8_lossy(&listed);
         let mut found: Vec<(&str, &str)> = text
             .lines()
-            .filter_map(|line| line.split_once(' '))
+            .filter_map(|line| {
+                let mut words = line.split(' ');
+                let (id, name) = (words.next()?, words.next()?);
+                // A sandbox's egress proxy carries its profile too; it is not the sandbox.
+                (!is_companion(words.next().unwrap_or_default())).then_some((id, name))
+            })
             .collect();
         found.sort_by_key(|(_, name)| *name);
         match found.as_slice() {
@@ -635,6 +649,62 @@ impl SandboxClient for CliClient {
                 left: vec![format!("container {}: {message}", sandbox.name)],
             },
         }
+    }
+
+    async fn egress(&self, sandbox: &Sandbox) -> Result<Option<SandboxEgress>, SessionError> {
+        let inspect = self.inspect_named(&sandbox.id).await?;
+        let Some(network) = named_network(&inspect) else {
+            return Ok(None);
+        };
+        let labels = match self
+            .output(&[
+                "network",
+                "inspect",
+                "--format",
+                "{{json .Labels}}",
+                &network,
+            ])
+            .await
+        {
+            Ok(text) => serde_json::from_slice::<Option<BTreeMap<String, String>>>(&text)
+                .map_err(|error| SessionError::ConnectionLost {
+                    step: "read `docker network inspect`",
+                    message: error.to_string(),
+                })?
+                .unwrap_or_default(),
+            // Its network is gone: no proxy can serve it, nor can it tell whether one did.
+            Err((Some(_), message))
+                if message.contains("No such network") || message.contains("not found") =>
+            {
+                return Ok(None)
+            }
+            Err((None, message)) => {
+                return Err(SessionError::CannotRunDocker {
+                    source: std::io::Error::other(message),
+                })
+            }
+            Err((Some(_), message)) => return Err(daemon("inspect the network", message)),
+        };
+        if !is_isolated_network(&labels) {
+            return Ok(None);
+        }
+        let kind = format!("label={}", proxy_kind_filter());
+        let on = format!("network={network}");
+        let ids = self
+            .output(&["ps", "-aq", "--filter", &kind, "--filter", &on])
+            .await
+            .map_err(|(_, message)| daemon("list the egress proxies", message))?;
+        let ids = String::from_utf8_lossy(&ids).into_owned();
+        let proxy = match ids.split_whitespace().next() {
+            Some(id) => match self.inspect_named(id).await {
+                Ok(proxy) => Some(proxy),
+                // Removed meanwhile.
+                Err(SessionError::NoSuchContainer { .. }) => None,
+                Err(error) => return Err(error),
+            },
+            None => None,
+        };
+        Ok(Some(SandboxEgress::new(&network, proxy.as_ref())))
     }
 }
 

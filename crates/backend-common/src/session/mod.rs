@@ -3,10 +3,11 @@
 //! [`SandboxClient`] is what a harness holds: it creates a sandbox from a
 //! [`LaunchSpec`] or finds one agentc created, runs commands in it,
 //! copies files in and out (also into its tmpfs and past its read-only root), says where a
-//! port is reachable, reads its logs, stops, starts and deletes it. The docker CLI backend
-//! (`agentc_backend_cli::CliClient`, running `docker` through `tokio::process`) and the Engine
-//! API backend (`agentc_backend_api::ApiClient`, through bollard) implement it alike, and the
-//! `agentc exec`, `cp`, `port`, `logs`, `stop`, `start` and `shell` commands are written
+//! port is reachable, reads its logs, says whether its egress proxy serves it, stops, starts
+//! and deletes it. The docker CLI backend (`agentc_backend_cli::CliClient`, running `docker`
+//! through `tokio::process`) and the Engine API backend (`agentc_backend_api::ApiClient`,
+//! through bollard) implement it alike, and the `agentc exec`, `cp`, `port`, `logs`,
+//! `egress log`, `stop`, `start` and `shell` commands are written
 //! against it, generic over the backend.
 //!
 //! What both implementations share is here and pure: which container a NAME means and the
@@ -53,6 +54,30 @@ pub use types::{
 /// have to interrupt a command sets it (to a value of its own) in the request's environment.
 pub const EXEC_TAG_VAR: &str = "AGENTC_EXEC";
 
+/// A sandbox's egress through agentc's egress proxy ([`SandboxClient::egress`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxEgress {
+    /// The sandbox's isolated network.
+    pub network: String,
+    /// The proxy container serving it, when one exists (it carries `io.agentc.profile`, so
+    /// the session operations, such as [`SandboxClient::logs`], take it).
+    pub proxy: Option<Sandbox>,
+    /// Whether egress is up, down or missing.
+    pub state: crate::egress_state::EgressState,
+}
+
+impl SandboxEgress {
+    /// The egress of a sandbox on the isolated network `network`, from its proxy's inspect
+    /// (`None`: no proxy container serves the network).
+    pub fn new(network: &str, proxy: Option<&ContainerInspectResponse>) -> SandboxEgress {
+        SandboxEgress {
+            network: network.to_string(),
+            proxy: proxy.and_then(|inspect| target::sandbox_of(inspect, "").ok()),
+            state: crate::egress_state::classify(network, proxy),
+        }
+    }
+}
+
 /// What a copy did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CopyReport {
@@ -90,7 +115,7 @@ pub trait SandboxClient: Send + Sync {
 
     /// The one container of a profile (label `io.agentc.profile=PROFILE`): its one running
     /// container, or with `stopped_too` its one container in any state; none or several is
-    /// an error listing them.
+    /// an error listing them. Its egress proxy is not counted ([`target::is_companion`]).
     fn find_profile(
         &self,
         profile: &str,
@@ -154,6 +179,16 @@ pub trait SandboxClient: Send + Sync {
     /// Kills and removes the sandbox, best effort: never fails and never panics; the report
     /// says whether it was removed and what is left.
     fn delete(&self, sandbox: &Sandbox) -> impl Future<Output = DeleteReport> + Send;
+
+    /// The sandbox's egress through agentc's egress proxy: `None` when it is not behind one
+    /// (its network is not an isolated network agentc made); otherwise its isolated network,
+    /// the proxy serving it (the container labelled `io.agentc.kind=egress-proxy` on that
+    /// network, running or not) and the state of egress it makes
+    /// ([`crate::egress_state::classify`]: up, down or missing).
+    fn egress(
+        &self,
+        sandbox: &Sandbox,
+    ) -> impl Future<Output = Result<Option<SandboxEgress>, SessionError>> + Send;
 
     /// Runs a command and returns its exit code and captured output.
     fn exec_output(

@@ -53,6 +53,12 @@ pub fn sandbox_of(
     })
 }
 
+/// Whether a container of this `io.agentc.kind` is a companion of a sandbox (its egress
+/// proxy) rather than a sandbox: a profile file names its sandbox, never its proxy.
+pub fn is_companion(kind: &str) -> bool {
+    kind == agentc_policy::KIND_EGRESS_PROXY
+}
+
 /// Whether the container is running, from its inspect.
 pub fn is_running(inspect: &ContainerInspectResponse) -> bool {
     inspect
@@ -63,7 +69,7 @@ pub fn is_running(inspect: &ContainerInspectResponse) -> bool {
 }
 
 /// The named network a container was created on (`HostConfig.NetworkMode`), if any.
-fn named_network(inspect: &ContainerInspectResponse) -> Option<String> {
+pub fn named_network(inspect: &ContainerInspectResponse) -> Option<String> {
     let mode = inspect
         .host_config
         .as_ref()

@@ -21,6 +21,7 @@ fn healthy() -> EngineFacts {
         disk: Some(Ok(("/var/lib/docker".into(), 50 << 30))),
         rlimits_raisable: Some(true),
         gvisor: Some("/usr/bin/runsc".into()),
+        egress_leftovers: Some(Ok(Vec::new())),
     }
 }
 
@@ -215,5 +216,52 @@ fn the_egress_proxy_image_is_judged_only_for_a_launch_behind_the_proxy() {
     assert_eq!(
         judged(Err("cannot read /proc/self/exe".into())),
         Status::Fail
+    );
+}
+
+#[test]
+fn leftovers_of_killed_launches_warn_with_the_command_that_removes_each() {
+    let mut facts = healthy();
+    facts.egress_leftovers = Some(Ok(vec![
+        (
+            "isolated network box-egress: no container of box uses it".into(),
+            "docker rm -f box-egress-proxy && docker network rm box-egress".into(),
+        ),
+        (
+            "egress proxy box-egress-proxy: no container of box is behind it".into(),
+            "docker rm -f box-egress-proxy".into(),
+        ),
+    ]));
+    let checks = engine_checks(&facts);
+    let found = checks.iter().find(|c| c.id == "egress-leftovers").unwrap();
+    assert_eq!(found.status, Status::Warn);
+    assert_eq!(
+        found.summary,
+        "2 leftovers of launches killed before they finished: isolated network box-egress: no \
+         container of box uses it; egress proxy box-egress-proxy: no container of box is behind it"
+    );
+    let fix = found.fix.as_deref().unwrap();
+    assert!(
+        fix.starts_with(
+            "remove them: `docker rm -f box-egress-proxy && docker network rm box-egress`; \
+             `docker rm -f box-egress-proxy`"
+        ),
+        "{fix}"
+    );
+    // A warning: doctor still exits 0.
+    let report = Report {
+        engine: Engine::Docker,
+        checks,
+    };
+    assert!(!report.failed());
+    facts.egress_leftovers = Some(Ok(Vec::new()));
+    assert_eq!(
+        status_of(&engine_checks(&facts), "egress-leftovers"),
+        Status::Ok
+    );
+    facts.egress_leftovers = Some(Err("denied".into()));
+    assert_eq!(
+        status_of(&engine_checks(&facts), "egress-leftovers"),
+        Status::Warn
     );
 }

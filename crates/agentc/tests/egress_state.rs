@@ -1,0 +1,499 @@
+//! Live tests of what agentc says about the egress companions it launched: `agentc ps` shows
+//! whether a sandbox's egress proxy is up, down or missing, `agentc egress log` prints the
+//! proxy's decision lines and says when egress is down, and a launch whose isolated network a
+//! killed launch left behind names it and its removal, which `agentc doctor` lists too.
+//!
+//! Each test makes its own outside network (`--internal`, so nothing leaves the machine) and
+//! launches sandboxes of the busybox test image behind the proxy into it, through both
+//! backends. The only request a sandbox makes is to a forbidden name, which the proxy refuses
+//! without looking it up. Everything is named `agentc-t-estate-PID-...` and removed by a guard,
+//! also when a test fails.
+//!
+//! Needs the daemon: skips with a printed reason without one, fails instead when
+//! `AGENTC_REQUIRE_DOCKER=1`.
+
+mod common;
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{describe, docker, test_image, text};
+
+/// True when a daemon answers; otherwise a printed skip, or a panic under
+/// `AGENTC_REQUIRE_DOCKER=1`.
+fn require_daemon(test: &str) -> bool {
+    match docker(&["info", "--format", "{{.ServerVersion}}"]) {
+        Ok(_) => true,
+        Err(reason) if std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
+            panic!("{test}: AGENTC_REQUIRE_DOCKER=1 but no Docker daemon: {reason}")
+        }
+        Err(reason) => {
+            eprintln!("skipping {test}: no Docker daemon ({reason}); set AGENTC_REQUIRE_DOCKER=1 to fail instead");
+            false
+        }
+    }
+}
+
+/// A test's outside network and the profiles it launched; all of it removed on drop.
+struct Lab {
+    id: String,
+    out: String,
+    dir: tempfile::TempDir,
+    profiles: Vec<String>,
+}
+
+impl Lab {
+    fn new(test: &str) -> Lab {
+        let id = format!("agentc-t-estate-{}-{test}", std::process::id());
+        let out = format!("{id}-out");
+        docker(&["network", "create", "--internal", &out]).expect("create the outside network");
+        Lab {
+            id,
+            out,
+            dir: tempfile::tempdir().expect("tempdir"),
+            profiles: Vec::new(),
+        }
+    }
+
+    /// Writes a sandbox profile idling in the busybox image; behind the egress proxy (through
+    /// the outside network) unless `egress` says otherwise. Returns its path.
+    fn profile(&mut self, name: &str, egress: &str) -> String {
+        let profile = format!("{}-{name}", self.id);
+        let egress = if egress.is_empty() {
+            format!(
+                "hosts = [\"allowed.test\"]\noutside_network = \"{}\"\n",
+                self.out
+            )
+        } else {
+            egress.to_string()
+        };
+        let body = format!(
+            "name = \"{profile}\"\nagent = \"custom\"\n\n[image]\nref = \"{}\"\n\
+             command = [\"tail\", \"-f\", \"/dev/null\"]\n\n[egress]\n{egress}",
+            test_image()
+        );
+        let path = self.dir.path().join(format!("{name}.toml"));
+        std::fs::write(&path, body).expect("write the profile");
+        self.profiles.push(profile);
+        path.to_string_lossy().into_owned()
+    }
+
+    /// What agentc left of a profile: its containers and its networks.
+    fn left(&self, profile: &str) -> (String, String) {
+        let filter = format!("label=io.agentc.profile={profile}");
+        (
+            docker(&["ps", "-a", "--format", "{{.Names}}", "--filter", &filter])
+                .unwrap_or_default(),
+            docker(&[
+                "network",
+                "ls",
+                "--format",
+                "{{.Name}}",
+                "--filter",
+                &filter,
+            ])
+            .unwrap_or_default(),
+        )
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for profile in &self.profiles {
+            let filter = format!("label=io.agentc.profile={profile}");
+            let containers = docker(&["ps", "-aq", "--filter", &filter]).unwrap_or_default();
+            for container in containers.split_whitespace() {
+                let _ = docker(&["rm", "--force", container]);
+            }
+            let networks =
+                docker(&["network", "ls", "-q", "--filter", &filter]).unwrap_or_default();
+            for network in networks.split_whitespace() {
+                let _ = docker(&["network", "rm", network]);
+            }
+        }
+        let _ = docker(&["network", "rm", &self.out]);
+    }
+}
+
+fn agentc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_agentc"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("agentc runs")
+}
+
+/// `agentc run PROFILE --backend BACKEND` of a detached sandbox: its name.
+fn launch(profile: &str, backend: &str) -> String {
+    let output = agentc(&["run", profile, "--backend", backend]);
+    assert!(output.status.success(), "{}", describe(&output));
+    text(&output.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("started "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no sandbox started: {}", describe(&output)))
+        .to_string()
+}
+
+/// The EGRESS cell of `name`'s row in `agentc ps`, and its `egress` object in
+/// `agentc ps --format json`.
+fn ps_egress(name: &str) -> (String, serde_json::Value) {
+    let table = agentc(&["ps"]);
+    assert!(table.status.success(), "{}", describe(&table));
+    let table = text(&table.stdout);
+    let header = table.lines().next().unwrap_or_default().to_string();
+    let start = header.find("EGRESS").expect("an EGRESS column");
+    let end = header.find("NETWORK").expect("a NETWORK column");
+    let row = table
+        .lines()
+        .find(|line| line.split_whitespace().next() == Some(name))
+        .unwrap_or_else(|| panic!("{name} not in `agentc ps`:\n{table}"));
+    let cell = row.get(start..end).unwrap_or_default().trim().to_string();
+    let json = agentc(&["ps", "--format", "json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&json.stdout).expect("ps json");
+    let egress = rows
+        .as_array()
+        .expect("an array")
+        .iter()
+        .find(|row| row["name"] == name)
+        .unwrap_or_else(|| panic!("{name} not in `agentc ps --format json`"))["egress"]
+        .clone();
+    (cell, egress)
+}
+
+/// The decision lines among `stdout` (JSON objects), as values.
+fn decisions(stdout: &[u8]) -> Vec<serde_json::Value> {
+    text(stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+fn egress_state_is_shown_and_a_dead_proxy_is_an_error(backend: &str) {
+    let mut lab = Lab::new(&format!("state-{backend}"));
+    let profile = lab.profile("a", "");
+    let sandbox = launch(&profile, backend);
+    let proxy = format!("{sandbox}-egress-proxy");
+
+    // A second launch of the running sandbox names it, not a leftover.
+    let again = agentc(&["run", &profile, "--backend", backend]);
+    assert_eq!(again.status.code(), Some(125), "{}", describe(&again));
+    assert!(
+        text(&again.stderr).contains(&format!(
+            "it belongs to the container {sandbox} (running), which still exists\n  hint: \
+             `agentc rm {sandbox}` removes it"
+        )),
+        "{}",
+        describe(&again)
+    );
+
+    // Up: in the table and in JSON.
+    let (cell, json) = ps_egress(&sandbox);
+    assert_eq!(cell, "up");
+    assert_eq!(json["state"], "up", "{json}");
+    assert_eq!(json["proxy"], proxy.as_str(), "{json}");
+    // The proxy's own row has no egress of its own.
+    let (cell, json) = ps_egress(&proxy);
+    assert_eq!((cell.as_str(), json), ("-", serde_json::Value::Null));
+
+    // A request from the sandbox: the proxy refuses it by name, and logs its decision.
+    let refused = docker(&[
+        "exec",
+        &sandbox,
+        "wget",
+        "-q",
+        "-O-",
+        "http://forbidden.test/",
+    ])
+    .unwrap_err();
+    assert!(refused.contains("403"), "{refused}");
+    for name in [sandbox.as_str(), profile.as_str()] {
+        let log = agentc(&["egress", "log", name, "--backend", backend]);
+        assert_eq!(log.status.code(), Some(0), "{}", describe(&log));
+        let lines = decisions(&log.stdout);
+        assert!(
+            lines
+                .iter()
+                .any(|line| line["host"] == "forbidden.test" && line["decision"] == "deny"),
+            "{}",
+            describe(&log)
+        );
+        // Every line of the proxy's stdout, unchanged.
+        assert_eq!(
+            text(&log.stdout).trim(),
+            docker(&["logs", &proxy])
+                .unwrap()
+                .lines()
+                .filter(|line| line.starts_with('{'))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        assert!(!text(&log.stderr).contains("error:"), "{}", describe(&log));
+    }
+
+    // Followed while the proxy is killed: the lines, then the error line, exit 1.
+    let follow = Command::new(env!("CARGO_BIN_EXE_agentc"))
+        .args(["egress", "log", "--follow", &sandbox, "--backend", backend])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("agentc egress log --follow");
+    std::thread::sleep(Duration::from_secs(2));
+    docker(&["kill", &proxy]).expect("kill the proxy");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut follow = follow;
+    while follow.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = follow.kill();
+            panic!("`agentc egress log --follow` did not end when the proxy died");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let followed = follow.wait_with_output().expect("its output");
+    assert_eq!(followed.status.code(), Some(1), "{}", describe(&followed));
+    let down = format!(
+        "error: egress of {sandbox} is down: its egress proxy {proxy} exited with code 137 at "
+    );
+    assert!(
+        text(&followed.stderr).contains(&down),
+        "{}",
+        describe(&followed)
+    );
+    assert!(
+        decisions(&followed.stdout)
+            .iter()
+            .any(|line| line["host"] == "forbidden.test"),
+        "{}",
+        describe(&followed)
+    );
+
+    // Down: in the table, in JSON, and as the error of `egress log`.
+    let (cell, json) = ps_egress(&sandbox);
+    assert_eq!(cell, "down (exited 137)");
+    assert_eq!(json["state"], "down", "{json}");
+    assert_eq!(json["reason"], "exited", "{json}");
+    assert_eq!(json["exit_code"], 137, "{json}");
+    assert!(
+        json["since"]
+            .as_str()
+            .is_some_and(|since| since.starts_with("20")),
+        "{json}"
+    );
+    let log = agentc(&["egress", "log", &sandbox, "--backend", backend]);
+    assert_eq!(log.status.code(), Some(1), "{}", describe(&log));
+    assert!(text(&log.stderr).contains(&down), "{}", describe(&log));
+    assert!(
+        text(&log.stderr).contains("hint: `agentc start"),
+        "{}",
+        describe(&log)
+    );
+
+    // Missing: the proxy removed by hand.
+    docker(&["rm", &proxy]).expect("remove the proxy");
+    let (cell, json) = ps_egress(&sandbox);
+    assert_eq!(cell, "missing");
+    assert_eq!(json["network"], format!("{sandbox}-egress"), "{json}");
+    let log = agentc(&["egress", "log", &sandbox, "--backend", backend]);
+    assert_eq!(log.status.code(), Some(1), "{}", describe(&log));
+    assert!(
+        text(&log.stderr).contains(&format!("error: egress of {sandbox} is missing")),
+        "{}",
+        describe(&log)
+    );
+
+    // A sandbox without the proxy: no egress state, and no egress log.
+    let plain = lab.profile("plain", "mode = \"deny\"\n");
+    let plain_box = launch(&plain, backend);
+    let (cell, json) = ps_egress(&plain_box);
+    assert_eq!((cell.as_str(), json), ("-", serde_json::Value::Null));
+    let log = agentc(&["egress", "log", &plain_box, "--backend", backend]);
+    assert_eq!(log.status.code(), Some(1), "{}", describe(&log));
+    assert!(
+        text(&log.stderr).contains("is not behind agentc's egress proxy"),
+        "{}",
+        describe(&log)
+    );
+
+    // `agentc rm` leaves nothing of either.
+    for name in [&sandbox, &plain_box] {
+        let removed = agentc(&["rm", name]);
+        assert!(removed.status.success(), "{}", describe(&removed));
+    }
+    for profile in &lab.profiles {
+        assert_eq!(
+            lab.left(profile),
+            (String::new(), String::new()),
+            "{profile}"
+        );
+    }
+}
+
+#[test]
+fn egress_state_through_the_cli_backend() {
+    if require_daemon("egress_state_through_the_cli_backend") {
+        egress_state_is_shown_and_a_dead_proxy_is_an_error("cli");
+    }
+}
+
+#[test]
+fn egress_state_through_the_api_backend() {
+    if require_daemon("egress_state_through_the_api_backend") {
+        egress_state_is_shown_and_a_dead_proxy_is_an_error("api");
+    }
+}
+
+/// The text between the first pair of backticks after `after` in `text`.
+fn quoted_after<'a>(text: &'a str, after: &str) -> &'a str {
+    let rest = &text[text
+        .find(after)
+        .unwrap_or_else(|| panic!("no {after:?} in {text}"))..];
+    let start = rest.find('`').expect("a quoted command") + 1;
+    let end = start + rest[start..].find('`').expect("its end");
+    &rest[start..end]
+}
+
+/// A launch killed after it created its isolated network leaves the network: the next launch
+/// through either backend fails naming it and its removal, without the `enforce` hint;
+/// `agentc doctor` lists it; after the removal named (the `docker` command through the cli
+/// backend, `agentc rm` through the api backend) the launch succeeds; nothing is left.
+#[test]
+fn a_leftover_isolated_network_is_named_listed_and_removed() {
+    if !require_daemon("a_leftover_isolated_network_is_named_listed_and_removed") {
+        return;
+    }
+    let mut lab = Lab::new("leftover");
+    for backend in ["cli", "api"] {
+        let profile = lab.profile(&format!("left-{backend}"), "");
+        // The first steps of the launch as rendered: its network, names and labels included.
+        let rendered = agentc(&["render", &profile, "--format", "shell"]);
+        assert!(rendered.status.success(), "{}", describe(&rendered));
+        let steps: Vec<String> = text(&rendered.stdout).lines().map(str::to_string).collect();
+        let create = steps[0].clone();
+        assert!(create.starts_with("docker network create "), "{create}");
+        let network = create.rsplit(' ').next().unwrap().to_string();
+        let sandbox = network
+            .strip_suffix("-egress")
+            .expect("NAME-egress")
+            .to_string();
+        let proxy = format!("{sandbox}-egress-proxy");
+        let mut killed = vec![create];
+        if backend == "api" {
+            // Killed later: the proxy was created and connected too (the test image stands in
+            // for the proxy's, which the launch would have imported).
+            assert!(steps[1].starts_with("docker create "), "{}", steps[1]);
+            assert!(
+                steps[2].starts_with("docker network connect "),
+                "{}",
+                steps[2]
+            );
+            killed.push(steps[1].replacen(" agentc-egress ", &format!(" {} ", test_image()), 1));
+            killed.push(steps[2].clone());
+        }
+        for step in &killed {
+            let made = Command::new("sh").args(["-c", step]).output().unwrap();
+            assert!(made.status.success(), "{step}: {}", describe(&made));
+        }
+
+        let failed = agentc(&["run", &profile, "--backend", backend]);
+        assert_eq!(failed.status.code(), Some(125), "{}", describe(&failed));
+        let error = text(&failed.stderr);
+        assert!(
+            error.contains(&format!(
+                "cannot create the isolated network {network} for the egress allowlist: it is \
+                 left from a launch of {sandbox} that was killed before it finished"
+            )),
+            "{error}"
+        );
+        assert!(
+            error.contains(&format!("`agentc rm {sandbox}` removes it")),
+            "{error}"
+        );
+        let removal = if backend == "api" {
+            assert!(
+                error.contains(&format!(", with its egress proxy {proxy} (created);")),
+                "{error}"
+            );
+            format!("docker rm -f {proxy} && docker network rm {network}")
+        } else {
+            format!("docker network rm {network}")
+        };
+        assert!(error.contains(&format!("(or `{removal}`)")), "{error}");
+        assert!(!error.contains("enforce"), "{error}");
+        // Nothing of the failed launch, and the leftovers untouched.
+        let leftover_proxy = if backend == "api" {
+            proxy.clone()
+        } else {
+            String::new()
+        };
+        assert_eq!(
+            lab.left(lab.profiles.last().unwrap()),
+            (leftover_proxy, network.clone()),
+            "{backend}"
+        );
+
+        let doctor = agentc(&["doctor"]);
+        let report = text(&doctor.stdout);
+        let line = report
+            .lines()
+            .find(|line| line.contains("egress-leftovers"))
+            .unwrap_or_else(|| panic!("no egress-leftovers check: {report}"));
+        assert!(line.starts_with("warn"), "{line}");
+        assert!(
+            line.contains(&format!(
+                "isolated network {network}: no container of {sandbox} uses it"
+            )),
+            "{line}"
+        );
+        if backend == "api" {
+            assert!(
+                line.contains(&format!(
+                    "egress proxy {proxy}: no container of {sandbox} is behind it"
+                )),
+                "{line}"
+            );
+        }
+        assert!(report.contains(&format!("`{removal}`")), "{report}");
+        let json = agentc(&["doctor", "--format", "json"]);
+        let json: serde_json::Value = serde_json::from_slice(&json.stdout).expect("doctor json");
+        let check = json["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|check| check["id"] == "egress-leftovers")
+            .expect("the check in JSON")
+            .clone();
+        assert_eq!(check["status"], "warn", "{check}");
+
+        // The removal the error named.
+        if backend == "cli" {
+            let command = quoted_after(&error, "(or ");
+            assert_eq!(command, removal);
+            let args: Vec<&str> = command.split_whitespace().skip(1).collect();
+            docker(&args).expect("the docker command named");
+        } else {
+            let command = quoted_after(&error, "hint: ");
+            assert_eq!(command, format!("agentc rm {sandbox}"));
+            let removed = agentc(&["rm", &sandbox]);
+            assert!(removed.status.success(), "{}", describe(&removed));
+            assert_eq!(
+                text(&removed.stdout),
+                format!("removed {proxy}\nremoved network {network}\n"),
+                "{}",
+                describe(&removed)
+            );
+        }
+        let doctor = text(&agentc(&["doctor"]).stdout);
+        assert!(!doctor.contains(&network), "{doctor}");
+
+        // Now the launch succeeds, and `agentc rm` leaves nothing.
+        assert_eq!(launch(&profile, backend), sandbox);
+        assert_eq!(ps_egress(&sandbox).0, "up");
+        let removed = agentc(&["rm", &sandbox]);
+        assert!(removed.status.success(), "{}", describe(&removed));
+        assert_eq!(
+            lab.left(lab.profiles.last().unwrap()),
+            (String::new(), String::new())
+        );
+    }
+}
