@@ -380,3 +380,86 @@ fn the_engine_comes_from_the_flag_or_agentc_engine_and_a_bad_one_is_a_usage_erro
     assert_eq!(refused.status.code(), Some(65));
     assert!(text(&refused.stderr).contains("extra_hosts[0] cannot be launched on podman"));
 }
+
+/// `agentc run` names each high or critical finding on stderr before it launches (here the
+/// launch then fails: the daemon address leads nowhere), and `--no-warnings` hides them.
+#[test]
+fn run_warns_of_each_high_finding_before_it_launches() {
+    let dir = std::env::temp_dir().join(format!("agentc-run-warn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let write = |name: &str, egress: &str| {
+        let path = dir.join(name);
+        std::fs::write(
+            &path,
+            format!(
+                "name = \"warn\"\nagent = \"custom\"\n[image]\nref = \"agentc-test-absent:1\"\n\
+                 command = [\"sleep\", \"1\"]\n[egress]\n{egress}\n"
+            ),
+        )
+        .expect("profile");
+        path.display().to_string()
+    };
+    // An allowlist without hosts is enforced by nothing: egress-unenforced, high.
+    let unenforced = write("unenforced.toml", "mode = \"allowlist\"\nhosts = []");
+    let denied = write("denied.toml", "mode = \"deny\"");
+    let nowhere = [("DOCKER_HOST", "unix:///nonexistent/agentc-run-warn.sock")];
+    let warnings = |output: &Output| -> Vec<String> {
+        text(&output.stderr)
+            .lines()
+            .filter(|line| line.starts_with("agentc: warning:"))
+            .map(str::to_string)
+            .collect()
+    };
+    for backend in ["cli", "api"] {
+        let run = agentc(
+            &[
+                "run",
+                &unenforced,
+                "--backend",
+                backend,
+                "--workspace",
+                "/tmp",
+            ],
+            &nowhere,
+        );
+        assert_ne!(
+            run.status.code(),
+            Some(0),
+            "{backend}: the daemon is absent"
+        );
+        let stderr = text(&run.stderr);
+        assert_eq!(
+            warnings(&run),
+            [
+                "agentc: warning: high egress-unenforced at profile line 7 (egress.mode): egress \
+              mode allowlist is not enforced: a custom image has no egress firewall, so the \
+              sandbox reaches any host"
+            ],
+            "{backend}: {stderr}"
+        );
+        assert!(
+            stderr.starts_with("agentc: warning:"),
+            "{backend}: the warning comes before anything else: {stderr}"
+        );
+        let quiet = agentc(
+            &[
+                "run",
+                &unenforced,
+                "--backend",
+                backend,
+                "--workspace",
+                "/tmp",
+                "--no-warnings",
+            ],
+            &nowhere,
+        );
+        assert!(warnings(&quiet).is_empty(), "{}", text(&quiet.stderr));
+        assert_eq!(quiet.status.code(), run.status.code());
+        let clean = agentc(
+            &["run", &denied, "--backend", backend, "--workspace", "/tmp"],
+            &nowhere,
+        );
+        assert!(warnings(&clean).is_empty(), "{}", text(&clean.stderr));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -72,6 +72,27 @@ pub fn exec_failure(error: ExecError) -> Failure {
     Failure::new(code, error.to_string())
 }
 
+/// The line `agentc run` prints on stderr for each finding at or above
+/// [`agentc_policy::Severity::High`] before it launches: where the finding comes from and
+/// what it opens, so that nothing that widens the sandbox starts silently.
+pub fn finding_warnings(findings: &[agentc_policy::Finding]) -> Vec<String> {
+    findings
+        .iter()
+        .filter(|finding| finding.severity >= agentc_policy::Severity::High)
+        .map(|finding| {
+            let at = match (finding.position, finding.field.starts_with(['$', '-'])) {
+                (_, true) => finding.field.clone(),
+                (Some((line, _)), false) => format!("profile line {line} ({})", finding.field),
+                (None, false) => format!("default ({})", finding.field),
+            };
+            format!(
+                "agentc: warning: {} {} at {at}: {}",
+                finding.severity, finding.code, finding.message
+            )
+        })
+        .collect()
+}
+
 /// Prints a line a backend hands over while it prepares a launch (an image being pulled).
 pub fn notify(line: &str) {
     eprintln!("agentc: {line}");
