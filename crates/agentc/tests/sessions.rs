@@ -530,3 +530,43 @@ fn live_a_failed_start_leaves_no_container_and_both_backends_hint_alike() {
         .unwrap_or_default()
         .contains("docker network create"));
 }
+
+/// The custom sandbox `agentc init` writes stops on `agentc stop`'s SIGTERM at once, through
+/// both backends: its keep-alive runs under docker's init, which passes the signal on (as PID 1
+/// `tail` would ignore it and be killed after the 10 s grace: exit 137).
+#[test]
+fn live_an_init_written_sandbox_stops_on_sigterm() {
+    if !require_daemon("live_an_init_written_sandbox_stops_on_sigterm") {
+        return;
+    }
+    let image = test_image();
+    for backend in ["cli", "api"] {
+        let lab = Lab::new(&format!("init-{backend}"));
+        let file = format!("{}.toml", lab.profile);
+        let init = lab.run(&["init", &file, "--agent", "custom", "--image", &image]);
+        assert_eq!(init.status.code(), Some(0), "{}", describe(&init));
+        let run = lab.run(&["run", &file, "--backend", backend]);
+        assert_eq!(run.status.code(), Some(0), "{backend}: {}", describe(&run));
+        let containers = lab.containers();
+        assert_eq!(containers.len(), 1, "{backend}: {containers:?}");
+        let name = &containers[0];
+        let pid1 = docker(&["exec", name, "cat", "/proc/1/comm"]).unwrap_or_default();
+        assert_eq!(pid1.trim(), "docker-init", "{backend}");
+        let stop = lab.run(&["stop", "--backend", backend, name]);
+        assert_eq!(
+            stop.status.code(),
+            Some(0),
+            "{backend}: {}",
+            describe(&stop)
+        );
+        let state = docker(&[
+            "inspect",
+            "--format",
+            "{{.State.Status}} {{.State.ExitCode}}",
+            name,
+        ])
+        .unwrap_or_default();
+        // 143: SIGTERM ended it; 137 would be the kill after the grace period.
+        assert_eq!(state.trim(), "exited 143", "{backend}");
+    }
+}
