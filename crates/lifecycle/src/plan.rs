@@ -130,6 +130,9 @@ pub enum Part {
         port: String,
         /// The host address it is published on.
         host_ip: String,
+        /// The host port the profile chose; `None`: a free port the daemon picks.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        host_port: Option<u16>,
     },
 }
 
@@ -253,6 +256,7 @@ pub fn parts(spec: &LaunchSpec) -> Vec<Part> {
                 parts.push(Part::Port {
                     port: format!("{}/{}", port.container_port, port.protocol.as_str()),
                     host_ip: port.host_ip.to_string(),
+                    host_port: port.host_port,
                 });
             }
         }
@@ -482,27 +486,35 @@ impl Plan {
 
     /// `creates 2 containers, 1 image build, ...; uses ...`.
     pub fn totals(&self) -> String {
-        let mut creates: BTreeMap<&str, usize> = BTreeMap::new();
-        let mut uses: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut creates: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+        let mut uses: BTreeMap<(&str, &str), usize> = BTreeMap::new();
         for (part, _) in self.distinct_parts() {
+            // Each noun with its plural.
             let (map, noun) = match part {
-                Part::Container { .. } => (&mut creates, "container"),
-                Part::ImageBuild { .. } => (&mut creates, "image build"),
-                Part::Seed { .. } => (&mut creates, "seed"),
-                Part::Volume { .. } => (&mut creates, "volume (on first use)"),
-                Part::Network { created: true, .. } => (&mut creates, "network"),
-                Part::Network { created: false, .. } => (&mut uses, "existing network"),
-                Part::Image { .. } => (&mut uses, "image"),
-                Part::Bind { .. } => (&mut uses, "host path"),
-                Part::Secret { .. } => (&mut uses, "secret"),
-                Part::Port { .. } => (&mut uses, "published port"),
+                Part::Container { .. } => (&mut creates, ("container", "containers")),
+                Part::ImageBuild { .. } => (&mut creates, ("image build", "image builds")),
+                Part::Seed { .. } => (&mut creates, ("seed", "seeds")),
+                Part::Volume { .. } => (
+                    &mut creates,
+                    ("volume (on first use)", "volumes (on first use)"),
+                ),
+                Part::Network { created: true, .. } => (&mut creates, ("network", "networks")),
+                Part::Network { created: false, .. } => {
+                    (&mut uses, ("existing network", "existing networks"))
+                }
+                Part::Image { .. } => (&mut uses, ("image", "images")),
+                Part::Bind { .. } => (&mut uses, ("host path", "host paths")),
+                Part::Secret { .. } => (&mut uses, ("secret", "secrets")),
+                Part::Port { .. } => (&mut uses, ("published port", "published ports")),
             };
             *map.entry(noun).or_default() += 1;
         }
-        let words = |map: &BTreeMap<&str, usize>| {
+        let words = |map: &BTreeMap<(&str, &str), usize>| {
             let items: Vec<String> = map
                 .iter()
-                .map(|(noun, count)| format!("{count} {noun}"))
+                .map(|((one, many), count)| {
+                    format!("{count} {}", if *count == 1 { one } else { many })
+                })
                 .collect();
             if items.is_empty() {
                 "nothing".to_string()
@@ -629,7 +641,17 @@ fn describe(part: &Part) -> (&'static str, String) {
                 if *required { "required" } else { "optional" }
             ),
         ),
-        Part::Port { port, host_ip } => ("port", format!("{port} on {host_ip}, random host port")),
+        Part::Port {
+            port,
+            host_ip,
+            host_port,
+        } => (
+            "port",
+            match host_port {
+                Some(host_port) => format!("{port} on {host_ip}, host port {host_port}"),
+                None => format!("{port} on {host_ip}, random host port"),
+            },
+        ),
     }
 }
 

@@ -146,7 +146,7 @@ fn the_plan_marks_images_the_profile_builds_and_counts_shared_parts_once() {
         "{text}"
     );
     assert!(
-        text.contains("creates 2 container, 1 image build, 1 seed, 1 volume (on first use)"),
+        text.contains("creates 2 containers, 1 image build, 1 seed, 1 volume (on first use)"),
         "{text}"
     );
     assert!(text.contains("deployment: not applied yet"), "{text}");
