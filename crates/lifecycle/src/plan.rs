@@ -14,6 +14,10 @@ use agentc_policy::{
 };
 use serde::Serialize;
 
+/// How the plan writes the per-run suffix of the egress set of a launch without a container
+/// name (each run creates its own isolated network and proxy).
+pub const RUN_SUFFIX: &str = "<run>";
+
 /// What a container is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -169,7 +173,17 @@ pub fn parts(spec: &LaunchSpec) -> Vec<Part> {
                 reference: container.image.clone(),
                 built_by_profile: false,
             });
-            match &container.egress {
+            // A launch without a container name gets its egress set per run, named with a
+            // suffix of that run (`backend_common::egress::prepare`): shown as RUN_SUFFIX.
+            let per_run = match (&container.name, &container.egress) {
+                (None, Some(_)) => {
+                    let mut per_run = container.clone();
+                    per_run.egress_instance(RUN_SUFFIX);
+                    per_run.egress
+                }
+                _ => None,
+            };
+            match per_run.as_ref().or(container.egress.as_ref()) {
                 // The isolated network and the proxy are created with the launch (the proxy's
                 // image too, from the agentc binary); only the outside network must exist.
                 Some(egress) => {
@@ -468,6 +482,17 @@ impl Plan {
                 "  {:<10} {}\n",
                 "findings",
                 launch.findings.words()
+            ));
+        }
+        if self.launches.iter().any(|launch| {
+            launch.parts.iter().any(|part| match part {
+                Part::Network { name, .. } => name.contains(RUN_SUFFIX),
+                _ => false,
+            })
+        }) {
+            out.push_str(&format!(
+                "\n{RUN_SUFFIX}: a suffix unique to each run (its process id and clock), so that \
+                 concurrent runs of the profile get a set each\n"
             ));
         }
         out.push_str(&format!("\n{}\n", self.totals()));
