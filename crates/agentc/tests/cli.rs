@@ -463,3 +463,45 @@ fn run_warns_of_each_high_finding_before_it_launches() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Messages name the engine in use: its command line when it is missing, its API when it does
+/// not answer (with Podman's own way to start it).
+#[test]
+fn messages_name_the_engine_in_use() {
+    let nowhere = std::env::temp_dir().join(format!("agentc-no-engine-{}", std::process::id()));
+    std::fs::create_dir_all(&nowhere).expect("an empty PATH directory");
+    let path = nowhere.display().to_string();
+    let profile = "fixtures/valid/sandbox-minimal.toml";
+    for engine in ["docker", "podman"] {
+        let run = agentc(
+            &["--engine", engine, "run", profile, "--no-warnings"],
+            &[("PATH", &path)],
+        );
+        assert_eq!(run.status.code(), Some(125), "{engine}");
+        let stderr = text(&run.stderr);
+        assert!(
+            stderr.contains(&format!("error: cannot run {engine}: "))
+                && stderr.contains(&format!(
+                    "hint: install the {engine} CLI, or use --backend api"
+                )),
+            "{engine}: {stderr}"
+        );
+        let socket = format!("unix://{}/absent.sock", nowhere.display());
+        let ps = agentc(
+            &["--engine", engine, "ps"],
+            &[("DOCKER_HOST", &socket), ("CONTAINER_HOST", &socket)],
+        );
+        assert_eq!(ps.status.code(), Some(125), "{engine}");
+        let stderr = text(&ps.stderr);
+        assert!(
+            stderr.contains(&format!("error: cannot connect to the {engine} daemon: ")),
+            "{engine}: {stderr}"
+        );
+        assert_eq!(
+            stderr.contains("podman system service"),
+            engine == "podman",
+            "{engine}: {stderr}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&nowhere);
+}
