@@ -380,3 +380,128 @@ fn the_engine_comes_from_the_flag_or_agentc_engine_and_a_bad_one_is_a_usage_erro
     assert_eq!(refused.status.code(), Some(65));
     assert!(text(&refused.stderr).contains("extra_hosts[0] cannot be launched on podman"));
 }
+
+/// `agentc run` names each high or critical finding on stderr before it launches (here the
+/// launch then fails: the daemon address leads nowhere), and `--no-warnings` hides them.
+#[test]
+fn run_warns_of_each_high_finding_before_it_launches() {
+    let dir = std::env::temp_dir().join(format!("agentc-run-warn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let write = |name: &str, egress: &str| {
+        let path = dir.join(name);
+        std::fs::write(
+            &path,
+            format!(
+                "name = \"warn\"\nagent = \"custom\"\n[image]\nref = \"agentc-test-absent:1\"\n\
+                 command = [\"sleep\", \"1\"]\n[egress]\n{egress}\n"
+            ),
+        )
+        .expect("profile");
+        path.display().to_string()
+    };
+    // An allowlist without hosts is enforced by nothing: egress-unenforced, high.
+    let unenforced = write("unenforced.toml", "mode = \"allowlist\"\nhosts = []");
+    let denied = write("denied.toml", "mode = \"deny\"");
+    let nowhere = [("DOCKER_HOST", "unix:///nonexistent/agentc-run-warn.sock")];
+    let warnings = |output: &Output| -> Vec<String> {
+        text(&output.stderr)
+            .lines()
+            .filter(|line| line.starts_with("agentc: warning:"))
+            .map(str::to_string)
+            .collect()
+    };
+    for backend in ["cli", "api"] {
+        let run = agentc(
+            &[
+                "run",
+                &unenforced,
+                "--backend",
+                backend,
+                "--workspace",
+                "/tmp",
+            ],
+            &nowhere,
+        );
+        assert_ne!(
+            run.status.code(),
+            Some(0),
+            "{backend}: the daemon is absent"
+        );
+        let stderr = text(&run.stderr);
+        assert_eq!(
+            warnings(&run),
+            [
+                "agentc: warning: high egress-unenforced at profile line 7 (egress.mode): egress \
+              mode allowlist is not enforced: a custom image has no egress firewall, so the \
+              sandbox reaches any host"
+            ],
+            "{backend}: {stderr}"
+        );
+        assert!(
+            stderr.starts_with("agentc: warning:"),
+            "{backend}: the warning comes before anything else: {stderr}"
+        );
+        let quiet = agentc(
+            &[
+                "run",
+                &unenforced,
+                "--backend",
+                backend,
+                "--workspace",
+                "/tmp",
+                "--no-warnings",
+            ],
+            &nowhere,
+        );
+        assert!(warnings(&quiet).is_empty(), "{}", text(&quiet.stderr));
+        assert_eq!(quiet.status.code(), run.status.code());
+        let clean = agentc(
+            &["run", &denied, "--backend", backend, "--workspace", "/tmp"],
+            &nowhere,
+        );
+        assert!(warnings(&clean).is_empty(), "{}", text(&clean.stderr));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Messages name the engine in use: its command line when it is missing, its API when it does
+/// not answer (with Podman's own way to start it).
+#[test]
+fn messages_name_the_engine_in_use() {
+    let nowhere = std::env::temp_dir().join(format!("agentc-no-engine-{}", std::process::id()));
+    std::fs::create_dir_all(&nowhere).expect("an empty PATH directory");
+    let path = nowhere.display().to_string();
+    let profile = "fixtures/valid/sandbox-minimal.toml";
+    for engine in ["docker", "podman"] {
+        let run = agentc(
+            &["--engine", engine, "run", profile, "--no-warnings"],
+            &[("PATH", &path)],
+        );
+        assert_eq!(run.status.code(), Some(125), "{engine}");
+        let stderr = text(&run.stderr);
+        assert!(
+            stderr.contains(&format!("error: cannot run {engine}: "))
+                && stderr.contains(&format!(
+                    "hint: install the {engine} CLI, or use --backend api"
+                )),
+            "{engine}: {stderr}"
+        );
+        let socket = format!("unix://{}/absent.sock", nowhere.display());
+        let ps = agentc(
+            &["--engine", engine, "ps"],
+            &[("DOCKER_HOST", &socket), ("CONTAINER_HOST", &socket)],
+        );
+        assert_eq!(ps.status.code(), Some(125), "{engine}");
+        let stderr = text(&ps.stderr);
+        assert!(
+            stderr.contains(&format!("error: cannot connect to the {engine} daemon: ")),
+            "{engine}: {stderr}"
+        );
+        assert_eq!(
+            stderr.contains("podman system service"),
+            engine == "podman",
+            "{engine}: {stderr}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&nowhere);
+}

@@ -323,3 +323,50 @@ fn k8s_options_and_formats_are_usage_errors_elsewhere() {
     assert_eq!(output.status.code(), Some(65));
     assert!(text(&output.stderr).contains("--namespace: \"Not_A_Namespace\""));
 }
+
+/// A Pod the kubelet may refuse to start (a custom image's own user under runAsNonRoot) is
+/// rendered with a warning on stderr naming the field and the fix; a numeric user or a preset's
+/// known user renders without one.
+#[test]
+fn a_pod_that_may_not_start_is_rendered_with_a_warning() {
+    let root = render("fixtures/valid/sandbox-minimal.toml", &["--format", "yaml"]);
+    assert_eq!(root.status.code(), Some(0), "{}", text(&root.stderr));
+    let stderr = text(&root.stderr);
+    assert!(
+        stderr.starts_with(
+            "agentc: warning: image.user: the launch keeps the image's user: runAsNonRoot makes \
+             the kubelet refuse to start it"
+        ) && stderr.contains("hint: set [image] user to a numeric uid other than 0"),
+        "{stderr}"
+    );
+    let dir = workspace().join("../profiles");
+    std::fs::create_dir_all(&dir).expect("profiles");
+    let numeric = dir.join("numeric.toml");
+    std::fs::write(
+        &numeric,
+        "name = \"numeric\"\nagent = \"custom\"\n[image]\nref = \"busybox:1.36\"\nuser = \"1000:1000\"\n",
+    )
+    .expect("profile");
+    for (profile, extra) in [
+        (numeric.to_str().expect("UTF-8 path"), vec![]),
+        (
+            "fixtures/valid/claude-minimal.toml",
+            vec!["--workspace-claim", "src"],
+        ),
+    ] {
+        let mut args = vec!["--format", "yaml"];
+        args.extend(extra);
+        let quiet = render(profile, &args);
+        assert_eq!(
+            quiet.status.code(),
+            Some(0),
+            "{profile}: {}",
+            text(&quiet.stderr)
+        );
+        assert!(
+            !text(&quiet.stderr).contains("warning"),
+            "{profile}: {}",
+            text(&quiet.stderr)
+        );
+    }
+}

@@ -530,3 +530,119 @@ fn live_a_failed_start_leaves_no_container_and_both_backends_hint_alike() {
         .unwrap_or_default()
         .contains("docker network create"));
 }
+
+/// The custom sandbox `agentc init` writes stops on `agentc stop`'s SIGTERM at once, through
+/// both backends: its keep-alive runs under docker's init, which passes the signal on (as PID 1
+/// `tail` would ignore it and be killed after the 10 s grace: exit 137).
+#[test]
+fn live_an_init_written_sandbox_stops_on_sigterm() {
+    if !require_daemon("live_an_init_written_sandbox_stops_on_sigterm") {
+        return;
+    }
+    let image = test_image();
+    for backend in ["cli", "api"] {
+        let lab = Lab::new(&format!("init-{backend}"));
+        let file = format!("{}.toml", lab.profile);
+        let init = lab.run(&["init", &file, "--agent", "custom", "--image", &image]);
+        assert_eq!(init.status.code(), Some(0), "{}", describe(&init));
+        let run = lab.run(&["run", &file, "--backend", backend]);
+        assert_eq!(run.status.code(), Some(0), "{backend}: {}", describe(&run));
+        let containers = lab.containers();
+        assert_eq!(containers.len(), 1, "{backend}: {containers:?}");
+        let name = &containers[0];
+        let pid1 = docker(&["exec", name, "cat", "/proc/1/comm"]).unwrap_or_default();
+        assert_eq!(pid1.trim(), "docker-init", "{backend}");
+        let stop = lab.run(&["stop", "--backend", backend, name]);
+        assert_eq!(
+            stop.status.code(),
+            Some(0),
+            "{backend}: {}",
+            describe(&stop)
+        );
+        let state = docker(&[
+            "inspect",
+            "--format",
+            "{{.State.Status}} {{.State.ExitCode}}",
+            name,
+        ])
+        .unwrap_or_default();
+        // 143: SIGTERM ended it; 137 would be the kill after the grace period.
+        assert_eq!(state.trim(), "exited 143", "{backend}");
+    }
+}
+
+/// A host port the profile chooses (`"PORT:8080"`) is bound on 127.0.0.1 through both
+/// backends; a second sandbox asking for the same port is refused before anything of it is
+/// created, naming the port and the process holding it.
+#[test]
+fn live_a_chosen_host_port_is_bound_and_a_taken_one_refused_before_anything_exists() {
+    if !require_daemon("live_a_chosen_host_port_is_bound_and_a_taken_one_refused") {
+        return;
+    }
+    let image = test_image();
+    for backend in ["cli", "api"] {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free loopback port")
+            .port();
+        let first = Lab::new(&format!("hostport-{backend}"));
+        let second = Lab::new(&format!("hostport2-{backend}"));
+        let write = |lab: &Lab| {
+            let file = format!("{}.toml", lab.profile);
+            std::fs::write(
+                lab.path().join(&file),
+                format!(
+                    "name = \"{}\"\nagent = \"custom\"\n\n[image]\nref = \"{image}\"\n\
+                     command = [\"sh\", \"-c\", \"while true; do nc -l -p 8080 -e echo hello; done\"]\n\n\
+                     [egress]\nmode = \"unrestricted\"\n\n[network]\npublish = [\"{port}:8080\"]\n",
+                    lab.profile
+                ),
+            )
+            .expect("profile");
+            file
+        };
+        let file = write(&first);
+        let run = first.run(&["run", &file, "--backend", backend, "--no-warnings"]);
+        assert_eq!(run.status.code(), Some(0), "{backend}: {}", describe(&run));
+        assert!(
+            text(&run.stdout).contains(&format!("127.0.0.1:{port}")),
+            "{backend}: {}",
+            describe(&run)
+        );
+        // The sandbox answers on the chosen port (its own container, through docker's proxy).
+        let mut answer = String::new();
+        for _ in 0..50 {
+            if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+                use std::io::Read;
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+                let _ = stream.read_to_string(&mut answer);
+                if answer.contains("hello") {
+                    break;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(answer.trim(), "hello", "{backend}");
+        let taken = write(&second);
+        let refused = second.run(&["run", &taken, "--backend", backend, "--no-warnings"]);
+        assert_eq!(
+            refused.status.code(),
+            Some(125),
+            "{backend}: {}",
+            describe(&refused)
+        );
+        let stderr = text(&refused.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "error: network.publish[0]: host port {port}/tcp on 127.0.0.1 is in use by \
+                 docker-proxy (pid "
+            )) && stderr.contains("nothing was created"),
+            "{backend}: {stderr}"
+        );
+        assert!(
+            second.containers().is_empty(),
+            "{backend}: {:?}",
+            second.containers()
+        );
+    }
+}

@@ -77,6 +77,7 @@ async fn connect_unix(socket: &str) -> Result<Docker, ExecError> {
     let ping = hyper::Request::get(format!("{address}/_ping"))
         .body(bollard::body_full(bytes::Bytes::new()))
         .map_err(|error| ExecError::Connect {
+            engine: agentc_backend_common::engine(),
             message: error.to_string(),
         })?;
     let answer = async {
@@ -102,11 +103,13 @@ async fn connect_unix(socket: &str) -> Result<Docker, ExecError> {
         Ok(Ok(version)) => version,
         Ok(Err(error)) => {
             return Err(ExecError::Connect {
+                engine: agentc_backend_common::engine(),
                 message: format!("{socket}: {}", error_chain(error.as_ref())),
             })
         }
         Err(_) => {
             return Err(ExecError::Connect {
+                engine: agentc_backend_common::engine(),
                 message: format!(
                     "{socket}: no answer to /_ping within {}s",
                     PING_TIMEOUT.as_secs()
@@ -243,6 +246,7 @@ fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
 
 fn connect_error(error: BollardError) -> ExecError {
     ExecError::Connect {
+        engine: agentc_backend_common::engine(),
         message: error.to_string(),
     }
 }

@@ -94,8 +94,14 @@ pub enum ExecError {
         api_version: String,
     },
     /// The daemon could not be reached.
-    #[error("cannot connect to the docker daemon: {message}\n  hint: is docker running? DOCKER_HOST selects another daemon")]
+    #[error(
+        "cannot connect to the {} daemon: {message}\n  hint: {}",
+        engine.as_str(),
+        connect_hint(*engine)
+    )]
     Connect {
+        /// The engine asked for (`--engine`).
+        engine: crate::Engine,
         /// bollard's message.
         message: String,
     },
@@ -173,7 +179,7 @@ pub enum ExecError {
     EmptyArgv,
     /// The docker CLI (or the program standing in for it) could not be started for a launch.
     #[error(
-        "cannot start {program:?}: {source}\n  hint: install the docker CLI or point agentc at it"
+        "cannot start {program:?}: {source}\n  hint: install it (the CLI of the engine --engine names), or point agentc at it"
     )]
     Spawn {
         /// The program that was started.
@@ -191,8 +197,14 @@ pub enum ExecError {
     },
     /// The docker CLI could not be run for a query (`docker image inspect`, `docker pull`,
     /// `docker inspect`).
-    #[error("cannot run docker: {source}\n  hint: install the docker CLI, or use --backend api")]
+    #[error(
+        "cannot run {}: {source}\n  hint: install the {} CLI, or use --backend api",
+        engine.as_str(),
+        engine.as_str()
+    )]
     CannotRunDocker {
+        /// The engine whose CLI it is (`docker` or `podman`, as `--engine` chose).
+        engine: crate::Engine,
         /// The operating system's error.
         source: std::io::Error,
     },
@@ -312,6 +324,19 @@ impl ExecError {
 /// wraps as a shell would.
 pub fn exit_status(code: i64) -> u8 {
     u8::try_from(code.rem_euclid(256)).unwrap_or(1)
+}
+
+/// What to do when the engine's API cannot be reached.
+fn connect_hint(engine: crate::Engine) -> &'static str {
+    match engine {
+        crate::Engine::Docker => "is docker running? DOCKER_HOST selects another daemon",
+        crate::Engine::Podman => {
+            "Podman answers the Engine API only while its service runs: start it with `podman \
+             system service --time=0 &` (or `systemctl start podman.socket`; rootless: \
+             `systemctl --user start podman.socket`); CONTAINER_HOST selects another socket. \
+             `--backend api`, `agentc ps` and `agentc rm` need it; the cli backend does not"
+        }
+    }
 }
 
 #[cfg(test)]

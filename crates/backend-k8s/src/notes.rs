@@ -9,6 +9,11 @@ pub const ANNOTATION_APPROXIMATIONS: &str = "io.agentc.approximations";
 /// Annotation holding the [`Note`]s of kind [`NoteKind::ClusterDuty`], as a JSON array.
 pub const ANNOTATION_CLUSTER_DUTIES: &str = "io.agentc.cluster-duties";
 
+/// The note codes whose cluster duty, left undone, keeps the Pod from starting: `image-user`
+/// (the launch keeps the image's user under `runAsNonRoot`, and an image whose `USER` is root
+/// or a name is refused by the kubelet).
+pub const START_BLOCKERS: &[&str] = &["image-user"];
+
 /// Whether a note is about the rendering or about the cluster it runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -79,6 +84,14 @@ impl Notes {
     /// The notes of one kind.
     pub fn of(&self, kind: NoteKind) -> impl Iterator<Item = &Note> {
         self.0.iter().filter(move |note| note.kind == kind)
+    }
+
+    /// The notes of codes that can keep the Pod from starting ([`START_BLOCKERS`]), which
+    /// `agentc render --backend k8s` also prints on stderr.
+    pub fn start_blockers(&self) -> impl Iterator<Item = &Note> {
+        self.0
+            .iter()
+            .filter(|note| START_BLOCKERS.contains(&note.code))
     }
 
     /// Whether a note with this code was recorded.

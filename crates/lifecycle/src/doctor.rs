@@ -175,11 +175,21 @@ fn answered(facts: &EngineFacts) -> bool {
 fn engine(facts: &EngineFacts) -> Option<Check> {
     let name = facts.engine.unwrap_or(Engine::Docker).as_str();
     Some(match &facts.unreachable {
+        // The cli backend runs with the podman command alone: a silent socket fails only the
+        // commands that need it, which the line names.
         Some(error) if facts.engine == Some(Engine::Podman) => check(
             "engine",
-            Status::Fail,
-            format!("podman's API socket at {} does not answer: {error}", facts.endpoint),
-            Some("agentc does not start it: run `podman system service --time=0 unix:///run/podman/podman.sock &` as root (or `systemctl start podman.socket`), or set CONTAINER_HOST; `--backend cli` needs only the podman command"),
+            if matches!(facts.cli, Some(Ok(_))) {
+                Status::Warn
+            } else {
+                Status::Fail
+            },
+            format!(
+                "podman's API socket at {} does not answer: {error}; `--backend api`, `agentc ps` \
+                 and `agentc rm` need it, the cli backend runs without it",
+                facts.endpoint
+            ),
+            Some("agentc does not start it: run `podman system service --time=0 unix:///run/podman/podman.sock &` as root (or `systemctl start podman.socket`), or set CONTAINER_HOST"),
         ),
         Some(error) => check(
             "engine",

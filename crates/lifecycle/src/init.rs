@@ -10,7 +10,7 @@ use crate::error::LifecycleError;
 pub enum EgressChoice {
     /// No network at all.
     Deny,
-    /// Only the listed hosts (enforced by the agent image's firewall).
+    /// Only the listed hosts (enforced by agentc's egress proxy, outside the container).
     Allowlist,
 }
 
@@ -178,8 +178,10 @@ pub fn template(options: &InitOptions) -> Result<String, LifecycleError> {
              # sandbox, which `agentc run` starts detached (`agentc ps`, `agentc rm`).\n\
              ref = {}\n\
              command = [\"tail\", \"-f\", \"/dev/null\"]\n\
-             # user = \"1000:1000\"        # the image's user by default\n\
-             # init = true                # reap zombies with docker's init as PID 1\n",
+             # docker's init as PID 1: it passes `agentc stop`'s SIGTERM on (the keep-alive\n\
+             # would ignore it as PID 1 and be killed after 10 s) and reaps zombies.\n\
+             init = true\n\
+             # user = \"1000:1000\"        # the image's user by default\n",
             quoted(image)
         ));
     } else {
@@ -194,25 +196,36 @@ pub fn template(options: &InitOptions) -> Result<String, LifecycleError> {
         out.push_str("# build_context = \"image\"\n");
     }
     out.push_str("\n[egress]\n");
-    match (egress, custom) {
+    match (egress, hosts.is_empty()) {
         (EgressChoice::Deny, _) => out.push_str(
             "# deny: the container has no network at all (the kernel enforces it).\n\
              mode = \"deny\"\n",
         ),
         (EgressChoice::Allowlist, false) => out.push_str(&format!(
-            "# allowlist: the image's firewall lets the agent reach these hosts only.\n\
-             # \"deny\" gives it no network; \"unrestricted\" is reported at high severity.\n\
+            "# allowlist: agentc's egress proxy enforces it outside the container, which joins\n\
+             # only an internal network whose one way out is the proxy (`agentc explain` shows\n\
+             # it; every request is a line in the proxy's log). enforce = \"image\" hands the\n\
+             # list to the image's own firewall instead. \"deny\" gives the container no\n\
+             # network; \"unrestricted\" is reported at high severity.\n\
              mode = \"allowlist\"\n\
              hosts = {}\n",
             list(&hosts)
         )),
-        (EgressChoice::Allowlist, true) => out.push_str(&format!(
-            "# A custom image has no egress firewall: `agentc explain` reports this allowlist as\n\
-             # not enforced (egress-unenforced). \"deny\" gives the container no network.\n\
+        (EgressChoice::Allowlist, true) if custom => out.push_str(
+            "# An allowlist without hosts is enforced by nothing (a custom image has no\n\
+             # firewall): `agentc explain` reports it as not enforced (egress-unenforced). List\n\
+             # hosts to have agentc's egress proxy enforce it, or write \"deny\" for no network.\n\
              mode = \"allowlist\"\n\
-             hosts = {}\n",
-            list(&hosts)
-        )),
+             hosts = []\n",
+        ),
+        (EgressChoice::Allowlist, true) => out.push_str(
+            "# An allowlist without hosts: agentc's egress proxy does not run, and only the\n\
+             # image's own firewall (AGENT_ALLOWED_EGRESS, inside the container) blocks every\n\
+             # host. List hosts to have the proxy enforce them outside the container, or write\n\
+             # \"deny\" for no network at all.\n\
+             mode = \"allowlist\"\n\
+             hosts = []\n",
+        ),
     }
     if let Some((kind, key)) = provider(options.agent) {
         out.push_str(&format!(

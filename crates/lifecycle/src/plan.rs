@@ -14,6 +14,10 @@ use agentc_policy::{
 };
 use serde::Serialize;
 
+/// How the plan writes the per-run suffix of the egress set of a launch without a container
+/// name (each run creates its own isolated network and proxy).
+pub const RUN_SUFFIX: &str = "<run>";
+
 /// What a container is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -130,6 +134,9 @@ pub enum Part {
         port: String,
         /// The host address it is published on.
         host_ip: String,
+        /// The host port the profile chose; `None`: a free port the daemon picks.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        host_port: Option<u16>,
     },
 }
 
@@ -166,7 +173,17 @@ pub fn parts(spec: &LaunchSpec) -> Vec<Part> {
                 reference: container.image.clone(),
                 built_by_profile: false,
             });
-            match &container.egress {
+            // A launch without a container name gets its egress set per run, named with a
+            // suffix of that run (`backend_common::egress::prepare`): shown as RUN_SUFFIX.
+            let per_run = match (&container.name, &container.egress) {
+                (None, Some(_)) => {
+                    let mut per_run = container.clone();
+                    per_run.egress_instance(RUN_SUFFIX);
+                    per_run.egress
+                }
+                _ => None,
+            };
+            match per_run.as_ref().or(container.egress.as_ref()) {
                 // The isolated network and the proxy are created with the launch (the proxy's
                 // image too, from the agentc binary); only the outside network must exist.
                 Some(egress) => {
@@ -253,6 +270,7 @@ pub fn parts(spec: &LaunchSpec) -> Vec<Part> {
                 parts.push(Part::Port {
                     port: format!("{}/{}", port.container_port, port.protocol.as_str()),
                     host_ip: port.host_ip.to_string(),
+                    host_port: port.host_port,
                 });
             }
         }
@@ -466,6 +484,17 @@ impl Plan {
                 launch.findings.words()
             ));
         }
+        if self.launches.iter().any(|launch| {
+            launch.parts.iter().any(|part| match part {
+                Part::Network { name, .. } => name.contains(RUN_SUFFIX),
+                _ => false,
+            })
+        }) {
+            out.push_str(&format!(
+                "\n{RUN_SUFFIX}: a suffix unique to each run (its process id and clock), so that \
+                 concurrent runs of the profile get a set each\n"
+            ));
+        }
         out.push_str(&format!("\n{}\n", self.totals()));
         match &self.since_apply {
             None => out.push_str("deployment: not applied yet (agentc apply records it)\n"),
@@ -482,27 +511,35 @@ impl Plan {
 
     /// `creates 2 containers, 1 image build, ...; uses ...`.
     pub fn totals(&self) -> String {
-        let mut creates: BTreeMap<&str, usize> = BTreeMap::new();
-        let mut uses: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut creates: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+        let mut uses: BTreeMap<(&str, &str), usize> = BTreeMap::new();
         for (part, _) in self.distinct_parts() {
+            // Each noun with its plural.
             let (map, noun) = match part {
-                Part::Container { .. } => (&mut creates, "container"),
-                Part::ImageBuild { .. } => (&mut creates, "image build"),
-                Part::Seed { .. } => (&mut creates, "seed"),
-                Part::Volume { .. } => (&mut creates, "volume (on first use)"),
-                Part::Network { created: true, .. } => (&mut creates, "network"),
-                Part::Network { created: false, .. } => (&mut uses, "existing network"),
-                Part::Image { .. } => (&mut uses, "image"),
-                Part::Bind { .. } => (&mut uses, "host path"),
-                Part::Secret { .. } => (&mut uses, "secret"),
-                Part::Port { .. } => (&mut uses, "published port"),
+                Part::Container { .. } => (&mut creates, ("container", "containers")),
+                Part::ImageBuild { .. } => (&mut creates, ("image build", "image builds")),
+                Part::Seed { .. } => (&mut creates, ("seed", "seeds")),
+                Part::Volume { .. } => (
+                    &mut creates,
+                    ("volume (on first use)", "volumes (on first use)"),
+                ),
+                Part::Network { created: true, .. } => (&mut creates, ("network", "networks")),
+                Part::Network { created: false, .. } => {
+                    (&mut uses, ("existing network", "existing networks"))
+                }
+                Part::Image { .. } => (&mut uses, ("image", "images")),
+                Part::Bind { .. } => (&mut uses, ("host path", "host paths")),
+                Part::Secret { .. } => (&mut uses, ("secret", "secrets")),
+                Part::Port { .. } => (&mut uses, ("published port", "published ports")),
             };
             *map.entry(noun).or_default() += 1;
         }
-        let words = |map: &BTreeMap<&str, usize>| {
+        let words = |map: &BTreeMap<(&str, &str), usize>| {
             let items: Vec<String> = map
                 .iter()
-                .map(|(noun, count)| format!("{count} {noun}"))
+                .map(|((one, many), count)| {
+                    format!("{count} {}", if *count == 1 { one } else { many })
+                })
                 .collect();
             if items.is_empty() {
                 "nothing".to_string()
@@ -629,7 +666,17 @@ fn describe(part: &Part) -> (&'static str, String) {
                 if *required { "required" } else { "optional" }
             ),
         ),
-        Part::Port { port, host_ip } => ("port", format!("{port} on {host_ip}, random host port")),
+        Part::Port {
+            port,
+            host_ip,
+            host_port,
+        } => (
+            "port",
+            match host_port {
+                Some(host_port) => format!("{port} on {host_ip}, host port {host_port}"),
+                None => format!("{port} on {host_ip}, random host port"),
+            },
+        ),
     }
 }
 

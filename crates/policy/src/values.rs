@@ -481,10 +481,10 @@ impl schemars::JsonSchema for PortSpec {
 
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         json_schema!({
-            "description": "A container port: a number (TCP), or \"PORT\", \"PORT/tcp\" or \"PORT/udp\".",
+            "description": "A container port: a number (TCP), or \"[[HOST_IP:]HOST_PORT:]PORT[/tcp|/udp]\": published on 127.0.0.1 and a port the daemon picks unless a host port (\"18080:8080\") or address (\"0.0.0.0:18080:8080\", \"[::1]:18080:8080\", \"127.0.0.1::8080\") is written.",
             "anyOf": [
                 { "type": "integer", "minimum": 1, "maximum": 65535 },
-                { "type": "string", "pattern": "^ *[0-9]{1,5}(/([tT][cC][pP]|[uU][dD][pP]))? *$" }
+                { "type": "string", "pattern": "^ *(((\\[[0-9A-Fa-f:.]+\\]|[0-9]{1,3}(\\.[0-9]{1,3}){3}):[0-9]{0,5}|[0-9]{1,5}):)?[0-9]{1,5}(/([tT][cC][pP]|[uU][dD][pP]))? *$" }
             ]
         })
     }

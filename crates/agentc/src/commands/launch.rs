@@ -52,6 +52,12 @@ pub fn engine_host() -> Option<String> {
     }
 }
 
+/// Whether the engine runs on another machine (`DOCKER_HOST=tcp://…` or `ssh://…`): its
+/// published ports are that machine's.
+pub fn engine_is_remote() -> bool {
+    engine_host().is_some_and(|host| !host.starts_with("unix://") && !host.starts_with('/'))
+}
+
 /// Connects to the engine's API ([`engine_host`]) and checks that the engine answering is the
 /// one asked for (`--engine`).
 pub async fn connect() -> Result<Docker, Failure> {
@@ -70,6 +76,27 @@ pub async fn connect() -> Result<Docker, Failure> {
 pub fn exec_failure(error: ExecError) -> Failure {
     let code = u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER);
     Failure::new(code, error.to_string())
+}
+
+/// The line `agentc run` prints on stderr for each finding at or above
+/// [`agentc_policy::Severity::High`] before it launches: where the finding comes from and
+/// what it opens, so that nothing that widens the sandbox starts silently.
+pub fn finding_warnings(findings: &[agentc_policy::Finding]) -> Vec<String> {
+    findings
+        .iter()
+        .filter(|finding| finding.severity >= agentc_policy::Severity::High)
+        .map(|finding| {
+            let at = match (finding.position, finding.field.starts_with(['$', '-'])) {
+                (_, true) => finding.field.clone(),
+                (Some((line, _)), false) => format!("profile line {line} ({})", finding.field),
+                (None, false) => format!("default ({})", finding.field),
+            };
+            format!(
+                "agentc: warning: {} {} at {at}: {}",
+                finding.severity, finding.code, finding.message
+            )
+        })
+        .collect()
 }
 
 /// Prints a line a backend hands over while it prepares a launch (an image being pulled).
@@ -178,6 +205,7 @@ pub fn adapt_to_terminal(spec: &mut LaunchSpec, stdin_is_terminal: bool) {
 /// stderr, before anything is created.
 pub fn execute(spec: &LaunchSpec, backend: BackendArg, pull: bool) -> Result<u8, Failure> {
     let container = container_of(spec)?;
+    super::host_ports::check_free(container, &spec.origins, engine_is_remote())?;
     let env = process_env();
     match backend {
         BackendArg::Cli => {
@@ -273,6 +301,26 @@ pub fn execute_copies(
         ));
     }
     let container = container_of(spec)?;
+    let fixed = container
+        .ports
+        .iter()
+        .chain(
+            container
+                .egress
+                .iter()
+                .flat_map(|egress| &egress.proxy.ports),
+        )
+        .find_map(|port| port.host_port);
+    if let Some(port) = fixed {
+        return Err(Failure::new(
+            EXIT_INVALID,
+            format!(
+                "--count {count} starts {count} copies, but the profile publishes on host port \
+                 {port}, which only one of them can hold\n  hint: write only the container \
+                 port in network.publish (each copy then gets a free port), or run one copy"
+            ),
+        ));
+    }
     let base = container
         .name
         .clone()

@@ -9,6 +9,7 @@ pub mod build;
 pub mod completions;
 pub mod doctor;
 pub mod egress;
+pub mod host_ports;
 pub mod init;
 pub mod launch;
 pub mod lock;

@@ -99,6 +99,15 @@ pub fn dispatch(command: Command) -> Result<String, Failure> {
             let spec = context::resolve_launch(&loaded, &args.launch)?;
             if args.backend == RenderBackendArg::K8s {
                 let rendering = render_k8s(&loaded, &spec, &args.k8s)?;
+                // A Pod that may not start is worth a line before anyone applies it.
+                for note in rendering.notes.start_blockers() {
+                    eprintln!(
+                        "agentc: warning: {}: {}\n  hint: set [image] user to a numeric uid other \
+                         than 0, such as \"1000:1000\", to render runAsUser, or make sure the \
+                         image's USER is one",
+                        note.field, note.detail
+                    );
+                }
                 return match args.format {
                     FormatArg::Json => Ok(format!("{}\n", to_pretty_json(&rendering.to_json()))),
                     FormatArg::Yaml => Ok(rendering.to_yaml()),

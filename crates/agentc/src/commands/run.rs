@@ -28,6 +28,11 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
         args.backend,
     )?;
     let mut spec = context::resolve_launch(&loaded, &launch_args)?;
+    if !args.no_warnings {
+        for line in launch::finding_warnings(&agentc_policy::findings(&loaded, &spec)) {
+            eprintln!("{line}");
+        }
+    }
     launch::record_profile(&mut spec, &launch_args.profile);
     if args.detach || args.count > 1 {
         launch::force_detach(&mut spec);

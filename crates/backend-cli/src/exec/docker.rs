@@ -191,7 +191,10 @@ pub fn output_with_env(args: &[&str], env: &BTreeMap<String, String>) -> Result<
         .args(args)
         .envs(env)
         .output()
-        .map_err(|source| ExecError::CannotRunDocker { source })?;
+        .map_err(|source| ExecError::CannotRunDocker {
+            engine: agentc_backend_common::engine(),
+            source,
+        })?;
     if output.status.success() {
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     } else {
@@ -240,7 +243,10 @@ pub fn ensure_image(image: &str, pull: bool, notify: impl FnOnce(&str)) -> Resul
         .stdout(std::io::stderr())
         .stderr(Stdio::piped())
         .output()
-        .map_err(|source| ExecError::CannotRunDocker { source })?;
+        .map_err(|source| ExecError::CannotRunDocker {
+            engine: agentc_backend_common::engine(),
+            source,
+        })?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let message = stderr

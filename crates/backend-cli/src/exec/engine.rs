@@ -58,7 +58,10 @@ pub fn runtimes(wanted: &str) -> Result<Runtimes, ExecError> {
                     "{{.Host.OCIRuntime.Name}}",
                 ])
                 .output()
-                .map_err(|source| ExecError::CannotRunDocker { source })?;
+                .map_err(|source| ExecError::CannotRunDocker {
+                    engine: agentc_backend_common::engine(),
+                    source,
+                })?;
             Ok(Runtimes::Usable(if output.status.success() {
                 Ok(())
             } else {

@@ -31,7 +31,10 @@ fn workdir(inspect: &bollard::models::ContainerInspectResponse) -> Option<String
 }
 
 fn spawn_failed(source: std::io::Error) -> SessionError {
-    SessionError::CannotRunDocker { source }
+    SessionError::CannotRunDocker {
+        engine: agentc_backend_common::engine(),
+        source,
+    }
 }
 
 /// What `path` is in the container, asked through `how`; for an exec, whether `tar` is

@@ -128,6 +128,7 @@ impl CliClient {
             Ok(text) => text,
             Err((None, message)) => {
                 return Err(SessionError::CannotRunDocker {
+                    engine: agentc_backend_common::engine(),
                     source: std::io::Error::other(message),
                 })
             }
@@ -201,7 +202,10 @@ impl CliClient {
         }
         command
             .spawn()
-            .map_err(|source| SessionError::CannotRunDocker { source })
+            .map_err(|source| SessionError::CannotRunDocker {
+                engine: agentc_backend_common::engine(),
+                source,
+            })
     }
 
     /// Waits for an exec's docker, handing its piped output to `output`; docker's own
@@ -335,6 +339,7 @@ fn container_error(
 ) -> SessionError {
     match failure {
         (None, message) => SessionError::CannotRunDocker {
+            engine: agentc_backend_common::engine(),
             source: std::io::Error::other(message),
         },
         (Some(_), message) if message.contains("No such container") => {
@@ -370,6 +375,7 @@ impl SandboxClient for CliClient {
             }
             Err((None, message)) => {
                 return Err(SessionError::CannotRunDocker {
+                    engine: agentc_backend_common::engine(),
                     source: std::io::Error::other(message),
                 })
             }
@@ -392,6 +398,7 @@ impl SandboxClient for CliClient {
                 profile: spec.profile.clone(),
             }),
             Err((None, message)) => Err(SessionError::CannotRunDocker {
+                engine: agentc_backend_common::engine(),
                 source: std::io::Error::other(message),
             }),
             Err((Some(_), message)) => {
@@ -571,7 +578,10 @@ impl SandboxClient for CliClient {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|source| SessionError::CannotRunDocker { source })?;
+            .map_err(|source| SessionError::CannotRunDocker {
+                engine: agentc_backend_common::engine(),
+                source,
+            })?;
         let mut stdout = child.stdout.take();
         let mut stderr = child.stderr.take();
         let mut out_buffer = vec![0u8; 64 * 1024];

@@ -151,8 +151,14 @@ pub enum SessionError {
         step: &'static str,
     },
     /// The docker CLI could not be run.
-    #[error("cannot run docker: {source}\n  hint: install the docker CLI, or use --backend api")]
+    #[error(
+        "cannot run {}: {source}\n  hint: install the {} CLI, or use --backend api",
+        engine.as_str(),
+        engine.as_str()
+    )]
     CannotRunDocker {
+        /// The engine whose CLI it is (`docker` or `podman`, as `--engine` chose).
+        engine: crate::Engine,
         /// The operating system's error.
         source: std::io::Error,
     },

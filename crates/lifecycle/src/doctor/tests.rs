@@ -176,6 +176,22 @@ fn podman_and_gvisor_are_judged_with_their_own_fixes() {
         .as_deref()
         .unwrap()
         .contains("podman system service"));
+    // Without the podman command nothing runs; with it, the cli backend does.
+    assert_eq!(engine.status, Status::Fail);
+    let facts = EngineFacts {
+        cli: Some(Ok("4.3.1".into())),
+        ..facts
+    };
+    let checks = engine_checks(&facts);
+    let engine = checks.iter().find(|c| c.id == "engine").unwrap();
+    assert_eq!(engine.status, Status::Warn);
+    assert!(
+        engine.summary.ends_with(
+            "`--backend api`, `agentc ps` and `agentc rm` need it, the cli backend runs without it"
+        ),
+        "{}",
+        engine.summary
+    );
     let facts = EngineFacts {
         engine: Some(Engine::Podman),
         rlimits_raisable: Some(false),

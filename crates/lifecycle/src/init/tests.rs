@@ -84,8 +84,9 @@ fn every_flag_combination_validates_as_written_or_is_refused_by_option() {
                         env: BTreeMap::new(),
                         decant_sources: Vec::new(),
                     };
-                    agentc_policy::resolve(&loaded, &inputs, &NoFiles)
+                    let spec = agentc_policy::resolve(&loaded, &inputs, &NoFiles)
                         .unwrap_or_else(|error| panic!("{options:?}: {error}"));
+                    says_where_egress_is_enforced(&options, &text, &loaded, &spec);
                     written += 1;
                 }
             }
@@ -93,6 +94,46 @@ fn every_flag_combination_validates_as_written_or_is_refused_by_option() {
     }
     // 60 combinations; 15 refused: custom without --image (6), --host under deny (10), both (1).
     assert_eq!(written, 45);
+}
+
+/// The template's words on egress agree with what `agentc explain` says of the launch: the
+/// egress proxy where the spec has one, not enforced where the findings say so, no network for
+/// deny; and a custom sandbox's keep-alive runs under docker's init, so that it stops at once.
+fn says_where_egress_is_enforced(
+    options: &InitOptions,
+    text: &str,
+    loaded: &agentc_policy::LoadedProfile,
+    spec: &agentc_policy::LaunchSpec,
+) {
+    let agentc_policy::Action::Container(container) = &spec.action else {
+        panic!("{options:?}: a run launches a container");
+    };
+    let unenforced = agentc_policy::findings(loaded, spec)
+        .iter()
+        .any(|finding| finding.code == "egress-unenforced");
+    let proxy = text.contains("agentc's egress proxy enforces it outside the container");
+    let says_unenforced = text.contains("(egress-unenforced)");
+    let deny = text.contains("the container has no network at all");
+    assert_eq!(proxy, container.egress.is_some(), "{options:?}\n{text}");
+    assert_eq!(says_unenforced, unenforced, "{options:?}\n{text}");
+    assert_eq!(
+        deny,
+        loaded.profile.egress.mode == agentc_policy::EgressMode::Deny,
+        "{options:?}\n{text}"
+    );
+    let image_firewall = text.contains("only the\n# image's own firewall");
+    assert_eq!(
+        image_firewall,
+        container.egress.is_none()
+            && !unenforced
+            && loaded.profile.egress.mode == agentc_policy::EgressMode::Allowlist,
+        "{options:?}\n{text}"
+    );
+    assert_eq!(
+        container.init,
+        options.agent == AgentName::Custom,
+        "{options:?}\n{text}"
+    );
 }
 
 #[test]

@@ -146,7 +146,7 @@ fn the_plan_marks_images_the_profile_builds_and_counts_shared_parts_once() {
         "{text}"
     );
     assert!(
-        text.contains("creates 2 container, 1 image build, 1 seed, 1 volume (on first use)"),
+        text.contains("creates 2 containers, 1 image build, 1 seed, 1 volume (on first use)"),
         "{text}"
     );
     assert!(text.contains("deployment: not applied yet"), "{text}");
@@ -189,4 +189,55 @@ fn a_named_network_is_used_not_created() {
             ..
         }
     ));
+}
+
+/// The egress set of an agent run (no container name) is created per run, named as the run
+/// names it (`NAME-<run>-egress`); a named sandbox's set keeps its name. One of a kind is
+/// counted in the singular, more in the plural.
+#[test]
+fn the_plan_names_the_egress_set_each_run_creates_and_counts_in_plurals() {
+    let agent = "name = \"dev\"\nagent = \"claude-code\"\n[egress]\nmode = \"allowlist\"\nhosts = [\"api.anthropic.com\"]\n";
+    let run = launch(agent, LaunchKind::Run, None);
+    let parts = parts(&run.spec);
+    assert!(parts.contains(&Part::Network {
+        name: "agentc-run-dev-<run>-egress".into(),
+        created: true,
+        internal: true
+    }));
+    assert!(parts.iter().any(|part| matches!(
+        part,
+        Part::Container { role: Role::EgressProxy, name: Some(name), .. }
+            if name == "agentc-run-dev-<run>-egress-proxy"
+    )));
+    let text = plan("dev", "p.toml", &[run], None).text();
+    assert!(
+        text.contains("\n<run>: a suffix unique to each run"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "creates 2 containers, 1 network, 1 volume (on first use); uses 1 host path, 1 image"
+        ),
+        "{text}"
+    );
+    let sandbox = "name = \"box\"\nagent = \"custom\"\n[image]\nref = \"alpine:3\"\n[egress]\nmode = \"allowlist\"\nhosts = [\"pypi.org\"]\n";
+    let sandbox = launch(sandbox, LaunchKind::Run, None);
+    let names: Vec<String> = parts_names(&sandbox.spec);
+    assert!(
+        names.iter().all(|name| !name.contains("<run>")),
+        "{names:?}"
+    );
+    let text = plan("box", "p.toml", &[sandbox], None).text();
+    assert!(!text.contains("<run>"), "{text}");
+}
+
+fn parts_names(spec: &agentc_policy::LaunchSpec) -> Vec<String> {
+    parts(spec)
+        .into_iter()
+        .filter_map(|part| match part {
+            Part::Network { name, .. } => Some(name),
+            Part::Container { name, .. } => name,
+            _ => None,
+        })
+        .collect()
 }

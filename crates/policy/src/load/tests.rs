@@ -1143,7 +1143,12 @@ fn published_ports_are_ports_without_duplicates() {
         ),
         (
             "\"127.0.0.1:8080\"",
-            "a host address or host port cannot be chosen here; write only the container port",
+            "a host address needs HOST_PORT:PORT after it (or ADDRESS::PORT for a port the \
+             daemon picks)",
+        ),
+        (
+            "\"70000:80\"",
+            "host port: port 70000 is out of range; ports are 1 to 65535",
         ),
     ] {
         let (field, _, message, _) = reject(&format!("[network]\npublish = [{port}]\n"));
@@ -1162,6 +1167,29 @@ fn published_ports_are_ports_without_duplicates() {
     );
     // On a named network the ports are exposed there (as with AGENTC_NETWORK).
     accept("[network]\nname = \"n\"\npublish = [80]\n");
+    // A host port or address of the profile's choosing; each container port and each host
+    // binding once.
+    accept("[network]\npublish = [\"18080:8080\", \"0.0.0.0:18081:8081\", \"[::1]::53/udp\", \"53\"]\n");
+    assert_rejects(
+        "[network]\npublish = [\"18080:80\",\n \"18080:81\"]\n",
+        "network.publish[1]",
+        "network.publish[1] binds host port 18080/tcp on 127.0.0.1 a second time",
+        5,
+    );
+    assert_rejects(
+        "[network]\npublish = [\"18080:80\",\n \"18081:80\"]\n",
+        "network.publish[1]",
+        "network.publish[1] publishes 80/tcp twice",
+        5,
+    );
+    accept("[network]\npublish = [\"18080:80\", \"127.0.0.2:18080:81\", \"18080:80/udp\"]\n");
+    assert_rejects(
+        "[network]\nname = \"n\"\npublish = [\"18080:80\"]\n",
+        "network.publish[0]",
+        "network.publish[0] chooses where the host publishes 80/tcp, but on a named network the \
+         sandbox's ports are exposed there, not published on the host",
+        5,
+    );
 }
 
 #[test]

@@ -3,7 +3,6 @@
 //! `network-named`, `host-gateway` and `port-public` findings.
 
 use std::collections::BTreeSet;
-use std::net::{IpAddr, Ipv4Addr};
 
 use crate::check::Checker;
 use crate::context::{env_origin, Resolver};
@@ -55,13 +54,43 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
         }
     }
     let mut seen = BTreeSet::new();
+    let mut bound = BTreeSet::new();
     for (index, port) in network.publish.iter().enumerate() {
-        if !seen.insert(*port) {
-            let field = format!("network.publish[{index}]");
+        let field = format!("network.publish[{index}]");
+        if !seen.insert((port.number, port.protocol)) {
             ck.fail(
                 &field,
-                format!("{field} publishes {port} twice"),
+                format!(
+                    "{field} publishes {}/{} twice",
+                    port.number,
+                    port.protocol.as_str()
+                ),
                 "remove the duplicate entry",
+            );
+        } else if let Some(host_port) = port.host_port {
+            if !bound.insert((port.host_address(), host_port, port.protocol)) {
+                ck.fail(
+                    &field,
+                    format!(
+                        "{field} binds host port {host_port}/{} on {} a second time",
+                        port.protocol.as_str(),
+                        port.host_address()
+                    ),
+                    "give each published port its own host port",
+                );
+            }
+        }
+        if port.binds_host() && network.name.is_some() {
+            ck.fail_when(
+                &["network.name"],
+                &field,
+                format!(
+                    "{field} chooses where the host publishes {}/{}, but on a named network \
+                     the sandbox's ports are exposed there, not published on the host",
+                    port.number,
+                    port.protocol.as_str()
+                ),
+                "write only the container port, or remove network.name",
             );
         }
     }
@@ -136,6 +165,27 @@ impl Resolver<'_> {
             let origin = self.field_origin("network.host_gateway");
             self.set(keys::extra_host(presets::HOST_GATEWAY_NAME), origin);
         }
+        if let (Some((name, _)), Some((index, port))) = (
+            &named,
+            network
+                .publish
+                .iter()
+                .enumerate()
+                .find(|(_, port)| port.binds_host()),
+        ) {
+            return Err(self.unlaunchable(
+                &format!("network.publish[{index}]"),
+                format!(
+                    "network.publish[{index}] chooses where the host publishes {}/{}, but on \
+                     the network {name} (from {}) the sandbox's ports are exposed there, not \
+                     published on the host",
+                    port.number,
+                    port.protocol.as_str(),
+                    overrides::NETWORK
+                ),
+                "unset AGENTC_NETWORK, or write only the container port",
+            ));
+        }
         if named.is_some() {
             // As the sandbox seed does: on a named network the container is reached at its
             // own address there, so its ports are exposed on that network, not published on
@@ -154,8 +204,8 @@ impl Resolver<'_> {
             container.ports.push(PublishedPort {
                 container_port: port.number,
                 protocol: port.protocol,
-                host_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
-                host_port: None,
+                host_ip: port.host_address(),
+                host_port: port.host_port,
             });
             let origin = self.field_origin(&format!("network.publish[{index}]"));
             self.set(keys::port(port.number, port.protocol), origin);
