@@ -690,6 +690,7 @@ impl SandboxClient for CliClient {
             }
             Err((None, message)) => {
                 return Err(SessionError::CannotRunDocker {
+                    engine: agentc_backend_common::engine(),
                     source: std::io::Error::other(message),
                 })
             }
