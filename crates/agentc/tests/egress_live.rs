@@ -1667,11 +1667,14 @@ fn ask(address: &str, line: &str) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&back).into_owned())
 }
 
-/// The proxy container, hardened as agentc creates it, on `out`, joined to `inner` at `ip`.
+/// The proxy container, hardened as agentc creates it, on `out`, joined to `inner` at `ip`,
+/// listening (and its DNS stub answering) there only, as agentc renders it.
 fn start_relay_proxy(id: &str, out: &str, inner: &str, ip: &str, relays: &[String]) -> String {
     let (proxy_image, _) = images();
     let none: [&str; 0] = [];
-    let config = Config::from_args("0.0.0.0:3128", Some("0.0.0.0:53"), &none, &none)
+    let listen = format!("{ip}:3128");
+    let dns = format!("{ip}:53");
+    let config = Config::from_args(&listen, Some(&dns), &none, &none)
         .and_then(|config| config.with_relays(relays))
         .expect("config");
     let proxy = format!("{id}-proxy");
@@ -1798,6 +1801,12 @@ fn the_proxy_relays_a_published_port_to_its_one_workload() {
 
     let got = ask(&format!("{outside_ip}:20000"), "ping").expect("the relay answers");
     assert_eq!(got, "answer from the sandbox: ping\n");
+    // The relays listen on the outside address, the proxy itself does not (issue 18, 8).
+    let proxy_port = connect(&format!("{outside_ip}:3128")).map(|_| ());
+    assert_eq!(
+        proxy_port,
+        Err("connect-failed ConnectionRefused".to_string())
+    );
     let refused = ask(&format!("{outside_ip}:20001"), "ping").expect("the relay accepts");
     assert_eq!(
         refused, "",
@@ -2217,5 +2226,108 @@ fn verify_checks_egress_for_real_through_the_cli_backend() {
 fn verify_checks_egress_for_real_through_the_api_backend() {
     if require_daemon("verify_checks_egress_for_real_api") {
         verify_checks_egress_for_real("api");
+    }
+}
+
+/// Finding 8 of issue 18: a sandbox's proxy serves only its own workload. Launched through
+/// `backend` on the test's own `--internal` outside network, the proxy listens (and its DNS
+/// stub answers) on its isolated-network address only: a container on the outside network
+/// finds nothing on the proxy's outside address (connection refused, no DNS answer) and
+/// cannot reach its isolated address, while the sandbox still gets through it.
+fn only_its_own_sandbox_can_use_the_proxy(backend: &str) {
+    let mut outside = Outside::new(&format!("eknobs-listen-{backend}"));
+    let profile = outside.profile("a", "");
+    let (ok, output) = outside.run(&profile, backend);
+    assert!(ok, "{output}");
+    let sandbox = started_name(&output);
+    let proxy = format!("{sandbox}-egress-proxy");
+    let network = format!("{sandbox}-egress");
+    let address_on = |net: &str| {
+        inspect(
+            &proxy,
+            &format!("{{{{(index .NetworkSettings.Networks \"{net}\").IPAddress}}}}"),
+        )
+    };
+    let proxy_ip = address_on(&network);
+    let proxy_out = address_on(&outside.topology.out.clone());
+    assert!(!proxy_out.is_empty(), "the proxy has an outside address");
+    let command = inspect(&proxy, "{{json .Config.Cmd}}");
+    assert!(
+        command.contains(&format!("--listen={proxy_ip}:3128"))
+            && command.contains(&format!("--dns={proxy_ip}:53")),
+        "{command}"
+    );
+    let log = docker(&["logs", &proxy]).unwrap_or_default();
+    assert!(log.contains(&format!("proxy on {proxy_ip}:3128")), "{log}");
+
+    // The sandbox uses its proxy and its DNS stub.
+    let p = format!("{proxy_ip}:3128");
+    let got = outside.probes(
+        &sandbox,
+        &[
+            format!("http {p} http://allowed.test/"),
+            format!("udp-dns {proxy_ip}:53 mine.exfil.test"),
+        ],
+    );
+    assert_eq!(got[0], "status=200 body=hello from outside", "{log}");
+    assert_eq!(got[1], "answer rcode=3");
+
+    // A container on the outside network: nothing listens on the proxy's outside address.
+    outside.topology.proxy_ip = proxy_out.clone();
+    let out = outside.topology.out.clone();
+    let got = outside.topology.probes(
+        &out,
+        &[],
+        &[
+            format!("tcp {proxy_out}:3128"),
+            format!("http {proxy_out}:3128 http://allowed.test/"),
+            format!("udp-dns {proxy_out}:53 other.exfil.test"),
+            format!("tcp {proxy_out}:53"),
+            format!("tcp {p}"),
+        ],
+    );
+    assert_eq!(got[0], "connect-failed ConnectionRefused", "{got:?}");
+    assert_eq!(got[1], "connect-failed ConnectionRefused", "{got:?}");
+    assert_eq!(got[2], "no-answer", "{got:?}");
+    assert_eq!(got[3], "connect-failed ConnectionRefused", "{got:?}");
+    assert!(got[4].starts_with("connect-failed"), "{got:?}");
+    // Only the sandbox's request and query were decided: nothing from the outside reached
+    // the proxy.
+    let sandbox_ip = inspect(
+        &sandbox,
+        &format!("{{{{(index .NetworkSettings.Networks \"{network}\").IPAddress}}}}"),
+    );
+    let log = docker(&["logs", &proxy]).unwrap_or_default();
+    let clients: Vec<String> = log
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter_map(|line| line["client"].as_str().map(String::from))
+        .collect();
+    assert_eq!(clients.len(), 2, "{log}");
+    for client in &clients {
+        assert!(client.starts_with(&format!("{sandbox_ip}:")), "{log}");
+    }
+    let removed = Command::new(env!("CARGO_BIN_EXE_agentc"))
+        .args(["rm", &sandbox])
+        .output()
+        .expect("agentc rm");
+    assert!(removed.status.success(), "{removed:?}");
+    assert_eq!(
+        outside.left(&outside.profiles[0]),
+        (String::new(), String::new())
+    );
+}
+
+#[test]
+fn only_its_own_sandbox_can_use_the_proxy_through_the_cli_backend() {
+    if require_daemon("only_its_own_sandbox_can_use_the_proxy_cli") {
+        only_its_own_sandbox_can_use_the_proxy("cli");
+    }
+}
+
+#[test]
+fn only_its_own_sandbox_can_use_the_proxy_through_the_api_backend() {
+    if require_daemon("only_its_own_sandbox_can_use_the_proxy_api") {
+        only_its_own_sandbox_can_use_the_proxy("api");
     }
 }
