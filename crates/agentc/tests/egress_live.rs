@@ -2341,3 +2341,112 @@ fn only_its_own_sandbox_can_use_the_proxy_through_the_api_backend() {
         only_its_own_sandbox_can_use_the_proxy("api");
     }
 }
+
+/// Finding 6 of issue 18, launched through `backend`: with `*.wild.test` on the allowlist the
+/// proxy resolves 10 distinct names under it in a minute (each a `resolve` line), and refuses
+/// the 11th before any look-up (`429`, a `wildcard-rate` line, no `resolve` line). Every name
+/// is a network alias of a server of the test's own on its `--internal` outside network, so
+/// each look-up stays with docker's embedded DNS.
+fn the_eleventh_wildcard_name_is_refused(backend: &str) {
+    let mut outside = Outside::new(&format!("eknobs-wild-{backend}"));
+    let (_, testkit) = images();
+    let names: Vec<String> = (0..11).map(|i| format!("n{i}.wild.test")).collect();
+    let wild = format!("{}-wild", outside.topology.id);
+    let mut run: Vec<String> = vec![
+        "run".into(),
+        "--detach".into(),
+        format!("--name={wild}"),
+        format!("--label={}", labelled(&outside.topology.id)),
+        format!("--network={}", outside.topology.out),
+        "--env".into(),
+        format!("{TESTKIT_VAR}=server"),
+    ];
+    run.extend(names.iter().map(|name| format!("--network-alias={name}")));
+    run.extend(
+        [
+            testkit.as_str(),
+            TESTKIT_PATH,
+            "testkit_entry",
+            "--exact",
+            "--nocapture",
+        ]
+        .map(String::from),
+    );
+    docker(&run.iter().map(String::as_str).collect::<Vec<_>>()).expect("start the server");
+    let profile = outside.profile("w", "");
+    let text = std::fs::read_to_string(&profile).unwrap().replace(
+        "hosts = [\"allowed.test\"]",
+        "hosts = [\"allowed.test\", \"*.wild.test\"]",
+    );
+    std::fs::write(&profile, text).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !docker(&["logs", &wild])
+        .unwrap_or_default()
+        .contains("READY")
+    {
+        assert!(Instant::now() < deadline, "the server did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (ok, output) = outside.run(&profile, backend);
+    assert!(ok, "{output}");
+    let sandbox = started_name(&output);
+    let proxy = format!("{sandbox}-egress-proxy");
+    let proxy_ip = inspect(
+        &proxy,
+        &format!("{{{{(index .NetworkSettings.Networks \"{sandbox}-egress\").IPAddress}}}}"),
+    );
+    let probes: Vec<String> = names
+        .iter()
+        .chain(&names[..1])
+        .map(|name| format!("http {proxy_ip}:3128 http://{name}/"))
+        .chain([format!("http {proxy_ip}:3128 http://allowed.test/")])
+        .collect();
+    let got = outside.probes(&sandbox, &probes);
+    let log = docker(&["logs", &proxy]).unwrap_or_default();
+    for (index, result) in got.iter().enumerate() {
+        let expected = if index == 10 {
+            "status=429"
+        } else {
+            "status=200"
+        };
+        assert!(
+            result.starts_with(expected),
+            "{}: {result}: {log}",
+            probes[index]
+        );
+    }
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let resolved: Vec<&str> = lines
+        .iter()
+        .filter(|line| line["kind"] == "resolve")
+        .filter_map(|line| line["host"].as_str())
+        .collect();
+    // Ten names and the repeat of the first; nothing for the 11th nor the exact host.
+    let mut expected: Vec<&str> = names[..10].iter().map(String::as_str).collect();
+    expected.push(&names[0]);
+    assert_eq!(resolved, expected, "{log}");
+    let refused: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|line| line["reason"] == "wildcard-rate")
+        .collect();
+    assert_eq!(refused.len(), 1, "{log}");
+    assert_eq!(refused[0]["host"], names[10].as_str(), "{log}");
+    assert_eq!(refused[0]["decision"], "deny", "{log}");
+}
+
+#[test]
+fn the_eleventh_wildcard_name_is_refused_through_the_cli_backend() {
+    if require_daemon("the_eleventh_wildcard_name_is_refused_cli") {
+        the_eleventh_wildcard_name_is_refused("cli");
+    }
+}
+
+#[test]
+fn the_eleventh_wildcard_name_is_refused_through_the_api_backend() {
+    if require_daemon("the_eleventh_wildcard_name_is_refused_api") {
+        the_eleventh_wildcard_name_is_refused("api");
+    }
+}
