@@ -301,14 +301,11 @@ fn wildcard_words(out: &Explainer) -> Option<String> {
     if wildcards.is_empty() {
         return None;
     }
-    let field = "egress.wildcard_names_per_minute";
-    let (names, origin) = match profile.egress.wildcard_names_per_minute {
-        Some(names) => (names, out.at(field)),
-        None => (
-            agentc_egress::wildcard::DEFAULT_NAMES_PER_MINUTE,
-            "default".to_string(),
-        ),
-    };
+    let names = profile
+        .egress
+        .wildcard_names_per_minute
+        .unwrap_or(agentc_egress::wildcard::DEFAULT_NAMES_PER_MINUTE);
+    let origin = out.at("egress.wildcard_names_per_minute");
     Some(format!(
         "at most {names} distinct names a minute under each of {}, each resolved through the \
          host's resolver (a DNS query to that domain's name servers) and logged; one more is \
