@@ -309,14 +309,19 @@ pub struct EgressServeArgs {
     /// connect each client to IP:PORT (the workload's fixed address and container port).
     #[arg(long, value_name = "LISTEN_PORT=IP:PORT", action = clap::ArgAction::Append)]
     pub relay: Vec<String>,
+    /// Distinct names allowed only through one `*.domain` entry that may be resolved in any
+    /// minute (1 to 1000); one more is refused (`wildcard-rate`) before any look-up.
+    #[arg(long, value_name = "N", default_value_t = agentc_egress::wildcard::DEFAULT_NAMES_PER_MINUTE)]
+    pub wildcard_names_per_minute: u32,
 }
 
 /// `agentc egress-proxy health`.
 #[derive(Debug, Args)]
 pub struct EgressHealthArgs {
-    /// The proxy to check.
-    #[arg(long, default_value = "127.0.0.1:3128", value_name = "IP:PORT")]
-    pub proxy: String,
+    /// The proxy to check; without it, the address the proxy of this container listens on
+    /// (read from its command line, `/proc/1/cmdline`), else 127.0.0.1:3128.
+    #[arg(long, value_name = "IP:PORT")]
+    pub proxy: Option<String>,
 }
 
 /// `agentc egress-proxy image`.

@@ -1667,11 +1667,14 @@ fn ask(address: &str, line: &str) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&back).into_owned())
 }
 
-/// The proxy container, hardened as agentc creates it, on `out`, joined to `inner` at `ip`.
+/// The proxy container, hardened as agentc creates it, on `out`, joined to `inner` at `ip`,
+/// listening (and its DNS stub answering) there only, as agentc renders it.
 fn start_relay_proxy(id: &str, out: &str, inner: &str, ip: &str, relays: &[String]) -> String {
     let (proxy_image, _) = images();
     let none: [&str; 0] = [];
-    let config = Config::from_args("0.0.0.0:3128", Some("0.0.0.0:53"), &none, &none)
+    let listen = format!("{ip}:3128");
+    let dns = format!("{ip}:53");
+    let config = Config::from_args(&listen, Some(&dns), &none, &none)
         .and_then(|config| config.with_relays(relays))
         .expect("config");
     let proxy = format!("{id}-proxy");
@@ -1798,6 +1801,12 @@ fn the_proxy_relays_a_published_port_to_its_one_workload() {
 
     let got = ask(&format!("{outside_ip}:20000"), "ping").expect("the relay answers");
     assert_eq!(got, "answer from the sandbox: ping\n");
+    // The relays listen on the outside address, the proxy itself does not (issue 18, 8).
+    let proxy_port = connect(&format!("{outside_ip}:3128")).map(|_| ());
+    assert_eq!(
+        proxy_port,
+        Err("connect-failed connection refused".to_string())
+    );
     let refused = ask(&format!("{outside_ip}:20001"), "ping").expect("the relay accepts");
     assert_eq!(
         refused, "",
@@ -2217,5 +2226,227 @@ fn verify_checks_egress_for_real_through_the_cli_backend() {
 fn verify_checks_egress_for_real_through_the_api_backend() {
     if require_daemon("verify_checks_egress_for_real_api") {
         verify_checks_egress_for_real("api");
+    }
+}
+
+/// Finding 8 of issue 18: a sandbox's proxy serves only its own workload. Launched through
+/// `backend` on the test's own `--internal` outside network, the proxy listens (and its DNS
+/// stub answers) on its isolated-network address only: a container on the outside network
+/// finds nothing on the proxy's outside address (connection refused, no DNS answer) and
+/// cannot reach its isolated address, while the sandbox still gets through it.
+fn only_its_own_sandbox_can_use_the_proxy(backend: &str) {
+    let mut outside = Outside::new(&format!("eknobs-listen-{backend}"));
+    let profile = outside.profile("a", "");
+    let (ok, output) = outside.run(&profile, backend);
+    assert!(ok, "{output}");
+    let sandbox = started_name(&output);
+    let proxy = format!("{sandbox}-egress-proxy");
+    let network = format!("{sandbox}-egress");
+    let address_on = |net: &str| {
+        inspect(
+            &proxy,
+            &format!("{{{{(index .NetworkSettings.Networks \"{net}\").IPAddress}}}}"),
+        )
+    };
+    let proxy_ip = address_on(&network);
+    let proxy_out = address_on(&outside.topology.out.clone());
+    assert!(!proxy_out.is_empty(), "the proxy has an outside address");
+    let command = inspect(&proxy, "{{json .Config.Cmd}}");
+    assert!(
+        command.contains(&format!("--listen={proxy_ip}:3128"))
+            && command.contains(&format!("--dns={proxy_ip}:53")),
+        "{command}"
+    );
+    // The image's own HEALTHCHECK (`egress-proxy health` without an address) finds the
+    // proxy on its isolated address.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while inspect(&proxy, "{{.State.Health.Status}}") != "healthy" {
+        assert!(
+            Instant::now() < deadline,
+            "{}",
+            inspect(&proxy, "{{json .State.Health}}")
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let log = docker(&["logs", &proxy]).unwrap_or_default();
+
+    // The sandbox uses its proxy and its DNS stub.
+    let p = format!("{proxy_ip}:3128");
+    let got = outside.probes(
+        &sandbox,
+        &[
+            format!("http {p} http://allowed.test/"),
+            format!("udp-dns {proxy_ip}:53 mine.exfil.test"),
+        ],
+    );
+    assert_eq!(got[0], "status=200 body=hello from outside", "{log}");
+    assert_eq!(got[1], "answer rcode=3");
+
+    // A container on the outside network: nothing listens on the proxy's outside address.
+    outside.topology.proxy_ip = proxy_out.clone();
+    let out = outside.topology.out.clone();
+    let got = outside.topology.probes(
+        &out,
+        &[],
+        &[
+            format!("tcp {proxy_out}:3128"),
+            format!("http {proxy_out}:3128 http://allowed.test/"),
+            format!("udp-dns {proxy_out}:53 other.exfil.test"),
+            format!("tcp {proxy_out}:53"),
+            format!("tcp {p}"),
+        ],
+    );
+    assert_eq!(got[0], "connect-failed connection refused", "{got:?}");
+    assert_eq!(got[1], "connect-failed connection refused", "{got:?}");
+    assert_eq!(got[2], "no-answer", "{got:?}");
+    assert_eq!(got[3], "connect-failed connection refused", "{got:?}");
+    assert!(got[4].starts_with("connect-failed"), "{got:?}");
+    // Only the sandbox's request and query were decided: nothing from the outside reached
+    // the proxy.
+    let sandbox_ip = inspect(
+        &sandbox,
+        &format!("{{{{(index .NetworkSettings.Networks \"{network}\").IPAddress}}}}"),
+    );
+    let log = docker(&["logs", &proxy]).unwrap_or_default();
+    let clients: Vec<String> = log
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter_map(|line| line["client"].as_str().map(String::from))
+        .collect();
+    assert_eq!(clients.len(), 2, "{log}");
+    for client in &clients {
+        assert!(client.starts_with(&format!("{sandbox_ip}:")), "{log}");
+    }
+    let removed = Command::new(env!("CARGO_BIN_EXE_agentc"))
+        .args(["rm", &sandbox])
+        .output()
+        .expect("agentc rm");
+    assert!(removed.status.success(), "{removed:?}");
+    assert_eq!(
+        outside.left(&outside.profiles[0]),
+        (String::new(), String::new())
+    );
+}
+
+#[test]
+fn only_its_own_sandbox_can_use_the_proxy_through_the_cli_backend() {
+    if require_daemon("only_its_own_sandbox_can_use_the_proxy_cli") {
+        only_its_own_sandbox_can_use_the_proxy("cli");
+    }
+}
+
+#[test]
+fn only_its_own_sandbox_can_use_the_proxy_through_the_api_backend() {
+    if require_daemon("only_its_own_sandbox_can_use_the_proxy_api") {
+        only_its_own_sandbox_can_use_the_proxy("api");
+    }
+}
+
+/// Finding 6 of issue 18, launched through `backend`: with `*.wild.test` on the allowlist the
+/// proxy resolves 10 distinct names under it in a minute (each a `resolve` line), and refuses
+/// the 11th before any look-up (`429`, a `wildcard-rate` line, no `resolve` line). Every name
+/// is a network alias of a server of the test's own on its `--internal` outside network, so
+/// each look-up stays with docker's embedded DNS.
+fn the_eleventh_wildcard_name_is_refused(backend: &str) {
+    let mut outside = Outside::new(&format!("eknobs-wild-{backend}"));
+    let (_, testkit) = images();
+    let names: Vec<String> = (0..11).map(|i| format!("n{i}.wild.test")).collect();
+    let wild = format!("{}-wild", outside.topology.id);
+    let mut run: Vec<String> = vec![
+        "run".into(),
+        "--detach".into(),
+        format!("--name={wild}"),
+        format!("--label={}", labelled(&outside.topology.id)),
+        format!("--network={}", outside.topology.out),
+        "--env".into(),
+        format!("{TESTKIT_VAR}=server"),
+    ];
+    run.extend(names.iter().map(|name| format!("--network-alias={name}")));
+    run.extend(
+        [
+            testkit.as_str(),
+            TESTKIT_PATH,
+            "testkit_entry",
+            "--exact",
+            "--nocapture",
+        ]
+        .map(String::from),
+    );
+    docker(&run.iter().map(String::as_str).collect::<Vec<_>>()).expect("start the server");
+    let profile = outside.profile("w", "");
+    let text = std::fs::read_to_string(&profile).unwrap().replace(
+        "hosts = [\"allowed.test\"]",
+        "hosts = [\"allowed.test\", \"*.wild.test\"]",
+    );
+    std::fs::write(&profile, text).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !docker(&["logs", &wild])
+        .unwrap_or_default()
+        .contains("READY")
+    {
+        assert!(Instant::now() < deadline, "the server did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (ok, output) = outside.run(&profile, backend);
+    assert!(ok, "{output}");
+    let sandbox = started_name(&output);
+    let proxy = format!("{sandbox}-egress-proxy");
+    let proxy_ip = inspect(
+        &proxy,
+        &format!("{{{{(index .NetworkSettings.Networks \"{sandbox}-egress\").IPAddress}}}}"),
+    );
+    let probes: Vec<String> = names
+        .iter()
+        .chain(&names[..1])
+        .map(|name| format!("http {proxy_ip}:3128 http://{name}/"))
+        .chain([format!("http {proxy_ip}:3128 http://allowed.test/")])
+        .collect();
+    let got = outside.probes(&sandbox, &probes);
+    let log = docker(&["logs", &proxy]).unwrap_or_default();
+    for (index, result) in got.iter().enumerate() {
+        let expected = if index == 10 {
+            "status=429"
+        } else {
+            "status=200"
+        };
+        assert!(
+            result.starts_with(expected),
+            "{}: {result}: {log}",
+            probes[index]
+        );
+    }
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let resolved: Vec<&str> = lines
+        .iter()
+        .filter(|line| line["kind"] == "resolve")
+        .filter_map(|line| line["host"].as_str())
+        .collect();
+    // Ten names and the repeat of the first; nothing for the 11th nor the exact host.
+    let mut expected: Vec<&str> = names[..10].iter().map(String::as_str).collect();
+    expected.push(&names[0]);
+    assert_eq!(resolved, expected, "{log}");
+    let refused: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|line| line["reason"] == "wildcard-rate")
+        .collect();
+    assert_eq!(refused.len(), 1, "{log}");
+    assert_eq!(refused[0]["host"], names[10].as_str(), "{log}");
+    assert_eq!(refused[0]["decision"], "deny", "{log}");
+}
+
+#[test]
+fn the_eleventh_wildcard_name_is_refused_through_the_cli_backend() {
+    if require_daemon("the_eleventh_wildcard_name_is_refused_cli") {
+        the_eleventh_wildcard_name_is_refused("cli");
+    }
+}
+
+#[test]
+fn the_eleventh_wildcard_name_is_refused_through_the_api_backend() {
+    if require_daemon("the_eleventh_wildcard_name_is_refused_api") {
+        the_eleventh_wildcard_name_is_refused("api");
     }
 }

@@ -44,6 +44,9 @@ pub struct EgressPolicy {
     /// Address ranges the proxy may connect to although private or reserved
     /// (`egress.allow_cidrs`).
     pub allow_cidrs: Vec<String>,
+    /// Distinct wildcard-allowed names the proxy resolves a minute
+    /// (`egress.wildcard_names_per_minute`; the proxy's default when unset).
+    pub wildcard_names_per_minute: Option<u32>,
 }
 
 impl EgressPolicy {
@@ -55,6 +58,7 @@ impl EgressPolicy {
             hosts: egress.hosts.clone(),
             gateway: egress.gateway_host.is_some(),
             allow_cidrs: egress.allow_cidrs.clone(),
+            wildcard_names_per_minute: egress.wildcard_names_per_minute,
         }
     }
 }
@@ -63,16 +67,34 @@ impl EgressPolicy {
 /// ([`agentc_egress::proxy_command`]): `/usr/local/bin/agentc egress-proxy serve`, listening on
 /// 3128 with its DNS stub on 53, one `--allow=` per host spec (normalized) and one
 /// `--allow-cidr=` per range; or the egress crate's error naming the first value it refuses.
+///
+/// Unlike the docker backends' proxy, which listens on its fixed isolated-network address,
+/// the Pod's proxy listens on every address: a Pod's address is not known when it is rendered,
+/// and its NetworkPolicy (ingress from the sandbox Pod only) is what keeps others from it.
 pub fn egress_proxy_argv(
     hosts: &[String],
     allow_cidrs: &[String],
 ) -> Result<Vec<String>, agentc_egress::EgressError> {
-    let config = agentc_egress::Config::from_args(
+    egress_proxy_argv_limited(hosts, allow_cidrs, None)
+}
+
+/// [`egress_proxy_argv`] with the bound on wildcard look-ups
+/// (`egress.wildcard_names_per_minute`; the proxy's default when `None`).
+pub fn egress_proxy_argv_limited(
+    hosts: &[String],
+    allow_cidrs: &[String],
+    wildcard_names_per_minute: Option<u32>,
+) -> Result<Vec<String>, agentc_egress::EgressError> {
+    let mut config = agentc_egress::Config::from_args(
         &format!("0.0.0.0:{PROXY_PORT}"),
         Some(&format!("0.0.0.0:{DNS_PORT}")),
         hosts,
         allow_cidrs,
     )?;
+    if let Some(names) = wildcard_names_per_minute {
+        config.limits.wildcard_names_per_minute = names;
+        config.limits.check()?;
+    }
     Ok(agentc_egress::proxy_command(&config))
 }
 

@@ -2,7 +2,7 @@
 //! to the workload ([`Relay`]), and its bounds.
 
 use std::fmt;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -11,6 +11,7 @@ use crate::addr::Cidr;
 use crate::error::EgressError;
 use crate::host::HostSpec;
 use crate::policy::Policy;
+use crate::wildcard::{DEFAULT_NAMES_PER_MINUTE, MAX_NAMES_PER_MINUTE};
 
 /// Where the agentc binary sits in the proxy image ([`crate::image`]).
 pub const PROXY_BINARY: &str = "/usr/local/bin/agentc";
@@ -38,6 +39,10 @@ pub struct Limits {
     pub connect_timeout_secs: u64,
     /// Seconds a CONNECT client has to send its whole TLS ClientHello.
     pub client_hello_timeout_secs: u64,
+    /// Distinct names allowed only through one `*.domain` entry that may be resolved in any
+    /// 60 seconds (`--wildcard-names-per-minute`; [`crate::wildcard`]), 1 to
+    /// [`MAX_NAMES_PER_MINUTE`]; one more is refused with reason `wildcard-rate`.
+    pub wildcard_names_per_minute: u32,
 }
 
 impl Default for Limits {
@@ -49,6 +54,7 @@ impl Default for Limits {
             idle_timeout_secs: 300,
             connect_timeout_secs: 10,
             client_hello_timeout_secs: 10,
+            wildcard_names_per_minute: DEFAULT_NAMES_PER_MINUTE,
         }
     }
 }
@@ -80,6 +86,13 @@ impl Limits {
             h,
             (8192..=1 << 20).contains(&h),
             "must be 8192 to 1048576",
+        )?;
+        let w = u64::from(self.wildcard_names_per_minute);
+        limit(
+            "wildcard_names_per_minute",
+            w,
+            (1..=u64::from(MAX_NAMES_PER_MINUTE)).contains(&w),
+            "must be 1 to 1000",
         )?;
         for (name, value) in [
             ("header_timeout_secs", self.header_timeout_secs),
@@ -267,10 +280,17 @@ impl Config {
         Ok(self)
     }
 
-    /// Where the relay listening on `port` accepts connections: the proxy's own listen address
-    /// with that port (all addresses in the container).
+    /// Where the relay listening on `port` accepts connections: every address of the proxy's
+    /// container (the unspecified address of the listen address's family), since the host
+    /// publishes the relay through the outside network while the proxy itself listens on its
+    /// isolated-network address only; on loopback when the proxy listens on loopback (a proxy
+    /// run in-process, whose relays stay on loopback too).
     pub fn relay_listen(&self, port: u16) -> SocketAddr {
-        let ip: IpAddr = self.listen.ip();
+        let ip: IpAddr = match self.listen.ip() {
+            ip if ip.is_loopback() => ip,
+            IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+            IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+        };
         SocketAddr::new(ip, port)
     }
 
@@ -282,7 +302,8 @@ impl Config {
 
 /// The proxy container's command: the full argv, starting with [`PROXY_BINARY`], that every
 /// renderer (docker CLI, Engine API, Kubernetes) uses. Values are attached (`--allow=HOST`), so
-/// none can be read as a flag. The relays come last (`--relay=LISTEN=IP:PORT`).
+/// none can be read as a flag. `--wildcard-names-per-minute=N` is written when N is not the
+/// default; the relays come last (`--relay=LISTEN=IP:PORT`).
 ///
 /// ```
 /// use agentc_egress::{proxy_command, Config};
@@ -308,21 +329,21 @@ pub fn proxy_command(config: &Config) -> Vec<String> {
             .iter()
             .map(|cidr| format!("--allow-cidr={cidr}")),
     );
+    let wildcard_names = config.limits.wildcard_names_per_minute;
+    if wildcard_names != DEFAULT_NAMES_PER_MINUTE {
+        argv.push(format!("--wildcard-names-per-minute={wildcard_names}"));
+    }
     argv.extend(config.relays.iter().map(|relay| format!("--relay={relay}")));
     argv
 }
 
 /// The proxy container's health check command (`docker run --health-cmd`, a Kubernetes
-/// `exec` probe): exits 0 when the proxy answers `GET /healthz` on its own port.
+/// `exec` probe): exits 0 when the proxy answers `GET /healthz` on its own address
+/// ([`health_target`]). Without `--proxy`, `agentc egress-proxy health` finds the same address
+/// in the running proxy's own command line (the image's `HEALTHCHECK` and both executors' `docker
+/// exec` use that form: neither knows the address).
 pub fn health_command(config: &Config) -> Vec<String> {
-    let target = SocketAddr::new(
-        if config.listen.ip().is_unspecified() {
-            std::net::Ipv4Addr::LOCALHOST.into()
-        } else {
-            config.listen.ip()
-        },
-        config.listen.port(),
-    );
+    let target = health_target(config.listen);
     vec![
         PROXY_BINARY.into(),
         "egress-proxy".into(),
@@ -331,9 +352,109 @@ pub fn health_command(config: &Config) -> Vec<String> {
     ]
 }
 
+/// Where a health check reaches the proxy listening on `listen`: that address, or loopback
+/// when it listens on every address.
+pub fn health_target(listen: SocketAddr) -> SocketAddr {
+    let ip = match listen.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => Ipv4Addr::LOCALHOST.into(),
+        IpAddr::V6(ip) if ip.is_unspecified() => Ipv6Addr::LOCALHOST.into(),
+        ip => ip,
+    };
+    SocketAddr::new(ip, listen.port())
+}
+
+/// The listen address in a proxy's command line (`serve` with `--listen=IP:PORT` or `--listen
+/// IP:PORT`), or the default when it names none; `None` when `argv` is not a proxy's `serve`.
+/// What `agentc egress-proxy health` reads from `/proc/1/cmdline` (the proxy is its
+/// container's first process).
+pub fn listen_of(argv: &[String]) -> Option<SocketAddr> {
+    let serve = argv.iter().position(|word| word == "serve")?;
+    if serve == 0 || argv[serve - 1] != "egress-proxy" {
+        return None;
+    }
+    let mut words = argv[serve + 1..].iter();
+    while let Some(word) = words.next() {
+        let value = match word.strip_prefix("--listen") {
+            Some(rest) if rest.starts_with('=') => rest[1..].to_string(),
+            Some("") => words.next()?.clone(),
+            _ => continue,
+        };
+        return value.parse().ok();
+    }
+    DEFAULT_LISTEN.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_health_check_finds_the_address_the_proxy_listens_on() {
+        let words = |text: &str| text.split(' ').map(String::from).collect::<Vec<_>>();
+        let listen = |text: &str| listen_of(&words(text)).map(|a| health_target(a).to_string());
+        for (argv, target) in [
+            (
+                "/usr/local/bin/agentc egress-proxy serve --listen=10.213.4.2:3128 --allow=a.test",
+                Some("10.213.4.2:3128"),
+            ),
+            (
+                "agentc egress-proxy serve --dns=10.0.0.2:53 --listen 10.0.0.2:3129",
+                Some("10.0.0.2:3129"),
+            ),
+            (
+                "agentc egress-proxy serve --allow=a.test",
+                Some("127.0.0.1:3128"),
+            ),
+            (
+                "agentc egress-proxy serve --listen=[::]:3128",
+                Some("[::1]:3128"),
+            ),
+            ("agentc egress-proxy serve --listen=nonsense", None),
+            ("agentc egress-proxy health", None),
+            ("sh -c serve", None),
+        ] {
+            assert_eq!(listen(argv).as_deref(), target, "{argv}");
+        }
+        let config = Config::from_args(
+            "10.213.4.2:3128",
+            Some("10.213.4.2:53"),
+            &["a.test"],
+            &[""; 0],
+        )
+        .unwrap()
+        .with_relays(&["20000=10.213.4.3:8080"])
+        .unwrap();
+        assert_eq!(listen_of(&proxy_command(&config)), Some(config.listen));
+        assert_eq!(health_command(&config)[3], "--proxy=10.213.4.2:3128");
+        // The relays listen on every address (the host publishes them through the outside
+        // network), unless the proxy listens on loopback.
+        assert_eq!(config.relay_listen(20000).to_string(), "0.0.0.0:20000");
+        let local = Config::from_args("127.0.0.1:0", None, &["a.test"], &[""; 0]).unwrap();
+        assert_eq!(local.relay_listen(7).to_string(), "127.0.0.1:7");
+    }
+
+    #[test]
+    fn a_wildcard_limit_other_than_the_default_is_on_the_command_line_and_checked() {
+        let mut config = Config::from_args("10.0.0.2:3128", None, &["*.a.test"], &[""; 0]).unwrap();
+        assert!(!proxy_command(&config)
+            .iter()
+            .any(|word| word.starts_with("--wildcard-names-per-minute")));
+        config.limits.wildcard_names_per_minute = 3;
+        config = config.with_relays(&["20000=10.0.0.3:80"]).unwrap();
+        assert_eq!(
+            proxy_command(&config)[4..],
+            [
+                "--allow=*.a.test",
+                "--wildcard-names-per-minute=3",
+                "--relay=20000=10.0.0.3:80"
+            ]
+        );
+        for bad in [0, 1001] {
+            config.limits.wildcard_names_per_minute = bad;
+            let error = config.limits.check().unwrap_err().to_string();
+            assert!(error.contains("wildcard_names_per_minute"), "{error}");
+        }
+    }
 
     #[test]
     fn the_default_limits_are_valid_and_bad_ones_are_named() {

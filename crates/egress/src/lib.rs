@@ -19,7 +19,8 @@
 //! literals in every spelling, the host specs), [`addr`] (the address classifier), [`policy`]
 //! (the decision: by name before resolving, then every resolved address), [`request`] (what a
 //! request asks of the proxy), [`sni`] (the ClientHello reader), [`dns`] (the query parser and
-//! the NXDOMAIN answer) and [`image`]'s tar builder. The I/O sits at the edge: [`proxy`] (tokio
+//! the NXDOMAIN answer), [`wildcard`] (the bound on look-ups of wildcard-allowed names) and
+//! [`image`]'s tar builder. The I/O sits at the edge: [`proxy`] (tokio
 //! and hyper), [`health`], [`image`]'s import into the daemon, and [`probe`] (the egress check
 //! program `agentc verify` runs on a sandbox's isolated network).
 //!
@@ -60,9 +61,12 @@ pub mod probe;
 pub mod proxy;
 pub mod request;
 pub mod sni;
+pub mod wildcard;
 
 pub use addr::Cidr;
-pub use config::{health_command, proxy_command, Config, Limits, Relay, PROXY_BINARY};
+pub use config::{
+    health_command, health_target, listen_of, proxy_command, Config, Limits, Relay, PROXY_BINARY,
+};
 pub use error::EgressError;
 pub use host::HostSpec;
 pub use policy::{Deny, Policy, Reason};

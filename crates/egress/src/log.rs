@@ -3,6 +3,7 @@
 //! ```json
 //! {"time":"2026-11-30T04:03:11.123Z","kind":"connect","client":"10.0.9.2:41234","host":"allowed.test","port":443,"address":"10.251.3.2:443","decision":"allow","reason":"allowed","bytes_up":517,"bytes_down":2048}
 //! {"time":"2026-11-30T04:03:12.500Z","kind":"relay","client":"172.17.0.1:50122","address":"10.213.0.3:8080","decision":"allow","reason":"allowed","bytes_up":78,"bytes_down":512}
+//! {"time":"2026-11-30T04:03:12.300Z","kind":"resolve","client":"10.0.9.2:41240","host":"raw.githubusercontent.com","port":443,"decision":"allow","reason":"wildcard","detail":"resolved through *.githubusercontent.com: name 1 of 10 distinct names this minute"}
 //! {"time":"2026-11-30T04:03:12.004Z","kind":"dns","client":"10.0.9.2:53122","qname":"leak.exfil.test.","qtype":"A","decision":"deny","reason":"dns-query"}
 //! ```
 //!
@@ -10,7 +11,9 @@
 //! received down from it; a refusal is logged when it is made. A relayed connection (a
 //! published port of the workload) is logged when it closes, `address` being the workload's
 //! address it was relayed to and `bytes_up` what the client sent it; one the workload refused
-//! is a `deny` line with reason `connect-failed`. Nothing else goes to stdout.
+//! is a `deny` line with reason `connect-failed`. A name allowed only through a `*.domain` entry
+//! gets a `resolve` line just before it is looked up (one per look-up, [`crate::wildcard`]),
+//! besides the request's own line. Nothing else goes to stdout.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -35,6 +38,9 @@ pub enum Kind {
     Connection,
     /// A connection to a published port of the workload, relayed to it.
     Relay,
+    /// A name allowed only through a wildcard entry, about to be resolved through the host's
+    /// resolver (reason `wildcard`; [`crate::wildcard`]).
+    Resolve,
 }
 
 /// One decision line.

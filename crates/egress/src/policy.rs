@@ -40,6 +40,9 @@ pub enum Reason {
     TooManyConnections,
     /// A DNS query to the stub: answered NXDOMAIN.
     DnsQuery,
+    /// A name allowed only through a wildcard entry whose domain had its distinct names for
+    /// the minute resolved already ([`crate::wildcard`]): refused before any look-up.
+    WildcardRate,
 }
 
 impl Reason {
@@ -61,6 +64,7 @@ impl Reason {
             Reason::ClientHelloTimeout => "client-hello-timeout",
             Reason::TooManyConnections => "too-many-connections",
             Reason::DnsQuery => "dns-query",
+            Reason::WildcardRate => "wildcard-rate",
         }
     }
 
@@ -72,6 +76,7 @@ impl Reason {
             Reason::ResolveFailed | Reason::ConnectFailed => 502,
             Reason::ClientHelloTimeout => 408,
             Reason::TooManyConnections => 503,
+            Reason::WildcardRate => 429,
             _ => 403,
         }
     }

@@ -33,8 +33,12 @@ use crate::log::{Kind, Record};
 use crate::policy::{Deny, Policy, Reason};
 use crate::request::{self, Target};
 use crate::sni::{self, SniError};
+use crate::wildcard::WildcardLimiter;
+
+pub use lookup::{FixedTable, Resolver};
 
 mod dns_stub;
+mod lookup;
 mod relay;
 #[cfg(target_os = "linux")]
 mod splice;
@@ -70,6 +74,10 @@ struct Shared {
     /// The connection slots ([`Limits::max_connections`]), shared by the proxy's clients and
     /// the relayed connections.
     slots: Arc<Semaphore>,
+    /// The bound on look-ups of names allowed only through a wildcard entry.
+    wildcards: WildcardLimiter,
+    /// Where names are resolved.
+    resolver: Resolver,
 }
 
 impl Shared {
@@ -140,6 +148,15 @@ impl Server {
 
     /// As [`Server::bind`], with the decision lines sent to `sink`.
     pub async fn bind_with_sink(config: &Config, sink: Sink) -> Result<Server, EgressError> {
+        Server::bind_with(config, sink, Resolver::System).await
+    }
+
+    /// As [`Server::bind_with_sink`], with names resolved by `resolver`.
+    pub async fn bind_with(
+        config: &Config,
+        sink: Sink,
+        resolver: Resolver,
+    ) -> Result<Server, EgressError> {
         config.limits.check()?;
         let listener =
             TcpListener::bind(config.listen)
@@ -193,6 +210,11 @@ impl Server {
                 limits: config.limits,
                 sink,
                 slots: Arc::new(Semaphore::new(config.limits.max_connections)),
+                wildcards: WildcardLimiter::new(
+                    &config.allow,
+                    config.limits.wildcard_names_per_minute,
+                ),
+                resolver,
             }),
         })
     }
@@ -372,13 +394,21 @@ async fn handle(
 /// checked: the only way the proxy opens a connection.
 async fn open(
     shared: &Shared,
+    client: SocketAddr,
     host: &str,
     port: u16,
 ) -> Result<(String, SocketAddr, TcpStream), Deny> {
     let host = shared.policy.decide_name(host, port)?;
+    // A name allowed only through a wildcard: counted, refused over the limit, logged.
+    let admitted = shared
+        .wildcards
+        .admit(&host, port, std::time::Instant::now())?;
+    if let Some(line) = admitted.record(client, &host, port) {
+        shared.emit(line);
+    }
     let limit = shared.limits.connect_timeout();
     let deadline = Instant::now() + limit;
-    let resolved = timeout(limit, tokio::net::lookup_host((host.as_str(), port)))
+    let resolved = timeout(limit, shared.resolver.lookup(&host, port))
         .await
         .map_err(|_| {
             Deny::new(
@@ -420,7 +450,7 @@ async fn connect(
     shared: Arc<Shared>,
     permit: Arc<OwnedSemaphorePermit>,
 ) -> Response<Body> {
-    let (host, address, upstream) = match open(&shared, host, port).await {
+    let (host, address, upstream) = match open(&shared, client, host, port).await {
         Ok(opened) => opened,
         Err(deny) => {
             let mut line = record(Kind::Connect, client, host, port, deny.reason);
@@ -604,7 +634,7 @@ async fn forward(
         line.detail = Some(deny.detail.clone());
         shared.emit(line);
     };
-    let (host, address, upstream) = match open(&shared, host, port).await {
+    let (host, address, upstream) = match open(&shared, client, host, port).await {
         Ok(opened) => opened,
         Err(deny) => {
             deny_line(&deny);

@@ -488,3 +488,109 @@ async fn relayed_connections_are_bounded_and_closed_when_idle() {
     );
     assert_eq!((idle.bytes_up, idle.bytes_down), (Some(4), Some(4)));
 }
+
+/// Finding 6 of issue 18: a name allowed only through `*.wild.test` is resolved at most
+/// 10 distinct times a minute. Names resolve from a fixed table (no DNS query leaves the
+/// test), which records every name asked: the 11th distinct name is refused with
+/// `wildcard-rate`, logged, and never looked up; a repeat and an exact host still pass.
+#[tokio::test]
+async fn the_eleventh_distinct_wildcard_name_in_a_minute_is_refused_before_any_look_up() {
+    use agentc_egress::proxy::{FixedTable, Resolver};
+    use std::sync::Arc;
+
+    let server = upstream(true).await;
+    let port = server.port();
+    let names: Vec<String> = (0..12).map(|i| format!("n{i}.wild.test")).collect();
+    let table = Arc::new(FixedTable::new(
+        names
+            .iter()
+            .cloned()
+            .chain(["exact.wild.test".to_string()])
+            .map(|name| (name, vec!["127.0.0.1".parse().unwrap()])),
+    ));
+    let allow = [
+        format!("*.wild.test:{port}"),
+        format!("exact.wild.test:{port}"),
+    ];
+    let config = Config::from_args("127.0.0.1:0", None, &allow, &["127.0.0.0/8"]).unwrap();
+    let (sender, mut lines) = unbounded_channel();
+    let server_ = Server::bind_with(
+        &config,
+        Sink::Channel(sender),
+        Resolver::Fixed(table.clone()),
+    )
+    .await
+    .unwrap();
+    let proxy = Proxy {
+        address: server_.local_addr(),
+        dns: "127.0.0.1:9".parse().unwrap(),
+        lines: unbounded_channel().1,
+    };
+    tokio::spawn(server_.run(std::future::pending()));
+    let get =
+        |name: &str| format!("GET http://{name}:{port}/ HTTP/1.1\r\nConnection: close\r\n\r\n");
+    // The lines of one request, up to and including its forward line.
+    async fn request_lines(lines: &mut UnboundedReceiver<Record>) -> Vec<Record> {
+        let mut got = Vec::new();
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(10), lines.recv())
+                .await
+                .expect("a line in time")
+                .expect("open");
+            let last = line.kind == Kind::Forward;
+            got.push(line);
+            if last {
+                return got;
+            }
+        }
+    }
+    for (i, name) in names[..10].iter().enumerate() {
+        let response = proxy.send(get(name).as_bytes()).await;
+        assert!(response.starts_with("HTTP/1.1 200"), "{name}: {response}");
+        let got = request_lines(&mut lines).await;
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(
+            (got[0].kind, got[0].decision, got[0].reason),
+            (Kind::Resolve, "allow", "wildcard")
+        );
+        assert_eq!(got[0].host.as_deref(), Some(name.as_str()));
+        let detail = got[0].detail.clone().unwrap_or_default();
+        assert!(
+            detail.contains(&format!("{} of 10", i + 1)) && detail.contains("*.wild.test"),
+            "{detail}"
+        );
+        assert_eq!((got[1].decision, got[1].reason), ("allow", "allowed"));
+    }
+    assert_eq!(table.asked(), names[..10].to_vec());
+
+    // The 11th: refused, one deny line and no resolve line, nothing looked up.
+    let response = proxy.send(get(&names[10]).as_bytes()).await;
+    assert!(response.starts_with("HTTP/1.1 429"), "{response}");
+    assert!(response.contains("wildcard-rate"), "{response}");
+    let got = request_lines(&mut lines).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!((got[0].decision, got[0].reason), ("deny", "wildcard-rate"));
+    assert_eq!(got[0].host.as_deref(), Some(names[10].as_str()));
+    assert!(!table.asked().contains(&names[10]), "{:?}", table.asked());
+    assert_eq!(table.asked().len(), 10);
+
+    // A repeat is not counted again (resolved, logged); an exact host is not counted at all.
+    let response = proxy.send(get(&names[3]).as_bytes()).await;
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    let got = request_lines(&mut lines).await;
+    assert_eq!((got.len(), got[0].kind), (2, Kind::Resolve), "{got:?}");
+    assert!(
+        got[0]
+            .detail
+            .as_deref()
+            .unwrap_or_default()
+            .contains("repeat"),
+        "{got:?}"
+    );
+    let response = proxy.send(get("exact.wild.test").as_bytes()).await;
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    let got = request_lines(&mut lines).await;
+    assert_eq!(got.len(), 1, "no resolve line for an exact host: {got:?}");
+    assert_eq!(got[0].reason, "allowed");
+    assert_eq!(table.asked().len(), 12);
+}

@@ -15,6 +15,7 @@
 //! | [`pids`] | `resources.pids_limit` | `AGENTC_PIDS_LIMIT` | no process limit |
 //! | [`log_max_size`] | `logging.max_size` | `AGENTC_LOG_MAX_SIZE` | no rotation (docker's default logging) |
 //! | [`log_max_file`] | `logging.max_file` | `AGENTC_LOG_MAX_FILE` | - |
+//! | [`wildcard_names_per_minute`] | `egress.wildcard_names_per_minute` | - | - |
 
 use crate::error::ValueError;
 
@@ -161,6 +162,18 @@ pub(crate) fn log_max_size(text: &str) -> Result<Limit<u64>, ValueError> {
 /// there is always a number of files).
 pub(crate) fn log_max_file(text: &str) -> Result<u32, ValueError> {
     bounded_count(text, MAX_LOG_FILES, LOG_FILES_HINT)
+}
+
+/// The distinct names allowed only through one `*.domain` entry that the egress proxy
+/// resolves in any minute: 1 to [`agentc_egress::wildcard::MAX_NAMES_PER_MINUTE`] (no `off`:
+/// every such name is a DNS query to the domain's name servers, which the bound keeps small).
+pub(crate) fn wildcard_names_per_minute(text: &str) -> Result<u32, ValueError> {
+    bounded_count(
+        text,
+        agentc_egress::wildcard::MAX_NAMES_PER_MINUTE,
+        "write a whole number of names per minute from 1 to 1000, such as 10 (the default); \
+         list names the sandbox needs often as exact hosts, which are not counted",
+    )
 }
 
 /// A whole number from 1 to `max`.

@@ -207,6 +207,12 @@ pub struct EgressConfig {
     /// egress proxy may connect to; none by default.
     #[serde(default)]
     pub allow_cidrs: Vec<String>,
+    /// Distinct names allowed only through one `*.domain` host that the egress proxy resolves
+    /// in any minute, 1 to 1000 (10 when unset); each is a DNS query to that domain's name
+    /// servers, one more is refused (`wildcard-rate`). Exact hosts are not counted.
+    #[serde(default, deserialize_with = "values::wildcard_names_per_minute")]
+    #[schemars(schema_with = "values::wildcard_names_schema")]
+    pub wildcard_names_per_minute: Option<u32>,
 }
 
 /// Decant session-browser companion.

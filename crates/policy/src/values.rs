@@ -304,6 +304,16 @@ pub(crate) fn log_max_file<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32
     limits::log_max_file(&text).map(Some).map_err(encode)
 }
 
+/// `egress.wildcard_names_per_minute`.
+pub(crate) fn wildcard_names_per_minute<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<u32>, D::Error> {
+    let text = integer(d)?;
+    limits::wildcard_names_per_minute(&text)
+        .map(Some)
+        .map_err(encode)
+}
+
 /// A TCP port field written as an integer.
 pub(crate) fn tcp_port<'de, D: Deserializer<'de>>(d: D) -> Result<u16, D::Error> {
     let text = integer(d)?;
@@ -562,6 +572,15 @@ pub(crate) fn pids_schema(_: &mut SchemaGenerator) -> Schema {
 /// A number of rotated log files.
 pub(crate) fn log_files_schema(_: &mut SchemaGenerator) -> Schema {
     json_schema!({ "type": "integer", "minimum": 1, "maximum": limits::MAX_LOG_FILES })
+}
+
+/// Distinct wildcard names per minute.
+pub(crate) fn wildcard_names_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "integer",
+        "minimum": 1,
+        "maximum": agentc_egress::wildcard::MAX_NAMES_PER_MINUTE
+    })
 }
 
 /// A TCP port.

@@ -33,21 +33,28 @@ pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
                 &args.allow_cidr,
             )
             .and_then(|config| config.with_relays(&args.relay))
+            .and_then(|mut config| {
+                config.limits.wildcard_names_per_minute = args.wildcard_names_per_minute;
+                config.limits.check().map(|()| config)
+            })
             .map_err(|error| Failure::new(EXIT_USAGE, error.to_string()))?;
             agentc_egress::proxy::run(&config)
                 .map_err(|error| Failure::new(EXIT_FAILED, error.to_string()))?;
             Ok(0)
         }
         EgressProxyCommand::Health(args) => {
-            let address = args.proxy.parse().map_err(|_| {
-                Failure::new(
-                    EXIT_USAGE,
-                    EgressError::ListenAddress {
-                        address: args.proxy.clone(),
-                    }
-                    .to_string(),
-                )
-            })?;
+            let address = match &args.proxy {
+                Some(proxy) => proxy.parse().map_err(|_| {
+                    Failure::new(
+                        EXIT_USAGE,
+                        EgressError::ListenAddress {
+                            address: proxy.clone(),
+                        }
+                        .to_string(),
+                    )
+                })?,
+                None => own_proxy(),
+            };
             agentc_egress::health::check(address, Duration::from_secs(3))
                 .map_err(|error| Failure::new(EXIT_FAILED, error.to_string()))?;
             Ok(0)
@@ -66,6 +73,29 @@ pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
         }
         EgressProxyCommand::Probe(args) => probe(&args),
     }
+}
+
+/// The address the proxy of this container listens on, for a health check run inside it
+/// (the image's `HEALTHCHECK`, the executors' `docker exec`): read from the first process's
+/// command line, the proxy's `serve` (only there is its address, which is its isolated-network
+/// address when agentc launched it), else [`agentc_egress::health::DEFAULT_HEALTH_TARGET`].
+fn own_proxy() -> std::net::SocketAddr {
+    let argv: Vec<String> = std::fs::read("/proc/1/cmdline")
+        .map(|bytes| {
+            bytes
+                .split(|byte| *byte == 0)
+                .filter(|word| !word.is_empty())
+                .map(|word| String::from_utf8_lossy(word).into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    agentc_egress::listen_of(&argv)
+        .map(agentc_egress::health_target)
+        .unwrap_or_else(|| {
+            agentc_egress::health::DEFAULT_HEALTH_TARGET
+                .parse()
+                .expect("a valid default")
+        })
 }
 
 /// `agentc egress-proxy probe`: one JSON line per check on stdout; exit 0 when it ran (the

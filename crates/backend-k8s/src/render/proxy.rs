@@ -64,7 +64,11 @@ impl Renderer<'_> {
         if !valid {
             return;
         }
-        let command = match egress::egress_proxy_argv(&policy.hosts, &policy.allow_cidrs) {
+        let command = match egress::egress_proxy_argv_limited(
+            &policy.hosts,
+            &policy.allow_cidrs,
+            policy.wildcard_names_per_minute,
+        ) {
             Ok(command) => command,
             Err(error) => {
                 let field = match error {

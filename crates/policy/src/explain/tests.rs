@@ -252,3 +252,40 @@ fn control_characters_in_values_are_escaped() {
     assert!(!explained.lines().any(|line| line.starts_with("forged")));
     assert!(!explained.contains('\u{1b}'));
 }
+
+#[test]
+fn wildcard_look_ups_are_explained_with_their_bound() {
+    let base = "name = \"lab\"\nagent = \"custom\"\n[image]\nref = \"strix:1\"\n[egress]\n";
+    let text = explained(
+        &format!("{base}hosts = [\"api.example.com\", \"*.example.org\", \".example.net\"]\n"),
+        LaunchKind::Run,
+        &[],
+    );
+    assert!(
+        text.contains(
+            "egress wildcard look-ups: at most 10 distinct names a minute under each of \
+             *.example.org, *.example.net,"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("refused (wildcard-rate); exact hosts are not counted  [default]"),
+        "{text}"
+    );
+    let text = explained(
+        &format!("{base}hosts = [\"*.example.org\"]\nwildcard_names_per_minute = 3\n"),
+        LaunchKind::Run,
+        &[],
+    );
+    assert!(text.contains("at most 3 distinct names a minute"), "{text}");
+    assert!(
+        text.contains("(egress.wildcard_names_per_minute)]"),
+        "{text}"
+    );
+    let exact = explained(
+        &format!("{base}hosts = [\"api.example.com\"]\n"),
+        LaunchKind::Run,
+        &[],
+    );
+    assert!(!exact.contains("wildcard look-ups"), "{exact}");
+}

@@ -1374,3 +1374,51 @@ fn reports_are_capped() {
         .to_string()
         .contains("... and at least 80 more errors"));
 }
+
+#[test]
+fn egress_wildcard_names_per_minute_is_bounded_and_read_by_the_proxy_only() {
+    let wild = "[egress]\nhosts = [\"*.example.com\"]\n";
+    let profile = accept(&format!("{wild}wildcard_names_per_minute = 1000\n"));
+    assert_eq!(profile.egress.wildcard_names_per_minute, Some(1000));
+    assert_eq!(accept(wild).egress.wildcard_names_per_minute, None);
+    for (value, message) in [
+        (
+            "0",
+            "egress.wildcard_names_per_minute must be between 1 and 1000, not 0",
+        ),
+        (
+            "1001",
+            "egress.wildcard_names_per_minute must be between 1 and 1000, not 1001",
+        ),
+        (
+            "-3",
+            "egress.wildcard_names_per_minute must be between 1 and 1000, not -3",
+        ),
+    ] {
+        let hint = assert_rejects(
+            &format!("{wild}wildcard_names_per_minute = {value}\n"),
+            "egress.wildcard_names_per_minute",
+            message,
+            5,
+        );
+        assert!(hint.contains("from 1 to 1000"), "{hint}");
+    }
+    for value in ["\"10\"", "2.5", "true"] {
+        let (field, position, message, _) =
+            reject(&format!("{wild}wildcard_names_per_minute = {value}\n"));
+        assert_eq!(
+            field, "egress.wildcard_names_per_minute",
+            "{value}: {message}"
+        );
+        assert_eq!(position.map(|p| p.0), Some(5), "{value}");
+    }
+    // Only agentc's egress proxy reads it.
+    let (field, _, message, _) = reject(&format!(
+        "{wild}enforce = \"image\"\nwildcard_names_per_minute = 20\n"
+    ));
+    assert_eq!(field, "egress.wildcard_names_per_minute");
+    assert!(
+        message.contains("read only by agentc's egress proxy"),
+        "{message}"
+    );
+}

@@ -1366,3 +1366,51 @@ fn a_companion_for_another_workload_is_labelled_for_it_and_moved_to_its_instance
     plain.egress_for("copy-3", "3");
     assert_eq!(plain, ContainerSpec::empty("busybox:1.36"));
 }
+
+#[test]
+fn the_proxy_listens_on_its_isolated_address_which_moves_with_its_instance() {
+    let text = "name = \"listen\"\nagent = \"custom\"\n[image]\nref = \"busybox:1.36\"\n\
+                [egress]\nhosts = [\"api.example.com\", \"*.example.org\"]\n\
+                wildcard_names_per_minute = 30\n[network]\npublish = [8080]\n";
+    let spec = resolve_with(text, &inputs(LaunchKind::Sandbox), &paths(&[])).unwrap();
+    let mut c = container(&spec).clone();
+    let egress = c.egress.clone().expect("an egress companion");
+    let address = egress.proxy_address;
+    let words = |command: &[String], prefix: &str| -> Vec<String> {
+        command
+            .iter()
+            .filter(|word| word.starts_with(prefix))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(
+        words(&egress.proxy.command, "--listen="),
+        [format!("--listen={address}:3128")]
+    );
+    assert_eq!(
+        words(&egress.proxy.command, "--dns="),
+        [format!("--dns={address}:53")]
+    );
+    assert_eq!(
+        words(&egress.proxy.command, "--wildcard-names-per-minute"),
+        ["--wildcard-names-per-minute=30"]
+    );
+    assert_eq!(
+        agentc_egress::listen_of(&egress.proxy.command),
+        Some(std::net::SocketAddr::new(address.into(), 3128))
+    );
+    c.egress_instance("n1");
+    let moved = c.egress.as_ref().unwrap();
+    let new = moved.proxy_address;
+    assert_ne!(new, address);
+    assert_eq!(
+        words(&moved.proxy.command, "--listen="),
+        [format!("--listen={new}:3128")]
+    );
+    assert_eq!(
+        words(&moved.proxy.command, "--dns="),
+        [format!("--dns={new}:53")]
+    );
+    assert_eq!(c.dns, [IpAddr::V4(new)]);
+    assert_eq!(moved.relays().len(), 1);
+}

@@ -282,6 +282,36 @@ impl Resolver<'_> {
 pub(crate) fn explain(out: &mut Explainer) {
     let words = egress_words(out);
     out.line(format!("  egress: {words}"));
+    if let Some(words) = wildcard_words(out) {
+        out.line(format!("  egress wildcard look-ups: {words}"));
+    }
+}
+
+/// The bound on look-ups of wildcard-allowed names, when the proxy enforces an allowlist with
+/// a `*.domain` (or `.domain`) host.
+fn wildcard_words(out: &Explainer) -> Option<String> {
+    let profile = &out.profile.profile;
+    if !enforced_outside(profile) {
+        return None;
+    }
+    let wildcards: Vec<String> = outside::proxy_specs(&profile.egress.hosts)
+        .into_iter()
+        .filter(|spec| spec.starts_with("*."))
+        .collect();
+    if wildcards.is_empty() {
+        return None;
+    }
+    let names = profile
+        .egress
+        .wildcard_names_per_minute
+        .unwrap_or(agentc_egress::wildcard::DEFAULT_NAMES_PER_MINUTE);
+    let origin = out.at("egress.wildcard_names_per_minute");
+    Some(format!(
+        "at most {names} distinct names a minute under each of {}, each resolved through the \
+         host's resolver (a DNS query to that domain's name servers) and logged; one more is \
+         refused (wildcard-rate); exact hosts are not counted  [{origin}]",
+        wildcards.join(", ")
+    ))
 }
 
 fn egress_words(out: &Explainer) -> String {

@@ -138,9 +138,9 @@ impl ContainerSpec {
     }
 
     /// Moves the egress companion to another instance: the isolated network and the proxy are
-    /// renamed with `-SUFFIX`, and the subnet, the proxy's address, the container's DNS server,
-    /// its proxy variables, its fixed address (when it has one) and the proxy's relays to it
-    /// follow the new name's block. The `io.agentc.egress-for` label
+    /// renamed with `-SUFFIX`, and the subnet, the proxy's address (and so its `--listen` and
+    /// `--dns` addresses), the container's DNS server, its proxy variables, its fixed address
+    /// (when it has one) and the proxy's relays to it follow the new name's block. The `io.agentc.egress-for` label
     /// keeps naming the workload. Executors use it for a launch without a container name (each
     /// run gets its own set) and when the subnet is taken; nothing changes without a companion.
     pub fn egress_instance(&mut self, suffix: &str) {
@@ -162,6 +162,23 @@ impl ContainerSpec {
         egress.network.subnet = subnet;
         egress.proxy.name = Some(format!("{name}-egress-proxy"));
         egress.proxy_address = address;
+        // The proxy listens (and its DNS stub answers) on its isolated-network address.
+        for word in &mut egress.proxy.command {
+            for flag in ["--listen=", "--dns="] {
+                let Some(listen) = word
+                    .strip_prefix(flag)
+                    .and_then(|text| text.parse::<std::net::SocketAddr>().ok())
+                else {
+                    continue;
+                };
+                if listen.ip() == std::net::IpAddr::V4(old) {
+                    *word = format!(
+                        "{flag}{}",
+                        std::net::SocketAddr::new(address.into(), listen.port())
+                    );
+                }
+            }
+        }
         if let Some(old_workload) = self.ipv4_address {
             let workload = workload_address(block);
             self.ipv4_address = Some(workload);

@@ -107,6 +107,10 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
         for (field, set) in [
             ("egress.outside_network", egress.outside_network.is_some()),
             ("egress.allow_cidrs", !egress.allow_cidrs.is_empty()),
+            (
+                "egress.wildcard_names_per_minute",
+                egress.wildcard_names_per_minute.is_some(),
+            ),
         ] {
             if set {
                 ck.fail_when(
@@ -260,9 +264,11 @@ impl Resolver<'_> {
             .iter()
             .map(|c| c.trim().to_string())
             .collect();
-        let config = agentc_egress::Config::from_args(
-            &format!("0.0.0.0:{PROXY_PORT}"),
-            Some(&format!("0.0.0.0:{PROXY_DNS_PORT}")),
+        // The proxy and its DNS stub listen on its isolated-network address only: nothing on
+        // the outside network can use (or exhaust) them. Its relays listen on every address.
+        let mut config = agentc_egress::Config::from_args(
+            &format!("{address}:{PROXY_PORT}"),
+            Some(&format!("{address}:{PROXY_DNS_PORT}")),
             &hosts,
             &cidrs,
         )
@@ -273,6 +279,9 @@ impl Resolver<'_> {
                 "write host specs (`host`, `host:port`, `*.domain`) and CIDRs only",
             )
         })?;
+        if let Some(names) = egress.wildcard_names_per_minute {
+            config.limits.wildcard_names_per_minute = names;
+        }
         // The published ports move to the proxy, which relays each to the workload's fixed
         // address; the workload keeps them exposed (its own ports, reached through the relay).
         let published = std::mem::take(&mut container.ports);
