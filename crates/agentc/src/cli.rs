@@ -5,8 +5,13 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod egress_log;
+mod lifecycle;
 mod probe;
 pub use egress_log::{EgressCommand, EgressLogArgs};
+pub use lifecycle::{
+    AgentArg, ApplyArgs, CompletionsArgs, DoctorArgs, EgressArg, EngineArg, InitArgs, LockArgs,
+    PlanArgs, RollbackArgs, ShellArg,
+};
 pub use probe::EgressProbeArgs;
 
 /// Turns a declarative sandbox profile into a hardened container launch for AI agents.
@@ -71,7 +76,7 @@ pub enum Command {
     Ps(PsArgs),
     /// Remove containers agentc launched; any other container is refused.
     #[command(
-        after_help = "Examples:\n  agentc rm agentc-sandbox-dev-1000-pentest\n  agentc rm --all\n  agentc rm --all --profile pentest\n  agentc rm --volumes agentc-sandbox-dev-1000-pentest\n\nA sandbox's egress proxy and isolated network go with it. NAME may also be a sandbox that no longer exists whose launch was killed before it finished: its leftover isolated network and proxy are removed (as `--all --profile P` removes those of the profile's launches)."
+        after_help = "Examples:\n  agentc rm agentc-sandbox-dev-1000-pentest\n  agentc rm --all\n  agentc rm --all --profile pentest\n  agentc rm --volumes agentc-sandbox-dev-1000-pentest\n\nA sandbox's egress proxy and isolated network go with it. NAME may also be a sandbox that no longer exists whose launch was killed before it finished: its leftover isolated network and proxy are removed (as `--all --profile P` removes those of the profile's launches). NAME may be a profile file or a profile's name as for `agentc exec`: the profile's one container, running or stopped."
     )]
     Rm(RmArgs),
     /// Launch the profile with a probe in place of the agent and check what the kernel reports.
@@ -81,7 +86,7 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Run a command in a running agentc container and exit with its exit code.
     #[command(
-        after_help = "Examples:\n  agentc exec agentc-sandbox-dev-1000-pentest -- nmap -sn 10.0.0.0/24\n  agentc exec -it pentest.toml -- sh\n  agentc exec --env TOKEN --env MODE=fast --user 1000 --workdir /tmp NAME -- ./job.sh\n\nNAME is a container name or ID from `agentc ps`, or a profile file (a path with a `/` or a `.toml` ending: its one running container); any other container is refused (exit 1). --env NAME passes the variable's value from this environment by name (an unset one is an error); --env NAME=VALUE a literal. With -t the command gets a TTY when stdin is a terminal (as `run` does). Ctrl-C stops the command in the container too (exit 130). Exit status: the command's own, 125 when it could not be started (the container is not running, the daemon failed), 126/127 when the program cannot be run or is not found."
+        after_help = "Examples:\n  agentc exec agentc-sandbox-dev-1000-pentest nmap -sn 10.0.0.0/24\n  agentc exec -it pentest.toml sh\n  agentc exec pentest ls -la    # the profile's name, as `agentc ps` prints it\n  agentc exec --env TOKEN --env MODE=fast --user 1000 --workdir /tmp NAME -- ./job.sh\n\nNAME is a container name or ID from `agentc ps`, a profile file (a path with a `/` or a `.toml` ending) or a profile's name from `agentc ps` when no container has that name (either: its one running container); any other container is refused (exit 1). The command is everything after NAME (options of exec go before NAME), or after `--`. --env NAME passes the variable's value from this environment by name (an unset one is an error); --env NAME=VALUE a literal. With -t the command gets a TTY when stdin is a terminal (as `run` does). Ctrl-C stops the command in the container too (exit 130). Exit status: the command's own, 125 when it could not be started (the container is not running, the daemon failed), 126/127 when the program cannot be run or is not found."
     )]
     Exec(ExecArgs),
     /// Copy files and directories between the host and a running agentc container.
@@ -187,10 +192,11 @@ pub struct ExecArgs {
     /// NAME (its value from this environment, by name) or NAME=VALUE; repeatable.
     #[arg(long, short = 'e', value_name = "NAME[=VALUE]")]
     pub env: Vec<String>,
-    /// A container name or ID from `agentc ps`, or a profile file.
+    /// A container name or ID from `agentc ps`, a profile file, or a profile's name.
     pub name: String,
-    /// The command and its arguments, after `--`.
-    #[arg(last = true, required = true)]
+    /// The command and its arguments: everything after NAME (as `docker exec` reads it), or
+    /// after `--`.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<String>,
 }
 
@@ -212,7 +218,7 @@ pub struct PortArgs {
     /// The backend.
     #[command(flatten)]
     pub target: SessionTarget,
-    /// A container name or ID from `agentc ps`, or a profile file.
+    /// A container name or ID from `agentc ps`, a profile file, or a profile's name.
     pub name: String,
     /// The container port, as PORT or PORT/PROTO (tcp or udp).
     pub port: Option<String>,
@@ -233,7 +239,7 @@ pub struct LogsArgs {
     /// Only output since a Unix time in seconds, or a duration ago (30s, 10m, 2h, 1d).
     #[arg(long, value_name = "T")]
     pub since: Option<String>,
-    /// A container name or ID from `agentc ps`, or a profile file.
+    /// A container name or ID from `agentc ps`, a profile file, or a profile's name.
     pub name: String,
 }
 
@@ -271,7 +277,7 @@ pub struct ShellArgs {
     /// The user [default: the container's].
     #[arg(long, short = 'u')]
     pub user: Option<String>,
-    /// A container name or ID from `agentc ps`, or a profile file.
+    /// A container name or ID from `agentc ps`, a profile file, or a profile's name.
     pub name: String,
 }
 
@@ -586,7 +592,7 @@ pub enum PsFormat {
 #[derive(Debug, Args)]
 #[command(group = clap::ArgGroup::new("which").required(true).args(["names", "all"]))]
 pub struct RmArgs {
-    /// Names or IDs of agentc containers.
+    /// Names or IDs of agentc containers, profile files, or profile names.
     pub names: Vec<String>,
     /// Remove every container agentc launched.
     #[arg(long)]
@@ -660,145 +666,4 @@ pub enum FormatArg {
     Json,
     /// A multi-document YAML stream (k8s).
     Yaml,
-}
-
-/// `agentc init`.
-#[derive(Debug, Args)]
-pub struct InitArgs {
-    /// The profile file to write (it must not exist).
-    pub profile: PathBuf,
-    /// The agent.
-    #[arg(long, value_enum)]
-    pub agent: AgentArg,
-    /// The profile's name [default: the file's stem].
-    #[arg(long)]
-    pub name: Option<String>,
-    /// The image reference (required for `custom`).
-    #[arg(long)]
-    pub image: Option<String>,
-    /// The egress mode [default: allowlist for presets; deny for custom unless --host is given].
-    #[arg(long, value_enum)]
-    pub egress: Option<EgressArg>,
-    /// A host to allow (repeatable) [default: the agent's provider hosts].
-    #[arg(long = "host", value_name = "HOST")]
-    pub hosts: Vec<String>,
-}
-
-/// The agents `agentc init` writes profiles for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum AgentArg {
-    /// Anthropic's Claude Code.
-    ClaudeCode,
-    /// OpenAI's Codex CLI.
-    Codex,
-    /// OpenCode.
-    Opencode,
-    /// Nous Research's Hermes agent.
-    Hermes,
-    /// Any image, as a long-lived sandbox.
-    Custom,
-}
-
-/// The egress modes of a starter profile.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EgressArg {
-    /// No network at all.
-    Deny,
-    /// Only the listed hosts.
-    Allowlist,
-}
-
-/// `agentc doctor`.
-#[derive(Debug, Args)]
-pub struct DoctorArgs {
-    /// A profile whose images, networks, secrets, deployment and lock are checked too.
-    pub profile: Option<PathBuf>,
-    /// The workspace the profile's launches mount [default: the current directory].
-    #[arg(long)]
-    pub workspace: Option<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = ExplainFormat::Text)]
-    pub format: ExplainFormat,
-}
-
-/// The container engines (`--engine`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EngineArg {
-    /// The Docker Engine (`docker`; `DOCKER_HOST`, or the local socket).
-    Docker,
-    /// Podman (`podman`; `CONTAINER_HOST`, `DOCKER_HOST`, or `/run/podman/podman.sock`).
-    Podman,
-}
-
-/// `agentc plan`.
-#[derive(Debug, Args)]
-pub struct PlanArgs {
-    /// The profile (TOML).
-    pub profile: PathBuf,
-    /// The workspace the launches mount [default: the current directory].
-    #[arg(long)]
-    pub workspace: Option<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = ExplainFormat::Text)]
-    pub format: ExplainFormat,
-}
-
-/// `agentc apply`.
-#[derive(Debug, Args)]
-pub struct ApplyArgs {
-    /// The profile (TOML).
-    pub profile: PathBuf,
-    /// Which backend asks the engine and runs the seed helpers (builds always use the docker
-    /// CLI).
-    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
-    pub backend: BackendArg,
-    /// Pull a profile image the daemon lacks (when the profile does not build it).
-    #[arg(long)]
-    pub pull: bool,
-}
-
-/// `agentc rollback`.
-#[derive(Debug, Args)]
-pub struct RollbackArgs {
-    /// The profile (TOML).
-    pub profile: PathBuf,
-    /// Which backend moves the tags.
-    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
-    pub backend: BackendArg,
-}
-
-/// `agentc lock`.
-#[derive(Debug, Args)]
-pub struct LockArgs {
-    /// The profile (TOML); the lock is PROFILE's stem with `.lock`, beside it.
-    pub profile: PathBuf,
-    /// Compare the lock with this machine and list any drift instead of writing it (exit 65
-    /// on drift).
-    #[arg(long)]
-    pub check: bool,
-    /// The workspace the launches mount [default: the current directory].
-    #[arg(long)]
-    pub workspace: Option<PathBuf>,
-    /// Which backend asks the engine for image IDs.
-    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
-    pub backend: BackendArg,
-}
-
-/// `agentc completions`.
-#[derive(Debug, Args)]
-pub struct CompletionsArgs {
-    /// The shell.
-    #[arg(value_enum)]
-    pub shell: ShellArg,
-}
-
-/// The shells completions are written for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ShellArg {
-    /// Bash.
-    Bash,
-    /// Zsh.
-    Zsh,
-    /// Fish.
-    Fish,
 }

@@ -646,3 +646,57 @@ fn live_a_chosen_host_port_is_bound_and_a_taken_one_refused_before_anything_exis
         );
     }
 }
+
+/// A NAME is read the same way by every session command and by `rm`: a container, a profile
+/// file, or the profile's name `agentc ps` prints; `exec NAME CMD ARGS` needs no `--`.
+#[test]
+fn live_names_are_read_alike_and_exec_needs_no_double_dash() {
+    if !require_daemon("live_names_are_read_alike_and_exec_needs_no_double_dash") {
+        return;
+    }
+    let image = test_image();
+    for backend in ["cli", "api"] {
+        let lab = Lab::new(&format!("names-{backend}"));
+        let container = start_sandbox(&lab, &image);
+        let file = format!("{}.toml", lab.profile);
+        for name in [container.as_str(), file.as_str(), lab.profile.as_str()] {
+            let exec = lab.run(&["exec", "--backend", backend, name, "ls", "-d", "/tmp"]);
+            assert_eq!(
+                exec.status.code(),
+                Some(0),
+                "{backend} {name}: {}",
+                describe(&exec)
+            );
+            assert_eq!(text(&exec.stdout), "/tmp\n", "{backend} {name}");
+            let dashed = lab.run(&["exec", "--backend", backend, name, "--", "echo", "-n", "x"]);
+            assert_eq!(
+                text(&dashed.stdout),
+                "x",
+                "{backend} {name}: {}",
+                describe(&dashed)
+            );
+        }
+        let missing = lab.run(&["exec", "--backend", backend, "agentc-no-such-thing", "true"]);
+        assert_eq!(missing.status.code(), Some(1), "{backend}");
+        assert!(
+            text(&missing.stderr)
+                .starts_with("error: no such container or profile agentc-no-such-thing"),
+            "{backend}: {}",
+            describe(&missing)
+        );
+        // rm reads a profile file and a profile's name as exec does.
+        let by = if backend == "cli" {
+            file.as_str()
+        } else {
+            lab.profile.as_str()
+        };
+        let rm = lab.run(&["rm", by]);
+        assert_eq!(rm.status.code(), Some(0), "{backend}: {}", describe(&rm));
+        assert_eq!(
+            text(&rm.stdout),
+            format!("removed {container}\n"),
+            "{backend}"
+        );
+        assert!(lab.containers().is_empty(), "{backend}");
+    }
+}

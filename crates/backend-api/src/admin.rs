@@ -162,30 +162,8 @@ pub async fn remove(docker: &Docker, target: &RemoveTarget) -> Result<Vec<String
                 .collect()
         }
         RemoveTarget::Names(names) => {
-            let mut containers = Vec::new();
-            for name in names {
-                let inspect = match docker.inspect_container(name, None).await {
-                    Ok(inspect) => inspect,
-                    Err(error) if is_not_found(&error) => {
-                        // What a launch of `name` killed before it finished left: removed too.
-                        let found = crate::companion::leftovers(docker, Some(name), None).await?;
-                        if found.iter().any(removable) {
-                            left.extend(found);
-                            continue;
-                        }
-                        return Err(ExecError::NoSuchContainer { name: name.clone() });
-                    }
-                    Err(error) => return Err(daemon_error("inspect the container", error)),
-                };
-                let labelled = inspect
-                    .config
-                    .and_then(|config| config.labels)
-                    .is_some_and(|labels| labels.contains_key(LABEL_PROFILE));
-                if !labelled {
-                    return Err(ExecError::NotAgentc { name: name.clone() });
-                }
-                containers.push(name.clone());
-            }
+            let (containers, leftovers) = named(docker, names).await?;
+            left.extend(leftovers);
             containers
         }
     };
@@ -217,6 +195,46 @@ pub async fn remove(docker: &Docker, target: &RemoveTarget) -> Result<Vec<String
     let mut seen = std::collections::HashSet::new();
     removed.retain(|name| seen.insert(name.clone()));
     Ok(removed)
+}
+
+/// Checks, without removing anything, that each of `names` is an agentc container or the
+/// leftovers of a killed launch of that name, as [`remove`] does first: the error names the
+/// first that is neither (`NoSuchContainer`) or not agentc's (`NotAgentc`).
+pub async fn check_removable(docker: &Docker, names: &[String]) -> Result<(), ExecError> {
+    named(docker, names).await.map(drop)
+}
+
+/// The containers `names` name and the leftovers of those that are gone, each checked.
+async fn named(
+    docker: &Docker,
+    names: &[String],
+) -> Result<(Vec<String>, Vec<Leftover>), ExecError> {
+    let mut containers = Vec::new();
+    let mut left = Vec::new();
+    for name in names {
+        let inspect = match docker.inspect_container(name, None).await {
+            Ok(inspect) => inspect,
+            Err(error) if is_not_found(&error) => {
+                // What a launch of `name` killed before it finished left: removed too.
+                let found = crate::companion::leftovers(docker, Some(name), None).await?;
+                if found.iter().any(removable) {
+                    left.extend(found);
+                    continue;
+                }
+                return Err(ExecError::NoSuchContainer { name: name.clone() });
+            }
+            Err(error) => return Err(daemon_error("inspect the container", error)),
+        };
+        let labelled = inspect
+            .config
+            .and_then(|config| config.labels)
+            .is_some_and(|labels| labels.contains_key(LABEL_PROFILE));
+        if !labelled {
+            return Err(ExecError::NotAgentc { name: name.clone() });
+        }
+        containers.push(name.clone());
+    }
+    Ok((containers, left))
 }
 
 /// Whether `agentc rm` removes a leftover itself: an isolated network or an egress proxy

@@ -36,8 +36,8 @@ pub mod sandbox;
 mod session;
 
 pub use admin::{
-    ensure_volumes, inspect_reachable, list, list_volumes, reachable, remove, remove_volumes,
-    volumes_of, RemoveTarget, Summary,
+    check_removable, ensure_volumes, inspect_reachable, list, list_volumes, reachable, remove,
+    remove_volumes, volumes_of, RemoveTarget, Summary,
 };
 pub use agentc_backend_common::ExecError;
 pub use daemon::connect;

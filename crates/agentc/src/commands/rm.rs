@@ -1,11 +1,37 @@
 //! `agentc rm`: removes containers agentc launched, and only those; with `--volumes`, also
 //! agentc's volumes they mount.
 
-use agentc_backend_api::RemoveTarget;
+use agentc_backend_api::{ApiClient, RemoveTarget};
+use agentc_backend_common::ExecError;
+use bollard::Docker;
 
 use crate::cli::RmArgs;
 use crate::commands::launch;
+use crate::commands::session::{is_profile_path, sandbox_named};
 use crate::context::Failure;
+
+/// The containers NAMEs mean, as the session commands read them: a profile file, or a profile's
+/// name that no container has (and that leaves nothing of a killed launch to remove), is its
+/// one container, running or not; any other name is left to [`agentc_backend_api::remove`].
+async fn resolve_names(docker: &Docker, names: Vec<String>) -> Result<Vec<String>, Failure> {
+    let client = ApiClient::new(docker.clone(), launch::process_env());
+    let mut resolved = Vec::new();
+    for name in names {
+        if is_profile_path(&name) {
+            resolved.push(sandbox_named(&client, &name, true).await?.name);
+            continue;
+        }
+        // Validate the name alone: only when it is no container, nor the leftovers of one,
+        // may it be a profile's name.
+        match agentc_backend_api::check_removable(docker, std::slice::from_ref(&name)).await {
+            Err(ExecError::NoSuchContainer { .. }) => {
+                resolved.push(sandbox_named(&client, &name, true).await?.name);
+            }
+            _ => resolved.push(name),
+        }
+    }
+    Ok(resolved)
+}
 
 /// Runs `agentc rm`: every named container is checked (it must exist and carry the
 /// `io.agentc.profile` label) before any is removed; prints the names removed. With
@@ -27,6 +53,10 @@ pub fn rm(args: RmArgs) -> Result<u8, Failure> {
     let runtime = launch::runtime()?;
     let (removed, volumes) = runtime.block_on(async {
         let docker = launch::connect().await?;
+        let target = match target {
+            RemoveTarget::Names(names) => RemoveTarget::Names(resolve_names(&docker, names).await?),
+            other => other,
+        };
         let volumes = match (&target, args.volumes) {
             (_, false) => Vec::new(),
             (RemoveTarget::All | RemoveTarget::Profile(_), true) => {

@@ -2,8 +2,9 @@
 //! `shell`: each a short chain of [`SandboxClient`] calls, written once and run through the
 //! backend asked for (`--backend cli|api`), so both give the same results.
 //!
-//! A NAME is a container name or ID from `agentc ps`, or a profile file (a path holding a
-//! `/` or ending in `.toml`), which means its one running container; the client refuses any
+//! A NAME is a container name or ID from `agentc ps`, a profile file (a path holding a `/` or
+//! ending in `.toml`) or a profile's name as `agentc ps` prints it (when no container has that
+//! name), the last two meaning the profile's one running container; the client refuses any
 //! container agentc did not create.
 
 use std::io::IsTerminal;
@@ -55,13 +56,13 @@ pub fn session_failure(error: SessionError) -> Failure {
 }
 
 /// Whether NAME names a profile file rather than a container.
-fn is_profile_path(name: &str) -> bool {
+pub(crate) fn is_profile_path(name: &str) -> bool {
     name.contains('/') || name.ends_with(".toml")
 }
 
 /// The sandbox NAME means: a container agentc created, or a profile file's one (running)
 /// container.
-async fn sandbox_named<C: SandboxClient>(
+pub(crate) async fn sandbox_named<C: SandboxClient>(
     client: &C,
     name: &str,
     stopped_too: bool,
@@ -70,7 +71,26 @@ async fn sandbox_named<C: SandboxClient>(
         let loaded = context::load_profile(Path::new(name))?;
         client.find_profile(&loaded.profile.name, stopped_too).await
     } else {
-        client.find(name).await
+        match client.find(name).await {
+            // A profile's name, as `agentc ps` prints it, means its one container as a profile
+            // file does; a container of that name comes first.
+            Err(SessionError::NoSuchContainer { .. }) => {
+                match client.find_profile(name, stopped_too).await {
+                    Err(SessionError::NotOneContainer { found, .. }) if found.is_empty() => {
+                        return Err(Failure::new(
+                            EXIT_FAILED,
+                            format!(
+                                "no such container or profile {name}\n  hint: `agentc ps \
+                                 --all` lists agentc's containers and their profiles; a profile \
+                                 file is named by a path with a `/` or a `.toml` ending"
+                            ),
+                        ))
+                    }
+                    other => other,
+                }
+            }
+            other => other,
+        }
     };
     found.map_err(session_failure)
 }
