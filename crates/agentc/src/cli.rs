@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod probe;
-pub use probe::EgressProbeArgs;
+pub use probe::{EgressHostPathArgs, EgressProbeArgs};
 
 /// Turns a declarative sandbox profile into a hardened container launch for AI agents.
 #[derive(Debug, Parser)]
@@ -280,6 +280,9 @@ pub enum EgressProxyCommand {
     Image(EgressImageArgs),
     /// Run `agentc verify`'s egress checks from a sandbox's isolated network.
     Probe(EgressProbeArgs),
+    /// Run `agentc verify`'s host-path check from a sandbox's isolated network: try to reach
+    /// an address of the host past the proxy.
+    HostPath(EgressHostPathArgs),
 }
 
 /// `agentc egress-proxy serve`.

@@ -207,6 +207,15 @@ pub struct EgressConfig {
     /// egress proxy may connect to; none by default.
     #[serde(default)]
     pub allow_cidrs: Vec<String>,
+    /// Behind the egress proxy, let the workload hold `NET_ADMIN` or `NET_RAW` (an agent
+    /// preset's, for the image's own firewall, or `security.add_capabilities`). With either, a
+    /// process that may be root can reach the host's own addresses on the isolated network
+    /// (a route or neighbour entry, a raw frame), without the proxy or its log. Off by default:
+    /// the presets run without them (the proxy enforces; the image's firewall stands down) and
+    /// a profile adding them to a workload that may be root is refused. When on, `agentc
+    /// explain` reports the high `egress-host-path` finding naming this field.
+    #[serde(default)]
+    pub allow_net_capabilities: bool,
 }
 
 /// Decant session-browser companion.

@@ -261,7 +261,15 @@ impl Renderer<'_> {
                 devices,
             },
         );
-        if let Some(name) = sysctls.keys().next() {
+        // Docker's egress companion turns IPv6 off in the workload (its isolated network is
+        // a bridge); a pod's egress is its NetworkPolicy's, which allows only the proxy.
+        let own_sysctl = |name: &&String| {
+            docker_egress.is_none()
+                || !agentc_policy::IPV6_SYSCTLS.iter().any(|(key, value)| {
+                    key == name && sysctls.get(*name).map(String::as_str) == Some(*value)
+                })
+        };
+        if let Some(name) = sysctls.keys().find(own_sysctl) {
             let field = self.field(&format!("sysctls.{name}"));
             self.refuse(
                 field,
@@ -287,6 +295,10 @@ impl Renderer<'_> {
                         let suffix = format!(",{}", egress.proxy_address);
                         if let Some(hosts) = value.strip_suffix(&suffix) {
                             *value = hosts.to_string();
+                        } else if value == "*" {
+                            // The image's firewall stood down behind the Docker proxy: the
+                            // profile's hosts, as without it.
+                            *value = self.options.egress.hosts.join(",");
                         }
                     }
                     var

@@ -3,6 +3,7 @@
 //! findings (`egress-unrestricted`, `egress-unenforced`, `egress-tld`, `egress-domain`,
 //! `egress-ip-range`).
 
+pub(crate) mod host_path;
 pub(crate) mod outside;
 
 use std::collections::BTreeSet;
@@ -82,6 +83,7 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
     }
     gateway_pairs(ck, profile);
     outside::check(ck, profile);
+    host_path::check(ck, profile);
     if egress.mode == EgressMode::Unrestricted {
         if !egress.hosts.is_empty() {
             ck.fail_when(
@@ -195,6 +197,9 @@ pub(crate) fn env(profile: &Profile, env: &mut EnvBuilder) {
         }
     } else if egress.mode == EgressMode::Unrestricted {
         env.literal("AGENT_ALLOWED_EGRESS", "*", "egress.mode");
+    } else if host_path::stands_down(profile) {
+        // Behind the proxy the image gets no NET_ADMIN for its firewall: it stands down.
+        env.literal("AGENT_ALLOWED_EGRESS", "*", "egress.enforce");
     } else if egress.mode == EgressMode::Allowlist && !egress.hosts.is_empty() {
         env.literal(
             "AGENT_ALLOWED_EGRESS",
@@ -302,6 +307,8 @@ fn egress_words(out: &Explainer) -> String {
         };
         let image = if profile.agent == AgentName::Custom {
             ""
+        } else if host_path::stands_down(profile) {
+            "; the image's firewall stands down (AGENT_ALLOWED_EGRESS=*)"
         } else {
             "; the image's firewall is a second layer"
         };
