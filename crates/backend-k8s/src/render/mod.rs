@@ -293,12 +293,9 @@ impl Renderer<'_> {
                         (var.name == "AGENT_ALLOWED_EGRESS", &mut var.value)
                     {
                         let suffix = format!(",{}", egress.proxy_address);
+                        // (`*`, the image's firewall standing down behind the proxy, stays.)
                         if let Some(hosts) = value.strip_suffix(&suffix) {
                             *value = hosts.to_string();
-                        } else if value == "*" {
-                            // The image's firewall stood down behind the Docker proxy: the
-                            // profile's hosts, as without it.
-                            *value = self.options.egress.hosts.join(",");
                         }
                     }
                     var

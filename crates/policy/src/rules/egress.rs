@@ -199,7 +199,7 @@ pub(crate) fn env(profile: &Profile, env: &mut EnvBuilder) {
         env.literal("AGENT_ALLOWED_EGRESS", "*", "egress.mode");
     } else if host_path::stands_down(profile) {
         // Behind the proxy the image gets no NET_ADMIN for its firewall: it stands down.
-        env.literal("AGENT_ALLOWED_EGRESS", "*", "egress.enforce");
+        env.literal("AGENT_ALLOWED_EGRESS", "*", "egress.hosts");
     } else if egress.mode == EgressMode::Allowlist && !egress.hosts.is_empty() {
         env.literal(
             "AGENT_ALLOWED_EGRESS",
