@@ -380,7 +380,8 @@ fn run_backend(runnable: &[Runnable], backend: BackendArg, label: &'static str) 
         }
         let failed: Vec<(String, String)> = checks
             .iter()
-            .filter(|check| !check.ok && !(hatch && check.what == host_path))
+            .filter(|check| !check.ok)
+            .filter(|check| !(hatch && check.what == host_path))
             .map(|check| (check.what.clone(), check.seen.clone()))
             .collect();
         if failed == predicted {
