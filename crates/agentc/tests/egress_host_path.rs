@@ -454,6 +454,7 @@ fn host_path_is_closed(backend: &str) {
     );
 
     // 3. verify's row.
+    let verify_started = Instant::now();
     let (code, output) = agentc(&[
         "verify",
         &plain,
@@ -471,6 +472,10 @@ fn host_path_is_closed(backend: &str) {
         "{output}"
     );
     assert_eq!(code, Some(0), "{output}");
+    println!(
+        "{backend}: verify with its host-path row took {:?}",
+        verify_started.elapsed()
+    );
 
     // 4. The escape hatch.
     let hatch = lab.profile("hatch", caps, "allow_net_capabilities = true\n");
