@@ -1,7 +1,7 @@
 //! `[egress]`: the mode, the allowlist, the SSH gateway and its key files; the variables that
 //! hand them to the image's entrypoint; where egress is enforced, in words; and the egress
 //! findings (`egress-unrestricted`, `egress-unenforced`, `egress-tld`, `egress-domain`,
-//! `egress-ip-range`).
+//! `egress-ip-range`; `egress-host-path` in [`host_path`]).
 
 pub(crate) mod host_path;
 pub(crate) mod outside;
