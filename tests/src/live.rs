@@ -619,14 +619,18 @@ pub fn localize(
         *name = format!("{name}-{unique}");
         networks.push(name.clone());
     }
-    // The network an egress proxy reaches out through, when the profile names one: the test's
-    // own (nothing is sent through it: verify probes no egress). The proxy's spec names it too.
+    // The network an egress proxy reaches out through: the test's own (nothing is sent through
+    // it: verify probes no egress), also in place of Docker's default bridge, since verify's
+    // host-path row listens on the outside network's gateway, which must be an address of a
+    // network the test made. The proxy's spec names it too.
     if let Some(egress) = container.egress.as_mut() {
-        if let Network::Named { name } = &mut egress.outside {
-            *name = format!("{name}-{unique}");
-            networks.push(name.clone());
-            egress.proxy.network = egress.outside.clone();
-        }
+        let name = match &egress.outside {
+            Network::Named { name } => format!("{name}-{unique}"),
+            _ => format!("agentc-live-outside-{unique}"),
+        };
+        networks.push(name.clone());
+        egress.outside = Network::Named { name };
+        egress.proxy.network = egress.outside.clone();
     }
     container
         .labels

@@ -18,7 +18,9 @@
 //!
 //! Launches behind the egress proxy get verify's egress checks with `egress.allowed` skipped
 //! (`EgressProbe::Skip`): the fixtures allow real internet hosts, and no check may reach
-//! beyond the proxy verify creates.
+//! beyond the proxy verify creates. Their `egress.host-path` row (verify listens on the outside
+//! network's gateway, the test's own network) must pass, except under
+//! `egress.allow_net_capabilities`, where it must fail.
 //!
 //! Leaks: a `LeakGuard` per backend (containers labelled with its profile, its volumes) and a
 //! check that no network of the run is left.
@@ -347,6 +349,7 @@ fn run_backend(runnable: &[Runnable], backend: BackendArg, label: &'static str) 
             let expected: Vec<(&str, bool)> = agentc_egress::probe::CHECKS
                 .iter()
                 .map(|name| (*name, *name == "egress.allowed"))
+                .chain([(agentc_egress::host_path::CHECK, false)])
                 .collect();
             if egress != expected {
                 run.failures.push(fail(format!(
@@ -358,9 +361,27 @@ fn run_backend(runnable: &[Runnable], backend: BackendArg, label: &'static str) 
             run.egress += 1;
         }
         let predicted = unhonoured(container);
+        // Under egress.allow_net_capabilities the host path is open: its row must fail.
+        let hatch = container.egress.is_some()
+            && agentc_policy::NET_CAPABILITIES
+                .iter()
+                .any(|capability| container.cap_add.contains(capability));
+        let host_path = agentc_egress::host_path::CHECK;
+        if hatch
+            && checks
+                .iter()
+                .any(|check| check.what == host_path && check.ok)
+        {
+            run.failures.push(fail(format!(
+                "{}{host_path} passed, but the sandbox holds NET_ADMIN or NET_RAW\n",
+                render_table(&checks)
+            )));
+            continue;
+        }
         let failed: Vec<(String, String)> = checks
             .iter()
             .filter(|check| !check.ok)
+            .filter(|check| !(hatch && check.what == host_path))
             .map(|check| (check.what.clone(), check.seen.clone()))
             .collect();
         if failed == predicted {

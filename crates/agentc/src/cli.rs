@@ -12,7 +12,7 @@ pub use lifecycle::{
     AgentArg, ApplyArgs, CompletionsArgs, DoctorArgs, EgressArg, EngineArg, InitArgs, LockArgs,
     PlanArgs, RollbackArgs, ShellArg,
 };
-pub use probe::EgressProbeArgs;
+pub use probe::{EgressHostPathArgs, EgressProbeArgs};
 
 /// Turns a declarative sandbox profile into a hardened container launch for AI agents.
 #[derive(Debug, Parser)]
@@ -81,7 +81,7 @@ pub enum Command {
     Rm(RmArgs),
     /// Launch the profile with a probe in place of the agent and check what the kernel reports.
     #[command(
-        after_help = "Examples:\n  agentc verify fixtures/valid/sandbox-minimal.toml\n  agentc verify fixtures/valid/claude-minimal.toml --backend cli --workspace ~/src/app\n  agentc verify fixtures/valid/claude-minimal.toml --egress-probe none\n\nThe probe container is the profile's exact run launch (hardening, mounts, limits, network, labels, environment) with `/bin/sh -c PROBE` as its command; it is removed afterwards, also on error or Ctrl-C. Prints a table of expected vs seen values. With --pull a missing image is pulled first, as `agentc run --pull` does. Behind the egress proxy (an allowlist enforced outside) the egress checks follow: a hardened container of the proxy image on the probe's isolated network checks the proxy variables, an allowed host reached through the proxy, a denied host and an IP literal refused, a direct connection and DNS failing; --egress-probe HOST[:PORT] picks the allowed host (default: the profile's first exact host, port 443), and --egress-probe none skips that one check, the only one that reaches beyond the proxy. Exit status: 0 every check passed, 1 a check failed or the probe could not report, 125 the probe could not be started. The image needs /bin/sh and busybox or coreutils tools."
+        after_help = "Examples:\n  agentc verify fixtures/valid/sandbox-minimal.toml\n  agentc verify fixtures/valid/claude-minimal.toml --backend cli --workspace ~/src/app\n  agentc verify fixtures/valid/claude-minimal.toml --egress-probe none\n\nThe probe container is the profile's exact run launch (hardening, mounts, limits, network, labels, environment) with `/bin/sh -c PROBE` as its command; it is removed afterwards, also on error or Ctrl-C. Prints a table of expected vs seen values. With --pull a missing image is pulled first, as `agentc run --pull` does. Behind the egress proxy (an allowlist enforced outside) the egress checks follow: a hardened container of the proxy image on the probe's isolated network checks the proxy variables, an allowed host reached through the proxy, a denied host and an IP literal refused, a direct connection and DNS failing; --egress-probe HOST[:PORT] picks the allowed host (default: the profile's first exact host, port 443), and --egress-probe none skips that one check, the only one that reaches beyond the proxy. Then egress.host-path: verify listens on the outside network's gateway address (this machine) and a container with the sandbox's capabilities and sysctls tries to reach it past the proxy (UDP, TCP, a route with NET_ADMIN, ARP with NET_RAW, IPv6); nothing may arrive. Exit status: 0 every check passed, 1 a check failed or the probe could not report, 125 the probe could not be started. The image needs /bin/sh and busybox or coreutils tools."
     )]
     Verify(VerifyArgs),
     /// Run a command in a running agentc container and exit with its exit code.
@@ -294,6 +294,9 @@ pub enum EgressProxyCommand {
     Image(EgressImageArgs),
     /// Run `agentc verify`'s egress checks from a sandbox's isolated network.
     Probe(EgressProbeArgs),
+    /// Run `agentc verify`'s host-path check from a sandbox's isolated network: try to reach
+    /// an address of the host past the proxy.
+    HostPath(EgressHostPathArgs),
 }
 
 /// `agentc egress-proxy serve`.

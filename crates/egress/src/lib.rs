@@ -53,6 +53,8 @@ pub mod error;
 pub mod health;
 pub mod host;
 #[cfg(feature = "runtime")]
+pub mod host_path;
+#[cfg(feature = "runtime")]
 pub mod image;
 pub mod log;
 pub mod policy;

@@ -71,6 +71,11 @@ pub struct EgressLock {
     /// The SSH gateway, `HOST:PORT`, when egress goes through one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway: Option<String>,
+    /// Whether the workload keeps `NET_ADMIN` and `NET_RAW` behind the egress proxy
+    /// (`egress.allow_net_capabilities`: the `egress-host-path` finding); written only when it
+    /// does.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub net_capabilities: bool,
 }
 
 impl EgressLock {
@@ -97,6 +102,7 @@ impl EgressLock {
                         .unwrap_or_default()
                 )
             }),
+            net_capabilities: egress.allow_net_capabilities,
         }
     }
 }
@@ -542,6 +548,12 @@ pub fn compare(locked: &Lock, current: &Lock) -> Vec<Drift> {
         "egress.gateway".into(),
         locked.egress.gateway.as_deref(),
         current.egress.gateway.as_deref(),
+    );
+    let hatch = |egress: &EgressLock| egress.net_capabilities.to_string();
+    differ(
+        "egress.net_capabilities".into(),
+        Some(&hatch(&locked.egress)),
+        Some(&hatch(&current.egress)),
     );
     let launch_labels = ordered(
         locked.launches.iter().map(|l| &l.launch),

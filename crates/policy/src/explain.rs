@@ -66,6 +66,7 @@ fn container_sections(out: &mut Explainer, c: &ContainerSpec) {
     rules::network::explain(out, c);
     if matches!(out.spec.kind, LaunchKind::Run | LaunchKind::Sandbox) {
         rules::egress::explain(out);
+        rules::egress::host_path::explain(out, c);
     }
     rules::security::explain(out, c);
     rules::resources::explain(out, c);
@@ -111,6 +112,7 @@ fn labels(out: &mut Explainer, labels: &BTreeMap<String, String>) {
 fn widens(out: &mut Explainer, c: &ContainerSpec) {
     let mut items: Vec<String> = Vec::new();
     rules::egress::widens(out, &mut items);
+    rules::egress::host_path::widens(out, c, &mut items);
     rules::security::widens(out, c, &mut items);
     rules::network::widens(out, c, &mut items);
     rules::mounts::widens(out, c, &mut items);

@@ -15,6 +15,7 @@
 //! | `bind-workspace-ancestor` | high | a writable bind of a directory above the workspace |
 //! | `egress-unrestricted` | high | `egress.mode = "unrestricted"` |
 //! | `egress-unenforced` | high | a custom image in `allowlist` mode: nothing enforces the allowlist |
+//! | `egress-host-path` | high | behind the egress proxy, the sandbox holds `NET_ADMIN` or `NET_RAW` (`egress.allow_net_capabilities`): the host's own addresses on its isolated network, without the proxy |
 //! | `egress-tld` | high | an allowlist entry that is one label after a leading `.` or `*.` (`com`, `.io`, `*.dev`) |
 //! | `egress-domain` | medium | an allowlist entry for a whole domain: a leading `.` or `*.`, or a `*` anywhere |
 //! | `egress-ip-range` | medium | an allowlist or gateway bootstrap entry that is a CIDR range wider than one address |
@@ -128,6 +129,7 @@ pub const CODES: &[(&str, Severity)] = &[
     ("bind-workspace-ancestor", Severity::High),
     ("egress-unrestricted", Severity::High),
     ("egress-unenforced", Severity::High),
+    ("egress-host-path", Severity::High),
     ("egress-tld", Severity::High),
     ("egress-domain", Severity::Medium),
     ("egress-ip-range", Severity::Medium),
@@ -309,6 +311,6 @@ mod tests {
         assert!(Severity::Critical > Severity::High);
         assert_eq!("HIGH".parse::<Severity>(), Ok(Severity::High));
         assert!("urgent".parse::<Severity>().is_err());
-        assert_eq!(CODES.len(), 21);
+        assert_eq!(CODES.len(), 22);
     }
 }

@@ -26,6 +26,7 @@ pub fn findings(loaded: &LoadedProfile, spec: &LaunchSpec) -> Vec<Finding> {
         rules::mounts::findings(&mut report, container);
         rules::security::docker_host_findings(&mut report, container);
         rules::security::findings(&mut report, container);
+        rules::egress::host_path::findings(&mut report, container);
         rules::network::findings(&mut report, container);
         rules::resources::findings(&mut report, container);
         rules::logging::findings(&mut report, container);

@@ -103,6 +103,7 @@ pub use paths::{classify_path, normalize_path, Danger, DOCKER_HOST, DOCKER_SOCKE
 pub use ports::PortSpec;
 pub use profile::{AgentName, EgressEnforce, EgressMode, PodSecurityLevel, Profile};
 pub use resolve::{resolve, spec_digest};
+pub use rules::egress::host_path::{IPV6_SYSCTLS, NET_CAPABILITIES};
 pub use rules::egress::{host_scope, NO_PROXY_VARIABLES, PROXY_VARIABLES};
 pub use rules::identity::{
     decant_container_name, home_volume_name, owner_slug, sandbox_container_name,

@@ -21,7 +21,9 @@ pub struct Preset {
     /// The program run after the image (`None`: the image's own command, as for Hermes).
     pub command: Option<&'static str>,
     /// Capabilities added after dropping all of them. NET_ADMIN and NET_RAW let the image's
-    /// entrypoint install the egress firewall; SETUID and SETGID let it drop to the agent user.
+    /// entrypoint install the egress firewall (not added behind agentc's egress proxy, where
+    /// that firewall stands down: `rules/egress/host_path.rs`); SETUID and SETGID let it drop
+    /// to the agent user.
     pub capabilities: &'static [Capability],
     /// Whether `/tmp` and `/run` are mounted executable (OpenCode and Hermes run tools from
     /// them).

@@ -213,6 +213,15 @@ pub struct EgressConfig {
     #[serde(default, deserialize_with = "values::wildcard_names_per_minute")]
     #[schemars(schema_with = "values::wildcard_names_schema")]
     pub wildcard_names_per_minute: Option<u32>,
+    /// Behind the egress proxy, let the workload hold `NET_ADMIN` or `NET_RAW` (an agent
+    /// preset's, for the image's own firewall, or `security.add_capabilities`). With either, a
+    /// process that may be root can reach the host's own addresses on the isolated network
+    /// (a route or neighbour entry, a raw frame), without the proxy or its log. Off by default:
+    /// the presets run without them (the proxy enforces; the image's firewall stands down) and
+    /// a profile adding them to a workload that may be root is refused. When on, `agentc
+    /// explain` reports the high `egress-host-path` finding naming this field.
+    #[serde(default)]
+    pub allow_net_capabilities: bool,
 }
 
 /// Decant session-browser companion.

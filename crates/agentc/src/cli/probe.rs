@@ -1,4 +1,4 @@
-//! The arguments of `agentc egress-proxy probe` (kept apart from `cli.rs`, which is long).
+//! The arguments of `agentc egress-proxy probe` and `host-path` (kept apart from `cli.rs`, which is long).
 
 use clap::Args;
 
@@ -18,5 +18,19 @@ pub struct EgressProbeArgs {
     pub outside: Option<String>,
     /// The bound of each connection, read and DNS query, in milliseconds.
     #[arg(long, default_value_t = 3000, value_name = "MS")]
+    pub timeout_ms: u64,
+}
+
+/// `agentc egress-proxy host-path`: `agentc verify`'s host-path check
+/// ([`agentc_egress::host_path`]), run with the sandbox's capabilities and sysctls; one JSON
+/// line on stdout.
+#[derive(Debug, Args)]
+pub struct EgressHostPathArgs {
+    /// The host's address to try (the outside network's gateway, where verify listens on UDP
+    /// and TCP).
+    #[arg(long, value_name = "IPV4:PORT")]
+    pub target: String,
+    /// The bound of the connection and of the wait for an ARP reply, in milliseconds.
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
     pub timeout_ms: u64,
 }

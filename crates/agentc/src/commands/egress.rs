@@ -1,7 +1,9 @@
 //! `agentc egress-proxy`: the allowlist proxy's own commands, run inside its container.
 //!
 //! `probe` is `agentc verify`'s egress check program ([`agentc_egress::probe`]), run in a
-//! container of the proxy image on the isolated network of the probe it verifies.
+//! container of the proxy image on the isolated network of the probe it verifies; `host-path`
+//! its host-path check ([`agentc_egress::host_path`]), run there with the sandbox's
+//! capabilities and sysctls.
 //!
 //! `serve` is the only agentc command that starts a multi-threaded runtime; it does so in
 //! [`agentc_egress::proxy::run`], after the arguments are checked.
@@ -13,7 +15,7 @@ use std::time::Duration;
 use agentc_egress::probe::ProbeConfig;
 use agentc_egress::{Config, EgressError};
 
-use crate::cli::{EgressProbeArgs, EgressProxyCommand};
+use crate::cli::{EgressHostPathArgs, EgressProbeArgs, EgressProxyCommand};
 use crate::context::Failure;
 
 /// Exit status of a usage error (a malformed host spec, CIDR, address or relay).
@@ -72,6 +74,7 @@ pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
             Ok(0)
         }
         EgressProxyCommand::Probe(args) => probe(&args),
+        EgressProxyCommand::HostPath(args) => host_path(&args),
     }
 }
 
@@ -96,6 +99,23 @@ fn own_proxy() -> std::net::SocketAddr {
                 .parse()
                 .expect("a valid default")
         })
+}
+
+/// `agentc egress-proxy host-path`: one JSON line on stdout; exit 0 when it ran, 2 on a
+/// malformed target.
+fn host_path(args: &EgressHostPathArgs) -> Result<u8, Failure> {
+    let target = args.target.parse().map_err(|_| {
+        Failure::new(
+            EXIT_USAGE,
+            format!("--target {:?} is not an IPV4:PORT", args.target),
+        )
+    })?;
+    let timeout = Duration::from_millis(args.timeout_ms.clamp(100, 30_000));
+    let line = agentc_egress::host_path::run(target, timeout);
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{}", line.to_line());
+    let _ = out.flush();
+    Ok(0)
 }
 
 /// `agentc egress-proxy probe`: one JSON line per check on stdout; exit 0 when it ran (the

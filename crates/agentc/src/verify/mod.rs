@@ -16,6 +16,10 @@
 //!   a container of the proxy image runs on the probe's isolated network (`agentc egress-proxy
 //!   probe`): an allowed host reached through the proxy, a denied host and an IP literal
 //!   refused, a direct connection and DNS failing, the proxy variables set.
+//! - [`host_path`](mod@host_path): behind the proxy, `egress.host-path`: a container with the
+//!   sandbox's capabilities and sysctls tries to reach this machine at the outside network's
+//!   gateway (UDP, TCP, a route with `NET_ADMIN`, ARP with `NET_RAW`, IPv6), where verify
+//!   listens; nothing may arrive.
 //!
 //! What is not checked: published ports, extra hosts, devices, the seccomp profile, and
 //! environment values (only names are observed, so a secret's value never leaves the container).
@@ -24,6 +28,7 @@ mod check;
 pub mod compare;
 pub mod egress;
 mod gvisor;
+pub mod host_path;
 pub mod parse;
 pub mod probe;
 #[cfg(test)]

@@ -26,6 +26,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use super::check::Check;
 use super::compare::compare;
 use super::egress::{check_spec, egress_checks, proxy_env, EgressProbe, ProxyFacts, CHECK_SUFFIX};
+use super::host_path::HostPathRun;
 use super::parse::parse_probe;
 use crate::cli::BackendArg;
 use crate::commands::launch;
@@ -130,6 +131,8 @@ struct Probed {
     dns: Vec<std::net::IpAddr>,
     /// Behind an egress proxy: the egress check container's output, or why it did not run.
     egress: Option<Result<String, String>>,
+    /// Behind an egress proxy: the host-path row ([`super::host_path`]).
+    host_path: Option<Check>,
 }
 
 /// Verifies one resolved container launch (a run, a sandbox or a seed) through `backend`:
@@ -203,6 +206,7 @@ pub fn verify_launch(
             skipped,
         ));
     }
+    checks.extend(probed.host_path);
     Ok(checks)
 }
 
@@ -337,10 +341,19 @@ fn probe_cli(
             }
             .cli(&check_name, &shield);
             check(&shield)?;
-            Some(checked)
+            let host_path = HostPathRun {
+                egress,
+                workload: &placed,
+                probe: name,
+                network,
+            }
+            .cli(&shield);
+            check(&shield)?;
+            Some((checked, host_path))
         }
         _ => None,
     };
+    let (egress, host_path) = egress.unzip();
     Ok(Probed {
         logs,
         exit_code,
@@ -348,6 +361,7 @@ fn probe_cli(
         network: placed.network.clone(),
         dns: placed.dns.clone(),
         egress,
+        host_path,
     })
 }
 
@@ -554,7 +568,7 @@ fn probe_api(
                 _ => probe.dns.clone(),
             };
             let egress = match (&probe.egress, &network) {
-                (Some(egress), Network::Named { name: network }) => Some(
+                (Some(egress), Network::Named { name: network }) => Some((
                     EgressRun {
                         egress,
                         probe: name,
@@ -565,9 +579,18 @@ fn probe_api(
                     }
                     .api(&docker)
                     .await,
-                ),
+                    HostPathRun {
+                        egress,
+                        workload: probe,
+                        probe: name,
+                        network,
+                    }
+                    .api(&docker)
+                    .await,
+                )),
                 _ => None,
             };
+            let (egress, host_path) = egress.unzip();
             Ok::<_, Failure>(Probed {
                 logs,
                 exit_code,
@@ -575,6 +598,7 @@ fn probe_api(
                 network,
                 dns,
                 egress,
+                host_path,
             })
         };
         let result = tokio::select! {

@@ -261,7 +261,15 @@ impl Renderer<'_> {
                 devices,
             },
         );
-        if let Some(name) = sysctls.keys().next() {
+        // Docker's egress companion turns IPv6 off in the workload (its isolated network is
+        // a bridge); a pod's egress is its NetworkPolicy's, which allows only the proxy.
+        let own_sysctl = |name: &&String| {
+            docker_egress.is_none()
+                || !agentc_policy::IPV6_SYSCTLS.iter().any(|(key, value)| {
+                    key == name && sysctls.get(*name).map(String::as_str) == Some(*value)
+                })
+        };
+        if let Some(name) = sysctls.keys().find(own_sysctl) {
             let field = self.field(&format!("sysctls.{name}"));
             self.refuse(
                 field,
@@ -285,6 +293,7 @@ impl Renderer<'_> {
                         (var.name == "AGENT_ALLOWED_EGRESS", &mut var.value)
                     {
                         let suffix = format!(",{}", egress.proxy_address);
+                        // (`*`, the image's firewall standing down behind the proxy, stays.)
                         if let Some(hosts) = value.strip_suffix(&suffix) {
                             *value = hosts.to_string();
                         }

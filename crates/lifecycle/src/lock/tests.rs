@@ -206,3 +206,35 @@ fn the_lock_records_the_runtime_and_a_changed_runtime_drifts() {
         "{fields:?}"
     );
 }
+
+/// `egress.allow_net_capabilities` (the `egress-host-path` finding) is pinned: written only
+/// when on, read back, and a change of it is drift named as such (besides the spec's
+/// capabilities).
+#[test]
+fn the_host_path_escape_hatch_is_pinned() {
+    let proxy = format!("{CLAUDE}[egress]\nhosts = [\"api.anthropic.com\"]\n");
+    let closed = lock_of(&proxy, &BTreeMap::new(), &id('1'));
+    assert!(!closed.egress.net_capabilities);
+    assert!(!closed.to_toml().contains("net_capabilities"));
+    let hatch = format!("{proxy}allow_net_capabilities = true\n");
+    let open = lock_of(&hatch, &BTreeMap::new(), &id('1'));
+    assert!(open.egress.net_capabilities);
+    let text = open.to_toml();
+    assert!(text.contains("net_capabilities = true"), "{text}");
+    assert_eq!(Lock::parse("agentc.lock", &text).unwrap(), open);
+    let shown: Vec<String> = compare(&closed, &open)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    for line in [
+        "egress.net_capabilities: locked false, current true",
+        "launch run: container.cap_add.0: locked SETGID, current NET_ADMIN",
+        "launch run: container.env.AGENT_ALLOWED_EGRESS.value.value: locked *, current api.anthropic.com,",
+    ] {
+        assert!(
+            shown.iter().any(|s| s.starts_with(line)),
+            "missing {line:?} in\n{}",
+            shown.join("\n")
+        );
+    }
+}

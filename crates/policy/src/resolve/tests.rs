@@ -318,16 +318,15 @@ fn allowlist_and_unrestricted_egress_are_handed_to_the_entrypoint() {
     );
     assert_eq!(c.network, Network::Default);
     assert_eq!(c.egress, None);
-    // Enforced outside (the default): the image's firewall is a second layer, the proxy the
-    // first; the sandbox joins its isolated network only, with the proxy as its DNS server.
+    // Enforced outside (the default): the proxy enforces and the image's firewall stands down
+    // (see rules/egress/host_path); the sandbox joins its isolated network only, with the proxy
+    // as its DNS server.
     let text = format!("{CLAUDE}[egress]\nhosts = [\"api.anthropic.com\", \"github.com\"]\n");
     let c = container(&run(&text)).clone();
     let egress = c.egress.as_ref().expect("the egress companion");
     let proxy = format!("http://{}:3128", egress.proxy_address);
     let env = env_of(&c);
-    // The image's firewall, the second layer, lets the sandbox reach its proxy.
-    let allowed = format!("api.anthropic.com,github.com,{}", egress.proxy_address);
-    assert_eq!(env[0], ("AGENT_ALLOWED_EGRESS".into(), allowed));
+    assert_eq!(env[0], ("AGENT_ALLOWED_EGRESS".into(), "*".into()));
     for name in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
         assert!(
             env.contains(&(name.into(), proxy.clone())),

@@ -1,8 +1,9 @@
 //! `[egress]`: the mode, the allowlist, the SSH gateway and its key files; the variables that
 //! hand them to the image's entrypoint; where egress is enforced, in words; and the egress
 //! findings (`egress-unrestricted`, `egress-unenforced`, `egress-tld`, `egress-domain`,
-//! `egress-ip-range`).
+//! `egress-ip-range`; `egress-host-path` in [`host_path`]).
 
+pub(crate) mod host_path;
 pub(crate) mod outside;
 
 use std::collections::BTreeSet;
@@ -82,6 +83,7 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
     }
     gateway_pairs(ck, profile);
     outside::check(ck, profile);
+    host_path::check(ck, profile);
     if egress.mode == EgressMode::Unrestricted {
         if !egress.hosts.is_empty() {
             ck.fail_when(
@@ -195,6 +197,9 @@ pub(crate) fn env(profile: &Profile, env: &mut EnvBuilder) {
         }
     } else if egress.mode == EgressMode::Unrestricted {
         env.literal("AGENT_ALLOWED_EGRESS", "*", "egress.mode");
+    } else if host_path::stands_down(profile) {
+        // Behind the proxy the image gets no NET_ADMIN for its firewall: it stands down.
+        env.literal("AGENT_ALLOWED_EGRESS", "*", "egress.hosts");
     } else if egress.mode == EgressMode::Allowlist && !egress.hosts.is_empty() {
         env.literal(
             "AGENT_ALLOWED_EGRESS",
@@ -332,6 +337,8 @@ fn egress_words(out: &Explainer) -> String {
         };
         let image = if profile.agent == AgentName::Custom {
             ""
+        } else if host_path::stands_down(profile) {
+            "; the image's firewall stands down (AGENT_ALLOWED_EGRESS=*)"
         } else {
             "; the image's firewall is a second layer"
         };

@@ -16,6 +16,7 @@ use crate::keys;
 use crate::paths::{classify_path, normalize_path, Danger, DOCKER_HOST};
 use crate::presets::{self, Preset};
 use crate::profile::{AgentName, EgressMode, Profile};
+use crate::rules;
 use crate::rules::network::denies_network;
 use crate::spec::{AppArmor, ContainerSpec, Device, EnvValue, LaunchKind, Origin, Tmpfs};
 use crate::text::is_network_name;
@@ -240,6 +241,9 @@ impl Resolver<'_> {
         }
         if let Some(preset) = preset {
             for capability in preset.capabilities {
+                if rules::egress::host_path::drops_preset_capability(self.profile, *capability) {
+                    continue; // behind the egress proxy: see host_path
+                }
                 container.cap_add.insert(*capability);
                 self.set(keys::cap_add(*capability), preset_origin(preset));
             }

@@ -370,16 +370,20 @@ impl Resolver<'_> {
         container.network_aliases.clear();
         container.dns = vec![IpAddr::V4(address)];
         self.set(keys::DNS, origin.clone());
-        // A preset image's own firewall (the second layer) must let the sandbox reach its proxy.
+        // A preset image's own firewall (the second layer, kept by the host-path escape
+        // hatch) must let the sandbox reach its proxy; `*` is a firewall that stands down.
         for var in container
             .env
             .iter_mut()
             .filter(|var| var.name == "AGENT_ALLOWED_EGRESS")
         {
             if let EnvValue::Literal { value } = &mut var.value {
-                value.push_str(&format!(",{address}"));
+                if value != "*" {
+                    value.push_str(&format!(",{address}"));
+                }
             }
         }
+        super::host_path::disable_ipv6(container);
         let url = format!("http://{address}:{PROXY_PORT}");
         for name in PROXY_VARIABLES {
             self.egress_env(container, name, &url, &origin);
