@@ -32,6 +32,7 @@ pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
                 &args.allow,
                 &args.allow_cidr,
             )
+            .and_then(|config| config.with_allow_ech(&args.allow_ech))
             .and_then(|config| config.with_relays(&args.relay))
             .map_err(|error| Failure::new(EXIT_USAGE, error.to_string()))?;
             agentc_egress::proxy::run(&config)
