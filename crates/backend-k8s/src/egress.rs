@@ -44,6 +44,8 @@ pub struct EgressPolicy {
     /// Address ranges the proxy may connect to although private or reserved
     /// (`egress.allow_cidrs`).
     pub allow_cidrs: Vec<String>,
+    /// Hosts whose TLS tunnels may carry Encrypted Client Hello (`egress.allow_ech`).
+    pub allow_ech: Vec<String>,
 }
 
 impl EgressPolicy {
@@ -55,6 +57,7 @@ impl EgressPolicy {
             hosts: egress.hosts.clone(),
             gateway: egress.gateway_host.is_some(),
             allow_cidrs: egress.allow_cidrs.clone(),
+            allow_ech: egress.allow_ech.clone(),
         }
     }
 }
@@ -62,17 +65,20 @@ impl EgressPolicy {
 /// The egress proxy's command line, as the egress crate writes it for every renderer
 /// ([`agentc_egress::proxy_command`]): `/usr/local/bin/agentc egress-proxy serve`, listening on
 /// 3128 with its DNS stub on 53, one `--allow=` per host spec (normalized) and one
-/// `--allow-cidr=` per range; or the egress crate's error naming the first value it refuses.
+/// `--allow-cidr=` per range, one `--allow-ech=` per ECH opt-in; or the egress crate's error
+/// naming the first value it refuses.
 pub fn egress_proxy_argv(
     hosts: &[String],
     allow_cidrs: &[String],
+    allow_ech: &[String],
 ) -> Result<Vec<String>, agentc_egress::EgressError> {
     let config = agentc_egress::Config::from_args(
         &format!("0.0.0.0:{PROXY_PORT}"),
         Some(&format!("0.0.0.0:{DNS_PORT}")),
         hosts,
         allow_cidrs,
-    )?;
+    )?
+    .with_allow_ech(allow_ech)?;
     Ok(agentc_egress::proxy_command(&config))
 }
 
@@ -230,6 +236,7 @@ mod tests {
         let argv = egress_proxy_argv(
             &["API.Anthropic.com".into(), "*.github.com:443".into()],
             &["10.20.0.0/16".into()],
+            &["*.github.com:443".into()],
         )
         .expect("valid");
         assert_eq!(
@@ -242,11 +249,12 @@ mod tests {
                 "--dns=0.0.0.0:53",
                 "--allow=api.anthropic.com",
                 "--allow=*.github.com:443",
-                "--allow-cidr=10.20.0.0/16"
+                "--allow-cidr=10.20.0.0/16",
+                "--allow-ech=*.github.com:443"
             ]
         );
         assert_eq!(argv[0], agentc_egress::PROXY_BINARY);
-        let refused = egress_proxy_argv(&["10.0.0.1".into()], &[]).expect_err("an IP literal");
+        let refused = egress_proxy_argv(&["10.0.0.1".into()], &[], &[]).expect_err("an IP literal");
         assert!(refused.to_string().contains("10.0.0.1"), "{refused}");
     }
 

@@ -293,6 +293,7 @@ fn options() -> impl Strategy<Value = Options> {
                         hosts,
                         gateway,
                         allow_cidrs: Vec::new(),
+                        allow_ech: Vec::new(),
                     },
                 }
             },

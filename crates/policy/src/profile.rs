@@ -207,6 +207,11 @@ pub struct EgressConfig {
     /// egress proxy may connect to; none by default.
     #[serde(default)]
     pub allow_cidrs: Vec<String>,
+    /// Hosts of `egress.hosts` whose TLS tunnels may carry Encrypted Client Hello (or ESNI);
+    /// each must also be an entry of `egress.hosts`. None by default: the egress proxy refuses
+    /// such a ClientHello, since it hides the name the client really asks for.
+    #[serde(default)]
+    pub allow_ech: Vec<String>,
 }
 
 /// Decant session-browser companion.

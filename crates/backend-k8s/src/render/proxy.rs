@@ -64,11 +64,20 @@ impl Renderer<'_> {
         if !valid {
             return;
         }
-        let command = match egress::egress_proxy_argv(&policy.hosts, &policy.allow_cidrs) {
+        let command = match egress::egress_proxy_argv(
+            &policy.hosts,
+            &policy.allow_cidrs,
+            &policy.allow_ech,
+        ) {
             Ok(command) => command,
             Err(error) => {
-                let field = match error {
+                let field = match &error {
                     agentc_egress::EgressError::Cidr { .. } => "egress.allow_cidrs",
+                    agentc_egress::EgressError::HostSpec { spec, .. }
+                        if policy.allow_ech.contains(spec) =>
+                    {
+                        "egress.allow_ech"
+                    }
                     _ => "egress.hosts",
                 };
                 self.refuse(
