@@ -138,9 +138,19 @@ impl Proxy {
         .unwrap();
         config.limits = limits;
         let (sender, lines) = unbounded_channel();
-        let mut server = Server::bind_with_sink(&config, Sink::Channel(sender))
-            .await
-            .unwrap();
+        // The stub's TCP listener takes the port the kernel gave its UDP socket, which another
+        // process may hold on TCP: try again on a new port.
+        let mut attempts = 0;
+        let mut server = loop {
+            match Server::bind_with_sink(&config, Sink::Channel(sender.clone())).await {
+                Ok(server) => break server,
+                Err(error) if attempts < 5 => {
+                    attempts += 1;
+                    eprintln!("bind failed ({error}); again");
+                }
+                Err(error) => panic!("bind: {error}"),
+            }
+        };
         if let Some(resolver) = resolver {
             server = server.with_resolver(Arc::new(resolver));
         }

@@ -8,7 +8,7 @@
 //!   absolute-form target, if it has one) must name the CONNECT host and port. Only the
 //!   tunnel's first request is read: what follows it is spliced unread.
 //! - Anything else: spliced only for an allowlist entry that names this port explicitly
-//!   (`host:22`), never to 443; such a tunnel also opens when the client sends nothing first
+//!   (`host:22`), never to 443; such a tunnel also opens when the client sends nothing
 //!   (a protocol whose server speaks first) within [`SERVER_FIRST_GRACE`].
 //!
 //! A refusal is answered in the client's protocol: a fatal TLS alert record, or an HTTP
@@ -26,8 +26,9 @@ use crate::request;
 use crate::sni::{self, SniError};
 
 /// How long a tunnel that may carry raw bytes waits for the client's first byte before it
-/// opens anyway (the server speaks first: SSH banners aside, SMTP, databases).
-pub(super) const SERVER_FIRST_GRACE: Duration = Duration::from_secs(2);
+/// opens anyway (its server speaks first: SMTP, IMAP, MySQL). Short: such a tunnel is allowed
+/// to carry anything, so a client that waits longer gains nothing by it.
+pub(super) const SERVER_FIRST_GRACE: Duration = Duration::from_millis(500);
 
 /// TLS alert descriptions (RFC 8446 section 6).
 const ALERT_HANDSHAKE_FAILURE: u8 = 40;
@@ -117,8 +118,8 @@ pub(super) async fn sniff(
                     speaks: Speaks::Nothing,
                     sni: None,
                     detail: Some(format!(
-                        "raw tunnel: the client sent nothing in {} s (its server speaks first)",
-                        SERVER_FIRST_GRACE.as_secs()
+                        "raw tunnel: the client sent nothing in {} ms (its server speaks first)",
+                        SERVER_FIRST_GRACE.as_millis()
                     )),
                     verdict: Ok(()),
                 }
@@ -333,8 +334,19 @@ pub(super) fn check_http_head(head: &[u8], host: &str, port: u16) -> Result<(), 
     let mismatch = |what: String| Deny::new(Reason::HostMismatch, what);
     let text = std::str::from_utf8(head)
         .map_err(|_| Deny::new(Reason::BadRequest, "a request head that is not UTF-8"))?;
-    let mut lines = text.split("\r\n");
+    // Lines end in LF with or without CR (as lenient servers read them); a folded line
+    // (obs-fold) could continue the Host header, so it is refused.
+    let mut lines = text
+        .split('\n')
+        .map(|line| line.strip_suffix('\r').unwrap_or(line));
     let request_line = lines.next().unwrap_or_default();
+    let lines: Vec<&str> = lines.collect();
+    if lines.iter().any(|line| line.starts_with([' ', '\t'])) {
+        return Err(Deny::new(
+            Reason::BadRequest,
+            "a folded header line (obs-fold) in the tunnel's request",
+        ));
+    }
     let target = request_line.split(' ').nth(1).unwrap_or_default();
     let names = |authority: &str, what: &str| -> Result<(), Deny> {
         let (name, named_port) = request::split_authority(authority, Some(80))?;
@@ -352,6 +364,7 @@ pub(super) fn check_http_head(head: &[u8], host: &str, port: u16) -> Result<(), 
         names(&rest[..end], "the request target")?;
     }
     let hosts: Vec<&str> = lines
+        .iter()
         .filter_map(|line| line.split_once(':'))
         .filter(|(name, _)| name.trim().eq_ignore_ascii_case("host"))
         .map(|(_, value)| value.trim())
@@ -505,6 +518,14 @@ mod tests {
                 Reason::HostMismatch,
             ),
             ("GET / HTTP/1.1\r\nHost: u@a.test", Reason::BadRequest),
+            (
+                "GET / HTTP/1.1\r\nHost: a.test\r\nX: 1\nHost: b.test",
+                Reason::HostMismatch,
+            ),
+            (
+                "GET / HTTP/1.1\r\nHost: a.test\r\n b.test",
+                Reason::BadRequest,
+            ),
         ] {
             assert_eq!(ok(head).unwrap_err().reason, reason, "{head}");
         }
