@@ -16,9 +16,8 @@ use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -29,7 +28,7 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio::time::{timeout, Instant};
@@ -41,8 +40,11 @@ use crate::policy::{Deny, Policy, Reason};
 use crate::request::{self, Target};
 
 use capture::Recording;
+use counted::{with_idle, Counted, Counters};
+use tunnel::{tunnel, ClientIo};
 
 mod capture;
+mod counted;
 mod dns_stub;
 mod relay;
 #[cfg(target_os = "linux")]
@@ -549,106 +551,6 @@ async fn open(shared: &Shared, host: &str, port: u16) -> Result<(SocketAddr, Tcp
     Err(Deny::new(Reason::ConnectFailed, last))
 }
 
-/// An allowed CONNECT after its `200`: takes the client's socket, reads and checks its first
-/// bytes ([`tunnel::sniff`]), writes the decision line, and only then resolves and connects;
-/// a refusal is answered in the client's protocol (a TLS alert, an HTTP `403`) before closing.
-async fn tunnel(
-    request: Request<Incoming>,
-    mut line: Record,
-    shared: Arc<Shared>,
-    permit: Arc<OwnedSemaphorePermit>,
-) {
-    let _permit = permit;
-    let host = line.host.clone().unwrap_or_default();
-    let port = line.port.unwrap_or_default();
-    let (mut client, mut first) = match hyper::upgrade::on(request).await {
-        // The client's own socket, and whatever it sent after the CONNECT head, so that the
-        // tunnel can be spliced in the kernel.
-        Ok(upgraded) => match upgraded.downcast::<TokioIo<Recording<TcpStream>>>() {
-            Ok(parts) => (
-                ClientIo::Tcp(parts.io.into_inner().into_inner()),
-                parts.read_buf.to_vec(),
-            ),
-            Err(upgraded) => (ClientIo::Upgraded(TokioIo::new(upgraded)), Vec::new()),
-        },
-        Err(error) => {
-            line.set_reason(Reason::BadRequest);
-            line.detail = Some(format!("the tunnel did not open: {error}"));
-            shared.emit(line);
-            return;
-        }
-    };
-    let sniffed = tunnel::sniff(&mut client, &mut first, &shared, &host, port).await;
-    line.sni = sniffed.sni.clone();
-    line.protocol = sniffed.speaks.protocol();
-    line.detail = sniffed.detail.clone();
-    if let Err(deny) = sniffed.verdict {
-        line.set_reason(deny.reason);
-        line.detail = Some(deny.detail.clone());
-        shared.emit(line);
-        tunnel::refuse(client, sniffed.speaks, &deny).await;
-        return;
-    }
-    shared.emit(line.clone());
-    let (address, upstream) = match open(&shared, &host, port).await {
-        Ok(opened) => opened,
-        Err(deny) => {
-            let mut close = line.close(deny.reason);
-            close.detail = Some(deny.detail.clone());
-            shared.emit(close);
-            tunnel::refuse(client, sniffed.speaks, &deny).await;
-            return;
-        }
-    };
-    let mut close = line.close(Reason::Allowed);
-    close.address = Some(address);
-    relay(client, first, upstream, close, &shared).await;
-}
-
-/// The client side of a tunnel: its socket (the usual case), or hyper's upgraded connection.
-enum ClientIo {
-    Tcp(TcpStream),
-    Upgraded(TokioIo<hyper::upgrade::Upgraded>),
-}
-
-impl AsyncRead for ClientIo {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            ClientIo::Tcp(stream) => Pin::new(stream).poll_read(cx, buf),
-            ClientIo::Upgraded(io) => Pin::new(io).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for ClientIo {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            ClientIo::Tcp(stream) => Pin::new(stream).poll_write(cx, buf),
-            ClientIo::Upgraded(io) => Pin::new(io).poll_write(cx, buf),
-        }
-    }
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            ClientIo::Tcp(stream) => Pin::new(stream).poll_flush(cx),
-            ClientIo::Upgraded(io) => Pin::new(io).poll_flush(cx),
-        }
-    }
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            ClientIo::Tcp(stream) => Pin::new(stream).poll_shutdown(cx),
-            ClientIo::Upgraded(io) => Pin::new(io).poll_shutdown(cx),
-        }
-    }
-}
-
 /// Sends `first` to `upstream`, then copies both ways (spliced in the kernel on Linux) until
 /// both ends closed, either failed or [`Limits::idle_timeout`] passed without a byte; emits
 /// `line` (the close line) with the bytes each way.
@@ -775,94 +677,5 @@ async fn forward(
             format!("agentc egress proxy: upstream error: {error}\n"),
         ),
         None => text(504, "agentc egress proxy: upstream idle timeout\n".into()),
-    }
-}
-
-/// Bytes each way and the time of the last one.
-#[derive(Debug)]
-struct Counters {
-    up: AtomicU64,
-    down: AtomicU64,
-    start: Instant,
-    last_ms: AtomicU64,
-}
-
-impl Counters {
-    fn new() -> Counters {
-        Counters {
-            up: AtomicU64::new(0),
-            down: AtomicU64::new(0),
-            start: Instant::now(),
-            last_ms: AtomicU64::new(0),
-        }
-    }
-    fn touch(&self) {
-        let ms = self.start.elapsed().as_millis() as u64;
-        self.last_ms.store(ms, Ordering::Relaxed);
-    }
-    fn last(&self) -> Instant {
-        self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed))
-    }
-}
-
-/// Runs `future` until it ends or `idle` passes without a byte counted; `None` on idle.
-async fn with_idle<F: Future>(future: F, counters: &Counters, idle: Duration) -> Option<F::Output> {
-    tokio::pin!(future);
-    loop {
-        let deadline = counters.last() + idle;
-        tokio::select! {
-            output = &mut future => return Some(output),
-            _ = tokio::time::sleep_until(deadline) => {
-                if counters.last() + idle <= Instant::now() {
-                    return None;
-                }
-            }
-        }
-    }
-}
-
-/// The upstream connection, counting bytes: up is written to it, down is read from it.
-struct Counted<S> {
-    inner: S,
-    counters: Arc<Counters>,
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
-        let n = buf.filled().len() - before;
-        if n > 0 {
-            self.counters.down.fetch_add(n as u64, Ordering::Relaxed);
-            self.counters.touch();
-        }
-        polled
-    }
-}
-
-impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
-        if let Poll::Ready(Ok(n)) = polled {
-            if n > 0 {
-                self.counters.up.fetch_add(n as u64, Ordering::Relaxed);
-                self.counters.touch();
-            }
-        }
-        polled
-    }
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }

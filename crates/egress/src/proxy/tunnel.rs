@@ -1,5 +1,5 @@
-//! The first bytes of a tunnel, read after the `200` and before anything is resolved or
-//! connected: what the client speaks, and whether the tunnel may open.
+//! A CONNECT tunnel after its `200` ([`tunnel`]), and its first bytes, read before anything
+//! is resolved or connected: what the client speaks, and whether the tunnel may open.
 //!
 //! - A TLS ClientHello (first byte 22), on any port: its SNI must be the CONNECT host; a hello
 //!   with Encrypted Client Hello or ESNI is refused unless `--allow-ech` names the host; a
@@ -14,13 +14,24 @@
 //! A refusal is answered in the client's protocol: a fatal TLS alert record, or an HTTP
 //! response with the `x-agentc-egress-deny` header; other clients are closed.
 
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use http::Request;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::{timeout, Instant};
 
-use super::{ClientIo, Shared};
+use super::capture::Recording;
+use super::{open, relay, Shared};
 use crate::host::normalize_host;
+use crate::log::Record;
 use crate::policy::{Deny, Reason};
 use crate::request;
 use crate::sni::{self, SniError};
@@ -434,6 +445,106 @@ pub(super) async fn refuse(mut client: ClientIo, speaks: Speaks, deny: &Deny) {
         match tokio::time::timeout_at(deadline, client.read(&mut sink)).await {
             Ok(Ok(n)) if n > 0 => drained += n,
             _ => break,
+        }
+    }
+}
+
+/// An allowed CONNECT after its `200`: takes the client's socket, reads and checks its first
+/// bytes ([`sniff`]), writes the decision line, and only then resolves and connects;
+/// a refusal is answered in the client's protocol (a TLS alert, an HTTP `403`) before closing.
+pub(super) async fn tunnel(
+    request: Request<Incoming>,
+    mut line: Record,
+    shared: Arc<Shared>,
+    permit: Arc<OwnedSemaphorePermit>,
+) {
+    let _permit = permit;
+    let host = line.host.clone().unwrap_or_default();
+    let port = line.port.unwrap_or_default();
+    let (mut client, mut first) = match hyper::upgrade::on(request).await {
+        // The client's own socket, and whatever it sent after the CONNECT head, so that the
+        // tunnel can be spliced in the kernel.
+        Ok(upgraded) => match upgraded.downcast::<TokioIo<Recording<TcpStream>>>() {
+            Ok(parts) => (
+                ClientIo::Tcp(parts.io.into_inner().into_inner()),
+                parts.read_buf.to_vec(),
+            ),
+            Err(upgraded) => (ClientIo::Upgraded(TokioIo::new(upgraded)), Vec::new()),
+        },
+        Err(error) => {
+            line.set_reason(Reason::BadRequest);
+            line.detail = Some(format!("the tunnel did not open: {error}"));
+            shared.emit(line);
+            return;
+        }
+    };
+    let sniffed = sniff(&mut client, &mut first, &shared, &host, port).await;
+    line.sni = sniffed.sni.clone();
+    line.protocol = sniffed.speaks.protocol();
+    line.detail = sniffed.detail.clone();
+    if let Err(deny) = sniffed.verdict {
+        line.set_reason(deny.reason);
+        line.detail = Some(deny.detail.clone());
+        shared.emit(line);
+        refuse(client, sniffed.speaks, &deny).await;
+        return;
+    }
+    shared.emit(line.clone());
+    let (address, upstream) = match open(&shared, &host, port).await {
+        Ok(opened) => opened,
+        Err(deny) => {
+            let mut close = line.close(deny.reason);
+            close.detail = Some(deny.detail.clone());
+            shared.emit(close);
+            refuse(client, sniffed.speaks, &deny).await;
+            return;
+        }
+    };
+    let mut close = line.close(Reason::Allowed);
+    close.address = Some(address);
+    relay(client, first, upstream, close, &shared).await;
+}
+
+/// The client side of a tunnel: its socket (the usual case), or hyper's upgraded connection.
+pub(super) enum ClientIo {
+    Tcp(TcpStream),
+    Upgraded(TokioIo<hyper::upgrade::Upgraded>),
+}
+
+impl AsyncRead for ClientIo {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ClientIo::Tcp(stream) => Pin::new(stream).poll_read(cx, buf),
+            ClientIo::Upgraded(io) => Pin::new(io).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for ClientIo {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            ClientIo::Tcp(stream) => Pin::new(stream).poll_write(cx, buf),
+            ClientIo::Upgraded(io) => Pin::new(io).poll_write(cx, buf),
+        }
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ClientIo::Tcp(stream) => Pin::new(stream).poll_flush(cx),
+            ClientIo::Upgraded(io) => Pin::new(io).poll_flush(cx),
+        }
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ClientIo::Tcp(stream) => Pin::new(stream).poll_shutdown(cx),
+            ClientIo::Upgraded(io) => Pin::new(io).poll_shutdown(cx),
         }
     }
 }
