@@ -40,6 +40,7 @@ fn serve_takes_the_agreed_flags_answers_health_and_stops_on_sigterm() {
             "10.20.0.0/16",
             "fd00:1::/64",
             "--allow-cidr=10.30.0.0/16",
+            "--allow-ech=API.example.com",
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -89,6 +90,10 @@ fn bad_values_exit_2_naming_them_and_an_unhealthy_proxy_exits_1() {
         (vec!["--allow", "10.0.0.1"], "`10.0.0.1`"),
         (vec!["--allow", "*.*.example.com"], "`*.*.example.com`"),
         (vec!["--allow-cidr", "10.0.0.1/8"], "host bits"),
+        (
+            vec!["--allow", "a.example.com", "--allow-ech", "b.example.com"],
+            "`b.example.com`: an --allow-ech entry must also be an --allow entry",
+        ),
         (vec!["--listen", "localhost:3128"], "`localhost:3128`"),
     ] {
         let output = agentc()
