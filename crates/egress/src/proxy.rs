@@ -490,7 +490,10 @@ fn start(
             shared.emit(line.clone());
             let (answer, later) = oneshot::channel();
             let shared = shared.clone();
+            // The slot stays taken until the request is done, even if the client has left.
+            let permit = permit.clone();
             tokio::spawn(async move {
+                let _permit = permit;
                 let response = forward(request, line, &path, shared).await;
                 let _ = answer.send(response);
             });
