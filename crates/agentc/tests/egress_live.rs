@@ -134,7 +134,14 @@ fn server() -> i32 {
     tcp(22, echo);
     tcp(53, drop);
     tcp(9000, |mut stream| {
-        // The throughput source: BENCH_BYTES bytes, then close.
+        // The throughput source: BENCH_BYTES bytes, then close. What the client sends (its
+        // first byte) is read, so that the close is not a reset that drops the tail.
+        if let Ok(mut input) = stream.try_clone() {
+            std::thread::spawn(move || {
+                let mut sink = [0u8; 1024];
+                while matches!(input.read(&mut sink), Ok(n) if n > 0) {}
+            });
+        }
         let chunk = vec![0x5au8; 64 * 1024];
         let mut left = BENCH_BYTES;
         while left > 0 {
@@ -144,6 +151,8 @@ fn server() -> i32 {
             }
             left -= n;
         }
+        // The reader holds a clone of the socket: end the stream explicitly.
+        let _ = stream.shutdown(std::net::Shutdown::Write);
     });
     let udp = UdpSocket::bind("0.0.0.0:53").expect("bind udp 53");
     std::thread::spawn(move || {
