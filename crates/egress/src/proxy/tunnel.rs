@@ -57,7 +57,7 @@ pub(super) enum Speaks {
     Http,
     /// Something else.
     Other,
-    /// Nothing (yet): the client waits for the server, or closed.
+    /// Nothing: the client closed, or sent nothing in time.
     Nothing,
 }
 
@@ -67,7 +67,8 @@ impl Speaks {
         match self {
             Speaks::Tls => Some("tls"),
             Speaks::Http => Some("http"),
-            Speaks::Other | Speaks::Nothing => Some("raw"),
+            Speaks::Other => Some("raw"),
+            Speaks::Nothing => None,
         }
     }
 }
@@ -126,7 +127,7 @@ pub(super) async fn sniff(
             Ok(Ok(n)) => first.extend_from_slice(&chunk[..n]),
             Err(_) if raw_allowed => {
                 return Sniffed {
-                    speaks: Speaks::Nothing,
+                    speaks: Speaks::Other,
                     sni: None,
                     detail: Some(format!(
                         "raw tunnel: the client sent nothing in {} ms (its server speaks first)",
