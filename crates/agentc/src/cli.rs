@@ -314,6 +314,11 @@ pub struct EgressServeArgs {
     /// Private or reserved ranges the proxy may connect to.
     #[arg(long = "allow-cidr", value_name = "CIDR", num_args = 1.., action = clap::ArgAction::Append)]
     pub allow_cidr: Vec<String>,
+    /// Hosts whose tunnels may carry Encrypted Client Hello (or ESNI), matched as `--allow`
+    /// is; each must also be an `--allow` entry. Without it such a ClientHello is refused
+    /// (reason `ech`).
+    #[arg(long = "allow-ech", value_name = "HOSTSPEC", num_args = 1.., action = clap::ArgAction::Append)]
+    pub allow_ech: Vec<String>,
     /// A published port of the workload to relay: accept TCP on the proxy's LISTEN_PORT and
     /// connect each client to IP:PORT (the workload's fixed address and container port).
     #[arg(long, value_name = "LISTEN_PORT=IP:PORT", action = clap::ArgAction::Append)]

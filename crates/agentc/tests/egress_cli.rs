@@ -40,6 +40,7 @@ fn serve_takes_the_agreed_flags_answers_health_and_stops_on_sigterm() {
             "10.20.0.0/16",
             "fd00:1::/64",
             "--allow-cidr=10.30.0.0/16",
+            "--allow-ech=API.example.com",
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -89,6 +90,10 @@ fn bad_values_exit_2_naming_them_and_an_unhealthy_proxy_exits_1() {
         (vec!["--allow", "10.0.0.1"], "`10.0.0.1`"),
         (vec!["--allow", "*.*.example.com"], "`*.*.example.com`"),
         (vec!["--allow-cidr", "10.0.0.1/8"], "host bits"),
+        (
+            vec!["--allow", "a.example.com", "--allow-ech", "b.example.com"],
+            "`b.example.com`: an --allow-ech entry must also be an --allow entry",
+        ),
         (vec!["--listen", "localhost:3128"], "`localhost:3128`"),
     ] {
         let output = agentc()
@@ -112,7 +117,10 @@ fn bad_values_exit_2_naming_them_and_an_unhealthy_proxy_exits_1() {
 #[test]
 fn the_subcommand_is_hidden_and_the_image_tag_needs_no_daemon() {
     let help = agentc().arg("--help").output().unwrap();
-    assert!(!String::from_utf8_lossy(&help.stdout).contains("egress"));
+    // `agentc egress` (the proxy's log) is listed; the proxy's own `egress-proxy` is not.
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    assert!(!help.contains("egress-proxy"), "{help}");
+    assert!(help.contains("egress"), "{help}");
     let tag = agentc()
         .args(["egress-proxy", "image", "--print-tag"])
         .env("DOCKER_HOST", "unix:///nonexistent")

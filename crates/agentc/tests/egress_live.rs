@@ -134,7 +134,14 @@ fn server() -> i32 {
     tcp(22, echo);
     tcp(53, drop);
     tcp(9000, |mut stream| {
-        // The throughput source: BENCH_BYTES bytes, then close.
+        // The throughput source: BENCH_BYTES bytes, then close. What the client sends (its
+        // first byte) is read, so that the close is not a reset that drops the tail.
+        if let Ok(mut input) = stream.try_clone() {
+            std::thread::spawn(move || {
+                let mut sink = [0u8; 1024];
+                while matches!(input.read(&mut sink), Ok(n) if n > 0) {}
+            });
+        }
         let chunk = vec![0x5au8; 64 * 1024];
         let mut left = BENCH_BYTES;
         while left > 0 {
@@ -144,6 +151,8 @@ fn server() -> i32 {
             }
             left -= n;
         }
+        // The reader holds a clone of the socket: end the stream explicitly.
+        let _ = stream.shutdown(std::net::Shutdown::Write);
     });
     let udp = UdpSocket::bind("0.0.0.0:53").expect("bind udp 53");
     std::thread::spawn(move || {
@@ -239,6 +248,9 @@ fn bench() -> i32 {
             let mut stream = connect(&proxy).expect("connect");
             write!(stream, "CONNECT allowed.test:9000 HTTP/1.1\r\n\r\n").expect("write");
             assert_eq!(read_status(&mut stream), Ok(200));
+            // A first byte, so that the proxy opens the raw tunnel at once instead of after
+            // its wait for a client whose server speaks first.
+            stream.write_all(b"\n").expect("write");
             stream
         } else {
             connect(&format!("{server}:9000")).expect("connect")
@@ -307,8 +319,9 @@ fn read_status(stream: &mut TcpStream) -> Result<u16, String> {
         .ok_or_else(|| format!("bad-head {text:?}"))
 }
 
-/// One probe line: `http PROXY URL`, `connect PROXY AUTHORITY SNI|-`, `tcp ADDRESS`,
-/// `udp-dns ADDRESS NAME`, `tcp-dns ADDRESS NAME`, `resolve NAME`.
+/// One probe line: `http PROXY URL`, `connect PROXY AUTHORITY SNI|-|raw|ech:SNI|http:HOST`,
+/// `halfclose PROXY URL COUNT`, `tcp ADDRESS`, `udp-dns ADDRESS NAME`, `tcp-dns ADDRESS NAME`,
+/// `resolve NAME`.
 fn probe(line: &str) -> String {
     let words: Vec<&str> = line.split_whitespace().collect();
     let outcome = match words.as_slice() {
@@ -327,7 +340,7 @@ fn probe(line: &str) -> String {
                 body.lines().next().unwrap_or("")
             ))
         })(),
-        ["connect", proxy, authority, server_name] => (|| {
+        ["connect", proxy, authority, first] => (|| {
             let mut stream = connect(proxy)?;
             write!(
                 stream,
@@ -338,10 +351,19 @@ fn probe(line: &str) -> String {
             if status != 200 {
                 return Ok(format!("status={status}"));
             }
-            let hello = match *server_name {
+            // What the client sends first: a ClientHello for a name (`-` none, `ech:NAME`
+            // with Encrypted Client Hello), raw bytes, or an HTTP request for `http:HOST`.
+            let hello = match *first {
                 "-" => sni::client_hello(None),
                 "raw" => b"SSH-2.0-probe\r\n".to_vec(),
-                name => sni::client_hello(Some(name)),
+                other => match (other.strip_prefix("ech:"), other.strip_prefix("http:")) {
+                    (Some(name), _) => sni::client_hello_with(Some(name), true),
+                    (_, Some(host)) => {
+                        format!("GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+                            .into_bytes()
+                    }
+                    _ => sni::client_hello(Some(other)),
+                },
             };
             // Send it in three pieces, as a slow client would.
             // A write refused midway means the proxy closed the tunnel: as good as no echo.
@@ -351,13 +373,51 @@ fn probe(line: &str) -> String {
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
-            let mut echoed = vec![0u8; hello.len()];
-            let echo = match stream.read_exact(&mut echoed) {
-                Ok(()) if echoed == hello => "ok",
-                Ok(()) => "mismatch",
-                Err(_) => "closed",
+            // Read until the other side closes (or the echo is whole): the echo, a TLS
+            // alert, an HTTP answer, or nothing.
+            let mut answer = Vec::new();
+            let mut chunk = [0u8; 4096];
+            while answer.len() < hello.len() || answer.starts_with(b"HTTP/") {
+                match stream.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => answer.extend_from_slice(&chunk[..n]),
+                }
+            }
+            let seen = if answer == hello {
+                "echo=ok".to_string()
+            } else if answer.len() == 7 && answer.starts_with(&[21, 3, 3, 0, 2, 2]) {
+                format!("alert={}", answer[6])
+            } else if answer.starts_with(b"HTTP/1.1 ") {
+                let text = String::from_utf8_lossy(&answer).into_owned();
+                let deny = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("x-agentc-egress-deny: "))
+                    .unwrap_or("-")
+                    .to_string();
+                format!("http={} deny={deny}", &text[9..12])
+            } else if answer.is_empty() {
+                "echo=closed".to_string()
+            } else {
+                "echo=mismatch".to_string()
             };
-            Ok(format!("status={status} echo={echo}"))
+            Ok(format!("status={status} {seen}"))
+        })(),
+        ["halfclose", proxy, url, count] => (|| {
+            // `printf ... | nc`: each request sent, the write side closed at once.
+            let count: usize = count.parse().map_err(|_| "bad count".to_string())?;
+            let mut answered = 0;
+            for _ in 0..count {
+                let mut stream = connect(proxy)?;
+                write!(stream, "GET {url} HTTP/1.1\r\nHost: x\r\n\r\n")
+                    .map_err(|e| e.to_string())?;
+                stream
+                    .shutdown(std::net::Shutdown::Write)
+                    .map_err(|e| e.to_string())?;
+                if read_status(&mut stream) == Ok(403) {
+                    answered += 1;
+                }
+            }
+            Ok(format!("answered={answered}"))
         })(),
         ["tcp", address] => connect(address).map(|_| "connected".to_string()),
         ["udp-dns", address, name] => (|| {
@@ -831,24 +891,54 @@ fn allowed_hosts_work_and_every_other_request_is_refused_with_one_deny_line() {
         (format!("http {p} http://allowed.test.{ip}/"), "status=403"),
         // Allowed by name, refused by address: meta.test is on a range no CIDR allows.
         (format!("http {p} http://meta.test/"), "status=403"),
-        (format!("connect {p} meta.test:443 meta.test"), "status=403"),
+        // (A tunnel is answered 200 once its name is allowed; the address is refused after
+        // its ClientHello, with a TLS alert: 49, access_denied.)
+        (
+            format!("connect {p} meta.test:443 meta.test"),
+            "status=200 alert=49",
+        ),
         // Requests to the proxy itself.
         (format!("http {p} /"), "status=400"),
         (format!("http {p} https://allowed.test/"), "status=400"),
-        // The tunnel opens, then the ClientHello is judged: wrong, missing, not TLS.
+        // The tunnel opens, then its first bytes are judged before anything is resolved or
+        // connected: a wrong or missing SNI gets a TLS alert (112, unrecognized_name), bytes
+        // that are not TLS to 443 are closed, ECH is refused (49, access_denied), a port-80
+        // tunnel must ask for its own Host.
         (
             format!("connect {p} allowed.test:443 forbidden.test"),
-            "status=200 echo=closed",
+            "status=200 alert=112",
         ),
         (
             format!("connect {p} allowed.test:443 -"),
-            "status=200 echo=closed",
+            "status=200 alert=112",
         ),
         (
             format!("connect {p} allowed.test:443 raw"),
             "status=200 echo=closed",
         ),
+        (
+            format!("connect {p} allowed.test:443 ech:allowed.test"),
+            "status=200 alert=49",
+        ),
+        (
+            format!("connect {p} allowed.test:80 http:forbidden.test"),
+            "status=200 http=403 deny=host-mismatch",
+        ),
+        (
+            format!("connect {p} allowed.test:80 http:allowed.test"),
+            "status=200 http=200",
+        ),
+        // Plain HTTP to the TLS port.
+        (format!("http {p} http://allowed.test:443/"), "status=403"),
     ];
+    let allowed = |expected: &str| {
+        [
+            "status=200 body=hello from outside",
+            "status=200 echo=ok",
+            "status=200 http=200",
+        ]
+        .contains(&expected)
+    };
     let probes: Vec<String> = cases.iter().map(|(probe, _)| probe.clone()).collect();
     let results = t.probes(&t.inner, &[], &probes);
     let mut failures = Vec::new();
@@ -863,22 +953,36 @@ fn allowed_hosts_work_and_every_other_request_is_refused_with_one_deny_line() {
         t.proxy_log()
     );
 
+    // One decision line per request; a close line (same id) after each allowed decision: the
+    // bytes, or the refusal of meta.test's address.
     let decisions = t.decisions();
-    let denied = cases
+    let requests: Vec<&serde_json::Value> =
+        decisions.iter().filter(|d| d["kind"] != "dns").collect();
+    let decided: Vec<&&serde_json::Value> = requests
         .iter()
-        .filter(|(_, e)| *e != "status=200 body=hello from outside" && *e != "status=200 echo=ok")
-        .count();
+        .filter(|d| d["event"] == "decision")
+        .collect();
+    assert_eq!(decided.len(), cases.len(), "{decisions:#?}");
+    let allowed_requests = cases.iter().filter(|(_, e)| allowed(e)).count();
+    let allow_ids: Vec<&serde_json::Value> = decided
+        .iter()
+        .filter(|d| d["decision"] == "allow")
+        .map(|d| &d["id"])
+        .collect();
+    assert_eq!(allow_ids.len(), allowed_requests + 2, "{decisions:#?}");
+    let closes: Vec<&&serde_json::Value> =
+        requests.iter().filter(|d| d["event"] == "close").collect();
+    assert_eq!(closes.len(), allowed_requests + 2, "{decisions:#?}");
+    for close in &closes {
+        assert!(allow_ids.contains(&&close["id"]), "{close}: no decision");
+    }
+    let denied = cases.iter().filter(|(_, e)| !allowed(e)).count();
     let denies = deny_lines(&decisions);
     assert_eq!(
         denies.len(),
         denied,
         "one deny line per denied request: {denies:#?}"
     );
-    let allows = decisions
-        .iter()
-        .filter(|d| d["decision"] == "allow")
-        .count();
-    assert_eq!(allows, 4, "{decisions:#?}");
     let reasons: Vec<&str> = denies.iter().filter_map(|d| d["reason"].as_str()).collect();
     for reason in [
         "host-not-allowed",
@@ -889,30 +993,31 @@ fn allowed_hosts_work_and_every_other_request_is_refused_with_one_deny_line() {
         "sni-mismatch",
         "sni-missing",
         "not-tls",
+        "ech",
+        "host-mismatch",
     ] {
         assert!(reasons.contains(&reason), "no {reason} line in {reasons:?}");
     }
-    let connect = decisions
+    let connect = closes
         .iter()
-        .find(|d| d["decision"] == "allow" && d["kind"] == "connect")
+        .find(|d| d["decision"] == "allow" && d["kind"] == "connect" && d["protocol"] == "tls")
         .expect("an allowed connect");
     assert_eq!(connect["address"], format!("{}:443", t.server_ip));
     assert!(connect["bytes_up"].as_u64() > Some(0) && connect["bytes_down"] == connect["bytes_up"]);
-    // Nothing reached the server but the four allowed requests (and the TCP connects of the
-    // three tunnels whose ClientHello was refused: the proxy connects, then judges the hello,
-    // and closes without sending a byte). No datagram reached the logger.
+    // Nothing reached the server but the allowed requests: a refused tunnel is refused before
+    // the proxy connects (two connections on 443, the allowed ones). No datagram reached the
+    // logger.
     let seen = t.server_seen();
     assert!(seen.iter().all(|l| !l.starts_with("DNS-QUERY")), "{seen:?}");
-    assert_eq!(
-        seen.iter().filter(|l| l.starts_with("ACCEPT 80 ")).count(),
-        2,
-        "{seen:?}"
-    );
-    assert_eq!(
-        seen.iter().filter(|l| l.starts_with("ACCEPT 22 ")).count(),
-        0,
-        "{seen:?}"
-    );
+    for (port, count) in [(80, 3), (443, 2), (22, 0)] {
+        assert_eq!(
+            seen.iter()
+                .filter(|l| l.starts_with(&format!("ACCEPT {port} ")))
+                .count(),
+            count,
+            "port {port}: {seen:?}"
+        );
+    }
     t.finish();
 }
 
@@ -1493,6 +1598,13 @@ fn launched_sandbox_reaches_exactly_its_allowlist(backend: &str) {
         "resolve allowed.test".to_string(),
         format!("udp-dns {server}:53 leak-direct.exfil.test"),
         format!("udp-dns {proxy_ip}:53 leak-stub.exfil.test"),
+        // Issue 18: the first bytes of a tunnel are checked and refusals answered in the
+        // client's protocol; plain HTTP to 443 is refused; a client that half-closes at once
+        // still gets its answer, and every such request its line.
+        format!("connect {p} allowed.test:80 http:forbidden.test"),
+        format!("connect {p} allowed.test:443 ech:allowed.test"),
+        format!("http {p} http://allowed.test:443/"),
+        format!("halfclose {p} http://halfclose.test/ 100"),
     ];
     let got = outside.probes(&sandbox, &probes);
     let log = docker(&["logs", &proxy]).unwrap_or_default();
@@ -1506,11 +1618,25 @@ fn launched_sandbox_reaches_exactly_its_allowlist(backend: &str) {
             got[index]
         );
     }
-    assert!(got[5].contains("echo=closed"), "wrong SNI: {}", got[5]);
+    assert_eq!(
+        got[5], "status=200 alert=112",
+        "wrong SNI: a TLS alert: {log}"
+    );
     assert!(got[6].starts_with("connect-failed"), "direct: {}", got[6]);
     assert!(got[7].starts_with("resolve-failed"), "resolve: {}", got[7]);
     assert_eq!(got[8], "no-answer", "DNS straight to the outside");
     assert_eq!(got[9], "answer rcode=3", "the stub answers NXDOMAIN");
+    assert_eq!(got[10], "status=200 http=403 deny=host-mismatch", "{log}");
+    assert_eq!(got[11], "status=200 alert=49", "ECH: {log}");
+    assert!(
+        got[12].starts_with("status=403"),
+        "http to 443: {}",
+        got[12]
+    );
+    assert_eq!(
+        got[13], "answered=100",
+        "half-closed clients get their answer"
+    );
     // Every refusal is logged, the stub logged the query, and the outside saw no DNS and
     // only the proxy's connections.
     let decisions: Vec<serde_json::Value> = docker(&["logs", &proxy])
@@ -1518,7 +1644,17 @@ fn launched_sandbox_reaches_exactly_its_allowlist(backend: &str) {
         .lines()
         .filter_map(|line| serde_json::from_str(line).ok())
         .collect();
-    assert_eq!(deny_lines(&decisions).len(), 4, "{log}");
+    let denies = deny_lines(&decisions);
+    assert_eq!(denies.len(), 107, "{log}");
+    let half_closed = denies
+        .iter()
+        .filter(|d| d["host"] == "halfclose.test" && d["event"] == "decision")
+        .count();
+    assert_eq!(half_closed, 100, "a line for each half-closed request");
+    let reasons: Vec<&str> = denies.iter().filter_map(|d| d["reason"].as_str()).collect();
+    for reason in ["sni-mismatch", "host-mismatch", "ech", "not-tls"] {
+        assert!(reasons.contains(&reason), "no {reason} line in {reasons:?}");
+    }
     assert!(log.contains("leak-stub.exfil.test"), "{log}");
     let seen = docker(&["logs", &outside.topology.server]).unwrap_or_default();
     assert!(!seen.contains("DNS-QUERY"), "{seen}");
@@ -1581,13 +1717,28 @@ fn launched_sandbox_reaches_exactly_its_allowlist(backend: &str) {
         "{routed}"
     );
 
-    // A second sandbox cannot reach the first one's proxy (nor the first the second's).
-    let second = outside.profile("b", "");
+    // A second sandbox cannot reach the first one's proxy (nor the first the second's). Its
+    // profile allows ECH for allowed.test: its own proxy lets the same ClientHello through.
+    let second = outside.profile("b", "allow_ech = [\"allowed.test\"]\n");
     let (ok, output) = outside.run(&second, backend);
     assert!(ok, "{output}");
     let sandbox2 = started_name(&output);
-    let other = outside.probes(&sandbox2, &[format!("tcp {p}")]);
+    let proxy2_ip = inspect(
+        &format!("{sandbox2}-egress-proxy"),
+        &format!("{{{{(index .NetworkSettings.Networks \"{sandbox2}-egress\").IPAddress}}}}"),
+    );
+    let other = outside.probes(
+        &sandbox2,
+        &[
+            format!("tcp {p}"),
+            format!("connect {proxy2_ip}:3128 allowed.test:443 ech:allowed.test"),
+        ],
+    );
     assert!(other[0].starts_with("connect-failed"), "{other:?}");
+    assert_eq!(
+        other[1], "status=200 echo=ok",
+        "ECH allowed by egress.allow_ech"
+    );
 
     // The proxy killed: no egress at all.
     docker(&["kill", &proxy]).expect("kill the proxy");
@@ -2419,9 +2570,15 @@ fn the_eleventh_wildcard_name_is_refused(backend: &str) {
         .lines()
         .filter_map(|line| serde_json::from_str(line).ok())
         .collect();
+    // Each look-up of a wildcard name is said on its request's decision line.
     let resolved: Vec<&str> = lines
         .iter()
-        .filter(|line| line["kind"] == "resolve")
+        .filter(|line| line["event"] == "decision")
+        .filter(|line| {
+            line["detail"]
+                .as_str()
+                .is_some_and(|detail| detail.contains("resolved through *.wild.test"))
+        })
         .filter_map(|line| line["host"].as_str())
         .collect();
     // Ten names and the repeat of the first; nothing for the 11th nor the exact host.

@@ -47,6 +47,8 @@ pub struct EgressPolicy {
     /// Distinct wildcard-allowed names the proxy resolves a minute
     /// (`egress.wildcard_names_per_minute`; the proxy's default when unset).
     pub wildcard_names_per_minute: Option<u32>,
+    /// Hosts whose TLS tunnels may carry Encrypted Client Hello (`egress.allow_ech`).
+    pub allow_ech: Vec<String>,
 }
 
 impl EgressPolicy {
@@ -59,6 +61,7 @@ impl EgressPolicy {
             gateway: egress.gateway_host.is_some(),
             allow_cidrs: egress.allow_cidrs.clone(),
             wildcard_names_per_minute: egress.wildcard_names_per_minute,
+            allow_ech: egress.allow_ech.clone(),
         }
     }
 }
@@ -66,7 +69,9 @@ impl EgressPolicy {
 /// The egress proxy's command line, as the egress crate writes it for every renderer
 /// ([`agentc_egress::proxy_command`]): `/usr/local/bin/agentc egress-proxy serve`, listening on
 /// 3128 with its DNS stub on 53, one `--allow=` per host spec (normalized) and one
-/// `--allow-cidr=` per range; or the egress crate's error naming the first value it refuses.
+/// `--allow-cidr=` per range, one `--allow-ech=` per ECH opt-in, and the bound on wildcard
+/// look-ups (`egress.wildcard_names_per_minute`; the proxy's default when `None`); or the
+/// egress crate's error naming the first value it refuses.
 ///
 /// Unlike the docker backends' proxy, which listens on its fixed isolated-network address,
 /// the Pod's proxy listens on every address: a Pod's address is not known when it is rendered,
@@ -74,15 +79,7 @@ impl EgressPolicy {
 pub fn egress_proxy_argv(
     hosts: &[String],
     allow_cidrs: &[String],
-) -> Result<Vec<String>, agentc_egress::EgressError> {
-    egress_proxy_argv_limited(hosts, allow_cidrs, None)
-}
-
-/// [`egress_proxy_argv`] with the bound on wildcard look-ups
-/// (`egress.wildcard_names_per_minute`; the proxy's default when `None`).
-pub fn egress_proxy_argv_limited(
-    hosts: &[String],
-    allow_cidrs: &[String],
+    allow_ech: &[String],
     wildcard_names_per_minute: Option<u32>,
 ) -> Result<Vec<String>, agentc_egress::EgressError> {
     let mut config = agentc_egress::Config::from_args(
@@ -90,7 +87,8 @@ pub fn egress_proxy_argv_limited(
         Some(&format!("0.0.0.0:{DNS_PORT}")),
         hosts,
         allow_cidrs,
-    )?;
+    )?
+    .with_allow_ech(allow_ech)?;
     if let Some(names) = wildcard_names_per_minute {
         config.limits.wildcard_names_per_minute = names;
         config.limits.check()?;
@@ -252,6 +250,8 @@ mod tests {
         let argv = egress_proxy_argv(
             &["API.Anthropic.com".into(), "*.github.com:443".into()],
             &["10.20.0.0/16".into()],
+            &["*.github.com:443".into()],
+            None,
         )
         .expect("valid");
         assert_eq!(
@@ -264,11 +264,13 @@ mod tests {
                 "--dns=0.0.0.0:53",
                 "--allow=api.anthropic.com",
                 "--allow=*.github.com:443",
-                "--allow-cidr=10.20.0.0/16"
+                "--allow-cidr=10.20.0.0/16",
+                "--allow-ech=*.github.com:443"
             ]
         );
         assert_eq!(argv[0], agentc_egress::PROXY_BINARY);
-        let refused = egress_proxy_argv(&["10.0.0.1".into()], &[]).expect_err("an IP literal");
+        let refused =
+            egress_proxy_argv(&["10.0.0.1".into()], &[], &[], None).expect_err("an IP literal");
         assert!(refused.to_string().contains("10.0.0.1"), "{refused}");
     }
 

@@ -294,6 +294,7 @@ fn options() -> impl Strategy<Value = Options> {
                         gateway,
                         allow_cidrs: Vec::new(),
                         wildcard_names_per_minute: None,
+                        allow_ech: Vec::new(),
                     },
                 }
             },

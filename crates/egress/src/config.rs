@@ -150,6 +150,10 @@ pub struct Config {
     /// address, never decided by the allowlist.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub relays: Vec<Relay>,
+    /// The hosts whose tunnels may carry Encrypted Client Hello (`--allow-ech`), matched as
+    /// the allowlist is; none by default (a ClientHello with ECH or ESNI is refused).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_ech: Vec<HostSpec>,
     /// The bounds.
     #[serde(default)]
     pub limits: Limits,
@@ -219,6 +223,7 @@ impl Default for Config {
             allow: Vec::new(),
             allow_cidrs: Vec::new(),
             relays: Vec::new(),
+            allow_ech: Vec::new(),
             limits: Limits::default(),
         }
     }
@@ -251,6 +256,7 @@ impl Config {
                 .map(|cidr| Cidr::parse(cidr.as_ref()))
                 .collect::<Result<_, _>>()?,
             relays: Vec::new(),
+            allow_ech: Vec::new(),
             limits: Limits::default(),
         };
         config.limits.check()?;
@@ -280,6 +286,34 @@ impl Config {
         Ok(self)
     }
 
+    /// The configuration with the `--allow-ech` host specs `specs` added; each is parsed as
+    /// an allowlist entry ([`HostSpec::parse`]) and must be matched by one, since ECH is
+    /// allowed only where the name is.
+    ///
+    /// ```
+    /// use agentc_egress::Config;
+    /// let none: [&str; 0] = [];
+    /// let config = Config::from_args("0.0.0.0:3128", None, &["a.example"], &none).unwrap();
+    /// assert!(config.clone().with_allow_ech(&["a.example"]).is_ok());
+    /// assert!(config.with_allow_ech(&["b.example"]).is_err());
+    /// ```
+    pub fn with_allow_ech(mut self, specs: &[impl AsRef<str>]) -> Result<Config, EgressError> {
+        for text in specs {
+            let spec = HostSpec::parse(text.as_ref())?;
+            if !self.allow.contains(&spec) {
+                return Err(EgressError::HostSpec {
+                    spec: text.as_ref().to_string(),
+                    reason: "an --allow-ech entry must also be an --allow entry, as written"
+                        .to_string(),
+                });
+            }
+            if !self.allow_ech.contains(&spec) {
+                self.allow_ech.push(spec);
+            }
+        }
+        Ok(self)
+    }
+
     /// Where the relay listening on `port` accepts connections: every address of the proxy's
     /// container (the unspecified address of the listen address's family), since the host
     /// publishes the relay through the outside network while the proxy itself listens on its
@@ -297,13 +331,15 @@ impl Config {
     /// The decision core for this allowlist.
     pub fn policy(&self) -> Policy {
         Policy::new(self.allow.clone(), self.allow_cidrs.clone())
+            .with_allow_ech(self.allow_ech.clone())
     }
 }
 
 /// The proxy container's command: the full argv, starting with [`PROXY_BINARY`], that every
 /// renderer (docker CLI, Engine API, Kubernetes) uses. Values are attached (`--allow=HOST`), so
-/// none can be read as a flag. `--wildcard-names-per-minute=N` is written when N is not the
-/// default; the relays come last (`--relay=LISTEN=IP:PORT`).
+/// none can be read as a flag. The ECH opt-ins (`--allow-ech=HOST`) follow the ranges, then
+/// `--wildcard-names-per-minute=N` when N is not the default; the relays come last
+/// (`--relay=LISTEN=IP:PORT`).
 ///
 /// ```
 /// use agentc_egress::{proxy_command, Config};
@@ -328,6 +364,12 @@ pub fn proxy_command(config: &Config) -> Vec<String> {
             .allow_cidrs
             .iter()
             .map(|cidr| format!("--allow-cidr={cidr}")),
+    );
+    argv.extend(
+        config
+            .allow_ech
+            .iter()
+            .map(|spec| format!("--allow-ech={spec}")),
     );
     let wildcard_names = config.limits.wildcard_names_per_minute;
     if wildcard_names != DEFAULT_NAMES_PER_MINUTE {
@@ -544,6 +586,34 @@ mod tests {
         }
         let twice = config.with_relays(&["20000=10.0.0.4:80"]).unwrap_err();
         assert!(twice.to_string().contains("already"), "{twice}");
+    }
+
+    #[test]
+    fn allow_ech_entries_must_be_allowlist_entries_and_reach_the_argv() {
+        let none: [&str; 0] = [];
+        let config = Config::from_args("0.0.0.0:3128", None, &["a.example", "*.b.example"], &none)
+            .unwrap()
+            .with_allow_ech(&["A.Example.", "*.b.example", "a.example"])
+            .unwrap();
+        assert_eq!(
+            proxy_command(&config)[6..],
+            ["--allow-ech=a.example", "--allow-ech=*.b.example"]
+        );
+        let json = serde_json::to_string(&config).unwrap();
+        assert_eq!(serde_json::from_str::<Config>(&json).unwrap(), config);
+        for (bad, needle) in [
+            ("c.example", "must also be an --allow entry"),
+            ("x.b.example", "must also be an --allow entry"),
+            ("a.example:443", "must also be an --allow entry"),
+            ("10.0.0.1", "IP addresses"),
+        ] {
+            let error = config
+                .clone()
+                .with_allow_ech(&[bad])
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(bad) && error.contains(needle), "{error}");
+        }
     }
 
     #[test]

@@ -3,8 +3,11 @@
 //! The workload sits alone on an `--internal` Docker network; this proxy is the only other
 //! member, and the only member of a second, outside network. It serves:
 //!
-//! - **HTTP CONNECT** to allowlisted `host:port`s, and for port 443 it reads the TLS ClientHello
-//!   and requires its SNI to equal the CONNECT host (no interception, no CA);
+//! - **HTTP CONNECT** to allowlisted `host:port`s, whose first bytes it checks before it
+//!   resolves or connects: a TLS ClientHello's SNI must equal the CONNECT host (no
+//!   interception, no CA; Encrypted Client Hello only with `--allow-ech`), an HTTP request's
+//!   `Host` must name it, other bytes pass only for an explicit `host:port` entry; a refusal is
+//!   a TLS alert or an HTTP `403` written into the tunnel;
 //! - **plain HTTP forwarding** of absolute-form requests (`GET http://host/path`, as curl and
 //!   wget send them to a proxy), with hop-by-hop and `Proxy-*` headers stripped;
 //! - a **DNS stub** on port 53 that answers every query with NXDOMAIN and logs its name, so DNS
@@ -13,7 +16,8 @@
 //!   internal network cannot publish ports, so the proxy container publishes them and copies
 //!   each connection to the one fixed address it was configured with (inbound traffic, never
 //!   decided by the allowlist);
-//! - one **JSON decision line** per request and per relayed connection on stdout ([`log`]).
+//! - one **JSON decision line** per request, written before anything leaves for it, and a
+//!   close line (same `id`) per allowed request and per relayed connection, on stdout ([`log`]).
 //!
 //! The core is pure and typed: [`config`] (the allowlist and bounds), [`host`] (host names, IP
 //! literals in every spelling, the host specs), [`addr`] (the address classifier), [`policy`]

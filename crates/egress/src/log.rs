@@ -1,22 +1,31 @@
-//! The decision log: one JSON line per decision on stdout.
+//! The decision log: JSON lines on stdout, one or two per request.
 //!
 //! ```json
-//! {"time":"2026-11-30T04:03:11.123Z","kind":"connect","client":"10.0.9.2:41234","host":"allowed.test","port":443,"address":"10.251.3.2:443","decision":"allow","reason":"allowed","bytes_up":517,"bytes_down":2048}
-//! {"time":"2026-11-30T04:03:12.500Z","kind":"relay","client":"172.17.0.1:50122","address":"10.213.0.3:8080","decision":"allow","reason":"allowed","bytes_up":78,"bytes_down":512}
-//! {"time":"2026-11-30T04:03:12.300Z","kind":"resolve","client":"10.0.9.2:41240","host":"raw.githubusercontent.com","port":443,"decision":"allow","reason":"wildcard","detail":"resolved through *.githubusercontent.com: name 1 of 10 distinct names this minute"}
-//! {"time":"2026-11-30T04:03:12.004Z","kind":"dns","client":"10.0.9.2:53122","qname":"leak.exfil.test.","qtype":"A","decision":"deny","reason":"dns-query"}
+//! {"time":"2026-11-30T04:03:11.101Z","id":41,"event":"decision","kind":"connect","client":"10.0.9.2:41234","host":"allowed.test","port":443,"decision":"allow","reason":"allowed","sni":"allowed.test","protocol":"tls"}
+//! {"time":"2026-11-30T04:03:11.123Z","id":41,"event":"close","kind":"connect","client":"10.0.9.2:41234","host":"allowed.test","port":443,"address":"10.251.3.2:443","decision":"allow","reason":"allowed","sni":"allowed.test","protocol":"tls","bytes_up":517,"bytes_down":2048}
+//! {"time":"2026-11-30T04:03:12.004Z","id":42,"event":"decision","kind":"dns","client":"10.0.9.2:53122","qname":"leak.exfil.test.","qtype":"A","decision":"deny","reason":"dns-query"}
+//! {"time":"2026-11-30T04:03:12.500Z","id":43,"event":"close","kind":"relay","client":"172.17.0.1:50122","address":"10.213.0.3:8080","decision":"allow","reason":"allowed","bytes_up":78,"bytes_down":512}
 //! ```
 //!
-//! An allowed request is logged when it closes, with the bytes sent up to the server and
-//! received down from it; a refusal is logged when it is made. A relayed connection (a
-//! published port of the workload) is logged when it closes, `address` being the workload's
-//! address it was relayed to and `bytes_up` what the client sent it; one the workload refused
-//! is a `deny` line with reason `connect-failed`. A name allowed only through a `*.domain` entry
-//! gets a `resolve` line just before it is looked up (one per look-up, [`crate::wildcard`]),
-//! besides the request's own line. Nothing else goes to stdout.
+//! Every request the proxy reads gets exactly one `event: "decision"` line, written before any
+//! lookup or connection the request causes, whatever the client does afterwards: a refusal by
+//! name or form, or an allowed name (for a CONNECT, after the tunnel's first bytes were read
+//! and checked). What follows an allowed decision is one `event: "close"` line with the same
+//! `id`: the address connected to and the bytes each way, or the refusal that came after the
+//! decision (`resolve-failed`, `address-refused`, `connect-failed`), whose `decision` is then
+//! `deny`. A request hyper cannot parse is a `connection` line with `request_line`, the request
+//! line as far as it was read (truncated, control bytes escaped). A relayed connection (a
+//! published port of the workload) is one `close` line when it closes, `address` being the
+//! workload's address it was relayed to and `bytes_up` what the client sent it; one the
+//! workload refused is a `deny` line with reason `connect-failed`. DNS queries to the stub and
+//! refusals for too many connections are one `decision` line each. A name allowed only
+//! through a `*.domain` entry says on its decision line how many distinct names that entry
+//! resolved this minute ([`crate::wildcard`]); one more is a `wildcard-rate` refusal. Nothing
+//! else goes to stdout.
 
 use std::io::Write;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -38,9 +47,23 @@ pub enum Kind {
     Connection,
     /// A connection to a published port of the workload, relayed to it.
     Relay,
-    /// A name allowed only through a wildcard entry, about to be resolved through the host's
-    /// resolver (reason `wildcard`; [`crate::wildcard`]).
-    Resolve,
+}
+
+/// Which line of a request a record is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Event {
+    /// The request's one decision, written before anything leaves the proxy for it.
+    Decision,
+    /// What became of an allowed request: closed (with the bytes), or refused after the
+    /// decision (its address, its connection).
+    Close,
+}
+
+/// The next request id of this process (1 and up).
+pub fn next_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// One decision line.
@@ -48,6 +71,10 @@ pub enum Kind {
 pub struct Record {
     /// RFC 3339 UTC, milliseconds.
     pub time: String,
+    /// The request's id, shared by its decision and close lines (unique in this process).
+    pub id: u64,
+    /// Which line of the request this is.
+    pub event: Event,
     /// What kind of request.
     pub kind: Kind,
     /// The client's address.
@@ -68,9 +95,16 @@ pub struct Record {
     /// What exactly, for refusals.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
-    /// The SNI a CONNECT to 443 sent.
+    /// The SNI a tunnel's ClientHello sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sni: Option<String>,
+    /// What a tunnel carries, from its first bytes: `tls`, `http` or `raw`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<&'static str>,
+    /// The request line of a request hyper could not parse, as far as it was read (at most
+    /// 200 characters, control and non-ASCII bytes escaped).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_line: Option<String>,
     /// Bytes sent to the server, at close.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bytes_up: Option<u64>,
@@ -86,10 +120,13 @@ pub struct Record {
 }
 
 impl Record {
-    /// A record stamped now, with only the required fields set.
+    /// A decision record of a new request (a fresh id) stamped now, with only the required
+    /// fields set.
     pub fn new(kind: Kind, client: SocketAddr, reason: Reason) -> Record {
         Record {
             time: rfc3339(SystemTime::now()),
+            id: next_id(),
+            event: Event::Decision,
             kind,
             client,
             host: None,
@@ -103,11 +140,34 @@ impl Record {
             reason: reason.as_str(),
             detail: None,
             sni: None,
+            protocol: None,
+            request_line: None,
             bytes_up: None,
             bytes_down: None,
             qname: None,
             qtype: None,
         }
+    }
+
+    /// The close line of the same request, stamped now: same id and fields, `reason` (and
+    /// `decision`) as given, no detail yet.
+    pub fn close(&self, reason: Reason) -> Record {
+        let mut close = self.clone();
+        close.time = rfc3339(SystemTime::now());
+        close.event = Event::Close;
+        close.set_reason(reason);
+        close.detail = None;
+        close
+    }
+
+    /// Sets `reason` and the `decision` it implies.
+    pub fn set_reason(&mut self, reason: Reason) {
+        self.reason = reason.as_str();
+        self.decision = if reason == Reason::Allowed {
+            "allow"
+        } else {
+            "deny"
+        };
     }
 
     /// The JSON line, without the newline.
@@ -182,9 +242,21 @@ mod tests {
         keys.sort_unstable();
         assert_eq!(
             keys,
-            ["client", "decision", "host", "kind", "port", "reason", "time"]
+            ["client", "decision", "event", "host", "id", "kind", "port", "reason", "time"]
         );
         assert_eq!(value["decision"], "deny");
         assert_eq!(value["reason"], "host-not-allowed");
+        assert_eq!(value["event"], "decision");
+    }
+
+    #[test]
+    fn a_close_line_shares_the_id_and_new_requests_get_new_ones() {
+        let client = "10.0.0.2:5000".parse().unwrap();
+        let decision = Record::new(Kind::Forward, client, Reason::Allowed);
+        let close = decision.close(Reason::AddressRefused);
+        assert_eq!((close.id, close.event), (decision.id, Event::Close));
+        assert_eq!((close.decision, close.reason), ("deny", "address-refused"));
+        let other = Record::new(Kind::Forward, client, Reason::Allowed);
+        assert!(other.id > decision.id);
     }
 }

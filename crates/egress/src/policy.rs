@@ -28,14 +28,27 @@ pub enum Reason {
     AddressRefused,
     /// No checked address accepted the connection.
     ConnectFailed,
-    /// A CONNECT to 443 sent a ClientHello whose SNI is another host.
+    /// A tunnel's ClientHello names another host in its SNI.
     SniMismatch,
-    /// A CONNECT to 443 sent a ClientHello without SNI (ECH-only, or none).
+    /// A tunnel's ClientHello has no SNI.
     SniMissing,
-    /// A CONNECT to 443 sent something other than a TLS ClientHello, or too much of it.
+    /// A tunnel to port 443 carried something other than a TLS ClientHello (or too much of
+    /// it), or a plain-HTTP forward request asked for port 443.
     NotTls,
-    /// A CONNECT to 443 sent no complete ClientHello in time.
+    /// A tunnel sent no complete ClientHello or request head in time.
     ClientHelloTimeout,
+    /// A tunnel's ClientHello names its server ambiguously: two host names in server_name, or
+    /// an extension that appears twice.
+    ClientHelloAmbiguous,
+    /// A tunnel's ClientHello carries Encrypted Client Hello (or the ESNI draft's extension),
+    /// which hides the name it asks for, and no `--allow-ech` entry allows it for the host.
+    Ech,
+    /// A tunnel's first HTTP request asks (`Host`, or an absolute-form target) for another
+    /// host or port than the CONNECT.
+    HostMismatch,
+    /// A tunnel's first bytes are neither TLS nor HTTP, and no explicit `host:port` entry
+    /// allows a raw tunnel there.
+    RawNotAllowed,
     /// The proxy is serving as many connections as it may.
     TooManyConnections,
     /// A DNS query to the stub: answered NXDOMAIN.
@@ -62,6 +75,10 @@ impl Reason {
             Reason::SniMissing => "sni-missing",
             Reason::NotTls => "not-tls",
             Reason::ClientHelloTimeout => "client-hello-timeout",
+            Reason::ClientHelloAmbiguous => "client-hello-ambiguous",
+            Reason::Ech => "ech",
+            Reason::HostMismatch => "host-mismatch",
+            Reason::RawNotAllowed => "raw-not-allowed",
             Reason::TooManyConnections => "too-many-connections",
             Reason::DnsQuery => "dns-query",
             Reason::WildcardRate => "wildcard-rate",
@@ -118,12 +135,40 @@ impl fmt::Display for Deny {
 pub struct Policy {
     allow: Vec<HostSpec>,
     allow_cidrs: Vec<Cidr>,
+    allow_ech: Vec<HostSpec>,
 }
 
 impl Policy {
     /// A policy from its allowlist entries and allowed ranges.
     pub fn new(allow: Vec<HostSpec>, allow_cidrs: Vec<Cidr>) -> Policy {
-        Policy { allow, allow_cidrs }
+        Policy {
+            allow,
+            allow_cidrs,
+            allow_ech: Vec::new(),
+        }
+    }
+
+    /// The policy with the hosts whose tunnels may carry Encrypted Client Hello
+    /// (`--allow-ech`, matched as the allowlist is).
+    pub fn with_allow_ech(mut self, allow_ech: Vec<HostSpec>) -> Policy {
+        self.allow_ech = allow_ech;
+        self
+    }
+
+    /// Whether a ClientHello with ECH (or ESNI) may open a tunnel to `host:port` (normalized).
+    pub fn ech_allowed(&self, host: &str, port: u16) -> bool {
+        self.allow_ech.iter().any(|spec| spec.matches(host, port))
+    }
+
+    /// Whether a tunnel to `host:port` (normalized, allowed) may carry bytes that are neither
+    /// TLS nor HTTP: only through an entry that names this port explicitly (`host:22`), and
+    /// never to port 443, which carries TLS.
+    pub fn raw_allowed(&self, host: &str, port: u16) -> bool {
+        port != 443
+            && self
+                .allow
+                .iter()
+                .any(|spec| spec.port == Some(port) && spec.matches(host, port))
     }
 
     /// Decides by name, before anything is resolved: `Ok` with the normalized host when an
@@ -205,6 +250,19 @@ mod tests {
             let deny = p.decide_name(host, port).unwrap_err();
             assert_eq!(deny.reason, reason, "{host}:{port}: {deny}");
         }
+    }
+
+    #[test]
+    fn raw_tunnels_need_an_explicit_port_and_ech_an_entry_of_its_own() {
+        let p = policy().with_allow_ech(vec![HostSpec::parse("ech.test").unwrap()]);
+        assert!(p.raw_allowed("ssh.test", 22));
+        assert!(!p.raw_allowed("allowed.test", 80));
+        assert!(!p.raw_allowed("a.wild.test", 80));
+        let p443 = Policy::new(vec![HostSpec::parse("tls.test:443").unwrap()], vec![]);
+        assert!(!p443.raw_allowed("tls.test", 443));
+        assert!(p.ech_allowed("ech.test", 443));
+        assert!(!p.ech_allowed("ech.test", 22));
+        assert!(!p.ech_allowed("allowed.test", 443));
     }
 
     #[test]

@@ -1,16 +1,23 @@
 //! The proxy's I/O, on tokio and hyper: the listeners, CONNECT tunnels, forwarded requests,
-//! the relays of the workload's published ports and the DNS stub. Every decision is made by [`crate::policy`], [`crate::request`] and
-//! [`crate::sni`]; this module only moves bytes and writes the decision lines. The DNS stub's
-//! listeners are in `dns_stub`, the zero-copy relay of tunnels on Linux in `splice`.
+//! the relays of the workload's published ports and the DNS stub. Every decision is made by
+//! [`crate::policy`], [`crate::request`] and [`crate::sni`]; this module only moves bytes and
+//! writes the decision lines ([`crate::log`]).
+//!
+//! The order of a request: hyper parses the head; `start` decides it and writes its decision
+//! line synchronously (a CONNECT allowed by name: after its first bytes are checked, in its
+//! own task); only then does anything leave the proxy: one lookup ([`Resolve`], in `resolve`),
+//! the address check, one connection. The tunnel's first-bytes check (TLS ClientHello, HTTP
+//! `Host`, raw) and its refusals in the client's protocol are in `tunnel`, the request line of
+//! an unparsable request in `capture`, the DNS stub's listeners in `dns_stub`, the zero-copy
+//! relay of tunnels on Linux in `splice`.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -21,27 +28,54 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio::time::{timeout, Instant};
 
 use crate::config::{Config, Limits, Relay};
 use crate::error::EgressError;
-use crate::host::normalize_host;
 use crate::log::{Kind, Record};
 use crate::policy::{Deny, Policy, Reason};
 use crate::request::{self, Target};
-use crate::sni::{self, SniError};
 use crate::wildcard::WildcardLimiter;
 
-pub use lookup::{FixedTable, Resolver};
+use capture::Recording;
+use counted::{with_idle, Counted, Counters};
+use tunnel::{tunnel, ClientIo};
 
+mod capture;
+mod counted;
 mod dns_stub;
-mod lookup;
 mod relay;
 #[cfg(target_os = "linux")]
 mod splice;
+mod tunnel;
+
+/// What a lookup returns.
+pub type Lookup = Pin<Box<dyn Future<Output = io::Result<Vec<SocketAddr>>> + Send + 'static>>;
+
+/// How the proxy looks up a decided name: the system resolver ([`SystemResolver`]), or one
+/// a test controls ([`Server::with_resolver`]).
+pub trait Resolve: Send + Sync + std::fmt::Debug {
+    /// The addresses of `host` (a normalized, allowed name) with `port`.
+    fn lookup(&self, host: &str, port: u16) -> Lookup;
+}
+
+/// The system's resolver (`getaddrinfo`, through tokio's blocking pool).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemResolver;
+
+impl Resolve for SystemResolver {
+    fn lookup(&self, host: &str, port: u16) -> Lookup {
+        let host = host.to_string();
+        Box::pin(async move {
+            tokio::net::lookup_host((host.as_str(), port))
+                .await
+                .map(|addresses| addresses.collect())
+        })
+    }
+}
 
 type Body = BoxBody<Bytes, hyper::Error>;
 
@@ -74,15 +108,26 @@ struct Shared {
     /// The connection slots ([`Limits::max_connections`]), shared by the proxy's clients and
     /// the relayed connections.
     slots: Arc<Semaphore>,
+    /// How decided names are looked up.
+    resolver: Arc<dyn Resolve>,
     /// The bound on look-ups of names allowed only through a wildcard entry.
-    wildcards: WildcardLimiter,
-    /// Where names are resolved.
-    resolver: Resolver,
+    wildcards: Arc<WildcardLimiter>,
 }
 
 impl Shared {
     fn emit(&self, record: Record) {
         self.sink.emit(record);
+    }
+
+    /// Counts a decided name allowed only through a wildcard entry, as part of its decision
+    /// ([`WildcardLimiter::admit`]): `Ok` with what the decision line says of it (the entry and
+    /// how many distinct names it resolved this minute), `Ok(None)` for other names, or the
+    /// `wildcard-rate` refusal; nothing is looked up for a refused name.
+    fn admit_wildcard(&self, host: &str, port: u16) -> Result<Option<String>, Deny> {
+        Ok(self
+            .wildcards
+            .admit(host, port, std::time::Instant::now())?
+            .detail())
     }
 }
 
@@ -148,15 +193,6 @@ impl Server {
 
     /// As [`Server::bind`], with the decision lines sent to `sink`.
     pub async fn bind_with_sink(config: &Config, sink: Sink) -> Result<Server, EgressError> {
-        Server::bind_with(config, sink, Resolver::System).await
-    }
-
-    /// As [`Server::bind_with_sink`], with names resolved by `resolver`.
-    pub async fn bind_with(
-        config: &Config,
-        sink: Sink,
-        resolver: Resolver,
-    ) -> Result<Server, EgressError> {
         config.limits.check()?;
         let listener =
             TcpListener::bind(config.listen)
@@ -210,13 +246,33 @@ impl Server {
                 limits: config.limits,
                 sink,
                 slots: Arc::new(Semaphore::new(config.limits.max_connections)),
-                wildcards: WildcardLimiter::new(
+                resolver: Arc::new(SystemResolver),
+                wildcards: Arc::new(WildcardLimiter::new(
                     &config.allow,
                     config.limits.wildcard_names_per_minute,
-                ),
-                resolver,
+                )),
             }),
         })
+    }
+
+    /// The server with its names looked up by `resolver` instead of the system's (tests: a
+    /// lookup that is slow, or that reports when it begins).
+    pub fn with_resolver(mut self, resolver: Arc<dyn Resolve>) -> Server {
+        match Arc::get_mut(&mut self.shared) {
+            Some(shared) => shared.resolver = resolver,
+            // Not served yet, so never shared; rebuilt all the same rather than ignored.
+            None => {
+                self.shared = Arc::new(Shared {
+                    policy: self.shared.policy.clone(),
+                    limits: self.shared.limits,
+                    sink: self.shared.sink.clone(),
+                    slots: self.shared.slots.clone(),
+                    resolver,
+                    wildcards: self.shared.wildcards.clone(),
+                })
+            }
+        }
+        self
     }
 
     /// Each relay's bound address and its target, in the configuration's order.
@@ -302,26 +358,39 @@ async fn serve_client(
     let sink = shared.sink.clone();
     let served_any = Arc::new(AtomicBool::new(false));
     let served = served_any.clone();
+    let (stream, capture) = Recording::new(stream);
     let service = service_fn(move |request| {
-        let shared = shared.clone();
-        let permit = permit.clone();
         served.store(true, Ordering::Relaxed);
-        async move { Ok::<_, Infallible>(handle(request, client, shared, permit).await) }
+        // Called as soon as hyper has parsed the head: the decision line is written here,
+        // before this returns, and whatever the request causes runs in a task of its own, so
+        // a client that half-closes or leaves cannot take the line (or the rest) with it.
+        let pending = start(request, client, &shared, &permit);
+        async move { Ok::<_, Infallible>(pending.response().await) }
     });
     let served = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout())
         .max_buf_size(limits.max_header_bytes)
+        // A client that sends its request and half-closes (`printf ... | nc`) gets its answer.
+        .half_close(true)
         .serve_connection(TokioIo::new(stream), service)
         .with_upgrades()
         .await;
     if let Err(error) = served {
-        // A keep-alive connection that goes quiet after a request is no refusal; a first
-        // request head that never completes (slowloris) is.
+        // A keep-alive connection that goes quiet after a request is no refusal; a request
+        // head that never completes (slowloris), or that the client abandons, is.
+        let partial = capture.request_line();
+        let unfinished = partial.is_some() && (error.is_timeout() || error.is_incomplete_message());
         let first_head_timed_out = error.is_timeout() && !served_any.load(Ordering::Relaxed);
-        if error.is_parse() || error.is_parse_too_large() || first_head_timed_out {
+        let refused = error.is_parse() || error.is_parse_too_large();
+        if refused || first_head_timed_out || unfinished {
             let mut record = Record::new(Kind::Connection, client, Reason::BadRequest);
             record.detail = Some(error.to_string());
+            record.request_line = if refused {
+                capture.refused_line()
+            } else {
+                partial
+            };
             sink.emit(record);
         }
     }
@@ -361,54 +430,114 @@ fn refusal(deny: &Deny) -> Response<Body> {
     response
 }
 
-async fn handle(
+/// What the service answers: now, or when the request's own task has an answer.
+enum Pending {
+    Ready(Response<Body>),
+    Later(oneshot::Receiver<Response<Body>>),
+}
+
+impl Pending {
+    async fn response(self) -> Response<Body> {
+        match self {
+            Pending::Ready(response) => response,
+            Pending::Later(answer) => answer.await.unwrap_or_else(|_| {
+                text(
+                    502,
+                    "agentc egress proxy: the request ended without an answer\n".into(),
+                )
+            }),
+        }
+    }
+}
+
+/// Decides a parsed request and writes its decision line, synchronously; starts what an
+/// allowed request needs in a spawned task (which hyper cannot cancel).
+///
+/// A refusal by form or name is the decision. An allowed forward request is decided here too
+/// (`allow`), then resolved and sent by [`forward`]. An allowed CONNECT is answered `200` and
+/// decided by [`tunnel`] once it has checked the client's first bytes.
+fn start(
     request: Request<Incoming>,
     client: SocketAddr,
-    shared: Arc<Shared>,
-    permit: Arc<OwnedSemaphorePermit>,
-) -> Response<Body> {
+    shared: &Arc<Shared>,
+    permit: &Arc<OwnedSemaphorePermit>,
+) -> Pending {
     let kind = if request.method() == Method::CONNECT {
         Kind::Connect
     } else {
         Kind::Forward
     };
     let target = request.uri().to_string();
-    match request::classify(request.method().as_str(), &target) {
+    let (host, port, path) = match request::classify(request.method().as_str(), &target) {
         Err(deny) => {
             let mut line = Record::new(kind, client, deny.reason);
             line.detail = Some(format!("{} {target}: {}", request.method(), deny.detail));
             shared.emit(line);
-            refusal(&deny)
+            return Pending::Ready(refusal(&deny));
         }
-        Ok(Target::Health) => text(200, "ok\n".into()),
-        Ok(Target::Connect { host, port }) => {
-            connect(request, client, &host, port, shared, permit).await
+        Ok(Target::Health) => return Pending::Ready(text(200, "ok\n".into())),
+        Ok(Target::Connect { host, port }) => (host, port, None),
+        Ok(Target::Forward { host, port, path }) => (host, port, Some(path)),
+    };
+    let mut line = record(kind, client, &host, port, Reason::Allowed);
+    let decided = shared.policy.decide_name(&host, port).and_then(|name| {
+        if path.is_some() && port == 443 {
+            Err(Deny::new(
+                Reason::NotTls,
+                "plain http:// to port 443, which carries TLS: use https:// (a CONNECT tunnel)",
+            ))
+        } else {
+            Ok(name)
         }
-        Ok(Target::Forward { host, port, path }) => {
-            forward(request, client, &host, port, &path, shared).await
+    });
+    let decided = decided.and_then(|name| {
+        // A forward request's decision is made here: a wildcard name is counted now.
+        if path.is_some() {
+            line.detail = shared.admit_wildcard(&name, port)?;
+        }
+        Ok(name)
+    });
+    let name = match decided {
+        Ok(name) => name,
+        Err(deny) => {
+            line.set_reason(deny.reason);
+            line.detail = Some(deny.detail.clone());
+            shared.emit(line);
+            return Pending::Ready(refusal(&deny));
+        }
+    };
+    line.host = Some(name);
+    match path {
+        None => {
+            tokio::spawn(tunnel(request, line, shared.clone(), permit.clone()));
+            Pending::Ready(text(200, String::new()))
+        }
+        Some(path) => {
+            shared.emit(line.clone());
+            let (answer, later) = oneshot::channel();
+            let shared = shared.clone();
+            // The slot stays taken until the request is done, even if the client has left.
+            let permit = permit.clone();
+            tokio::spawn(async move {
+                let _permit = permit;
+                let response = forward(request, line, &path, shared).await;
+                let _ = answer.send(response);
+            });
+            Pending::Later(later)
         }
     }
 }
 
-/// Decides by name, resolves once, checks every address and connects to one that was
-/// checked: the only way the proxy opens a connection.
-async fn open(
+/// Looks up a name the allowlist allows on `port`: the one place the proxy resolves, reached
+/// only after the request's decision line was written ("name decided, about to resolve").
+/// Every address is checked against the ranges before any is connected to.
+async fn resolve(
     shared: &Shared,
-    client: SocketAddr,
     host: &str,
     port: u16,
-) -> Result<(String, SocketAddr, TcpStream), Deny> {
-    let host = shared.policy.decide_name(host, port)?;
-    // A name allowed only through a wildcard: counted, refused over the limit, logged.
-    let admitted = shared
-        .wildcards
-        .admit(&host, port, std::time::Instant::now())?;
-    if let Some(line) = admitted.record(client, &host, port) {
-        shared.emit(line);
-    }
-    let limit = shared.limits.connect_timeout();
-    let deadline = Instant::now() + limit;
-    let resolved = timeout(limit, shared.resolver.lookup(&host, port))
+    deadline: Instant,
+) -> Result<Vec<SocketAddr>, Deny> {
+    let resolved = tokio::time::timeout_at(deadline, shared.resolver.lookup(host, port))
         .await
         .map_err(|_| {
             Deny::new(
@@ -425,12 +554,21 @@ async fn open(
     }
     let ips: Vec<IpAddr> = addresses.iter().map(SocketAddr::ip).collect();
     shared.policy.check_addresses(&ips)?;
+    Ok(addresses)
+}
+
+/// Resolves a decided name once ([`resolve`]) and connects to one of its checked addresses:
+/// the only way the proxy opens a connection for a request.
+async fn open(shared: &Shared, host: &str, port: u16) -> Result<(SocketAddr, TcpStream), Deny> {
+    let limit = shared.limits.connect_timeout();
+    let deadline = Instant::now() + limit;
+    let addresses = resolve(shared, host, port, deadline).await?;
     let mut last = String::from("no address");
     for address in addresses {
         match tokio::time::timeout_at(deadline, TcpStream::connect(address)).await {
             Ok(Ok(stream)) => {
                 let _ = stream.set_nodelay(true);
-                return Ok((host, address, stream));
+                return Ok((address, stream));
             }
             Ok(Err(error)) => last = format!("{address}: {error}"),
             Err(_) => {
@@ -442,139 +580,9 @@ async fn open(
     Err(Deny::new(Reason::ConnectFailed, last))
 }
 
-async fn connect(
-    request: Request<Incoming>,
-    client: SocketAddr,
-    host: &str,
-    port: u16,
-    shared: Arc<Shared>,
-    permit: Arc<OwnedSemaphorePermit>,
-) -> Response<Body> {
-    let (host, address, upstream) = match open(&shared, client, host, port).await {
-        Ok(opened) => opened,
-        Err(deny) => {
-            let mut line = record(Kind::Connect, client, host, port, deny.reason);
-            line.detail = Some(deny.detail.clone());
-            shared.emit(line);
-            return refusal(&deny);
-        }
-    };
-    tokio::spawn(async move {
-        let _permit = permit;
-        let mut line = record(Kind::Connect, client, &host, port, Reason::Allowed);
-        line.address = Some(address);
-        match hyper::upgrade::on(request).await {
-            // The client's own socket, and whatever it sent after the CONNECT head, so that the
-            // tunnel can be spliced in the kernel.
-            Ok(upgraded) => match upgraded.downcast::<TokioIo<TcpStream>>() {
-                Ok(parts) => {
-                    let client = ClientIo::Tcp(parts.io.into_inner());
-                    tunnel(client, parts.read_buf.to_vec(), upstream, line, &shared).await
-                }
-                Err(upgraded) => {
-                    let client = ClientIo::Upgraded(TokioIo::new(upgraded));
-                    tunnel(client, Vec::new(), upstream, line, &shared).await
-                }
-            },
-            Err(error) => {
-                line = record(Kind::Connect, client, &host, port, Reason::BadRequest);
-                line.detail = Some(format!("the tunnel did not open: {error}"));
-                shared.emit(line);
-            }
-        }
-    });
-    text(200, String::new())
-}
-
-/// Reads the client's first bytes until they hold a whole ClientHello.
-async fn read_client_hello<R: AsyncRead + Unpin>(
-    client: &mut R,
-    buffer: &mut Vec<u8>,
-) -> Result<sni::ClientHello, Deny> {
-    let mut chunk = [0u8; 4096];
-    loop {
-        match sni::parse(buffer) {
-            Ok(hello) => return Ok(hello),
-            Err(SniError::Invalid(why)) => return Err(Deny::new(Reason::NotTls, why)),
-            Err(SniError::Incomplete) => {}
-        }
-        let room = sni::MAX_RECORD_BYTES
-            .saturating_sub(buffer.len())
-            .min(chunk.len());
-        if room == 0 {
-            return Err(Deny::new(
-                Reason::NotTls,
-                "the ClientHello exceeds the bound",
-            ));
-        }
-        let n = client
-            .read(&mut chunk[..room])
-            .await
-            .map_err(|error| Deny::new(Reason::NotTls, error.to_string()))?;
-        if n == 0 {
-            return Err(Deny::new(
-                Reason::NotTls,
-                "the client closed before a whole ClientHello",
-            ));
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-    }
-}
-
-/// The client side of a tunnel: its socket (the usual case), or hyper's upgraded connection.
-enum ClientIo {
-    Tcp(TcpStream),
-    Upgraded(TokioIo<hyper::upgrade::Upgraded>),
-}
-
-async fn tunnel(
-    mut client: ClientIo,
-    initial: Vec<u8>,
-    upstream: TcpStream,
-    mut line: Record,
-    shared: &Shared,
-) {
-    let host = line.host.clone().unwrap_or_default();
-    let mut first = initial;
-    if line.port == Some(443) {
-        let limit = shared.limits.client_hello_timeout();
-        let read = match &mut client {
-            ClientIo::Tcp(stream) => timeout(limit, read_client_hello(stream, &mut first)).await,
-            ClientIo::Upgraded(io) => timeout(limit, read_client_hello(io, &mut first)).await,
-        };
-        let checked = match read {
-            Err(_) => Err(Deny::new(
-                Reason::ClientHelloTimeout,
-                "no whole ClientHello in time",
-            )),
-            Ok(Err(deny)) => Err(deny),
-            Ok(Ok(hello)) => {
-                line.sni = hello.server_name.clone();
-                match hello.server_name.as_deref().map(normalize_host) {
-                    None => Err(Deny::new(Reason::SniMissing, "a ClientHello without SNI")),
-                    Some(Ok(name)) if name == host => Ok(()),
-                    Some(_) => Err(Deny::new(
-                        Reason::SniMismatch,
-                        format!("the ClientHello asks for another server than {host}"),
-                    )),
-                }
-            }
-        };
-        if let Err(deny) = checked {
-            line.address = None;
-            line.decision = "deny";
-            line.reason = deny.reason.as_str();
-            line.detail = Some(deny.detail);
-            shared.emit(line);
-            return;
-        }
-    }
-    relay(client, first, upstream, line, shared).await;
-}
-
 /// Sends `first` to `upstream`, then copies both ways (spliced in the kernel on Linux) until
 /// both ends closed, either failed or [`Limits::idle_timeout`] passed without a byte; emits
-/// `line` with the bytes each way.
+/// `line` (the close line) with the bytes each way.
 async fn relay(
     client: ClientIo,
     first: Vec<u8>,
@@ -621,25 +629,25 @@ async fn copy_both_ways<C: AsyncRead + AsyncWrite + Unpin>(
         .map(|_| ())
 }
 
+/// An allowed forward request after its decision line: resolves, connects, sends the request
+/// upstream and returns the response; the close line (same id) says how it ended.
 async fn forward(
     request: Request<Incoming>,
-    client: SocketAddr,
-    host: &str,
-    port: u16,
+    line: Record,
     path: &str,
     shared: Arc<Shared>,
 ) -> Response<Body> {
-    let deny_line = |deny: &Deny| {
-        let mut line = record(Kind::Forward, client, host, port, deny.reason);
-        line.detail = Some(deny.detail.clone());
-        shared.emit(line);
+    let host = line.host.clone().unwrap_or_default();
+    let port = line.port.unwrap_or(80);
+    let refused = |deny: &Deny| {
+        let mut close = line.close(deny.reason);
+        close.detail = Some(deny.detail.clone());
+        shared.emit(close);
+        refusal(deny)
     };
-    let (host, address, upstream) = match open(&shared, client, host, port).await {
+    let (address, upstream) = match open(&shared, &host, port).await {
         Ok(opened) => opened,
-        Err(deny) => {
-            deny_line(&deny);
-            return refusal(&deny);
-        }
+        Err(deny) => return refused(&deny),
     };
     let (mut parts, body) = request.into_parts();
     let authority = if port == 80 {
@@ -648,9 +656,10 @@ async fn forward(
         format!("{host}:{port}")
     };
     let (Ok(uri), Ok(host_value)) = (path.parse(), HeaderValue::from_str(&authority)) else {
-        let deny = Deny::new(Reason::BadRequest, "a path that is not a valid URI");
-        deny_line(&deny);
-        return refusal(&deny);
+        return refused(&Deny::new(
+            Reason::BadRequest,
+            "a path that is not a valid URI",
+        ));
     };
     request::strip_hop_by_hop(&mut parts.headers);
     parts.uri = uri;
@@ -661,26 +670,24 @@ async fn forward(
         inner: upstream,
         counters: counters.clone(),
     });
-    let mut line = record(Kind::Forward, client, &host, port, Reason::Allowed);
-    line.address = Some(address);
     let (mut sender, connection) = match hyper::client::conn::http1::handshake(io).await {
         Ok(pair) => pair,
         Err(error) => {
-            let deny = Deny::new(Reason::ConnectFailed, error.to_string());
-            deny_line(&deny);
-            return refusal(&deny);
+            return refused(&Deny::new(Reason::ConnectFailed, error.to_string()));
         }
     };
+    let mut close = line.close(Reason::Allowed);
+    close.address = Some(address);
     let idle = shared.limits.idle_timeout();
     let watched = counters.clone();
     let sink = shared.sink.clone();
     tokio::spawn(async move {
         if with_idle(connection, &watched, idle).await.is_none() {
-            line.detail = Some("closed after the idle timeout".into());
+            close.detail = Some("closed after the idle timeout".into());
         }
-        line.bytes_up = Some(watched.up.load(Ordering::Relaxed));
-        line.bytes_down = Some(watched.down.load(Ordering::Relaxed));
-        sink.emit(line);
+        close.bytes_up = Some(watched.up.load(Ordering::Relaxed));
+        close.bytes_down = Some(watched.down.load(Ordering::Relaxed));
+        sink.emit(close);
     });
     let sent = with_idle(
         sender.send_request(Request::from_parts(parts, body)),
@@ -699,139 +706,5 @@ async fn forward(
             format!("agentc egress proxy: upstream error: {error}\n"),
         ),
         None => text(504, "agentc egress proxy: upstream idle timeout\n".into()),
-    }
-}
-
-/// Bytes each way and the time of the last one.
-#[derive(Debug)]
-struct Counters {
-    up: AtomicU64,
-    down: AtomicU64,
-    start: Instant,
-    last_ms: AtomicU64,
-}
-
-impl Counters {
-    fn new() -> Counters {
-        Counters {
-            up: AtomicU64::new(0),
-            down: AtomicU64::new(0),
-            start: Instant::now(),
-            last_ms: AtomicU64::new(0),
-        }
-    }
-    fn touch(&self) {
-        let ms = self.start.elapsed().as_millis() as u64;
-        self.last_ms.store(ms, Ordering::Relaxed);
-    }
-    fn last(&self) -> Instant {
-        self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed))
-    }
-}
-
-/// Runs `future` until it ends or `idle` passes without a byte counted; `None` on idle.
-async fn with_idle<F: Future>(future: F, counters: &Counters, idle: Duration) -> Option<F::Output> {
-    tokio::pin!(future);
-    loop {
-        let deadline = counters.last() + idle;
-        tokio::select! {
-            output = &mut future => return Some(output),
-            _ = tokio::time::sleep_until(deadline) => {
-                if counters.last() + idle <= Instant::now() {
-                    return None;
-                }
-            }
-        }
-    }
-}
-
-/// The upstream connection, counting bytes: up is written to it, down is read from it.
-struct Counted<S> {
-    inner: S,
-    counters: Arc<Counters>,
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
-        let n = buf.filled().len() - before;
-        if n > 0 {
-            self.counters.down.fetch_add(n as u64, Ordering::Relaxed);
-            self.counters.touch();
-        }
-        polled
-    }
-}
-
-impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
-        if let Poll::Ready(Ok(n)) = polled {
-            if n > 0 {
-                self.counters.up.fetch_add(n as u64, Ordering::Relaxed);
-                self.counters.touch();
-            }
-        }
-        polled
-    }
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Writes `bytes` in `piece`-byte writes with pauses, so the reader sees many reads.
-    async fn hello_in_pieces(bytes: Vec<u8>, piece: usize) -> Result<sni::ClientHello, Deny> {
-        let (mut client, mut proxy_side) = tokio::io::duplex(64);
-        let writer = tokio::spawn(async move {
-            for chunk in bytes.chunks(piece) {
-                if client.write_all(chunk).await.is_err() {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        });
-        let mut buffer = Vec::new();
-        let read = read_client_hello(&mut proxy_side, &mut buffer).await;
-        writer.abort();
-        read
-    }
-
-    #[tokio::test]
-    async fn a_client_hello_over_many_reads_and_records_is_read_whole() {
-        let hello = sni::client_hello(Some("allowed.test"));
-        let fragmented = sni::records(&hello[5..], 17);
-        for piece in [1, 3, 100] {
-            let read = hello_in_pieces(fragmented.clone(), piece).await.unwrap();
-            assert_eq!(read.server_name.as_deref(), Some("allowed.test"));
-        }
-    }
-
-    #[tokio::test]
-    async fn garbage_a_closed_client_and_an_endless_hello_are_not_tls() {
-        let garbage = hello_in_pieces(b"GET / HTTP/1.1\r\n\r\n".to_vec(), 4).await;
-        assert_eq!(garbage.unwrap_err().reason, Reason::NotTls);
-        let hello = sni::client_hello(Some("allowed.test"));
-        let cut = hello_in_pieces(hello[..30].to_vec(), 7).await;
-        assert_eq!(cut.unwrap_err().reason, Reason::NotTls);
-        // Records that never complete a hello: 1-byte records up to the bound.
-        let endless = sni::records(&[1, 0, 0x40, 0].repeat(10_000), 1);
-        let endless = hello_in_pieces(endless, 4096).await;
-        assert_eq!(endless.unwrap_err().reason, Reason::NotTls);
     }
 }

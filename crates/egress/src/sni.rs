@@ -3,7 +3,9 @@
 //! A ClientHello may span several TLS records, and the records several TCP reads; [`parse`]
 //! takes everything received so far and says [`SniError::Incomplete`] until the handshake
 //! message is whole. It never buffers more than [`MAX_CLIENT_HELLO`] bytes of handshake. Every
-//! length is checked against what is left, so garbage is an error, never a panic.
+//! length is checked against what is left, so garbage is an error, never a panic. A hello that
+//! is TLS but could be read two ways (two host names, a repeated extension) is
+//! [`SniError::Ambiguous`], apart from bytes that are not TLS at all ([`SniError::Invalid`]).
 
 use std::fmt;
 
@@ -17,7 +19,10 @@ pub const MAX_RECORD_BYTES: usize = MAX_CLIENT_HELLO + 64 * 5;
 const CONTENT_HANDSHAKE: u8 = 22;
 const HANDSHAKE_CLIENT_HELLO: u8 = 1;
 const EXT_SERVER_NAME: u16 = 0;
-const EXT_ENCRYPTED_CLIENT_HELLO: u16 = 0xfe0d;
+/// The encrypted_client_hello extension (RFC 9849).
+pub const EXT_ENCRYPTED_CLIENT_HELLO: u16 = 0xfe0d;
+/// The encrypted_server_name extension of the ESNI drafts.
+pub const EXT_ENCRYPTED_SERVER_NAME: u16 = 0xffce;
 
 /// What the ClientHello says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +31,8 @@ pub struct ClientHello {
     pub server_name: Option<String>,
     /// Whether the hello carries an encrypted_client_hello extension (real or GREASE).
     pub ech: bool,
+    /// Whether the hello carries the encrypted_server_name extension of the ESNI drafts.
+    pub esni: bool,
     /// How many bytes of the input the records holding the hello took.
     pub consumed: usize,
 }
@@ -37,13 +44,16 @@ pub enum SniError {
     Incomplete,
     /// Not a TLS ClientHello, malformed, or larger than the bounds.
     Invalid(&'static str),
+    /// A well-framed ClientHello that names its server ambiguously: two host names in the
+    /// server_name extension, or an extension that appears twice.
+    Ambiguous(&'static str),
 }
 
 impl fmt::Display for SniError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SniError::Incomplete => f.write_str("incomplete ClientHello"),
-            SniError::Invalid(why) => f.write_str(why),
+            SniError::Invalid(why) | SniError::Ambiguous(why) => f.write_str(why),
         }
     }
 }
@@ -172,6 +182,7 @@ pub fn parse(input: &[u8]) -> Result<ClientHello, SniError> {
         return Ok(ClientHello {
             server_name: None,
             ech: false,
+            esni: false,
             consumed,
         });
     }
@@ -182,22 +193,36 @@ pub fn parse(input: &[u8]) -> Result<ClientHello, SniError> {
     let mut seen = Vec::new();
     let mut server_name = None;
     let mut ech = false;
+    let mut esni = false;
+    // Framing first: a repeated extension is reported only for a hello that is whole.
+    let mut server_name_data = None;
+    let mut repeated = false;
     while !extensions.bytes.is_empty() {
         let kind = extensions.u16()?;
         let data = extensions.vec16()?;
         if seen.contains(&kind) {
-            return Err(SniError::Invalid("a repeated extension"));
+            repeated = true;
         }
         seen.push(kind);
         match kind {
-            EXT_SERVER_NAME => server_name = Some(read_server_name(data)?),
+            EXT_SERVER_NAME => server_name_data = Some(data),
             EXT_ENCRYPTED_CLIENT_HELLO => ech = true,
+            EXT_ENCRYPTED_SERVER_NAME => esni = true,
             _ => {}
         }
+    }
+    if repeated {
+        return Err(SniError::Ambiguous(
+            "an extension appears twice in the ClientHello",
+        ));
+    }
+    if let Some(data) = server_name_data {
+        server_name = Some(read_server_name(data)?);
     }
     Ok(ClientHello {
         server_name,
         ech,
+        esni,
         consumed,
     })
 }
@@ -217,7 +242,7 @@ fn read_server_name(data: &[u8]) -> Result<String, SniError> {
         let name = list.vec16()?;
         if kind == 0 {
             if host.is_some() {
-                return Err(SniError::Invalid(
+                return Err(SniError::Ambiguous(
                     "two host names in the server_name extension",
                 ));
             }
@@ -242,6 +267,17 @@ pub fn client_hello(server_name: Option<&str>) -> Vec<u8> {
 
 /// As [`client_hello`], with an encrypted_client_hello extension when `ech` is set.
 pub fn client_hello_with(server_name: Option<&str>, ech: bool) -> Vec<u8> {
+    let extra: &[(u16, &[u8])] = if ech {
+        &[(EXT_ENCRYPTED_CLIENT_HELLO, &[0; 40])]
+    } else {
+        &[]
+    };
+    client_hello_extensions(server_name, extra)
+}
+
+/// As [`client_hello`], with the extensions `extra` (type, data) after server_name and
+/// supported_versions, in order: an ESNI hello, a repeated extension.
+pub fn client_hello_extensions(server_name: Option<&str>, extra: &[(u16, &[u8])]) -> Vec<u8> {
     let mut extensions = Vec::new();
     if let Some(name) = server_name {
         let name = name.as_bytes();
@@ -254,8 +290,8 @@ pub fn client_hello_with(server_name: Option<&str>, ech: bool) -> Vec<u8> {
     }
     // supported_versions: TLS 1.3
     push_extension(&mut extensions, 43, &[2, 3, 4]);
-    if ech {
-        push_extension(&mut extensions, EXT_ENCRYPTED_CLIENT_HELLO, &[0; 40]);
+    for (kind, data) in extra {
+        push_extension(&mut extensions, *kind, data);
     }
     let mut body = vec![3, 3];
     body.extend_from_slice(&[7; 32]);
@@ -337,7 +373,34 @@ mod tests {
     fn no_sni_and_ech_are_reported() {
         assert_eq!(parse(&client_hello(None)).unwrap().server_name, None);
         let ech = parse(&client_hello_with(None, true)).unwrap();
-        assert!(ech.ech && ech.server_name.is_none());
+        assert!(ech.ech && !ech.esni && ech.server_name.is_none());
+        let esni = parse(&client_hello_extensions(
+            Some("a.test"),
+            &[(EXT_ENCRYPTED_SERVER_NAME, &[1, 2, 3])],
+        ))
+        .unwrap();
+        assert!(esni.esni && !esni.ech);
+    }
+
+    #[test]
+    fn two_names_and_a_repeated_extension_are_ambiguous_not_invalid() {
+        let twice = client_hello_extensions(Some("a.test"), &[(43, &[2, 3, 4])]);
+        assert!(matches!(parse(&twice), Err(SniError::Ambiguous(_))));
+        let mut list = Vec::new();
+        for name in [&b"a.test"[..], b"b.test"] {
+            list.push(0u8);
+            list.extend_from_slice(&(name.len() as u16).to_be_bytes());
+            list.extend_from_slice(name);
+        }
+        let mut data = (list.len() as u16).to_be_bytes().to_vec();
+        data.extend_from_slice(&list);
+        let two = client_hello_extensions(None, &[(EXT_SERVER_NAME, &data)]);
+        assert_eq!(
+            parse(&two),
+            Err(SniError::Ambiguous(
+                "two host names in the server_name extension"
+            ))
+        );
     }
 
     #[test]

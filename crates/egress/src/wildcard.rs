@@ -10,12 +10,10 @@
 //! (refused names are not kept), each at most 253 bytes.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::host::{HostPattern, HostSpec};
-use crate::log::{Kind, Record};
 use crate::policy::{Deny, Reason};
 
 /// The window the limit counts distinct names in.
@@ -46,9 +44,9 @@ pub enum Admission {
 }
 
 impl Admission {
-    /// The decision line of a wildcard resolution (`kind` `resolve`, `reason` `wildcard`), or
-    /// `None` for a name an exact entry allows.
-    pub fn record(&self, client: SocketAddr, host: &str, port: u16) -> Option<Record> {
+    /// What the request's decision line says of a wildcard resolution (the entry, and how many
+    /// distinct names it resolved this minute), or `None` for a name an exact entry allows.
+    pub fn detail(&self) -> Option<String> {
         let Admission::Wildcard {
             entry,
             new,
@@ -58,15 +56,10 @@ impl Admission {
         else {
             return None;
         };
-        let mut line = Record::new(Kind::Resolve, client, Reason::Allowed);
-        line.reason = "wildcard";
-        line.host = Some(host.to_string());
-        line.port = Some(port);
-        line.detail = Some(format!(
+        Some(format!(
             "resolved through {entry}: {} {names} of {limit} distinct names this minute",
             if *new { "name" } else { "a repeat of name" },
-        ));
-        Some(line)
+        ))
     }
 }
 
@@ -264,8 +257,7 @@ mod tests {
         }
         assert!(limiter.admit(&name(1), 443, t0).is_err());
         assert_eq!(limiter.held(), 1);
-        let record = Admission::Exact.record("127.0.0.1:1".parse().unwrap(), "x", 443);
-        assert!(record.is_none());
+        assert!(Admission::Exact.detail().is_none());
     }
 
     #[test]
@@ -291,20 +283,15 @@ mod tests {
     }
 
     #[test]
-    fn an_admission_is_a_resolve_line() {
+    fn an_admission_says_its_entry_and_count() {
         let limiter = limiter(10);
-        let admitted = limiter.admit(&name(0), 443, Instant::now()).unwrap();
-        let line = admitted
-            .record("10.0.0.3:4000".parse().unwrap(), &name(0), 443)
-            .unwrap();
-        let json: serde_json::Value = serde_json::from_str(&line.to_line()).unwrap();
-        assert_eq!(json["kind"], "resolve");
-        assert_eq!(json["decision"], "allow");
-        assert_eq!(json["reason"], "wildcard");
-        assert_eq!(json["host"], "n0.wild.test");
-        assert!(
-            json["detail"].as_str().unwrap().contains("1 of 10"),
-            "{json}"
+        let now = Instant::now();
+        let admitted = limiter.admit(&name(0), 443, now).unwrap();
+        assert_eq!(
+            admitted.detail().unwrap(),
+            "resolved through *.wild.test: name 1 of 10 distinct names this minute"
         );
+        let again = limiter.admit(&name(0), 443, now).unwrap();
+        assert!(again.detail().unwrap().contains("a repeat of name 1 of 10"));
     }
 }

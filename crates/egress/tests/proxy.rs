@@ -1,16 +1,22 @@
 //! The proxy in-process, on loopback only: forwarding, tunnels, hostile requests, the bounds
-//! and the DNS stub, with the decision lines read from a channel.
+//! and the DNS stub, with the decision lines read from a channel. Names that must resolve to
+//! a test's own listener (on 80 or 443 as the proxy sees them) go through [`MapResolver`].
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use agentc_egress::dns;
-use agentc_egress::log::{Kind, Record};
-use agentc_egress::proxy::{Server, Sink};
+use agentc_egress::log::{Event, Kind, Record};
+use agentc_egress::proxy::{Lookup, Resolve, Server, Sink};
+use agentc_egress::sni;
 use agentc_egress::{Config, Limits};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::sync::Notify;
 
 /// A loopback upstream: `http` answers one HTTP response per connection, otherwise echo.
 async fn upstream(http: bool) -> SocketAddr {
@@ -51,6 +57,58 @@ async fn upstream(http: bool) -> SocketAddr {
     address
 }
 
+/// An echo upstream that counts the connections it accepted.
+async fn counting_upstream() -> (SocketAddr, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buffer = vec![0u8; 65536];
+                while let Ok(n) = stream.read(&mut buffer).await {
+                    if n == 0 || stream.write_all(&buffer[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    (address, accepted)
+}
+
+/// A resolver of fixed names: each lookup is counted and reported on `started`, then waits
+/// for `gate` when one is set (a lookup the test holds).
+#[derive(Debug, Default)]
+struct MapResolver {
+    names: HashMap<String, SocketAddr>,
+    lookups: Arc<AtomicUsize>,
+    started: Option<UnboundedSender<String>>,
+    gate: Option<Arc<Notify>>,
+}
+
+impl Resolve for MapResolver {
+    fn lookup(&self, host: &str, _port: u16) -> Lookup {
+        self.lookups.fetch_add(1, Ordering::SeqCst);
+        if let Some(started) = &self.started {
+            let _ = started.send(host.to_string());
+        }
+        let answer = self.names.get(host).copied();
+        let gate = self.gate.clone();
+        let host = host.to_string();
+        Box::pin(async move {
+            if let Some(gate) = gate {
+                gate.notified().await;
+            }
+            answer.map(|a| vec![a]).ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::NotFound, format!("{host}: unknown"))
+            })
+        })
+    }
+}
+
 struct Proxy {
     address: SocketAddr,
     dns: SocketAddr,
@@ -59,18 +117,43 @@ struct Proxy {
 
 impl Proxy {
     async fn start(allow: &[String], limits: Limits) -> Proxy {
+        Proxy::start_with(allow, &[], limits, None).await
+    }
+
+    /// A proxy allowing `allow`, ECH for `ech`, resolving with `resolver` when given.
+    async fn start_with(
+        allow: &[String],
+        ech: &[&str],
+        limits: Limits,
+        resolver: Option<MapResolver>,
+    ) -> Proxy {
         let mut config = Config::from_args(
             "127.0.0.1:0",
             Some("127.0.0.1:0"),
             allow,
             &["127.0.0.0/8", "::1/128"],
         )
+        .unwrap()
+        .with_allow_ech(ech)
         .unwrap();
         config.limits = limits;
         let (sender, lines) = unbounded_channel();
-        let server = Server::bind_with_sink(&config, Sink::Channel(sender))
-            .await
-            .unwrap();
+        // The stub's TCP listener takes the port the kernel gave its UDP socket, which another
+        // process may hold on TCP: try again on a new port.
+        let mut attempts = 0;
+        let mut server = loop {
+            match Server::bind_with_sink(&config, Sink::Channel(sender.clone())).await {
+                Ok(server) => break server,
+                Err(error) if attempts < 5 => {
+                    attempts += 1;
+                    eprintln!("bind failed ({error}); again");
+                }
+                Err(error) => panic!("bind: {error}"),
+            }
+        };
+        if let Some(resolver) = resolver {
+            server = server.with_resolver(Arc::new(resolver));
+        }
         let address = server.local_addr();
         let dns = server.dns_addr().unwrap();
         tokio::spawn(server.run(std::future::pending()));
@@ -86,6 +169,25 @@ impl Proxy {
             .await
             .expect("a decision line in time")
             .expect("the channel is open")
+    }
+
+    /// Sends a CONNECT and reads the `200` head; the open tunnel.
+    async fn tunnel(&self, authority: &str) -> TcpStream {
+        let mut stream = TcpStream::connect(self.address).await.unwrap();
+        let connect = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n");
+        stream.write_all(connect.as_bytes()).await.unwrap();
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            let mut byte = [0u8; 1];
+            stream.read_exact(&mut byte).await.unwrap();
+            head.push(byte[0]);
+        }
+        assert!(
+            head.starts_with(b"HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&head)
+        );
+        stream
     }
 
     async fn send(&self, request: &[u8]) -> String {
@@ -127,11 +229,22 @@ async fn an_allowed_forward_reaches_the_upstream_without_proxy_headers() {
     ] {
         assert!(!lower.contains(gone), "{gone} crossed: {response}");
     }
+    let decision = proxy.next_line().await;
+    assert_eq!(
+        (
+            decision.kind,
+            decision.event,
+            decision.decision,
+            decision.address
+        ),
+        (Kind::Forward, Event::Decision, "allow", None)
+    );
     let line = proxy.next_line().await;
     assert_eq!(
-        (line.kind, line.decision, line.reason),
-        (Kind::Forward, "allow", "allowed")
+        (line.kind, line.event, line.decision, line.reason),
+        (Kind::Forward, Event::Close, "allow", "allowed")
     );
+    assert_eq!(line.id, decision.id);
     assert_eq!(line.host.as_deref(), Some("localhost"));
     assert_eq!(line.address.map(|a| a.port()), Some(server.port()));
     assert!(
@@ -169,8 +282,21 @@ async fn a_tunnel_to_an_allowed_port_carries_bytes_both_ways_and_counts_them() {
     stream.read_exact(&mut echoed).await.unwrap();
     assert_eq!(&echoed, b"ping through the tunnel");
     drop(stream);
+    let decision = proxy.next_line().await;
+    assert_eq!(
+        (
+            decision.kind,
+            decision.event,
+            decision.decision,
+            decision.protocol
+        ),
+        (Kind::Connect, Event::Decision, "allow", Some("raw"))
+    );
     let line = proxy.next_line().await;
-    assert_eq!((line.kind, line.decision), (Kind::Connect, "allow"));
+    assert_eq!(
+        (line.kind, line.event, line.decision, line.id),
+        (Kind::Connect, Event::Close, "allow", decision.id)
+    );
     assert_eq!((line.bytes_up, line.bytes_down), (Some(23), Some(23)));
 }
 
@@ -304,8 +430,17 @@ async fn a_slow_request_head_and_an_idle_tunnel_are_closed() {
     let mut sink = Vec::new();
     let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut sink)).await;
     assert!(read.is_ok(), "the idle tunnel stayed open");
+    let decision = proxy.next_line().await;
+    assert_eq!(
+        (decision.event, decision.decision),
+        (Event::Decision, "allow")
+    );
+    assert!(
+        decision.detail.unwrap().contains("sent nothing"),
+        "a raw tunnel whose server speaks first"
+    );
     let line = proxy.next_line().await;
-    assert_eq!(line.decision, "allow");
+    assert_eq!((line.event, line.decision), (Event::Close, "allow"));
     assert_eq!(
         line.detail.as_deref(),
         Some("closed after the idle timeout")
@@ -490,107 +625,466 @@ async fn relayed_connections_are_bounded_and_closed_when_idle() {
 }
 
 /// Finding 6 of issue 18: a name allowed only through `*.wild.test` is resolved at most
-/// 10 distinct times a minute. Names resolve from a fixed table (no DNS query leaves the
-/// test), which records every name asked: the 11th distinct name is refused with
-/// `wildcard-rate`, logged, and never looked up; a repeat and an exact host still pass.
+/// 10 distinct times a minute. Names resolve from the test's own table (no DNS query leaves
+/// the test), which reports every name asked: the 11th distinct name is refused with
+/// `wildcard-rate`, logged, and never looked up; a repeat and an exact host still pass. The
+/// count is said on each request's one decision line.
 #[tokio::test]
 async fn the_eleventh_distinct_wildcard_name_in_a_minute_is_refused_before_any_look_up() {
-    use agentc_egress::proxy::{FixedTable, Resolver};
-    use std::sync::Arc;
-
     let server = upstream(true).await;
     let port = server.port();
     let names: Vec<String> = (0..12).map(|i| format!("n{i}.wild.test")).collect();
-    let table = Arc::new(FixedTable::new(
-        names
+    let (asked_sender, mut asked_receiver) = unbounded_channel();
+    let resolver = MapResolver {
+        names: names
             .iter()
             .cloned()
             .chain(["exact.wild.test".to_string()])
-            .map(|name| (name, vec!["127.0.0.1".parse().unwrap()])),
-    ));
+            .map(|name| (name, server))
+            .collect(),
+        started: Some(asked_sender),
+        ..MapResolver::default()
+    };
     let allow = [
         format!("*.wild.test:{port}"),
         format!("exact.wild.test:{port}"),
     ];
-    let config = Config::from_args("127.0.0.1:0", None, &allow, &["127.0.0.0/8"]).unwrap();
-    let (sender, mut lines) = unbounded_channel();
-    let server_ = Server::bind_with(
-        &config,
-        Sink::Channel(sender),
-        Resolver::Fixed(table.clone()),
-    )
-    .await
-    .unwrap();
-    let proxy = Proxy {
-        address: server_.local_addr(),
-        dns: "127.0.0.1:9".parse().unwrap(),
-        lines: unbounded_channel().1,
+    let mut proxy = Proxy::start_with(&allow, &[], Limits::default(), Some(resolver)).await;
+    let mut asked = Vec::new();
+    let mut drain = |asked: &mut Vec<String>| {
+        while let Ok(name) = asked_receiver.try_recv() {
+            asked.push(name);
+        }
     };
-    tokio::spawn(server_.run(std::future::pending()));
     let get =
         |name: &str| format!("GET http://{name}:{port}/ HTTP/1.1\r\nConnection: close\r\n\r\n");
-    // The lines of one request, up to and including its forward line.
-    async fn request_lines(lines: &mut UnboundedReceiver<Record>) -> Vec<Record> {
-        let mut got = Vec::new();
-        loop {
-            let line = tokio::time::timeout(Duration::from_secs(10), lines.recv())
-                .await
-                .expect("a line in time")
-                .expect("open");
-            let last = line.kind == Kind::Forward;
-            got.push(line);
-            if last {
-                return got;
-            }
-        }
-    }
     for (i, name) in names[..10].iter().enumerate() {
         let response = proxy.send(get(name).as_bytes()).await;
         assert!(response.starts_with("HTTP/1.1 200"), "{name}: {response}");
-        let got = request_lines(&mut lines).await;
-        assert_eq!(got.len(), 2, "{got:?}");
+        let decision = proxy.next_line().await;
         assert_eq!(
-            (got[0].kind, got[0].decision, got[0].reason),
-            (Kind::Resolve, "allow", "wildcard")
+            (decision.event, decision.decision, decision.reason),
+            (Event::Decision, "allow", "allowed")
         );
-        assert_eq!(got[0].host.as_deref(), Some(name.as_str()));
-        let detail = got[0].detail.clone().unwrap_or_default();
+        assert_eq!(decision.host.as_deref(), Some(name.as_str()));
+        let detail = decision.detail.clone().unwrap_or_default();
         assert!(
-            detail.contains(&format!("{} of 10", i + 1)) && detail.contains("*.wild.test"),
+            detail.contains(&format!("name {} of 10", i + 1)) && detail.contains("*.wild.test"),
             "{detail}"
         );
-        assert_eq!((got[1].decision, got[1].reason), ("allow", "allowed"));
+        let close = proxy.next_line().await;
+        assert_eq!((close.event, close.id), (Event::Close, decision.id));
     }
-    assert_eq!(table.asked(), names[..10].to_vec());
+    drain(&mut asked);
+    assert_eq!(asked, names[..10].to_vec());
 
-    // The 11th: refused, one deny line and no resolve line, nothing looked up.
+    // The 11th: refused, one deny line, nothing looked up.
     let response = proxy.send(get(&names[10]).as_bytes()).await;
     assert!(response.starts_with("HTTP/1.1 429"), "{response}");
     assert!(response.contains("wildcard-rate"), "{response}");
-    let got = request_lines(&mut lines).await;
-    assert_eq!(got.len(), 1, "{got:?}");
-    assert_eq!((got[0].decision, got[0].reason), ("deny", "wildcard-rate"));
-    assert_eq!(got[0].host.as_deref(), Some(names[10].as_str()));
-    assert!(!table.asked().contains(&names[10]), "{:?}", table.asked());
-    assert_eq!(table.asked().len(), 10);
+    let refused = proxy.next_line().await;
+    assert_eq!(
+        (refused.event, refused.decision, refused.reason),
+        (Event::Decision, "deny", "wildcard-rate")
+    );
+    assert_eq!(refused.host.as_deref(), Some(names[10].as_str()));
+    drain(&mut asked);
+    assert_eq!(asked.len(), 10, "{asked:?}");
 
-    // A repeat is not counted again (resolved, logged); an exact host is not counted at all.
+    // A repeat is not counted again (resolved, said so); an exact host is not counted at all.
     let response = proxy.send(get(&names[3]).as_bytes()).await;
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-    let got = request_lines(&mut lines).await;
-    assert_eq!((got.len(), got[0].kind), (2, Kind::Resolve), "{got:?}");
+    let repeat = proxy.next_line().await;
     assert!(
-        got[0]
+        repeat
             .detail
             .as_deref()
             .unwrap_or_default()
-            .contains("repeat"),
-        "{got:?}"
+            .contains("a repeat of name"),
+        "{repeat:?}"
     );
+    proxy.next_line().await;
     let response = proxy.send(get("exact.wild.test").as_bytes()).await;
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-    let got = request_lines(&mut lines).await;
-    assert_eq!(got.len(), 1, "no resolve line for an exact host: {got:?}");
-    assert_eq!(got[0].reason, "allowed");
-    assert_eq!(table.asked().len(), 12);
+    let exact = proxy.next_line().await;
+    assert_eq!((exact.reason, exact.detail.as_deref()), ("allowed", None));
+    proxy.next_line().await;
+    drain(&mut asked);
+    assert_eq!(asked.len(), 12, "{asked:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 18: one decision line per request whatever the client does, first bytes checked
+// before any connection, refusals answered in the client's protocol.
+
+/// Reads what the proxy sends until it closes (at most 10 s).
+async fn rest_of(stream: &mut TcpStream) -> Vec<u8> {
+    let mut rest = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut rest)).await;
+    rest
+}
+
+/// A resolver that maps `names` to `address`, counting lookups.
+fn names_to(names: &[&str], address: SocketAddr) -> (MapResolver, Arc<AtomicUsize>) {
+    let resolver = MapResolver {
+        names: names.iter().map(|n| (n.to_string(), address)).collect(),
+        ..MapResolver::default()
+    };
+    let lookups = resolver.lookups.clone();
+    (resolver, lookups)
+}
+
+#[tokio::test]
+async fn a_half_closed_or_dropped_forbidden_request_leaves_its_line_100_times_in_100() {
+    let mut proxy = Proxy::start(&["allowed.test".to_string()], Limits::default()).await;
+    let mut answered = 0;
+    for round in 0..100 {
+        for (request, reason) in [
+            (
+                "GET http://forbidden.test/ HTTP/1.1\r\nHost: forbidden.test\r\n\r\n",
+                "host-not-allowed",
+            ),
+            (
+                "CONNECT forbidden.test:443 HTTP/1.1\r\nHost: forbidden.test:443\r\n\r\n",
+                "host-not-allowed",
+            ),
+            ("GET http://a{b/ HTTP/1.1\r\n\r\n", "bad-request"),
+        ] {
+            let mut stream = TcpStream::connect(proxy.address).await.unwrap();
+            stream.write_all(request.as_bytes()).await.unwrap();
+            if round % 2 == 0 {
+                // `printf ... | nc`: the write side closed at once; the answer still comes.
+                stream.shutdown().await.unwrap();
+                let response = rest_of(&mut stream).await;
+                if response.starts_with(b"HTTP/1.1 4") {
+                    answered += 1;
+                }
+            } else {
+                // Gone at once, without reading.
+                drop(stream);
+            }
+            let line = proxy.next_line().await;
+            assert_eq!(
+                (line.event, line.decision, line.reason),
+                (Event::Decision, "deny", reason),
+                "round {round}: {line:?}"
+            );
+        }
+    }
+    assert_eq!(answered, 150, "every half-closed client got its refusal");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(proxy.lines.try_recv().is_err(), "one line per request");
+}
+
+#[tokio::test]
+async fn an_unparsable_request_is_logged_with_its_request_line() {
+    let mut proxy = Proxy::start(&[], Limits::default()).await;
+    let response = proxy
+        .send(b"GET http://a{b/ HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await;
+    assert!(response.starts_with("HTTP/1.1 400"), "{response}");
+    let line = proxy.next_line().await;
+    assert_eq!((line.kind, line.reason), (Kind::Connection, "bad-request"));
+    assert_eq!(
+        line.request_line.as_deref(),
+        Some("GET http://a{b/ HTTP/1.1"),
+        "{line:?}"
+    );
+    proxy.send(b"\x16\x03\x01\x02\x00\x01\x00\r\n\r\n").await;
+    let line = proxy.next_line().await;
+    assert_eq!(
+        line.request_line.as_deref(),
+        Some("\\x16\\x03\\x01\\x02\\x00\\x01\\x00"),
+        "{line:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_client_that_leaves_during_resolution_leaves_its_line_first() {
+    let (server, accepted) = counting_upstream().await;
+    let (started, mut lookups) = unbounded_channel();
+    let gate = Arc::new(Notify::new());
+    let resolver = MapResolver {
+        names: HashMap::from([("slow.test".to_string(), server)]),
+        started: Some(started),
+        gate: Some(gate.clone()),
+        ..MapResolver::default()
+    };
+    let allow = ["slow.test".to_string()];
+    let mut proxy = Proxy::start_with(&allow, &[], Limits::default(), Some(resolver)).await;
+
+    // A forward request: the client leaves while the name is being looked up.
+    let mut stream = TcpStream::connect(proxy.address).await.unwrap();
+    stream
+        .write_all(b"GET http://slow.test/ HTTP/1.1\r\nHost: slow.test\r\n\r\n")
+        .await
+        .unwrap();
+    let looked_up = tokio::time::timeout(Duration::from_secs(10), lookups.recv()).await;
+    assert_eq!(looked_up.unwrap().as_deref(), Some("slow.test"));
+    // The lookup has begun and is held: the line must already be there.
+    let decision = proxy
+        .lines
+        .try_recv()
+        .expect("the decision line is written before the lookup");
+    assert_eq!(
+        (decision.kind, decision.event, decision.decision),
+        (Kind::Forward, Event::Decision, "allow")
+    );
+    drop(stream);
+    gate.notify_one();
+    let close = proxy.next_line().await;
+    assert_eq!((close.id, close.event), (decision.id, Event::Close));
+
+    // A tunnel: decided once its ClientHello is checked, then looked up.
+    let mut stream = proxy.tunnel("slow.test:443").await;
+    stream
+        .write_all(&sni::client_hello(Some("slow.test")))
+        .await
+        .unwrap();
+    let looked_up = tokio::time::timeout(Duration::from_secs(10), lookups.recv()).await;
+    assert_eq!(looked_up.unwrap().as_deref(), Some("slow.test"));
+    let decision = proxy
+        .lines
+        .try_recv()
+        .expect("the decision line is written before the lookup");
+    assert_eq!(
+        (decision.kind, decision.event, decision.decision),
+        (Kind::Connect, Event::Decision, "allow")
+    );
+    assert_eq!(
+        (decision.sni.as_deref(), decision.protocol),
+        (Some("slow.test"), Some("tls"))
+    );
+    drop(stream);
+    gate.notify_one();
+    let close = proxy.next_line().await;
+    assert_eq!((close.id, close.event), (decision.id, Event::Close));
+    assert_eq!(close.address, Some(server));
+    assert!(accepted.load(Ordering::SeqCst) <= 2);
+}
+
+#[tokio::test]
+async fn sni_refusals_get_a_tls_alert_and_the_upstream_sees_no_connection() {
+    let (server, accepted) = counting_upstream().await;
+    let (resolver, lookups) = names_to(&["allowed.test", "forbidden.test"], server);
+    let allow = ["allowed.test".to_string()];
+    let mut proxy = Proxy::start_with(&allow, &[], Limits::default(), Some(resolver)).await;
+    let mut two_names = Vec::new();
+    for name in [&b"allowed.test"[..], b"forbidden.test"] {
+        two_names.push(0u8);
+        two_names.extend_from_slice(&(name.len() as u16).to_be_bytes());
+        two_names.extend_from_slice(name);
+    }
+    let mut server_name = (two_names.len() as u16).to_be_bytes().to_vec();
+    server_name.extend_from_slice(&two_names);
+    let cases: Vec<(Vec<u8>, &str, u8)> = vec![
+        (
+            sni::client_hello(Some("forbidden.test")),
+            "sni-mismatch",
+            112,
+        ),
+        (sni::client_hello(None), "sni-missing", 112),
+        (
+            sni::client_hello_extensions(None, &[(0, &server_name)]),
+            "client-hello-ambiguous",
+            50,
+        ),
+        (
+            sni::client_hello_extensions(Some("allowed.test"), &[(43, &[2, 3, 4])]),
+            "client-hello-ambiguous",
+            50,
+        ),
+    ];
+    for (hello, reason, alert) in cases {
+        let mut stream = proxy.tunnel("allowed.test:443").await;
+        stream.write_all(&hello).await.unwrap();
+        let answer = rest_of(&mut stream).await;
+        assert_eq!(answer, [21, 3, 3, 0, 2, 2, alert], "{reason}");
+        let line = proxy.next_line().await;
+        assert_eq!(
+            (line.event, line.decision, line.reason, line.protocol),
+            (Event::Decision, "deny", reason, Some("tls")),
+            "{line:?}"
+        );
+    }
+    let line = {
+        let mut stream = proxy.tunnel("allowed.test:443").await;
+        stream
+            .write_all(&sni::client_hello(Some("forbidden.test")))
+            .await
+            .unwrap();
+        rest_of(&mut stream).await;
+        proxy.next_line().await
+    };
+    assert_eq!(line.sni.as_deref(), Some("forbidden.test"));
+    // Nothing was looked up, nothing connected; a right hello gets through.
+    assert_eq!(lookups.load(Ordering::SeqCst), 0);
+    assert_eq!(accepted.load(Ordering::SeqCst), 0);
+    let mut stream = proxy.tunnel("allowed.test:443").await;
+    let hello = sni::client_hello(Some("Allowed.Test"));
+    stream.write_all(&hello).await.unwrap();
+    let mut echoed = vec![0u8; hello.len()];
+    stream.read_exact(&mut echoed).await.unwrap();
+    assert_eq!(echoed, hello);
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn an_unreachable_or_refused_upstream_after_the_hello_is_an_alert_and_a_close_line() {
+    let closed = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let nowhere = closed.local_addr().unwrap();
+    drop(closed);
+    let mut resolver = names_to(&["down.test"], nowhere).0;
+    resolver
+        .names
+        .insert("meta.test".into(), "169.254.169.254:443".parse().unwrap());
+    let allow = ["down.test".to_string(), "meta.test".to_string()];
+    let mut proxy = Proxy::start_with(&allow, &[], Limits::default(), Some(resolver)).await;
+    for (host, reason, alert) in [
+        ("down.test", "connect-failed", 80),
+        ("meta.test", "address-refused", 49),
+    ] {
+        let mut stream = proxy.tunnel(&format!("{host}:443")).await;
+        stream
+            .write_all(&sni::client_hello(Some(host)))
+            .await
+            .unwrap();
+        assert_eq!(rest_of(&mut stream).await, [21, 3, 3, 0, 2, 2, alert]);
+        let decision = proxy.next_line().await;
+        assert_eq!(
+            (decision.event, decision.decision),
+            (Event::Decision, "allow")
+        );
+        let close = proxy.next_line().await;
+        assert_eq!(
+            (close.id, close.event, close.decision, close.reason),
+            (decision.id, Event::Close, "deny", reason)
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_port_80_tunnel_must_ask_for_its_own_host() {
+    let (server, accepted) = counting_upstream().await;
+    let (resolver, lookups) = names_to(&["allowed.test"], server);
+    let allow = ["allowed.test".to_string()];
+    let mut proxy = Proxy::start_with(&allow, &[], Limits::default(), Some(resolver)).await;
+    for (request, reason) in [
+        (
+            "GET / HTTP/1.1\r\nHost: forbidden.test\r\n\r\n",
+            "host-mismatch",
+        ),
+        (
+            "GET http://forbidden.test/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n",
+            "host-mismatch",
+        ),
+        (
+            "GET / HTTP/1.1\r\nHost: allowed.test:8080\r\n\r\n",
+            "host-mismatch",
+        ),
+        ("GET / HTTP/1.0\r\n\r\n", "host-mismatch"),
+    ] {
+        let mut stream = proxy.tunnel("allowed.test:80").await;
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let answer = String::from_utf8_lossy(&rest_of(&mut stream).await).into_owned();
+        assert!(answer.starts_with("HTTP/1.1 403 "), "{request}: {answer}");
+        assert!(
+            answer.contains(&format!("x-agentc-egress-deny: {reason}")),
+            "{answer}"
+        );
+        let line = proxy.next_line().await;
+        assert_eq!(
+            (line.decision, line.reason, line.protocol),
+            ("deny", reason, Some("http")),
+            "{line:?}"
+        );
+    }
+    // Other bytes on a port the entry names only implicitly, and TLS with another name.
+    let mut stream = proxy.tunnel("allowed.test:80").await;
+    stream.write_all(b"SSH-2.0-OpenSSH_9.2\r\n").await.unwrap();
+    assert!(rest_of(&mut stream).await.is_empty());
+    assert_eq!(proxy.next_line().await.reason, "raw-not-allowed");
+    let mut stream = proxy.tunnel("allowed.test:80").await;
+    stream
+        .write_all(&sni::client_hello(Some("forbidden.test")))
+        .await
+        .unwrap();
+    assert_eq!(rest_of(&mut stream).await, [21, 3, 3, 0, 2, 2, 112]);
+    assert_eq!(proxy.next_line().await.reason, "sni-mismatch");
+    // Plain HTTP to 443.
+    let mut stream = proxy.tunnel("allowed.test:443").await;
+    stream
+        .write_all(b"GET / HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = String::from_utf8_lossy(&rest_of(&mut stream).await).into_owned();
+    assert!(answer.contains("x-agentc-egress-deny: not-tls"), "{answer}");
+    assert_eq!(proxy.next_line().await.reason, "not-tls");
+    assert_eq!(lookups.load(Ordering::SeqCst), 0);
+    assert_eq!(accepted.load(Ordering::SeqCst), 0);
+    // The right Host opens the tunnel, and the request reaches the upstream as sent.
+    let mut stream = proxy.tunnel("allowed.test:80").await;
+    let request = b"GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
+    stream.write_all(request).await.unwrap();
+    let mut echoed = vec![0u8; request.len()];
+    stream.read_exact(&mut echoed).await.unwrap();
+    assert_eq!(echoed, request);
+    let line = proxy.next_line().await;
+    assert_eq!((line.decision, line.protocol), ("allow", Some("http")));
+}
+
+#[tokio::test]
+async fn a_forward_request_to_port_443_is_refused_before_any_lookup() {
+    let (server, accepted) = counting_upstream().await;
+    let (resolver, lookups) = names_to(&["allowed.test"], server);
+    let allow = ["allowed.test".to_string()];
+    let mut proxy = Proxy::start_with(&allow, &[], Limits::default(), Some(resolver)).await;
+    let response = proxy
+        .send(b"GET http://allowed.test:443/ HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n")
+        .await;
+    assert!(response.starts_with("HTTP/1.1 403"), "{response}");
+    assert!(
+        response.contains("x-agentc-egress-deny: not-tls"),
+        "{response}"
+    );
+    let line = proxy.next_line().await;
+    assert_eq!((line.decision, line.reason), ("deny", "not-tls"));
+    assert_eq!(lookups.load(Ordering::SeqCst), 0);
+    assert_eq!(accepted.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn ech_and_esni_are_refused_unless_allowed_for_the_host() {
+    let (server, accepted) = counting_upstream().await;
+    let esni = sni::client_hello_extensions(
+        Some("allowed.test"),
+        &[(sni::EXT_ENCRYPTED_SERVER_NAME, &[1, 2, 3])],
+    );
+    let ech = sni::client_hello_with(Some("allowed.test"), true);
+    let allow = ["allowed.test".to_string()];
+    let (resolver, _) = names_to(&["allowed.test"], server);
+    let mut proxy = Proxy::start_with(&allow, &[], Limits::default(), Some(resolver)).await;
+    for hello in [&ech, &esni] {
+        let mut stream = proxy.tunnel("allowed.test:443").await;
+        stream.write_all(hello).await.unwrap();
+        assert_eq!(rest_of(&mut stream).await, [21, 3, 3, 0, 2, 2, 49]);
+        let line = proxy.next_line().await;
+        assert_eq!((line.decision, line.reason), ("deny", "ech"), "{line:?}");
+        assert!(line.detail.unwrap().contains("--allow-ech"));
+    }
+    assert_eq!(accepted.load(Ordering::SeqCst), 0);
+
+    let (resolver, _) = names_to(&["allowed.test"], server);
+    let mut proxy =
+        Proxy::start_with(&allow, &["allowed.test"], Limits::default(), Some(resolver)).await;
+    for hello in [&ech, &esni] {
+        let mut stream = proxy.tunnel("allowed.test:443").await;
+        stream.write_all(hello).await.unwrap();
+        let mut echoed = vec![0u8; hello.len()];
+        stream.read_exact(&mut echoed).await.unwrap();
+        assert_eq!(&echoed, hello);
+        let line = proxy.next_line().await;
+        assert_eq!((line.decision, line.reason), ("allow", "allowed"));
+    }
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
 }

@@ -19,6 +19,7 @@
 //! | `egress-tld` | high | an allowlist entry that is one label after a leading `.` or `*.` (`com`, `.io`, `*.dev`) |
 //! | `egress-domain` | medium | an allowlist entry for a whole domain: a leading `.` or `*.`, or a `*` anywhere |
 //! | `egress-ip-range` | medium | an allowlist or gateway bootstrap entry that is a CIDR range wider than one address |
+//! | `egress-ech` | high | `egress.allow_ech`: the egress proxy lets Encrypted Client Hello through for a host, hiding the name asked for (fronting through a shared CDN) |
 //! | `fuse` | high | `security.fuse`: `/dev/fuse`, `SYS_ADMIN` and AppArmor unconfined |
 //! | `capability-dangerous` | high | an added capability that approaches root (`SYS_ADMIN`, `SYS_MODULE`, `SYS_PTRACE`, ...) |
 //! | `capability-added` | medium | any other capability beyond the agent preset |
@@ -133,6 +134,7 @@ pub const CODES: &[(&str, Severity)] = &[
     ("egress-tld", Severity::High),
     ("egress-domain", Severity::Medium),
     ("egress-ip-range", Severity::Medium),
+    ("egress-ech", Severity::High),
     ("fuse", Severity::High),
     ("capability-dangerous", Severity::High),
     ("capability-added", Severity::Medium),
@@ -311,6 +313,6 @@ mod tests {
         assert!(Severity::Critical > Severity::High);
         assert_eq!("HIGH".parse::<Severity>(), Ok(Severity::High));
         assert!("urgent".parse::<Severity>().is_err());
-        assert_eq!(CODES.len(), 22);
+        assert_eq!(CODES.len(), 23);
     }
 }

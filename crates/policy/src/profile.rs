@@ -222,6 +222,11 @@ pub struct EgressConfig {
     /// explain` reports the high `egress-host-path` finding naming this field.
     #[serde(default)]
     pub allow_net_capabilities: bool,
+    /// Hosts of `egress.hosts` whose TLS tunnels may carry Encrypted Client Hello (or ESNI);
+    /// each must also be an entry of `egress.hosts`. None by default: the egress proxy refuses
+    /// such a ClientHello, since it hides the name the client really asks for.
+    #[serde(default)]
+    pub allow_ech: Vec<String>,
 }
 
 /// Decant session-browser companion.

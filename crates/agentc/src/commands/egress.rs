@@ -34,6 +34,7 @@ pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
                 &args.allow,
                 &args.allow_cidr,
             )
+            .and_then(|config| config.with_allow_ech(&args.allow_ech))
             .and_then(|config| config.with_relays(&args.relay))
             .and_then(|mut config| {
                 config.limits.wildcard_names_per_minute = args.wildcard_names_per_minute;

@@ -64,15 +64,21 @@ impl Renderer<'_> {
         if !valid {
             return;
         }
-        let command = match egress::egress_proxy_argv_limited(
+        let command = match egress::egress_proxy_argv(
             &policy.hosts,
             &policy.allow_cidrs,
+            &policy.allow_ech,
             policy.wildcard_names_per_minute,
         ) {
             Ok(command) => command,
             Err(error) => {
-                let field = match error {
+                let field = match &error {
                     agentc_egress::EgressError::Cidr { .. } => "egress.allow_cidrs",
+                    agentc_egress::EgressError::HostSpec { spec, .. }
+                        if policy.allow_ech.contains(spec) =>
+                    {
+                        "egress.allow_ech"
+                    }
                     _ => "egress.hosts",
                 };
                 self.refuse(

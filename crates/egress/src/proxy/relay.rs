@@ -11,7 +11,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::timeout;
 
 use super::{relay, ClientIo, Shared};
-use crate::log::{Kind, Record};
+use crate::log::{Event, Kind, Record};
 use crate::policy::Reason;
 
 /// Accepts the connections to one published port of the workload and relays each to
@@ -53,7 +53,9 @@ async fn relay_client(
     _permit: OwnedSemaphorePermit,
 ) {
     let _ = stream.set_nodelay(true);
+    // A relayed connection is one line, when it closes: there is no request to decide.
     let mut line = Record::new(Kind::Relay, client, Reason::Allowed);
+    line.event = Event::Close;
     line.address = Some(target);
     let limit = shared.limits.connect_timeout();
     let upstream = match timeout(limit, TcpStream::connect(target)).await {
@@ -63,8 +65,7 @@ async fn relay_client(
                 Ok(Err(error)) => format!("{target}: {error}"),
                 _ => format!("{target}: no answer in {} s", limit.as_secs()),
             };
-            let mut line = Record::new(Kind::Relay, client, Reason::ConnectFailed);
-            line.address = Some(target);
+            let mut line = line.close(Reason::ConnectFailed);
             line.detail = Some(detail);
             shared.emit(line);
             return;

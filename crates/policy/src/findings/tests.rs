@@ -693,3 +693,15 @@ fn a_hardened_profile_reports_only_the_two_way_door() {
     );
     assert!(sandbox.is_empty(), "{sandbox:?}");
 }
+
+#[test]
+fn allowing_ech_is_a_high_finding_at_its_entry() {
+    let text = "name = \"dev\"\nagent = \"custom\"\n[image]\nref = \"busybox\"\n[egress]\n\
+                hosts = [\"a.example.com\", \"b.example.com\"]\n\
+                allow_ech = [\"b.example.com\"]\n";
+    let finding = one(text, "egress-ech");
+    assert_eq!(finding.severity, Severity::High);
+    assert_eq!(finding.field, "egress.allow_ech[0]");
+    assert_eq!(finding.position.map(|p| p.0), Some(7));
+    assert!(finding.message.contains("b.example.com"), "{finding:?}");
+}

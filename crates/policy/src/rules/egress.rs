@@ -1,7 +1,7 @@
 //! `[egress]`: the mode, the allowlist, the SSH gateway and its key files; the variables that
 //! hand them to the image's entrypoint; where egress is enforced, in words; and the egress
 //! findings (`egress-unrestricted`, `egress-unenforced`, `egress-tld`, `egress-domain`,
-//! `egress-ip-range`; `egress-host-path` in [`host_path`]).
+//! `egress-ip-range`, `egress-ech`; `egress-host-path` in [`host_path`]).
 
 pub(crate) mod host_path;
 pub(crate) mod outside;
@@ -389,6 +389,14 @@ pub(crate) fn widens(out: &Explainer, items: &mut Vec<String>) {
             out.at("egress.allow_cidrs")
         ));
     }
+    if enforced_outside(&out.profile.profile) && !egress.allow_ech.is_empty() {
+        items.push(format!(
+            "the egress proxy lets TLS with Encrypted Client Hello through to {}: the name \
+             such a client really asks for is hidden from the SNI check  [{}]",
+            egress.allow_ech.join(", "),
+            out.at("egress.allow_ech")
+        ));
+    }
 }
 
 /// How much of the network an allowlist entry opens, when it is more than one host:
@@ -480,6 +488,28 @@ pub(crate) fn findings(report: &mut Report) {
     let gateway = egress.gateway_host.is_some();
     if mode != EgressMode::Allowlist && !gateway {
         return;
+    }
+    if enforced_outside(profile) {
+        for (index, entry) in egress.allow_ech.iter().enumerate() {
+            let field = format!("egress.allow_ech[{index}]");
+            let position = report.position(&field);
+            report.push(
+                "egress-ech",
+                // High: behind a shared front (a CDN), a hidden inner name reaches every site
+                // the front serves, an attacker's included, and no log line names it.
+                Severity::High,
+                (field, position),
+                format!(
+                    "ECH is allowed for {:?}: the name inside the encrypted ClientHello is \
+                     hidden from the egress proxy, so through a shared front (a CDN) the \
+                     sandbox can reach any site that front serves",
+                    entry.trim()
+                ),
+                "remove the entry unless the client cannot work without ECH; inside the \
+                 sandbox no DNS answers, so a client without an ECH configuration only sends \
+                 GREASE ECH, which its TLS library can turn off",
+            );
+        }
     }
     if mode == EgressMode::Allowlist {
         for (index, host) in hosts.iter().enumerate() {

@@ -1,5 +1,5 @@
 //! `egress.enforce = "outside"`: the checks of the fields that only the egress proxy reads
-//! (`enforce`, `outside_network`, `allow_cidrs`, the host specs), and the companion the
+//! (`enforce`, `outside_network`, `allow_cidrs`, `allow_ech`, the host specs), and the companion the
 //! resolver adds to a launch: the isolated network and the proxy container
 //! ([`crate::EgressSpec`]), the workload's DNS server and proxy variables, and the relays of
 //! its published ports (a workload on an internal network cannot publish: the proxy publishes
@@ -111,6 +111,7 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
                 "egress.wildcard_names_per_minute",
                 egress.wildcard_names_per_minute.is_some(),
             ),
+            ("egress.allow_ech", !egress.allow_ech.is_empty()),
         ] {
             if set {
                 ck.fail_when(
@@ -159,6 +160,7 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
             );
         }
     }
+    check_allow_ech(ck, &egress.hosts, &egress.allow_ech);
     let network = &profile.network;
     let refusals = [
         (
@@ -213,6 +215,40 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
                     "remove the upstream proxy, or set egress.enforce = \"image\"",
                 );
             }
+        }
+    }
+}
+
+/// `egress.allow_ech`: each entry a host spec that is also an entry of `egress.hosts` (both
+/// read as the proxy reads them, so `API.example.com.` is `api.example.com`).
+fn check_allow_ech(ck: &mut Checker, hosts: &[String], allow_ech: &[String]) {
+    let allowed: Vec<agentc_egress::HostSpec> = proxy_specs(hosts)
+        .iter()
+        .filter_map(|spec| agentc_egress::HostSpec::parse(spec).ok())
+        .collect();
+    for (index, entry) in allow_ech.iter().enumerate() {
+        let field = format!("egress.allow_ech[{index}]");
+        let entry = entry.trim();
+        match agentc_egress::HostSpec::parse(entry) {
+            Err(error) => {
+                let reason = match error {
+                    agentc_egress::EgressError::HostSpec { reason, .. } => reason,
+                    other => other.to_string(),
+                };
+                ck.fail(
+                    &field,
+                    format!("{field} {entry:?} is not a host spec: {reason}"),
+                    "write an entry of egress.hosts as it is written there (`host`, \
+                     `host:port`, `*.domain`)",
+                );
+            }
+            Ok(spec) if !allowed.contains(&spec) => ck.fail(
+                &field,
+                format!("{field} {entry:?} is not an entry of egress.hosts"),
+                "ECH can be allowed only for a host the allowlist already allows: add the same \
+                 entry to egress.hosts, or remove it from egress.allow_ech",
+            ),
+            Ok(_) => {}
         }
     }
 }
@@ -282,6 +318,14 @@ impl Resolver<'_> {
         if let Some(names) = egress.wildcard_names_per_minute {
             config.limits.wildcard_names_per_minute = names;
         }
+        let allow_ech: Vec<&str> = egress.allow_ech.iter().map(|e| e.trim()).collect();
+        let config = config.with_allow_ech(&allow_ech).map_err(|error| {
+            self.invalid(
+                "egress.allow_ech",
+                error.to_string(),
+                "list in egress.allow_ech only entries of egress.hosts",
+            )
+        })?;
         // The published ports move to the proxy, which relays each to the workload's fixed
         // address; the workload keeps them exposed (its own ports, reached through the relay).
         let published = std::mem::take(&mut container.ports);
