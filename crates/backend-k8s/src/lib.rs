@@ -56,7 +56,9 @@ pub use explain::explain;
 pub use k8s_openapi;
 pub use level::{PodSecurity, POD_SECURITY_FIELD};
 pub use names::{base_name, is_dns1123_label, is_label_value, MAX_BASE_NAME};
-pub use notes::{Note, NoteKind, Notes, ANNOTATION_APPROXIMATIONS, ANNOTATION_CLUSTER_DUTIES};
+pub use notes::{
+    Note, NoteKind, Notes, ANNOTATION_APPROXIMATIONS, ANNOTATION_CLUSTER_DUTIES, START_BLOCKERS,
+};
 pub use pss::PodSecurityLevel;
 pub use render::{
     preset_uid, render, secret_name, CONTAINER_NAME, LABEL_KIND, LABEL_MANAGED_BY, LABEL_NAME,
