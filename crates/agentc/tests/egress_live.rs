@@ -2459,12 +2459,20 @@ fn only_its_own_sandbox_can_use_the_proxy(backend: &str) {
         &format!("{{{{(index .NetworkSettings.Networks \"{network}\").IPAddress}}}}"),
     );
     let log = docker(&["logs", &proxy]).unwrap_or_default();
-    let clients: Vec<String> = log
+    let lines: Vec<serde_json::Value> = log
         .lines()
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .collect();
+    // One decision each (the allowed request closes with a second line of its own).
+    let decisions = lines
+        .iter()
+        .filter(|line| line["event"] == "decision")
+        .count();
+    assert_eq!(decisions, 2, "{log}");
+    let clients: Vec<String> = lines
+        .iter()
         .filter_map(|line| line["client"].as_str().map(String::from))
         .collect();
-    assert_eq!(clients.len(), 2, "{log}");
     for client in &clients {
         assert!(client.starts_with(&format!("{sandbox_ip}:")), "{log}");
     }
