@@ -624,9 +624,11 @@ pub fn localize(
     // host-path row listens on the outside network's gateway, which must be an address of a
     // network the test made. The proxy's spec names it too.
     if let Some(egress) = container.egress.as_mut() {
+        // One per launch (its isolated network's name is unique already): launches of one
+        // run may be set up side by side.
         let name = match &egress.outside {
             Network::Named { name } => format!("{name}-{unique}"),
-            _ => format!("agentc-live-outside-{unique}"),
+            _ => format!("{}-outside", egress.network.name),
         };
         networks.push(name.clone());
         egress.outside = Network::Named { name };
