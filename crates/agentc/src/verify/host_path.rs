@@ -8,7 +8,6 @@
 //! IPv6. The row fails when anything reaches the listener or the program saw a way through;
 //! under `egress.allow_net_capabilities` that is expected, and the row says so.
 
-use std::collections::BTreeMap;
 use std::io::ErrorKind;
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, UdpSocket};
 
@@ -18,11 +17,10 @@ use agentc_egress::host_path::{CHECK, MARK};
 use agentc_egress::probe::{CheckLine, Outcome};
 use agentc_egress::PROXY_BINARY;
 use agentc_policy::{ContainerSpec, EgressSpec, Network, LABEL_KIND, NET_CAPABILITIES};
-use bollard::query_parameters::{LogsOptionsBuilder, WaitContainerOptionsBuilder};
-use futures_util::StreamExt;
 
 use super::check::Check;
 use super::egress::ProxyFacts;
+use super::probe::{check_output_api, check_output_cli};
 
 /// The value of `io.agentc.kind` on the host-path container.
 pub const KIND_HOST_PATH_CHECK: &str = "verify-host-path";
@@ -330,17 +328,7 @@ impl HostPathRun<'_> {
         };
         let name = self.container_name();
         let _remove = RemoveOnDrop { name: &name };
-        let output = (|| {
-            let argv = agentc_backend_cli::exec::engine::launch_argv(&spec)
-                .map_err(|error| error.to_string())?;
-            let args: Vec<&str> = argv.iter().skip(1).map(String::as_str).collect();
-            docker::output(&args).map_err(|error| error.to_string())?;
-            if shield.received().is_some() {
-                return Err("interrupted".to_string());
-            }
-            docker::output(&["wait", &name]).map_err(|error| error.to_string())?;
-            docker::output(&["logs", &name]).map_err(|error| error.to_string())
-        })();
+        let output = check_output_cli(&spec, &name, shield);
         host_path_check(
             output.as_deref().map_err(String::as_str),
             &listener.received(),
@@ -365,28 +353,7 @@ impl HostPathRun<'_> {
             Ok(prepared) => prepared,
             Err(check) => return check,
         };
-        let output = async {
-            let options = agentc_backend_api::LaunchOptions {
-                env: BTreeMap::new(),
-                stdin_is_terminal: false,
-            };
-            let id = agentc_backend_api::launch(docker, &spec, &options)
-                .await
-                .map_err(|error| error.to_string())?
-                .container_id;
-            let options = WaitContainerOptionsBuilder::new()
-                .condition("not-running")
-                .build();
-            let _ = docker.wait_container(&id, Some(options)).next().await;
-            let options = LogsOptionsBuilder::new().stdout(true).build();
-            let mut stream = docker.logs(&id, Some(options));
-            let mut logs = String::new();
-            while let Some(chunk) = stream.next().await {
-                let chunk = chunk.map_err(|error| error.to_string())?;
-                logs.push_str(&String::from_utf8_lossy(&chunk.into_bytes()));
-            }
-            Ok::<_, String>(logs)
-        };
+        let output = check_output_api(docker, &spec);
         let output = tokio::time::timeout(std::time::Duration::from_secs(60), output)
             .await
             .unwrap_or_else(|_| Err("the host-path container did not finish".to_string()));
@@ -402,6 +369,7 @@ impl HostPathRun<'_> {
 mod tests {
     use super::*;
     use agentc_policy::Capability;
+    use std::collections::BTreeMap;
 
     #[test]
     fn the_check_runs_as_a_numeric_user_or_else_as_root() {
