@@ -17,22 +17,7 @@ mod common;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{describe, docker, test_image, text};
-
-/// True when a daemon answers; otherwise a printed skip, or a panic under
-/// `AGENTC_REQUIRE_DOCKER=1`.
-fn require_daemon(test: &str) -> bool {
-    match docker(&["info", "--format", "{{.ServerVersion}}"]) {
-        Ok(_) => true,
-        Err(reason) if std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
-            panic!("{test}: AGENTC_REQUIRE_DOCKER=1 but no Docker daemon: {reason}")
-        }
-        Err(reason) => {
-            eprintln!("skipping {test}: no Docker daemon ({reason}); set AGENTC_REQUIRE_DOCKER=1 to fail instead");
-            false
-        }
-    }
-}
+use common::{describe, docker, require_daemon, test_image, text};
 
 /// A test's outside network and the profiles it launched; all of it removed on drop.
 struct Lab {

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{describe, docker, repo_root, test_image, text, IMAGES};
+use common::{describe, docker, repo_root, require_daemon, test_image, text, IMAGES};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -32,21 +32,6 @@ fn agentc_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
 
 fn agentc(args: &[&str]) -> Output {
     agentc_in(&repo_root(), args, &[])
-}
-
-/// True when a daemon answers; otherwise prints why `test` is skipped and returns false, or
-/// panics when `AGENTC_REQUIRE_DOCKER=1`.
-fn require_daemon(test: &str) -> bool {
-    match docker(&["info", "--format", "{{.ServerVersion}}"]) {
-        Ok(_) => true,
-        Err(reason) if std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
-            panic!("{test}: AGENTC_REQUIRE_DOCKER=1 but no Docker daemon: {reason}")
-        }
-        Err(reason) => {
-            eprintln!("skipping {test}: no Docker daemon ({reason}); set AGENTC_REQUIRE_DOCKER=1 to fail instead");
-            false
-        }
-    }
 }
 
 /// An image on top of the test image whose `claude` runs `/bin/sh "$@"` and whose `cp` accepts

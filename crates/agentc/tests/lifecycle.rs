@@ -10,7 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::{describe, docker, repo_root, test_image, text};
+use common::{describe, docker, repo_root, require_daemon, test_image, text};
 
 /// A test's directory, state directory and what it created.
 struct Lab {
@@ -105,21 +105,6 @@ impl Drop for Lab {
         }
         for volume in &self.volumes {
             let _ = docker(&["volume", "rm", "--force", volume]);
-        }
-    }
-}
-
-/// True when a daemon answers; otherwise prints why `test` is skipped and returns false, or
-/// panics when `AGENTC_REQUIRE_DOCKER=1`.
-fn require_daemon(test: &str) -> bool {
-    match docker(&["info", "--format", "{{.ServerVersion}}"]) {
-        Ok(_) => true,
-        Err(reason) if std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
-            panic!("{test}: AGENTC_REQUIRE_DOCKER=1 but no Docker daemon: {reason}")
-        }
-        Err(reason) => {
-            eprintln!("skipping {test}: no Docker daemon ({reason}); set AGENTC_REQUIRE_DOCKER=1 to fail instead");
-            false
         }
     }
 }

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{describe, docker, repo_root, test_image, text};
+use common::{describe, docker, repo_root, require_daemon, test_image, text};
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -35,23 +35,18 @@ fn required() -> bool {
 /// True when what `test` needs is here; otherwise prints why it is skipped and returns
 /// false, or panics when `AGENTC_REQUIRE_DOCKER=1`.
 fn require(test: &str, registry: bool) -> bool {
-    let missing = match docker(&["info", "--format", "{{.ServerVersion}}"]) {
-        Err(reason) => Some(format!("no Docker daemon ({reason})")),
-        Ok(_) if registry && !registry_installed() => {
-            Some("docker-registry is not installed (apt-get install docker-registry)".to_string())
-        }
-        Ok(_) => None,
-    };
-    match missing {
-        None => true,
-        Some(reason) if required() => {
-            panic!("{test}: AGENTC_REQUIRE_DOCKER=1 but {reason}")
-        }
-        Some(reason) => {
-            eprintln!("skipping {test}: {reason}; set AGENTC_REQUIRE_DOCKER=1 to fail instead");
-            false
-        }
+    if !require_daemon(test) {
+        return false;
     }
+    if !registry || registry_installed() {
+        return true;
+    }
+    let reason = "docker-registry is not installed (apt-get install docker-registry)";
+    if required() {
+        panic!("{test}: AGENTC_REQUIRE_DOCKER=1 but {reason}")
+    }
+    eprintln!("skipping {test}: {reason}; set AGENTC_REQUIRE_DOCKER=1 to fail instead");
+    false
 }
 
 fn registry_installed() -> bool {

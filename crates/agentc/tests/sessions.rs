@@ -11,24 +11,11 @@
 
 mod common;
 
-use common::{describe, docker, test_image, text};
+use common::{describe, docker, require_daemon, test_image, text};
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
-
-fn require_daemon(test: &str) -> bool {
-    match docker(&["info", "--format", "{{.ServerVersion}}"]) {
-        Ok(_) => true,
-        Err(reason) if std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
-            panic!("{test}: AGENTC_REQUIRE_DOCKER=1 but no Docker daemon: {reason}")
-        }
-        Err(reason) => {
-            eprintln!("skipping {test}: no Docker daemon ({reason}); set AGENTC_REQUIRE_DOCKER=1 to fail instead");
-            false
-        }
-    }
-}
 
 fn agentc_command(dir: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agentc"));

@@ -1,4 +1,5 @@
-//! Helpers shared by the binary's integration tests (`launch.rs`, `pull.rs`).
+//! Helpers shared by the binary's integration tests (`launch.rs`, `lifecycle.rs`, `pull.rs`,
+//! `sessions.rs`, `egress_state.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -36,6 +37,21 @@ pub fn docker(args: &[&str]) -> Result<String, String> {
             args.join(" "),
             text(&output.stderr).trim()
         ))
+    }
+}
+
+/// True when a daemon answers; otherwise a printed skip, or a panic under
+/// `AGENTC_REQUIRE_DOCKER=1`.
+pub fn require_daemon(test: &str) -> bool {
+    match docker(&["info", "--format", "{{.ServerVersion}}"]) {
+        Ok(_) => true,
+        Err(reason) if std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
+            panic!("{test}: AGENTC_REQUIRE_DOCKER=1 but no Docker daemon: {reason}")
+        }
+        Err(reason) => {
+            eprintln!("skipping {test}: no Docker daemon ({reason}); set AGENTC_REQUIRE_DOCKER=1 to fail instead");
+            false
+        }
     }
 }
 
