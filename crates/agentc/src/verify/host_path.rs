@@ -19,8 +19,8 @@ use agentc_egress::PROXY_BINARY;
 use agentc_policy::{ContainerSpec, EgressSpec, Network, LABEL_KIND, NET_CAPABILITIES};
 
 use super::check::Check;
+use super::check_run::{check_output_api, check_output_cli};
 use super::egress::ProxyFacts;
-use super::probe::{check_output_api, check_output_cli};
 
 /// The value of `io.agentc.kind` on the host-path container.
 pub const KIND_HOST_PATH_CHECK: &str = "verify-host-path";

@@ -25,6 +25,7 @@
 //! environment values (only names are observed, so a secret's value never leaves the container).
 
 mod check;
+mod check_run;
 pub mod compare;
 pub mod egress;
 mod gvisor;

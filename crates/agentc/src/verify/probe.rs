@@ -24,6 +24,7 @@ use futures_util::StreamExt;
 use tokio::signal::unix::{signal, SignalKind};
 
 use super::check::Check;
+use super::check_run::{check_output_api, check_output_cli};
 use super::compare::compare;
 use super::egress::{check_spec, egress_checks, proxy_env, EgressProbe, ProxyFacts, CHECK_SUFFIX};
 use super::host_path::HostPathRun;
@@ -34,9 +35,6 @@ use crate::context::{Failure, EXIT_DOCKER, EXIT_FAILED};
 
 /// How long the probe may run before verify gives up.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// How long the egress check container may run (its checks are bounded by a few seconds each).
-const EGRESS_CHECK_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The processes the probe needs at once: its shell and one command (`id`, `cat`, a tmpfs
 /// script). Measured: the probe reports in full under `--pids-limit 2`; under 1 the shell's
@@ -422,68 +420,6 @@ impl EgressRun<'_> {
         let spec = self.spec(&proxy_inspect)?;
         check_output_api(docker, &spec).await
     }
-}
-
-/// Runs a check container of `spec`, named `name`, to its end through the docker CLI
-/// (`docker run --detach`, `wait`, `logs`) and returns what it wrote on stdout; the caller
-/// removes it. Stops between steps when a signal arrived.
-pub(super) fn check_output_cli(
-    spec: &ContainerSpec,
-    name: &str,
-    shield: &SignalShield,
-) -> Result<String, String> {
-    let interrupted = || match shield.received() {
-        Some(_) => Err("interrupted".to_string()),
-        None => Ok(()),
-    };
-    let argv =
-        agentc_backend_cli::exec::engine::launch_argv(spec).map_err(|error| error.to_string())?;
-    interrupted()?;
-    let args: Vec<&str> = argv.iter().skip(1).map(String::as_str).collect();
-    docker::output(&args).map_err(|error| error.to_string())?;
-    interrupted()?;
-    docker::output(&["wait", name]).map_err(|error| error.to_string())?;
-    interrupted()?;
-    docker::output(&["logs", name]).map_err(|error| error.to_string())
-}
-
-/// Runs a check container of `spec` to its end through the Engine API (`launch`, a wait of at
-/// most [`EGRESS_CHECK_TIMEOUT`], logs) and returns what it wrote on stdout; the caller's
-/// companion removal (by the `io.agentc.egress-for` label) removes it.
-pub(super) async fn check_output_api(
-    docker: &bollard::Docker,
-    spec: &ContainerSpec,
-) -> Result<String, String> {
-    let options = agentc_backend_api::LaunchOptions {
-        env: BTreeMap::new(),
-        stdin_is_terminal: false,
-    };
-    let id = agentc_backend_api::launch(docker, spec, &options)
-        .await
-        .map_err(|error| error.to_string())?
-        .container_id;
-    let wait = async {
-        let options = WaitContainerOptionsBuilder::new()
-            .condition("not-running")
-            .build();
-        let _ = docker.wait_container(&id, Some(options)).next().await;
-    };
-    tokio::time::timeout(EGRESS_CHECK_TIMEOUT, wait)
-        .await
-        .map_err(|_| {
-            format!(
-                "the check container did not finish within {} seconds",
-                EGRESS_CHECK_TIMEOUT.as_secs()
-            )
-        })?;
-    let options = LogsOptionsBuilder::new().stdout(true).build();
-    let mut stream = docker.logs(&id, Some(options));
-    let mut logs = String::new();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|error| error.to_string())?;
-        logs.push_str(&String::from_utf8_lossy(&chunk.into_bytes()));
-    }
-    Ok(logs)
 }
 
 fn cannot_read_logs(name: &str, message: &str) -> Failure {
