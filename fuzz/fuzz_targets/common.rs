@@ -43,6 +43,7 @@ pub fn inputs(kind: LaunchKind, env: BTreeMap<String, String>) -> ResolveInputs 
         agent_args: vec!["--privileged".to_string(), "-v".to_string()],
         env,
         decant_sources: Vec::new(),
+        instance: agentc_policy::Instance::default(),
     }
 }
 

@@ -111,6 +111,7 @@ pub fn inputs(kind: LaunchKind) -> ResolveInputs {
         agent_args: Vec::new(),
         env: BTreeMap::new(),
         decant_sources: Vec::new(),
+        instance: agentc_policy::Instance::default(),
     }
 }
 

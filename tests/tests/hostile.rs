@@ -107,6 +107,7 @@ fn inputs(case: &Case) -> ResolveInputs {
         agent_args: case.agent_args.clone(),
         env: case.env.iter().cloned().collect(),
         decant_sources: Vec::new(),
+        instance: agentc_policy::Instance::default(),
     }
 }
 

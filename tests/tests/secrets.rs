@@ -133,6 +133,7 @@ fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<St
         agent_args: Vec::new(),
         env: env.clone(),
         decant_sources: Vec::new(),
+        instance: agentc_policy::Instance::default(),
     };
     let spec = agentc_policy::resolve(&loaded, &inputs, &RealPaths).map_err(|e| e.to_string())?;
     let argv = agentc_backend_cli::render_argv(&spec).map_err(|e| e.to_string())?;

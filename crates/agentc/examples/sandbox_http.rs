@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
-use agentc_backend_common::session::{ExecRequest, SandboxClient, SessionError};
-use agentc_policy::{LaunchKind, Owner, Protocol, RealPaths, ResolveInputs};
+use agentc_backend_common::session::{session_name, ExecRequest, SandboxClient, SessionError};
+use agentc_policy::{Instance, LaunchKind, Owner, Protocol, RealPaths, ResolveInputs, Start};
 
 /// The sandbox: hardened as every custom profile is (read-only root, tmpfs /tmp, no
 /// capabilities, limits), with port 8080 published on 127.0.0.1.
@@ -43,6 +43,12 @@ fn spec(image: &str) -> Result<agentc_policy::LaunchSpec, String> {
         agent_args: Vec::new(),
         env: BTreeMap::new(),
         decant_sources: Vec::new(),
+        // A session's sandbox: in the background, named, kept until deleted, no stdin.
+        instance: Instance {
+            start: Start::Session,
+            default_name: Some(session_name("session-example")),
+            ..Instance::default()
+        },
     };
     agentc_policy::resolve(&loaded, &inputs, &RealPaths).map_err(|error| error.to_string())
 }

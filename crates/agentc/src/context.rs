@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use agentc_policy::profile::MountType;
 use agentc_policy::LoadedProfile;
 use agentc_policy::{
-    Action, DecantSource, EnvValue, LaunchKind, LaunchSpec, Owner, PolicyError, RealPaths,
-    ResolveInputs,
+    Action, DecantSource, EnvValue, Instance, LaunchKind, LaunchSpec, Owner, PolicyError,
+    ProfileRecord, RealPaths, ResolveInputs,
 };
 
 use crate::cli::{KindArg, LaunchArgs};
@@ -177,8 +177,38 @@ pub fn seed_targets(loaded: &LoadedProfile) -> Vec<String> {
         .collect()
 }
 
-/// Resolves one launch of a loaded profile on this machine.
+/// Resolves one launch of a loaded profile on this machine, as the profile says (the default
+/// [`Instance`]: what `plan`, `render` and `lock` show).
 pub fn resolve_launch(loaded: &LoadedProfile, args: &LaunchArgs) -> Result<LaunchSpec, Failure> {
+    resolve_instance(loaded, args, Instance::default())
+}
+
+/// Resolves one launch of a loaded profile on this machine, started as `instance` says
+/// (`agentc run --detach`, a copy of `--count`, without a terminal). The spec is final.
+pub fn resolve_instance(
+    loaded: &LoadedProfile,
+    args: &LaunchArgs,
+    instance: Instance,
+) -> Result<LaunchSpec, Failure> {
+    resolve_inputs(loaded, &launch_inputs(loaded, args, instance)?)
+}
+
+/// Resolves a launch with inputs gathered by [`launch_inputs`] (`-v` says what it became).
+pub fn resolve_inputs(
+    loaded: &LoadedProfile,
+    inputs: &ResolveInputs,
+) -> Result<LaunchSpec, Failure> {
+    let spec = agentc_policy::resolve(loaded, inputs, &RealPaths).map_err(Failure::invalid)?;
+    log_resolved(&spec);
+    Ok(spec)
+}
+
+/// What one launch of a loaded profile depends on from this machine.
+pub fn launch_inputs(
+    loaded: &LoadedProfile,
+    args: &LaunchArgs,
+    instance: Instance,
+) -> Result<ResolveInputs, Failure> {
     let profile_dir = absolute_parent(&args.profile)?;
     let workspace = workspace_dir(args.workspace.as_deref())?;
     let owner = current_owner();
@@ -197,7 +227,7 @@ pub fn resolve_launch(loaded: &LoadedProfile, args: &LaunchArgs) -> Result<Launc
     for (name, value) in &env {
         log::debug!("environment override {name}={value:?}");
     }
-    let inputs = ResolveInputs {
+    Ok(ResolveInputs {
         kind,
         workspace: path_text(&workspace, "--workspace")?,
         profile_dir: path_text(&profile_dir, "the profile's directory")?,
@@ -208,10 +238,40 @@ pub fn resolve_launch(loaded: &LoadedProfile, args: &LaunchArgs) -> Result<Launc
         agent_args: args.agent_args.clone(),
         env,
         decant_sources,
-    };
-    let spec = agentc_policy::resolve(loaded, &inputs, &RealPaths).map_err(Failure::invalid)?;
-    log_resolved(&spec);
-    Ok(spec)
+        instance,
+    })
+}
+
+/// A host path as a lock writes it (relative to the profile's directory, `~/...`, or absolute:
+/// [`agentc_policy::LocalRoots::portable_path`]), on this machine; `None` when the profile's
+/// directory cannot be found.
+pub fn locked_path(profile: &Path, portable: &str) -> Option<PathBuf> {
+    let profile_dir = absolute_parent(profile).ok()?;
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/".to_string());
+    let path = agentc_policy::resolve_host_path(portable, &home, profile_dir.to_str()?);
+    Some(PathBuf::from(path))
+}
+
+/// The profile file a launch comes from, for its `io.agentc.profile-file` and
+/// `io.agentc.profile-sha256` labels; `None` when it cannot be read again.
+pub fn profile_record(profile: &Path) -> Option<ProfileRecord> {
+    let path = std::fs::canonicalize(profile).ok()?;
+    Some(ProfileRecord {
+        sha256: file_sha256(&path)?,
+        file: path.to_str()?.to_string(),
+    })
+}
+
+/// The sha256 (hex) of a file's bytes, or `None` when it cannot be read.
+pub fn file_sha256(path: &Path) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    let bytes = std::fs::read(path).ok()?;
+    Some(
+        Sha256::digest(&bytes)
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect(),
+    )
 }
 
 /// One `--verbose` line saying what a launch resolved to; secrets by name only.
@@ -219,7 +279,7 @@ fn log_resolved(spec: &LaunchSpec) {
     if !log::log_enabled!(log::Level::Debug) {
         return;
     }
-    let digest = agentc_policy::spec_digest(spec);
+    let digest = spec.digest().unwrap_or_default();
     match &spec.action {
         Action::Container(container) => {
             let secrets: Vec<&str> = container

@@ -652,6 +652,144 @@ fn live_a_detached_sandbox_shows_in_ps_with_its_address_and_rm_removes_it() {
     }
 }
 
+/// The spec digest a command printed: `plan`'s 12-digit prefix line, `render`'s label,
+/// `lock`'s `spec_digest`, `-v`'s resolved line.
+fn digest_after<'a>(text: &'a str, marker: &str) -> &'a str {
+    let start = text
+        .find(marker)
+        .unwrap_or_else(|| panic!("no {marker:?} in {text}"))
+        + marker.len();
+    let rest = &text[start..];
+    let end = rest
+        .find(|c: char| !c.is_ascii_hexdigit())
+        .unwrap_or(rest.len());
+    &rest[..end]
+}
+
+/// Regression: `plan`, `render`, `lock` and `-v` printed one spec digest and the running
+/// container's label and `ps` another, because `run` rewrote the resolved spec (detach, name,
+/// terminal, profile record) and recomputed the digest by hand. Now the spec `resolve` returns
+/// is launched as it is: a detached sandbox that mounts its workspace, a preset `run
+/// --detach`, and each copy of `--count` carry the digest `plan` and `lock` show, through
+/// both backends.
+#[test]
+fn live_one_digest_in_plan_render_lock_verbose_the_label_and_ps() {
+    if !require_daemon("live_one_digest_in_plan_render_lock_verbose_the_label_and_ps") {
+        return;
+    }
+    let image = test_image();
+    let agent = agent_image();
+    for backend in ["cli", "api"] {
+        let mut lab = Lab::new(&format!("launcher-digest-{backend}"));
+        let sandbox = lab.profile(&format!(
+            "agent = \"custom\"\n\n[image]\nref = \"{image}\"\ncommand = [\"sleep\", \"300\"]\n\n\
+             [workspace]\nmount = true\n"
+        ));
+        let preset_dir = lab.dir.path().join("preset");
+        std::fs::create_dir(&preset_dir).unwrap();
+        let preset = preset_dir.join(format!("{}.toml", lab.profile));
+        let home = lab.volume(&format!("launcher-digest-{backend}-home"));
+        std::fs::write(
+            &preset,
+            format!(
+                "name = \"{}\"\nagent = \"claude-code\"\nhome_volume = \"{home}\"\n\
+                 [image]\nref = \"{agent}\"\n[egress]\nmode = \"deny\"\n",
+                lab.profile
+            ),
+        )
+        .unwrap();
+        let preset = preset.to_string_lossy().into_owned();
+        let ok = |output: Output| -> String {
+            assert_eq!(
+                output.status.code(),
+                Some(0),
+                "{backend}: {}",
+                describe(&output)
+            );
+            text(&output.stdout) + &text(&output.stderr)
+        };
+        for (profile, run) in [
+            (
+                &sandbox,
+                vec!["run", sandbox.as_str(), "--backend", backend],
+            ),
+            (
+                &preset,
+                vec!["run", preset.as_str(), "--backend", backend, "--detach"],
+            ),
+        ] {
+            let plan = ok(lab.run(&["plan", profile]));
+            let render = ok(lab.run(&["render", profile]));
+            ok(lab.run(&["lock", profile]));
+            let lock_file = Path::new(profile.as_str()).with_extension("lock");
+            let lock = std::fs::read_to_string(&lock_file).unwrap();
+            let digest = digest_after(&lock, "spec_digest = \"").to_string();
+            assert_eq!(digest.len(), 64, "{lock}");
+            assert!(
+                digest.starts_with(digest_after(&plan, "(spec digest ")),
+                "{plan}"
+            );
+            assert_eq!(digest_after(&render, "io.agentc.spec-digest="), digest);
+
+            let mut verbose = vec!["--verbose"];
+            verbose.extend(&run);
+            let started = ok(lab.run(&verbose));
+            assert_eq!(digest_after(&started, "spec digest "), digest, "{started}");
+            let name = started
+                .lines()
+                .find_map(|line| line.strip_prefix("started "))
+                .and_then(|rest| rest.split(' ').next())
+                .unwrap_or_else(|| panic!("{backend}: no started line in {started}"))
+                .to_string();
+            let label = docker(&[
+                "inspect",
+                "--format",
+                "{{index .Config.Labels \"io.agentc.spec-digest\"}}",
+                &name,
+            ])
+            .unwrap();
+            assert_eq!(label, digest, "{backend}: the label of {name}");
+            let ps = ok(agentc(&["ps", "--format", "json"]));
+            let rows: serde_json::Value = serde_json::from_str(&ps).unwrap();
+            let row = rows
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|row| row["name"] == name.as_str())
+                .unwrap_or_else(|| panic!("{backend}: {name} missing from {ps}"));
+            assert_eq!(row["spec_digest"], digest.as_str(), "{backend}: {row}");
+            let table = ok(agentc(&["ps"]));
+            assert!(
+                table
+                    .lines()
+                    .any(|line| line.starts_with(&format!("{name} "))
+                        && line.contains(&digest[..12])),
+                "{backend}: {table}"
+            );
+            ok(agentc(&["rm", &name]));
+        }
+        if backend == "api" {
+            let copies = ok(lab.run(&["run", &sandbox, "--backend", "api", "--count", "2"]));
+            let lock = std::fs::read_to_string(Path::new(&sandbox).with_extension("lock")).unwrap();
+            let digest = digest_after(&lock, "spec_digest = \"");
+            let names = lab.containers();
+            assert_eq!(names.len(), 2, "{copies}");
+            for name in &names {
+                let label = docker(&[
+                    "inspect",
+                    "--format",
+                    "{{index .Config.Labels \"io.agentc.spec-digest\"}}",
+                    name,
+                ])
+                .unwrap();
+                assert_eq!(label, digest, "copy {name}");
+            }
+            ok(agentc(&["rm", "--all", "--profile", &lab.profile]));
+        }
+        lab.finish();
+    }
+}
+
 #[test]
 fn run_count_needs_the_api_backend() {
     let output = agentc(&["run", "fixtures/valid/sandbox-minimal.toml", "--count", "2"]);

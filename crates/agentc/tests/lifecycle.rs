@@ -567,9 +567,10 @@ fn live_lock_pins_mounted_files_and_refuses_their_drift() {
         vec!["run", "--locked", &file],
     ] {
         let output = lab.expect(&args, 65);
-        let expected = format!("file {}: sha256: locked ", lab.path("ca").display());
+        // The lock names the project's files by their path beside the profile.
+        let expected = "file ./ca: sha256: locked ";
         assert!(
-            text(&output.stderr).contains(&expected),
+            text(&output.stderr).contains(expected),
             "{args:?}: {}",
             describe(&output)
         );
@@ -578,15 +579,148 @@ fn live_lock_pins_mounted_files_and_refuses_their_drift() {
     std::fs::write(lab.path("ca/sub/root.pem"), "CA\n").unwrap();
     std::fs::write(lab.path("notes.txt"), "edited\n").unwrap();
     let output = lab.expect(&["run", "--locked", "--backend", "api", &file], 65);
-    let expected = format!("file {}: sha256", lab.path("notes.txt").display());
     assert!(
-        text(&output.stderr).contains(&expected),
+        text(&output.stderr).contains("file ./notes.txt: sha256"),
         "{}",
         describe(&output)
     );
     std::fs::write(lab.path("notes.txt"), "reviewed\n").unwrap();
     lab.expect(&["verify", "--locked", &file], 0);
     assert!(lab.containers().is_empty(), "verify removed its probe");
+}
+
+/// Runs agentc as the lab does, in another directory.
+fn run_in(lab: &Lab, dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_agentc"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .env("USER", "lifecycle")
+        .env("AGENTC_STATE_DIR", lab.path("state"))
+        .env_remove("AGENTC_TEST_INTERRUPT")
+        .output()
+        .expect("agentc runs")
+}
+
+/// Regression: a lock pinned the absolute workspace and file paths, so `lock --check` from a
+/// checkout elsewhere (a CI clone, a worktree) reported every project path as drift. Now the
+/// lock writes them relative to the profile's directory: a copy of the project under another
+/// name in another directory holds the lock, and launches `--locked`; a changed security
+/// setting, a changed trusted file or a workspace outside the project still drifts.
+#[test]
+fn live_a_lock_holds_in_another_checkout_and_a_changed_security_setting_drifts() {
+    if !require_daemon("live_a_lock_holds_in_another_checkout") {
+        return;
+    }
+    let lab = Lab::new("checkout");
+    let image = test_image();
+    std::fs::create_dir_all(lab.path("ca")).unwrap();
+    std::fs::write(lab.path("ca/root.pem"), "CA\n").unwrap();
+    std::fs::write(lab.path("notes.txt"), "reviewed\n").unwrap();
+    let body = format!(
+        "agent = \"custom\"\n[image]\nref = \"{image}\"\ncommand = [\"tail\", \"-f\", \"/dev/null\"]\n\
+         [workspace]\nmount = true\n\
+         [[mounts]]\nsource = \"notes.txt\"\ntarget = \"/srv/notes.txt\"\n\
+         [[mounts]]\ntype = \"directory\"\nsource = \"./ca\"\ntarget = \"/srv/ca\"\n"
+    );
+    let file = lab.write_profile(&body);
+    lab.expect(&["lock", &file], 0);
+    let lock = std::fs::read_to_string(lab.lock_path()).unwrap();
+    assert!(lock.contains("workspace = \".\""), "{lock}");
+    assert!(lock.contains("path = \"./ca\""), "{lock}");
+    let own_dir = lab.dir.path().to_string_lossy().into_owned();
+    assert!(!lock.contains(&own_dir), "no path of this checkout: {lock}");
+
+    // The project, lock included, copied under another name into another directory.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let checkout = elsewhere.path().join("another-checkout");
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(lab.dir.path())
+        .arg(&checkout)
+        .output()
+        .unwrap();
+    assert!(copied.status.success(), "{}", describe(&copied));
+    let profile = checkout.join(format!("{}.toml", lab.profile));
+    let profile = profile.to_string_lossy().into_owned();
+    let check = run_in(&lab, &checkout, &["lock", "--check", &profile]);
+    assert_eq!(check.status.code(), Some(0), "{}", describe(&check));
+    assert!(
+        text(&check.stdout).contains("no drift"),
+        "{}",
+        describe(&check)
+    );
+    let run = run_in(
+        &lab,
+        &checkout,
+        &["run", "--locked", "--backend", "api", &profile],
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", describe(&run));
+    let sandbox = format!("agentc-sandbox-lifecycle-{}-{}", current_uid(), lab.profile);
+    let mounted = docker(&[
+        "inspect",
+        "--format",
+        "{{range .Mounts}}{{.Source}} {{end}}",
+        &sandbox,
+    ])
+    .unwrap();
+    let real = std::fs::canonicalize(&checkout).unwrap();
+    assert!(
+        mounted.contains(&format!("{}/ca", real.display())),
+        "the copy's own files are mounted: {mounted}"
+    );
+    docker(&["rm", "--force", &sandbox]).unwrap();
+
+    // A workspace outside the project drifts.
+    let outside = run_in(
+        &lab,
+        &checkout,
+        &["lock", "--check", "--workspace", &own_dir, &profile],
+    );
+    assert_eq!(outside.status.code(), Some(65), "{}", describe(&outside));
+    assert!(
+        text(&outside.stderr).contains("drift: workspace: locked ., current "),
+        "{}",
+        describe(&outside)
+    );
+    // A changed trusted file drifts.
+    std::fs::write(checkout.join("ca/root.pem"), "another CA\n").unwrap();
+    let file_drift = run_in(&lab, &checkout, &["lock", "--check", &profile]);
+    assert_eq!(
+        file_drift.status.code(),
+        Some(65),
+        "{}",
+        describe(&file_drift)
+    );
+    assert!(
+        text(&file_drift.stderr).contains("drift: file ./ca: sha256: locked "),
+        "{}",
+        describe(&file_drift)
+    );
+    std::fs::write(checkout.join("ca/root.pem"), "CA\n").unwrap();
+    // A changed security setting drifts, named.
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"{}\"\n{body}[security]\nadd_capabilities = [\"NET_RAW\"]\n",
+            lab.profile
+        ),
+    )
+    .unwrap();
+    let security = run_in(&lab, &checkout, &["lock", "--check", &profile]);
+    assert_eq!(security.status.code(), Some(65), "{}", describe(&security));
+    assert!(
+        text(&security.stderr)
+            .contains("drift: launch run: container.cap_add.0: locked (none), current NET_RAW"),
+        "{}",
+        describe(&security)
+    );
+    assert!(lab.containers().is_empty(), "{:?}", lab.containers());
+}
+
+fn current_uid() -> String {
+    let output = Command::new("id").arg("-u").output().unwrap();
+    text(&output.stdout).trim().to_string()
 }
 
 #[test]

@@ -323,6 +323,7 @@ mod tests {
             agent_args: Vec::new(),
             env: Default::default(),
             decant_sources: Vec::new(),
+            instance: agentc_policy::Instance::default(),
         };
         let spec = agentc_policy::resolve(&loaded, &inputs, &NoPaths).unwrap();
         let agentc_policy::Action::Container(container) = spec.action else {

@@ -8,6 +8,11 @@
 //! workspace, the runtime, and agentc's version. Secrets appear by name only: the spec never
 //! holds their values.
 //!
+//! Every path in a lock is in the portable form the digest covers ([`agentc_policy::digest`]):
+//! the workspace and the project's files relative to the profile's directory (`.`,
+//! `./certs/ca.pem`), the home's under `~`, so a lock written in one checkout holds in
+//! another, while a bind that moves (a workspace outside the project) drifts.
+//!
 //! [`Lock::current`] builds a lock from values the caller gathered (specs, image facts, file
 //! hashes); [`compare`] names every field that differs. The same function builds the lock
 //! that `agentc lock` writes and the one `--locked` compares with it, so a new lock field is
@@ -15,7 +20,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use agentc_policy::{Action, EgressMode, Profile, LABEL_SPEC_DIGEST};
+use agentc_policy::{EgressMode, LocalRoots, Profile};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{parse_toml, shown, LifecycleError};
@@ -38,7 +43,8 @@ pub struct Lock {
     pub agentc_version: String,
     /// The profile's name.
     pub profile: String,
-    /// The workspace the run mounts, when it mounts one.
+    /// The workspace the run mounts, when it mounts one, relative to the profile's directory
+    /// (`.`, `..`) or the home (`~/src/app`) where it is inside them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
     /// The container runtime (`default`: the engine's default runtime).
@@ -115,8 +121,8 @@ pub struct LaunchLock {
     pub launch: String,
     /// Its spec digest (`io.agentc.spec-digest`).
     pub spec_digest: String,
-    /// The spec's values by path, for review and to name what drifted; URL passwords are
-    /// redacted (the digest covers them).
+    /// The spec's values by path, in the portable form the digest covers, for review and to
+    /// name what drifted; URL passwords are redacted (the digest covers them).
     #[serde(default)]
     pub spec: BTreeMap<String, String>,
 }
@@ -172,7 +178,8 @@ impl FileKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileLock {
-    /// The absolute host path.
+    /// The host path in its portable form ([`LocalRoots::portable_path`]: `./ca.pem` beside the
+    /// profile, `~/.gitconfig`, `/etc/ssl/certs`).
     pub path: String,
     /// What it is.
     pub kind: FileKind,
@@ -191,8 +198,10 @@ pub struct FileLock {
 /// A host path the launches mount, to be hashed by the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileUse {
-    /// The absolute host path.
+    /// The absolute host path, to hash.
     pub path: String,
+    /// The path as the lock writes it ([`FileLock::path`]).
+    pub locked_path: String,
     /// Mounted writable by some launch: its contents are not pinned.
     pub writable: bool,
     /// Where, `LAUNCH:TARGET`.
@@ -213,6 +222,7 @@ pub fn files_to_hash(launches: &[Launch]) -> Vec<FileUse> {
             } = part
             {
                 let entry = files.entry(path.clone()).or_insert_with(|| FileUse {
+                    locked_path: launch.roots.portable_path(&path),
                     path,
                     writable: false,
                     mounted_at: Vec::new(),
@@ -238,7 +248,8 @@ pub fn images_to_pin(launches: &[Launch]) -> Vec<String> {
     images.into_iter().collect()
 }
 
-/// The workspace the launches mount, when one does.
+/// The workspace the launches mount, when one does, in its portable form
+/// ([`Lock::workspace`]).
 pub fn workspace_of(launches: &[Launch]) -> Option<String> {
     launches.iter().find_map(|launch| {
         parts(&launch.spec).into_iter().find_map(|part| match part {
@@ -246,7 +257,7 @@ pub fn workspace_of(launches: &[Launch]) -> Option<String> {
                 path,
                 workspace: true,
                 ..
-            } => Some(path),
+            } => Some(launch.roots.portable_path(&path)),
             _ => None,
         })
     })
@@ -295,8 +306,8 @@ impl Lock {
                 .iter()
                 .map(|launch| LaunchLock {
                     launch: launch.label.clone(),
-                    spec_digest: agentc_policy::spec_digest(&launch.spec),
-                    spec: flatten_spec(&launch.spec),
+                    spec_digest: launch.spec.digest().unwrap_or_default().to_string(),
+                    spec: flatten_spec(&launch.spec, &launch.roots),
                 })
                 .collect(),
             images: inputs
@@ -362,13 +373,13 @@ impl Lock {
 
 /// A spec's values by path (`container.resources.memory_bytes`), lists of named things keyed
 /// by their name (`container.env.HTTP_PROXY.value`, `container.mounts./srv/notes.source.path`),
-/// without the spec-digest label; URL passwords are redacted.
-pub fn flatten_spec(spec: &agentc_policy::LaunchSpec) -> BTreeMap<String, String> {
-    let mut action = spec.action.clone();
-    match &mut action {
-        Action::Container(container) => container.labels.remove(LABEL_SPEC_DIGEST),
-        Action::Build(build) => build.labels.remove(LABEL_SPEC_DIGEST),
-    };
+/// in the portable form the digest covers ([`agentc_policy::portable_action`]: host paths
+/// relative to `roots`, no spec-digest label); URL passwords are redacted.
+pub fn flatten_spec(
+    spec: &agentc_policy::LaunchSpec,
+    roots: &LocalRoots,
+) -> BTreeMap<String, String> {
+    let action = agentc_policy::portable_action(spec, roots);
     let value = serde_json::to_value(&action).unwrap_or_default();
     let mut out = BTreeMap::new();
     flatten("", &value, &mut out);

@@ -10,7 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use agentc_policy::presets::SEED_SOURCE_TARGET;
 use agentc_policy::{
-    Action, EnvValue, Finding, LaunchKind, LaunchSpec, MountSource, Network, Origin, Severity,
+    Action, EnvValue, Finding, LaunchKind, LaunchSpec, LocalRoots, MountSource, Network, Origin,
+    Severity,
 };
 use serde::Serialize;
 
@@ -288,7 +289,7 @@ pub fn is_workspace(spec: &LaunchSpec, target: &str) -> bool {
 }
 
 /// One launch of a profile: its label (`run`, `seed /home/claude/x`, `build`, `decant`), the
-/// resolved spec and its findings.
+/// resolved spec, its findings, and the directories its host paths are portable against.
 #[derive(Debug, Clone)]
 pub struct Launch {
     /// How the launch is named in plans, locks and state: the kind, and for a seed its target.
@@ -297,6 +298,10 @@ pub struct Launch {
     pub spec: LaunchSpec,
     /// Its security findings.
     pub findings: Vec<Finding>,
+    /// The profile directory, home and workspace it was resolved with
+    /// ([`agentc_policy::LocalRoots::of`]): a lock writes its paths relative to them, so that
+    /// it holds in another checkout.
+    pub roots: LocalRoots,
 }
 
 /// The label of a launch: its kind, and a seed's target.
@@ -409,7 +414,7 @@ pub fn plan(
         .iter()
         .map(|launch| LaunchPlan {
             launch: launch.label.clone(),
-            spec_digest: agentc_policy::spec_digest(&launch.spec),
+            spec_digest: launch.spec.digest().unwrap_or_default().to_string(),
             parts: parts(&launch.spec)
                 .into_iter()
                 .map(|part| match part {

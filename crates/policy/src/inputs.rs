@@ -99,4 +99,79 @@ pub struct ResolveInputs {
     pub env: BTreeMap<String, String>,
     /// Decant's source profiles, loaded by the caller from `NAME.toml` beside the profile.
     pub decant_sources: Vec<DecantSource>,
+    /// How this invocation starts the container and where its profile came from; outside the
+    /// spec digest. [`Instance::default`] is the launch as the profile says, at a terminal
+    /// (what `plan`, `render` and `lock` show).
+    pub instance: Instance,
+}
+
+/// One instance of a launch: how this invocation starts its container (attached or in the
+/// background, under which name, at a terminal or not) and the profile file it came from.
+///
+/// [`crate::resolve()`] applies it last, after it has computed the spec digest, so every
+/// instance of one launch carries the same `io.agentc.spec-digest`: `agentc run` and
+/// `agentc run --detach`, each of `--count`'s copies, a session's sandbox, a script without a
+/// terminal, and `agentc plan`, `render` and `lock`, which resolve the default instance. The
+/// spec `resolve` returns is final: nothing edits it before it is launched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instance {
+    /// Attached as the launch says, or in the background.
+    pub start: Start,
+    /// The name of a container started in the background whose launch names none (a run's;
+    /// a custom sandbox keeps `agentc-sandbox-OWNER-PROFILE`). `agentc run --detach` passes
+    /// `agentc-run-PROFILE-PID`, a session `agentc-session-PROFILE-PID-N`. A launch started in
+    /// the background with no name at all is refused.
+    pub default_name: Option<String>,
+    /// The copy number `N` of `agentc run --count`: the container is named `NAME-N` after the
+    /// name it would have, and an egress companion becomes its own (`NAME-N-egress`, ...,
+    /// [`crate::ContainerSpec::egress_for`]), so that no two copies share one. Only for a start
+    /// in the background.
+    pub copy: Option<u16>,
+    /// Whether stdin is a terminal. When it is not, an attached launch gets no pseudo-TTY: the
+    /// docker CLI refuses `--tty` then ("the input device is not a TTY") and a script piping
+    /// into an agent wants plain streams. A launch in the background keeps its TTY for a later
+    /// `docker attach`.
+    pub stdin_is_terminal: bool,
+    /// The profile file the launch came from, recorded in labels for `agentc ps`.
+    pub profile_record: Option<ProfileRecord>,
+}
+
+impl Default for Instance {
+    /// The launch as the profile says: attached as its kind is, its own name, at a terminal,
+    /// no profile record.
+    fn default() -> Instance {
+        Instance {
+            start: Start::AsLaunched,
+            default_name: None,
+            copy: None,
+            stdin_is_terminal: true,
+            profile_record: None,
+        }
+    }
+}
+
+/// How a container is started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Start {
+    /// As the launch's kind says: a run attached and removed when it exits, a custom sandbox
+    /// in the background.
+    #[default]
+    AsLaunched,
+    /// In the background and kept after it exits (no `--rm`: its exit code and logs stay
+    /// readable until `agentc rm`), stdin kept open, when the launch has it, for a later
+    /// `docker attach`: `agentc run --detach` and `--count`.
+    Detached,
+    /// In the background, kept after it exits, without stdin: a session's sandbox
+    /// (`SandboxClient::create`), driven through exec.
+    Session,
+}
+
+/// The profile file a launch came from: `io.agentc.profile-file` and
+/// `io.agentc.profile-sha256`, so that `agentc ps` can tell whether the profile changed since.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfileRecord {
+    /// The profile file's absolute path.
+    pub file: String,
+    /// The sha256 (hex) of its text at launch.
+    pub sha256: String,
 }

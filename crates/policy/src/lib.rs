@@ -6,13 +6,16 @@
 //!
 //! The pipeline: [`load`] reads the text into a typed, validated [`LoadedProfile`] (or every
 //! independent error at once, as [`PolicyErrors`]); [`resolve`] turns it, with the
-//! invocation's [`ResolveInputs`], into one [`LaunchSpec`]; [`explain`] and [`findings`]
-//! describe that spec. The backends (`agentc-backend-cli`, `agentc-backend-api`) render the
+//! invocation's [`ResolveInputs`] (how this invocation starts the container among them: an
+//! [`Instance`]), into one final [`LaunchSpec`], labelled with its spec digest ([`digest`]);
+//! [`explain`] and [`findings`] describe that spec. The backends (`agentc-backend-cli`, `agentc-backend-api`) render the
 //! spec; they never see the profile.
 //!
 //! ```
 //! use std::collections::BTreeMap;
-//! use agentc_policy::{load, resolve, LaunchKind, Owner, PathKind, PathProbe, ResolveInputs};
+//! use agentc_policy::{
+//!     load, resolve, Instance, LaunchKind, Owner, PathKind, PathProbe, ResolveInputs,
+//! };
 //!
 //! // A long-lived custom sandbox that publishes one port.
 //! let text = r#"
@@ -44,9 +47,14 @@
 //!     agent_args: Vec::new(),
 //!     env: BTreeMap::from([("AGENTC_MEM_LIMIT".into(), "2g".into())]),
 //!     decant_sources: Vec::new(),
+//!     instance: Instance::default(),
 //! };
 //! let spec = resolve(&profile, &inputs, &NoFiles)?;
 //! assert_eq!(spec.kind, LaunchKind::Sandbox);
+//!
+//! // One digest, computed by resolve, the same in every checkout (`io.agentc.spec-digest`).
+//! let digest = spec.digest().expect("resolve labels every launch");
+//! assert_eq!(digest.len(), 64);
 //!
 //! // The same spec as `docker` argv and as an Engine API create body.
 //! let argv = agentc_backend_cli::render_argv(&spec)?;
@@ -59,6 +67,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod digest;
 pub mod overrides;
 pub mod presets;
 pub mod profile;
@@ -74,6 +83,7 @@ mod explainer;
 mod finding;
 mod findings;
 mod inputs;
+mod instance;
 mod keys;
 mod limits;
 mod load;
@@ -86,23 +96,29 @@ mod text;
 mod values;
 
 pub use capability::{Capability, UnknownCapability};
+pub use digest::{portable_action, LocalRoots};
 pub use document::{LoadedProfile, MAX_PROFILE_BYTES};
 pub use error::{Location, PolicyError, PolicyErrors, MAX_REPORTED_ERRORS};
 pub use explain::explain;
 pub use explainer::origin_words;
 pub use finding::{deny, highest, report_json, report_text, Finding, Severity, CODES};
 pub use findings::{explain_json, findings};
-pub use inputs::{DecantSource, Owner, PathKind, PathProbe, RealPaths, ResolveInputs};
+pub use inputs::{
+    DecantSource, Instance, Owner, PathKind, PathProbe, ProfileRecord, RealPaths, ResolveInputs,
+    Start,
+};
 pub use limits::{
     format_cpus, format_size, parse_cpus, parse_size, Limit, MAX_LOG_FILES, MAX_NANO_CPUS,
     MAX_PIDS_LIMIT, MAX_SIZE_BYTES, MIN_LOG_SIZE_BYTES, MIN_MEMORY_BYTES, MIN_NANO_CPUS,
 };
 pub use load::{load, validate};
 pub use overrides::parse_overrides;
-pub use paths::{classify_path, normalize_path, Danger, DOCKER_HOST, DOCKER_SOCKETS};
+pub use paths::{
+    classify_path, normalize_path, resolve_host_path, Danger, DOCKER_HOST, DOCKER_SOCKETS,
+};
 pub use ports::PortSpec;
 pub use profile::{AgentName, EgressEnforce, EgressMode, PodSecurityLevel, Profile};
-pub use resolve::{resolve, spec_digest};
+pub use resolve::resolve;
 pub use rules::egress::host_path::{IPV6_SYSCTLS, NET_CAPABILITIES};
 pub use rules::egress::{host_scope, NO_PROXY_VARIABLES, PROXY_VARIABLES};
 pub use rules::identity::{

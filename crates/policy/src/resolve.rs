@@ -18,12 +18,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use sha2::{Digest, Sha256};
-
 use crate::context::{preset_origin, EnvBuilder, Resolver};
+use crate::digest::{self, LocalRoots};
 use crate::document::LoadedProfile;
 use crate::error::{Location, PolicyError};
 use crate::inputs::{PathProbe, ResolveInputs};
+use crate::instance;
 use crate::keys;
 use crate::overrides::parse_overrides;
 use crate::presets::{self, Preset};
@@ -38,7 +38,9 @@ use crate::spec::{
 ///
 /// A `run` of an `agent = "custom"` profile resolves to [`LaunchKind::Sandbox`]. The
 /// `AGENTC_*` overrides are read from `inputs.env`; host paths are checked through `paths`,
-/// which follows symbolic links as docker will.
+/// which follows symbolic links as docker will. The spec digest
+/// (`io.agentc.spec-digest`, [`crate::digest`]) is computed here, once, before the
+/// invocation's [`crate::Instance`] is applied; the spec returned is final.
 pub fn resolve(
     profile: &LoadedProfile,
     inputs: &ResolveInputs,
@@ -91,7 +93,9 @@ pub fn resolve(
     for key in [LABEL_PROFILE, LABEL_KIND, LABEL_SPEC_DIGEST] {
         spec.origins.insert(keys::label(key), Origin::Default);
     }
-    let digest = spec_digest(&spec);
+    // The digest first, then the instance: every instance of the launch carries its digest.
+    let digest = digest::spec_digest(&spec, &LocalRoots::of(inputs, paths));
+    instance::apply(&mut spec, &inputs.instance)?;
     spec.labels_mut()
         .insert(LABEL_SPEC_DIGEST.to_string(), digest);
     Ok(spec)
@@ -139,24 +143,6 @@ fn check_invocation(inputs: &ResolveInputs) -> Result<(), PolicyError> {
         ));
     }
     Ok(())
-}
-
-/// sha256 digest (hex) of a spec, excluding the digest label itself.
-///
-/// It covers the kind, the profile name and the action, not the origins: the same launch
-/// reached through a different override has the same digest.
-pub fn spec_digest(spec: &LaunchSpec) -> String {
-    let mut action = spec.action.clone();
-    match &mut action {
-        Action::Container(container) => container.labels.remove(LABEL_SPEC_DIGEST),
-        Action::Build(build) => build.labels.remove(LABEL_SPEC_DIGEST),
-    };
-    // Serializing plain data with sorted maps cannot fail and is deterministic.
-    let bytes = serde_json::to_vec(&(&spec.kind, &spec.profile, &action)).unwrap_or_default();
-    Sha256::digest(&bytes)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
 }
 
 impl Resolver<'_> {

@@ -28,7 +28,8 @@ pub use egress::{
 pub const LABEL_PROFILE: &str = "io.agentc.profile";
 /// Label naming the launch kind (`run`, `seed`, ...).
 pub const LABEL_KIND: &str = "io.agentc.kind";
-/// Label holding [`crate::spec_digest`] of the launch.
+/// Label holding the launch's spec digest, computed by [`crate::resolve()`] over its portable
+/// form ([`crate::digest`]); read with [`LaunchSpec::digest`].
 pub const LABEL_SPEC_DIGEST: &str = "io.agentc.spec-digest";
 /// Label naming the profile file (absolute) a container was launched from by `agentc run`, so
 /// `agentc ps` can tell whether the profile changed since.
@@ -88,6 +89,13 @@ impl LaunchSpec {
             Action::Container(container) => &container.labels,
             Action::Build(build) => &build.labels,
         }
+    }
+
+    /// The spec digest (the [`LABEL_SPEC_DIGEST`] label): the same for every instance of the
+    /// launch and in every checkout ([`crate::digest`]). `None` for a spec not made by
+    /// [`crate::resolve()`].
+    pub fn digest(&self) -> Option<&str> {
+        self.labels().get(LABEL_SPEC_DIGEST).map(String::as_str)
     }
 
     /// The labels of the container or the image build, to change.

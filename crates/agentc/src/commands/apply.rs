@@ -204,7 +204,7 @@ pub fn apply(args: ApplyArgs) -> Result<u8, Failure> {
             .map(|launch| {
                 (
                     launch.label.clone(),
-                    agentc_policy::spec_digest(&launch.spec),
+                    launch.spec.digest().unwrap_or_default().to_string(),
                 )
             })
             .collect(),

@@ -1,7 +1,8 @@
 //! What the launching commands share: the tokio runtime (created here only, never by the
-//! offline commands), the machine's environment and daemon address, the launch adjustments the
-//! command line asks for, executing a container launch through either backend, printing what
-//! it started, and the exit status of a launch error.
+//! offline commands), the machine's environment and daemon address, executing a container
+//! launch through either backend, printing what it started, and the exit status of a launch
+//! error. The launch comes resolved and final: detaching, naming, copies and the terminal are
+//! inputs of `resolve` ([`agentc_policy::Instance`]), never edits of its spec.
 
 use std::collections::BTreeMap;
 
@@ -119,86 +120,6 @@ pub fn container_of(spec: &LaunchSpec) -> Result<&ContainerSpec, Failure> {
     }
 }
 
-/// Makes a launch detached (`agentc run --detach`): it starts in the background, gets a name
-/// when it has none (`agentc-<kind>-<profile>-<pid>`, so it can be found again), is kept after
-/// it exits (no `--rm`: its exit code and logs stay readable, `agentc logs`, until
-/// `agentc rm`), and its `io.agentc.spec-digest` label is recomputed for the changed launch.
-pub fn force_detach(spec: &mut LaunchSpec) {
-    let name = format!(
-        "agentc-{}-{}-{}",
-        spec.kind.as_str(),
-        spec.profile,
-        std::process::id()
-    );
-    if let Action::Container(container) = &mut spec.action {
-        if container.detach {
-            return;
-        }
-        container.detach = true;
-        container.auto_remove = false;
-        container.name.get_or_insert(name);
-    }
-    let digest = agentc_policy::spec_digest(spec);
-    if let Action::Container(container) = &mut spec.action {
-        container
-            .labels
-            .insert(agentc_policy::LABEL_SPEC_DIGEST.to_string(), digest);
-    }
-}
-
-/// The sha256 (hex) of a file's bytes, or `None` when it cannot be read.
-pub fn file_sha256(path: &std::path::Path) -> Option<String> {
-    use sha2::{Digest, Sha256};
-    let bytes = std::fs::read(path).ok()?;
-    Some(
-        Sha256::digest(&bytes)
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect(),
-    )
-}
-
-/// Labels a launch with the profile file it came from and the sha256 of its text
-/// (`io.agentc.profile-file`, `io.agentc.profile-sha256`), so that `agentc ps` can tell
-/// whether the profile changed since; the `io.agentc.spec-digest` label is recomputed.
-pub fn record_profile(spec: &mut LaunchSpec, profile: &std::path::Path) {
-    let Ok(path) = std::fs::canonicalize(profile) else {
-        return;
-    };
-    let (Some(path_text), Some(sha)) = (path.to_str(), file_sha256(&path)) else {
-        return;
-    };
-    let labels = spec.labels_mut();
-    labels.insert(
-        agentc_policy::LABEL_PROFILE_FILE.to_string(),
-        path_text.to_string(),
-    );
-    labels.insert(agentc_policy::LABEL_PROFILE_SHA256.to_string(), sha);
-    let digest = agentc_policy::spec_digest(spec);
-    spec.labels_mut()
-        .insert(agentc_policy::LABEL_SPEC_DIGEST.to_string(), digest);
-}
-
-/// Drops the pseudo-TTY of an attached launch when stdin is not a terminal: the docker CLI
-/// refuses `--tty` then ("the input device is not a TTY"), and a script piping into an agent
-/// wants plain streams. Both backends get the same container; the `io.agentc.spec-digest`
-/// label is recomputed. A detached launch keeps its TTY for a later `docker attach`.
-pub fn adapt_to_terminal(spec: &mut LaunchSpec, stdin_is_terminal: bool) {
-    let Action::Container(container) = &mut spec.action else {
-        return;
-    };
-    if stdin_is_terminal || !container.tty || container.detach {
-        return;
-    }
-    container.tty = false;
-    let digest = agentc_policy::spec_digest(spec);
-    if let Action::Container(container) = &mut spec.action {
-        container
-            .labels
-            .insert(agentc_policy::LABEL_SPEC_DIGEST.to_string(), digest);
-    }
-}
-
 /// Executes a container launch through `backend` and returns the exit status: the container's
 /// exit code for an attached launch, 0 for a started detached one (whose name and reachable
 /// addresses are printed). With `pull`, a missing image is pulled first, with progress on
@@ -258,41 +179,15 @@ pub fn execute(spec: &LaunchSpec, backend: BackendArg, pull: bool) -> Result<u8,
     }
 }
 
-/// A copy of a detached launch under another name, with an egress companion of its own
-/// (when it has one) and its `io.agentc.spec-digest` label recomputed.
-pub fn renamed(spec: &LaunchSpec, name: &str) -> LaunchSpec {
-    let mut copy = spec.clone();
-    if let Action::Container(container) = &mut copy.action {
-        // A copy behind the egress proxy gets an isolated network and a proxy of its own,
-        // named after it (`NAME-egress`, `NAME-egress-proxy`) and labelled for it, so that
-        // `agentc rm NAME` removes its set and no two copies share one.
-        let suffix = container
-            .name
-            .as_deref()
-            .and_then(|base| name.strip_prefix(base)?.strip_prefix('-'))
-            .unwrap_or(name)
-            .to_string();
-        container.egress_for(name, &suffix);
-        container.name = Some(name.to_string());
-    }
-    let digest = agentc_policy::spec_digest(&copy);
-    if let Action::Container(container) = &mut copy.action {
-        container
-            .labels
-            .insert(agentc_policy::LABEL_SPEC_DIGEST.to_string(), digest);
-    }
-    copy
-}
-
-/// Launches `count` detached copies of a detached `spec` (`agentc run --count`), named
-/// NAME-1 to NAME-COUNT, through the Engine API: one connection pool, `jobs` launches at a
-/// time ([`agentc_backend_api::launch_many`]); either all start, or none is left running and
-/// every failure is named. Prints each started copy, in order.
+/// Launches the detached copies of `agentc run --count`, each resolved as its own instance
+/// (named NAME-1 to NAME-COUNT, [`agentc_policy::Instance::copy`]), through the Engine API:
+/// one connection pool, `jobs` launches at a time ([`agentc_backend_api::launch_many`]);
+/// either all start, or none is left running and every failure is named. Prints each started
+/// copy, in order.
 pub fn execute_copies(
-    spec: &LaunchSpec,
+    copies: &[LaunchSpec],
     backend: BackendArg,
     pull: bool,
-    count: usize,
     jobs: usize,
 ) -> Result<u8, Failure> {
     if !matches!(backend, BackendArg::Api) {
@@ -300,7 +195,14 @@ pub fn execute_copies(
             "--count launches its copies through the Engine API only\n  hint: add --backend api",
         ));
     }
-    let container = container_of(spec)?;
+    let count = copies.len();
+    let copies = copies
+        .iter()
+        .map(|copy| container_of(copy).cloned())
+        .collect::<Result<Vec<ContainerSpec>, Failure>>()?;
+    let Some(container) = copies.first() else {
+        return Ok(0);
+    };
     let fixed = container
         .ports
         .iter()
@@ -321,18 +223,6 @@ pub fn execute_copies(
             ),
         ));
     }
-    let base = container
-        .name
-        .clone()
-        .unwrap_or_else(|| spec.profile.clone());
-    let copies: Vec<ContainerSpec> = agentc_backend_api::copy_names(&base, count)
-        .iter()
-        .map(|name| renamed(spec, name))
-        .filter_map(|copy| match copy.action {
-            Action::Container(container) => Some(*container),
-            Action::Build(_) => None,
-        })
-        .collect();
     let options = agentc_backend_api::LaunchOptions {
         env: process_env(),
         stdin_is_terminal: false,
@@ -425,31 +315,6 @@ fn print_started(inspect: &ContainerInspectResponse, network: &Network) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_forced_detach_keeps_the_container_until_rm() {
-        let mut container = ContainerSpec::empty("img");
-        container.auto_remove = true;
-        container.interactive = true;
-        let mut spec = LaunchSpec {
-            kind: agentc_policy::LaunchKind::Run,
-            profile: "p".into(),
-            action: Action::Container(Box::new(container)),
-            origins: Default::default(),
-        };
-        force_detach(&mut spec);
-        let container = container_of(&spec).unwrap();
-        assert!(container.detach && !container.auto_remove);
-        assert!(container
-            .name
-            .as_deref()
-            .unwrap()
-            .starts_with("agentc-run-p-"));
-        assert_eq!(
-            container.labels[agentc_policy::LABEL_SPEC_DIGEST],
-            agentc_policy::spec_digest(&spec)
-        );
-    }
 
     #[test]
     fn refusals_of_rm_exit_1_and_daemon_failures_125() {

@@ -89,7 +89,7 @@ fn profile_state(summary: &Summary) -> ProfileState {
     ) else {
         return ProfileState::Unknown;
     };
-    match launch::file_sha256(Path::new(file)) {
+    match crate::context::file_sha256(Path::new(file)) {
         None => ProfileState::Missing,
         Some(now) if &now == recorded => ProfileState::Current,
         Some(_) => ProfileState::Changed,

@@ -3,6 +3,8 @@
 
 use std::io::IsTerminal;
 
+use agentc_policy::{Instance, Start};
+
 use crate::cli::{KindArg, LaunchArgs, RunArgs};
 use crate::commands::launch;
 use crate::context::{self, Failure};
@@ -27,25 +29,34 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
         launch_args.image.as_deref(),
         args.backend,
     )?;
-    let mut spec = context::resolve_launch(&loaded, &launch_args)?;
+    // How this invocation starts the container is an input of resolve: the spec it returns
+    // is the one launched, its digest the one `plan` and `lock` show.
+    let detach = args.detach || args.count > 1;
+    let stdin_is_terminal = std::io::stdin().is_terminal();
+    let profile_record = context::profile_record(&launch_args.profile);
+    let instance = |copy: Option<u16>| Instance {
+        start: if detach {
+            Start::Detached
+        } else {
+            Start::AsLaunched
+        },
+        default_name: detach
+            .then(|| format!("agentc-run-{}-{}", loaded.profile.name, std::process::id())),
+        copy,
+        stdin_is_terminal,
+        profile_record: profile_record.clone(),
+    };
+    let spec = context::resolve_instance(&loaded, &launch_args, instance(None))?;
     if !args.no_warnings {
         for line in launch::finding_warnings(&agentc_policy::findings(&loaded, &spec)) {
             eprintln!("{line}");
         }
     }
-    launch::record_profile(&mut spec, &launch_args.profile);
-    if args.detach || args.count > 1 {
-        launch::force_detach(&mut spec);
-    }
     if args.count > 1 {
-        return launch::execute_copies(
-            &spec,
-            args.backend,
-            args.pull,
-            usize::from(args.count),
-            usize::from(args.jobs),
-        );
+        let copies = (1..=args.count)
+            .map(|copy| context::resolve_instance(&loaded, &launch_args, instance(Some(copy))))
+            .collect::<Result<Vec<_>, Failure>>()?;
+        return launch::execute_copies(&copies, args.backend, args.pull, usize::from(args.jobs));
     }
-    launch::adapt_to_terminal(&mut spec, std::io::stdin().is_terminal());
     launch::execute(&spec, args.backend, args.pull)
 }

@@ -81,7 +81,8 @@ pub fn tree_hash(root: &Path) -> Result<String, Failure> {
     Ok(tree_sha256(&entries))
 }
 
-/// The lock entry of a path a launch mounts.
+/// The lock entry of a path a launch mounts: hashed at its path on this machine, written
+/// under its portable path.
 pub fn lock_entry(file: FileUse) -> Result<FileLock, Failure> {
     let path = Path::new(&file.path);
     let (kind, sha256) = match std::fs::metadata(path) {
@@ -98,7 +99,7 @@ pub fn lock_entry(file: FileUse) -> Result<FileLock, Failure> {
         Ok(_) => (FileKind::Other, None),
     };
     Ok(FileLock {
-        path: file.path,
+        path: file.locked_path,
         kind,
         sha256,
         writable: file.writable,
@@ -142,6 +143,7 @@ mod tests {
         let entry = |path: &Path, writable: bool| {
             lock_entry(FileUse {
                 path: path.to_string_lossy().into_owned(),
+                locked_path: "./notes.txt".into(),
                 writable,
                 mounted_at: vec!["run:/srv/notes".into()],
             })

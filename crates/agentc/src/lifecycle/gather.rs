@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use agentc_lifecycle::lock::{compare, files_to_hash, images_to_pin, Lock, LockInputs};
 use agentc_lifecycle::plan::Launch;
-use agentc_policy::{LaunchKind, LoadedProfile};
+use agentc_policy::{Instance, LaunchKind, LoadedProfile, LocalRoots, RealPaths};
 
 use crate::cli::KindArg;
 use crate::context::{self, Failure, EXIT_DOCKER, EXIT_INVALID};
@@ -26,7 +26,8 @@ pub fn launches(
     let mut launches = Vec::new();
     for mut args in context::every_launch(loaded, profile) {
         args.workspace = workspace.map(Path::to_path_buf);
-        let spec = context::resolve_launch(loaded, &args)?;
+        let inputs = context::launch_inputs(loaded, &args, Instance::default())?;
+        let spec = context::resolve_inputs(loaded, &inputs)?;
         let kind = match args.kind {
             KindArg::Run => LaunchKind::Run,
             KindArg::Seed => LaunchKind::Seed,
@@ -37,6 +38,7 @@ pub fn launches(
             label: agentc_lifecycle::plan::label(kind, args.seed_target.as_deref()),
             findings: agentc_policy::findings(loaded, &spec),
             spec,
+            roots: LocalRoots::of(&inputs, &RealPaths),
         });
     }
     Ok(launches)
@@ -143,8 +145,8 @@ pub fn check_locked(
         Workspace::Given(given) => given.map(Path::to_path_buf),
         Workspace::Locked => locked
             .workspace
-            .as_ref()
-            .map(PathBuf::from)
+            .as_deref()
+            .and_then(|workspace| context::locked_path(profile, workspace))
             .filter(|dir| dir.is_dir()),
     };
     let launches = launches(loaded, profile, workspace.as_deref())?;

@@ -100,9 +100,10 @@ pub trait SandboxClient: Send + Sync {
     /// The backend's name: `cli` or `api`.
     fn backend(&self) -> &'static str;
 
-    /// Creates and starts a sandbox from a container launch, detached, and returns its
-    /// handle. The container is kept after it exits (no auto-remove) until
-    /// [`SandboxClient::delete`]; one without a name gets `agentc-session-PROFILE-PID-N`.
+    /// Creates and starts a sandbox from a session's launch, exactly as resolved
+    /// ([`session_spec`]: in the background, named, kept after it exits until
+    /// [`SandboxClient::delete`], without stdin; resolve it with
+    /// [`agentc_policy::Start::Session`] and a [`session_name`]), and returns its handle.
     /// Secrets are resolved from the client's environment; the image must be present.
     fn create(
         &self,
@@ -270,8 +271,9 @@ pub trait SandboxClient: Send + Sync {
 /// Signals every process whose environment holds `$1` (`AGENTC_EXEC=TAG`), TERM then KILL.
 const STOP_TAGGED_SCRIPT: &str = "tagged() { for p in /proc/[0-9]*; do [ \"${p#/proc/}\" = \"$$\" ] && continue; tr '\\000' '\\n' < \"$p/environ\" 2>/dev/null | grep -qxF \"$1\" && echo \"${p#/proc/}\"; done; }; pids=$(tagged \"$1\"); [ -z \"$pids\" ] && exit 0; kill -TERM $pids 2>/dev/null; for i in 1 2 3 4 5 6 7 8 9 10; do pids=$(tagged \"$1\"); [ -z \"$pids\" ] && exit 0; sleep 0.1; done; kill -KILL $pids 2>/dev/null; exit 0";
 
-/// A name for a sandbox created without one: `agentc-session-PROFILE-PID-N`, unique in this
-/// process.
+/// A name for a sandbox of a launch that names none: `agentc-session-PROFILE-PID-N`, unique
+/// in this process. A caller resolves the session's spec with it
+/// (`Instance { start: Start::Session, default_name: Some(session_name(PROFILE)), .. }`).
 pub fn session_name(profile: &str) -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);
@@ -282,12 +284,15 @@ pub fn session_name(profile: &str) -> String {
     )
 }
 
-/// The container launch a session creates from `spec`: detached, kept after it exits (no
-/// auto-remove), named (see [`SandboxClient::create`]), its `io.agentc.spec-digest` label
-/// recomputed. A build is refused.
+/// The container launch a session creates from `spec`, exactly as resolved: a session's
+/// spec starts in the background, named, kept after it exits and without stdin
+/// ([`agentc_policy::Start::Session`]), so its `io.agentc.spec-digest` label is the one
+/// `resolve` computed. Any other spec, and a build, is refused: nothing edits a spec after
+/// `resolve`.
 pub fn session_spec(spec: &LaunchSpec) -> Result<agentc_policy::ContainerSpec, SessionError> {
-    let mut spec = spec.clone();
-    let agentc_policy::Action::Container(container) = &mut spec.action else {
+    const HINT: &str = "resolve the launch with `instance: Instance { start: Start::Session, \
+                        default_name: Some(session_name(PROFILE)), ..Instance::default() }`";
+    let agentc_policy::Action::Container(container) = &spec.action else {
         return Err(SessionError::invalid(
             format!(
                 "profile {}: a build launch starts no container",
@@ -296,17 +301,26 @@ pub fn session_spec(spec: &LaunchSpec) -> Result<agentc_policy::ContainerSpec, S
             "create a session from a run or sandbox launch",
         ));
     };
-    container.detach = true;
-    container.auto_remove = false;
-    container.interactive = false;
-    if container.name.is_none() {
-        container.name = Some(session_name(&spec.profile));
-    }
-    let digest = agentc_policy::spec_digest(&spec);
-    spec.labels_mut()
-        .insert(agentc_policy::LABEL_SPEC_DIGEST.to_string(), digest);
-    match spec.action {
-        agentc_policy::Action::Container(container) => Ok(*container),
-        agentc_policy::Action::Build(_) => unreachable!("checked above"),
+    let problem = if !container.detach {
+        Some("starts attached")
+    } else if container.auto_remove {
+        Some("is removed when it exits")
+    } else if container.interactive {
+        Some("keeps stdin open")
+    } else if container.name.is_none() {
+        Some("has no name")
+    } else {
+        None
+    };
+    match problem {
+        Some(problem) => Err(SessionError::invalid(
+            format!(
+                "profile {}: the {} launch {problem}, so it is not a session's",
+                spec.profile,
+                spec.kind.as_str()
+            ),
+            HINT,
+        )),
+        None => Ok((**container).clone()),
     }
 }

@@ -1,21 +1,27 @@
 use agentc_policy::LaunchKind;
 
 use super::*;
-use crate::plan::tests::{launch, CLAUDE};
+use crate::plan::tests::{launch_at, CLAUDE, DEV};
 
 fn id(digit: char) -> String {
     format!("sha256:{}", digit.to_string().repeat(64))
 }
 
 fn lock_of(text: &str, env: &BTreeMap<String, String>, image: &str) -> Lock {
+    lock_at(text, env, image, DEV)
+}
+
+/// The lock of a profile resolved with `[workspace, profile directory, home]`.
+fn lock_at(text: &str, env: &BTreeMap<String, String>, image: &str, dirs: [&str; 3]) -> Lock {
     let launches = vec![
-        launch(text, LaunchKind::Run, None),
-        launch(
+        launch_at(text, LaunchKind::Run, None, dirs),
+        launch_at(
             text,
             LaunchKind::Seed,
             Some("/home/claude/.claude/CLAUDE.md"),
+            dirs,
         ),
-        launch(text, LaunchKind::Build, None),
+        launch_at(text, LaunchKind::Build, None, dirs),
     ];
     let loaded = agentc_policy::load("p.toml", text).unwrap();
     let images = images_to_pin(&launches)
@@ -33,7 +39,7 @@ fn lock_of(text: &str, env: &BTreeMap<String, String>, image: &str) -> Lock {
     let files = files_to_hash(&launches)
         .into_iter()
         .map(|file| FileLock {
-            path: file.path,
+            path: file.locked_path,
             kind: FileKind::File,
             sha256: (!file.writable).then(|| "ab".repeat(32)),
             writable: file.writable,
@@ -61,16 +67,11 @@ fn a_lock_pins_launches_images_files_and_egress_and_reads_back() {
         ["run", "seed /home/claude/.claude/CLAUDE.md", "build"]
     );
     assert_eq!(lock.images.len(), 1);
-    assert_eq!(lock.workspace.as_deref(), Some("/home/dev/src/app"));
+    // Paths in their portable form: the workspace in the home, the files beside the profile.
+    assert_eq!(lock.workspace.as_deref(), Some("~/src/app"));
     assert_eq!(lock.egress.mode, "allowlist");
     let paths: Vec<&str> = lock.files.iter().map(|f| f.path.as_str()).collect();
-    assert_eq!(
-        paths,
-        [
-            "/home/dev/profiles/data/notes.txt",
-            "/home/dev/profiles/seeds/CLAUDE.md"
-        ]
-    );
+    assert_eq!(paths, ["./data/notes.txt", "./seeds/CLAUDE.md"]);
     let run = &lock.launches[0].spec;
     assert_eq!(run["container.image"], "claude-code:latest");
     assert_eq!(run["container.env.ANTHROPIC_API_KEY.value.type"], "secret");
@@ -107,7 +108,7 @@ fn drift_names_each_field_with_locked_and_current_values() {
         "launch run: container.env.AGENT_ALLOWED_EGRESS.value.value: locked (none), current api.anthropic.com,Example.com",
         &format!("image claude-code:latest: id: locked {}, current {}", id('1'), id('2')),
         &format!(
-            "file /home/dev/profiles/data/notes.txt: sha256: locked {}, current {}",
+            "file ./data/notes.txt: sha256: locked {}, current {}",
             "ab".repeat(32),
             "cd".repeat(32)
         ),
@@ -119,6 +120,45 @@ fn drift_names_each_field_with_locked_and_current_values() {
             shown.join("\n")
         );
     }
+}
+
+/// Regression: the lock pinned absolute paths, so `lock --check` in another checkout of the
+/// project (a CI clone, a worktree, another user) reported every project path as drift.
+#[test]
+fn a_lock_holds_in_another_checkout_and_a_moved_workspace_drifts() {
+    let project = CLAUDE;
+    let empty = BTreeMap::new();
+    let here = ["/home/dev/src/app", "/home/dev/src/app", "/home/dev"];
+    let locked = lock_at(project, &empty, &id('1'), here);
+    let elsewhere = ["/builds/ci/app-2", "/builds/ci/app-2", "/home/ci"];
+    let there = lock_at(project, &empty, &id('1'), elsewhere);
+    assert_eq!(compare(&locked, &there), []);
+    assert_eq!(locked.workspace.as_deref(), Some("."));
+    assert_eq!(locked.files[0].path, "./data/notes.txt");
+    let run = &locked.launches[0].spec;
+    assert_eq!(
+        run["container.mounts./workspace/{workspace}.source.path"],
+        "."
+    );
+    assert_eq!(run["container.working_dir"], "/workspace/{workspace}");
+    // The workspace moved outside the project: drift, named.
+    let outside = ["/home/dev/src/other", "/home/dev/src/app", "/home/dev"];
+    let moved = lock_at(project, &empty, &id('1'), outside);
+    let shown: Vec<String> = compare(&locked, &moved)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        shown.contains(&"workspace: locked ., current ../other".to_string()),
+        "{shown:?}"
+    );
+    assert!(
+        shown.contains(
+            &"launch run: container.mounts./workspace/{workspace}.source.path: locked ., current ../other"
+                .to_string()
+        ),
+        "{shown:?}"
+    );
 }
 
 #[test]

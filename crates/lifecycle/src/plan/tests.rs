@@ -18,13 +18,26 @@ impl PathProbe for Everything {
     }
 }
 
+/// The machine the tests resolve on: the workspace, the profile's directory, the home.
+pub(crate) const DEV: [&str; 3] = ["/home/dev/src/app", "/home/dev/profiles", "/home/dev"];
+
 pub(crate) fn launch(text: &str, kind: LaunchKind, seed_target: Option<&str>) -> Launch {
+    launch_at(text, kind, seed_target, DEV)
+}
+
+/// A launch resolved with `[workspace, profile directory, home]`.
+pub(crate) fn launch_at(
+    text: &str,
+    kind: LaunchKind,
+    seed_target: Option<&str>,
+    [workspace, profile_dir, home]: [&str; 3],
+) -> Launch {
     let loaded = agentc_policy::load("p.toml", text).expect("the profile loads");
     let inputs = ResolveInputs {
         kind,
-        workspace: "/home/dev/src/app".into(),
-        profile_dir: "/home/dev/profiles".into(),
-        home_dir: "/home/dev".into(),
+        workspace: workspace.into(),
+        profile_dir: profile_dir.into(),
+        home_dir: home.into(),
         owner: Owner {
             name: "dev".into(),
             uid: 1000,
@@ -35,6 +48,7 @@ pub(crate) fn launch(text: &str, kind: LaunchKind, seed_target: Option<&str>) ->
         agent_args: Vec::new(),
         env: BTreeMap::new(),
         decant_sources: Vec::new(),
+        instance: agentc_policy::Instance::default(),
     };
     let spec = agentc_policy::resolve(&loaded, &inputs, &Everything).expect("it resolves");
     let findings = agentc_policy::findings(&loaded, &spec);
@@ -42,6 +56,7 @@ pub(crate) fn launch(text: &str, kind: LaunchKind, seed_target: Option<&str>) ->
         label: label(kind, seed_target),
         spec,
         findings,
+        roots: agentc_policy::LocalRoots::of(&inputs, &Everything),
     }
 }
 
@@ -158,7 +173,7 @@ fn the_plan_says_which_launches_changed_since_the_last_apply() {
     let launches = claude_launches();
     let mut recorded: BTreeMap<String, String> = launches
         .iter()
-        .map(|l| (l.label.clone(), agentc_policy::spec_digest(&l.spec)))
+        .map(|l| (l.label.clone(), l.spec.digest().unwrap().to_string()))
         .collect();
     let same = plan("dev", "p.toml", &launches, Some(&recorded));
     assert_eq!(same.since_apply, Some(vec![]));

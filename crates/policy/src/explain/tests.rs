@@ -38,11 +38,8 @@ fn explained(text: &str, kind: LaunchKind, env: &[(&str, &str)]) -> String {
     let spec =
         resolve(&loaded, &inputs(kind, env), &paths()).unwrap_or_else(|error| panic!("{error}"));
     // The digest changes with every spec change; keep snapshots about the explanation.
-    explain(&loaded, &spec).replace(&spec_digest_label(&spec), "<digest>")
-}
-
-fn spec_digest_label(spec: &LaunchSpec) -> String {
-    crate::resolve::spec_digest(spec)
+    let digest = spec.digest().expect("resolve labels the digest");
+    explain(&loaded, &spec).replace(digest, "<digest>")
 }
 
 const CLAUDE: &str = r#"name = "dev"
@@ -242,6 +239,7 @@ fn control_characters_in_values_are_escaped() {
         agent_args: Vec::new(),
         env: Default::default(),
         decant_sources: Vec::new(),
+        instance: Instance::default(),
     };
     let spec = crate::resolve::resolve(&loaded, &inputs, &Everything).unwrap();
     let explained = explain(&loaded, &spec);

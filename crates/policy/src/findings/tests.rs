@@ -52,6 +52,7 @@ fn inputs(kind: LaunchKind, profile_dir: &str, env: &[(String, String)]) -> Reso
             agent: AgentName::ClaudeCode,
             home_volume: "claude-code-home-dev-1000-claude-minimal".to_string(),
         }],
+        instance: Instance::default(),
     }
 }
 

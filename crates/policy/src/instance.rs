@@ -1,0 +1,107 @@
+//! Applying the invocation's [`Instance`] to a resolved launch: the last step of
+//! [`crate::resolve()`], after the spec digest, so every instance of a launch carries its digest
+//! (see [`crate::digest`]).
+
+use crate::error::{Location, PolicyError};
+use crate::inputs::{Instance, Start};
+use crate::keys;
+use crate::spec::{Action, LaunchSpec, Origin, LABEL_PROFILE_FILE, LABEL_PROFILE_SHA256};
+
+/// Starts the container as `instance` asks: in the background (kept after it exits; a
+/// session's without stdin), named, as a copy, without a TTY when stdin is no terminal; and
+/// labels it with its profile file. A build takes only the profile record; a start in the
+/// background or a copy of it is refused, as is a container in the background with no name.
+pub(crate) fn apply(spec: &mut LaunchSpec, instance: &Instance) -> Result<(), PolicyError> {
+    let refuse = |input: &str, message: String, hint: &str| PolicyError::Unlaunchable {
+        location: Location::Invocation {
+            input: input.to_string(),
+        },
+        message,
+        hint: hint.to_string(),
+    };
+    let invocation = |input: &str| Origin::Invocation {
+        input: input.to_string(),
+    };
+    if let Some(record) = &instance.profile_record {
+        let labels = spec.labels_mut();
+        labels.insert(LABEL_PROFILE_FILE.to_string(), record.file.clone());
+        labels.insert(LABEL_PROFILE_SHA256.to_string(), record.sha256.clone());
+        for key in [LABEL_PROFILE_FILE, LABEL_PROFILE_SHA256] {
+            spec.origins
+                .insert(keys::label(key), invocation("the profile file"));
+        }
+    }
+    let profile = spec.profile.clone();
+    let kind = spec.kind;
+    let origins = &mut spec.origins;
+    let Action::Container(container) = &mut spec.action else {
+        if instance.start != Start::AsLaunched || instance.copy.is_some() {
+            return Err(refuse(
+                "--detach",
+                format!(
+                    "profile {profile:?}: a {} launch builds an image and starts no container",
+                    kind.as_str()
+                ),
+                "start a run or sandbox launch in the background",
+            ));
+        }
+        return Ok(());
+    };
+    let started_by = match instance.start {
+        Start::AsLaunched => None,
+        Start::Detached => Some("--detach"),
+        Start::Session => Some("a session"),
+    };
+    if let Some(input) = started_by {
+        if !container.detach {
+            container.detach = true;
+            container.auto_remove = false;
+            for key in [keys::DETACH, keys::AUTO_REMOVE] {
+                origins.insert(key.to_string(), invocation(input));
+            }
+        }
+        if instance.start == Start::Session && container.interactive {
+            container.interactive = false;
+            origins.insert(keys::INTERACTIVE.to_string(), invocation(input));
+        }
+    }
+    if container.name.is_none() {
+        if let Some(name) = &instance.default_name {
+            container.name = Some(name.clone());
+            origins.insert(
+                keys::NAME.to_string(),
+                invocation(started_by.unwrap_or("the instance name")),
+            );
+        } else if container.detach {
+            return Err(refuse(
+                "--detach",
+                format!("profile {profile:?}: a container started in the background needs a name"),
+                "give the instance a default_name (agentc run --detach names it agentc-run-PROFILE-PID)",
+            ));
+        }
+    }
+    if let Some(copy) = instance.copy {
+        let base = match (&container.name, container.detach) {
+            (Some(base), true) => base.clone(),
+            _ => {
+                return Err(refuse(
+                    "--count",
+                    format!("profile {profile:?}: copy {copy} of an attached launch"),
+                    "copies start in the background: start them detached",
+                ))
+            }
+        };
+        let name = format!("{base}-{copy}");
+        // A copy behind the egress proxy gets an isolated network and a proxy of its own,
+        // named after it (`NAME-egress`, `NAME-egress-proxy`) and labelled for it, so that
+        // `agentc rm NAME` removes its set and no two copies share one.
+        container.egress_for(&name, &copy.to_string());
+        container.name = Some(name);
+        origins.insert(keys::NAME.to_string(), invocation("--count"));
+    }
+    if !instance.stdin_is_terminal && container.tty && !container.detach {
+        container.tty = false;
+        origins.insert(keys::TTY.to_string(), invocation("stdin (not a terminal)"));
+    }
+    Ok(())
+}
