@@ -55,10 +55,15 @@ impl Lab {
     }
 
     fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        self.run_in(self.dir.path(), args, env)
+    }
+
+    /// Runs agentc with the lab's state directory, in `dir`.
+    fn run_in(&self, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         let mut command = Command::new(env!("CARGO_BIN_EXE_agentc"));
         command
             .args(args)
-            .current_dir(self.dir.path())
+            .current_dir(dir)
             .stdin(Stdio::null())
             .env("USER", "lifecycle")
             .env("AGENTC_STATE_DIR", self.path("state"))
@@ -589,19 +594,6 @@ fn live_lock_pins_mounted_files_and_refuses_their_drift() {
     assert!(lab.containers().is_empty(), "verify removed its probe");
 }
 
-/// Runs agentc as the lab does, in another directory.
-fn run_in(lab: &Lab, dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agentc"))
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .env("USER", "lifecycle")
-        .env("AGENTC_STATE_DIR", lab.path("state"))
-        .env_remove("AGENTC_TEST_INTERRUPT")
-        .output()
-        .expect("agentc runs")
-}
-
 /// Regression: a lock pinned the absolute workspace and file paths, so `lock --check` from a
 /// checkout elsewhere (a CI clone, a worktree) reported every project path as drift. Now the
 /// lock writes them relative to the profile's directory: a copy of the project under another
@@ -643,17 +635,17 @@ fn live_a_lock_holds_in_another_checkout_and_a_changed_security_setting_drifts()
     assert!(copied.status.success(), "{}", describe(&copied));
     let profile = checkout.join(format!("{}.toml", lab.profile));
     let profile = profile.to_string_lossy().into_owned();
-    let check = run_in(&lab, &checkout, &["lock", "--check", &profile]);
+    let check = lab.run_in(&checkout, &["lock", "--check", &profile], &[]);
     assert_eq!(check.status.code(), Some(0), "{}", describe(&check));
     assert!(
         text(&check.stdout).contains("no drift"),
         "{}",
         describe(&check)
     );
-    let run = run_in(
-        &lab,
+    let run = lab.run_in(
         &checkout,
         &["run", "--locked", "--backend", "api", &profile],
+        &[],
     );
     assert_eq!(run.status.code(), Some(0), "{}", describe(&run));
     let sandbox = format!("agentc-sandbox-lifecycle-{}-{}", current_uid(), lab.profile);
@@ -672,10 +664,10 @@ fn live_a_lock_holds_in_another_checkout_and_a_changed_security_setting_drifts()
     docker(&["rm", "--force", &sandbox]).unwrap();
 
     // A workspace outside the project drifts.
-    let outside = run_in(
-        &lab,
+    let outside = lab.run_in(
         &checkout,
         &["lock", "--check", "--workspace", &own_dir, &profile],
+        &[],
     );
     assert_eq!(outside.status.code(), Some(65), "{}", describe(&outside));
     assert!(
@@ -685,7 +677,7 @@ fn live_a_lock_holds_in_another_checkout_and_a_changed_security_setting_drifts()
     );
     // A changed trusted file drifts.
     std::fs::write(checkout.join("ca/root.pem"), "another CA\n").unwrap();
-    let file_drift = run_in(&lab, &checkout, &["lock", "--check", &profile]);
+    let file_drift = lab.run_in(&checkout, &["lock", "--check", &profile], &[]);
     assert_eq!(
         file_drift.status.code(),
         Some(65),
@@ -707,7 +699,7 @@ fn live_a_lock_holds_in_another_checkout_and_a_changed_security_setting_drifts()
         ),
     )
     .unwrap();
-    let security = run_in(&lab, &checkout, &["lock", "--check", &profile]);
+    let security = lab.run_in(&checkout, &["lock", "--check", &profile], &[]);
     assert_eq!(security.status.code(), Some(65), "{}", describe(&security));
     assert!(
         text(&security.stderr)

@@ -4,7 +4,8 @@
 //!
 //! It is the sha256 of the launch's *portable form* ([`portable_action`]), so one launch has one
 //! digest on every machine and in every checkout of a project:
-//! - the kind, the profile's name and the action, without the digest label itself;
+//! - the kind, the profile's name and the action, without the digest label itself; not the
+//!   origins (the same launch reached through another override has the same digest);
 //! - before the invocation's [`crate::Instance`] is applied: whether the container starts
 //!   attached or in the background, its name when the invocation gives it one (`--detach`,
 //!   `--count`'s copies, a session), the terminal, and the profile file it came from

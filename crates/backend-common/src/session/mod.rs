@@ -324,3 +324,67 @@ pub fn session_spec(spec: &LaunchSpec) -> Result<agentc_policy::ContainerSpec, S
         None => Ok((**container).clone()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentc_policy::{Action, ContainerSpec, LaunchKind};
+
+    fn spec(container: ContainerSpec) -> LaunchSpec {
+        LaunchSpec {
+            kind: LaunchKind::Run,
+            profile: "p".into(),
+            action: Action::Container(Box::new(container)),
+            origins: Default::default(),
+        }
+    }
+
+    /// Regression: `session_spec` made any launch detached and named and recomputed its
+    /// digest by hand, so a session's sandbox carried a digest `resolve` never printed. It now
+    /// takes a session's spec as resolved, and refuses any other.
+    #[test]
+    fn a_session_takes_its_spec_as_resolved_and_refuses_any_other() {
+        let mut session = ContainerSpec::empty("img:1");
+        session.detach = true;
+        session.name = Some("agentc-session-p-1-1".into());
+        session
+            .labels
+            .insert(agentc_policy::LABEL_SPEC_DIGEST.into(), "d".repeat(64));
+        assert_eq!(session_spec(&spec(session.clone())).unwrap(), session);
+        let cases = [
+            (
+                "starts attached",
+                ContainerSpec {
+                    detach: false,
+                    ..session.clone()
+                },
+            ),
+            (
+                "is removed when it exits",
+                ContainerSpec {
+                    auto_remove: true,
+                    ..session.clone()
+                },
+            ),
+            (
+                "keeps stdin open",
+                ContainerSpec {
+                    interactive: true,
+                    ..session.clone()
+                },
+            ),
+            (
+                "has no name",
+                ContainerSpec {
+                    name: None,
+                    ..session.clone()
+                },
+            ),
+        ];
+        for (problem, container) in cases {
+            let error = session_spec(&spec(container)).unwrap_err().to_string();
+            assert!(error.contains(problem), "{problem}: {error}");
+            assert!(error.contains("Start::Session"), "{error}");
+        }
+    }
+}

@@ -1,7 +1,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::inputs::{Instance, Owner, PathKind, ProfileRecord, Start};
+use crate::inputs::{Instance, PathKind, ProfileRecord, Start};
 use crate::load::load;
 use crate::resolve::resolve;
 use crate::resolve::tests::FakePaths;
@@ -53,21 +53,10 @@ const CI: Checkout = Checkout {
 impl Checkout {
     fn inputs(&self, kind: LaunchKind) -> ResolveInputs {
         ResolveInputs {
-            kind,
             workspace: self.workspace.to_string(),
             profile_dir: self.profile_dir.to_string(),
             home_dir: self.home.to_string(),
-            owner: Owner {
-                name: "dev".to_string(),
-                uid: 1000,
-                gid: 1000,
-            },
-            image: None,
-            seed_target: None,
-            agent_args: Vec::new(),
-            env: BTreeMap::new(),
-            decant_sources: Vec::new(),
-            instance: Instance::default(),
+            ..crate::resolve::tests::inputs(kind)
         }
     }
 
