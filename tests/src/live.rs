@@ -568,6 +568,14 @@ pub fn localize(
     };
     let mut container = (**container).clone();
     container.image = machine.image.clone();
+    // The egress proxy's own binds (the profile's CA, which it trusts for upstreams).
+    if let Some(egress) = container.egress.as_mut() {
+        for mount in &mut egress.proxy.mounts {
+            if let MountSource::Bind { path } = &mut mount.source {
+                *path = local_path(path, machine)?.to_string_lossy().into_owned();
+            }
+        }
+    }
     let mut volumes = Vec::new();
     let mut networks = Vec::new();
     for mount in &mut container.mounts {
@@ -652,7 +660,12 @@ pub fn localize(
         container.resources.nano_cpus = Some(host_nanos);
     }
     let mut secrets = Vec::new();
-    for var in &container.env {
+    // The workload's secrets, and the keys its egress proxy holds (`[credentials]`).
+    let proxy_env = container
+        .egress
+        .iter()
+        .flat_map(|egress| egress.proxy.env.iter());
+    for var in container.env.iter().chain(proxy_env) {
         if !matches!(var.value, EnvValue::Secret { .. }) {
             continue;
         }

@@ -840,6 +840,14 @@ fn without_refused(spec: &LaunchSpec, options: &Options) -> (LaunchSpec, Options
     let allowlist =
         options.egress.mode == EgressMode::Allowlist && !options.egress.hosts.is_empty();
     if let Action::Container(container) = &mut spec.action {
+        // Keys held by the egress proxy are refused by the fields that bound them: without
+        // them, no credential and no CA volume.
+        if let Some(egress) = container.egress.as_mut() {
+            egress.credentials.clear();
+        }
+        container
+            .mounts
+            .retain(|mount| mount.target != agentc_policy::CA_DIR_TARGET);
         container.mounts.retain(|mount| match &mount.source {
             MountSource::Bind { .. } => matches!(
                 origins.get(&format!("mounts.{}", mount.target)),

@@ -346,8 +346,20 @@ fn run_backend(runnable: &[Runnable], backend: BackendArg, label: &'static str) 
                 .filter(|check| check.what.starts_with("egress."))
                 .map(|check| (check.what.as_str(), check.skipped))
                 .collect();
+            // Behind a proxy that holds keys, its credential checks too (neither reaches
+            // beyond the proxy).
+            let held = container
+                .egress
+                .as_ref()
+                .is_some_and(|egress| !egress.credentials.is_empty());
+            let credential_checks: &[&str] = if held {
+                &agentc_egress::probe::credentials::CREDENTIAL_CHECKS
+            } else {
+                &[]
+            };
             let expected: Vec<(&str, bool)> = agentc_egress::probe::CHECKS
                 .iter()
+                .chain(credential_checks)
                 .map(|name| (*name, *name == "egress.allowed"))
                 .chain([(agentc_egress::host_path::CHECK, false)])
                 .collect();

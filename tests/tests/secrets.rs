@@ -158,6 +158,45 @@ fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<St
         .filter(|line| !line.starts_with("gateway_"))
         .map(|line| format!("{line}\n"))
         .collect();
+    // Without the gateway the allowlist is enforced outside and the egress proxy holds the
+    // keys: the spec, the renderings and the explanation name them; the workload gets
+    // placeholders and only the proxy's environment resolves the values.
+    let held = agentc_policy::load("dev.toml", &direct).map_err(|e| e.to_string())?;
+    let held_spec =
+        agentc_policy::resolve(&held, &inputs, &RealPaths).map_err(|e| e.to_string())?;
+    let held_argv = agentc_backend_cli::render_argv(&held_spec).map_err(|e| e.to_string())?;
+    let held_api = agentc_backend_api::render_json(&held_spec).map_err(|e| e.to_string())?;
+    outputs.extend([
+        serde_json::to_string(&held_spec).unwrap(),
+        held_argv.join("\n"),
+        agentc_policy::explain(&held, &held_spec),
+        serde_json::to_string(&held_api).unwrap(),
+        format!("{held_spec:?}"),
+    ]);
+    let Action::Container(held_container) = &held_spec.action else {
+        return Err("a container launch was expected".to_string());
+    };
+    let held_workload = agentc_backend_common::resolve_env(held_container, &secrets.env())
+        .map_err(|e| e.to_string())?;
+    outputs.push(held_workload.join("\n"));
+    let proxy_env = held_container
+        .egress
+        .as_ref()
+        .map(|egress| agentc_backend_common::resolve_vars(&egress.proxy.env, &secrets.env()))
+        .transpose()
+        .map_err(|e| e.to_string())?
+        .ok_or("the egress proxy was expected")?;
+    for (name, value) in [
+        (&secrets.public_env, &secrets.public_key),
+        (&secrets.secret_env, &secrets.secret_key),
+    ] {
+        if !proxy_env.contains(&format!("{name}={value}")) {
+            return Err(format!("the proxy lacks {name}: {proxy_env:?}"));
+        }
+    }
+    // The keys in the sandbox's environment (`mode = "env"`): the Kubernetes rendering, with
+    // its secrets as secretKeyRefs.
+    let direct = format!("{direct}[credentials]\nmode = \"env\"\n");
     let direct = agentc_policy::load("dev.toml", &direct).map_err(|e| e.to_string())?;
     let direct_spec =
         agentc_policy::resolve(&direct, &inputs, &RealPaths).map_err(|e| e.to_string())?;

@@ -327,6 +327,24 @@ pub struct EgressServeArgs {
     /// minute (1 to 1000); one more is refused (`wildcard-rate`) before any look-up.
     #[arg(long, value_name = "N", default_value_t = agentc_egress::wildcard::DEFAULT_NAMES_PER_MINUTE)]
     pub wildcard_names_per_minute: u32,
+    /// A credential the proxy sets on requests to its hosts, whose tunnels it terminates:
+    /// `name=N,header=H[,scheme=bearer|basic],env=VAR[,user-env=VAR],host=HOST[:PORT]...`. The
+    /// value is read from the proxy's variable VAR, the workload's placeholder from
+    /// `AGENTC_PLACEHOLDER_VAR`; a placeholder sent anywhere else is refused.
+    #[arg(long, value_name = "SETTINGS", action = clap::ArgAction::Append)]
+    pub credential: Vec<String>,
+    /// Where the proxy writes its launch CA's certificate (`ca.pem`) and the bundle the
+    /// workload trusts (`bundle.pem`); required with `--credential`.
+    #[arg(long, value_name = "DIR")]
+    pub ca_dir: Option<String>,
+    /// A PEM file or directory of CA certificates trusted for the upstreams of terminated
+    /// tunnels, besides Mozilla's roots.
+    #[arg(long, value_name = "PATH", action = clap::ArgAction::Append)]
+    pub upstream_ca: Vec<String>,
+    /// `block` (the default) or `stop`: after refusing a replayed placeholder, exit
+    /// (status 3), so that the sandbox has no way out.
+    #[arg(long, value_name = "ACTION")]
+    pub on_replay: Option<String>,
 }
 
 /// `agentc egress-proxy health`.

@@ -95,6 +95,36 @@ fn bad_values_exit_2_naming_them_and_an_unhealthy_proxy_exits_1() {
             "`b.example.com`: an --allow-ech entry must also be an --allow entry",
         ),
         (vec!["--listen", "localhost:3128"], "`localhost:3128`"),
+        (
+            vec![
+                "--allow",
+                "a.example.com",
+                "--credential",
+                "name=a,header=x-api-key,env=K",
+            ],
+            "at least one host= is required",
+        ),
+        (
+            vec![
+                "--allow",
+                "a.example.com",
+                "--credential",
+                "name=a,header=x-api-key,env=K,host=a.example.com",
+            ],
+            "credentials need --ca-dir",
+        ),
+        (
+            vec![
+                "--allow",
+                "a.example.com",
+                "--ca-dir",
+                "/tmp",
+                "--credential",
+                "name=a,header=x-api-key,env=K,host=b.example.com",
+            ],
+            "b.example.com:443 is not allowed by any --allow entry",
+        ),
+        (vec!["--on-replay", "later"], "expected block or stop"),
     ] {
         let output = agentc()
             .args(["egress-proxy", "serve"])
@@ -105,6 +135,35 @@ fn bad_values_exit_2_naming_them_and_an_unhealthy_proxy_exits_1() {
         assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
     }
+    // A credential whose variable is unset: the proxy does not start (exit 1), naming it
+    // and nothing else.
+    let ca_dir = std::env::temp_dir();
+    let output = agentc()
+        .args([
+            "egress-proxy",
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{}", free_port()),
+        ])
+        .args([
+            "--allow",
+            "a.example.com",
+            "--ca-dir",
+            ca_dir.to_str().unwrap(),
+        ])
+        .args([
+            "--credential",
+            "name=a,header=x-api-key,env=AGENTC_TEST_UNSET_KEY,host=a.example.com",
+        ])
+        .env_remove("AGENTC_TEST_UNSET_KEY")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("needs the variable AGENTC_TEST_UNSET_KEY"),
+        "{stderr}"
+    );
     let closed = format!("127.0.0.1:{}", free_port());
     let output = agentc()
         .args(["egress-proxy", "health", "--proxy", &closed])

@@ -302,6 +302,15 @@ pub async fn ensure_volumes(
         let agentc_policy::MountSource::Volume { name, .. } = &mount.source else {
             continue;
         };
+        // The egress proxy's CA volume is its companion's, made with the companion's labels.
+        if spec
+            .egress
+            .as_ref()
+            .and_then(|egress| agentc_backend_common::egress::ca_volume(egress))
+            == Some(name.clone())
+        {
+            continue;
+        }
         match docker.inspect_volume(name).await {
             Ok(_) => continue,
             Err(error) if is_not_found(&error) => {}

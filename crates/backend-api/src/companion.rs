@@ -9,7 +9,7 @@
 //! A step that fails removes what the earlier ones created: the workload is never created
 //! without a healthy proxy (fail closed).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use agentc_backend_common::egress::{self, CREATE_NETWORK};
@@ -39,6 +39,8 @@ pub struct EgressSet {
     pub network: String,
     /// The proxy container.
     pub proxy: String,
+    /// The proxy's CA volume, when it holds credentials.
+    pub volume: Option<String>,
 }
 
 fn failed(step: &'static str, message: impl ToString) -> ExecError {
@@ -71,10 +73,15 @@ async fn proxy_image(docker: &Docker, egress: &EgressSpec) -> Result<String, Exe
 /// Sets up the companion of `spec`, if it has one, moving it first to an instance of its own
 /// when the container has no name (each run gets its set), and to another subnet when the
 /// daemon says its subnet overlaps another network's ([`ContainerSpec::egress_instance`]).
+/// The keys the proxy holds are read from `env`, by name, into its create body.
 pub async fn setup_for(
     docker: &Docker,
     spec: &mut ContainerSpec,
+    env: &BTreeMap<String, String>,
 ) -> Result<Option<EgressSet>, ExecError> {
+    if let Some(egress) = &spec.egress {
+        agentc_backend_common::resolve_vars(&egress.proxy.env, env)?;
+    }
     if !egress::prepare(spec)? {
         return Ok(None);
     }
@@ -83,7 +90,7 @@ pub async fn setup_for(
         let Some(companion) = &spec.egress else {
             return Ok(None);
         };
-        match setup(docker, companion).await {
+        match setup(docker, companion, env).await {
             Ok(set) => return Ok(Some(set)),
             Err(error) => {
                 attempt += 1;
@@ -93,17 +100,25 @@ pub async fn setup_for(
     }
 }
 
-/// Sets up the egress companion; see the module documentation.
-pub async fn setup(docker: &Docker, egress: &EgressSpec) -> Result<EgressSet, ExecError> {
+/// Sets up the egress companion; see the module documentation. The keys the proxy holds are
+/// read from `env`.
+pub async fn setup(
+    docker: &Docker,
+    egress: &EgressSpec,
+    env: &BTreeMap<String, String>,
+) -> Result<EgressSet, ExecError> {
     let image = proxy_image(docker, egress).await?;
     let EgressRequests {
         network,
-        proxy,
+        mut proxy,
         connect,
     } = render_egress(egress, Some(&image))?;
-    let set = EgressSet {
+    proxy.body.env = Some(agentc_backend_common::resolve_vars(&egress.proxy.env, env)?)
+        .filter(|env| !env.is_empty());
+    let mut set = EgressSet {
         network: network.name.clone(),
         proxy: proxy.name.clone().unwrap_or_default(),
+        volume: None,
     };
     // Engine API 1.41 creates a second network of the same name (its CheckDuplicate is off by
     // default, and bollard does not send it): ask first, as `docker network create` does.
@@ -119,6 +134,19 @@ pub async fn setup(docker: &Docker, egress: &EgressSpec) -> Result<EgressSet, Ex
             return Err(existing_network(docker, egress).await);
         }
         return Err(failed(CREATE_NETWORK, error));
+    }
+    // The CA volume after the network, before the proxy that writes it.
+    if let Some(volume) = egress::ca_volume(egress) {
+        set.volume = Some(volume.clone());
+        let options = bollard::models::VolumeCreateRequest {
+            name: Some(volume),
+            labels: Some(egress.network.labels.clone().into_iter().collect()),
+            ..Default::default()
+        };
+        if let Err(error) = docker.create_volume(options).await {
+            teardown(docker, &set).await;
+            return Err(failed(egress::CREATE_CA_VOLUME, error));
+        }
     }
     let result = async {
         let options = CreateContainerOptionsBuilder::new()
@@ -429,6 +457,30 @@ pub async fn teardown(docker: &Docker, set: &EgressSet) {
         Err(error) if is_not_found(&error) => {}
         Err(error) => log::warn!("could not remove the network {}: {error}", set.network),
     }
+    if let Some(volume) = &set.volume {
+        remove_volume(docker, volume).await;
+    }
+}
+
+/// Removes a CA volume; an attached workload the daemon is still removing may hold it for a
+/// moment, so it is tried a few times.
+async fn remove_volume(docker: &Docker, volume: &str) {
+    for attempt in 0..10 {
+        match docker
+            .remove_volume(
+                volume,
+                None::<bollard::query_parameters::RemoveVolumeOptions>,
+            )
+            .await
+        {
+            Ok(()) => return,
+            Err(error) if is_not_found(&error) => return,
+            Err(error) if attempt == 9 => {
+                log::warn!("could not remove the volume {volume}: {error}")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
 }
 
 /// Removes the egress companions of the workload `name` (the proxies and the networks
@@ -471,6 +523,27 @@ pub async fn remove_companions(docker: &Docker, name: &str) -> Result<Vec<String
             Ok(()) => removed.push(format!("network {network_name}")),
             Err(error) if is_not_found(&error) => {}
             Err(error) => return Err(failed("remove the isolated network", error)),
+        }
+    }
+    // The CA volumes of proxies that held credentials.
+    let options = bollard::query_parameters::ListVolumesOptionsBuilder::new()
+        .filters(&filter)
+        .build();
+    let volumes = docker
+        .list_volumes(Some(options))
+        .await
+        .map_err(|error| failed("list the egress proxies' CA volumes", error))?;
+    for volume in volumes.volumes.unwrap_or_default() {
+        match docker
+            .remove_volume(
+                &volume.name,
+                None::<bollard::query_parameters::RemoveVolumeOptions>,
+            )
+            .await
+        {
+            Ok(()) => removed.push(format!("volume {}", volume.name)),
+            Err(error) if is_not_found(&error) => {}
+            Err(error) => return Err(failed("remove the egress proxy's CA volume", error)),
         }
     }
     Ok(removed)

@@ -75,6 +75,8 @@ pub fn render_egress(
         outside: _,
         proxy: _,
         proxy_address,
+        // The bindings are the proxy's `--credential=` words and its environment.
+        credentials: _,
     } = egress;
     let proxy = render_create(&proxy)?;
     let connect = NetworkConnectRequest {

@@ -128,7 +128,7 @@ pub(crate) async fn launch_checked(
     // removed on every way out below but a detached start (`agentc rm` removes them then).
     // The set may have moved to an instance of its own: the request follows it.
     let mut placed = spec.clone();
-    let companion = crate::companion::setup_for(docker, &mut placed).await?;
+    let companion = crate::companion::setup_for(docker, &mut placed, &options.env).await?;
     let spec = &placed;
     let result = match &companion {
         Some(_) => match placed_request(spec, options) {

@@ -286,6 +286,12 @@ fn render_env(var: &EnvVar) -> String {
     match &var.value {
         EnvValue::Literal { value } => format!("{}={}", var.name, value),
         EnvValue::Secret { .. } => var.name.clone(),
+        // A launch makes its placeholders first; a rendering shows the stand-in.
+        EnvValue::Placeholder { variable, prefix } => format!(
+            "{}={}",
+            var.name,
+            agentc_policy::placeholder_template(prefix, variable)
+        ),
     }
 }
 

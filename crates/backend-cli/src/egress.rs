@@ -56,6 +56,8 @@ pub fn setup_argvs(
         outside: _,
         proxy: _,
         proxy_address,
+        // The bindings are the proxy's `--credential=` words and its environment.
+        credentials: _,
     } = egress;
     let mut create = container_argv(&proxy)?;
     create[1] = "create".to_owned();
@@ -104,6 +106,7 @@ mod tests {
             outside: Network::Default,
             proxy: Box::new(proxy),
             proxy_address: "10.213.0.18".parse().unwrap(),
+            credentials: Vec::new(),
         }
     }
 

@@ -224,12 +224,17 @@ fn render_process(argv: &mut Vec<String>, process: &Process<'_>) {
 /// `--env=NAME=value` for a literal and `--env=NAME` for a secret (`Config.Env`), in spec
 /// order. For a bare name the docker CLI copies `NAME=value` from its own environment, so a
 /// secret's value never appears in argv; when the variable is unset docker sends the bare
-/// name.
+/// name. A placeholder is made at launch (before rendering); a rendering alone shows its
+/// stand-in, never the caller's value of the variable.
 fn render_env(argv: &mut Vec<String>, env: &[EnvVar]) {
     for EnvVar { name, value } in env {
         match value {
             EnvValue::Literal { value } => argv.push(format!("--env={name}={value}")),
             EnvValue::Secret { required: _ } => argv.push(format!("--env={name}")),
+            EnvValue::Placeholder { variable, prefix } => argv.push(format!(
+                "--env={name}={}",
+                agentc_policy::placeholder_template(prefix, variable)
+            )),
         }
     }
 }

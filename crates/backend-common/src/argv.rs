@@ -169,6 +169,8 @@ pub fn check_egress(egress: &EgressSpec) -> Result<(), ArgvError> {
         outside: _,
         proxy,
         proxy_address: _,
+        // The bindings: names and hosts, carried by the proxy's command (checked there).
+        credentials: _,
     } = egress;
     let IsolatedNetwork {
         name,
@@ -267,6 +269,10 @@ fn check_env(env: &[EnvVar]) -> Result<(), ArgvError> {
         match value {
             EnvValue::Literal { value } => no_nul(|| format!("env.{name}"), value)?,
             EnvValue::Secret { required: _ } => {}
+            EnvValue::Placeholder {
+                variable: _,
+                prefix,
+            } => no_nul(|| format!("env.{name}"), prefix)?,
         }
     }
     Ok(())

@@ -49,7 +49,8 @@ pub fn instance_suffix() -> String {
 
 /// Readies `spec`'s companion for set-up: `false` when it has none; refused on Podman; moved to
 /// an instance of its own when the container has no name (each run gets its set,
-/// [`ContainerSpec::egress_instance`]).
+/// [`ContainerSpec::egress_instance`]); its credentials' placeholders made
+/// ([`crate::credentials::materialize`]).
 pub fn prepare(spec: &mut ContainerSpec) -> Result<bool, ExecError> {
     if spec.egress.is_none() {
         return Ok(false);
@@ -65,8 +66,34 @@ pub fn prepare(spec: &mut ContainerSpec) -> Result<bool, ExecError> {
     if spec.name.is_none() {
         spec.egress_instance(&instance_suffix());
     }
+    // The credentials' placeholders of this launch (random, new every launch), in the
+    // workload's environment and the proxy's; the spec itself holds none.
+    let made = crate::credentials::materialize(spec)?;
+    if !made.is_empty() {
+        log::debug!("placeholders made for {}", made.join(", "));
+    }
     Ok(true)
 }
+
+/// The volume the companion's proxy writes its launch CA into and the workload reads it from
+/// ([`agentc_policy::CA_DIR_TARGET`]), when the proxy holds credentials.
+pub fn ca_volume(egress: &EgressSpec) -> Option<String> {
+    egress
+        .proxy
+        .mounts
+        .iter()
+        .find_map(|mount| match &mount.source {
+            agentc_policy::MountSource::Volume { name, .. }
+                if mount.target == agentc_policy::CA_DIR_TARGET =>
+            {
+                Some(name.clone())
+            }
+            _ => None,
+        })
+}
+
+/// The step a companion's CA volume fails at.
+pub const CREATE_CA_VOLUME: &str = "create the egress proxy's CA volume";
 
 /// After set-up attempt number `attempt` (from 1) failed with `error`: when the daemon said the
 /// isolated network's subnet overlaps another network's and retries remain, moves the

@@ -659,6 +659,7 @@ mod tests {
             outside: agentc_policy::Network::Default,
             proxy: Box::new(proxy),
             proxy_address: "10.213.0.2".parse().unwrap(),
+            credentials: Vec::new(),
         }
     }
 

@@ -47,6 +47,7 @@
 #![deny(missing_docs)]
 
 pub mod argv;
+pub mod credentials;
 pub mod egress;
 pub mod egress_state;
 pub mod engine;

@@ -39,6 +39,13 @@ pub fn resolve_vars(
                 }
                 None => {}
             },
+            // A launch makes its placeholders first ([`crate::credentials::materialize`]);
+            // where none was made (a check before it) the template stands in.
+            EnvValue::Placeholder { variable, prefix } => resolved.push(format!(
+                "{}={}",
+                var.name,
+                agentc_policy::placeholder_template(prefix, variable)
+            )),
         }
     }
     Ok(resolved)

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::addr::Cidr;
+use crate::credential::CredentialConfig;
 use crate::error::EgressError;
 use crate::host::HostSpec;
 use crate::policy::Policy;
@@ -157,6 +158,10 @@ pub struct Config {
     /// The bounds.
     #[serde(default)]
     pub limits: Limits,
+    /// The credentials injected into requests to their hosts, and the launch CA that
+    /// terminates TLS for those hosts only ([`crate::credential`]).
+    #[serde(default, skip_serializing_if = "CredentialConfig::is_empty")]
+    pub credentials: CredentialConfig,
 }
 
 /// One published port of the workload, relayed by the proxy: it accepts TCP on its own port
@@ -225,6 +230,7 @@ impl Default for Config {
             relays: Vec::new(),
             allow_ech: Vec::new(),
             limits: Limits::default(),
+            credentials: CredentialConfig::default(),
         }
     }
 }
@@ -258,6 +264,7 @@ impl Config {
             relays: Vec::new(),
             allow_ech: Vec::new(),
             limits: Limits::default(),
+            credentials: CredentialConfig::default(),
         };
         config.limits.check()?;
         Ok(config)
@@ -314,6 +321,27 @@ impl Config {
         Ok(self)
     }
 
+    /// The configuration with the credential settings `credentials`: each credential's hosts
+    /// must be allowed by the allowlist (a key is bound only where the sandbox may go).
+    pub fn with_credentials(
+        mut self,
+        credentials: CredentialConfig,
+    ) -> Result<Config, EgressError> {
+        let policy = self.policy();
+        for credential in &credentials.credentials {
+            for (host, port) in &credential.hosts {
+                if policy.decide_name(host, *port).is_err() {
+                    return Err(EgressError::Credential {
+                        credential: credential.to_string(),
+                        reason: format!("{host}:{port} is not allowed by any --allow entry"),
+                    });
+                }
+            }
+        }
+        self.credentials = credentials;
+        Ok(self)
+    }
+
     /// Where the relay listening on `port` accepts connections: every address of the proxy's
     /// container (the unspecified address of the listen address's family), since the host
     /// publishes the relay through the outside network while the proxy itself listens on its
@@ -338,7 +366,8 @@ impl Config {
 /// The proxy container's command: the full argv, starting with [`PROXY_BINARY`], that every
 /// renderer (docker CLI, Engine API, Kubernetes) uses. Values are attached (`--allow=HOST`), so
 /// none can be read as a flag. The ECH opt-ins (`--allow-ech=HOST`) follow the ranges, then
-/// `--wildcard-names-per-minute=N` when N is not the default; the relays come last
+/// `--wildcard-names-per-minute=N` when N is not the default, then the credential settings
+/// ([`CredentialConfig::args`]); the relays come last
 /// (`--relay=LISTEN=IP:PORT`).
 ///
 /// ```
@@ -375,6 +404,7 @@ pub fn proxy_command(config: &Config) -> Vec<String> {
     if wildcard_names != DEFAULT_NAMES_PER_MINUTE {
         argv.push(format!("--wildcard-names-per-minute={wildcard_names}"));
     }
+    argv.extend(config.credentials.args());
     argv.extend(config.relays.iter().map(|relay| format!("--relay={relay}")));
     argv
 }

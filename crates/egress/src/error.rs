@@ -35,6 +35,28 @@ pub enum EgressError {
         /// Why it is refused.
         reason: String,
     },
+    /// A credential (`--credential=`, `--on-replay`) that cannot be used; never a value.
+    #[error("invalid credential `{credential}`: {reason}")]
+    Credential {
+        /// The word as written (names only: no value is ever written there).
+        credential: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// A variable a credential names is not set in the proxy's environment.
+    #[error("the credential {credential} needs the variable {variable}, which is not set")]
+    CredentialUnset {
+        /// The credential's name.
+        credential: String,
+        /// The variable's name.
+        variable: String,
+    },
+    /// The launch CA could not be made or written.
+    #[error("cannot set up the launch CA: {0}")]
+    Ca(String),
+    /// The proxy stopped after it refused a credential replay (`--on-replay=stop`).
+    #[error("stopped after a credential replay (--on-replay=stop): {0}")]
+    Replayed(String),
     /// A bound outside its range.
     #[error("invalid limit {name} = {value}: {reason}")]
     Limit {

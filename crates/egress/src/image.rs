@@ -112,6 +112,18 @@ pub fn elf_interpreter(elf: &[u8]) -> Result<Option<String>, &'static str> {
 
 /// One entry of a ustar archive.
 fn tar_header(path: &str, mode: u32, size: u64, kind: u8, link: &str) -> [u8; 512] {
+    owned_tar_header(path, mode, size, kind, link, 0)
+}
+
+/// [`tar_header`] of an entry owned by `owner` (uid and gid).
+fn owned_tar_header(
+    path: &str,
+    mode: u32,
+    size: u64,
+    kind: u8,
+    link: &str,
+    owner: u32,
+) -> [u8; 512] {
     let mut header = [0u8; 512];
     let name = path.trim_start_matches('/');
     let (prefix, name) = if name.len() > 100 {
@@ -133,8 +145,8 @@ fn tar_header(path: &str, mode: u32, size: u64, kind: u8, link: &str) -> [u8; 51
     let octal = |value: u64, width: usize| format!("{value:0>w$o}\0", w = width - 1);
     field(&mut header, 0, 100, name.as_bytes());
     field(&mut header, 100, 8, octal(u64::from(mode), 8).as_bytes());
-    field(&mut header, 108, 8, octal(0, 8).as_bytes());
-    field(&mut header, 116, 8, octal(0, 8).as_bytes());
+    field(&mut header, 108, 8, octal(u64::from(owner), 8).as_bytes());
+    field(&mut header, 116, 8, octal(u64::from(owner), 8).as_bytes());
     field(&mut header, 124, 12, octal(size, 12).as_bytes());
     field(&mut header, 136, 12, octal(0, 12).as_bytes());
     header[156] = kind;
@@ -158,6 +170,10 @@ const PASSWD: &str =
     "root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n";
 const GROUP: &str = "root:x:0:\nnogroup:x:65534:\n";
 const NSSWITCH: &str = "hosts: files dns\n";
+/// The one directory owned by the image's user (65534): where the proxy writes its launch
+/// CA's certificate and the workload's trust bundle (`credential::CredentialConfig::ca_dir`,
+/// the policy's `CA_DIR_TARGET`).
+pub const OWNED_DIRECTORY: &str = crate::credential::CA_DIR;
 
 /// Builds the root filesystem as a deterministic tar (pure: same inputs, same bytes).
 pub fn rootfs_tar(inputs: &RootfsInputs) -> Vec<u8> {
@@ -190,10 +206,23 @@ pub fn rootfs_tar(inputs: &RootfsInputs) -> Vec<u8> {
     ] {
         directories.insert(path.to_string(), mode);
     }
+    for parent in parents(OWNED_DIRECTORY) {
+        directories.entry(parent).or_insert(0o755);
+    }
     let mut tar = Vec::new();
     for (path, mode) in &directories {
         tar.extend_from_slice(&tar_header(&format!("{path}/"), *mode, 0, b'5', ""));
     }
+    // The proxy's own directory (the launch CA it writes for the workload): a volume mounted
+    // there starts as a copy of it, owned by the proxy's user.
+    tar.extend_from_slice(&owned_tar_header(
+        &format!("{OWNED_DIRECTORY}/"),
+        0o755,
+        0,
+        b'5',
+        "",
+        65534,
+    ));
     for (path, (mode, kind, contents)) in &entries {
         if *kind == b'2' {
             let target = String::from_utf8_lossy(contents);

@@ -51,7 +51,10 @@
 #![deny(missing_docs)]
 
 pub mod addr;
+#[cfg(feature = "runtime")]
+pub mod ca;
 pub mod config;
+pub mod credential;
 pub mod dns;
 pub mod error;
 pub mod health;
@@ -65,6 +68,7 @@ pub mod policy;
 pub mod probe;
 #[cfg(feature = "runtime")]
 pub mod proxy;
+pub mod replay;
 pub mod request;
 pub mod sni;
 pub mod wildcard;

@@ -20,8 +20,15 @@
 //! workload refused is a `deny` line with reason `connect-failed`. DNS queries to the stub and
 //! refusals for too many connections are one `decision` line each. A name allowed only
 //! through a `*.domain` entry says on its decision line how many distinct names that entry
-//! resolved this minute ([`crate::wildcard`]); one more is a `wildcard-rate` refusal. Nothing
-//! else goes to stdout.
+//! resolved this minute ([`crate::wildcard`]); one more is a `wildcard-rate` refusal.
+//!
+//! A tunnel to a host with a bound credential is terminated by the proxy: its CONNECT keeps its
+//! decision and close lines, and every request inside it is a `request` line of its own
+//! (written before the request goes upstream; `credential` names the credential set). A
+//! request that carries a placeholder where its credential is not bound is refused, and its
+//! one decision line is the audit line: `"kind":"credential-replay"`, reason
+//! `credential-replay`, `credential` the placeholder's, and `detail` where it was seen.
+//! Nothing else goes to stdout.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -47,6 +54,12 @@ pub enum Kind {
     Connection,
     /// A connection to a published port of the workload, relayed to it.
     Relay,
+    /// A request inside a tunnel the proxy terminates (a host with a bound credential).
+    Request,
+    /// A request refused because it carries a credential's placeholder where that credential
+    /// is not bound: the audit line of [`crate::replay`] (its request's one decision line).
+    #[serde(rename = "credential-replay")]
+    CredentialReplay,
 }
 
 /// Which line of a request a record is.
@@ -117,6 +130,10 @@ pub struct Record {
     /// A DNS query's type.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub qtype: Option<String>,
+    /// The credential injected (a terminated request) or whose placeholder was refused (a
+    /// replay): its name, never a value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credential: Option<String>,
 }
 
 impl Record {
@@ -146,6 +163,7 @@ impl Record {
             bytes_down: None,
             qname: None,
             qtype: None,
+            credential: None,
         }
     }
 

@@ -56,6 +56,18 @@ pub enum Reason {
     /// A name allowed only through a wildcard entry whose domain had its distinct names for
     /// the minute resolved already ([`crate::wildcard`]): refused before any look-up.
     WildcardRate,
+    /// A placeholder of a credential was sent where that credential is not bound: in a
+    /// CONNECT line, a plain-HTTP request, or a terminated request to another host
+    /// ([`crate::replay`]). Nothing of the request leaves the proxy.
+    CredentialReplay,
+    /// A request inside a terminated tunnel names another host (`Host`, `:authority`) than
+    /// the CONNECT and the SNI: `421 Misdirected Request`.
+    Misdirected,
+    /// A request body the proxy must search for placeholders is larger than it reads.
+    BodyTooLarge,
+    /// The upstream of a terminated tunnel did not prove it is the host (its certificate
+    /// does not verify against Mozilla's roots and the profile's CAs).
+    UpstreamCertificate,
 }
 
 impl Reason {
@@ -82,6 +94,10 @@ impl Reason {
             Reason::TooManyConnections => "too-many-connections",
             Reason::DnsQuery => "dns-query",
             Reason::WildcardRate => "wildcard-rate",
+            Reason::CredentialReplay => "credential-replay",
+            Reason::Misdirected => "misdirected",
+            Reason::BodyTooLarge => "body-too-large",
+            Reason::UpstreamCertificate => "upstream-certificate",
         }
     }
 
@@ -90,7 +106,9 @@ impl Reason {
         match self {
             Reason::Allowed => 200,
             Reason::BadHost | Reason::BadRequest => 400,
-            Reason::ResolveFailed | Reason::ConnectFailed => 502,
+            Reason::ResolveFailed | Reason::ConnectFailed | Reason::UpstreamCertificate => 502,
+            Reason::Misdirected => 421,
+            Reason::BodyTooLarge => 413,
             Reason::ClientHelloTimeout => 408,
             Reason::TooManyConnections => 503,
             Reason::WildcardRate => 429,

@@ -39,7 +39,11 @@ use crate::dns;
 use crate::host::normalize_host;
 use crate::sni;
 
-/// The checks, in the order [`run`] prints them.
+#[cfg(feature = "runtime")]
+pub mod credentials;
+
+/// The checks, in the order [`run`] prints them (then, for a proxy that holds keys,
+/// `credentials::CREDENTIAL_CHECKS`).
 pub const CHECKS: [&str; 7] = [
     "egress.proxy-variables",
     "egress.allowed",
@@ -166,6 +170,9 @@ pub struct ProbeConfig {
     pub outside: Option<SocketAddr>,
     /// The bound of each connection, read and query.
     pub timeout: Duration,
+    /// A host whose key the proxy holds (`--bound`): the credential checks run against it
+    /// ([`credentials`]); none without one.
+    pub bound: Option<Target>,
 }
 
 /// Runs every check (see the module documentation) and returns one line per check, in the
@@ -237,6 +244,10 @@ pub fn run(config: &ProbeConfig, env: &BTreeMap<String, String>) -> Vec<CheckLin
     };
     lines.push(dns_check(name, &answers, &system));
     lines.push(unset_proxy_check(name, &system, routed));
+    #[cfg(feature = "runtime")]
+    if let Some(bound) = &config.bound {
+        lines.extend(credentials::run(config, bound, env));
+    }
     lines
 }
 

@@ -11,6 +11,7 @@
 //! an unparsable request in `capture`, the DNS stub's listeners in `dns_stub`, the zero-copy
 //! relay of tunnels on Linux in `splice`.
 
+use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
@@ -41,12 +42,16 @@ use crate::request::{self, Target};
 use crate::wildcard::WildcardLimiter;
 
 use capture::Recording;
+use client_io::ClientIo;
 use counted::{with_idle, Counted, Counters};
-use tunnel::{tunnel, ClientIo};
+use intercept::Intercept;
+use tunnel::tunnel;
 
 mod capture;
+mod client_io;
 mod counted;
 mod dns_stub;
+mod intercept;
 mod relay;
 #[cfg(target_os = "linux")]
 mod splice;
@@ -112,6 +117,8 @@ struct Shared {
     resolver: Arc<dyn Resolve>,
     /// The bound on look-ups of names allowed only through a wildcard entry.
     wildcards: Arc<WildcardLimiter>,
+    /// The credentials, the placeholders and the launch CA, when the proxy injects any.
+    intercept: Option<Arc<Intercept>>,
 }
 
 impl Shared {
@@ -152,8 +159,7 @@ pub fn run(config: &Config) -> Result<(), EgressError> {
             config.allow_cidrs.len(),
             config.relays.len(),
         );
-        server.run(shutdown_signal()).await;
-        Ok(())
+        server.run(shutdown_signal()).await
     })
 }
 
@@ -191,9 +197,22 @@ impl Server {
         Server::bind_with_sink(config, Sink::Stdout).await
     }
 
-    /// As [`Server::bind`], with the decision lines sent to `sink`.
+    /// As [`Server::bind`], with the decision lines sent to `sink`; the credentials' values
+    /// and placeholders are read from the process's environment, by name.
     pub async fn bind_with_sink(config: &Config, sink: Sink) -> Result<Server, EgressError> {
+        let env: BTreeMap<String, String> = std::env::vars().collect();
+        Server::bind_with_env(config, sink, &env).await
+    }
+
+    /// As [`Server::bind_with_sink`], with the credentials' values and placeholders read from
+    /// `env` (tests); the launch CA is made and written before anything is bound.
+    pub async fn bind_with_env(
+        config: &Config,
+        sink: Sink,
+        env: &BTreeMap<String, String>,
+    ) -> Result<Server, EgressError> {
         config.limits.check()?;
+        let intercept = Intercept::start(&config.credentials, env)?.map(Arc::new);
         let listener =
             TcpListener::bind(config.listen)
                 .await
@@ -251,6 +270,7 @@ impl Server {
                     &config.allow,
                     config.limits.wildcard_names_per_minute,
                 )),
+                intercept,
             }),
         })
     }
@@ -269,6 +289,7 @@ impl Server {
                     slots: self.shared.slots.clone(),
                     resolver,
                     wildcards: self.shared.wildcards.clone(),
+                    intercept: self.shared.intercept.clone(),
                 })
             }
         }
@@ -295,8 +316,11 @@ impl Server {
         self.dns_udp.as_ref().and_then(|udp| udp.local_addr().ok())
     }
 
-    /// Serves until `shutdown` resolves; connections in flight end with the runtime.
-    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+    /// Serves until `shutdown` resolves (`Ok`), or until a credential replay stops the proxy
+    /// (`--on-replay=stop`: [`EgressError::Replayed`], after a moment for the refusal to reach
+    /// its client); connections in flight end with the runtime.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), EgressError> {
+        let stop = self.shared.intercept.as_ref().map(|i| i.stop.clone());
         let mut tasks = tokio::task::JoinSet::new();
         if let Some(udp) = self.dns_udp {
             tasks.spawn(dns_stub::serve_dns_udp(udp, self.shared.clone()));
@@ -308,8 +332,25 @@ impl Server {
             tasks.spawn(relay::serve_relay(listener, target, self.shared.clone()));
         }
         tasks.spawn(serve_proxy(self.listener, self.shared));
-        shutdown.await;
+        let replayed = async {
+            match stop {
+                Some(stop) => stop.notified().await,
+                None => std::future::pending().await,
+            }
+        };
+        let outcome = tokio::select! {
+            _ = shutdown => Ok(()),
+            _ = replayed => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                Err(EgressError::Replayed(
+                    "a placeholder was sent where its credential is not bound (see the \
+                     credential-replay line)"
+                        .into(),
+                ))
+            }
+        };
         tasks.abort_all();
+        outcome
     }
 }
 
@@ -467,6 +508,9 @@ fn start(
     } else {
         Kind::Forward
     };
+    if let Some(refused) = intercept::screen_head(shared, &request, kind, client) {
+        return Pending::Ready(refused);
+    }
     let target = request.uri().to_string();
     let (host, port, path) = match request::classify(request.method().as_str(), &target) {
         Err(deny) => {
@@ -513,13 +557,47 @@ fn start(
             Pending::Ready(text(200, String::new()))
         }
         Some(path) => {
-            shared.emit(line.clone());
+            // A body is searched for placeholders before the decision: nothing leaves first.
+            let screen = shared
+                .intercept
+                .clone()
+                .filter(|_| !hyper::body::Body::is_end_stream(request.body()));
+            if screen.is_none() {
+                shared.emit(line.clone());
+            }
             let (answer, later) = oneshot::channel();
             let shared = shared.clone();
             // The slot stays taken until the request is done, even if the client has left.
             let permit = permit.clone();
             tokio::spawn(async move {
                 let _permit = permit;
+                let request = match screen {
+                    None => request.map(|body| body.boxed()),
+                    Some(intercept) => {
+                        match intercept::screen_body(request, &intercept, |_| true, "the proxy")
+                            .await
+                        {
+                            Ok(request) => {
+                                shared.emit(line.clone());
+                                request
+                            }
+                            Err((deny, Some(found))) => {
+                                let refused = intercept::replay_refusal(
+                                    &shared, &intercept, line, &found, &deny,
+                                );
+                                let _ = answer.send(refused);
+                                return;
+                            }
+                            Err((deny, None)) => {
+                                line.set_reason(deny.reason);
+                                line.detail = Some(deny.detail.clone());
+                                shared.emit(line);
+                                let _ = answer.send(refusal(&deny));
+                                return;
+                            }
+                        }
+                    }
+                };
                 let response = forward(request, line, &path, shared).await;
                 let _ = answer.send(response);
             });
@@ -632,7 +710,7 @@ async fn copy_both_ways<C: AsyncRead + AsyncWrite + Unpin>(
 /// An allowed forward request after its decision line: resolves, connects, sends the request
 /// upstream and returns the response; the close line (same id) says how it ended.
 async fn forward(
-    request: Request<Incoming>,
+    request: Request<Body>,
     line: Record,
     path: &str,
     shared: Arc<Shared>,

@@ -66,6 +66,7 @@ fn container_sections(out: &mut Explainer, c: &ContainerSpec) {
     rules::network::explain(out, c);
     if matches!(out.spec.kind, LaunchKind::Run | LaunchKind::Sandbox) {
         rules::egress::explain(out);
+        rules::credentials::explain(out, c);
         rules::egress::host_path::explain(out, c);
     }
     rules::security::explain(out, c);
@@ -92,6 +93,17 @@ fn environment(out: &mut Explainer, c: &ContainerSpec) {
                 let need = if *required { "" } else { ", optional" };
                 out.line(format!(
                     "  {} (secret, passed through from your environment{need}){from}",
+                    var.name
+                ));
+            }
+            EnvValue::Placeholder { variable, prefix } => {
+                let start = if prefix.is_empty() {
+                    String::new()
+                } else {
+                    format!(" starting {prefix}")
+                };
+                out.line(format!(
+                    "  {} (a placeholder{start}, made at launch; the egress proxy holds {variable}){from}",
                     var.name
                 ));
             }

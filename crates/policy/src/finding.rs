@@ -135,6 +135,7 @@ pub const CODES: &[(&str, Severity)] = &[
     ("egress-domain", Severity::Medium),
     ("egress-ip-range", Severity::Medium),
     ("egress-ech", Severity::High),
+    ("credentials-env", Severity::Medium),
     ("fuse", Severity::High),
     ("capability-dangerous", Severity::High),
     ("capability-added", Severity::Medium),
@@ -313,6 +314,6 @@ mod tests {
         assert!(Severity::Critical > Severity::High);
         assert_eq!("HIGH".parse::<Severity>(), Ok(Severity::High));
         assert!("urgent".parse::<Severity>().is_err());
-        assert_eq!(CODES.len(), 23);
+        assert_eq!(CODES.len(), 24);
     }
 }

@@ -22,6 +22,7 @@ pub fn findings(loaded: &LoadedProfile, spec: &LaunchSpec) -> Vec<Finding> {
     if let Action::Container(container) = &spec.action {
         if report.agent_launch() {
             rules::egress::findings(&mut report);
+            rules::credentials::findings(&mut report, container);
         }
         rules::mounts::findings(&mut report, container);
         rules::security::docker_host_findings(&mut report, container);

@@ -52,6 +52,9 @@ pub const NETWORK_SUPERSEDED: &str = "network.superseded";
 pub const DNS: &str = "dns";
 /// The egress companion (isolated network and egress proxy).
 pub const EGRESS: &str = "egress";
+/// The keys the egress proxy holds (`egress.credentials`), its CA volume and the trust
+/// variables.
+pub const CREDENTIALS: &str = "egress.credentials";
 /// The container's aliases on its named network.
 pub const NETWORK_ALIASES: &str = "network_aliases";
 /// The container's fixed IPv4 address on its named network.

@@ -54,6 +54,7 @@ fn rule_errors(loaded: &LoadedProfile, removals: &Removals) -> Vec<PolicyError> 
     rules::integrations::check(&mut ck, profile);
     rules::proxy::check(&mut ck, profile);
     rules::egress::check(&mut ck, profile);
+    rules::credentials::check(&mut ck, profile);
     rules::decant::check(&mut ck, profile);
     rules::mounts::check(&mut ck, profile);
     rules::image::check(&mut ck, profile);

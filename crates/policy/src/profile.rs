@@ -9,13 +9,18 @@
 //! [`crate::resolve()`]. Unknown fields are errors everywhere.
 
 use schemars::JsonSchema;
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::capability::Capability;
 use crate::limits::Limit;
 use crate::ports::PortSpec;
 use crate::values;
-pub use crate::values::{ConfigFormat, EgressEnforce, EgressMode, OnConflict, PodSecurityLevel};
+pub use crate::values::{
+    ConfigFormat, CredentialMode, CredentialScheme, EgressEnforce, EgressMode, OnConflict,
+    PodSecurityLevel, ReplayAction,
+};
 
 /// The only profile schema version this crate reads.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -44,6 +49,10 @@ pub struct Profile {
     /// Egress policy and optional SSH gateway.
     #[serde(default)]
     pub egress: EgressConfig,
+    /// Keys the egress proxy holds and sets for their hosts only, the workload holding a
+    /// placeholder (`[credentials.NAME]`); `mode = "env"` keeps them in its environment.
+    #[serde(default)]
+    pub credentials: CredentialsConfig,
     /// Decant session-browser companion.
     #[serde(default)]
     pub decant: DecantConfig,
@@ -227,6 +236,44 @@ pub struct EgressConfig {
     /// such a ClientHello, since it hides the name the client really asks for.
     #[serde(default)]
     pub allow_ech: Vec<String>,
+}
+
+/// `[credentials]`: where the agent's keys live, and the keys the egress proxy sets for their
+/// hosts only. With the allowlist enforced outside, the agent presets bind their provider's key
+/// and Langfuse's keys this way by default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CredentialsConfig {
+    /// `proxy` (the default) or `env`, read in any case.
+    pub mode: CredentialMode,
+    /// `block` (the default) or `stop`: what the egress proxy does after it refused a
+    /// placeholder sent where its key is not bound.
+    pub on_replay: ReplayAction,
+    /// The keys by name (`[credentials.NAME]`).
+    pub bindings: BTreeMap<String, CredentialBinding>,
+}
+
+/// One key the egress proxy holds: read on the host at launch from `from_env`, set as
+/// `header` on requests to `hosts` only; the workload's `from_env` holds a placeholder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CredentialBinding {
+    /// The variable holding the key on the host (`^[A-Z_][A-Z0-9_]*$`), passed by name.
+    pub from_env: String,
+    /// With `scheme = "Basic"`: the variable holding the user (Langfuse's public key); the
+    /// workload's holds a placeholder too.
+    pub user_from_env: Option<String>,
+    /// The hosts that receive it (`host` or `host:port`, exact names, each allowed by
+    /// `egress.hosts`); port 443 without one.
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    /// The header set, lower case (`authorization` by default, `x-api-key`, ...).
+    pub header: Option<String>,
+    /// `Bearer` or `Basic` (with `header = "authorization"`); without it the key is sent as
+    /// it is.
+    pub scheme: Option<CredentialScheme>,
+    /// The start of the placeholder (`sk-ant-`), so that an SDK's format check passes; letters,
+    /// digits, `-` and `_`, at most 16.
+    pub prefix: Option<String>,
 }
 
 /// Decant session-browser companion.

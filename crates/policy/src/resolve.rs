@@ -172,11 +172,15 @@ impl Resolver<'_> {
         self.proxy_env(&mut env, true)?;
         self.take_env(&mut container, env)?;
 
-        let mut reserved: BTreeSet<String> = [presets::CA_BUNDLE_TARGET, preset.home_path]
-            .into_iter()
-            .chain(presets::TMPFS_TARGETS.iter().copied())
-            .map(str::to_string)
-            .collect();
+        let mut reserved: BTreeSet<String> = [
+            presets::CA_BUNDLE_TARGET,
+            preset.home_path,
+            crate::spec::CA_DIR_TARGET,
+        ]
+        .into_iter()
+        .chain(presets::TMPFS_TARGETS.iter().copied())
+        .map(str::to_string)
+        .collect();
         reserved.extend(workspace);
         let gateway = profile.egress.gateway_host.is_some();
         self.profile_mounts(&mut container, reserved, gateway)?;
@@ -222,7 +226,9 @@ impl Resolver<'_> {
         self.take_env(&mut container, env)?;
         let mut reserved: BTreeSet<String> = presets::TMPFS_TARGETS
             .iter()
-            .map(|target| target.to_string())
+            .copied()
+            .chain([crate::spec::CA_DIR_TARGET])
+            .map(str::to_string)
             .collect();
         reserved.extend(workspace);
         self.profile_mounts(&mut container, reserved, false)?;

@@ -56,6 +56,7 @@ mod tests {
             "provider",
             "proxy",
             "egress",
+            "credentials",
             "decant",
             "langfuse",
             "configuration_import",

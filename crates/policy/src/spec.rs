@@ -6,7 +6,8 @@
 //! it, and both backends render every field (they destructure it without `..`).
 //!
 //! Secrets never live here: an [`EnvValue::Secret`] names a variable of the caller's
-//! environment, whose value is read only at launch.
+//! environment, whose value is read only at launch; an [`EnvValue::Placeholder`] stands for one
+//! that the egress proxy holds, made at launch.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -18,9 +19,10 @@ use crate::capability::Capability;
 mod egress;
 
 pub use egress::{
-    isolated_subnet, proxy_address, relays_of, workload_address, EgressSpec, IsolatedNetwork,
-    INHIBIT_IPV4, KIND_EGRESS_PROXY, LABEL_EGRESS_FOR, PROXY_DNS_PORT, PROXY_IMAGE_PLACEHOLDER,
-    PROXY_PORT, RELAY_PORT_BASE,
+    isolated_subnet, proxy_address, relays_of, workload_address, CredentialSpec, EgressSpec,
+    IsolatedNetwork, CA_BUNDLE_PATH, CA_CERT_PATH, CA_DIR_TARGET, INHIBIT_IPV4, KIND_EGRESS_PROXY,
+    LABEL_EGRESS_FOR, PROXY_DNS_PORT, PROXY_IMAGE_PLACEHOLDER, PROXY_PORT, RELAY_PORT_BASE,
+    UPSTREAM_CA_TARGET,
 };
 
 /// Label naming the profile of a container or image; agentc manages (lists, removes) only
@@ -320,6 +322,26 @@ pub enum EnvValue {
         /// Launching fails before anything is created when the variable is unset.
         required: bool,
     },
+    /// A placeholder for the key in the caller's `variable`, which the egress proxy holds
+    /// instead ([`EgressSpec::credentials`]): made at launch (`prefix` and random characters,
+    /// [`placeholder_template`] where no launch makes one), the same in every entry naming
+    /// `variable` within one launch (the workload's and the proxy's), new for every launch.
+    Placeholder {
+        /// The caller's variable whose key this stands for.
+        variable: String,
+        /// How the placeholder starts (`sk-ant-`), so that an SDK's format check passes.
+        prefix: String,
+    },
+}
+
+/// The stand-in of a [`EnvValue::Placeholder`] where nothing is launched (`agentc render`,
+/// the Kubernetes rendering): `prefix`, `agentc-placeholder-` and the variable in lower case.
+/// A launch replaces it with random characters.
+pub fn placeholder_template(prefix: &str, variable: &str) -> String {
+    format!(
+        "{prefix}agentc-placeholder-{}",
+        variable.to_ascii_lowercase().replace('_', "-")
+    )
 }
 
 /// A bind or volume mount.

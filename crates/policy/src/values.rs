@@ -19,6 +19,9 @@ use crate::limits::{self, Limit};
 use crate::ports::{self, PortSpec};
 use crate::text::closest;
 
+pub(crate) mod credentials;
+pub use credentials::{CredentialMode, CredentialScheme, ReplayAction};
+
 /// What the agent may reach.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema,

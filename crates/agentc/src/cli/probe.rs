@@ -19,6 +19,11 @@ pub struct EgressProbeArgs {
     /// The bound of each connection, read and DNS query, in milliseconds.
     #[arg(long, default_value_t = 3000, value_name = "MS")]
     pub timeout_ms: u64,
+    /// A host whose key the proxy holds: `egress.ca-trusted` makes a TLS handshake with it
+    /// through the proxy (trusting `SSL_CERT_FILE` alone), and `egress.credential-replay`
+    /// sends the placeholder in `AGENTC_VERIFY_PLACEHOLDER` to a host on no allowlist.
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub bound: Option<String>,
 }
 
 /// `agentc egress-proxy host-path`: `agentc verify`'s host-path check

@@ -40,9 +40,23 @@ pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
                 config.limits.wildcard_names_per_minute = args.wildcard_names_per_minute;
                 config.limits.check().map(|()| config)
             })
+            .and_then(|config| {
+                let credentials = agentc_egress::credential::CredentialConfig::from_args(
+                    &args.credential,
+                    args.ca_dir.as_deref(),
+                    &args.upstream_ca,
+                    args.on_replay.as_deref(),
+                )?;
+                config.with_credentials(credentials)
+            })
             .map_err(|error| Failure::new(EXIT_USAGE, error.to_string()))?;
-            agentc_egress::proxy::run(&config)
-                .map_err(|error| Failure::new(EXIT_FAILED, error.to_string()))?;
+            agentc_egress::proxy::run(&config).map_err(|error| {
+                let status = match error {
+                    EgressError::Replayed(_) => agentc_egress::credential::REPLAY_EXIT_CODE,
+                    _ => EXIT_FAILED,
+                };
+                Failure::new(status, error.to_string())
+            })?;
             Ok(0)
         }
         EgressProxyCommand::Health(args) => {
@@ -142,6 +156,12 @@ fn probe(args: &EgressProbeArgs) -> Result<u8, Failure> {
             .map(|outside| outside.parse().map_err(|_| usage("--outside", outside)))
             .transpose()?,
         timeout: Duration::from_millis(args.timeout_ms.clamp(100, 30_000)),
+        bound: args
+            .bound
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(|error: String| Failure::new(EXIT_USAGE, format!("--bound {error}")))?,
     };
     let env: BTreeMap<String, String> = std::env::vars().collect();
     let mut out = std::io::stdout().lock();

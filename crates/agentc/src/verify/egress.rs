@@ -12,9 +12,13 @@
 use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
 
+use agentc_egress::probe::credentials::{CREDENTIAL_CHECKS, PLACEHOLDER_VARIABLE};
 use agentc_egress::probe::{CheckLine, Outcome, Target, CHECKS, PROXY_VARIABLES};
 use agentc_egress::{HostSpec, PROXY_BINARY};
-use agentc_policy::{ContainerSpec, EgressSpec, EnvValue, EnvVar, Network, LABEL_KIND, PROXY_PORT};
+use agentc_policy::{
+    ContainerSpec, EgressSpec, EnvValue, EnvVar, Network, CA_BUNDLE_PATH, CA_DIR_TARGET,
+    LABEL_KIND, PROXY_PORT,
+};
 
 use super::check::Check;
 
@@ -125,23 +129,110 @@ impl ProxyFacts {
     }
 }
 
-/// The proxy variables of the probe's environment (`Config.Env` of its inspect): only those
-/// names are read, so no other value (a secret) is ever copied.
-pub fn proxy_env(inspect: &serde_json::Value) -> Vec<EnvVar> {
+/// The probe's environment (`Config.Env` of its inspect), by name.
+fn probe_env(inspect: &serde_json::Value) -> Vec<(String, String)> {
     inspect
         .pointer("/Config/Env")
         .and_then(|env| env.as_array())
         .into_iter()
         .flatten()
         .filter_map(|entry| entry.as_str()?.split_once('='))
-        .filter(|(name, _)| PROXY_VARIABLES.contains(name))
-        .map(|(name, value)| EnvVar {
-            name: name.to_string(),
-            value: EnvValue::Literal {
-                value: value.to_string(),
-            },
-        })
+        .map(|(name, value)| (name.to_string(), value.to_string()))
         .collect()
+}
+
+fn literal(name: &str, value: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_string(),
+        value: EnvValue::Literal {
+            value: value.to_string(),
+        },
+    }
+}
+
+/// The proxy variables of the probe's environment (`Config.Env` of its inspect): only those
+/// names are read, so no other value (a secret) is ever copied. Behind a proxy that holds keys,
+/// also `SSL_CERT_FILE` and the first key's placeholder (as
+/// [`agentc_egress::probe::credentials::PLACEHOLDER_VARIABLE`]), unless the probe holds the real
+/// value there (`real`, the caller's environment): then nothing of it is copied.
+pub fn proxy_env(
+    inspect: &serde_json::Value,
+    egress: &EgressSpec,
+    real: &std::collections::BTreeMap<String, String>,
+) -> Vec<EnvVar> {
+    let env = probe_env(inspect);
+    let mut copied: Vec<EnvVar> = env
+        .iter()
+        .filter(|(name, _)| PROXY_VARIABLES.contains(&name.as_str()))
+        .map(|(name, value)| literal(name, value))
+        .collect();
+    if let Some(credential) = egress.credentials.first() {
+        copied.push(literal("SSL_CERT_FILE", CA_BUNDLE_PATH));
+        let placeholder = env
+            .iter()
+            .find(|(name, _)| *name == credential.variable)
+            .map(|(_, value)| value)
+            .filter(|value| real.get(&credential.variable) != Some(*value));
+        if let Some(placeholder) = placeholder {
+            copied.push(literal(PLACEHOLDER_VARIABLE, placeholder));
+        }
+    }
+    copied
+}
+
+/// `credentials.environment`: behind a proxy that holds keys, the probe's environment holds,
+/// for each bound variable, a value that is not the caller's (`real`) and starts as the spec's
+/// placeholder does; `None` when the proxy holds none. Values never reach the row.
+pub fn credential_environment(
+    container: &ContainerSpec,
+    inspect: &serde_json::Value,
+    real: &std::collections::BTreeMap<String, String>,
+) -> Option<Check> {
+    let egress = container
+        .egress
+        .as_ref()
+        .filter(|e| !e.credentials.is_empty())?;
+    let env = probe_env(inspect);
+    let mut wrong = Vec::new();
+    let mut held = Vec::new();
+    for credential in &egress.credentials {
+        for variable in std::iter::once(&credential.variable).chain(&credential.user_variable) {
+            held.push(variable.clone());
+            let prefix = container.env.iter().find_map(|var| match &var.value {
+                EnvValue::Placeholder {
+                    variable: of,
+                    prefix,
+                } if of == variable => Some(prefix.clone()),
+                _ => None,
+            });
+            match env.iter().find(|(name, _)| name == variable) {
+                None => wrong.push(format!("{variable} unset")),
+                Some((_, value)) if real.get(variable) == Some(value) => {
+                    wrong.push(format!("{variable} holds the real key"))
+                }
+                Some((_, value)) if !value.starts_with(prefix.as_deref().unwrap_or_default()) => {
+                    wrong.push(format!("{variable} is not a placeholder"))
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    Some(Check {
+        what: "credentials.environment".to_string(),
+        expected: format!("placeholders in {}, no real key", held.join(", ")),
+        seen: if wrong.is_empty() {
+            "placeholders only".to_string()
+        } else {
+            wrong.join(", ")
+        },
+        ok: wrong.is_empty(),
+        skipped: false,
+        hint: (!wrong.is_empty()).then(|| {
+            "the sandbox must hold only the placeholders agentc made at launch: the egress \
+             proxy holds the keys ([credentials])"
+                .to_string()
+        }),
+    })
 }
 
 /// The check container of the probe `probe_name`: the proxy's hardened spec (`egress.proxy`:
@@ -178,6 +269,21 @@ pub fn check_spec(
             SocketAddr::new(outside, PROXY_PORT)
         ));
     }
+    // Behind a proxy that holds keys: its first bound host, and its CA read-only, as the
+    // sandbox has it.
+    if let Some(host) = egress.credentials.first().and_then(|c| c.hosts.first()) {
+        spec.command.push(format!("--bound={host}"));
+    }
+    spec.mounts = egress
+        .proxy
+        .mounts
+        .iter()
+        .filter(|mount| mount.target == CA_DIR_TARGET)
+        .map(|mount| agentc_policy::Mount {
+            read_only: true,
+            ..mount.clone()
+        })
+        .collect();
     spec.network = Network::Named {
         name: network.to_string(),
     };
@@ -199,14 +305,21 @@ pub fn check_spec(
 
 /// The checks from the check container's output (`Ok`) or from why it did not run (`Err`):
 /// every one of [`CHECKS`], in that order; one the output lacks fails with the output's end.
-/// `allowed_skip` replaces what a skipped `egress.allowed` says it saw.
-pub fn egress_checks(output: Result<&str, &str>, allowed_skip: Option<&str>) -> Vec<Check> {
+/// `allowed_skip` replaces what a skipped `egress.allowed` says it saw. With `credentials` (the
+/// proxy holds keys), the credential checks follow.
+pub fn egress_checks(
+    output: Result<&str, &str>,
+    allowed_skip: Option<&str>,
+    credentials: bool,
+) -> Vec<Check> {
     let lines: Vec<CheckLine> = match output {
         Ok(text) => text.lines().filter_map(CheckLine::parse).collect(),
         Err(_) => Vec::new(),
     };
+    let extra: &[&str] = if credentials { &CREDENTIAL_CHECKS } else { &[] };
     CHECKS
         .iter()
+        .chain(extra)
         .map(|name| match lines.iter().find(|line| line.check == *name) {
             Some(line) => {
                 let seen = match (line.result, allowed_skip) {
@@ -330,7 +443,7 @@ mod tests {
                 output.push('\n');
             }
         }
-        let checks = egress_checks(Ok(&output), Some("why skipped"));
+        let checks = egress_checks(Ok(&output), Some("why skipped"), false);
         let names: Vec<&str> = checks.iter().map(|check| check.what.as_str()).collect();
         assert_eq!(names, CHECKS);
         let find = |name: &str| checks.iter().find(|check| check.what == name).unwrap();
@@ -344,7 +457,7 @@ mod tests {
         let direct = find("egress.direct");
         assert!(!direct.ok);
         assert!(direct.seen.contains("not reported"), "{}", direct.seen);
-        let failed = egress_checks(Err("cannot create"), None);
+        let failed = egress_checks(Err("cannot create"), None, false);
         assert!(failed
             .iter()
             .all(|check| !check.ok && check.seen == "not run: cannot create"));
@@ -372,10 +485,58 @@ mod tests {
             "HTTP_PROXY=http://10.213.4.2:3128", "API_KEY=secret", "https_proxy=http://10.213.4.2:3128",
             "NO_PROXY=localhost"
         ]}});
-        let names: Vec<String> = proxy_env(&inspect)
+        let mut egress = EgressSpec {
+            network: agentc_policy::IsolatedNetwork {
+                name: "box-egress".into(),
+                subnet: "10.213.4.0/28".into(),
+                internal: true,
+                options: Default::default(),
+                labels: Default::default(),
+            },
+            outside: Network::Default,
+            proxy: Box::new(ContainerSpec::empty("agentc-egress")),
+            proxy_address: "10.213.4.2".parse().unwrap(),
+            credentials: Vec::new(),
+        };
+        let real = std::collections::BTreeMap::new();
+        let names: Vec<String> = proxy_env(&inspect, &egress, &real)
             .into_iter()
             .map(|var| var.name)
             .collect();
         assert_eq!(names, ["HTTP_PROXY", "https_proxy"]);
+        // Behind a proxy that holds API_KEY: its placeholder is copied, never a real value.
+        egress.credentials.push(agentc_policy::CredentialSpec {
+            name: "api".into(),
+            variable: "API_KEY".into(),
+            user_variable: None,
+            hosts: vec!["api.example.com".into()],
+            header: "x-api-key".into(),
+            scheme: None,
+        });
+        let names: Vec<String> = proxy_env(&inspect, &egress, &real)
+            .into_iter()
+            .map(|var| format!("{}={:?}", var.name, var.value))
+            .collect();
+        assert!(
+            names
+                .iter()
+                .any(|n| n.starts_with("AGENTC_VERIFY_PLACEHOLDER=")),
+            "{names:?}"
+        );
+        let real =
+            std::collections::BTreeMap::from([("API_KEY".to_string(), "secret".to_string())]);
+        let names: Vec<String> = proxy_env(&inspect, &egress, &real)
+            .into_iter()
+            .map(|var| var.name)
+            .collect();
+        assert_eq!(names, ["HTTP_PROXY", "https_proxy", "SSL_CERT_FILE"]);
+        let mut container = ContainerSpec::empty("img");
+        container.egress = Some(Box::new(egress));
+        let row = credential_environment(&container, &inspect, &real).unwrap();
+        assert!(
+            !row.ok && row.seen == "API_KEY holds the real key",
+            "{row:?}"
+        );
+        assert!(credential_environment(&ContainerSpec::empty("img"), &inspect, &real).is_none());
     }
 }

@@ -446,6 +446,7 @@ mod tests {
             outside: Network::Default,
             proxy: Box::new(ContainerSpec::empty("placeholder")),
             proxy_address: Ipv4Addr::new(10, 213, 0, 2),
+            credentials: Vec::new(),
         };
         let target = SocketAddrV4::new(Ipv4Addr::new(172, 18, 0, 1), 40000);
         let spec = host_path_spec(

@@ -26,7 +26,10 @@ use tokio::signal::unix::{signal, SignalKind};
 use super::check::Check;
 use super::check_run::{check_output_api, check_output_cli};
 use super::compare::compare;
-use super::egress::{check_spec, egress_checks, proxy_env, EgressProbe, ProxyFacts, CHECK_SUFFIX};
+use super::egress::{
+    check_spec, credential_environment, egress_checks, proxy_env, EgressProbe, ProxyFacts,
+    CHECK_SUFFIX,
+};
 use super::host_path::HostPathRun;
 use super::parse::parse_probe;
 use crate::cli::BackendArg;
@@ -199,11 +202,17 @@ pub fn verify_launch(
             Some(Err(why)) => Some(*why),
             _ => None,
         };
+        let credentials = container
+            .egress
+            .as_ref()
+            .is_some_and(|egress| !egress.credentials.is_empty());
         checks.extend(egress_checks(
             output.as_deref().map_err(String::as_str),
             skipped,
+            credentials,
         ));
     }
+    checks.extend(credential_environment(container, &probed.inspect, env));
     checks.extend(probed.host_path);
     Ok(checks)
 }
@@ -291,8 +300,8 @@ fn probe_cli(
         agentc_backend_cli::exec::engine::launch_argv(probe).map_err(launch::exec_failure)?;
     // The egress companion first (removed after the probe, on every way out).
     let mut placed = probe.clone();
-    let _companion =
-        agentc_backend_cli::exec::egress::setup_for(&mut placed).map_err(launch::exec_failure)?;
+    let _companion = agentc_backend_cli::exec::egress::setup_for(&mut placed, env)
+        .map_err(launch::exec_failure)?;
     if placed != *probe {
         argv =
             agentc_backend_cli::exec::engine::launch_argv(&placed).map_err(launch::exec_failure)?;
@@ -336,6 +345,7 @@ fn probe_cli(
                 dns: &placed.dns,
                 probe_inspect: &inspect,
                 allowed,
+                env,
             }
             .cli(&check_name, &shield);
             check(&shield)?;
@@ -377,6 +387,8 @@ struct EgressRun<'a> {
     probe_inspect: &'a serde_json::Value,
     /// What `egress.allowed` reaches.
     allowed: Option<&'a Target>,
+    /// The caller's environment: a value the probe holds that equals it is never copied.
+    env: &'a BTreeMap<String, String>,
 }
 
 impl EgressRun<'_> {
@@ -388,7 +400,7 @@ impl EgressRun<'_> {
             self.probe,
             self.network,
             self.dns,
-            proxy_env(self.probe_inspect),
+            proxy_env(self.probe_inspect, self.egress, self.env),
             &facts,
             self.allowed,
         ))
@@ -457,7 +469,7 @@ fn probe_api(
         let mut sigint = listen(SignalKind::interrupt())?;
         let mut sigterm = listen(SignalKind::terminate())?;
         let options = agentc_backend_api::LaunchOptions {
-            env,
+            env: env.clone(),
             stdin_is_terminal: false,
         };
         let outcome = agentc_backend_api::launch(&docker, probe, &options)
@@ -533,6 +545,7 @@ fn probe_api(
                         dns: &dns,
                         probe_inspect: &inspect,
                         allowed,
+                        env: &env,
                     }
                     .api(&docker)
                     .await,

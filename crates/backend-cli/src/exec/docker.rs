@@ -272,6 +272,15 @@ pub fn ensure_volumes(spec: &agentc_policy::ContainerSpec) -> Result<(), ExecErr
         let agentc_policy::MountSource::Volume { name, .. } = &mount.source else {
             continue;
         };
+        // The egress proxy's CA volume is its companion's, made with the companion's labels.
+        if spec
+            .egress
+            .as_ref()
+            .and_then(|egress| agentc_backend_common::egress::ca_volume(egress))
+            == Some(name.clone())
+        {
+            continue;
+        }
         match output(&["volume", "inspect", "--format", "{{.Name}}", name]) {
             Ok(_) => continue,
             Err(ExecError::DockerFailed { stderr, .. })

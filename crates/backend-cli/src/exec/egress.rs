@@ -27,6 +27,8 @@ const HEALTH_TIMEOUT: Duration = Duration::from_secs(20);
 pub struct EgressSet {
     network: String,
     proxy: String,
+    /// The proxy's CA volume, when it holds credentials.
+    volume: Option<String>,
     keep: bool,
 }
 
@@ -44,6 +46,9 @@ impl EgressSet {
         }
         self.keep = true;
         remove(&self.proxy, &self.network);
+        if let Some(volume) = &self.volume {
+            remove_volume(volume);
+        }
     }
 }
 
@@ -59,6 +64,36 @@ fn remove(proxy: &str, network: &str) {
     if let Err(error) = docker::output(&["network", "rm", network]) {
         log::warn!("could not remove the network {network}: {error}");
     }
+}
+
+/// Removes the CA volume; the workload an attached run removed (`--rm`) may still hold it for
+/// a moment, so it is tried a few times.
+fn remove_volume(volume: &str) {
+    for attempt in 0..10 {
+        match docker::output(&["volume", "rm", "--force", volume]) {
+            Ok(_) => return,
+            Err(error) if attempt == 9 => {
+                log::warn!("could not remove the volume {volume}: {error}")
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(200)),
+        }
+    }
+}
+
+/// `docker volume create` of the proxy's CA volume, labelled as the isolated network is.
+fn create_volume(egress: &EgressSpec, volume: &str) -> Result<(), ExecError> {
+    let mut args: Vec<String> = vec!["volume".into(), "create".into()];
+    for (key, value) in &egress.network.labels {
+        args.push(format!("--label={key}={value}"));
+    }
+    args.push(volume.to_string());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    docker::output(&args)
+        .map(|_| ())
+        .map_err(|error| ExecError::Egress {
+            step: egress::CREATE_CA_VOLUME,
+            message: error.to_string(),
+        })
 }
 
 /// The tag of the proxy image: the spec's own when it names one, else the image of the running
@@ -85,7 +120,15 @@ fn proxy_image(egress: &EgressSpec) -> Result<String, ExecError> {
 /// Sets up the companion of `spec`, if it has one, moving it first to an instance of its own
 /// when the container has no name (each run gets its set), and to another subnet when the
 /// daemon says its subnet overlaps another network's ([`ContainerSpec::egress_instance`]).
-pub fn setup_for(spec: &mut ContainerSpec) -> Result<Option<EgressSet>, ExecError> {
+/// The keys the proxy holds must be set in `env` (they are read from it by the docker CLI, by
+/// name).
+pub fn setup_for(
+    spec: &mut ContainerSpec,
+    env: &BTreeMap<String, String>,
+) -> Result<Option<EgressSet>, ExecError> {
+    if let Some(egress) = &spec.egress {
+        agentc_backend_common::resolve_vars(&egress.proxy.env, env)?;
+    }
     if !egress::prepare(spec)? {
         return Ok(None);
     }
@@ -94,7 +137,7 @@ pub fn setup_for(spec: &mut ContainerSpec) -> Result<Option<EgressSet>, ExecErro
         let Some(companion) = &spec.egress else {
             return Ok(None);
         };
-        match setup(companion) {
+        match setup(companion, env) {
             Ok(set) => return Ok(Some(set)),
             Err(error) => {
                 attempt += 1;
@@ -112,19 +155,23 @@ const SETUP_STEPS: [&str; 4] = [
     "start the egress proxy",
 ];
 
-/// Sets up the egress companion; see the module documentation.
-pub fn setup(egress: &EgressSpec) -> Result<EgressSet, ExecError> {
+/// Sets up the egress companion; see the module documentation. The proxy's `docker create`
+/// reads the keys it holds from `env` (by name: `--env=NAME`), on top of the inherited
+/// environment.
+pub fn setup(egress: &EgressSpec, env: &BTreeMap<String, String>) -> Result<EgressSet, ExecError> {
     let image = proxy_image(egress)?;
     let argvs = setup_argvs(egress, Some(&image))?;
     let proxy = egress.proxy.name.clone().unwrap_or_default();
+    let volume = egress::ca_volume(egress);
     let mut set = EgressSet {
         network: egress.network.name.clone(),
         proxy: proxy.clone(),
+        volume: None,
         keep: false,
     };
     for (argv, step) in argvs.iter().zip(SETUP_STEPS) {
         let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
-        if let Err(error) = docker::output(&args) {
+        if let Err(error) = docker::output_with_env(&args, env) {
             if step == SETUP_STEPS[0] {
                 // Nothing of this launch exists yet: a network of that name is another's.
                 set.keep = true;
@@ -139,6 +186,17 @@ pub fn setup(egress: &EgressSpec) -> Result<EgressSet, ExecError> {
                 step,
                 message: error.to_string(),
             });
+        }
+        if step == SETUP_STEPS[0] {
+            // The CA volume after the network (which a leftover would have stopped), before
+            // the proxy that writes it.
+            if let Some(volume) = &volume {
+                set.volume = Some(volume.clone());
+                if let Err(error) = create_volume(egress, volume) {
+                    set.remove();
+                    return Err(error);
+                }
+            }
         }
     }
     if let Err(message) = wait_healthy(&proxy) {

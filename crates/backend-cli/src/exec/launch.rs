@@ -67,7 +67,7 @@ pub fn launch(
     // removed on every way out below but a detached start (`agentc rm` removes them then).
     // The set may have moved to an instance of its own: the argv follows it.
     let mut placed = spec.clone();
-    let egress = super::egress::setup_for(&mut placed)?;
+    let egress = super::egress::setup_for(&mut placed, env)?;
     if egress.is_some() {
         argv = launch_argv(&placed)?;
     }

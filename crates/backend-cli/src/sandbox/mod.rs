@@ -188,6 +188,11 @@ impl CliClient {
                     args.push(format!("--env={}", var.name))
                 }
                 EnvValue::Secret { .. } => {}
+                EnvValue::Placeholder { variable, prefix } => args.push(format!(
+                    "--env={}={}",
+                    var.name,
+                    agentc_policy::placeholder_template(prefix, variable)
+                )),
             }
         }
         args.push(sandbox.id.clone());

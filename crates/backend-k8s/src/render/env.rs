@@ -47,6 +47,12 @@ impl Renderer<'_> {
                     value: Some(value.clone()),
                     value_from: None,
                 },
+                // Rendered once, not launched: the placeholder's stand-in.
+                EnvValue::Placeholder { variable, prefix } => k8s_openapi::api::core::v1::EnvVar {
+                    name: name.clone(),
+                    value: Some(agentc_policy::placeholder_template(prefix, variable)),
+                    value_from: None,
+                },
                 EnvValue::Secret { required } => {
                     secrets.push(name.clone());
                     k8s_openapi::api::core::v1::EnvVar {

@@ -211,6 +211,27 @@ impl Renderer<'_> {
             detach: _,
         } = container.as_ref();
 
+        // Keys held by the egress proxy: the proxy Pod would need the Secret and the sandbox
+        // Pod the proxy's launch CA, which this rendering does not hand over yet: refused by the
+        // field that bound each key, never rendered with the key in the sandbox.
+        if let Some(egress) = docker_egress.as_ref() {
+            for credential in &egress.credentials {
+                let field = self.field(&format!("env.{}", credential.variable));
+                self.refuse(
+                    field,
+                    format!(
+                        "the egress proxy would hold {} (credential {}) and terminate TLS for {}: \
+                         the kubernetes rendering does not hand the proxy's launch CA to the \
+                         sandbox pod yet",
+                        credential.variable,
+                        credential.name,
+                        credential.hosts.join(", ")
+                    ),
+                    "set [credentials] mode = \"env\" for the kubernetes backend (the key then \
+                     stays in the sandbox's environment, from the Secret), or use a docker backend",
+                );
+            }
+        }
         let base = match &self.options.name {
             Some(name) => name.clone(),
             None => names::base_name(&format!(

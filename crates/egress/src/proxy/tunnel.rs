@@ -14,21 +14,19 @@
 //! A refusal is answered in the client's protocol: a fatal TLS alert record, or an HTTP
 //! response with the `x-agentc-egress-deny` header; other clients are closed.
 
-use std::io;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::Request;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::{timeout, Instant};
 
 use super::capture::Recording;
+pub(super) use super::client_io::ClientIo;
 use super::{open, relay, Shared};
 use crate::host::normalize_host;
 use crate::log::Record;
@@ -483,12 +481,24 @@ pub(super) async fn tunnel(
     line.sni = sniffed.sni.clone();
     line.protocol = sniffed.speaks.protocol();
     line.detail = sniffed.detail.clone();
+    // A plain-HTTP tunnel's first request is read: it may carry no placeholder.
+    let replayed = match (&shared.intercept, sniffed.speaks) {
+        (Some(intercept), Speaks::Http) => super::intercept::replay_in_raw_head(intercept, &first),
+        _ => None,
+    };
     // The tunnel's decision: its first bytes, then (a wildcard name) the look-up bound.
     let verdict = sniffed
         .verdict
+        .and_then(|()| replayed.map_or(Ok(()), Err))
         .and_then(|()| shared.admit_wildcard(&host, port));
     match verdict {
         Err(deny) => {
+            if deny.reason == Reason::CredentialReplay {
+                line.kind = crate::log::Kind::CredentialReplay;
+                if let Some(intercept) = &shared.intercept {
+                    intercept.replayed();
+                }
+            }
             line.set_reason(deny.reason);
             line.detail = Some(deny.detail.clone());
             shared.emit(line);
@@ -502,6 +512,29 @@ pub(super) async fn tunnel(
             })
         }
         Ok(None) => {}
+    }
+    // A host with a bound credential: the proxy terminates the tunnel.
+    let intercept = shared.intercept.clone().filter(|intercept| {
+        sniffed.speaks == Speaks::Tls && !intercept.bound(&host, port).is_empty()
+    });
+    if let Some(intercept) = intercept {
+        let names: Vec<String> = intercept
+            .bound(&host, port)
+            .iter()
+            .map(|held| held.credential.name.clone())
+            .collect();
+        let terminated = format!(
+            "terminated: the proxy sets {} on its requests",
+            names.join(", ")
+        );
+        line.detail = Some(match line.detail.take() {
+            Some(detail) => format!("{detail}; {terminated}"),
+            None => terminated,
+        });
+        line.credential = Some(names.join(","));
+        shared.emit(line.clone());
+        super::intercept::serve(client, first, line, shared.clone(), intercept).await;
+        return;
     }
     shared.emit(line.clone());
     let (address, upstream) = match open(&shared, &host, port).await {
@@ -517,50 +550,6 @@ pub(super) async fn tunnel(
     let mut close = line.close(Reason::Allowed);
     close.address = Some(address);
     relay(client, first, upstream, close, &shared).await;
-}
-
-/// The client side of a tunnel: its socket (the usual case), or hyper's upgraded connection.
-pub(super) enum ClientIo {
-    Tcp(TcpStream),
-    Upgraded(TokioIo<hyper::upgrade::Upgraded>),
-}
-
-impl AsyncRead for ClientIo {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            ClientIo::Tcp(stream) => Pin::new(stream).poll_read(cx, buf),
-            ClientIo::Upgraded(io) => Pin::new(io).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for ClientIo {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            ClientIo::Tcp(stream) => Pin::new(stream).poll_write(cx, buf),
-            ClientIo::Upgraded(io) => Pin::new(io).poll_write(cx, buf),
-        }
-    }
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            ClientIo::Tcp(stream) => Pin::new(stream).poll_flush(cx),
-            ClientIo::Upgraded(io) => Pin::new(io).poll_flush(cx),
-        }
-    }
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            ClientIo::Tcp(stream) => Pin::new(stream).poll_shutdown(cx),
-            ClientIo::Upgraded(io) => Pin::new(io).poll_shutdown(cx),
-        }
-    }
 }
 
 #[cfg(test)]

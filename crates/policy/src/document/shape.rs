@@ -87,6 +87,7 @@ pub(super) const TABLE_FIELDS: &[&str] = &[
     "provider",
     "proxy",
     "egress",
+    "credentials",
     "decant",
     "langfuse",
     "configuration_import",
@@ -109,6 +110,13 @@ fn is_required_text(path: &str) -> bool {
         path,
         "name" | "provider.kind" | "configuration_import.source"
     ) {
+        return true;
+    }
+    let credential_env = path
+        .strip_prefix("credentials.")
+        .and_then(|rest| rest.strip_suffix(".from_env"))
+        .is_some_and(|name| !name.contains('.'));
+    if credential_env {
         return true;
     }
     ["mounts[", "configuration_mounts["].iter().any(|list| {

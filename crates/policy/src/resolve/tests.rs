@@ -73,6 +73,9 @@ fn env_of(container: &ContainerSpec) -> Vec<(String, String)> {
             let value = match &var.value {
                 EnvValue::Literal { value } => value.clone(),
                 EnvValue::Secret { required } => format!("<secret required={required}>"),
+                EnvValue::Placeholder { variable, prefix } => {
+                    format!("<placeholder {prefix}... of {variable}>")
+                }
             };
             (var.name.clone(), value)
         })

@@ -8,6 +8,7 @@
 //! the leaves (the profile, the spec, the vocabulary modules and the stage contexts) and never
 //! on a driver.
 
+pub(crate) mod credentials;
 pub(crate) mod decant;
 pub(crate) mod egress;
 pub(crate) mod identity;

@@ -361,6 +361,8 @@ pub(crate) fn docker_host_findings(report: &mut Report, c: &ContainerSpec) {
         let how = match var.value {
             EnvValue::Secret { .. } => "passed through from your environment",
             EnvValue::Literal { .. } => "set",
+            // A placeholder points at nothing: the proxy holds the value, for its hosts only.
+            EnvValue::Placeholder { .. } => continue,
         };
         report.push_allowed(
             "docker-socket",

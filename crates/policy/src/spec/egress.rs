@@ -57,7 +57,45 @@ pub struct EgressSpec {
     /// The proxy's fixed address on the isolated network (`docker network connect --ip`;
     /// `EndpointConfig.IPAMConfig.IPv4Address`): the workload's DNS server and proxy host.
     pub proxy_address: Ipv4Addr,
+    /// The keys the proxy holds and sets for their hosts only (its `--credential=` words; its
+    /// environment holds the keys, by name, and their placeholders; the workload's only the
+    /// placeholders). The bindings, never a value. Left out of the serialized spec when empty,
+    /// so that specs without it keep their digests.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub credentials: Vec<CredentialSpec>,
 }
+
+/// One key the egress proxy holds ([`EgressSpec::credentials`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CredentialSpec {
+    /// Its name (`[credentials.NAME]`, or the preset's: `anthropic`, `openai`, `langfuse`).
+    pub name: String,
+    /// The caller's variable holding the key; the workload's holds a placeholder.
+    pub variable: String,
+    /// The caller's variable holding the `Basic` user, if any; the workload's holds a
+    /// placeholder too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_variable: Option<String>,
+    /// The hosts that receive it (`host` or `host:port`).
+    pub hosts: Vec<String>,
+    /// The header set (lower case).
+    pub header: String,
+    /// `Bearer` or `Basic`; none sends the key as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheme: Option<crate::profile::CredentialScheme>,
+}
+
+/// Where the proxy writes, and the workload reads (read-only), the launch CA's certificate and
+/// the bundle it trusts: a volume of the companion's own (`<name>-egress-ca`).
+pub const CA_DIR_TARGET: &str = agentc_egress::credential::CA_DIR;
+/// The launch CA's certificate: what `NODE_EXTRA_CA_CERTS` names.
+pub const CA_CERT_PATH: &str = "/etc/agentc/egress-ca/ca.pem";
+/// Mozilla's roots, the profile's CA and the launch CA: what `SSL_CERT_FILE`,
+/// `REQUESTS_CA_BUNDLE`, `CURL_CA_BUNDLE` and `GIT_SSL_CAINFO` name.
+pub const CA_BUNDLE_PATH: &str = "/etc/agentc/egress-ca/bundle.pem";
+/// Where the proxy reads the profile's `proxy.ca_file` or `proxy.ca_dir` (read-only), which it
+/// trusts for upstreams besides Mozilla's roots.
+pub const UPSTREAM_CA_TARGET: &str = "/etc/agentc/upstream-ca";
 
 /// A network created for one launch. `docker network create --internal --subnet= --opt=
 /// --label=`; `POST /networks/create` `{Name, Internal, IPAM.Config[].Subnet, Options, Labels}`.
@@ -158,6 +196,15 @@ impl ContainerSpec {
         );
         let (block, subnet) = isolated_subnet(&name);
         let address = proxy_address(block);
+        let old_volume = format!("{}-ca", egress.network.name);
+        let new_volume = format!("{name}-egress-ca");
+        for mount in egress.proxy.mounts.iter_mut().chain(self.mounts.iter_mut()) {
+            if let super::MountSource::Volume { name, .. } = &mut mount.source {
+                if *name == old_volume {
+                    *name = new_volume.clone();
+                }
+            }
+        }
         egress.network.name = format!("{name}-egress");
         egress.network.subnet = subnet;
         egress.proxy.name = Some(format!("{name}-egress-proxy"));

@@ -374,6 +374,8 @@ impl Resolver<'_> {
             container.ipv4_address = Some(workload);
             self.set(keys::IPV4_ADDRESS, self.field_origin("network.publish"));
         }
+        // The keys the proxy holds for their hosts only (`[credentials]`).
+        let (config, bound) = self.credential_config(config)?;
         let mut proxy = ContainerSpec::empty(PROXY_IMAGE_PLACEHOLDER);
         proxy.name = Some(format!("{base}-egress-proxy"));
         proxy.command = agentc_egress::proxy_command(&config);
@@ -435,11 +437,14 @@ impl Resolver<'_> {
         for name in NO_PROXY_VARIABLES {
             self.egress_env(container, name, "localhost,127.0.0.1,::1", &origin);
         }
+        let credentials =
+            self.credential_env(container, &mut proxy, &bound, &format!("{base}-egress-ca"))?;
         container.egress = Some(Box::new(EgressSpec {
             network,
             outside: proxy.network.clone(),
             proxy: Box::new(proxy),
             proxy_address: address,
+            credentials,
         }));
         self.set(keys::EGRESS, origin);
         Ok(())

@@ -1,0 +1,673 @@
+//! Live tests of keys held by the egress proxy (issue 21), on networks each test creates.
+//!
+//! The outside is an `--internal` network of the test's own; a server container there answers
+//! HTTPS as `api.test` and `other.test` with a certificate from a test root (written to the
+//! profile's `proxy.ca_file`, which the proxy trusts for upstreams), and logs every request it
+//! receives with the `x-api-key` it carried. The sandbox (`agent = "custom"`, the testkit
+//! image: this test binary and Debian's curl with its libraries) binds `AGENTC_TEST_API_KEY` to
+//! `api.test` as `x-api-key`; `other.test` is allowed and bound to nothing.
+//!
+//! Two TLS stacks in the sandbox trust the launch CA through the variables alone: the testkit's
+//! rustls client (`SSL_CERT_FILE`) and curl (OpenSSL, `CURL_CA_BUNDLE`).
+//!
+//! Network rule: these tests connect only to containers and networks they created.
+//!
+//! Needs the daemon (and `/usr/bin/curl` on the host, which `.ci/run` installs): skips with a
+//! printed reason without them, fails instead when `AGENTC_REQUIRE_DOCKER=1`.
+
+#[allow(dead_code)]
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use common::{docker, require_daemon};
+
+const TESTKIT_VAR: &str = "AGENTC_CRED_TESTKIT";
+const PROBES_VAR: &str = "AGENTC_CRED_PROBES";
+const CERT_VAR: &str = "AGENTC_CRED_CERT";
+const KEY_VAR: &str = "AGENTC_CRED_KEY";
+const TESTKIT_PATH: &str = "/testkit";
+const TEST_LABEL: &str = "io.agentc.test.credentials";
+/// The key of the tests, given to `agentc run` in its environment.
+const REAL_KEY: &str = "sk-ant-test-REALKEY-0123456789abcdef";
+const KEY_VARIABLE: &str = "AGENTC_TEST_API_KEY";
+
+// ---------------------------------------------------------------------------------------------
+// The testkit: what runs inside the containers.
+
+/// Runs the testkit when this binary was started as one (in a container); passes otherwise.
+#[test]
+fn testkit_entry() {
+    let Ok(mode) = std::env::var(TESTKIT_VAR) else {
+        return;
+    };
+    let code = match mode.as_str() {
+        "server" => server(),
+        "probe" => {
+            let probes = std::env::var(PROBES_VAR).unwrap_or_default();
+            for (index, line) in probes.lines().enumerate() {
+                println!("PROBE {index} {}", probe(line));
+            }
+            0
+        }
+        other => {
+            eprintln!("unknown testkit mode {other}");
+            2
+        }
+    };
+    std::io::stdout().flush().ok();
+    std::process::exit(code);
+}
+
+/// Idles in the sandbox (its command).
+#[test]
+fn testkit_idle() {
+    if std::env::current_exe().is_ok_and(|exe| exe == std::path::Path::new(TESTKIT_PATH)) {
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// HTTPS on 443 with the certificate in the environment; one `SEEN host path key` line per
+/// request, answered `200 ok`.
+fn server() -> i32 {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let cert = std::env::var(CERT_VAR).unwrap_or_default();
+    let key = std::env::var(KEY_VAR).unwrap_or_default();
+    let config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from_pem_slice(cert.as_bytes()).unwrap()],
+            PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap(),
+        )
+        .unwrap();
+    let config = Arc::new(config);
+    let listener = TcpListener::bind("0.0.0.0:443").expect("bind 443");
+    println!("READY");
+    std::io::stdout().flush().ok();
+    for stream in listener.incoming().flatten() {
+        let config = config.clone();
+        std::thread::spawn(move || {
+            let Ok(connection) = rustls::ServerConnection::new(config) else {
+                return;
+            };
+            let mut tls = rustls::StreamOwned::new(connection, stream);
+            let mut reader = BufReader::new(&mut tls);
+            let mut head = Vec::new();
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    return;
+                }
+                if line == "\r\n" {
+                    break;
+                }
+                head.push(line.trim_end().to_string());
+            }
+            let header = |name: &str| {
+                head.iter()
+                    .filter_map(|line| line.split_once(':'))
+                    .find(|(key, _)| key.eq_ignore_ascii_case(name))
+                    .map(|(_, value)| value.trim().to_string())
+                    .unwrap_or_else(|| "-".to_string())
+            };
+            let path = head
+                .first()
+                .and_then(|line| line.split(' ').nth(1))
+                .unwrap_or("-")
+                .to_string();
+            println!("SEEN {} {path} {}", header("host"), header("x-api-key"));
+            std::io::stdout().flush().ok();
+            let _ = tls
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+            let _ = tls.flush();
+        });
+    }
+    0
+}
+
+/// `{VAR}` in a probe replaced by the variable's value in this environment.
+fn expand(text: &str) -> String {
+    let mut out = text.to_string();
+    for (name, value) in std::env::vars() {
+        out = out.replace(&format!("{{{name}}}"), &value);
+    }
+    out
+}
+
+fn proxy_of(variable: &str) -> String {
+    std::env::var(variable)
+        .unwrap_or_default()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string()
+}
+
+/// One probe: `https HOST PATH` (CONNECT through `HTTPS_PROXY`, rustls trusting
+/// `SSL_CERT_FILE` alone: `STATUS ISSUER`), `get URL` (a plain-HTTP request through
+/// `HTTP_PROXY`: the status), `environ` (whether `/proc/1/environ` holds the real key and the
+/// workload's variable), `cat PATH`.
+fn probe(line: &str) -> String {
+    let line = expand(line);
+    let words: Vec<&str> = line.split(' ').collect();
+    let result = match words.as_slice() {
+        ["https", host, path] => https(host, path),
+        ["get", url] => get(url),
+        ["environ", real] => {
+            let environ = std::fs::read("/proc/1/environ").unwrap_or_default();
+            let text = String::from_utf8_lossy(&environ);
+            Ok(format!(
+                "real={} variable={}",
+                text.contains(real),
+                text.contains(&format!("{KEY_VARIABLE}="))
+            ))
+        }
+        ["cat", path] => std::fs::read_to_string(path)
+            .map(|text| text.replace('\n', "|"))
+            .map_err(|e| e.to_string()),
+        _ => Err(format!("unknown probe {line}")),
+    };
+    result.unwrap_or_else(|error| format!("ERROR {error}"))
+}
+
+fn https(host: &str, path: &str) -> Result<String, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, ServerName};
+    let bundle = std::env::var("SSL_CERT_FILE").map_err(|_| "no SSL_CERT_FILE")?;
+    let mut roots = rustls::RootCertStore::empty();
+    for certificate in CertificateDer::pem_file_iter(&bundle).map_err(|e| e.to_string())? {
+        let _ = roots.add(certificate.map_err(|e| e.to_string())?);
+    }
+    let config = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let mut stream = TcpStream::connect(proxy_of("HTTPS_PROXY")).map_err(|e| e.to_string())?;
+    stream.set_read_timeout(Some(Duration::from_secs(10))).ok();
+    write!(
+        stream,
+        "CONNECT {host}:443 HTTP/1.1\r\nHost: {host}:443\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        stream.read_exact(&mut byte).map_err(|e| e.to_string())?;
+        head.push(byte[0]);
+    }
+    let name = ServerName::try_from(host.to_string()).map_err(|e| e.to_string())?;
+    let connection =
+        rustls::ClientConnection::new(Arc::new(config), name).map_err(|e| e.to_string())?;
+    let mut tls = rustls::StreamOwned::new(connection, stream);
+    // The workload's placeholder, to the bound host only (a spliced tunnel is not read).
+    let key = match host {
+        "api.test" => std::env::var(KEY_VARIABLE).unwrap_or_default(),
+        _ => "-".to_string(),
+    };
+    write!(
+        tls,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nx-api-key: {key}\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut response = Vec::new();
+    let _ = tls.read_to_end(&mut response);
+    let issuer = tls
+        .conn
+        .peer_certificates()
+        .and_then(|chain| chain.first())
+        .map(|leaf| issuer_cn(leaf.as_ref()))
+        .unwrap_or_default();
+    let status = String::from_utf8_lossy(&response)
+        .split(' ')
+        .nth(1)
+        .unwrap_or("-")
+        .to_string();
+    Ok(format!("{status} {issuer}"))
+}
+
+/// The issuer's common name in a DER certificate, found as the printable string after the
+/// first commonName OID (2.5.4.3) of the issuer field (enough for the tests' certificates).
+fn issuer_cn(der: &[u8]) -> String {
+    let oid = [0x06, 0x03, 0x55, 0x04, 0x03];
+    der.windows(oid.len())
+        .position(|window| window == oid)
+        .and_then(|at| {
+            let rest = &der[at + oid.len()..];
+            let len = usize::from(*rest.get(1)?);
+            rest.get(2..2 + len)
+        })
+        .map(|name| String::from_utf8_lossy(name).replace(' ', "_"))
+        .unwrap_or_default()
+}
+
+fn get(url: &str) -> Result<String, String> {
+    let mut stream = TcpStream::connect(proxy_of("HTTP_PROXY")).map_err(|e| e.to_string())?;
+    stream.set_read_timeout(Some(Duration::from_secs(10))).ok();
+    let host = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap_or_default();
+    write!(
+        stream,
+        "GET {url} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    Ok(String::from_utf8_lossy(&response)
+        .split(' ')
+        .nth(1)
+        .unwrap_or("-")
+        .to_string())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The host side.
+
+/// The testkit image (this test binary, `/usr/bin/curl` and their libraries), or why not.
+fn testkit_image() -> Result<&'static str, String> {
+    static IMAGE: OnceLock<Result<String, String>> = OnceLock::new();
+    IMAGE
+        .get_or_init(|| {
+            use agentc_egress::image;
+            let mut inputs = image::self_inputs(TESTKIT_PATH).map_err(|e| e.to_string())?;
+            let curl = "/usr/bin/curl";
+            let bytes = std::fs::read(curl).map_err(|e| format!("{curl}: {e}"))?;
+            inputs.libraries.insert(curl.to_string(), bytes);
+            let ldd = Command::new("ldd")
+                .arg(curl)
+                .output()
+                .map_err(|e| e.to_string())?;
+            for line in String::from_utf8_lossy(&ldd.stdout).lines() {
+                let path = line
+                    .split("=>")
+                    .nth(1)
+                    .unwrap_or(line)
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default();
+                if path.starts_with('/') && !inputs.libraries.contains_key(path) {
+                    let real = std::fs::canonicalize(path).map_err(|e| format!("{path}: {e}"))?;
+                    let bytes = std::fs::read(&real).map_err(|e| format!("{path}: {e}"))?;
+                    inputs.libraries.insert(path.to_string(), bytes);
+                }
+            }
+            let tar = image::rootfs_tar(&inputs);
+            let changes = image::import_changes("credentials-testkit", &[TESTKIT_PATH], None);
+            let built = image::Image {
+                tag: image::image_tag("agentc-credentials-testkit", &tar, &changes),
+                tar,
+                changes,
+            };
+            image::ensure_image(&built).map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map(String::as_str)
+        .map_err(Clone::clone)
+}
+
+fn rand16() -> u16 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .subsec_nanos();
+    (nanos ^ std::process::id()) as u16
+}
+
+/// The outside network, its server, a profile directory, and the test root; removed on drop.
+struct Outside {
+    id: String,
+    out: String,
+    subnet: String,
+    server: String,
+    dir: tempfile::TempDir,
+    profiles: Vec<String>,
+}
+
+impl Outside {
+    fn new(test: &str) -> Result<Outside, String> {
+        let testkit = testkit_image()?;
+        let id = format!("agentc-cred-{}-{test}-{}", std::process::id(), rand16());
+        let label = format!("--label={TEST_LABEL}={id}");
+        let out = format!("{id}-out");
+        docker(&["network", "create", "--internal", &label, &out])?;
+        let subnet = docker(&[
+            "network",
+            "inspect",
+            &out,
+            "--format",
+            "{{(index .IPAM.Config 0).Subnet}}",
+        ])?;
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        // The test root, and one leaf for both names.
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "agentc credentials test root");
+        let root_key = rcgen::KeyPair::generate().unwrap();
+        let root = params.self_signed(&root_key).unwrap();
+        let issuer = rcgen::Issuer::new(params, root_key);
+        let leaf_params =
+            rcgen::CertificateParams::new(vec!["api.test".to_string(), "other.test".to_string()])
+                .unwrap();
+        let leaf_key = rcgen::KeyPair::generate().unwrap();
+        let leaf = leaf_params.signed_by(&leaf_key, &issuer).unwrap();
+        std::fs::write(dir.path().join("test-root.pem"), root.pem()).map_err(|e| e.to_string())?;
+        let server = format!("{id}-server");
+        let outside = Outside {
+            id,
+            out: out.clone(),
+            subnet,
+            server: server.clone(),
+            dir,
+            profiles: Vec::new(),
+        };
+        docker(&[
+            "run",
+            "--detach",
+            &format!("--name={server}"),
+            &label,
+            &format!("--network={out}"),
+            "--network-alias=api.test",
+            "--network-alias=other.test",
+            "--env",
+            &format!("{TESTKIT_VAR}=server"),
+            "--env",
+            &format!("{CERT_VAR}={}", leaf.pem()),
+            "--env",
+            &format!("{KEY_VAR}={}", leaf_key.serialize_pem()),
+            testkit,
+            TESTKIT_PATH,
+            "testkit_entry",
+            "--exact",
+            "--nocapture",
+        ])?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !docker(&["logs", &server])
+            .unwrap_or_default()
+            .contains("READY")
+        {
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "the server did not start: {:?}",
+                    docker(&["logs", &server])
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(outside)
+    }
+
+    /// The sandbox's profile: `api.test` gets the key, `other.test` is allowed and unbound.
+    fn profile(&mut self, name: &str) -> String {
+        let testkit = testkit_image().expect("the testkit image");
+        let profile = format!("{}-{name}", self.id);
+        let text = format!(
+            "name = \"{profile}\"\nagent = \"custom\"\n\n[image]\nref = \"{testkit}\"\n\
+             command = [\"{TESTKIT_PATH}\", \"testkit_idle\", \"--exact\", \"--nocapture\"]\n\n\
+             [proxy]\nca_file = \"test-root.pem\"\n\n\
+             [egress]\nhosts = [\"api.test\", \"other.test\"]\noutside_network = \"{}\"\n\
+             allow_cidrs = [\"{}\"]\n\n\
+             [credentials.api]\nfrom_env = \"{KEY_VARIABLE}\"\nhosts = [\"api.test\"]\n\
+             header = \"x-api-key\"\nprefix = \"sk-ant-\"\n",
+            self.out, self.subnet
+        );
+        let path = self.dir.path().join(format!("{name}.toml"));
+        std::fs::write(&path, text).expect("write the profile");
+        self.profiles.push(profile);
+        path.to_string_lossy().into_owned()
+    }
+
+    /// `agentc ARGS` with the key in its environment: success and the output.
+    fn agentc(&self, args: &[&str]) -> (bool, String) {
+        let output = Command::new(env!("CARGO_BIN_EXE_agentc"))
+            .args(args)
+            .env(KEY_VARIABLE, REAL_KEY)
+            .output()
+            .expect("run agentc");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.success(), text)
+    }
+
+    fn probes(&self, sandbox: &str, probes: &[&str]) -> Vec<String> {
+        let output = docker(&[
+            "exec",
+            "--env",
+            &format!("{TESTKIT_VAR}=probe"),
+            "--env",
+            &format!("{PROBES_VAR}={}", probes.join("\n")),
+            sandbox,
+            TESTKIT_PATH,
+            "testkit_entry",
+            "--exact",
+            "--nocapture",
+        ])
+        .expect("run the probes");
+        let results: Vec<String> = output
+            .lines()
+            .filter_map(|line| line.strip_prefix("PROBE "))
+            .map(|line| {
+                line.split_once(' ')
+                    .map(|(_, r)| r.to_string())
+                    .unwrap_or_default()
+            })
+            .collect();
+        assert_eq!(results.len(), probes.len(), "{output}");
+        results
+    }
+
+    fn seen(&self) -> String {
+        docker(&["logs", &self.server]).unwrap_or_default()
+    }
+}
+
+impl Drop for Outside {
+    fn drop(&mut self) {
+        for profile in &self.profiles {
+            let filter = format!("label=io.agentc.profile={profile}");
+            for container in docker(&["ps", "-aq", "--filter", &filter])
+                .unwrap_or_default()
+                .split_whitespace()
+            {
+                let _ = docker(&["rm", "--force", container]);
+            }
+            for network in docker(&["network", "ls", "-q", "--filter", &filter])
+                .unwrap_or_default()
+                .split_whitespace()
+            {
+                let _ = docker(&["network", "rm", network]);
+            }
+            for volume in docker(&["volume", "ls", "-q", "--filter", &filter])
+                .unwrap_or_default()
+                .split_whitespace()
+            {
+                let _ = docker(&["volume", "rm", "--force", volume]);
+            }
+        }
+        let _ = docker(&["rm", "--force", &self.server]);
+        let _ = docker(&["network", "rm", &self.out]);
+    }
+}
+
+fn started_name(output: &str) -> String {
+    output
+        .lines()
+        .find_map(|line| line.strip_prefix("started "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no `started NAME` in {output}"))
+        .to_string()
+}
+
+fn inspect(name: &str, format: &str) -> String {
+    docker(&["inspect", "--format", format, name]).unwrap_or_default()
+}
+
+fn keys_stay_outside_the_sandbox(backend: &str) {
+    let test = format!("keys_stay_outside_the_sandbox_through_the_{backend}_backend");
+    if !require_daemon(&test) {
+        return;
+    }
+    let mut outside = match Outside::new(backend) {
+        Ok(outside) => outside,
+        Err(reason) if std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
+            panic!("{test}: {reason}")
+        }
+        Err(reason) => return eprintln!("skipping {test}: {reason}"),
+    };
+    let profile = outside.profile("a");
+    let (ok, output) = outside.agentc(&["run", &profile, "--backend", backend]);
+    assert!(ok, "{output}");
+    assert!(!output.contains(REAL_KEY), "{output}");
+    let sandbox = started_name(&output);
+    let proxy = format!("{sandbox}-egress-proxy");
+
+    // The sandbox's own environment (docker inspect and /proc/1/environ) holds a placeholder.
+    let env = inspect(&sandbox, "{{range .Config.Env}}{{println .}}{{end}}");
+    let placeholder = env
+        .lines()
+        .find_map(|line| line.strip_prefix(&format!("{KEY_VARIABLE}=")))
+        .unwrap_or_else(|| panic!("no {KEY_VARIABLE} in {env}"))
+        .to_string();
+    assert!(
+        placeholder.starts_with("sk-ant-") && placeholder.len() == 7 + 48,
+        "{placeholder}"
+    );
+    assert!(!env.contains(REAL_KEY), "{env}");
+    for variable in [
+        "SSL_CERT_FILE",
+        "CURL_CA_BUNDLE",
+        "NODE_EXTRA_CA_CERTS",
+        "REQUESTS_CA_BUNDLE",
+        "GIT_SSL_CAINFO",
+    ] {
+        assert!(
+            env.contains(&format!("{variable}=/etc/agentc/egress-ca/")),
+            "{variable}: {env}"
+        );
+    }
+    let results = outside.probes(
+        &sandbox,
+        &[
+            &format!("environ {REAL_KEY}"),
+            "https api.test /bound",
+            "https other.test /spliced",
+            &format!("get http://other.test/replay?k={{{KEY_VARIABLE}}}"),
+        ],
+    );
+    assert_eq!(results[0], "real=false variable=true");
+    // rustls, trusting SSL_CERT_FILE alone: the bound host through the launch CA's leaf...
+    assert_eq!(
+        results[1], "200 agentc_egress_proxy_launch_CA",
+        "{results:?}"
+    );
+    // ...and the unbound one with its own certificate (no interception).
+    assert_eq!(
+        results[2], "200 agentc_credentials_test_root",
+        "{results:?}"
+    );
+    // The placeholder sent to the unbound host is refused.
+    assert_eq!(results[3], "403", "{results:?}");
+
+    // curl (OpenSSL), trusting CURL_CA_BUNDLE through HTTPS_PROXY alone.
+    let curl = docker(&[
+        "exec",
+        &sandbox,
+        "/usr/bin/curl",
+        "--silent",
+        "--show-error",
+        "--max-time",
+        "20",
+        "--header",
+        &format!("x-api-key: {placeholder}"),
+        "--write-out",
+        "%{http_code}",
+        "https://api.test/curl",
+    ]);
+    assert_eq!(curl.as_deref(), Ok("ok200"), "{curl:?}");
+
+    // The upstream received the real key for both bound requests, and other.test saw no replay.
+    let seen = outside.seen();
+    assert!(
+        seen.contains(&format!("SEEN api.test /bound {REAL_KEY}")),
+        "{seen}"
+    );
+    assert!(
+        seen.contains(&format!("SEEN api.test /curl {REAL_KEY}")),
+        "{seen}"
+    );
+    assert!(seen.contains("SEEN other.test /spliced -"), "{seen}");
+    assert!(!seen.contains("/replay"), "{seen}");
+    assert!(!seen.contains(&placeholder), "{seen}");
+    assert_eq!(seen.matches(REAL_KEY).count(), 2, "{seen}");
+    // One audit line, and no value in the proxy's log.
+    let log = docker(&["logs", &proxy]).unwrap_or_default();
+    let replays: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"credential-replay\""))
+        .collect();
+    assert_eq!(replays.len(), 1, "{log}");
+    assert!(
+        !log.contains(REAL_KEY) && !log.contains(&placeholder),
+        "{log}"
+    );
+    let ca = outside
+        .probes(&sandbox, &["cat /etc/agentc/egress-ca/ca.pem"])
+        .remove(0);
+    assert!(ca.starts_with("-----BEGIN CERTIFICATE-----"), "{ca}");
+
+    // The proxy killed: no egress, not even to the bound host.
+    docker(&["kill", &proxy]).expect("kill the proxy");
+    let dead = outside.probes(&sandbox, &["https api.test /after-kill"]);
+    assert!(dead[0].starts_with("ERROR"), "{dead:?}");
+
+    // A new launch: a new CA and a new placeholder.
+    let (ok, output) = outside.agentc(&["rm", &sandbox]);
+    assert!(ok, "{output}");
+    let (ok, output) = outside.agentc(&["run", &profile, "--backend", backend]);
+    assert!(ok, "{output}");
+    let again = started_name(&output);
+    let env = inspect(&again, "{{range .Config.Env}}{{println .}}{{end}}");
+    assert!(!env.contains(&placeholder), "the same placeholder twice");
+    let second_ca = outside
+        .probes(&again, &["cat /etc/agentc/egress-ca/ca.pem"])
+        .remove(0);
+    assert!(second_ca.starts_with("-----BEGIN CERTIFICATE-----"));
+    assert_ne!(second_ca, ca, "the same CA twice");
+    let (ok, output) = outside.agentc(&["rm", &again]);
+    assert!(ok, "{output}");
+    // Nothing left: no volume of the profile.
+    let filter = format!("label=io.agentc.profile={}", outside.profiles[0]);
+    assert_eq!(
+        docker(&["volume", "ls", "-q", "--filter", &filter]).unwrap_or_default(),
+        ""
+    );
+}
+
+#[test]
+fn keys_stay_outside_the_sandbox_through_the_cli_backend() {
+    keys_stay_outside_the_sandbox("cli");
+}
+
+#[test]
+fn keys_stay_outside_the_sandbox_through_the_api_backend() {
+    keys_stay_outside_the_sandbox("api");
+}

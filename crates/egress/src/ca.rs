@@ -1,0 +1,238 @@
+//! The launch CA: made when the proxy starts, its key only in the proxy's memory, valid for
+//! [`CA_VALIDITY_DAYS`] and name-constrained to the hosts with a bound credential (so it cannot
+//! vouch for any other name, even if its key leaked); a leaf per host, made on first use and
+//! kept. What the workload trusts is written to the credential settings' `ca_dir`: the CA's
+//! certificate ([`CA_FILE`]) and a bundle of Mozilla's roots, the profile's upstream CAs and the
+//! launch CA ([`BUNDLE_FILE`]). Also the upstream side's trust: Mozilla's roots (compiled in)
+//! and the profile's CAs ([`upstream_roots`]).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
+    GeneralSubtree, IsCa, Issuer, KeyPair, KeyUsagePurpose, NameConstraints,
+};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::sign::CertifiedKey;
+use rustls::RootCertStore;
+
+use crate::credential::{BUNDLE_FILE, CA_FILE};
+use crate::error::EgressError;
+
+/// How long a launch CA (and its leaves) is valid.
+pub const CA_VALIDITY_DAYS: i64 = 30;
+
+fn ca_error(error: impl std::fmt::Display) -> EgressError {
+    EgressError::Ca(error.to_string())
+}
+
+/// One launch's CA and the leaves it made.
+pub struct LaunchCa {
+    issuer: Issuer<'static, KeyPair>,
+    der: CertificateDer<'static>,
+    pem: String,
+    window: (time::OffsetDateTime, time::OffsetDateTime),
+    leaves: Mutex<HashMap<String, Arc<CertifiedKey>>>,
+}
+
+impl std::fmt::Debug for LaunchCa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key is never shown.
+        f.debug_struct("LaunchCa").finish_non_exhaustive()
+    }
+}
+
+impl LaunchCa {
+    /// A new CA (P-256) that may sign only for `hosts` (each name and its subdomains).
+    pub fn generate(hosts: &[String]) -> Result<LaunchCa, EgressError> {
+        let now = time::OffsetDateTime::now_utc();
+        let window = (
+            now - time::Duration::hours(1),
+            now + time::Duration::days(CA_VALIDITY_DAYS),
+        );
+        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(ca_error)?;
+        let mut name = DistinguishedName::new();
+        name.push(DnType::CommonName, "agentc egress proxy launch CA");
+        name.push(DnType::OrganizationName, "agentc");
+        params.distinguished_name = name;
+        params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        params.name_constraints = Some(NameConstraints {
+            permitted_subtrees: hosts
+                .iter()
+                .map(|host| GeneralSubtree::DnsName(host.clone()))
+                .collect(),
+            excluded_subtrees: Vec::new(),
+        });
+        (params.not_before, params.not_after) = window;
+        let key = KeyPair::generate().map_err(ca_error)?;
+        let certificate = params.self_signed(&key).map_err(ca_error)?;
+        Ok(LaunchCa {
+            der: certificate.der().clone(),
+            pem: certificate.pem(),
+            issuer: Issuer::new(params, key),
+            window,
+            leaves: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The CA's certificate, PEM.
+    pub fn certificate_pem(&self) -> &str {
+        &self.pem
+    }
+
+    /// The CA's certificate, DER.
+    pub fn certificate_der(&self) -> &CertificateDer<'static> {
+        &self.der
+    }
+
+    /// The leaf for `host` (a normalized name), with the CA in its chain; made once.
+    pub fn leaf(&self, host: &str) -> Result<Arc<CertifiedKey>, EgressError> {
+        let mut leaves = self
+            .leaves
+            .lock()
+            .map_err(|_| ca_error("the leaf cache is poisoned"))?;
+        if let Some(leaf) = leaves.get(host) {
+            return Ok(leaf.clone());
+        }
+        let mut params = CertificateParams::new(vec![host.to_string()]).map_err(ca_error)?;
+        let mut name = DistinguishedName::new();
+        name.push(DnType::CommonName, host);
+        params.distinguished_name = name;
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.use_authority_key_identifier_extension = true;
+        (params.not_before, params.not_after) = self.window;
+        let key = KeyPair::generate().map_err(ca_error)?;
+        let certificate = params.signed_by(&key, &self.issuer).map_err(ca_error)?;
+        let private = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+        let signer = rustls::crypto::ring::sign::any_supported_type(&private).map_err(ca_error)?;
+        let leaf = Arc::new(CertifiedKey::new(
+            vec![certificate.der().clone(), self.der.clone()],
+            signer,
+        ));
+        leaves.insert(host.to_string(), leaf.clone());
+        Ok(leaf)
+    }
+
+    /// Writes [`CA_FILE`] and [`BUNDLE_FILE`] into `dir` (which must exist): the bundle is
+    /// Mozilla's roots, then `upstream` (the profile's CA certificates), then the launch CA.
+    /// Each file is written whole under a temporary name, then renamed.
+    pub fn write(
+        &self,
+        dir: &Path,
+        upstream: &[CertificateDer<'static>],
+    ) -> Result<(), EgressError> {
+        let mut bundle = String::new();
+        for root in webpki_root_certs::TLS_SERVER_ROOT_CERTS
+            .iter()
+            .chain(upstream)
+        {
+            bundle.push_str(&pem("CERTIFICATE", root.as_ref()));
+        }
+        bundle.push_str(&self.pem);
+        for (file, text) in [(CA_FILE, self.pem.as_str()), (BUNDLE_FILE, bundle.as_str())] {
+            let path = dir.join(file);
+            let partial = dir.join(format!(".{file}.partial"));
+            std::fs::write(&partial, text)
+                .and_then(|()| std::fs::rename(&partial, &path))
+                .map_err(|error| ca_error(format!("{}: {error}", path.display())))?;
+        }
+        Ok(())
+    }
+}
+
+/// One PEM block.
+fn pem(label: &str, der: &[u8]) -> String {
+    let encoded = crate::credential::base64_encode(der);
+    let mut out = format!("-----BEGIN {label}-----\n");
+    for line in encoded.as_bytes().chunks(64) {
+        out.push_str(&String::from_utf8_lossy(line));
+        out.push('\n');
+    }
+    out.push_str(&format!("-----END {label}-----\n"));
+    out
+}
+
+/// The certificates of the PEM files `paths` (a directory: each file in it, in name order)
+/// that are CA certificates rustls can use; one that is not (not DER inside the armour, not a
+/// certificate) is left out with a line on stderr, so that no client of the bundle chokes on it.
+pub fn read_certificates(paths: &[String]) -> Result<Vec<CertificateDer<'static>>, EgressError> {
+    let mut files = Vec::new();
+    for path in paths {
+        let path = Path::new(path);
+        if path.is_dir() {
+            let mut entries: Vec<_> = std::fs::read_dir(path)
+                .map_err(|error| ca_error(format!("{}: {error}", path.display())))?
+                .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+                .filter(|entry| entry.is_file())
+                .collect();
+            entries.sort();
+            files.extend(entries);
+        } else {
+            files.push(path.to_path_buf());
+        }
+    }
+    let mut certificates = Vec::new();
+    for file in files {
+        let bytes = std::fs::read(&file)
+            .map_err(|error| ca_error(format!("{}: {error}", file.display())))?;
+        for certificate in CertificateDer::pem_slice_iter(&bytes) {
+            let certificate = certificate.map_err(|error| {
+                ca_error(format!(
+                    "{}: not a PEM certificate: {error}",
+                    file.display()
+                ))
+            })?;
+            if RootCertStore::empty().add(certificate.clone()).is_ok() {
+                certificates.push(certificate);
+            } else {
+                eprintln!(
+                    "agentc egress-proxy: {}: a certificate that cannot be read is left out",
+                    file.display()
+                );
+            }
+        }
+    }
+    Ok(certificates)
+}
+
+/// What the proxy trusts for upstream servers: Mozilla's roots and `extra`.
+pub fn upstream_roots(extra: &[CertificateDer<'static>]) -> RootCertStore {
+    let mut roots = RootCertStore::empty();
+    roots.add_parsable_certificates(webpki_root_certs::TLS_SERVER_ROOT_CERTS.iter().cloned());
+    roots.add_parsable_certificates(extra.iter().cloned());
+    roots
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leaves_chain_to_the_ca_and_are_made_once() {
+        let ca = LaunchCa::generate(&["api.test".to_string()]).unwrap();
+        assert!(ca
+            .certificate_pem()
+            .starts_with("-----BEGIN CERTIFICATE-----"));
+        let leaf = ca.leaf("api.test").unwrap();
+        assert_eq!(leaf.cert.len(), 2);
+        assert!(Arc::ptr_eq(&leaf, &ca.leaf("api.test").unwrap()));
+        let other = LaunchCa::generate(&["api.test".to_string()]).unwrap();
+        assert_ne!(other.certificate_der(), ca.certificate_der());
+        let dir = std::env::temp_dir().join(format!("agentc-ca-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        ca.write(&dir, &[]).unwrap();
+        let bundle = std::fs::read_to_string(dir.join(BUNDLE_FILE)).unwrap();
+        assert!(bundle.ends_with(ca.certificate_pem()));
+        let read = read_certificates(&[dir.join(BUNDLE_FILE).display().to_string()]).unwrap();
+        assert_eq!(
+            read.len(),
+            webpki_root_certs::TLS_SERVER_ROOT_CERTS.len() + 1
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,149 @@
+//! The upstream side of a terminated tunnel: connected at its first allowed request (resolved
+//! and checked as every connection is, `super::super::open`), TLS verified against Mozilla's
+//! roots and the profile's CAs, HTTP/2 or HTTP/1.1 by the upstream's ALPN; and a request put
+//! into the upstream's protocol when the client chose the other.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use http::header::HOST;
+use http::{HeaderValue, Request, Response, Uri, Version};
+use hyper::body::Incoming;
+use hyper::client::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rustls::pki_types::ServerName;
+use tokio::sync::Mutex;
+use tokio_rustls::TlsConnector;
+
+use super::super::counted::{Counted, Counters};
+use super::super::{open, Body, Shared};
+use super::{Intercept, H2};
+use crate::policy::{Deny, Reason};
+
+/// The tunnel's upstream connection.
+pub(super) enum Upstream {
+    Http1(Mutex<http1::SendRequest<Body>>),
+    Http2(http2::SendRequest<Body>),
+}
+
+/// Resolves, connects and makes the TLS handshake with `host:port`, counting its bytes in
+/// `counters`, offering HTTP/2 only to a client that speaks it (`client_h2`); the address
+/// connected to and the connection.
+pub(super) async fn connect(
+    shared: &Shared,
+    intercept: &Intercept,
+    host: &str,
+    port: u16,
+    counters: &Arc<Counters>,
+    client_h2: bool,
+) -> Result<(SocketAddr, Upstream), Deny> {
+    let config = &intercept.upstream[usize::from(!client_h2)];
+    let (address, tcp) = open(shared, host, port).await?;
+    let counted = Counted {
+        inner: tcp,
+        counters: counters.clone(),
+    };
+    let name = ServerName::try_from(host.to_string())
+        .map_err(|_| Deny::new(Reason::BadHost, "not a TLS server name"))?;
+    let tls = match tokio::time::timeout(
+        shared.limits.connect_timeout(),
+        TlsConnector::from(config.clone()).connect(name, counted),
+    )
+    .await
+    {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(error)) => {
+            let certificate = error.get_ref().is_some_and(|inner| {
+                inner
+                    .downcast_ref::<rustls::Error>()
+                    .is_some_and(|e| matches!(e, rustls::Error::InvalidCertificate(_)))
+            });
+            let reason = if certificate {
+                Reason::UpstreamCertificate
+            } else {
+                Reason::ConnectFailed
+            };
+            return Err(Deny::new(
+                reason,
+                format!("{address}: the upstream's TLS handshake failed: {error}"),
+            ));
+        }
+        Err(_) => {
+            return Err(Deny::new(
+                Reason::ConnectFailed,
+                format!("{address}: no TLS handshake in time"),
+            ))
+        }
+    };
+    let h2 = tls.get_ref().1.alpn_protocol() == Some(H2);
+    let io = TokioIo::new(tls);
+    let failed = |error: hyper::Error| {
+        Deny::new(
+            Reason::ConnectFailed,
+            format!("{address}: the upstream's HTTP handshake failed: {error}"),
+        )
+    };
+    let upstream = if h2 {
+        let (sender, connection) = http2::handshake(TokioExecutor::new(), io)
+            .await
+            .map_err(failed)?;
+        tokio::spawn(connection);
+        Upstream::Http2(sender)
+    } else {
+        let (sender, connection) = http1::handshake(io).await.map_err(failed)?;
+        tokio::spawn(connection.with_upgrades());
+        Upstream::Http1(Mutex::new(sender))
+    };
+    Ok((address, upstream))
+}
+
+impl Upstream {
+    /// Sends `request` (as the client sent it, in `Version::HTTP_2` or HTTP/1.1), put into the
+    /// upstream's form: HTTP/1.1 takes an origin-form target and a `Host`, HTTP/2 an absolute
+    /// target (its `:authority`) and no `Host`.
+    pub(super) async fn send(
+        &self,
+        mut request: Request<Body>,
+        authority: &str,
+    ) -> Result<Response<Incoming>, hyper::Error> {
+        match self {
+            Upstream::Http1(sender) => {
+                if request.version() == Version::HTTP_2 {
+                    if let Some(path) = request.uri().path_and_query().cloned() {
+                        *request.uri_mut() = Uri::from(path);
+                    }
+                    if let Ok(host) = HeaderValue::from_str(authority) {
+                        request.headers_mut().insert(HOST, host);
+                    }
+                }
+                *request.version_mut() = Version::HTTP_11;
+                let mut sender = sender.lock().await;
+                // The previous response may still be finishing on the connection.
+                sender.ready().await?;
+                sender.send_request(request).await
+            }
+            Upstream::Http2(sender) => {
+                if request.uri().authority().is_none() {
+                    let path = request
+                        .uri()
+                        .path_and_query()
+                        .map_or("/", |path| path.as_str())
+                        .to_string();
+                    if let Ok(uri) = format!("https://{authority}{path}").parse::<Uri>() {
+                        *request.uri_mut() = uri;
+                    }
+                }
+                request.headers_mut().remove(HOST);
+                *request.version_mut() = Version::HTTP_2;
+                let mut sender = sender.clone();
+                sender.ready().await?;
+                sender.send_request(request).await
+            }
+        }
+    }
+
+    /// Whether an HTTP/1.1 upgrade (a WebSocket) can cross: only HTTP/1.1 to HTTP/1.1.
+    pub(super) fn upgrades(&self) -> bool {
+        matches!(self, Upstream::Http1(_))
+    }
+}
