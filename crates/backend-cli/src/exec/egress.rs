@@ -292,6 +292,7 @@ fn wait_healthy(proxy: &str) -> Result<(), String> {
         ]);
         match checked {
             Ok(_) => return Ok(()),
+            Err(_) if super::signals::pending().is_some() => return Err("interrupted".to_string()),
             Err(error) if started.elapsed() > HEALTH_TIMEOUT => {
                 return Err(format!("not healthy after {HEALTH_TIMEOUT:?}: {error}"))
             }
