@@ -76,7 +76,7 @@ pub enum Command {
     Ps(PsArgs),
     /// Remove containers agentc launched; any other container is refused.
     #[command(
-        after_help = "Examples:\n  agentc rm agentc-sandbox-dev-1000-pentest\n  agentc rm --all\n  agentc rm --all --profile pentest\n  agentc rm --volumes agentc-sandbox-dev-1000-pentest\n\nA sandbox's egress proxy and isolated network go with it. NAME may also be a sandbox that no longer exists whose launch was killed before it finished: its leftover isolated network and proxy are removed (as `--all --profile P` removes those of the profile's launches). NAME may be a profile file or a profile's name as for `agentc exec`: the profile's one container, running or stopped."
+        after_help = "Examples:\n  agentc rm agentc-sandbox-dev-1000-pentest\n  agentc rm --all\n  agentc rm --profile pentest\n  agentc rm --volumes agentc-sandbox-dev-1000-pentest\n\nA sandbox's egress proxy and isolated network go with it. NAME may also be a sandbox that no longer exists whose launch was killed before it finished: its leftover isolated network and proxy are removed (as `--profile P` removes those of the profile's launches, with every network and CA volume labelled with it). NAME may be a profile file or a profile's name as for `agentc exec`: the profile's one container, running or stopped."
     )]
     Rm(RmArgs),
     /// Launch the profile with a probe in place of the agent and check what the kernel reports.
@@ -345,6 +345,20 @@ pub struct EgressServeArgs {
     /// (status 3), so that the sandbox has no way out.
     #[arg(long, value_name = "ACTION")]
     pub on_replay: Option<String>,
+    /// The workload's container name: the proxy exits (status 4) when it does not appear on
+    /// the engine's DNS within 60 s, or, with `--workload-watch life`, once it is gone, so
+    /// that a launch killed at any step leaves no proxy running.
+    #[arg(long, value_name = "NAME")]
+    pub workload: Option<String>,
+    /// `appear` (a detached sandbox: only a workload that never appeared ends the proxy) or
+    /// `life` (an attached run: its end ends the proxy too).
+    #[arg(
+        long,
+        value_name = "MODE",
+        default_value = "appear",
+        requires = "workload"
+    )]
+    pub workload_watch: String,
 }
 
 /// `agentc egress-proxy health`.
@@ -623,8 +637,10 @@ pub struct RmArgs {
     /// Remove every container agentc launched.
     #[arg(long)]
     pub all: bool,
-    /// With --all: only the containers of this profile (label io.agentc.profile=PROFILE).
-    #[arg(long, requires = "all")]
+    /// Remove everything agentc made for this profile (label io.agentc.profile=PROFILE): its
+    /// containers, their egress proxies, and the networks and CA volumes made per launch
+    /// (`--all` is implied; its other volumes, such as home volumes, only with --volumes).
+    #[arg(long, conflicts_with = "names")]
     pub profile: Option<String>,
     /// Also remove agentc's volumes they mount (with --all: every agentc volume), such as
     /// home volumes: what the agent kept there is lost.

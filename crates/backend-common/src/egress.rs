@@ -49,7 +49,8 @@ pub fn instance_suffix() -> String {
 
 /// Readies `spec`'s companion for set-up: `false` when it has none; refused on Podman; moved to
 /// an instance of its own when the container has no name (each run gets its set,
-/// [`ContainerSpec::egress_instance`]); its credentials' placeholders made
+/// [`ContainerSpec::egress_for`]), the container named after it; the proxy told to watch its
+/// workload; its credentials' placeholders made
 /// ([`crate::credentials::materialize`]).
 pub fn prepare(spec: &mut ContainerSpec) -> Result<bool, ExecError> {
     if spec.egress.is_none() {
@@ -64,8 +65,16 @@ pub fn prepare(spec: &mut ContainerSpec) -> Result<bool, ExecError> {
         });
     }
     if spec.name.is_none() {
-        spec.egress_instance(&instance_suffix());
+        // An instance of its own, and the workload named after it: the proxy watches it by
+        // name, and the companion's `io.agentc.egress-for` label names it.
+        let suffix = instance_suffix();
+        let network = spec.egress.as_ref().map(|e| e.network.name.clone());
+        let base = network.unwrap_or_default();
+        let workload = format!("{}-{suffix}", base.strip_suffix("-egress").unwrap_or(&base));
+        spec.egress_for(&workload, &suffix);
+        spec.name = Some(workload);
     }
+    watch_workload(spec);
     // The credentials' placeholders of this launch (random, new every launch), in the
     // workload's environment and the proxy's; the spec itself holds none.
     let made = crate::credentials::materialize(spec)?;
@@ -73,6 +82,21 @@ pub fn prepare(spec: &mut ContainerSpec) -> Result<bool, ExecError> {
         log::debug!("placeholders made for {}", made.join(", "));
     }
     Ok(true)
+}
+
+/// Tells the proxy its workload's name, so that it ends by itself when the launch dies before
+/// creating the workload, and with an attached run's workload when that is gone
+/// ([`agentc_egress::watch`]): `--workload=NAME --workload-watch=appear|life`.
+fn watch_workload(spec: &mut ContainerSpec) {
+    let (Some(name), Some(egress)) = (spec.name.clone(), spec.egress.as_mut()) else {
+        return;
+    };
+    // `agentc_egress::watch::WatchMode`'s spellings.
+    let mode = if spec.detach { "appear" } else { "life" };
+    let command = &mut egress.proxy.command;
+    command.retain(|word| !word.starts_with("--workload"));
+    command.push(format!("--workload={name}"));
+    command.push(format!("--workload-watch={mode}"));
 }
 
 /// The volume the companion's proxy writes its launch CA into and the workload reads it from

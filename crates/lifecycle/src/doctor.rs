@@ -471,7 +471,8 @@ fn egress_leftovers(facts: &EngineFacts) -> Option<Check> {
                 ),
                 fix: Some(format!(
                     "remove {}: {} (a launch still starting shows here too: check again first); \
-                     a later launch of the same sandbox fails while its network is left",
+                     any agentc command removes them a minute after their launch died, and a \
+                     later launch of the same sandbox at once",
                     if found.len() == 1 { "it" } else { "them" },
                     how.join("; ")
                 )),

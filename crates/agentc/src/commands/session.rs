@@ -34,6 +34,9 @@ trait SessionCommand {
 
 /// Runs `command` through `backend`'s client, in a runtime of its own.
 fn on_backend(backend: BackendArg, command: impl SessionCommand) -> Result<u8, Failure> {
+    if matches!(backend, BackendArg::Cli) {
+        launch::reap_for_cli(None);
+    }
     let runtime = launch::runtime()?;
     let env = launch::process_env();
     runtime.block_on(async move {
