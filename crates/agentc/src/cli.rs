@@ -630,7 +630,7 @@ pub enum PsFormat {
 
 /// `agentc rm`.
 #[derive(Debug, Args)]
-#[command(group = clap::ArgGroup::new("which").required(true).args(["names", "all"]))]
+#[command(group = clap::ArgGroup::new("which").required(true).multiple(true).args(["names", "all", "profile"]))]
 pub struct RmArgs {
     /// Names or IDs of agentc containers, profile files, or profile names.
     pub names: Vec<String>,

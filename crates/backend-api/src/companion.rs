@@ -581,23 +581,25 @@ pub async fn remove_orphan_networks(docker: &Docker) -> Result<Vec<String>, Exec
 }
 
 /// Removes the egress companions (proxies, isolated networks, CA volumes) whose workload is
-/// gone ([`egress_state::orphans`]: past `grace` seconds, or with their proxy ended, or of
-/// `own`, the workload the caller launches next) and returns what it removed, per workload:
+/// gone ([`egress_state::orphans`]: past the grace, or with their proxy ended, or of `own`,
+/// the workload the caller launches next, or of the profile `at_once`, a fault test's; and no
+/// set whose network a container other than a proxy is on) and returns what it removed, per
+/// workload:
 /// what every agentc command that talks to the engine does first, so that a launch killed at
 /// any step leaves nothing for long and the next launch of its name is not refused.
 pub async fn reap(
     docker: &Docker,
     own: Option<&str>,
-    grace: i64,
+    at_once: Option<&str>,
 ) -> Result<Vec<egress_state::Orphans>, ExecError> {
     use egress_state::{CompanionKind, CompanionObject};
     let filter = HashMap::from([(
         "label".to_string(),
         vec![egress_state::proxy_kind_filter(), LABEL_PROFILE.to_string()],
     )]);
-    let workload_of = |labels: Option<&HashMap<String, String>>| {
+    let label = |labels: Option<&HashMap<String, String>>, key: &str| {
         labels
-            .and_then(|labels| labels.get(LABEL_EGRESS_FOR).cloned())
+            .and_then(|labels| labels.get(key).cloned())
             .unwrap_or_default()
     };
     let mut objects = Vec::new();
@@ -619,7 +621,8 @@ pub async fn reap(
         );
         objects.push(CompanionObject {
             kind: CompanionKind::Proxy,
-            workload: workload_of(proxy.labels.as_ref()),
+            workload: label(proxy.labels.as_ref(), LABEL_EGRESS_FOR),
+            profile: label(proxy.labels.as_ref(), LABEL_PROFILE),
             created: proxy.created,
             ended,
             name: member_of_summary(proxy).name,
@@ -633,7 +636,8 @@ pub async fn reap(
     {
         objects.push(CompanionObject {
             kind: CompanionKind::Network,
-            workload: workload_of(network.labels.as_ref()),
+            workload: label(network.labels.as_ref(), LABEL_EGRESS_FOR),
+            profile: label(network.labels.as_ref(), LABEL_PROFILE),
             created: network
                 .created
                 .as_deref()
@@ -652,7 +656,8 @@ pub async fn reap(
     for volume in volumes.volumes.unwrap_or_default() {
         objects.push(CompanionObject {
             kind: CompanionKind::Volume,
-            workload: workload_of(Some(&volume.labels)),
+            workload: label(Some(&volume.labels), LABEL_EGRESS_FOR),
+            profile: label(Some(&volume.labels), LABEL_PROFILE),
             created: volume
                 .created_at
                 .as_deref()
@@ -673,30 +678,48 @@ pub async fn reap(
             }
         }
     }
+    // A set whose isolated network has a container on it besides proxies serves a workload,
+    // whatever its label says (a launch by an older agentc named its workload otherwise).
+    for network in objects.iter().filter(|o| o.kind == CompanionKind::Network) {
+        if existing.contains(&network.workload) {
+            continue;
+        }
+        match network_use(docker, &network.name).await {
+            Ok(Some(found)) if found.members.iter().all(|m| m.kind == KIND_EGRESS_PROXY) => {}
+            Ok(None) => {}
+            _ => {
+                existing.insert(network.workload.clone());
+            }
+        }
+    }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |since| since.as_secs() as i64);
-    let found = egress_state::orphans(&objects, &existing, own, now, grace);
-    for orphans in &found {
-        for (kind, name) in &orphans.objects {
-            let removed = match kind {
-                CompanionKind::Proxy => remove_quietly(docker, name)
-                    .await
-                    .map_err(|error| failed("remove the egress proxy", error)),
-                CompanionKind::Network => match docker.remove_network(name).await {
-                    Err(error) if !is_not_found(&error) => {
-                        Err(failed("remove the isolated network", error))
-                    }
+    let mut found = egress_state::orphans(&objects, &existing, own, at_once, now);
+    // Best effort, object by object: what could not be removed is logged and left out of
+    // what is reported removed.
+    for orphans in &mut found {
+        let mut removed = Vec::new();
+        for (kind, name) in std::mem::take(&mut orphans.objects) {
+            let result = match kind {
+                CompanionKind::Proxy => remove_quietly(docker, &name).await,
+                CompanionKind::Network => match docker.remove_network(&name).await {
+                    Err(error) if !is_not_found(&error) => Err(error),
                     _ => Ok(()),
                 },
                 CompanionKind::Volume => {
-                    remove_volume(docker, name).await;
+                    remove_volume(docker, &name).await;
                     Ok(())
                 }
             };
-            removed?;
+            match result {
+                Ok(()) => removed.push((kind, name)),
+                Err(error) => log::warn!("could not remove {name}: {error}"),
+            }
         }
+        orphans.objects = removed;
     }
+    found.retain(|orphans| !orphans.objects.is_empty());
     Ok(found)
 }
 

@@ -453,6 +453,8 @@ pub struct CompanionObject {
     pub name: String,
     /// The workload it serves (`io.agentc.egress-for`).
     pub workload: String,
+    /// Its profile (`io.agentc.profile`).
+    pub profile: String,
     /// When it was created (Unix seconds), when the engine says.
     pub created: Option<i64>,
     /// A proxy that ended (exited or dead): its watch on its workload ended it.
@@ -498,15 +500,15 @@ pub const ORPHAN_GRACE_SECS: i64 = 60;
 
 /// The companions whose workload is gone, grouped by workload: `existing` holds the workloads
 /// that exist (running or not). A workload's set is left alone while one of its objects is
-/// younger than `grace` seconds at `now` ([`ORPHAN_GRACE_SECS`] but in fault tests), unless its
-/// proxy ended or the workload is `own` (the caller launches it next, so no other launch can
-/// be setting it up).
+/// younger than [`ORPHAN_GRACE_SECS`] at `now`, unless its proxy ended, or the workload is
+/// `own` (the caller launches it next, so no other launch can be setting it up), or its
+/// profile is `at_once` (a fault test's own profile).
 pub fn orphans(
     objects: &[CompanionObject],
     existing: &std::collections::BTreeSet<String>,
     own: Option<&str>,
+    at_once: Option<&str>,
     now: i64,
-    grace: i64,
 ) -> Vec<Orphans> {
     let mut by_workload: BTreeMap<&str, Vec<&CompanionObject>> = BTreeMap::new();
     for object in objects.iter().filter(|o| !o.workload.is_empty()) {
@@ -522,11 +524,12 @@ pub fn orphans(
         }
         let young = set
             .iter()
-            .any(|o| o.created.is_some_and(|at| now - at < grace));
+            .any(|o| o.created.is_some_and(|at| now - at < ORPHAN_GRACE_SECS));
         let ended = set
             .iter()
             .any(|o| o.kind == CompanionKind::Proxy && o.ended);
-        if young && !ended && own != Some(workload) {
+        let test_profile = set.iter().any(|o| Some(o.profile.as_str()) == at_once);
+        if young && !ended && own != Some(workload) && !test_profile {
             continue;
         }
         set.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
@@ -867,6 +870,7 @@ mod tests {
             kind,
             name: name.to_string(),
             workload: workload.to_string(),
+            profile: format!("p-{workload}"),
             created: Some(created),
             ended: false,
         }
@@ -886,7 +890,7 @@ mod tests {
             object(CompanionKind::Network, "young-egress", "young", now - 5),
         ];
         let existing = std::collections::BTreeSet::from(["live".to_string()]);
-        let found = orphans(&objects, &existing, None, now, ORPHAN_GRACE_SECS);
+        let found = orphans(&objects, &existing, None, None, now);
         assert_eq!(
             found,
             vec![Orphans {
@@ -904,19 +908,21 @@ mod tests {
              proxy killed-egress-proxy, network killed-egress, volume killed-egress-ca"
         );
         // The caller's own next workload, or a proxy that ended, is judged at once.
-        let own = orphans(&objects, &existing, Some("young"), now, ORPHAN_GRACE_SECS);
+        let own = orphans(&objects, &existing, Some("young"), None, now);
         assert_eq!(own.len(), 2, "{own:?}");
         let mut ended = objects.clone();
         ended.push(CompanionObject {
             ended: true,
             ..object(CompanionKind::Proxy, "young-egress-proxy", "young", now - 5)
         });
+        assert_eq!(orphans(&ended, &existing, None, None, now).len(), 2);
+        // A fault test's profile: judged at once too, and no other profile's.
+        let at_once = orphans(&objects, &existing, None, Some("p-young"), now);
+        assert_eq!(at_once.len(), 2);
         assert_eq!(
-            orphans(&ended, &existing, None, now, ORPHAN_GRACE_SECS).len(),
-            2
+            orphans(&objects, &existing, None, Some("p-other"), now).len(),
+            1
         );
-        // No grace: every set without its workload.
-        assert_eq!(orphans(&objects, &existing, None, now, 0).len(), 2);
     }
 
     #[test]

@@ -77,12 +77,9 @@ pub async fn connect_reaping(own: Option<&str>) -> Result<Docker, Failure> {
 /// Removes the egress companions whose workload is gone and says so on stderr; a failure
 /// is logged only (the command goes on).
 pub async fn reap(docker: &Docker, own: Option<&str>) {
-    // Test-only: a fault test judges a killed launch's set at once.
-    let grace = std::env::var("AGENTC_TEST_ORPHAN_GRACE")
-        .ok()
-        .and_then(|secs| secs.parse().ok())
-        .unwrap_or(agentc_backend_common::egress_state::ORPHAN_GRACE_SECS);
-    match agentc_backend_api::companion::reap(docker, own, grace).await {
+    // Test-only: a fault test has its own profile's killed launches judged at once.
+    let at_once = std::env::var("AGENTC_TEST_REAP_AT_ONCE").ok();
+    match agentc_backend_api::companion::reap(docker, own, at_once.as_deref()).await {
         Ok(found) => {
             for orphans in found {
                 eprintln!("agentc: {}", orphans.removed_line());
