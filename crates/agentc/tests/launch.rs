@@ -805,11 +805,12 @@ fn run_count_needs_the_api_backend() {
         "{}",
         describe(&output)
     );
-    let output = agentc(&["rm", "--profile", "x"]);
+    // `--profile` needs no `--all` (issue 20), but names no container besides.
+    let output = agentc(&["rm", "--profile", "x", "some-sandbox"]);
     assert_eq!(
         output.status.code(),
         Some(2),
-        "--profile needs --all: {}",
+        "--profile with names: {}",
         describe(&output)
     );
 }
