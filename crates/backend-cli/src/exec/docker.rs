@@ -68,7 +68,7 @@ const DOCKER_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 /// A SIGINT or SIGTERM that `shield` records meanwhile ends the launch as the API backend ends
 /// it, TTY or not: the container docker created (its ID read from `cid`) is force-removed,
 /// which ends an attached `docker run`; docker is killed if it has not ended
-/// [`DOCKER_GRACE`] later. (Forwarding the signal would not do: a container's PID 1 without a
+/// 10 s later. (Forwarding the signal would not do: a container's PID 1 without a
 /// handler ignores SIGINT and SIGTERM.)
 pub fn run_launch(
     argv: &[String],
