@@ -7,7 +7,7 @@
 //! inputs). Every value set in the spec records its [`Origin`]. The launches are assembled
 //! here from the tables' parts (under `rules/`).
 //!
-//! Deliberate steps beyond the seeds, each recorded so `agentc explain` can say so:
+//! Deliberate steps beyond agent-containers, the system agentc generalizes, each recorded so `agentc explain` can say so:
 //! - `egress.mode = "deny"` without a gateway also runs the container with no network, so the
 //!   kernel enforces what the image's firewall promises;
 //! - every container gets conservative default limits (4 GiB memory without swap, 512

@@ -225,8 +225,8 @@ pub(crate) fn widens(out: &Explainer, c: &ContainerSpec, items: &mut Vec<String>
     }
 }
 
-/// What agentc does here beyond the seeds: Decant gets the limits and log rotation.
-pub(crate) fn beyond_the_seeds(out: &Explainer, notes: &mut Vec<String>) {
+/// What agentc adds here (explain's "added by agentc"): Decant gets the limits and log rotation.
+pub(crate) fn added_by_agentc(out: &Explainer, notes: &mut Vec<String>) {
     if out.spec.kind == LaunchKind::Decant {
         notes.push(
             "Decant is not hardened (as in agent-containers) but gets the limits and log rotation"
