@@ -75,17 +75,23 @@ pub fn dispatch(command: Command) -> Result<String, Failure> {
         Command::Validate(args) => {
             let loaded = context::load_profile(&args.profile)?;
             let launches = context::every_launch(&loaded, &args.profile);
+            let mut notes = std::collections::BTreeSet::new();
             for launch in &launches {
-                context::resolve_launch(&loaded, launch)?;
+                let spec = context::resolve_launch(&loaded, launch)?;
+                notes.extend(engine_requirements(&spec));
             }
-            Ok(format!(
+            let mut out = format!(
                 "{}: valid profile {:?} (agent {}; {} launch{} checked)\n",
                 loaded.file,
                 loaded.profile.name,
                 loaded.profile.agent.as_str(),
                 launches.len(),
                 if launches.len() == 1 { "" } else { "es" },
-            ))
+            );
+            for note in notes {
+                out.push_str(&format!("  note: {note}\n"));
+            }
+            Ok(out)
         }
         Command::Schema => {
             let schema = agentc_policy::profile_schema();
@@ -121,6 +127,32 @@ pub fn dispatch(command: Command) -> Result<String, Failure> {
         _ => Err(Failure::usage(
             "this command has its own entry point and is not dispatched here",
         )),
+    }
+}
+
+/// What a launch needs of the engine that an offline check cannot see, in words: an outside
+/// network the egress proxy publishes ports through must not be `--internal` (`agentc doctor`
+/// checks it; `run` refuses the launch otherwise).
+fn engine_requirements(spec: &LaunchSpec) -> Vec<String> {
+    let agentc_policy::Action::Container(container) = &spec.action else {
+        return Vec::new();
+    };
+    let Some(egress) = &container.egress else {
+        return Vec::new();
+    };
+    let relays = egress.relays();
+    match &egress.outside {
+        agentc_policy::Network::Named { name } if !relays.is_empty() => vec![format!(
+            "egress.outside_network {name:?} must not be --internal: the egress proxy publishes \
+             {} through it (docker publishes no port through an internal network); \
+             `agentc doctor PROFILE` checks it",
+            relays
+                .iter()
+                .map(|relay| format!("{}/tcp", relay.target.port()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )],
+        _ => Vec::new(),
     }
 }
 
