@@ -337,11 +337,11 @@ mod tests {
             workspace: "/w".into(),
             profile_dir: "/p".into(),
             home_dir: "/h".into(),
-            owner: agentc_policy::Owner {
+            owner: Some(agentc_policy::Owner {
                 name: "dev".into(),
                 uid: 1000,
                 gid: 1000,
-            },
+            }),
             image: None,
             seed_target: None,
             agent_args: Vec::new(),

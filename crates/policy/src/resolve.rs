@@ -211,7 +211,10 @@ impl Resolver<'_> {
     fn sandbox(&mut self) -> Result<Action, PolicyError> {
         let image = self.agent_image(None)?;
         let mut container = ContainerSpec::empty(image);
-        container.name = Some(sandbox_container_name(self.profile, &self.inputs.owner));
+        container.name = Some(sandbox_container_name(
+            self.profile,
+            self.inputs.owner.as_ref(),
+        ));
         self.set(keys::NAME, Origin::Default);
         container.detach = true;
         self.set(keys::DETACH, Origin::Default);

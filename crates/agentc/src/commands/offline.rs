@@ -18,7 +18,12 @@ pub fn explain(args: ExplainArgs) -> Result<u8, Failure> {
         refuse_k8s_options(&args.k8s)?;
     }
     let loaded = context::load_profile(&args.launch.profile)?;
-    let spec = context::resolve_launch(&loaded, &args.launch)?;
+    // The cluster's objects hold no local user: the same on every machine.
+    let spec = if args.backend == ExplainBackendArg::K8s {
+        context::resolve_launch_unowned(&loaded, &args.launch)?
+    } else {
+        context::resolve_launch(&loaded, &args.launch)?
+    };
     if args.backend == ExplainBackendArg::K8s {
         if args.deny.is_some() {
             return Err(Failure::usage(
@@ -102,7 +107,11 @@ pub fn dispatch(command: Command) -> Result<String, Failure> {
                 refuse_k8s_options(&args.k8s)?;
             }
             let loaded = context::load_profile(&args.launch.profile)?;
-            let spec = context::resolve_launch(&loaded, &args.launch)?;
+            let spec = if args.backend == RenderBackendArg::K8s {
+                context::resolve_launch_unowned(&loaded, &args.launch)?
+            } else {
+                context::resolve_launch(&loaded, &args.launch)?
+            };
             if args.backend == RenderBackendArg::K8s {
                 let rendering = render_k8s(&loaded, &spec, &args.k8s)?;
                 // A Pod that may not start is worth a line before anyone applies it.

@@ -38,11 +38,11 @@ pub(crate) fn launch_at(
         workspace: workspace.into(),
         profile_dir: profile_dir.into(),
         home_dir: home.into(),
-        owner: Owner {
+        owner: Some(Owner {
             name: "dev".into(),
             uid: 1000,
             gid: 1000,
-        },
+        }),
         image: None,
         seed_target: seed_target.map(str::to_string),
         agent_args: Vec::new(),

@@ -229,11 +229,11 @@ fn control_characters_in_values_are_escaped() {
         workspace: "/w/project".into(),
         profile_dir: "/p".into(),
         home_dir: "/home/dev".into(),
-        owner: Owner {
+        owner: Some(Owner {
             name: "dev".into(),
             uid: 1000,
             gid: 1000,
-        },
+        }),
         image: None,
         seed_target: None,
         agent_args: Vec::new(),
