@@ -668,6 +668,10 @@ pub struct VerifyArgs {
     /// that check, the only one that reaches beyond the proxy.
     #[arg(long, value_name = "HOST[:PORT]|none")]
     pub egress_probe: Option<String>,
+    /// Output format: `text` (the table), or `json` (`{"profile", "checks": [{"check",
+    /// "status": "ok"|"fail"|"skip", "expected", "seen", "hint"}], "ok", "fail", "skip"}`).
+    #[arg(long, value_enum, default_value_t = ExplainFormat::Text)]
+    pub format: ExplainFormat,
 }
 
 /// The launch kinds a user can ask for (`sandbox` is what `run` becomes for custom agents).
