@@ -208,7 +208,7 @@ pub struct CpArgs {
     pub target: SessionTarget,
     /// What to copy: a host path, or NAME:PATH.
     pub source: String,
-    /// Where: a host path, or NAME:PATH.
+    /// Where: a host path, NAME:PATH, or `-` (a tar stream on stdout, from NAME:PATH).
     pub destination: String,
 }
 
@@ -618,8 +618,17 @@ pub struct PsArgs {
     #[arg(long, value_enum, default_value_t = PsFormat::Table)]
     pub format: PsFormat,
     /// Also list agentc's volumes (home volumes and the others its launches created).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "quiet")]
     pub volumes: bool,
+    /// Print only the containers' IDs (12 characters), one a line, as `docker ps -q`.
+    #[arg(long, short = 'q', conflicts_with = "format")]
+    pub quiet: bool,
+    /// Only the containers that match: `profile=P`, `kind=K` (run, sandbox, seed, decant,
+    /// egress-proxy, ...) or `status=S` (the daemon's state: created, running, paused,
+    /// restarting, removing, exited, dead; a status filter lists stopped containers without
+    /// --all). Repeated: one key's values are alternatives, different keys must all match.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub filter: Vec<String>,
 }
 
 /// Output formats of `agentc ps`.
@@ -676,6 +685,10 @@ pub struct VerifyArgs {
     /// that check, the only one that reaches beyond the proxy.
     #[arg(long, value_name = "HOST[:PORT]|none")]
     pub egress_probe: Option<String>,
+    /// Output format: `text` (the table), or `json` (`{"profile", "checks": [{"check",
+    /// "status": "ok"|"fail"|"skip", "expected", "seen", "hint"}], "ok", "fail", "skip"}`).
+    #[arg(long, value_enum, default_value_t = ExplainFormat::Text)]
+    pub format: ExplainFormat,
 }
 
 /// The launch kinds a user can ask for (`sandbox` is what `run` becomes for custom agents).
