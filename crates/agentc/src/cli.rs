@@ -208,7 +208,7 @@ pub struct CpArgs {
     pub target: SessionTarget,
     /// What to copy: a host path, or NAME:PATH.
     pub source: String,
-    /// Where: a host path, or NAME:PATH.
+    /// Where: a host path, NAME:PATH, or `-` (a tar stream on stdout, from NAME:PATH).
     pub destination: String,
 }
 
@@ -297,6 +297,23 @@ pub enum EgressProxyCommand {
     /// Run `agentc verify`'s host-path check from a sandbox's isolated network: try to reach
     /// an address of the host past the proxy.
     HostPath(EgressHostPathArgs),
+    /// Fetch the launch CA and the bundle the workload trusts from a proxy that holds
+    /// credentials, into a directory (a Kubernetes sandbox pod's init container).
+    FetchCa(EgressFetchCaArgs),
+}
+
+/// `agentc egress-proxy fetch-ca`.
+#[derive(Debug, Args)]
+pub struct EgressFetchCaArgs {
+    /// The proxy (`host:port`, a name resolved here).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub proxy: String,
+    /// Where to write `ca.pem` and `bundle.pem` (it must exist).
+    #[arg(long, default_value = agentc_egress::credential::CA_DIR, value_name = "DIR")]
+    pub dir: std::path::PathBuf,
+    /// How long to keep asking while the proxy is not up yet.
+    #[arg(long, default_value_t = 120, value_name = "SECONDS")]
+    pub wait_seconds: u64,
 }
 
 /// `agentc egress-proxy serve`.
@@ -615,8 +632,17 @@ pub struct PsArgs {
     #[arg(long, value_enum, default_value_t = PsFormat::Table)]
     pub format: PsFormat,
     /// Also list agentc's volumes (home volumes and the others its launches created).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "quiet")]
     pub volumes: bool,
+    /// Print only the containers' IDs (12 characters), one a line, as `docker ps -q`.
+    #[arg(long, short = 'q', conflicts_with = "format")]
+    pub quiet: bool,
+    /// Only the containers that match: `profile=P`, `kind=K` (run, sandbox, seed, decant,
+    /// egress-proxy, ...) or `status=S` (the daemon's state: created, running, paused,
+    /// restarting, removing, exited, dead; a status filter lists stopped containers without
+    /// --all). Repeated: one key's values are alternatives, different keys must all match.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub filter: Vec<String>,
 }
 
 /// Output formats of `agentc ps`.
@@ -675,6 +701,10 @@ pub struct VerifyArgs {
     /// that check, the only one that reaches beyond the proxy.
     #[arg(long, value_name = "HOST[:PORT]|none")]
     pub egress_probe: Option<String>,
+    /// Output format: `text` (the table), or `json` (`{"profile", "checks": [{"check",
+    /// "status": "ok"|"fail"|"skip", "expected", "seen", "hint"}], "ok", "fail", "skip"}`).
+    #[arg(long, value_enum, default_value_t = ExplainFormat::Text)]
+    pub format: ExplainFormat,
 }
 
 /// The launch kinds a user can ask for (`sandbox` is what `run` becomes for custom agents).

@@ -2043,10 +2043,69 @@ fn the_proxy_relays_a_published_port_to_its_one_workload() {
 fn published_port_behind_the_proxy(backend: &str) {
     let mut outside = Outside::new(&format!("publish-{backend}"));
     let profile = outside.profile("p", "\n[network]\npublish = [8080]\n");
+    // doctor fails the internal outside network before anything is launched, with the fix
+    // run's error gives; plan says the network must not be internal (plan is offline).
+    if backend == "cli" {
+        let agentc = |args: &[&str]| {
+            let output = Command::new(env!("CARGO_BIN_EXE_agentc"))
+                .args(args)
+                .output()
+                .expect("run agentc");
+            (
+                output.status.code(),
+                String::from_utf8_lossy(&output.stdout).into_owned(),
+            )
+        };
+        let (code, doctor) = agentc(&["doctor", &profile, "--format", "json"]);
+        assert_eq!(code, Some(1), "{doctor}");
+        let doctor: serde_json::Value = serde_json::from_str(&doctor).expect("doctor's JSON");
+        let id = format!("network {}", outside.topology.out);
+        let check = doctor["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|check| check["id"] == id.as_str())
+            .unwrap_or_else(|| panic!("no check {id}: {doctor}"));
+        assert_eq!(check["status"], "fail", "{check}");
+        assert!(
+            check["summary"].as_str().unwrap().contains("8080/tcp"),
+            "{check}"
+        );
+        assert!(
+            check["fix"]
+                .as_str()
+                .unwrap()
+                .contains("egress.outside_network"),
+            "{check}"
+        );
+        let (code, plan) = agentc(&["plan", &profile]);
+        assert_eq!(code, Some(0), "{plan}");
+        assert!(
+            plan.contains(&format!(
+                "{} (must exist, not --internal: the egress proxy publishes 8080/tcp through it",
+                outside.topology.out
+            )),
+            "{plan}"
+        );
+        let (code, validate) = agentc(&["validate", &profile]);
+        assert_eq!(code, Some(0), "{validate}");
+        assert!(validate.contains("must not be --internal"), "{validate}");
+    }
     let (ok, output) = outside.run(&profile, backend);
     assert!(!ok, "{output}");
     assert!(
-        output.contains("did not publish port 8080") && output.contains(&outside.topology.out),
+        output.contains("cannot publish port 8080 of the sandbox")
+            && output.contains(&format!("the network {}", outside.topology.out)),
+        "{output}"
+    );
+    // One message, no padding inside it, and a hint that agrees with it.
+    assert!(!output.contains("  the "), "{output}");
+    let hint = output
+        .lines()
+        .find(|line| line.starts_with("  hint:"))
+        .unwrap_or_default();
+    assert!(
+        hint.contains("egress.outside_network") && !hint.contains("enforce"),
         "{output}"
     );
     assert_eq!(

@@ -1084,6 +1084,31 @@ fn live_verify_passes_for_a_custom_sandbox_and_a_claude_preset() {
             "{stdout}"
         );
         assert!(!stdout.contains("FAIL"), "{stdout}");
+        // The same checks for machines, in the documented field names.
+        let output = lab.run(&["verify", &profile, "--backend", backend, "--format", "json"]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{backend}: {}",
+            describe(&output)
+        );
+        let report: serde_json::Value = serde_json::from_str(&text(&output.stdout))
+            .unwrap_or_else(|e| panic!("{backend}: {e}: {}", describe(&output)));
+        let checks = report["checks"].as_array().expect("checks");
+        assert_eq!(report["fail"], 0, "{report}");
+        assert_eq!(
+            report["ok"].as_u64().unwrap() + report["skip"].as_u64().unwrap(),
+            checks.len() as u64,
+            "{report}"
+        );
+        let memory = checks
+            .iter()
+            .find(|check| check["check"] == "memory limit (bytes)")
+            .unwrap_or_else(|| panic!("{report}"));
+        assert_eq!(memory["status"], "ok", "{memory}");
+        assert_eq!(memory["expected"], "268435456", "{memory}");
+        assert_eq!(memory["seen"], "268435456", "{memory}");
+        assert!(memory["hint"].is_null(), "{memory}");
     }
     lab.finish();
 

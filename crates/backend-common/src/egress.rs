@@ -147,7 +147,8 @@ pub const PUBLISH_RELAYS: &str = "publish the sandbox's ports on the egress prox
 /// After the proxy of `egress` started: every port it relays must have a host binding in its
 /// inspect `proxy`. Docker publishes no port of a container whose networks are all internal,
 /// so an `egress.outside_network` that is `--internal` would drop the ports silently: that is
-/// an error naming the network (fail closed; the caller removes the companion).
+/// [`ExecError::PortNotPublished`], naming the port and the network (fail closed; the caller
+/// removes the companion).
 pub fn check_relays_published(
     egress: &EgressSpec,
     proxy: &ContainerInspectResponse,
@@ -167,17 +168,13 @@ pub fn check_relays_published(
                     .any(|b| b.host_port.as_deref().is_some_and(|p| !p.is_empty()))
             });
         if !published {
-            let outside = match &egress.outside {
-                Network::Named { name } => format!("the outside network {name}"),
-                Network::Default => "the default bridge".to_string(),
-                Network::None => "no network".to_string(),
-            };
-            return Err(ExecError::Egress {
-                step: PUBLISH_RELAYS,
-                message: format!(
-                    "the egress proxy did not publish port {} of the sandbox ({key} of the                      proxy): docker publishes ports only through a network with a way out, and                      the proxy reaches out through {outside}; use an egress.outside_network that                      is not --internal, or remove [network] publish",
-                    relay.target.port()
-                ),
+            return Err(ExecError::PortNotPublished {
+                port: relay.target.port(),
+                outside: match &egress.outside {
+                    Network::Named { name } => format!("the network {name}"),
+                    Network::Default => "the default bridge".to_string(),
+                    Network::None => "no network".to_string(),
+                },
             });
         }
     }
@@ -364,11 +361,11 @@ mod tests {
             workspace: "/w".into(),
             profile_dir: "/p".into(),
             home_dir: "/h".into(),
-            owner: agentc_policy::Owner {
+            owner: Some(agentc_policy::Owner {
                 name: "dev".into(),
                 uid: 1000,
                 gid: 1000,
-            },
+            }),
             image: None,
             seed_target: None,
             agent_args: Vec::new(),

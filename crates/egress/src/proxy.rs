@@ -520,6 +520,10 @@ fn start(
             return Pending::Ready(refusal(&deny));
         }
         Ok(Target::Health) => return Pending::Ready(text(200, "ok\n".into())),
+        Ok(Target::Ca(file)) => {
+            let asked = format!("{} {target}", request.method());
+            return Pending::Ready(intercept::ca_response(shared, file, kind, client, &asked));
+        }
         Ok(Target::Connect { host, port }) => (host, port, None),
         Ok(Target::Forward { host, port, path }) => (host, port, Some(path)),
     };

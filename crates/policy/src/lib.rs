@@ -41,7 +41,7 @@
 //!     workspace: "/home/dev/src/app".into(),
 //!     profile_dir: "/home/dev/profiles".into(),
 //!     home_dir: "/home/dev".into(),
-//!     owner: Owner { name: "dev".into(), uid: 1000, gid: 1000 },
+//!     owner: Some(Owner { name: "dev".into(), uid: 1000, gid: 1000 }),
 //!     image: None,
 //!     seed_target: None,
 //!     agent_args: Vec::new(),

@@ -28,11 +28,11 @@ pub(crate) fn inputs(kind: LaunchKind) -> ResolveInputs {
         workspace: "/home/alice/src/app".to_string(),
         profile_dir: "/home/alice/profiles".to_string(),
         home_dir: "/home/alice".to_string(),
-        owner: Owner {
+        owner: Some(Owner {
             name: "alice".to_string(),
             uid: 1000,
             gid: 1000,
-        },
+        }),
         image: None,
         seed_target: None,
         agent_args: Vec::new(),
@@ -1099,7 +1099,7 @@ fn builds_use_the_run_tag_and_a_checked_context() {
     };
     assert!(build.build_args.is_empty());
     let mut root = inputs(LaunchKind::Build);
-    root.owner.uid = 0;
+    root.owner.as_mut().expect("an owner").uid = 0;
     assert!(resolve_with(&text, &root, &probe).is_err());
 }
 
@@ -1127,10 +1127,28 @@ fn owners_are_sanitized_like_agent_containers() {
         format!("{}-501", "a".repeat(32))
     );
     let loaded = profile("name = \"dev\"\nagent = \"custom\"\n[image]\nref = \"x\"\n");
-    assert_eq!(home_volume_name(&loaded.profile, &owner("bob")), None);
+    assert_eq!(home_volume_name(&loaded.profile, Some(&owner("bob"))), None);
+    // Without an owner (the Kubernetes rendering) the names hold no user.
+    let codex = profile("name = \"dev\"\nagent = \"codex\"\n");
+    assert_eq!(
+        home_volume_name(&codex.profile, Some(&owner("bob"))).as_deref(),
+        Some("codex-home-bob-501-dev")
+    );
+    assert_eq!(
+        home_volume_name(&codex.profile, None).as_deref(),
+        Some("codex-home-dev")
+    );
+    assert_eq!(
+        crate::sandbox_container_name(&codex.profile, None),
+        "agentc-sandbox-dev"
+    );
+    assert_eq!(
+        crate::decant_container_name(&codex.profile, Some(&owner("bob"))),
+        "agentc-decant-bob-501-dev"
+    );
     let loaded = profile("name = \"dev\"\nagent = \"codex\"\nhome_volume = \"mine\"\n");
     assert_eq!(
-        home_volume_name(&loaded.profile, &owner("bob")).as_deref(),
+        home_volume_name(&loaded.profile, Some(&owner("bob"))).as_deref(),
         Some("mine")
     );
 }

@@ -537,7 +537,7 @@ pub(crate) fn relay_widens(c: &ContainerSpec, words: impl Fn(u16) -> String) -> 
         .collect()
 }
 
-/// The "beyond the seeds" note of a launch whose published ports the egress proxy relays.
+/// The "added by agentc" note of a launch whose published ports the egress proxy relays.
 pub(crate) fn relay_note(c: &ContainerSpec, notes: &mut Vec<String>) {
     if !relayed_ports(c).is_empty() {
         notes.push(
