@@ -71,6 +71,7 @@ pub mod proxy;
 pub mod replay;
 pub mod request;
 pub mod sni;
+pub mod upstream;
 pub mod wildcard;
 
 pub use addr::Cidr;

@@ -64,11 +64,14 @@ impl Renderer<'_> {
         if !valid {
             return;
         }
+        let mut hosts = policy.hosts.clone();
+        hosts.extend(policy.endpoints.iter().cloned());
         let command = match egress::egress_proxy_argv(
-            &policy.hosts,
+            &hosts,
             &policy.allow_cidrs,
             &policy.allow_ech,
             policy.wildcard_names_per_minute,
+            policy.upstream.as_ref(),
         ) {
             Ok(command) => command,
             Err(error) => {
@@ -90,6 +93,23 @@ impl Renderer<'_> {
                 return;
             }
         };
+        // What the proxy Pod connects to: the allowlist's addresses and the upstream proxy's.
+        let mut reached = hosts.clone();
+        if let Some(upstream) = &policy.upstream {
+            reached.push(upstream.address.clone());
+            if agentc_egress::host::ip_target(&upstream.host).is_none() {
+                self.notes.approximation(
+                    "egress-upstream",
+                    upstream.field,
+                    format!(
+                        "the egress proxy Pod chains through the upstream proxy {} as on \
+                         Docker, but its NetworkPolicy cannot name a host: it reaches the \
+                         upstream at a public address, or in a range of egress.allow_cidrs",
+                        upstream.address
+                    ),
+                );
+            }
+        }
         let proxy_name = format!("{base}-egress");
         let mut proxy_labels = BTreeMap::from([
             (LABEL_NAME.to_string(), base.to_string()),
@@ -116,7 +136,7 @@ impl Renderer<'_> {
                 from: Some(vec![egress::pods(workload)]),
                 ports: Some(egress::proxy_ports()),
             }],
-            egress::proxy_upstream_rules(&policy.allow_cidrs),
+            egress::proxy_upstream_rules(&policy.allow_cidrs, &reached),
         )));
         let service_port = |name: &str, port: u16, protocol: &str| ServicePort {
             name: Some(name.to_string()),
@@ -275,7 +295,7 @@ impl Renderer<'_> {
                 "the allowlist is enforced outside the workload: the pod may reach only the \
                  egress proxy {proxy_name} (Service and Pod, {PROXY_PORT}/TCP and {DNS_PORT}), \
                  which allows {}; HTTP_PROXY and HTTPS_PROXY point at it",
-                policy.hosts.join(", ")
+                hosts.join(", ")
             ),
         );
         self.notes.cluster_duty(
