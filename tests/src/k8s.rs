@@ -489,6 +489,26 @@ pub fn strictness(spec: &LaunchSpec, rendering: &Rendering) -> Vec<String> {
             continue;
         };
         if let Some(empty_dir) = &volume.empty_dir {
+            if mount.name == agentc_backend_k8s::CA_VOLUME {
+                // Docker's CA volume of a proxy holding keys: an emptyDir the init container
+                // fills from the proxy, read-only in the workload.
+                let fetched = pod.init_containers.iter().flatten().any(|init| {
+                    init.name == agentc_backend_k8s::CA_INIT_CONTAINER
+                        && init.volume_mounts.iter().flatten().any(|m| {
+                            m.name == agentc_backend_k8s::CA_VOLUME && &m.mount_path == target
+                        })
+                });
+                match docker_mounts.get(target) {
+                    Some((kind, true)) if kind == "volume" && fetched => {}
+                    other => fail(format!(
+                        "CA {target}: Docker mounts {other:?}, fetched {fetched}"
+                    )),
+                }
+                if mount.read_only != Some(true) {
+                    fail(format!("CA {target}: writable in the workload"));
+                }
+                continue;
+            }
             if target == "/dev/shm" {
                 let size = empty_dir
                     .size_limit

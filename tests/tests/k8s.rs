@@ -982,3 +982,93 @@ proptest! {
         }
     }
 }
+
+/// A key the egress proxy holds: the proxy Pod reads it from the Secret and gets its
+/// placeholder; the sandbox Pod holds only the placeholder (no `secretKeyRef` for it), and its
+/// init container fetches the launch CA from the proxy's Service into the read-only mount.
+#[test]
+fn a_held_key_is_the_proxy_pods_and_the_sandbox_pod_fetches_the_launch_ca() {
+    let path = fixtures::fixture_files("valid")
+        .into_iter()
+        .find(|path| {
+            path.file_stem()
+                .is_some_and(|stem| stem == "claude-provider")
+        })
+        .expect("the claude-provider fixture");
+    let loaded = fixtures::load_fixture(&path).expect("valid fixture");
+    let launch = fixtures::launches(&loaded).remove(0);
+    let spec = fixtures::resolve(&loaded, &launch).expect("resolves");
+    let rendering = render(&spec, &fixture_options(&loaded, ObjectKind::Pod)).expect("renders");
+    let pods: Vec<_> = rendering
+        .objects
+        .iter()
+        .filter_map(|object| match object {
+            Object::Pod(pod) => Some(pod.spec.clone().unwrap()),
+            _ => None,
+        })
+        .collect();
+    let [proxy, sandbox] = &pods[..] else {
+        panic!("a proxy Pod and a sandbox Pod: {pods:#?}")
+    };
+    let env = |container: &agentc_backend_k8s::k8s_openapi::api::core::v1::Container| {
+        container.env.clone().unwrap_or_default()
+    };
+    let proxy_env = env(&proxy.containers[0]);
+    let key = proxy_env
+        .iter()
+        .find(|var| var.name == "ANTHROPIC_API_KEY")
+        .expect("the proxy holds the key");
+    let from = key
+        .value_from
+        .as_ref()
+        .and_then(|from| from.secret_key_ref.as_ref());
+    assert_eq!(
+        from.map(|r| r.name.as_str()),
+        Some("agentc-claude-provider")
+    );
+    assert!(key.value.is_none());
+    let placeholder = proxy_env
+        .iter()
+        .find(|var| var.name == "AGENTC_PLACEHOLDER_ANTHROPIC_API_KEY")
+        .and_then(|var| var.value.clone())
+        .expect("the proxy knows the placeholder");
+    let command = proxy.containers[0].command.clone().unwrap();
+    assert!(command
+        .iter()
+        .any(|word| word.starts_with("--credential=name=anthropic,")));
+    assert!(command.contains(&"--ca-dir=/etc/agentc/egress-ca".to_string()));
+
+    let workload_env = env(&sandbox.containers[0]);
+    assert!(
+        workload_env.iter().all(|var| var.value_from.is_none()),
+        "{workload_env:#?}"
+    );
+    let held = workload_env
+        .iter()
+        .find(|var| var.name == "ANTHROPIC_API_KEY")
+        .unwrap();
+    assert_eq!(held.value.as_deref(), Some(placeholder.as_str()));
+    let init = sandbox.init_containers.clone().unwrap_or_default();
+    let [fetch] = &init[..] else {
+        panic!("one init container: {init:#?}")
+    };
+    assert_eq!(fetch.name, agentc_backend_k8s::CA_INIT_CONTAINER);
+    let fetch_command = fetch.command.clone().unwrap();
+    assert_eq!(
+        &fetch_command[1..],
+        [
+            "egress-proxy",
+            "fetch-ca",
+            "--proxy=agentc-run-claude-provider-egress:3128",
+            "--dir=/etc/agentc/egress-ca"
+        ]
+    );
+    let mount = sandbox.containers[0]
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|mount| mount.mount_path == "/etc/agentc/egress-ca")
+        .expect("the CA mount");
+    assert_eq!(mount.read_only, Some(true));
+    assert_eq!(mount.name, agentc_backend_k8s::CA_VOLUME);
+}

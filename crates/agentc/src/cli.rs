@@ -297,6 +297,23 @@ pub enum EgressProxyCommand {
     /// Run `agentc verify`'s host-path check from a sandbox's isolated network: try to reach
     /// an address of the host past the proxy.
     HostPath(EgressHostPathArgs),
+    /// Fetch the launch CA and the bundle the workload trusts from a proxy that holds
+    /// credentials, into a directory (a Kubernetes sandbox pod's init container).
+    FetchCa(EgressFetchCaArgs),
+}
+
+/// `agentc egress-proxy fetch-ca`.
+#[derive(Debug, Args)]
+pub struct EgressFetchCaArgs {
+    /// The proxy (`host:port`, a name resolved here).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub proxy: String,
+    /// Where to write `ca.pem` and `bundle.pem` (it must exist).
+    #[arg(long, default_value = agentc_egress::credential::CA_DIR, value_name = "DIR")]
+    pub dir: std::path::PathBuf,
+    /// How long to keep asking while the proxy is not up yet.
+    #[arg(long, default_value_t = 120, value_name = "SECONDS")]
+    pub wait_seconds: u64,
 }
 
 /// `agentc egress-proxy serve`.

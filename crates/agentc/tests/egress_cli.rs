@@ -190,3 +190,58 @@ fn the_subcommand_is_hidden_and_the_image_tag_needs_no_daemon() {
     let hex = tag.trim().strip_prefix("agentc-egress:").unwrap();
     assert_eq!(hex.len(), 12);
 }
+
+#[test]
+fn fetch_ca_writes_what_a_proxy_with_credentials_wrote_and_gives_up_after_its_wait() {
+    let base = std::env::temp_dir().join(format!("agentc-fetch-ca-{}", std::process::id()));
+    let (written, fetched) = (base.join("proxy"), base.join("pod"));
+    std::fs::create_dir_all(&written).unwrap();
+    std::fs::create_dir_all(&fetched).unwrap();
+    let listen = format!("127.0.0.1:{}", free_port());
+    // The pod's init container may start first: fetch-ca keeps asking until the proxy is up.
+    let fetch = agentc()
+        .args(["egress-proxy", "fetch-ca", "--proxy", &listen, "--dir"])
+        .arg(&fetched)
+        .args(["--wait-seconds", "60"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut proxy = agentc()
+        .args(["egress-proxy", "serve", "--listen", &listen])
+        .args(["--allow=api.example.com"])
+        .arg("--credential=name=anthropic,header=x-api-key,env=ANTHROPIC_API_KEY,host=api.example.com")
+        .arg(format!("--ca-dir={}", written.display()))
+        .env("ANTHROPIC_API_KEY", "sk-ant-real-value-of-the-test")
+        .env("AGENTC_PLACEHOLDER_ANTHROPIC_API_KEY", "sk-ant-placeholder")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let output = fetch.wait_with_output().unwrap();
+    // SAFETY: kill(2) with the pid of our own child.
+    unsafe { libc::kill(proxy.id() as libc::pid_t, libc::SIGTERM) };
+    proxy.wait().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    for file in ["ca.pem", "bundle.pem"] {
+        let got = std::fs::read_to_string(fetched.join(file)).unwrap();
+        assert_eq!(got, std::fs::read_to_string(written.join(file)).unwrap());
+        assert!(!got.contains("sk-ant-real-value-of-the-test"));
+    }
+    // Nobody listens any more: it gives up after its wait, exit 1, naming the proxy.
+    let output = agentc()
+        .args(["egress-proxy", "fetch-ca", "--proxy", &listen, "--dir"])
+        .arg(&fetched)
+        .args(["--wait-seconds", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "cannot fetch the launch CA from the egress proxy at {listen}"
+        )),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&base).unwrap();
+}

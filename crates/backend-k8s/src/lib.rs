@@ -61,8 +61,8 @@ pub use notes::{
 };
 pub use pss::PodSecurityLevel;
 pub use render::{
-    preset_uid, render, secret_name, CONTAINER_NAME, LABEL_KIND, LABEL_MANAGED_BY, LABEL_NAME,
-    LABEL_NETWORK, LABEL_PROFILE, VOLUME_SIZE,
+    preset_uid, render, secret_name, CA_INIT_CONTAINER, CA_VOLUME, CONTAINER_NAME, LABEL_KIND,
+    LABEL_MANAGED_BY, LABEL_NAME, LABEL_NETWORK, LABEL_PROFILE, VOLUME_SIZE,
 };
 pub use sandbox::{
     PodTemplate, PodTemplateMetadata, Sandbox, SandboxSpec, SANDBOX_API_VERSION, SANDBOX_KIND,

@@ -118,14 +118,9 @@ impl LaunchCa {
         Ok(leaf)
     }
 
-    /// Writes [`CA_FILE`] and [`BUNDLE_FILE`] into `dir` (which must exist): the bundle is
-    /// Mozilla's roots, then `upstream` (the profile's CA certificates), then the launch CA.
-    /// Each file is written whole under a temporary name, then renamed.
-    pub fn write(
-        &self,
-        dir: &Path,
-        upstream: &[CertificateDer<'static>],
-    ) -> Result<(), EgressError> {
+    /// The bundle the workload trusts ([`BUNDLE_FILE`]), PEM: Mozilla's roots, then `upstream`
+    /// (the profile's CA certificates), then the launch CA.
+    pub fn bundle(&self, upstream: &[CertificateDer<'static>]) -> String {
         let mut bundle = String::new();
         for root in webpki_root_certs::TLS_SERVER_ROOT_CERTS
             .iter()
@@ -134,7 +129,13 @@ impl LaunchCa {
             bundle.push_str(&pem("CERTIFICATE", root.as_ref()));
         }
         bundle.push_str(&self.pem);
-        for (file, text) in [(CA_FILE, self.pem.as_str()), (BUNDLE_FILE, bundle.as_str())] {
+        bundle
+    }
+
+    /// Writes [`CA_FILE`] and [`LaunchCa::bundle`] ([`BUNDLE_FILE`]) into `dir` (which must
+    /// exist). Each file is written whole under a temporary name, then renamed.
+    pub fn write(&self, dir: &Path, bundle: &str) -> Result<(), EgressError> {
+        for (file, text) in [(CA_FILE, self.pem.as_str()), (BUNDLE_FILE, bundle)] {
             let path = dir.join(file);
             let partial = dir.join(format!(".{file}.partial"));
             std::fs::write(&partial, text)
@@ -225,7 +226,7 @@ mod tests {
         assert_ne!(other.certificate_der(), ca.certificate_der());
         let dir = std::env::temp_dir().join(format!("agentc-ca-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        ca.write(&dir, &[]).unwrap();
+        ca.write(&dir, &ca.bundle(&[])).unwrap();
         let bundle = std::fs::read_to_string(dir.join(BUNDLE_FILE)).unwrap();
         assert!(bundle.ends_with(ca.certificate_pem()));
         let read = read_certificates(&[dir.join(BUNDLE_FILE).display().to_string()]).unwrap();

@@ -331,6 +331,19 @@ impl CredentialConfig {
         args
     }
 
+    /// Whether `word` is one [`CredentialConfig::args`] writes (a renderer that copies the
+    /// credential settings from one proxy command to another picks them by this).
+    pub fn is_arg(word: &str) -> bool {
+        [
+            "--credential=",
+            "--ca-dir=",
+            "--upstream-ca=",
+            "--on-replay=",
+        ]
+        .iter()
+        .any(|prefix| word.starts_with(prefix))
+    }
+
     /// The credentials bound to `host` (normalized) on `port`.
     pub fn bound(&self, host: &str, port: u16) -> Vec<&Credential> {
         self.credentials

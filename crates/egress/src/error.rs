@@ -96,6 +96,14 @@ pub enum EgressError {
         /// What went wrong.
         reason: String,
     },
+    /// The launch CA could not be fetched from the proxy (`egress-proxy fetch-ca`).
+    #[error("cannot fetch the launch CA from the egress proxy at {proxy}: {reason}")]
+    CaFetch {
+        /// The proxy's `host:port`.
+        proxy: String,
+        /// What went wrong.
+        reason: String,
+    },
     /// A file the image is built from could not be read.
     #[error("cannot read {path}: {source}")]
     Read {

@@ -53,6 +53,7 @@
 pub mod addr;
 #[cfg(feature = "runtime")]
 pub mod ca;
+pub mod ca_fetch;
 pub mod config;
 pub mod credential;
 pub mod dns;

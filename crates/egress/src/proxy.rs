@@ -528,6 +528,19 @@ fn start(
             return Pending::Ready(refusal(&deny));
         }
         Ok(Target::Health) => return Pending::Ready(text(200, "ok\n".into())),
+        Ok(Target::Ca(file)) => {
+            if let Some(intercept) = &shared.intercept {
+                return Pending::Ready(text(200, intercept.ca_file(file).to_string()));
+            }
+            let deny = Deny::new(
+                Reason::BadRequest,
+                "no launch CA to serve: this proxy holds no credentials",
+            );
+            let mut line = Record::new(kind, client, deny.reason);
+            line.detail = Some(format!("{} {target}: {}", request.method(), deny.detail));
+            shared.emit(line);
+            return Pending::Ready(refusal(&deny));
+        }
         Ok(Target::Connect { host, port }) => (host, port, None),
         Ok(Target::Forward { host, port, path }) => (host, port, Some(path)),
     };

@@ -11,6 +11,21 @@ use crate::policy::{Deny, Reason};
 /// The path of the proxy's own health endpoint (origin-form `GET /healthz`).
 pub const HEALTH_PATH: &str = "/healthz";
 
+/// Where the proxy serves, to its clients, the launch CA's certificate
+/// (`GET /agentc/egress-ca/ca.pem`) and the bundle the workload trusts
+/// (`GET /agentc/egress-ca/bundle.pem`) when it holds credentials: how a workload that cannot
+/// mount the proxy's volume (a Kubernetes pod) gets them. Both are public certificates.
+pub const CA_PATH_PREFIX: &str = "/agentc/egress-ca/";
+
+/// A file the proxy serves under [`CA_PATH_PREFIX`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaFile {
+    /// The launch CA's certificate ([`crate::credential::CA_FILE`]).
+    Certificate,
+    /// The bundle ([`crate::credential::BUNDLE_FILE`]).
+    Bundle,
+}
+
 /// What a request line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
@@ -32,6 +47,8 @@ pub enum Target {
     },
     /// `GET /healthz`: the proxy's own health.
     Health,
+    /// `GET /agentc/egress-ca/ca.pem` or `.../bundle.pem`: what the workload trusts.
+    Ca(CaFile),
 }
 
 fn bad(detail: impl Into<String>) -> Deny {
@@ -94,6 +111,10 @@ pub fn split_authority(authority: &str, default: Option<u16>) -> Result<(String,
 ///     Target::Connect { host: "example.com".into(), port: 443 }
 /// );
 /// assert_eq!(classify("GET", "/healthz").unwrap(), Target::Health);
+/// assert_eq!(
+///     classify("GET", "/agentc/egress-ca/bundle.pem").unwrap(),
+///     Target::Ca(agentc_egress::request::CaFile::Bundle)
+/// );
 /// assert!(classify("GET", "/").is_err());
 /// ```
 pub fn classify(method: &str, target: &str) -> Result<Target, Deny> {
@@ -107,6 +128,13 @@ pub fn classify(method: &str, target: &str) -> Result<Target, Deny> {
     if target.starts_with('/') || target == "*" {
         if method == "GET" && target == HEALTH_PATH {
             return Ok(Target::Health);
+        }
+        if method == "GET" {
+            match target.strip_prefix(CA_PATH_PREFIX) {
+                Some(crate::credential::CA_FILE) => return Ok(Target::Ca(CaFile::Certificate)),
+                Some(crate::credential::BUNDLE_FILE) => return Ok(Target::Ca(CaFile::Bundle)),
+                _ => {}
+            }
         }
         return Err(bad(
             "an origin-form request to the proxy itself (send absolute-form http://host/path)",

@@ -704,6 +704,61 @@ async fn a_host_without_a_credential_shows_its_own_certificate() {
     assert!(bundle.len() > 100);
 }
 
+/// One request to the proxy itself on a fresh connection; the whole response.
+async fn ask_proxy(proxy: SocketAddr, request: &str) -> String {
+    let mut stream = TcpStream::connect(proxy).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut response)).await;
+    String::from_utf8(response).unwrap()
+}
+
+#[tokio::test]
+async fn the_proxy_serves_the_files_it_wrote_for_a_pod_that_cannot_mount_them() {
+    let setup = setup(None).await;
+    for (file, written) in [
+        (CA_FILE, setup.bundle.with_file_name(CA_FILE)),
+        (BUNDLE_FILE, setup.bundle.clone()),
+    ] {
+        let response = ask_proxy(
+            setup.proxy,
+            &format!(
+                "GET /agentc/egress-ca/{file} HTTP/1.1\r\nHost: p\r\nConnection: close\r\n\r\n"
+            ),
+        )
+        .await;
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+        let body = response.split_once("\r\n\r\n").unwrap().1;
+        assert_eq!(body, std::fs::read_to_string(written).unwrap());
+    }
+    let response = ask_proxy(
+        setup.proxy,
+        "GET /agentc/egress-ca/key.pem HTTP/1.1\r\nHost: p\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(response.starts_with("HTTP/1.1 400"), "{response}");
+}
+
+#[tokio::test]
+async fn a_proxy_without_credentials_serves_no_ca() {
+    let config = Config::from_args("127.0.0.1:0", None, &["api.test"], &[] as &[&str]).unwrap();
+    let (sender, mut lines) = unbounded_channel();
+    let server = Server::bind_with_env(&config, Sink::Channel(sender), &BTreeMap::new())
+        .await
+        .unwrap();
+    let proxy = server.local_addr();
+    let task = tokio::spawn(server.run(std::future::pending()));
+    let response = ask_proxy(
+        proxy,
+        "GET /agentc/egress-ca/ca.pem HTTP/1.1\r\nHost: p\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(response.starts_with("HTTP/1.1 400"), "{response}");
+    let line = lines.recv().await.unwrap();
+    assert!(line.detail.unwrap().contains("holds no credentials"));
+    task.abort();
+}
+
 #[tokio::test]
 async fn every_proxy_start_makes_a_new_ca_and_stop_ends_the_proxy_on_a_replay() {
     let first = setup(None).await;

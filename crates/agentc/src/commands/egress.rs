@@ -3,7 +3,8 @@
 //! `probe` is `agentc verify`'s egress check program ([`agentc_egress::probe`]), run in a
 //! container of the proxy image on the isolated network of the probe it verifies; `host-path`
 //! its host-path check ([`agentc_egress::host_path`]), run there with the sandbox's
-//! capabilities and sysctls.
+//! capabilities and sysctls. `fetch-ca` is a Kubernetes sandbox pod's init container
+//! ([`agentc_egress::ca_fetch`]).
 //!
 //! `serve` is the only agentc command that starts a multi-threaded runtime; it does so in
 //! [`agentc_egress::proxy::run`], after the arguments are checked.
@@ -94,6 +95,15 @@ pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
         }
         EgressProxyCommand::Probe(args) => probe(&args),
         EgressProxyCommand::HostPath(args) => host_path(&args),
+        EgressProxyCommand::FetchCa(args) => {
+            agentc_egress::ca_fetch::fetch(
+                &args.proxy,
+                &args.dir,
+                Duration::from_secs(args.wait_seconds),
+            )
+            .map_err(|error| Failure::new(EXIT_FAILED, error.to_string()))?;
+            Ok(0)
+        }
     }
 }
 

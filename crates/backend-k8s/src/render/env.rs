@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use agentc_policy::{EnvValue, EnvVar};
-use k8s_openapi::api::core::v1::{Container, EnvVarSource, SecretKeySelector};
+use k8s_openapi::api::core::v1::{Container, EnvVar as K8sEnvVar, EnvVarSource, SecretKeySelector};
 
 use super::context::Renderer;
 use crate::names;
@@ -12,16 +12,18 @@ use crate::names;
 impl Renderer<'_> {
     /// `--env`: literal values as `value`; secrets as `valueFrom.secretKeyRef` of the Secret
     /// `agentc-<profile>` (key = the variable's name; it must exist in the namespace); then the
-    /// egress proxy's variables, which the profile must not set itself.
+    /// egress proxy's variables, which the profile must not set itself. `held`: the Secret's
+    /// keys the egress proxy Pod reads (the keys it holds), named in the same cluster duty.
     pub(super) fn render_env(
         &mut self,
         main: &mut Container,
         env: &[EnvVar],
         proxy: &[(String, String)],
+        held: &[String],
     ) {
         let secret = secret_name(&self.spec.profile);
         let mut rendered = Vec::new();
-        let mut secrets = Vec::new();
+        let mut secrets = held.to_vec();
         let mut clashing = BTreeSet::new();
         for EnvVar { name, value } in env {
             if proxy.iter().any(|(proxy_name, _)| proxy_name == name) {
@@ -41,34 +43,10 @@ impl Renderer<'_> {
                 );
                 continue;
             }
-            rendered.push(match value {
-                EnvValue::Literal { value } => k8s_openapi::api::core::v1::EnvVar {
-                    name: name.clone(),
-                    value: Some(value.clone()),
-                    value_from: None,
-                },
-                // Rendered once, not launched: the placeholder's stand-in.
-                EnvValue::Placeholder { variable, prefix } => k8s_openapi::api::core::v1::EnvVar {
-                    name: name.clone(),
-                    value: Some(agentc_policy::placeholder_template(prefix, variable)),
-                    value_from: None,
-                },
-                EnvValue::Secret { required } => {
-                    secrets.push(name.clone());
-                    k8s_openapi::api::core::v1::EnvVar {
-                        name: name.clone(),
-                        value: None,
-                        value_from: Some(EnvVarSource {
-                            secret_key_ref: Some(SecretKeySelector {
-                                name: secret.clone(),
-                                key: name.clone(),
-                                optional: (!required).then_some(true),
-                            }),
-                            ..EnvVarSource::default()
-                        }),
-                    }
-                }
-            });
+            if matches!(value, EnvValue::Secret { .. }) {
+                secrets.push(name.clone());
+            }
+            rendered.push(env_var(name, value, &secret));
         }
         for (name, value) in proxy {
             rendered.push(k8s_openapi::api::core::v1::EnvVar {
@@ -93,6 +71,34 @@ impl Renderer<'_> {
         if !rendered.is_empty() {
             main.env = Some(rendered);
         }
+    }
+}
+
+/// One variable: a literal as `value`; a placeholder as the rendering's stand-in (rendered
+/// once, not launched); a secret as `valueFrom.secretKeyRef` of `secret` (key = its name).
+pub(super) fn env_var(name: &str, value: &EnvValue, secret: &str) -> K8sEnvVar {
+    let (value, value_from) = match value {
+        EnvValue::Literal { value } => (Some(value.clone()), None),
+        EnvValue::Placeholder { variable, prefix } => (
+            Some(agentc_policy::placeholder_template(prefix, variable)),
+            None,
+        ),
+        EnvValue::Secret { required } => (
+            None,
+            Some(EnvVarSource {
+                secret_key_ref: Some(SecretKeySelector {
+                    name: secret.to_string(),
+                    key: name.to_string(),
+                    optional: (!required).then_some(true),
+                }),
+                ..EnvVarSource::default()
+            }),
+        ),
+    };
+    K8sEnvVar {
+        name: name.to_string(),
+        value,
+        value_from,
     }
 }
 

@@ -10,6 +10,7 @@
 //! order and checks every pod against its Pod Security level before it leaves the renderer.
 
 mod context;
+mod credentials;
 mod env;
 mod labels;
 mod network;
@@ -42,6 +43,7 @@ use labels::{managed, selector_labels};
 use process::Process;
 use security::Security;
 
+pub use credentials::{CA_INIT_CONTAINER, CA_VOLUME};
 pub use env::secret_name;
 pub use labels::{LABEL_KIND, LABEL_MANAGED_BY, LABEL_NAME, LABEL_NETWORK, LABEL_PROFILE};
 pub use process::preset_uid;
@@ -211,27 +213,6 @@ impl Renderer<'_> {
             detach: _,
         } = container.as_ref();
 
-        // Keys held by the egress proxy: the proxy Pod would need the Secret and the sandbox
-        // Pod the proxy's launch CA, which this rendering does not hand over yet: refused by the
-        // field that bound each key, never rendered with the key in the sandbox.
-        if let Some(egress) = docker_egress.as_ref() {
-            for credential in &egress.credentials {
-                let field = self.field(&format!("env.{}", credential.variable));
-                self.refuse(
-                    field,
-                    format!(
-                        "the egress proxy would hold {} (credential {}) and terminate TLS for {}: \
-                         the kubernetes rendering does not hand the proxy's launch CA to the \
-                         sandbox pod yet",
-                        credential.variable,
-                        credential.name,
-                        credential.hosts.join(", ")
-                    ),
-                    "set [credentials] mode = \"env\" for the kubernetes backend (the key then \
-                     stays in the sandbox's environment, from the Secret), or use a docker backend",
-                );
-            }
-        }
         let base = match &self.options.name {
             Some(name) => name.clone(),
             None => names::base_name(&format!(
@@ -269,7 +250,15 @@ impl Renderer<'_> {
                 auto_remove: *auto_remove,
             },
         );
-        let claims = self.render_mounts(&mut pod, &mut main, mounts, tmpfs);
+        // Docker's CA volume of a proxy that holds keys: here an `emptyDir` filled by an init
+        // container ([`credentials`]), mounted after the network is rendered.
+        let held = self.held_credentials().is_some();
+        let mounts: Vec<_> = mounts
+            .iter()
+            .filter(|mount| !(held && mount.target == agentc_egress::credential::CA_DIR))
+            .cloned()
+            .collect();
+        let claims = self.render_mounts(&mut pod, &mut main, &mounts, tmpfs);
         self.render_security(
             &mut pod,
             &mut main,
@@ -359,7 +348,10 @@ impl Renderer<'_> {
             &base,
             &pod_labels,
         );
-        self.render_env(&mut main, env, &plan.env);
+        self.render_env(&mut main, env, &plan.env, &plan.held_secrets);
+        if let Some((image, proxy)) = &plan.ca_fetch {
+            self.render_ca_fetch(&mut pod, &mut main, image, proxy);
+        }
         if let Some(nameserver) = &plan.dns {
             pod.dns_policy = Some("None".to_string());
             pod.dns_config = Some(PodDNSConfig {

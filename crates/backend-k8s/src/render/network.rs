@@ -27,6 +27,11 @@ pub(super) struct NetworkPlan {
     pub(super) env: Vec<(String, String)>,
     /// The workload's only nameserver (the egress proxy's fixed address), if any.
     pub(super) dns: Option<String>,
+    /// The Secret's keys the egress proxy Pod reads (the keys it holds for the workload).
+    pub(super) held_secrets: Vec<String>,
+    /// When the proxy holds keys: its image and `host:port`, for the init container that
+    /// fetches its launch CA ([`Renderer::render_ca_fetch`]).
+    pub(super) ca_fetch: Option<(String, String)>,
 }
 
 impl Renderer<'_> {
@@ -50,6 +55,8 @@ impl Renderer<'_> {
             proxy: Vec::new(),
             env: Vec::new(),
             dns: None,
+            held_secrets: Vec::new(),
+            ca_fetch: None,
         };
         self.notes.cluster_duty(
             "network-policy",

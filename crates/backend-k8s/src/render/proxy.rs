@@ -7,7 +7,7 @@ use agentc_egress::PROXY_BINARY;
 use k8s_openapi::api::core::v1::{
     AppArmorProfile, Capabilities, Container, ContainerPort, Pod, PodSecurityContext, PodSpec,
     Probe, ResourceRequirements, SeccompProfile, SecurityContext, Service, ServicePort,
-    ServiceSpec, Sysctl, TCPSocketAction,
+    ServiceSpec, Sysctl, TCPSocketAction, VolumeMount,
 };
 use k8s_openapi::api::networking::v1::{NetworkPolicyEgressRule, NetworkPolicyIngressRule};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -64,9 +64,16 @@ impl Renderer<'_> {
         if !valid {
             return;
         }
+        let held = match self.held_credentials() {
+            Some(companion) => match self.held_keys(companion) {
+                Some(keys) => Some(keys),
+                None => return,
+            },
+            None => None,
+        };
         let mut hosts = policy.hosts.clone();
         hosts.extend(policy.endpoints.iter().cloned());
-        let command = match egress::egress_proxy_argv(
+        let mut command = match egress::egress_proxy_argv(
             &hosts,
             &policy.allow_cidrs,
             &policy.allow_ech,
@@ -109,6 +116,30 @@ impl Renderer<'_> {
                     ),
                 );
             }
+        }
+        let mut proxy_env = None;
+        let mut proxy_volumes = None;
+        let mut proxy_mounts = None;
+        if let Some(keys) = held {
+            // The credential words follow the allowlist and come before the upstream's, as in
+            // Docker's proxy command.
+            let at = command
+                .iter()
+                .position(|word| word.starts_with("--upstream"))
+                .unwrap_or(command.len());
+            command.splice(at..at, keys.args);
+            proxy_env = Some(keys.env);
+            plan.held_secrets = keys.secrets;
+            // The proxy writes its CA's files (`--ca-dir`) on a read-only root.
+            proxy_volumes = Some(vec![super::volumes::memory_volume(
+                super::credentials::CA_VOLUME,
+                Some(4 << 20),
+            )]);
+            proxy_mounts = Some(vec![VolumeMount {
+                name: super::credentials::CA_VOLUME.to_string(),
+                mount_path: agentc_egress::credential::CA_DIR.to_string(),
+                ..VolumeMount::default()
+            }]);
         }
         let proxy_name = format!("{base}-egress");
         let mut proxy_labels = BTreeMap::from([
@@ -204,10 +235,13 @@ impl Renderer<'_> {
                     }]),
                     ..PodSecurityContext::default()
                 }),
+                volumes: proxy_volumes,
                 containers: vec![Container {
                     name: "egress-proxy".to_string(),
-                    image: Some(image),
+                    image: Some(image.clone()),
                     command: Some(command),
+                    env: proxy_env,
+                    volume_mounts: proxy_mounts,
                     ports: Some(vec![
                         container_port("proxy", PROXY_PORT, "TCP"),
                         container_port("dns", DNS_PORT, "UDP"),
@@ -280,6 +314,9 @@ impl Renderer<'_> {
                 proxy_name.clone()
             }
         };
+        if self.held_credentials().is_some() {
+            plan.ca_fetch = Some((image, format!("{address}:{PROXY_PORT}")));
+        }
         let url = format!("http://{address}:{PROXY_PORT}");
         for name in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
             plan.env.push((name.to_string(), url.clone()));

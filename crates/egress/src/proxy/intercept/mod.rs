@@ -71,6 +71,10 @@ pub(super) struct Intercept {
     pub(super) held: Vec<Held>,
     pub(super) placeholders: Placeholders,
     pub(super) ca: LaunchCa,
+    /// What the workload trusts ([`LaunchCa::bundle`]), served with the CA's certificate at
+    /// [`crate::request::CA_PATH_PREFIX`] for a workload that cannot mount the proxy's volume
+    /// (a Kubernetes pod).
+    pub(super) bundle: String,
     /// Upstream TLS settings (Mozilla's roots and the profile's CAs): for a client that speaks
     /// HTTP/2, offering HTTP/2 and HTTP/1.1; for one that speaks HTTP/1.1, HTTP/1.1 alone (so
     /// that its upgrades can cross).
@@ -95,6 +99,14 @@ impl std::fmt::Debug for Intercept {
 }
 
 impl Intercept {
+    /// The text of a file served under [`crate::request::CA_PATH_PREFIX`].
+    pub(super) fn ca_file(&self, file: crate::request::CaFile) -> &str {
+        match file {
+            crate::request::CaFile::Certificate => self.ca.certificate_pem(),
+            crate::request::CaFile::Bundle => &self.bundle,
+        }
+    }
+
     /// Reads the credentials' values and placeholders from `env` (the proxy's environment,
     /// by name only), makes the launch CA and writes what the workload trusts into the
     /// configuration's `ca_dir`. `None` without credentials.
@@ -150,8 +162,9 @@ impl Intercept {
         }
         let upstream_cas = read_certificates(&config.upstream_ca)?;
         let ca = LaunchCa::generate(&hosts)?;
+        let bundle = ca.bundle(&upstream_cas);
         if let Some(dir) = &config.ca_dir {
-            ca.write(std::path::Path::new(dir), &upstream_cas)?;
+            ca.write(std::path::Path::new(dir), &bundle)?;
         }
         let roots = Arc::new(upstream_roots(&upstream_cas));
         let client = |alpn: &[&[u8]]| -> Result<Arc<ClientConfig>, EgressError> {
@@ -169,6 +182,7 @@ impl Intercept {
             held,
             placeholders: Placeholders::new(placeholders),
             ca,
+            bundle,
             upstream: [client(&[H2, HTTP11])?, client(&[HTTP11])?],
             on_replay: config.on_replay,
             stop: Arc::new(Notify::new()),
