@@ -376,6 +376,18 @@ pub struct EgressServeArgs {
         requires = "workload"
     )]
     pub workload_watch: String,
+    /// An upstream proxy every connection goes through: a tunnel as `CONNECT host:port`, a
+    /// plain-HTTP request in absolute form; its own address is connected to in any range.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub upstream: Option<String>,
+    /// Pass every destination that no `--direct` entry names to the upstream, which decides
+    /// (the allowlist names the upstream's host); requires `--upstream`.
+    #[arg(long, requires = "upstream")]
+    pub upstream_all: bool,
+    /// A destination that goes direct rather than through the upstream (a `no_proxy` entry:
+    /// a name and its subdomains, an address or a range), still checked by `--allow`.
+    #[arg(long, value_name = "HOSTSPEC", action = clap::ArgAction::Append, requires = "upstream")]
+    pub direct: Vec<String>,
 }
 
 /// `agentc egress-proxy health`.

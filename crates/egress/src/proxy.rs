@@ -48,6 +48,7 @@ use intercept::Intercept;
 use tunnel::tunnel;
 
 mod capture;
+mod chain;
 mod client_io;
 mod counted;
 mod dns_stub;
@@ -149,8 +150,15 @@ pub fn run(config: &Config) -> Result<(), EgressError> {
         .map_err(EgressError::Runtime)?;
     runtime.block_on(async {
         let server = Server::bind(config).await?;
+        let upstream = match &config.upstream {
+            None => String::new(),
+            Some(upstream) if upstream.all => {
+                format!(", every destination through the upstream proxy {upstream}")
+            }
+            Some(upstream) => format!(", through the upstream proxy {upstream}"),
+        };
         eprintln!(
-            "agentc egress-proxy: proxy on {}, DNS stub on {}, {} allowlist entries, {} allowed ranges, {} relays",
+            "agentc egress-proxy: proxy on {}, DNS stub on {}, {} allowlist entries, {} allowed ranges, {} relays{upstream}",
             server.local_addr(),
             server
                 .dns_addr()
@@ -619,6 +627,11 @@ async fn resolve(
     port: u16,
     deadline: Instant,
 ) -> Result<Vec<SocketAddr>, Deny> {
+    // An address the allowlist names (an address or range entry decided it): nothing to look
+    // up, and the ranges do not apply (the profile named it).
+    if let Some(ip) = crate::host::ip_target(host) {
+        return Ok(vec![SocketAddr::new(ip, port)]);
+    }
     let resolved = tokio::time::timeout_at(deadline, shared.resolver.lookup(host, port))
         .await
         .map_err(|_| {
@@ -640,8 +653,12 @@ async fn resolve(
 }
 
 /// Resolves a decided name once ([`resolve`]) and connects to one of its checked addresses:
-/// the only way the proxy opens a connection for a request.
+/// the only way the proxy opens a connection for a request. With an upstream proxy that
+/// carries `host`, a tunnel through it instead ([`chain::tunnel`]): the upstream resolves.
 async fn open(shared: &Shared, host: &str, port: u16) -> Result<(SocketAddr, TcpStream), Deny> {
+    if let Some(upstream) = shared.policy.upstream_for(host) {
+        return chain::tunnel(shared, upstream, host, port).await;
+    }
     let limit = shared.limits.connect_timeout();
     let deadline = Instant::now() + limit;
     let addresses = resolve(shared, host, port, deadline).await?;
@@ -727,7 +744,13 @@ async fn forward(
         shared.emit(close);
         refusal(deny)
     };
-    let (address, upstream) = match open(&shared, &host, port).await {
+    // Through an upstream proxy, the request goes to it in absolute form.
+    let via = shared.policy.upstream_for(&host).cloned();
+    let opened = match &via {
+        Some(via) => chain::connect(&shared, via).await,
+        None => open(&shared, &host, port).await,
+    };
+    let (address, upstream) = match opened {
         Ok(opened) => opened,
         Err(deny) => return refused(&deny),
     };
@@ -737,7 +760,11 @@ async fn forward(
     } else {
         format!("{host}:{port}")
     };
-    let (Ok(uri), Ok(host_value)) = (path.parse(), HeaderValue::from_str(&authority)) else {
+    let target = match via {
+        Some(_) => format!("http://{authority}{path}"),
+        None => path.to_string(),
+    };
+    let (Ok(uri), Ok(host_value)) = (target.parse(), HeaderValue::from_str(&authority)) else {
         return refused(&Deny::new(
             Reason::BadRequest,
             "a path that is not a valid URI",

@@ -120,7 +120,9 @@ pub use ports::PortSpec;
 pub use profile::{AgentName, EgressEnforce, EgressMode, PodSecurityLevel, Profile};
 pub use resolve::resolve;
 pub use rules::egress::host_path::{IPV6_SYSCTLS, NET_CAPABILITIES};
-pub use rules::egress::{host_scope, NO_PROXY_VARIABLES, PROXY_VARIABLES};
+pub use rules::egress::{
+    endpoint_specs, host_scope, upstream_proxy, Chained, NO_PROXY_VARIABLES, PROXY_VARIABLES,
+};
 pub use rules::identity::{
     decant_container_name, home_volume_name, owner_slug, sandbox_container_name,
 };

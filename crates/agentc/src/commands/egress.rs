@@ -78,6 +78,10 @@ pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
                 )?;
                 config.with_credentials(credentials)
             })
+            .and_then(|config| match &args.upstream {
+                Some(upstream) => config.with_upstream(upstream, args.upstream_all, &args.direct),
+                None => Ok(config),
+            })
             .map_err(|error| Failure::new(EXIT_USAGE, error.to_string()))?;
             if let Some(workload) = &args.workload {
                 watch_workload(workload, &args.workload_watch)?;
