@@ -129,8 +129,8 @@ pub(crate) fn named_endpoints(profile: &Profile) -> Vec<Endpoint> {
 }
 
 /// The `--allow` specs the egress proxy gets beyond `egress.hosts`: the endpoints the profile
-/// names (a provider `endpoint`, Langfuse's `base_url`), for a renderer that builds the proxy's command from the
-/// profile (Kubernetes).
+/// names (a provider `endpoint`, Langfuse's `base_url`), for a renderer that builds the proxy's
+/// command from the profile (Kubernetes).
 pub fn endpoint_specs(profile: &Profile) -> Vec<String> {
     named_endpoints(profile)
         .into_iter()
