@@ -22,7 +22,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::EgressError;
 use crate::host::{normalize_target, HostSpec};
-use crate::request::split_authority;
 
 /// The upstream proxy and what goes through it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,16 +49,33 @@ impl Upstream {
     /// let upstream = Upstream::parse("Proxy.Corp.Example:3128").unwrap();
     /// assert_eq!(upstream.to_string(), "proxy.corp.example:3128");
     /// assert!(Upstream::parse("proxy.corp.example").is_err());
-    /// assert!(Upstream::parse("user:secret@proxy:3128").is_err());
+    /// let error = Upstream::parse("user:hunter2@proxy:3128").unwrap_err().to_string();
+    /// assert!(!error.contains("hunter2"), "{error}");
+    /// assert_eq!(Upstream::parse("[FD00::1]:3128").unwrap().to_string(), "[fd00::1]:3128");
     /// ```
     pub fn parse(text: &str) -> Result<Upstream, EgressError> {
         let fail = |reason: String| EgressError::Upstream {
             upstream: text.to_string(),
             reason,
         };
-        let (host, port) = split_authority(text, None).map_err(|deny| fail(deny.detail))?;
-        let host = normalize_target(&host)
-            .map_err(|why| fail(format!("the host is not usable: {why}")))?;
+        if text.contains('@') {
+            // Never echoed: the text holds credentials.
+            return Err(EgressError::Upstream {
+                upstream: "(not shown)".into(),
+                reason: "credentials (userinfo) in the upstream's address".into(),
+            });
+        }
+        let (host, port) = text
+            .rsplit_once(':')
+            .filter(|(host, _)| !host.is_empty() && (!host.contains(':') || host.ends_with(']')))
+            .ok_or_else(|| fail("expected HOST:PORT, such as proxy.corp.example:3128".into()))?;
+        let port = Some(port)
+            .filter(|port| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|port| port.parse::<u16>().ok())
+            .filter(|port| *port != 0)
+            .ok_or_else(|| fail(format!("the port `{port}` is not a number from 1 to 65535")))?;
+        let host =
+            normalize_target(host).map_err(|why| fail(format!("the host is not usable: {why}")))?;
         Ok(Upstream {
             host,
             port,

@@ -7,7 +7,8 @@ pub(crate) mod host_path;
 pub(crate) mod outside;
 pub(crate) mod upstream;
 
-pub use upstream::{chained as upstream_proxy, Chained};
+pub use outside::chained as upstream_proxy;
+pub use upstream::Chained;
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
@@ -86,7 +87,7 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
     }
     gateway_pairs(ck, profile);
     outside::check(ck, profile);
-    upstream::check(ck, profile);
+    upstream::check(ck, profile, enforced_outside(profile));
     host_path::check(ck, profile);
     if egress.mode == EgressMode::Unrestricted {
         if !egress.hosts.is_empty() {
@@ -297,7 +298,7 @@ pub(crate) fn explain(out: &mut Explainer) {
     if let Some(words) = address_words(out) {
         out.line(format!("  egress addresses: {words}"));
     }
-    upstream::explain(out);
+    upstream::explain(out, outside::chained(&out.profile.profile));
     let endpoints = if enforced_outside(&out.profile.profile) {
         outside::named_endpoints(&out.profile.profile)
     } else {
@@ -439,7 +440,7 @@ pub(crate) fn widens(out: &Explainer, items: &mut Vec<String>) {
             out.at("egress.allow_cidrs")
         ));
     }
-    upstream::widens(out, items);
+    upstream::widens(out, outside::chained(&out.profile.profile), items);
     let addresses = address_entries(&out.profile.profile);
     if !addresses.is_empty() {
         items.push(format!(

@@ -23,6 +23,8 @@ use crate::spec::{
 };
 use crate::text::is_network_name;
 
+use super::upstream::{upstream_address, Chained};
+
 /// The variables pointing the workload at the proxy (a convenience: the isolated network is
 /// what enforces the allowlist).
 pub const PROXY_VARIABLES: [&str; 4] = ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"];
@@ -127,13 +129,43 @@ pub(crate) fn named_endpoints(profile: &Profile) -> Vec<Endpoint> {
 }
 
 /// The `--allow` specs the egress proxy gets beyond `egress.hosts`: the endpoints the profile
-/// names ([`named_endpoints`]), for a renderer that builds the proxy's command from the
-/// profile (Kubernetes).
+/// names (a provider `endpoint`, Langfuse's `base_url`), for a renderer that builds the proxy's
+/// command from the profile (Kubernetes).
 pub fn endpoint_specs(profile: &Profile) -> Vec<String> {
     named_endpoints(profile)
         .into_iter()
         .map(|e| e.spec)
         .collect()
+}
+
+/// The profile's upstream proxy, when it has one, its allowlist is enforced outside and its
+/// URLs can be chained through (refused by field otherwise, when the profile is checked).
+pub fn chained(profile: &Profile) -> Option<Chained> {
+    if !enforced_outside(profile) {
+        return None;
+    }
+    let proxy = profile.proxy.as_ref()?;
+    let (field, url) = match (&proxy.https, &proxy.http) {
+        (Some(url), _) => ("proxy.https", url),
+        (None, Some(url)) => ("proxy.http", url),
+        (None, None) => return None,
+    };
+    let (address, host) = upstream_address(url).ok()?;
+    let all = proxy_specs(&profile.egress.hosts)
+        .iter()
+        .filter_map(|spec| agentc_egress::HostSpec::parse(spec).ok())
+        .any(|spec| spec.matches_host(&host));
+    Some(Chained {
+        field,
+        address,
+        host,
+        all,
+        direct: proxy
+            .no_proxy
+            .iter()
+            .map(|e| e.trim().to_string())
+            .collect(),
+    })
 }
 
 /// The proxy-only fields, and what cannot go with an allowlist enforced outside.
@@ -425,7 +457,7 @@ impl Resolver<'_> {
         // The keys the proxy holds for their hosts only (`[credentials]`).
         let (config, bound) = self.credential_config(config)?;
         // The profile's upstream proxy, which the egress proxy chains through.
-        let config = match super::upstream::chained(self.profile) {
+        let config = match chained(self.profile) {
             None => config,
             Some(chained) => config
                 .with_upstream(&chained.address, chained.all, &chained.direct)

@@ -12,8 +12,6 @@ use crate::check::Checker;
 use crate::explainer::Explainer;
 use crate::profile::Profile;
 
-use super::outside::{enforced_outside, proxy_specs};
-
 /// The upstream proxy of a profile whose allowlist is enforced outside, as the egress proxy
 /// reads it (`--upstream`, `--upstream-all`, `--direct`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,8 +28,9 @@ pub struct Chained {
     pub direct: Vec<String>,
 }
 
-/// Why an upstream proxy URL cannot be chained through, or its `host:port`.
-fn upstream_address(url: &str) -> Result<(String, String), String> {
+/// Why an upstream proxy URL cannot be chained through, or its `host:port` and its host as
+/// the proxy compares it.
+pub(crate) fn upstream_address(url: &str) -> Result<(String, String), String> {
     let url = url::Url::parse(url.trim()).map_err(|error| error.to_string())?;
     if !url.username().is_empty() || url.password().is_some() {
         return Err(
@@ -60,40 +59,10 @@ fn upstream_address(url: &str) -> Result<(String, String), String> {
     Ok((format!("{host}:{port}"), host))
 }
 
-/// The profile's upstream proxy, when it has one, its allowlist is enforced outside and its
-/// URLs can be chained through (refused by field otherwise, when the profile is checked).
-pub fn chained(profile: &Profile) -> Option<Chained> {
-    if !enforced_outside(profile) {
-        return None;
-    }
-    let proxy = profile.proxy.as_ref()?;
-    let (field, url) = match (&proxy.https, &proxy.http) {
-        (Some(url), _) => ("proxy.https", url),
-        (None, Some(url)) => ("proxy.http", url),
-        (None, None) => return None,
-    };
-    let (address, host) = upstream_address(url).ok()?;
-    let all = proxy_specs(&profile.egress.hosts)
-        .iter()
-        .filter_map(|spec| agentc_egress::HostSpec::parse(spec).ok())
-        .any(|spec| spec.matches_host(&host));
-    Some(Chained {
-        field,
-        address,
-        host,
-        all,
-        direct: proxy
-            .no_proxy
-            .iter()
-            .map(|e| e.trim().to_string())
-            .collect(),
-    })
-}
-
 /// The upstream URLs of an allowlist enforced outside: each one agentc's proxy can chain
 /// through (plain `http://`, no credentials), and one upstream for both.
-pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
-    if !enforced_outside(profile) {
+pub(crate) fn check(ck: &mut Checker, profile: &Profile, enforced_outside: bool) {
+    if !enforced_outside {
         return;
     }
     let Some(proxy) = &profile.proxy else { return };
@@ -127,9 +96,9 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
     }
 }
 
-/// What `agentc explain` says of the upstream proxy.
-pub(crate) fn explain(out: &mut Explainer) {
-    let Some(chained) = chained(&out.profile.profile) else {
+/// What `agentc explain` says of the upstream proxy `chained` (the profile's, if any).
+pub(crate) fn explain(out: &mut Explainer, chained: Option<Chained>) {
+    let Some(chained) = chained else {
         return;
     };
     let passes = if chained.all {
@@ -161,8 +130,8 @@ pub(crate) fn explain(out: &mut Explainer) {
 }
 
 /// The "widens the sandbox" item of an upstream every destination is passed to.
-pub(crate) fn widens(out: &Explainer, items: &mut Vec<String>) {
-    if let Some(chained) = chained(&out.profile.profile).filter(|c| c.all) {
+pub(crate) fn widens(out: &Explainer, chained: Option<Chained>, items: &mut Vec<String>) {
+    if let Some(chained) = chained.filter(|c| c.all) {
         items.push(format!(
             "every destination outside no_proxy is passed to the upstream proxy {}, which \
              decides what the sandbox reaches  [{}]",
