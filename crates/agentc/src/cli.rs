@@ -714,7 +714,8 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "HOST[:PORT]|none")]
     pub egress_probe: Option<String>,
     /// Output format: `text` (the table), or `json` (`{"profile", "checks": [{"check",
-    /// "status": "ok"|"fail"|"skip", "expected", "seen", "hint"}], "ok", "fail", "skip"}`).
+    /// "status": "ok"|"warn"|"fail"|"skip", "expected", "seen", "hint"}], "ok", "warn", "fail",
+    /// "skip"}`).
     #[arg(long, value_enum, default_value_t = ExplainFormat::Text)]
     pub format: ExplainFormat,
 }

@@ -2327,7 +2327,7 @@ fn verify_checks_egress_for_real(backend: &str) {
         .replace(testkit.as_str(), &busybox_image())
         .replace(
             "hosts = [\"allowed.test\"]",
-            "hosts = [\"allowed.test:80\"]",
+            "hosts = [\"allowed.test:80\", \"nowhere.test:80\", \"nowhere.test\"]",
         );
     std::fs::write(&profile, text).unwrap();
     let name = outside.profiles[0].clone();
@@ -2373,7 +2373,7 @@ fn verify_checks_egress_for_real(backend: &str) {
     );
     assert!(
         output.contains("egress.allowed: ")
-            && output.contains("  hint: the proxy did not reach forbidden.test:80"),
+            && output.contains("  hint: the proxy did not let forbidden.test:80 through"),
         "{output}"
     );
     let failed: Vec<&str> = output
@@ -2383,6 +2383,34 @@ fn verify_checks_egress_for_real(backend: &str) {
     assert_eq!(failed.len(), 1, "{output}");
     assert_eq!(accepted(), before + 1, "nothing reached the server");
     nothing_left("a failed check");
+
+    // An allowlisted host that does not resolve (an offline machine): the proxy let the
+    // request through, so the row warns and verify passes, for a GET and for a tunnel.
+    for probe in ["nowhere.test:80", "nowhere.test"] {
+        let (ok, output, _) = verify(&profile, backend, &["--egress-probe", probe]);
+        assert!(ok, "{probe}: {output}");
+        let (result, rest) = row(&output, "egress.allowed");
+        assert_eq!(result, "warn", "{probe}: {output}");
+        // The proxy answers `resolve-failed` or is still resolving when the bound passes
+        // (Docker's resolver on an internal network takes its time to give up).
+        let why = if probe.ends_with(":80") {
+            ["resolve-failed", "still resolving or connecting"]
+        } else {
+            ["could not resolve or connect", "no byte from upstream"]
+        };
+        assert!(
+            why.iter().any(|why| rest.contains(why)),
+            "{probe}: {output}"
+        );
+        assert!(output.contains("the policy held"), "{probe}: {output}");
+        assert!(output.contains(", 1 warned"), "{probe}: {output}");
+        assert!(
+            !output.lines().any(|line| line.starts_with("FAIL")),
+            "{output}"
+        );
+        nothing_left("a warned check");
+    }
+    assert_eq!(accepted(), before + 1, "nothing reached the server");
 
     let (ok, output, _) = verify(&profile, backend, &["--egress-probe", "none"]);
     assert!(ok, "{output}");

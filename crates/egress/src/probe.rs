@@ -79,6 +79,10 @@ pub enum Outcome {
     Fail,
     /// Not tried (`egress.allowed` without a target).
     Skip,
+    /// The policy held but the check could not finish: `egress.allowed` when the proxy let the
+    /// request through and the destination did not resolve or did not answer (an offline
+    /// machine, CI). Fails nothing.
+    Warn,
 }
 
 /// One line of the program's output.
@@ -371,28 +375,109 @@ fn exchange(stream: &mut TcpStream, request: &str, timeout: Duration) -> Result<
     Ok(bytes)
 }
 
-/// `egress.allowed`.
+/// `egress.allowed`: passes when upstream answered, warns when the proxy let the request
+/// through but the destination did not resolve or answer, fails when the proxy refused it.
 fn allowed(proxy: SocketAddr, target: &Target, timeout: Duration) -> CheckLine {
     let expected = if target.port == 443 {
         format!("CONNECT {target} and a ClientHello answered by upstream")
     } else {
         format!("GET http://{target}/ answered by upstream")
     };
-    let seen = allowed_seen(proxy, target, timeout);
-    let pass = seen.is_ok();
-    CheckLine::new(
-        CHECKS[1],
-        pass,
-        &expected,
-        seen.unwrap_or_else(|error| error),
-        &format!(
-            "the proxy did not reach {target}: check that it is on egress.hosts, that it resolves and answers from the proxy's outside network (see `agentc logs` of the proxy), or choose another host with --egress-probe HOST[:PORT] (none to skip)"
-        ),
-    )
+    let (result, seen) = match allowed_seen(proxy, target, timeout) {
+        Ok(seen) => (Outcome::Pass, seen),
+        Err(Unreached::Unanswered(seen)) => (Outcome::Warn, seen),
+        Err(Unreached::Refused(seen)) => (Outcome::Fail, seen),
+    };
+    let hint = match result {
+        Outcome::Pass | Outcome::Skip => None,
+        Outcome::Warn => Some(format!(
+            "the proxy let the request through (the policy held), but {target} did not resolve or did not answer from the proxy's outside network: expected on a machine without internet access; choose a reachable host with --egress-probe HOST[:PORT] (none to skip)"
+        )),
+        Outcome::Fail => Some(format!(
+            "the proxy did not let {target} through: check that it is on egress.hosts (see the proxy's decisions with `agentc egress log`), or choose another host with --egress-probe HOST[:PORT] (none to skip)"
+        )),
+    };
+    CheckLine {
+        check: CHECKS[1].to_string(),
+        result,
+        expected,
+        seen,
+        hint,
+    }
 }
 
-fn allowed_seen(proxy: SocketAddr, target: &Target, timeout: Duration) -> Result<String, String> {
-    let mut stream = open(proxy, timeout)?;
+/// Why `egress.allowed` did not reach its host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unreached {
+    /// The proxy refused the request (or is not the proxy): the check fails.
+    Refused(String),
+    /// The proxy let it through; the destination did not resolve, accept or answer.
+    Unanswered(String),
+}
+
+/// Whether a refusal reason of the proxy is about the destination (it did not resolve or
+/// accept the connection) rather than about the policy.
+fn destination_reason(reason: &str) -> bool {
+    matches!(reason, "resolve-failed" | "connect-failed")
+}
+
+/// What `egress.allowed` makes of the proxy's answer to its `GET` (a port other than 443) or
+/// its `CONNECT`: `Ok` when the request was let through (for a `CONNECT`, its `200`).
+pub fn allowed_reply(reply: Reply, connect: bool) -> Result<String, Unreached> {
+    let seen = reply.to_string();
+    match reply {
+        Reply::Upstream(200) if connect => Ok(seen),
+        // A CONNECT answered by anything else than the proxy's 200 is not the proxy.
+        Reply::Upstream(_) if connect => Err(Unreached::Refused(seen)),
+        Reply::Upstream(_) => Ok(seen),
+        Reply::Refused(_, reason) if destination_reason(&reason) => {
+            Err(Unreached::Unanswered(seen))
+        }
+        Reply::Refused(..) | Reply::Garbage(_) => Err(Unreached::Refused(seen)),
+        // The proxy's own errors after it let the request through: upstream reset or silent.
+        Reply::ProxyError(..) => Err(Unreached::Unanswered(seen)),
+    }
+}
+
+/// The TLS alert the proxy writes into a tunnel it closes because the destination did not
+/// resolve or accept (`internal_error`), and the one for a refusal by policy (`access_denied`).
+const ALERT_INTERNAL_ERROR: u8 = 80;
+const ALERT_ACCESS_DENIED: u8 = 49;
+
+/// What `egress.allowed` makes of what came back through an open tunnel after its
+/// ClientHello (`bytes`, up to the peer's close or the read bound; `error` when the read
+/// failed before a byte): upstream's answer passes; the proxy's `internal_error` alert, a
+/// close or silence means the destination did not answer; its `access_denied` alert is a
+/// refusal.
+pub fn tunnel_reply(bytes: &[u8], error: Option<&str>) -> Result<String, Unreached> {
+    let alert = |description: u8| bytes == [21, 3, 3, 0, 2, 2, description];
+    if alert(ALERT_ACCESS_DENIED) {
+        Err(Unreached::Refused(
+            "the proxy refused the tunnel after the ClientHello (TLS alert access_denied)"
+                .to_string(),
+        ))
+    } else if alert(ALERT_INTERNAL_ERROR) {
+        Err(Unreached::Unanswered(
+            "tunnel open; the proxy could not resolve or connect to the host (TLS alert internal_error)"
+                .to_string(),
+        ))
+    } else if !bytes.is_empty() {
+        Ok("tunnel open, upstream answered the ClientHello".to_string())
+    } else {
+        Err(Unreached::Unanswered(match error {
+            Some(error) => format!("tunnel open; no byte from upstream: {error}"),
+            None => "tunnel open; it closed without a byte from upstream".to_string(),
+        }))
+    }
+}
+
+fn allowed_seen(
+    proxy: SocketAddr,
+    target: &Target,
+    timeout: Duration,
+) -> Result<String, Unreached> {
+    let refused = Unreached::Refused;
+    let mut stream = open(proxy, timeout).map_err(refused)?;
     let host = &target.host;
     if target.port != 443 {
         let authority = if target.port == 80 {
@@ -403,25 +488,50 @@ fn allowed_seen(proxy: SocketAddr, target: &Target, timeout: Duration) -> Result
         let request = format!(
             "GET http://{authority}/ HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: agentc-verify\r\nConnection: close\r\n\r\n"
         );
-        return match classify(&exchange(&mut stream, &request, timeout)?) {
-            Reply::Upstream(status) => Ok(format!("{status} from upstream")),
-            other => Err(other.to_string()),
-        };
+        // The proxy refuses by policy at once; silence means it let the request through and
+        // is still resolving or connecting (an offline resolver takes longer than the bound).
+        let bytes = exchange(&mut stream, &request, timeout).map_err(|error| {
+            if error.starts_with("no response") {
+                Unreached::Unanswered(format!(
+                    "no answer within {timeout:?}: the proxy let the request through and was still resolving or connecting ({error})"
+                ))
+            } else {
+                Unreached::Refused(error)
+            }
+        })?;
+        return allowed_reply(classify(&bytes), false);
     }
     let request = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n");
-    match classify(&exchange(&mut stream, &request, timeout)?) {
-        Reply::Upstream(200) => {}
-        other => return Err(format!("CONNECT {target}: {other}")),
-    }
+    let bytes = exchange(&mut stream, &request, timeout).map_err(refused)?;
+    // The proxy answers a CONNECT before it resolves anything: any answer but its 200 is a
+    // refusal.
+    allowed_reply(classify(&bytes), true).map_err(|unreached| match unreached {
+        Unreached::Refused(seen) | Unreached::Unanswered(seen) => {
+            Unreached::Refused(format!("CONNECT {target}: {seen}"))
+        }
+    })?;
     stream
         .write_all(&sni::client_hello(Some(host)))
-        .map_err(|error| format!("the tunnel closed before the ClientHello: {error}"))?;
-    let mut byte = [0u8; 1];
-    match stream.read(&mut byte) {
-        Ok(1) => Ok("tunnel open, upstream answered the ClientHello".to_string()),
-        Ok(_) => Err("the tunnel closed without a byte from upstream".to_string()),
-        Err(error) => Err(format!("no byte from upstream: {error}")),
+        .map_err(|error| {
+            Unreached::Unanswered(format!("the tunnel closed before the ClientHello: {error}"))
+        })?;
+    // Enough to tell an alert record (7 bytes) from more.
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 16];
+    let mut error = None;
+    while bytes.len() < 8 {
+        match stream.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            Err(failed) => {
+                if bytes.is_empty() {
+                    error = Some(failed.to_string());
+                }
+                break;
+            }
+        }
     }
+    tunnel_reply(&bytes, error.as_deref())
 }
 
 /// `egress.denied` and `egress.ip-literal`: a CONNECT to `authority` refused by the proxy.
@@ -695,6 +805,80 @@ pub fn unset_proxy_check(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn allowed_tells_a_destination_that_did_not_answer_from_a_refusal() {
+        let refused = |text: &[u8]| allowed_reply(classify(text), false);
+        // Offline: the proxy let the GET through and could not resolve the host.
+        let offline = b"HTTP/1.1 502 Bad Gateway\r\nx-agentc-egress-deny: resolve-failed\r\n\r\nagentc egress proxy: resolve-failed: example.com: no address\n";
+        assert!(matches!(refused(offline), Err(Unreached::Unanswered(_))));
+        let unaccepted = b"HTTP/1.1 502 Bad Gateway\r\nx-agentc-egress-deny: connect-failed\r\n\r\nagentc egress proxy: connect-failed: x\n";
+        assert!(matches!(refused(unaccepted), Err(Unreached::Unanswered(_))));
+        let silent =
+            b"HTTP/1.1 504 Gateway Timeout\r\n\r\nagentc egress proxy: upstream idle timeout\n";
+        assert!(matches!(refused(silent), Err(Unreached::Unanswered(_))));
+        // The policy refused it.
+        let denied = b"HTTP/1.1 403 Forbidden\r\nx-agentc-egress-deny: host-not-allowed\r\n\r\nagentc egress proxy: host-not-allowed: x\n";
+        assert!(matches!(refused(denied), Err(Unreached::Refused(_))));
+        assert!(matches!(
+            refused(b"SSH-2.0\r\n"),
+            Err(Unreached::Refused(_))
+        ));
+        assert_eq!(
+            refused(b"HTTP/1.1 404 Not Found\r\n\r\n"),
+            Ok("404 from upstream".to_string())
+        );
+        // A CONNECT: only the proxy's 200 lets it through, anything else is a refusal.
+        assert!(allowed_reply(classify(b"HTTP/1.1 200 OK\r\n\r\n"), true).is_ok());
+        assert!(matches!(
+            allowed_reply(classify(denied), true),
+            Err(Unreached::Refused(_))
+        ));
+        assert!(matches!(
+            allowed_reply(classify(b"HTTP/1.1 404 Not Found\r\n\r\n"), true),
+            Err(Unreached::Refused(_))
+        ));
+    }
+
+    #[test]
+    fn a_tunnel_the_proxy_closes_for_the_destination_warns_and_one_it_refuses_fails() {
+        // The proxy's alerts: internal_error for resolve/connect failures, access_denied for
+        // a refusal (proxy/tunnel.rs `alert_for`).
+        assert!(matches!(
+            tunnel_reply(&[21, 3, 3, 0, 2, 2, 80], None),
+            Err(Unreached::Unanswered(_))
+        ));
+        assert!(matches!(
+            tunnel_reply(&[21, 3, 3, 0, 2, 2, 49], None),
+            Err(Unreached::Refused(_))
+        ));
+        assert!(matches!(
+            tunnel_reply(&[], None),
+            Err(Unreached::Unanswered(_))
+        ));
+        let timed_out = tunnel_reply(&[], Some("timed out"));
+        assert_eq!(
+            timed_out,
+            Err(Unreached::Unanswered(
+                "tunnel open; no byte from upstream: timed out".to_string()
+            ))
+        );
+        // A ServerHello's first bytes: upstream answered.
+        assert!(tunnel_reply(&[22, 3, 3, 0, 90, 2, 0, 0], None).is_ok());
+    }
+
+    #[test]
+    fn a_warn_line_reads_back() {
+        let line = CheckLine {
+            check: "egress.allowed".into(),
+            result: Outcome::Warn,
+            expected: "e".into(),
+            seen: "s".into(),
+            hint: Some("h".into()),
+        };
+        assert!(line.to_line().contains(r#""result":"warn""#));
+        assert_eq!(CheckLine::parse(&line.to_line()), Some(line));
+    }
 
     #[test]
     fn check_lines_round_trip_and_other_lines_are_ignored() {

@@ -13,6 +13,9 @@ pub struct Check {
     pub ok: bool,
     /// Not tried (shown as `skip`, never as a pass).
     pub skipped: bool,
+    /// Tried, the policy held, but the fact could not be confirmed (shown as `warn`; `ok`
+    /// stays true: it fails nothing). `egress.allowed` when the destination did not answer.
+    pub warned: bool,
     /// What to do about a failure, shown under the table.
     pub hint: Option<String>,
 }
@@ -30,6 +33,7 @@ pub(super) fn check(
         seen: seen.into(),
         ok,
         skipped: false,
+        warned: false,
         hint: None,
     }
 }

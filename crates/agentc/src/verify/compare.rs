@@ -550,13 +550,15 @@ fn compare_metadata(
 }
 
 /// The checks as JSON, in stable field names (README, "verify"): `{"profile", "checks":
-/// [{"check", "status", "expected", "seen", "hint"}], "ok", "fail", "skip"}`, `status` being
-/// `ok`, `fail` or `skip` and `hint` `null` unless a failed check has one; the counts add up
-/// to the number of checks.
+/// [{"check", "status", "expected", "seen", "hint"}], "ok", "warn", "fail", "skip"}`, `status`
+/// being `ok`, `warn`, `fail` or `skip` and `hint` `null` unless a failed or warned check has
+/// one; the counts add up to the number of checks.
 pub fn report_json(profile: &str, checks: &[Check]) -> serde_json::Value {
     let status = |check: &Check| {
         if check.skipped {
             "skip"
+        } else if check.warned {
+            "warn"
         } else if check.ok {
             "ok"
         } else {
@@ -578,19 +580,20 @@ pub fn report_json(profile: &str, checks: &[Check]) -> serde_json::Value {
                 "status": status(check),
                 "expected": check.expected,
                 "seen": check.seen,
-                "hint": if check.ok { None } else { check.hint.as_deref() },
+                "hint": if check.ok && !check.warned { None } else { check.hint.as_deref() },
             }))
             .collect::<Vec<_>>(),
         "ok": count("ok"),
+        "warn": count("warn"),
         "fail": count("fail"),
         "skip": count("skip"),
     })
 }
 
-/// Renders checks as an aligned table: `RESULT  CHECK  EXPECTED  SEEN` (RESULT `ok`, `FAIL` or
-/// `skip`), then each failed check's hint (`CHECK: SEEN` and `  hint: HINT`), then a summary
-/// line (`verify: N checks, N failed`, with `, N skipped` when any was; worded so CI log
-/// scanners do not take it for a test count).
+/// Renders checks as an aligned table: `RESULT  CHECK  EXPECTED  SEEN` (RESULT `ok`, `warn`,
+/// `FAIL` or `skip`), then each failed or warned check's hint (`CHECK: SEEN` and
+/// `  hint: HINT`), then a summary line (`verify: N checks, N failed`, with `, N warned` and
+/// `, N skipped` when any was; worded so CI log scanners do not take it for a test count).
 pub fn render_table(checks: &[Check]) -> String {
     let headers = ["RESULT", "CHECK", "EXPECTED", "SEEN"];
     let rows: Vec<[&str; 4]> = checks
@@ -599,6 +602,8 @@ pub fn render_table(checks: &[Check]) -> String {
             [
                 if check.skipped {
                     "skip"
+                } else if check.warned {
+                    "warn"
                 } else if check.ok {
                     "ok"
                 } else {
@@ -629,13 +634,17 @@ pub fn render_table(checks: &[Check]) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
     }
-    for check in checks.iter().filter(|check| !check.ok) {
+    for check in checks.iter().filter(|check| !check.ok || check.warned) {
         if let Some(hint) = &check.hint {
             let _ = writeln!(out, "{}: {}\n  hint: {hint}", check.what, check.seen);
         }
     }
     let failed = checks.iter().filter(|check| !check.ok).count();
     let _ = write!(out, "verify: {} checks, {failed} failed", checks.len());
+    let warned = checks.iter().filter(|check| check.warned).count();
+    if warned > 0 {
+        let _ = write!(out, ", {warned} warned");
+    }
     let skipped = checks.iter().filter(|check| check.skipped).count();
     if skipped > 0 {
         let _ = write!(out, ", {skipped} skipped");
@@ -918,7 +927,26 @@ mod tests {
         );
     }
 
-    /// `verify --format json`: the documented field names, one status of three per check,
+    /// A warned check fails nothing but shows as `warn`, with its hint under the table, and
+    /// is counted in the summary.
+    #[test]
+    fn a_warned_check_is_shown_with_its_hint_and_fails_nothing() {
+        let mut warned = check("egress.allowed", "reached", "did not resolve", true);
+        warned.warned = true;
+        warned.hint = Some("offline machine".into());
+        let table = render_table(&[check("pids", "64", "64", true), warned]);
+        assert!(table.contains("\nwarn    egress.allowed"), "{table}");
+        assert!(
+            table.contains("egress.allowed: did not resolve\n  hint: offline machine\n"),
+            "{table}"
+        );
+        assert!(
+            table.ends_with("verify: 2 checks, 0 failed, 1 warned\n"),
+            "{table}"
+        );
+    }
+
+    /// `verify --format json`: the documented field names, one status of four per check,
     /// a failed check's hint, and counts that add up.
     #[test]
     fn the_json_report_has_stable_fields_and_counts() {
@@ -928,7 +956,10 @@ mod tests {
         passed.hint = Some("never shown for a pass".into());
         let mut skipped = check("egress.allowed", "reached", "not tried", true);
         skipped.skipped = true;
-        let report = report_json("box", &[passed, failed, skipped]);
+        let mut warned = check("egress.allowed", "reached", "did not resolve", true);
+        warned.warned = true;
+        warned.hint = Some("offline".into());
+        let report = report_json("box", &[passed, failed, skipped, warned]);
         assert_eq!(
             report,
             serde_json::json!({
@@ -940,8 +971,11 @@ mod tests {
                      "hint": "set resources.pids_limit"},
                     {"check": "egress.allowed", "status": "skip", "expected": "reached",
                      "seen": "not tried", "hint": null},
+                    {"check": "egress.allowed", "status": "warn", "expected": "reached",
+                     "seen": "did not resolve", "hint": "offline"},
                 ],
                 "ok": 1,
+                "warn": 1,
                 "fail": 1,
                 "skip": 1,
             })

@@ -228,6 +228,7 @@ pub fn credential_environment(
         },
         ok: wrong.is_empty(),
         skipped: false,
+        warned: false,
         hint: (!wrong.is_empty()).then(|| {
             "the sandbox must hold only the placeholders agentc made at launch: the egress \
              proxy holds the keys ([credentials])"
@@ -333,6 +334,7 @@ pub fn egress_checks(
                     seen,
                     ok: line.result != Outcome::Fail,
                     skipped: line.result == Outcome::Skip,
+                    warned: line.result == Outcome::Warn,
                     hint: line.hint.clone(),
                 }
             }
@@ -345,6 +347,7 @@ pub fn egress_checks(
                 },
                 ok: false,
                 skipped: false,
+                warned: false,
                 hint: Some(
                     "the check container runs the proxy image's `agentc egress-proxy probe`: a library user must name a current agentc binary with agentc_egress::image::set_proxy_executable; rerun with -v for the steps"
                         .to_string(),
@@ -462,6 +465,32 @@ mod tests {
         assert!(failed
             .iter()
             .all(|check| !check.ok && check.seen == "not run: cannot create"));
+    }
+
+    /// An `egress.allowed` the proxy let through to a host that did not answer is a `warn`
+    /// row: it fails nothing (an offline machine passes verify), unlike a refusal.
+    #[test]
+    fn a_warned_allowed_check_fails_nothing_and_a_refused_one_fails() {
+        let output = |allowed: Outcome| {
+            CHECKS
+                .iter()
+                .map(|check| match *check {
+                    "egress.allowed" => line(check, allowed),
+                    _ => line(check, Outcome::Pass),
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let allowed = |checks: Vec<Check>| {
+            checks
+                .into_iter()
+                .find(|check| check.what == "egress.allowed")
+                .unwrap()
+        };
+        let warned = allowed(egress_checks(Ok(&output(Outcome::Warn)), None, false));
+        assert!(warned.ok && warned.warned && !warned.skipped, "{warned:?}");
+        let refused = allowed(egress_checks(Ok(&output(Outcome::Fail)), None, false));
+        assert!(!refused.ok && !refused.warned, "{refused:?}");
     }
 
     #[test]

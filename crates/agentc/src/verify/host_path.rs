@@ -248,6 +248,7 @@ pub fn host_path_check(
         seen,
         ok,
         skipped: false,
+        warned: false,
         hint,
     }
 }
@@ -260,6 +261,7 @@ pub fn skipped(why: String) -> Check {
         seen: format!("not tried: {why}"),
         ok: true,
         skipped: true,
+        warned: false,
         hint: None,
     }
 }
