@@ -286,7 +286,7 @@ pub struct ShellArgs {
 pub enum EgressProxyCommand {
     /// Serve the allowlist proxy and the DNS stub until SIGTERM; one JSON line per decision
     /// on stdout.
-    Serve(EgressServeArgs),
+    Serve(Box<EgressServeArgs>),
     /// Exit 0 when the local proxy answers its health check (the container's health command).
     Health(EgressHealthArgs),
     /// Build the proxy image from this binary, import it unless the daemon has it, print its
