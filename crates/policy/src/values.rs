@@ -372,7 +372,7 @@ impl<'de> Deserialize<'de> for ProfileCapability {
 }
 
 /// Reads one of a closed set of lower-case words, in any case and with surrounding spaces.
-fn word<'de, D: Deserializer<'de>, T: Copy>(
+pub(crate) fn word<'de, D: Deserializer<'de>, T: Copy>(
     d: D,
     words: &[(&str, T)],
     refusal: impl FnOnce(&str) -> ValueError,
