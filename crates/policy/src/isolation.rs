@@ -8,7 +8,7 @@
 use std::fmt;
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
 /// How strongly a sandbox is separated from the host kernel, weakest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
@@ -234,43 +234,6 @@ pub fn choose_runtime(
             tier: *tier,
         }),
         None => Err(shortfall(isolation.min.install_hint().to_string())),
-    }
-}
-
-impl<'de> Deserialize<'de> for IsolationTier {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let tiers = [
-            ("container", IsolationTier::Container),
-            ("gvisor", IsolationTier::Gvisor),
-            ("microvm", IsolationTier::Microvm),
-        ];
-        crate::values::word(d, &tiers, |tier| {
-            let hint = match tier {
-                "runc" | "crun" => "use \"container\" (runc and crun are that tier)".to_string(),
-                "runsc" => "use \"gvisor\" (runsc is gVisor)".to_string(),
-                "kata" | "firecracker" | "vm" => {
-                    "use \"microvm\" (Kata and Firecracker are that tier)".to_string()
-                }
-                _ => "use \"container\", \"gvisor\" or \"microvm\" (weakest first)".to_string(),
-            };
-            crate::error::ValueError::new(format!("{tier:?} is not an isolation tier"), hint)
-        })
-    }
-}
-
-impl<'de> Deserialize<'de> for IsolationPrefer {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let preferences = [
-            ("min", IsolationPrefer::Min),
-            ("strongest", IsolationPrefer::Strongest),
-        ];
-        crate::values::word(d, &preferences, |preference| {
-            crate::error::ValueError::new(
-                format!("{preference:?} is not an isolation preference"),
-                "use \"min\" (the weakest tier that meets the floor, the default) or \
-                 \"strongest\"",
-            )
-        })
     }
 }
 

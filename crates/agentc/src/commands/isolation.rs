@@ -84,8 +84,10 @@ fn probe(runtime: &str, image: &str, host_version: &str) -> DetectedRuntime {
 fn registered() -> Result<(Vec<String>, Option<String>), Failure> {
     match engine() {
         Engine::Docker => {
-            let runtimes = agentc_backend_cli::exec::engine::runtimes("runc")
-                .map_err(super::launch::exec_failure)?;
+            let runtimes = agentc_backend_cli::exec::engine::runtimes("runc").map_err(|error| {
+                let code = u8::try_from(error.exit_code()).unwrap_or(crate::context::EXIT_DOCKER);
+                Failure::new(code, error.to_string())
+            })?;
             let names = match runtimes {
                 Runtimes::Registered(map) => map.into_keys().collect(),
                 _ => Vec::new(),
@@ -168,13 +170,13 @@ pub fn meet_floor(container: &ContainerSpec, profile: &str) -> Result<ContainerS
     placed
         .labels
         .insert(LABEL_RUNTIME.to_string(), chosen.name.clone());
-    super::launch::notify(&format!(
-        "isolation: {} under runtime {} (security.isolation.min = {}, prefer {})",
+    eprintln!(
+        "agentc: isolation: {} under runtime {} (security.isolation.min = {}, prefer {})",
         chosen.tier,
         chosen.name,
         isolation.min,
         isolation.prefer.as_str()
-    ));
+    );
     Ok(placed)
 }
 
