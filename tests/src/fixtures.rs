@@ -105,7 +105,7 @@ pub fn inputs(kind: LaunchKind) -> ResolveInputs {
         workspace: VIRTUAL_WORKSPACE.to_string(),
         profile_dir: VIRTUAL_PROFILE_DIR.to_string(),
         home_dir: VIRTUAL_HOME.to_string(),
-        owner: owner(),
+        owner: Some(owner()),
         image: None,
         seed_target: None,
         agent_args: Vec::new(),
@@ -188,7 +188,7 @@ pub fn decant_sources(loaded: &LoadedProfile) -> Vec<DecantSource> {
         .filter_map(|name| {
             let path = fixtures_dir().join("valid").join(format!("{name}.toml"));
             let source = load_fixture(&path).expect("decant source fixture is valid");
-            let home_volume = agentc_policy::home_volume_name(&source.profile, &owner())?;
+            let home_volume = agentc_policy::home_volume_name(&source.profile, Some(&owner()))?;
             Some(DecantSource {
                 profile: name.clone(),
                 agent: source.profile.agent,

@@ -97,11 +97,11 @@ fn inputs(case: &Case) -> ResolveInputs {
         workspace: VIRTUAL_WORKSPACE.to_string(),
         profile_dir: PROFILE_DIR.to_string(),
         home_dir: VIRTUAL_HOME.to_string(),
-        owner: Owner {
+        owner: Some(Owner {
             name: "dev".to_string(),
             uid: 1000,
             gid: 1000,
-        },
+        }),
         image: case.image.clone(),
         seed_target: None,
         agent_args: case.agent_args.clone(),

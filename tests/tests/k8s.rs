@@ -534,9 +534,16 @@ fn table() -> Vec<Row> {
             expect: Expect::Renders(&["egress-proxy", "egress-dns", "egress-proxy-ip"]),
         },
         Row {
-            name: "an IP in the allowlist is refused by index",
+            name: "an address in the allowlist reaches the proxy's argv and its NetworkPolicy",
             change: |_, options| {
                 options.egress.hosts = vec!["api.example.com".into(), "10.0.0.1".into()]
+            },
+            expect: Expect::Renders(&["egress-proxy"]),
+        },
+        Row {
+            name: "an address in another spelling is refused by index",
+            change: |_, options| {
+                options.egress.hosts = vec!["api.example.com".into(), "0x0a000001".into()]
             },
             expect: Expect::Refused(&["egress.hosts[1]"]),
         },

@@ -123,11 +123,11 @@ fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<St
         workspace: workspace.to_string_lossy().into_owned(),
         profile_dir: dir.to_string_lossy().into_owned(),
         home_dir: dir.join("home").to_string_lossy().into_owned(),
-        owner: Owner {
+        owner: Some(Owner {
             name: "dev".to_string(),
             uid: 1000,
             gid: 1000,
-        },
+        }),
         image: None,
         seed_target: None,
         agent_args: Vec::new(),

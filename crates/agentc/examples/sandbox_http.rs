@@ -33,11 +33,11 @@ fn spec(image: &str) -> Result<agentc_policy::LaunchSpec, String> {
         workspace: dir.clone(),
         profile_dir: dir.clone(),
         home_dir: dir,
-        owner: Owner {
+        owner: Some(Owner {
             name: "example".to_string(),
             uid: 1000,
             gid: 1000,
-        },
+        }),
         image: None,
         seed_target: None,
         agent_args: Vec::new(),

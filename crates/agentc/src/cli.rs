@@ -76,7 +76,7 @@ pub enum Command {
     Ps(PsArgs),
     /// Remove containers agentc launched; any other container is refused.
     #[command(
-        after_help = "Examples:\n  agentc rm agentc-sandbox-dev-1000-pentest\n  agentc rm --all\n  agentc rm --all --profile pentest\n  agentc rm --volumes agentc-sandbox-dev-1000-pentest\n\nA sandbox's egress proxy and isolated network go with it. NAME may also be a sandbox that no longer exists whose launch was killed before it finished: its leftover isolated network and proxy are removed (as `--all --profile P` removes those of the profile's launches). NAME may be a profile file or a profile's name as for `agentc exec`: the profile's one container, running or stopped."
+        after_help = "Examples:\n  agentc rm agentc-sandbox-dev-1000-pentest\n  agentc rm --all\n  agentc rm --profile pentest\n  agentc rm --volumes agentc-sandbox-dev-1000-pentest\n\nA sandbox's egress proxy and isolated network go with it. NAME may also be a sandbox that no longer exists whose launch was killed before it finished: its leftover isolated network and proxy are removed (as `--profile P` removes those of the profile's launches, with every network and CA volume labelled with it). NAME may be a profile file or a profile's name as for `agentc exec`: the profile's one container, running or stopped."
     )]
     Rm(RmArgs),
     /// Launch the profile with a probe in place of the agent and check what the kernel reports.
@@ -208,7 +208,7 @@ pub struct CpArgs {
     pub target: SessionTarget,
     /// What to copy: a host path, or NAME:PATH.
     pub source: String,
-    /// Where: a host path, or NAME:PATH.
+    /// Where: a host path, NAME:PATH, or `-` (a tar stream on stdout, from NAME:PATH).
     pub destination: String,
 }
 
@@ -362,6 +362,32 @@ pub struct EgressServeArgs {
     /// (status 3), so that the sandbox has no way out.
     #[arg(long, value_name = "ACTION")]
     pub on_replay: Option<String>,
+    /// The workload's container name: the proxy exits (status 4) when it does not appear on
+    /// the engine's DNS within 60 s, or, with `--workload-watch life`, once it is gone, so
+    /// that a launch killed at any step leaves no proxy running.
+    #[arg(long, value_name = "NAME")]
+    pub workload: Option<String>,
+    /// `appear` (a detached sandbox: only a workload that never appeared ends the proxy) or
+    /// `life` (an attached run: its end ends the proxy too).
+    #[arg(
+        long,
+        value_name = "MODE",
+        default_value = "appear",
+        requires = "workload"
+    )]
+    pub workload_watch: String,
+    /// An upstream proxy every connection goes through: a tunnel as `CONNECT host:port`, a
+    /// plain-HTTP request in absolute form; its own address is connected to in any range.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub upstream: Option<String>,
+    /// Pass every destination that no `--direct` entry names to the upstream, which decides
+    /// (the allowlist names the upstream's host); requires `--upstream`.
+    #[arg(long, requires = "upstream")]
+    pub upstream_all: bool,
+    /// A destination that goes direct rather than through the upstream (a `no_proxy` entry:
+    /// a name and its subdomains, an address or a range), still checked by `--allow`.
+    #[arg(long, value_name = "HOSTSPEC", action = clap::ArgAction::Append, requires = "upstream")]
+    pub direct: Vec<String>,
 }
 
 /// `agentc egress-proxy health`.
@@ -624,8 +650,17 @@ pub struct PsArgs {
     #[arg(long, value_enum, default_value_t = PsFormat::Table)]
     pub format: PsFormat,
     /// Also list agentc's volumes (home volumes and the others its launches created).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "quiet")]
     pub volumes: bool,
+    /// Print only the containers' IDs (12 characters), one a line, as `docker ps -q`.
+    #[arg(long, short = 'q', conflicts_with = "format")]
+    pub quiet: bool,
+    /// Only the containers that match: `profile=P`, `kind=K` (run, sandbox, seed, decant,
+    /// egress-proxy, ...) or `status=S` (the daemon's state: created, running, paused,
+    /// restarting, removing, exited, dead; a status filter lists stopped containers without
+    /// --all). Repeated: one key's values are alternatives, different keys must all match.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub filter: Vec<String>,
 }
 
 /// Output formats of `agentc ps`.
@@ -639,15 +674,17 @@ pub enum PsFormat {
 
 /// `agentc rm`.
 #[derive(Debug, Args)]
-#[command(group = clap::ArgGroup::new("which").required(true).args(["names", "all"]))]
+#[command(group = clap::ArgGroup::new("which").required(true).multiple(true).args(["names", "all", "profile"]))]
 pub struct RmArgs {
     /// Names or IDs of agentc containers, profile files, or profile names.
     pub names: Vec<String>,
     /// Remove every container agentc launched.
     #[arg(long)]
     pub all: bool,
-    /// With --all: only the containers of this profile (label io.agentc.profile=PROFILE).
-    #[arg(long, requires = "all")]
+    /// Remove everything agentc made for this profile (label io.agentc.profile=PROFILE): its
+    /// containers, their egress proxies, and the networks and CA volumes made per launch
+    /// (`--all` is implied; its other volumes, such as home volumes, only with --volumes).
+    #[arg(long, conflicts_with = "names")]
     pub profile: Option<String>,
     /// Also remove agentc's volumes they mount (with --all: every agentc volume), such as
     /// home volumes: what the agent kept there is lost.
@@ -682,6 +719,10 @@ pub struct VerifyArgs {
     /// that check, the only one that reaches beyond the proxy.
     #[arg(long, value_name = "HOST[:PORT]|none")]
     pub egress_probe: Option<String>,
+    /// Output format: `text` (the table), or `json` (`{"profile", "checks": [{"check",
+    /// "status": "ok"|"fail"|"skip", "expected", "seen", "hint"}], "ok", "fail", "skip"}`).
+    #[arg(long, value_enum, default_value_t = ExplainFormat::Text)]
+    pub format: ExplainFormat,
 }
 
 /// The launch kinds a user can ask for (`sandbox` is what `run` becomes for custom agents).

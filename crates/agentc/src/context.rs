@@ -183,6 +183,21 @@ pub fn resolve_launch(loaded: &LoadedProfile, args: &LaunchArgs) -> Result<Launc
     resolve_instance(loaded, args, Instance::default())
 }
 
+/// Resolves one launch of a loaded profile as the Kubernetes rendering needs it: the default
+/// instance, with no host user, so that the names the user would be in (the home volume's claim,
+/// Decant's volumes) and the spec digest are the same on every machine that renders it.
+pub fn resolve_launch_unowned(
+    loaded: &LoadedProfile,
+    args: &LaunchArgs,
+) -> Result<LaunchSpec, Failure> {
+    let mut inputs = launch_inputs(loaded, args, Instance::default())?;
+    inputs.owner = None;
+    if inputs.kind == LaunchKind::Decant {
+        inputs.decant_sources = decant_sources(loaded, Path::new(&inputs.profile_dir), None)?;
+    }
+    resolve_inputs(loaded, &inputs)
+}
+
 /// Resolves one launch of a loaded profile on this machine, started as `instance` says
 /// (`agentc run --detach`, a copy of `--count`, without a terminal). The spec is final.
 pub fn resolve_instance(
@@ -211,7 +226,7 @@ pub fn launch_inputs(
 ) -> Result<ResolveInputs, Failure> {
     let profile_dir = absolute_parent(&args.profile)?;
     let workspace = workspace_dir(args.workspace.as_deref())?;
-    let owner = current_owner();
+    let owner = Some(current_owner());
     let kind = match args.kind {
         KindArg::Run => LaunchKind::Run,
         KindArg::Seed => LaunchKind::Seed,
@@ -219,7 +234,7 @@ pub fn launch_inputs(
         KindArg::Decant => LaunchKind::Decant,
     };
     let decant_sources = if kind == LaunchKind::Decant {
-        decant_sources(loaded, &profile_dir, &owner)?
+        decant_sources(loaded, &profile_dir, owner.as_ref())?
     } else {
         Vec::new()
     };
@@ -413,7 +428,7 @@ fn path_text(path: &Path, what: &str) -> Result<String, Failure> {
 fn decant_sources(
     loaded: &LoadedProfile,
     profile_dir: &Path,
-    owner: &Owner,
+    owner: Option<&Owner>,
 ) -> Result<Vec<DecantSource>, Failure> {
     let mut sources = Vec::new();
     for name in &loaded.profile.decant.source_profiles {

@@ -32,6 +32,10 @@ pub fn execute(cli: Cli) -> ExitCode {
     if cli.verbose {
         verbose::enable();
     }
+    // Test-only: pause the launch at a named step (see `agentc_backend_common::pause`).
+    if let Ok(step) = std::env::var("AGENTC_TEST_PAUSE_AT") {
+        agentc_backend_common::pause::set_pause_at(&step);
+    }
     match choose_engine(cli.engine) {
         Ok(engine) => agentc_backend_common::set_engine(engine),
         Err(failure) => {

@@ -2115,10 +2115,69 @@ fn the_proxy_relays_a_published_port_to_its_one_workload() {
 fn published_port_behind_the_proxy(backend: &str) {
     let mut outside = Outside::new(&format!("publish-{backend}"));
     let profile = outside.profile("p", "\n[network]\npublish = [8080]\n");
+    // doctor fails the internal outside network before anything is launched, with the fix
+    // run's error gives; plan says the network must not be internal (plan is offline).
+    if backend == "cli" {
+        let agentc = |args: &[&str]| {
+            let output = Command::new(env!("CARGO_BIN_EXE_agentc"))
+                .args(args)
+                .output()
+                .expect("run agentc");
+            (
+                output.status.code(),
+                String::from_utf8_lossy(&output.stdout).into_owned(),
+            )
+        };
+        let (code, doctor) = agentc(&["doctor", &profile, "--format", "json"]);
+        assert_eq!(code, Some(1), "{doctor}");
+        let doctor: serde_json::Value = serde_json::from_str(&doctor).expect("doctor's JSON");
+        let id = format!("network {}", outside.topology.out);
+        let check = doctor["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|check| check["id"] == id.as_str())
+            .unwrap_or_else(|| panic!("no check {id}: {doctor}"));
+        assert_eq!(check["status"], "fail", "{check}");
+        assert!(
+            check["summary"].as_str().unwrap().contains("8080/tcp"),
+            "{check}"
+        );
+        assert!(
+            check["fix"]
+                .as_str()
+                .unwrap()
+                .contains("egress.outside_network"),
+            "{check}"
+        );
+        let (code, plan) = agentc(&["plan", &profile]);
+        assert_eq!(code, Some(0), "{plan}");
+        assert!(
+            plan.contains(&format!(
+                "{} (must exist, not --internal: the egress proxy publishes 8080/tcp through it",
+                outside.topology.out
+            )),
+            "{plan}"
+        );
+        let (code, validate) = agentc(&["validate", &profile]);
+        assert_eq!(code, Some(0), "{validate}");
+        assert!(validate.contains("must not be --internal"), "{validate}");
+    }
     let (ok, output) = outside.run(&profile, backend);
     assert!(!ok, "{output}");
     assert!(
-        output.contains("did not publish port 8080") && output.contains(&outside.topology.out),
+        output.contains("cannot publish port 8080 of the sandbox")
+            && output.contains(&format!("the network {}", outside.topology.out)),
+        "{output}"
+    );
+    // One message, no padding inside it, and a hint that agrees with it.
+    assert!(!output.contains("  the "), "{output}");
+    let hint = output
+        .lines()
+        .find(|line| line.starts_with("  hint:"))
+        .unwrap_or_default();
+    assert!(
+        hint.contains("egress.outside_network") && !hint.contains("enforce"),
         "{output}"
     );
     assert_eq!(
@@ -2685,5 +2744,197 @@ fn the_eleventh_wildcard_name_is_refused_through_the_cli_backend() {
 fn the_eleventh_wildcard_name_is_refused_through_the_api_backend() {
     if require_daemon("the_eleventh_wildcard_name_is_refused_api") {
         the_eleventh_wildcard_name_is_refused("api");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 19: agent-containers profiles enforced outside: an upstream proxy, addresses in the
+// allowlist, a provider endpoint at its own port.
+
+/// Writes a profile of the testkit image idling behind the egress proxy on the test's outside
+/// network, with `egress` as the rest of its `[egress]` table and `tables` after it.
+fn compat_profile(outside: &mut Outside, name: &str, egress: &str, tables: &str) -> String {
+    let (_, testkit) = images();
+    let profile = format!("{}-{name}", outside.topology.id);
+    let text = format!(
+        "name = \"{profile}\"\nagent = \"custom\"\n\n[image]\nref = \"{testkit}\"\n\
+         command = [\"{TESTKIT_PATH}\", \"testkit_idle\", \"--exact\", \"--nocapture\"]\n\n\
+         [egress]\noutside_network = \"{}\"\n{egress}\n{tables}",
+        outside.topology.out
+    );
+    let path = outside.dir.path().join(format!("{name}.toml"));
+    std::fs::write(&path, text).expect("write the profile");
+    outside.profiles.push(profile);
+    path.to_string_lossy().into_owned()
+}
+
+/// The sandbox's proxy address (`IP:3128`) on its isolated network.
+fn sandbox_proxy(sandbox: &str) -> String {
+    let ip = inspect(
+        &format!("{sandbox}-egress-proxy"),
+        &format!("{{{{(index .NetworkSettings.Networks \"{sandbox}-egress\").IPAddress}}}}"),
+    );
+    format!("{ip}:3128")
+}
+
+#[test]
+fn agent_containers_profiles_run_enforced_outside_through_an_upstream_and_by_address() {
+    if !require_daemon("agent_containers_profiles_run_enforced_outside") {
+        return;
+    }
+    let mut outside = Outside::new("compat");
+    let (proxy_image, _) = images();
+    let server = outside.topology.server_ip.clone();
+    let out = outside.topology.out.clone();
+
+    // The upstream: a second agentc egress proxy of the test's own on the outside network,
+    // allowing allowed.test only, logging every request it sees.
+    let upstream = format!("{}-upstream", outside.topology.id);
+    docker(&[
+        "run",
+        "--detach",
+        &format!("--name={upstream}"),
+        &format!("--label={}", labelled(&outside.topology.id)),
+        &format!("--network={out}"),
+        proxy_image,
+        agentc_egress::PROXY_BINARY,
+        "egress-proxy",
+        "serve",
+        "--listen=0.0.0.0:3128",
+        "--allow=allowed.test",
+        &format!("--allow-cidr={}", outside.topology.out_subnet),
+    ])
+    .expect("start the upstream proxy");
+    let upstream_ip = outside.topology.ip(&upstream, &out);
+
+    // The corporate-proxy profile: [proxy] http names the upstream (in a private range, no
+    // allow_cidrs); the allowlist names allowed.test only.
+    let chained = compat_profile(
+        &mut outside,
+        "chained",
+        "hosts = [\"allowed.test\"]",
+        &format!("[proxy]\nhttp = \"http://{upstream_ip}:3128\"\n"),
+    );
+    let (ok, output) = outside.run(&chained, "cli");
+    assert!(ok, "{output}");
+    let sandbox = started_name(&output);
+    let p = sandbox_proxy(&sandbox);
+    let env = inspect(&sandbox, "{{range .Config.Env}}{{println .}}{{end}}");
+    assert!(env.contains(&format!("HTTP_PROXY=http://{p}")), "{env}");
+    assert!(env.contains("NO_PROXY=localhost,127.0.0.1,::1"), "{env}");
+    let probes = [
+        format!("http {p} http://allowed.test/"),
+        format!("connect {p} allowed.test:443 allowed.test"),
+        format!("http {p} http://forbidden.test/"),
+        format!("tcp {upstream_ip}:3128"),
+        format!("tcp {server}:80"),
+    ];
+    let got = outside.probes(&sandbox, &probes);
+    let log = docker(&["logs", &format!("{sandbox}-egress-proxy")]).unwrap_or_default();
+    let upstream_log = docker(&["logs", &upstream]).unwrap_or_default();
+    assert_eq!(
+        got[0], "status=200 body=hello from outside",
+        "{log}\n{upstream_log}"
+    );
+    assert_eq!(got[1], "status=200 echo=ok", "{log}\n{upstream_log}");
+    assert!(got[2].starts_with("status=403"), "{}: {log}", got[2]);
+    assert!(
+        got[3].starts_with("connect-failed"),
+        "the upstream directly: {}",
+        got[3]
+    );
+    assert!(
+        got[4].starts_with("connect-failed"),
+        "the server directly: {}",
+        got[4]
+    );
+    // The upstream saw both allowed requests and nothing of the refused one; the server saw
+    // only the upstream.
+    let seen: Vec<serde_json::Value> = upstream_log
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .filter(|d: &serde_json::Value| d["event"] == "decision")
+        .collect();
+    let kinds: Vec<(&str, &str)> = seen
+        .iter()
+        .filter_map(|d| Some((d["kind"].as_str()?, d["host"].as_str()?)))
+        .collect();
+    assert!(
+        kinds.contains(&("forward", "allowed.test")),
+        "{upstream_log}"
+    );
+    assert!(
+        kinds.contains(&("connect", "allowed.test")),
+        "{upstream_log}"
+    );
+    assert!(!upstream_log.contains("forbidden.test"), "{upstream_log}");
+    let accepted = docker(&["logs", &outside.topology.server]).unwrap_or_default();
+    for line in accepted.lines().filter(|l| l.starts_with("ACCEPT")) {
+        assert!(
+            line.contains(&upstream_ip),
+            "not through the upstream: {line}"
+        );
+    }
+    // Without the upstream nothing passes: agentc's proxy does not go around it.
+    docker(&["stop", "--time=1", &upstream]).expect("stop the upstream");
+    // (A stopped container's address answers nothing: the proxy's connect times out, after
+    // the probe stopped waiting, or it is a 502.)
+    let after = outside.probes(&sandbox, &probes[..1]);
+    assert!(
+        after[0].starts_with("status=502") || after[0].starts_with("read-failed"),
+        "{}",
+        after[0]
+    );
+
+    // The local-model profile: the server by address (ports 443 and 80) and at one port (the
+    // echo on 22), no allow_cidrs. (A provider endpoint at its own port is an `ip:port` entry
+    // like this one, added by the policy: a custom sandbox has no provider, so the resolve
+    // tests check that part.)
+    let by_address = compat_profile(
+        &mut outside,
+        "address",
+        &format!("hosts = [\"{server}\", \"{server}:22\"]"),
+        "",
+    );
+    let (ok, output) = outside.run(&by_address, "cli");
+    assert!(ok, "{output}");
+    let sandbox2 = started_name(&output);
+    let p = sandbox_proxy(&sandbox2);
+    let got = outside.probes(
+        &sandbox2,
+        &[
+            format!("http {p} http://{server}/"),
+            format!("connect {p} {server}:443 -"),
+            format!("connect {p} {server}:22 raw"),
+            format!("http {p} http://{upstream_ip}/"),
+            format!("connect {p} {server}:9000 raw"),
+        ],
+    );
+    let log = docker(&["logs", &format!("{sandbox2}-egress-proxy")]).unwrap_or_default();
+    assert_eq!(got[0], "status=200 body=hello from outside", "{log}");
+    assert_eq!(
+        got[1], "status=200 echo=ok",
+        "TLS without SNI to an address: {log}"
+    );
+    assert_eq!(
+        got[2], "status=200 echo=ok",
+        "an address at its port: {log}"
+    );
+    assert!(
+        got[3].starts_with("status=403"),
+        "another address: {}",
+        got[3]
+    );
+    assert!(got[4].starts_with("status=403"), "another port: {}", got[4]);
+    for (name, profile) in [
+        (&sandbox, &outside.profiles[0]),
+        (&sandbox2, &outside.profiles[1]),
+    ] {
+        let removed = Command::new(env!("CARGO_BIN_EXE_agentc"))
+            .args(["rm", name])
+            .output()
+            .expect("agentc rm");
+        assert!(removed.status.success(), "{removed:?}");
+        assert_eq!(outside.left(profile), (String::new(), String::new()));
     }
 }

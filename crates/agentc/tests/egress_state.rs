@@ -328,20 +328,9 @@ fn egress_state_through_the_api_backend() {
     }
 }
 
-/// The text between the first pair of backticks after `after` in `text`.
-fn quoted_after<'a>(text: &'a str, after: &str) -> &'a str {
-    let rest = &text[text
-        .find(after)
-        .unwrap_or_else(|| panic!("no {after:?} in {text}"))..];
-    let start = rest.find('`').expect("a quoted command") + 1;
-    let end = start + rest[start..].find('`').expect("its end");
-    &rest[start..end]
-}
-
-/// A launch killed after it created its isolated network leaves the network: the next launch
-/// through either backend fails naming it and its removal, without the `enforce` hint;
-/// `agentc doctor` lists it; after the removal named (the `docker` command through the cli
-/// backend, `agentc rm` through the api backend) the launch succeeds; nothing is left.
+/// A launch killed after it created its isolated network leaves the network (and, killed
+/// later, its proxy): `agentc doctor` lists them, and the next launch of that name through
+/// either backend removes them, says so on stderr and succeeds; nothing is left.
 #[test]
 fn a_leftover_isolated_network_is_named_listed_and_removed() {
     if !require_daemon("a_leftover_isolated_network_is_named_listed_and_removed") {
@@ -380,43 +369,6 @@ fn a_leftover_isolated_network_is_named_listed_and_removed() {
             assert!(made.status.success(), "{step}: {}", describe(&made));
         }
 
-        let failed = agentc(&["run", &profile, "--backend", backend]);
-        assert_eq!(failed.status.code(), Some(125), "{}", describe(&failed));
-        let error = text(&failed.stderr);
-        assert!(
-            error.contains(&format!(
-                "cannot create the isolated network {network} for the egress allowlist: it is \
-                 left from a launch of {sandbox} that was killed before it finished"
-            )),
-            "{error}"
-        );
-        assert!(
-            error.contains(&format!("`agentc rm {sandbox}` removes it")),
-            "{error}"
-        );
-        let removal = if backend == "api" {
-            assert!(
-                error.contains(&format!(", with its egress proxy {proxy} (created);")),
-                "{error}"
-            );
-            format!("docker rm -f {proxy} && docker network rm {network}")
-        } else {
-            format!("docker network rm {network}")
-        };
-        assert!(error.contains(&format!("(or `{removal}`)")), "{error}");
-        assert!(!error.contains("enforce"), "{error}");
-        // Nothing of the failed launch, and the leftovers untouched.
-        let leftover_proxy = if backend == "api" {
-            proxy.clone()
-        } else {
-            String::new()
-        };
-        assert_eq!(
-            lab.left(lab.profiles.last().unwrap()),
-            (leftover_proxy, network.clone()),
-            "{backend}"
-        );
-
         let doctor = agentc(&["doctor"]);
         let report = text(&doctor.stdout);
         let line = report
@@ -438,41 +390,32 @@ fn a_leftover_isolated_network_is_named_listed_and_removed() {
                 "{line}"
             );
         }
-        assert!(report.contains(&format!("`{removal}`")), "{report}");
-        let json = agentc(&["doctor", "--format", "json"]);
-        let json: serde_json::Value = serde_json::from_slice(&json.stdout).expect("doctor json");
-        let check = json["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|check| check["id"] == "egress-leftovers")
-            .expect("the check in JSON")
-            .clone();
-        assert_eq!(check["status"], "warn", "{check}");
 
-        // The removal the error named.
-        if backend == "cli" {
-            let command = quoted_after(&error, "(or ");
-            assert_eq!(command, removal);
-            let args: Vec<&str> = command.split_whitespace().skip(1).collect();
-            docker(&args).expect("the docker command named");
+        // The next launch of that name removes them, says so, and succeeds.
+        let output = agentc(&["run", &profile, "--backend", backend]);
+        assert!(output.status.success(), "{}", describe(&output));
+        let removed = if backend == "api" {
+            format!("proxy {proxy}, network {network}")
         } else {
-            let command = quoted_after(&error, "hint: ");
-            assert_eq!(command, format!("agentc rm {sandbox}"));
-            let removed = agentc(&["rm", &sandbox]);
-            assert!(removed.status.success(), "{}", describe(&removed));
-            assert_eq!(
-                text(&removed.stdout),
-                format!("removed {proxy}\nremoved network {network}\n"),
-                "{}",
-                describe(&removed)
-            );
-        }
+            format!("network {network}")
+        };
+        assert!(
+            text(&output.stderr).contains(&format!(
+                "agentc: removed the egress companion of {sandbox}, which is gone (its launch \
+                 was killed): {removed}"
+            )),
+            "{}",
+            describe(&output)
+        );
         let doctor = text(&agentc(&["doctor"]).stdout);
-        assert!(!doctor.contains(&network), "{doctor}");
-
-        // Now the launch succeeds, and `agentc rm` leaves nothing.
-        assert_eq!(launch(&profile, backend), sandbox);
+        let line = doctor
+            .lines()
+            .find(|line| line.contains("egress-leftovers"))
+            .unwrap_or_default();
+        assert!(
+            !line.contains(&format!("isolated network {network}:")),
+            "{doctor}"
+        );
         assert_eq!(ps_egress(&sandbox).0, "up");
         let removed = agentc(&["rm", &sandbox]);
         assert!(removed.status.success(), "{}", describe(&removed));

@@ -370,3 +370,99 @@ fn a_pod_that_may_not_start_is_rendered_with_a_warning() {
         );
     }
 }
+
+/// The same profile renders the same objects whoever renders it: no object name, claim or
+/// annotation holds the local user or uid (the home volume's claim is `<agent>-home-<name>`,
+/// not Docker's `<agent>-home-<user>-<uid>-<name>`), so the output can be committed (GitOps).
+#[test]
+fn the_objects_hold_no_local_user_and_are_the_same_for_every_user() {
+    let workspace = workspace();
+    let as_user = |user: &str, args: &[&str]| {
+        let home = workspace.join("../home");
+        let output = Command::new(env!("CARGO_BIN_EXE_agentc"))
+            .args(args)
+            .current_dir(repo_root())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home)
+            .env("USER", user)
+            .output()
+            .expect("agentc runs");
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+        text(&output.stdout)
+    };
+    let ws = workspace.to_str().expect("UTF-8 path");
+    for args in [
+        &[
+            "render",
+            "fixtures/valid/claude-minimal.toml",
+            "--backend",
+            "k8s",
+            "--format",
+            "yaml",
+            "--workspace",
+            ws,
+            "--workspace-claim",
+            "src",
+        ][..],
+        &[
+            "explain",
+            "fixtures/valid/claude-minimal.toml",
+            "--backend",
+            "k8s",
+            "--workspace",
+            ws,
+            "--workspace-claim",
+            "src",
+        ][..],
+        &[
+            "render",
+            "fixtures/valid/codex-decant.toml",
+            "--kind",
+            "decant",
+            "--backend",
+            "k8s",
+            "--format",
+            "yaml",
+        ][..],
+    ] {
+        let alice = as_user("alice-k8s", args);
+        let bob = as_user("bob-k8s", args);
+        assert_eq!(alice, bob, "{args:?}");
+        assert!(!alice.contains("alice-k8s"), "{args:?}: {alice}");
+    }
+    let yaml = as_user(
+        "alice-k8s",
+        &[
+            "render",
+            "fixtures/valid/claude-minimal.toml",
+            "--backend",
+            "k8s",
+            "--format",
+            "yaml",
+            "--workspace",
+            ws,
+            "--workspace-claim",
+            "src",
+        ],
+    );
+    assert!(
+        yaml.contains("claimName: claude-code-home-claude-minimal\n"),
+        "{yaml}"
+    );
+    // The Docker launch keeps its user-scoped home volume.
+    let docker = as_user(
+        "alice-k8s",
+        &[
+            "render",
+            "fixtures/valid/claude-minimal.toml",
+            "--backend",
+            "cli",
+            "--format",
+            "shell",
+            "--workspace",
+            ws,
+        ],
+    );
+    assert!(docker.contains("claude-code-home-alice-k8s-"), "{docker}");
+}

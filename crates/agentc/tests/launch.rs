@@ -452,9 +452,13 @@ fn live_sigterm_during_a_run_behind_the_egress_proxy_leaves_nothing() {
         unsafe {
             libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
         }
-        // (Its exit status is the workload's answer to the signal, which docker passes on.)
         let output = child.wait_with_output().expect("agentc ends");
-        eprintln!("{backend}: {}", describe(&output));
+        assert_eq!(
+            output.status.code(),
+            Some(143),
+            "{backend}: {}",
+            describe(&output)
+        );
         assert!(
             lab.containers().is_empty(),
             "{backend}: {:?}",
@@ -801,11 +805,12 @@ fn run_count_needs_the_api_backend() {
         "{}",
         describe(&output)
     );
-    let output = agentc(&["rm", "--profile", "x"]);
+    // `--profile` needs no `--all` (issue 20), but names no container besides.
+    let output = agentc(&["rm", "--profile", "x", "some-sandbox"]);
     assert_eq!(
         output.status.code(),
         Some(2),
-        "--profile needs --all: {}",
+        "--profile with names: {}",
         describe(&output)
     );
 }
@@ -1079,6 +1084,31 @@ fn live_verify_passes_for_a_custom_sandbox_and_a_claude_preset() {
             "{stdout}"
         );
         assert!(!stdout.contains("FAIL"), "{stdout}");
+        // The same checks for machines, in the documented field names.
+        let output = lab.run(&["verify", &profile, "--backend", backend, "--format", "json"]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{backend}: {}",
+            describe(&output)
+        );
+        let report: serde_json::Value = serde_json::from_str(&text(&output.stdout))
+            .unwrap_or_else(|e| panic!("{backend}: {e}: {}", describe(&output)));
+        let checks = report["checks"].as_array().expect("checks");
+        assert_eq!(report["fail"], 0, "{report}");
+        assert_eq!(
+            report["ok"].as_u64().unwrap() + report["skip"].as_u64().unwrap(),
+            checks.len() as u64,
+            "{report}"
+        );
+        let memory = checks
+            .iter()
+            .find(|check| check["check"] == "memory limit (bytes)")
+            .unwrap_or_else(|| panic!("{report}"));
+        assert_eq!(memory["status"], "ok", "{memory}");
+        assert_eq!(memory["expected"], "268435456", "{memory}");
+        assert_eq!(memory["seen"], "268435456", "{memory}");
+        assert!(memory["hint"].is_null(), "{memory}");
     }
     lab.finish();
 
@@ -1169,9 +1199,9 @@ fn live_verify_fails_when_the_container_disagrees_with_the_spec() {
     lab.finish();
 }
 
-/// A SIGTERM sent to agentc alone (as a supervisor sends it) reaches the container through
-/// either backend: the cli backend passes it on to docker, which forwards it; the api backend
-/// stops and removes the container. Nothing is left behind.
+/// A SIGTERM sent to agentc alone (as a supervisor sends it) ends the container the same way
+/// through either backend: agentc removes it and exits 143 saying so (the container's own
+/// trap does not decide the exit status). Nothing is left behind.
 #[test]
 fn live_sigterm_to_agentc_stops_the_container_through_both_backends() {
     if !require_daemon("live_sigterm_to_agentc_stops_the_container_through_both_backends") {
@@ -1181,7 +1211,7 @@ fn live_sigterm_to_agentc_stops_the_container_through_both_backends() {
     let mut lab = Lab::new("launcher-sigterm");
     lab.volume("launcher-sigterm-home");
     let profile = lab.profile("agent = \"claude-code\"\nhome_volume = \"launcher-sigterm-home\"\n");
-    for (backend, expected) in [("cli", 42), ("api", 143)] {
+    for (backend, expected) in [("cli", 143), ("api", 143)] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_agentc"))
             .args([
                 "run",
@@ -1233,6 +1263,11 @@ fn live_sigterm_to_agentc_stops_the_container_through_both_backends() {
         assert_eq!(
             output.status.code(),
             Some(expected),
+            "{backend}: {}",
+            describe(&output)
+        );
+        assert!(
+            text(&output.stderr).contains("interrupted by SIGTERM; removed container"),
             "{backend}: {}",
             describe(&output)
         );

@@ -417,6 +417,30 @@ fn live_apply_keeps_the_previous_image_and_rollback_returns_to_it_once() {
         "{}",
         describe(&drift)
     );
+    // The same drift for machines: the documented fields, exit 65 still.
+    let json = lab.expect(&["lock", "--check", "--format", "json", &file], 65);
+    let report: serde_json::Value = serde_json::from_str(&text(&json.stdout))
+        .unwrap_or_else(|e| panic!("{e}: {}", describe(&json)));
+    let lock = lab.lock_path();
+    let named = report["lock"].as_str().unwrap_or_default();
+    assert!(
+        named.ends_with(&*lock.file_name().unwrap().to_string_lossy()),
+        "{report}"
+    );
+    assert_eq!(report["images"], 1, "{report}");
+    assert!(report["launches"].as_u64().unwrap() >= 1, "{report}");
+    assert!(report["files"].is_u64(), "{report}");
+    assert!(
+        report["drift"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!({
+                "field": format!("image {tag}: id"),
+                "locked": first,
+                "current": second,
+            })),
+        "{report}"
+    );
     let refused = lab.expect(&["run", "--locked", &file], 65);
     assert!(
         text(&refused.stderr).contains(&expected),
@@ -444,6 +468,9 @@ fn live_apply_keeps_the_previous_image_and_rollback_returns_to_it_once() {
         describe(&again)
     );
     lab.expect(&["lock", "--check", &file], 0);
+    let clean = lab.expect(&["lock", "--check", "--format", "json", &file], 0);
+    let report: serde_json::Value = serde_json::from_str(&text(&clean.stdout)).unwrap();
+    assert_eq!(report["drift"], serde_json::json!([]), "{report}");
     let state = std::fs::read_to_string(lab.state_file()).unwrap();
     assert!(state.contains("step = \"rollback\""), "{state}");
 

@@ -692,3 +692,123 @@ fn live_names_are_read_alike_and_exec_needs_no_double_dash() {
         assert!(lab.containers().is_empty(), "{backend}");
     }
 }
+
+/// `ps -q` prints the containers' short IDs, `ps --filter` keeps those whose profile, kind and
+/// status match (a status filter lists stopped ones without `--all`), and a bad filter is a
+/// usage error before the daemon is asked.
+#[test]
+fn live_ps_quiet_and_filters() {
+    if !require_daemon("live_ps_quiet_and_filters") {
+        return;
+    }
+    let image = test_image();
+    let lab = Lab::new("ps");
+    let container = start_sandbox(&lab, &image);
+    let id = docker(&["inspect", "--format", "{{.Id}}", &container]).unwrap();
+    let short = &id.trim()[..12];
+    let by_profile = format!("profile={}", lab.profile);
+    let listed = |args: &[&str]| {
+        let out = lab.run(&[&["ps", "-q"][..], args].concat());
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", describe(&out));
+        text(&out.stdout)
+    };
+    assert!(listed(&[]).lines().any(|line| line == short), "{short}");
+    assert_eq!(listed(&["--filter", &by_profile]), format!("{short}\n"));
+    let both = ["--filter", &by_profile, "--filter", "kind=sandbox"];
+    assert_eq!(listed(&both), format!("{short}\n"));
+    // Different keys must all match; one key's values are alternatives.
+    assert_eq!(
+        listed(&["--filter", &by_profile, "--filter", "kind=run"]),
+        ""
+    );
+    let either = [
+        "--filter",
+        &by_profile,
+        "--filter",
+        "kind=run",
+        "--filter",
+        "kind=sandbox",
+    ];
+    assert_eq!(listed(&either), format!("{short}\n"));
+    let exited = ["--filter", &by_profile, "--filter", "status=exited"];
+    assert_eq!(listed(&exited), "");
+    let stop = lab.run(&["stop", "--time", "1", &container]);
+    assert_eq!(stop.status.code(), Some(0), "{}", describe(&stop));
+    assert_eq!(listed(&["--filter", &by_profile]), "");
+    assert_eq!(listed(&exited), format!("{short}\n"));
+    // The table keeps its columns under a filter.
+    let table = lab.run(&["ps", "--filter", &by_profile, "--filter", "status=exited"]);
+    let table = text(&table.stdout);
+    assert!(table.starts_with("NAME "), "{table}");
+    assert!(
+        table.lines().nth(1).unwrap_or("").starts_with(&container),
+        "{table}"
+    );
+    let bad = lab.run(&["ps", "--filter", "name=x"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", describe(&bad));
+    assert!(
+        text(&bad.stderr).contains("unknown key \"name\""),
+        "{}",
+        describe(&bad)
+    );
+}
+
+/// `agentc cp NAME:PATH -` writes a tar stream to stdout whose top entry is the source's name,
+/// with its files and modes, as `docker cp NAME:PATH -` does; no file named `-` appears, and
+/// both backends write the same entries.
+#[test]
+fn live_cp_to_dash_writes_a_tar_stream_to_stdout() {
+    if !require_daemon("live_cp_to_dash_writes_a_tar_stream_to_stdout") {
+        return;
+    }
+    let image = test_image();
+    let lab = Lab::new("cptar");
+    let container = start_sandbox(&lab, &image);
+    let made = docker(&[
+        "exec",
+        &container,
+        "sh",
+        "-c",
+        "mkdir -p /tmp/out/sub && printf hello > /tmp/out/a.txt && printf x > /tmp/out/sub/b \
+         && chmod 0750 /tmp/out/sub/b",
+    ]);
+    assert!(made.is_ok(), "{made:?}");
+    let mut listings = Vec::new();
+    for backend in ["cli", "api"] {
+        let from = format!("{container}:/tmp/out");
+        let out = lab.run(&["cp", "--backend", backend, &from, "-"]);
+        assert_eq!(out.status.code(), Some(0), "{backend}: {}", describe(&out));
+        assert!(
+            !lab.path().join("-").exists(),
+            "{backend} wrote a file named -"
+        );
+        let mut archive = tar::Archive::new(&out.stdout[..]);
+        let mut entries = Vec::new();
+        for entry in archive.entries().expect("a tar stream") {
+            let mut entry = entry.expect("a whole entry");
+            let path = entry.path().unwrap().display().to_string();
+            let mode = entry.header().mode().unwrap() & 0o7777;
+            let mut body = String::new();
+            std::io::Read::read_to_string(&mut entry, &mut body).unwrap();
+            entries.push(format!("{path} {mode:o} {body}"));
+        }
+        entries.sort();
+        assert!(
+            entries.iter().any(|e| e == "out/a.txt 644 hello"),
+            "{backend}: {entries:?}"
+        );
+        assert!(
+            entries.iter().any(|e| e == "out/sub/b 750 x"),
+            "{backend}: {entries:?}"
+        );
+        assert!(
+            entries.iter().all(|e| e.starts_with("out")),
+            "{backend}: {entries:?}"
+        );
+        listings.push(entries);
+    }
+    assert_eq!(
+        listings[0], listings[1],
+        "both backends write the same entries"
+    );
+}

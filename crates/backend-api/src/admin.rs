@@ -191,6 +191,15 @@ pub async fn remove(docker: &Docker, target: &RemoveTarget) -> Result<Vec<String
         left.extend(crate::companion::leftovers(docker, None, Some(profile)).await?);
     }
     removed.extend(remove_leftovers(docker, &left).await?);
+    match target {
+        // Whatever else agentc made for the profile's launches: every network labelled with
+        // it, and its per-launch CA volumes (its other volumes only with `--volumes`).
+        RemoveTarget::Profile(profile) => {
+            removed.extend(crate::companion::remove_labelled(docker, Some(profile)).await?)
+        }
+        RemoveTarget::All => removed.extend(crate::companion::remove_labelled(docker, None).await?),
+        RemoveTarget::Names(_) => {}
+    }
     // With --all an egress proxy is listed itself and again as its workload's companion.
     let mut seen = std::collections::HashSet::new();
     removed.retain(|name| seen.insert(name.clone()));

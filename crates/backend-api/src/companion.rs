@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use agentc_backend_common::egress::{self, CREATE_NETWORK};
 use agentc_backend_common::egress_state::{self, IsolatedNetworkUse, Leftover, Member, ProxyUse};
-use agentc_backend_common::ExecError;
+use agentc_backend_common::{pause, ExecError};
 use agentc_policy::{
     ContainerSpec, EgressSpec, KIND_EGRESS_PROXY, LABEL_EGRESS_FOR, LABEL_KIND, LABEL_PROFILE,
     PROXY_IMAGE_PLACEHOLDER,
@@ -148,6 +148,10 @@ pub async fn setup(
             return Err(failed(egress::CREATE_CA_VOLUME, error));
         }
     }
+    if let Err(error) = crate::session::pause(pause::NETWORK).await {
+        teardown(docker, &set).await;
+        return Err(error);
+    }
     let result = async {
         let options = CreateContainerOptionsBuilder::new()
             .name(&set.proxy)
@@ -165,14 +169,14 @@ pub async fn setup(
             .await
             .map_err(|error| failed("start the egress proxy", error))?;
         wait_healthy(docker, &set.proxy).await?;
-        if egress.relays().is_empty() {
-            return Ok(());
+        if !egress.relays().is_empty() {
+            let inspect = docker
+                .inspect_container(&set.proxy, None)
+                .await
+                .map_err(|error| failed(egress::PUBLISH_RELAYS, error))?;
+            egress::check_relays_published(egress, &inspect)?;
         }
-        let inspect = docker
-            .inspect_container(&set.proxy, None)
-            .await
-            .map_err(|error| failed(egress::PUBLISH_RELAYS, error))?;
-        egress::check_relays_published(egress, &inspect)
+        crate::session::pause(pause::PROXY).await
     }
     .await;
     match result {
@@ -571,6 +575,209 @@ pub async fn remove_orphan_networks(docker: &Docker) -> Result<Vec<String>, Exec
         // In use (a sandbox still runs on it) or already gone: left alone.
         if docker.remove_network(&name).await.is_ok() {
             removed.push(format!("network {name}"));
+        }
+    }
+    Ok(removed)
+}
+
+/// Removes the egress companions (proxies, isolated networks, CA volumes) whose workload is
+/// gone ([`egress_state::orphans`]: past the grace, or with their proxy ended, or of `own`,
+/// the workload the caller launches next, or of the profile `at_once`, a fault test's; and no
+/// set whose network a container other than a proxy is on) and returns what it removed, per
+/// workload:
+/// what every agentc command that talks to the engine does first, so that a launch killed at
+/// any step leaves nothing for long and the next launch of its name is not refused.
+pub async fn reap(
+    docker: &Docker,
+    own: Option<&str>,
+    at_once: Option<&str>,
+) -> Result<Vec<egress_state::Orphans>, ExecError> {
+    use egress_state::{CompanionKind, CompanionObject};
+    let filter = HashMap::from([(
+        "label".to_string(),
+        vec![egress_state::proxy_kind_filter(), LABEL_PROFILE.to_string()],
+    )]);
+    let label = |labels: Option<&HashMap<String, String>>, key: &str| {
+        labels
+            .and_then(|labels| labels.get(key).cloned())
+            .unwrap_or_default()
+    };
+    let mut objects = Vec::new();
+    let options = ListContainersOptionsBuilder::new()
+        .all(true)
+        .filters(&filter)
+        .build();
+    for proxy in docker
+        .list_containers(Some(options))
+        .await
+        .map_err(|error| failed("list the egress proxies", error))?
+    {
+        let ended = matches!(
+            proxy.state,
+            Some(
+                bollard::models::ContainerSummaryStateEnum::EXITED
+                    | bollard::models::ContainerSummaryStateEnum::DEAD
+            )
+        );
+        objects.push(CompanionObject {
+            kind: CompanionKind::Proxy,
+            workload: label(proxy.labels.as_ref(), LABEL_EGRESS_FOR),
+            profile: label(proxy.labels.as_ref(), LABEL_PROFILE),
+            created: proxy.created,
+            ended,
+            name: member_of_summary(proxy).name,
+        });
+    }
+    let options = ListNetworksOptionsBuilder::new().filters(&filter).build();
+    for network in docker
+        .list_networks(Some(options))
+        .await
+        .map_err(|error| failed("list the isolated networks", error))?
+    {
+        objects.push(CompanionObject {
+            kind: CompanionKind::Network,
+            workload: label(network.labels.as_ref(), LABEL_EGRESS_FOR),
+            profile: label(network.labels.as_ref(), LABEL_PROFILE),
+            created: network
+                .created
+                .as_deref()
+                .and_then(egress_state::unix_seconds),
+            ended: false,
+            name: network.name.unwrap_or_default(),
+        });
+    }
+    let options = bollard::query_parameters::ListVolumesOptionsBuilder::new()
+        .filters(&filter)
+        .build();
+    let volumes = docker
+        .list_volumes(Some(options))
+        .await
+        .map_err(|error| failed("list the egress proxies' CA volumes", error))?;
+    for volume in volumes.volumes.unwrap_or_default() {
+        objects.push(CompanionObject {
+            kind: CompanionKind::Volume,
+            workload: label(Some(&volume.labels), LABEL_EGRESS_FOR),
+            profile: label(Some(&volume.labels), LABEL_PROFILE),
+            created: volume
+                .created_at
+                .as_deref()
+                .and_then(egress_state::unix_seconds),
+            ended: false,
+            name: volume.name,
+        });
+    }
+    let mut existing = std::collections::BTreeSet::new();
+    let workloads: std::collections::BTreeSet<&str> =
+        objects.iter().map(|o| o.workload.as_str()).collect();
+    for workload in workloads {
+        match docker.inspect_container(workload, None).await {
+            Err(error) if is_not_found(&error) => {}
+            // There, or the daemon cannot say: left alone either way.
+            _ => {
+                existing.insert(workload.to_string());
+            }
+        }
+    }
+    // A set whose isolated network has a container on it besides proxies serves a workload,
+    // whatever its label says (a launch by an older agentc named its workload otherwise).
+    for network in objects.iter().filter(|o| o.kind == CompanionKind::Network) {
+        if existing.contains(&network.workload) {
+            continue;
+        }
+        match network_use(docker, &network.name).await {
+            Ok(Some(found)) if found.members.iter().all(|m| m.kind == KIND_EGRESS_PROXY) => {}
+            Ok(None) => {}
+            _ => {
+                existing.insert(network.workload.clone());
+            }
+        }
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs() as i64);
+    let mut found = egress_state::orphans(&objects, &existing, own, at_once, now);
+    // Best effort, object by object: what could not be removed is logged and left out of
+    // what is reported removed.
+    for orphans in &mut found {
+        let mut removed = Vec::new();
+        for (kind, name) in std::mem::take(&mut orphans.objects) {
+            let result = match kind {
+                CompanionKind::Proxy => remove_quietly(docker, &name).await,
+                CompanionKind::Network => match docker.remove_network(&name).await {
+                    Err(error) if !is_not_found(&error) => Err(error),
+                    _ => Ok(()),
+                },
+                CompanionKind::Volume => {
+                    remove_volume(docker, &name).await;
+                    Ok(())
+                }
+            };
+            match result {
+                Ok(()) => removed.push((kind, name)),
+                Err(error) => log::warn!("could not remove {name}: {error}"),
+            }
+        }
+        orphans.objects = removed;
+    }
+    found.retain(|orphans| !orphans.objects.is_empty());
+    Ok(found)
+}
+
+/// Removes the networks agentc made (labelled `io.agentc.profile`, `=PROFILE` when given) and
+/// the egress proxies' CA volumes (labelled `io.agentc.kind=egress-proxy` too), what `agentc rm
+/// --profile` and `--all` remove after the containers; returns `network NAME` and `volume NAME`
+/// for each. A network some container still uses is left, and named in the error.
+pub async fn remove_labelled(
+    docker: &Docker,
+    profile: Option<&str>,
+) -> Result<Vec<String>, ExecError> {
+    let profile_label = match profile {
+        Some(profile) => format!("{LABEL_PROFILE}={profile}"),
+        None => LABEL_PROFILE.to_string(),
+    };
+    let mut removed = Vec::new();
+    let networks_filter = HashMap::from([("label".to_string(), vec![profile_label.clone()])]);
+    let options = ListNetworksOptionsBuilder::new()
+        .filters(&networks_filter)
+        .build();
+    let networks = docker
+        .list_networks(Some(options))
+        .await
+        .map_err(|error| failed("list the isolated networks", error))?;
+    for network in networks {
+        let name = network.name.unwrap_or_default();
+        match docker.remove_network(&name).await {
+            Ok(()) => removed.push(format!("network {name}")),
+            Err(error) if is_not_found(&error) => {}
+            // In use by a container agentc did not make (all of the profile's are gone).
+            Err(error) if profile.is_some() => {
+                return Err(failed("remove the network", format!("{name}: {error}")))
+            }
+            Err(_) => {}
+        }
+    }
+    let volumes_filter = HashMap::from([(
+        "label".to_string(),
+        vec![profile_label, egress_state::proxy_kind_filter()],
+    )]);
+    let options = bollard::query_parameters::ListVolumesOptionsBuilder::new()
+        .filters(&volumes_filter)
+        .build();
+    let volumes = docker
+        .list_volumes(Some(options))
+        .await
+        .map_err(|error| failed("list the egress proxies' CA volumes", error))?;
+    for volume in volumes.volumes.unwrap_or_default() {
+        match docker
+            .remove_volume(
+                &volume.name,
+                None::<bollard::query_parameters::RemoveVolumeOptions>,
+            )
+            .await
+        {
+            Ok(()) => removed.push(format!("volume {}", volume.name)),
+            Err(error) if is_not_found(&error) => {}
+            Err(error) => return Err(failed("remove the egress proxy's CA volume", error)),
         }
     }
     Ok(removed)

@@ -375,6 +375,20 @@ impl Drop for RawMode {
     }
 }
 
+/// Pauses at `step` when a test asked for it ([`agentc_backend_common::pause`]): until
+/// [`agentc_backend_common::pause::PAUSE_LIMIT`] passed, or a SIGINT or SIGTERM arrived, which
+/// ends the launch ([`ExecError::Interrupted`]) as it would at that step.
+pub(crate) async fn pause(step: &str) -> Result<(), ExecError> {
+    if !agentc_backend_common::pause::pause_requested(step) {
+        return Ok(());
+    }
+    let mut signals = Signals::new()?;
+    tokio::select! {
+        _ = tokio::time::sleep(agentc_backend_common::pause::PAUSE_LIMIT) => Ok(()),
+        signal = signals.recv() => Err(ExecError::Interrupted { signal, container: None }),
+    }
+}
+
 /// SIGINT and SIGTERM, listened to for the whole launch.
 pub(crate) struct Signals {
     interrupt: Signal,

@@ -49,7 +49,8 @@ pub fn instance_suffix() -> String {
 
 /// Readies `spec`'s companion for set-up: `false` when it has none; refused on Podman; moved to
 /// an instance of its own when the container has no name (each run gets its set,
-/// [`ContainerSpec::egress_instance`]); its credentials' placeholders made
+/// [`ContainerSpec::egress_for`]), the container named after it; the proxy told to watch its
+/// workload; its credentials' placeholders made
 /// ([`crate::credentials::materialize`]).
 pub fn prepare(spec: &mut ContainerSpec) -> Result<bool, ExecError> {
     if spec.egress.is_none() {
@@ -64,8 +65,16 @@ pub fn prepare(spec: &mut ContainerSpec) -> Result<bool, ExecError> {
         });
     }
     if spec.name.is_none() {
-        spec.egress_instance(&instance_suffix());
+        // An instance of its own, and the workload named after it: the proxy watches it by
+        // name, and the companion's `io.agentc.egress-for` label names it.
+        let suffix = instance_suffix();
+        let network = spec.egress.as_ref().map(|e| e.network.name.clone());
+        let base = network.unwrap_or_default();
+        let workload = format!("{}-{suffix}", base.strip_suffix("-egress").unwrap_or(&base));
+        spec.egress_for(&workload, &suffix);
+        spec.name = Some(workload);
     }
+    watch_workload(spec);
     // The credentials' placeholders of this launch (random, new every launch), in the
     // workload's environment and the proxy's; the spec itself holds none.
     let made = crate::credentials::materialize(spec)?;
@@ -73,6 +82,21 @@ pub fn prepare(spec: &mut ContainerSpec) -> Result<bool, ExecError> {
         log::debug!("placeholders made for {}", made.join(", "));
     }
     Ok(true)
+}
+
+/// Tells the proxy its workload's name, so that it ends by itself when the launch dies before
+/// creating the workload, and with an attached run's workload when that is gone
+/// ([`agentc_egress::watch`]): `--workload=NAME --workload-watch=appear|life`.
+fn watch_workload(spec: &mut ContainerSpec) {
+    let (Some(name), Some(egress)) = (spec.name.clone(), spec.egress.as_mut()) else {
+        return;
+    };
+    // `agentc_egress::watch::WatchMode`'s spellings.
+    let mode = if spec.detach { "appear" } else { "life" };
+    let command = &mut egress.proxy.command;
+    command.retain(|word| !word.starts_with("--workload"));
+    command.push(format!("--workload={name}"));
+    command.push(format!("--workload-watch={mode}"));
 }
 
 /// The volume the companion's proxy writes its launch CA into and the workload reads it from
@@ -123,7 +147,8 @@ pub const PUBLISH_RELAYS: &str = "publish the sandbox's ports on the egress prox
 /// After the proxy of `egress` started: every port it relays must have a host binding in its
 /// inspect `proxy`. Docker publishes no port of a container whose networks are all internal,
 /// so an `egress.outside_network` that is `--internal` would drop the ports silently: that is
-/// an error naming the network (fail closed; the caller removes the companion).
+/// [`ExecError::PortNotPublished`], naming the port and the network (fail closed; the caller
+/// removes the companion).
 pub fn check_relays_published(
     egress: &EgressSpec,
     proxy: &ContainerInspectResponse,
@@ -143,17 +168,13 @@ pub fn check_relays_published(
                     .any(|b| b.host_port.as_deref().is_some_and(|p| !p.is_empty()))
             });
         if !published {
-            let outside = match &egress.outside {
-                Network::Named { name } => format!("the outside network {name}"),
-                Network::Default => "the default bridge".to_string(),
-                Network::None => "no network".to_string(),
-            };
-            return Err(ExecError::Egress {
-                step: PUBLISH_RELAYS,
-                message: format!(
-                    "the egress proxy did not publish port {} of the sandbox ({key} of the                      proxy): docker publishes ports only through a network with a way out, and                      the proxy reaches out through {outside}; use an egress.outside_network that                      is not --internal, or remove [network] publish",
-                    relay.target.port()
-                ),
+            return Err(ExecError::PortNotPublished {
+                port: relay.target.port(),
+                outside: match &egress.outside {
+                    Network::Named { name } => format!("the network {name}"),
+                    Network::Default => "the default bridge".to_string(),
+                    Network::None => "no network".to_string(),
+                },
             });
         }
     }
@@ -340,11 +361,11 @@ mod tests {
             workspace: "/w".into(),
             profile_dir: "/p".into(),
             home_dir: "/h".into(),
-            owner: agentc_policy::Owner {
+            owner: Some(agentc_policy::Owner {
                 name: "dev".into(),
                 uid: 1000,
                 gid: 1000,
-            },
+            }),
             image: None,
             seed_target: None,
             agent_args: Vec::new(),

@@ -432,6 +432,148 @@ pub fn existing_network(
     }
 }
 
+/// What an object agentc made for a launch's egress companion is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CompanionKind {
+    /// The egress proxy container.
+    Proxy,
+    /// The isolated network.
+    Network,
+    /// The proxy's per-launch CA volume.
+    Volume,
+}
+
+/// One object of a launch's egress companion, as the engine lists it (labelled
+/// `io.agentc.kind=egress-proxy`, `io.agentc.profile` and `io.agentc.egress-for=WORKLOAD`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompanionObject {
+    /// Proxy, network or CA volume.
+    pub kind: CompanionKind,
+    /// Its name.
+    pub name: String,
+    /// The workload it serves (`io.agentc.egress-for`).
+    pub workload: String,
+    /// Its profile (`io.agentc.profile`).
+    pub profile: String,
+    /// When it was created (Unix seconds), when the engine says.
+    pub created: Option<i64>,
+    /// A proxy that ended (exited or dead): its watch on its workload ended it.
+    pub ended: bool,
+}
+
+/// The companion objects of one workload that is gone: a launch killed before it finished
+/// (SIGKILL of agentc at any step), or a workload removed without agentc.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Orphans {
+    /// The workload's name.
+    pub workload: String,
+    /// Its objects, proxies first, then networks, then volumes (the order they can be
+    /// removed in).
+    pub objects: Vec<(CompanionKind, String)>,
+}
+
+impl Orphans {
+    /// The line agentc prints on stderr once it removed them.
+    pub fn removed_line(&self) -> String {
+        let objects: Vec<String> = self
+            .objects
+            .iter()
+            .map(|(kind, name)| match kind {
+                CompanionKind::Proxy => format!("proxy {name}"),
+                CompanionKind::Network => format!("network {name}"),
+                CompanionKind::Volume => format!("volume {name}"),
+            })
+            .collect();
+        format!(
+            "removed the egress companion of {}, which is gone (its launch was killed): {}",
+            self.workload,
+            objects.join(", ")
+        )
+    }
+}
+
+/// How old a companion without its workload must be before [`orphans`] counts it as left
+/// behind: a launch creates its workload seconds after its network, so a younger one may be a
+/// launch still setting up (unless its proxy already ended, or the caller is about to launch
+/// that very workload).
+pub const ORPHAN_GRACE_SECS: i64 = 60;
+
+/// The companions whose workload is gone, grouped by workload: `existing` holds the workloads
+/// that exist (running or not). A workload's set is left alone while one of its objects is
+/// younger than [`ORPHAN_GRACE_SECS`] at `now`, unless its proxy ended, or the workload is
+/// `own` (the caller launches it next, so no other launch can be setting it up), or its
+/// profile is `at_once` (a fault test's own profile).
+pub fn orphans(
+    objects: &[CompanionObject],
+    existing: &std::collections::BTreeSet<String>,
+    own: Option<&str>,
+    at_once: Option<&str>,
+    now: i64,
+) -> Vec<Orphans> {
+    let mut by_workload: BTreeMap<&str, Vec<&CompanionObject>> = BTreeMap::new();
+    for object in objects.iter().filter(|o| !o.workload.is_empty()) {
+        by_workload
+            .entry(&object.workload)
+            .or_default()
+            .push(object);
+    }
+    let mut found = Vec::new();
+    for (workload, mut set) in by_workload {
+        if existing.contains(workload) {
+            continue;
+        }
+        let young = set
+            .iter()
+            .any(|o| o.created.is_some_and(|at| now - at < ORPHAN_GRACE_SECS));
+        let ended = set
+            .iter()
+            .any(|o| o.kind == CompanionKind::Proxy && o.ended);
+        let test_profile = set.iter().any(|o| Some(o.profile.as_str()) == at_once);
+        if young && !ended && own != Some(workload) && !test_profile {
+            continue;
+        }
+        set.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+        found.push(Orphans {
+            workload: workload.to_string(),
+            objects: set.iter().map(|o| (o.kind, o.name.clone())).collect(),
+        });
+    }
+    found
+}
+
+/// An RFC 3339 time as the engine writes it (`2026-12-02T03:44:50.123456789Z`, or with an
+/// offset such as `+01:00`), in Unix seconds; `None` when it does not read so.
+pub fn unix_seconds(text: &str) -> Option<i64> {
+    let number = |range: std::ops::Range<usize>| -> Option<i64> {
+        text.get(range)
+            .filter(|d| d.bytes().all(|b| b.is_ascii_digit()))?
+            .parse()
+            .ok()
+    };
+    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
+    let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let mut seconds = days * 86_400 + hour * 3_600 + minute * 60 + second;
+    // The offset, after any fraction.
+    let rest = text
+        .get(19..)?
+        .trim_start_matches(|c: char| c == '.' || c.is_ascii_digit());
+    if let Some(sign @ ('+' | '-')) = rest.chars().next() {
+        let hours: i64 = rest.get(1..3)?.parse().ok()?;
+        let minutes: i64 = rest.get(4..6)?.parse().ok()?;
+        let offset = hours * 3_600 + minutes * 60;
+        seconds -= if sign == '+' { offset } else { -offset };
+    }
+    Some(seconds)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -721,5 +863,79 @@ mod tests {
         assert!(!network_exists(
             "Pool overlaps with other one on this address space"
         ));
+    }
+
+    fn object(kind: CompanionKind, name: &str, workload: &str, created: i64) -> CompanionObject {
+        CompanionObject {
+            kind,
+            name: name.to_string(),
+            workload: workload.to_string(),
+            profile: format!("p-{workload}"),
+            created: Some(created),
+            ended: false,
+        }
+    }
+
+    #[test]
+    fn orphans_are_the_sets_of_gone_workloads_past_the_grace() {
+        let now = 10_000;
+        let old = now - ORPHAN_GRACE_SECS;
+        let objects = vec![
+            object(CompanionKind::Volume, "killed-egress-ca", "killed", old),
+            object(CompanionKind::Network, "killed-egress", "killed", old),
+            object(CompanionKind::Proxy, "killed-egress-proxy", "killed", old),
+            object(CompanionKind::Network, "live-egress", "live", old),
+            object(CompanionKind::Proxy, "live-egress-proxy", "live", old),
+            // Setting up right now: not yet its workload, not old enough to judge.
+            object(CompanionKind::Network, "young-egress", "young", now - 5),
+        ];
+        let existing = std::collections::BTreeSet::from(["live".to_string()]);
+        let found = orphans(&objects, &existing, None, None, now);
+        assert_eq!(
+            found,
+            vec![Orphans {
+                workload: "killed".into(),
+                objects: vec![
+                    (CompanionKind::Proxy, "killed-egress-proxy".into()),
+                    (CompanionKind::Network, "killed-egress".into()),
+                    (CompanionKind::Volume, "killed-egress-ca".into()),
+                ],
+            }]
+        );
+        assert_eq!(
+            found[0].removed_line(),
+            "removed the egress companion of killed, which is gone (its launch was killed): \
+             proxy killed-egress-proxy, network killed-egress, volume killed-egress-ca"
+        );
+        // The caller's own next workload, or a proxy that ended, is judged at once.
+        let own = orphans(&objects, &existing, Some("young"), None, now);
+        assert_eq!(own.len(), 2, "{own:?}");
+        let mut ended = objects.clone();
+        ended.push(CompanionObject {
+            ended: true,
+            ..object(CompanionKind::Proxy, "young-egress-proxy", "young", now - 5)
+        });
+        assert_eq!(orphans(&ended, &existing, None, None, now).len(), 2);
+        // A fault test's profile: judged at once too, and no other profile's.
+        let at_once = orphans(&objects, &existing, None, Some("p-young"), now);
+        assert_eq!(at_once.len(), 2);
+        assert_eq!(
+            orphans(&objects, &existing, None, Some("p-other"), now).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn engine_times_read_as_unix_seconds() {
+        assert_eq!(unix_seconds("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(
+            unix_seconds("2026-12-02T03:44:50.123456789Z"),
+            Some(1_796_183_090)
+        );
+        assert_eq!(
+            unix_seconds("2026-12-02T04:44:50+01:00"),
+            Some(1_796_183_090)
+        );
+        assert_eq!(unix_seconds("yesterday"), None);
     }
 }

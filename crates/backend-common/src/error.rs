@@ -235,6 +235,16 @@ pub enum ExecError {
         /// Why.
         message: String,
     },
+    /// The egress proxy started but docker did not publish a sandbox port on it: its outside
+    /// network is `--internal` (docker publishes no port through internal networks only). The
+    /// workload was not launched and the companion was removed (fail closed).
+    #[error("the egress proxy cannot publish port {port} of the sandbox: it reaches out through {outside}, and docker publishes no port through an internal network\n  hint: set egress.outside_network to a network that is not --internal (unset: docker's bridge), or remove [network] publish; `agentc doctor PROFILE` checks it before a launch")]
+    PortNotPublished {
+        /// The sandbox's port (`8080`).
+        port: u16,
+        /// The outside network, in words (`the network corp`).
+        outside: String,
+    },
     /// The isolated network of an egress companion exists already: a leftover of a launch
     /// killed before it finished, the network of a sandbox of that name, or another's network
     /// ([`crate::egress_state::existing_network`]). Nothing of the launch was created, nothing

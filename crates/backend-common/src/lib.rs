@@ -54,6 +54,7 @@ pub mod engine;
 pub mod error;
 pub mod hints;
 pub mod inspect;
+pub mod pause;
 pub mod podman;
 pub mod runtime;
 pub mod secrets;

@@ -49,6 +49,13 @@ pub struct EgressPolicy {
     pub wildcard_names_per_minute: Option<u32>,
     /// Hosts whose TLS tunnels may carry Encrypted Client Hello (`egress.allow_ech`).
     pub allow_ech: Vec<String>,
+    /// The endpoints the profile names beyond `egress.hosts` (a provider endpoint, Langfuse's
+    /// base URL), as `host:port` specs the proxy allows too
+    /// ([`agentc_policy::endpoint_specs`]).
+    pub endpoints: Vec<String>,
+    /// The upstream proxy the egress proxy chains through (`[proxy] http`/`https`;
+    /// [`agentc_policy::upstream_proxy`]).
+    pub upstream: Option<agentc_policy::Chained>,
 }
 
 impl EgressPolicy {
@@ -62,6 +69,8 @@ impl EgressPolicy {
             allow_cidrs: egress.allow_cidrs.clone(),
             wildcard_names_per_minute: egress.wildcard_names_per_minute,
             allow_ech: egress.allow_ech.clone(),
+            endpoints: agentc_policy::endpoint_specs(profile),
+            upstream: agentc_policy::upstream_proxy(profile),
         }
     }
 }
@@ -69,8 +78,9 @@ impl EgressPolicy {
 /// The egress proxy's command line, as the egress crate writes it for every renderer
 /// ([`agentc_egress::proxy_command`]): `/usr/local/bin/agentc egress-proxy serve`, listening on
 /// 3128 with its DNS stub on 53, one `--allow=` per host spec (normalized) and one
-/// `--allow-cidr=` per range, one `--allow-ech=` per ECH opt-in, and the bound on wildcard
-/// look-ups (`egress.wildcard_names_per_minute`; the proxy's default when `None`); or the
+/// `--allow-cidr=` per range, one `--allow-ech=` per ECH opt-in, the bound on wildcard
+/// look-ups (`egress.wildcard_names_per_minute`; the proxy's default when `None`) and the
+/// upstream proxy it chains through (`--upstream`, [`agentc_egress::upstream`]); or the
 /// egress crate's error naming the first value it refuses.
 ///
 /// Unlike the docker backends' proxy, which listens on its fixed isolated-network address,
@@ -81,6 +91,7 @@ pub fn egress_proxy_argv(
     allow_cidrs: &[String],
     allow_ech: &[String],
     wildcard_names_per_minute: Option<u32>,
+    upstream: Option<&agentc_policy::Chained>,
 ) -> Result<Vec<String>, agentc_egress::EgressError> {
     let mut config = agentc_egress::Config::from_args(
         &format!("0.0.0.0:{PROXY_PORT}"),
@@ -93,16 +104,17 @@ pub fn egress_proxy_argv(
         config.limits.wildcard_names_per_minute = names;
         config.limits.check()?;
     }
+    if let Some(upstream) = upstream {
+        config = config.with_upstream(&upstream.address, upstream.all, &upstream.direct)?;
+    }
     Ok(agentc_egress::proxy_command(&config))
 }
 
 /// Why an `egress.hosts` entry is not a host spec the proxy takes (`host`, `host:port`,
-/// `*.suffix`, `*.suffix:port`; [`agentc_egress::HostSpec::parse`], the proxy's own parser),
+/// `*.suffix`, `*.suffix:port`, an address or a range, with or without a port;
+/// [`agentc_egress::HostSpec::parse`], the proxy's own parser),
 /// or `None` when it is one.
 pub fn host_spec_problem(spec: &str) -> Option<String> {
-    if spec.contains('/') && !spec.contains("://") {
-        return Some("an IP range is not a host name: the proxy decides by name".to_string());
-    }
     match agentc_egress::HostSpec::parse(spec) {
         Ok(_) => None,
         Err(agentc_egress::EgressError::HostSpec { reason, .. }) => Some(reason),
@@ -187,11 +199,29 @@ pub fn public_internet_rule() -> NetworkPolicyEgressRule {
 }
 
 /// The egress proxy's own egress: public addresses ([`public_internet_rule`]), the cluster
-/// DNS to resolve the hosts it allows, and each range of `allow_cidrs` (`--allow-cidr`), so a
+/// DNS to resolve the hosts it allows, each range of `allow_cidrs` (`--allow-cidr`), so a
 /// proxy tricked into connecting elsewhere (a name resolving to a private address) is stopped
-/// by the cluster too.
-pub fn proxy_upstream_rules(allow_cidrs: &[String]) -> Vec<NetworkPolicyEgressRule> {
+/// by the cluster too, and each address or range the allowlist `hosts` names (`10.1.2.3`,
+/// `10.1.2.0/24:8000`: the proxy connects to those whatever their range; the proxy checks
+/// the port).
+pub fn proxy_upstream_rules(
+    allow_cidrs: &[String],
+    hosts: &[String],
+) -> Vec<NetworkPolicyEgressRule> {
     let mut rules = vec![public_internet_rule(), cluster_dns_rule()];
+    let mut allow_cidrs: Vec<String> = allow_cidrs.to_vec();
+    for host in hosts {
+        if let Ok(agentc_egress::HostSpec {
+            pattern: agentc_egress::host::HostPattern::Addresses(range),
+            ..
+        }) = agentc_egress::HostSpec::parse(host.trim())
+        {
+            let range = range.to_string();
+            if !allow_cidrs.contains(&range) {
+                allow_cidrs.push(range);
+            }
+        }
+    }
     if !allow_cidrs.is_empty() {
         rules.push(NetworkPolicyEgressRule {
             to: Some(
@@ -252,6 +282,7 @@ mod tests {
             &["10.20.0.0/16".into()],
             &["*.github.com:443".into()],
             None,
+            None,
         )
         .expect("valid");
         assert_eq!(
@@ -269,15 +300,37 @@ mod tests {
             ]
         );
         assert_eq!(argv[0], agentc_egress::PROXY_BINARY);
-        let refused =
-            egress_proxy_argv(&["10.0.0.1".into()], &[], &[], None).expect_err("an IP literal");
-        assert!(refused.to_string().contains("10.0.0.1"), "{refused}");
+        let refused = egress_proxy_argv(&["0x0a000001".into()], &[], &[], None, None)
+            .expect_err("an IP literal");
+        assert!(refused.to_string().contains("0x0a000001"), "{refused}");
+        let argv = egress_proxy_argv(&["10.0.0.1:8000".into()], &[], &[], None, None).unwrap();
+        assert!(
+            argv.contains(&"--allow=10.0.0.1:8000".to_string()),
+            "{argv:?}"
+        );
     }
 
     #[test]
     fn the_proxy_reaches_public_addresses_the_cluster_dns_and_its_allowed_ranges_only() {
-        let rules = proxy_upstream_rules(&[]);
+        let rules = proxy_upstream_rules(&[], &["api.example.com".into()]);
         assert_eq!(rules, [public_internet_rule(), cluster_dns_rule()]);
+        // An address or a range the allowlist names is reachable by the proxy Pod, once.
+        let rules = proxy_upstream_rules(
+            &["10.1.2.3/32".into()],
+            &[
+                "10.1.2.3".into(),
+                "192.168.0.0/24:8000".into(),
+                "a.example".into(),
+            ],
+        );
+        let named = serde_json::to_value(&rules[2]).expect("JSON");
+        assert_eq!(
+            named,
+            serde_json::json!({"to": [
+                {"ipBlock": {"cidr": "10.1.2.3/32"}},
+                {"ipBlock": {"cidr": "192.168.0.0/24"}}
+            ]})
+        );
         let public = serde_json::to_value(&rules[0]).expect("JSON");
         let except = &public["to"][0]["ipBlock"]["except"];
         assert!(
@@ -287,7 +340,7 @@ mod tests {
                     && ranges.contains(&"10.0.0.0/8".into())),
             "{except}"
         );
-        let rules = proxy_upstream_rules(&["10.20.0.0/16".into()]);
+        let rules = proxy_upstream_rules(&["10.20.0.0/16".into()], &[]);
         assert_eq!(rules.len(), 3);
         let allowed = serde_json::to_value(&rules[2]).expect("JSON");
         assert_eq!(
@@ -302,11 +355,11 @@ mod tests {
 
     #[test]
     fn host_specs() {
-        assert_eq!(
-            host_spec_problem("10.0.0.0/8").as_deref(),
-            Some("an IP range is not a host name: the proxy decides by name")
-        );
         for good in [
+            "10.0.0.0/8",
+            "10.1.2.3",
+            "10.1.2.3:8000",
+            "[fd00::1]:443",
             "api.anthropic.com",
             "localhost",
             "registry.npmjs.org:443",
@@ -326,8 +379,8 @@ mod tests {
             "a.com:65536",
             "a.com:+1",
             "a.com:",
-            "10.0.0.1",
-            "10.0.0.0/8",
+            "0x0a000001",
+            "10.0.0.1/8",
             "[::1]:443",
             "::1",
             "a_b.com",

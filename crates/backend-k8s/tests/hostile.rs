@@ -296,6 +296,8 @@ fn options() -> impl Strategy<Value = Options> {
                         allow_cidrs: Vec::new(),
                         wildcard_names_per_minute: None,
                         allow_ech: Vec::new(),
+                        endpoints: Vec::new(),
+                        upstream: None,
                     },
                 }
             },

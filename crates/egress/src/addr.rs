@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::EgressError;
 
 /// An address range: `10.20.0.0/16`, `fd00:1::/64`, or a bare address (a /32 or /128).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct Cidr {
     /// The network address (host bits zero).

@@ -12,6 +12,7 @@ use crate::credential::CredentialConfig;
 use crate::error::EgressError;
 use crate::host::HostSpec;
 use crate::policy::Policy;
+use crate::upstream::{direct_specs, Upstream};
 use crate::wildcard::{DEFAULT_NAMES_PER_MINUTE, MAX_NAMES_PER_MINUTE};
 
 /// Where the agentc binary sits in the proxy image ([`crate::image`]).
@@ -162,6 +163,10 @@ pub struct Config {
     /// terminates TLS for those hosts only ([`crate::credential`]).
     #[serde(default, skip_serializing_if = "CredentialConfig::is_empty")]
     pub credentials: CredentialConfig,
+    /// The upstream proxy every connection for a destination goes through, when the profile
+    /// names one (`--upstream`, [`crate::upstream`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<Upstream>,
 }
 
 /// One published port of the workload, relayed by the proxy: it accepts TCP on its own port
@@ -231,6 +236,7 @@ impl Default for Config {
             allow_ech: Vec::new(),
             limits: Limits::default(),
             credentials: CredentialConfig::default(),
+            upstream: None,
         }
     }
 }
@@ -265,6 +271,7 @@ impl Config {
             allow_ech: Vec::new(),
             limits: Limits::default(),
             credentials: CredentialConfig::default(),
+            upstream: None,
         };
         config.limits.check()?;
         Ok(config)
@@ -321,6 +328,41 @@ impl Config {
         Ok(self)
     }
 
+    /// The configuration with the upstream proxy `upstream` (`HOST:PORT`), passing it every
+    /// destination when `all` (the allowlist names the upstream), and the `no_proxy` entries
+    /// `direct` read as [`direct_specs`] reads them (`--direct` words are specs already and
+    /// read the same).
+    ///
+    /// ```
+    /// use agentc_egress::Config;
+    /// let none: [&str; 0] = [];
+    /// let config = Config::from_args("0.0.0.0:3128", None, &["proxy.corp.example"], &none)
+    ///     .unwrap()
+    ///     .with_upstream("proxy.corp.example:3128", true, &[".corp.example"])
+    ///     .unwrap();
+    /// let argv = agentc_egress::proxy_command(&config);
+    /// assert_eq!(argv[5..], ["--upstream=proxy.corp.example:3128", "--upstream-all",
+    ///     "--direct=corp.example", "--direct=*.corp.example"]);
+    /// ```
+    pub fn with_upstream(
+        mut self,
+        upstream: &str,
+        all: bool,
+        direct: &[impl AsRef<str>],
+    ) -> Result<Config, EgressError> {
+        let mut parsed = Upstream::parse(upstream)?;
+        parsed.all = all;
+        for entry in direct {
+            for spec in direct_specs(entry.as_ref()) {
+                if !parsed.direct.contains(&spec) {
+                    parsed.direct.push(spec);
+                }
+            }
+        }
+        self.upstream = Some(parsed);
+        Ok(self)
+    }
+
     /// The configuration with the credential settings `credentials`: each credential's hosts
     /// must be allowed by the allowlist (a key is bound only where the sandbox may go).
     pub fn with_credentials(
@@ -360,6 +402,7 @@ impl Config {
     pub fn policy(&self) -> Policy {
         Policy::new(self.allow.clone(), self.allow_cidrs.clone())
             .with_allow_ech(self.allow_ech.clone())
+            .with_upstream(self.upstream.clone())
     }
 }
 
@@ -367,7 +410,8 @@ impl Config {
 /// renderer (docker CLI, Engine API, Kubernetes) uses. Values are attached (`--allow=HOST`), so
 /// none can be read as a flag. The ECH opt-ins (`--allow-ech=HOST`) follow the ranges, then
 /// `--wildcard-names-per-minute=N` when N is not the default, then the credential settings
-/// ([`CredentialConfig::args`]); the relays come last
+/// ([`CredentialConfig::args`]), then the upstream proxy ([`Upstream::args`]); the relays come
+/// last
 /// (`--relay=LISTEN=IP:PORT`).
 ///
 /// ```
@@ -405,6 +449,9 @@ pub fn proxy_command(config: &Config) -> Vec<String> {
         argv.push(format!("--wildcard-names-per-minute={wildcard_names}"));
     }
     argv.extend(config.credentials.args());
+    if let Some(upstream) = &config.upstream {
+        argv.extend(upstream.args());
+    }
     argv.extend(config.relays.iter().map(|relay| format!("--relay={relay}")));
     argv
 }
@@ -557,7 +604,7 @@ mod tests {
         for (listen, dns, allow, cidr, needle) in [
             ("nope", None, "a.com", "10.0.0.0/8", "nope"),
             ("0.0.0.0:3128", Some("53"), "a.com", "10.0.0.0/8", "`53`"),
-            ("0.0.0.0:3128", None, "1.2.3.4", "10.0.0.0/8", "`1.2.3.4`"),
+            ("0.0.0.0:3128", None, "127.1", "10.0.0.0/8", "`127.1`"),
             ("0.0.0.0:3128", None, "a.com", "10.0.0.1/8", "`10.0.0.1/8`"),
         ] {
             let error = Config::from_args(listen, dns, &[allow], &[cidr]).unwrap_err();
@@ -635,7 +682,7 @@ mod tests {
             ("c.example", "must also be an --allow entry"),
             ("x.b.example", "must also be an --allow entry"),
             ("a.example:443", "must also be an --allow entry"),
-            ("10.0.0.1", "IP addresses"),
+            ("127.1", "dotted decimal"),
         ] {
             let error = config
                 .clone()

@@ -21,6 +21,14 @@ pub enum EgressError {
         /// Why it is refused.
         reason: String,
     },
+    /// An upstream proxy (`--upstream=HOST:PORT`, `--direct=SPEC`) that cannot be used.
+    #[error("invalid upstream proxy `{upstream}`: {reason}")]
+    Upstream {
+        /// The text as written (no credentials: the upstream takes none on the command line).
+        upstream: String,
+        /// Why it is refused.
+        reason: String,
+    },
     /// A listen address that is not `IP:PORT`.
     #[error("invalid listen address `{address}`: expected IP:PORT, such as 0.0.0.0:3128")]
     ListenAddress {

@@ -6,9 +6,16 @@
 //! resolver or a URL parser might accept: dotted quads, a single integer (`2130706433`), hex
 //! (`0x7f000001`, `0x7f.1`), octal (`0177.0.0.1`), short forms (`127.1`), IPv6 in brackets or
 //! not, IPv4-mapped IPv6, zone ids (`fe80::1%eth0`) and percent-encoded forms of any of them.
+//!
+//! The one exception is an address the allowlist names itself (an address entry `10.1.2.3`,
+//! `10.1.2.3:8000`, `[fd00::1]:443`, or a range entry `10.1.2.0/24`): a request target written
+//! in the canonical spelling (dotted decimal, or bracketed IPv6 without a zone id, see
+//! [`ip_target`]) is then judged against those entries; every other spelling stays refused.
 
 use std::fmt;
-use std::net::Ipv6Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use crate::addr::Cidr;
 
 use serde::{Deserialize, Serialize};
 
@@ -142,16 +149,88 @@ pub fn normalize_host(raw: &str) -> Result<String, HostRefusal> {
     Ok(host.to_ascii_lowercase())
 }
 
-/// What a host spec matches: one name, or the subdomains of one.
+/// A request target's host as an address, when it is written in the one spelling the proxy
+/// reads as an address: dotted-decimal IPv4 (`10.1.2.3`, no leading zeros) or bracketed IPv6
+/// without a zone id (`[fd00::1]`); an IPv4-mapped IPv6 address is its IPv4 address. `None`
+/// for every other text (names, and the other spellings of addresses, which stay refused).
+///
+/// ```
+/// use agentc_egress::host::ip_target;
+/// assert_eq!(ip_target("10.1.2.3").unwrap().to_string(), "10.1.2.3");
+/// assert_eq!(ip_target("[::ffff:10.1.2.3]").unwrap().to_string(), "10.1.2.3");
+/// assert_eq!(ip_target("[fd00::1]").unwrap().to_string(), "fd00::1");
+/// for other in ["0x0a010203", "10.1", "010.1.2.3", "fd00::1", "[fe80::1%25eth0]", "a.test"] {
+///     assert!(ip_target(other).is_none(), "{other}");
+/// }
+/// ```
+pub fn ip_target(host: &str) -> Option<IpAddr> {
+    if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        return inner
+            .parse::<Ipv6Addr>()
+            .ok()
+            .map(|v6| IpAddr::V6(v6).to_canonical());
+    }
+    host.parse::<Ipv4Addr>().ok().map(IpAddr::V4)
+}
+
+/// How a target address is written in decision lines and compared: dotted decimal, or
+/// bracketed IPv6.
+pub fn address_text(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => format!("[{v6}]"),
+    }
+}
+
+/// Why an address can never be a destination, whatever the allowlist says: the proxy's own
+/// loopback, the unspecified address (which connects to the proxy itself), multicast and the
+/// IPv4 broadcast address.
+pub fn never_a_destination(ip: IpAddr) -> Option<&'static str> {
+    match ip.to_canonical() {
+        ip if ip.is_loopback() => Some("a loopback address (the proxy's own)"),
+        ip if ip.is_unspecified() => Some("the unspecified address (the proxy's own)"),
+        ip if ip.is_multicast() => Some("a multicast address"),
+        IpAddr::V4(v4) if v4.is_broadcast() => Some("the broadcast address"),
+        _ => None,
+    }
+}
+
+/// Normalizes a request target's host: a name as [`normalize_host`] does, or an address in
+/// the spelling [`ip_target`] reads, written as [`address_text`] writes it. Every other
+/// spelling of an address is [`HostRefusal::IpLiteral`].
+///
+/// ```
+/// use agentc_egress::host::{normalize_target, HostRefusal};
+/// assert_eq!(normalize_target("Example.COM.").unwrap(), "example.com");
+/// assert_eq!(normalize_target("10.1.2.3").unwrap(), "10.1.2.3");
+/// assert_eq!(normalize_target("[FD00::1]").unwrap(), "[fd00::1]");
+/// assert_eq!(normalize_target("0x7f000001"), Err(HostRefusal::IpLiteral));
+/// ```
+pub fn normalize_target(raw: &str) -> Result<String, HostRefusal> {
+    match normalize_host(raw) {
+        Err(HostRefusal::IpLiteral) => ip_target(raw)
+            .map(address_text)
+            .ok_or(HostRefusal::IpLiteral),
+        other => other,
+    }
+}
+
+/// What a host spec matches: one name, the subdomains of one, or addresses.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum HostPattern {
     /// Exactly this name (`api.example.com`).
     Exact(String),
     /// Any name ending in `.` and this name, not the name itself (`*.example.com`).
     Subdomains(String),
+    /// A request whose target is an address in this range, written as an address (one
+    /// address is a /32 or /128): `10.1.2.3`, `10.1.2.0/24`, `[fd00::1]`. Names that
+    /// resolve into the range are not matched (those are `--allow-cidr`'s).
+    Addresses(Cidr),
 }
 
-/// One allowlist entry: `host`, `host:port`, `*.name` or `*.name:port`.
+/// One allowlist entry: `host`, `host:port`, `*.name`, `*.name:port`, or an address or range
+/// the profile names: `10.1.2.3`, `10.1.2.3:8000`, `10.1.2.0/24`, `10.1.2.0/24:8000`,
+/// `[fd00::1]`, `[fd00::1]:443`, `fd00::/64`.
 ///
 /// Without a port the entry allows ports 443 and 80; with one, only that port. The spelling is
 /// the profile's `egress.hosts` and the proxy's `--allow`.
@@ -177,7 +256,10 @@ impl HostSpec {
     /// assert!(spec.matches("raw.githubusercontent.com", 443));
     /// assert!(!spec.matches("githubusercontent.com", 443));
     /// assert!(!spec.matches("raw.githubusercontent.com", 22));
-    /// assert!(HostSpec::parse("10.0.0.1:443").is_err());
+    /// assert!(HostSpec::parse("10.0.0.1:8000").unwrap().matches("10.0.0.1", 8000));
+    /// assert!(HostSpec::parse("10.0.0.0/24").unwrap().matches("10.0.0.9", 443));
+    /// assert!(HostSpec::parse("127.0.0.1:443").is_err());
+    /// assert!(HostSpec::parse("0x0a000001").is_err());
     /// ```
     pub fn parse(spec: &str) -> Result<HostSpec, EgressError> {
         let refuse = |reason: String| EgressError::HostSpec {
@@ -187,27 +269,27 @@ impl HostSpec {
         if spec.is_empty() {
             return Err(refuse("it is empty".into()));
         }
-        if spec.starts_with('[') || spec.matches(':').count() > 1 {
-            return Err(refuse(
-                "IPv6 addresses are not host names; allow an address range with --allow-cidr"
-                    .into(),
-            ));
+        if let Some(rest) = spec.strip_prefix('[') {
+            let (inner, after) = rest
+                .split_once(']')
+                .ok_or_else(|| refuse("an unclosed '['".into()))?;
+            let port = match after {
+                "" => None,
+                _ => Some(parse_port(after.strip_prefix(':').unwrap_or(after)).map_err(refuse)?),
+            };
+            return addresses(inner, port, true).map_err(refuse);
+        }
+        if spec.matches(':').count() > 1 {
+            // A bare IPv6 address or range: no port (write `[fd00::1]:443` for one).
+            return addresses(spec, None, true).map_err(refuse);
         }
         let (host, port) = match spec.rsplit_once(':') {
-            Some((host, port)) => {
-                let valid = !port.is_empty()
-                    && port.len() <= 5
-                    && port.bytes().all(|b| b.is_ascii_digit())
-                    && port.parse::<u16>().is_ok_and(|p| p != 0);
-                if !valid {
-                    return Err(refuse(format!(
-                        "the port `{port}` is not a number from 1 to 65535"
-                    )));
-                }
-                (host, Some(port.parse::<u16>().unwrap_or_default()))
-            }
+            Some((host, port)) => (host, Some(parse_port(port).map_err(refuse)?)),
             None => (spec, None),
         };
+        if host.contains('/') || host.parse::<Ipv4Addr>().is_ok() {
+            return addresses(host, port, false).map_err(refuse);
+        }
         let (wildcard, name) = match host.strip_prefix("*.") {
             Some(rest) => (true, rest),
             None => (false, host),
@@ -219,7 +301,9 @@ impl HostSpec {
         }
         let name = normalize_host(name).map_err(|why| match why {
             HostRefusal::IpLiteral => refuse(
-                "IP addresses are not host names; allow an address range with --allow-cidr".into(),
+                "an IP address in a spelling other than dotted decimal (write `10.1.2.3`, \
+                 `[fd00::1]` or a range `10.1.2.0/24`), or a wildcard of one"
+                    .into(),
             ),
             HostRefusal::Malformed(why) => refuse(why.to_string()),
         })?;
@@ -236,14 +320,21 @@ impl HostSpec {
         self.matches_host(host) && self.allows_port(port)
     }
 
-    /// Whether the entry names this host, whatever the port.
+    /// Whether the entry names this host (a normalized name, or an address as
+    /// [`normalize_target`] writes it), whatever the port.
     pub fn matches_host(&self, host: &str) -> bool {
         match &self.pattern {
             HostPattern::Exact(name) => host == name,
             HostPattern::Subdomains(name) => host
                 .strip_suffix(name.as_str())
                 .is_some_and(|prefix| prefix.len() > 1 && prefix.ends_with('.')),
+            HostPattern::Addresses(range) => ip_target(host).is_some_and(|ip| range.contains(ip)),
         }
+    }
+
+    /// Whether the entry names addresses rather than names.
+    pub fn is_addresses(&self) -> bool {
+        matches!(self.pattern, HostPattern::Addresses(_))
     }
 
     /// Whether the entry allows this port.
@@ -260,12 +351,64 @@ impl fmt::Display for HostSpec {
         match &self.pattern {
             HostPattern::Exact(name) => f.write_str(name)?,
             HostPattern::Subdomains(name) => write!(f, "*.{name}")?,
+            HostPattern::Addresses(range) => {
+                let one = range.prefix == if range.network.is_ipv4() { 32 } else { 128 };
+                match (range.network, one) {
+                    (IpAddr::V4(v4), true) => write!(f, "{v4}")?,
+                    (IpAddr::V4(_), false) => write!(f, "{range}")?,
+                    (IpAddr::V6(v6), true) => write!(f, "[{v6}]")?,
+                    (IpAddr::V6(_), false) => write!(f, "[{range}]")?,
+                }
+            }
         }
         match self.port {
             Some(port) => write!(f, ":{port}"),
             None => Ok(()),
         }
     }
+}
+
+/// Reads a spec's port: 1 to 65535 in decimal digits.
+fn parse_port(port: &str) -> Result<u16, String> {
+    let valid = !port.is_empty()
+        && port.len() <= 5
+        && port.bytes().all(|b| b.is_ascii_digit())
+        && port.parse::<u16>().is_ok_and(|p| p != 0);
+    if !valid {
+        return Err(format!("the port `{port}` is not a number from 1 to 65535"));
+    }
+    Ok(port.parse::<u16>().unwrap_or_default())
+}
+
+/// An address entry: `text` is an address or a range (`ADDRESS/PREFIX`) of the family that
+/// `v6` says; never one that holds only addresses that are never a destination.
+fn addresses(text: &str, port: Option<u16>, v6: bool) -> Result<HostSpec, String> {
+    let range = Cidr::parse(text).map_err(|error| match error {
+        EgressError::Cidr { reason, .. } => format!("not an address or a range: {reason}"),
+        other => other.to_string(),
+    })?;
+    if range.network.is_ipv6() != v6 {
+        return Err(if v6 {
+            "an IPv4 address in brackets (write it without them)".into()
+        } else {
+            "an IPv6 address without brackets before a port (write `[fd00::1]:443`)".into()
+        });
+    }
+    if let IpAddr::V6(v6) = range.network {
+        if v6.to_ipv4_mapped().is_some() {
+            return Err("an IPv4-mapped IPv6 address (write the IPv4 address)".into());
+        }
+    }
+    let max = if range.network.is_ipv4() { 32 } else { 128 };
+    if range.prefix == max {
+        if let Some(why) = never_a_destination(range.network) {
+            return Err(format!("{why} is never a destination of the egress proxy"));
+        }
+    }
+    Ok(HostSpec {
+        pattern: HostPattern::Addresses(range),
+        port,
+    })
 }
 
 impl std::str::FromStr for HostSpec {
@@ -422,10 +565,19 @@ mod tests {
             ("**.example.com", "'*'"),
             ("a.*.example.com", "'*'"),
             ("*example.com", "'*'"),
-            ("127.0.0.1", "IP addresses"),
-            ("127.0.0.1:443", "IP addresses"),
-            ("[::1]:443", "IPv6"),
-            ("::1", "IPv6"),
+            ("127.0.0.1", "never a destination"),
+            ("127.0.0.1:443", "never a destination"),
+            ("0.0.0.0", "never a destination"),
+            ("[::1]:443", "never a destination"),
+            ("::1", "never a destination"),
+            ("[10.0.0.1]", "brackets"),
+            ("[fd00::1]x", "port"),
+            ("[fd00::1", "unclosed"),
+            ("10.0.0.1/24", "host bits"),
+            ("[::ffff:10.0.0.1]", "IPv4-mapped"),
+            ("127.1", "dotted decimal"),
+            ("0x0a000001:80", "dotted decimal"),
+            ("*.10.0.0.1", "dotted decimal"),
             ("exa mple.com", "character"),
         ] {
             let error = HostSpec::parse(spec).unwrap_err().to_string();
@@ -449,6 +601,45 @@ mod tests {
     }
 
     #[test]
+    fn address_entries_match_targets_written_as_addresses_only() {
+        for (spec, printed) in [
+            ("10.1.2.3", "10.1.2.3"),
+            ("10.1.2.3:8000", "10.1.2.3:8000"),
+            ("10.1.2.0/24", "10.1.2.0/24"),
+            ("10.1.2.0/24:8000", "10.1.2.0/24:8000"),
+            ("FD00::1", "[fd00::1]"),
+            ("[fd00::1]:443", "[fd00::1]:443"),
+            ("fd00::/64", "[fd00::/64]"),
+            ("[fd00::/64]:22", "[fd00::/64]:22"),
+        ] {
+            let parsed = HostSpec::parse(spec).unwrap();
+            assert_eq!(parsed.to_string(), printed, "{spec}");
+            assert_eq!(HostSpec::parse(printed).unwrap(), parsed, "{printed}");
+            assert!(parsed.is_addresses());
+        }
+        let one = HostSpec::parse("10.1.2.3").unwrap();
+        assert!(one.matches("10.1.2.3", 443) && one.matches("10.1.2.3", 80));
+        assert!(!one.matches("10.1.2.3", 8000));
+        assert!(!one.matches("10.1.2.4", 443));
+        // Only the canonical spelling of a target is an address; the others stay refused.
+        assert!(!one.matches("0x0a010203", 443));
+        assert!(!one.matches("010.1.2.3", 443));
+        assert!(one.matches("[::ffff:10.1.2.3]", 443));
+        let port = HostSpec::parse("10.1.2.3:8000").unwrap();
+        assert!(port.matches("10.1.2.3", 8000) && !port.matches("10.1.2.3", 443));
+        let range = HostSpec::parse("10.1.2.0/24").unwrap();
+        assert!(range.matches("10.1.2.200", 80) && !range.matches("10.1.3.1", 80));
+        let v6 = HostSpec::parse("[fd00::1]:443").unwrap();
+        assert!(v6.matches("[fd00::1]", 443) && !v6.matches("fd00::1", 443));
+        assert_eq!(normalize_target("[FD00:0::1]").unwrap(), "[fd00::1]");
+        assert_eq!(normalize_target("010.1.2.3"), Err(HostRefusal::IpLiteral));
+        assert_eq!(
+            normalize_target("[fe80::1%25eth0]"),
+            Err(HostRefusal::IpLiteral)
+        );
+    }
+
+    #[test]
     fn a_wildcard_matches_subdomains_only() {
         let spec = HostSpec::parse("*.example.com").unwrap();
         assert!(spec.matches("a.example.com", 443));
@@ -466,8 +657,8 @@ mod tests {
             serde_json::to_string(&spec).unwrap(),
             "\"*.example.com:8443\""
         );
-        let error = serde_json::from_str::<HostSpec>("\"1.2.3.4\"").unwrap_err();
-        assert!(error.to_string().contains("IP addresses"), "{error}");
+        let error = serde_json::from_str::<HostSpec>("\"1.2.3\"").unwrap_err();
+        assert!(error.to_string().contains("dotted decimal"), "{error}");
     }
 
     proptest! {

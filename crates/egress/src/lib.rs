@@ -72,6 +72,8 @@ pub mod proxy;
 pub mod replay;
 pub mod request;
 pub mod sni;
+pub mod upstream;
+pub mod watch;
 pub mod wildcard;
 
 pub use addr::Cidr;

@@ -4,7 +4,8 @@ use std::fmt;
 use std::net::IpAddr;
 
 use crate::addr::{self, Cidr, Range};
-use crate::host::{normalize_host, HostRefusal, HostSpec};
+use crate::host::{ip_target, never_a_destination, normalize_target, HostRefusal, HostSpec};
+use crate::upstream::Upstream;
 
 /// Why a request was allowed or refused: the `reason` of a decision line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +69,9 @@ pub enum Reason {
     /// The upstream of a terminated tunnel did not prove it is the host (its certificate
     /// does not verify against Mozilla's roots and the profile's CAs).
     UpstreamCertificate,
+    /// The upstream proxy ([`crate::upstream`]) refused the CONNECT (it decides what it
+    /// carries).
+    UpstreamRefused,
 }
 
 impl Reason {
@@ -98,6 +102,7 @@ impl Reason {
             Reason::Misdirected => "misdirected",
             Reason::BodyTooLarge => "body-too-large",
             Reason::UpstreamCertificate => "upstream-certificate",
+            Reason::UpstreamRefused => "upstream-refused",
         }
     }
 
@@ -154,6 +159,7 @@ pub struct Policy {
     allow: Vec<HostSpec>,
     allow_cidrs: Vec<Cidr>,
     allow_ech: Vec<HostSpec>,
+    upstream: Option<Upstream>,
 }
 
 impl Policy {
@@ -163,7 +169,22 @@ impl Policy {
             allow,
             allow_cidrs,
             allow_ech: Vec::new(),
+            upstream: None,
         }
+    }
+
+    /// The policy with the upstream proxy its connections go through ([`crate::upstream`]).
+    pub fn with_upstream(mut self, upstream: Option<Upstream>) -> Policy {
+        self.upstream = upstream;
+        self
+    }
+
+    /// The upstream proxy a connection to the decided `host` goes through, if any: `None`
+    /// without one, and for a destination a `--direct` entry names.
+    pub fn upstream_for(&self, host: &str) -> Option<&Upstream> {
+        self.upstream
+            .as_ref()
+            .filter(|upstream| upstream.carries(host))
     }
 
     /// The policy with the hosts whose tunnels may carry Encrypted Client Hello
@@ -190,15 +211,45 @@ impl Policy {
     }
 
     /// Decides by name, before anything is resolved: `Ok` with the normalized host when an
-    /// entry allows it on `port`.
+    /// entry allows it on `port`. A target written as an address ([`ip_target`]) is allowed
+    /// only by an address entry that holds it, and never when it is one of the proxy's own
+    /// addresses ([`never_a_destination`]) that no allowed range names; other spellings of
+    /// addresses are refused.
     pub fn decide_name(&self, host: &str, port: u16) -> Result<String, Deny> {
-        let host = normalize_host(host).map_err(|refusal| match refusal {
-            HostRefusal::IpLiteral => {
-                Deny::new(Reason::IpLiteral, "IP address literals are never allowed")
-            }
+        let host = normalize_target(host).map_err(|refusal| match refusal {
+            HostRefusal::IpLiteral => Deny::new(
+                Reason::IpLiteral,
+                "an IP address spelled other than a.b.c.d or [v6] is never allowed",
+            ),
             HostRefusal::Malformed(why) => Deny::new(Reason::BadHost, why),
         })?;
-        if self.allow.iter().any(|spec| spec.matches(&host, port)) {
+        // With `--upstream-all`, the upstream decides what it carries (the profile allows its
+        // host, as agent-containers reads such an allowlist); no address entry is needed.
+        let passed = self
+            .upstream_for(&host)
+            .is_some_and(|upstream| upstream.all);
+        if let Some(ip) = ip_target(&host) {
+            // The proxy's own addresses, unless an --allow-cidr names them (a proxy run on
+            // loopback, in tests).
+            let own = never_a_destination(ip)
+                .filter(|_| !self.allow_cidrs.iter().any(|cidr| cidr.contains(ip)));
+            if let Some(why) = own {
+                return Err(Deny::new(
+                    Reason::IpLiteral,
+                    format!("{host} is {why}, never a destination"),
+                ));
+            }
+            if !passed && !self.allow.iter().any(|spec| spec.matches_host(&host)) {
+                return Err(Deny::new(
+                    Reason::IpLiteral,
+                    format!(
+                        "{host} is on no address entry of the allowlist (an IP address is \
+                         allowed only where the allowlist names it or its range)"
+                    ),
+                ));
+            }
+        }
+        if passed || self.allow.iter().any(|spec| spec.matches(&host, port)) {
             return Ok(host);
         }
         if self.allow.iter().any(|spec| spec.matches_host(&host)) {
@@ -245,6 +296,8 @@ mod tests {
                 HostSpec::parse("allowed.test").unwrap(),
                 HostSpec::parse("*.wild.test").unwrap(),
                 HostSpec::parse("ssh.test:22").unwrap(),
+                HostSpec::parse("10.8.0.0/24").unwrap(),
+                HostSpec::parse("10.9.0.2:8000").unwrap(),
             ],
             vec![Cidr::parse("10.251.0.0/24").unwrap()],
         )
@@ -256,6 +309,16 @@ mod tests {
         assert_eq!(p.decide_name("Allowed.Test.", 443).unwrap(), "allowed.test");
         assert_eq!(p.decide_name("a.wild.test", 80).unwrap(), "a.wild.test");
         assert_eq!(p.decide_name("ssh.test", 22).unwrap(), "ssh.test");
+        assert_eq!(p.decide_name("10.8.0.1", 443).unwrap(), "10.8.0.1");
+        assert_eq!(p.decide_name("10.8.0.200", 80).unwrap(), "10.8.0.200");
+        assert_eq!(p.decide_name("10.9.0.2", 8000).unwrap(), "10.9.0.2");
+        assert_eq!(p.decide_name("[::ffff:10.8.0.1]", 443).unwrap(), "10.8.0.1");
+        let loopback = Policy::new(vec![HostSpec::parse("0.0.0.0/0").unwrap()], vec![]);
+        assert_eq!(loopback.decide_name("8.8.8.8", 443).unwrap(), "8.8.8.8");
+        for own in ["127.0.0.1", "0.0.0.0", "[::ffff:127.0.0.1]", "224.0.0.1"] {
+            let deny = loopback.decide_name(own, 443).unwrap_err();
+            assert_eq!(deny.reason, Reason::IpLiteral, "{own}: {deny}");
+        }
         for (host, port, reason) in [
             ("forbidden.test", 443, Reason::HostNotAllowed),
             ("wild.test", 443, Reason::HostNotAllowed),
@@ -263,6 +326,12 @@ mod tests {
             ("ssh.test", 443, Reason::PortNotAllowed),
             ("10.251.0.2", 443, Reason::IpLiteral),
             ("[::1]", 443, Reason::IpLiteral),
+            ("10.9.0.1", 443, Reason::IpLiteral),
+            ("10.9.0.1", 8000, Reason::IpLiteral),
+            ("10.9.1.5", 443, Reason::IpLiteral),
+            ("10.8.0.1", 22, Reason::PortNotAllowed),
+            ("0x0a080001", 443, Reason::IpLiteral),
+            ("010.8.0.1", 443, Reason::IpLiteral),
             ("a_b.test", 443, Reason::BadHost),
         ] {
             let deny = p.decide_name(host, port).unwrap_err();

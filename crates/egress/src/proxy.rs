@@ -22,8 +22,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{HeaderValue, HOST};
-use http::{Method, Request, Response, StatusCode, Version};
+use http::header::HeaderValue;
+use http::{Method, Request, Response, StatusCode};
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -44,13 +44,16 @@ use crate::wildcard::WildcardLimiter;
 use capture::Recording;
 use client_io::ClientIo;
 use counted::{with_idle, Counted, Counters};
+use forward::forward;
 use intercept::Intercept;
 use tunnel::tunnel;
 
 mod capture;
+mod chain;
 mod client_io;
 mod counted;
 mod dns_stub;
+mod forward;
 mod intercept;
 mod relay;
 #[cfg(target_os = "linux")]
@@ -149,8 +152,15 @@ pub fn run(config: &Config) -> Result<(), EgressError> {
         .map_err(EgressError::Runtime)?;
     runtime.block_on(async {
         let server = Server::bind(config).await?;
+        let upstream = match &config.upstream {
+            None => String::new(),
+            Some(upstream) if upstream.all => {
+                format!(", every destination through the upstream proxy {upstream}")
+            }
+            Some(upstream) => format!(", through the upstream proxy {upstream}"),
+        };
         eprintln!(
-            "agentc egress-proxy: proxy on {}, DNS stub on {}, {} allowlist entries, {} allowed ranges, {} relays",
+            "agentc egress-proxy: proxy on {}, DNS stub on {}, {} allowlist entries, {} allowed ranges, {} relays{upstream}",
             server.local_addr(),
             server
                 .dns_addr()
@@ -521,17 +531,8 @@ fn start(
         }
         Ok(Target::Health) => return Pending::Ready(text(200, "ok\n".into())),
         Ok(Target::Ca(file)) => {
-            if let Some(intercept) = &shared.intercept {
-                return Pending::Ready(text(200, intercept.ca_file(file).to_string()));
-            }
-            let deny = Deny::new(
-                Reason::BadRequest,
-                "no launch CA to serve: this proxy holds no credentials",
-            );
-            let mut line = Record::new(kind, client, deny.reason);
-            line.detail = Some(format!("{} {target}: {}", request.method(), deny.detail));
-            shared.emit(line);
-            return Pending::Ready(refusal(&deny));
+            let asked = format!("{} {target}", request.method());
+            return Pending::Ready(intercept::ca_response(shared, file, kind, client, &asked));
         }
         Ok(Target::Connect { host, port }) => (host, port, None),
         Ok(Target::Forward { host, port, path }) => (host, port, Some(path)),
@@ -628,6 +629,11 @@ async fn resolve(
     port: u16,
     deadline: Instant,
 ) -> Result<Vec<SocketAddr>, Deny> {
+    // An address the allowlist names (an address or range entry decided it): nothing to look
+    // up, and the ranges do not apply (the profile named it).
+    if let Some(ip) = crate::host::ip_target(host) {
+        return Ok(vec![SocketAddr::new(ip, port)]);
+    }
     let resolved = tokio::time::timeout_at(deadline, shared.resolver.lookup(host, port))
         .await
         .map_err(|_| {
@@ -649,8 +655,12 @@ async fn resolve(
 }
 
 /// Resolves a decided name once ([`resolve`]) and connects to one of its checked addresses:
-/// the only way the proxy opens a connection for a request.
+/// the only way the proxy opens a connection for a request. With an upstream proxy that
+/// carries `host`, a tunnel through it instead ([`chain::tunnel`]): the upstream resolves.
 async fn open(shared: &Shared, host: &str, port: u16) -> Result<(SocketAddr, TcpStream), Deny> {
+    if let Some(upstream) = shared.policy.upstream_for(host) {
+        return chain::tunnel(shared, upstream, host, port).await;
+    }
     let limit = shared.limits.connect_timeout();
     let deadline = Instant::now() + limit;
     let addresses = resolve(shared, host, port, deadline).await?;
@@ -718,84 +728,4 @@ async fn copy_both_ways<C: AsyncRead + AsyncWrite + Unpin>(
     tokio::io::copy_bidirectional_with_sizes(client, &mut upstream, 64 * 1024, 64 * 1024)
         .await
         .map(|_| ())
-}
-
-/// An allowed forward request after its decision line: resolves, connects, sends the request
-/// upstream and returns the response; the close line (same id) says how it ended.
-async fn forward(
-    request: Request<Body>,
-    line: Record,
-    path: &str,
-    shared: Arc<Shared>,
-) -> Response<Body> {
-    let host = line.host.clone().unwrap_or_default();
-    let port = line.port.unwrap_or(80);
-    let refused = |deny: &Deny| {
-        let mut close = line.close(deny.reason);
-        close.detail = Some(deny.detail.clone());
-        shared.emit(close);
-        refusal(deny)
-    };
-    let (address, upstream) = match open(&shared, &host, port).await {
-        Ok(opened) => opened,
-        Err(deny) => return refused(&deny),
-    };
-    let (mut parts, body) = request.into_parts();
-    let authority = if port == 80 {
-        host.clone()
-    } else {
-        format!("{host}:{port}")
-    };
-    let (Ok(uri), Ok(host_value)) = (path.parse(), HeaderValue::from_str(&authority)) else {
-        return refused(&Deny::new(
-            Reason::BadRequest,
-            "a path that is not a valid URI",
-        ));
-    };
-    request::strip_hop_by_hop(&mut parts.headers);
-    parts.uri = uri;
-    parts.version = Version::HTTP_11;
-    parts.headers.insert(HOST, host_value);
-    let counters = Arc::new(Counters::new());
-    let io = TokioIo::new(Counted {
-        inner: upstream,
-        counters: counters.clone(),
-    });
-    let (mut sender, connection) = match hyper::client::conn::http1::handshake(io).await {
-        Ok(pair) => pair,
-        Err(error) => {
-            return refused(&Deny::new(Reason::ConnectFailed, error.to_string()));
-        }
-    };
-    let mut close = line.close(Reason::Allowed);
-    close.address = Some(address);
-    let idle = shared.limits.idle_timeout();
-    let watched = counters.clone();
-    let sink = shared.sink.clone();
-    tokio::spawn(async move {
-        if with_idle(connection, &watched, idle).await.is_none() {
-            close.detail = Some("closed after the idle timeout".into());
-        }
-        close.bytes_up = Some(watched.up.load(Ordering::Relaxed));
-        close.bytes_down = Some(watched.down.load(Ordering::Relaxed));
-        sink.emit(close);
-    });
-    let sent = with_idle(
-        sender.send_request(Request::from_parts(parts, body)),
-        &counters,
-        idle,
-    )
-    .await;
-    drop(sender);
-    match sent {
-        Some(Ok(mut response)) => {
-            request::strip_hop_by_hop(response.headers_mut());
-            response.map(|body| body.boxed())
-        }
-        Some(Err(error)) => text(
-            502,
-            format!("agentc egress proxy: upstream error: {error}\n"),
-        ),
-        None => text(504, "agentc egress proxy: upstream idle timeout\n".into()),
-    }
 }

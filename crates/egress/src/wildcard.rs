@@ -83,7 +83,7 @@ impl WildcardLimiter {
         let mut exact = Vec::new();
         for spec in allow {
             match &spec.pattern {
-                HostPattern::Exact(_) => exact.push(spec.clone()),
+                HostPattern::Exact(_) | HostPattern::Addresses(_) => exact.push(spec.clone()),
                 HostPattern::Subdomains(domain) => {
                     if !domains.iter().any(|(d, _)| d == domain) {
                         domains.push((domain.clone(), format!("*.{domain}")));

@@ -1088,3 +1088,318 @@ async fn ech_and_esni_are_refused_unless_allowed_for_the_host() {
     }
     assert_eq!(accepted.load(Ordering::SeqCst), 2);
 }
+
+#[tokio::test]
+async fn an_address_entry_allows_requests_written_to_that_address_and_no_other() {
+    // Loopback stands for the profile's address here: the proxy's range list names it (as
+    // `egress.allow_cidrs` would), so the address entry may reach it.
+    let tunnel_server = upstream(false).await;
+    let http_server = upstream(true).await;
+    let allow = [
+        format!("127.0.0.0/8:{}", tunnel_server.port()),
+        format!("127.0.0.0/31:{}", http_server.port()),
+    ];
+    let (resolver, lookups) = names_to(&[], tunnel_server);
+    let mut proxy = Proxy::start_with(&allow, &[], Limits::default(), Some(resolver)).await;
+
+    // A tunnel to the address, at the named port: raw bytes, nothing looked up.
+    let mut stream = proxy
+        .tunnel(&format!("127.0.0.1:{}", tunnel_server.port()))
+        .await;
+    stream.write_all(b"to an address").await.unwrap();
+    let mut echoed = [0u8; 13];
+    stream.read_exact(&mut echoed).await.unwrap();
+    assert_eq!(&echoed, b"to an address");
+    drop(stream);
+    let decision = proxy.next_line().await;
+    assert_eq!(
+        (decision.decision, decision.host.as_deref()),
+        ("allow", Some("127.0.0.1"))
+    );
+    let close = proxy.next_line().await;
+    assert_eq!(close.address, Some(tunnel_server));
+
+    // A forward request written to the address, with a Host naming it.
+    let request = format!(
+        "GET http://127.0.0.1:{0}/v1/models HTTP/1.1\r\nHost: 127.0.0.1:{0}\r\n\r\n",
+        http_server.port()
+    );
+    let response = proxy.send(request.as_bytes()).await;
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("seen: GET /v1/models"), "{response}");
+    assert_eq!(proxy.next_line().await.decision, "allow");
+    assert_eq!(proxy.next_line().await.event, Event::Close);
+    assert_eq!(
+        lookups.load(Ordering::SeqCst),
+        0,
+        "an address is never looked up"
+    );
+
+    // Another port of the address, another address, and other spellings of the same address.
+    for (authority, reason) in [
+        ("127.0.0.1:1".to_string(), "port-not-allowed"),
+        (
+            format!("127.0.0.2:{}", http_server.port()),
+            "port-not-allowed",
+        ),
+        (format!("10.0.0.1:{}", tunnel_server.port()), "ip-literal"),
+        (format!("0x7f000001:{}", tunnel_server.port()), "ip-literal"),
+        (format!("127.1:{}", tunnel_server.port()), "ip-literal"),
+        (format!("[::1]:{}", tunnel_server.port()), "ip-literal"),
+    ] {
+        let request = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n");
+        let response = proxy.send(request.as_bytes()).await;
+        assert!(
+            response.starts_with("HTTP/1.1 403"),
+            "{authority}: {response}"
+        );
+        let line = proxy.next_line().await;
+        assert_eq!(
+            (line.decision, line.reason),
+            ("deny", reason),
+            "{authority}: {line:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_tls_tunnel_to_an_address_needs_no_sni_but_refuses_another_name() {
+    let (server, accepted) = counting_upstream().await;
+    let allow = [format!("127.0.0.0/8:{}", server.port())];
+    let mut proxy = Proxy::start_with(&allow, &[], Limits::default(), None).await;
+    let authority = format!("127.0.0.1:{}", server.port());
+    let mut stream = proxy.tunnel(&authority).await;
+    stream
+        .write_all(&sni::client_hello(Some("elsewhere.test")))
+        .await
+        .unwrap();
+    let answer = rest_of(&mut stream).await;
+    assert_eq!(answer, [21, 3, 3, 0, 2, 2, 112]);
+    let line = proxy.next_line().await;
+    assert_eq!(line.reason, "sni-mismatch", "{line:?}");
+    assert_eq!(accepted.load(Ordering::SeqCst), 0);
+    // A client connecting to an address sends no SNI (RFC 6066): the tunnel opens.
+    let mut stream = proxy.tunnel(&authority).await;
+    let hello = sni::client_hello(None);
+    stream.write_all(&hello).await.unwrap();
+    let mut echoed = vec![0u8; hello.len()];
+    stream.read_exact(&mut echoed).await.unwrap();
+    assert_eq!(echoed, hello);
+    assert_eq!(proxy.next_line().await.decision, "allow");
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+}
+
+/// A minimal upstream proxy: records each request line; answers a CONNECT to a host in
+/// `refuse` with 403, any other CONNECT with 200 and then echoes the tunnel; answers an
+/// absolute-form request with the request line it saw.
+async fn upstream_proxy(
+    refuse: &'static [&'static str],
+) -> (SocketAddr, UnboundedReceiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let (seen, lines) = unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                while !head.ends_with(b"\r\n\r\n") {
+                    let mut byte = [0u8; 1];
+                    if stream.read(&mut byte).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).to_string();
+                let line = head.lines().next().unwrap_or_default().to_string();
+                let _ = seen.send(line.clone());
+                if line.starts_with("CONNECT ") {
+                    if refuse.iter().any(|host| line.contains(host)) {
+                        let _ = stream
+                            .write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+                            .await;
+                        return;
+                    }
+                    let _ = stream
+                        .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                        .await;
+                    let mut buffer = vec![0u8; 65536];
+                    while let Ok(n) = stream.read(&mut buffer).await {
+                        if n == 0 || stream.write_all(&buffer[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                } else {
+                    let body = format!("upstream saw: {line}");
+                    let response = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(response.as_bytes()).await;
+                }
+            });
+        }
+    });
+    (address, lines)
+}
+
+/// A proxy chaining through the upstream at `upstream`, with `all` and `direct`.
+async fn chained_proxy(
+    allow: &[&str],
+    upstream: SocketAddr,
+    all: bool,
+    direct: &[&str],
+    resolver: MapResolver,
+) -> Proxy {
+    let config = Config::from_args("127.0.0.1:0", Some("127.0.0.1:0"), allow, &["127.0.0.0/8"])
+        .unwrap()
+        .with_upstream(&upstream.to_string(), all, direct)
+        .unwrap();
+    let (sender, lines) = unbounded_channel();
+    let server = Server::bind_with_sink(&config, Sink::Channel(sender))
+        .await
+        .unwrap()
+        .with_resolver(Arc::new(resolver));
+    let address = server.local_addr();
+    let dns = server.dns_addr().unwrap();
+    tokio::spawn(server.run(std::future::pending()));
+    Proxy {
+        address,
+        dns,
+        lines,
+    }
+}
+
+async fn seen(lines: &mut UnboundedReceiver<String>) -> String {
+    tokio::time::timeout(Duration::from_secs(10), lines.recv())
+        .await
+        .expect("the upstream saw a request in time")
+        .expect("open")
+}
+
+#[tokio::test]
+async fn allowed_destinations_go_through_the_upstream_proxy_and_others_nowhere() {
+    let (parent, mut upstream_saw) = upstream_proxy(&["refused.test"]).await;
+    let (resolver, lookups) = names_to(&[], parent);
+    let allow = ["api.test", "refused.test", "10.1.2.3:8000"];
+    let mut proxy = chained_proxy(&allow, parent, false, &[], resolver).await;
+
+    // A tunnel: CONNECT through the upstream, its bytes both ways; nothing resolved here.
+    let mut stream = proxy.tunnel("api.test:443").await;
+    let hello = sni::client_hello(Some("api.test"));
+    stream.write_all(&hello).await.unwrap();
+    let mut echoed = vec![0u8; hello.len()];
+    stream.read_exact(&mut echoed).await.unwrap();
+    assert_eq!(echoed, hello);
+    assert_eq!(
+        seen(&mut upstream_saw).await,
+        "CONNECT api.test:443 HTTP/1.1"
+    );
+    drop(stream);
+    assert_eq!(proxy.next_line().await.decision, "allow");
+    let close = proxy.next_line().await;
+    assert_eq!(close.address, Some(parent), "{close:?}");
+
+    // A plain-HTTP request, in absolute form to the upstream; an address entry the same way.
+    for (target, host) in [
+        ("http://api.test/v1/x?y=1", "api.test"),
+        ("http://10.1.2.3:8000/v1/models", "10.1.2.3:8000"),
+    ] {
+        let request = format!("GET {target} HTTP/1.1\r\nHost: {host}\r\n\r\n");
+        let response = proxy.send(request.as_bytes()).await;
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+        assert!(
+            response.contains(&format!("upstream saw: GET {target} HTTP/1.1")),
+            "{response}"
+        );
+        assert_eq!(
+            seen(&mut upstream_saw).await,
+            format!("GET {target} HTTP/1.1")
+        );
+        proxy.next_line().await;
+        proxy.next_line().await;
+    }
+
+    // The upstream decides too: its refusal reaches the client as one.
+    let mut stream = proxy.tunnel("refused.test:443").await;
+    stream
+        .write_all(&sni::client_hello(Some("refused.test")))
+        .await
+        .unwrap();
+    let answer = rest_of(&mut stream).await;
+    assert_eq!(answer, [21, 3, 3, 0, 2, 2, 49], "an access_denied alert");
+    assert_eq!(
+        seen(&mut upstream_saw).await,
+        "CONNECT refused.test:443 HTTP/1.1"
+    );
+    proxy.next_line().await;
+    let line = proxy.next_line().await;
+    assert_eq!(line.reason, "upstream-refused", "{line:?}");
+
+    // A destination off the allowlist never reaches the upstream.
+    let response = proxy
+        .send(b"CONNECT other.test:443 HTTP/1.1\r\nHost: other.test:443\r\n\r\n")
+        .await;
+    assert!(response.starts_with("HTTP/1.1 403"), "{response}");
+    assert_eq!(proxy.next_line().await.reason, "host-not-allowed");
+    assert!(
+        upstream_saw.try_recv().is_err(),
+        "the upstream saw nothing more"
+    );
+    assert_eq!(
+        lookups.load(Ordering::SeqCst),
+        0,
+        "the upstream resolves, not the proxy"
+    );
+}
+
+#[tokio::test]
+async fn an_allowlist_naming_the_upstream_passes_it_everything_but_no_proxy_entries() {
+    let (parent, mut upstream_saw) = upstream_proxy(&[]).await;
+    let direct_server = upstream(true).await;
+    let (resolver, lookups) = names_to(&["direct.test", "a.internal.test"], direct_server);
+    // The profile's allowlist names the upstream's host (`--upstream-all`): every destination
+    // goes to it.
+    let allow = [format!("direct.test:{}", direct_server.port())];
+    let allow: Vec<&str> = allow.iter().map(String::as_str).collect();
+    let mut proxy = chained_proxy(
+        &allow,
+        parent,
+        true,
+        &["direct.test", ".internal.test"],
+        resolver,
+    )
+    .await;
+    let mut stream = proxy.tunnel("anything.example:443").await;
+    let hello = sni::client_hello(Some("anything.example"));
+    stream.write_all(&hello).await.unwrap();
+    let mut echoed = vec![0u8; hello.len()];
+    stream.read_exact(&mut echoed).await.unwrap();
+    assert_eq!(
+        seen(&mut upstream_saw).await,
+        "CONNECT anything.example:443 HTTP/1.1"
+    );
+    drop(stream);
+    proxy.next_line().await;
+    proxy.next_line().await;
+
+    // A no_proxy entry goes direct, through this proxy, and is checked by the allowlist.
+    let request = format!(
+        "GET http://direct.test:{0}/d HTTP/1.1\r\nHost: direct.test:{0}\r\n\r\n",
+        direct_server.port()
+    );
+    let response = proxy.send(request.as_bytes()).await;
+    assert!(response.contains("seen: GET /d HTTP/1.1"), "{response}");
+    assert_eq!(lookups.load(Ordering::SeqCst), 1);
+    proxy.next_line().await;
+    proxy.next_line().await;
+    let response = proxy
+        .send(b"GET http://a.internal.test/ HTTP/1.1\r\nHost: a.internal.test\r\n\r\n")
+        .await;
+    assert!(response.starts_with("HTTP/1.1 403"), "{response}");
+    assert_eq!(proxy.next_line().await.reason, "host-not-allowed");
+    assert!(
+        upstream_saw.try_recv().is_err(),
+        "no_proxy entries never reach the upstream"
+    );
+}

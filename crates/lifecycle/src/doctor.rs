@@ -471,7 +471,8 @@ fn egress_leftovers(facts: &EngineFacts) -> Option<Check> {
                 ),
                 fix: Some(format!(
                     "remove {}: {} (a launch still starting shows here too: check again first); \
-                     a later launch of the same sandbox fails while its network is left",
+                     any agentc command removes them a minute after their launch died, and a \
+                     later launch of the same sandbox at once",
                     if found.len() == 1 { "it" } else { "them" },
                     how.join("; ")
                 )),
@@ -554,6 +555,9 @@ pub struct ProfileFacts {
     pub images: Vec<(String, bool, bool)>,
     /// Each existing network a launch joins: name, present.
     pub networks: Vec<(String, bool)>,
+    /// Each outside network that is `--internal` although the egress proxy publishes the
+    /// sandbox's ports through it (`8080/tcp`): docker publishes none, so `run` refuses.
+    pub internal_outside: Vec<(String, Vec<String>)>,
     /// Each secret: name, required, set in this environment.
     pub secrets: Vec<(String, bool, bool)>,
     /// The deployment recorded by `agentc apply`: the image reference, the recorded image
@@ -626,7 +630,26 @@ pub fn profile_checks(facts: &ProfileFacts) -> Vec<Check> {
     }
     for (name, present) in &facts.networks {
         let id = format!("network {name}");
-        checks.push(if *present {
+        let published = facts
+            .internal_outside
+            .iter()
+            .find_map(|(outside, ports)| (outside == name).then_some(ports));
+        checks.push(if let (true, Some(ports)) = (*present, published) {
+            check(
+                &id,
+                Status::Fail,
+                format!(
+                    "--internal, but the egress proxy publishes the sandbox's {} through it, \
+                     its outside network: docker publishes no port through an internal \
+                     network, so `agentc run` refuses the launch",
+                    ports.join(", ")
+                ),
+                Some(
+                    "set egress.outside_network to a network that is not --internal (unset: \
+                     docker's bridge), or remove [network] publish",
+                ),
+            )
+        } else if *present {
             check(&id, Status::Ok, "present", None)
         } else {
             check(

@@ -92,6 +92,11 @@ pub enum Part {
         created: bool,
         /// Internal (`--internal`): no route out.
         internal: bool,
+        /// The sandbox ports (`8080/tcp`) the egress proxy publishes through this network, its
+        /// outside one: docker publishes no port through an internal network, so this one
+        /// must not be `--internal` (`agentc doctor` checks it; `run` refuses otherwise).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        publishes: Vec<String>,
     },
     /// A named volume, created on first use and kept.
     Volume {
@@ -192,6 +197,7 @@ pub fn parts(spec: &LaunchSpec) -> Vec<Part> {
                         name: egress.network.name.clone(),
                         created: true,
                         internal: egress.network.internal,
+                        publishes: Vec::new(),
                     });
                     parts.push(Part::Container {
                         role: Role::EgressProxy,
@@ -205,6 +211,11 @@ pub fn parts(spec: &LaunchSpec) -> Vec<Part> {
                             name: name.clone(),
                             created: false,
                             internal: false,
+                            publishes: egress
+                                .relays()
+                                .iter()
+                                .map(|relay| format!("{}/tcp", relay.target.port()))
+                                .collect(),
                         });
                     }
                 }
@@ -214,6 +225,7 @@ pub fn parts(spec: &LaunchSpec) -> Vec<Part> {
                             name: name.clone(),
                             created: false,
                             internal: false,
+                            publishes: Vec::new(),
                         });
                     }
                 }
@@ -627,12 +639,22 @@ fn describe(part: &Part) -> (&'static str, String) {
             name,
             created,
             internal,
+            publishes,
         } => (
             "network",
             format!(
-                "{name} ({}{})",
+                "{name} ({}{}{})",
                 if *created { "created" } else { "must exist" },
-                if *internal { ", internal" } else { "" }
+                if *internal { ", internal" } else { "" },
+                if publishes.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ", not --internal: the egress proxy publishes {} through it; \
+                         agentc doctor checks it",
+                        publishes.join(", ")
+                    )
+                }
             ),
         ),
         Part::Volume {

@@ -75,7 +75,7 @@ fn container_sections(out: &mut Explainer, c: &ContainerSpec) {
     environment(out, c);
     labels(out, &c.labels);
     widens(out, c);
-    beyond_the_seeds(out, c);
+    added_by_agentc(out, c);
 }
 
 fn environment(out: &mut Explainer, c: &ContainerSpec) {
@@ -141,18 +141,18 @@ fn widens(out: &mut Explainer, c: &ContainerSpec) {
 }
 
 /// What agentc does beyond the systems it generalizes, for this launch.
-fn beyond_the_seeds(out: &mut Explainer, c: &ContainerSpec) {
+fn added_by_agentc(out: &mut Explainer, c: &ContainerSpec) {
     let mut notes: Vec<String> = Vec::new();
-    rules::network::beyond_the_seeds(out, c, &mut notes);
-    rules::resources::beyond_the_seeds(out, &mut notes);
+    rules::network::added_by_agentc(out, c, &mut notes);
+    rules::resources::added_by_agentc(out, &mut notes);
     if out.spec.kind == LaunchKind::Sandbox {
         notes.push(
             "the sandbox is hardened: all capabilities dropped, no-new-privileges, tmpfs /tmp and /run"
                 .to_string(),
         );
     }
-    rules::decant::beyond_the_seeds(out, &mut notes);
-    out.section("beyond the seeds");
+    rules::decant::added_by_agentc(out, &mut notes);
+    out.section("added by agentc");
     if notes.is_empty() {
         out.line("  (nothing)");
     }

@@ -87,8 +87,12 @@ pub struct ResolveInputs {
     pub profile_dir: String,
     /// The caller's home directory, for `~` in mount sources.
     pub home_dir: String,
-    /// The host user.
-    pub owner: Owner,
+    /// The host user, whose login and uid the default names hold (`<agent>-home-dev-1000-NAME`,
+    /// `agentc-sandbox-dev-1000-NAME`) so that the users of one host do not share them; `None`
+    /// for a rendering that must be the same on every machine (the Kubernetes objects): the
+    /// names then hold no user (`<agent>-home-NAME`), and an image built for the user's uid
+    /// cannot be resolved.
+    pub owner: Option<Owner>,
     /// `--image`: replaces the profile's image reference.
     pub image: Option<String>,
     /// `--seed-target`: which seed mount a seed launch copies.

@@ -41,7 +41,7 @@
 //!     workspace: "/home/dev/src/app".into(),
 //!     profile_dir: "/home/dev/profiles".into(),
 //!     home_dir: "/home/dev".into(),
-//!     owner: Owner { name: "dev".into(), uid: 1000, gid: 1000 },
+//!     owner: Some(Owner { name: "dev".into(), uid: 1000, gid: 1000 }),
 //!     image: None,
 //!     seed_target: None,
 //!     agent_args: Vec::new(),
@@ -125,7 +125,9 @@ pub use ports::PortSpec;
 pub use profile::{AgentName, EgressEnforce, EgressMode, PodSecurityLevel, Profile};
 pub use resolve::resolve;
 pub use rules::egress::host_path::{IPV6_SYSCTLS, NET_CAPABILITIES};
-pub use rules::egress::{host_scope, NO_PROXY_VARIABLES, PROXY_VARIABLES};
+pub use rules::egress::{
+    endpoint_specs, host_scope, upstream_proxy, Chained, NO_PROXY_VARIABLES, PROXY_VARIABLES,
+};
 pub use rules::identity::{
     decant_container_name, home_volume_name, owner_slug, sandbox_container_name,
 };

@@ -7,7 +7,7 @@
 //! inputs). Every value set in the spec records its [`Origin`]. The launches are assembled
 //! here from the tables' parts (under `rules/`).
 //!
-//! Deliberate steps beyond the seeds, each recorded so `agentc explain` can say so:
+//! Deliberate steps beyond agent-containers, the system agentc generalizes, each recorded so `agentc explain` can say so:
 //! - `egress.mode = "deny"` without a gateway also runs the container with no network, so the
 //!   kernel enforces what the image's firewall promises;
 //! - every container gets conservative default limits (4 GiB memory without swap, 512
@@ -211,7 +211,10 @@ impl Resolver<'_> {
     fn sandbox(&mut self) -> Result<Action, PolicyError> {
         let image = self.agent_image(None)?;
         let mut container = ContainerSpec::empty(image);
-        container.name = Some(sandbox_container_name(self.profile, &self.inputs.owner));
+        container.name = Some(sandbox_container_name(
+            self.profile,
+            self.inputs.owner.as_ref(),
+        ));
         self.set(keys::NAME, Origin::Default);
         container.detach = true;
         self.set(keys::DETACH, Origin::Default);

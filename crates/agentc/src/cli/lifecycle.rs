@@ -127,6 +127,10 @@ pub struct LockArgs {
     /// Which backend asks the engine for image IDs.
     #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
     pub backend: BackendArg,
+    /// With --check: `text`, or `json` (`{"lock", "drift": [{"field", "locked", "current"}],
+    /// "launches", "images", "files"}`; exit 65 on drift either way).
+    #[arg(long, value_enum, default_value_t = ExplainFormat::Text, requires = "check")]
+    pub format: ExplainFormat,
 }
 
 /// `agentc completions`.

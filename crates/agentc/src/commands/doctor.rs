@@ -118,11 +118,17 @@ fn profile_facts(
             Part::Network {
                 name,
                 created: false,
+                publishes,
                 ..
             } => {
                 if let Some(engine) = engine.as_mut() {
-                    let present = engine.network_exists(name)?;
-                    facts.networks.push((name.clone(), present));
+                    let internal = engine.network_internal(name)?;
+                    facts.networks.push((name.clone(), internal.is_some()));
+                    if internal == Some(true) && !publishes.is_empty() {
+                        facts
+                            .internal_outside
+                            .push((name.clone(), publishes.clone()));
+                    }
                 }
             }
             _ => {}

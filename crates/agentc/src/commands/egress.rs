@@ -25,6 +25,34 @@ const EXIT_USAGE: u8 = 2;
 /// Exit status when the proxy cannot run or is not healthy.
 const EXIT_FAILED: u8 = 1;
 
+/// Exit status of a proxy whose workload never appeared or is gone
+/// ([`agentc_egress::watch`]).
+const EXIT_WORKLOAD_GONE: i32 = 4;
+
+/// Starts the watch on the proxy's workload ([`agentc_egress::watch`]) through this
+/// container's resolver (`/etc/resolv.conf`, else Docker's 127.0.0.11): when it ends, the proxy
+/// says why on stderr and exits [`EXIT_WORKLOAD_GONE`].
+fn watch_workload(workload: &str, mode: &str) -> Result<(), Failure> {
+    use agentc_egress::watch::{nameserver, watch, Watch, WatchMode};
+    let mode = WatchMode::parse(mode).ok_or_else(|| {
+        Failure::new(
+            EXIT_USAGE,
+            format!("--workload-watch takes appear or life, not {mode:?}"),
+        )
+    })?;
+    let server = std::fs::read_to_string("/etc/resolv.conf")
+        .ok()
+        .and_then(|conf| nameserver(&conf))
+        .unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 11], 53)));
+    let watched = Watch::new(workload, mode);
+    std::thread::spawn(move || {
+        let ended = watch(watched, server);
+        eprintln!("agentc egress-proxy: {ended}; exiting");
+        std::process::exit(EXIT_WORKLOAD_GONE);
+    });
+    Ok(())
+}
+
 /// Runs one `agentc egress-proxy` subcommand.
 pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
     match command {
@@ -50,7 +78,14 @@ pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
                 )?;
                 config.with_credentials(credentials)
             })
+            .and_then(|config| match &args.upstream {
+                Some(upstream) => config.with_upstream(upstream, args.upstream_all, &args.direct),
+                None => Ok(config),
+            })
             .map_err(|error| Failure::new(EXIT_USAGE, error.to_string()))?;
+            if let Some(workload) = &args.workload {
+                watch_workload(workload, &args.workload_watch)?;
+            }
             agentc_egress::proxy::run(&config).map_err(|error| {
                 let status = match error {
                     EgressError::Replayed(_) => agentc_egress::credential::REPLAY_EXIT_CODE,

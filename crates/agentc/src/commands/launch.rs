@@ -62,6 +62,50 @@ pub fn engine_is_remote() -> bool {
 /// Connects to the engine's API ([`engine_host`]) and checks that the engine answering is the
 /// one asked for (`--engine`).
 pub async fn connect() -> Result<Docker, Failure> {
+    connect_reaping(None).await
+}
+
+/// [`connect`], then the egress companions of launches killed before they finished removed
+/// ([`agentc_backend_api::companion::reap`], each set said on stderr), those of `own` (the
+/// workload the caller launches next) at once.
+pub async fn connect_reaping(own: Option<&str>) -> Result<Docker, Failure> {
+    let docker = connect_only().await?;
+    reap(&docker, own).await;
+    Ok(docker)
+}
+
+/// Removes the egress companions whose workload is gone and says so on stderr; a failure
+/// is logged only (the command goes on).
+pub async fn reap(docker: &Docker, own: Option<&str>) {
+    // Test-only: a fault test has its own profile's killed launches judged at once.
+    let at_once = std::env::var("AGENTC_TEST_REAP_AT_ONCE").ok();
+    match agentc_backend_api::companion::reap(docker, own, at_once.as_deref()).await {
+        Ok(found) => {
+            for orphans in found {
+                eprintln!("agentc: {}", orphans.removed_line());
+            }
+        }
+        Err(error) => log::warn!("could not look for the leftovers of killed launches: {error}"),
+    }
+}
+
+/// What the docker CLI paths reap before they talk to the engine: [`reap`] over a connection
+/// of its own, skipped (logged) when the Engine API cannot be reached.
+pub fn reap_for_cli(own: Option<&str>) {
+    let Ok(runtime) = runtime() else { return };
+    runtime.block_on(async {
+        match connect_only().await {
+            Ok(docker) => reap(&docker, own).await,
+            Err(failure) => log::debug!(
+                "not looking for the leftovers of killed launches: {}",
+                failure.message
+            ),
+        }
+    });
+}
+
+/// Connects to the engine and checks it is the one chosen, nothing more.
+async fn connect_only() -> Result<Docker, Failure> {
     let host = engine_host();
     let docker = agentc_backend_api::connect(host.as_deref())
         .await
@@ -133,6 +177,7 @@ pub fn execute(spec: &LaunchSpec, backend: BackendArg, pull: bool) -> Result<u8,
     let env = process_env();
     match backend {
         BackendArg::Cli => {
+            reap_for_cli(container.name.as_deref());
             let outcome =
                 agentc_backend_cli::launch(container, &env, pull, notify).map_err(exec_failure)?;
             if let Some(inspect) = &outcome.started {
@@ -146,7 +191,7 @@ pub fn execute(spec: &LaunchSpec, backend: BackendArg, pull: bool) -> Result<u8,
         BackendArg::Api => {
             let runtime = runtime()?;
             runtime.block_on(async {
-                let docker = connect().await?;
+                let docker = connect_reaping(container.name.as_deref()).await?;
                 // Without --pull, the launch's own inspect refuses a missing image: one
                 // inspect, not two.
                 if pull {

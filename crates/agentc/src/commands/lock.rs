@@ -3,7 +3,7 @@
 
 use agentc_lifecycle::lock::compare;
 
-use crate::cli::LockArgs;
+use crate::cli::{ExplainFormat, LockArgs};
 use crate::context::{self, Failure, EXIT_INVALID};
 use crate::lifecycle::{engine, gather, store};
 
@@ -25,6 +25,31 @@ pub fn lock(args: LockArgs) -> Result<u8, Failure> {
         let mut engine = engine::connect(args.backend)?;
         let (current, _) = gather::current_lock(&loaded, &launches, engine.as_mut())?;
         let drifts = compare(&locked, &current);
+        if args.format == ExplainFormat::Json {
+            let report = serde_json::json!({
+                "lock": path.display().to_string(),
+                "drift": drifts,
+                "launches": locked.launches.len(),
+                "images": locked.images.len(),
+                "files": locked.files.len(),
+            });
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&report).unwrap_or_default()
+            );
+            if !drifts.is_empty() {
+                return Err(Failure::new(
+                    EXIT_INVALID,
+                    format!(
+                        "{}: {} field{} drifted (listed on stdout)",
+                        path.display(),
+                        drifts.len(),
+                        if drifts.len() == 1 { "" } else { "s" }
+                    ),
+                ));
+            }
+            return Ok(0);
+        }
         if !drifts.is_empty() {
             return Err(gather::drift_failure(&path, &drifts));
         }

@@ -18,7 +18,12 @@ pub fn explain(args: ExplainArgs) -> Result<u8, Failure> {
         refuse_k8s_options(&args.k8s)?;
     }
     let loaded = context::load_profile(&args.launch.profile)?;
-    let spec = context::resolve_launch(&loaded, &args.launch)?;
+    // The cluster's objects hold no local user: the same on every machine.
+    let spec = if args.backend == ExplainBackendArg::K8s {
+        context::resolve_launch_unowned(&loaded, &args.launch)?
+    } else {
+        context::resolve_launch(&loaded, &args.launch)?
+    };
     if args.backend == ExplainBackendArg::K8s {
         if args.deny.is_some() {
             return Err(Failure::usage(
@@ -75,17 +80,23 @@ pub fn dispatch(command: Command) -> Result<String, Failure> {
         Command::Validate(args) => {
             let loaded = context::load_profile(&args.profile)?;
             let launches = context::every_launch(&loaded, &args.profile);
+            let mut notes = std::collections::BTreeSet::new();
             for launch in &launches {
-                context::resolve_launch(&loaded, launch)?;
+                let spec = context::resolve_launch(&loaded, launch)?;
+                notes.extend(engine_requirements(&spec));
             }
-            Ok(format!(
+            let mut out = format!(
                 "{}: valid profile {:?} (agent {}; {} launch{} checked)\n",
                 loaded.file,
                 loaded.profile.name,
                 loaded.profile.agent.as_str(),
                 launches.len(),
                 if launches.len() == 1 { "" } else { "es" },
-            ))
+            );
+            for note in notes {
+                out.push_str(&format!("  note: {note}\n"));
+            }
+            Ok(out)
         }
         Command::Schema => {
             let schema = agentc_policy::profile_schema();
@@ -96,7 +107,11 @@ pub fn dispatch(command: Command) -> Result<String, Failure> {
                 refuse_k8s_options(&args.k8s)?;
             }
             let loaded = context::load_profile(&args.launch.profile)?;
-            let spec = context::resolve_launch(&loaded, &args.launch)?;
+            let spec = if args.backend == RenderBackendArg::K8s {
+                context::resolve_launch_unowned(&loaded, &args.launch)?
+            } else {
+                context::resolve_launch(&loaded, &args.launch)?
+            };
             if args.backend == RenderBackendArg::K8s {
                 let rendering = render_k8s(&loaded, &spec, &args.k8s)?;
                 // A Pod that may not start is worth a line before anyone applies it.
@@ -121,6 +136,32 @@ pub fn dispatch(command: Command) -> Result<String, Failure> {
         _ => Err(Failure::usage(
             "this command has its own entry point and is not dispatched here",
         )),
+    }
+}
+
+/// What a launch needs of the engine that an offline check cannot see, in words: an outside
+/// network the egress proxy publishes ports through must not be `--internal` (`agentc doctor`
+/// checks it; `run` refuses the launch otherwise).
+fn engine_requirements(spec: &LaunchSpec) -> Vec<String> {
+    let agentc_policy::Action::Container(container) = &spec.action else {
+        return Vec::new();
+    };
+    let Some(egress) = &container.egress else {
+        return Vec::new();
+    };
+    let relays = egress.relays();
+    match &egress.outside {
+        agentc_policy::Network::Named { name } if !relays.is_empty() => vec![format!(
+            "egress.outside_network {name:?} must not be --internal: the egress proxy publishes \
+             {} through it (docker publishes no port through an internal network); \
+             `agentc doctor PROFILE` checks it",
+            relays
+                .iter()
+                .map(|relay| format!("{}/tcp", relay.target.port()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )],
+        _ => Vec::new(),
     }
 }
 

@@ -100,8 +100,85 @@ fn profile_state(summary: &Summary) -> ProfileState {
     }
 }
 
-/// Runs `agentc ps`: running containers only unless `--all`.
+/// The states a container can be in, as the daemon names them (`status=` values).
+pub const STATES: [&str; 7] = [
+    "created",
+    "running",
+    "paused",
+    "restarting",
+    "removing",
+    "exited",
+    "dead",
+];
+
+/// `ps --filter KEY=VALUE`, read: the accepted values of each key (empty: any).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filters {
+    /// `profile=P`: the `io.agentc.profile` label.
+    pub profile: Vec<String>,
+    /// `kind=K`: the `io.agentc.kind` label.
+    pub kind: Vec<String>,
+    /// `status=S`: the daemon's state.
+    pub status: Vec<String>,
+}
+
+impl Filters {
+    /// Reads each `KEY=VALUE`; an unknown key, a missing `=` or an unknown state is a usage
+    /// error naming it (a typo would otherwise list nothing).
+    pub fn parse(filters: &[String]) -> Result<Filters, String> {
+        let mut parsed = Filters::default();
+        for filter in filters {
+            let Some((key, value)) = filter.split_once('=') else {
+                return Err(format!(
+                    "--filter {filter:?} is not KEY=VALUE: write profile=P, kind=K or status=S"
+                ));
+            };
+            let value = value.to_string();
+            match key {
+                "profile" => parsed.profile.push(value),
+                "kind" => parsed.kind.push(value),
+                "status" if STATES.contains(&value.as_str()) => parsed.status.push(value),
+                "status" => {
+                    return Err(format!(
+                        "--filter status={value}: no container is in state {value:?}; the \
+                         states are {}",
+                        STATES.join(", ")
+                    ))
+                }
+                _ => {
+                    return Err(format!(
+                        "--filter {filter:?}: unknown key {key:?}; the keys are profile, kind and \
+                         status"
+                    ))
+                }
+            }
+        }
+        Ok(parsed)
+    }
+
+    /// Whether a container is listed: running ones only, unless `all` or a status filter
+    /// asks for others; then every key's values (any of them) must match.
+    pub fn matches(&self, summary: &Summary, all: bool) -> bool {
+        let any = |values: &[String], value: &str| {
+            values.is_empty() || values.iter().any(|wanted| wanted == value)
+        };
+        let kind = summary.labels.get(LABEL_KIND).map_or("", String::as_str);
+        (all || !self.status.is_empty() || summary.state == "running")
+            && any(&self.status, &summary.state)
+            && any(&self.profile, &summary.profile)
+            && any(&self.kind, kind)
+    }
+}
+
+/// The ID `ps -q` prints: the first 12 characters, as `docker ps -q`.
+fn short_id(id: &str) -> &str {
+    id.get(..12).unwrap_or(id)
+}
+
+/// Runs `agentc ps`: running containers only unless `--all` (or a status filter), those the
+/// filters match; with `-q` their IDs only.
 pub fn ps(args: PsArgs) -> Result<u8, Failure> {
+    let filters = Filters::parse(&args.filter).map_err(Failure::usage)?;
     let runtime = launch::runtime()?;
     let (rows, volumes) = runtime.block_on(async {
         let docker = launch::connect().await?;
@@ -111,7 +188,11 @@ pub fn ps(args: PsArgs) -> Result<u8, Failure> {
             .map_err(launch::exec_failure)?;
         let mut rows = Vec::new();
         for summary in summaries {
-            if !args.all && summary.state != "running" {
+            if !filters.matches(&summary, args.all) {
+                continue;
+            }
+            if args.quiet {
+                rows.push(row(summary, String::new(), Vec::new(), None));
                 continue;
             }
             let (network, ports) =
@@ -147,6 +228,12 @@ pub fn ps(args: PsArgs) -> Result<u8, Failure> {
         };
         Ok::<_, Failure>((rows, volumes))
     })?;
+    if args.quiet {
+        for row in &rows {
+            println!("{}", short_id(&row.id));
+        }
+        return Ok(0);
+    }
     match args.format {
         PsFormat::Table => {
             print!("{}", render(&rows));
@@ -306,6 +393,52 @@ pub fn render_volumes(volumes: &[(String, String)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn summary(profile: &str, kind: &str, state: &str) -> Summary {
+        Summary {
+            id: "0123456789abcdef0123".into(),
+            name: format!("{profile}-{kind}"),
+            image: "i".into(),
+            profile: profile.into(),
+            state: state.into(),
+            status: String::new(),
+            labels: [(LABEL_KIND.to_string(), kind.to_string())].into(),
+        }
+    }
+
+    #[test]
+    fn filters_match_by_profile_kind_and_status() {
+        let read = |filters: &[&str]| {
+            Filters::parse(&filters.iter().map(|f| f.to_string()).collect::<Vec<_>>())
+        };
+        let none = read(&[]).unwrap();
+        assert!(none.matches(&summary("a", "sandbox", "running"), false));
+        assert!(!none.matches(&summary("a", "sandbox", "exited"), false));
+        assert!(none.matches(&summary("a", "sandbox", "exited"), true));
+        let profile = read(&["profile=a", "profile=b"]).unwrap();
+        assert!(profile.matches(&summary("b", "run", "running"), false));
+        assert!(!profile.matches(&summary("c", "run", "running"), false));
+        let both = read(&["profile=a", "kind=egress-proxy"]).unwrap();
+        assert!(both.matches(&summary("a", "egress-proxy", "running"), false));
+        assert!(!both.matches(&summary("a", "sandbox", "running"), false));
+        // A status filter lists stopped containers without --all.
+        let exited = read(&["status=exited"]).unwrap();
+        assert!(exited.matches(&summary("a", "sandbox", "exited"), false));
+        assert!(!exited.matches(&summary("a", "sandbox", "running"), true));
+        for (bad, says) in [
+            ("profile", "is not KEY=VALUE"),
+            ("name=x", "unknown key \"name\""),
+            (
+                "status=up",
+                "no container is in state \"up\"; the states are created, running",
+            ),
+        ] {
+            let error = read(&[bad]).unwrap_err();
+            assert!(error.contains(says), "{bad}: {error}");
+        }
+        assert_eq!(short_id("0123456789abcdef0123"), "0123456789ab");
+        assert_eq!(short_id("abc"), "abc");
+    }
 
     #[test]
     fn the_table_aligns_columns_and_names_each_port() {

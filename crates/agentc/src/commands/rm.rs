@@ -37,18 +37,18 @@ async fn resolve_names(docker: &Docker, names: Vec<String>) -> Result<Vec<String
 /// `io.agentc.profile` label) before any is removed; prints the names removed. With
 /// `--volumes`, the agentc volumes (labelled `io.agentc.profile`) those containers mount are
 /// removed after them (with `--all`, every agentc volume that no container uses; with
-/// `--all --profile P`, those of profile P). Removals run concurrently on one connection pool.
+/// `--profile P`, those of profile P). `--profile P` removes every object labelled with the
+/// profile, the networks and CA volumes made per launch included. Removals run concurrently on one connection pool.
 pub fn rm(args: RmArgs) -> Result<u8, Failure> {
-    let target = if args.all {
-        if !args.names.is_empty() {
-            return Err(Failure::usage("pass container names or --all, not both"));
+    let target = match args.profile {
+        Some(profile) => RemoveTarget::Profile(profile),
+        None if args.all => {
+            if !args.names.is_empty() {
+                return Err(Failure::usage("pass container names or --all, not both"));
+            }
+            RemoveTarget::All
         }
-        match args.profile {
-            Some(profile) => RemoveTarget::Profile(profile),
-            None => RemoveTarget::All,
-        }
-    } else {
-        RemoveTarget::Names(args.names)
+        None => RemoveTarget::Names(args.names),
     };
     let runtime = launch::runtime()?;
     let (removed, volumes) = runtime.block_on(async {

@@ -34,6 +34,9 @@ trait SessionCommand {
 
 /// Runs `command` through `backend`'s client, in a runtime of its own.
 fn on_backend(backend: BackendArg, command: impl SessionCommand) -> Result<u8, Failure> {
+    if matches!(backend, BackendArg::Cli) {
+        launch::reap_for_cli(None);
+    }
     let runtime = launch::runtime()?;
     let env = launch::process_env();
     runtime.block_on(async move {
@@ -264,8 +267,42 @@ impl SessionCommand for Copy {
         let args = self.0;
         let (source, destination) = (side(&args.source), side(&args.destination));
         let mut signals = Signals::new()?;
+        // `NAME:PATH -`: the copy lands in a directory of its own first, then goes to stdout
+        // as a tar stream; the directory goes when the command ends, interrupted or not.
+        let to_stdout = matches!(
+            (&source, &destination),
+            (Side::Container { .. }, Side::Host(to)) if to.as_os_str() == "-"
+        );
+        let staging = if to_stdout {
+            Some(
+                tempfile::Builder::new()
+                    .prefix("agentc-cp-")
+                    .tempdir()
+                    .map_err(|error| {
+                        Failure::new(
+                            EXIT_FAILED,
+                            format!("cannot make a directory for the copy: {error}"),
+                        )
+                    })?,
+            )
+        } else {
+            None
+        };
         let copy = async {
             match (&source, &destination) {
+                (Side::Container { name, path }, Side::Host(_)) if staging.is_some() => {
+                    let sandbox = sandbox_named(client, name, true).await?;
+                    let staging = staging.as_ref().map(|dir| dir.path()).unwrap_or(Path::new("."));
+                    let report = client
+                        .download(&sandbox, path, staging)
+                        .await
+                        .map_err(session_failure)?;
+                    let landing = PathBuf::from(&report.destination);
+                    tokio::task::spawn_blocking(move || write_tar(&landing))
+                        .await
+                        .map_err(|error| Failure::new(EXIT_FAILED, error.to_string()))??;
+                    Ok("stdout (a tar stream)".to_string())
+                }
                 (Side::Host(from), Side::Container { name, path }) => {
                     let sandbox = sandbox_named(client, name, true).await?;
                     let report = client
@@ -298,6 +335,19 @@ impl SessionCommand for Copy {
             })),
         }
     }
+}
+
+/// `agentc cp NAME:PATH -`: writes the copied tree at `landing` to stdout as one tar stream
+/// whose top entry has the source's name, as `docker cp NAME:PATH -` does (modes and times
+/// kept; owners written as root).
+fn write_tar(landing: &Path) -> Result<(), Failure> {
+    let name = landing
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| ".".to_string());
+    let stdout = std::io::stdout().lock();
+    agentc_backend_common::session::tarball::pack(landing, &name, std::io::BufWriter::new(stdout))
+        .map_err(session_failure)
 }
 
 /// Runs `agentc cp`.

@@ -1,13 +1,14 @@
 //! `agentc verify`: launches the profile's run with the probe in place of the agent and
 //! compares what the kernel reports with the spec (see [`crate::verify`]).
 
-use crate::cli::{KindArg, LaunchArgs, VerifyArgs};
+use crate::cli::{ExplainFormat, KindArg, LaunchArgs, VerifyArgs};
 use crate::commands::launch;
 use crate::context::{self, Failure, EXIT_FAILED, EXIT_USAGE};
 use crate::lifecycle::gather;
 use crate::verify;
 
-/// Runs `agentc verify`: prints the table; 0 when every check passed, 1 otherwise.
+/// Runs `agentc verify`: prints the table (or its JSON); 0 when every check passed, 1
+/// otherwise.
 pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
     let egress_probe = match args.egress_probe.as_deref() {
         None => verify::EgressProbe::Profile,
@@ -40,7 +41,14 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
         args.pull,
         &egress_probe,
     )?;
-    print!("{}", verify::render_table(&checks));
+    match args.format {
+        ExplainFormat::Text => print!("{}", verify::render_table(&checks)),
+        ExplainFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&verify::report_json(&spec.profile, &checks))
+                .unwrap_or_default()
+        ),
+    }
     Ok(if checks.iter().all(|check| check.ok) {
         0
     } else {

@@ -20,6 +20,8 @@ pub trait Engine {
     fn volume_exists(&mut self, name: &str) -> Result<bool, Failure>;
     /// Whether the named network exists.
     fn network_exists(&mut self, name: &str) -> Result<bool, Failure>;
+    /// Whether the named network is `--internal`; `None` when there is no such network.
+    fn network_internal(&mut self, name: &str) -> Result<Option<bool>, Failure>;
 }
 
 /// The engine through `backend`.
@@ -106,6 +108,25 @@ impl Engine for CliEngine {
     fn network_exists(&mut self, name: &str) -> Result<bool, Failure> {
         Self::exists("network", name)
     }
+
+    fn network_internal(&mut self, name: &str) -> Result<Option<bool>, Failure> {
+        use agentc_backend_common::ExecError;
+        match agentc_backend_cli::exec::docker::output(&[
+            "network",
+            "inspect",
+            "--format",
+            "{{.Internal}}",
+            name,
+        ]) {
+            Ok(text) => Ok(Some(text.trim() == "true")),
+            Err(ExecError::DockerFailed { stderr, .. })
+                if stderr.to_ascii_lowercase().contains("no such") =>
+            {
+                Ok(None)
+            }
+            Err(error) => Err(launch::exec_failure(error)),
+        }
+    }
 }
 
 /// The Engine API, through bollard.
@@ -166,6 +187,20 @@ impl Engine for ApiEngine {
         {
             Ok(_) => Ok(true),
             Err(error) if not_found(&error) => Ok(false),
+            Err(error) => Err(docker_failure(
+                format!("cannot inspect network {name}"),
+                error,
+            )),
+        }
+    }
+
+    fn network_internal(&mut self, name: &str) -> Result<Option<bool>, Failure> {
+        match self
+            .runtime
+            .block_on(self.docker.inspect_network(name, None))
+        {
+            Ok(network) => Ok(Some(network.internal.unwrap_or(false))),
+            Err(error) if not_found(&error) => Ok(None),
             Err(error) => Err(docker_failure(
                 format!("cannot inspect network {name}"),
                 error,

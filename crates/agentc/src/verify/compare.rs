@@ -549,6 +549,44 @@ fn compare_metadata(
     }
 }
 
+/// The checks as JSON, in stable field names (README, "verify"): `{"profile", "checks":
+/// [{"check", "status", "expected", "seen", "hint"}], "ok", "fail", "skip"}`, `status` being
+/// `ok`, `fail` or `skip` and `hint` `null` unless a failed check has one; the counts add up
+/// to the number of checks.
+pub fn report_json(profile: &str, checks: &[Check]) -> serde_json::Value {
+    let status = |check: &Check| {
+        if check.skipped {
+            "skip"
+        } else if check.ok {
+            "ok"
+        } else {
+            "fail"
+        }
+    };
+    let count = |wanted: &str| {
+        checks
+            .iter()
+            .filter(|check| status(check) == wanted)
+            .count()
+    };
+    serde_json::json!({
+        "profile": profile,
+        "checks": checks
+            .iter()
+            .map(|check| serde_json::json!({
+                "check": check.what,
+                "status": status(check),
+                "expected": check.expected,
+                "seen": check.seen,
+                "hint": if check.ok { None } else { check.hint.as_deref() },
+            }))
+            .collect::<Vec<_>>(),
+        "ok": count("ok"),
+        "fail": count("fail"),
+        "skip": count("skip"),
+    })
+}
+
 /// Renders checks as an aligned table: `RESULT  CHECK  EXPECTED  SEEN` (RESULT `ok`, `FAIL` or
 /// `skip`), then each failed check's hint (`CHECK: SEEN` and `  hint: HINT`), then a summary
 /// line (`verify: N checks, N failed`, with `, N skipped` when any was; worded so CI log
@@ -877,6 +915,36 @@ mod tests {
              ok      root filesystem  read-only  read-only\n\
              FAIL    pids             64         max\n\
              verify: 2 checks, 1 failed\n"
+        );
+    }
+
+    /// `verify --format json`: the documented field names, one status of three per check,
+    /// a failed check's hint, and counts that add up.
+    #[test]
+    fn the_json_report_has_stable_fields_and_counts() {
+        let mut failed = check("pids", "64", "max", false);
+        failed.hint = Some("set resources.pids_limit".into());
+        let mut passed = check("root filesystem", "read-only", "read-only", true);
+        passed.hint = Some("never shown for a pass".into());
+        let mut skipped = check("egress.allowed", "reached", "not tried", true);
+        skipped.skipped = true;
+        let report = report_json("box", &[passed, failed, skipped]);
+        assert_eq!(
+            report,
+            serde_json::json!({
+                "profile": "box",
+                "checks": [
+                    {"check": "root filesystem", "status": "ok", "expected": "read-only",
+                     "seen": "read-only", "hint": null},
+                    {"check": "pids", "status": "fail", "expected": "64", "seen": "max",
+                     "hint": "set resources.pids_limit"},
+                    {"check": "egress.allowed", "status": "skip", "expected": "reached",
+                     "seen": "not tried", "hint": null},
+                ],
+                "ok": 1,
+                "fail": 1,
+                "skip": 1,
+            })
         );
     }
 }

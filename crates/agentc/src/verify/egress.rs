@@ -78,7 +78,8 @@ pub fn default_target(proxy_command: &[String]) -> Option<Target> {
                 host,
                 port: spec.port.unwrap_or(443),
             }),
-            agentc_egress::host::HostPattern::Subdomains(_) => None,
+            agentc_egress::host::HostPattern::Subdomains(_)
+            | agentc_egress::host::HostPattern::Addresses(_) => None,
         })
 }
 

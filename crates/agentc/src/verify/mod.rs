@@ -36,7 +36,7 @@ pub mod probe;
 mod recorded;
 
 pub use check::Check;
-pub use compare::{compare, render_table};
+pub use compare::{compare, render_table, report_json};
 pub use egress::EgressProbe;
 pub use parse::{capability_names, parse_probe, Limit, MountEntry, Observation, TmpfsWrite};
 pub use probe::{probe_spec, verify_launch, PROBE_PIDS, PROBE_SCRIPT};

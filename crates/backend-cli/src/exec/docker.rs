@@ -50,17 +50,34 @@ pub struct Ran {
     /// docker's own refusal (`docker: Error response from daemon: MESSAGE`), without its
     /// decoration, when it printed one.
     pub refusal: Option<String>,
+    /// The SIGINT or SIGTERM agentc received meanwhile: the container docker created was
+    /// force-removed then, as the API backend removes it.
+    pub interrupted: Option<agentc_backend_common::Interrupt>,
 }
 
-/// Runs a launch's `docker run` argv in the foreground as [`run_foreground`] does, with
-/// docker's stderr passed through a relay that holds back docker's own refusal (the
-/// `docker: Error response from daemon: ...` line and the `Run 'docker run --help'` line after
-/// it) so that the caller can report it with a hint; it is let through when docker did not
-/// fail before the container ran. A detached run's stdout (the container ID) is not printed.
-pub fn run_launch(argv: &[String], detach: bool) -> Result<Ran, ExecError> {
+/// How long docker has to end after agentc removed its container on a signal, before it is
+/// killed.
+const DOCKER_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Runs a launch's `docker run` argv in the foreground, with docker's stderr passed through a
+/// relay that holds back docker's own refusal (the `docker: Error response from daemon: ...`
+/// line and the `Run 'docker run --help'` line after it) so that the caller can report it
+/// with a hint; it is let through when docker did not fail before the container ran. A
+/// detached run's stdout (the container ID) is not printed.
+///
+/// A SIGINT or SIGTERM that `shield` records meanwhile ends the launch as the API backend ends
+/// it, TTY or not: the container docker created (its ID read from `cid`) is force-removed,
+/// which ends an attached `docker run`; docker is killed if it has not ended
+/// 10 s later. (Forwarding the signal would not do: a container's PID 1 without a
+/// handler ignores SIGINT and SIGTERM.)
+pub fn run_launch(
+    argv: &[String],
+    detach: bool,
+    shield: &SignalShield,
+    cid: &CidFile,
+) -> Result<Ran, ExecError> {
     use std::io::{BufRead, Write};
     log::debug!("running {}", shell_line(argv));
-    let shield = SignalShield::new(true);
     let Some((_, args)) = argv.split_first() else {
         return Err(ExecError::EmptyArgv);
     };
@@ -100,9 +117,43 @@ pub fn run_launch(argv: &[String], detach: bool) -> Result<Ran, ExecError> {
         }
         held
     });
-    let exit_code = process::wait_forwarding(child, || {
-        shield.take().filter(|signal| *signal == libc::SIGTERM)
-    })?;
+    let mut interrupted: Option<(agentc_backend_common::Interrupt, std::time::Instant)> = None;
+    let mut removed: Option<String> = None;
+    let exit_code = loop {
+        if let Some(status) = child.try_wait().map_err(|source| ExecError::Wait {
+            program: program().into(),
+            source,
+        })? {
+            break process::exit_code(status);
+        }
+        if interrupted.is_none() {
+            if let Some(signal) = shield.take().and_then(super::signals::interrupt) {
+                log::debug!("{signal} received: removing the container");
+                interrupted = Some((signal, std::time::Instant::now()));
+            }
+        }
+        if let Some((_, since)) = interrupted {
+            // The container, once docker has written its ID (it may be creating it still).
+            if removed.is_none() {
+                if let Some(id) = cid.id() {
+                    remove_quietly(&id);
+                    removed = Some(id);
+                }
+            }
+            if since.elapsed() > DOCKER_GRACE {
+                let _ = child.kill();
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    if interrupted.is_some() {
+        // Created after the first removal, or never removed: gone now either way, and
+        // only then reported removed (the daemon's own `--rm` may still be at it).
+        if let Some(id) = cid.id() {
+            remove_quietly(&id);
+            wait_gone(&id);
+        }
+    }
     let held = relay.join().unwrap_or_default();
     let refusal = held
         .first()
@@ -112,11 +163,15 @@ pub fn run_launch(argv: &[String], detach: bool) -> Result<Ran, ExecError> {
                 .trim_end_matches('.')
                 .to_string()
         })
-        .filter(|_| exit_code == 125);
-    if refusal.is_none() && !held.is_empty() {
+        .filter(|_| exit_code == 125 && interrupted.is_none());
+    if refusal.is_none() && interrupted.is_none() && !held.is_empty() {
         eprint!("{}", held.concat());
     }
-    Ok(Ran { exit_code, refusal })
+    Ok(Ran {
+        exit_code,
+        refusal,
+        interrupted: interrupted.map(|(signal, _)| signal),
+    })
 }
 
 /// A fresh path for docker's `--cidfile` (docker refuses an existing file), in a private
@@ -171,6 +226,23 @@ pub fn remove_quietly(id: &str) {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
+}
+
+/// Waits (up to 10 s) until the container `id` is gone.
+fn wait_gone(id: &str) {
+    let started = std::time::Instant::now();
+    while started.elapsed() < std::time::Duration::from_secs(10) {
+        let present = Command::new(program())
+            .args(["container", "inspect", "--format", "{{.Id}}", id])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success());
+        if !present {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
 
 /// Runs `docker ARGS` capturing its output; its stdout, or [`ExecError::DockerFailed`] with its

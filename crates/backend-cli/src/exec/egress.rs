@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 
 use agentc_backend_common::egress;
 use agentc_backend_common::egress_state::{self, IsolatedNetworkUse, Member};
-use agentc_backend_common::ExecError;
+use agentc_backend_common::{pause, ExecError};
 use agentc_policy::{ContainerSpec, EgressSpec, PROXY_IMAGE_PLACEHOLDER};
 
 use super::docker;
+use super::signals::pending;
 use crate::egress::setup_argvs;
 
 /// How long the proxy has to answer its health check after it started.
@@ -188,6 +189,10 @@ pub fn setup(egress: &EgressSpec, env: &BTreeMap<String, String>) -> Result<Egre
             });
         }
         if step == SETUP_STEPS[0] {
+            if pause::pause_blocking(pause::NETWORK, || pending().is_some()) {
+                set.remove();
+                return Err(interrupted(step));
+            }
             // The CA volume after the network (which a leftover would have stopped), before
             // the proxy that writes it.
             if let Some(volume) = &volume {
@@ -214,7 +219,19 @@ pub fn setup(egress: &EgressSpec, env: &BTreeMap<String, String>) -> Result<Egre
             return Err(error);
         }
     }
+    if pause::pause_blocking(pause::PROXY, || pending().is_some()) {
+        set.remove();
+        return Err(interrupted("start the egress proxy"));
+    }
     Ok(set)
+}
+
+/// The error of a set-up step a signal cut short (the launch reports the signal).
+fn interrupted(step: &'static str) -> ExecError {
+    ExecError::Egress {
+        step,
+        message: "interrupted".to_string(),
+    }
 }
 
 /// The error of a launch whose isolated network exists already, naming whose it is and how to
@@ -292,6 +309,7 @@ fn wait_healthy(proxy: &str) -> Result<(), String> {
         ]);
         match checked {
             Ok(_) => return Ok(()),
+            Err(_) if super::signals::pending().is_some() => return Err("interrupted".to_string()),
             Err(error) if started.elapsed() > HEALTH_TIMEOUT => {
                 return Err(format!("not healthy after {HEALTH_TIMEOUT:?}: {error}"))
             }

@@ -18,6 +18,7 @@ use bollard::models::ContainerInspectResponse;
 
 use super::docker;
 use super::engine::launch_argv;
+use super::signals::{pending, SignalShield};
 use crate::render::container_argv;
 
 /// How a launch through the docker CLI ended.
@@ -44,8 +45,9 @@ impl Outcome {
 /// Launches a container with `docker run`: refuses an unset required secret first (the docker
 /// CLI would silently drop an unset `--env=NAME`; only names leave this check), renders the
 /// argv, makes sure the image is present ([`docker::ensure_image`]; `notify` is told when it is
-/// pulled), runs docker in the foreground with SIGTERM passed on
-/// ([`docker::run_foreground`]), and inspects a detached container that started under a name.
+/// pulled), runs docker in the foreground ([`docker::run_launch`]), and inspects a detached
+/// container that started under a name. A SIGINT or SIGTERM at any step ends the launch with
+/// [`ExecError::Interrupted`] (exit 130 or 143) and removes what it created, TTY or not.
 /// When docker fails before the container ran, the container it created is removed and
 /// docker's refusal is the error ([`ExecError::CliRefused`]).
 ///
@@ -59,21 +61,41 @@ pub fn launch(
 ) -> Result<Outcome, ExecError> {
     resolve_env(spec, env)?;
     container_argv(spec)?;
+    // SIGINT and SIGTERM are recorded from here on and end the launch between its steps
+    // (and the container once docker created it), leaving nothing behind, as through the API.
+    let shield = SignalShield::new(true);
     docker::ensure_image(&spec.image, pull, notify)?;
+    not_interrupted()?;
     // The runtime is asked for, and Podman's rows applied, before anything is created.
     let mut argv = launch_argv(spec)?;
     docker::ensure_volumes(spec)?;
+    not_interrupted()?;
     // The allowlist enforced outside: the isolated network and the healthy proxy first;
     // removed on every way out below but a detached start (`agentc rm` removes them then).
     // The set may have moved to an instance of its own: the argv follows it.
     let mut placed = spec.clone();
-    let egress = super::egress::setup_for(&mut placed, env)?;
+    let egress = super::egress::setup_for(&mut placed, env).map_err(|error| match pending() {
+        // A step cut short by the signal failed because of it.
+        Some(signal) => ExecError::Interrupted {
+            signal,
+            container: None,
+        },
+        None => error,
+    })?;
     if egress.is_some() {
         argv = launch_argv(&placed)?;
     }
+    not_interrupted()?;
     let cid = docker::CidFile::new()?;
     argv.insert(2, format!("--cidfile={}", cid.path().display()));
-    let mut ran = docker::run_launch(&argv, spec.detach)?;
+    let mut ran = docker::run_launch(&argv, spec.detach, &shield, &cid)?;
+    if let Some(signal) = ran.interrupted {
+        // The container (if docker created it) is gone; the companion goes with `egress`.
+        return Err(ExecError::Interrupted {
+            signal,
+            container: cid.id().map(|id| placed.name.clone().unwrap_or(id)),
+        });
+    }
     if ran.refusal.is_none()
         && ran.exit_code == 125
         && agentc_backend_common::engine() == agentc_backend_common::Engine::Podman
@@ -121,4 +143,16 @@ pub fn launch(
         exit_code: ran.exit_code,
         started,
     })
+}
+
+/// The SIGINT or SIGTERM recorded since the launch began, as the launch's error: nothing was
+/// created yet, or what was is removed on the way out.
+fn not_interrupted() -> Result<(), ExecError> {
+    match pending() {
+        Some(signal) => Err(ExecError::Interrupted {
+            signal,
+            container: None,
+        }),
+        None => Ok(()),
+    }
 }

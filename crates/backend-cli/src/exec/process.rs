@@ -70,7 +70,7 @@ pub fn wait_forwarding(
 }
 
 /// The shell's convention: the exit code, or 128 + the signal number.
-fn exit_code(status: ExitStatus) -> i32 {
+pub(crate) fn exit_code(status: ExitStatus) -> i32 {
     if let Some(code) = status.code() {
         return code;
     }

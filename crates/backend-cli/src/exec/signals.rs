@@ -64,6 +64,22 @@ impl SignalShield {
     }
 }
 
+/// The SIGINT or SIGTERM a [`SignalShield`] recorded and nobody consumed yet, as an
+/// [`Interrupt`](agentc_backend_common::Interrupt): what a step between docker commands checks
+/// to stop early.
+pub fn pending() -> Option<agentc_backend_common::Interrupt> {
+    interrupt(RECEIVED.load(Ordering::SeqCst))
+}
+
+/// A signal number as an [`Interrupt`](agentc_backend_common::Interrupt): SIGINT or SIGTERM.
+pub fn interrupt(signal: libc::c_int) -> Option<agentc_backend_common::Interrupt> {
+    match signal {
+        libc::SIGINT => Some(agentc_backend_common::Interrupt::Sigint),
+        libc::SIGTERM => Some(agentc_backend_common::Interrupt::Sigterm),
+        _ => None,
+    }
+}
+
 impl Drop for SignalShield {
     fn drop(&mut self) {
         for (signal, old) in &self.previous {

@@ -71,11 +71,14 @@ impl Renderer<'_> {
             },
             None => None,
         };
+        let mut hosts = policy.hosts.clone();
+        hosts.extend(policy.endpoints.iter().cloned());
         let mut command = match egress::egress_proxy_argv(
-            &policy.hosts,
+            &hosts,
             &policy.allow_cidrs,
             &policy.allow_ech,
             policy.wildcard_names_per_minute,
+            policy.upstream.as_ref(),
         ) {
             Ok(command) => command,
             Err(error) => {
@@ -97,12 +100,34 @@ impl Renderer<'_> {
                 return;
             }
         };
+        // What the proxy Pod connects to: the allowlist's addresses and the upstream proxy's.
+        let mut reached = hosts.clone();
+        if let Some(upstream) = &policy.upstream {
+            reached.push(upstream.address.clone());
+            if agentc_egress::host::ip_target(&upstream.host).is_none() {
+                self.notes.approximation(
+                    "egress-upstream",
+                    upstream.field,
+                    format!(
+                        "the egress proxy Pod chains through the upstream proxy {} as on \
+                         Docker, but its NetworkPolicy cannot name a host: it reaches the \
+                         upstream at a public address, or in a range of egress.allow_cidrs",
+                        upstream.address
+                    ),
+                );
+            }
+        }
         let mut proxy_env = None;
         let mut proxy_volumes = None;
         let mut proxy_mounts = None;
         if let Some(keys) = held {
-            // The credential words follow the allowlist, as in Docker's proxy command.
-            command.extend(keys.args);
+            // The credential words follow the allowlist and come before the upstream's, as in
+            // Docker's proxy command.
+            let at = command
+                .iter()
+                .position(|word| word.starts_with("--upstream"))
+                .unwrap_or(command.len());
+            command.splice(at..at, keys.args);
             proxy_env = Some(keys.env);
             plan.held_secrets = keys.secrets;
             // The proxy writes its CA's files (`--ca-dir`) on a read-only root.
@@ -142,7 +167,7 @@ impl Renderer<'_> {
                 from: Some(vec![egress::pods(workload)]),
                 ports: Some(egress::proxy_ports()),
             }],
-            egress::proxy_upstream_rules(&policy.allow_cidrs),
+            egress::proxy_upstream_rules(&policy.allow_cidrs, &reached),
         )));
         let service_port = |name: &str, port: u16, protocol: &str| ServicePort {
             name: Some(name.to_string()),
@@ -307,7 +332,7 @@ impl Renderer<'_> {
                 "the allowlist is enforced outside the workload: the pod may reach only the \
                  egress proxy {proxy_name} (Service and Pod, {PROXY_PORT}/TCP and {DNS_PORT}), \
                  which allows {}; HTTP_PROXY and HTTPS_PROXY point at it",
-                policy.hosts.join(", ")
+                hosts.join(", ")
             ),
         );
         self.notes.cluster_duty(

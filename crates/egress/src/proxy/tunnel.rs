@@ -28,7 +28,7 @@ use tokio::time::{timeout, Instant};
 use super::capture::Recording;
 pub(super) use super::client_io::ClientIo;
 use super::{open, relay, Shared};
-use crate::host::normalize_host;
+use crate::host::{ip_target, normalize_target};
 use crate::log::Record;
 use crate::policy::{Deny, Reason};
 use crate::request;
@@ -233,7 +233,9 @@ async fn tls(
             ),
         ))
     } else {
-        match hello.server_name.as_deref().map(normalize_host) {
+        match hello.server_name.as_deref().map(normalize_target) {
+            // A client names no server in SNI when it connects to an address (RFC 6066).
+            None if ip_target(host).is_some() => Ok(()),
             None => Err(Deny::new(Reason::SniMissing, "a ClientHello without SNI")),
             Some(Ok(name)) if name == host => Ok(()),
             Some(_) => Err(Deny::new(
@@ -360,7 +362,7 @@ pub(super) fn check_http_head(head: &[u8], host: &str, port: u16) -> Result<(), 
     let target = request_line.split(' ').nth(1).unwrap_or_default();
     let names = |authority: &str, what: &str| -> Result<(), Deny> {
         let (name, named_port) = request::split_authority(authority, Some(80))?;
-        let name = normalize_host(&name)
+        let name = normalize_target(&name)
             .map_err(|why| mismatch(format!("{what} `{authority}` is not a host name: {why}")))?;
         if name != host || named_port != port {
             return Err(mismatch(format!(

@@ -113,7 +113,12 @@ fn profile_checks_judge_images_networks_secrets_deployment_and_lock() {
             ("decant:1".into(), false, false),
             ("box:1".into(), true, false),
         ],
-        networks: vec![("lab".into(), false)],
+        networks: vec![
+            ("lab".into(), false),
+            ("corp".into(), true),
+            ("scan".into(), true),
+        ],
+        internal_outside: vec![("corp".into(), vec!["8080/tcp".into()])],
         secrets: vec![("KEY".into(), true, false), ("OPT".into(), false, false)],
         deployment: Some(("dev:latest".into(), id.clone(), None)),
         lock: Some((
@@ -133,6 +138,8 @@ fn profile_checks_judge_images_networks_secrets_deployment_and_lock() {
         ("image decant:1", Status::Fail),
         ("image box:1", Status::Ok),
         ("network lab", Status::Fail),
+        ("network corp", Status::Fail),
+        ("network scan", Status::Ok),
         ("secret KEY", Status::Fail),
         ("secret OPT", Status::Warn),
         ("deployment", Status::Warn),
@@ -141,6 +148,18 @@ fn profile_checks_judge_images_networks_secrets_deployment_and_lock() {
         assert_eq!(status_of(&checks, check_id), status, "{check_id}");
     }
     assert!(checks.iter().all(|check| check.id != "egress-proxy-image"));
+    // The internal outside network run would refuse: one check, its fix consistent with it.
+    let corp: Vec<_> = checks.iter().filter(|c| c.id == "network corp").collect();
+    assert_eq!(corp.len(), 1, "{corp:?}");
+    assert!(
+        corp[0].summary.contains("publishes the sandbox's 8080/tcp"),
+        "{corp:?}"
+    );
+    let fix = corp[0].fix.as_deref().unwrap_or_default();
+    assert!(
+        fix.contains("egress.outside_network") && !fix.contains("enforce"),
+        "{fix}"
+    );
     let unapplied = profile_checks(&ProfileFacts::default());
     assert_eq!(status_of(&unapplied, "deployment"), Status::Warn);
 }
@@ -153,6 +172,7 @@ fn a_launch_that_creates_an_isolated_network_makes_its_warning_a_failure() {
         name: "agentc-egress-x".into(),
         created: true,
         internal: true,
+        publishes: Vec::new(),
     };
     let mut checks = engine_checks(&facts);
     require_for(&[], &mut checks);

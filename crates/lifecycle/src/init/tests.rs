@@ -73,11 +73,11 @@ fn every_flag_combination_validates_as_written_or_is_refused_by_option() {
                         workspace: "/home/dev/src/app".into(),
                         profile_dir: "/home/dev".into(),
                         home_dir: "/home/dev".into(),
-                        owner: Owner {
+                        owner: Some(Owner {
                             name: "dev".into(),
                             uid: 1000,
                             gid: 1000,
-                        },
+                        }),
                         image: None,
                         seed_target: None,
                         agent_args: Vec::new(),

@@ -38,11 +38,11 @@ pub(crate) fn launch_at(
         workspace: workspace.into(),
         profile_dir: profile_dir.into(),
         home_dir: home.into(),
-        owner: Owner {
+        owner: Some(Owner {
             name: "dev".into(),
             uid: 1000,
             gid: 1000,
-        },
+        }),
         image: None,
         seed_target: seed_target.map(str::to_string),
         agent_args: Vec::new(),
@@ -194,7 +194,8 @@ fn a_named_network_is_used_not_created() {
     assert!(parts.contains(&Part::Network {
         name: "lab".into(),
         created: false,
-        internal: false
+        internal: false,
+        publishes: Vec::new(),
     }));
     assert!(matches!(
         &parts[0],
@@ -217,7 +218,8 @@ fn the_plan_names_the_egress_set_each_run_creates_and_counts_in_plurals() {
     assert!(parts.contains(&Part::Network {
         name: "agentc-run-dev-<run>-egress".into(),
         created: true,
-        internal: true
+        internal: true,
+        publishes: Vec::new(),
     }));
     assert!(parts.iter().any(|part| matches!(
         part,
@@ -255,4 +257,33 @@ fn parts_names(spec: &agentc_policy::LaunchSpec) -> Vec<String> {
             _ => None,
         })
         .collect()
+}
+
+/// The outside network the egress proxy publishes a sandbox's ports through is marked as one
+/// that must not be internal (run refuses it otherwise; plan is offline and cannot look).
+#[test]
+fn the_plan_says_an_outside_network_with_published_ports_must_not_be_internal() {
+    let text = "name = \"box\"\nagent = \"custom\"\n[image]\nref = \"alpine:3\"\n[egress]\nmode = \"allowlist\"\nhosts = [\"api.example.com\"]\noutside_network = \"corp\"\n[network]\npublish = [8080]\n";
+    let sandbox = launch(text, LaunchKind::Run, None);
+    let found = parts(&sandbox.spec);
+    assert!(found.contains(&Part::Network {
+        name: "corp".into(),
+        created: false,
+        internal: false,
+        publishes: vec!["8080/tcp".into()],
+    }));
+    let text = plan("box", "box.toml", &[sandbox], None).text();
+    assert!(
+        text.contains(
+            "corp (must exist, not --internal: the egress proxy publishes 8080/tcp through it"
+        ),
+        "{text}"
+    );
+    // Without published ports the outside network may be anything.
+    let quiet = "name = \"box\"\nagent = \"custom\"\n[image]\nref = \"alpine:3\"\n[egress]\nmode = \"allowlist\"\nhosts = [\"api.example.com\"]\noutside_network = \"corp\"\n";
+    let sandbox = launch(quiet, LaunchKind::Run, None);
+    assert!(parts(&sandbox.spec).iter().any(|part| matches!(
+        part,
+        Part::Network { name, publishes, .. } if name == "corp" && publishes.is_empty()
+    )));
 }

@@ -229,11 +229,11 @@ fn control_characters_in_values_are_escaped() {
         workspace: "/w/project".into(),
         profile_dir: "/p".into(),
         home_dir: "/home/dev".into(),
-        owner: Owner {
+        owner: Some(Owner {
             name: "dev".into(),
             uid: 1000,
             gid: 1000,
-        },
+        }),
         image: None,
         seed_target: None,
         agent_args: Vec::new(),
@@ -286,4 +286,42 @@ fn wildcard_look_ups_are_explained_with_their_bound() {
         &[],
     );
     assert!(!exact.contains("wildcard look-ups"), "{exact}");
+}
+
+/// The section of what agentc adds is named after nothing a profile writes: it once was
+/// "beyond the seeds" (agent-containers, the systems agentc generalizes), while a seed is a
+/// mount type (`type = "seed"`) and a launch kind (`--kind seed`), so it read as the seeds'
+/// section.
+#[test]
+fn no_section_is_named_like_a_profile_word() {
+    let schema = crate::profile_schema();
+    let mut words: Vec<String> = schema["properties"]
+        .as_object()
+        .expect("the schema lists the profile's fields")
+        .keys()
+        .cloned()
+        .collect();
+    words.extend(["seed".to_string(), "seeds".to_string()]);
+    let text = explained(CLAUDE, LaunchKind::Run, &[]);
+    // A section title: a line at column 0 after an empty line.
+    let lines: Vec<&str> = text.lines().collect();
+    let titles: Vec<&str> = lines
+        .windows(2)
+        .filter(|pair| pair[0].is_empty() && !pair[1].starts_with(' '))
+        .map(|pair| pair[1])
+        .collect();
+    assert!(titles.contains(&"added by agentc"), "{titles:?}");
+    assert!(titles.contains(&"network"), "{titles:?}");
+    for title in titles {
+        // The sections named after a table of the same name are that table's values.
+        if words.iter().any(|word| word == title) {
+            continue;
+        }
+        for word in title.split_whitespace() {
+            assert!(
+                !words.iter().any(|w| w == word),
+                "section {title:?} reads like the profile's {word}"
+            );
+        }
+    }
 }

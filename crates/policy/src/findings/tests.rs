@@ -38,11 +38,11 @@ fn inputs(kind: LaunchKind, profile_dir: &str, env: &[(String, String)]) -> Reso
         workspace: WORKSPACE.to_string(),
         profile_dir: profile_dir.to_string(),
         home_dir: HOME.to_string(),
-        owner: Owner {
+        owner: Some(Owner {
             name: "dev".to_string(),
             uid: 1000,
             gid: 1000,
-        },
+        }),
         image: None,
         seed_target: None,
         agent_args: Vec::new(),

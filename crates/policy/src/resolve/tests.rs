@@ -28,11 +28,11 @@ pub(crate) fn inputs(kind: LaunchKind) -> ResolveInputs {
         workspace: "/home/alice/src/app".to_string(),
         profile_dir: "/home/alice/profiles".to_string(),
         home_dir: "/home/alice".to_string(),
-        owner: Owner {
+        owner: Some(Owner {
             name: "alice".to_string(),
             uid: 1000,
             gid: 1000,
-        },
+        }),
         image: None,
         seed_target: None,
         agent_args: Vec::new(),
@@ -1099,7 +1099,7 @@ fn builds_use_the_run_tag_and_a_checked_context() {
     };
     assert!(build.build_args.is_empty());
     let mut root = inputs(LaunchKind::Build);
-    root.owner.uid = 0;
+    root.owner.as_mut().expect("an owner").uid = 0;
     assert!(resolve_with(&text, &root, &probe).is_err());
 }
 
@@ -1127,10 +1127,28 @@ fn owners_are_sanitized_like_agent_containers() {
         format!("{}-501", "a".repeat(32))
     );
     let loaded = profile("name = \"dev\"\nagent = \"custom\"\n[image]\nref = \"x\"\n");
-    assert_eq!(home_volume_name(&loaded.profile, &owner("bob")), None);
+    assert_eq!(home_volume_name(&loaded.profile, Some(&owner("bob"))), None);
+    // Without an owner (the Kubernetes rendering) the names hold no user.
+    let codex = profile("name = \"dev\"\nagent = \"codex\"\n");
+    assert_eq!(
+        home_volume_name(&codex.profile, Some(&owner("bob"))).as_deref(),
+        Some("codex-home-bob-501-dev")
+    );
+    assert_eq!(
+        home_volume_name(&codex.profile, None).as_deref(),
+        Some("codex-home-dev")
+    );
+    assert_eq!(
+        crate::sandbox_container_name(&codex.profile, None),
+        "agentc-sandbox-dev"
+    );
+    assert_eq!(
+        crate::decant_container_name(&codex.profile, Some(&owner("bob"))),
+        "agentc-decant-bob-501-dev"
+    );
     let loaded = profile("name = \"dev\"\nagent = \"codex\"\nhome_volume = \"mine\"\n");
     assert_eq!(
-        home_volume_name(&loaded.profile, &owner("bob")).as_deref(),
+        home_volume_name(&loaded.profile, Some(&owner("bob"))).as_deref(),
         Some("mine")
     );
 }
@@ -1402,4 +1420,132 @@ fn the_proxy_listens_on_its_isolated_address_which_moves_with_its_instance() {
     );
     assert_eq!(c.dns, [IpAddr::V4(new)]);
     assert_eq!(moved.relays().len(), 1);
+}
+
+/// The egress proxy's argv of a resolved launch.
+fn proxy_argv(spec: &LaunchSpec) -> Vec<String> {
+    container(spec)
+        .egress
+        .as_ref()
+        .unwrap()
+        .proxy
+        .command
+        .clone()
+}
+
+#[test]
+fn a_local_model_server_by_address_is_allowed_with_its_endpoint_port() {
+    // Issue 19: an agent-containers profile naming its model server by address.
+    let text = "name = \"local\"\nagent = \"codex\"\n[provider]\nkind = \"openai\"\n\
+                endpoint = \"http://10.1.2.3:8000/v1\"\n[egress]\n\
+                hosts = [\"10.1.2.3\", \"api.openai.com\"]\n";
+    let argv = proxy_argv(&run(text));
+    assert_eq!(
+        argv.iter()
+            .filter(|a| a.starts_with("--allow="))
+            .collect::<Vec<_>>(),
+        [
+            "--allow=10.1.2.3",
+            "--allow=api.openai.com",
+            "--allow=10.1.2.3:8000"
+        ]
+    );
+    // An endpoint the allowlist already allows at its port adds nothing.
+    let text = text.replace("http://10.1.2.3:8000/v1", "https://api.openai.com/v1");
+    let argv = proxy_argv(&run(&text));
+    assert_eq!(argv.iter().filter(|a| a.starts_with("--allow=")).count(), 2);
+}
+
+#[test]
+fn an_upstream_proxy_is_chained_through_and_the_sandbox_still_uses_agentcs_proxy() {
+    let corporate = "name = \"corp\"\nagent = \"claude-code\"\n[proxy]\n\
+                     http = \"http://proxy.corp.example:3128\"\n\
+                     https = \"http://proxy.corp.example:3128\"\n\
+                     no_proxy = [\"localhost\", \".corp.example\", \"10.0.0.0/8\"]\n\
+                     [egress]\nhosts = [\"proxy.corp.example\"]\n";
+    let spec = run(corporate);
+    let argv = proxy_argv(&spec);
+    let tail: Vec<&str> = argv
+        .iter()
+        .map(String::as_str)
+        .skip_while(|a| !a.starts_with("--upstream"))
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            "--upstream=proxy.corp.example:3128",
+            "--upstream-all",
+            "--direct=localhost",
+            "--direct=*.localhost",
+            "--direct=corp.example",
+            "--direct=*.corp.example",
+            "--direct=10.0.0.0/8",
+        ]
+    );
+    let env = env_of(container(&spec));
+    let value = |name: &str| env.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+    let proxy = spec_proxy_url(&spec);
+    for name in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
+        assert_eq!(value(name).as_deref(), Some(proxy.as_str()), "{name}");
+    }
+    assert_eq!(
+        value("NO_PROXY").as_deref(),
+        Some("localhost,127.0.0.1,::1")
+    );
+    // An allowlist without the upstream's host: only its hosts go to the upstream.
+    let named = corporate.replace(
+        "hosts = [\"proxy.corp.example\"]",
+        "hosts = [\"api.anthropic.com\"]",
+    );
+    let argv = proxy_argv(&run(&named));
+    assert!(argv.contains(&"--upstream=proxy.corp.example:3128".to_string()));
+    assert!(!argv.contains(&"--upstream-all".to_string()), "{argv:?}");
+}
+
+fn spec_proxy_url(spec: &LaunchSpec) -> String {
+    let egress = container(spec).egress.as_ref().unwrap();
+    format!(
+        "http://{}:{}",
+        egress.proxy_address,
+        crate::spec::PROXY_PORT
+    )
+}
+
+#[test]
+fn upstream_proxies_agentcs_proxy_cannot_chain_through_are_refused_by_field() {
+    for (proxy, field, needle) in [
+        (
+            "http = \"http://user:hunter2@proxy.corp.example:3128\"",
+            "proxy.http",
+            "credentials",
+        ),
+        (
+            "https = \"https://secure-proxy.corp.example:8443\"",
+            "proxy.https",
+            "not TLS",
+        ),
+        (
+            "http = \"http://a.corp.example:3128\"\nhttps = \"http://b.corp.example:3128\"",
+            "proxy.http",
+            "two upstream proxies",
+        ),
+    ] {
+        let text = format!(
+            "name = \"corp\"\nagent = \"claude-code\"\n[proxy]\n{proxy}\n\
+             [egress]\nhosts = [\"api.anthropic.com\"]\n"
+        );
+        let errors = load("dev.toml", &text).unwrap_err();
+        let shown = errors.to_string();
+        assert!(
+            shown.contains(field) && shown.contains(needle),
+            "{proxy}: {shown}"
+        );
+        assert!(
+            !shown.contains("hunter2"),
+            "a credential in an error: {shown}"
+        );
+        // The image enforces them as before.
+        let image = format!("{text}enforce = \"image\"\n");
+        profile(&image);
+    }
 }

@@ -13,7 +13,7 @@ use crate::finding::{Report, Severity};
 use crate::keys;
 use crate::presets;
 use crate::profile::{AgentName, Profile};
-use crate::rules::identity::{decant_container_name, owner_slug};
+use crate::rules::identity::{decant_container_name, owner_part};
 use crate::spec::PublishedPort;
 use crate::spec::{Action, ContainerSpec, LaunchKind, Mount, MountSource, Origin, Protocol};
 use crate::text::is_profile_name;
@@ -118,7 +118,7 @@ impl Resolver<'_> {
                 "list a claude-code or codex profile in [decant] source_profiles",
             ));
         }
-        let owner = owner_slug(&self.inputs.owner);
+        let owner = owner_part(self.inputs.owner.as_ref());
         let image = if let Some(image) = &self.inputs.image {
             self.set(keys::IMAGE, invocation("--image"));
             image.clone()
@@ -127,10 +127,10 @@ impl Resolver<'_> {
             image.clone()
         } else {
             self.set(keys::IMAGE, Origin::Default);
-            format!("agent-containers/decant:{owner}-{}", profile.name)
+            format!("agent-containers/decant:{owner}{}", profile.name)
         };
         let mut container = ContainerSpec::empty(image);
-        container.name = Some(decant_container_name(profile, &self.inputs.owner));
+        container.name = Some(decant_container_name(profile, self.inputs.owner.as_ref()));
         self.set(keys::NAME, Origin::Default);
         container.interactive = true;
         container.tty = true;
@@ -168,7 +168,7 @@ impl Resolver<'_> {
             }
             None => {
                 self.set(data_key, Origin::Default);
-                format!("decant-data-{owner}-{}", profile.name)
+                format!("decant-data-{owner}{}", profile.name)
             }
         };
         container.mounts.push(Mount {
@@ -225,8 +225,8 @@ pub(crate) fn widens(out: &Explainer, c: &ContainerSpec, items: &mut Vec<String>
     }
 }
 
-/// What agentc does here beyond the seeds: Decant gets the limits and log rotation.
-pub(crate) fn beyond_the_seeds(out: &Explainer, notes: &mut Vec<String>) {
+/// What agentc adds here (explain's "added by agentc"): Decant gets the limits and log rotation.
+pub(crate) fn added_by_agentc(out: &Explainer, notes: &mut Vec<String>) {
     if out.spec.kind == LaunchKind::Decant {
         notes.push(
             "Decant is not hardened (as in agent-containers) but gets the limits and log rotation"

@@ -5,6 +5,10 @@
 
 pub(crate) mod host_path;
 pub(crate) mod outside;
+pub(crate) mod upstream;
+
+pub use outside::chained as upstream_proxy;
+pub use upstream::Chained;
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
@@ -22,7 +26,7 @@ use crate::spec::{ContainerSpec, Mount, MountSource};
 use crate::text::is_ip_or_cidr;
 
 pub(crate) use outside::enforced_outside;
-pub use outside::{NO_PROXY_VARIABLES, PROXY_VARIABLES};
+pub use outside::{endpoint_specs, NO_PROXY_VARIABLES, PROXY_VARIABLES};
 
 /// The egress fields one by one, and the gateway options that go together.
 pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
@@ -83,6 +87,7 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
     }
     gateway_pairs(ck, profile);
     outside::check(ck, profile);
+    upstream::check(ck, profile, enforced_outside(profile));
     host_path::check(ck, profile);
     if egress.mode == EgressMode::Unrestricted {
         if !egress.hosts.is_empty() {
@@ -290,6 +295,52 @@ pub(crate) fn explain(out: &mut Explainer) {
     if let Some(words) = wildcard_words(out) {
         out.line(format!("  egress wildcard look-ups: {words}"));
     }
+    if let Some(words) = address_words(out) {
+        out.line(format!("  egress addresses: {words}"));
+    }
+    upstream::explain(out, outside::chained(&out.profile.profile));
+    let endpoints = if enforced_outside(&out.profile.profile) {
+        outside::named_endpoints(&out.profile.profile)
+    } else {
+        Vec::new()
+    };
+    for endpoint in endpoints {
+        out.line(format!(
+            "  egress endpoint: {} is allowed too, at its own port, because the profile names it  [{}]",
+            endpoint.spec,
+            out.at(endpoint.field)
+        ));
+    }
+}
+
+/// The address and range entries of an allowlist the proxy enforces (`10.1.2.3`,
+/// `10.1.2.0/24:8000`), as the proxy reads them.
+pub(crate) fn address_entries(profile: &crate::profile::Profile) -> Vec<String> {
+    if !enforced_outside(profile) {
+        return Vec::new();
+    }
+    outside::proxy_specs(&profile.egress.hosts)
+        .iter()
+        .filter_map(|spec| agentc_egress::HostSpec::parse(spec).ok())
+        .filter(agentc_egress::HostSpec::is_addresses)
+        .map(|spec| spec.to_string())
+        .collect()
+}
+
+/// What the proxy does with requests written to an address the allowlist names.
+fn address_words(out: &Explainer) -> Option<String> {
+    let entries = address_entries(&out.profile.profile);
+    if entries.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "a request whose target is written as an address ({}; 443 and 80 where no port is \
+         named) is let through to exactly that address, even in a private range: the profile \
+         names it; no name is resolved for it, every other address literal is refused, and a \
+         name that resolves into such a range still needs egress.allow_cidrs  [{}]",
+        entries.join(", "),
+        out.at("egress.hosts")
+    ))
 }
 
 /// The bound on look-ups of wildcard-allowed names, when the proxy enforces an allowlist with
@@ -389,6 +440,15 @@ pub(crate) fn widens(out: &Explainer, items: &mut Vec<String>) {
             out.at("egress.allow_cidrs")
         ));
     }
+    upstream::widens(out, outside::chained(&out.profile.profile), items);
+    let addresses = address_entries(&out.profile.profile);
+    if !addresses.is_empty() {
+        items.push(format!(
+            "the egress proxy connects to the addresses the allowlist names, private or not: {}  [{}]",
+            addresses.join(", "),
+            out.at("egress.hosts")
+        ));
+    }
     if enforced_outside(&out.profile.profile) && !egress.allow_ech.is_empty() {
         items.push(format!(
             "the egress proxy lets TLS with Encrypted Client Hello through to {}: the name \
@@ -409,6 +469,21 @@ pub(crate) fn widens(out: &Explainer, items: &mut Vec<String>) {
 /// - a leading `.` or `*.` before two or more labels, or a `*` anywhere: `egress-domain`.
 pub fn host_scope(entry: &str) -> Option<(&'static str, Severity, String)> {
     let host = entry.trim().trim_end_matches('.').to_ascii_lowercase();
+    // An address or a range as the egress proxy reads it (`[fd00::5]:443`, `10.0.0.0/8:8000`).
+    if let Ok(agentc_egress::HostSpec {
+        pattern: agentc_egress::host::HostPattern::Addresses(range),
+        ..
+    }) = agentc_egress::HostSpec::parse(&host)
+    {
+        let single = range.prefix == if range.network.is_ipv4() { 32 } else { 128 };
+        return (!single).then(|| {
+            (
+                "egress-ip-range",
+                Severity::Medium,
+                format!("the network {range}"),
+            )
+        });
+    }
     if let Some((address, prefix)) = host.split_once('/') {
         let address: IpAddr = address.parse().ok()?;
         let prefix: u8 = prefix.parse().ok()?;

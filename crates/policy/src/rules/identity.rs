@@ -131,7 +131,7 @@ fn agent_scope(ck: &mut Checker, profile: &Profile) {
 impl Resolver<'_> {
     /// The agent's persistent home volume, mounted writable at the preset's home path.
     pub fn home_volume(&mut self, container: &mut ContainerSpec, preset: &Preset) {
-        let home = home_volume_name(self.profile, &self.inputs.owner).unwrap_or_default();
+        let home = home_volume_name(self.profile, self.inputs.owner.as_ref()).unwrap_or_default();
         container.mounts.push(Mount {
             target: preset.home_path.to_string(),
             read_only: false,
@@ -146,19 +146,25 @@ impl Resolver<'_> {
 }
 
 /// The home volume of a profile for an owner: the profile's `home_volume`, or
-/// `<image-name>-home-<owner>-<name>` (agent-containers' user-scoped default). `None` for
-/// custom agents, which have no home volume.
-pub fn home_volume_name(profile: &Profile, owner: &Owner) -> Option<String> {
+/// `<image-name>-home-<owner>-<name>` (agent-containers' user-scoped default), without the
+/// owner part when there is no owner (`<image-name>-home-<name>`). `None` for custom agents,
+/// which have no home volume.
+pub fn home_volume_name(profile: &Profile, owner: Option<&Owner>) -> Option<String> {
     let preset = presets::preset(profile.agent)?;
     Some(match &profile.home_volume {
         Some(volume) => volume.clone(),
         None => format!(
-            "{}-home-{}-{}",
+            "{}-home-{}{}",
             preset.image_name,
-            owner_slug(owner),
+            owner_part(owner),
             profile.name
         ),
     })
+}
+
+/// The owner's part of a default name, `<owner slug>-`, or nothing without an owner.
+pub(crate) fn owner_part(owner: Option<&Owner>) -> String {
+    owner.map_or_else(String::new, |owner| format!("{}-", owner_slug(owner)))
 }
 
 /// The host user as it appears in resource names: agent-containers' `_resource_owner`,
@@ -187,12 +193,14 @@ pub fn owner_slug(owner: &Owner) -> String {
     format!("{name}-{}", owner.uid)
 }
 
-/// The container name of a custom agent's sandbox: `agentc-sandbox-<owner>-<name>`.
-pub fn sandbox_container_name(profile: &Profile, owner: &Owner) -> String {
-    format!("agentc-sandbox-{}-{}", owner_slug(owner), profile.name)
+/// The container name of a custom agent's sandbox: `agentc-sandbox-<owner>-<name>`
+/// (`agentc-sandbox-<name>` without an owner).
+pub fn sandbox_container_name(profile: &Profile, owner: Option<&Owner>) -> String {
+    format!("agentc-sandbox-{}{}", owner_part(owner), profile.name)
 }
 
-/// The container name of a profile's Decant: `agentc-decant-<owner>-<name>`.
-pub fn decant_container_name(profile: &Profile, owner: &Owner) -> String {
-    format!("agentc-decant-{}-{}", owner_slug(owner), profile.name)
+/// The container name of a profile's Decant: `agentc-decant-<owner>-<name>`
+/// (`agentc-decant-<name>` without an owner).
+pub fn decant_container_name(profile: &Profile, owner: Option<&Owner>) -> String {
+    format!("agentc-decant-{}{}", owner_part(owner), profile.name)
 }

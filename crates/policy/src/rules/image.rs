@@ -155,7 +155,20 @@ impl Resolver<'_> {
         }
         let mut build_args = BTreeMap::new();
         if let Some(preset) = preset.filter(|preset| preset.build_user_args) {
-            let owner = &self.inputs.owner;
+            let Some(owner) = &self.inputs.owner else {
+                return Err(PolicyError::Unlaunchable {
+                    location: Location::Invocation {
+                        input: "user".to_string(),
+                    },
+                    message: format!(
+                        "the {} image is built for your uid and gid, and this resolution has no \
+                         user",
+                        preset.agent.as_str()
+                    ),
+                    hint: "build it with agentc build on the machine that runs the agent"
+                        .to_string(),
+                });
+            };
             if owner.uid == 0 || owner.gid == 0 {
                 return Err(PolicyError::Unlaunchable {
                     location: Location::Invocation {

@@ -304,9 +304,9 @@ pub(crate) fn widens(out: &Explainer, c: &ContainerSpec, items: &mut Vec<String>
     }
 }
 
-/// What agentc does here beyond the seeds: deny egress removes the network; the egress proxy
-/// relays published ports.
-pub(crate) fn beyond_the_seeds(out: &Explainer, c: &ContainerSpec, notes: &mut Vec<String>) {
+/// What agentc adds here (explain's "added by agentc"): deny egress removes the network; the
+/// egress proxy relays published ports.
+pub(crate) fn added_by_agentc(out: &Explainer, c: &ContainerSpec, notes: &mut Vec<String>) {
     outside::relay_note(c, notes);
     if matches!(out.spec.kind, LaunchKind::Run | LaunchKind::Sandbox) && c.network == Network::None
     {

@@ -141,8 +141,8 @@ pub(crate) fn widens(out: &Explainer, c: &ContainerSpec, items: &mut Vec<String>
     }
 }
 
-/// What agentc does here beyond the seeds: default memory and process limits.
-pub(crate) fn beyond_the_seeds(out: &Explainer, notes: &mut Vec<String>) {
+/// What agentc adds here (explain's "added by agentc"): default memory and process limits.
+pub(crate) fn added_by_agentc(out: &Explainer, notes: &mut Vec<String>) {
     if matches!(out.origin(keys::MEMORY), Some(Origin::Default)) {
         notes.push(format!(
             "default memory limit {} without swap; AGENTC_MEM_LIMIT=off removes it",

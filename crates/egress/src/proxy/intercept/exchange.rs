@@ -17,7 +17,7 @@ use tokio::sync::Mutex;
 use super::super::counted::Counters;
 use super::upstream::Upstream;
 use super::{replay_deny, request_line, screen_body, serve_client, Intercept};
-use crate::host::normalize_host;
+use crate::host::normalize_target;
 use crate::policy::{Deny, Reason};
 use crate::proxy::{refusal, Body, Shared};
 use crate::request::{split_authority, strip_hop_by_hop};
@@ -107,7 +107,7 @@ fn check_authority(request: &Request<Incoming>, host: &str, port: u16) -> Result
     for (what, authority) in named {
         let (name, named_port) = split_authority(&authority, Some(443))
             .map_err(|deny| misdirected(format!("{what} `{authority}`: {}", deny.detail)))?;
-        let same = normalize_host(&name).is_ok_and(|name| name == host) && named_port == port;
+        let same = normalize_target(&name).is_ok_and(|name| name == host) && named_port == port;
         if !same {
             return Err(misdirected(format!(
                 "{what} `{authority}` is not the tunnel's {host}:{port} (its CONNECT and SNI)"

@@ -415,6 +415,28 @@ where
     }
 }
 
+/// The answer to `GET /agentc/egress-ca/...` (`asked`: its request line): the file, or, from a
+/// proxy that holds no credentials, a refusal and its line.
+pub(super) fn ca_response(
+    shared: &Shared,
+    file: crate::request::CaFile,
+    kind: crate::log::Kind,
+    client: SocketAddr,
+    asked: &str,
+) -> hyper::Response<super::Body> {
+    if let Some(intercept) = &shared.intercept {
+        return super::text(200, intercept.ca_file(file).to_string());
+    }
+    let deny = Deny::new(
+        Reason::BadRequest,
+        "no launch CA to serve: this proxy holds no credentials",
+    );
+    let mut line = crate::log::Record::new(kind, client, deny.reason);
+    line.detail = Some(format!("{asked}: {}", deny.detail));
+    shared.emit(line);
+    super::refusal(&deny)
+}
+
 /// The address a terminated request came from, for its line.
 pub(super) fn request_line(client: SocketAddr, host: &str, port: u16, reason: Reason) -> Record {
     super::record(crate::log::Kind::Request, client, host, port, reason)

@@ -23,6 +23,8 @@ use crate::spec::{
 };
 use crate::text::is_network_name;
 
+use super::upstream::{upstream_address, Chained};
+
 /// The variables pointing the workload at the proxy (a convenience: the isolated network is
 /// what enforces the allowlist).
 pub const PROXY_VARIABLES: [&str; 4] = ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"];
@@ -61,6 +63,109 @@ pub(crate) fn proxy_specs(hosts: &[String]) -> Vec<String> {
         }
     }
     specs
+}
+
+/// An endpoint the profile names outside `egress.hosts` (a provider `endpoint`, Langfuse's
+/// `base_url`): the proxy allows its host at its own port, since the profile says the sandbox
+/// talks to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Endpoint {
+    /// The field naming it (`provider.endpoint`).
+    pub(crate) field: &'static str,
+    /// The proxy's `--allow` spec: `host:port`, `10.1.2.3:8000`, `[fd00::1]:443`.
+    pub(crate) spec: String,
+}
+
+/// The `host:port` of an http(s) URL (its scheme's port when it names none), as an allowlist
+/// spec; `None` for a URL that does not parse or has no host.
+pub(crate) fn url_spec(url: &str) -> Option<String> {
+    let url = url::Url::parse(url.trim()).ok()?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return None;
+    }
+    let host = url.host_str()?.to_ascii_lowercase();
+    let port = url.port_or_known_default()?;
+    Some(format!("{host}:{port}"))
+}
+
+/// The endpoints the profile names that the allowlist `hosts` does not already allow at their
+/// port, each once, in field order: what the proxy allows beyond `egress.hosts`.
+pub(crate) fn named_endpoints(profile: &Profile) -> Vec<Endpoint> {
+    let mut urls: Vec<(&'static str, &str)> = Vec::new();
+    if let Some(endpoint) = profile
+        .provider
+        .as_ref()
+        .and_then(|p| p.endpoint.as_deref())
+    {
+        urls.push(("provider.endpoint", endpoint));
+    }
+    if profile.langfuse.enabled {
+        if let Some(url) = profile.langfuse.base_url.as_deref() {
+            urls.push(("langfuse.base_url", url));
+        }
+    }
+    let allowed: Vec<agentc_egress::HostSpec> = proxy_specs(&profile.egress.hosts)
+        .iter()
+        .filter_map(|spec| agentc_egress::HostSpec::parse(spec).ok())
+        .collect();
+    let policy = agentc_egress::Policy::new(allowed, Vec::new());
+    let mut endpoints: Vec<Endpoint> = Vec::new();
+    for (field, url) in urls {
+        let Some(spec) = url_spec(url) else { continue };
+        let Ok(parsed) = agentc_egress::HostSpec::parse(&spec) else {
+            continue;
+        };
+        let host = parsed.to_string();
+        let (host, port) = match host.rsplit_once(':') {
+            Some((host, port)) => (host.to_string(), port.parse().unwrap_or(0)),
+            None => continue,
+        };
+        if policy.decide_name(&host, port).is_ok() || endpoints.iter().any(|e| e.spec == spec) {
+            continue;
+        }
+        endpoints.push(Endpoint { field, spec });
+    }
+    endpoints
+}
+
+/// The `--allow` specs the egress proxy gets beyond `egress.hosts`: the endpoints the profile
+/// names (a provider `endpoint`, Langfuse's `base_url`), for a renderer that builds the proxy's
+/// command from the profile (Kubernetes).
+pub fn endpoint_specs(profile: &Profile) -> Vec<String> {
+    named_endpoints(profile)
+        .into_iter()
+        .map(|e| e.spec)
+        .collect()
+}
+
+/// The profile's upstream proxy, when it has one, its allowlist is enforced outside and its
+/// URLs can be chained through (refused by field otherwise, when the profile is checked).
+pub fn chained(profile: &Profile) -> Option<Chained> {
+    if !enforced_outside(profile) {
+        return None;
+    }
+    let proxy = profile.proxy.as_ref()?;
+    let (field, url) = match (&proxy.https, &proxy.http) {
+        (Some(url), _) => ("proxy.https", url),
+        (None, Some(url)) => ("proxy.http", url),
+        (None, None) => return None,
+    };
+    let (address, host) = upstream_address(url).ok()?;
+    let all = proxy_specs(&profile.egress.hosts)
+        .iter()
+        .filter_map(|spec| agentc_egress::HostSpec::parse(spec).ok())
+        .any(|spec| spec.matches_host(&host));
+    Some(Chained {
+        field,
+        address,
+        host,
+        all,
+        direct: proxy
+            .no_proxy
+            .iter()
+            .map(|e| e.trim().to_string())
+            .collect(),
+    })
 }
 
 /// The proxy-only fields, and what cannot go with an allowlist enforced outside.
@@ -135,15 +240,6 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
         if host.is_empty() || host == "*" || host.starts_with('-') {
             continue; // refused by the generic check
         }
-        if host.contains('/') {
-            ck.fail(
-                &field,
-                format!("{field} {host:?} is an address range, not a host name"),
-                "the egress proxy decides by name: list host names in egress.hosts and ranges \
-                 it may connect to in egress.allow_cidrs, or set enforce = \"image\"",
-            );
-            continue;
-        }
         let refusal = proxy_specs(&[host.to_string()]).iter().find_map(|spec| {
             match agentc_egress::HostSpec::parse(spec) {
                 Err(agentc_egress::EgressError::HostSpec { reason, .. }) => Some(reason),
@@ -154,9 +250,9 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
             ck.fail(
                 &field,
                 format!("{field} {host:?} is not a host the egress proxy can allow: {reason}"),
-                "write `host`, `host:port`, `*.domain` or `*.domain:port` (a bare host allows \
-                 ports 443 and 80); an IP address is never reached through the proxy: set \
-                 enforce = \"image\" for it",
+                "write `host`, `host:port`, `*.domain`, `*.domain:port`, an address \
+                 (`10.1.2.3`, `10.1.2.3:8000`, `[fd00::1]:443`) or a range (`10.1.2.0/24`); \
+                 without a port an entry allows ports 443 and 80",
             );
         }
     }
@@ -197,24 +293,6 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
                 ),
                 "publish TCP ports only, or set egress.enforce = \"image\"",
             );
-        }
-    }
-    if let Some(proxy) = &profile.proxy {
-        for (field, set) in [
-            ("proxy.http", proxy.http.is_some()),
-            ("proxy.https", proxy.https.is_some()),
-        ] {
-            if set {
-                ck.fail_when(
-                    &["egress.enforce"],
-                    field,
-                    format!(
-                        "{field} cannot be used with egress.enforce = \"outside\": the proxy \
-                         variables point at agentc's egress proxy"
-                    ),
-                    "remove the upstream proxy, or set egress.enforce = \"image\"",
-                );
-            }
         }
     }
 }
@@ -294,7 +372,8 @@ impl Resolver<'_> {
             options: BTreeMap::from([(INHIBIT_IPV4.to_string(), "true".to_string())]),
             labels: labels.clone(),
         };
-        let hosts = proxy_specs(&egress.hosts);
+        let mut hosts = proxy_specs(&egress.hosts);
+        hosts.extend(named_endpoints(self.profile).into_iter().map(|e| e.spec));
         let cidrs: Vec<String> = egress
             .allow_cidrs
             .iter()
@@ -312,7 +391,8 @@ impl Resolver<'_> {
             self.invalid(
                 "egress.hosts",
                 error.to_string(),
-                "write host specs (`host`, `host:port`, `*.domain`) and CIDRs only",
+                "write host specs (`host`, `host:port`, `*.domain`, an address or a range) and \
+                 CIDRs only",
             )
         })?;
         if let Some(names) = egress.wildcard_names_per_minute {
@@ -376,6 +456,19 @@ impl Resolver<'_> {
         }
         // The keys the proxy holds for their hosts only (`[credentials]`).
         let (config, bound) = self.credential_config(config)?;
+        // The profile's upstream proxy, which the egress proxy chains through.
+        let config = match chained(self.profile) {
+            None => config,
+            Some(chained) => config
+                .with_upstream(&chained.address, chained.all, &chained.direct)
+                .map_err(|error| {
+                    self.invalid(
+                        chained.field,
+                        error.to_string(),
+                        "write the upstream as http://HOST:PORT",
+                    )
+                })?,
+        };
         let mut proxy = ContainerSpec::empty(PROXY_IMAGE_PLACEHOLDER);
         proxy.name = Some(format!("{base}-egress-proxy"));
         proxy.command = agentc_egress::proxy_command(&config);
@@ -537,7 +630,7 @@ pub(crate) fn relay_widens(c: &ContainerSpec, words: impl Fn(u16) -> String) -> 
         .collect()
 }
 
-/// The "beyond the seeds" note of a launch whose published ports the egress proxy relays.
+/// The "added by agentc" note of a launch whose published ports the egress proxy relays.
 pub(crate) fn relay_note(c: &ContainerSpec, notes: &mut Vec<String>) {
     if !relayed_ports(c).is_empty() {
         notes.push(

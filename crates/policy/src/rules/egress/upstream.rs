@@ -1,0 +1,142 @@
+//! `[proxy] http`/`https` with an allowlist enforced outside: the upstream proxy agentc's
+//! egress proxy chains through ([`agentc_egress::upstream`]). The workload's proxy variables
+//! still point at agentc's proxy; its `NO_PROXY` keeps loopback only (an allowlisted
+//! destination sent around the proxy would find no route off the isolated network).
+//!
+//! What the allowlist means then follows the image-enforced behaviour of agent-containers: an
+//! allowlist that names the upstream's host passes every destination to the upstream, which
+//! decides; without it, only the allowlist's destinations go to the upstream. `no_proxy`
+//! entries go direct, through agentc's proxy, and are checked against `egress.hosts`.
+
+use crate::check::Checker;
+use crate::explainer::Explainer;
+use crate::profile::Profile;
+
+/// The upstream proxy of a profile whose allowlist is enforced outside, as the egress proxy
+/// reads it (`--upstream`, `--upstream-all`, `--direct`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chained {
+    /// The field naming it (`proxy.https`, else `proxy.http`).
+    pub field: &'static str,
+    /// `host:port` (`[v6]:port`), the URL's port or its scheme's.
+    pub address: String,
+    /// The upstream's host as the proxy compares it.
+    pub host: String,
+    /// Whether `egress.hosts` names the upstream's host: every destination goes to it.
+    pub all: bool,
+    /// The `no_proxy` entries, as written.
+    pub direct: Vec<String>,
+}
+
+/// Why an upstream proxy URL cannot be chained through, or its `host:port` and its host as
+/// the proxy compares it.
+pub(crate) fn upstream_address(url: &str) -> Result<(String, String), String> {
+    let url = url::Url::parse(url.trim()).map_err(|error| error.to_string())?;
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(
+            "it carries credentials, which would be on the egress proxy's command line \
+                    (agentc passes secrets by name only)"
+                .into(),
+        );
+    }
+    if url.scheme() != "http" {
+        return Err(format!(
+            "its scheme is {}: agentc's egress proxy speaks plain HTTP (CONNECT) to its \
+             upstream, not TLS",
+            url.scheme()
+        ));
+    }
+    let host = url.host_str().ok_or("it has no host")?.to_ascii_lowercase();
+    let port = url.port_or_known_default().ok_or("it has no port")?;
+    let spec = agentc_egress::HostSpec::parse(&host).map_err(|error| match error {
+        agentc_egress::EgressError::HostSpec { reason, .. } => reason,
+        other => other.to_string(),
+    })?;
+    let host = match spec.pattern {
+        agentc_egress::host::HostPattern::Exact(name) => name,
+        _ => spec.to_string(),
+    };
+    Ok((format!("{host}:{port}"), host))
+}
+
+/// The upstream URLs of an allowlist enforced outside: each one agentc's proxy can chain
+/// through (plain `http://`, no credentials), and one upstream for both.
+pub(crate) fn check(ck: &mut Checker, profile: &Profile, enforced_outside: bool) {
+    if !enforced_outside {
+        return;
+    }
+    let Some(proxy) = &profile.proxy else { return };
+    for (field, url) in [("proxy.http", &proxy.http), ("proxy.https", &proxy.https)] {
+        let Some(url) = url else { continue };
+        if let Err(reason) = upstream_address(url) {
+            ck.fail_when(
+                &["egress.enforce"],
+                field,
+                format!(
+                    "{field} cannot be chained through by agentc's egress proxy \
+                     (egress.enforce = \"outside\"): {reason}"
+                ),
+                "write the upstream as http://HOST:PORT without credentials, or set \
+                 egress.enforce = \"image\"",
+            );
+        }
+    }
+    if let (Some(http), Some(https)) = (&proxy.http, &proxy.https) {
+        let same =
+            upstream_address(http).ok().map(|a| a.0) == upstream_address(https).ok().map(|a| a.0);
+        if !same {
+            ck.fail_when(
+                &["egress.enforce", "proxy.https"],
+                "proxy.http",
+                "proxy.http and proxy.https name two upstream proxies: agentc's egress proxy \
+                 chains through one (egress.enforce = \"outside\")",
+                "name the same upstream in both, keep one, or set egress.enforce = \"image\"",
+            );
+        }
+    }
+}
+
+/// What `agentc explain` says of the upstream proxy `chained` (the profile's, if any).
+pub(crate) fn explain(out: &mut Explainer, chained: Option<Chained>) {
+    let Some(chained) = chained else {
+        return;
+    };
+    let passes = if chained.all {
+        "egress.hosts names the upstream's host, so every destination is passed to it and the \
+         upstream decides (as the image's firewall allowing only the proxy would)"
+            .to_string()
+    } else {
+        "only the destinations egress.hosts allows are passed to it, after agentc's proxy \
+         checked them"
+            .to_string()
+    };
+    let direct = if chained.direct.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; no_proxy entries ({}) go direct, through agentc's proxy, and are checked \
+             against egress.hosts",
+            chained.direct.join(", ")
+        )
+    };
+    out.line(format!(
+        "  egress upstream proxy: agentc's proxy forwards through {} (CONNECT host:port for \
+         tunnels, absolute-form for plain HTTP), whatever range its address is in; {passes}\
+         {direct}; the sandbox's proxy variables point at agentc's proxy, its NO_PROXY keeps \
+         loopback only  [{}]",
+        chained.address,
+        out.at(chained.field)
+    ));
+}
+
+/// The "widens the sandbox" item of an upstream every destination is passed to.
+pub(crate) fn widens(out: &Explainer, chained: Option<Chained>, items: &mut Vec<String>) {
+    if let Some(chained) = chained.filter(|c| c.all) {
+        items.push(format!(
+            "every destination outside no_proxy is passed to the upstream proxy {}, which \
+             decides what the sandbox reaches  [{}]",
+            chained.address,
+            out.at(chained.field)
+        ));
+    }
+}
