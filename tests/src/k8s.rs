@@ -151,6 +151,7 @@ pub fn fixture_options(
         egress_proxy_image: Some("registry.example/agentc:test".to_string()),
         egress_proxy_ip: None,
         egress: agentc_backend_k8s::EgressPolicy::from_profile(&loaded.profile),
+        runtime_classes: agentc_backend_k8s::RuntimeClasses::default(),
     }
 }
 

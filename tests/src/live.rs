@@ -425,6 +425,7 @@ mod verify_probe {
             .into_iter()
             .collect(),
             runtime: None,
+            isolation: None,
             interactive: false,
             tty: false,
             auto_remove: false,

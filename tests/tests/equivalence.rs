@@ -235,6 +235,7 @@ fn everything() -> ContainerSpec {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect(),
         runtime: Some("io.containerd.runsc.v1".into()),
+        isolation: None,
         interactive: true,
         tty: true,
         auto_remove: true,

@@ -942,6 +942,7 @@ proptest! {
                 egress_proxy_image: proxy.then(|| "registry.example/agentc:1".to_string()),
                 egress_proxy_ip: None,
                 egress: EgressPolicy::from_profile(&loaded.profile),
+                runtime_classes: Default::default(),
             };
             match render(&spec, &options) {
                 Ok(rendering) => {
@@ -1071,4 +1072,53 @@ fn a_held_key_is_the_proxy_pods_and_the_sandbox_pod_fetches_the_launch_ca() {
         .expect("the CA mount");
     assert_eq!(mount.read_only, Some(true));
     assert_eq!(mount.name, agentc_backend_k8s::CA_VOLUME);
+}
+
+/// An isolation floor without a runtime named becomes its tier's RuntimeClass
+/// (`--runtime-class TIER=NAME`, defaults gvisor=gvisor and microvm=kata); a tier without a
+/// mapping is refused at the profile's field.
+#[test]
+fn an_isolation_floor_maps_to_its_runtime_class_or_is_refused_by_field() {
+    let toml = |isolation: &str| {
+        format!(
+            "name = \"floor\"\nagent = \"custom\"\n[image]\nref = \"busybox:1.36\"\n\
+             [egress]\nmode = \"deny\"\n[security]\nisolation = {isolation}\n"
+        )
+    };
+    let class = |isolation: &str, overrides: &[&str]| {
+        let text = toml(isolation);
+        let loaded = agentc_policy::load("floor.toml", &text).expect("the profile loads");
+        let launch = fixtures::launches(&loaded).remove(0);
+        let spec = fixtures::resolve(&loaded, &launch).expect("resolves");
+        let mut options = fixture_options(&loaded, ObjectKind::Pod);
+        let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+        options.runtime_classes =
+            agentc_backend_k8s::RuntimeClasses::with_overrides(&overrides).expect("overrides");
+        render(&spec, &options).map(|rendering| {
+            rendering.objects.iter().find_map(|object| match object {
+                Object::Pod(pod) => pod.spec.clone().unwrap().runtime_class_name,
+                _ => None,
+            })
+        })
+    };
+    let gvisor = "{ min = \"gvisor\" }";
+    assert_eq!(class(gvisor, &[]).unwrap().as_deref(), Some("gvisor"));
+    assert_eq!(
+        class(gvisor, &["gvisor=runsc"]).unwrap().as_deref(),
+        Some("runsc")
+    );
+    let strongest = "{ min = \"container\", prefer = \"strongest\" }";
+    assert_eq!(class(strongest, &[]).unwrap().as_deref(), Some("kata"));
+    assert_eq!(
+        class(strongest, &["microvm="]).unwrap().as_deref(),
+        Some("gvisor")
+    );
+    assert_eq!(class("{ min = \"container\" }", &[]).unwrap(), None);
+    let errors = class("{ min = \"microvm\" }", &["microvm="])
+        .expect_err("no RuntimeClass for microvm")
+        .to_string();
+    assert!(errors.contains("security.isolation"), "{errors}");
+    assert!(errors.contains("--runtime-class microvm=NAME"), "{errors}");
+    assert!(agentc_backend_k8s::RuntimeClasses::with_overrides(&["kata=kata".into()]).is_err());
+    assert!(agentc_backend_k8s::RuntimeClasses::with_overrides(&["gvisor".into()]).is_err());
 }

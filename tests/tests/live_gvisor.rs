@@ -186,3 +186,61 @@ fn live_a_missing_runtime_is_refused_before_anything_exists() {
     }
     guard.finish();
 }
+
+/// An isolation floor on the live daemon: `min = "gvisor"` and `prefer = "strongest"` choose
+/// runsc (proven by its probe) and label the container so; `min = "microvm"` is refused with
+/// exit 65 naming what the engine has, no probe container left behind.
+#[test]
+fn live_an_isolation_floor_chooses_a_proven_runtime_or_refuses() {
+    use agentc_policy::{ContainerSpec, Isolation, IsolationPrefer, IsolationTier};
+    let test = "live_an_isolation_floor_chooses_a_proven_runtime_or_refuses";
+    if !require_daemon(test) || !require_runsc(test) {
+        return;
+    }
+    let image = ensure_test_image().expect("the test image builds");
+    let floor = |min, prefer| {
+        let mut container = ContainerSpec::empty(image.clone());
+        container.isolation = Some(Isolation { min, prefer });
+        container
+    };
+    for (min, prefer) in [
+        (IsolationTier::Gvisor, IsolationPrefer::Min),
+        (IsolationTier::Container, IsolationPrefer::Strongest),
+    ] {
+        let placed = agentc::commands::isolation::meet_floor(&floor(min, prefer), "iso")
+            .expect("runsc meets the floor");
+        assert_eq!(placed.runtime.as_deref(), Some("runsc"), "{min} {prefer:?}");
+        assert_eq!(
+            placed.labels.get("io.agentc.isolation").map(String::as_str),
+            Some("gvisor")
+        );
+    }
+    let placed = agentc::commands::isolation::meet_floor(
+        &floor(IsolationTier::Container, IsolationPrefer::Min),
+        "iso",
+    )
+    .expect("the engine's default meets the container floor");
+    assert_eq!(
+        placed.labels.get("io.agentc.isolation").map(String::as_str),
+        Some("container")
+    );
+    let refused = agentc::commands::isolation::meet_floor(
+        &floor(IsolationTier::Microvm, IsolationPrefer::Min),
+        "iso",
+    )
+    .expect_err("no microVM runtime here");
+    assert_eq!(refused.code, 65, "{}", refused.message);
+    assert!(
+        refused.message.contains("runsc: gvisor"),
+        "{}",
+        refused.message
+    );
+    assert!(
+        refused.message.contains("Kata Containers"),
+        "{}",
+        refused.message
+    );
+    // The probes run with --network=none and --rm: none is left, and no network was made
+    // (other tests on this daemon make networks concurrently, so the list is not compared).
+    assert!(containers_with_label("io.agentc.probe=isolation").is_empty());
+}

@@ -490,6 +490,11 @@ pub struct K8sArgs {
     /// resolves names only through the proxy (dnsPolicy None) instead of the cluster DNS.
     #[arg(long, value_name = "IP")]
     pub egress_proxy_ip: Option<std::net::IpAddr>,
+    /// The RuntimeClass an isolation tier maps to, for a profile's `[security] isolation`
+    /// floor (repeatable): defaults gvisor=gvisor and microvm=kata; container maps to the
+    /// cluster's default; `TIER=` removes a mapping.
+    #[arg(long, value_name = "TIER=NAME")]
+    pub runtime_class: Vec<String>,
 }
 
 impl K8sArgs {
@@ -502,6 +507,7 @@ impl K8sArgs {
             (self.workspace_claim.is_some(), "--workspace-claim"),
             (self.egress_proxy_image.is_some(), "--egress-proxy-image"),
             (self.egress_proxy_ip.is_some(), "--egress-proxy-ip"),
+            (!self.runtime_class.is_empty(), "--runtime-class"),
         ]
         .into_iter()
         .find_map(|(given, name)| given.then_some(name))

@@ -1775,6 +1775,78 @@ fn a_launched_sandbox_reaches_exactly_its_allowlist_through_the_api_backend() {
     }
 }
 
+/// Whether runsc is registered with the daemon; a printed skip without it (a failure under
+/// `AGENTC_REQUIRE_DOCKER=1`).
+fn require_runsc(test: &str) -> bool {
+    let runtimes = docker(&["info", "--format", "{{json .Runtimes}}"]).unwrap_or_default();
+    if runtimes.contains("\"runsc\"") {
+        return true;
+    }
+    if std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() == Ok("1") {
+        panic!("{test}: AGENTC_REQUIRE_DOCKER=1 but runsc is not registered: {runtimes}");
+    }
+    eprintln!("skipping {test}: runsc is not registered (scripts/setup-engines.sh registers it)");
+    false
+}
+
+/// Runtime x egress (issue 24): the workload under gVisor (runsc), its egress proxy under the
+/// engine's default (runc), the allowlist enforced outside holds: the allowed host answers
+/// through the proxy by address, another host and a direct connection do not.
+fn gvisor_workload_reaches_exactly_its_allowlist(backend: &str) {
+    let mut outside = Outside::new(&format!("gvisor-{backend}"));
+    let profile = outside.profile("g", "\n[security]\nruntime = \"runsc\"\n");
+    let (ok, output) = outside.run(&profile, backend);
+    assert!(ok, "{output}");
+    let sandbox = started_name(&output);
+    let proxy = format!("{sandbox}-egress-proxy");
+    let network = format!("{sandbox}-egress");
+    assert_eq!(inspect(&sandbox, "{{.HostConfig.Runtime}}"), "runsc");
+    assert_ne!(inspect(&proxy, "{{.HostConfig.Runtime}}"), "runsc");
+    let proxy_ip = inspect(
+        &proxy,
+        &format!("{{{{(index .NetworkSettings.Networks \"{network}\").IPAddress}}}}"),
+    );
+    let p = format!("{proxy_ip}:3128");
+    let server = outside.topology.server_ip.clone();
+    let probes = [
+        format!("http {p} http://allowed.test/"),
+        format!("connect {p} allowed.test:443 allowed.test"),
+        format!("http {p} http://forbidden.test/"),
+        format!("tcp {server}:80"),
+    ];
+    let got = outside.probes(&sandbox, &probes);
+    let log = docker(&["logs", &proxy]).unwrap_or_default();
+    assert_eq!(got[0], "status=200 body=hello from outside", "{log}");
+    assert_eq!(got[1], "status=200 echo=ok", "{log}");
+    assert!(got[2].starts_with("status=403"), "{}: {log}", got[2]);
+    assert!(got[3].starts_with("connect-failed"), "direct: {}", got[3]);
+    let removed = Command::new(env!("CARGO_BIN_EXE_agentc"))
+        .args(["rm", &sandbox])
+        .output()
+        .expect("agentc rm");
+    assert!(removed.status.success(), "{removed:?}");
+    assert_eq!(
+        outside.left(&outside.profiles[0]),
+        (String::new(), String::new())
+    );
+}
+
+#[test]
+fn a_gvisor_workload_reaches_exactly_its_allowlist_through_the_cli_backend() {
+    let test = "a_gvisor_workload_reaches_exactly_its_allowlist_cli";
+    if require_daemon(test) && require_runsc(test) {
+        gvisor_workload_reaches_exactly_its_allowlist("cli");
+    }
+}
+
+#[test]
+fn a_gvisor_workload_reaches_exactly_its_allowlist_through_the_api_backend() {
+    let test = "a_gvisor_workload_reaches_exactly_its_allowlist_api";
+    if require_daemon(test) && require_runsc(test) {
+        gvisor_workload_reaches_exactly_its_allowlist("api");
+    }
+}
+
 /// A launch whose proxy cannot be set up fails before the workload exists, and leaves
 /// nothing: an outside network that does not exist, and a name taken by another container.
 #[test]

@@ -175,6 +175,8 @@ pub fn render_create(spec: &ContainerSpec) -> Result<CreateRequest, RenderError>
         devices,
         labels,
         runtime,
+        // Met by the runtime the launch chose; refused without one ([`check_container`]).
+        isolation: _,
         interactive,
         tty,
         auto_remove,
@@ -712,6 +714,7 @@ mod tests {
                 ("empty".into(), String::new()),
             ]),
             runtime: None,
+            isolation: None,
             interactive: true,
             tty: true,
             auto_remove: true,

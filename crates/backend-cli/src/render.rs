@@ -101,6 +101,8 @@ fn render_container(spec: &ContainerSpec) -> Vec<String> {
         devices,
         labels,
         runtime,
+        // Met by the runtime the launch chose; refused without one ([`check_container`]).
+        isolation: _,
         interactive,
         tty,
         auto_remove,

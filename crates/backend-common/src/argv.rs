@@ -89,6 +89,7 @@ pub fn check_container(spec: &ContainerSpec) -> Result<(), ArgvError> {
         devices,
         labels,
         runtime,
+        isolation,
         interactive: _,
         tty: _,
         auto_remove: _,
@@ -119,6 +120,19 @@ pub fn check_container(spec: &ContainerSpec) -> Result<(), ArgvError> {
         if let Some(value) = value {
             no_nul(|| field.to_owned(), value)?;
         }
+    }
+    if let Some(isolation) = isolation {
+        // The floor is met by the runtime the launch chooses (detected and probed first); a
+        // rendering without one would run under the engine's default, whatever it is.
+        refuse(
+            runtime.is_none() && isolation.min > agentc_policy::IsolationTier::Container,
+            || "isolation.min".to_owned(),
+            isolation.min.as_str(),
+            "the runtime meeting an isolation floor is chosen at launch from the engine's \
+             runtimes; without one the engine's default would run it",
+            "launch with `agentc run` (which detects and probes the engine's runtimes), or name \
+             a runtime at the floor in security.runtime to render it",
+        )?;
     }
     check_env(env)?;
     check_mounts(mounts)?;
@@ -577,6 +591,25 @@ mod tests {
 
     fn container() -> ContainerSpec {
         ContainerSpec::empty("agentc/claude:1")
+    }
+
+    #[test]
+    fn an_isolation_floor_without_a_chosen_runtime_is_refused() {
+        use agentc_policy::{Isolation, IsolationPrefer, IsolationTier};
+        let mut spec = container();
+        spec.isolation = Some(Isolation {
+            min: IsolationTier::Gvisor,
+            prefer: IsolationPrefer::Min,
+        });
+        assert_eq!(refused(&spec), "isolation.min");
+        spec.runtime = Some("runsc".into());
+        assert!(check_container(&spec).is_ok());
+        spec.runtime = None;
+        spec.isolation = Some(Isolation {
+            min: IsolationTier::Container,
+            prefer: IsolationPrefer::Strongest,
+        });
+        assert!(check_container(&spec).is_ok());
     }
 
     fn refused(spec: &ContainerSpec) -> String {

@@ -117,6 +117,67 @@ pub struct Options {
     pub egress_proxy_ip: Option<std::net::IpAddr>,
     /// The profile's egress policy (see [`EgressPolicy::from_profile`]).
     pub egress: EgressPolicy,
+    /// The RuntimeClass each isolation tier maps to (`--runtime-class TIER=NAME`), for a
+    /// profile's `[security] isolation` floor.
+    pub runtime_classes: RuntimeClasses,
+}
+
+/// The RuntimeClass each isolation tier maps to (`runtimeClassName`), for a spec with an
+/// isolation floor and no runtime named: by default `gvisor` maps to the RuntimeClass
+/// `gvisor` (GKE Sandbox's and gVisor's documented name) and `microvm` to `kata` (Kata
+/// Containers' chart); `container` maps to none, the cluster's default runtime. A floor whose
+/// tier (or, with `prefer = "strongest"`, every tier at or above it) has no mapping is refused
+/// by field. The cluster must define the class, or admission refuses the pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeClasses(pub std::collections::BTreeMap<agentc_policy::IsolationTier, String>);
+
+impl Default for RuntimeClasses {
+    fn default() -> Self {
+        use agentc_policy::IsolationTier;
+        RuntimeClasses(
+            [
+                (IsolationTier::Gvisor, "gvisor".to_string()),
+                (IsolationTier::Microvm, "kata".to_string()),
+            ]
+            .into_iter()
+            .collect(),
+        )
+    }
+}
+
+impl RuntimeClasses {
+    /// The defaults with `TIER=NAME` overrides applied (`--runtime-class gvisor=runsc`); an
+    /// empty name removes the tier's mapping (`--runtime-class microvm=`). Errors name the
+    /// bad override.
+    pub fn with_overrides(overrides: &[String]) -> Result<RuntimeClasses, String> {
+        let mut classes = RuntimeClasses::default();
+        for written in overrides {
+            let (tier, name) = written.split_once('=').ok_or_else(|| {
+                format!("--runtime-class {written:?}: expected TIER=NAME, such as gvisor=gvisor")
+            })?;
+            let tier = agentc_policy::IsolationTier::ALL
+                .into_iter()
+                .find(|known| known.as_str() == tier.trim())
+                .ok_or_else(|| {
+                    format!(
+                        "--runtime-class {written:?}: {tier:?} is not an isolation tier (use \
+                         container, gvisor or microvm)"
+                    )
+                })?;
+            let name = name.trim();
+            if name.is_empty() {
+                classes.0.remove(&tier);
+            } else if !names::is_dns1123_subdomain(name) {
+                return Err(format!(
+                    "--runtime-class {written:?}: {name:?} is not a RuntimeClass name (a DNS-1123 \
+                     subdomain)"
+                ));
+            } else {
+                classes.0.insert(tier, name.to_string());
+            }
+        }
+        Ok(classes)
+    }
 }
 
 /// One rendered object.

@@ -182,6 +182,7 @@ fn portable_container(container: &mut ContainerSpec, roots: &LocalRoots) {
         devices,
         labels,
         runtime: _,
+        isolation: _,
         interactive: _,
         tty: _,
         auto_remove: _,

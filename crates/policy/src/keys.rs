@@ -43,6 +43,8 @@ pub const READ_ONLY_ROOT: &str = "read_only_root";
 pub const APPARMOR: &str = "apparmor";
 /// The OCI runtime.
 pub const RUNTIME: &str = "runtime";
+/// The isolation floor.
+pub const ISOLATION: &str = "isolation";
 /// The network attachment.
 pub const NETWORK: &str = "network";
 /// A network override or `[network] name` that was not applied, because `egress.mode = "deny"`

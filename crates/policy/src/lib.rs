@@ -84,6 +84,7 @@ mod finding;
 mod findings;
 mod inputs;
 mod instance;
+mod isolation;
 mod keys;
 mod limits;
 mod load;
@@ -106,6 +107,10 @@ pub use findings::{explain_json, findings};
 pub use inputs::{
     DecantSource, Instance, Owner, PathKind, PathProbe, ProfileRecord, RealPaths, ResolveInputs,
     Start,
+};
+pub use isolation::{
+    choose_runtime, ChosenRuntime, DetectedRuntime, Isolation, IsolationPrefer, IsolationShortfall,
+    IsolationTier,
 };
 pub use limits::{
     format_cpus, format_size, parse_cpus, parse_size, Limit, MAX_LOG_FILES, MAX_NANO_CPUS,

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::capability::Capability;
+use crate::isolation::Isolation;
 use crate::limits::Limit;
 use crate::ports::PortSpec;
 use crate::values;
@@ -549,6 +550,15 @@ pub struct SecurityConfig {
     /// not have. `--runtime`; `HostConfig.Runtime`.
     #[serde(default)]
     pub runtime: Option<String>,
+    /// The weakest isolation the sandbox may run under, and which tier to take above it:
+    /// `isolation = { min = "gvisor", prefer = "strongest" }`. Tiers, weakest first:
+    /// `"container"` (runc, crun), `"gvisor"` (runsc), `"microvm"` (Kata, Firecracker).
+    /// agentc detects and probes the engine's runtimes before creating anything, launches
+    /// under one at or above `min` (`prefer = "min"`, the default: the weakest that meets it;
+    /// `"strongest"`: the strongest it has), and refuses (exit 65) when none meets it.
+    /// A `runtime` named too must be at or above `min`.
+    #[serde(default)]
+    pub isolation: Option<Isolation>,
 }
 
 impl Default for SecurityConfig {
@@ -561,6 +571,7 @@ impl Default for SecurityConfig {
             allow_root_bind: false,
             allow_home_bind: false,
             runtime: None,
+            isolation: None,
         }
     }
 }

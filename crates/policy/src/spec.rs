@@ -15,6 +15,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::capability::Capability;
+use crate::isolation::Isolation;
 
 mod egress;
 
@@ -242,6 +243,13 @@ pub struct ContainerSpec {
     /// it keep their digests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<String>,
+    /// The isolation floor (`[security] isolation`): the launch chooses a runtime at or above
+    /// `min` from what the engine has (detected and probed before anything is created) and
+    /// writes it to [`ContainerSpec::runtime`]; the renderers refuse a floor above
+    /// `container` with no runtime chosen. Left out of the serialized spec when unset, so
+    /// that specs without it keep their digests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<Isolation>,
     /// Keep stdin open and attach it. `--interactive`; `Config.OpenStdin`, `Config.AttachStdin`,
     /// `Config.StdinOnce`.
     pub interactive: bool,
@@ -289,6 +297,7 @@ impl ContainerSpec {
             devices: Vec::new(),
             labels: BTreeMap::new(),
             runtime: None,
+            isolation: None,
             interactive: false,
             tty: false,
             auto_remove: false,

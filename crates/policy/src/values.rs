@@ -372,7 +372,7 @@ impl<'de> Deserialize<'de> for ProfileCapability {
 }
 
 /// Reads one of a closed set of lower-case words, in any case and with surrounding spaces.
-fn word<'de, D: Deserializer<'de>, T: Copy>(
+pub(crate) fn word<'de, D: Deserializer<'de>, T: Copy>(
     d: D,
     words: &[(&str, T)],
     refusal: impl FnOnce(&str) -> ValueError,
@@ -431,6 +431,43 @@ impl<'de> Deserialize<'de> for PodSecurityLevel {
                 "use \"restricted\" (the default) or \"baseline\""
             };
             ValueError::new(format!("{level:?} is not a Pod Security level"), hint)
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for crate::isolation::IsolationTier {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let tiers = [
+            ("container", crate::isolation::IsolationTier::Container),
+            ("gvisor", crate::isolation::IsolationTier::Gvisor),
+            ("microvm", crate::isolation::IsolationTier::Microvm),
+        ];
+        word(d, &tiers, |tier| {
+            let hint = match tier {
+                "runc" | "crun" => "use \"container\" (runc and crun are that tier)".to_string(),
+                "runsc" => "use \"gvisor\" (runsc is gVisor)".to_string(),
+                "kata" | "firecracker" | "vm" => {
+                    "use \"microvm\" (Kata and Firecracker are that tier)".to_string()
+                }
+                _ => "use \"container\", \"gvisor\" or \"microvm\" (weakest first)".to_string(),
+            };
+            ValueError::new(format!("{tier:?} is not an isolation tier"), hint)
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for crate::isolation::IsolationPrefer {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let preferences = [
+            ("min", crate::isolation::IsolationPrefer::Min),
+            ("strongest", crate::isolation::IsolationPrefer::Strongest),
+        ];
+        word(d, &preferences, |preference| {
+            ValueError::new(
+                format!("{preference:?} is not an isolation preference"),
+                "use \"min\" (the weakest tier that meets the floor, the default) or \
+                 \"strongest\"",
+            )
         })
     }
 }

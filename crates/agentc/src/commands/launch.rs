@@ -171,6 +171,9 @@ pub fn container_of(spec: &LaunchSpec) -> Result<&ContainerSpec, Failure> {
 pub fn execute(spec: &LaunchSpec, backend: BackendArg, pull: bool) -> Result<u8, Failure> {
     let container = container_of(spec)?;
     super::host_ports::check_free(container, &spec.origins, engine_is_remote())?;
+    // The isolation floor: the engine's runtimes probed and one chosen, before anything.
+    let placed = super::isolation::meet_floor(container, &spec.profile)?;
+    let container = &placed;
     let env = process_env();
     match backend {
         BackendArg::Cli => {

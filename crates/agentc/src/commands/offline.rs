@@ -285,6 +285,8 @@ fn render_k8s(
         egress_proxy_image: args.egress_proxy_image.clone(),
         egress_proxy_ip: args.egress_proxy_ip,
         egress: agentc_backend_k8s::EgressPolicy::from_profile(&loaded.profile),
+        runtime_classes: agentc_backend_k8s::RuntimeClasses::with_overrides(&args.runtime_class)
+            .map_err(Failure::usage)?,
     };
     agentc_backend_k8s::render(spec, &options)
         .map_err(|errors| Failure::unlaunchable(format!("{}: {errors}", loaded.file)))

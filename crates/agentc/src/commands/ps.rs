@@ -44,6 +44,10 @@ pub struct Row {
     pub spec_digest: String,
     /// Whether the profile file it was launched from still has the text it had then.
     pub profile_state: ProfileState,
+    /// The isolation tier and runtime chosen for its floor (`io.agentc.isolation`,
+    /// `io.agentc.runtime`: `gvisor (runsc)`); absent for a launch without a floor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<String>,
 }
 
 /// A container port and where it is reachable.
@@ -294,6 +298,15 @@ fn row(summary: Summary, network: String, ports: Vec<PortRow>, egress: Option<Eg
             .cloned()
             .unwrap_or_default(),
         profile_state: profile_state(&summary),
+        isolation: summary
+            .labels
+            .get(super::isolation::LABEL_ISOLATION)
+            .map(
+                |tier| match summary.labels.get(super::isolation::LABEL_RUNTIME) {
+                    Some(runtime) => format!("{tier} ({runtime})"),
+                    None => tier.clone(),
+                },
+            ),
         id: summary.id,
         name: summary.name,
         profile: summary.profile,
@@ -450,6 +463,7 @@ mod tests {
             egress: None,
             spec_digest: "aa41b18d2ebef4109c1076f8b47dd22e".into(),
             profile_state: ProfileState::Changed,
+            isolation: None,
         }];
         assert_eq!(
             render(&rows),
@@ -476,6 +490,7 @@ mod tests {
             egress,
             spec_digest: String::new(),
             profile_state: ProfileState::Unknown,
+            isolation: None,
         };
         let rows = vec![
             row(

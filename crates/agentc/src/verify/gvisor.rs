@@ -23,6 +23,9 @@ pub(super) fn adjust(
     inspect: &serde_json::Value,
     checks: &mut Vec<Check>,
 ) {
+    if let Some(isolation) = spec.isolation {
+        checks.insert(0, tier(isolation, spec, observed, inspect));
+    }
     if spec.runtime.is_none() && !observed.gvisor {
         return;
     }
@@ -63,6 +66,51 @@ pub(super) fn adjust(
             _ => {}
         }
     }
+}
+
+/// The isolation row: the tier seen from inside (gVisor says so in its kernel log; else the
+/// host's kernel or a VM's, told apart by the launch's probe) at or above the floor, and
+/// `HostConfig.Runtime` the runtime the launch chose.
+fn tier(
+    isolation: agentc_policy::Isolation,
+    spec: &ContainerSpec,
+    observed: &Observation,
+    inspect: &serde_json::Value,
+) -> Check {
+    use agentc_policy::IsolationTier;
+    let chosen = spec
+        .labels
+        .get(crate::commands::isolation::LABEL_ISOLATION)
+        .map(String::as_str)
+        .unwrap_or("unchosen");
+    let runtime = inspect
+        .pointer("/HostConfig/Runtime")
+        .and_then(|value| value.as_str())
+        .unwrap_or_default();
+    let seen_tier = if observed.gvisor {
+        Some(IsolationTier::Gvisor)
+    } else {
+        IsolationTier::of_runtime(runtime).filter(|tier| *tier != IsolationTier::Gvisor)
+    };
+    let ok = seen_tier.is_some_and(|tier| tier >= isolation.min && tier.as_str() == chosen)
+        && spec
+            .runtime
+            .as_deref()
+            .is_none_or(|wanted| wanted == runtime);
+    check(
+        "isolation",
+        format!(
+            "{chosen} (at least {}) under {}",
+            isolation.min,
+            spec.runtime.as_deref().unwrap_or("?")
+        ),
+        format!(
+            "{} under {} (HostConfig.Runtime)",
+            seen_tier.map(|tier| tier.as_str()).unwrap_or("unknown"),
+            if runtime.is_empty() { "?" } else { runtime }
+        ),
+        ok,
+    )
 }
 
 /// The bounding set as rendered, minus `NET_RAW`, which runsc drops.
@@ -167,5 +215,43 @@ mod tests {
         let observed = parse_probe(UNDER_GVISOR).unwrap();
         let checks = compare(&spec(None), &observed, &inspect());
         assert!(checks[0].ok && checks[0].seen.starts_with("gVisor"));
+    }
+
+    #[test]
+    fn the_isolation_row_checks_the_tier_seen_and_the_runtime_inspect_shows() {
+        use agentc_policy::{Isolation, IsolationPrefer, IsolationTier};
+        let floored = |runtime: &str, label: &str| {
+            let mut spec = spec(Some(runtime));
+            spec.isolation = Some(Isolation {
+                min: IsolationTier::Gvisor,
+                prefer: IsolationPrefer::Min,
+            });
+            spec.labels
+                .insert("io.agentc.isolation".into(), label.into());
+            spec
+        };
+        let with_runtime = |runtime: &str| {
+            let mut inspect = inspect();
+            inspect["HostConfig"]["Runtime"] = runtime.into();
+            inspect
+        };
+        let row = |spec: &ContainerSpec, probe: &str, inspect: &serde_json::Value| {
+            let observed = parse_probe(probe).unwrap();
+            compare(spec, &observed, inspect)
+                .into_iter()
+                .find(|check| check.what == "isolation")
+                .expect("an isolation row")
+        };
+        let good = row(
+            &floored("runsc", "gvisor"),
+            UNDER_GVISOR,
+            &with_runtime("runsc"),
+        );
+        assert!(good.ok, "{good:?}");
+        // The floor's runtime did not apply: the host kernel answered.
+        let host = UNDER_GVISOR.replace("KERNEL=gvisor", "KERNEL=host");
+        let bad = row(&floored("runsc", "gvisor"), &host, &with_runtime("runc"));
+        assert!(!bad.ok, "{bad:?}");
+        assert_eq!(bad.seen, "container under runc (HostConfig.Runtime)");
     }
 }

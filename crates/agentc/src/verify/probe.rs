@@ -159,7 +159,9 @@ pub fn verify_launch(
 ) -> Result<Vec<Check>, Failure> {
     let container = launch::container_of(spec)?;
     require_probe_room(&spec.profile, container.resources.pids_limit)?;
-    let mut probe = probe_spec(container);
+    // The isolation floor is met as the launch meets it: the probe runs where the sandbox would.
+    let placed = crate::commands::isolation::meet_floor(container, &spec.profile)?;
+    let mut probe = probe_spec(&placed);
     let name = probe
         .name
         .get_or_insert_with(|| format!("agentc-verify-{}-{}", spec.profile, std::process::id()))
@@ -180,7 +182,7 @@ pub fn verify_launch(
     let container = &ContainerSpec {
         network: probed.network.clone(),
         dns: probed.dns.clone(),
-        ..container.clone()
+        ..placed.clone()
     };
     let observed = parse_probe(&probed.logs).map_err(|error| {
         Failure::new(

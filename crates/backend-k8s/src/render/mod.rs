@@ -146,6 +146,46 @@ impl Renderer<'_> {
         );
     }
 
+    /// `runtimeClassName`: the runtime named, else the RuntimeClass of the isolation floor's
+    /// tier (`prefer = "strongest"`: of the strongest mapped tier at or above it); a tier above
+    /// `container` without a mapping is refused at the floor's field.
+    fn runtime_class(
+        &mut self,
+        runtime: Option<&str>,
+        isolation: Option<agentc_policy::Isolation>,
+    ) -> Option<String> {
+        use agentc_policy::{IsolationPrefer, IsolationTier};
+        if let Some(runtime) = runtime {
+            return Some(runtime.to_string());
+        }
+        let isolation = isolation?;
+        let classes = &self.options.runtime_classes.0;
+        let mapped = match isolation.prefer {
+            IsolationPrefer::Min => classes.get_key_value(&isolation.min),
+            IsolationPrefer::Strongest => classes.range(isolation.min..).next_back(),
+        };
+        match mapped {
+            Some((_, class)) => Some(class.clone()),
+            None if isolation.min == IsolationTier::Container => None,
+            None => {
+                // The spec's key `isolation`: the profile's `security.isolation`.
+                let field = self.field("isolation");
+                self.refuse(
+                    field,
+                    format!(
+                        "isolation tier {} has no RuntimeClass to run the pod under",
+                        isolation.min
+                    ),
+                    &format!(
+                        "map it to a RuntimeClass the cluster defines: --runtime-class {}=NAME",
+                        isolation.min
+                    ),
+                );
+                None
+            }
+        }
+    }
+
     fn render(&mut self) -> Option<Rendering> {
         self.check_options();
         let container = match &self.spec.action {
@@ -206,6 +246,9 @@ impl Renderer<'_> {
             // The engine's runtime becomes the pod's RuntimeClass of the same name (`runsc`,
             // `kata`): the cluster must define it, or the pod is refused at admission.
             runtime,
+            // A floor without a runtime named becomes its tier's RuntimeClass
+            // ([`crate::RuntimeClasses`]); a tier without one is refused.
+            isolation,
             interactive,
             tty,
             auto_remove,
@@ -228,7 +271,7 @@ impl Renderer<'_> {
             host_pid: Some(false),
             host_ipc: Some(false),
             restart_policy: Some("Never".to_string()),
-            runtime_class_name: runtime.clone(),
+            runtime_class_name: self.runtime_class(runtime.as_deref(), *isolation),
             ..PodSpec::default()
         };
         let mut main = Container {

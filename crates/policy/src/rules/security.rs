@@ -12,6 +12,7 @@ use crate::check::Checker;
 use crate::context::{preset_origin, Resolver};
 use crate::explainer::{origin_words, Explainer};
 use crate::finding::{Report, Severity};
+use crate::isolation::{IsolationPrefer, IsolationTier};
 use crate::keys;
 use crate::paths::{classify_path, normalize_path, Danger, DOCKER_HOST};
 use crate::presets::{self, Preset};
@@ -50,6 +51,7 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
     }
     dangerous(ck, profile);
     runtime(ck, profile);
+    isolation(ck, profile);
 }
 
 /// Whether a runtime name means gVisor: `runsc`, or a name that says `gvisor` or `runsc`
@@ -107,6 +109,59 @@ fn runtime(ck: &mut Checker, profile: &Profile) {
             ),
             "set egress.mode = \"deny\" (no network at all, which gVisor holds), or run this \
              agent under runc",
+        );
+    }
+}
+
+/// `security.isolation`: a named runtime at or above the floor (by its name; the launch's probe
+/// proves it), and no floor that may choose gVisor under an egress policy only the image's
+/// in-container firewall enforces.
+fn isolation(ck: &mut Checker, profile: &Profile) {
+    let Some(isolation) = profile.security.isolation else {
+        return;
+    };
+    if let Some(runtime) = &profile.security.runtime {
+        if let Some(tier) = IsolationTier::of_runtime(runtime) {
+            if tier < isolation.min {
+                ck.fail_when(
+                    &["security.runtime"],
+                    "security.isolation.min",
+                    format!(
+                        "security.runtime {runtime:?} is {tier} isolation, below the floor \
+                         security.isolation.min = {:?}",
+                        isolation.min.as_str()
+                    ),
+                    format!(
+                        "name a runtime at or above {} in security.runtime, or remove \
+                         security.runtime to let agentc choose one at launch",
+                        isolation.min
+                    ),
+                );
+            }
+        }
+    }
+    let may_choose_gvisor = match isolation.prefer {
+        IsolationPrefer::Min => isolation.min == IsolationTier::Gvisor,
+        IsolationPrefer::Strongest => isolation.min <= IsolationTier::Gvisor,
+    };
+    let named_other = profile
+        .security
+        .runtime
+        .as_deref()
+        .is_some_and(|runtime| !is_gvisor(runtime));
+    if may_choose_gvisor && !named_other && image_enforces_egress(profile) {
+        ck.fail_when(
+            &["egress.mode"],
+            "security.isolation",
+            format!(
+                "security.isolation may run this agent under gVisor, under which the image's \
+                 egress firewall (in-container iptables) does not run: egress mode {} would \
+                 not be enforced",
+                profile.egress.mode.as_str()
+            ),
+            "set egress.mode = \"deny\" (no network at all, which gVisor holds), \
+             isolation = { min = \"microvm\" } (its own kernel runs the firewall), or \
+             isolation = { min = \"container\" } with runc",
         );
     }
 }
@@ -239,6 +294,11 @@ impl Resolver<'_> {
             let origin = self.field_origin("security.runtime");
             self.set(keys::RUNTIME, origin);
         }
+        if let Some(isolation) = self.profile.security.isolation {
+            container.isolation = Some(isolation);
+            let origin = self.field_origin("security.isolation");
+            self.set(keys::ISOLATION, origin);
+        }
         if let Some(preset) = preset {
             for capability in preset.capabilities {
                 if rules::egress::host_path::drops_preset_capability(self.profile, *capability) {
@@ -292,6 +352,28 @@ pub(crate) fn explain(out: &mut Explainer, c: &ContainerSpec) {
     match c.apparmor {
         Some(AppArmor::Unconfined) => out.item("apparmor", "unconfined", keys::APPARMOR),
         None => out.line("  apparmor: docker's default profile"),
+    }
+    if let Some(isolation) = c.isolation {
+        out.item(
+            "isolation",
+            format!(
+                "{} or stronger ({}); prefer {}: {}",
+                isolation.min,
+                isolation.min.words(),
+                isolation.prefer.as_str(),
+                match isolation.prefer {
+                    IsolationPrefer::Min => "the weakest tier that meets it",
+                    IsolationPrefer::Strongest => "the strongest tier the engine has",
+                }
+            ),
+            keys::ISOLATION,
+        );
+        if c.runtime.is_none() {
+            out.line(
+                "  the runtime is chosen at launch from the engine's runtimes, each proven by a \
+                 probe; none at the floor: refused before anything is created",
+            );
+        }
     }
     if let Some(runtime) = &c.runtime {
         out.item(
