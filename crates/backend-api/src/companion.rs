@@ -148,7 +148,7 @@ pub async fn setup(
             return Err(failed(egress::CREATE_CA_VOLUME, error));
         }
     }
-    if let Err(error) = crate::session::pause(pause::NETWORK).await {
+    if let Err(error) = crate::signals::pause(pause::NETWORK).await {
         teardown(docker, &set).await;
         return Err(error);
     }
@@ -176,7 +176,7 @@ pub async fn setup(
                 .map_err(|error| failed(egress::PUBLISH_RELAYS, error))?;
             egress::check_relays_published(egress, &inspect)?;
         }
-        crate::session::pause(pause::PROXY).await
+        crate::signals::pause(pause::PROXY).await
     }
     .await;
     match result {

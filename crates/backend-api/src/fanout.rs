@@ -14,7 +14,7 @@ use futures_util::{stream, StreamExt};
 
 use crate::admin::remove_quietly;
 use crate::launch::{check_image, launch_checked, LaunchOptions, Outcome};
-use crate::session::Signals;
+use crate::signals::Signals;
 
 /// How many launches [`launch_many`] runs at once unless told otherwise: enough to keep a
 /// daemon busy, few enough not to queue behind its own locks.

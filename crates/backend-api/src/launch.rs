@@ -26,7 +26,8 @@ use bollard::Docker;
 use crate::admin::wait_removed;
 use crate::daemon::{daemon_error, is_not_found, status};
 use crate::render::render_create;
-use crate::session::{run_attached, Signals, Step};
+use crate::session::{run_attached, Step};
+use crate::signals::Signals;
 
 /// How to run a launch, beyond the spec.
 #[derive(Clone, Default)]

@@ -34,6 +34,7 @@ pub mod pull;
 pub mod render;
 pub mod sandbox;
 mod session;
+mod signals;
 
 pub use admin::{
     check_removable, ensure_volumes, inspect_reachable, list, list_volumes, reachable, remove,

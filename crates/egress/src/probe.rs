@@ -29,18 +29,21 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{Read, Write};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::dns;
 use crate::host::normalize_host;
 use crate::sni;
 
 #[cfg(feature = "runtime")]
 pub mod credentials;
+mod resolver;
+
+use resolver::query;
+pub use resolver::{dns_reply, nameservers, DnsReply};
 
 /// The checks, in the order [`run`] prints them (then, for a proxy that holds keys,
 /// `credentials::CREDENTIAL_CHECKS`).
@@ -661,70 +664,6 @@ pub fn direct_check(
     )
 }
 
-/// The resolvers of `/etc/resolv.conf`, at most three.
-pub fn nameservers(resolv_conf: &str) -> Vec<IpAddr> {
-    resolv_conf
-        .lines()
-        .filter_map(|line| {
-            let mut words = line.split_whitespace();
-            (words.next() == Some("nameserver"))
-                .then(|| words.next()?.parse().ok())
-                .flatten()
-        })
-        .take(3)
-        .collect()
-}
-
-/// A DNS reply: its response code and how many answer records it carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DnsReply {
-    /// RCODE (3: NXDOMAIN).
-    pub rcode: u8,
-    /// ANCOUNT.
-    pub answers: u16,
-}
-
-/// Reads the header of a reply to the query with `id`; `None` when it is not one.
-pub fn dns_reply(id: u16, message: &[u8]) -> Option<DnsReply> {
-    if message.len() < 12 || message[..2] != id.to_be_bytes() || message[2] & 0x80 == 0 {
-        return None;
-    }
-    Some(DnsReply {
-        rcode: message[3] & 0x0f,
-        answers: u16::from_be_bytes([message[6], message[7]]),
-    })
-}
-
-/// Sends an A query for `name` to `server:53` and reads its reply; `Err` with what happened
-/// when none came.
-fn query(server: IpAddr, name: &str, timeout: Duration) -> Result<DnsReply, String> {
-    let bind: SocketAddr = match server {
-        IpAddr::V4(_) => "0.0.0.0:0".parse().expect("an address"),
-        IpAddr::V6(_) => "[::]:0".parse().expect("an address"),
-    };
-    let socket = UdpSocket::bind(bind).map_err(|error| error.to_string())?;
-    socket
-        .set_read_timeout(Some(timeout))
-        .map_err(|error| error.to_string())?;
-    let id = (std::process::id() as u16) ^ 0x5a5a;
-    socket
-        .send_to(&dns::query(id, name, 1), (server, 53))
-        .map_err(|error| format!("cannot send: {error}"))?;
-    let mut buffer = [0u8; 1500];
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline {
-        match socket.recv_from(&mut buffer) {
-            Ok((n, _)) => {
-                if let Some(reply) = dns_reply(id, &buffer[..n]) {
-                    return Ok(reply);
-                }
-            }
-            Err(error) => return Err(format!("no answer: {error}")),
-        }
-    }
-    Err("no answer".to_string())
-}
-
 /// `egress.dns` from what was observed: each resolver's reply to an A query for `name`, and
 /// the system resolver's result.
 pub fn dns_check(
@@ -805,6 +744,7 @@ pub fn unset_proxy_check(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dns;
 
     #[test]
     fn allowed_tells_a_destination_that_did_not_answer_from_a_refusal() {
