@@ -87,7 +87,8 @@ fn serve_takes_the_agreed_flags_answers_health_and_stops_on_sigterm() {
 #[test]
 fn bad_values_exit_2_naming_them_and_an_unhealthy_proxy_exits_1() {
     for (args, needle) in [
-        (vec!["--allow", "10.0.0.1"], "`10.0.0.1`"),
+        // An address in another spelling than dotted decimal (dotted decimal is an entry).
+        (vec!["--allow", "0x0a000001"], "`0x0a000001`"),
         (vec!["--allow", "*.*.example.com"], "`*.*.example.com`"),
         (vec!["--allow-cidr", "10.0.0.1/8"], "host bits"),
         (
