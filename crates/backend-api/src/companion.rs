@@ -533,23 +533,7 @@ pub async fn remove_companions(docker: &Docker, name: &str) -> Result<Vec<String
     let options = bollard::query_parameters::ListVolumesOptionsBuilder::new()
         .filters(&filter)
         .build();
-    let volumes = docker
-        .list_volumes(Some(options))
-        .await
-        .map_err(|error| failed("list the egress proxies' CA volumes", error))?;
-    for volume in volumes.volumes.unwrap_or_default() {
-        match docker
-            .remove_volume(
-                &volume.name,
-                None::<bollard::query_parameters::RemoveVolumeOptions>,
-            )
-            .await
-        {
-            Ok(()) => removed.push(format!("volume {}", volume.name)),
-            Err(error) if is_not_found(&error) => {}
-            Err(error) => return Err(failed("remove the egress proxy's CA volume", error)),
-        }
-    }
+    remove_ca_volumes(docker, options, &mut removed).await?;
     Ok(removed)
 }
 
@@ -763,6 +747,16 @@ pub async fn remove_labelled(
     let options = bollard::query_parameters::ListVolumesOptionsBuilder::new()
         .filters(&volumes_filter)
         .build();
+    remove_ca_volumes(docker, options, &mut removed).await?;
+    Ok(removed)
+}
+
+/// Removes the egress proxies' CA volumes `options` lists, naming each in `removed`.
+async fn remove_ca_volumes(
+    docker: &Docker,
+    options: bollard::query_parameters::ListVolumesOptions,
+    removed: &mut Vec<String>,
+) -> Result<(), ExecError> {
     let volumes = docker
         .list_volumes(Some(options))
         .await
@@ -780,5 +774,5 @@ pub async fn remove_labelled(
             Err(error) => return Err(failed("remove the egress proxy's CA volume", error)),
         }
     }
-    Ok(removed)
+    Ok(())
 }
