@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 mod egress_log;
 mod lifecycle;
 mod probe;
-pub use egress_log::{EgressCommand, EgressLogArgs};
+pub use egress_log::{EgressCommand, EgressLogArgs, EgressLogFormat};
 pub use lifecycle::{
     AgentArg, ApplyArgs, CompletionsArgs, DoctorArgs, EgressArg, EngineArg, InitArgs, LockArgs,
     PlanArgs, RollbackArgs, ShellArg,

@@ -192,8 +192,31 @@ fn egress_state_is_shown_and_a_dead_proxy_is_an_error(backend: &str) {
     ])
     .unwrap_err();
     assert!(refused.contains("403"), "{refused}");
+    // The default is a table: the header, then a row per line, the refusal among them.
+    let table = agentc(&["egress", "log", &sandbox, "--backend", backend]);
+    assert_eq!(table.status.code(), Some(0), "{}", describe(&table));
+    let rows = text(&table.stdout);
+    assert!(
+        rows.starts_with("TIME ") && rows.lines().next().unwrap().ends_with(" BYTES"),
+        "{rows}"
+    );
+    assert!(
+        rows.lines().any(|row| row.contains(" forbidden.test:80 ")
+            && row.contains(" deny ")
+            && row.contains(" decision ")),
+        "{rows}"
+    );
+    assert!(!rows.contains("{\""), "no raw JSON in the table: {rows}");
     for name in [sandbox.as_str(), profile.as_str()] {
-        let log = agentc(&["egress", "log", name, "--backend", backend]);
+        let log = agentc(&[
+            "egress",
+            "log",
+            name,
+            "--backend",
+            backend,
+            "--format",
+            "json",
+        ]);
         assert_eq!(log.status.code(), Some(0), "{}", describe(&log));
         let lines = decisions(&log.stdout);
         assert!(
@@ -218,7 +241,16 @@ fn egress_state_is_shown_and_a_dead_proxy_is_an_error(backend: &str) {
 
     // Followed while the proxy is killed: the lines, then the error line, exit 1.
     let follow = Command::new(env!("CARGO_BIN_EXE_agentc"))
-        .args(["egress", "log", "--follow", &sandbox, "--backend", backend])
+        .args([
+            "egress",
+            "log",
+            "--follow",
+            &sandbox,
+            "--backend",
+            backend,
+            "--format",
+            "json",
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

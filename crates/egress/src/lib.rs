@@ -65,6 +65,7 @@ pub mod host_path;
 #[cfg(feature = "runtime")]
 pub mod image;
 pub mod log;
+pub mod log_table;
 pub mod policy;
 pub mod probe;
 #[cfg(feature = "runtime")]

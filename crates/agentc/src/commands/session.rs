@@ -15,14 +15,15 @@ use agentc_backend_cli::CliClient;
 use agentc_backend_common::egress_state::EgressState;
 use agentc_backend_common::session::target::parse_port;
 use agentc_backend_common::session::{
-    parse_since, ExecRequest, ExecStdin, LogsRequest, ProcessStdio, Sandbox, SandboxClient,
-    SandboxEgress, SessionError, EXEC_TAG_VAR,
+    parse_since, ExecRequest, ExecStdin, LogsRequest, OutputSink, ProcessStdio, Sandbox,
+    SandboxClient, SandboxEgress, SessionError, Stream, EXEC_TAG_VAR,
 };
 use agentc_backend_common::{exit_status, Interrupt};
 use agentc_policy::{EnvValue, EnvVar};
 
 use crate::cli::{
-    BackendArg, CpArgs, EgressLogArgs, ExecArgs, LogsArgs, PortArgs, ShellArgs, StartArgs, StopArgs,
+    BackendArg, CpArgs, EgressLogArgs, EgressLogFormat, ExecArgs, LogsArgs, PortArgs, ShellArgs,
+    StartArgs, StopArgs,
 };
 use crate::commands::launch;
 use crate::context::{self, Failure, EXIT_DOCKER, EXIT_FAILED};
@@ -479,9 +480,14 @@ impl SessionCommand for EgressLog {
             since: None,
         };
         let mut signals = Signals::new()?;
-        let mut output = ProcessStdio;
+        let mut table = TableOutput::default();
+        let mut stdio = ProcessStdio;
+        let output: &mut dyn OutputSink = match args.format {
+            EgressLogFormat::Table => &mut table,
+            EgressLogFormat::Json => &mut stdio,
+        };
         tokio::select! {
-            result = client.logs(&proxy, &request, &mut output) => {
+            result = client.logs(&proxy, &request, output) => {
                 match result {
                     Ok(()) | Err(SessionError::NoSuchContainer { .. }) => {}
                     Err(error) => return Err(session_failure(error)),
@@ -495,6 +501,51 @@ impl SessionCommand for EgressLog {
         match down(&now.state) {
             Some(failure) => Err(failure),
             None => Ok(0),
+        }
+    }
+}
+
+/// The proxy's log lines as table rows on stdout ([`agentc_egress::log_table`]), a row as soon
+/// as its line is whole; stderr (the proxy's start line) passes through.
+#[derive(Default)]
+struct TableOutput {
+    /// The part of a line not yet ended by a newline.
+    partial: Vec<u8>,
+    /// Whether the header is out.
+    started: bool,
+}
+
+impl OutputSink for TableOutput {
+    fn write(&mut self, stream: Stream, bytes: &[u8]) -> std::io::Result<()> {
+        if stream == Stream::Stderr {
+            return ProcessStdio.write(stream, bytes);
+        }
+        self.partial.extend_from_slice(bytes);
+        let mut rows = String::new();
+        if !self.started {
+            self.started = true;
+            rows.push_str(&agentc_egress::log_table::header());
+            rows.push('\n');
+        }
+        while let Some(end) = self.partial.iter().position(|byte| *byte == b'\n') {
+            let line: Vec<u8> = self.partial.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&line[..end]);
+            if !line.trim().is_empty() {
+                rows.push_str(&agentc_egress::log_table::row(line.trim_end_matches('\r')));
+                rows.push('\n');
+            }
+        }
+        ProcessStdio.write(Stream::Stdout, rows.as_bytes())
+    }
+}
+
+impl Drop for TableOutput {
+    /// A last line without its newline (a log cut short) is still a row.
+    fn drop(&mut self) {
+        let rest = String::from_utf8_lossy(&self.partial).trim().to_string();
+        if !rest.is_empty() {
+            let row = format!("{}\n", agentc_egress::log_table::row(&rest));
+            let _ = ProcessStdio.write(Stream::Stdout, row.as_bytes());
         }
     }
 }
