@@ -577,6 +577,11 @@ pub struct RunArgs {
     /// Start in the background and print where it is reachable (custom agents always do).
     #[arg(long)]
     pub detach: bool,
+    /// Name the container N instead of the profile's name, so that a second sandbox of one
+    /// profile can run beside the first (its egress companion becomes N-egress and
+    /// N-egress-proxy; with --count the copies are N-1 to N-COUNT).
+    #[arg(long, value_name = "N")]
+    pub name: Option<String>,
     /// Pull the image from its registry when the daemon lacks it, before creating anything
     /// (progress on stderr; no registry credentials are sent).
     #[arg(long)]

@@ -457,3 +457,72 @@ fn a_leftover_isolated_network_is_named_listed_and_removed() {
         );
     }
 }
+
+/// `agentc run --name N`: a second sandbox of one profile beside the first, each with its own
+/// companion; `agentc rm N` removes N's set and leaves the first running.
+fn a_named_second_sandbox_runs_beside_the_first(backend: &str) {
+    let mut lab = Lab::new(&format!("named-{backend}"));
+    let profile_file = lab.profile("named", "");
+    let profile = lab.profiles.last().unwrap().clone();
+    let first = launch(&profile_file, backend);
+    let second_name = format!("{}-second", lab.id);
+    let output = agentc(&[
+        "run",
+        &profile_file,
+        "--backend",
+        backend,
+        "--name",
+        &second_name,
+    ]);
+    assert!(output.status.success(), "{}", describe(&output));
+    assert!(
+        text(&output.stdout).contains(&format!("started {second_name} ")),
+        "{}",
+        describe(&output)
+    );
+    for name in [&first, &second_name] {
+        let (cell, _) = ps_egress(name);
+        assert_eq!(cell, "up", "{name}");
+    }
+    let (_, networks) = lab.left(&profile);
+    let mut networks: Vec<&str> = networks.lines().collect();
+    networks.sort();
+    assert_eq!(
+        networks,
+        [format!("{first}-egress"), format!("{second_name}-egress")],
+        "each sandbox has its own isolated network"
+    );
+    // A bad name is refused before anything is created.
+    let bad = agentc(&["run", &profile_file, "--backend", backend, "--name=a/b"]);
+    assert_eq!(bad.status.code(), Some(65), "{}", describe(&bad));
+    assert!(
+        text(&bad.stderr).contains("is not a container name"),
+        "{}",
+        describe(&bad)
+    );
+    let removed = agentc(&["rm", &second_name]);
+    assert!(removed.status.success(), "{}", describe(&removed));
+    let (containers, networks) = lab.left(&profile);
+    let mut containers: Vec<&str> = containers.lines().collect();
+    containers.sort();
+    assert_eq!(
+        containers,
+        [first.clone(), format!("{first}-egress-proxy")],
+        "only the first sandbox's set is left"
+    );
+    assert_eq!(networks.trim(), format!("{first}-egress"));
+}
+
+#[test]
+fn a_named_second_sandbox_through_the_cli_backend() {
+    if require_daemon("a_named_second_sandbox_through_the_cli_backend") {
+        a_named_second_sandbox_runs_beside_the_first("cli");
+    }
+}
+
+#[test]
+fn a_named_second_sandbox_through_the_api_backend() {
+    if require_daemon("a_named_second_sandbox_through_the_api_backend") {
+        a_named_second_sandbox_runs_beside_the_first("api");
+    }
+}

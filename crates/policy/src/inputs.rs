@@ -126,6 +126,11 @@ pub struct Instance {
     /// `agentc-run-PROFILE-PID`, a session `agentc-session-PROFILE-PID-N`. A launch started in
     /// the background with no name at all is refused.
     pub default_name: Option<String>,
+    /// The name asked for (`agentc run --name N`): replaces the launch's own name, so that a
+    /// second sandbox of one profile can run beside the first; an egress companion follows it
+    /// (`N-egress`, `N-egress-proxy`). A docker container name: `[A-Za-z0-9][A-Za-z0-9_.-]*`,
+    /// at most 128 characters.
+    pub name: Option<String>,
     /// The copy number `N` of `agentc run --count`: the container is named `NAME-N` after the
     /// name it would have, and an egress companion becomes its own (`NAME-N-egress`, ...,
     /// [`crate::ContainerSpec::egress_for`]), so that no two copies share one. Only for a start
@@ -147,6 +152,7 @@ impl Default for Instance {
         Instance {
             start: Start::AsLaunched,
             default_name: None,
+            name: None,
             copy: None,
             stdin_is_terminal: true,
             profile_record: None,

@@ -65,6 +65,22 @@ pub(crate) fn apply(spec: &mut LaunchSpec, instance: &Instance) -> Result<(), Po
             origins.insert(keys::INTERACTIVE.to_string(), invocation(input));
         }
     }
+    if let Some(name) = &instance.name {
+        if !is_container_name(name) {
+            return Err(refuse(
+                "--name",
+                format!("{name:?} is not a container name"),
+                "use letters, digits, `_`, `.` and `-`, starting with a letter or digit, at most 128 characters",
+            ));
+        }
+        // The companion follows the name, so that two named sandboxes of one profile each
+        // have their own network and proxy, and `agentc rm N` removes N's set.
+        if container.name.as_deref() != Some(name.as_str()) {
+            container.egress_named(name);
+        }
+        container.name = Some(name.clone());
+        origins.insert(keys::NAME.to_string(), invocation("--name"));
+    }
     if container.name.is_none() {
         if let Some(name) = &instance.default_name {
             container.name = Some(name.clone());
@@ -104,4 +120,15 @@ pub(crate) fn apply(spec: &mut LaunchSpec, instance: &Instance) -> Result<(), Po
         origins.insert(keys::TTY.to_string(), invocation("stdin (not a terminal)"));
     }
     Ok(())
+}
+
+/// Whether `name` is a name the engine accepts for a container: `[A-Za-z0-9][A-Za-z0-9_.-]*`,
+/// at most 128 characters.
+fn is_container_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    name.len() <= 128
+        && chars
+            .next()
+            .is_some_and(|first| first.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
 }

@@ -42,6 +42,7 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
         },
         default_name: detach
             .then(|| format!("agentc-run-{}-{}", loaded.profile.name, std::process::id())),
+        name: args.name.clone(),
         copy,
         stdin_is_terminal,
         profile_record: profile_record.clone(),

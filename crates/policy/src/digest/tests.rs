@@ -332,6 +332,47 @@ fn a_copy_behind_the_egress_proxy_gets_a_companion_of_its_own() {
 }
 
 #[test]
+fn a_named_instance_gets_the_name_and_a_companion_named_after_it() {
+    let text = "name = \"box\"\nagent = \"custom\"\n[image]\nref = \"img:1\"\n\
+                [egress]\nmode = \"allowlist\"\nhosts = [\"example.com\"]\n";
+    let mut inputs = ALICE.inputs(LaunchKind::Run);
+    let plain = ALICE.resolve(text, &inputs);
+    inputs.instance.name = Some("box-second".into());
+    let named = ALICE.resolve(text, &inputs);
+    assert_eq!(digest(&named), digest(&plain));
+    let c = container(&named);
+    assert_eq!(c.name.as_deref(), Some("box-second"));
+    let egress = c.egress.as_ref().unwrap();
+    assert_eq!(egress.network.name, "box-second-egress");
+    assert_eq!(
+        egress.proxy.name.as_deref(),
+        Some("box-second-egress-proxy")
+    );
+    assert_eq!(
+        egress.proxy.labels[crate::spec::LABEL_EGRESS_FOR],
+        "box-second"
+    );
+    // Its own subnet, so it runs beside the profile's own sandbox.
+    let plain_egress = container(&plain).egress.as_ref().unwrap();
+    assert_ne!(egress.network.subnet, plain_egress.network.subnet);
+    assert_eq!(
+        named.origins[crate::keys::NAME],
+        Origin::Invocation {
+            input: "--name".into()
+        }
+    );
+    // With copies: N-1, N-2, each with its set.
+    inputs.instance.copy = Some(2);
+    let copy = ALICE.resolve(text, &inputs);
+    let c = container(&copy);
+    assert_eq!(c.name.as_deref(), Some("box-second-2"));
+    assert_eq!(
+        c.egress.as_ref().unwrap().network.name,
+        "box-second-2-egress"
+    );
+}
+
+#[test]
 fn an_instance_that_cannot_hold_is_refused() {
     let refused = |instance: Instance, kind: LaunchKind| {
         let mut inputs = ALICE.inputs(kind);
@@ -357,6 +398,17 @@ fn an_instance_that_cannot_hold_is_refused() {
         LaunchKind::Run,
     );
     assert!(attached_copy.contains("attached"), "{attached_copy}");
+    for bad in ["-x", "a b", "a/b", "", "é", &"n".repeat(129)] {
+        let named = refused(
+            Instance {
+                name: Some(bad.to_string()),
+                ..Instance::default()
+            },
+            LaunchKind::Run,
+        );
+        assert!(named.contains("is not a container name"), "{bad}: {named}");
+        assert!(named.contains("--name"), "{named}");
+    }
     let build = refused(
         Instance {
             start: Start::Session,

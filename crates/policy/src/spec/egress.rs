@@ -182,10 +182,9 @@ impl ContainerSpec {
     /// keeps naming the workload. Executors use it for a launch without a container name (each
     /// run gets its own set) and when the subnet is taken; nothing changes without a companion.
     pub fn egress_instance(&mut self, suffix: &str) {
-        let Some(egress) = self.egress.as_mut() else {
+        let Some(egress) = self.egress.as_ref() else {
             return;
         };
-        let old = egress.proxy_address;
         let name = format!(
             "{}-{suffix}",
             egress
@@ -194,6 +193,30 @@ impl ContainerSpec {
                 .strip_suffix("-egress")
                 .unwrap_or(&egress.network.name)
         );
+        self.egress_move(&name);
+    }
+
+    /// Gives the container, renamed `workload` (`agentc run --name`), the companion named
+    /// after it: `WORKLOAD-egress`, `WORKLOAD-egress-proxy`, labelled for it, its subnet and
+    /// addresses following the new name ([`ContainerSpec::egress_instance`]). Nothing changes
+    /// without a companion.
+    pub fn egress_named(&mut self, workload: &str) {
+        if let Some(egress) = self.egress.as_mut() {
+            for labels in [&mut egress.network.labels, &mut egress.proxy.labels] {
+                labels.insert(LABEL_EGRESS_FOR.to_string(), workload.to_string());
+            }
+        }
+        self.egress_move(workload);
+    }
+
+    /// Moves the companion to the set named `name` (`NAME-egress`, `NAME-egress-proxy`,
+    /// `NAME-egress-ca`) and the subnet of that name.
+    fn egress_move(&mut self, name: &str) {
+        let Some(egress) = self.egress.as_mut() else {
+            return;
+        };
+        let old = egress.proxy_address;
+        let name = name.to_string();
         let (block, subnet) = isolated_subnet(&name);
         let address = proxy_address(block);
         let old_volume = format!("{}-ca", egress.network.name);
