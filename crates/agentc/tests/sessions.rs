@@ -137,6 +137,18 @@ fn live_session_commands_give_the_same_bytes_through_both_backends() {
         );
         assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
         note("exec", &out);
+        // A program that is not there: 126 and the runtime's reason, as `docker exec` gives.
+        let out = lab.run(&[&["exec"][..], &b, &[&name, "no-such-program"]].concat());
+        assert_eq!(out.status.code(), Some(126), "{}", describe(&out));
+        assert!(
+            // The daemon writes the reason into the exec's output stream (stdout without a
+            // TTY), through either backend.
+            format!("{}{}", text(&out.stdout), text(&out.stderr))
+                .contains("executable file not found"),
+            "{}",
+            describe(&out)
+        );
+        note("exec of a missing program", &out);
         let out = lab.run(
             &[
                 &["exec"][..],
