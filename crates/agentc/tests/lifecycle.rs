@@ -797,10 +797,19 @@ fn live_doctor_probes_the_isolated_network_and_removes_it() {
         shown.contains(&format!("fail  network {}-none", lab.profile)),
         "{shown}"
     );
+    // The fixes name the real network and the profile as it was given.
     assert!(
-        shown.contains("fix: `docker network create NAME`"),
+        shown.contains(&format!(
+            "fix: `docker network create {}-none`",
+            lab.profile
+        )),
         "{shown}"
     );
+    assert!(
+        shown.contains(&format!("fix: `agentc apply {file}` builds, seeds")),
+        "{shown}"
+    );
+    assert!(!shown.contains("PROFILE"), "{shown}");
     assert!(!shown.contains("egress-proxy-image"), "{shown}");
     // A launch behind agentc's egress proxy: the proxy's image, made from this binary, is
     // judged (present, or imported by the first launch).
@@ -974,4 +983,64 @@ fn live_walkthrough_runs_as_the_readme_shows() {
         commands >= 6,
         "{commands} commands in the README's walkthrough"
     );
+}
+
+/// A user who may not open the daemon's socket is told so, with the fix for that (not "is
+/// docker running?"), by `doctor` and by a session command through either backend. Runs
+/// agentc as uid 65534 with no groups, so it needs root; skips otherwise.
+#[test]
+fn live_a_socket_refusing_the_user_gets_its_own_hint() {
+    if !require_daemon("live_a_socket_refusing_the_user_gets_its_own_hint") {
+        return;
+    }
+    if current_uid() != "0" {
+        eprintln!("skipped: running agentc as another user needs root");
+        return;
+    }
+    let socket = std::fs::metadata("/var/run/docker.sock");
+    if !socket
+        .is_ok_and(|meta| std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o006 == 0)
+    {
+        eprintln!(
+            "skipped: the daemon's socket is not at /var/run/docker.sock, or anyone may open it"
+        );
+        return;
+    }
+    let as_nobody = |args: &[&str]| {
+        use std::os::unix::process::CommandExt;
+        Command::new(env!("CARGO_BIN_EXE_agentc"))
+            .args(args)
+            .env("HOME", "/tmp")
+            .env_remove("DOCKER_HOST")
+            .current_dir("/tmp")
+            .uid(65534)
+            .gid(65534)
+            .stdin(Stdio::null())
+            .output()
+            .expect("agentc runs")
+    };
+    for backend in ["cli", "api"] {
+        let output = as_nobody(&["exec", "--backend", backend, "agentc-no-such", "true"]);
+        assert_eq!(output.status.code(), Some(125), "{}", describe(&output));
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains("this user may not open its socket")
+                && stderr.contains("usermod -aG docker"),
+            "{backend}: {}",
+            describe(&output)
+        );
+        assert!(
+            !stderr.contains("is docker running"),
+            "{}",
+            describe(&output)
+        );
+    }
+    let output = as_nobody(&["doctor"]);
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    let shown = text(&output.stdout);
+    assert!(
+        shown.contains("fail  engine") && shown.contains("refuses this user"),
+        "{shown}"
+    );
+    assert!(shown.contains("usermod -aG docker"), "{shown}");
 }

@@ -97,7 +97,7 @@ pub enum ExecError {
     #[error(
         "cannot connect to the {} daemon: {message}\n  hint: {}",
         engine.as_str(),
-        connect_hint(*engine)
+        connect_hint(*engine, message)
     )]
     Connect {
         /// The engine asked for (`--engine`).
@@ -126,7 +126,10 @@ pub enum ExecError {
         message: String,
     },
     /// The connection to the daemon failed mid-launch.
-    #[error("lost the connection to the docker daemon while trying to {step}: {message}\n  hint: check that the daemon is still running")]
+    #[error(
+        "lost the connection to the docker daemon while trying to {step}: {message}\n  hint: {}",
+        crate::hints::connection_hint(message, "check that the daemon is still running")
+    )]
     ConnectionLost {
         /// What agentc was doing.
         step: &'static str,
@@ -209,7 +212,10 @@ pub enum ExecError {
         source: std::io::Error,
     },
     /// A docker CLI query exited unsuccessfully.
-    #[error("docker {command} failed ({status}): {stderr}")]
+    #[error(
+        "docker {command} failed ({status}): {stderr}{}",
+        hint_line(crate::hints::connection_hint(stderr, ""))
+    )]
     DockerFailed {
         /// The docker subcommand, such as `inspect`.
         command: String,
@@ -337,7 +343,21 @@ pub fn exit_status(code: i64) -> u8 {
 }
 
 /// What to do when the engine's API cannot be reached.
-fn connect_hint(engine: crate::Engine) -> &'static str {
+fn connect_hint(engine: crate::Engine, message: &str) -> &'static str {
+    crate::hints::connection_hint(message, engine_hint(engine))
+}
+
+/// `hint` on a line of its own, or nothing when it is empty.
+fn hint_line(hint: &str) -> String {
+    if hint.is_empty() {
+        String::new()
+    } else {
+        format!("\n  hint: {hint}")
+    }
+}
+
+/// How to reach a daemon that does not answer.
+fn engine_hint(engine: crate::Engine) -> &'static str {
     match engine {
         crate::Engine::Docker => "is docker running? DOCKER_HOST selects another daemon",
         crate::Engine::Podman => {
@@ -395,6 +415,51 @@ mod tests {
             plain.to_string(),
             "docker daemon refused to start the container (status 500): something else"
         );
+    }
+
+    #[test]
+    fn a_socket_that_refuses_this_user_gets_its_own_hint() {
+        let denied =
+            "/var/run/docker.sock: client error (Connect): Permission denied (os error 13)";
+        for engine in [crate::Engine::Docker, crate::Engine::Podman] {
+            let connect = ExecError::Connect {
+                engine,
+                message: denied.into(),
+            }
+            .to_string();
+            assert!(connect.contains("usermod -aG docker"), "{connect}");
+            assert!(!connect.contains("is docker running"), "{connect}");
+        }
+        let stopped = ExecError::Connect {
+            engine: crate::Engine::Docker,
+            message: "No such file or directory (os error 2)".into(),
+        }
+        .to_string();
+        assert!(stopped.contains("is docker running?"), "{stopped}");
+        let cli = "permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock: dial unix /var/run/docker.sock: connect: permission denied";
+        let lost = ExecError::ConnectionLost {
+            step: "inspect the image",
+            message: cli.into(),
+        }
+        .to_string();
+        assert!(lost.contains("usermod -aG docker"), "{lost}");
+        let failed = ExecError::DockerFailed {
+            command: "image".into(),
+            status: std::os::unix::process::ExitStatusExt::from_raw(256),
+            stderr: cli.into(),
+        }
+        .to_string();
+        assert!(
+            failed.ends_with(crate::hints::SOCKET_PERMISSION),
+            "{failed}"
+        );
+        let other = ExecError::DockerFailed {
+            command: "image".into(),
+            status: std::os::unix::process::ExitStatusExt::from_raw(256),
+            stderr: "no such image".into(),
+        }
+        .to_string();
+        assert!(!other.contains("hint"), "{other}");
     }
 
     #[test]

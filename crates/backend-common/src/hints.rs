@@ -2,6 +2,23 @@
 //! hints both backends attach to the daemon's messages, whichever way they reached agentc
 //! (an Engine API response or the docker CLI's stderr).
 
+/// What to do when the engine's socket exists but this user may not open it (`permission
+/// denied`): not a stopped daemon, so starting one is no help.
+pub const SOCKET_PERMISSION: &str = "the daemon runs, but this user may not open its socket: \
+     join the group that owns it (`sudo usermod -aG docker $USER`, then log in again), run \
+     agentc as a user who can, or point DOCKER_HOST (Podman: CONTAINER_HOST) at a rootless \
+     daemon's socket (`unix://$XDG_RUNTIME_DIR/docker.sock`)";
+
+/// The hint after a failed or lost connection to the daemon: [`SOCKET_PERMISSION`] when the
+/// socket refused this user, `otherwise` for anything else.
+pub fn connection_hint<'a>(message: &str, otherwise: &'a str) -> &'a str {
+    if message.to_ascii_lowercase().contains("permission denied") {
+        SOCKET_PERMISSION
+    } else {
+        otherwise
+    }
+}
+
 /// What to do about a daemon refusal that a valid profile can still meet on a given host,
 /// recognized by the daemon's own wording (moby's `daemon/create.go`, `daemon/start.go`).
 pub fn daemon_hint(message: &str) -> Option<&'static str> {

@@ -175,6 +175,15 @@ fn answered(facts: &EngineFacts) -> bool {
 fn engine(facts: &EngineFacts) -> Option<Check> {
     let name = facts.engine.unwrap_or(Engine::Docker).as_str();
     Some(match &facts.unreachable {
+        Some(error) if error.to_ascii_lowercase().contains("permission denied") => check(
+            "engine",
+            Status::Fail,
+            format!(
+                "{name} at {} refuses this user: {error}",
+                facts.endpoint
+            ),
+            Some("the daemon runs, but this user may not open its socket: join the group that owns it (`sudo usermod -aG docker $USER`, then log in again), run agentc as a user who can, or point DOCKER_HOST (Podman: CONTAINER_HOST) at a rootless daemon's socket"),
+        ),
         // The cli backend runs with the podman command alone: a silent socket fails only the
         // commands that need it, which the line names.
         Some(error) if facts.engine == Some(Engine::Podman) => check(
@@ -577,6 +586,15 @@ pub struct ProfileFacts {
 /// The checks of a profile.
 pub fn profile_checks(facts: &ProfileFacts) -> Vec<Check> {
     let mut checks = Vec::new();
+    // The fixes name the profile as the user gave it, quoted for a shell.
+    let profile = shlex::try_quote(&facts.file)
+        .map(|quoted| quoted.into_owned())
+        .unwrap_or_else(|_| facts.file.clone());
+    let quote = |word: &str| {
+        shlex::try_quote(word)
+            .map(|quoted| quoted.into_owned())
+            .unwrap_or_else(|_| word.to_string())
+    };
     if let Some((runtime, available)) = &facts.runtime {
         let id = format!("runtime {runtime}");
         checks.push(match available {
@@ -618,13 +636,16 @@ pub fn profile_checks(facts: &ProfileFacts) -> Vec<Check> {
                 &id,
                 Status::Warn,
                 "not built yet",
-                Some("`agentc apply PROFILE` builds it"),
+                Some(&format!("`agentc apply {profile}` builds it")),
             ),
             (false, false) => check(
                 &id,
                 Status::Fail,
                 "not present: agentc pulls only when asked",
-                Some("`docker pull` it, or launch with --pull"),
+                Some(&format!(
+                    "`docker pull {}`, or launch with --pull",
+                    quote(reference)
+                )),
             ),
         });
     }
@@ -656,7 +677,10 @@ pub fn profile_checks(facts: &ProfileFacts) -> Vec<Check> {
                 &id,
                 Status::Fail,
                 "does not exist: the launch joins it and does not create it",
-                Some("`docker network create NAME`, or change [network] name"),
+                Some(&format!(
+                    "`docker network create {}`, or change [network] name",
+                    quote(name)
+                )),
             )
         });
     }
@@ -688,7 +712,9 @@ pub fn profile_checks(facts: &ProfileFacts) -> Vec<Check> {
             "deployment",
             Status::Warn,
             "not applied yet",
-            Some("`agentc apply PROFILE` builds, seeds and records the deployment"),
+            Some(&format!(
+                "`agentc apply {profile}` builds, seeds and records the deployment"
+            )),
         )),
         Some((reference, recorded, now)) if now.as_deref() == Some(recorded.as_str()) => {
             checks.push(check(
@@ -706,7 +732,7 @@ pub fn profile_checks(facts: &ProfileFacts) -> Vec<Check> {
                 now.as_deref().map_or("absent".to_string(), |id| format!("image {}", short_id(id))),
                 short_id(recorded)
             ),
-            Some("`agentc apply PROFILE` records the image in use (or an interrupted apply finishes)"),
+            Some(&format!("`agentc apply {profile}` records the image in use (or an interrupted apply finishes)")),
         )),
     }
     if let Some((file, drift)) = &facts.lock {
@@ -722,13 +748,13 @@ pub fn profile_checks(facts: &ProfileFacts) -> Vec<Check> {
                     if drifts.len() == 1 { "" } else { "s" },
                     drifts.iter().map(|d| d.field.as_str()).take(5).collect::<Vec<_>>().join("; ")
                 ),
-                Some("`agentc lock --check PROFILE` lists each; after review, `agentc lock PROFILE` writes it again"),
+                Some(&format!("`agentc lock --check {profile}` lists each; after review, `agentc lock {profile}` writes it again")),
             ),
             Err(error) => check(
                 id,
                 Status::Fail,
                 format!("cannot be read: {error}"),
-                Some("write it again with `agentc lock PROFILE`"),
+                Some(&format!("write it again with `agentc lock {profile}`")),
             ),
         });
     }

@@ -306,6 +306,7 @@ pub(crate) fn daemon(step: &'static str, message: String) -> SessionError {
     let lost = [
         "Cannot connect to the Docker daemon",
         "error during connect",
+        "permission denied while trying to connect",
         "connection reset",
         "EOF",
     ];

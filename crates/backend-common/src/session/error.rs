@@ -135,7 +135,13 @@ pub enum SessionError {
         message: String,
     },
     /// The connection to the daemon (or the docker CLI) failed mid-operation.
-    #[error("lost the connection to the docker daemon while trying to {step}: {message}\n  hint: check that the daemon is still running; `agentc ps` shows what is left")]
+    #[error(
+        "lost the connection to the docker daemon while trying to {step}: {message}\n  hint: {}",
+        crate::hints::connection_hint(
+            message,
+            "check that the daemon is still running; `agentc ps` shows what is left"
+        )
+    )]
     ConnectionLost {
         /// What agentc was doing.
         step: &'static str,

@@ -50,6 +50,31 @@ fn a_healthy_engine_is_all_ok_and_every_listed_check_runs() {
 }
 
 #[test]
+fn a_socket_that_refuses_this_user_is_told_apart_from_a_stopped_daemon() {
+    for engine in [Engine::Docker, Engine::Podman] {
+        let facts = EngineFacts {
+            engine: Some(engine),
+            endpoint: "unix:///var/run/docker.sock".into(),
+            unreachable: Some(
+                "/var/run/docker.sock: client error (Connect): Permission denied (os error 13)"
+                    .into(),
+            ),
+            ..EngineFacts::default()
+        };
+        let checks = engine_checks(&facts);
+        let engine_check = &checks[0];
+        assert_eq!(engine_check.status, Status::Fail);
+        assert!(
+            engine_check.summary.contains("refuses this user"),
+            "{engine_check:?}"
+        );
+        let fix = engine_check.fix.as_deref().unwrap();
+        assert!(fix.contains("usermod -aG docker"), "{fix}");
+        assert!(!fix.contains("systemctl start"), "{fix}");
+    }
+}
+
+#[test]
 fn an_unreachable_engine_fails_once_and_leaves_out_what_depends_on_it() {
     let facts = EngineFacts {
         endpoint: "unix:///var/run/docker.sock".into(),
