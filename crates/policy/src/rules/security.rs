@@ -351,7 +351,9 @@ pub(crate) fn explain(out: &mut Explainer, c: &ContainerSpec) {
     }
     match c.apparmor {
         Some(AppArmor::Unconfined) => out.item("apparmor", "unconfined", keys::APPARMOR),
-        None => out.line("  apparmor: docker's default profile"),
+        None => out.line(
+            "  apparmor: the engine's default profile, where the host has AppArmor (`agentc doctor` says)",
+        ),
     }
     if let Some(isolation) = c.isolation {
         out.item(
