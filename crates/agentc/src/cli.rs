@@ -71,7 +71,7 @@ pub enum Command {
     Build(BuildArgs),
     /// List the containers agentc launched (label io.agentc.profile).
     #[command(
-        after_help = "Examples:\n  agentc ps\n  agentc ps --all --format json\n  agentc ps --volumes\n\nColumns: the container's name, profile, launch kind and status; EGRESS, for a sandbox behind agentc's egress proxy: `up`, `down (REASON [CODE])` when the proxy exited, was killed or is unhealthy (the sandbox then reaches nothing outside; `agentc egress log NAME` says when), `missing` when no proxy serves it, `-` for other containers; its network; where each container port is reachable from the host (PORT -> ADDRESS: 127.0.0.1 for published ports, the container's address on a named network for exposed ones); the first 12 digits of its spec digest; and PROFILE: `current` when the profile file it was launched from (`agentc run`) still has the text it had then, `changed` when it was edited since (the sandbox no longer matches it: rerun it), `missing` when the file is gone, `-` when unknown."
+        after_help = "Examples:\n  agentc ps\n  agentc ps --all --format json\n  agentc ps --volumes\n\nColumns: the container's name, profile, launch kind and status; ISOLATION, for a sandbox launched with an isolation floor: the tier and runtime it got (`gvisor (runsc)`), `-` otherwise; EGRESS, for a sandbox behind agentc's egress proxy: `up`, `down (REASON [CODE])` when the proxy exited, was killed or is unhealthy (the sandbox then reaches nothing outside; `agentc egress log NAME` says when), `missing` when no proxy serves it, `-` for other containers; its network; where each container port is reachable from the host (PORT -> ADDRESS: 127.0.0.1 for published ports, the container's address on a named network for exposed ones); the first 12 digits of its spec digest; and PROFILE: `current` when the profile file it was launched from (`agentc run`) still has the text it had then, `changed` when it was edited since (the sandbox no longer matches it: rerun it), `missing` when the file is gone, `-` when unknown."
     )]
     Ps(PsArgs),
     /// Remove containers agentc launched; any other container is refused.
@@ -577,6 +577,12 @@ pub struct RunArgs {
     /// Start in the background and print where it is reachable (custom agents always do).
     #[arg(long)]
     pub detach: bool,
+    /// The isolation floor for this launch in place of the profile's
+    /// (`security.isolation.min`): container, gvisor or microvm. The same as
+    /// AGENTC_ISOLATION_MIN; a floor below the profile's is reported as the high finding
+    /// isolation-lowered, and a lock of the profile drifts.
+    #[arg(long, value_name = "TIER", value_parser = ["container", "gvisor", "microvm"])]
+    pub isolation_min: Option<String>,
     /// Name the container N instead of the profile's name, so that a second sandbox of one
     /// profile can run beside the first (its egress companion becomes N-egress and
     /// N-egress-proxy; with --count the copies are N-1 to N-COUNT).

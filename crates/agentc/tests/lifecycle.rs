@@ -1044,3 +1044,79 @@ fn live_a_socket_refusing_the_user_gets_its_own_hint() {
     );
     assert!(shown.contains("usermod -aG docker"), "{shown}");
 }
+
+/// `--isolation-min` (AGENTC_ISOLATION_MIN) lowers a profile's isolation floor only when asked,
+/// never silently: the launch says so (the high finding isolation-lowered), runs at the lower
+/// floor, and a lock of the profile drifts under it.
+#[test]
+fn live_isolation_min_lowers_the_floor_only_when_asked_and_says_so() {
+    if !require_daemon("live_isolation_min_lowers_the_floor_only_when_asked_and_says_so") {
+        return;
+    }
+    let lab = Lab::new("isomin");
+    let file = lab.write_profile(&format!(
+        "agent = \"custom\"\n[image]\nref = \"{}\"\ncommand = [\"tail\", \"-f\", \"/dev/null\"]\n\
+         [egress]\nmode = \"deny\"\n[security]\nisolation = {{ min = \"gvisor\" }}\n",
+        test_image()
+    ));
+    let output = lab.expect(&["run", &file, "--isolation-min", "container"], 0);
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("high isolation-lowered")
+            && stderr.contains("lowers the isolation floor from gvisor to container"),
+        "{}",
+        describe(&output)
+    );
+    assert!(
+        stderr.contains("isolation: container under runtime runc"),
+        "{}",
+        describe(&output)
+    );
+    let containers = lab.containers();
+    assert_eq!(containers.len(), 1, "{containers:?}");
+    let labels = docker(&[
+        "inspect",
+        "--format",
+        "{{index .Config.Labels \"io.agentc.isolation\"}} {{.HostConfig.Runtime}}",
+        &containers[0],
+    ])
+    .unwrap();
+    assert_eq!(labels.trim(), "container runc");
+    let ps = text(&lab.expect(&["ps"], 0).stdout);
+    assert!(
+        ps.lines()
+            .next()
+            .unwrap_or_default()
+            .contains(" ISOLATION "),
+        "{ps}"
+    );
+    assert!(
+        ps.lines()
+            .any(|row| row.starts_with(&containers[0]) && row.contains(" container (runc) ")),
+        "{ps}"
+    );
+    lab.expect(&["rm", &containers[0]], 0);
+    // A lock of the profile holds its floor: the lowered one drifts.
+    lab.expect(&["lock", &file], 0);
+    lab.expect(&["lock", "--check", &file], 0);
+    let drifted = lab.run_with(
+        &["lock", "--check", &file],
+        &[("AGENTC_ISOLATION_MIN", "container")],
+    );
+    assert_eq!(drifted.status.code(), Some(65), "{}", describe(&drifted));
+    assert!(
+        text(&drifted.stderr).contains("isolation") || text(&drifted.stdout).contains("isolation"),
+        "{}",
+        describe(&drifted)
+    );
+    // A tier that does not exist names the variable, and nothing starts.
+    let bad = lab.run_with(&["run", &file], &[("AGENTC_ISOLATION_MIN", "vm")]);
+    assert_eq!(bad.status.code(), Some(65), "{}", describe(&bad));
+    assert!(
+        text(&bad.stderr).contains("AGENTC_ISOLATION_MIN")
+            && text(&bad.stderr).contains("\"vm\" is not an isolation tier"),
+        "{}",
+        describe(&bad)
+    );
+    assert!(lab.containers().is_empty());
+}

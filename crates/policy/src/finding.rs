@@ -20,6 +20,7 @@
 //! | `egress-domain` | medium | an allowlist entry for a whole domain: a leading `.` or `*.`, or a `*` anywhere |
 //! | `egress-ip-range` | medium | an allowlist or gateway bootstrap entry that is a CIDR range wider than one address |
 //! | `egress-ech` | high | `egress.allow_ech`: the egress proxy lets Encrypted Client Hello through for a host, hiding the name asked for (fronting through a shared CDN) |
+//! | `isolation-lowered` | high | `AGENTC_ISOLATION_MIN` (`--isolation-min`) below the profile's `security.isolation.min` |
 //! | `fuse` | high | `security.fuse`: `/dev/fuse`, `SYS_ADMIN` and AppArmor unconfined |
 //! | `capability-dangerous` | high | an added capability that approaches root (`SYS_ADMIN`, `SYS_MODULE`, `SYS_PTRACE`, ...) |
 //! | `capability-added` | medium | any other capability beyond the agent preset |
@@ -136,6 +137,7 @@ pub const CODES: &[(&str, Severity)] = &[
     ("egress-ip-range", Severity::Medium),
     ("egress-ech", Severity::High),
     ("credentials-env", Severity::Medium),
+    ("isolation-lowered", Severity::High),
     ("fuse", Severity::High),
     ("capability-dangerous", Severity::High),
     ("capability-added", Severity::Medium),
@@ -314,6 +316,6 @@ mod tests {
         assert!(Severity::Critical > Severity::High);
         assert_eq!("HIGH".parse::<Severity>(), Ok(Severity::High));
         assert!("urgent".parse::<Severity>().is_err());
-        assert_eq!(CODES.len(), 24);
+        assert_eq!(CODES.len(), 25);
     }
 }

@@ -10,6 +10,11 @@
 //! | `AGENTC_PIDS_LIMIT`   | a positive process count                | no process limit             |
 //! | `AGENTC_LOG_MAX_SIZE` | a size (`50m`) at which the log rotates | the daemon's default logging |
 //! | `AGENTC_LOG_MAX_FILE` | a positive number of rotated files      | -                            |
+//! | `AGENTC_ISOLATION_MIN`| an isolation tier (`container`, `gvisor`, `microvm`): the floor, the profile's `prefer` kept | - |
+//!
+//! `AGENTC_ISOLATION_MIN` (`agentc run --isolation-min`) is how an invocation lowers the
+//! profile's isolation floor: never silently, a lower floor than the profile's is a high
+//! finding (`isolation-lowered`) and drifts from a lock.
 //!
 //! A variable that is blank after trimming is unset. An override wins over the profile, which
 //! wins over agentc's defaults. A value that does not parse is an error naming the variable:
@@ -37,6 +42,8 @@ pub const PIDS_LIMIT: &str = "AGENTC_PIDS_LIMIT";
 pub const LOG_MAX_SIZE: &str = "AGENTC_LOG_MAX_SIZE";
 /// `AGENTC_LOG_MAX_FILE`.
 pub const LOG_MAX_FILE: &str = "AGENTC_LOG_MAX_FILE";
+/// `AGENTC_ISOLATION_MIN`.
+pub const ISOLATION_MIN: &str = "AGENTC_ISOLATION_MIN";
 
 /// Every variable this module reads, in the order of the table above.
 pub const VARIABLES: &[&str] = &[
@@ -47,6 +54,7 @@ pub const VARIABLES: &[&str] = &[
     PIDS_LIMIT,
     LOG_MAX_SIZE,
     LOG_MAX_FILE,
+    ISOLATION_MIN,
 ];
 
 /// The parsed `AGENTC_*` overrides; `None` means the variable is unset or blank.
@@ -67,6 +75,8 @@ pub struct Overrides {
     pub log_max_size_bytes: Option<Limit<u64>>,
     /// `AGENTC_LOG_MAX_FILE`: the number of rotated files kept.
     pub log_max_file: Option<u32>,
+    /// `AGENTC_ISOLATION_MIN`: the isolation floor in place of the profile's.
+    pub isolation_min: Option<crate::isolation::IsolationTier>,
 }
 
 /// Parses the `AGENTC_*` overrides out of an environment map.
@@ -101,6 +111,7 @@ pub fn parse_overrides(env: &BTreeMap<String, String>) -> Result<Overrides, Poli
         pids_limit: read(PIDS_LIMIT, value(PIDS_LIMIT), limits::pids)?,
         log_max_size_bytes: read(LOG_MAX_SIZE, value(LOG_MAX_SIZE), limits::log_max_size)?,
         log_max_file: read(LOG_MAX_FILE, value(LOG_MAX_FILE), limits::log_max_file)?,
+        isolation_min: value(ISOLATION_MIN).map(parse_tier).transpose()?,
     })
 }
 
@@ -137,6 +148,20 @@ fn invalid(variable: &str, message: String, hint: &str) -> PolicyError {
         message,
         hint: hint.to_string(),
     }
+}
+
+/// Reads an isolation tier, as `security.isolation.min` spells it.
+fn parse_tier(text: &str) -> Result<crate::isolation::IsolationTier, PolicyError> {
+    crate::isolation::IsolationTier::ALL
+        .into_iter()
+        .find(|tier| tier.as_str().eq_ignore_ascii_case(text))
+        .ok_or_else(|| {
+            invalid(
+                ISOLATION_MIN,
+                format!("{text:?} is not an isolation tier"),
+                "write container, gvisor or microvm (weakest first)",
+            )
+        })
 }
 
 /// Accepts a Docker network name; `host` and `container:...` would share a namespace with

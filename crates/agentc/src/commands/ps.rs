@@ -339,11 +339,12 @@ fn table<const N: usize>(headers: [&str; N], cells: &[[String; N]]) -> String {
     out
 }
 
-/// The table: `NAME  PROFILE  KIND  STATUS  EGRESS  NETWORK  PORTS  SPEC  PROFILE-FILE`,
-/// egress as `up`, `down (REASON [CODE])`, `missing` or `-`, ports as `PORT -> ADDRESS`,
-/// comma-separated.
+/// The table: `NAME  PROFILE  KIND  STATUS  ISOLATION  EGRESS  NETWORK  PORTS  SPEC
+/// PROFILE-FILE`, isolation as `TIER (RUNTIME)` for a sandbox launched with a floor (`-`
+/// without one), egress as `up`, `down (REASON [CODE])`, `missing` or `-`, ports as
+/// `PORT -> ADDRESS`, comma-separated.
 pub fn render(rows: &[Row]) -> String {
-    let cells: Vec<[String; 9]> = rows
+    let cells: Vec<[String; 10]> = rows
         .iter()
         .map(|row| {
             [
@@ -351,6 +352,7 @@ pub fn render(rows: &[Row]) -> String {
                 row.profile.clone(),
                 row.kind.clone(),
                 row.status.clone(),
+                row.isolation.clone().unwrap_or_else(|| "-".to_string()),
                 row.egress
                     .as_ref()
                     .map_or_else(|| "-".to_string(), EgressState::cell),
@@ -371,6 +373,7 @@ pub fn render(rows: &[Row]) -> String {
             "PROFILE",
             "KIND",
             "STATUS",
+            "ISOLATION",
             "EGRESS",
             "NETWORK",
             "PORTS",
@@ -463,12 +466,12 @@ mod tests {
             egress: None,
             spec_digest: "aa41b18d2ebef4109c1076f8b47dd22e".into(),
             profile_state: ProfileState::Changed,
-            isolation: None,
+            isolation: Some("gvisor (runsc)".into()),
         }];
         assert_eq!(
             render(&rows),
-            "NAME                             PROFILE  KIND     STATUS        EGRESS  NETWORK  PORTS                                                     SPEC          PROFILE-FILE\n\
-             agentc-sandbox-dev-1000-pentest  pentest  sandbox  Up 2 seconds  -       scan     8080/tcp -> 127.0.0.1:49153, 9000/tcp -> 172.20.0.5:9000  aa41b18d2ebe  changed\n"
+            "NAME                             PROFILE  KIND     STATUS        ISOLATION       EGRESS  NETWORK  PORTS                                                     SPEC          PROFILE-FILE\n\
+             agentc-sandbox-dev-1000-pentest  pentest  sandbox  Up 2 seconds  gvisor (runsc)  -       scan     8080/tcp -> 127.0.0.1:49153, 9000/tcp -> 172.20.0.5:9000  aa41b18d2ebe  changed\n"
         );
         assert_eq!(
             render_volumes(&[("claude-code-home-dev-1000-x".into(), "x".into())]),
@@ -517,10 +520,10 @@ mod tests {
         ];
         assert_eq!(
             render(&rows),
-            "NAME  PROFILE  KIND     STATUS  EGRESS             NETWORK   PORTS  SPEC  PROFILE-FILE\n\
-             a     p        sandbox  Up      up                 a-egress               -\n\
-             b     p        sandbox  Up      down (exited 137)  b-egress               -\n\
-             c     p        sandbox  Up      missing            c-egress               -\n"
+            "NAME  PROFILE  KIND     STATUS  ISOLATION  EGRESS             NETWORK   PORTS  SPEC  PROFILE-FILE\n\
+             a     p        sandbox  Up      -          up                 a-egress               -\n\
+             b     p        sandbox  Up      -          down (exited 137)  b-egress               -\n\
+             c     p        sandbox  Up      -          missing            c-egress               -\n"
         );
         let json = serde_json::to_value(&rows).unwrap();
         assert_eq!(

@@ -12,6 +12,11 @@ use crate::lifecycle::gather;
 
 /// Runs `agentc run`; returns the container's exit code (0 for a started detached launch).
 pub fn run(args: RunArgs) -> Result<u8, Failure> {
+    if let Some(tier) = &args.isolation_min {
+        // An input of resolve, read from the environment map with the other overrides: set
+        // before anything reads it, while this process has one thread.
+        std::env::set_var(agentc_policy::overrides::ISOLATION_MIN, tier);
+    }
     let launch_args = LaunchArgs {
         profile: args.profile,
         kind: KindArg::Run,

@@ -294,7 +294,21 @@ impl Resolver<'_> {
             let origin = self.field_origin("security.runtime");
             self.set(keys::RUNTIME, origin);
         }
-        if let Some(isolation) = self.profile.security.isolation {
+        if let Some(min) = self.overrides.isolation_min {
+            // The invocation's floor (`--isolation-min`): the profile's preference kept; a
+            // lower floor than the profile's is the finding `isolation-lowered`.
+            let prefer = self
+                .profile
+                .security
+                .isolation
+                .map(|isolation| isolation.prefer)
+                .unwrap_or_default();
+            container.isolation = Some(crate::isolation::Isolation { min, prefer });
+            self.set(
+                keys::ISOLATION,
+                crate::context::env_origin(crate::overrides::ISOLATION_MIN),
+            );
+        } else if let Some(isolation) = self.profile.security.isolation {
             container.isolation = Some(isolation);
             let origin = self.field_origin("security.isolation");
             self.set(keys::ISOLATION, origin);
@@ -461,6 +475,25 @@ pub(crate) fn docker_host_findings(report: &mut Report, c: &ContainerSpec) {
 
 /// `fuse`, `capability-dangerous`, `capability-added` and `root-writable`.
 pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
+    let profile = &report.loaded.profile;
+    if let (Some(written), Some(launched)) = (profile.security.isolation, c.isolation) {
+        if launched.min < written.min {
+            let position = report.position("security.isolation");
+            report.push(
+                "isolation-lowered",
+                Severity::High,
+                ("security.isolation.min".to_string(), position),
+                format!(
+                    "the invocation lowers the isolation floor from {} to {} ({}): the sandbox \
+                     may run weaker than its profile demands",
+                    written.min,
+                    launched.min,
+                    crate::overrides::ISOLATION_MIN
+                ),
+                "unset AGENTC_ISOLATION_MIN (drop --isolation-min) to keep the profile's floor",
+            );
+        }
+    }
     let profile = &report.loaded.profile;
     if profile.security.fuse && c.devices.iter().any(|d| d.host_path == "/dev/fuse") {
         let position = report.position("security.fuse");
