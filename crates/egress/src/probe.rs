@@ -180,6 +180,9 @@ pub struct ProbeConfig {
     /// A host whose key the proxy holds (`--bound`): the credential checks run against it
     /// ([`credentials`]); none without one.
     pub bound: Option<Target>,
+    /// The proxy passes every destination no entry holds to its upstream proxy
+    /// (`--upstream-all`): `egress.denied` expects the CONNECT accepted for the upstream.
+    pub upstream_all: bool,
 }
 
 /// Runs every check (see the module documentation) and returns one line per check, in the
@@ -208,12 +211,21 @@ pub fn run(config: &ProbeConfig, env: &BTreeMap<String, String>) -> Vec<CheckLin
         },
         Some(target) => allowed(config.proxy, target, timeout),
     });
-    lines.push(refused(
-        CHECKS[2],
-        config.proxy,
-        &format!("{DENIED_HOST}:443"),
-        timeout,
-    ));
+    lines.push(if config.upstream_all {
+        passed_upstream(
+            CHECKS[2],
+            config.proxy,
+            &format!("{DENIED_HOST}:443"),
+            timeout,
+        )
+    } else {
+        refused(
+            CHECKS[2],
+            config.proxy,
+            &format!("{DENIED_HOST}:443"),
+            timeout,
+        )
+    });
     lines.push(refused(
         CHECKS[3],
         config.proxy,
@@ -557,6 +569,47 @@ fn refused(check: &str, proxy: SocketAddr, authority: &str, timeout: Duration) -
     )
 }
 
+/// `egress.denied` behind a proxy that passes every other destination to its upstream
+/// (`--upstream-all`): the CONNECT is passed on for the upstream, which decides (accepted, or
+/// the upstream's own answer); a refusal by agentc's proxy is as good (it holds tighter).
+fn passed_upstream(
+    check: &str,
+    proxy: SocketAddr,
+    authority: &str,
+    timeout: Duration,
+) -> CheckLine {
+    let request = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n");
+    let reply = open(proxy, timeout)
+        .and_then(|mut stream| exchange(&mut stream, &request, timeout))
+        .map(|bytes| classify(&bytes));
+    passed_upstream_line(check, authority, reply)
+}
+
+/// The line of [`passed_upstream`] from the proxy's reply.
+fn passed_upstream_line(check: &str, authority: &str, reply: Result<Reply, String>) -> CheckLine {
+    // Any answer not the proxy's own (accepted, or the upstream's refusal) was passed on.
+    let pass = matches!(
+        &reply,
+        Ok(Reply::Upstream(_)) | Ok(Reply::Refused(400..=499, _))
+    );
+    let seen = match reply {
+        Ok(Reply::Upstream(status)) => {
+            format!("CONNECT {authority}: {status}, passed on for the upstream proxy")
+        }
+        Ok(reply) => format!("CONNECT {authority}: {reply}"),
+        Err(error) => error,
+    };
+    CheckLine::new(
+        check,
+        pass,
+        &format!(
+            "CONNECT {authority} passed to the upstream proxy, which decides (egress.hosts names only the upstream)"
+        ),
+        seen,
+        "the proxy neither passed the request to its upstream nor refused it: look at its decision lines (`agentc egress log`)",
+    )
+}
+
 /// A default route.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Route {
@@ -805,6 +858,30 @@ mod tests {
         );
         // A ServerHello's first bytes: upstream answered.
         assert!(tunnel_reply(&[22, 3, 3, 0, 90, 2, 0, 0], None).is_ok());
+    }
+
+    #[test]
+    fn behind_an_upstream_for_everything_the_denied_host_is_passed_on() {
+        let line = |bytes: &[u8]| {
+            passed_upstream_line("egress.denied", "x.invalid:443", Ok(classify(bytes)))
+        };
+        let accepted = line(b"HTTP/1.1 200 Connection established\r\n\r\n");
+        assert_eq!(accepted.result, Outcome::Pass, "{accepted:?}");
+        assert!(
+            accepted.seen.contains("passed on for the upstream"),
+            "{accepted:?}"
+        );
+        assert!(accepted.expected.contains("upstream proxy, which decides"));
+        let upstream_refused = line(b"HTTP/1.1 403 Forbidden\r\n\r\ncorporate policy\n");
+        assert_eq!(upstream_refused.result, Outcome::Pass);
+        let proxy_refused = line(b"HTTP/1.1 403 Forbidden\r\nx-agentc-egress-deny: host-not-allowed\r\n\r\nagentc egress proxy: host-not-allowed: x\n");
+        assert_eq!(proxy_refused.result, Outcome::Pass);
+        let broken =
+            line(b"HTTP/1.1 502 Bad Gateway\r\n\r\nagentc egress proxy: connect-failed: x\n");
+        assert_eq!(broken.result, Outcome::Fail, "{broken:?}");
+        let unreachable =
+            passed_upstream_line("egress.denied", "x.invalid:443", Err("refused".into()));
+        assert_eq!(unreachable.result, Outcome::Fail);
     }
 
     #[test]

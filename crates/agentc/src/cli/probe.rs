@@ -24,6 +24,11 @@ pub struct EgressProbeArgs {
     /// sends the placeholder in `AGENTC_VERIFY_PLACEHOLDER` to a host on no allowlist.
     #[arg(long, value_name = "HOST[:PORT]")]
     pub bound: Option<String>,
+    /// The proxy passes every destination no allowlist entry holds to its upstream proxy
+    /// (its own `--upstream-all`): `egress.denied` then expects the CONNECT accepted for the
+    /// upstream, which decides, instead of refused.
+    #[arg(long)]
+    pub upstream_all: bool,
 }
 
 /// `agentc egress-proxy host-path`: `agentc verify`'s host-path check

@@ -207,6 +207,7 @@ fn probe(args: &EgressProbeArgs) -> Result<u8, Failure> {
             .map(str::parse)
             .transpose()
             .map_err(|error: String| Failure::new(EXIT_USAGE, format!("--bound {error}")))?,
+        upstream_all: args.upstream_all,
     };
     let env: BTreeMap<String, String> = std::env::vars().collect();
     let mut out = std::io::stdout().lock();

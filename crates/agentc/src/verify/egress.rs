@@ -276,6 +276,16 @@ pub fn check_spec(
     if let Some(host) = egress.credentials.first().and_then(|c| c.hosts.first()) {
         spec.command.push(format!("--bound={host}"));
     }
+    // A proxy that passes every other destination to its upstream (the allowlist names only
+    // the upstream's host): the denied host goes there too, by the profile's choice.
+    if egress
+        .proxy
+        .command
+        .iter()
+        .any(|word| word == "--upstream-all")
+    {
+        spec.command.push("--upstream-all".to_string());
+    }
     spec.mounts = egress
         .proxy
         .mounts

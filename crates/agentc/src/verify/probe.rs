@@ -340,6 +340,16 @@ fn probe_cli(
             let check_name = format!("{name}{CHECK_SUFFIX}");
             // Removed before the companion (whose network it is on), on every way out.
             let _remove_check = RemoveOnDrop { name: &check_name };
+            // The host-path row first: it reads the proxy's address from its inspect, and the
+            // egress checks' replay stops a proxy with `on_replay = "stop"`.
+            let host_path = HostPathRun {
+                egress,
+                workload: &placed,
+                probe: name,
+                network,
+            }
+            .cli(&shield);
+            check(&shield)?;
             let checked = EgressRun {
                 egress,
                 probe: name,
@@ -350,14 +360,6 @@ fn probe_cli(
                 env,
             }
             .cli(&check_name, &shield);
-            check(&shield)?;
-            let host_path = HostPathRun {
-                egress,
-                workload: &placed,
-                probe: name,
-                network,
-            }
-            .cli(&shield);
             check(&shield)?;
             Some((checked, host_path))
         }
@@ -539,8 +541,18 @@ fn probe_api(
                 _ => probe.dns.clone(),
             };
             let egress = match (&probe.egress, &network) {
-                (Some(egress), Network::Named { name: network }) => Some((
-                    EgressRun {
+                (Some(egress), Network::Named { name: network }) => {
+                    // The host-path row first, as through the CLI (the replay check may
+                    // stop the proxy).
+                    let host_path = HostPathRun {
+                        egress,
+                        workload: probe,
+                        probe: name,
+                        network,
+                    }
+                    .api(&docker)
+                    .await;
+                    let checked = EgressRun {
                         egress,
                         probe: name,
                         network,
@@ -550,16 +562,9 @@ fn probe_api(
                         env: &env,
                     }
                     .api(&docker)
-                    .await,
-                    HostPathRun {
-                        egress,
-                        workload: probe,
-                        probe: name,
-                        network,
-                    }
-                    .api(&docker)
-                    .await,
-                )),
+                    .await;
+                    Some((checked, host_path))
+                }
                 _ => None,
             };
             let (egress, host_path) = egress.unzip();
