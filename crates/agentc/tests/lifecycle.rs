@@ -1109,6 +1109,30 @@ fn live_isolation_min_lowers_the_floor_only_when_asked_and_says_so() {
         "{}",
         describe(&drifted)
     );
+    // doctor says what the launch will do: the floor met by a proven runtime, or refused.
+    let has_runsc = docker(&["info", "--format", "{{json .Runtimes}}"])
+        .is_ok_and(|runtimes| runtimes.contains("\"runsc\""));
+    let doctor = text(&lab.run(&["doctor", &file]).stdout);
+    if has_runsc {
+        assert!(
+            doctor.contains("ok    isolation") && doctor.contains("gvisor under runtime runsc"),
+            "{doctor}"
+        );
+    } else {
+        assert!(doctor.contains("fail  isolation"), "{doctor}");
+    }
+    let microvm = lab.write_profile(&format!(
+        "agent = \"custom\"\n[image]\nref = \"{}\"\n[egress]\nmode = \"deny\"\n\
+         [security]\nisolation = {{ min = \"microvm\" }}\n",
+        test_image()
+    ));
+    let doctor = lab.expect(&["doctor", &microvm], 1);
+    let shown = text(&doctor.stdout);
+    assert!(
+        shown.contains("fail  isolation") && shown.contains("no runtime meets min microvm"),
+        "{shown}"
+    );
+    assert!(shown.contains("install Kata Containers"), "{shown}");
     // A tier that does not exist names the variable, and nothing starts.
     let bad = lab.run_with(&["run", &file], &[("AGENTC_ISOLATION_MIN", "vm")]);
     assert_eq!(bad.status.code(), Some(65), "{}", describe(&bad));

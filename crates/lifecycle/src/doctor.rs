@@ -577,6 +577,10 @@ pub struct ProfileFacts {
     /// The runtime the profile names (`security.runtime`), and whether the engine can run
     /// it, or why not.
     pub runtime: Option<(String, Result<(), String>)>,
+    /// The isolation floor of the launches that have one (`security.isolation`): the runtime
+    /// a launch would take and its tier, as the launch's own detection and probes find it, or
+    /// what falls short and how to get it.
+    pub isolation: Option<Result<String, (String, String)>>,
     /// The egress proxy's image, when a launch runs agentc's proxy (an allowlist enforced
     /// outside): its tag, made from this agentc binary, and whether the engine has it; or why
     /// it cannot be made.
@@ -606,6 +610,16 @@ pub fn profile_checks(facts: &ProfileFacts) -> Vec<Check> {
                 Some("register it with the engine (docs/engines.md), or remove security.runtime"),
             ),
         });
+    }
+    match &facts.isolation {
+        None => {}
+        Some(Ok(chosen)) => checks.push(check("isolation", Status::Ok, chosen.clone(), None)),
+        Some(Err((shortfall, hint))) => checks.push(check(
+            "isolation",
+            Status::Fail,
+            format!("{shortfall}: the launch is refused (exit 65) before anything is created"),
+            Some(hint),
+        )),
     }
     match &facts.egress_proxy_image {
         None => {}

@@ -92,6 +92,17 @@ fn profile_facts(
             });
         facts.runtime = Some((runtime.clone(), available));
     }
+    if reachable {
+        // The floor of the first launch that has one: the same detection and probes as
+        // `agentc run`, so doctor says what the launch will do.
+        facts.isolation = launches
+            .iter()
+            .filter_map(|launch| match &launch.spec.action {
+                agentc_policy::Action::Container(container) => Some(container),
+                _ => None,
+            })
+            .find_map(|container| crate::commands::isolation::doctor_fact(container));
+    }
     let mut engine = if reachable {
         Some(engine::connect(BackendArg::Api)?)
     } else {

@@ -136,6 +136,68 @@ pub fn meet_floor(container: &ContainerSpec, profile: &str) -> Result<ContainerS
     let Some(isolation) = container.isolation else {
         return Ok(container.clone());
     };
+    let chosen = choose(container, isolation)?.map_err(|shortfall| refusal(&shortfall, profile))?;
+    let mut placed = container.clone();
+    placed.runtime = Some(chosen.name.clone());
+    placed.labels.insert(
+        LABEL_ISOLATION.to_string(),
+        chosen.tier.as_str().to_string(),
+    );
+    placed
+        .labels
+        .insert(LABEL_RUNTIME.to_string(), chosen.name.clone());
+    eprintln!(
+        "agentc: isolation: {} under runtime {} (security.isolation.min = {}, prefer {})",
+        chosen.tier,
+        chosen.name,
+        isolation.min,
+        isolation.prefer.as_str()
+    );
+    Ok(placed)
+}
+
+/// What `agentc doctor` says of a container's isolation floor: the runtime a launch would
+/// take and its tier, or what the engine has and how to get what is missing (the same
+/// detection and probes as a launch). `None` without a floor.
+pub fn doctor_fact(container: &ContainerSpec) -> Option<Result<String, (String, String)>> {
+    let isolation = container.isolation?;
+    Some(match choose(container, isolation) {
+        Ok(Ok(chosen)) => Ok(format!(
+            "{} under runtime {} (min {}, prefer {})",
+            chosen.tier,
+            chosen.name,
+            isolation.min,
+            isolation.prefer.as_str()
+        )),
+        Ok(Err(shortfall)) => Err((
+            format!(
+                "no runtime meets min {} ({}); found: {}",
+                shortfall.min.as_str(),
+                shortfall.min.words(),
+                if shortfall.found.is_empty() {
+                    "no runtimes".to_string()
+                } else {
+                    shortfall.found.join("; ")
+                }
+            ),
+            shortfall.hint.clone(),
+        )),
+        Err(failure) => Err((
+            format!(
+                "the engine's runtimes cannot be read: {}",
+                failure.message.lines().next().unwrap_or_default()
+            ),
+            "`agentc doctor` without a profile checks the engine".to_string(),
+        )),
+    })
+}
+
+/// Detects and probes the engine's runtimes and chooses one for the floor: the outer error
+/// when the engine cannot be asked, the inner one when nothing meets the floor.
+fn choose(
+    container: &ContainerSpec,
+    isolation: agentc_policy::Isolation,
+) -> Result<Result<agentc_policy::ChosenRuntime, IsolationShortfall>, Failure> {
     let host_version = std::fs::read_to_string("/proc/version").unwrap_or_default();
     let (names, default) = registered()?;
     let names: Vec<String> = match &container.runtime {
@@ -154,30 +216,12 @@ pub fn meet_floor(container: &ContainerSpec, profile: &str) -> Result<ContainerS
             runtime.evidence
         );
     }
-    let chosen = choose_runtime(
+    Ok(choose_runtime(
         isolation,
         container.runtime.as_deref(),
         default.as_deref(),
         &detected,
-    )
-    .map_err(|shortfall| refusal(&shortfall, profile))?;
-    let mut placed = container.clone();
-    placed.runtime = Some(chosen.name.clone());
-    placed.labels.insert(
-        LABEL_ISOLATION.to_string(),
-        chosen.tier.as_str().to_string(),
-    );
-    placed
-        .labels
-        .insert(LABEL_RUNTIME.to_string(), chosen.name.clone());
-    eprintln!(
-        "agentc: isolation: {} under runtime {} (security.isolation.min = {}, prefer {})",
-        chosen.tier,
-        chosen.name,
-        isolation.min,
-        isolation.prefer.as_str()
-    );
-    Ok(placed)
+    ))
 }
 
 #[cfg(test)]

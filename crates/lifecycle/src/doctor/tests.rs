@@ -155,6 +155,10 @@ fn profile_checks_judge_images_networks_secrets_deployment_and_lock() {
             }]),
         )),
         runtime: None,
+        isolation: Some(Err((
+            "no runtime meets min microvm".into(),
+            "install Kata Containers".into(),
+        ))),
         egress_proxy_image: None,
     };
     let checks = profile_checks(&facts);
@@ -169,6 +173,7 @@ fn profile_checks_judge_images_networks_secrets_deployment_and_lock() {
         ("secret OPT", Status::Warn),
         ("deployment", Status::Warn),
         ("lock", Status::Fail),
+        ("isolation", Status::Fail),
     ] {
         assert_eq!(status_of(&checks, check_id), status, "{check_id}");
     }
@@ -185,7 +190,15 @@ fn profile_checks_judge_images_networks_secrets_deployment_and_lock() {
         fix.contains("egress.outside_network") && !fix.contains("enforce"),
         "{fix}"
     );
+    let isolation = checks.iter().find(|c| c.id == "isolation").unwrap();
+    assert_eq!(isolation.fix.as_deref(), Some("install Kata Containers"));
+    let met = profile_checks(&ProfileFacts {
+        isolation: Some(Ok("gvisor under runtime runsc".into())),
+        ..ProfileFacts::default()
+    });
+    assert_eq!(status_of(&met, "isolation"), Status::Ok);
     let unapplied = profile_checks(&ProfileFacts::default());
+    assert!(unapplied.iter().all(|check| check.id != "isolation"));
     assert_eq!(status_of(&unapplied, "deployment"), Status::Warn);
 }
 
