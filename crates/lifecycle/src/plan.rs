@@ -162,6 +162,28 @@ pub fn parts(spec: &LaunchSpec) -> Vec<Part> {
                 .collect(),
         }),
         Action::Container(container) => {
+            // A launch without a container name gets its egress set per run, named with a
+            // suffix of that run, and the container is named after it
+            // (`backend_common::egress::prepare`): shown with RUN_SUFFIX.
+            let per_run = match (&container.name, &container.egress) {
+                (None, Some(egress)) => {
+                    let mut per_run = container.clone();
+                    per_run.egress_instance(RUN_SUFFIX);
+                    let network = per_run
+                        .egress
+                        .as_ref()
+                        .map_or(&egress.network.name, |e| &e.network.name);
+                    per_run.name = Some(
+                        network
+                            .strip_suffix("-egress")
+                            .unwrap_or(network)
+                            .to_string(),
+                    );
+                    Some(per_run)
+                }
+                _ => None,
+            };
+            let container = per_run.as_ref().unwrap_or(container);
             let role = match spec.kind {
                 LaunchKind::Run | LaunchKind::Build => Role::Agent,
                 LaunchKind::Sandbox => Role::Sandbox,
@@ -179,17 +201,7 @@ pub fn parts(spec: &LaunchSpec) -> Vec<Part> {
                 reference: container.image.clone(),
                 built_by_profile: false,
             });
-            // A launch without a container name gets its egress set per run, named with a
-            // suffix of that run (`backend_common::egress::prepare`): shown as RUN_SUFFIX.
-            let per_run = match (&container.name, &container.egress) {
-                (None, Some(_)) => {
-                    let mut per_run = container.clone();
-                    per_run.egress_instance(RUN_SUFFIX);
-                    per_run.egress
-                }
-                _ => None,
-            };
-            match per_run.as_ref().or(container.egress.as_ref()) {
+            match container.egress.as_ref() {
                 // The isolated network and the proxy are created with the launch (the proxy's
                 // image too, from the agentc binary); only the outside network must exist.
                 Some(egress) => {

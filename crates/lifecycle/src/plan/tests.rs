@@ -226,6 +226,12 @@ fn the_plan_names_the_egress_set_each_run_creates_and_counts_in_plurals() {
         Part::Container { role: Role::EgressProxy, name: Some(name), .. }
             if name == "agentc-run-dev-<run>-egress-proxy"
     )));
+    // The agent itself is named after its set, as the run names it.
+    assert!(parts.iter().any(|part| matches!(
+        part,
+        Part::Container { role: Role::Agent, name: Some(name), .. }
+            if name == "agentc-run-dev-<run>"
+    )));
     let text = plan("dev", "p.toml", &[run], None).text();
     assert!(
         text.contains("\n<run>: a suffix unique to each run"),
