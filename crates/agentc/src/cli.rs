@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub mod complete;
 mod egress_log;
 mod lifecycle;
 mod probe;
@@ -152,7 +153,7 @@ pub enum Command {
     Lock(LockArgs),
     /// Print shell completions for bash, zsh or fish.
     #[command(
-        after_help = "Examples:\n  agentc completions bash > ~/.local/share/bash-completion/completions/agentc\n  agentc completions zsh > ~/.zfunc/_agentc\n  agentc completions fish > ~/.config/fish/completions/agentc.fish"
+        after_help = "Examples:\n  echo 'source <(agentc completions bash)' >> ~/.bashrc\n  echo 'source <(agentc completions zsh)' >> ~/.zshrc\n  agentc completions fish > ~/.config/fish/completions/agentc.fish\n  agentc completions bash --static > ~/.local/share/bash-completion/completions/agentc\n\nThe script asks agentc for each completion (COMPLETE=SHELL agentc, through clap_complete), so subcommands, flags and values complete as this binary defines them, and a NAME completes to the agentc containers the engine has (one `docker ps`), their profiles, and profile files. With --static the script is self-contained (subcommands and flags only, no call to agentc). Re-source it after upgrading agentc."
     )]
     Completions(CompletionsArgs),
     /// Print the man page (roff).
@@ -193,6 +194,7 @@ pub struct ExecArgs {
     #[arg(long, short = 'e', value_name = "NAME[=VALUE]")]
     pub env: Vec<String>,
     /// A container name or ID from `agentc ps`, a profile file, or a profile's name.
+    #[arg(add = complete::names())]
     pub name: String,
     /// The command and its arguments: everything after NAME (as `docker exec` reads it), or
     /// after `--`.
@@ -219,6 +221,7 @@ pub struct PortArgs {
     #[command(flatten)]
     pub target: SessionTarget,
     /// A container name or ID from `agentc ps`, a profile file, or a profile's name.
+    #[arg(add = complete::names())]
     pub name: String,
     /// The container port, as PORT or PORT/PROTO (tcp or udp).
     pub port: Option<String>,
@@ -240,6 +243,7 @@ pub struct LogsArgs {
     #[arg(long, value_name = "T")]
     pub since: Option<String>,
     /// A container name or ID from `agentc ps`, a profile file, or a profile's name.
+    #[arg(add = complete::names())]
     pub name: String,
 }
 
@@ -253,7 +257,7 @@ pub struct StopArgs {
     #[arg(long, short = 't', value_name = "S")]
     pub time: Option<u32>,
     /// Container names or IDs from `agentc ps`, or profile files.
-    #[arg(required = true)]
+    #[arg(required = true, add = complete::names())]
     pub names: Vec<String>,
 }
 
@@ -264,7 +268,7 @@ pub struct StartArgs {
     #[command(flatten)]
     pub target: SessionTarget,
     /// Container names or IDs from `agentc ps -a` (a profile file names its running one).
-    #[arg(required = true)]
+    #[arg(required = true, add = complete::names())]
     pub names: Vec<String>,
 }
 
@@ -278,6 +282,7 @@ pub struct ShellArgs {
     #[arg(long, short = 'u')]
     pub user: Option<String>,
     /// A container name or ID from `agentc ps`, a profile file, or a profile's name.
+    #[arg(add = complete::names())]
     pub name: String,
 }
 
@@ -688,6 +693,7 @@ pub enum PsFormat {
 #[command(group = clap::ArgGroup::new("which").required(true).multiple(true).args(["names", "all", "profile"]))]
 pub struct RmArgs {
     /// Names or IDs of agentc containers, profile files, or profile names.
+    #[arg(add = complete::names())]
     pub names: Vec<String>,
     /// Remove every container agentc launched.
     #[arg(long)]

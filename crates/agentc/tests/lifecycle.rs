@@ -311,7 +311,7 @@ fn a_corrupt_state_or_lock_is_an_error_naming_the_file_and_line() {
 fn completions_and_the_man_page_come_from_the_clap_definitions() {
     let lab = Lab::new("completions");
     for shell in ["bash", "zsh", "fish"] {
-        let output = lab.expect(&["completions", shell], 0);
+        let output = lab.expect(&["completions", shell, "--static"], 0);
         let script = text(&output.stdout);
         for command in [
             "init", "doctor", "plan", "apply", "rollback", "lock", "verify",
@@ -319,7 +319,23 @@ fn completions_and_the_man_page_come_from_the_clap_definitions() {
             assert!(script.contains(command), "{shell}: {command}");
         }
         assert!(script.contains("locked"), "{shell}: --locked");
+        // The default script asks agentc for each word.
+        let output = lab.expect(&["completions", shell], 0);
+        let script = text(&output.stdout);
+        assert!(
+            script.contains("COMPLETE") && script.contains("agentc"),
+            "{shell}: {script}"
+        );
     }
+    // What agentc answers: subcommands, and a NAME's profile files.
+    std::fs::write(lab.path("box.toml"), "name = \"box\"\n").unwrap();
+    let words = complete(&lab, &["agentc", "ex"]);
+    assert!(
+        words.contains(&"exec".to_string()) && words.contains(&"explain".to_string()),
+        "{words:?}"
+    );
+    let words = complete(&lab, &["agentc", "exec", "bo"]);
+    assert!(words.contains(&"box.toml".to_string()), "{words:?}");
     let output = lab.expect(&["man"], 0);
     let page = text(&output.stdout);
     assert!(
@@ -328,6 +344,61 @@ fn completions_and_the_man_page_come_from_the_clap_definitions() {
     );
     assert!(page.contains("rollback"), "{page}");
     lab.expect(&["completions", "powershell"], 2);
+}
+
+/// What agentc offers to complete the last of `words` (the shell's words, the program first),
+/// asked as the bash script asks, in the lab's directory.
+fn complete(lab: &Lab, words: &[&str]) -> Vec<String> {
+    let index = (words.len() - 1).to_string();
+    let mut args = vec!["--"];
+    args.extend_from_slice(words);
+    let output = lab.run_with(
+        &args,
+        &[
+            ("COMPLETE", "bash"),
+            ("_CLAP_COMPLETE_INDEX", index.as_str()),
+            ("_CLAP_COMPLETE_COMP_TYPE", "9"),
+            ("_CLAP_COMPLETE_SPACE", "true"),
+        ],
+    );
+    assert!(output.status.success(), "{}", describe(&output));
+    text(&output.stdout)
+        .split(['\n', '\u{b}'])
+        .filter(|word| !word.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// A session command's NAME completes to the engine's agentc containers and their profiles.
+#[test]
+fn live_completions_name_the_containers_and_profiles() {
+    if !require_daemon("live_completions_name_the_containers_and_profiles") {
+        return;
+    }
+    let lab = Lab::new("complete");
+    let file = lab.write_profile(&format!(
+        "agent = \"custom\"\n[image]\nref = \"{}\"\ncommand = [\"tail\", \"-f\", \"/dev/null\"]\n\
+         [egress]\nmode = \"deny\"\n",
+        test_image()
+    ));
+    lab.expect(&["run", &file], 0);
+    let containers = lab.containers();
+    assert_eq!(containers.len(), 1, "{containers:?}");
+    for command in ["exec", "logs", "rm", "stop"] {
+        let words = complete(
+            &lab,
+            &["agentc", command, &containers[0][..containers[0].len() - 3]],
+        );
+        assert!(words.contains(&containers[0]), "{command}: {words:?}");
+    }
+    let words = complete(
+        &lab,
+        &["agentc", "exec", &lab.profile[..lab.profile.len() - 2]],
+    );
+    assert!(words.contains(&lab.profile), "{words:?}");
+    // Only names that start with the word.
+    let words = complete(&lab, &["agentc", "exec", "zz-no-such-"]);
+    assert!(words.is_empty(), "{words:?}");
 }
 
 #[test]

@@ -139,6 +139,10 @@ pub struct CompletionsArgs {
     /// The shell.
     #[arg(value_enum)]
     pub shell: ShellArg,
+    /// A self-contained script (subcommands and flags), which never calls agentc; without
+    /// it, the script asks agentc, which also completes container and profile names.
+    #[arg(long = "static")]
+    pub static_script: bool,
 }
 
 /// The shells completions are written for.

@@ -15,7 +15,24 @@ pub fn completions(args: CompletionsArgs) -> Result<u8, Failure> {
         ShellArg::Fish => clap_complete::Shell::Fish,
     };
     let mut buffer = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), "agentc", &mut buffer);
+    if args.static_script {
+        clap_complete::generate(shell, &mut Cli::command(), "agentc", &mut buffer);
+        return print_bytes(&buffer);
+    }
+    // The registration `COMPLETE=SHELL agentc` prints: the shell asks agentc for each word.
+    let completer: &dyn clap_complete::env::EnvCompleter = match args.shell {
+        ShellArg::Bash => &clap_complete::env::Bash,
+        ShellArg::Zsh => &clap_complete::env::Zsh,
+        ShellArg::Fish => &clap_complete::env::Fish,
+    };
+    completer
+        .write_registration("COMPLETE", "agentc", "agentc", "agentc", &mut buffer)
+        .map_err(|error| {
+            Failure::new(
+                EXIT_FAILED,
+                format!("cannot write the completion script: {error}"),
+            )
+        })?;
     print_bytes(&buffer)
 }
 
