@@ -107,6 +107,15 @@ fn registered() -> Result<(Vec<String>, Option<String>), Failure> {
     }
 }
 
+/// What the engine was found to have, for a shortfall's message.
+fn found(shortfall: &IsolationShortfall) -> String {
+    if shortfall.found.is_empty() {
+        "no runtimes".to_string()
+    } else {
+        shortfall.found.join("; ")
+    }
+}
+
 /// The refusal of a floor the engine cannot meet (exit 65), naming what it has.
 fn refusal(shortfall: &IsolationShortfall, profile: &str) -> Failure {
     let named = match &shortfall.runtime {
@@ -118,11 +127,7 @@ fn refusal(shortfall: &IsolationShortfall, profile: &str) -> Failure {
         engine(),
         shortfall.min.as_str(),
         shortfall.min.words(),
-        if shortfall.found.is_empty() {
-            "no runtimes".to_string()
-        } else {
-            shortfall.found.join("; ")
-        },
+        found(shortfall),
         shortfall.hint
     ))
 }
@@ -174,11 +179,7 @@ pub fn doctor_fact(container: &ContainerSpec) -> Option<Result<String, (String, 
                 "no runtime meets min {} ({}); found: {}",
                 shortfall.min.as_str(),
                 shortfall.min.words(),
-                if shortfall.found.is_empty() {
-                    "no runtimes".to_string()
-                } else {
-                    shortfall.found.join("; ")
-                }
+                found(&shortfall)
             ),
             shortfall.hint.clone(),
         )),
