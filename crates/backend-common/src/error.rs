@@ -347,12 +347,12 @@ fn connect_hint(engine: crate::Engine, message: &str) -> &'static str {
     crate::hints::connection_hint(message, engine_hint(engine))
 }
 
-/// `hint` on a line of its own, or nothing when it is empty.
-fn hint_line(hint: &str) -> String {
-    if hint.is_empty() {
+/// `text` as a hint on a line of its own, or nothing when it is empty.
+fn hint_line(text: &str) -> String {
+    if text.is_empty() {
         String::new()
     } else {
-        format!("\n  hint: {hint}")
+        format!("\n  hint: {text}")
     }
 }
 
