@@ -526,3 +526,96 @@ fn a_named_second_sandbox_through_the_api_backend() {
         a_named_second_sandbox_runs_beside_the_first("api");
     }
 }
+
+/// "No egress, but reachable": a deny sandbox that publishes a port is reached on 127.0.0.1
+/// through the proxy's relay, and every request out is refused, through either backend.
+fn deny_with_a_published_port_is_reachable_and_reaches_nothing(backend: &str) {
+    let mut lab = Lab::new(&format!("denypub-{backend}"));
+    let profile = lab.profile(
+        "denypub",
+        "mode = \"deny\"\n\n[network]\npublish = [8080]\n",
+    );
+    let sandbox = launch(&profile, backend);
+    docker(&[
+        "exec",
+        &sandbox,
+        "sh",
+        "-c",
+        "echo reached > /tmp/index.html",
+    ])
+    .unwrap();
+    docker(&[
+        "exec", "-d", &sandbox, "httpd", "-f", "-p", "8080", "-h", "/tmp",
+    ])
+    .unwrap();
+    let port = agentc(&["port", &sandbox, "8080", "--backend", backend]);
+    assert!(port.status.success(), "{}", describe(&port));
+    let address = text(&port.stdout).trim().to_string();
+    assert!(address.starts_with("127.0.0.1:"), "{address}");
+    // The published port answers (a few tries while httpd starts).
+    let mut answer = String::new();
+    for _ in 0..20 {
+        if let Ok(mut stream) = std::net::TcpStream::connect(&address) {
+            use std::io::{Read, Write};
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let _ = stream.write_all(b"GET /index.html HTTP/1.0\r\n\r\n");
+            let _ = stream.read_to_string(&mut answer);
+            if answer.contains("reached") {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert!(answer.contains("reached"), "{answer}");
+    // Nothing out: the proxy refuses, with a line naming the request.
+    let refused = docker(&[
+        "exec",
+        &sandbox,
+        "wget",
+        "-q",
+        "-O-",
+        "http://forbidden.test/",
+    ])
+    .unwrap_err();
+    assert!(refused.contains("403"), "{refused}");
+    let log = agentc(&[
+        "egress",
+        "log",
+        &sandbox,
+        "--backend",
+        backend,
+        "--format",
+        "json",
+    ]);
+    let lines = decisions(&log.stdout);
+    assert!(
+        lines.iter().any(|line| line["kind"] == "relay"),
+        "{}",
+        describe(&log)
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|line| line["host"] == "forbidden.test" && line["decision"] == "deny"),
+        "{}",
+        describe(&log)
+    );
+    let removed = agentc(&["rm", &sandbox]);
+    assert!(removed.status.success(), "{}", describe(&removed));
+    let profile_name = lab.profiles.last().unwrap().clone();
+    assert_eq!(lab.left(&profile_name), (String::new(), String::new()));
+}
+
+#[test]
+fn deny_with_a_published_port_through_the_cli_backend() {
+    if require_daemon("deny_with_a_published_port_through_the_cli_backend") {
+        deny_with_a_published_port_is_reachable_and_reaches_nothing("cli");
+    }
+}
+
+#[test]
+fn deny_with_a_published_port_through_the_api_backend() {
+    if require_daemon("deny_with_a_published_port_through_the_api_backend") {
+        deny_with_a_published_port_is_reachable_and_reaches_nothing("api");
+    }
+}

@@ -8,7 +8,6 @@
 
 use serde::Serialize;
 
-
 /// The engines doctor knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

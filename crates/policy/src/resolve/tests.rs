@@ -302,11 +302,37 @@ fn deny_without_a_gateway_takes_the_container_off_the_network() {
 }
 
 #[test]
-fn deny_refuses_ports_it_cannot_publish() {
+fn deny_with_published_ports_gets_a_relay_and_no_way_out() {
     let text = format!("{CLAUDE}[egress]\nmode = \"deny\"\n[network]\npublish = [8080]\n");
-    let (field, _) =
-        unlaunchable_field(resolve_with(&text, &inputs(LaunchKind::Run), &paths(&[])).unwrap_err());
-    assert_eq!(field, "network.publish");
+    let c = container(&run(&text)).clone();
+    let egress = c.egress.as_ref().expect("the relay-only companion");
+    // The sandbox joins the isolated network only and publishes nothing itself.
+    assert_eq!(
+        c.network,
+        Network::Named {
+            name: egress.network.name.clone()
+        }
+    );
+    assert!(egress.network.internal);
+    assert!(c.ports.is_empty(), "{:?}", c.ports);
+    // The proxy allows nothing and relays the port to the sandbox's fixed address.
+    let command = &egress.proxy.command;
+    assert!(
+        !command.iter().any(|word| word.starts_with("--allow")),
+        "{command:?}"
+    );
+    let workload = c.ipv4_address.expect("a fixed address");
+    assert!(
+        command
+            .iter()
+            .any(|word| *word == format!("--relay=20000={workload}:8080")),
+        "{command:?}"
+    );
+    assert_eq!(egress.proxy.ports.len(), 1);
+    // Deny without ports keeps no network at all.
+    let c = container(&run(&format!("{CLAUDE}[egress]\nmode = \"deny\"\n"))).clone();
+    assert_eq!(c.network, Network::None);
+    assert!(c.egress.is_none());
 }
 
 #[test]

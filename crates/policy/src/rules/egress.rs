@@ -400,6 +400,13 @@ fn egress_words(out: &Explainer) -> String {
             egress.hosts.join(", ")
         );
     }
+    if outside::relays_only(profile) {
+        return format!(
+            "deny, enforced outside the sandbox by agentc's egress proxy: the sandbox joins only \
+             an isolated network with no way out, and the proxy, with an empty allowlist, \
+             refuses every request and relays only the published ports  [{field}]"
+        );
+    }
     if profile.agent == AgentName::Custom {
         return match egress.mode {
             EgressMode::Deny => format!("deny, enforced by having no network  [{field}]"),

@@ -126,15 +126,12 @@ impl Resolver<'_> {
                     "remove host_gateway, or use egress mode allowlist with the host listed",
                 ));
             }
-            if !network.publish.is_empty() {
-                return Err(self.unlaunchable(
-                    "network.publish",
-                    "published ports need a network, but egress mode deny runs the container with none"
-                        .to_string(),
-                    "remove [network] publish, or use egress mode allowlist",
-                ));
+            if network.publish.is_empty() {
+                return Ok(());
             }
-            return Ok(());
+            // "No egress, but reachable": the ports go to the relay-only egress companion
+            // (`rules::egress::outside::relays_only`), which joins the container to an
+            // isolated network with no way out.
         }
         let named = if let Some(name) = &self.overrides.network {
             Some((name.clone(), env_origin(overrides::NETWORK)))

@@ -47,6 +47,15 @@ pub(crate) fn enforced_outside(profile: &Profile) -> bool {
         && egress.gateway_host.is_none()
 }
 
+/// Whether the profile denies egress but publishes ports ("no egress, but reachable"): its
+/// launches get the egress companion with an empty allowlist, whose proxy relays the ports to
+/// the container on its isolated network and refuses every request out.
+pub(crate) fn relays_only(profile: &Profile) -> bool {
+    profile.egress.mode == EgressMode::Deny
+        && profile.egress.gateway_host.is_none()
+        && !profile.network.publish.is_empty()
+}
+
 /// The egress proxy's `--allow` specs of the profile's hosts: each trimmed, and a leading-dot
 /// entry (`.example.com`, which the image firewall reads as the domain and its subdomains)
 /// written as the two specs the proxy knows (`example.com`, `*.example.com`).
@@ -336,7 +345,8 @@ impl Resolver<'_> {
     /// allowlist is enforced outside it: the container joins the isolated network only, with
     /// the proxy as its DNS server and its proxy variables set.
     pub fn egress_outside(&mut self, container: &mut ContainerSpec) -> Result<(), PolicyError> {
-        if !enforced_outside(self.profile) {
+        let relays_only = relays_only(self.profile);
+        if !enforced_outside(self.profile) && !relays_only {
             return Ok(());
         }
         if self.overrides.network.is_some() {
@@ -352,9 +362,12 @@ impl Resolver<'_> {
         }
         let egress = &self.profile.egress;
         // Written or not, `enforce` decides; the hosts are what makes the proxy run.
-        let origin = self
-            .written("egress.enforce")
-            .unwrap_or_else(|| self.field_origin("egress.hosts"));
+        let origin = if relays_only {
+            self.field_origin("network.publish")
+        } else {
+            self.written("egress.enforce")
+                .unwrap_or_else(|| self.field_origin("egress.hosts"))
+        };
         let base = container.name.clone().unwrap_or_else(|| {
             format!("agentc-{}-{}", self.inputs.kind.as_str(), self.profile.name)
         });
