@@ -641,11 +641,12 @@ fn live_a_detached_sandbox_shows_in_ps_with_its_address_and_rm_removes_it() {
         assert_eq!(columns[1], lab.profile, "{row}");
         assert_eq!(columns[2], "sandbox", "{row}");
         assert!(columns[3].starts_with("Up"), "{row}");
-        assert_eq!(columns[4], "-", "no egress proxy: {row}");
-        assert_eq!(columns[5], "default", "{row}");
-        assert_eq!(columns[6], format!("8080/tcp -> {address}"), "{row}");
-        assert_eq!(columns[7].len(), 12, "the spec digest: {row}");
-        assert_eq!(columns[8], "current", "the profile file: {row}");
+        assert_eq!(columns[4], "-", "no isolation floor: {row}");
+        assert_eq!(columns[5], "-", "no egress proxy: {row}");
+        assert_eq!(columns[6], "default", "{row}");
+        assert_eq!(columns[7], format!("8080/tcp -> {address}"), "{row}");
+        assert_eq!(columns[8].len(), 12, "the spec digest: {row}");
+        assert_eq!(columns[9], "current", "the profile file: {row}");
 
         let rm = agentc(&["rm", &name]);
         assert_eq!(rm.status.code(), Some(0), "{}", describe(&rm));
