@@ -18,7 +18,7 @@ use crate::spec::{Action, ContainerSpec, EnvValue, LaunchSpec, MountSource};
 pub const LABEL_POOL: &str = "io.agentc.pool";
 /// Label holding a member's state at fill: always [`POOL_STATE_IDLE`]. Labels cannot change
 /// on a running container: a claimed member is one whose name no longer starts with
-/// [`MEMBER_PREFIX`] (the rename is the claim).
+/// [`MEMBER_PREFIX`] (the rename to [`claimed_name`] is the claim).
 pub const LABEL_POOL_STATE: &str = "io.agentc.pool-state";
 /// Label holding the name a member had at fill, which its egress companion's
 /// `io.agentc.egress-for` names; `agentc rm` of the claimed container removes that set too.
@@ -58,6 +58,16 @@ pub fn pool_key(spec_digest: &str, image_id: &str, runtime: Option<&str>) -> Str
 /// A member's name: `agentc-pool-PROFILE-RANDOM`.
 pub fn member_name(profile: &str, random: &str) -> String {
     format!("{MEMBER_PREFIX}{profile}-{random}")
+}
+
+/// The name a claim renames the member `member` to: `agentc-claim-PROFILE-RANDOM`, the
+/// member's own suffix, so that every claim of one member asks for one name and the daemon
+/// lets only the first have it (a rename to a name taken, or of a name gone, fails).
+pub fn claimed_name(member: &str) -> String {
+    match member.strip_prefix(MEMBER_PREFIX) {
+        Some(rest) => format!("agentc-claim-{rest}"),
+        None => format!("{member}-claimed"),
+    }
 }
 
 /// Whether a container name is an idle member's (a claimed one was renamed).
@@ -229,6 +239,8 @@ mod tests {
         assert_eq!(member.labels[LABEL_POOL], "k");
         assert_eq!(member.labels[LABEL_POOL_STATE], "idle");
         assert!(is_idle_name(member.name.as_deref().unwrap()));
+        assert_eq!(claimed_name("agentc-pool-p-ab"), "agentc-claim-p-ab");
+        assert!(!is_idle_name(&claimed_name("agentc-pool-p-ab")));
         assert_eq!(claim_secrets(&container).len(), 1);
         assert_eq!(
             claim_command(&container, &["/ep".into()], &["c".into()]),
