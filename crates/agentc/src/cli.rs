@@ -6,12 +6,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod egress_log;
 mod lifecycle;
+mod pool;
 mod probe;
 pub use egress_log::{EgressCommand, EgressLogArgs};
 pub use lifecycle::{
     AgentArg, ApplyArgs, CompletionsArgs, DoctorArgs, EgressArg, EngineArg, InitArgs, LockArgs,
     PlanArgs, RollbackArgs, ShellArg,
 };
+pub use pool::{PoolCommand, PoolDrainArgs, PoolFillArgs, PoolFormat, PoolLsArgs, PoolMode};
 pub use probe::{EgressHostPathArgs, EgressProbeArgs};
 
 /// Turns a declarative sandbox profile into a hardened container launch for AI agents.
@@ -110,6 +112,12 @@ pub enum Command {
         after_help = "Example:\n  agentc egress log --follow pentest.toml"
     )]
     Egress(EgressCommand),
+    /// Warm pools: idle, hardened sandboxes of a profile that `agentc run` claims.
+    #[command(
+        subcommand,
+        after_help = "Example:\n  agentc pool fill pentest.toml --size 4 && agentc run pentest.toml"
+    )]
+    Pool(PoolCommand),
     /// Stop running agentc containers (kept until `agentc rm`).
     #[command(after_help = "Example:\n  agentc stop --time 2 agentc-sandbox-dev-1000-pentest")]
     Stop(StopArgs),
@@ -595,6 +603,9 @@ pub struct RunArgs {
     /// (`agentc explain PROFILE` lists them all).
     #[arg(long)]
     pub no_warnings: bool,
+    /// Claim a warm member of the profile's pool (`agentc pool fill`): auto, require, off.
+    #[arg(long, value_enum, default_value_t = PoolMode::Auto)]
+    pub pool: PoolMode,
     /// Arguments passed to the agent, after `--`.
     #[arg(last = true)]
     pub agent_args: Vec<String>,
