@@ -158,7 +158,15 @@ fn agent_image() -> String {
 fn fill(lab: &Lab, path: &str, backend: &str, size: &str) -> Output {
     let image = agent_image();
     let output = lab.agentc(&[
-        "pool", "fill", path, "--size", size, "--backend", backend, "--image", &image,
+        "pool",
+        "fill",
+        path,
+        "--size",
+        size,
+        "--backend",
+        backend,
+        "--image",
+        &image,
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     output
@@ -246,12 +254,21 @@ fn live_two_concurrent_claims_get_different_members_and_nothing_carries_over() {
             &lab,
             &path,
             backend,
-            "hostname; cat /tmp/mark 2>/dev/null || echo no-mark; echo env=${LEFT:-none}; ps | grep -c 'sleep 300' ",
+            "hostname; cat /tmp/mark 2>/dev/null || echo no-mark; echo env=${LEFT:-none}; ps | grep -c '[s]leep 300'; true",
         );
         assert_eq!(two.status.code(), Some(0), "{}", describe(&two));
         let lines: Vec<String> = text(&two.stdout).lines().map(str::to_string).collect();
-        assert_ne!(lines[0], text(&one.stdout).trim(), "the hostname carried over");
-        assert_eq!(lines[1..], ["no-mark", "env=none", "1"], "{}", describe(&two));
+        assert_ne!(
+            lines[0],
+            text(&one.stdout).trim(),
+            "the hostname carried over"
+        );
+        assert_eq!(
+            lines[1..],
+            ["no-mark", "env=none", "0"],
+            "{}",
+            describe(&two)
+        );
         assert_ne!(member_of(&one), member_of(&two));
         // Members are not each other's network peers: each has its own isolated network.
         fill(&lab, &path, backend, "2");
@@ -359,8 +376,7 @@ fn live_sigint_during_a_claim_leaves_nothing_half_claimed() {
         libc::kill(child.id() as libc::pid_t, libc::SIGINT);
     }
     let started = Instant::now();
-    while child.try_wait().ok().flatten().is_none() && started.elapsed() < Duration::from_secs(60)
-    {
+    while child.try_wait().ok().flatten().is_none() && started.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(50));
     }
     let output = child.wait_with_output().expect("agentc ends");
