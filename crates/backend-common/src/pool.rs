@@ -112,18 +112,18 @@ pub struct Claim {
     pub drained: Vec<String>,
 }
 
-/// Claims an idle, running member of `profile` with pool key `key`: drains the stale and
+/// Claims an idle, running member with pool key `key` among `found` (a profile's
+/// [`members`], listed by the caller): drains the stale and
 /// orphaned members first, then renames a member to [`claimed_name`]; a rename that another
 /// claim won answers `None` and the next member is tried, so two claims never get one
 /// member. `start` picks where among the members to begin (a random number spreads
 /// concurrent claims).
 pub async fn claim<C: SandboxClient>(
     client: &C,
-    profile: &str,
+    mut found: Vec<Member>,
     key: &str,
     start: usize,
 ) -> Result<Claim, SessionError> {
-    let mut found = members(client, Some(profile)).await?;
     let mut drained = Vec::new();
     let mut idle = Vec::new();
     for member in found.drain(..).filter(|member| member.idle) {

@@ -424,7 +424,7 @@ impl PoolJob for ClaimJob<'_> {
         }
         let mut signals = Signals::new()?;
         let start = usize::from_str_radix(&random_hex(), 16).unwrap_or_default();
-        let claim = pool::claim(client, &profile, &key, start)
+        let claim = pool::claim(client, members, &key, start)
             .await
             .map_err(session_failure)?;
         for name in &claim.drained {
