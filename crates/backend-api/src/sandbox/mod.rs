@@ -422,6 +422,8 @@ impl SandboxClient for ApiClient {
             .filter(|summary| {
                 !is_companion(summary.labels.get(LABEL_KIND).map_or("", String::as_str))
             })
+            // Nor is an idle pool member (`agentc pool fill`) the profile's sandbox.
+            .filter(|summary| !agentc_policy::pool::is_idle_name(&summary.name))
             .collect();
         match running.as_slice() {
             [one] => self.find(&one.id).await,

@@ -464,7 +464,10 @@ impl SandboxClient for CliClient {
                 let mut words = line.split(' ');
                 let (id, name) = (words.next()?, words.next()?);
                 // A sandbox's egress proxy carries its profile too; it is not the sandbox.
-                (!is_companion(words.next().unwrap_or_default())).then_some((id, name))
+                // Nor is an idle pool member (`agentc pool fill`) the profile's sandbox.
+                let skipped = is_companion(words.next().unwrap_or_default())
+                    || agentc_policy::pool::is_idle_name(name);
+                (!skipped).then_some((id, name))
             })
             .collect();
         found.sort_by_key(|(_, name)| *name);
