@@ -397,3 +397,68 @@ fn live_sigint_during_a_claim_leaves_nothing_half_claimed() {
     .unwrap_or_default();
     assert_eq!(proxies.lines().count(), 1, "{proxies}");
 }
+
+#[test]
+fn live_a_sandbox_claim_starts_its_command_in_the_background_and_rm_removes_it_whole() {
+    if !require_daemon("live_a_sandbox_claim_starts_its_command_in_the_background") {
+        return;
+    }
+    let lab = Lab::new("sandbox");
+    let body = format!(
+        "name = \"{}\"\nagent = \"custom\"\n\n[image]\nref = \"{}\"\ncommand = [\"sh\", \"-c\", \"echo serving; exec tail -f /dev/null\"]\n\n[egress]\nhosts = [\"allowed.test\"]\noutside_network = \"{}\"\n",
+        lab.id,
+        test_image(),
+        lab.out
+    );
+    let path = lab.dir.path().join("sandbox.toml");
+    std::fs::write(&path, body).expect("write the profile");
+    let path = path.to_string_lossy().into_owned();
+    let filled = lab.agentc(&["pool", "fill", &path, "--size", "1", "--backend", "api"]);
+    assert_eq!(filled.status.code(), Some(0), "{}", describe(&filled));
+    // Idle: the launch's command has not run.
+    let idle = lab.idle();
+    let ps = docker(&["exec", &idle[0], "ps"]).expect("ps");
+    assert!(!ps.contains("tail"), "{ps}");
+    let claimed = lab.agentc(&["run", &path, "--no-warnings", "--pool", "require"]);
+    assert_eq!(claimed.status.code(), Some(0), "{}", describe(&claimed));
+    let stdout = text(&claimed.stdout);
+    let name = stdout
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    assert!(name.starts_with("agentc-claim-"), "{}", describe(&claimed));
+    let started = Instant::now();
+    let mut logs = String::new();
+    while !logs.contains("serving") && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(100));
+        logs = docker(&["logs", &name]).unwrap_or_default();
+    }
+    assert!(logs.contains("serving"), "{logs}");
+    let ps = docker(&["exec", &name, "ps"]).expect("ps");
+    assert!(ps.contains("tail -f /dev/null"), "{ps}");
+    // A session command names it by its profile (idle members are not its sandbox).
+    let exec = lab.agentc(&["exec", &lab.id, "--", "echo", "hi"]);
+    assert_eq!(text(&exec.stdout).trim(), "hi", "{}", describe(&exec));
+    let removed = lab.agentc(&["rm", &name]);
+    assert_eq!(removed.status.code(), Some(0), "{}", describe(&removed));
+    let left = docker(&[
+        "ps",
+        "-a",
+        "--filter",
+        &format!("label=io.agentc.profile={}", lab.id),
+        "--format",
+        "{{.Names}}",
+    ])
+    .unwrap_or_default();
+    assert!(left.is_empty(), "{left}");
+    let networks = docker(&[
+        "network",
+        "ls",
+        "-q",
+        "--filter",
+        &format!("label=io.agentc.profile={}", lab.id),
+    ])
+    .unwrap_or_default();
+    assert!(networks.is_empty(), "{networks}");
+}
