@@ -503,6 +503,9 @@ pub struct K8sArgs {
     /// cluster's default; `TIER=` removes a mapping.
     #[arg(long, value_name = "TIER=NAME")]
     pub runtime_class: Vec<String>,
+    /// With `--k8s-kind pool`: the SandboxWarmPool's replicas [default: 1].
+    #[arg(long, value_name = "N")]
+    pub pool_size: Option<u16>,
 }
 
 impl K8sArgs {
@@ -516,6 +519,7 @@ impl K8sArgs {
             (self.egress_proxy_image.is_some(), "--egress-proxy-image"),
             (self.egress_proxy_ip.is_some(), "--egress-proxy-ip"),
             (!self.runtime_class.is_empty(), "--runtime-class"),
+            (self.pool_size.is_some(), "--pool-size"),
         ]
         .into_iter()
         .find_map(|(given, name)| given.then_some(name))
@@ -529,6 +533,8 @@ pub enum K8sKindArg {
     Pod,
     /// An agent-sandbox `Sandbox` (agents.x-k8s.io/v1beta1).
     Sandbox,
+    /// A warm pool: SandboxTemplate, SandboxWarmPool and SandboxClaim (extensions.agents.x-k8s.io).
+    Pool,
 }
 
 /// Output formats of `agentc explain`.
