@@ -395,9 +395,15 @@ impl PoolJob for ClaimJob<'_> {
                 Ok(None)
             }
         };
-        let members = pool::members(client, Some(&profile))
-            .await
-            .map_err(session_failure)?;
+        let members = match pool::members(client, Some(&profile)).await {
+            Ok(members) => members,
+            // With auto, the cold launch reports what is wrong with the engine itself.
+            Err(error) if !require => {
+                log::debug!("no warm start: cannot list the pool members: {error}");
+                return Ok(None);
+            }
+            Err(error) => return Err(session_failure(error)),
+        };
         if members.is_empty() && !require {
             return Ok(None);
         }
