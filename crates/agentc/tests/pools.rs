@@ -335,6 +335,17 @@ fn live_a_profile_change_drains_the_old_members() {
     ])
     .unwrap_or_default();
     assert_eq!(networks.lines().count(), 1, "{networks}");
+    // An orphan (a member that stopped) is reaped by the next fill, and replaced.
+    docker(&["kill", &new[0]]).expect("kill the member");
+    let refilled = fill(&lab, &path, "cli", "1");
+    assert!(
+        text(&refilled.stderr).contains(&format!("removed stale pool member {}", new[0])),
+        "{}",
+        describe(&refilled)
+    );
+    let now = lab.idle();
+    assert_eq!(now.len(), 1, "{now:?}");
+    assert_ne!(now[0], new[0]);
 }
 
 #[test]
