@@ -4,7 +4,8 @@
 #     PersistentVolumeClaim and Service, and on each Sandbox's pod template wrapped in a v1 Pod
 #     (the validator does not know the CRD); any failure or warning fails;
 #   - each Sandbox against the pinned CRD's openAPIV3Schema (tests/k8s/crds/) with unknown
-#     fields refused (python jsonschema, every object schema closed);
+#     fields refused (python jsonschema, every object schema closed), and each warm pool's
+#     SandboxTemplate, SandboxWarmPool and SandboxClaim (`--k8s-kind pool`) against theirs;
 #   - checkov --framework kubernetes, with the skip list in scripts/k8s_validate.py.
 # Each fixture is rendered with the environment its `# env:` lines declare, as in the tests.
 # The tools live in a virtualenv (default target/k8s-venv, rebuilt when the pins change). When
@@ -58,7 +59,7 @@ for profile in fixtures/valid/*.toml; do
     fixture_env+=("$assignment")
   done < <(sed -n 's/^# env: *//p' "$profile")
   for launch in "${launches[@]}"; do
-    for kind in pod sandbox; do
+    for kind in pod sandbox pool; do
       file="$out/rendered/$name--$launch--$kind.json"
       set +e
       env ${fixture_env[@]+"${fixture_env[@]}"} "$agentc" render "$profile" --kind "$launch" --backend k8s --format json \

@@ -116,9 +116,20 @@ def main():
     out = pathlib.Path(sys.argv[1])
     crd = yaml.safe_load(pathlib.Path(sys.argv[2]).read_text())
     venv_bin = pathlib.Path(sys.argv[3])
-    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1beta1")
-    sandbox_schema = closed(version["schema"]["openAPIV3Schema"])
-    validator = jsonschema.Draft7Validator(sandbox_schema)
+    def validator_of(crd):
+        version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1beta1")
+        return jsonschema.Draft7Validator(closed(version["schema"]["openAPIV3Schema"]))
+
+    validator = validator_of(crd)
+    # The warm pool's objects (issue 22), from the CRDs beside the Sandbox's.
+    crds = pathlib.Path(sys.argv[2]).parent
+    validators = {"Sandbox": validator}
+    for kind, file in (
+        ("SandboxTemplate", "extensions.agents.x-k8s.io_sandboxtemplates.yaml"),
+        ("SandboxWarmPool", "extensions.agents.x-k8s.io_sandboxwarmpools.yaml"),
+        ("SandboxClaim", "extensions.agents.x-k8s.io_sandboxclaims.yaml"),
+    ):
+        validators[kind] = validator_of(yaml.safe_load((crds / file).read_text()))
 
     objects = out / "objects"
     objects.mkdir()
@@ -132,8 +143,13 @@ def main():
             kind = item.get("kind")
             counts[kind] = counts.get(kind, 0) + 1
             stem = f"{rendered.stem}--{index}-{kind}"
-            if kind == "Sandbox":
-                for error in validator.iter_errors(item):
+            if kind in ("SandboxWarmPool", "SandboxClaim"):
+                for error in validators[kind].iter_errors(item):
+                    path = "/".join(str(part) for part in error.absolute_path)
+                    fail(f"{stem}: CRD schema at /{path}: {error.message}")
+                continue
+            if kind in ("Sandbox", "SandboxTemplate"):
+                for error in validators[kind].iter_errors(item):
                     path = "/".join(str(part) for part in error.absolute_path)
                     fail(f"{stem}: CRD schema at /{path}: {error.message}")
                 template = item["spec"]["podTemplate"]

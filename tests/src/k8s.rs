@@ -51,6 +51,21 @@ pub fn sandbox_crd_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("k8s/crds/agents.x-k8s.io_sandboxes.yaml")
 }
 
+/// The `openAPIV3Schema` of the `v1beta1` version of the pinned CRD in `file` (under
+/// `tests/k8s/crds/`), such as `extensions.agents.x-k8s.io_sandboxwarmpools.yaml`.
+pub fn crd_schema(file: &str) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("k8s/crds")
+        .join(file);
+    let text = std::fs::read_to_string(path).expect("the pinned CRD is readable");
+    let crd: Value = serde_yaml_ng::from_str(&text).expect("the pinned CRD is YAML");
+    crd["spec"]["versions"]
+        .as_array()
+        .and_then(|versions| versions.iter().find(|version| version["name"] == "v1beta1"))
+        .map(|version| version["schema"]["openAPIV3Schema"].clone())
+        .expect("the CRD has v1beta1")
+}
+
 /// The `openAPIV3Schema` of the CRD's `v1beta1` version.
 pub fn sandbox_schema() -> Value {
     let text = std::fs::read_to_string(sandbox_crd_path()).expect("the pinned CRD is readable");
@@ -646,10 +661,20 @@ pub fn strictness(spec: &LaunchSpec, rendering: &Rendering) -> Vec<String> {
                 .as_ref()
                 .and_then(|selector| selector.match_labels.as_ref())
                 .is_some_and(|labels| {
-                    let pod_labels = match rendering.objects.last() {
+                    // The workload: the last object, or a warm pool's template.
+                    let workload = rendering.objects.iter().rev().find(|object| {
+                        matches!(
+                            object,
+                            Object::Pod(_) | Object::Sandbox(_) | Object::SandboxTemplate(_)
+                        )
+                    });
+                    let pod_labels = match workload {
                         Some(Object::Pod(pod)) => pod.metadata.labels.clone(),
                         Some(Object::Sandbox(sandbox)) => {
                             Some(sandbox.spec.pod_template.metadata.labels.clone())
+                        }
+                        Some(Object::SandboxTemplate(template)) => {
+                            Some(template.spec.pod_template.metadata.labels.clone())
                         }
                         _ => None,
                     }

@@ -12,7 +12,7 @@ use agentc_backend_k8s::{
 };
 use agentc_conformance::fixtures::{self, FixtureLaunch};
 use agentc_conformance::k8s::{
-    fixture_options, pod_security_problems, sandbox_schema, schema_problems, strictness,
+    crd_schema, fixture_options, pod_security_problems, sandbox_schema, schema_problems, strictness,
 };
 use agentc_conformance::strategies::{self, VirtualSources};
 use agentc_policy::{
@@ -114,6 +114,91 @@ fn every_valid_fixture_renders_or_is_refused_by_field() {
     eprintln!("k8s fixtures: {rendered} launches rendered, {refused} refused by field");
     assert!(rendered >= 25, "only {rendered} fixture launches render");
     assert!(refused >= 10, "only {refused} fixture launches are refused");
+}
+
+/// Warm pools (issue 22): every fixture launch that renders as a Sandbox renders as a
+/// `SandboxTemplate` (the Sandbox's pod template, unchanged), a `SandboxWarmPool` of its
+/// replicas and a `SandboxClaim` of it, each accepted by its pinned CRD with unknown fields
+/// refused, and the rendering passes Pod Security and the strictness proof.
+#[test]
+fn every_valid_fixture_renders_as_a_warm_pool_its_crds_accept() {
+    let schemas = [
+        (
+            "SandboxTemplate",
+            crd_schema("extensions.agents.x-k8s.io_sandboxtemplates.yaml"),
+        ),
+        (
+            "SandboxWarmPool",
+            crd_schema("extensions.agents.x-k8s.io_sandboxwarmpools.yaml"),
+        ),
+        (
+            "SandboxClaim",
+            crd_schema("extensions.agents.x-k8s.io_sandboxclaims.yaml"),
+        ),
+    ];
+    let mut rendered = 0;
+    for path in fixtures::fixture_files("valid") {
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let loaded = fixtures::load_fixture(&path).expect("valid fixture");
+        for launch in fixtures::launches(&loaded) {
+            let label = launch.label.clone();
+            let spec = fixtures::resolve(&loaded, &launch)
+                .unwrap_or_else(|error| panic!("{name} {label} should resolve:\n{error}"));
+            let Ok(sandbox) = render(&spec, &fixture_options(&loaded, ObjectKind::Sandbox)) else {
+                continue;
+            };
+            let pool = render(
+                &spec,
+                &fixture_options(&loaded, ObjectKind::Pool { replicas: 3 }),
+            )
+            .unwrap_or_else(|errors| panic!("{name} {label}: the pool is refused: {errors}"));
+            rendered += 1;
+            let mut problems = pod_security_problems(&pool);
+            problems.extend(strictness(&spec, &pool));
+            let count = sandbox.objects.len();
+            assert_eq!(
+                pool.objects[..count - 1],
+                sandbox.objects[..count - 1],
+                "{name} {label}: the objects around the workload differ"
+            );
+            let (
+                Some(Object::Sandbox(workload)),
+                [Object::SandboxTemplate(template), Object::SandboxWarmPool(warm), Object::SandboxClaim(claim)],
+            ) = (sandbox.objects.last(), &pool.objects[count - 1..])
+            else {
+                panic!(
+                    "{name} {label}: not a template, a pool and a claim: {:?}",
+                    pool.objects
+                );
+            };
+            assert_eq!(
+                template.spec.pod_template, workload.spec.pod_template,
+                "{name} {label}"
+            );
+            assert_eq!(warm.spec.replicas, 3);
+            assert_eq!(
+                warm.spec.sandbox_template_ref.name,
+                template.metadata.name.clone().unwrap()
+            );
+            assert_eq!(
+                claim.spec.warm_pool_ref.name,
+                warm.metadata.name.clone().unwrap()
+            );
+            for object in &pool.objects[count - 1..] {
+                let schema = &schemas
+                    .iter()
+                    .find(|(kind, _)| *kind == object.kind())
+                    .unwrap()
+                    .1;
+                problems.extend(schema_problems(&object.to_json(), schema));
+            }
+            assert!(problems.is_empty(), "{name} {label}: {problems:#?}");
+        }
+    }
+    assert!(
+        rendered >= 25,
+        "only {rendered} fixture launches render as a pool"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -7,12 +7,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub mod complete;
 mod egress_log;
 mod lifecycle;
+mod pool;
 mod probe;
 pub use egress_log::{EgressCommand, EgressLogArgs, EgressLogFormat};
 pub use lifecycle::{
     AgentArg, ApplyArgs, CompletionsArgs, DoctorArgs, EgressArg, EngineArg, InitArgs, LockArgs,
     PlanArgs, RollbackArgs, ShellArg,
 };
+pub use pool::{PoolCommand, PoolDrainArgs, PoolFillArgs, PoolFormat, PoolLsArgs, PoolMode};
 pub use probe::{EgressHostPathArgs, EgressProbeArgs};
 
 /// Turns a declarative sandbox profile into a hardened container launch for AI agents.
@@ -111,6 +113,12 @@ pub enum Command {
         after_help = "Example:\n  agentc egress log --follow pentest.toml"
     )]
     Egress(EgressCommand),
+    /// Warm pools: idle, hardened sandboxes of a profile that `agentc run` claims.
+    #[command(
+        subcommand,
+        after_help = "Example:\n  agentc pool fill pentest.toml --size 4 && agentc run pentest.toml"
+    )]
+    Pool(PoolCommand),
     /// Stop running agentc containers (kept until `agentc rm`).
     #[command(after_help = "Example:\n  agentc stop --time 2 agentc-sandbox-dev-1000-pentest")]
     Stop(StopArgs),
@@ -500,6 +508,9 @@ pub struct K8sArgs {
     /// cluster's default; `TIER=` removes a mapping.
     #[arg(long, value_name = "TIER=NAME")]
     pub runtime_class: Vec<String>,
+    /// With `--k8s-kind pool`: the SandboxWarmPool's replicas [default: 1].
+    #[arg(long, value_name = "N")]
+    pub pool_size: Option<u16>,
 }
 
 impl K8sArgs {
@@ -513,6 +524,7 @@ impl K8sArgs {
             (self.egress_proxy_image.is_some(), "--egress-proxy-image"),
             (self.egress_proxy_ip.is_some(), "--egress-proxy-ip"),
             (!self.runtime_class.is_empty(), "--runtime-class"),
+            (self.pool_size.is_some(), "--pool-size"),
         ]
         .into_iter()
         .find_map(|(given, name)| given.then_some(name))
@@ -526,6 +538,8 @@ pub enum K8sKindArg {
     Pod,
     /// An agent-sandbox `Sandbox` (agents.x-k8s.io/v1beta1).
     Sandbox,
+    /// A warm pool: SandboxTemplate, SandboxWarmPool and SandboxClaim (extensions.agents.x-k8s.io).
+    Pool,
 }
 
 /// Output formats of `agentc explain`.
@@ -611,6 +625,9 @@ pub struct RunArgs {
     /// (`agentc explain PROFILE` lists them all).
     #[arg(long)]
     pub no_warnings: bool,
+    /// Claim a warm member of the profile's pool (`agentc pool fill`): auto, require, off.
+    #[arg(long, value_enum, default_value_t = PoolMode::Auto)]
+    pub pool: PoolMode,
     /// Arguments passed to the agent, after `--`.
     #[arg(last = true)]
     pub agent_args: Vec<String>,

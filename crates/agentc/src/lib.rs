@@ -55,6 +55,7 @@ pub fn execute(cli: Cli) -> ExitCode {
         Command::Port(args) => commands::session::port(args),
         Command::Logs(args) => commands::session::logs(args),
         Command::Egress(cli::EgressCommand::Log(args)) => commands::session::egress_log(args),
+        Command::Pool(command) => commands::pool::pool(command),
         Command::Stop(args) => commands::session::stop(args),
         Command::Start(args) => commands::session::start(args),
         Command::Shell(args) => commands::session::shell(args),

@@ -104,6 +104,45 @@ fn yaml_is_one_document_per_object_and_sandbox_wraps_the_pod() {
     assert!(yaml.contains("  podTemplate:\n"), "{yaml}");
 }
 
+/// Warm pools (issue 22): `--k8s-kind pool` ends with a template, a pool of `--pool-size`
+/// replicas and a claim of it.
+#[test]
+fn a_pool_is_a_template_a_warm_pool_and_a_claim() {
+    let output = render(
+        "fixtures/valid/sandbox-minimal.toml",
+        &[
+            "--format",
+            "json",
+            "--k8s-kind",
+            "pool",
+            "--pool-size",
+            "4",
+            "--k8s-name",
+            "box",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let list: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    let items = list["items"].as_array().expect("items");
+    let kinds: Vec<&str> = items
+        .iter()
+        .map(|item| item["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds[kinds.len() - 3..],
+        ["SandboxTemplate", "SandboxWarmPool", "SandboxClaim"],
+        "{kinds:?}"
+    );
+    let [template, pool, claim] = &items[items.len() - 3..] else {
+        unreachable!()
+    };
+    assert_eq!(template["metadata"]["name"], "box");
+    assert_eq!(pool["spec"]["replicas"], 4);
+    assert_eq!(pool["spec"]["sandboxTemplateRef"]["name"], "box");
+    assert_eq!(claim["spec"]["warmPoolRef"]["name"], "box-pool");
+    assert!(template["spec"]["podTemplate"]["spec"]["containers"].is_array());
+}
+
 #[test]
 fn refusals_name_every_field_and_exit_65() {
     let output = render("fixtures/valid/sandbox-pentest.toml", &["--format", "yaml"]);

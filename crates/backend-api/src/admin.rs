@@ -169,11 +169,24 @@ pub async fn remove(docker: &Docker, target: &RemoveTarget) -> Result<Vec<String
     };
     let results: Vec<Result<Vec<String>, ExecError>> = futures_util::stream::iter(&names)
         .map(|name| async move {
+            // A claimed pool member's companion is labelled for the name it had at fill.
+            let member = match docker.inspect_container(name, None).await {
+                Ok(inspect) => inspect
+                    .config
+                    .and_then(|config| config.labels)
+                    .and_then(|labels| labels.get(agentc_policy::pool::LABEL_POOL_MEMBER).cloned())
+                    .filter(|member| member != name),
+                Err(_) => None,
+            };
             remove_quietly(docker, name)
                 .await
                 .map_err(|error| daemon_error("remove the container", error))?;
             // Its egress proxy and isolated network, if its allowlist is enforced outside it.
-            crate::companion::remove_companions(docker, name).await
+            let mut removed = crate::companion::remove_companions(docker, name).await?;
+            if let Some(member) = member {
+                removed.extend(crate::companion::remove_companions(docker, &member).await?);
+            }
+            Ok(removed)
         })
         .buffered(remove_jobs(docker))
         .collect()

@@ -56,6 +56,7 @@ pub mod hints;
 pub mod inspect;
 pub mod pause;
 pub mod podman;
+pub mod pool;
 pub mod runtime;
 pub mod secrets;
 pub mod session;

@@ -40,6 +40,7 @@ mod explain;
 mod level;
 mod names;
 mod notes;
+mod pool;
 pub mod pss;
 mod render;
 mod sandbox;
@@ -59,6 +60,10 @@ pub use names::{base_name, is_dns1123_label, is_label_value, MAX_BASE_NAME};
 pub use notes::{
     Note, NoteKind, Notes, ANNOTATION_APPROXIMATIONS, ANNOTATION_CLUSTER_DUTIES, START_BLOCKERS,
 };
+pub use pool::{
+    ClaimLifecycle, NameRef, SandboxClaim, SandboxClaimSpec, SandboxTemplate, SandboxTemplateSpec,
+    SandboxWarmPool, SandboxWarmPoolSpec, UpdateStrategy, EXTENSIONS_API_VERSION,
+};
 pub use pss::PodSecurityLevel;
 pub use render::{
     preset_uid, render, secret_name, CA_INIT_CONTAINER, CA_VOLUME, CONTAINER_NAME, LABEL_KIND,
@@ -77,6 +82,13 @@ pub enum ObjectKind {
     /// An agent-sandbox `Sandbox` (`agents.x-k8s.io/v1beta1`) whose pod template carries the
     /// same pod spec.
     Sandbox,
+    /// A warm pool (issue 22): a `SandboxTemplate` carrying that pod template, a
+    /// `SandboxWarmPool` of `replicas` members and a `SandboxClaim` of one
+    /// (`extensions.agents.x-k8s.io/v1beta1`).
+    Pool {
+        /// The pool's idle members.
+        replicas: u16,
+    },
 }
 
 impl ObjectKind {
@@ -85,6 +97,7 @@ impl ObjectKind {
         match self {
             ObjectKind::Pod => "pod",
             ObjectKind::Sandbox => "sandbox",
+            ObjectKind::Pool { .. } => "pool",
         }
     }
 }
@@ -194,6 +207,12 @@ pub enum Object {
     Pod(Box<Pod>),
     /// The workload as an agent-sandbox `Sandbox`.
     Sandbox(Box<Sandbox>),
+    /// The workload's pod as a warm pool's template.
+    SandboxTemplate(Box<SandboxTemplate>),
+    /// The warm pool of that template.
+    SandboxWarmPool(Box<SandboxWarmPool>),
+    /// A claim of one of its members.
+    SandboxClaim(Box<SandboxClaim>),
 }
 
 impl Object {
@@ -205,6 +224,9 @@ impl Object {
             Object::Service(_) => "Service",
             Object::Pod(_) => "Pod",
             Object::Sandbox(_) => SANDBOX_KIND,
+            Object::SandboxTemplate(_) => "SandboxTemplate",
+            Object::SandboxWarmPool(_) => "SandboxWarmPool",
+            Object::SandboxClaim(_) => "SandboxClaim",
         }
     }
 
@@ -216,6 +238,9 @@ impl Object {
             Object::Service(object) => &object.metadata,
             Object::Pod(object) => &object.metadata,
             Object::Sandbox(object) => &object.metadata,
+            Object::SandboxTemplate(object) => &object.metadata,
+            Object::SandboxWarmPool(object) => &object.metadata,
+            Object::SandboxClaim(object) => &object.metadata,
         };
         metadata.name.as_deref().unwrap_or_default()
     }
@@ -294,13 +319,24 @@ impl Rendering {
                     annotations: Some(&sandbox.spec.pod_template.metadata.annotations),
                     spec: &sandbox.spec.pod_template.spec,
                 }),
+                Object::SandboxTemplate(template) => Some(PodView {
+                    object,
+                    annotations: Some(&template.spec.pod_template.metadata.annotations),
+                    spec: &template.spec.pod_template.spec,
+                }),
                 _ => None,
             })
             .collect()
     }
 
-    /// The workload's pod spec (the last object).
+    /// The workload's pod spec (the last object; a pool's template).
     pub fn workload(&self) -> Option<&PodSpec> {
+        if let ObjectKind::Pool { .. } = self.kind {
+            return self.objects.iter().find_map(|object| match object {
+                Object::SandboxTemplate(template) => Some(&template.spec.pod_template.spec),
+                _ => None,
+            });
+        }
         match self.objects.last()? {
             Object::Pod(pod) => pod.spec.as_ref(),
             Object::Sandbox(sandbox) => Some(&sandbox.spec.pod_template.spec),

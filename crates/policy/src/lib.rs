@@ -69,6 +69,7 @@
 
 pub mod digest;
 pub mod overrides;
+pub mod pool;
 pub mod presets;
 pub mod profile;
 pub mod spec;

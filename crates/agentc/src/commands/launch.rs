@@ -319,7 +319,7 @@ pub fn execute_copies(
 
 /// Prints a started detached container: `started NAME (ID)`, one `  PORT  ADDRESS` line
 /// per reachable address, and, on a named network, the names its peers reach it by.
-fn print_started(inspect: &ContainerInspectResponse, network: &Network) {
+pub(crate) fn print_started(inspect: &ContainerInspectResponse, network: &Network) {
     let name = inspect
         .name
         .as_deref()

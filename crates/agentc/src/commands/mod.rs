@@ -16,6 +16,7 @@ pub mod launch;
 pub mod lock;
 pub mod offline;
 pub mod plan;
+pub mod pool;
 pub mod ps;
 pub mod rm;
 pub mod run;

@@ -276,6 +276,9 @@ fn render_k8s(
     let options = agentc_backend_k8s::Options {
         kind: match args.k8s_kind {
             Some(K8sKindArg::Sandbox) => agentc_backend_k8s::ObjectKind::Sandbox,
+            Some(K8sKindArg::Pool) => agentc_backend_k8s::ObjectKind::Pool {
+                replicas: args.pool_size.unwrap_or(1),
+            },
             Some(K8sKindArg::Pod) | None => agentc_backend_k8s::ObjectKind::Pod,
         },
         namespace: args.namespace.clone(),

@@ -64,5 +64,19 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
             .collect::<Result<Vec<_>, Failure>>()?;
         return launch::execute_copies(&copies, args.backend, args.pull, usize::from(args.jobs));
     }
+    if args.count == 1 {
+        let claimed = super::pool::try_claim(super::pool::ClaimRequest {
+            loaded: &loaded,
+            profile: &launch_args.profile,
+            image: launch_args.image.clone(),
+            spec: &spec,
+            mode: args.pool,
+            backend: args.backend,
+            name: args.name.clone(),
+        })?;
+        if let Some(status) = claimed {
+            return Ok(status);
+        }
+    }
     launch::execute(&spec, args.backend, args.pull)
 }

@@ -100,13 +100,13 @@ pub(crate) async fn sandbox_named<C: SandboxClient>(
 }
 
 /// SIGINT and SIGTERM, listened to while a command runs.
-struct Signals {
+pub(crate) struct Signals {
     interrupt: tokio::signal::unix::Signal,
     terminate: tokio::signal::unix::Signal,
 }
 
 impl Signals {
-    fn new() -> Result<Signals, Failure> {
+    pub(crate) fn new() -> Result<Signals, Failure> {
         use tokio::signal::unix::{signal, SignalKind};
         let listen = |kind| {
             signal(kind).map_err(|error| {
@@ -119,7 +119,7 @@ impl Signals {
         })
     }
 
-    async fn recv(&mut self) -> Interrupt {
+    pub(crate) async fn recv(&mut self) -> Interrupt {
         tokio::select! {
             _ = self.interrupt.recv() => Interrupt::Sigint,
             _ = self.terminate.recv() => Interrupt::Sigterm,
@@ -154,7 +154,7 @@ fn env_entry(text: &str) -> EnvVar {
 
 /// Runs an exec on this process's stdio; on SIGINT or SIGTERM, stops what it started in the
 /// container and exits 130 or 143.
-async fn run_exec<C: SandboxClient>(
+pub(crate) async fn run_exec<C: SandboxClient>(
     client: &C,
     sandbox: &Sandbox,
     mut request: ExecRequest,

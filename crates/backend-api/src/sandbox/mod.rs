@@ -13,8 +13,8 @@ use agentc_backend_common::session::target::{
     check_name, is_companion, is_running, named_network, sandbox_of,
 };
 use agentc_backend_common::session::{
-    session_spec, CopyReport, DeleteReport, ExecRequest, ExecStdin, LogsRequest, OutputSink,
-    Sandbox, SandboxClient, SandboxEgress, SessionError, Stream,
+    session_spec, CopyReport, DeleteReport, ExecRequest, ExecStdin, ImageFacts, Listed,
+    LogsRequest, OutputSink, Sandbox, SandboxClient, SandboxEgress, SessionError, Stream,
 };
 use agentc_backend_common::{resolve_env, ExecError};
 use agentc_policy::{LaunchSpec, LABEL_KIND};
@@ -422,6 +422,8 @@ impl SandboxClient for ApiClient {
             .filter(|summary| {
                 !is_companion(summary.labels.get(LABEL_KIND).map_or("", String::as_str))
             })
+            // Nor is an idle pool member (`agentc pool fill`) the profile's sandbox.
+            .filter(|summary| !agentc_policy::pool::is_idle_name(&summary.name))
             .collect();
         match running.as_slice() {
             [one] => self.find(&one.id).await,
@@ -561,6 +563,97 @@ impl SandboxClient for ApiClient {
             },
         }
     }
+
+    // ---- Warm pools (issue 22) ----
+
+    async fn rename(&self, from: &Sandbox, to: &str) -> Result<Option<Sandbox>, SessionError> {
+        let options = bollard::query_parameters::RenameContainerOptionsBuilder::new()
+            .name(to)
+            .build();
+        match self.docker.rename_container(&from.name, options).await {
+            Ok(()) => Ok(Some(Sandbox {
+                id: from.id.clone(),
+                name: to.to_string(),
+                profile: from.profile.clone(),
+            })),
+            // Gone by that name, or already renamed to `to` by another claim.
+            Err(error)
+                if is_not_found(&error)
+                    || error.to_string().contains("same name as its current name") =>
+            {
+                Ok(None)
+            }
+            Err(error) => Err(session_error("rename the container", error)),
+        }
+    }
+
+    async fn list_labelled(&self, label: &str) -> Result<Vec<Listed>, SessionError> {
+        let filters = HashMap::from([(
+            "label".to_string(),
+            vec![label.to_string(), agentc_policy::LABEL_PROFILE.to_string()],
+        )]);
+        let options = ListContainersOptionsBuilder::new()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let listed = self
+            .docker
+            .list_containers(Some(options))
+            .await
+            .map_err(|error| session_error("list containers", error))?;
+        Ok(listed
+            .into_iter()
+            .map(|summary| {
+                let labels: BTreeMap<String, String> =
+                    summary.labels.unwrap_or_default().into_iter().collect();
+                let name = summary
+                    .names
+                    .and_then(|names| names.into_iter().next())
+                    .unwrap_or_default()
+                    .trim_start_matches('/')
+                    .to_string();
+                Listed {
+                    sandbox: Sandbox {
+                        id: summary.id.unwrap_or_default(),
+                        name,
+                        profile: labels
+                            .get(agentc_policy::LABEL_PROFILE)
+                            .cloned()
+                            .unwrap_or_default(),
+                    },
+                    state: summary
+                        .state
+                        .map(|state| state.to_string())
+                        .unwrap_or_default(),
+                    labels,
+                }
+            })
+            .collect())
+    }
+
+    async fn image_facts(&self, image: &str) -> Result<ImageFacts, SessionError> {
+        match self.docker.inspect_image(image).await {
+            Ok(inspect) => {
+                let config = inspect.config.unwrap_or_default();
+                Ok(ImageFacts {
+                    id: inspect.id.unwrap_or_default(),
+                    entrypoint: config.entrypoint.unwrap_or_default(),
+                    cmd: config.cmd.unwrap_or_default(),
+                })
+            }
+            Err(error) if is_not_found(&error) => Err(ExecError::ImageMissing {
+                image: image.to_string(),
+            }
+            .into()),
+            Err(error) => Err(session_error("inspect the image", error)),
+        }
+    }
+
+    async fn remove_companions(&self, workload: &str) -> Result<Vec<String>, SessionError> {
+        Ok(crate::companion::remove_companions(&self.docker, workload).await?)
+    }
+
+    // ---- end of warm pools ----
 
     async fn egress(&self, sandbox: &Sandbox) -> Result<Option<SandboxEgress>, SessionError> {
         let inspect = self.inspect_named(&sandbox.id).await?;

@@ -3,6 +3,7 @@
 //! `docker rm`). Its copies are in the private `copy` module.
 
 mod copy;
+mod pool;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -14,8 +15,8 @@ use agentc_backend_common::session::target::{
     check_name, is_companion, is_running, named_network, sandbox_of,
 };
 use agentc_backend_common::session::{
-    session_spec, CopyReport, DeleteReport, ExecRequest, ExecStdin, LogsRequest, OutputSink,
-    Sandbox, SandboxClient, SandboxEgress, SessionError, Stream,
+    session_spec, CopyReport, DeleteReport, ExecRequest, ExecStdin, ImageFacts, Listed,
+    LogsRequest, OutputSink, Sandbox, SandboxClient, SandboxEgress, SessionError, Stream,
 };
 use agentc_backend_common::{resolve_env, resolve_vars, ExecError};
 use agentc_policy::{EnvValue, LaunchSpec, LABEL_PROFILE};
@@ -464,7 +465,10 @@ impl SandboxClient for CliClient {
                 let mut words = line.split(' ');
                 let (id, name) = (words.next()?, words.next()?);
                 // A sandbox's egress proxy carries its profile too; it is not the sandbox.
-                (!is_companion(words.next().unwrap_or_default())).then_some((id, name))
+                // Nor is an idle pool member (`agentc pool fill`) the profile's sandbox.
+                let skipped = is_companion(words.next().unwrap_or_default())
+                    || agentc_policy::pool::is_idle_name(name);
+                (!skipped).then_some((id, name))
             })
             .collect();
         found.sort_by_key(|(_, name)| *name);
@@ -666,6 +670,26 @@ impl SandboxClient for CliClient {
             },
         }
     }
+
+    // ---- Warm pools (issue 22), in the `pool` module ----
+
+    async fn rename(&self, from: &Sandbox, to: &str) -> Result<Option<Sandbox>, SessionError> {
+        self.rename_member(from, to).await
+    }
+
+    async fn list_labelled(&self, label: &str) -> Result<Vec<Listed>, SessionError> {
+        self.list_with_label(label).await
+    }
+
+    async fn image_facts(&self, image: &str) -> Result<ImageFacts, SessionError> {
+        self.facts_of_image(image).await
+    }
+
+    async fn remove_companions(&self, workload: &str) -> Result<Vec<String>, SessionError> {
+        self.remove_companions_of(workload).await
+    }
+
+    // ---- end of warm pools ----
 
     async fn egress(&self, sandbox: &Sandbox) -> Result<Option<SandboxEgress>, SessionError> {
         let inspect = self.inspect_named(&sandbox.id).await?;

@@ -46,8 +46,8 @@ use bollard::models::ContainerInspectResponse;
 pub use copy::{Direction, Transport};
 pub use error::SessionError;
 pub use types::{
-    parse_since, Captured, DeleteReport, Endpoint, ExecOutput, ExecRequest, ExecStdin, LogsRequest,
-    OutputSink, PathKind, ProcessStdio, Sandbox, Stream,
+    parse_since, Captured, DeleteReport, Endpoint, ExecOutput, ExecRequest, ExecStdin, ImageFacts,
+    Listed, LogsRequest, OutputSink, PathKind, ProcessStdio, Sandbox, Stream,
 };
 
 /// The variable [`SandboxClient::stop_tagged`] finds an exec's processes by: a caller that may
@@ -232,6 +232,40 @@ pub trait SandboxClient: Send + Sync {
             Ok(target::endpoints(&inspect, sandbox))
         }
     }
+
+    // ---- Warm pools (issue 22): the primitives `crate::pool` is written over. ----
+
+    /// Renames the container named `from.name` to `to`, by name (not ID), so that of two
+    /// renames of one name only the first succeeds: `Ok(None)` when no container has that name
+    /// any more (another claim took it); an error when `to` is taken.
+    fn rename(
+        &self,
+        from: &Sandbox,
+        to: &str,
+    ) -> impl Future<Output = Result<Option<Sandbox>, SessionError>> + Send;
+
+    /// agentc's containers in any state that carry `label` (`KEY`, or `KEY=VALUE`).
+    fn list_labelled(
+        &self,
+        label: &str,
+    ) -> impl Future<Output = Result<Vec<Listed>, SessionError>> + Send;
+
+    /// The ID, entrypoint and command of a local image ([`crate::ExecError::ImageMissing`]
+    /// when it is not there).
+    fn image_facts(
+        &self,
+        image: &str,
+    ) -> impl Future<Output = Result<ImageFacts, SessionError>> + Send;
+
+    /// Removes the egress companions of the workload that was named `workload` (the proxy,
+    /// isolated network and CA volume labelled `io.agentc.egress-for=WORKLOAD`; the workload
+    /// must be gone) and returns what it removed.
+    fn remove_companions(
+        &self,
+        workload: &str,
+    ) -> impl Future<Output = Result<Vec<String>, SessionError>> + Send;
+
+    // ---- end of the warm pools' primitives ----
 
     /// Stops the processes of an exec whose environment holds `EXEC_TAG_VAR=tag` (and their
     /// children, which inherit it): SIGTERM, then SIGKILL a second later. Run as `user`, the

@@ -320,3 +320,26 @@ mod tests {
         assert_eq!(endpoint.to_string(), "[fd00::5]:8080");
     }
 }
+
+/// A container [`super::SandboxClient::list_labelled`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// Its handle.
+    pub sandbox: Sandbox,
+    /// The daemon's state: `running`, `exited`, `created`, ...
+    pub state: String,
+    /// Its labels.
+    pub labels: std::collections::BTreeMap<String, String>,
+}
+
+/// What a claim needs of an image: its ID (part of the pool key) and the entrypoint and
+/// command it runs when a launch keeps them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ImageFacts {
+    /// The image ID (`sha256:...`).
+    pub id: String,
+    /// `Config.Entrypoint`.
+    pub entrypoint: Vec<String>,
+    /// `Config.Cmd`.
+    pub cmd: Vec<String>,
+}

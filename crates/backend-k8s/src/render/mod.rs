@@ -447,27 +447,33 @@ impl Renderer<'_> {
         objects.extend(proxy_rest);
         let mut object_meta = metadata(base.clone(), workload_labels.clone());
         object_meta.annotations = (!annotations.is_empty()).then(|| annotations.clone());
-        objects.push(match self.options.kind {
-            ObjectKind::Pod => Object::Pod(Box::new(Pod {
+        let pod_template = PodTemplate {
+            metadata: PodTemplateMetadata {
+                labels: workload_labels,
+                annotations,
+            },
+            spec: pod,
+        };
+        match self.options.kind {
+            ObjectKind::Pod => objects.push(Object::Pod(Box::new(Pod {
                 metadata: object_meta,
-                spec: Some(pod),
+                spec: Some(pod_template.spec),
                 status: None,
-            })),
-            ObjectKind::Sandbox => Object::Sandbox(Box::new(Sandbox {
+            }))),
+            ObjectKind::Sandbox => objects.push(Object::Sandbox(Box::new(Sandbox {
                 api_version: SANDBOX_API_VERSION.to_string(),
                 kind: SANDBOX_KIND.to_string(),
                 metadata: object_meta,
-                spec: SandboxSpec {
-                    pod_template: PodTemplate {
-                        metadata: PodTemplateMetadata {
-                            labels: workload_labels,
-                            annotations,
-                        },
-                        spec: pod,
-                    },
-                },
-            })),
-        });
+                spec: SandboxSpec { pod_template },
+            }))),
+            ObjectKind::Pool { replicas } => {
+                let (template, pool, claim) =
+                    crate::pool::objects(&base, &object_meta, pod_template, replicas);
+                objects.push(Object::SandboxTemplate(Box::new(template)));
+                objects.push(Object::SandboxWarmPool(Box::new(pool)));
+                objects.push(Object::SandboxClaim(Box::new(claim)));
+            }
+        }
         let rendering = Rendering {
             kind: self.options.kind,
             name: base,

@@ -1,0 +1,155 @@
+//! Warm pools through the library (issue 22): time from a claim to the first output of a
+//! command (`echo ok`) in it, warm (an idle member claimed: `pool::members`, `pool::claim`,
+//! one exec) against cold (`SandboxClient::create`, then the exec), alternated; p50 and p90.
+//!
+//! ```sh
+//! cargo run --release -p agentc --example pool_claims -- IMAGE [ROUNDS] [api|cli]
+//! ```
+//!
+//! IMAGE needs `sh`, `sleep`, `tail` and `echo` (the busybox test image of
+//! `scripts/build-test-image.sh`). The sandboxes have no network egress companion (a custom
+//! profile without `[egress]`); everything made is deleted.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use agentc_backend_common::pool;
+use agentc_backend_common::session::{session_name, ExecRequest, SandboxClient};
+use agentc_policy::pool::{member_name, member_spec, pool_key};
+use agentc_policy::{Instance, LaunchKind, LaunchSpec, Owner, RealPaths, ResolveInputs, Start};
+
+fn spec(profile: &str, image: &str) -> Result<LaunchSpec, String> {
+    let text = format!(
+        "name = \"{profile}\"\nagent = \"custom\"\n\n[image]\nref = \"{image}\"\ncommand = [\"tail\", \"-f\", \"/dev/null\"]\n"
+    );
+    let loaded = agentc_policy::load(&format!("{profile}.toml"), &text)
+        .map_err(|errors| format!("{:?}", errors.errors()))?;
+    let dir = std::env::temp_dir().to_string_lossy().into_owned();
+    let inputs = ResolveInputs {
+        kind: LaunchKind::Run,
+        workspace: dir.clone(),
+        profile_dir: dir.clone(),
+        home_dir: dir,
+        owner: Some(Owner {
+            name: "bench".to_string(),
+            uid: 1000,
+            gid: 1000,
+        }),
+        image: None,
+        seed_target: None,
+        agent_args: Vec::new(),
+        env: BTreeMap::new(),
+        decant_sources: Vec::new(),
+        instance: Instance {
+            start: Start::Session,
+            default_name: Some(session_name(profile)),
+            ..Instance::default()
+        },
+    };
+    agentc_policy::resolve(&loaded, &inputs, &RealPaths).map_err(|error| error.to_string())
+}
+
+fn percentile(values: &[f64], q: f64) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted[((q * (sorted.len() - 1) as f64).round() as usize).min(sorted.len() - 1)]
+}
+
+async fn bench<C: SandboxClient>(client: C, image: &str, rounds: usize) -> Result<(), String> {
+    let profile = format!("pool-bench-{}", std::process::id());
+    let fail = |error: agentc_backend_common::session::SessionError| error.to_string();
+    let facts = client.image_facts(image).await.map_err(fail)?;
+    let (mut warm, mut cold) = (Vec::new(), Vec::new());
+    let echo = ExecRequest::new(["echo", "ok"]);
+    for round in 0..=rounds {
+        // Untimed: one idle member.
+        let base = spec(&profile, image)?;
+        let key = pool_key(base.digest().unwrap_or_default(), &facts.id, None);
+        let suffix = format!("{round:04}{:04x}", std::process::id() & 0xffff);
+        let member = member_spec(&base, &key, &member_name(&profile, &suffix), &suffix)?;
+        let created = client.create(&member).await.map_err(fail)?;
+        // Warm: list, claim, exec.
+        let started = Instant::now();
+        let found = pool::members(&client, Some(&profile)).await.map_err(fail)?;
+        let claim = pool::claim(&client, found, &key, 0).await.map_err(fail)?;
+        let claimed = claim.claimed.ok_or("no member claimed")?;
+        let output = client
+            .exec_output(&claimed.sandbox, &echo)
+            .await
+            .map_err(fail)?;
+        let warm_ms = started.elapsed().as_secs_f64() * 1000.0;
+        assert_eq!(output.stdout, b"ok\n");
+        client.delete(&claimed.sandbox).await;
+        let _ = created;
+        // Cold: create, exec.
+        let fresh = spec(&profile, image)?;
+        let started = Instant::now();
+        let sandbox = client.create(&fresh).await.map_err(fail)?;
+        let output = client.exec_output(&sandbox, &echo).await.map_err(fail)?;
+        let cold_ms = started.elapsed().as_secs_f64() * 1000.0;
+        assert_eq!(output.stdout, b"ok\n");
+        client.delete(&sandbox).await;
+        if round > 0 {
+            warm.push(warm_ms);
+            cold.push(cold_ms);
+        }
+    }
+    for (name, values) in [("warm", &warm), ("cold", &cold)] {
+        println!(
+            "{name} (library, {}): p50 {:.0} ms, p90 {:.0} ms over {}",
+            client.backend(),
+            percentile(values, 0.5),
+            percentile(values, 0.9),
+            values.len()
+        );
+    }
+    println!(
+        "cold/warm p50: {:.1}x",
+        percentile(&cold, 0.5) / percentile(&warm, 0.5)
+    );
+    Ok(())
+}
+
+fn main() -> std::process::ExitCode {
+    let mut args = std::env::args().skip(1);
+    let Some(image) = args.next() else {
+        eprintln!("usage: pool_claims IMAGE [ROUNDS] [api|cli]");
+        return std::process::ExitCode::from(2);
+    };
+    let rounds: usize = args.next().and_then(|n| n.parse().ok()).unwrap_or(20);
+    let backend = args.next().unwrap_or_else(|| "api".to_string());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let result = runtime.block_on(async {
+        match backend.as_str() {
+            "cli" => bench(agentc_backend_cli::CliClient::new(env), &image, rounds).await,
+            _ => {
+                let host = std::env::var("DOCKER_HOST").ok();
+                let docker = agentc_backend_api::connect(host.as_deref())
+                    .await
+                    .map_err(|error| error.to_string());
+                match docker {
+                    Ok(docker) => {
+                        bench(
+                            agentc_backend_api::ApiClient::new(docker, env),
+                            &image,
+                            rounds,
+                        )
+                        .await
+                    }
+                    Err(error) => Err(error),
+                }
+            }
+        }
+    });
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,519 @@
+//! `agentc pool fill|ls|drain` and the claim of `agentc run` (warm pools, issue 22).
+//!
+//! A member is the profile's launch exactly as `agentc run --detach` resolves and starts it
+//! (through [`launch::execute`], its egress companion included), made a member by
+//! [`agentc_policy::pool::member_spec`]: named `agentc-pool-PROFILE-RANDOM`, labelled with
+//! the pool key, idling instead of running the launch's command. A claim renames an idle
+//! member of the launch's key and runs the launch's command in it through exec
+//! ([`agentc_backend_common::pool`], written once over [`SandboxClient`]).
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+use agentc_backend_api::ApiClient;
+use agentc_backend_cli::CliClient;
+use agentc_backend_common::pool::{self, Member};
+use agentc_backend_common::session::{ExecRequest, ExecStdin, SandboxClient, SessionError};
+use agentc_policy::pool::{
+    claim_command, claim_secrets, cold_reason, member_name, member_spec, pool_key,
+};
+use agentc_policy::{EnvValue, Instance, LaunchSpec, LoadedProfile, Start};
+use futures_util::FutureExt;
+
+use crate::cli::{
+    BackendArg, KindArg, LaunchArgs, PoolCommand, PoolDrainArgs, PoolFillArgs, PoolFormat,
+    PoolLsArgs, PoolMode,
+};
+use crate::commands::launch;
+use crate::commands::session::{is_profile_path, run_exec, session_failure, Signals};
+use crate::context::{self, Failure, EXIT_INVALID};
+
+/// Runs `agentc pool ...`.
+pub fn pool(command: PoolCommand) -> Result<u8, Failure> {
+    match command {
+        PoolCommand::Fill(args) => fill(args),
+        PoolCommand::Ls(args) => ls(args),
+        PoolCommand::Drain(args) => drain(args),
+    }
+}
+
+/// A pool operation, run against either backend's client.
+trait PoolJob {
+    type Output;
+    async fn run<C: SandboxClient>(self, client: &C) -> Result<Self::Output, Failure>;
+}
+
+/// Runs `job` through `backend`'s client, in a runtime of its own.
+fn on_client<J: PoolJob>(backend: BackendArg, job: J) -> Result<J::Output, Failure> {
+    let runtime = launch::runtime()?;
+    let env = launch::process_env();
+    runtime.block_on(async move {
+        match backend {
+            BackendArg::Cli => job.run(&CliClient::new(env)).await,
+            BackendArg::Api => {
+                let docker = launch::connect().await?;
+                job.run(&ApiClient::new(docker, env)).await
+            }
+        }
+    })
+}
+
+/// Eight random hex digits (the hasher's keys are random per process).
+fn random_hex() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|since| since.as_nanos())
+        .unwrap_or_default();
+    hasher.write_u128(nanos);
+    hasher.write_u32(std::process::id());
+    format!("{:08x}", hasher.finish() as u32)
+}
+
+/// The launch `agentc run --detach PROFILE` resolves, with the claim's `agent_args`.
+fn detached_launch(
+    loaded: &LoadedProfile,
+    profile: &Path,
+    image: Option<String>,
+    agent_args: Vec<String>,
+    start: Start,
+) -> Result<LaunchSpec, Failure> {
+    let args = LaunchArgs {
+        profile: profile.to_path_buf(),
+        kind: KindArg::Run,
+        workspace: None,
+        image,
+        seed_target: None,
+        agent_args,
+    };
+    let detach = start != Start::AsLaunched;
+    let instance = Instance {
+        start,
+        default_name: detach
+            .then(|| format!("agentc-run-{}-{}", loaded.profile.name, std::process::id())),
+        name: None,
+        copy: None,
+        stdin_is_terminal: std::io::stdin().is_terminal(),
+        profile_record: context::profile_record(profile),
+    };
+    context::resolve_instance(loaded, &args, instance)
+}
+
+/// The runtime the launch's isolation floor chooses (`None`: the engine's default).
+fn runtime_of(spec: &LaunchSpec) -> Result<Option<String>, Failure> {
+    let container = launch::container_of(spec)?;
+    if container.isolation.is_none() {
+        return Ok(container.runtime.clone());
+    }
+    Ok(super::isolation::meet_floor(container, &spec.profile)?.runtime)
+}
+
+/// The pool key of `base` (the launch without the claim's arguments) on this engine.
+async fn key_of<C: SandboxClient>(
+    client: &C,
+    base: &LaunchSpec,
+    runtime: Option<&str>,
+) -> Result<(String, agentc_backend_common::session::ImageFacts), SessionError> {
+    let image = match &base.action {
+        agentc_policy::Action::Container(container) => container.image.clone(),
+        agentc_policy::Action::Build(build) => build.tag.clone(),
+    };
+    let facts = client.image_facts(&image).await?;
+    let key = pool_key(base.digest().unwrap_or_default(), &facts.id, runtime);
+    Ok((key, facts))
+}
+
+/// The first 12 characters of a key, as `pool ls` shows it.
+fn short(key: &str) -> &str {
+    &key[..key.len().min(12)]
+}
+
+/// Phase one of a fill: the key, the stale members drained, the idle members of the key.
+struct Prepare<'a> {
+    base: &'a LaunchSpec,
+    runtime: Option<String>,
+    pull: bool,
+}
+
+impl PoolJob for Prepare<'_> {
+    type Output = (String, usize);
+
+    async fn run<C: SandboxClient>(self, client: &C) -> Result<(String, usize), Failure> {
+        let container = launch::container_of(self.base)?;
+        if self.pull {
+            let docker = launch::connect().await?;
+            agentc_backend_api::ensure_image(&docker, &container.image, true, launch::notify)
+                .await
+                .map_err(launch::exec_failure)?;
+        }
+        let (key, _) = key_of(client, self.base, self.runtime.as_deref())
+            .await
+            .map_err(session_failure)?;
+        let profile = &self.base.profile;
+        let (removed, failed) = pool::drain(client, Some(profile), Some(&key))
+            .await
+            .map_err(session_failure)?;
+        for names in removed {
+            eprintln!("agentc: removed stale pool member {names} (the profile, image or runtime changed, or it stopped)");
+        }
+        for left in failed {
+            eprintln!("agentc: warning: could not remove a stale pool member: {left}");
+        }
+        let idle = pool::members(client, Some(profile))
+            .await
+            .map_err(session_failure)?
+            .iter()
+            .filter(|member| member.idle && member.running() && member.key == key)
+            .count();
+        Ok((key, idle))
+    }
+}
+
+/// Runs `agentc pool fill`.
+fn fill(args: PoolFillArgs) -> Result<u8, Failure> {
+    let loaded = context::load_profile(&args.profile)?;
+    let base = detached_launch(
+        &loaded,
+        &args.profile,
+        args.image.clone(),
+        Vec::new(),
+        Start::Detached,
+    )?;
+    if let Some(reason) = cold_reason(&base) {
+        return Err(Failure::new(
+            EXIT_INVALID,
+            format!(
+                "profile {}: cannot be pooled: {reason}\n  hint: `agentc run` starts it cold",
+                loaded.profile.name
+            ),
+        ));
+    }
+    let runtime = runtime_of(&base)?;
+    let (key, idle) = on_client(
+        args.backend,
+        Prepare {
+            base: &base,
+            runtime,
+            pull: args.pull,
+        },
+    )?;
+    let size = usize::from(args.size);
+    for _ in idle..size {
+        let suffix = random_hex();
+        let name = member_name(&loaded.profile.name, &suffix);
+        let member = member_spec(&base, &key, &name, &suffix).map_err(|reason| {
+            Failure::new(
+                EXIT_INVALID,
+                format!("profile {}: {reason}", loaded.profile.name),
+            )
+        })?;
+        launch::execute(&member, args.backend, false)?;
+    }
+    eprintln!(
+        "agentc: pool of {} holds {} idle member(s) (key {})",
+        loaded.profile.name,
+        size.max(idle),
+        short(&key)
+    );
+    Ok(0)
+}
+
+/// Lists every pool member.
+struct List;
+
+impl PoolJob for List {
+    type Output = Vec<Member>;
+
+    async fn run<C: SandboxClient>(self, client: &C) -> Result<Vec<Member>, Failure> {
+        pool::members(client, None).await.map_err(session_failure)
+    }
+}
+
+/// Runs `agentc pool ls`.
+fn ls(args: PoolLsArgs) -> Result<u8, Failure> {
+    let mut members = on_client(args.backend, List)?;
+    members.sort_by(|a, b| {
+        (&a.sandbox.profile, &a.sandbox.name).cmp(&(&b.sandbox.profile, &b.sandbox.name))
+    });
+    let state = |member: &Member| if member.idle { "idle" } else { "claimed" };
+    match args.format {
+        PoolFormat::Json => {
+            let rows: Vec<serde_json::Value> = members
+                .iter()
+                .map(|member| {
+                    serde_json::json!({
+                        "name": member.sandbox.name,
+                        "profile": member.sandbox.profile,
+                        "key": member.key,
+                        "state": state(member),
+                        "status": member.state,
+                        "member": member.member_name,
+                    })
+                })
+                .collect();
+            println!("{}", serde_json::Value::Array(rows));
+        }
+        PoolFormat::Table => {
+            let rows: Vec<[String; 5]> = members
+                .iter()
+                .map(|member| {
+                    [
+                        member.sandbox.name.clone(),
+                        member.sandbox.profile.clone(),
+                        short(&member.key).to_string(),
+                        state(member).to_string(),
+                        member.state.clone(),
+                    ]
+                })
+                .collect();
+            let header = ["NAME", "PROFILE", "KEY", "STATE", "STATUS"].map(str::to_string);
+            let mut widths = header.clone().map(|cell| cell.len());
+            for row in &rows {
+                for (width, cell) in widths.iter_mut().zip(row) {
+                    *width = (*width).max(cell.len());
+                }
+            }
+            for row in std::iter::once(&header).chain(&rows) {
+                let line: Vec<String> = row
+                    .iter()
+                    .zip(widths)
+                    .map(|(cell, width)| format!("{cell:width$}"))
+                    .collect();
+                println!("{}", line.join("  ").trim_end());
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// Drains the idle members of one profile's pool, or of every pool.
+struct Drain(Option<String>);
+
+impl PoolJob for Drain {
+    type Output = (Vec<String>, Vec<String>);
+
+    async fn run<C: SandboxClient>(self, client: &C) -> Result<Self::Output, Failure> {
+        pool::drain(client, self.0.as_deref(), None)
+            .await
+            .map_err(session_failure)
+    }
+}
+
+/// Runs `agentc pool drain`.
+fn drain(args: PoolDrainArgs) -> Result<u8, Failure> {
+    let profile = match args.profile {
+        Some(profile) if is_profile_path(&profile) => {
+            Some(context::load_profile(Path::new(&profile))?.profile.name)
+        }
+        other => other,
+    };
+    let (removed, failed) = on_client(args.backend, Drain(profile))?;
+    for names in removed {
+        println!("removed {names}");
+    }
+    if failed.is_empty() {
+        Ok(0)
+    } else {
+        Err(Failure::new(
+            context::EXIT_DOCKER,
+            format!("could not remove every member: {}", failed.join("; ")),
+        ))
+    }
+}
+
+/// What `agentc run` hands [`try_claim`].
+pub struct ClaimRequest<'a> {
+    /// The loaded profile.
+    pub loaded: &'a LoadedProfile,
+    /// Its file.
+    pub profile: &'a Path,
+    /// `--image`.
+    pub image: Option<String>,
+    /// The claim's launch, as `run` resolved it (with the agent arguments).
+    pub spec: &'a LaunchSpec,
+    /// `--pool`.
+    pub mode: PoolMode,
+    /// `--backend`.
+    pub backend: BackendArg,
+    /// `--name`: a member cannot take it (its egress companion is named after the member),
+    /// so a named run starts cold.
+    pub name: Option<String>,
+}
+
+/// The claim of `agentc run`: `Ok(Some(status))` when a warm member served the launch,
+/// `Ok(None)` when it starts cold (said on stderr when the profile has a pool, or with
+/// `--pool require`, which fails instead with exit 65 and a hint).
+pub fn try_claim(request: ClaimRequest<'_>) -> Result<Option<u8>, Failure> {
+    if request.mode == PoolMode::Off {
+        return Ok(None);
+    }
+    let base = detached_launch(
+        request.loaded,
+        request.profile,
+        request.image.clone(),
+        Vec::new(),
+        Start::Detached,
+    )?;
+    let runtime = runtime_of(&base)?;
+    let backend = request.backend;
+    on_client(
+        backend,
+        ClaimJob {
+            request,
+            base: &base,
+            runtime,
+        },
+    )
+}
+
+struct ClaimJob<'a> {
+    request: ClaimRequest<'a>,
+    base: &'a LaunchSpec,
+    runtime: Option<String>,
+}
+
+impl PoolJob for ClaimJob<'_> {
+    type Output = Option<u8>;
+
+    async fn run<C: SandboxClient>(self, client: &C) -> Result<Option<u8>, Failure> {
+        let ClaimJob {
+            request,
+            base,
+            runtime,
+        } = self;
+        let profile = request.loaded.profile.name.clone();
+        let require = request.mode == PoolMode::Require;
+        let fill_hint = format!(
+            "  hint: `agentc pool fill {} --size N` starts idle members",
+            request.profile.display()
+        );
+        let cold = |reason: String| -> Result<Option<u8>, Failure> {
+            if require {
+                Err(Failure::new(
+                    EXIT_INVALID,
+                    format!("--pool require: no warm start for {profile}: {reason}\n{fill_hint}"),
+                ))
+            } else {
+                eprintln!("agentc: cold start: {reason}");
+                Ok(None)
+            }
+        };
+        let members = match pool::members(client, Some(&profile)).await {
+            Ok(members) => members,
+            // With auto, the cold launch reports what is wrong with the engine itself.
+            Err(error) if !require => {
+                log::debug!("no warm start: cannot list the pool members: {error}");
+                return Ok(None);
+            }
+            Err(error) => return Err(session_failure(error)),
+        };
+        if members.is_empty() && !require {
+            return Ok(None);
+        }
+        if let Some(reason) = cold_reason(request.spec) {
+            return cold(reason);
+        }
+        if let Some(name) = &request.name {
+            return cold(format!(
+                "--name {name}: a pool member keeps the egress companion of its own name"
+            ));
+        }
+        let container = launch::container_of(request.spec)?;
+        let (key, facts) = match key_of(client, base, runtime.as_deref()).await {
+            Ok(found) => found,
+            Err(error) => return cold(format!("cannot compute the pool key: {error}")),
+        };
+        let secrets = claim_secrets(container);
+        let env = launch::process_env();
+        if let Some(missing) = secrets.iter().find(|var| {
+            matches!(var.value, EnvValue::Secret { required: true }) && !env.contains_key(&var.name)
+        }) {
+            return Err(Failure::new(
+                EXIT_INVALID,
+                format!(
+                    "the launch passes {} from the environment, which is not set\n  hint: export it before `agentc run`",
+                    missing.name
+                ),
+            ));
+        }
+        let mut signals = Signals::new()?;
+        let start = usize::from_str_radix(&random_hex(), 16).unwrap_or_default();
+        let claim = pool::claim(client, members, &key, start)
+            .await
+            .map_err(session_failure)?;
+        for name in &claim.drained {
+            eprintln!("agentc: removed stale pool member {name} (the profile, image or runtime changed, or it stopped)");
+        }
+        let Some(member) = claim.claimed else {
+            return cold(format!(
+                "the pool of {profile} has no idle member of key {}",
+                short(&key)
+            ));
+        };
+        eprintln!(
+            "agentc: warm start from pool (member {}, now {})",
+            member.member_name, member.sandbox.name
+        );
+        if let Some(signal) = signals.recv().now_or_never() {
+            let _ = pool::discard(client, &member).await;
+            return Err(session_failure(SessionError::Interrupted {
+                signal,
+                cleanup: format!("removed the claimed member {}", member.sandbox.name),
+            }));
+        }
+        let command = claim_command(container, &facts.entrypoint, &facts.cmd);
+        if command.is_empty() {
+            let _ = pool::discard(client, &member).await;
+            return cold("the launch has no command to run".to_string());
+        }
+        if container.detach {
+            // The launch's command in the background, its output in the container's logs.
+            let mut exec = ExecRequest::new(
+                [
+                    "sh",
+                    "-c",
+                    "if [ -w /proc/1/fd/1 ]; then \"$@\" </dev/null >/proc/1/fd/1 2>/proc/1/fd/2 & else \"$@\" </dev/null >/dev/null 2>&1 & fi",
+                    "sh",
+                ]
+                .into_iter()
+                .map(str::to_string)
+                .chain(command),
+            );
+            exec.env = secrets;
+            let output = client
+                .exec_output(&member.sandbox, &exec)
+                .await
+                .map_err(session_failure)?;
+            if output.exit_code != 0 {
+                let _ = pool::discard(client, &member).await;
+                return Err(Failure::new(
+                    context::EXIT_DOCKER,
+                    format!(
+                        "could not start the command in {}: {}",
+                        member.sandbox.name,
+                        String::from_utf8_lossy(&output.stderr).trim()
+                    ),
+                ));
+            }
+            let inspect = client
+                .inspect(&member.sandbox)
+                .await
+                .map_err(session_failure)?;
+            launch::print_started(&inspect, &container.network);
+            return Ok(Some(0));
+        }
+        // Attached: the command on this terminal, then the member removed, as `--rm` does.
+        let mut exec = ExecRequest::new(command);
+        exec.env = secrets;
+        if container.interactive {
+            exec.stdin = ExecStdin::Terminal;
+        }
+        exec.tty = container.tty && std::io::stdin().is_terminal();
+        let status = run_exec(client, &member.sandbox, exec).await;
+        if let Err(left) = pool::discard(client, &member).await {
+            eprintln!("agentc: warning: could not remove the claimed member: {left}");
+        }
+        status.map(Some)
+    }
+}

@@ -1,0 +1,475 @@
+//! Warm pools (issue 22), live: `agentc pool fill`, the claim of `agentc run`, `pool ls`
+//! and `pool drain`, through both backends. Each lab makes its own outside network
+//! (`--internal`, so nothing leaves the machine) and its own home volume; everything is named
+//! `agentc-t-pools-PID-...` and removed by the lab's guard, also when a test fails.
+//!
+//! Needs the daemon: skips with a printed reason without one, fails instead when
+//! `AGENTC_REQUIRE_DOCKER=1`.
+
+mod common;
+
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use common::{describe, docker, require_daemon, test_image, text, IMAGES};
+
+/// A test's outside network, home volume and profile directory; removed on drop.
+struct Lab {
+    id: String,
+    out: String,
+    home: String,
+    dir: tempfile::TempDir,
+}
+
+impl Lab {
+    fn new(test: &str) -> Lab {
+        let id = format!("agentc-t-pools-{}-{test}", std::process::id());
+        let out = format!("{id}-out");
+        let home = format!("{id}-home");
+        docker(&["network", "create", "--internal", &out]).expect("create the outside network");
+        docker(&["volume", "create", &home]).expect("create the home volume");
+        Lab {
+            id,
+            out,
+            home,
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    /// Writes the lab's profile: a Claude Code run (attached, no workspace bind) behind the
+    /// egress proxy, `extra` appended. Returns its path.
+    fn profile(&self, extra: &str) -> String {
+        let body = format!(
+            "name = \"{}\"\nagent = \"claude-code\"\nhome_volume = \"{}\"\n\n[workspace]\nmount = false\n\n[egress]\nhosts = [\"allowed.test\"]\noutside_network = \"{}\"\n{extra}",
+            self.id, self.home, self.out
+        );
+        let path = self.dir.path().join("pool.toml");
+        std::fs::write(&path, body).expect("write the profile");
+        path.to_string_lossy().into_owned()
+    }
+
+    fn agentc(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_agentc"))
+            .args(args)
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("agentc runs")
+    }
+
+    fn spawn(&self, args: &[&str]) -> Child {
+        Command::new(env!("CARGO_BIN_EXE_agentc"))
+            .args(args)
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("agentc runs")
+    }
+
+    /// The names of the profile's containers (`docker ps -a`), egress proxies aside.
+    fn containers(&self) -> Vec<String> {
+        docker(&[
+            "ps",
+            "-a",
+            "--filter",
+            &format!("label=io.agentc.profile={}", self.id),
+            "--format",
+            "{{.Names}} {{.Label \"io.agentc.kind\"}}",
+        ])
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| !line.ends_with("egress-proxy"))
+        .filter_map(|line| line.split_whitespace().next().map(str::to_string))
+        .collect()
+    }
+
+    /// The idle members (`agentc-pool-...`).
+    fn idle(&self) -> Vec<String> {
+        let mut idle: Vec<String> = self
+            .containers()
+            .into_iter()
+            .filter(|name| name.starts_with("agentc-pool-"))
+            .collect();
+        idle.sort();
+        idle
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let filter = format!("label=io.agentc.profile={}", self.id);
+        for container in docker(&["ps", "-aq", "--filter", &filter])
+            .unwrap_or_default()
+            .split_whitespace()
+        {
+            let _ = docker(&["rm", "--force", container]);
+        }
+        for network in docker(&["network", "ls", "-q", "--filter", &filter])
+            .unwrap_or_default()
+            .split_whitespace()
+        {
+            let _ = docker(&["network", "rm", network]);
+        }
+        for volume in docker(&["volume", "ls", "-q", "--filter", &filter])
+            .unwrap_or_default()
+            .split_whitespace()
+        {
+            let _ = docker(&["volume", "rm", "--force", volume]);
+        }
+        let _ = docker(&["network", "rm", &self.out]);
+        let _ = docker(&["volume", "rm", "--force", &self.home]);
+    }
+}
+
+/// An image on top of the test image whose `claude` runs `/bin/sh "$@"`, so that
+/// `agentc run PRESET -- -c SCRIPT` runs SCRIPT (as in `faults.rs`, built once).
+fn agent_image() -> String {
+    let base = test_image();
+    let _lock = IMAGES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    static TAG: OnceLock<String> = OnceLock::new();
+    TAG.get_or_init(|| {
+        let suffix = base.rsplit(':').next().unwrap_or("dev");
+        let tag = format!("agentc-test/faults-agent:{suffix}");
+        if docker(&["image", "inspect", &tag]).is_ok() {
+            return tag;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("Dockerfile"),
+            format!("FROM {base}\nCOPY claude /bin/claude\n"),
+        )
+        .unwrap();
+        let claude = dir.path().join("claude");
+        std::fs::write(&claude, "#!/bin/sh\nexec /bin/sh \"$@\"\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let context = dir.path().to_string_lossy().into_owned();
+        docker(&["build", "-q", "-t", &tag, &context]).expect("build the agent image");
+        tag
+    })
+    .clone()
+}
+
+fn fill(lab: &Lab, path: &str, backend: &str, size: &str) -> Output {
+    let image = agent_image();
+    let output = lab.agentc(&[
+        "pool",
+        "fill",
+        path,
+        "--size",
+        size,
+        "--backend",
+        backend,
+        "--image",
+        &image,
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    output
+}
+
+/// `agentc run PATH --image IMAGE -- -c SCRIPT` through `backend`, with `pool`.
+fn claim_args(path: &str, backend: &str, pool: &str, script: &str) -> Vec<String> {
+    [
+        "run",
+        path,
+        "--backend",
+        backend,
+        "--image",
+        &agent_image(),
+        "--no-warnings",
+        "--pool",
+        pool,
+        "--",
+        "-c",
+        script,
+    ]
+    .iter()
+    .map(|arg| arg.to_string())
+    .collect()
+}
+
+fn claim(lab: &Lab, path: &str, backend: &str, script: &str) -> Output {
+    let args = claim_args(path, backend, "require", script);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    lab.agentc(&args)
+}
+
+/// The member a claim's stderr names (`warm start from pool (member NAME, ...)`).
+fn member_of(output: &Output) -> String {
+    let stderr = text(&output.stderr);
+    let line = stderr
+        .lines()
+        .find(|line| line.contains("warm start from pool (member "))
+        .unwrap_or_else(|| panic!("not a warm start: {}", describe(output)));
+    line.split("(member ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn live_two_concurrent_claims_get_different_members_and_nothing_carries_over() {
+    if !require_daemon("live_two_concurrent_claims_get_different_members") {
+        return;
+    }
+    for backend in ["cli", "api"] {
+        let lab = Lab::new(&format!("conc-{backend}"));
+        let path = lab.profile("");
+        fill(&lab, &path, backend, "3");
+        assert_eq!(lab.idle().len(), 3, "{:?}", lab.containers());
+        // Two at once: each gets its own member.
+        let script = "echo ok; sleep 1";
+        let spawn = || {
+            let args = claim_args(&path, backend, "require", script);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            lab.spawn(&args)
+        };
+        let (first, second) = (spawn(), spawn());
+        let first = first.wait_with_output().expect("agentc ends");
+        let second = second.wait_with_output().expect("agentc ends");
+        for output in [&first, &second] {
+            assert_eq!(output.status.code(), Some(0), "{}", describe(output));
+            assert_eq!(text(&output.stdout).trim(), "ok", "{}", describe(output));
+        }
+        assert_ne!(member_of(&first), member_of(&second));
+        // Claimed members are never returned: one idle member is left, nothing claimed.
+        assert_eq!(lab.idle().len(), 1, "{:?}", lab.containers());
+        assert_eq!(lab.containers().len(), 1, "{:?}", lab.containers());
+        // Consecutive claims share no file, process or environment.
+        fill(&lab, &path, backend, "2");
+        let one = claim(
+            &lab,
+            &path,
+            backend,
+            "echo left > /tmp/mark; export LEFT=1; sleep 300 & hostname",
+        );
+        assert_eq!(one.status.code(), Some(0), "{}", describe(&one));
+        let two = claim(
+            &lab,
+            &path,
+            backend,
+            "hostname; cat /tmp/mark 2>/dev/null || echo no-mark; echo env=${LEFT:-none}; ps | grep -c '[s]leep 300'; true",
+        );
+        assert_eq!(two.status.code(), Some(0), "{}", describe(&two));
+        let lines: Vec<String> = text(&two.stdout).lines().map(str::to_string).collect();
+        assert_ne!(
+            lines[0],
+            text(&one.stdout).trim(),
+            "the hostname carried over"
+        );
+        assert_eq!(
+            lines[1..],
+            ["no-mark", "env=none", "0"],
+            "{}",
+            describe(&two)
+        );
+        assert_ne!(member_of(&one), member_of(&two));
+        // Members are not each other's network peers: each has its own isolated network.
+        fill(&lab, &path, backend, "2");
+        let networks: Vec<String> = lab
+            .idle()
+            .iter()
+            .map(|name| {
+                docker(&[
+                    "inspect",
+                    "--format",
+                    "{{range $k, $v := .NetworkSettings.Networks}}{{$k}}{{end}}",
+                    name,
+                ])
+                .expect("inspect")
+            })
+            .collect();
+        assert_eq!(networks.len(), 2);
+        assert_ne!(networks[0], networks[1]);
+        let drained = lab.agentc(&["pool", "drain", &path, "--backend", backend]);
+        assert_eq!(drained.status.code(), Some(0), "{}", describe(&drained));
+        assert!(lab.containers().is_empty(), "{:?}", lab.containers());
+    }
+}
+
+#[test]
+fn live_a_profile_change_drains_the_old_members() {
+    if !require_daemon("live_a_profile_change_drains_the_old_members") {
+        return;
+    }
+    let lab = Lab::new("change");
+    let path = lab.profile("");
+    fill(&lab, &path, "cli", "2");
+    let old = lab.idle();
+    assert_eq!(old.len(), 2);
+    let path = lab.profile("\n[resources]\nmemory = \"1g\"\n");
+    let refilled = fill(&lab, &path, "api", "1");
+    let stderr = text(&refilled.stderr);
+    assert_eq!(
+        stderr.matches("removed stale pool member").count(),
+        2,
+        "{}",
+        describe(&refilled)
+    );
+    let new = lab.idle();
+    assert_eq!(new.len(), 1);
+    assert!(!old.contains(&new[0]));
+    let listed = lab.agentc(&["pool", "ls", "--format", "json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("json");
+    let keys: std::collections::BTreeSet<String> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|row| row["profile"] == lab.id.as_str())
+        .map(|row| row["key"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(keys.len(), 1, "{rows}");
+    // The old members' companions went with them: one isolated network is left.
+    let networks = docker(&[
+        "network",
+        "ls",
+        "-q",
+        "--filter",
+        &format!("label=io.agentc.profile={}", lab.id),
+    ])
+    .unwrap_or_default();
+    assert_eq!(networks.lines().count(), 1, "{networks}");
+    // An orphan (a member that stopped) is reaped by the next fill, and replaced.
+    docker(&["kill", &new[0]]).expect("kill the member");
+    let refilled = fill(&lab, &path, "cli", "1");
+    assert!(
+        text(&refilled.stderr).contains(&format!("removed stale pool member {}", new[0])),
+        "{}",
+        describe(&refilled)
+    );
+    let now = lab.idle();
+    assert_eq!(now.len(), 1, "{now:?}");
+    assert_ne!(now[0], new[0]);
+}
+
+#[test]
+fn live_pool_require_with_an_empty_pool_exits_65_with_a_hint() {
+    if !require_daemon("live_pool_require_with_an_empty_pool_exits_65_with_a_hint") {
+        return;
+    }
+    for backend in ["cli", "api"] {
+        let lab = Lab::new(&format!("empty-{backend}"));
+        let path = lab.profile("");
+        let output = claim(&lab, &path, backend, "echo ok");
+        assert_eq!(output.status.code(), Some(65), "{}", describe(&output));
+        let stderr = text(&output.stderr);
+        assert!(stderr.contains("agentc pool fill"), "{stderr}");
+        assert!(lab.containers().is_empty(), "{:?}", lab.containers());
+    }
+}
+
+#[test]
+fn live_sigint_during_a_claim_leaves_nothing_half_claimed() {
+    if !require_daemon("live_sigint_during_a_claim_leaves_nothing_half_claimed") {
+        return;
+    }
+    let lab = Lab::new("sigint");
+    let path = lab.profile("");
+    fill(&lab, &path, "cli", "2");
+    let before = lab.idle();
+    let args = claim_args(&path, "cli", "require", "echo ready; sleep 30");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut child = lab.spawn(&args);
+    // Wait for the claimed command to run, then interrupt.
+    let started = Instant::now();
+    while lab.idle().len() == before.len() && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    // SAFETY: kill(2) on our own child's pid, which has not been reaped.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+    let started = Instant::now();
+    while child.try_wait().ok().flatten().is_none() && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().expect("agentc ends");
+    assert_eq!(output.status.code(), Some(130), "{}", describe(&output));
+    // The claimed member is gone with its companion; the other stays idle, untouched.
+    let left = lab.containers();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(before.contains(&left[0]), "{left:?}");
+    let proxies = docker(&[
+        "ps",
+        "-a",
+        "--filter",
+        &format!("label=io.agentc.profile={}", lab.id),
+        "--filter",
+        "label=io.agentc.kind=egress-proxy",
+        "-q",
+    ])
+    .unwrap_or_default();
+    assert_eq!(proxies.lines().count(), 1, "{proxies}");
+}
+
+#[test]
+fn live_a_sandbox_claim_starts_its_command_in_the_background_and_rm_removes_it_whole() {
+    if !require_daemon("live_a_sandbox_claim_starts_its_command_in_the_background") {
+        return;
+    }
+    let lab = Lab::new("sandbox");
+    let body = format!(
+        "name = \"{}\"\nagent = \"custom\"\n\n[image]\nref = \"{}\"\ncommand = [\"sh\", \"-c\", \"echo serving; exec tail -f /dev/null\"]\n\n[egress]\nhosts = [\"allowed.test\"]\noutside_network = \"{}\"\n",
+        lab.id,
+        test_image(),
+        lab.out
+    );
+    let path = lab.dir.path().join("sandbox.toml");
+    std::fs::write(&path, body).expect("write the profile");
+    let path = path.to_string_lossy().into_owned();
+    let filled = lab.agentc(&["pool", "fill", &path, "--size", "1", "--backend", "api"]);
+    assert_eq!(filled.status.code(), Some(0), "{}", describe(&filled));
+    // Idle: the launch's command has not run.
+    let idle = lab.idle();
+    let ps = docker(&["exec", &idle[0], "ps"]).expect("ps");
+    assert!(!ps.contains("tail"), "{ps}");
+    let claimed = lab.agentc(&["run", &path, "--no-warnings", "--pool", "require"]);
+    assert_eq!(claimed.status.code(), Some(0), "{}", describe(&claimed));
+    let stdout = text(&claimed.stdout);
+    let name = stdout
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    assert!(name.starts_with("agentc-claim-"), "{}", describe(&claimed));
+    let started = Instant::now();
+    let mut logs = String::new();
+    while !logs.contains("serving") && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(100));
+        logs = docker(&["logs", &name]).unwrap_or_default();
+    }
+    assert!(logs.contains("serving"), "{logs}");
+    let ps = docker(&["exec", &name, "ps"]).expect("ps");
+    assert!(ps.contains("tail -f /dev/null"), "{ps}");
+    // A session command names it by its profile (idle members are not its sandbox).
+    let exec = lab.agentc(&["exec", &lab.id, "--", "echo", "hi"]);
+    assert_eq!(text(&exec.stdout).trim(), "hi", "{}", describe(&exec));
+    let removed = lab.agentc(&["rm", &name]);
+    assert_eq!(removed.status.code(), Some(0), "{}", describe(&removed));
+    let left = docker(&[
+        "ps",
+        "-a",
+        "--filter",
+        &format!("label=io.agentc.profile={}", lab.id),
+        "--format",
+        "{{.Names}}",
+    ])
+    .unwrap_or_default();
+    assert!(left.is_empty(), "{left}");
+    let networks = docker(&[
+        "network",
+        "ls",
+        "-q",
+        "--filter",
+        &format!("label=io.agentc.profile={}", lab.id),
+    ])
+    .unwrap_or_default();
+    assert!(networks.is_empty(), "{networks}");
+}
