@@ -7,12 +7,17 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 mod egress_log;
 mod lifecycle;
 mod probe;
+mod snapshot;
 pub use egress_log::{EgressCommand, EgressLogArgs};
 pub use lifecycle::{
     AgentArg, ApplyArgs, CompletionsArgs, DoctorArgs, EgressArg, EngineArg, InitArgs, LockArgs,
     PlanArgs, RollbackArgs, ShellArg,
 };
 pub use probe::{EgressHostPathArgs, EgressProbeArgs};
+pub use snapshot::{
+    ForkArgs, PauseArgs, RestoreArgs, SnapshotArgs, SnapshotCommand, SnapshotLsArgs,
+    SnapshotRmArgs, TakeArgs,
+};
 
 /// Turns a declarative sandbox profile into a hardened container launch for AI agents.
 #[derive(Debug, Parser)]
@@ -116,6 +121,27 @@ pub enum Command {
     /// Start stopped agentc containers.
     #[command(after_help = "Example:\n  agentc start agentc-sandbox-dev-1000-pentest")]
     Start(StartArgs),
+    /// Freeze running agentc containers (cgroup freezer); network and egress proxy stay.
+    #[command(
+        after_help = "Example:\n  agentc pause pentest\n\nA paused sandbox runs nothing until `agentc resume`; `agentc ps` lists it as paused."
+    )]
+    Pause(PauseArgs),
+    /// Thaw paused agentc containers.
+    #[command(after_help = "Example:\n  agentc resume pentest")]
+    Resume(PauseArgs),
+    /// Snapshot a sandbox (writable layer, tmpfs mounts, volumes), or list or remove snapshots.
+    #[command(
+        after_help = "Examples:\n  agentc snapshot pentest --tag before-scan\n  agentc snapshot ls --format json\n  agentc snapshot rm pentest:before-scan\n\nThe tmpfs mounts and writable volumes are archived through exec (the image needs sh and tar) into $AGENTC_STATE_DIR/snapshots; then the sandbox is paused only for the commit of its writable layer to the image agentc-snapshot/PROFILE:TAG. A sandbox given secrets as environment values is refused unless --allow-secrets. See docs/snapshots.md."
+    )]
+    Snapshot(SnapshotArgs),
+    /// Start a new sandbox from a snapshot, launched as its profile says.
+    #[command(
+        after_help = "Example:\n  agentc restore pentest:before-scan\n\nThe profile's own launch (hardening, egress proxy, fresh placeholders) with the snapshot's image, named NAME-N (the first N free); then its tmpfs mounts and the volumes the launch created get the snapshot's contents."
+    )]
+    Restore(RestoreArgs),
+    /// Start several sandboxes from one snapshot, each diverging on its own.
+    #[command(after_help = "Example:\n  agentc fork pentest:before-scan --count 3")]
+    Fork(ForkArgs),
     /// Open an interactive shell (bash when the image has it, else sh) in a running agentc
     /// container.
     #[command(after_help = "Example:\n  agentc shell pentest.toml")]

@@ -163,7 +163,7 @@ impl Filters {
             values.is_empty() || values.iter().any(|wanted| wanted == value)
         };
         let kind = summary.labels.get(LABEL_KIND).map_or("", String::as_str);
-        (all || !self.status.is_empty() || summary.state == "running")
+        (all || !self.status.is_empty() || summary.state == "running" || summary.state == "paused")
             && any(&self.status, &summary.state)
             && any(&self.profile, &summary.profile)
             && any(&self.kind, kind)
