@@ -300,7 +300,8 @@ impl OnClient for Remove {
         for name in &self.0 {
             records.push(snapshot::find(client, name).await.map_err(failure)?);
         }
-        for record in records {
+        records.dedup_by(|a, b| a.image_id == b.image_id);
+        for record in snapshot::children_first(records) {
             let dir = archive_dir(&record.reference)?;
             snapshot::remove(client, &record, &dir)
                 .await

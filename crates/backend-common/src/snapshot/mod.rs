@@ -317,12 +317,38 @@ pub async fn remove<C: SandboxClient>(
     record: &SnapshotRecord,
     dir: &Path,
 ) -> Result<(), SnapshotError> {
-    client.remove_image(&record.image_id).await?;
+    match client.remove_image(&record.image_id).await {
+        Err(SessionError::Daemon { message, .. }) if message.contains("dependent child") => {
+            return Err(SnapshotError::refused(
+                format!("snapshot {}: another snapshot was taken of a sandbox restored from it", record.name),
+                "remove the snapshots whose PARENT it is first (`agentc snapshot ls`), or name them together",
+            ))
+        }
+        other => other?,
+    }
     match std::fs::remove_dir_all(dir) {
         Ok(()) => Ok(()),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(error) => Err(SnapshotError::archive(dir, error)),
     }
+}
+
+/// `records` in an order the engine can remove them in: a snapshot after every snapshot of
+/// the list whose parent it is (a child's image is built on its parent's).
+pub fn children_first(mut records: Vec<SnapshotRecord>) -> Vec<SnapshotRecord> {
+    let mut ordered = Vec::with_capacity(records.len());
+    while !records.is_empty() {
+        let leaf = records
+            .iter()
+            .position(|record| {
+                !records
+                    .iter()
+                    .any(|other| other.parent.as_deref() == Some(record.name.as_str()))
+            })
+            .unwrap_or(0);
+        ordered.push(records.remove(leaf));
+    }
+    ordered
 }
 
 /// A tag of a snapshot image: 1 to 128 of `[A-Za-z0-9_.-]`, not starting with `.` or `-`
@@ -469,5 +495,12 @@ mod tests {
         assert_eq!(record.archive_bytes(), 10);
         assert_eq!(quoted(r#"a"b\c$d"#), r#""a\"b\\c\$d""#);
         assert!(SnapshotRecord::from_image(&ImageRecord::default()).is_none());
+        let child = SnapshotRecord {
+            name: "box:child".into(),
+            parent: Some("box:t1".into()),
+            ..record.clone()
+        };
+        let ordered = children_first(vec![record, child]);
+        assert_eq!(ordered[0].name, "box:child");
     }
 }
