@@ -156,7 +156,7 @@ impl Filters {
         Ok(parsed)
     }
 
-    /// Whether a container is listed: running ones only, unless `all` or a status filter
+    /// Whether a container is listed: running (or paused) ones only, unless `all` or a status filter
     /// asks for others; then every key's values (any of them) must match.
     pub fn matches(&self, summary: &Summary, all: bool) -> bool {
         let any = |values: &[String], value: &str| {
@@ -414,6 +414,8 @@ mod tests {
         let none = read(&[]).unwrap();
         assert!(none.matches(&summary("a", "sandbox", "running"), false));
         assert!(!none.matches(&summary("a", "sandbox", "exited"), false));
+        // A paused sandbox is up (frozen), so listed as a running one is (issue 23).
+        assert!(none.matches(&summary("a", "sandbox", "paused"), false));
         assert!(none.matches(&summary("a", "sandbox", "exited"), true));
         let profile = read(&["profile=a", "profile=b"]).unwrap();
         assert!(profile.matches(&summary("b", "run", "running"), false));

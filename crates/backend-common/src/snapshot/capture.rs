@@ -77,8 +77,10 @@ pub async fn snapshot<C: SandboxClient>(
                 sandbox.name,
                 request.secrets.join(", ")
             ),
-            "give the keys through the egress proxy ([credentials], only placeholders inside), \
-             or pass --allow-secrets to take it anyway (recorded in the snapshot)",
+            "give the keys through the egress proxy (an egress allowlist: only placeholders \
+             inside), or pass --allow-secrets to take it anyway (recorded in the snapshot; \
+             its files may hold the value, and so may the image where the engine records the \
+             container's configuration in it, as Docker 20.10's container_config does)",
         ));
     }
     let inspect = client.inspect(sandbox).await?;
