@@ -7,7 +7,7 @@
 # each size, that many MiB of random data is written into its tmpfs /tmp (archived through
 # exec) or its root (the writable layer, committed); then `agentc snapshot` and
 # `agentc restore` are timed ROUNDS times each (the restored sandbox removed after each).
-# Prints a markdown table; medians in seconds.
+# Prints a markdown table; medians in seconds. SPECS="tmpfs:64 layer:256" picks the cases.
 set -euo pipefail
 
 AGENTC=${1:-target/release/agentc}
@@ -59,7 +59,7 @@ printf '| pause | api | - | %.3f |\n' "$(printf '%s' "$pause_times" | median)"
 printf '| resume | api | - | %.3f |\n' "$(printf '%s' "$resume_times" | median)"
 
 n=0
-for spec in tmpfs:1 tmpfs:64 tmpfs:256 layer:256; do
+for spec in ${SPECS:-tmpfs:1 tmpfs:64 tmpfs:256 layer:256}; do
     where=${spec%%:*}; mib=${spec##*:}
     dir=/tmp; [ "$where" = layer ] && dir=/data
     "$AGENTC" exec --backend api "$NAME" sh -c "rm -rf /tmp/data /data; mkdir -p $dir/data && head -c $((mib << 20)) /dev/urandom > $dir/data/blob" >/dev/null

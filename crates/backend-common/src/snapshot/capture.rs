@@ -344,6 +344,54 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_tmpfs_mounts_and_writable_volumes_are_archived_not_binds_nor_the_ca() {
+        use bollard::models::{HostConfig, MountPoint};
+        let mount = |typ: &str, name: Option<&str>, target: &str, rw: bool| MountPoint {
+            typ: Some(typ.into()),
+            name: name.map(str::to_string),
+            destination: Some(target.into()),
+            rw: Some(rw),
+            ..MountPoint::default()
+        };
+        let inspect = ContainerInspectResponse {
+            host_config: Some(HostConfig {
+                tmpfs: Some(
+                    [
+                        ("/tmp".to_string(), String::new()),
+                        ("/run".to_string(), String::new()),
+                    ]
+                    .into(),
+                ),
+                ..HostConfig::default()
+            }),
+            mounts: Some(vec![
+                mount("bind", None, "/workspace", true),
+                mount("volume", Some("box-home"), "/home/claude", true),
+                mount("volume", Some("box-ro"), "/opt/ro", false),
+                mount(
+                    "volume",
+                    Some("box-egress-ca"),
+                    agentc_policy::CA_DIR_TARGET,
+                    true,
+                ),
+            ]),
+            ..ContainerInspectResponse::default()
+        };
+        let found: Vec<String> = writable_mounts(&inspect)
+            .into_iter()
+            .map(|(kind, target, volume)| format!("{kind:?} {target} {volume:?}"))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "Tmpfs /run None",
+                "Tmpfs /tmp None",
+                "Volume /home/claude Some(\"box-home\")"
+            ]
+        );
+    }
+
     /// Regression guard: a value the launch set (a secret's, a placeholder's) must not stay
     /// in the image's configuration; the image's own values come back as they were.
     #[test]
