@@ -31,8 +31,12 @@
 //!   its implementations share: NAME checks, endpoint resolution, the copy's transport and its
 //!   host-side tar streams.
 //!
+//! - [`snapshot`]: pausing, snapshotting, restoring and forking a sandbox, written once over
+//!   [`SandboxClient`](session::SandboxClient).
+//!
 //! Nothing here spawns a process or calls a daemon; only [`session::tarball`] reads and writes
-//! host files, for a copy.
+//! host files, for a copy, and [`snapshot`] a snapshot's archives, in the directory its caller
+//! passes.
 //!
 //! ```
 //! use agentc_backend_common::{check_container, ArgvError};
@@ -60,6 +64,7 @@ pub mod pool;
 pub mod runtime;
 pub mod secrets;
 pub mod session;
+pub mod snapshot;
 
 pub use argv::{check_build, check_container, check_egress, ArgvError};
 pub use engine::{engine, set_engine, Engine};

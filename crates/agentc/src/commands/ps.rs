@@ -156,14 +156,14 @@ impl Filters {
         Ok(parsed)
     }
 
-    /// Whether a container is listed: running ones only, unless `all` or a status filter
+    /// Whether a container is listed: running (or paused) ones only, unless `all` or a status filter
     /// asks for others; then every key's values (any of them) must match.
     pub fn matches(&self, summary: &Summary, all: bool) -> bool {
         let any = |values: &[String], value: &str| {
             values.is_empty() || values.iter().any(|wanted| wanted == value)
         };
         let kind = summary.labels.get(LABEL_KIND).map_or("", String::as_str);
-        (all || !self.status.is_empty() || summary.state == "running")
+        (all || !self.status.is_empty() || summary.state == "running" || summary.state == "paused")
             && any(&self.status, &summary.state)
             && any(&self.profile, &summary.profile)
             && any(&self.kind, kind)
@@ -417,6 +417,8 @@ mod tests {
         let none = read(&[]).unwrap();
         assert!(none.matches(&summary("a", "sandbox", "running"), false));
         assert!(!none.matches(&summary("a", "sandbox", "exited"), false));
+        // A paused sandbox is up (frozen), so listed as a running one is (issue 23).
+        assert!(none.matches(&summary("a", "sandbox", "paused"), false));
         assert!(none.matches(&summary("a", "sandbox", "exited"), true));
         let profile = read(&["profile=a", "profile=b"]).unwrap();
         assert!(profile.matches(&summary("b", "run", "running"), false));

@@ -4,6 +4,7 @@
 
 mod copy;
 mod pool;
+mod snapshot;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -15,8 +16,9 @@ use agentc_backend_common::session::target::{
     check_name, is_companion, is_running, named_network, sandbox_of,
 };
 use agentc_backend_common::session::{
-    session_spec, CopyReport, DeleteReport, ExecRequest, ExecStdin, ImageFacts, Listed,
-    LogsRequest, OutputSink, Sandbox, SandboxClient, SandboxEgress, SessionError, Stream,
+    session_spec, CommitRequest, CopyReport, DeleteReport, ExecRequest, ExecStdin, ImageFacts,
+    ImageRecord, Listed, LogsRequest, OutputSink, Sandbox, SandboxClient, SandboxEgress,
+    SessionError, Stream,
 };
 use agentc_backend_common::{resolve_env, resolve_vars, ExecError};
 use agentc_policy::{EnvValue, LaunchSpec, LABEL_PROFILE};
@@ -690,6 +692,33 @@ impl SandboxClient for CliClient {
     }
 
     // ---- end of warm pools ----
+    // ---- Snapshots (issue 23): in `snapshot.rs`.
+    async fn pause(&self, sandbox: &Sandbox) -> Result<(), SessionError> {
+        self.freeze(sandbox, false).await
+    }
+    async fn unpause(&self, sandbox: &Sandbox) -> Result<(), SessionError> {
+        self.freeze(sandbox, true).await
+    }
+    async fn commit(
+        &self,
+        sandbox: &Sandbox,
+        request: &CommitRequest,
+    ) -> Result<String, SessionError> {
+        self.commit_layer(sandbox, request).await
+    }
+    async fn image(&self, reference: &str) -> Result<Option<ImageRecord>, SessionError> {
+        self.image_record(reference).await
+    }
+    async fn images(&self, label: &str) -> Result<Vec<ImageRecord>, SessionError> {
+        self.labelled_images(label).await
+    }
+    async fn remove_image(&self, reference: &str) -> Result<(), SessionError> {
+        self.drop_image(reference).await
+    }
+    async fn volume_exists(&self, name: &str) -> Result<bool, SessionError> {
+        self.has_volume(name).await
+    }
+    // ---- End of the snapshot operations.
 
     async fn egress(&self, sandbox: &Sandbox) -> Result<Option<SandboxEgress>, SessionError> {
         let inspect = self.inspect_named(&sandbox.id).await?;

@@ -33,6 +33,7 @@
 
 pub mod copy;
 pub mod error;
+pub mod images;
 pub mod tarball;
 pub mod target;
 pub mod types;
@@ -45,6 +46,7 @@ use bollard::models::ContainerInspectResponse;
 
 pub use copy::{Direction, Transport};
 pub use error::SessionError;
+pub use images::{CommitRequest, ImageRecord};
 pub use types::{
     parse_since, Captured, DeleteReport, Endpoint, ExecOutput, ExecRequest, ExecStdin, ImageFacts,
     Listed, LogsRequest, OutputSink, PathKind, ProcessStdio, Sandbox, Stream,
@@ -190,6 +192,47 @@ pub trait SandboxClient: Send + Sync {
         &self,
         sandbox: &Sandbox,
     ) -> impl Future<Output = Result<Option<SandboxEgress>, SessionError>> + Send;
+
+    // ---- Snapshots (issue 23): freezing a sandbox, committing it, the images and volumes of
+    // its snapshots. The orchestration over these is `crate::snapshot`.
+
+    /// Freezes every process of the running sandbox (the cgroup freezer, `docker pause`); its
+    /// network and its egress proxy stay.
+    fn pause(&self, sandbox: &Sandbox) -> impl Future<Output = Result<(), SessionError>> + Send;
+
+    /// Thaws a paused sandbox (`docker unpause`).
+    fn unpause(&self, sandbox: &Sandbox) -> impl Future<Output = Result<(), SessionError>> + Send;
+
+    /// Commits the sandbox's writable layer (not its volumes or tmpfs mounts) to an image
+    /// (`docker commit`), and returns the image's ID.
+    fn commit(
+        &self,
+        sandbox: &Sandbox,
+        request: &CommitRequest,
+    ) -> impl Future<Output = Result<String, SessionError>> + Send;
+
+    /// The image with this reference or ID; `None` when there is none.
+    fn image(
+        &self,
+        reference: &str,
+    ) -> impl Future<Output = Result<Option<ImageRecord>, SessionError>> + Send;
+
+    /// The images carrying the label `label` (any value), oldest first.
+    fn images(
+        &self,
+        label: &str,
+    ) -> impl Future<Output = Result<Vec<ImageRecord>, SessionError>> + Send;
+
+    /// Removes an image by reference or ID (its other references too).
+    fn remove_image(
+        &self,
+        reference: &str,
+    ) -> impl Future<Output = Result<(), SessionError>> + Send;
+
+    /// Whether a volume of this name exists.
+    fn volume_exists(&self, name: &str) -> impl Future<Output = Result<bool, SessionError>> + Send;
+
+    // ---- End of the snapshot operations.
 
     /// Runs a command and returns its exit code and captured output.
     fn exec_output(

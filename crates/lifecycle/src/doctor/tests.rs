@@ -1,4 +1,5 @@
 use super::*;
+use crate::lock::Drift;
 
 fn healthy() -> EngineFacts {
     EngineFacts {

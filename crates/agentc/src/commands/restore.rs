@@ -1,0 +1,214 @@
+//! `agentc restore` and `agentc fork`: for each new sandbox, the library's
+//! [`prepare`](snapshot::prepare) (archives checked, a free name, the volumes the launch will
+//! create), then `agentc run --detach`'s own launch ([`launch::execute`]) of the snapshot's
+//! profile with the snapshot's image (hardening, egress companion and fresh placeholders as the
+//! profile says), then [`put_back`](snapshot::put_back). A failed put-back removes the new
+//! sandbox and the volumes its launch created.
+
+use std::path::{Path, PathBuf};
+
+use agentc_backend_api::RemoveTarget;
+use agentc_backend_common::session::{SandboxClient, SessionError};
+use agentc_backend_common::snapshot::{self, RestorePlan, SnapshotRecord};
+use agentc_policy::{Instance, LaunchSpec, LoadedProfile, Start};
+
+use super::snapshot::{
+    archive_dir, container, failure, launch_args, memory_refused, on_client, OnClient,
+};
+use crate::cli::{LaunchArgs, RestoreArgs};
+use crate::commands::launch;
+use crate::commands::session::session_failure;
+use crate::context::{self, Failure, EXIT_FAILED};
+
+/// The snapshot `name`.
+struct Find(String);
+
+impl OnClient for Find {
+    type Output = SnapshotRecord;
+    async fn run<C: SandboxClient>(self, client: &C) -> Result<SnapshotRecord, Failure> {
+        snapshot::find(client, &self.0).await.map_err(failure)
+    }
+}
+
+/// The next restored sandbox: its launch under the first free copy number from `next`, and
+/// what [`snapshot::prepare`] found.
+struct Prepare<'a> {
+    record: &'a SnapshotRecord,
+    dir: &'a Path,
+    loaded: &'a LoadedProfile,
+    args: &'a LaunchArgs,
+    instance: &'a dyn Fn(u16) -> Instance,
+    next: &'a mut u16,
+}
+
+impl OnClient for Prepare<'_> {
+    type Output = (LaunchSpec, RestorePlan);
+    async fn run<C: SandboxClient>(self, client: &C) -> Result<Self::Output, Failure> {
+        let spec = loop {
+            let copy = *self.next;
+            *self.next = copy.checked_add(1).ok_or_else(|| {
+                Failure::new(EXIT_FAILED, "no free name for the restored sandbox")
+            })?;
+            let spec = context::resolve_instance(self.loaded, self.args, (self.instance)(copy))?;
+            let name = container(&spec)?.name.clone().unwrap_or_default();
+            match client.find(&name).await {
+                Err(SessionError::NoSuchContainer { .. }) => break spec,
+                Err(SessionError::BadName { .. }) => {
+                    return Err(session_failure(SessionError::BadName { name }))
+                }
+                _ => continue,
+            }
+        };
+        let plan = snapshot::prepare(client, self.record, self.dir, container(&spec)?)
+            .await
+            .map_err(failure)?;
+        Ok((spec, plan))
+    }
+}
+
+/// The snapshot's contents put back into the restored sandbox `name`.
+struct PutBack<'a> {
+    record: &'a SnapshotRecord,
+    dir: &'a Path,
+    spec: &'a LaunchSpec,
+    plan: &'a RestorePlan,
+}
+
+impl OnClient for PutBack<'_> {
+    type Output = snapshot::RestoreReport;
+    async fn run<C: SandboxClient>(self, client: &C) -> Result<Self::Output, Failure> {
+        let container = container(self.spec)?;
+        let name = container.name.clone().unwrap_or_default();
+        let sandbox = client.find(&name).await.map_err(session_failure)?;
+        snapshot::put_back(
+            client,
+            &sandbox,
+            self.record,
+            self.dir,
+            container,
+            self.plan,
+        )
+        .await
+        .map_err(failure)
+    }
+}
+
+/// Removes a restored sandbox whose contents could not be put back, with the volumes its
+/// launch created; says what is left.
+fn discard(name: &str, plan: &RestorePlan) {
+    let Ok(runtime) = launch::runtime() else {
+        return;
+    };
+    runtime.block_on(async {
+        let Ok(docker) = launch::connect().await else {
+            eprintln!("agentc: could not remove {name}\n  hint: `agentc rm {name}` removes it");
+            return;
+        };
+        let target = RemoveTarget::Names(vec![name.to_string()]);
+        if let Err(error) = agentc_backend_api::remove(&docker, &target).await {
+            eprintln!("agentc: could not remove {name}: {error}");
+        }
+        let volumes: Vec<String> = plan.fresh_volumes.iter().cloned().collect();
+        if let Err(error) = agentc_backend_api::remove_volumes(&docker, &volumes, true).await {
+            eprintln!("agentc: could not remove the volumes of {name}: {error}");
+        }
+    });
+}
+
+/// Runs `agentc restore` and `agentc fork`.
+pub fn restore(args: RestoreArgs, count: u16) -> Result<u8, Failure> {
+    if args.memory {
+        return Err(memory_refused());
+    }
+    let backend = args.target.backend;
+    let record = on_client(backend, Find(args.snapshot.clone()))?;
+    let Some(file) = record.profile_file.clone() else {
+        return Err(Failure::new(
+            EXIT_FAILED,
+            format!(
+                "snapshot {} records no profile file to launch from\n  hint: snapshots of \
+                 sandboxes started by `agentc run` record theirs",
+                record.name
+            ),
+        ));
+    };
+    let file = PathBuf::from(file);
+    let loaded = context::load_profile(&file)?;
+    if loaded.profile.name != record.profile {
+        return Err(Failure::new(
+            EXIT_FAILED,
+            format!(
+                "snapshot {} is of profile {}, but {} now names profile {}\n  hint: restore it \
+                 from a profile file named {}",
+                record.name,
+                record.profile,
+                file.display(),
+                loaded.profile.name,
+                record.profile
+            ),
+        ));
+    }
+    let dir = archive_dir(&record.reference)?;
+    let args_of = launch_args(
+        &file,
+        args.workspace.clone(),
+        Some(record.reference.clone()),
+    );
+    let profile_record = context::profile_record(&file);
+    let default_name = format!("agentc-restore-{}", record.profile);
+    let instance = |copy: u16| Instance {
+        start: Start::Detached,
+        default_name: Some(default_name.clone()),
+        name: None,
+        copy: Some(copy),
+        stdin_is_terminal: false,
+        profile_record: profile_record.clone(),
+    };
+    let mut next = 1;
+    for _ in 0..count {
+        let (spec, plan) = on_client(
+            backend,
+            Prepare {
+                record: &record,
+                dir: &dir,
+                loaded: &loaded,
+                args: &args_of,
+                instance: &instance,
+                next: &mut next,
+            },
+        )?;
+        let name = container(&spec)?.name.clone().unwrap_or_default();
+        let code = launch::execute(&spec, backend, false)?;
+        if code != 0 {
+            discard(&name, &plan);
+            return Err(Failure::new(
+                code,
+                format!("the restored sandbox {name} did not start"),
+            ));
+        }
+        let put = PutBack {
+            record: &record,
+            dir: &dir,
+            spec: &spec,
+            plan: &plan,
+        };
+        match on_client(backend, put) {
+            Ok(report) => {
+                println!(
+                    "restored {name} from {}: {} path(s), {} bytes",
+                    record.name,
+                    report.restored.len(),
+                    report.bytes
+                );
+                for kept in report.kept {
+                    eprintln!("agentc: {kept}");
+                }
+            }
+            Err(failure) => {
+                discard(&name, &plan);
+                return Err(failure);
+            }
+        }
+    }
+    Ok(0)
+}
