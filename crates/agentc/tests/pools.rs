@@ -6,12 +6,14 @@
 //! Needs the daemon: skips with a printed reason without one, fails instead when
 //! `AGENTC_REQUIRE_DOCKER=1`.
 
+#[path = "common/agent_image.rs"]
+mod agent_image;
 mod common;
 
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use agent_image::agent_image;
 use common::{describe, docker, require_daemon, test_image, text, IMAGES};
 
 /// A test's outside network, home volume and profile directory; removed on drop.
@@ -122,37 +124,6 @@ impl Drop for Lab {
         let _ = docker(&["network", "rm", &self.out]);
         let _ = docker(&["volume", "rm", "--force", &self.home]);
     }
-}
-
-/// An image on top of the test image whose `claude` runs `/bin/sh "$@"`, so that
-/// `agentc run PRESET -- -c SCRIPT` runs SCRIPT (as in `faults.rs`, built once).
-fn agent_image() -> String {
-    let base = test_image();
-    let _lock = IMAGES
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    static TAG: OnceLock<String> = OnceLock::new();
-    TAG.get_or_init(|| {
-        let suffix = base.rsplit(':').next().unwrap_or("dev");
-        let tag = format!("agentc-test/faults-agent:{suffix}");
-        if docker(&["image", "inspect", &tag]).is_ok() {
-            return tag;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("Dockerfile"),
-            format!("FROM {base}\nCOPY claude /bin/claude\n"),
-        )
-        .unwrap();
-        let claude = dir.path().join("claude");
-        std::fs::write(&claude, "#!/bin/sh\nexec /bin/sh \"$@\"\n").unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let context = dir.path().to_string_lossy().into_owned();
-        docker(&["build", "-q", "-t", &tag, &context]).expect("build the agent image");
-        tag
-    })
-    .clone()
 }
 
 fn fill(lab: &Lab, path: &str, backend: &str, size: &str) -> Output {
