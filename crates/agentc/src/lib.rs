@@ -91,7 +91,7 @@ pub fn execute(cli: Cli) -> ExitCode {
 }
 
 /// The engine: `--engine`, else `AGENTC_ENGINE` (read here only), else docker.
-fn choose_engine(
+pub(crate) fn choose_engine(
     flag: Option<cli::EngineArg>,
 ) -> Result<agentc_backend_common::Engine, context::Failure> {
     use agentc_backend_common::Engine;

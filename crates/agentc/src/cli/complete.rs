@@ -17,12 +17,10 @@ pub fn names() -> ArgValueCompleter {
     ArgValueCompleter::new(complete_name)
 }
 
-/// The engine's program: `AGENTC_ENGINE` (the `--engine` variable) when it says `podman`.
+/// The engine's program, as `AGENTC_ENGINE` chooses it for every command (docker when it is
+/// unset or unreadable: a completion has no way to report an error).
 fn program() -> &'static str {
-    match std::env::var("AGENTC_ENGINE") {
-        Ok(engine) if engine.trim().eq_ignore_ascii_case("podman") => "podman",
-        _ => "docker",
-    }
+    crate::choose_engine(None).unwrap_or_default().program()
 }
 
 /// Candidates for `current`: containers and profiles starting with it, then profile files
