@@ -51,6 +51,78 @@ struct Counts {
     with_init: usize,
 }
 
+impl Counts {
+    /// Adds another worker's counts to these.
+    fn merge(&mut self, other: Counts) {
+        fn add<K: Ord>(into: &mut BTreeMap<K, usize>, from: BTreeMap<K, usize>) {
+            for (key, count) in from {
+                *into.entry(key).or_default() += count;
+            }
+        }
+        self.cases += other.cases;
+        self.accepted += other.accepted;
+        self.with_init += other.with_init;
+        add(&mut self.rejected, other.rejected);
+        add(&mut self.judged, other.judged);
+        add(&mut self.refused_by_both, other.refused_by_both);
+        add(&mut self.agents, other.agents);
+        add(&mut self.egress, other.egress);
+    }
+
+    /// One line for the test's output.
+    fn summary(&self) -> String {
+        let rejected: usize = self.rejected.values().sum();
+        let judged: usize = self.judged.values().sum();
+        format!(
+            "{} accepted, {rejected} rejected by the policy {:?}; {judged} launches judged \
+             equivalent {:?} ({} with --init); {} launches refused by both backends {:?}; \
+             agents {:?}; egress {:?}",
+            self.accepted,
+            self.rejected,
+            self.judged,
+            self.with_init,
+            self.refused_by_both.values().sum::<usize>(),
+            self.refused_by_both,
+            self.agents,
+            self.egress,
+        )
+    }
+
+    /// The coverage every run must reach: most profiles valid, every agent, egress mode and
+    /// launch kind seen, and at least one launch with `--init`.
+    fn assert_coverage(&self) {
+        assert!(
+            self.accepted * 4 >= self.cases * 3,
+            "most generated profiles must be valid: {} of {} accepted; rejections: {:?}",
+            self.accepted,
+            self.cases,
+            self.rejected
+        );
+        assert!(self.with_init > 0, "no launch with --init was judged");
+        for agent in ["claude-code", "opencode", "codex", "hermes", "custom"] {
+            assert!(
+                self.agents.contains_key(agent),
+                "no accepted {agent} profile: {:?}",
+                self.agents
+            );
+        }
+        for egress in ["deny", "allowlist", "unrestricted", "gateway"] {
+            assert!(
+                self.egress.contains_key(egress),
+                "no accepted {egress} profile: {:?}",
+                self.egress
+            );
+        }
+        for kind in ["run", "sandbox", "seed", "decant"] {
+            assert!(
+                self.judged.contains_key(kind),
+                "no {kind} launch judged: {:?}",
+                self.judged
+            );
+        }
+    }
+}
+
 /// The field a policy error names (`resources.memory` in
 /// `generated.toml:4:10: resources.memory: ...`), or its first words.
 fn error_field(message: &str) -> String {
@@ -191,23 +263,11 @@ fn generated_profiles_are_equivalent_through_the_referee() {
         check_case(&referee, &case, &mut counts.borrow_mut())
     });
     let counts = counts.into_inner();
-    let rejected: usize = counts.rejected.values().sum();
-    let judged: usize = counts.judged.values().sum();
     eprintln!(
-        "{test}: docker CLI {version}: {} cases generated ({cases} configured) in {:.1}s: \
-         {} accepted, {rejected} rejected by the policy {:?}; {judged} launches judged \
-         equivalent {:?} ({} with --init); {} launches refused by both backends {:?}; agents {:?}; \
-         egress {:?}",
+        "{test}: docker CLI {version}: {} cases generated ({cases} configured) in {:.1}s: {}",
         counts.cases,
         started.elapsed().as_secs_f64(),
-        counts.accepted,
-        counts.rejected,
-        counts.judged,
-        counts.with_init,
-        counts.refused_by_both.values().sum::<usize>(),
-        counts.refused_by_both,
-        counts.agents,
-        counts.egress,
+        counts.summary(),
     );
     match result {
         Ok(()) => {}
@@ -216,35 +276,121 @@ fn generated_profiles_are_equivalent_through_the_referee() {
         ),
         Err(TestError::Abort(reason)) => panic!("proptest aborted: {reason}"),
     }
-    assert!(
-        counts.accepted * 4 >= counts.cases * 3,
-        "most generated profiles must be valid: {} of {} accepted; rejections: {:?}",
-        counts.accepted,
+    counts.assert_coverage();
+}
+
+/// The fewest profiles [`profiles_at_scale_are_equivalent_through_the_referee`] judges
+/// (`AGENTC_REFEREE_PROFILES` may raise it).
+const MIN_PROFILES_AT_SCALE: usize = 10_000;
+
+/// The seed of a run at scale: `AGENTC_REFEREE_SEED` (to replay one), else fresh.
+fn scale_seed() -> u64 {
+    std::env::var("AGENTC_REFEREE_SEED")
+        .ok()
+        .and_then(|seed| seed.trim().parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|elapsed| elapsed.as_nanos() as u64)
+                .unwrap_or(0)
+        })
+}
+
+/// `count` profiles generated from `seed`, the same ones for the same seed.
+fn generate_cases(seed: u64, count: usize) -> Vec<ProfileCase> {
+    use proptest::strategy::{Strategy, ValueTree};
+    use proptest::test_runner::{RngAlgorithm, TestRng};
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &bytes);
+    let mut runner = TestRunner::new_with_rng(ProptestConfig::default(), rng);
+    let strategy = profile_case();
+    (0..count)
+        .map(|_| {
+            strategy
+                .new_tree(&mut runner)
+                .expect("the profile strategy always generates")
+                .current()
+        })
+        .collect()
+}
+
+/// Ten thousand generated profiles per run, judged by worker threads that each drive the real
+/// docker CLI against a referee of their own: the same judgement as
+/// [`generated_profiles_are_equivalent_through_the_referee`], at a scale its serial, shrinking
+/// runner cannot afford. A failure prints the seed (`AGENTC_REFEREE_SEED` replays the run) and
+/// the profile, to be kept as a fixture.
+#[test]
+fn profiles_at_scale_are_equivalent_through_the_referee() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let test = "profiles_at_scale_are_equivalent_through_the_referee";
+    if !require_docker_cli(test) {
+        return;
+    }
+    let count = std::env::var("AGENTC_REFEREE_PROFILES")
+        .ok()
+        .and_then(|count| count.trim().parse().ok())
+        .unwrap_or(MIN_PROFILES_AT_SCALE);
+    let workers = std::env::var("AGENTC_REFEREE_WORKERS")
+        .ok()
+        .and_then(|workers| workers.trim().parse().ok())
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8))
+        });
+    let seed = scale_seed();
+    let started = Instant::now();
+    let cases = generate_cases(seed, count);
+    let generated = started.elapsed();
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let outcomes: Vec<(Counts, Vec<String>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let referee = Referee::start().expect("start a referee");
+                    let mut counts = Counts::default();
+                    let mut failures = Vec::new();
+                    while !failed.load(Ordering::Relaxed) {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(case) = cases.get(index) else { break };
+                        if let Err(error) = check_case(&referee, case, &mut counts) {
+                            failed.store(true, Ordering::Relaxed);
+                            failures.push(format!("profile {index}: {error}"));
+                        }
+                    }
+                    (counts, failures)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().expect("a referee worker panicked"))
+            .collect()
+    });
+    let mut counts = Counts::default();
+    let mut failures = Vec::new();
+    for (worker_counts, worker_failures) in outcomes {
+        counts.merge(worker_counts);
+        failures.extend(worker_failures);
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    eprintln!(
+        "{test}: docker CLI {}: seed {seed}: {} profiles ({count} generated in {:.1}s) judged by \
+         {workers} workers in {elapsed:.1}s ({:.1} ms a profile): {}",
+        docker_cli_version().unwrap_or_default(),
         counts.cases,
-        counts.rejected
+        generated.as_secs_f64(),
+        elapsed * 1000.0 / counts.cases.max(1) as f64,
+        counts.summary(),
     );
-    assert!(counts.with_init > 0, "no launch with --init was judged");
-    for agent in ["claude-code", "opencode", "codex", "hermes", "custom"] {
-        assert!(
-            counts.agents.contains_key(agent),
-            "no accepted {agent} profile: {:?}",
-            counts.agents
-        );
-    }
-    for egress in ["deny", "allowlist", "unrestricted", "gateway"] {
-        assert!(
-            counts.egress.contains_key(egress),
-            "no accepted {egress} profile: {:?}",
-            counts.egress
-        );
-    }
-    for kind in ["run", "sandbox", "seed", "decant"] {
-        assert!(
-            counts.judged.contains_key(kind),
-            "no {kind} launch judged: {:?}",
-            counts.judged
-        );
-    }
+    assert!(
+        failures.is_empty(),
+        "generated profiles are not equivalent (replay with AGENTC_REFEREE_SEED={seed} \
+         AGENTC_REFEREE_PROFILES={count}; keep the profile as fixtures/valid/regression-*.toml):\n{}",
+        failures.join("\n\n")
+    );
+    assert_eq!(counts.cases, count, "every generated profile is judged");
+    counts.assert_coverage();
 }
 
 /// A spec with one hostile value, for [`refusals_are_symmetric`].
