@@ -334,9 +334,7 @@ fn profiles_at_scale_are_equivalent_through_the_referee() {
     let workers = std::env::var("AGENTC_REFEREE_WORKERS")
         .ok()
         .and_then(|workers| workers.trim().parse().ok())
-        .unwrap_or_else(|| {
-            std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8))
-        });
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8)));
     let seed = scale_seed();
     let started = Instant::now();
     let cases = generate_cases(seed, count);

@@ -463,7 +463,7 @@ impl SandboxClient for ApiClient {
         source: &std::path::Path,
         target: &str,
     ) -> Result<CopyReport, SessionError> {
-        copy::upload(self, sandbox, source, target).await
+        agentc_backend_common::session::transfer::upload(self, sandbox, source, target).await
     }
 
     async fn download(
@@ -472,7 +472,7 @@ impl SandboxClient for ApiClient {
         source: &str,
         target: &std::path::Path,
     ) -> Result<CopyReport, SessionError> {
-        copy::download(self, sandbox, source, target).await
+        agentc_backend_common::session::transfer::download(self, sandbox, source, target).await
     }
 
     async fn logs(

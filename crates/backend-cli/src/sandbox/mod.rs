@@ -555,7 +555,7 @@ impl SandboxClient for CliClient {
         source: &Path,
         target: &str,
     ) -> Result<CopyReport, SessionError> {
-        copy::upload(self, sandbox, source, target).await
+        agentc_backend_common::session::transfer::upload(self, sandbox, source, target).await
     }
 
     async fn download(
@@ -564,7 +564,7 @@ impl SandboxClient for CliClient {
         source: &str,
         target: &Path,
     ) -> Result<CopyReport, SessionError> {
-        copy::download(self, sandbox, source, target).await
+        agentc_backend_common::session::transfer::download(self, sandbox, source, target).await
     }
 
     async fn logs(

@@ -36,6 +36,7 @@ pub mod error;
 pub mod images;
 pub mod tarball;
 pub mod target;
+pub mod transfer;
 pub mod types;
 
 use std::future::Future;
