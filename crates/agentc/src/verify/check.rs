@@ -18,6 +18,60 @@ pub struct Check {
     pub warned: bool,
     /// What to do about a failure, shown under the table.
     pub hint: Option<String>,
+    /// The fact this check is about, where another part of verify adjusts it (gVisor's
+    /// answers, [`super::gvisor`]); `None` for the rest.
+    pub fact: Option<Fact>,
+}
+
+/// The checks that another part of verify finds again by what they are about, not by their
+/// label: each one's label is written only here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fact {
+    /// The capability bounding set of PID 1.
+    CapabilityBounding,
+    /// `NoNewPrivs` of PID 1.
+    NoNewPrivileges,
+    /// The seccomp mode of PID 1.
+    Seccomp,
+    /// The cgroup memory limit.
+    MemoryLimit,
+    /// The cgroup memory+swap limit.
+    MemorySwapLimit,
+    /// The cgroup pids limit.
+    PidsLimit,
+    /// The cgroup CPU quota.
+    CpuQuota,
+    /// The size of `/dev/shm`.
+    ShmSize,
+}
+
+impl Fact {
+    /// The label the table shows.
+    pub fn label(self) -> &'static str {
+        match self {
+            Fact::CapabilityBounding => "capability bounding set",
+            Fact::NoNewPrivileges => "no new privileges",
+            Fact::Seccomp => "seccomp",
+            Fact::MemoryLimit => "memory limit (bytes)",
+            Fact::MemorySwapLimit => "memory+swap limit (bytes)",
+            Fact::PidsLimit => "pids limit",
+            Fact::CpuQuota => "cpu quota (nano cpus)",
+            Fact::ShmSize => "/dev/shm size (bytes)",
+        }
+    }
+}
+
+/// A [`Check`] of `fact`, labelled as [`Fact::label`] says.
+pub(super) fn fact_check(
+    fact: Fact,
+    expected: impl Into<String>,
+    seen: impl Into<String>,
+    ok: bool,
+) -> Check {
+    Check {
+        fact: Some(fact),
+        ..check(fact.label(), expected, seen, ok)
+    }
 }
 
 /// A [`Check`] from its parts.
@@ -35,6 +89,7 @@ pub(super) fn check(
         skipped: false,
         warned: false,
         hint: None,
+        fact: None,
     }
 }
 

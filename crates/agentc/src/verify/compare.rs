@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use agentc_policy::{AppArmor, ContainerSpec, EnvValue, MountSource, Network};
 
-use super::check::{check, Check, NOT_OBSERVED};
+use super::check::{check, fact_check, Check, Fact, NOT_OBSERVED};
 use super::parse::{capability_names, Limit, Observation};
 
 /// PID 1's command name when docker runs its init (`--init`).
@@ -216,8 +216,8 @@ fn compare_privileges(
     // set is empty even when the bounding set is not, so the effective set is checked as a
     // subset.
     match observed.cap_bounding.map(capability_names) {
-        None => checks.push(check(
-            "capability bounding set",
+        None => checks.push(fact_check(
+            Fact::CapabilityBounding,
             list(&declared),
             NOT_OBSERVED,
             false,
@@ -225,8 +225,8 @@ fn compare_privileges(
         Some(bounding) => {
             if spec.cap_drop_all {
                 let ok = bounding == declared;
-                checks.push(check(
-                    "capability bounding set",
+                checks.push(fact_check(
+                    Fact::CapabilityBounding,
                     list(&declared),
                     list(&bounding),
                     ok,
@@ -234,8 +234,8 @@ fn compare_privileges(
             } else {
                 let ok = declared.is_subset(&bounding);
                 let expected = format!("daemon default plus {}", list(&declared));
-                checks.push(check(
-                    "capability bounding set",
+                checks.push(fact_check(
+                    Fact::CapabilityBounding,
                     expected,
                     list(&bounding),
                     ok,
@@ -268,15 +268,15 @@ fn compare_privileges(
         None => NOT_OBSERVED,
     };
     if spec.no_new_privileges {
-        checks.push(check(
-            "no new privileges",
+        checks.push(fact_check(
+            Fact::NoNewPrivileges,
             "NoNewPrivs 1",
             seen,
             observed.no_new_privs == Some(true),
         ));
     } else {
-        checks.push(check(
-            "no new privileges",
+        checks.push(fact_check(
+            Fact::NoNewPrivileges,
             "not required",
             seen,
             observed.no_new_privs.is_some(),
@@ -290,7 +290,7 @@ fn compare_privileges(
         Some(mode) => (false, format!("mode {mode}")),
         None => (false, NOT_OBSERVED.to_string()),
     };
-    checks.push(check("seccomp", "filter", seen, ok));
+    checks.push(fact_check(Fact::Seccomp, "filter", seen, ok));
 
     if let Some(AppArmor::Unconfined) = spec.apparmor {
         let profile = inspect
@@ -371,10 +371,10 @@ fn limit_text(limit: Option<Limit>) -> String {
     }
 }
 
-fn limit_check(what: &str, wanted: Option<u64>, seen: Option<Limit>) -> Check {
+fn limit_check(fact: Fact, wanted: Option<u64>, seen: Option<Limit>) -> Check {
     let expected = wanted.map(Limit::Value).unwrap_or(Limit::Unlimited);
-    check(
-        what,
+    fact_check(
+        fact,
         limit_text(Some(expected)),
         limit_text(seen),
         seen == Some(expected),
@@ -385,24 +385,24 @@ fn limit_check(what: &str, wanted: Option<u64>, seen: Option<Limit>) -> Check {
 fn compare_resources(spec: &ContainerSpec, observed: &Observation, checks: &mut Vec<Check>) {
     let resources = &spec.resources;
     checks.push(limit_check(
-        "memory limit (bytes)",
+        Fact::MemoryLimit,
         resources.memory_bytes,
         observed.memory_limit(),
     ));
     if let Some(swap) = resources.memory_swap_bytes {
         checks.push(limit_check(
-            "memory+swap limit (bytes)",
+            Fact::MemorySwapLimit,
             Some(swap),
             observed.memory_swap_limit(),
         ));
     }
     checks.push(limit_check(
-        "pids limit",
+        Fact::PidsLimit,
         resources.pids_limit.map(u64::from),
         observed.pids_limit(),
     ));
     checks.push(limit_check(
-        "cpu quota (nano cpus)",
+        Fact::CpuQuota,
         resources.nano_cpus,
         observed.nano_cpus(),
     ));
@@ -411,14 +411,14 @@ fn compare_resources(spec: &ContainerSpec, observed: &Observation, checks: &mut 
         .map(|size| size.to_string())
         .unwrap_or_else(|| NOT_OBSERVED.to_string());
     match resources.shm_size_bytes {
-        Some(size) => checks.push(check(
-            "/dev/shm size (bytes)",
+        Some(size) => checks.push(fact_check(
+            Fact::ShmSize,
             size.to_string(),
             seen,
             shm == Some(size),
         )),
-        None => checks.push(check(
-            "/dev/shm size (bytes)",
+        None => checks.push(fact_check(
+            Fact::ShmSize,
             "daemon default",
             seen,
             shm.is_some(),

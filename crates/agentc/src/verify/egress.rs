@@ -229,6 +229,7 @@ pub fn credential_environment(
         ok: wrong.is_empty(),
         skipped: false,
         warned: false,
+        fact: None,
         hint: (!wrong.is_empty()).then(|| {
             "the sandbox must hold only the placeholders agentc made at launch: the egress \
              proxy holds the keys ([credentials])"
@@ -345,6 +346,7 @@ pub fn egress_checks(
                     ok: line.result != Outcome::Fail,
                     skipped: line.result == Outcome::Skip,
                     warned: line.result == Outcome::Warn,
+                    fact: None,
                     hint: line.hint.clone(),
                 }
             }
@@ -358,6 +360,7 @@ pub fn egress_checks(
                 ok: false,
                 skipped: false,
                 warned: false,
+                fact: None,
                 hint: Some(
                     "the check container runs the proxy image's `agentc egress-proxy probe`: a library user must name a current agentc binary with agentc_egress::image::set_proxy_executable; rerun with -v for the steps"
                         .to_string(),

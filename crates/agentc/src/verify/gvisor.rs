@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 
 use agentc_policy::{is_gvisor, runtime_words, Capability, ContainerSpec};
 
-use super::check::{check, Check, NOT_OBSERVED};
+use super::check::{check, Check, Fact, NOT_OBSERVED};
 use super::parse::{capability_names, Observation};
 
 /// Adds the runtime check (when the launch names a runtime or the probe saw gVisor) and, under
@@ -48,22 +48,23 @@ pub(super) fn adjust(
         return;
     }
     for item in checks.iter_mut() {
-        match item.what.as_str() {
-            "capability bounding set" if !item.ok => bounding(spec, observed, item),
-            "no new privileges" if item.seen == NOT_OBSERVED => {
+        let Some(fact) = item.fact else { continue };
+        match fact {
+            Fact::CapabilityBounding if !item.ok => bounding(spec, observed, item),
+            Fact::NoNewPrivileges if item.seen == NOT_OBSERVED => {
                 item.seen = "not shown inside gVisor (set on the sandbox)".to_string();
                 item.ok = true;
             }
-            "seccomp" => {
+            Fact::Seccomp => {
                 item.seen = "gVisor's own filters of its host calls (the OCI profile is not applied inside)".to_string();
                 item.ok = true;
             }
-            "memory limit (bytes)" => limit(item, inspect, "/HostConfig/Memory"),
-            "memory+swap limit (bytes)" => limit(item, inspect, "/HostConfig/MemorySwap"),
-            "pids limit" => limit(item, inspect, "/HostConfig/PidsLimit"),
-            "cpu quota (nano cpus)" => limit(item, inspect, "/HostConfig/NanoCpus"),
-            "/dev/shm size (bytes)" => limit(item, inspect, "/HostConfig/ShmSize"),
-            _ => {}
+            Fact::MemoryLimit => limit(item, inspect, "/HostConfig/Memory"),
+            Fact::MemorySwapLimit => limit(item, inspect, "/HostConfig/MemorySwap"),
+            Fact::PidsLimit => limit(item, inspect, "/HostConfig/PidsLimit"),
+            Fact::CpuQuota => limit(item, inspect, "/HostConfig/NanoCpus"),
+            Fact::ShmSize => limit(item, inspect, "/HostConfig/ShmSize"),
+            Fact::CapabilityBounding | Fact::NoNewPrivileges => {}
         }
     }
 }

@@ -249,6 +249,7 @@ pub fn host_path_check(
         ok,
         skipped: false,
         warned: false,
+        fact: None,
         hint,
     }
 }
@@ -262,6 +263,7 @@ pub fn skipped(why: String) -> Check {
         ok: true,
         skipped: true,
         warned: false,
+        fact: None,
         hint: None,
     }
 }
