@@ -120,12 +120,88 @@ pub const DIFFERENCES: &[Difference] = &[
         instead: "refused, naming the first limit, when agentc runs podman as a non-root user on a cgroup v1 host",
     },
     Difference {
+        field: "egress",
+        podman: "has no bridge option com.docker.network.bridge.inhibit_ipv4, which the egress proxy's isolated network needs",
+        action: Action::Refuse,
+        instead: "refused: run the launch on docker, or set egress.enforce = \"image\"",
+    },
+    Difference {
         field: "rm --force",
         podman: "stops with SIGTERM and waits 10 s before SIGKILL",
         action: Action::Rewrite,
         instead: "podman rm --force --time=0",
     },
 ];
+
+/// What Podman does with one field of [`ContainerSpec`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Meaning {
+    /// What Docker does: rendered the same, no row.
+    Same,
+    /// Something else, as these rows of [`DIFFERENCES`] say (by their `field`).
+    Rows(&'static [&'static str]),
+}
+
+/// Lists every field of [`ContainerSpec`] with its [`Meaning`] on Podman, and proves the
+/// list whole: the fields are also the pattern of an exhaustive destructuring of the spec
+/// (no `..`), so a field added to the spec (or renamed) does not compile until its Podman
+/// meaning is written here.
+macro_rules! field_meanings {
+    ($($field:ident => $meaning:expr),* $(,)?) => {{
+        #[allow(dead_code)]
+        fn every_field_is_listed(spec: &ContainerSpec) {
+            let ContainerSpec { $($field: _),* } = spec;
+        }
+        [$((stringify!($field), $meaning)),*]
+    }};
+}
+
+/// Every field of [`ContainerSpec`] and what Podman does with it; checked whole by the
+/// compiler (an exhaustive destructuring of the spec) and against [`DIFFERENCES`] by the tests.
+pub fn field_meanings() -> Vec<(&'static str, Meaning)> {
+    use Meaning::{Rows, Same};
+    field_meanings! {
+        name => Same,
+        image => Same,
+        entrypoint => Same,
+        command => Same,
+        user => Same,
+        working_dir => Same,
+        init => Same,
+        env => Same,
+        mounts => Rows(&["mounts[].read_only", "mounts[].source.subpath"]),
+        tmpfs => Rows(&["tmpfs"]),
+        read_only_root => Rows(&["read_only_root"]),
+        no_new_privileges => Same,
+        apparmor => Same,
+        cap_drop_all => Same,
+        cap_add => Rows(&["cap_add"]),
+        network => Same,
+        extra_hosts => Rows(&["extra_hosts[].target"]),
+        ports => Same,
+        exposed_ports => Same,
+        network_aliases => Same,
+        ipv4_address => Same,
+        dns => Same,
+        sysctls => Same,
+        egress => Rows(&["egress"]),
+        resources => Rows(&["resources.shm_size_bytes", "resources.pids_limit", "resources"]),
+        log => Rows(&["log"]),
+        devices => Same,
+        labels => Same,
+        runtime => Rows(&["runtime"]),
+        isolation => Same,
+        interactive => Same,
+        tty => Same,
+        auto_remove => Same,
+        detach => Same,
+    }
+    .to_vec()
+}
+
+/// The rows of [`DIFFERENCES`] about what agentc renders or runs beyond the spec's fields
+/// (a flag Docker implies, the removal), not about one field.
+pub const ROWS_BEYOND_FIELDS: &[&str] = &["ipc", "rlimits", "rm --force"];
 
 /// Whether a user spec (`uid`, `uid:gid`, `name`, `name:group`) is root; empty is root (the
 /// image's default).
@@ -327,9 +403,35 @@ mod tests {
                 "mounts[].source.subpath",
                 "extra_hosts[].target",
                 "runtime",
-                "resources"
+                "resources",
+                "egress"
             ]
         );
+    }
+
+    #[test]
+    fn every_row_belongs_to_a_field_and_every_field_row_exists() {
+        let rows: Vec<&str> = DIFFERENCES.iter().map(|row| row.field).collect();
+        let mut claimed: Vec<&str> = ROWS_BEYOND_FIELDS.to_vec();
+        for (field, meaning) in field_meanings() {
+            if let Meaning::Rows(named) = meaning {
+                for row in named {
+                    assert!(rows.contains(row), "{field} names no row {row:?}");
+                    assert!(
+                        row.split(['.', '[']).next() == Some(field),
+                        "row {row:?} is not about {field}"
+                    );
+                    claimed.push(row);
+                }
+            }
+        }
+        for row in &rows {
+            assert!(
+                claimed.contains(row),
+                "row {row:?} belongs to no field of ContainerSpec"
+            );
+        }
+        assert_eq!(claimed.len(), rows.len(), "a row is claimed twice");
     }
 
     #[test]
