@@ -363,6 +363,44 @@ pub struct LaunchPlan {
     pub parts: Vec<Part>,
     /// Its findings, counted.
     pub findings: FindingsSummary,
+    /// Its isolation floor and how the runtime is chosen ([`isolation_words`]), when the
+    /// launch has a floor or names a runtime.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<String>,
+}
+
+/// The isolation of a container launch in words: its floor and preference, and the runtime
+/// it names or that the launch chooses (always proven by a probe before anything is created);
+/// `None` for a launch with neither (the engine's default runtime, no floor).
+pub fn isolation_words(spec: &LaunchSpec) -> Option<String> {
+    let Action::Container(container) = &spec.action else {
+        return None;
+    };
+    let runtime = container.runtime.as_deref();
+    match (container.isolation, runtime) {
+        (None, None) => None,
+        (None, Some(runtime)) => Some(format!(
+            "runtime {runtime} ({}), no floor",
+            agentc_policy::runtime_words(runtime)
+        )),
+        (Some(floor), runtime) => {
+            let chosen = match runtime {
+                Some(runtime) => format!(
+                    "runtime {runtime} ({}), proven by a probe at launch (below the floor, \
+                     nothing is created)",
+                    agentc_policy::runtime_words(runtime)
+                ),
+                None => "the runtime is chosen from the engine's and proven by a probe at \
+                         launch (none at the floor: nothing is created)"
+                    .to_string(),
+            };
+            Some(format!(
+                "at least {}, prefer {}: {chosen}",
+                floor.min.as_str(),
+                floor.prefer.as_str()
+            ))
+        }
+    }
 }
 
 /// Findings counted by severity, with their codes.
@@ -450,6 +488,7 @@ pub fn plan(
                 })
                 .collect(),
             findings: FindingsSummary::of(&launch.findings),
+            isolation: isolation_words(&launch.spec),
         })
         .collect();
     let since_apply = recorded.map(|recorded| {
@@ -506,6 +545,9 @@ impl Plan {
             for part in &launch.parts {
                 let (what, words) = describe(part);
                 out.push_str(&format!("  {what:<10} {words}\n"));
+            }
+            if let Some(isolation) = &launch.isolation {
+                out.push_str(&format!("  {:<10} {isolation}\n", "isolation"));
             }
             out.push_str(&format!(
                 "  {:<10} {}\n",

@@ -293,3 +293,36 @@ fn the_plan_says_an_outside_network_with_published_ports_must_not_be_internal() 
         Part::Network { name, publishes, .. } if name == "corp" && publishes.is_empty()
     )));
 }
+
+/// The plan shows a launch's isolation floor and how its runtime is chosen; a launch with
+/// neither floor nor runtime shows no isolation line.
+#[test]
+fn the_plan_shows_the_isolation_floor_and_how_the_runtime_is_chosen() {
+    let profile = |security: &str| {
+        format!(
+            "name = \"box\"\nagent = \"custom\"\n[image]\nref = \"alpine:3\"\n[egress]\nmode = \"deny\"\n[security]\n{security}\n"
+        )
+    };
+    let text_of = |security: &str| {
+        let launch = launch(&profile(security), LaunchKind::Run, None);
+        plan("box", "box.toml", &[launch], None).text()
+    };
+    let chosen = text_of("isolation = { min = \"gvisor\", prefer = \"strongest\" }");
+    assert!(
+        chosen.contains(
+            "  isolation  at least gvisor, prefer strongest: the runtime is chosen from the engine's"
+        ),
+        "{chosen}"
+    );
+    let named = text_of("runtime = \"runsc\"\nisolation = { min = \"gvisor\" }");
+    assert!(
+        named.contains("  isolation  at least gvisor, prefer min: runtime runsc (gVisor"),
+        "{named}"
+    );
+    assert!(
+        named.contains("below the floor, nothing is created"),
+        "{named}"
+    );
+    let plain = text_of("");
+    assert!(!plain.contains("isolation"), "{plain}");
+}
