@@ -2,10 +2,11 @@
 //! the writable layer, a tmpfs and the home volume survive snapshot -> rm -> restore, the
 //! restored sandbox hardened and behind its own egress proxy as the profile says; two forks
 //! diverge; `restore --name` and `fork --name` name the sandboxes and their companions as
-//! `run --name` does and refuse a name in use, leaving nothing; a paused sandbox runs nothing
-//! and resumes where it was; a sandbox with secrets as environment values is refused without
-//! --allow-secrets, and with it no secret value is in the image (`docker save`, byte for
-//! byte) or the archives; `--memory` is refused on Docker with its hint.
+//! `run --name` does and refuse a name in use, leaving nothing, and a restore's launch passes
+//! `agentc verify --image SNAPSHOT-IMAGE`; a paused sandbox runs nothing and resumes where it
+//! was; a sandbox with secrets as environment values is refused without --allow-secrets, and
+//! with it no secret value is in the image (`docker save`, byte for byte) or the archives;
+//! `--memory` is refused on Docker with its hint.
 //!
 //! Each test makes its own outside network (`--internal`: nothing leaves the machine) and
 //! launches sandboxes of the busybox test image (or an agent image built from it locally)
@@ -450,6 +451,28 @@ fn live_restore_name_names_the_sandbox_and_its_companion_through_both_backends()
         lab.ok(&["snapshot", "--backend", backend, &source, "--tag", "n"]);
         let snapshot = format!("{profile}:n");
         lab.ok(&["rm", &source]);
+        assert!(left_of(&profile).is_empty(), "{:?}", left_of(&profile));
+
+        // The launch a restore makes passes `agentc verify` of the profile with the snapshot's
+        // image (the allowlisted host is not probed: nothing answers on the outside network).
+        let image = format!("agentc-snapshot/{snapshot}");
+        let verify = lab.agentc(
+            &[
+                "verify",
+                &path,
+                "--backend",
+                backend,
+                "--image",
+                &image,
+                "--egress-probe",
+                "none",
+            ],
+            &[],
+        );
+        assert_eq!(verify.status.code(), Some(0), "{}", describe(&verify));
+        let table = text(&verify.stdout);
+        assert!(table.contains(" 0 failed"), "{table}");
+        assert!(table.contains("egress.host-path"), "{table}");
         assert!(left_of(&profile).is_empty(), "{:?}", left_of(&profile));
 
         // Named as asked, with its egress companion named after it.
