@@ -514,6 +514,24 @@ fn live_restore_name_names_the_sandbox_and_its_companion_through_both_backends()
         );
         assert!(stderr.contains("\n  hint: "), "{stderr}");
         assert_eq!(left_of(&profile), before);
+        // Not a container name: refused as run refuses it (exit 65), before anything is created.
+        let bad = lab.agentc(
+            &[
+                "restore",
+                "--backend",
+                backend,
+                &snapshot,
+                "--name=-bad/name",
+            ],
+            &[],
+        );
+        assert_eq!(bad.status.code(), Some(65), "{}", describe(&bad));
+        let stderr = text(&bad.stderr);
+        assert!(
+            stderr.contains("--name") && stderr.contains("is not a container name"),
+            "{stderr}"
+        );
+        assert_eq!(left_of(&profile), before);
 
         // A fork under a name: N-1 to N-COUNT, as `run --name N --count K`.
         let fork = format!("{}-fork-{backend}", lab.id);
