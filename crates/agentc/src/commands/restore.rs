@@ -39,9 +39,9 @@ fn in_use(names: &[String]) -> Failure {
     Failure::new(
         EXIT_DOCKER,
         format!(
-            "the container name{} {} {} already in use; nothing was restored\n  hint: `agentc ps \
-             --all` lists agentc's containers and `agentc rm NAME` removes one; or restore under \
-             another --name",
+            "the container name{} {} {} already in use\n  hint: `agentc ps --all` lists \
+             agentc's containers and `agentc rm NAME` removes one; or restore under another \
+             --name",
             if names.len() == 1 { "" } else { "s" },
             names.join(", "),
             if names.len() == 1 { "is" } else { "are" },
