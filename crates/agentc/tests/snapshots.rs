@@ -1,10 +1,12 @@
 //! Live tests of pausing, snapshots, restores and forks (issue 23), through both backends:
 //! the writable layer, a tmpfs and the home volume survive snapshot -> rm -> restore, the
 //! restored sandbox hardened and behind its own egress proxy as the profile says; two forks
-//! diverge; a paused sandbox runs nothing and resumes where it was; a sandbox with secrets as
-//! environment values is refused without --allow-secrets, and with it no secret value is in
-//! the image (`docker save`, byte for byte) or the archives; `--memory` is refused on Docker
-//! with its hint.
+//! diverge; `restore --name` and `fork --name` name the sandboxes and their companions as
+//! `run --name` does and refuse a name in use, leaving nothing, and a restore's launch passes
+//! `agentc verify --image SNAPSHOT-IMAGE`; a paused sandbox runs nothing and resumes where it
+//! was; a sandbox with secrets as environment values is refused without --allow-secrets, and
+//! with it no secret value is in the image (`docker save`, byte for byte) or the archives;
+//! `--memory` is refused on Docker with its hint.
 //!
 //! Each test makes its own outside network (`--internal`: nothing leaves the machine) and
 //! launches sandboxes of the busybox test image (or an agent image built from it locally)
@@ -406,6 +408,179 @@ fn live_two_forks_diverge() {
             .next(),
         Some("base")
     );
+}
+
+/// The names of the containers, networks and volumes labelled for `profile`, sorted.
+fn left_of(profile: &str) -> Vec<String> {
+    let filter = format!("label=io.agentc.profile={profile}");
+    let mut left: Vec<String> = [
+        vec!["ps", "-a", "--format", "{{.Names}}", "--filter", &filter],
+        vec![
+            "network",
+            "ls",
+            "--format",
+            "{{.Name}}",
+            "--filter",
+            &filter,
+        ],
+        vec!["volume", "ls", "--format", "{{.Name}}", "--filter", &filter],
+    ]
+    .iter()
+    .flat_map(|args| {
+        docker(args)
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    })
+    .collect();
+    left.sort();
+    left
+}
+
+#[test]
+fn live_restore_name_names_the_sandbox_and_its_companion_through_both_backends() {
+    if !require_daemon("live_restore_name_names_the_sandbox_and_its_companion") {
+        return;
+    }
+    let mut lab = Lab::new("named");
+    for backend in ["cli", "api"] {
+        let (profile, path) = lab.profile(backend, false, "[\"tail\", \"-f\", \"/dev/null\"]", "");
+        let source = started(&lab.ok(&["run", &path, "--backend", backend])).remove(0);
+        lab.sh(backend, &source, "echo kept > /kept && echo tmp > /tmp/t");
+        lab.ok(&["snapshot", "--backend", backend, &source, "--tag", "n"]);
+        let snapshot = format!("{profile}:n");
+        lab.ok(&["rm", &source]);
+        assert!(left_of(&profile).is_empty(), "{:?}", left_of(&profile));
+
+        // The launch a restore makes passes `agentc verify` of the profile with the snapshot's
+        // image (the allowlisted host is not probed: nothing answers on the outside network).
+        let image = format!("agentc-snapshot/{snapshot}");
+        let verify = lab.agentc(
+            &[
+                "verify",
+                &path,
+                "--backend",
+                backend,
+                "--image",
+                &image,
+                "--egress-probe",
+                "none",
+            ],
+            &[],
+        );
+        assert_eq!(verify.status.code(), Some(0), "{}", describe(&verify));
+        let table = text(&verify.stdout);
+        assert!(table.contains(" 0 failed"), "{table}");
+        assert!(table.contains("egress.host-path"), "{table}");
+        assert!(left_of(&profile).is_empty(), "{:?}", left_of(&profile));
+
+        // Named as asked, with its egress companion named after it.
+        let name = format!("{}-restored-{backend}", lab.id);
+        let out = lab.ok(&["restore", "--backend", backend, &snapshot, "--name", &name]);
+        assert_eq!(started(&out), std::slice::from_ref(&name), "{out}");
+        assert!(
+            out.contains(&format!("restored {name} from {snapshot}")),
+            "{out}"
+        );
+        assert_eq!(lab.sh(backend, &name, "cat /kept /tmp/t"), "kept\ntmp\n");
+        let row = ps_row(&lab, &name);
+        assert_eq!(row["egress"]["state"], "up", "{row}");
+        assert_eq!(row["network"], format!("{name}-egress").as_str(), "{row}");
+        assert_eq!(
+            docker(&[
+                "inspect",
+                "--format",
+                "{{.State.Running}}",
+                &format!("{name}-egress-proxy")
+            ])
+            .unwrap(),
+            "true"
+        );
+        let ps = lab.ok(&["ps"]);
+        assert!(ps.contains(&name), "{ps}");
+
+        // The name again: refused as run's is, nothing created.
+        let before = left_of(&profile);
+        let again = lab.agentc(
+            &["restore", "--backend", backend, &snapshot, "--name", &name],
+            &[],
+        );
+        assert_eq!(again.status.code(), Some(125), "{}", describe(&again));
+        let stderr = text(&again.stderr);
+        assert!(
+            stderr.contains(&format!("the container name {name} is already in use")),
+            "{stderr}"
+        );
+        assert!(stderr.contains("\n  hint: "), "{stderr}");
+        assert_eq!(left_of(&profile), before);
+        // Not a container name: refused as run refuses it (exit 65), before anything is created.
+        let bad = lab.agentc(
+            &[
+                "restore",
+                "--backend",
+                backend,
+                &snapshot,
+                "--name=-bad/name",
+            ],
+            &[],
+        );
+        assert_eq!(bad.status.code(), Some(65), "{}", describe(&bad));
+        let stderr = text(&bad.stderr);
+        assert!(
+            stderr.contains("--name") && stderr.contains("is not a container name"),
+            "{stderr}"
+        );
+        assert_eq!(left_of(&profile), before);
+
+        // A fork under a name: N-1 to N-COUNT, as `run --name N --count K`.
+        let fork = format!("{}-fork-{backend}", lab.id);
+        let out = lab.ok(&[
+            "fork",
+            "--backend",
+            backend,
+            &snapshot,
+            "--name",
+            &fork,
+            "--count",
+            "2",
+        ]);
+        let forks = [format!("{fork}-1"), format!("{fork}-2")];
+        assert_eq!(started(&out), forks, "{out}");
+        for fork in &forks {
+            assert_eq!(
+                ps_row(&lab, fork)["network"],
+                format!("{fork}-egress").as_str()
+            );
+        }
+        // One more than there are: the taken names are refused at once, N-3 is not made.
+        let before = left_of(&profile);
+        let more = lab.agentc(
+            &[
+                "fork",
+                "--backend",
+                backend,
+                &snapshot,
+                "--name",
+                &fork,
+                "--count",
+                "3",
+            ],
+            &[],
+        );
+        assert_eq!(more.status.code(), Some(125), "{}", describe(&more));
+        let stderr = text(&more.stderr);
+        assert!(
+            stderr.contains(&format!("{fork}-1, {fork}-2 are already in use")),
+            "{stderr}"
+        );
+        assert_eq!(left_of(&profile), before);
+
+        // rm leaves nothing of any of them.
+        lab.ok(&["rm", &name, &forks[0], &forks[1]]);
+        assert!(left_of(&profile).is_empty(), "{:?}", left_of(&profile));
+        lab.ok(&["snapshot", "rm", "--backend", backend, &snapshot]);
+    }
 }
 
 #[test]

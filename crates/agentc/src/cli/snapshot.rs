@@ -93,6 +93,11 @@ pub struct RestoreArgs {
     /// Restore the processes' memory too (Podman with CRIU; refused on Docker, exit 65).
     #[arg(long)]
     pub memory: bool,
+    /// Name the sandbox N, as `agentc run --name N` does (its egress companion becomes N-egress
+    /// and N-egress-proxy; a fork's sandboxes are N-1 to N-COUNT, as `run --count`'s copies).
+    /// A name in use is refused before anything is created (exit 125).
+    #[arg(long, value_name = "N")]
+    pub name: Option<String>,
     /// A snapshot name (PROFILE:TAG) from `agentc snapshot ls`.
     pub snapshot: String,
 }

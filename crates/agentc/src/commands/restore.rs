@@ -4,6 +4,10 @@
 //! profile with the snapshot's image (hardening, egress companion and fresh placeholders as the
 //! profile says), then [`put_back`](snapshot::put_back). A failed put-back removes the new
 //! sandbox and the volumes its launch created.
+//!
+//! `--name N` names them as `agentc run --name N` (and with `--count`) does: N, or a fork's
+//! N-1 to N-COUNT, each with its egress companion named after it. Every name asked for is
+//! checked before anything is created; one in use is refused (exit 125, as run's launch is).
 
 use std::path::{Path, PathBuf};
 
@@ -18,7 +22,7 @@ use super::snapshot::{
 use crate::cli::{LaunchArgs, RestoreArgs};
 use crate::commands::launch;
 use crate::commands::session::session_failure;
-use crate::context::{self, Failure, EXIT_FAILED};
+use crate::context::{self, Failure, EXIT_DOCKER, EXIT_FAILED};
 
 /// The snapshot `name`.
 struct Find(String);
@@ -30,8 +34,54 @@ impl OnClient for Find {
     }
 }
 
-/// The next restored sandbox: its launch under the first free copy number from `next`, and
-/// what [`snapshot::prepare`] found.
+/// The refusal of the names asked for (`--name`) that a container already has.
+fn in_use(names: &[String]) -> Failure {
+    Failure::new(
+        EXIT_DOCKER,
+        format!(
+            "the container name{} {} {} already in use\n  hint: `agentc ps --all` lists \
+             agentc's containers and `agentc rm NAME` removes one; or restore under another \
+             --name",
+            if names.len() == 1 { "" } else { "s" },
+            names.join(", "),
+            if names.len() == 1 { "is" } else { "are" },
+        ),
+    )
+}
+
+/// Whether a container has the name `name` (one agentc did not create counts too).
+async fn taken<C: SandboxClient>(client: &C, name: &str) -> Result<bool, Failure> {
+    match client.find(name).await {
+        Ok(_) | Err(SessionError::NotAgentc { .. }) => Ok(true),
+        Err(SessionError::NoSuchContainer { .. }) => Ok(false),
+        Err(error) => Err(session_failure(error)),
+    }
+}
+
+/// The names asked for (`--name`), each refused when a container has it: all of them checked
+/// before the first sandbox is created, all the taken ones named at once.
+struct Free(Vec<String>);
+
+impl OnClient for Free {
+    type Output = ();
+    async fn run<C: SandboxClient>(self, client: &C) -> Result<(), Failure> {
+        let mut in_use_now = Vec::new();
+        for name in self.0 {
+            if taken(client, &name).await? {
+                in_use_now.push(name);
+            }
+        }
+        if in_use_now.is_empty() {
+            Ok(())
+        } else {
+            Err(in_use(&in_use_now))
+        }
+    }
+}
+
+/// The next restored sandbox: its launch under the copy number `next` (the first free one
+/// from it, or exactly it when the name was `asked` for), and what [`snapshot::prepare`]
+/// found.
 struct Prepare<'a> {
     record: &'a SnapshotRecord,
     dir: &'a Path,
@@ -39,6 +89,7 @@ struct Prepare<'a> {
     args: &'a LaunchArgs,
     instance: &'a dyn Fn(u16) -> Instance,
     next: &'a mut u16,
+    asked: bool,
 }
 
 impl OnClient for Prepare<'_> {
@@ -51,6 +102,13 @@ impl OnClient for Prepare<'_> {
             })?;
             let spec = context::resolve_instance(self.loaded, self.args, (self.instance)(copy))?;
             let name = container(&spec)?.name.clone().unwrap_or_default();
+            if self.asked {
+                // Checked before the first restore; taken since, it is refused all the same.
+                if taken(client, &name).await? {
+                    return Err(in_use(&[name]));
+                }
+                break spec;
+            }
             match client.find(&name).await {
                 Err(SessionError::NoSuchContainer { .. }) => break spec,
                 Err(SessionError::BadName { .. }) => {
@@ -156,14 +214,26 @@ pub fn restore(args: RestoreArgs, count: u16) -> Result<u8, Failure> {
     );
     let profile_record = context::profile_record(&file);
     let default_name = format!("agentc-restore-{}", record.profile);
+    // Without --name, a copy's name (`NAME-N`); with it, N alone or, for several, N-1 to
+    // N-COUNT, as `agentc run --name N [--count K]` names them.
+    let asked = args.name.is_some();
     let instance = |copy: u16| Instance {
         start: Start::Detached,
         default_name: Some(default_name.clone()),
-        name: None,
-        copy: Some(copy),
+        name: args.name.clone(),
+        copy: (!asked || count > 1).then_some(copy),
         stdin_is_terminal: false,
         profile_record: profile_record.clone(),
     };
+    if asked {
+        let names = (1..=count)
+            .map(|copy| {
+                let spec = context::resolve_instance(&loaded, &args_of, instance(copy))?;
+                Ok(container(&spec)?.name.clone().unwrap_or_default())
+            })
+            .collect::<Result<Vec<_>, Failure>>()?;
+        on_client(backend, Free(names))?;
+    }
     let mut next = 1;
     for _ in 0..count {
         let (spec, plan) = on_client(
@@ -175,6 +245,7 @@ pub fn restore(args: RestoreArgs, count: u16) -> Result<u8, Failure> {
                 args: &args_of,
                 instance: &instance,
                 next: &mut next,
+                asked,
             },
         )?;
         let name = container(&spec)?.name.clone().unwrap_or_default();
