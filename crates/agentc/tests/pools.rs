@@ -444,3 +444,103 @@ fn live_a_sandbox_claim_starts_its_command_in_the_background_and_rm_removes_it_w
     .unwrap_or_default();
     assert!(networks.is_empty(), "{networks}");
 }
+
+/// Containers of a test's own on its outside network; removed on drop (before the lab, which
+/// is declared first).
+struct Servers(Vec<String>);
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        for server in &self.0 {
+            let _ = docker(&["rm", "--force", server]);
+        }
+    }
+}
+
+/// A claimed member is behind its own egress proxy with the profile's allowlist, exactly: the
+/// allowlisted address of one server of the test's own answers through the proxy; another
+/// server on the same outside network, a name not on the list, and the allowlisted server
+/// reached around the proxy do not.
+#[test]
+fn live_a_claim_behind_the_proxy_reaches_exactly_its_allowlist() {
+    if !require_daemon("live_a_claim_behind_the_proxy_reaches_exactly_its_allowlist") {
+        return;
+    }
+    for backend in ["cli", "api"] {
+        let lab = Lab::new(&format!("allow-{backend}"));
+        let mut servers = Servers(Vec::new());
+        let mut address = Vec::new();
+        for (role, alias) in [("allowed", "kept.test"), ("other", "other.test")] {
+            let name = format!("{}-{role}", lab.id);
+            let page = format!("mkdir -p /tmp/w && echo pool-{role} > /tmp/w/index.html && exec httpd -f -p 80 -h /tmp/w");
+            docker(&[
+                "run",
+                "-d",
+                &format!("--name={name}"),
+                &format!("--network={}", lab.out),
+                &format!("--network-alias={alias}"),
+                &test_image(),
+                "sh",
+                "-c",
+                &page,
+            ])
+            .expect("start a server");
+            servers.0.push(name.clone());
+            let ip = docker(&[
+                "inspect",
+                "--format",
+                "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+                &name,
+            ])
+            .expect("the server's address");
+            address.push(ip.trim().to_string());
+        }
+        let (allowed, other) = (&address[0], &address[1]);
+        let body = format!(
+            "name = \"{}\"\nagent = \"claude-code\"\nhome_volume = \"{}\"\n\n[workspace]\nmount = false\n\n[egress]\nhosts = [\"{allowed}\"]\noutside_network = \"{}\"\n",
+            lab.id, lab.home, lab.out
+        );
+        let path = lab.dir.path().join("allow.toml");
+        std::fs::write(&path, body).expect("write the profile");
+        let path = path.to_string_lossy().into_owned();
+        fill(&lab, &path, backend, "1");
+        let script = format!(
+            "wget -q -O- http://{allowed}/; echo allowed=$?; \
+             wget -q -O- http://{other}/ 2>&1; echo other=$?; \
+             wget -q -O- http://other.test/ 2>&1; echo name=$?; \
+             http_proxy= HTTP_PROXY= wget -q -O- http://{allowed}/ 2>&1; echo around=$?"
+        );
+        let output = claim(&lab, &path, backend, &script);
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        member_of(&output);
+        eprintln!("{backend}: {}", describe(&output));
+        let stdout = text(&output.stdout);
+        assert!(
+            stdout.contains("pool-allowed\nallowed=0"),
+            "{}",
+            describe(&output)
+        );
+        assert!(!stdout.contains("pool-other"), "{}", describe(&output));
+        for refused in ["other=0", "name=0", "around=0"] {
+            assert!(
+                !stdout.contains(refused),
+                "{refused}: {}",
+                describe(&output)
+            );
+        }
+        // The proxy refused both by its decision (403), not by a failed connection.
+        for refused in ["other", "name"] {
+            assert!(
+                stdout.contains(&format!("403 Forbidden\n{refused}=")),
+                "{refused}: {}",
+                describe(&output)
+            );
+        }
+        // The allowlisted server answered once: through the proxy, never around it.
+        assert!(
+            stdout.matches("pool-allowed").count() == 1,
+            "{}",
+            describe(&output)
+        );
+    }
+}
