@@ -811,3 +811,160 @@ fn live_faults_mid_exec_are_clear_errors_through_both_backends() {
     }
     guard.finish();
 }
+
+/// A server of the test's own on its outside network: busybox httpd answering `page`.
+fn start_server(image: &str, name: &str, network: &str, profile: &str, page: &str) -> String {
+    let script = format!(
+        "mkdir -p /tmp/w && echo {page} > /tmp/w/index.html && exec httpd -f -p 80 -h /tmp/w"
+    );
+    docker(&[
+        "run",
+        "-d",
+        &format!("--name={name}"),
+        &format!("--label={PROFILE_LABEL}-server={profile}"),
+        &format!("--network={network}"),
+        image,
+        "sh",
+        "-c",
+        &script,
+    ])
+    .expect("start a server");
+    docker(&[
+        "inspect",
+        "--format",
+        "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+        name,
+    ])
+    .expect("the server's address")
+    .trim()
+    .to_string()
+}
+
+/// A library user's sandbox behind the egress proxy ([`SandboxClient::create`] of a launch
+/// whose allowlist is enforced outside), through both clients: the companion is made first,
+/// the allowlisted server of the test's own answers through the proxy and another one on the
+/// same outside network is refused; `delete` removes the sandbox with its proxy, isolated
+/// network and whatever else was made for it.
+#[test]
+fn live_a_library_sandbox_behind_the_egress_proxy_holds_its_allowlist_and_deletes_whole() {
+    let test = "live_a_library_sandbox_behind_the_egress_proxy";
+    let Some(image) = setup(test) else { return };
+    agentc_egress::image::set_proxy_executable(
+        agentc_conformance::binary::agentc_binary().to_path_buf(),
+    );
+    for backend in ["cli", "api"] {
+        let profile = format!("agentc-live-sess-egress-{backend}-{}", std::process::id());
+        let guard = LeakGuard::new(test, &profile);
+        let out = format!("{profile}-out");
+        let (allowed_name, other_name) = (format!("{profile}-allowed"), format!("{profile}-other"));
+        let cleanup = Cleanup {
+            profile: profile.clone(),
+            network: Some(out.clone()),
+            other: vec![allowed_name.clone(), other_name.clone()],
+        };
+        docker(&["network", "create", "--internal", &out]).expect("the outside network");
+        let allowed = start_server(&image, &allowed_name, &out, &profile, "page-allowed");
+        let other = start_server(&image, &other_name, &out, &profile, "page-other");
+        let text = format!(
+            "name = \"{profile}\"\nagent = \"custom\"\n\n[image]\nref = \"{image}\"\ncommand = [\"tail\", \"-f\", \"/dev/null\"]\n\n[egress]\nhosts = [\"{allowed}\"]\noutside_network = \"{out}\"\n"
+        );
+        let loaded = agentc_policy::load("egress.toml", &text).expect("the profile loads");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let dir_text = dir.path().to_string_lossy().into_owned();
+        let inputs = agentc_policy::ResolveInputs {
+            kind: LaunchKind::Run,
+            workspace: dir_text.clone(),
+            profile_dir: dir_text.clone(),
+            home_dir: dir_text,
+            owner: None,
+            image: None,
+            seed_target: None,
+            agent_args: Vec::new(),
+            env: BTreeMap::new(),
+            decant_sources: Vec::new(),
+            instance: agentc_policy::Instance {
+                start: agentc_policy::Start::Session,
+                default_name: Some(agentc_backend_common::session::session_name(&profile)),
+                ..agentc_policy::Instance::default()
+            },
+        };
+        let spec = agentc_policy::resolve(&loaded, &inputs, &agentc_policy::RealPaths)
+            .expect("the launch resolves");
+        let transcript = runtime().block_on(async {
+            match backend {
+                "cli" => {
+                    egress_script(&CliClient::new(client_env()), &spec, &allowed, &other).await
+                }
+                _ => egress_script(&api_client(client_env()).await, &spec, &allowed, &other).await,
+            }
+        });
+        let (state, fetched, refused, report) = transcript;
+        assert_eq!(state, "up", "{backend}");
+        assert_eq!(fetched, (0, "page-allowed".to_string()), "{backend}");
+        assert_ne!(refused.0, 0, "{backend}: {refused:?}");
+        assert!(refused.1.contains("403"), "{backend}: {refused:?}");
+        assert!(!refused.1.contains("page-other"), "{backend}: {refused:?}");
+        assert!(
+            report.removed && report.left.is_empty(),
+            "{backend}: {report:?}"
+        );
+        // Nothing made for the sandbox is left: no proxy, no isolated network.
+        let made_for = format!("label=io.agentc.egress-for={}", spec_name(&spec));
+        assert_eq!(
+            docker(&["ps", "-aq", "--filter", &made_for])
+                .unwrap()
+                .trim(),
+            ""
+        );
+        assert_eq!(
+            docker(&["network", "ls", "-q", "--filter", &made_for])
+                .unwrap()
+                .trim(),
+            ""
+        );
+        drop(cleanup);
+        guard.finish();
+    }
+}
+
+/// The container name of a session's launch.
+fn spec_name(spec: &LaunchSpec) -> String {
+    match &spec.action {
+        Action::Container(container) => container.name.clone().unwrap_or_default(),
+        Action::Build(_) => String::new(),
+    }
+}
+
+/// Creates the sandbox, reads its egress state, fetches from the allowlisted and the other
+/// server, and deletes it: (state, (exit, body) allowed, (exit, output) other, delete report).
+async fn egress_script<C: SandboxClient>(
+    client: &C,
+    spec: &LaunchSpec,
+    allowed: &str,
+    other: &str,
+) -> (
+    String,
+    (i64, String),
+    (i64, String),
+    agentc_backend_common::session::DeleteReport,
+) {
+    let sandbox = client.create(spec).await.expect("create behind the proxy");
+    let state = match client.egress(&sandbox).await {
+        Ok(Some(egress)) => egress.state.cell(),
+        other => format!("{other:?}"),
+    };
+    let fetch = |address: &str| {
+        ExecRequest::new(["sh", "-c", &format!("wget -q -O- http://{address}/ 2>&1")])
+    };
+    let output = |result: Result<agentc_backend_common::session::ExecOutput, SessionError>| {
+        let output = result.expect("exec");
+        (
+            output.exit_code,
+            String::from_utf8_lossy(&output.stdout).trim().to_string(),
+        )
+    };
+    let fetched = output(client.exec_output(&sandbox, &fetch(allowed)).await);
+    let refused = output(client.exec_output(&sandbox, &fetch(other)).await);
+    let report = client.delete(&sandbox).await;
+    (state, fetched, refused, report)
+}

@@ -129,6 +129,35 @@ impl ApiClient {
         }
     }
 
+    /// Creates and starts the container of a session's launch, its egress companion (if any)
+    /// in place; removes it again when it does not start.
+    async fn create_placed(
+        &self,
+        spec: &LaunchSpec,
+        container: &agentc_policy::ContainerSpec,
+    ) -> Result<Sandbox, SessionError> {
+        let mut request = crate::engine::create_request(&self.docker, container).await?;
+        request.body.env = Some(resolve_env(container, &self.env)?).filter(|env| !env.is_empty());
+        let name = container.name.clone().unwrap_or_default();
+        let options = CreateContainerOptionsBuilder::new().name(&name).build();
+        let created = self
+            .docker
+            .create_container(Some(options), request.body)
+            .await
+            .map_err(|error| session_error("create the container", error))?;
+        let sandbox = Sandbox {
+            id: created.id,
+            name,
+            profile: spec.profile.clone(),
+        };
+        if let Err(error) = self.docker.start_container(&sandbox.id, None).await {
+            let report = self.delete(&sandbox).await;
+            let cause = session_error("start the container", error);
+            return Err(with_leftovers(cause, report));
+        }
+        Ok(sandbox)
+    }
+
     /// Creates and starts an exec; its output stream, its stdin and its ID.
     pub(crate) async fn start_exec(
         &self,
@@ -383,27 +412,19 @@ impl SandboxClient for ApiClient {
             }
             Err(error) => return Err(session_error("inspect the image", error)),
         }
-        let mut request = crate::engine::create_request(&self.docker, &container).await?;
-        request.body.env = Some(resolve_env(&container, &self.env)?).filter(|env| !env.is_empty());
+        // The runtime is asked for, and Podman's rows applied, before anything is created.
+        crate::engine::create_request(&self.docker, &container).await?;
         crate::admin::ensure_volumes(&self.docker, &container).await?;
-        let name = container.name.clone().unwrap_or_default();
-        let options = CreateContainerOptionsBuilder::new().name(&name).build();
-        let created = self
-            .docker
-            .create_container(Some(options), request.body)
-            .await
-            .map_err(|error| session_error("create the container", error))?;
-        let sandbox = Sandbox {
-            id: created.id,
-            name,
-            profile: spec.profile.clone(),
-        };
-        if let Err(error) = self.docker.start_container(&sandbox.id, None).await {
-            let report = self.delete(&sandbox).await;
-            let cause = session_error("start the container", error);
-            return Err(with_leftovers(cause, report));
+        // Behind the egress proxy: its isolated network and the healthy proxy first, as a
+        // launch makes them (the set may move to another subnet: the request follows it);
+        // removed again when the sandbox cannot be created or started.
+        let mut placed = container.clone();
+        let companion = crate::companion::setup_for(&self.docker, &mut placed, &self.env).await?;
+        let result = self.create_placed(spec, &placed).await;
+        if let (Err(_), Some(set)) = (&result, &companion) {
+            crate::companion::teardown(&self.docker, set).await;
         }
-        Ok(sandbox)
+        result
     }
 
     async fn find(&self, name: &str) -> Result<Sandbox, SessionError> {
@@ -539,31 +560,8 @@ impl SandboxClient for ApiClient {
     }
 
     async fn delete(&self, sandbox: &Sandbox) -> DeleteReport {
-        let kill = KillContainerOptionsBuilder::new().signal("KILL").build();
-        let _ = self.docker.kill_container(&sandbox.id, Some(kill)).await;
-        let options = RemoveContainerOptionsBuilder::new().force(true).build();
-        match self
-            .docker
-            .remove_container(&sandbox.id, Some(options))
-            .await
-        {
-            Ok(()) => DeleteReport {
-                removed: true,
-                left: Vec::new(),
-            },
-            Err(error) if is_not_found(&error) => DeleteReport::default(),
-            Err(error) if status(&error) == Some(409) => {
-                crate::admin::wait_removed(&self.docker, &sandbox.id).await;
-                DeleteReport {
-                    removed: true,
-                    left: Vec::new(),
-                }
-            }
-            Err(error) => DeleteReport {
-                removed: false,
-                left: vec![format!("container {}: {error}", sandbox.name)],
-            },
-        }
+        let report = self.delete_container(sandbox).await;
+        agentc_backend_common::session::remove_companions_after(self, sandbox, report).await
     }
 
     // ---- Warm pools (issue 22) ----
@@ -736,6 +734,38 @@ pub(crate) fn with_leftovers(cause: SessionError, report: DeleteReport) -> Sessi
         SessionError::ConnectionLost {
             step: "remove the container of a failed create",
             message: format!("{cause}; left: {}", report.left.join("; ")),
+        }
+    }
+}
+
+impl ApiClient {
+    /// Kills and removes the sandbox's container, best effort ([`SandboxClient::delete`]
+    /// removes its egress companions after it).
+    async fn delete_container(&self, sandbox: &Sandbox) -> DeleteReport {
+        let kill = KillContainerOptionsBuilder::new().signal("KILL").build();
+        let _ = self.docker.kill_container(&sandbox.id, Some(kill)).await;
+        let options = RemoveContainerOptionsBuilder::new().force(true).build();
+        match self
+            .docker
+            .remove_container(&sandbox.id, Some(options))
+            .await
+        {
+            Ok(()) => DeleteReport {
+                removed: true,
+                left: Vec::new(),
+            },
+            Err(error) if is_not_found(&error) => DeleteReport::default(),
+            Err(error) if status(&error) == Some(409) => {
+                crate::admin::wait_removed(&self.docker, &sandbox.id).await;
+                DeleteReport {
+                    removed: true,
+                    left: Vec::new(),
+                }
+            }
+            Err(error) => DeleteReport {
+                removed: false,
+                left: vec![format!("container {}: {error}", sandbox.name)],
+            },
         }
     }
 }

@@ -3,6 +3,7 @@
 //! `docker rm`). Its copies are in the private `copy` module.
 
 mod copy;
+mod create;
 mod pool;
 mod snapshot;
 
@@ -390,47 +391,34 @@ impl SandboxClient for CliClient {
             }
             Err((Some(_), message)) => return Err(daemon("inspect the image", message)),
         }
-        let mut argv = crate::exec::engine::launch_argv(&container)?;
+        // Refused before anything is created.
+        crate::exec::engine::launch_argv(&container)?;
         crate::exec::docker::ensure_volumes(&container)?;
-        let name = container.name.clone().unwrap_or_default();
-        let cid_dir = tempfile_dir()?;
-        let cid_file = cid_dir.join("cid");
-        argv.insert(2, format!("--cidfile={}", cid_file.display()));
-        let refs: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
-        let result = self.output(&refs).await;
-        let created = std::fs::read_to_string(&cid_file).ok();
-        let _ = std::fs::remove_dir_all(&cid_dir);
-        match result {
-            Ok(_) => Ok(Sandbox {
-                id: created.unwrap_or(name.clone()).trim().to_string(),
-                name,
-                profile: spec.profile.clone(),
-            }),
-            Err((None, message)) => Err(SessionError::CannotRunDocker {
-                engine: agentc_backend_common::engine(),
-                source: std::io::Error::other(message),
-            }),
-            Err((Some(_), message)) => {
-                let Some(id) = created.filter(|id| !id.trim().is_empty()) else {
-                    return Err(daemon("create the container", message));
-                };
-                let sandbox = Sandbox {
-                    id: id.trim().to_string(),
-                    name,
-                    profile: spec.profile.clone(),
-                };
-                let report = self.delete(&sandbox).await;
-                let cause = daemon("start the container", message);
-                if report.left.is_empty() {
-                    Err(cause)
-                } else {
-                    Err(SessionError::ConnectionLost {
-                        step: "remove the container of a failed create",
-                        message: format!("{cause}; left: {}", report.left.join("; ")),
-                    })
+        // Behind the egress proxy: its isolated network and the healthy proxy first, as a
+        // launch makes them (the set may move to another subnet: the argv follows it);
+        // removed again when the sandbox cannot be created.
+        let mut placed = container.clone();
+        let env = self.env.clone();
+        let (placed, companion) = tokio::task::spawn_blocking(move || {
+            let set = crate::exec::egress::setup_for(&mut placed, &env);
+            (placed, set)
+        })
+        .await
+        .map_err(|error| SessionError::Io {
+            step: "set up the egress companion",
+            source: std::io::Error::other(error.to_string()),
+        })?;
+        let companion = companion?;
+        let result = self.create_placed(spec, &placed).await;
+        if let Some(set) = companion {
+            match &result {
+                Ok(_) => set.keep(),
+                Err(_) => {
+                    let _ = tokio::task::spawn_blocking(move || drop(set)).await;
                 }
             }
         }
+        result
     }
 
     async fn find(&self, name: &str) -> Result<Sandbox, SessionError> {
@@ -649,28 +637,8 @@ impl SandboxClient for CliClient {
     }
 
     async fn delete(&self, sandbox: &Sandbox) -> DeleteReport {
-        // `docker rm --force` is silent about a container that is already gone: ask first.
-        if let Err(SessionError::NoSuchContainer { .. }) = self.inspect_named(&sandbox.id).await {
-            return DeleteReport::default();
-        }
-        let _ = self.output(&["kill", &sandbox.id]).await;
-        match self.output(&["rm", "--force", &sandbox.id]).await {
-            Ok(_) => DeleteReport {
-                removed: true,
-                left: Vec::new(),
-            },
-            Err((Some(_), message)) if message.contains("No such container") => {
-                DeleteReport::default()
-            }
-            Err((Some(_), message)) if message.contains("already in progress") => DeleteReport {
-                removed: true,
-                left: Vec::new(),
-            },
-            Err((_, message)) => DeleteReport {
-                removed: false,
-                left: vec![format!("container {}: {message}", sandbox.name)],
-            },
-        }
+        let report = self.delete_container(sandbox).await;
+        agentc_backend_common::session::remove_companions_after(self, sandbox, report).await
     }
 
     // ---- Warm pools (issue 22), in the `pool` module ----

@@ -180,8 +180,9 @@ pub trait SandboxClient: Send + Sync {
         timeout: Option<u32>,
     ) -> impl Future<Output = Result<(), SessionError>> + Send;
 
-    /// Kills and removes the sandbox, best effort: never fails and never panics; the report
-    /// says whether it was removed and what is left.
+    /// Kills and removes the sandbox and its egress companions (the proxy, isolated network
+    /// and CA volume made for it), best effort: never fails and never panics; the report says
+    /// whether it was removed and what is left.
     fn delete(&self, sandbox: &Sandbox) -> impl Future<Output = DeleteReport> + Send;
 
     /// The sandbox's egress through agentc's egress proxy: `None` when it is not behind one
@@ -360,6 +361,24 @@ pub fn session_name(profile: &str) -> String {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// `report`, the removal of `sandbox`'s container, completed with the removal of its egress
+/// companions ([`SandboxClient::remove_companions`]) once the container is gone: what cannot
+/// be removed is added to what is left. For the backends' [`SandboxClient::delete`].
+pub async fn remove_companions_after<C: SandboxClient>(
+    client: &C,
+    sandbox: &Sandbox,
+    mut report: DeleteReport,
+) -> DeleteReport {
+    if report.left.is_empty() {
+        if let Err(error) = client.remove_companions(&sandbox.name).await {
+            report
+                .left
+                .push(format!("the egress companion of {}: {error}", sandbox.name));
+        }
+    }
+    report
 }
 
 /// The container launch a session creates from `spec`, exactly as resolved: a session's
