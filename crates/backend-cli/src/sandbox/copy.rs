@@ -34,6 +34,25 @@ async fn forward(mut from: impl AsyncRead + Unpin, sink: &Sender<Vec<u8>>) {
     }
 }
 
+/// Waits for a docker child whose stdout is a tar stream: its stdout sent to `sink` chunk by
+/// chunk, its stderr kept; returns its exit status and stderr.
+async fn drain(
+    mut child: tokio::process::Child,
+    sink: Sender<Vec<u8>>,
+) -> Result<(std::process::ExitStatus, Vec<u8>), SessionError> {
+    let stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let errors = tokio::spawn(async move {
+        let mut all = Vec::new();
+        let _ = stderr.read_to_end(&mut all).await;
+        all
+    });
+    forward(stdout, &sink).await;
+    drop(sink);
+    let status = child.wait().await.map_err(spawn_failed)?;
+    Ok((status, errors.await.unwrap_or_default()))
+}
+
 /// Writes `chunks` to `to`, then closes it.
 async fn feed(mut chunks: Receiver<Vec<u8>>, mut to: impl tokio::io::AsyncWrite + Unpin) {
     while let Some(chunk) = chunks.recv().await {
@@ -118,23 +137,13 @@ impl ArchivePort for CliClient {
         sink: Sender<Vec<u8>>,
     ) -> Result<(), SessionError> {
         let from = format!("{}:{path}", sandbox.id);
-        let mut child = self
+        let child = self
             .command(&["cp", &from, "-"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .map_err(spawn_failed)?;
-        let stdout = child.stdout.take().expect("piped");
-        let mut stderr = child.stderr.take().expect("piped");
-        let errors = tokio::spawn(async move {
-            let mut all = Vec::new();
-            let _ = stderr.read_to_end(&mut all).await;
-            all
-        });
-        forward(stdout, &sink).await;
-        drop(sink);
-        let status = child.wait().await.map_err(spawn_failed)?;
-        let stderr = errors.await.unwrap_or_default();
+        let (status, stderr) = drain(child, sink).await?;
         if status.success() {
             Ok(())
         } else {
@@ -166,18 +175,8 @@ impl ArchivePort for CliClient {
         request: &ExecRequest,
         sink: Sender<Vec<u8>>,
     ) -> Result<(i64, Vec<u8>), SessionError> {
-        let mut child = self.spawn_exec(sandbox, request, Stdio::null(), false, false)?;
-        let stdout = child.stdout.take().expect("piped");
-        let mut stderr = child.stderr.take().expect("piped");
-        let errors = tokio::spawn(async move {
-            let mut all = Vec::new();
-            let _ = stderr.read_to_end(&mut all).await;
-            all
-        });
-        forward(stdout, &sink).await;
-        drop(sink);
-        let status = child.wait().await.map_err(spawn_failed)?;
-        let stderr = errors.await.unwrap_or_default();
+        let child = self.spawn_exec(sandbox, request, Stdio::null(), false, false)?;
+        let (status, stderr) = drain(child, sink).await?;
         Ok((super::exit_code(status), stderr))
     }
 }
