@@ -52,6 +52,7 @@
 
 pub mod argv;
 pub mod credentials;
+pub mod daemon_text;
 pub mod egress;
 pub mod egress_state;
 pub mod engine;

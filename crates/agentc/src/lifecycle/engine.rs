@@ -78,7 +78,9 @@ impl Engine for CliEngine {
             "image", "inspect", "--", reference,
         ]) {
             Ok(text) => text,
-            Err(ExecError::DockerFailed { stderr, .. }) if stderr.contains("No such image") => {
+            Err(ExecError::DockerFailed { stderr, .. })
+                if agentc_backend_common::daemon_text::is_no_such_image(&stderr) =>
+            {
                 return Ok(None)
             }
             Err(error) => return Err(launch::exec_failure(error)),

@@ -283,7 +283,7 @@ pub fn image_present(image: &str) -> Result<bool, ExecError> {
     match output(&["image", "inspect", "--format", "{{.Id}}", image]) {
         Ok(_) => Ok(true),
         Err(ExecError::DockerFailed { stderr, .. })
-            if stderr.contains("No such image") || stderr.contains("image not known") =>
+            if agentc_backend_common::daemon_text::is_no_such_image(&stderr) =>
         {
             Ok(false)
         }

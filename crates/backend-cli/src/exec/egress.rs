@@ -313,7 +313,9 @@ fn wait_healthy(proxy: &str) -> Result<(), String> {
             Err(error) if started.elapsed() > HEALTH_TIMEOUT => {
                 return Err(format!("not healthy after {HEALTH_TIMEOUT:?}: {error}"))
             }
-            Err(ExecError::DockerFailed { stderr, .. }) if stderr.contains("is not running") => {
+            Err(ExecError::DockerFailed { stderr, .. })
+                if agentc_backend_common::daemon_text::is_not_running(&stderr) =>
+            {
                 let logs = docker::output(&["logs", "--tail", "5", proxy]).unwrap_or_default();
                 return Err(format!("the proxy stopped: {}", logs.trim()));
             }

@@ -71,7 +71,9 @@ impl CliClient {
                 removed: true,
                 left: Vec::new(),
             },
-            Err((Some(_), message)) if message.contains("No such container") => {
+            Err((Some(_), message))
+                if agentc_backend_common::daemon_text::is_no_such_container(&message) =>
+            {
                 DeleteReport::default()
             }
             Err((Some(_), message)) if message.contains("already in progress") => DeleteReport {

@@ -137,7 +137,7 @@ impl CliClient {
                 })
             }
             Err((Some(_), message))
-                if message.contains("No such container") || message.contains("No such object") =>
+                if agentc_backend_common::daemon_text::is_no_such_container(&message) =>
             {
                 return Err(SessionError::NoSuchContainer {
                     name: name.to_string(),
@@ -265,18 +265,20 @@ impl CliClient {
         if let Some(held) = held {
             if code != 0 {
                 let message = daemon_message(&held);
-                return Err(if message.contains("is not running") {
-                    SessionError::NotRunning {
-                        name: sandbox.name.clone(),
-                    }
-                } else if message.contains("No such container") {
-                    SessionError::Gone {
-                        name: sandbox.name.clone(),
-                        step: "run the command",
-                    }
-                } else {
-                    daemon("run the command", message)
-                });
+                return Err(
+                    if agentc_backend_common::daemon_text::is_not_running(&message) {
+                        SessionError::NotRunning {
+                            name: sandbox.name.clone(),
+                        }
+                    } else if agentc_backend_common::daemon_text::is_no_such_container(&message) {
+                        SessionError::Gone {
+                            name: sandbox.name.clone(),
+                            step: "run the command",
+                        }
+                    } else {
+                        daemon("run the command", message)
+                    },
+                );
             }
             write(output, Stream::Stderr, &held)?;
         }
@@ -352,7 +354,9 @@ fn container_error(
             engine: agentc_backend_common::engine(),
             source: std::io::Error::other(message),
         },
-        (Some(_), message) if message.contains("No such container") => {
+        (Some(_), message)
+            if agentc_backend_common::daemon_text::is_no_such_container(&message) =>
+        {
             SessionError::NoSuchContainer {
                 name: sandbox.name.clone(),
             }
@@ -376,7 +380,7 @@ impl SandboxClient for CliClient {
         {
             Ok(_) => {}
             Err((Some(_), message))
-                if message.contains("No such image") || message.contains("image not known") =>
+                if agentc_backend_common::daemon_text::is_no_such_image(&message) =>
             {
                 return Err(ExecError::ImageMissing {
                     image: container.image.clone(),

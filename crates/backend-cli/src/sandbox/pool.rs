@@ -30,8 +30,7 @@ impl CliClient {
                 profile: from.profile.clone(),
             })),
             Err((Some(_), message))
-                if message.contains("No such container")
-                    || message.contains("no such container")
+                if agentc_backend_common::daemon_text::is_no_such_container(&message)
                     || message.contains("same name as its current name") =>
             {
                 Ok(None)
@@ -102,7 +101,7 @@ impl CliClient {
         let text = match inspected {
             Ok(text) => String::from_utf8_lossy(&text).into_owned(),
             Err((Some(_), message))
-                if message.contains("No such image") || message.contains("image not known") =>
+                if agentc_backend_common::daemon_text::is_no_such_image(&message) =>
             {
                 return Err(ExecError::ImageMissing {
                     image: image.to_string(),
