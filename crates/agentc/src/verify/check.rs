@@ -19,7 +19,7 @@ pub struct Check {
     /// What to do about a failure, shown under the table.
     pub hint: Option<String>,
     /// The fact this check is about, where another part of verify adjusts it (gVisor's
-    /// answers, [`super::gvisor`]); `None` for the rest.
+    /// answers, in `verify::gvisor`); `None` for the rest.
     pub fact: Option<Fact>,
 }
 
