@@ -105,7 +105,7 @@ pub fn egress_proxy_argv(
         config.limits.check()?;
     }
     if let Some(upstream) = upstream {
-        config = config.with_upstream(&upstream.address, upstream.all, &upstream.direct)?;
+        config = config.with_upstream(&upstream.upstream(), upstream.all, &upstream.direct)?;
     }
     Ok(agentc_egress::proxy_command(&config))
 }

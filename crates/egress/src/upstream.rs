@@ -31,6 +31,10 @@ pub struct Upstream {
     pub host: String,
     /// The upstream's port.
     pub port: u16,
+    /// The upstream is spoken to over TLS (`https://HOST:PORT`), verified against Mozilla's
+    /// roots and the `--upstream-ca` certificates for [`Upstream::host`].
+    #[serde(default)]
+    pub tls: bool,
     /// Every destination no [`Upstream::direct`] entry names goes to the upstream, allowlisted
     /// or not (`--upstream-all`): the upstream decides.
     #[serde(default)]
@@ -42,7 +46,8 @@ pub struct Upstream {
 }
 
 impl Upstream {
-    /// Reads `HOST:PORT` (`[v6]:PORT` for IPv6); the error names the text.
+    /// Reads `HOST:PORT` (`[v6]:PORT` for IPv6), `http://HOST:PORT` the same, or
+    /// `https://HOST:PORT` for an upstream spoken to over TLS; the error names the text.
     ///
     /// ```
     /// use agentc_egress::upstream::Upstream;
@@ -52,6 +57,9 @@ impl Upstream {
     /// let error = Upstream::parse("user:hunter2@proxy:3128").unwrap_err().to_string();
     /// assert!(!error.contains("hunter2"), "{error}");
     /// assert_eq!(Upstream::parse("[FD00::1]:3128").unwrap().to_string(), "[fd00::1]:3128");
+    /// let tls = Upstream::parse("https://Secure-Proxy.corp.example:8443").unwrap();
+    /// assert!(tls.tls);
+    /// assert_eq!(tls.to_string(), "https://secure-proxy.corp.example:8443");
     /// ```
     pub fn parse(text: &str) -> Result<Upstream, EgressError> {
         let fail = |reason: String| EgressError::Upstream {
@@ -65,7 +73,15 @@ impl Upstream {
                 reason: "credentials (userinfo) in the upstream's address".into(),
             });
         }
-        let (host, port) = text
+        let (tls, rest) = match text.split_once("://") {
+            None => (false, text),
+            Some(("http", rest)) => (false, rest),
+            Some(("https", rest)) => (true, rest),
+            Some((scheme, _)) => {
+                return Err(fail(format!("the scheme `{scheme}` is not http or https")))
+            }
+        };
+        let (host, port) = rest
             .rsplit_once(':')
             .filter(|(host, _)| !host.is_empty() && (!host.contains(':') || host.ends_with(']')))
             .ok_or_else(|| fail("expected HOST:PORT, such as proxy.corp.example:3128".into()))?;
@@ -79,6 +95,7 @@ impl Upstream {
         Ok(Upstream {
             host,
             port,
+            tls,
             all: false,
             direct: Vec::new(),
         })
@@ -103,6 +120,9 @@ impl Upstream {
 
 impl fmt::Display for Upstream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.tls {
+            f.write_str("https://")?;
+        }
         write!(f, "{}:{}", self.host, self.port)
     }
 }

@@ -79,7 +79,7 @@ pub struct EgressServeArgs {
     #[arg(long, value_name = "DIR")]
     pub ca_dir: Option<String>,
     /// A PEM file or directory of CA certificates trusted for the upstreams of terminated
-    /// tunnels, besides Mozilla's roots.
+    /// tunnels and for an `https://` upstream proxy, besides Mozilla's roots.
     #[arg(long, value_name = "PATH", action = clap::ArgAction::Append)]
     pub upstream_ca: Vec<String>,
     /// `block` (the default) or `stop`: after refusing a replayed placeholder, exit
@@ -102,6 +102,8 @@ pub struct EgressServeArgs {
     pub workload_watch: String,
     /// An upstream proxy every connection goes through: a tunnel as `CONNECT host:port`, a
     /// plain-HTTP request in absolute form; its own address is connected to in any range.
+    /// `https://HOST:PORT` speaks TLS to it (verified against Mozilla's roots and
+    /// `--upstream-ca`).
     #[arg(long, value_name = "HOST:PORT")]
     pub upstream: Option<String>,
     /// Pass every destination that no `--direct` entry names to the upstream, which decides

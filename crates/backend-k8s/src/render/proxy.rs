@@ -64,6 +64,23 @@ impl Renderer<'_> {
         if !valid {
             return;
         }
+        // An `https://` upstream verified against the profile's CA: a host file, which no
+        // Pod can mount (without it the Pod's proxy would fail every connection).
+        if let Some(field) = policy
+            .upstream
+            .as_ref()
+            .filter(|u| u.tls)
+            .and_then(|u| u.ca)
+        {
+            self.refuse(
+                field,
+                "the egress proxy would trust the profile's CA file for its https:// upstream \
+                 proxy, and a host file cannot be mounted into the proxy Pod",
+                "remove proxy.ca_file / proxy.ca_dir for the kubernetes backend when the upstream \
+                 proxy's certificate chains to a public root, or set egress.enforce = \"image\"",
+            );
+            return;
+        }
         let held = match self.held_credentials() {
             Some(companion) => match self.held_keys(companion) {
                 Some(keys) => Some(keys),

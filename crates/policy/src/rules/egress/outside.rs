@@ -159,7 +159,12 @@ pub fn chained(profile: &Profile) -> Option<Chained> {
         (None, Some(url)) => ("proxy.http", url),
         (None, None) => return None,
     };
-    let (address, host) = upstream_address(url).ok()?;
+    let (address, host, tls) = upstream_address(url).ok()?;
+    let ca = match (&proxy.ca_file, &proxy.ca_dir) {
+        (Some(_), _) => Some("proxy.ca_file"),
+        (None, Some(_)) => Some("proxy.ca_dir"),
+        (None, None) => None,
+    };
     let all = proxy_specs(&profile.egress.hosts)
         .iter()
         .filter_map(|spec| agentc_egress::HostSpec::parse(spec).ok())
@@ -167,6 +172,8 @@ pub fn chained(profile: &Profile) -> Option<Chained> {
     Some(Chained {
         field,
         address,
+        tls,
+        ca,
         host,
         all,
         direct: proxy
@@ -469,19 +476,26 @@ impl Resolver<'_> {
         }
         // The keys the proxy holds for their hosts only (`[credentials]`).
         let (config, bound) = self.credential_config(config)?;
-        // The profile's upstream proxy, which the egress proxy chains through.
-        let config = match chained(self.profile) {
+        // The profile's upstream proxy, which the egress proxy chains through; over TLS,
+        // trusting the profile's CA too.
+        let upstream = chained(self.profile);
+        let mut config = match &upstream {
             None => config,
             Some(chained) => config
-                .with_upstream(&chained.address, chained.all, &chained.direct)
+                .with_upstream(&chained.upstream(), chained.all, &chained.direct)
                 .map_err(|error| {
                     self.invalid(
                         chained.field,
                         error.to_string(),
-                        "write the upstream as http://HOST:PORT",
+                        "write the upstream as http://HOST:PORT or https://HOST:PORT",
                     )
                 })?,
         };
+        let trust_ca = upstream.is_some_and(|c| c.tls && c.ca.is_some());
+        let ca_target = crate::spec::UPSTREAM_CA_TARGET.to_string();
+        if trust_ca && !config.credentials.upstream_ca.contains(&ca_target) {
+            config.credentials.upstream_ca.push(ca_target);
+        }
         let mut proxy = ContainerSpec::empty(PROXY_IMAGE_PLACEHOLDER);
         proxy.name = Some(format!("{base}-egress-proxy"));
         proxy.command = agentc_egress::proxy_command(&config);
@@ -545,6 +559,9 @@ impl Resolver<'_> {
         }
         let credentials =
             self.credential_env(container, &mut proxy, &bound, &format!("{base}-egress-ca"))?;
+        if trust_ca {
+            self.mount_upstream_ca(&mut proxy)?;
+        }
         container.egress = Some(Box::new(EgressSpec {
             network,
             outside: proxy.network.clone(),

@@ -20,6 +20,11 @@ pub struct Chained {
     pub field: &'static str,
     /// `host:port` (`[v6]:port`), the URL's port or its scheme's.
     pub address: String,
+    /// The upstream is an `https://` one: agentc's proxy speaks TLS to it, verified against
+    /// Mozilla's roots and the profile's CA ([`Chained::ca`]).
+    pub tls: bool,
+    /// The field naming the profile's CA (`proxy.ca_file`, `proxy.ca_dir`), when it has one.
+    pub ca: Option<&'static str>,
     /// The upstream's host as the proxy compares it.
     pub host: String,
     /// Whether `egress.hosts` names the upstream's host: every destination goes to it.
@@ -28,9 +33,21 @@ pub struct Chained {
     pub direct: Vec<String>,
 }
 
-/// Why an upstream proxy URL cannot be chained through, or its `host:port` and its host as
-/// the proxy compares it.
-pub(crate) fn upstream_address(url: &str) -> Result<(String, String), String> {
+impl Chained {
+    /// The upstream as the egress proxy's `--upstream` takes it: `host:port`, or
+    /// `https://host:port` for a TLS upstream.
+    pub fn upstream(&self) -> String {
+        if self.tls {
+            format!("https://{}", self.address)
+        } else {
+            self.address.clone()
+        }
+    }
+}
+
+/// Why an upstream proxy URL cannot be chained through, or its `host:port`, its host as the
+/// proxy compares it and whether it is spoken to over TLS (`https://`).
+pub(crate) fn upstream_address(url: &str) -> Result<(String, String, bool), String> {
     let url = url::Url::parse(url.trim()).map_err(|error| error.to_string())?;
     if !url.username().is_empty() || url.password().is_some() {
         return Err(
@@ -39,13 +56,16 @@ pub(crate) fn upstream_address(url: &str) -> Result<(String, String), String> {
                 .into(),
         );
     }
-    if url.scheme() != "http" {
-        return Err(format!(
-            "its scheme is {}: agentc's egress proxy speaks plain HTTP (CONNECT) to its \
-             upstream, not TLS",
-            url.scheme()
-        ));
-    }
+    let tls = match url.scheme() {
+        "http" => false,
+        "https" => true,
+        other => {
+            return Err(format!(
+                "its scheme is {other}: agentc's egress proxy speaks HTTP or HTTPS to its \
+                 upstream"
+            ))
+        }
+    };
     let host = url.host_str().ok_or("it has no host")?.to_ascii_lowercase();
     let port = url.port_or_known_default().ok_or("it has no port")?;
     let spec = agentc_egress::HostSpec::parse(&host).map_err(|error| match error {
@@ -56,11 +76,11 @@ pub(crate) fn upstream_address(url: &str) -> Result<(String, String), String> {
         agentc_egress::host::HostPattern::Exact(name) => name,
         _ => spec.to_string(),
     };
-    Ok((format!("{host}:{port}"), host))
+    Ok((format!("{host}:{port}"), host, tls))
 }
 
 /// The upstream URLs of an allowlist enforced outside: each one agentc's proxy can chain
-/// through (plain `http://`, no credentials), and one upstream for both.
+/// through (`http://` or `https://`, no credentials), and one upstream for both.
 pub(crate) fn check(ck: &mut Checker, profile: &Profile, enforced_outside: bool) {
     if !enforced_outside {
         return;
@@ -76,14 +96,15 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile, enforced_outside: bool)
                     "{field} cannot be chained through by agentc's egress proxy \
                      (egress.enforce = \"outside\"): {reason}"
                 ),
-                "write the upstream as http://HOST:PORT without credentials, or set \
+                "write the upstream as http://HOST:PORT or https://HOST:PORT without \
+                 credentials, or set \
                  egress.enforce = \"image\"",
             );
         }
     }
     if let (Some(http), Some(https)) = (&proxy.http, &proxy.https) {
-        let same =
-            upstream_address(http).ok().map(|a| a.0) == upstream_address(https).ok().map(|a| a.0);
+        let same = upstream_address(http).ok().map(|a| (a.0, a.2))
+            == upstream_address(https).ok().map(|a| (a.0, a.2));
         if !same {
             ck.fail_when(
                 &["egress.enforce", "proxy.https"],
@@ -135,7 +156,7 @@ pub(crate) fn widens(out: &Explainer, chained: Option<Chained>, items: &mut Vec<
         items.push(format!(
             "every destination outside no_proxy is passed to the upstream proxy {}, which \
              decides what the sandbox reaches  [{}]",
-            chained.address,
+            chained.upstream(),
             out.at(chained.field)
         ));
     }
