@@ -1,5 +1,6 @@
-//! An upstream proxy that agentc's proxy forwards through (`--upstream=HOST:PORT`): the
-//! profile's `[proxy] http`/`https` when the allowlist is enforced outside.
+//! An upstream proxy that agentc's proxy forwards through (`--upstream=HOST:PORT`, or
+//! `--upstream=https://HOST:PORT` spoken to over TLS): the profile's `[proxy] http`/`https`
+//! when the allowlist is enforced outside.
 //!
 //! The workload still talks only to agentc's proxy; what leaves it for an allowed destination
 //! goes to the upstream: a tunnel as `CONNECT host:port` through the upstream, a plain-HTTP

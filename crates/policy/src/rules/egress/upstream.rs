@@ -140,12 +140,19 @@ pub(crate) fn explain(out: &mut Explainer, chained: Option<Chained>) {
             chained.direct.join(", ")
         )
     };
+    let tls = match (chained.tls, chained.ca) {
+        (false, _) => String::new(),
+        (true, Some(ca)) => {
+            format!(" over TLS, its certificate verified against Mozilla's roots and {ca}")
+        }
+        (true, None) => " over TLS, its certificate verified against Mozilla's roots".into(),
+    };
     out.line(format!(
-        "  egress upstream proxy: agentc's proxy forwards through {} (CONNECT host:port for \
-         tunnels, absolute-form for plain HTTP), whatever range its address is in; {passes}\
-         {direct}; the sandbox's proxy variables point at agentc's proxy, its NO_PROXY keeps \
-         loopback only  [{}]",
-        chained.address,
+        "  egress upstream proxy: agentc's proxy forwards through {}{tls} (CONNECT host:port \
+         for tunnels, absolute-form for plain HTTP), whatever range its address is in; \
+         {passes}{direct}; the sandbox's proxy variables point at agentc's proxy, its NO_PROXY \
+         keeps loopback only  [{}]",
+        chained.upstream(),
         out.at(chained.field)
     ));
 }
