@@ -106,6 +106,9 @@ pub fn egress_proxy_argv(
     }
     if let Some(upstream) = upstream {
         config = config.with_upstream(&upstream.upstream(), upstream.all, &upstream.direct)?;
+        if let Some(http) = upstream.http_upstream() {
+            config = config.with_upstream_http(&http)?;
+        }
     }
     Ok(agentc_egress::proxy_command(&config))
 }

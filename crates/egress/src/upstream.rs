@@ -44,6 +44,11 @@ pub struct Upstream {
     /// `no_proxy`), matched on the host whatever the port; still checked by the allowlist.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub direct: Vec<HostSpec>,
+    /// Another upstream for plain-HTTP (absolute-form) requests (`--upstream-http=`, the
+    /// profile's `proxy.http` naming another proxy than `proxy.https`): its host, port and
+    /// scheme; [`Upstream::all`] and [`Upstream::direct`] are this upstream's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<Box<Upstream>>,
 }
 
 impl Upstream {
@@ -99,7 +104,13 @@ impl Upstream {
             tls,
             all: false,
             direct: Vec::new(),
+            http: None,
         })
+    }
+
+    /// The upstream plain-HTTP requests go to: [`Upstream::http`], else this one.
+    pub fn for_http(&self) -> &Upstream {
+        self.http.as_deref().unwrap_or(self)
     }
 
     /// Whether a destination (a normalized host) goes to the upstream.
@@ -108,9 +119,13 @@ impl Upstream {
     }
 
     /// The upstream's arguments of the proxy's command line: `--upstream=HOST:PORT`,
-    /// `--upstream-all` when set, then each `--direct=SPEC`.
+    /// `--upstream-http=HOST:PORT` when plain HTTP goes elsewhere, `--upstream-all` when set,
+    /// then each `--direct=SPEC`.
     pub fn args(&self) -> Vec<String> {
         let mut args = vec![format!("--upstream={self}")];
+        if let Some(http) = &self.http {
+            args.push(format!("--upstream-http={http}"));
+        }
         if self.all {
             args.push("--upstream-all".into());
         }

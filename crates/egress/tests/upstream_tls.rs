@@ -1,7 +1,8 @@
 //! An `https://` upstream proxy, in-process on loopback: agentc's proxy speaks TLS to the
 //! upstream (verified against Mozilla's roots and `--upstream-ca`), then sends its CONNECT or
 //! absolute-form request inside that session; an upstream whose certificate is not trusted
-//! gets nothing (502 or a TLS alert to the client, an `upstream-certificate` close line).
+//! gets nothing (502 or a TLS alert to the client, an `upstream-certificate` close line). And
+//! two upstreams: tunnels through one, plain-HTTP requests through the other.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -110,6 +111,19 @@ async fn tls_upstream(
     (address, heads)
 }
 
+/// A plain-HTTP upstream proxy on loopback, reporting every request head.
+async fn plain_upstream() -> (SocketAddr, UnboundedReceiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let (seen, heads) = unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(serve_one(stream, seen.clone()));
+        }
+    });
+    (address, heads)
+}
+
 struct Proxy {
     address: SocketAddr,
     lines: UnboundedReceiver<Record>,
@@ -118,6 +132,11 @@ struct Proxy {
 impl Proxy {
     /// A proxy allowing `api.test`, chained through `upstream`, trusting `upstream_ca`.
     async fn start(upstream: &str, upstream_ca: &[PathBuf]) -> Proxy {
+        Proxy::start_with(upstream, None, upstream_ca).await
+    }
+
+    /// The same, with plain-HTTP requests through `http` when given.
+    async fn start_with(upstream: &str, http: Option<&str>, upstream_ca: &[PathBuf]) -> Proxy {
         let none: [&str; 0] = [];
         let credentials = CredentialConfig::from_args(
             &none,
@@ -135,6 +154,10 @@ impl Proxy {
             .unwrap()
             .with_upstream(upstream, false, &none)
             .unwrap();
+        let config = match http {
+            Some(http) => config.with_upstream_http(http).unwrap(),
+            None => config,
+        };
         let (sender, lines) = unbounded_channel();
         let server = Server::bind_with_sink(&config, Sink::Channel(sender))
             .await
@@ -264,5 +287,54 @@ async fn an_https_upstream_whose_certificate_is_not_trusted_gets_nothing() {
     assert_eq!(proxy.next_line().await.reason, "upstream-certificate");
     assert_eq!(seen(&mut heads).await, "handshake failed");
     assert!(heads.try_recv().is_err(), "the upstream read no request");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn tunnels_go_through_one_upstream_and_plain_http_through_the_other() {
+    let dir = temp_dir("two");
+    let (root_pem, cert, key) = pki(&dir);
+    let (tunnels, mut tunnel_heads) = tls_upstream(cert, key).await;
+    let (plain, mut plain_heads) = plain_upstream().await;
+    let mut proxy = Proxy::start_with(
+        &format!("https://{tunnels}"),
+        Some(&plain.to_string()),
+        &[root_pem],
+    )
+    .await;
+
+    let mut stream = proxy.tunnel("api.test:443").await;
+    let hello = sni::client_hello(Some("api.test"));
+    stream.write_all(&hello).await.unwrap();
+    let mut echoed = vec![0u8; hello.len()];
+    stream.read_exact(&mut echoed).await.unwrap();
+    assert_eq!(echoed, hello);
+    assert!(seen(&mut tunnel_heads)
+        .await
+        .starts_with("CONNECT api.test:443 HTTP/1.1\r\n"));
+    drop(stream);
+    proxy.next_line().await;
+    assert_eq!(proxy.next_line().await.address, Some(tunnels));
+
+    let response = proxy
+        .send(b"GET http://api.test/p HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n")
+        .await;
+    assert!(
+        response.contains("upstream saw: GET http://api.test/p HTTP/1.1"),
+        "{response}"
+    );
+    assert!(seen(&mut plain_heads)
+        .await
+        .starts_with("GET http://api.test/p HTTP/1.1\r\n"));
+    proxy.next_line().await;
+    assert_eq!(proxy.next_line().await.address, Some(plain));
+    assert!(
+        tunnel_heads.try_recv().is_err(),
+        "the tunnels' upstream saw no plain HTTP"
+    );
+    assert!(
+        plain_heads.try_recv().is_err(),
+        "the plain upstream saw no CONNECT"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -106,6 +106,10 @@ pub struct EgressServeArgs {
     /// `--upstream-ca`).
     #[arg(long, value_name = "HOST:PORT")]
     pub upstream: Option<String>,
+    /// Another upstream proxy for plain-HTTP (absolute-form) requests; `--upstream` keeps the
+    /// tunnels (the profile's `proxy.http` and `proxy.https` naming two proxies).
+    #[arg(long, value_name = "HOST:PORT", requires = "upstream")]
+    pub upstream_http: Option<String>,
     /// Pass every destination that no `--direct` entry names to the upstream, which decides
     /// (the allowlist names the upstream's host); requires `--upstream`.
     #[arg(long, requires = "upstream")]

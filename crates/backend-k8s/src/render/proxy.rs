@@ -121,7 +121,14 @@ impl Renderer<'_> {
         let mut reached = hosts.clone();
         if let Some(upstream) = &policy.upstream {
             reached.push(upstream.address.clone());
-            if agentc_egress::host::ip_target(&upstream.host).is_none() {
+            reached.extend(upstream.http_address.clone());
+            let http_by_name = upstream.http_address.as_ref().is_some_and(|address| {
+                let host = address
+                    .rsplit_once(':')
+                    .map_or(address.as_str(), |(h, _)| h);
+                agentc_egress::host::ip_target(host).is_none()
+            });
+            if agentc_egress::host::ip_target(&upstream.host).is_none() || http_by_name {
                 self.notes.approximation(
                     "egress-upstream",
                     upstream.field,

@@ -29,7 +29,8 @@ use crate::upstream::Upstream;
 /// The TLS client for an `https://` upstream (none for a plain one, or without an upstream):
 /// Mozilla's roots and the certificates of `--upstream-ca`, HTTP/1.1 only.
 pub(super) fn tls_client(config: &Config) -> Result<Option<Arc<ClientConfig>>, EgressError> {
-    if !config.upstream.as_ref().is_some_and(|u| u.tls) {
+    let tls = |u: &Upstream| u.tls || u.http.as_ref().is_some_and(|h| h.tls);
+    if !config.upstream.as_ref().is_some_and(tls) {
         return Ok(None);
     }
     let extra = read_certificates(&config.credentials.upstream_ca)?;

@@ -35,7 +35,7 @@ pub(super) async fn forward(
     // Through an upstream proxy, the request goes to it in absolute form.
     let via = shared.policy.upstream_for(&host).cloned();
     let opened = match &via {
-        Some(via) => chain::connect(&shared, via).await,
+        Some(via) => chain::connect(&shared, via.for_http()).await,
         None => open(&shared, &host, port).await,
     };
     let (address, upstream) = match opened {

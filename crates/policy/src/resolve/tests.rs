@@ -1567,6 +1567,38 @@ fn an_https_upstream_is_spoken_to_over_tls_trusting_the_profiles_ca() {
     assert!(egress.proxy.mounts.is_empty(), "{:?}", egress.proxy.mounts);
 }
 
+#[test]
+fn two_upstreams_carry_tunnels_and_plain_http_apart() {
+    let text = "name = \"corp\"\nagent = \"claude-code\"\n[proxy]\n\
+                http = \"http://plain.corp.example:3128\"\n\
+                https = \"http://tunnels.corp.example:3129\"\n\
+                [egress]\nhosts = [\"plain.corp.example\"]\n";
+    let argv = proxy_argv(&run(text));
+    let tail: Vec<&str> = argv
+        .iter()
+        .map(String::as_str)
+        .skip_while(|a| !a.starts_with("--upstream"))
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            "--upstream=tunnels.corp.example:3129",
+            "--upstream-http=plain.corp.example:3128",
+            "--upstream-all",
+        ]
+    );
+    // One upstream for both: no --upstream-http.
+    let same = text.replace(
+        "http://tunnels.corp.example:3129",
+        "http://plain.corp.example:3128",
+    );
+    let argv = proxy_argv(&run(&same));
+    assert!(
+        !argv.iter().any(|a| a.starts_with("--upstream-http")),
+        "{argv:?}"
+    );
+}
+
 fn spec_proxy_url(spec: &LaunchSpec) -> String {
     let egress = container(spec).egress.as_ref().unwrap();
     format!(
@@ -1585,9 +1617,9 @@ fn upstream_proxies_agentcs_proxy_cannot_chain_through_are_refused_by_field() {
             "credentials",
         ),
         (
-            "http = \"http://a.corp.example:3128\"\nhttps = \"http://b.corp.example:3128\"",
-            "proxy.http",
-            "two upstream proxies",
+            "https = \"https://user:hunter2@secure-proxy.corp.example:8443\"",
+            "proxy.https",
+            "credentials",
         ),
     ] {
         let text = format!(

@@ -165,15 +165,26 @@ pub fn chained(profile: &Profile) -> Option<Chained> {
         (None, Some(_)) => Some("proxy.ca_dir"),
         (None, None) => None,
     };
+    // `proxy.http` naming another upstream than `proxy.https`: plain HTTP goes there.
+    let http = proxy
+        .https
+        .as_ref()
+        .and(proxy.http.as_ref())
+        .and_then(|url| upstream_address(url).ok())
+        .filter(|(http, _, http_tls)| (http, *http_tls) != (&address, tls));
     let all = proxy_specs(&profile.egress.hosts)
         .iter()
         .filter_map(|spec| agentc_egress::HostSpec::parse(spec).ok())
-        .any(|spec| spec.matches_host(&host));
+        .any(|spec| {
+            spec.matches_host(&host) || http.as_ref().is_some_and(|h| spec.matches_host(&h.1))
+        });
     Some(Chained {
         field,
         address,
         tls,
         ca,
+        http_address: http.as_ref().map(|h| h.0.clone()),
+        http_tls: http.is_some_and(|h| h.2),
         host,
         all,
         direct: proxy
@@ -483,6 +494,10 @@ impl Resolver<'_> {
             None => config,
             Some(chained) => config
                 .with_upstream(&chained.upstream(), chained.all, &chained.direct)
+                .and_then(|config| match chained.http_upstream() {
+                    Some(http) => config.with_upstream_http(&http),
+                    None => Ok(config),
+                })
                 .map_err(|error| {
                     self.invalid(
                         chained.field,
@@ -491,7 +506,7 @@ impl Resolver<'_> {
                     )
                 })?,
         };
-        let trust_ca = upstream.is_some_and(|c| c.tls && c.ca.is_some());
+        let trust_ca = upstream.is_some_and(|c| c.any_tls() && c.ca.is_some());
         let ca_target = crate::spec::UPSTREAM_CA_TARGET.to_string();
         if trust_ca && !config.credentials.upstream_ca.contains(&ca_target) {
             config.credentials.upstream_ca.push(ca_target);

@@ -25,6 +25,11 @@ pub struct Chained {
     pub tls: bool,
     /// The field naming the profile's CA (`proxy.ca_file`, `proxy.ca_dir`), when it has one.
     pub ca: Option<&'static str>,
+    /// `host:port` of `proxy.http` when it names another upstream than `proxy.https`: plain-HTTP
+    /// requests go there (`--upstream-http`), tunnels to [`Chained::address`].
+    pub http_address: Option<String>,
+    /// That other upstream is an `https://` one.
+    pub http_tls: bool,
     /// The upstream's host as the proxy compares it.
     pub host: String,
     /// Whether `egress.hosts` names the upstream's host: every destination goes to it.
@@ -42,6 +47,21 @@ impl Chained {
         } else {
             self.address.clone()
         }
+    }
+
+    /// The `--upstream-http` value when `proxy.http` names another upstream.
+    pub fn http_upstream(&self) -> Option<String> {
+        let address = self.http_address.as_ref()?;
+        Some(if self.http_tls {
+            format!("https://{address}")
+        } else {
+            address.clone()
+        })
+    }
+
+    /// Whether agentc's proxy speaks TLS to an upstream.
+    pub fn any_tls(&self) -> bool {
+        self.tls || (self.http_address.is_some() && self.http_tls)
     }
 }
 
@@ -80,7 +100,7 @@ pub(crate) fn upstream_address(url: &str) -> Result<(String, String, bool), Stri
 }
 
 /// The upstream URLs of an allowlist enforced outside: each one agentc's proxy can chain
-/// through (`http://` or `https://`, no credentials), and one upstream for both.
+/// through (`http://` or `https://`, no credentials).
 pub(crate) fn check(ck: &mut Checker, profile: &Profile, enforced_outside: bool) {
     if !enforced_outside {
         return;
@@ -99,19 +119,6 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile, enforced_outside: bool)
                 "write the upstream as http://HOST:PORT or https://HOST:PORT without \
                  credentials, or set \
                  egress.enforce = \"image\"",
-            );
-        }
-    }
-    if let (Some(http), Some(https)) = (&proxy.http, &proxy.https) {
-        let same = upstream_address(http).ok().map(|a| (a.0, a.2))
-            == upstream_address(https).ok().map(|a| (a.0, a.2));
-        if !same {
-            ck.fail_when(
-                &["egress.enforce", "proxy.https"],
-                "proxy.http",
-                "proxy.http and proxy.https name two upstream proxies: agentc's egress proxy \
-                 chains through one (egress.enforce = \"outside\")",
-                "name the same upstream in both, keep one, or set egress.enforce = \"image\"",
             );
         }
     }
@@ -140,6 +147,17 @@ pub(crate) fn explain(out: &mut Explainer, chained: Option<Chained>) {
             chained.direct.join(", ")
         )
     };
+    let http = match chained.http_upstream() {
+        None => String::new(),
+        Some(http) => format!(
+            "; plain-HTTP requests go to proxy.http's upstream {http} instead{}",
+            if chained.http_tls {
+                " (over TLS, verified the same way)"
+            } else {
+                ""
+            }
+        ),
+    };
     let tls = match (chained.tls, chained.ca) {
         (false, _) => String::new(),
         (true, Some(ca)) => {
@@ -149,7 +167,7 @@ pub(crate) fn explain(out: &mut Explainer, chained: Option<Chained>) {
     };
     out.line(format!(
         "  egress upstream proxy: agentc's proxy forwards through {}{tls} (CONNECT host:port \
-         for tunnels, absolute-form for plain HTTP), whatever range its address is in; \
+         for tunnels, absolute-form for plain HTTP){http}, whatever range its address is in; \
          {passes}{direct}; the sandbox's proxy variables point at agentc's proxy, its NO_PROXY \
          keeps loopback only  [{}]",
         chained.upstream(),
