@@ -363,6 +363,28 @@ impl Config {
         Ok(self)
     }
 
+    /// The configuration whose upstream (`env`) and plain-HTTP upstream (`http_env`, after
+    /// [`Config::with_upstream_http`]) send `Proxy-Authorization` with the `user:password` of
+    /// those variables of the proxy's environment (`--upstream-auth-env`,
+    /// `--upstream-http-auth-env`), named only; an error without an upstream.
+    pub fn with_upstream_auth(
+        mut self,
+        env: Option<&str>,
+        http_env: Option<&str>,
+    ) -> Result<Config, EgressError> {
+        let Some(upstream) = self.upstream.as_mut() else {
+            return Err(EgressError::Upstream {
+                upstream: "--upstream-auth-env".into(),
+                reason: "credentials for an upstream need --upstream".into(),
+            });
+        };
+        upstream.auth_env = env.map(str::to_string);
+        if let Some(http) = upstream.http.as_mut() {
+            http.auth_env = http_env.map(str::to_string);
+        }
+        Ok(self)
+    }
+
     /// The configuration whose plain-HTTP requests go to the upstream `http`
     /// (`[https://]HOST:PORT`) rather than [`Config::with_upstream`]'s, which keeps the tunnels;
     /// an error without an upstream.

@@ -126,6 +126,19 @@ struct Shared {
     intercept: Option<Arc<Intercept>>,
     /// The TLS client of an `https://` upstream proxy: Mozilla's roots and `--upstream-ca`.
     upstream_tls: Option<Arc<rustls::ClientConfig>>,
+    /// Each upstream's `Proxy-Authorization` by its variable's name (`--upstream-auth-env`).
+    upstream_auth: Vec<(String, HeaderValue)>,
+}
+
+impl Shared {
+    /// The `Proxy-Authorization` value for `upstream`, when it has credentials.
+    fn upstream_auth(&self, upstream: &crate::upstream::Upstream) -> Option<&HeaderValue> {
+        let name = upstream.auth_env.as_ref()?;
+        self.upstream_auth
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, value)| value)
+    }
 }
 
 impl Shared {
@@ -228,6 +241,10 @@ impl Server {
         config.limits.check()?;
         let intercept = Intercept::start(&config.credentials, env)?.map(Arc::new);
         let upstream_tls = chain::tls_client(config)?;
+        let upstream_auth = match &config.upstream {
+            Some(upstream) => upstream.authorizations(env)?,
+            None => Vec::new(),
+        };
         let listener =
             TcpListener::bind(config.listen)
                 .await
@@ -287,6 +304,7 @@ impl Server {
                 )),
                 intercept,
                 upstream_tls,
+                upstream_auth,
             }),
         })
     }
@@ -307,6 +325,7 @@ impl Server {
                     wildcards: self.shared.wildcards.clone(),
                     intercept: self.shared.intercept.clone(),
                     upstream_tls: self.shared.upstream_tls.clone(),
+                    upstream_auth: self.shared.upstream_auth.clone(),
                 })
             }
         }

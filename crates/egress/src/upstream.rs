@@ -49,6 +49,12 @@ pub struct Upstream {
     /// scheme; [`Upstream::all`] and [`Upstream::direct`] are this upstream's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<Box<Upstream>>,
+    /// The variable of the proxy's environment holding this upstream's `user:password`
+    /// (`--upstream-auth-env=NAME`; for [`Upstream::http`], `--upstream-http-auth-env=`): sent
+    /// as `Proxy-Authorization: Basic ...` on each CONNECT and absolute-form request to it.
+    /// The value is a secret, passed by name: never on the command line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_env: Option<String>,
 }
 
 impl Upstream {
@@ -105,12 +111,43 @@ impl Upstream {
             all: false,
             direct: Vec::new(),
             http: None,
+            auth_env: None,
         })
     }
 
     /// The upstream plain-HTTP requests go to: [`Upstream::http`], else this one.
     pub fn for_http(&self) -> &Upstream {
         self.http.as_deref().unwrap_or(self)
+    }
+
+    /// Each `(variable, header)` of the upstreams' credentials (`Basic base64(user:password)`),
+    /// read from `env`; an error naming the variable (never its value) when one is unset or
+    /// cannot be sent in a header.
+    pub fn authorizations(
+        &self,
+        env: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Vec<(String, http::HeaderValue)>, EgressError> {
+        let mut headers = Vec::new();
+        let names = [
+            self.auth_env.as_ref(),
+            self.http.as_ref().and_then(|h| h.auth_env.as_ref()),
+        ];
+        for name in names.into_iter().flatten() {
+            let fail = |reason: &str| EgressError::Upstream {
+                upstream: self.to_string(),
+                reason: format!("its credentials variable {name} {reason}"),
+            };
+            let value = env.get(name).ok_or_else(|| fail("is not set"))?;
+            let basic = format!(
+                "Basic {}",
+                crate::credential::base64_encode(value.as_bytes())
+            );
+            let mut header = http::HeaderValue::from_str(&basic)
+                .map_err(|_| fail("cannot be sent in a header"))?;
+            header.set_sensitive(true);
+            headers.push((name.clone(), header));
+        }
+        Ok(headers)
     }
 
     /// Whether a destination (a normalized host) goes to the upstream.
@@ -123,8 +160,14 @@ impl Upstream {
     /// then each `--direct=SPEC`.
     pub fn args(&self) -> Vec<String> {
         let mut args = vec![format!("--upstream={self}")];
+        if let Some(env) = &self.auth_env {
+            args.push(format!("--upstream-auth-env={env}"));
+        }
         if let Some(http) = &self.http {
             args.push(format!("--upstream-http={http}"));
+            if let Some(env) = &http.auth_env {
+                args.push(format!("--upstream-http-auth-env={env}"));
+            }
         }
         if self.all {
             args.push("--upstream-all".into());

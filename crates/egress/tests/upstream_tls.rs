@@ -338,3 +338,77 @@ async fn tunnels_go_through_one_upstream_and_plain_http_through_the_other() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test]
+async fn an_upstream_with_credentials_gets_proxy_authorization_named_by_variable_only() {
+    let (plain, mut heads) = plain_upstream().await;
+    let none: [&str; 0] = [];
+    let config = Config::from_args("127.0.0.1:0", None, &["api.test"], &none)
+        .unwrap()
+        .with_upstream(&plain.to_string(), false, &none)
+        .unwrap()
+        .with_upstream_auth(Some("AGENTC_TEST_UPSTREAM_AUTH"), None)
+        .unwrap();
+    let argv = agentc_egress::proxy_command(&config).join(" ");
+    assert!(
+        argv.contains("--upstream-auth-env=AGENTC_TEST_UPSTREAM_AUTH"),
+        "{argv}"
+    );
+    assert!(!argv.contains("hunter2"), "{argv}");
+    // Unset: the proxy does not start (fail closed), and the error names the variable only.
+    let error = Server::bind_with_env(&config, Sink::Stdout, &Default::default())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("AGENTC_TEST_UPSTREAM_AUTH"), "{error}");
+    let env = [(
+        "AGENTC_TEST_UPSTREAM_AUTH".to_string(),
+        "alice:hunter2".to_string(),
+    )]
+    .into();
+    let (sender, lines) = unbounded_channel();
+    let server = Server::bind_with_env(&config, Sink::Channel(sender), &env)
+        .await
+        .unwrap();
+    let address = server.local_addr();
+    tokio::spawn(server.run(std::future::pending()));
+    let mut proxy = Proxy { address, lines };
+    // base64("alice:hunter2")
+    let expected = "Proxy-Authorization: Basic YWxpY2U6aHVudGVyMg==\r\n";
+
+    let mut stream = proxy.tunnel("api.test:443").await;
+    stream
+        .write_all(&sni::client_hello(Some("api.test")))
+        .await
+        .unwrap();
+    let head = seen(&mut heads).await;
+    assert!(
+        head.starts_with("CONNECT api.test:443 HTTP/1.1\r\n"),
+        "{head}"
+    );
+    assert!(head.contains(expected), "{head}");
+    drop(stream);
+    proxy.next_line().await;
+    let close = proxy.next_line().await;
+    assert!(!format!("{close:?}").contains("hunter2"), "{close:?}");
+
+    // The client's own Proxy-Authorization is not passed on; the upstream's is sent.
+    let response = proxy
+        .send(
+            b"GET http://api.test/p HTTP/1.1\r\nHost: api.test\r\n\
+              Proxy-Authorization: Basic Y2xpZW50OnNlY3JldA==\r\nConnection: close\r\n\r\n",
+        )
+        .await;
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    let head = seen(&mut heads).await;
+    assert!(
+        head.starts_with("GET http://api.test/p HTTP/1.1\r\n"),
+        "{head}"
+    );
+    assert!(
+        head.to_ascii_lowercase()
+            .contains(&expected.to_ascii_lowercase()),
+        "{head}"
+    );
+    assert!(!head.contains("Y2xpZW50OnNlY3JldA=="), "{head}");
+}

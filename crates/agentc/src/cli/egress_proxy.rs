@@ -106,6 +106,13 @@ pub struct EgressServeArgs {
     /// `--upstream-ca`).
     #[arg(long, value_name = "HOST:PORT")]
     pub upstream: Option<String>,
+    /// The variable of this process's environment holding the upstream's `user:password`,
+    /// sent as `Proxy-Authorization` (the value never on the command line).
+    #[arg(long, value_name = "NAME", requires = "upstream")]
+    pub upstream_auth_env: Option<String>,
+    /// The same for `--upstream-http`'s upstream.
+    #[arg(long, value_name = "NAME", requires = "upstream_http")]
+    pub upstream_http_auth_env: Option<String>,
     /// Another upstream proxy for plain-HTTP (absolute-form) requests; `--upstream` keeps the
     /// tunnels (the profile's `proxy.http` and `proxy.https` naming two proxies).
     #[arg(long, value_name = "HOST:PORT", requires = "upstream")]

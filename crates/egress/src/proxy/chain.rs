@@ -149,7 +149,12 @@ pub(super) async fn tunnel(
 ) -> Result<(SocketAddr, Conn), Deny> {
     let (address, mut stream) = connect(shared, upstream).await?;
     let authority = format!("{host}:{port}");
-    let request = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n");
+    let auth = shared
+        .upstream_auth(upstream)
+        .and_then(|value| value.to_str().ok())
+        .map(|value| format!("Proxy-Authorization: {value}\r\n"))
+        .unwrap_or_default();
+    let request = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n{auth}\r\n");
     let limit = shared.limits.connect_timeout();
     let answered = tokio::time::timeout(limit, async {
         stream.write_all(request.as_bytes()).await?;
