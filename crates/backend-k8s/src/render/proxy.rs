@@ -133,10 +133,15 @@ impl Renderer<'_> {
                     "egress-upstream",
                     upstream.field,
                     format!(
-                        "the egress proxy Pod chains through the upstream proxy {} as on \
+                        "the egress proxy Pod chains through the upstream proxy {}{} as on \
                          Docker, but its NetworkPolicy cannot name a host: it reaches the \
                          upstream at a public address, or in a range of egress.allow_cidrs",
-                        upstream.address
+                        upstream.address,
+                        upstream
+                            .http_address
+                            .as_ref()
+                            .map(|http| format!(" (plain HTTP through {http})"))
+                            .unwrap_or_default()
                     ),
                 );
             }

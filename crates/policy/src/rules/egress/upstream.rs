@@ -179,9 +179,13 @@ pub(crate) fn explain(out: &mut Explainer, chained: Option<Chained>) {
 pub(crate) fn widens(out: &Explainer, chained: Option<Chained>, items: &mut Vec<String>) {
     if let Some(chained) = chained.filter(|c| c.all) {
         items.push(format!(
-            "every destination outside no_proxy is passed to the upstream proxy {}, which \
+            "every destination outside no_proxy is passed to the upstream proxy {}{}, which \
              decides what the sandbox reaches  [{}]",
             chained.upstream(),
+            chained
+                .http_upstream()
+                .map(|http| format!(" (plain HTTP to {http})"))
+                .unwrap_or_default(),
             out.at(chained.field)
         ));
     }
