@@ -105,7 +105,10 @@ pub fn egress_proxy_argv(
         config.limits.check()?;
     }
     if let Some(upstream) = upstream {
-        config = config.with_upstream(&upstream.address, upstream.all, &upstream.direct)?;
+        config = config.with_upstream(&upstream.upstream(), upstream.all, &upstream.direct)?;
+        if let Some(http) = upstream.http_upstream() {
+            config = config.with_upstream_http(&http)?;
+        }
     }
     Ok(agentc_egress::proxy_command(&config))
 }

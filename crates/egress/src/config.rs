@@ -363,6 +363,62 @@ impl Config {
         Ok(self)
     }
 
+    /// The configuration whose upstream (`env`) and plain-HTTP upstream (`http_env`, after
+    /// [`Config::with_upstream_http`]) send `Proxy-Authorization` with the `user:password` of
+    /// those variables of the proxy's environment (`--upstream-auth-env`,
+    /// `--upstream-http-auth-env`), named only; an error without an upstream.
+    pub fn with_upstream_auth(
+        mut self,
+        env: Option<&str>,
+        http_env: Option<&str>,
+    ) -> Result<Config, EgressError> {
+        let Some(upstream) = self.upstream.as_mut() else {
+            return Err(EgressError::Upstream {
+                upstream: "--upstream-auth-env".into(),
+                reason: "credentials for an upstream need --upstream".into(),
+            });
+        };
+        upstream.auth_env = env.map(str::to_string);
+        if let Some(http) = upstream.http.as_mut() {
+            http.auth_env = http_env.map(str::to_string);
+        }
+        Ok(self)
+    }
+
+    /// The configuration whose plain-HTTP requests go to the upstream `http`
+    /// (`[https://]HOST:PORT`) rather than [`Config::with_upstream`]'s, which keeps the tunnels;
+    /// an error without an upstream.
+    ///
+    /// ```
+    /// use agentc_egress::Config;
+    /// let none: [&str; 0] = [];
+    /// let config = Config::from_args("0.0.0.0:3128", None, &["api.example"], &none)
+    ///     .unwrap()
+    ///     .with_upstream("https://tunnels.corp.example:8443", false, &none)
+    ///     .unwrap()
+    ///     .with_upstream_http("plain.corp.example:3128")
+    ///     .unwrap();
+    /// let argv = agentc_egress::proxy_command(&config);
+    /// assert_eq!(argv[5..], ["--upstream=https://tunnels.corp.example:8443",
+    ///     "--upstream-http=plain.corp.example:3128"]);
+    /// ```
+    pub fn with_upstream_http(mut self, http: &str) -> Result<Config, EgressError> {
+        let parsed = Upstream::parse(http)?;
+        let Some(upstream) = self.upstream.as_mut() else {
+            return Err(EgressError::Upstream {
+                upstream: parsed.to_string(),
+                reason: "an upstream for plain HTTP needs --upstream".into(),
+            });
+        };
+        if parsed.host != upstream.host
+            || parsed.port != upstream.port
+            || parsed.tls != upstream.tls
+        {
+            upstream.http = Some(Box::new(parsed));
+        }
+        Ok(self)
+    }
+
     /// The configuration with the credential settings `credentials`: each credential's hosts
     /// must be allowed by the allowlist (a key is bound only where the sandbox may go).
     pub fn with_credentials(

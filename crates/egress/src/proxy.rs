@@ -43,6 +43,7 @@ use crate::wildcard::WildcardLimiter;
 
 use capture::Recording;
 use client_io::ClientIo;
+use conn::Conn;
 use counted::{with_idle, Counted, Counters};
 use forward::forward;
 use intercept::Intercept;
@@ -51,6 +52,7 @@ use tunnel::tunnel;
 mod capture;
 mod chain;
 mod client_io;
+mod conn;
 mod counted;
 mod dns_stub;
 mod forward;
@@ -122,6 +124,21 @@ struct Shared {
     wildcards: Arc<WildcardLimiter>,
     /// The credentials, the placeholders and the launch CA, when the proxy injects any.
     intercept: Option<Arc<Intercept>>,
+    /// The TLS client of an `https://` upstream proxy: Mozilla's roots and `--upstream-ca`.
+    upstream_tls: Option<Arc<rustls::ClientConfig>>,
+    /// Each upstream's `Proxy-Authorization` by its variable's name (`--upstream-auth-env`).
+    upstream_auth: Vec<(String, HeaderValue)>,
+}
+
+impl Shared {
+    /// The `Proxy-Authorization` value for `upstream`, when it has credentials.
+    fn upstream_auth(&self, upstream: &crate::upstream::Upstream) -> Option<&HeaderValue> {
+        let name = upstream.auth_env.as_ref()?;
+        self.upstream_auth
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, value)| value)
+    }
 }
 
 impl Shared {
@@ -223,6 +240,11 @@ impl Server {
     ) -> Result<Server, EgressError> {
         config.limits.check()?;
         let intercept = Intercept::start(&config.credentials, env)?.map(Arc::new);
+        let upstream_tls = chain::tls_client(config)?;
+        let upstream_auth = match &config.upstream {
+            Some(upstream) => upstream.authorizations(env)?,
+            None => Vec::new(),
+        };
         let listener =
             TcpListener::bind(config.listen)
                 .await
@@ -281,6 +303,8 @@ impl Server {
                     config.limits.wildcard_names_per_minute,
                 )),
                 intercept,
+                upstream_tls,
+                upstream_auth,
             }),
         })
     }
@@ -300,6 +324,8 @@ impl Server {
                     resolver,
                     wildcards: self.shared.wildcards.clone(),
                     intercept: self.shared.intercept.clone(),
+                    upstream_tls: self.shared.upstream_tls.clone(),
+                    upstream_auth: self.shared.upstream_auth.clone(),
                 })
             }
         }
@@ -657,7 +683,7 @@ async fn resolve(
 /// Resolves a decided name once ([`resolve`]) and connects to one of its checked addresses:
 /// the only way the proxy opens a connection for a request. With an upstream proxy that
 /// carries `host`, a tunnel through it instead ([`chain::tunnel`]): the upstream resolves.
-async fn open(shared: &Shared, host: &str, port: u16) -> Result<(SocketAddr, TcpStream), Deny> {
+async fn open(shared: &Shared, host: &str, port: u16) -> Result<(SocketAddr, Conn), Deny> {
     if let Some(upstream) = shared.policy.upstream_for(host) {
         return chain::tunnel(shared, upstream, host, port).await;
     }
@@ -669,7 +695,7 @@ async fn open(shared: &Shared, host: &str, port: u16) -> Result<(SocketAddr, Tcp
         match tokio::time::timeout_at(deadline, TcpStream::connect(address)).await {
             Ok(Ok(stream)) => {
                 let _ = stream.set_nodelay(true);
-                return Ok((address, stream));
+                return Ok((address, Conn::Tcp(stream)));
             }
             Ok(Err(error)) => last = format!("{address}: {error}"),
             Err(_) => {
@@ -687,7 +713,7 @@ async fn open(shared: &Shared, host: &str, port: u16) -> Result<(SocketAddr, Tcp
 async fn relay(
     client: ClientIo,
     first: Vec<u8>,
-    mut upstream: TcpStream,
+    mut upstream: Conn,
     mut line: Record,
     shared: &Shared,
 ) {
@@ -696,14 +722,12 @@ async fn relay(
         upstream.write_all(&first).await?;
         counters.up.fetch_add(first.len() as u64, Ordering::Relaxed);
         counters.touch();
-        match client {
+        match (client, upstream) {
             #[cfg(target_os = "linux")]
-            ClientIo::Tcp(client) => splice::both_ways(&client, &upstream, &counters).await,
-            #[cfg(not(target_os = "linux"))]
-            ClientIo::Tcp(mut client) => copy_both_ways(&mut client, upstream, &counters).await,
-            ClientIo::Upgraded(mut client) => {
-                copy_both_ways(&mut client, upstream, &counters).await
+            (ClientIo::Tcp(client), Conn::Tcp(upstream)) => {
+                splice::both_ways(&client, &upstream, &counters).await
             }
+            (mut client, upstream) => copy_both_ways(&mut client, upstream, &counters).await,
         }
     };
     let outcome = with_idle(relayed, &counters, shared.limits.idle_timeout()).await;
@@ -718,7 +742,7 @@ async fn relay(
 /// Copies both ways through user space (where splicing is not available).
 async fn copy_both_ways<C: AsyncRead + AsyncWrite + Unpin>(
     client: &mut C,
-    upstream: TcpStream,
+    upstream: Conn,
     counters: &Arc<Counters>,
 ) -> io::Result<()> {
     let mut upstream = Counted {

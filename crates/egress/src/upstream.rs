@@ -1,5 +1,6 @@
-//! An upstream proxy that agentc's proxy forwards through (`--upstream=HOST:PORT`): the
-//! profile's `[proxy] http`/`https` when the allowlist is enforced outside.
+//! An upstream proxy that agentc's proxy forwards through (`--upstream=HOST:PORT`, or
+//! `--upstream=https://HOST:PORT` spoken to over TLS): the profile's `[proxy] http`/`https`
+//! when the allowlist is enforced outside.
 //!
 //! The workload still talks only to agentc's proxy; what leaves it for an allowed destination
 //! goes to the upstream: a tunnel as `CONNECT host:port` through the upstream, a plain-HTTP
@@ -31,6 +32,10 @@ pub struct Upstream {
     pub host: String,
     /// The upstream's port.
     pub port: u16,
+    /// The upstream is spoken to over TLS (`https://HOST:PORT`), verified against Mozilla's
+    /// roots and the `--upstream-ca` certificates for [`Upstream::host`].
+    #[serde(default)]
+    pub tls: bool,
     /// Every destination no [`Upstream::direct`] entry names goes to the upstream, allowlisted
     /// or not (`--upstream-all`): the upstream decides.
     #[serde(default)]
@@ -39,10 +44,22 @@ pub struct Upstream {
     /// `no_proxy`), matched on the host whatever the port; still checked by the allowlist.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub direct: Vec<HostSpec>,
+    /// Another upstream for plain-HTTP (absolute-form) requests (`--upstream-http=`, the
+    /// profile's `proxy.http` naming another proxy than `proxy.https`): its host, port and
+    /// scheme; [`Upstream::all`] and [`Upstream::direct`] are this upstream's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<Box<Upstream>>,
+    /// The variable of the proxy's environment holding this upstream's `user:password`
+    /// (`--upstream-auth-env=NAME`; for [`Upstream::http`], `--upstream-http-auth-env=`): sent
+    /// as `Proxy-Authorization: Basic ...` on each CONNECT and absolute-form request to it.
+    /// The value is a secret, passed by name: never on the command line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_env: Option<String>,
 }
 
 impl Upstream {
-    /// Reads `HOST:PORT` (`[v6]:PORT` for IPv6); the error names the text.
+    /// Reads `HOST:PORT` (`[v6]:PORT` for IPv6), `http://HOST:PORT` the same, or
+    /// `https://HOST:PORT` for an upstream spoken to over TLS; the error names the text.
     ///
     /// ```
     /// use agentc_egress::upstream::Upstream;
@@ -52,6 +69,9 @@ impl Upstream {
     /// let error = Upstream::parse("user:hunter2@proxy:3128").unwrap_err().to_string();
     /// assert!(!error.contains("hunter2"), "{error}");
     /// assert_eq!(Upstream::parse("[FD00::1]:3128").unwrap().to_string(), "[fd00::1]:3128");
+    /// let tls = Upstream::parse("https://Secure-Proxy.corp.example:8443").unwrap();
+    /// assert!(tls.tls);
+    /// assert_eq!(tls.to_string(), "https://secure-proxy.corp.example:8443");
     /// ```
     pub fn parse(text: &str) -> Result<Upstream, EgressError> {
         let fail = |reason: String| EgressError::Upstream {
@@ -65,7 +85,15 @@ impl Upstream {
                 reason: "credentials (userinfo) in the upstream's address".into(),
             });
         }
-        let (host, port) = text
+        let (tls, rest) = match text.split_once("://") {
+            None => (false, text),
+            Some(("http", rest)) => (false, rest),
+            Some(("https", rest)) => (true, rest),
+            Some((scheme, _)) => {
+                return Err(fail(format!("the scheme `{scheme}` is not http or https")))
+            }
+        };
+        let (host, port) = rest
             .rsplit_once(':')
             .filter(|(host, _)| !host.is_empty() && (!host.contains(':') || host.ends_with(']')))
             .ok_or_else(|| fail("expected HOST:PORT, such as proxy.corp.example:3128".into()))?;
@@ -79,9 +107,47 @@ impl Upstream {
         Ok(Upstream {
             host,
             port,
+            tls,
             all: false,
             direct: Vec::new(),
+            http: None,
+            auth_env: None,
         })
+    }
+
+    /// The upstream plain-HTTP requests go to: [`Upstream::http`], else this one.
+    pub fn for_http(&self) -> &Upstream {
+        self.http.as_deref().unwrap_or(self)
+    }
+
+    /// Each `(variable, header)` of the upstreams' credentials (`Basic base64(user:password)`),
+    /// read from `env`; an error naming the variable (never its value) when one is unset or
+    /// cannot be sent in a header.
+    pub fn authorizations(
+        &self,
+        env: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Vec<(String, http::HeaderValue)>, EgressError> {
+        let mut headers = Vec::new();
+        let names = [
+            self.auth_env.as_ref(),
+            self.http.as_ref().and_then(|h| h.auth_env.as_ref()),
+        ];
+        for name in names.into_iter().flatten() {
+            let fail = |reason: &str| EgressError::Upstream {
+                upstream: self.to_string(),
+                reason: format!("its credentials variable {name} {reason}"),
+            };
+            let value = env.get(name).ok_or_else(|| fail("is not set"))?;
+            let basic = format!(
+                "Basic {}",
+                crate::credential::base64_encode(value.as_bytes())
+            );
+            let mut header = http::HeaderValue::from_str(&basic)
+                .map_err(|_| fail("cannot be sent in a header"))?;
+            header.set_sensitive(true);
+            headers.push((name.clone(), header));
+        }
+        Ok(headers)
     }
 
     /// Whether a destination (a normalized host) goes to the upstream.
@@ -90,9 +156,19 @@ impl Upstream {
     }
 
     /// The upstream's arguments of the proxy's command line: `--upstream=HOST:PORT`,
-    /// `--upstream-all` when set, then each `--direct=SPEC`.
+    /// `--upstream-http=HOST:PORT` when plain HTTP goes elsewhere, `--upstream-all` when set,
+    /// then each `--direct=SPEC`.
     pub fn args(&self) -> Vec<String> {
         let mut args = vec![format!("--upstream={self}")];
+        if let Some(env) = &self.auth_env {
+            args.push(format!("--upstream-auth-env={env}"));
+        }
+        if let Some(http) = &self.http {
+            args.push(format!("--upstream-http={http}"));
+            if let Some(env) = &http.auth_env {
+                args.push(format!("--upstream-http-auth-env={env}"));
+            }
+        }
         if self.all {
             args.push("--upstream-all".into());
         }
@@ -103,6 +179,9 @@ impl Upstream {
 
 impl fmt::Display for Upstream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.tls {
+            f.write_str("https://")?;
+        }
         write!(f, "{}:{}", self.host, self.port)
     }
 }

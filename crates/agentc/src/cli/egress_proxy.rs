@@ -79,7 +79,7 @@ pub struct EgressServeArgs {
     #[arg(long, value_name = "DIR")]
     pub ca_dir: Option<String>,
     /// A PEM file or directory of CA certificates trusted for the upstreams of terminated
-    /// tunnels, besides Mozilla's roots.
+    /// tunnels and for an `https://` upstream proxy, besides Mozilla's roots.
     #[arg(long, value_name = "PATH", action = clap::ArgAction::Append)]
     pub upstream_ca: Vec<String>,
     /// `block` (the default) or `stop`: after refusing a replayed placeholder, exit
@@ -102,8 +102,21 @@ pub struct EgressServeArgs {
     pub workload_watch: String,
     /// An upstream proxy every connection goes through: a tunnel as `CONNECT host:port`, a
     /// plain-HTTP request in absolute form; its own address is connected to in any range.
+    /// `https://HOST:PORT` speaks TLS to it (verified against Mozilla's roots and
+    /// `--upstream-ca`).
     #[arg(long, value_name = "HOST:PORT")]
     pub upstream: Option<String>,
+    /// The variable of this process's environment holding the upstream's `user:password`,
+    /// sent as `Proxy-Authorization` (the value never on the command line).
+    #[arg(long, value_name = "NAME", requires = "upstream")]
+    pub upstream_auth_env: Option<String>,
+    /// The same for `--upstream-http`'s upstream.
+    #[arg(long, value_name = "NAME", requires = "upstream_http")]
+    pub upstream_http_auth_env: Option<String>,
+    /// Another upstream proxy for plain-HTTP (absolute-form) requests; `--upstream` keeps the
+    /// tunnels (the profile's `proxy.http` and `proxy.https` naming two proxies).
+    #[arg(long, value_name = "HOST:PORT", requires = "upstream")]
+    pub upstream_http: Option<String>,
     /// Pass every destination that no `--direct` entry names to the upstream, which decides
     /// (the allowlist names the upstream's host); requires `--upstream`.
     #[arg(long, requires = "upstream")]

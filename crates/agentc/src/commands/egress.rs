@@ -82,6 +82,17 @@ pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
                 Some(upstream) => config.with_upstream(upstream, args.upstream_all, &args.direct),
                 None => Ok(config),
             })
+            .and_then(|config| match &args.upstream_http {
+                Some(http) => config.with_upstream_http(http),
+                None => Ok(config),
+            })
+            .and_then(|config| match &args.upstream {
+                Some(_) => config.with_upstream_auth(
+                    args.upstream_auth_env.as_deref(),
+                    args.upstream_http_auth_env.as_deref(),
+                ),
+                None => Ok(config),
+            })
             .map_err(|error| Failure::new(EXIT_USAGE, error.to_string()))?;
             if let Some(workload) = &args.workload {
                 watch_workload(workload, &args.workload_watch)?;

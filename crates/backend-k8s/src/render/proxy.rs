@@ -64,6 +64,23 @@ impl Renderer<'_> {
         if !valid {
             return;
         }
+        // An `https://` upstream verified against the profile's CA: a host file, which no
+        // Pod can mount (without it the Pod's proxy would fail every connection).
+        if let Some(field) = policy
+            .upstream
+            .as_ref()
+            .filter(|u| u.tls)
+            .and_then(|u| u.ca)
+        {
+            self.refuse(
+                field,
+                "the egress proxy would trust the profile's CA file for its https:// upstream \
+                 proxy, and a host file cannot be mounted into the proxy Pod",
+                "remove proxy.ca_file / proxy.ca_dir for the kubernetes backend when the upstream \
+                 proxy's certificate chains to a public root, or set egress.enforce = \"image\"",
+            );
+            return;
+        }
         let held = match self.held_credentials() {
             Some(companion) => match self.held_keys(companion) {
                 Some(keys) => Some(keys),
@@ -104,15 +121,27 @@ impl Renderer<'_> {
         let mut reached = hosts.clone();
         if let Some(upstream) = &policy.upstream {
             reached.push(upstream.address.clone());
-            if agentc_egress::host::ip_target(&upstream.host).is_none() {
+            reached.extend(upstream.http_address.clone());
+            let http_by_name = upstream.http_address.as_ref().is_some_and(|address| {
+                let host = address
+                    .rsplit_once(':')
+                    .map_or(address.as_str(), |(h, _)| h);
+                agentc_egress::host::ip_target(host).is_none()
+            });
+            if agentc_egress::host::ip_target(&upstream.host).is_none() || http_by_name {
                 self.notes.approximation(
                     "egress-upstream",
                     upstream.field,
                     format!(
-                        "the egress proxy Pod chains through the upstream proxy {} as on \
+                        "the egress proxy Pod chains through the upstream proxy {}{} as on \
                          Docker, but its NetworkPolicy cannot name a host: it reaches the \
                          upstream at a public address, or in a range of egress.allow_cidrs",
-                        upstream.address
+                        upstream.address,
+                        upstream
+                            .http_address
+                            .as_ref()
+                            .map(|http| format!(" (plain HTTP through {http})"))
+                            .unwrap_or_default()
                     ),
                 );
             }

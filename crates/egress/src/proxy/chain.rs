@@ -2,21 +2,98 @@
 //! connection (its address connected to whatever range it is in, since the profile names it),
 //! and a tunnel through it (`CONNECT host:port`, answered `2xx` before any byte of the client
 //! is sent). Plain-HTTP requests are sent to it in absolute form by `super::forward`.
+//!
+//! An `https://` upstream is spoken to over TLS, verified against Mozilla's roots and the
+//! profile's CAs (`--upstream-ca`) for the upstream's own name; a certificate that does not
+//! verify fails the connection (`upstream-certificate`), nothing is sent.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use rustls::pki_types::ServerName;
+use rustls::ClientConfig;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
+use tokio_rustls::TlsConnector;
 
+use super::conn::Conn;
 use super::Shared;
+use crate::ca::{read_certificates, upstream_roots};
+use crate::config::Config;
+use crate::error::EgressError;
 use crate::host::ip_target;
 use crate::policy::{Deny, Reason};
 use crate::upstream::Upstream;
 
+/// The TLS client for an `https://` upstream (none for a plain one, or without an upstream):
+/// Mozilla's roots and the certificates of `--upstream-ca`, HTTP/1.1 only.
+pub(super) fn tls_client(config: &Config) -> Result<Option<Arc<ClientConfig>>, EgressError> {
+    let tls = |u: &Upstream| u.tls || u.http.as_ref().is_some_and(|h| h.tls);
+    if !config.upstream.as_ref().is_some_and(tls) {
+        return Ok(None);
+    }
+    let extra = read_certificates(&config.credentials.upstream_ca)?;
+    let mut client =
+        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .map_err(|error| EgressError::Ca(error.to_string()))?
+            .with_root_certificates(Arc::new(upstream_roots(&extra)))
+            .with_no_client_auth();
+    client.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Some(Arc::new(client)))
+}
+
+/// Connects to the upstream proxy ([`connect_tcp`]), then makes the TLS handshake with it
+/// when it is an `https://` one.
+pub(super) async fn connect(
+    shared: &Shared,
+    upstream: &Upstream,
+) -> Result<(SocketAddr, Conn), Deny> {
+    let (address, stream) = connect_tcp(shared, upstream).await?;
+    let Some(config) = shared.upstream_tls.clone().filter(|_| upstream.tls) else {
+        return Ok((address, Conn::Tcp(stream)));
+    };
+    let name = match ip_target(&upstream.host) {
+        Some(ip) => ServerName::IpAddress(ip.into()),
+        None => ServerName::try_from(upstream.host.clone()).map_err(|_| {
+            Deny::new(
+                Reason::BadHost,
+                format!("the upstream proxy {upstream}: not a TLS server name"),
+            )
+        })?,
+    };
+    let limit = shared.limits.connect_timeout();
+    match tokio::time::timeout(limit, TlsConnector::from(config).connect(name, stream)).await {
+        Ok(Ok(tls)) => Ok((address, Conn::Tls(Box::new(tls)))),
+        Ok(Err(error)) => {
+            let certificate = error.get_ref().is_some_and(|inner| {
+                inner
+                    .downcast_ref::<rustls::Error>()
+                    .is_some_and(|e| matches!(e, rustls::Error::InvalidCertificate(_)))
+            });
+            let reason = if certificate {
+                Reason::UpstreamCertificate
+            } else {
+                Reason::ConnectFailed
+            };
+            Err(Deny::new(
+                reason,
+                format!(
+                    "the upstream proxy {upstream} at {address}: its TLS handshake failed: {error}"
+                ),
+            ))
+        }
+        Err(_) => Err(Deny::new(
+            Reason::ConnectFailed,
+            format!("the upstream proxy {upstream} at {address}: no TLS handshake in time"),
+        )),
+    }
+}
+
 /// Connects to the upstream proxy itself: its address, or each address its name resolves to,
 /// until one answers.
-pub(super) async fn connect(
+async fn connect_tcp(
     shared: &Shared,
     upstream: &Upstream,
 ) -> Result<(SocketAddr, TcpStream), Deny> {
@@ -69,10 +146,15 @@ pub(super) async fn tunnel(
     upstream: &Upstream,
     host: &str,
     port: u16,
-) -> Result<(SocketAddr, TcpStream), Deny> {
+) -> Result<(SocketAddr, Conn), Deny> {
     let (address, mut stream) = connect(shared, upstream).await?;
     let authority = format!("{host}:{port}");
-    let request = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n");
+    let auth = shared
+        .upstream_auth(upstream)
+        .and_then(|value| value.to_str().ok())
+        .map(|value| format!("Proxy-Authorization: {value}\r\n"))
+        .unwrap_or_default();
+    let request = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n{auth}\r\n");
     let limit = shared.limits.connect_timeout();
     let answered = tokio::time::timeout(limit, async {
         stream.write_all(request.as_bytes()).await?;
@@ -116,7 +198,7 @@ pub(super) async fn tunnel(
 
 /// Reads a response head byte by byte (nothing of the tunnel after it is consumed), at most
 /// `bound` bytes.
-async fn read_head(stream: &mut TcpStream, bound: usize) -> std::io::Result<String> {
+async fn read_head(stream: &mut (impl AsyncRead + Unpin), bound: usize) -> std::io::Result<String> {
     let mut head = Vec::new();
     while !head.ends_with(b"\r\n\r\n") {
         if head.len() >= bound {

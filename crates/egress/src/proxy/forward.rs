@@ -35,7 +35,7 @@ pub(super) async fn forward(
     // Through an upstream proxy, the request goes to it in absolute form.
     let via = shared.policy.upstream_for(&host).cloned();
     let opened = match &via {
-        Some(via) => chain::connect(&shared, via).await,
+        Some(via) => chain::connect(&shared, via.for_http()).await,
         None => open(&shared, &host, port).await,
     };
     let (address, upstream) = match opened {
@@ -48,7 +48,7 @@ pub(super) async fn forward(
     } else {
         format!("{host}:{port}")
     };
-    let target = match via {
+    let target = match &via {
         Some(_) => format!("http://{authority}{path}"),
         None => path.to_string(),
     };
@@ -62,6 +62,14 @@ pub(super) async fn forward(
     parts.uri = uri;
     parts.version = Version::HTTP_11;
     parts.headers.insert(HOST, host_value);
+    if let Some(auth) = via
+        .as_ref()
+        .and_then(|via| shared.upstream_auth(via.for_http()))
+    {
+        parts
+            .headers
+            .insert(http::header::PROXY_AUTHORIZATION, auth.clone());
+    }
     let counters = Arc::new(Counters::new());
     let io = TokioIo::new(Counted {
         inner: upstream,

@@ -72,5 +72,12 @@ async fn relay_client(
         }
     };
     let _ = upstream.set_nodelay(true);
-    relay(ClientIo::Tcp(stream), Vec::new(), upstream, line, &shared).await;
+    relay(
+        ClientIo::Tcp(stream),
+        Vec::new(),
+        super::Conn::Tcp(upstream),
+        line,
+        &shared,
+    )
+    .await;
 }

@@ -1528,6 +1528,77 @@ fn an_upstream_proxy_is_chained_through_and_the_sandbox_still_uses_agentcs_proxy
     assert!(!argv.contains(&"--upstream-all".to_string()), "{argv:?}");
 }
 
+#[test]
+fn an_https_upstream_is_spoken_to_over_tls_trusting_the_profiles_ca() {
+    let text = "name = \"corp\"\nagent = \"opencode\"\n[proxy]\n\
+                https = \"https://secure-proxy.corp.example:8443\"\nca_dir = \"ca-dir\"\n\
+                [egress]\nhosts = [\"secure-proxy.corp.example\"]\n";
+    let probe = paths(&[("/home/alice/profiles/ca-dir", PathKind::Directory)]);
+    let spec = resolve_with(text, &inputs(LaunchKind::Run), &probe).unwrap();
+    let argv = proxy_argv(&spec);
+    assert!(
+        argv.contains(&"--upstream=https://secure-proxy.corp.example:8443".to_string()),
+        "{argv:?}"
+    );
+    assert!(argv.contains(&"--upstream-all".to_string()), "{argv:?}");
+    let ca = format!("--upstream-ca={}", crate::spec::UPSTREAM_CA_TARGET);
+    assert_eq!(argv.iter().filter(|a| **a == ca).count(), 1, "{argv:?}");
+    let egress = container(&spec).egress.as_ref().unwrap();
+    let mount = egress
+        .proxy
+        .mounts
+        .iter()
+        .find(|m| m.target == crate::spec::UPSTREAM_CA_TARGET)
+        .expect("the profile's CA mounted in the proxy");
+    assert!(mount.read_only);
+    assert!(
+        matches!(&mount.source, crate::spec::MountSource::Bind { path } if path.ends_with("ca-dir")),
+        "{mount:?}"
+    );
+    // Without a CA, Mozilla's roots only: no --upstream-ca, no mount.
+    let public = text.replace("ca_dir = \"ca-dir\"\n", "");
+    let spec = run(&public);
+    let argv = proxy_argv(&spec);
+    assert!(
+        !argv.iter().any(|a| a.starts_with("--upstream-ca=")),
+        "{argv:?}"
+    );
+    let egress = container(&spec).egress.as_ref().unwrap();
+    assert!(egress.proxy.mounts.is_empty(), "{:?}", egress.proxy.mounts);
+}
+
+#[test]
+fn two_upstreams_carry_tunnels_and_plain_http_apart() {
+    let text = "name = \"corp\"\nagent = \"claude-code\"\n[proxy]\n\
+                http = \"http://plain.corp.example:3128\"\n\
+                https = \"http://tunnels.corp.example:3129\"\n\
+                [egress]\nhosts = [\"plain.corp.example\"]\n";
+    let argv = proxy_argv(&run(text));
+    let tail: Vec<&str> = argv
+        .iter()
+        .map(String::as_str)
+        .skip_while(|a| !a.starts_with("--upstream"))
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            "--upstream=tunnels.corp.example:3129",
+            "--upstream-http=plain.corp.example:3128",
+            "--upstream-all",
+        ]
+    );
+    // One upstream for both: no --upstream-http.
+    let same = text.replace(
+        "http://tunnels.corp.example:3129",
+        "http://plain.corp.example:3128",
+    );
+    let argv = proxy_argv(&run(&same));
+    assert!(
+        !argv.iter().any(|a| a.starts_with("--upstream-http")),
+        "{argv:?}"
+    );
+}
+
 fn spec_proxy_url(spec: &LaunchSpec) -> String {
     let egress = container(spec).egress.as_ref().unwrap();
     format!(
@@ -1546,14 +1617,9 @@ fn upstream_proxies_agentcs_proxy_cannot_chain_through_are_refused_by_field() {
             "credentials",
         ),
         (
-            "https = \"https://secure-proxy.corp.example:8443\"",
+            "https = \"https://user:hunter2@secure-proxy.corp.example:8443\"",
             "proxy.https",
-            "not TLS",
-        ),
-        (
-            "http = \"http://a.corp.example:3128\"\nhttps = \"http://b.corp.example:3128\"",
-            "proxy.http",
-            "two upstream proxies",
+            "credentials",
         ),
     ] {
         let text = format!(

@@ -503,23 +503,7 @@ impl Resolver<'_> {
             .retain(|mount| mount.target != CA_DIR_TARGET);
         container.mounts.push(ca(true));
         self.set(keys::mount(CA_DIR_TARGET), origin.clone());
-        if let Some(proxy_config) = &self.profile.proxy {
-            let file = proxy_config.ca_file.as_ref().map(|f| ("proxy.ca_file", f));
-            let dir = proxy_config.ca_dir.as_ref().map(|d| ("proxy.ca_dir", d));
-            if let Some((field, value)) = file.or(dir) {
-                let kind = if file.is_some() {
-                    crate::inputs::PathKind::File
-                } else {
-                    crate::inputs::PathKind::Directory
-                };
-                let path = self.require_path(field, value, kind, "proxy CA")?;
-                proxy.mounts.push(Mount {
-                    target: UPSTREAM_CA_TARGET.to_string(),
-                    read_only: true,
-                    source: MountSource::Bind { path },
-                });
-            }
-        }
+        self.mount_upstream_ca(proxy)?;
         for (name, path) in TRUST_VARIABLES {
             set_env(
                 container,
@@ -532,6 +516,36 @@ impl Resolver<'_> {
         }
         self.set(keys::CREDENTIALS, origin);
         Ok(specs)
+    }
+
+    /// The profile's proxy CA (`proxy.ca_file`, else `proxy.ca_dir`), mounted read-only in the
+    /// proxy at [`UPSTREAM_CA_TARGET`] (its `--upstream-ca`), once; nothing without one.
+    pub(crate) fn mount_upstream_ca(
+        &mut self,
+        proxy: &mut ContainerSpec,
+    ) -> Result<(), PolicyError> {
+        let Some(proxy_config) = &self.profile.proxy else {
+            return Ok(());
+        };
+        if proxy.mounts.iter().any(|m| m.target == UPSTREAM_CA_TARGET) {
+            return Ok(());
+        }
+        let file = proxy_config.ca_file.as_ref().map(|f| ("proxy.ca_file", f));
+        let dir = proxy_config.ca_dir.as_ref().map(|d| ("proxy.ca_dir", d));
+        if let Some((field, value)) = file.or(dir) {
+            let kind = if file.is_some() {
+                crate::inputs::PathKind::File
+            } else {
+                crate::inputs::PathKind::Directory
+            };
+            let path = self.require_path(field, value, kind, "proxy CA")?;
+            proxy.mounts.push(Mount {
+                target: UPSTREAM_CA_TARGET.to_string(),
+                read_only: true,
+                source: MountSource::Bind { path },
+            });
+        }
+        Ok(())
     }
 
     fn binding_origin(&self, binding: &Bound) -> Origin {

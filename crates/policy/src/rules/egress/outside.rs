@@ -159,14 +159,32 @@ pub fn chained(profile: &Profile) -> Option<Chained> {
         (None, Some(url)) => ("proxy.http", url),
         (None, None) => return None,
     };
-    let (address, host) = upstream_address(url).ok()?;
+    let (address, host, tls) = upstream_address(url).ok()?;
+    let ca = match (&proxy.ca_file, &proxy.ca_dir) {
+        (Some(_), _) => Some("proxy.ca_file"),
+        (None, Some(_)) => Some("proxy.ca_dir"),
+        (None, None) => None,
+    };
+    // `proxy.http` naming another upstream than `proxy.https`: plain HTTP goes there.
+    let http = proxy
+        .https
+        .as_ref()
+        .and(proxy.http.as_ref())
+        .and_then(|url| upstream_address(url).ok())
+        .filter(|(http, _, http_tls)| (http, *http_tls) != (&address, tls));
     let all = proxy_specs(&profile.egress.hosts)
         .iter()
         .filter_map(|spec| agentc_egress::HostSpec::parse(spec).ok())
-        .any(|spec| spec.matches_host(&host));
+        .any(|spec| {
+            spec.matches_host(&host) || http.as_ref().is_some_and(|h| spec.matches_host(&h.1))
+        });
     Some(Chained {
         field,
         address,
+        tls,
+        ca,
+        http_address: http.as_ref().map(|h| h.0.clone()),
+        http_tls: http.is_some_and(|h| h.2),
         host,
         all,
         direct: proxy
@@ -469,19 +487,30 @@ impl Resolver<'_> {
         }
         // The keys the proxy holds for their hosts only (`[credentials]`).
         let (config, bound) = self.credential_config(config)?;
-        // The profile's upstream proxy, which the egress proxy chains through.
-        let config = match chained(self.profile) {
+        // The profile's upstream proxy, which the egress proxy chains through; over TLS,
+        // trusting the profile's CA too.
+        let upstream = chained(self.profile);
+        let mut config = match &upstream {
             None => config,
             Some(chained) => config
-                .with_upstream(&chained.address, chained.all, &chained.direct)
+                .with_upstream(&chained.upstream(), chained.all, &chained.direct)
+                .and_then(|config| match chained.http_upstream() {
+                    Some(http) => config.with_upstream_http(&http),
+                    None => Ok(config),
+                })
                 .map_err(|error| {
                     self.invalid(
                         chained.field,
                         error.to_string(),
-                        "write the upstream as http://HOST:PORT",
+                        "write the upstream as http://HOST:PORT or https://HOST:PORT",
                     )
                 })?,
         };
+        let trust_ca = upstream.is_some_and(|c| c.any_tls() && c.ca.is_some());
+        let ca_target = crate::spec::UPSTREAM_CA_TARGET.to_string();
+        if trust_ca && !config.credentials.upstream_ca.contains(&ca_target) {
+            config.credentials.upstream_ca.push(ca_target);
+        }
         let mut proxy = ContainerSpec::empty(PROXY_IMAGE_PLACEHOLDER);
         proxy.name = Some(format!("{base}-egress-proxy"));
         proxy.command = agentc_egress::proxy_command(&config);
@@ -545,6 +574,9 @@ impl Resolver<'_> {
         }
         let credentials =
             self.credential_env(container, &mut proxy, &bound, &format!("{base}-egress-ca"))?;
+        if trust_ca {
+            self.mount_upstream_ca(&mut proxy)?;
+        }
         container.egress = Some(Box::new(EgressSpec {
             network,
             outside: proxy.network.clone(),

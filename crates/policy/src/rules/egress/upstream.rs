@@ -20,6 +20,16 @@ pub struct Chained {
     pub field: &'static str,
     /// `host:port` (`[v6]:port`), the URL's port or its scheme's.
     pub address: String,
+    /// The upstream is an `https://` one: agentc's proxy speaks TLS to it, verified against
+    /// Mozilla's roots and the profile's CA ([`Chained::ca`]).
+    pub tls: bool,
+    /// The field naming the profile's CA (`proxy.ca_file`, `proxy.ca_dir`), when it has one.
+    pub ca: Option<&'static str>,
+    /// `host:port` of `proxy.http` when it names another upstream than `proxy.https`: plain-HTTP
+    /// requests go there (`--upstream-http`), tunnels to [`Chained::address`].
+    pub http_address: Option<String>,
+    /// That other upstream is an `https://` one.
+    pub http_tls: bool,
     /// The upstream's host as the proxy compares it.
     pub host: String,
     /// Whether `egress.hosts` names the upstream's host: every destination goes to it.
@@ -28,9 +38,36 @@ pub struct Chained {
     pub direct: Vec<String>,
 }
 
-/// Why an upstream proxy URL cannot be chained through, or its `host:port` and its host as
-/// the proxy compares it.
-pub(crate) fn upstream_address(url: &str) -> Result<(String, String), String> {
+impl Chained {
+    /// The upstream as the egress proxy's `--upstream` takes it: `host:port`, or
+    /// `https://host:port` for a TLS upstream.
+    pub fn upstream(&self) -> String {
+        if self.tls {
+            format!("https://{}", self.address)
+        } else {
+            self.address.clone()
+        }
+    }
+
+    /// The `--upstream-http` value when `proxy.http` names another upstream.
+    pub fn http_upstream(&self) -> Option<String> {
+        let address = self.http_address.as_ref()?;
+        Some(if self.http_tls {
+            format!("https://{address}")
+        } else {
+            address.clone()
+        })
+    }
+
+    /// Whether agentc's proxy speaks TLS to an upstream.
+    pub fn any_tls(&self) -> bool {
+        self.tls || (self.http_address.is_some() && self.http_tls)
+    }
+}
+
+/// Why an upstream proxy URL cannot be chained through, or its `host:port`, its host as the
+/// proxy compares it and whether it is spoken to over TLS (`https://`).
+pub(crate) fn upstream_address(url: &str) -> Result<(String, String, bool), String> {
     let url = url::Url::parse(url.trim()).map_err(|error| error.to_string())?;
     if !url.username().is_empty() || url.password().is_some() {
         return Err(
@@ -39,13 +76,16 @@ pub(crate) fn upstream_address(url: &str) -> Result<(String, String), String> {
                 .into(),
         );
     }
-    if url.scheme() != "http" {
-        return Err(format!(
-            "its scheme is {}: agentc's egress proxy speaks plain HTTP (CONNECT) to its \
-             upstream, not TLS",
-            url.scheme()
-        ));
-    }
+    let tls = match url.scheme() {
+        "http" => false,
+        "https" => true,
+        other => {
+            return Err(format!(
+                "its scheme is {other}: agentc's egress proxy speaks HTTP or HTTPS to its \
+                 upstream"
+            ))
+        }
+    };
     let host = url.host_str().ok_or("it has no host")?.to_ascii_lowercase();
     let port = url.port_or_known_default().ok_or("it has no port")?;
     let spec = agentc_egress::HostSpec::parse(&host).map_err(|error| match error {
@@ -56,11 +96,11 @@ pub(crate) fn upstream_address(url: &str) -> Result<(String, String), String> {
         agentc_egress::host::HostPattern::Exact(name) => name,
         _ => spec.to_string(),
     };
-    Ok((format!("{host}:{port}"), host))
+    Ok((format!("{host}:{port}"), host, tls))
 }
 
 /// The upstream URLs of an allowlist enforced outside: each one agentc's proxy can chain
-/// through (plain `http://`, no credentials), and one upstream for both.
+/// through (`http://` or `https://`, no credentials).
 pub(crate) fn check(ck: &mut Checker, profile: &Profile, enforced_outside: bool) {
     if !enforced_outside {
         return;
@@ -76,21 +116,9 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile, enforced_outside: bool)
                     "{field} cannot be chained through by agentc's egress proxy \
                      (egress.enforce = \"outside\"): {reason}"
                 ),
-                "write the upstream as http://HOST:PORT without credentials, or set \
+                "write the upstream as http://HOST:PORT or https://HOST:PORT without \
+                 credentials, or set \
                  egress.enforce = \"image\"",
-            );
-        }
-    }
-    if let (Some(http), Some(https)) = (&proxy.http, &proxy.https) {
-        let same =
-            upstream_address(http).ok().map(|a| a.0) == upstream_address(https).ok().map(|a| a.0);
-        if !same {
-            ck.fail_when(
-                &["egress.enforce", "proxy.https"],
-                "proxy.http",
-                "proxy.http and proxy.https name two upstream proxies: agentc's egress proxy \
-                 chains through one (egress.enforce = \"outside\")",
-                "name the same upstream in both, keep one, or set egress.enforce = \"image\"",
             );
         }
     }
@@ -119,12 +147,30 @@ pub(crate) fn explain(out: &mut Explainer, chained: Option<Chained>) {
             chained.direct.join(", ")
         )
     };
+    let http = match chained.http_upstream() {
+        None => String::new(),
+        Some(http) => format!(
+            "; plain-HTTP requests go to proxy.http's upstream {http} instead{}",
+            if chained.http_tls {
+                " (over TLS, verified the same way)"
+            } else {
+                ""
+            }
+        ),
+    };
+    let tls = match (chained.tls, chained.ca) {
+        (false, _) => String::new(),
+        (true, Some(ca)) => {
+            format!(" over TLS, its certificate verified against Mozilla's roots and {ca}")
+        }
+        (true, None) => " over TLS, its certificate verified against Mozilla's roots".into(),
+    };
     out.line(format!(
-        "  egress upstream proxy: agentc's proxy forwards through {} (CONNECT host:port for \
-         tunnels, absolute-form for plain HTTP), whatever range its address is in; {passes}\
-         {direct}; the sandbox's proxy variables point at agentc's proxy, its NO_PROXY keeps \
-         loopback only  [{}]",
-        chained.address,
+        "  egress upstream proxy: agentc's proxy forwards through {}{tls} (CONNECT host:port \
+         for tunnels, absolute-form for plain HTTP){http}, whatever range its address is in; \
+         {passes}{direct}; the sandbox's proxy variables point at agentc's proxy, its NO_PROXY \
+         keeps loopback only  [{}]",
+        chained.upstream(),
         out.at(chained.field)
     ));
 }
@@ -133,9 +179,13 @@ pub(crate) fn explain(out: &mut Explainer, chained: Option<Chained>) {
 pub(crate) fn widens(out: &Explainer, chained: Option<Chained>, items: &mut Vec<String>) {
     if let Some(chained) = chained.filter(|c| c.all) {
         items.push(format!(
-            "every destination outside no_proxy is passed to the upstream proxy {}, which \
+            "every destination outside no_proxy is passed to the upstream proxy {}{}, which \
              decides what the sandbox reaches  [{}]",
-            chained.address,
+            chained.upstream(),
+            chained
+                .http_upstream()
+                .map(|http| format!(" (plain HTTP to {http})"))
+                .unwrap_or_default(),
             out.at(chained.field)
         ));
     }
