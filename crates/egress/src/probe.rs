@@ -12,6 +12,8 @@
 //!   proxy;
 //! - `egress.denied`: a host on no allowlist ([`DENIED_HOST`]) is refused by the proxy;
 //! - `egress.ip-literal`: a `CONNECT` to an IP literal (the proxy's own address) is refused;
+//!   behind an upstream that decides every destination (`--upstream-all`), this one and
+//!   `egress.denied` are passed on to the upstream instead (or refused: tighter);
 //! - `egress.direct`: a direct TCP connection to the proxy's address on the outside network
 //!   fails, the routing table has no default route or only one through a gateway that does not
 //!   answer (Docker 20.10 gives containers on an `--internal` network a default route; with
@@ -226,12 +228,14 @@ pub fn run(config: &ProbeConfig, env: &BTreeMap<String, String>) -> Vec<CheckLin
             timeout,
         )
     });
-    lines.push(refused(
-        CHECKS[3],
-        config.proxy,
-        &format!("{}:443", config.proxy.ip()),
-        timeout,
-    ));
+    // Behind an upstream that decides every destination, an address is passed on too (as
+    // agent-containers' image firewall allowing only the proxy would let it through).
+    let own_address = format!("{}:443", config.proxy.ip());
+    lines.push(if config.upstream_all {
+        passed_upstream(CHECKS[3], config.proxy, &own_address, timeout)
+    } else {
+        refused(CHECKS[3], config.proxy, &own_address, timeout)
+    });
     let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
     let direct = direct.map(|(outside, attempt)| {
         let result = attempt
@@ -569,7 +573,7 @@ fn refused(check: &str, proxy: SocketAddr, authority: &str, timeout: Duration) -
     )
 }
 
-/// `egress.denied` behind a proxy that passes every other destination to its upstream
+/// `egress.denied` and `egress.ip-literal` behind a proxy that passes every other destination to its upstream
 /// (`--upstream-all`): the CONNECT is passed on for the upstream, which decides (accepted, or
 /// the upstream's own answer); a refusal by agentc's proxy is as good (it holds tighter).
 fn passed_upstream(
