@@ -67,16 +67,7 @@ pub(super) async fn connect(
     match tokio::time::timeout(limit, TlsConnector::from(config).connect(name, stream)).await {
         Ok(Ok(tls)) => Ok((address, Conn::Tls(Box::new(tls)))),
         Ok(Err(error)) => {
-            let certificate = error.get_ref().is_some_and(|inner| {
-                inner
-                    .downcast_ref::<rustls::Error>()
-                    .is_some_and(|e| matches!(e, rustls::Error::InvalidCertificate(_)))
-            });
-            let reason = if certificate {
-                Reason::UpstreamCertificate
-            } else {
-                Reason::ConnectFailed
-            };
+            let reason = super::intercept::handshake_failure_reason(&error);
             Err(Deny::new(
                 reason,
                 format!(

@@ -57,6 +57,7 @@ const H2: &[u8] = b"h2";
 const HTTP11: &[u8] = b"http/1.1";
 
 mod upstream;
+pub(super) use upstream::handshake_failure_reason;
 
 /// One credential as the proxy holds it.
 #[derive(Debug)]

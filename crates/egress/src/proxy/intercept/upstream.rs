@@ -53,16 +53,7 @@ pub(super) async fn connect(
     {
         Ok(Ok(tls)) => tls,
         Ok(Err(error)) => {
-            let certificate = error.get_ref().is_some_and(|inner| {
-                inner
-                    .downcast_ref::<rustls::Error>()
-                    .is_some_and(|e| matches!(e, rustls::Error::InvalidCertificate(_)))
-            });
-            let reason = if certificate {
-                Reason::UpstreamCertificate
-            } else {
-                Reason::ConnectFailed
-            };
+            let reason = handshake_failure_reason(&error);
             return Err(Deny::new(
                 reason,
                 format!("{address}: the upstream's TLS handshake failed: {error}"),
@@ -145,5 +136,20 @@ impl Upstream {
     /// Whether an HTTP/1.1 upgrade (a WebSocket) can cross: only HTTP/1.1 to HTTP/1.1.
     pub(super) fn upgrades(&self) -> bool {
         matches!(self, Upstream::Http1(_))
+    }
+}
+
+/// Why a TLS handshake with an upstream failed, as a decision line says it: a certificate
+/// that does not verify (`upstream-certificate`), or any other failure (`connect-failed`).
+pub(crate) fn handshake_failure_reason(error: &std::io::Error) -> Reason {
+    let certificate = error.get_ref().is_some_and(|inner| {
+        inner
+            .downcast_ref::<rustls::Error>()
+            .is_some_and(|e| matches!(e, rustls::Error::InvalidCertificate(_)))
+    });
+    if certificate {
+        Reason::UpstreamCertificate
+    } else {
+        Reason::ConnectFailed
     }
 }
