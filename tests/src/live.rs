@@ -430,6 +430,7 @@ mod verify_probe {
             tty: false,
             auto_remove: false,
             detach: true,
+            held_secrets: Default::default(),
         };
         let guard = super::LeakGuard::new("verify probe", "agentc-live-verify");
         let probe = verify::probe_spec(&spec);

@@ -240,6 +240,7 @@ fn everything() -> ContainerSpec {
         tty: true,
         auto_remove: true,
         detach: false,
+        held_secrets: Default::default(),
     }
 }
 

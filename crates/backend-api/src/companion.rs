@@ -80,7 +80,7 @@ pub async fn setup_for(
     env: &BTreeMap<String, String>,
 ) -> Result<Option<EgressSet>, ExecError> {
     if let Some(egress) = &spec.egress {
-        agentc_backend_common::resolve_vars(&egress.proxy.env, env)?;
+        agentc_backend_common::resolve_env(&egress.proxy, env)?;
     }
     if !egress::prepare(spec)? {
         return Ok(None);
@@ -113,8 +113,8 @@ pub async fn setup(
         mut proxy,
         connect,
     } = render_egress(egress, Some(&image))?;
-    proxy.body.env = Some(agentc_backend_common::resolve_vars(&egress.proxy.env, env)?)
-        .filter(|env| !env.is_empty());
+    proxy.body.env =
+        Some(agentc_backend_common::resolve_env(&egress.proxy, env)?).filter(|env| !env.is_empty());
     let mut set = EgressSet {
         network: network.name.clone(),
         proxy: proxy.name.clone().unwrap_or_default(),

@@ -181,6 +181,9 @@ pub fn render_create(spec: &ContainerSpec) -> Result<CreateRequest, RenderError>
         tty,
         auto_remove,
         detach,
+        // Their variables render as the bare `NAME`, like every secret; the launch resolves
+        // them from here before the caller's environment (`launch`).
+        held_secrets: _,
     } = spec;
     check_container(spec)?;
 
@@ -719,6 +722,7 @@ mod tests {
             tty: true,
             auto_remove: true,
             detach: false,
+            held_secrets: Default::default(),
         }
     }
 

@@ -107,6 +107,9 @@ fn render_container(spec: &ContainerSpec) -> Vec<String> {
         tty,
         auto_remove,
         detach,
+        // Never in the argv: their variables render by name (`--env=NAME`) and the launch
+        // hands docker their values in its environment.
+        held_secrets: _,
     } = spec;
     let mut argv = vec!["docker".to_owned(), "run".to_owned()];
     render_process(

@@ -94,7 +94,13 @@ pub fn check_container(spec: &ContainerSpec) -> Result<(), ArgvError> {
         tty: _,
         auto_remove: _,
         detach: _,
+        held_secrets,
     } = spec;
+    // Handed to docker's environment, not its argv: a NUL cannot be carried there either
+    // (the error names the variable, never the value).
+    for (name, value) in held_secrets.iter() {
+        no_nul(|| format!("env.{name}"), value)?;
+    }
     for (key, value) in sysctls {
         let field = || format!("sysctls.{key}");
         no_nul(field, key)?;

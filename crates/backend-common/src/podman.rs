@@ -195,6 +195,7 @@ pub fn field_meanings() -> Vec<(&'static str, Meaning)> {
         tty => Same,
         auto_remove => Same,
         detach => Same,
+        held_secrets => Same,
     }
     .to_vec()
 }

@@ -1,9 +1,12 @@
 //! Secret resolution from an environment map: what a launch passes to the container for each
 //! entry of the spec's environment, and the refusal of a required secret that is unset.
 //!
-//! The API backend sends the resolved entries in the create body; the CLI backend only checks
-//! (the docker CLI reads a bare `--env=NAME` from its own environment, and would silently drop
-//! an unset one).
+//! A secret the profile itself holds (a proxy URL's credentials,
+//! [`ContainerSpec::held_secrets`]) is resolved from there before `env`.
+//!
+//! The API backend sends the resolved entries in the create body; the CLI backend checks, then
+//! hands docker the secrets' values in its environment ([`secret_values`]: the docker CLI reads
+//! a bare `--env=NAME` from its own environment, and would silently drop an unset one).
 
 use std::collections::BTreeMap;
 
@@ -18,7 +21,30 @@ pub fn resolve_env(
     spec: &ContainerSpec,
     env: &BTreeMap<String, String>,
 ) -> Result<Vec<String>, ExecError> {
-    resolve_vars(&spec.env, env)
+    if spec.held_secrets.is_empty() {
+        return resolve_vars(&spec.env, env);
+    }
+    resolve_vars(&spec.env, &spec.held_secrets.over(env))
+}
+
+/// The value of each of the spec's secrets that is set: from the profile
+/// ([`ContainerSpec::held_secrets`]), else from `env`. What the docker CLI's environment
+/// must hold for the spec's `--env=NAME` entries; never to print.
+pub fn secret_values(
+    spec: &ContainerSpec,
+    env: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    spec.env
+        .iter()
+        .filter(|var| matches!(var.value, EnvValue::Secret { .. }))
+        .filter_map(|var| {
+            let value = spec
+                .held_secrets
+                .get(&var.name)
+                .or_else(|| env.get(&var.name).map(String::as_str))?;
+            Some((var.name.clone(), value.to_string()))
+        })
+        .collect()
 }
 
 /// [`resolve_env`] for any list of entries, such as an exec's `--env`.
@@ -56,7 +82,10 @@ pub fn resolve_vars(
 pub fn passed_secrets<'a>(spec: &'a ContainerSpec, env: &BTreeMap<String, String>) -> Vec<&'a str> {
     spec.env
         .iter()
-        .filter(|var| matches!(var.value, EnvValue::Secret { .. }) && env.contains_key(&var.name))
+        .filter(|var| {
+            matches!(var.value, EnvValue::Secret { .. })
+                && (env.contains_key(&var.name) || spec.held_secrets.get(&var.name).is_some())
+        })
         .map(|var| var.name.as_str())
         .collect()
 }

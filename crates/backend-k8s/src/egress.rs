@@ -109,6 +109,11 @@ pub fn egress_proxy_argv(
         if let Some(http) = upstream.http_upstream() {
             config = config.with_upstream_http(&http)?;
         }
+        // The upstreams' credentials: read by the proxy from the profile's Secret, by name.
+        let (auth, http_auth) = upstream.auth_variables();
+        if auth.is_some() || http_auth.is_some() {
+            config = config.with_upstream_auth(auth, http_auth)?;
+        }
     }
     Ok(agentc_egress::proxy_command(&config))
 }

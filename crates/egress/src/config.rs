@@ -364,7 +364,8 @@ impl Config {
     }
 
     /// The configuration whose upstream (`env`) and plain-HTTP upstream (`http_env`, after
-    /// [`Config::with_upstream_http`]) send `Proxy-Authorization` with the `user:password` of
+    /// [`Config::with_upstream_http`]; without one, the same upstream with these other
+    /// credentials for plain HTTP) send `Proxy-Authorization` with the `user:password` of
     /// those variables of the proxy's environment (`--upstream-auth-env`,
     /// `--upstream-http-auth-env`), named only; an error without an upstream.
     pub fn with_upstream_auth(
@@ -379,8 +380,21 @@ impl Config {
             });
         };
         upstream.auth_env = env.map(str::to_string);
-        if let Some(http) = upstream.http.as_mut() {
-            http.auth_env = http_env.map(str::to_string);
+        match (upstream.http.as_mut(), http_env) {
+            (Some(http), _) => http.auth_env = http_env.map(str::to_string),
+            // Plain HTTP to the same upstream with other credentials: an upstream of its own.
+            (None, Some(http_env)) => {
+                upstream.http = Some(Box::new(Upstream {
+                    host: upstream.host.clone(),
+                    port: upstream.port,
+                    tls: upstream.tls,
+                    all: false,
+                    direct: Vec::new(),
+                    http: None,
+                    auth_env: Some(http_env.to_string()),
+                }))
+            }
+            (None, None) => {}
         }
         Ok(self)
     }

@@ -236,6 +236,9 @@ impl Resolver<'_> {
             self.set(keys::env(&var.name), origin);
             container.env.push(var);
         }
+        for (name, value) in env.held {
+            container.held_secrets.insert(&name, value);
+        }
         Ok(())
     }
 }
@@ -246,6 +249,8 @@ impl Resolver<'_> {
 pub(crate) struct EnvBuilder {
     vars: Vec<(EnvVar, String)>,
     duplicate: Option<(String, String)>,
+    /// The values of the secrets the profile holds ([`EnvBuilder::held`]).
+    held: Vec<(String, String)>,
 }
 
 impl EnvBuilder {
@@ -279,5 +284,13 @@ impl EnvBuilder {
     /// A required secret passed through by name, named by the profile field `field`.
     pub fn secret(&mut self, name: &str, field: &str) {
         self.push(name, EnvValue::Secret { required: true }, field);
+    }
+
+    /// A secret whose value the profile field `field` holds (a proxy URL with credentials):
+    /// passed by name like [`EnvBuilder::secret`], its value kept beside the spec
+    /// ([`crate::ContainerSpec::held_secrets`]), never in it.
+    pub fn held(&mut self, name: &str, value: String, field: &str) {
+        self.secret(name, field);
+        self.held.push((name.to_string(), value));
     }
 }

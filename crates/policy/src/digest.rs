@@ -187,6 +187,8 @@ fn portable_container(container: &mut ContainerSpec, roots: &LocalRoots) {
         tty: _,
         auto_remove: _,
         detach: _,
+        // Never serialized, so never digested: a rotated password is the same launch.
+        held_secrets: _,
     } = container;
     let workspace_name = roots.workspace.rsplit('/').next().unwrap_or_default();
     let workspace_target = format!("{WORKSPACE_ROOT}/{workspace_name}");

@@ -89,6 +89,13 @@ fn environment(out: &mut Explainer, c: &ContainerSpec) {
             EnvValue::Literal { value } => {
                 out.line(format!("  {}={value}{from}", var.name));
             }
+            EnvValue::Secret { .. } if c.held_secrets.get(&var.name).is_some() => {
+                out.line(format!(
+                    "  {} (secret: the profile's proxy URL with its credentials, passed by name \
+                     at launch, never in argv){from}",
+                    var.name
+                ));
+            }
             EnvValue::Secret { required } => {
                 let need = if *required { "" } else { ", optional" };
                 out.line(format!(

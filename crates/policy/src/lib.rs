@@ -126,6 +126,7 @@ pub use ports::PortSpec;
 pub use profile::{AgentName, EgressEnforce, EgressMode, PodSecurityLevel, Profile};
 pub use resolve::resolve;
 pub use rules::egress::host_path::{IPV6_SYSCTLS, NET_CAPABILITIES};
+pub use rules::egress::upstream::{UPSTREAM_AUTH_ENV, UPSTREAM_HTTP_AUTH_ENV};
 pub use rules::egress::{
     endpoint_specs, host_scope, upstream_proxy, Chained, NO_PROXY_VARIABLES, PROXY_VARIABLES,
 };

@@ -7,7 +7,9 @@
 //!
 //! Secrets never live here: an [`EnvValue::Secret`] names a variable of the caller's
 //! environment, whose value is read only at launch; an [`EnvValue::Placeholder`] stands for one
-//! that the egress proxy holds, made at launch.
+//! that the egress proxy holds, made at launch. The one value a profile itself holds, a proxy
+//! URL's credentials, travels beside the spec in memory ([`ContainerSpec::held_secrets`]),
+//! never in its serialization.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -18,6 +20,7 @@ use crate::capability::Capability;
 use crate::isolation::Isolation;
 
 mod egress;
+mod held;
 
 pub use egress::{
     isolated_subnet, proxy_address, relays_of, workload_address, CredentialSpec, EgressSpec,
@@ -25,6 +28,7 @@ pub use egress::{
     LABEL_EGRESS_FOR, PROXY_DNS_PORT, PROXY_IMAGE_PLACEHOLDER, PROXY_PORT, RELAY_PORT_BASE,
     UPSTREAM_CA_TARGET,
 };
+pub use held::HeldSecrets;
 
 /// Label naming the profile of a container or image; agentc manages (lists, removes) only
 /// what carries it.
@@ -260,6 +264,13 @@ pub struct ContainerSpec {
     /// Start in the background without attaching. `--detach`; `Config.AttachStdout` and
     /// `Config.AttachStderr` false.
     pub detach: bool,
+    /// The values of secret variables of [`ContainerSpec::env`] that the profile itself holds
+    /// (a proxy URL's credentials): never serialized, so no rendering, digest or lock holds
+    /// them; a backend resolves those variables from here before the caller's environment,
+    /// and a spec read back from JSON takes them from the caller's environment instead.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub held_secrets: HeldSecrets,
 }
 
 impl ContainerSpec {
@@ -302,6 +313,7 @@ impl ContainerSpec {
             tty: false,
             auto_remove: false,
             detach: false,
+            held_secrets: HeldSecrets::default(),
         }
     }
 }

@@ -425,7 +425,8 @@ impl PoolJob for ClaimJob<'_> {
             Err(error) => return cold(format!("cannot compute the pool key: {error}")),
         };
         let secrets = claim_secrets(container);
-        let env = launch::process_env();
+        // A secret the profile holds (a proxy URL's credentials) before the environment's.
+        let env = container.held_secrets.over(&launch::process_env());
         if let Some(missing) = secrets.iter().find(|var| {
             matches!(var.value, EnvValue::Secret { required: true }) && !env.contains_key(&var.name)
         }) {

@@ -63,7 +63,8 @@ const DOCKER_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 /// relay that holds back docker's own refusal (the `docker: Error response from daemon: ...`
 /// line and the `Run 'docker run --help'` line after it) so that the caller can report it
 /// with a hint; it is let through when docker did not fail before the container ran. A
-/// detached run's stdout (the container ID) is not printed.
+/// detached run's stdout (the container ID) is not printed. `secrets` are the values of the
+/// argv's `--env=NAME` entries, given to docker's environment (never its argv).
 ///
 /// A SIGINT or SIGTERM that `shield` records meanwhile ends the launch as the API backend ends
 /// it, TTY or not: the container docker created (its ID read from `cid`) is force-removed,
@@ -72,6 +73,7 @@ const DOCKER_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 /// handler ignores SIGINT and SIGTERM.)
 pub fn run_launch(
     argv: &[String],
+    secrets: &BTreeMap<String, String>,
     detach: bool,
     shield: &SignalShield,
     cid: &CidFile,
@@ -83,6 +85,7 @@ pub fn run_launch(
     };
     let mut child = Command::new(program())
         .args(args)
+        .envs(secrets)
         .stdout(if detach {
             Stdio::null()
         } else {

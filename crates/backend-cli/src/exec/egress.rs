@@ -128,7 +128,7 @@ pub fn setup_for(
     env: &BTreeMap<String, String>,
 ) -> Result<Option<EgressSet>, ExecError> {
     if let Some(egress) = &spec.egress {
-        agentc_backend_common::resolve_vars(&egress.proxy.env, env)?;
+        agentc_backend_common::resolve_env(&egress.proxy, env)?;
     }
     if !egress::prepare(spec)? {
         return Ok(None);
@@ -157,8 +157,8 @@ const SETUP_STEPS: [&str; 4] = [
 ];
 
 /// Sets up the egress companion; see the module documentation. The proxy's `docker create`
-/// reads the keys it holds from `env` (by name: `--env=NAME`), on top of the inherited
-/// environment.
+/// reads its secrets (by name: `--env=NAME`) from its environment: their values from the
+/// profile where it holds them, else from `env`, on top of the inherited environment.
 pub fn setup(egress: &EgressSpec, env: &BTreeMap<String, String>) -> Result<EgressSet, ExecError> {
     let image = proxy_image(egress)?;
     let argvs = setup_argvs(egress, Some(&image))?;
@@ -170,9 +170,12 @@ pub fn setup(egress: &EgressSpec, env: &BTreeMap<String, String>) -> Result<Egre
         volume: None,
         keep: false,
     };
+    // The values of the proxy's `--env=NAME` entries (the keys it holds, the upstream's
+    // credentials), for docker's environment.
+    let secrets = agentc_backend_common::secrets::secret_values(&egress.proxy, env);
     for (argv, step) in argvs.iter().zip(SETUP_STEPS) {
         let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
-        if let Err(error) = docker::output_with_env(&args, env) {
+        if let Err(error) = docker::output_with_env(&args, &secrets) {
             if step == SETUP_STEPS[0] {
                 // Nothing of this launch exists yet: a network of that name is another's.
                 set.keep = true;

@@ -51,8 +51,9 @@ impl Outcome {
 /// When docker fails before the container ran, the container it created is removed and
 /// docker's refusal is the error ([`ExecError::CliRefused`]).
 ///
-/// docker itself reads the secrets' values from the inherited environment: `env` is only
-/// checked.
+/// docker itself reads the secrets' values from its environment: the values of the spec's
+/// secrets, from the profile where it holds them ([`ContainerSpec::held_secrets`]), else from
+/// `env`, are handed to it on top of the inherited environment.
 pub fn launch(
     spec: &ContainerSpec,
     env: &std::collections::BTreeMap<String, String>,
@@ -88,7 +89,8 @@ pub fn launch(
     not_interrupted()?;
     let cid = docker::CidFile::new()?;
     argv.insert(2, format!("--cidfile={}", cid.path().display()));
-    let mut ran = docker::run_launch(&argv, spec.detach, &shield, &cid)?;
+    let secrets = agentc_backend_common::secrets::secret_values(&placed, env);
+    let mut ran = docker::run_launch(&argv, &secrets, spec.detach, &shield, &cid)?;
     if let Some(signal) = ran.interrupted {
         // The container (if docker created it) is gone; the companion goes with `egress`.
         return Err(ExecError::Interrupted {

@@ -20,7 +20,8 @@ impl CliClient {
         let cid_file = cid_dir.join("cid");
         argv.insert(2, format!("--cidfile={}", cid_file.display()));
         let refs: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
-        let result = self.output(&refs).await;
+        let secrets = agentc_backend_common::secrets::secret_values(container, &self.env);
+        let result = self.output_with(&refs, &secrets).await;
         let created = std::fs::read_to_string(&cid_file).ok();
         let _ = std::fs::remove_dir_all(&cid_dir);
         match result {

@@ -106,8 +106,19 @@ impl CliClient {
 
     /// Runs `docker ARGS`: stdout, or docker's message.
     pub(crate) async fn output(&self, args: &[&str]) -> Result<Vec<u8>, (Option<i64>, String)> {
+        self.output_with(args, &BTreeMap::new()).await
+    }
+
+    /// [`CliClient::output`] with `secrets` on top of the client's environment: the values a
+    /// spec's `--env=NAME` entries take ([`agentc_backend_common::secrets::secret_values`]).
+    pub(crate) async fn output_with(
+        &self,
+        args: &[&str],
+        secrets: &BTreeMap<String, String>,
+    ) -> Result<Vec<u8>, (Option<i64>, String)> {
         let output = self
             .command(args)
+            .envs(secrets)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .output()

@@ -254,6 +254,9 @@ impl Renderer<'_> {
             auto_remove,
             // `--detach` only says how docker attaches: a Pod always runs detached.
             detach: _,
+            // Their variables render as keys of the profile's Secret (`secretKeyRef`), which
+            // the cluster holds: no value enters a manifest.
+            held_secrets: _,
         } = container.as_ref();
 
         let base = match &self.options.name {

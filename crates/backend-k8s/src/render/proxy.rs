@@ -170,6 +170,35 @@ impl Renderer<'_> {
                 ..VolumeMount::default()
             }]);
         }
+        // The upstreams' credentials (a proxy URL's `user:password`): keys of the profile's
+        // Secret, by name, as the keys the proxy holds.
+        if let Some(upstream) = &policy.upstream {
+            let (auth, http_auth) = upstream.auth_variables();
+            let secret = super::env::secret_name(&self.spec.profile);
+            for name in auth.into_iter().chain(http_auth) {
+                proxy_env
+                    .get_or_insert_with(Vec::new)
+                    .push(super::env::env_var(
+                        name,
+                        &agentc_policy::EnvValue::Secret { required: true },
+                        &secret,
+                    ));
+                self.notes.cluster_duty(
+                    "secret",
+                    upstream.field,
+                    format!(
+                        "the egress proxy Pod sends the upstream proxy the credentials of \
+                         {}'s URL, read from the key {name} of the Secret {secret} (its \
+                         user:password, percent-decoded); the rendering never holds them",
+                        if name == agentc_policy::UPSTREAM_HTTP_AUTH_ENV {
+                            "proxy.http"
+                        } else {
+                            upstream.field
+                        }
+                    ),
+                );
+            }
+        }
         let proxy_name = format!("{base}-egress");
         let mut proxy_labels = BTreeMap::from([
             (LABEL_NAME.to_string(), base.to_string()),

@@ -1608,18 +1608,163 @@ fn spec_proxy_url(spec: &LaunchSpec) -> String {
     )
 }
 
+/// Everything a spec shows of itself: its JSON, its `Debug`, its explanation and argv.
+fn shown(loaded: &LoadedProfile, spec: &LaunchSpec) -> String {
+    let mut shown = serde_json::to_string(spec).unwrap();
+    shown.push_str(&format!("{spec:?}"));
+    shown.push_str(&crate::explain(loaded, spec));
+    shown
+}
+
 #[test]
-fn upstream_proxies_agentcs_proxy_cannot_chain_through_are_refused_by_field() {
-    for (proxy, field, needle) in [
+fn upstream_credentials_go_to_the_proxy_by_name_and_never_into_the_spec() {
+    // Issue 19: `http://user:password@proxy:3128`, percent-encoded as curl reads it.
+    let text = "name = \"corp\"\nagent = \"claude-code\"\n[proxy]\n\
+                http = \"http://al%40ice:hun%3Ater2@proxy.corp.example:3128\"\n\
+                https = \"http://al%40ice:hun%3Ater2@proxy.corp.example:3128\"\n\
+                [egress]\nhosts = [\"proxy.corp.example\"]\n";
+    let loaded = profile(text);
+    let spec = run(text);
+    let argv = proxy_argv(&spec);
+    let tail: Vec<&str> = argv
+        .iter()
+        .map(String::as_str)
+        .skip_while(|a| !a.starts_with("--upstream"))
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            "--upstream=proxy.corp.example:3128",
+            "--upstream-auth-env=AGENTC_UPSTREAM_AUTH",
+            "--upstream-all",
+        ]
+    );
+    let egress = container(&spec).egress.as_ref().unwrap();
+    let auth = egress
+        .proxy
+        .env
+        .iter()
+        .find(|var| var.name == crate::UPSTREAM_AUTH_ENV)
+        .expect("the proxy's credentials variable");
+    assert_eq!(auth.value, EnvValue::Secret { required: true });
+    assert_eq!(
+        egress.proxy.held_secrets.get(crate::UPSTREAM_AUTH_ENV),
+        Some("al@ice:hun:ter2")
+    );
+    // The workload talks to agentc's proxy: it holds no credential.
+    let workload = container(&spec);
+    assert!(
+        workload.held_secrets.is_empty(),
+        "{:?}",
+        workload.held_secrets
+    );
+    assert!(
+        !workload
+            .env
+            .iter()
+            .any(|var| matches!(var.value, EnvValue::Secret { .. })),
+        "{:?}",
+        workload.env
+    );
+    let shown = shown(&loaded, &spec);
+    for value in ["hunter2", "hun%3Ater2", "hun:ter2"] {
+        assert!(!shown.contains(value), "{value} in {shown}");
+    }
+    assert!(shown.contains("AGENTC_UPSTREAM_AUTH"), "{shown}");
+    // The digest holds no credential either: a rotated password is the same launch.
+    let rotated = run(&text.replace("hun%3Ater2", "rotated-pw"));
+    assert_eq!(spec.digest(), rotated.digest());
+}
+
+#[test]
+fn each_upstream_gets_its_own_credentials_variable() {
+    let text = "name = \"corp\"\nagent = \"claude-code\"\n[proxy]\n\
+                http = \"http://plain-user:plain-pw@plain.corp.example:3128\"\n\
+                https = \"http://tunnel-user:tunnel-pw@tunnels.corp.example:3129\"\n\
+                [egress]\nhosts = [\"plain.corp.example\"]\n";
+    let spec = run(text);
+    let argv = proxy_argv(&spec);
+    for arg in [
+        "--upstream=tunnels.corp.example:3129",
+        "--upstream-auth-env=AGENTC_UPSTREAM_AUTH",
+        "--upstream-http=plain.corp.example:3128",
+        "--upstream-http-auth-env=AGENTC_UPSTREAM_HTTP_AUTH",
+    ] {
+        assert!(argv.contains(&arg.to_string()), "{arg}: {argv:?}");
+    }
+    let held = &container(&spec).egress.as_ref().unwrap().proxy.held_secrets;
+    assert_eq!(
+        held.get(crate::UPSTREAM_AUTH_ENV),
+        Some("tunnel-user:tunnel-pw")
+    );
+    assert_eq!(
+        held.get(crate::UPSTREAM_HTTP_AUTH_ENV),
+        Some("plain-user:plain-pw")
+    );
+    // One proxy with other credentials for plain HTTP is two upstreams too, never one of
+    // the two users silently dropped.
+    let same_host = text.replace("tunnels.corp.example:3129", "plain.corp.example:3128");
+    let argv = proxy_argv(&run(&same_host));
+    assert!(
+        argv.contains(&"--upstream-http-auth-env=AGENTC_UPSTREAM_HTTP_AUTH".to_string()),
+        "{argv:?}"
+    );
+    // The same URL twice: one upstream, one variable.
+    let same = text.replace(
+        "http://tunnel-user:tunnel-pw@tunnels.corp.example:3129",
+        "http://plain-user:plain-pw@plain.corp.example:3128",
+    );
+    let argv = proxy_argv(&run(&same));
+    assert!(
+        !argv.iter().any(|a| a.starts_with("--upstream-http")),
+        "{argv:?}"
+    );
+    assert!(argv.contains(&"--upstream-auth-env=AGENTC_UPSTREAM_AUTH".to_string()));
+}
+
+#[test]
+fn with_the_image_firewall_the_proxy_url_with_credentials_is_a_secret_the_profile_holds() {
+    let text = "name = \"corp\"\nagent = \"claude-code\"\n[proxy]\n\
+                http = \"http://user:hunter2@proxy.corp.example:3128\"\n\
+                https = \"http://proxy.corp.example:3129/\"\n\
+                [egress]\nhosts = [\"proxy.corp.example\"]\nenforce = \"image\"\n";
+    let loaded = profile(text);
+    let spec = run(text);
+    let workload = container(&spec);
+    let env = env_of(workload);
+    for name in ["HTTP_PROXY", "http_proxy"] {
+        assert!(
+            env.contains(&(name.to_string(), "<secret required=true>".to_string())),
+            "{name}: {env:?}"
+        );
+        assert_eq!(
+            workload.held_secrets.get(name),
+            Some("http://user:hunter2@proxy.corp.example:3128")
+        );
+    }
+    // A URL without credentials stays a literal.
+    assert!(
+        env.contains(&(
+            "HTTPS_PROXY".to_string(),
+            "http://proxy.corp.example:3129".to_string()
+        )),
+        "{env:?}"
+    );
+    let shown = shown(&loaded, &spec);
+    assert!(!shown.contains("hunter2"), "{shown}");
+    assert!(shown.contains("with its credentials"), "{shown}");
+}
+
+#[test]
+fn an_upstream_url_agentcs_proxy_cannot_chain_through_is_refused_without_its_credentials() {
+    for (proxy, field) in [
         (
-            "http = \"http://user:hunter2@proxy.corp.example:3128\"",
+            "http = \"ftp://user:hunter2@proxy.corp.example:21\"",
             "proxy.http",
-            "credentials",
         ),
         (
-            "https = \"https://user:hunter2@secure-proxy.corp.example:8443\"",
+            "https = \"socks5://user:hunter2@secure-proxy.corp.example:1080\"",
             "proxy.https",
-            "credentials",
         ),
     ] {
         let text = format!(
@@ -1627,17 +1772,11 @@ fn upstream_proxies_agentcs_proxy_cannot_chain_through_are_refused_by_field() {
              [egress]\nhosts = [\"api.anthropic.com\"]\n"
         );
         let errors = load("dev.toml", &text).unwrap_err();
-        let shown = errors.to_string();
-        assert!(
-            shown.contains(field) && shown.contains(needle),
-            "{proxy}: {shown}"
-        );
+        let shown = format!("{errors}\n{errors:?}");
+        assert!(shown.contains(field), "{proxy}: {shown}");
         assert!(
             !shown.contains("hunter2"),
             "a credential in an error: {shown}"
         );
-        // The image enforces them as before.
-        let image = format!("{text}enforce = \"image\"\n");
-        profile(&image);
     }
 }

@@ -1,5 +1,7 @@
 //! `[proxy]`: the HTTP(S) proxy variables, the bypass list and the CA trust the agent images
-//! bake in (the CA file or directory must exist).
+//! bake in (the CA file or directory must exist). A proxy URL with credentials
+//! (`http://user:password@proxy:3128`) makes its variables secrets the profile holds
+//! ([`crate::HeldSecrets`]).
 
 use crate::check::Checker;
 use crate::context::{EnvBuilder, Resolver};
@@ -54,15 +56,22 @@ impl Resolver<'_> {
         let Some(proxy) = &self.profile.proxy else {
             return Ok(());
         };
-        if let Some(http) = &proxy.http {
-            let value = trim_url(http);
-            env.literal("HTTP_PROXY", &value, "proxy.http");
-            env.literal("http_proxy", &value, "proxy.http");
-        }
-        if let Some(https) = &proxy.https {
-            let value = trim_url(https);
-            env.literal("HTTPS_PROXY", &value, "proxy.https");
-            env.literal("https_proxy", &value, "proxy.https");
+        // A URL with credentials is a secret the profile holds: passed by name, its value
+        // beside the spec, never in argv.
+        let variables = [
+            (&proxy.http, "proxy.http", ["HTTP_PROXY", "http_proxy"]),
+            (&proxy.https, "proxy.https", ["HTTPS_PROXY", "https_proxy"]),
+        ];
+        for (url, field, names) in variables {
+            let Some(url) = url else { continue };
+            let value = trim_url(url);
+            for name in names {
+                if super::egress::upstream::credentials(url).is_some() {
+                    env.held(name, value.clone(), field);
+                } else {
+                    env.literal(name, &value, field);
+                }
+            }
         }
         if !proxy.no_proxy.is_empty() {
             let value = proxy.no_proxy.join(",");

@@ -23,7 +23,7 @@ use crate::spec::{
 };
 use crate::text::is_network_name;
 
-use super::upstream::{upstream_address, Chained};
+use super::upstream::{credentials, upstream_address, Chained};
 
 /// The variables pointing the workload at the proxy (a convenience: the isolated network is
 /// what enforces the allowlist).
@@ -159,33 +159,38 @@ pub fn chained(profile: &Profile) -> Option<Chained> {
         (None, Some(url)) => ("proxy.http", url),
         (None, None) => return None,
     };
-    let (address, host, tls) = upstream_address(url).ok()?;
+    let upstream = upstream_address(url).ok()?;
     let ca = match (&proxy.ca_file, &proxy.ca_dir) {
         (Some(_), _) => Some("proxy.ca_file"),
         (None, Some(_)) => Some("proxy.ca_dir"),
         (None, None) => None,
     };
-    // `proxy.http` naming another upstream than `proxy.https`: plain HTTP goes there.
-    let http = proxy
-        .https
-        .as_ref()
-        .and(proxy.http.as_ref())
-        .and_then(|url| upstream_address(url).ok())
-        .filter(|(http, _, http_tls)| (http, *http_tls) != (&address, tls));
+    // `proxy.http` naming another upstream than `proxy.https` (or the same one with other
+    // credentials): plain HTTP goes there.
+    let http = match (&proxy.https, &proxy.http) {
+        (Some(_), Some(http)) => upstream_address(http).ok().filter(|h| {
+            (&h.address, h.tls) != (&upstream.address, upstream.tls)
+                || credentials(http) != credentials(url)
+        }),
+        _ => None,
+    };
     let all = proxy_specs(&profile.egress.hosts)
         .iter()
         .filter_map(|spec| agentc_egress::HostSpec::parse(spec).ok())
         .any(|spec| {
-            spec.matches_host(&host) || http.as_ref().is_some_and(|h| spec.matches_host(&h.1))
+            spec.matches_host(&upstream.host)
+                || http.as_ref().is_some_and(|h| spec.matches_host(&h.host))
         });
     Some(Chained {
         field,
-        address,
-        tls,
+        address: upstream.address,
+        tls: upstream.tls,
         ca,
-        http_address: http.as_ref().map(|h| h.0.clone()),
-        http_tls: http.is_some_and(|h| h.2),
-        host,
+        http_address: http.as_ref().map(|h| h.address.clone()),
+        http_tls: http.as_ref().is_some_and(|h| h.tls),
+        auth: upstream.auth,
+        http_auth: http.as_ref().is_some_and(|h| h.auth),
+        host: upstream.host,
         all,
         direct: proxy
             .no_proxy
@@ -498,6 +503,10 @@ impl Resolver<'_> {
                     Some(http) => config.with_upstream_http(&http),
                     None => Ok(config),
                 })
+                .and_then(|config| match chained.auth_variables() {
+                    (None, None) => Ok(config),
+                    (auth, http_auth) => config.with_upstream_auth(auth, http_auth),
+                })
                 .map_err(|error| {
                     self.invalid(
                         chained.field,
@@ -506,7 +515,9 @@ impl Resolver<'_> {
                     )
                 })?,
         };
-        let trust_ca = upstream.is_some_and(|c| c.any_tls() && c.ca.is_some());
+        let trust_ca = upstream
+            .as_ref()
+            .is_some_and(|c| c.any_tls() && c.ca.is_some());
         let ca_target = crate::spec::UPSTREAM_CA_TARGET.to_string();
         if trust_ca && !config.credentials.upstream_ca.contains(&ca_target) {
             config.credentials.upstream_ca.push(ca_target);
@@ -577,6 +588,9 @@ impl Resolver<'_> {
         if trust_ca {
             self.mount_upstream_ca(&mut proxy)?;
         }
+        if let Some(chained) = &upstream {
+            upstream_credentials(self.profile, chained, &mut proxy);
+        }
         container.egress = Some(Box::new(EgressSpec {
             network,
             outside: proxy.network.clone(),
@@ -596,6 +610,7 @@ impl Resolver<'_> {
         origin: &Origin,
     ) {
         container.env.retain(|var| var.name != name);
+        container.held_secrets.remove(name);
         container.env.push(EnvVar {
             name: name.to_string(),
             value: EnvValue::Literal {
@@ -603,6 +618,28 @@ impl Resolver<'_> {
             },
         });
         self.set(keys::env(name), origin.clone());
+    }
+}
+
+/// The upstreams' credentials in the proxy's environment: secrets the profile holds, passed
+/// by name ([`Chained::auth_variables`]); never on its command line.
+fn upstream_credentials(profile: &Profile, chained: &Chained, proxy: &mut ContainerSpec) {
+    let Some(urls) = &profile.proxy else { return };
+    let tunnels = if chained.field == "proxy.https" {
+        &urls.https
+    } else {
+        &urls.http
+    };
+    let (auth, http_auth) = chained.auth_variables();
+    for (name, url) in [(auth, tunnels), (http_auth, &urls.http)] {
+        let Some((name, value)) = name.zip(url.as_deref().and_then(credentials)) else {
+            continue;
+        };
+        proxy.env.push(EnvVar {
+            name: name.to_string(),
+            value: EnvValue::Secret { required: true },
+        });
+        proxy.held_secrets.insert(name, value);
     }
 }
 

@@ -30,6 +30,12 @@ pub struct Chained {
     pub http_address: Option<String>,
     /// That other upstream is an `https://` one.
     pub http_tls: bool,
+    /// The upstream's URL carries credentials: the proxy sends them as
+    /// `Proxy-Authorization` from [`UPSTREAM_AUTH_ENV`], a secret the profile holds.
+    pub auth: bool,
+    /// The same for the other upstream of [`Chained::http_address`]
+    /// ([`UPSTREAM_HTTP_AUTH_ENV`]).
+    pub http_auth: bool,
     /// The upstream's host as the proxy compares it.
     pub host: String,
     /// Whether `egress.hosts` names the upstream's host: every destination goes to it.
@@ -59,23 +65,67 @@ impl Chained {
         })
     }
 
+    /// The variables of the proxy's environment holding the upstreams' credentials, as
+    /// [`agentc_egress::Config::with_upstream_auth`] takes them: this upstream's
+    /// ([`UPSTREAM_AUTH_ENV`]) and the plain-HTTP one's ([`UPSTREAM_HTTP_AUTH_ENV`]), each when
+    /// its URL carries credentials.
+    pub fn auth_variables(&self) -> (Option<&'static str>, Option<&'static str>) {
+        (
+            self.auth.then_some(UPSTREAM_AUTH_ENV),
+            self.http_auth.then_some(UPSTREAM_HTTP_AUTH_ENV),
+        )
+    }
+
     /// Whether agentc's proxy speaks TLS to an upstream.
     pub fn any_tls(&self) -> bool {
         self.tls || (self.http_address.is_some() && self.http_tls)
     }
 }
 
-/// Why an upstream proxy URL cannot be chained through, or its `host:port`, its host as the
-/// proxy compares it and whether it is spoken to over TLS (`https://`).
-pub(crate) fn upstream_address(url: &str) -> Result<(String, String, bool), String> {
-    let url = url::Url::parse(url.trim()).map_err(|error| error.to_string())?;
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(
-            "it carries credentials, which would be on the egress proxy's command line \
-                    (agentc passes secrets by name only)"
-                .into(),
-        );
+/// The variable of the egress proxy's environment holding the upstream's `user:password`
+/// (`--upstream-auth-env`), when the profile's upstream URL carries credentials: a secret the
+/// profile holds ([`crate::HeldSecrets`]), passed to the proxy by name.
+pub const UPSTREAM_AUTH_ENV: &str = "AGENTC_UPSTREAM_AUTH";
+/// The same for `proxy.http`'s upstream when it is another than `proxy.https`'s
+/// (`--upstream-http-auth-env`).
+pub const UPSTREAM_HTTP_AUTH_ENV: &str = "AGENTC_UPSTREAM_HTTP_AUTH";
+
+/// The `user:password` a proxy URL carries (percent-decoded, as curl sends it in
+/// `Proxy-Authorization`), or `None` without credentials or when the URL does not parse.
+pub(crate) fn credentials(url: &str) -> Option<String> {
+    let url = url::Url::parse(url.trim()).ok()?;
+    if url.username().is_empty() && url.password().is_none() {
+        return None;
     }
+    let decode = |text: &str| {
+        percent_encoding::percent_decode_str(text)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    Some(format!(
+        "{}:{}",
+        decode(url.username()),
+        decode(url.password().unwrap_or_default())
+    ))
+}
+
+/// An upstream proxy URL as agentc's egress proxy reads it.
+pub(crate) struct UpstreamAddress {
+    /// `host:port` (`[v6]:port`), the URL's port or its scheme's.
+    pub(crate) address: String,
+    /// The host as the proxy compares it.
+    pub(crate) host: String,
+    /// Spoken to over TLS (`https://`).
+    pub(crate) tls: bool,
+    /// The URL carries credentials (never their value here: [`credentials`]).
+    pub(crate) auth: bool,
+}
+
+/// Why an upstream proxy URL cannot be chained through, or how the proxy reaches it. The
+/// reason never repeats the URL, which may carry credentials.
+pub(crate) fn upstream_address(url: &str) -> Result<UpstreamAddress, String> {
+    let auth = credentials(url).is_some();
+    let url = url::Url::parse(url.trim()).map_err(|error| error.to_string())?;
     let tls = match url.scheme() {
         "http" => false,
         "https" => true,
@@ -96,11 +146,16 @@ pub(crate) fn upstream_address(url: &str) -> Result<(String, String, bool), Stri
         agentc_egress::host::HostPattern::Exact(name) => name,
         _ => spec.to_string(),
     };
-    Ok((format!("{host}:{port}"), host, tls))
+    Ok(UpstreamAddress {
+        address: format!("{host}:{port}"),
+        host,
+        tls,
+        auth,
+    })
 }
 
 /// The upstream URLs of an allowlist enforced outside: each one agentc's proxy can chain
-/// through (`http://` or `https://`, no credentials).
+/// through (`http://` or `https://`; credentials are passed to it by name).
 pub(crate) fn check(ck: &mut Checker, profile: &Profile, enforced_outside: bool) {
     if !enforced_outside {
         return;
@@ -116,8 +171,7 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile, enforced_outside: bool)
                     "{field} cannot be chained through by agentc's egress proxy \
                      (egress.enforce = \"outside\"): {reason}"
                 ),
-                "write the upstream as http://HOST:PORT or https://HOST:PORT without \
-                 credentials, or set \
+                "write the upstream as http://HOST:PORT or https://HOST:PORT, or set \
                  egress.enforce = \"image\"",
             );
         }
@@ -158,6 +212,18 @@ pub(crate) fn explain(out: &mut Explainer, chained: Option<Chained>) {
             }
         ),
     };
+    let (auth, http_auth) = chained.auth_variables();
+    let variables: Vec<&str> = auth.into_iter().chain(http_auth).collect();
+    let credentials = if variables.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; the credentials in the upstream's URL are sent to it as Proxy-Authorization, \
+             passed to agentc's proxy by name ({}), never on its command line, and never \
+             given to the sandbox",
+            variables.join(", ")
+        )
+    };
     let tls = match (chained.tls, chained.ca) {
         (false, _) => String::new(),
         (true, Some(ca)) => {
@@ -168,8 +234,8 @@ pub(crate) fn explain(out: &mut Explainer, chained: Option<Chained>) {
     out.line(format!(
         "  egress upstream proxy: agentc's proxy forwards through {}{tls} (CONNECT host:port \
          for tunnels, absolute-form for plain HTTP){http}, whatever range its address is in; \
-         {passes}{direct}; the sandbox's proxy variables point at agentc's proxy, its NO_PROXY \
-         keeps loopback only  [{}]",
+         {passes}{direct}{credentials}; the sandbox's proxy variables point at agentc's proxy, \
+         its NO_PROXY keeps loopback only  [{}]",
         chained.upstream(),
         out.at(chained.field)
     ));
