@@ -455,3 +455,245 @@ fn the_binary_refuses_huge_and_non_utf8_profiles_with_exit_65() {
         "{stderr}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Credentials in a proxy URL (`http://user:password@proxy:3128`): a secret the profile itself
+// holds (issue 19). Only the launch's environment holds them: the egress proxy's (enforced
+// outside), or the workload's proxy variables (the image's firewall).
+
+/// A user and password for a proxy URL: the user a run of letters after `uz` (so that it is
+/// no word agentc writes), the password any printable ASCII that a URL must percent-encode
+/// or not.
+fn proxy_credentials() -> impl Strategy<Value = (String, String)> {
+    ("uz[a-z0-9]{6,12}", "[!-~]{8,20}")
+}
+
+/// `text` percent-encoded but for letters and digits, as a URL's userinfo may carry it.
+fn percent_encoded(text: &str) -> String {
+    text.bytes()
+        .map(|byte| {
+            if byte.is_ascii_alphanumeric() {
+                (byte as char).to_string()
+            } else {
+                format!("%{byte:02X}")
+            }
+        })
+        .collect()
+}
+
+/// The profile of a corporate proxy with credentials, enforced outside or by the image.
+fn proxy_profile(user: &str, password: &str, enforce: &str) -> String {
+    let url = format!(
+        "http://{user}:{}@proxy.corp.example:3128",
+        percent_encoded(password)
+    );
+    format!(
+        "name = \"corp\"\nagent = \"claude-code\"\n[workspace]\nmount = false\n\
+         [proxy]\nhttp = \"{url}\"\nhttps = \"{url}\"\n\
+         [egress]\nhosts = [\"proxy.corp.example\"]\nenforce = \"{enforce}\"\n"
+    )
+}
+
+fn proxy_inputs(dir: &Path) -> ResolveInputs {
+    ResolveInputs {
+        kind: LaunchKind::Run,
+        workspace: dir.join("work").to_string_lossy().into_owned(),
+        profile_dir: dir.to_string_lossy().into_owned(),
+        home_dir: dir.join("home").to_string_lossy().into_owned(),
+        owner: Some(Owner {
+            name: "dev".to_string(),
+            uid: 1000,
+            gid: 1000,
+        }),
+        image: None,
+        seed_target: None,
+        agent_args: Vec::new(),
+        env: BTreeMap::new(),
+        decant_sources: Vec::new(),
+        instance: agentc_policy::Instance::default(),
+    }
+}
+
+/// Every way the library shows a launch of `text`, and the errors of the same profile
+/// broken next to the credentials.
+fn proxy_outputs(
+    dir: &Path,
+    text: &str,
+) -> Result<(Vec<String>, agentc_policy::LaunchSpec), String> {
+    let loaded = agentc_policy::load("corp.toml", text).map_err(|e| e.to_string())?;
+    let spec = agentc_policy::resolve(&loaded, &proxy_inputs(dir), &RealPaths)
+        .map_err(|e| e.to_string())?;
+    let argv = agentc_backend_cli::render_argv(&spec).map_err(|e| e.to_string())?;
+    let api = agentc_backend_api::render_json(&spec).map_err(|e| e.to_string())?;
+    let mut outputs = vec![
+        serde_json::to_string(&spec).unwrap(),
+        format!("{spec:?}"),
+        argv.join("\n"),
+        agentc_backend_cli::shell_line(&argv),
+        agentc_policy::explain(&loaded, &spec),
+        serde_json::to_string(&api).unwrap(),
+        agentc_policy::explain_json(&loaded, &spec).to_string(),
+    ];
+    let Action::Container(container) = &spec.action else {
+        return Err("a container launch was expected".to_string());
+    };
+    if let Some(egress) = &container.egress {
+        let argvs =
+            agentc_backend_cli::egress::setup_argvs(egress, None).map_err(|e| e.to_string())?;
+        outputs.extend(argvs.iter().map(|argv| argv.join("\n")));
+    }
+    outputs.extend(k8s_outputs(&loaded, &spec).0);
+    // Broken next to the credentials: a port out of range, an unknown field.
+    for broken in [
+        text.replace(":3128\"", ":99999\""),
+        text.replace("[workspace]\n", "[workspace]\ncolour = 1\n"),
+    ] {
+        let error = agentc_policy::load("corp.toml", &broken).expect_err("refused");
+        outputs.push(format!("{error}\n{error:?}"));
+    }
+    Ok((outputs, spec))
+}
+
+#[test]
+fn proxy_url_credentials_reach_only_the_launch_environment() {
+    let mut runner = TestRunner::new(Config {
+        cases: 48,
+        ..Config::default()
+    });
+    runner
+        .run(&proxy_credentials(), |(user, password)| {
+            let dir = tempfile::tempdir().unwrap();
+            let encoded = percent_encoded(&password);
+            let forms = [
+                ("password", password.as_str()),
+                ("encoded password", encoded.as_str()),
+                ("user", user.as_str()),
+            ];
+            for enforce in ["outside", "image"] {
+                let text = proxy_profile(&user, &password, enforce);
+                let (outputs, spec) = proxy_outputs(dir.path(), &text)
+                    .map_err(|e| TestCaseError::fail(format!("{enforce}: {e}")))?;
+                for (what, value) in forms {
+                    if let Some(output) = leaks(&outputs, value) {
+                        return Err(TestCaseError::fail(format!(
+                            "{enforce}: the {what} {value:?} leaked into:\n{output}"
+                        )));
+                    }
+                }
+                let Action::Container(container) = &spec.action else {
+                    unreachable!("a container launch");
+                };
+                // A spec read back from its JSON holds no value: the credentials are only
+                // beside the spec, in memory.
+                let json = serde_json::to_string(&spec).unwrap();
+                let back: agentc_policy::LaunchSpec = serde_json::from_str(&json).unwrap();
+                let Action::Container(back) = &back.action else {
+                    unreachable!("a container launch");
+                };
+                prop_assert!(back.held_secrets.is_empty());
+                let empty = BTreeMap::new();
+                if enforce == "outside" {
+                    // The proxy's environment holds `user:password`, decoded; the
+                    // workload's holds nothing of it.
+                    let egress = container.egress.as_ref().expect("the egress proxy");
+                    let proxy = agentc_backend_common::resolve_env(&egress.proxy, &empty)
+                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    let auth = format!("{}={user}:{password}", agentc_policy::UPSTREAM_AUTH_ENV);
+                    prop_assert!(proxy.contains(&auth), "{proxy:?}");
+                    let values =
+                        agentc_backend_common::secrets::secret_values(&egress.proxy, &empty);
+                    prop_assert_eq!(
+                        values.get(agentc_policy::UPSTREAM_AUTH_ENV),
+                        Some(&format!("{user}:{password}"))
+                    );
+                    let workload = agentc_backend_common::resolve_env(container, &empty)
+                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    prop_assert!(
+                        !workload
+                            .iter()
+                            .any(|entry| entry.contains(&encoded) || entry.contains(&user)),
+                        "{workload:?}"
+                    );
+                } else {
+                    let workload = agentc_backend_common::resolve_env(container, &empty)
+                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    let url = format!("http://{user}:{encoded}@proxy.corp.example:3128");
+                    for name in ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"] {
+                        prop_assert!(
+                            workload.contains(&format!("{name}={url}")),
+                            "{name}: {workload:?}"
+                        );
+                    }
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn the_binary_never_prints_a_proxy_urls_credentials() {
+    let mut runner = TestRunner::new(Config {
+        cases: 4,
+        ..Config::default()
+    });
+    runner
+        .run(&proxy_credentials(), |(user, password)| {
+            let dir = tempfile::tempdir().unwrap();
+            let encoded = percent_encoded(&password);
+            for enforce in ["outside", "image"] {
+                let path = dir.path().join("corp.toml");
+                std::fs::write(&path, proxy_profile(&user, &password, enforce)).unwrap();
+                let profile = path.to_string_lossy().into_owned();
+                let k8s = [
+                    "--backend",
+                    "k8s",
+                    "--egress-proxy-image",
+                    "registry.example/agentc:1",
+                ];
+                let mut runs: Vec<Vec<&str>> = vec![
+                    vec!["validate", &profile],
+                    vec!["explain", &profile],
+                    vec!["render", &profile],
+                    vec!["render", "--format", "json", &profile],
+                    vec!["render", "--backend", "api", "--format", "json", &profile],
+                    vec!["plan", &profile],
+                    vec!["lock", &profile],
+                ];
+                let k8s_render: Vec<&str> = ["render", "--format", "yaml"]
+                    .into_iter()
+                    .chain(k8s)
+                    .chain([profile.as_str()])
+                    .collect();
+                let k8s_explain: Vec<&str> = ["explain"]
+                    .into_iter()
+                    .chain(k8s)
+                    .chain([profile.as_str()])
+                    .collect();
+                runs.push(k8s_render);
+                runs.push(k8s_explain);
+                for args in runs {
+                    let args: Vec<&str> = std::iter::once("--verbose").chain(args).collect();
+                    let output = agentc(dir.path(), &args, &BTreeMap::new());
+                    // The lock it wrote, if any, too.
+                    let lock = std::fs::read(dir.path().join("corp.lock")).unwrap_or_default();
+                    for value in [&password, &encoded, &user] {
+                        for bytes in [&output.stdout, &output.stderr, &lock] {
+                            prop_assert!(
+                                !bytes
+                                    .windows(value.len())
+                                    .any(|window| window == value.as_bytes()),
+                                "{enforce}: {:?} printed {:?}:\n{}\n{}",
+                                args,
+                                value,
+                                String::from_utf8_lossy(&output.stdout),
+                                String::from_utf8_lossy(&output.stderr)
+                            );
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}

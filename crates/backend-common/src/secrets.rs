@@ -128,6 +128,46 @@ mod tests {
     }
 
     #[test]
+    fn a_secret_the_profile_holds_wins_over_the_callers_and_only_secrets_get_values() {
+        let mut spec = spec(vec![
+            var("A", EnvValue::Literal { value: "1".into() }),
+            var("TOKEN", EnvValue::Secret { required: true }),
+            var("HTTP_PROXY", EnvValue::Secret { required: true }),
+        ]);
+        spec.held_secrets
+            .insert("HTTP_PROXY", "http://u:pw@proxy:3128".into());
+        // Held for a variable that is not a secret of the spec: never handed out.
+        spec.held_secrets.insert("A", "other".into());
+        let mut env = caller_env();
+        env.insert("HTTP_PROXY".into(), "http://callers-proxy:3128".into());
+        assert_eq!(
+            resolve_env(&spec, &env).unwrap(),
+            [
+                "A=1",
+                "TOKEN=s3cret-value",
+                "HTTP_PROXY=http://u:pw@proxy:3128"
+            ]
+        );
+        let values = secret_values(&spec, &env);
+        assert_eq!(
+            values,
+            BTreeMap::from([
+                (
+                    "HTTP_PROXY".to_string(),
+                    "http://u:pw@proxy:3128".to_string()
+                ),
+                ("TOKEN".to_string(), "s3cret-value".to_string()),
+            ])
+        );
+        // Unset in the caller's environment, held by the profile: still passed.
+        assert_eq!(passed_secrets(&spec, &BTreeMap::new()), ["HTTP_PROXY"]);
+        assert!(
+            resolve_env(&spec, &BTreeMap::new()).is_err(),
+            "TOKEN is unset"
+        );
+    }
+
+    #[test]
     fn a_missing_required_secret_is_named_without_any_value() {
         let spec = spec(vec![
             var("TOKEN", EnvValue::Secret { required: true }),

@@ -45,7 +45,7 @@ impl HeldSecrets {
     }
 
     /// Holds `value` for `name`.
-    pub(crate) fn insert(&mut self, name: &str, value: String) {
+    pub fn insert(&mut self, name: &str, value: String) {
         self.0.insert(name.to_string(), value);
     }
 
