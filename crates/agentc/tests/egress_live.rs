@@ -40,6 +40,8 @@ const PROBES_VAR: &str = "AGENTC_EGRESS_PROBES";
 const TEST_LABEL: &str = "io.agentc.test.egress";
 /// Where the test binary sits in the testkit image.
 const TESTKIT_PATH: &str = "/testkit";
+/// The `Proxy-Authorization` the `auth-upstream` testkit wants.
+const AUTH_EXPECT_VAR: &str = "AGENTC_EGRESS_AUTH_EXPECT";
 /// The port the `answer` testkit listens on.
 const ANSWER_PORT_VAR: &str = "AGENTC_EGRESS_ANSWER_PORT";
 /// An existing network that is not `--internal`, given by whoever runs the tests, through which
@@ -67,6 +69,7 @@ fn testkit_entry() {
         "server" => server(),
         "answer" => answer(),
         "bench" => bench(),
+        "auth-upstream" => auth_upstream(),
         "probe" => {
             let probes = std::env::var(PROBES_VAR).unwrap_or_default();
             for (index, line) in probes.lines().enumerate() {
@@ -165,6 +168,70 @@ fn server() -> i32 {
     loop {
         std::thread::sleep(Duration::from_secs(3600));
     }
+}
+
+/// The upstream proxy that wants credentials (issue 19), on 3128: a request whose
+/// `Proxy-Authorization` equals `AUTH_EXPECT_VAR` gets `200` (a CONNECT then echoes, a
+/// plain request is answered `through the authenticated upstream`); any other gets `407`.
+/// Each request is a log line `AUTH ok|missing|wrong METHOD TARGET`, never the header.
+fn auth_upstream() -> i32 {
+    let expected = std::env::var(AUTH_EXPECT_VAR).unwrap_or_default();
+    let listener = TcpListener::bind(("0.0.0.0", 3128)).expect("bind 3128");
+    log_line("READY".into());
+    for stream in listener.incoming().flatten() {
+        let expected = expected.clone();
+        std::thread::spawn(move || {
+            let mut stream = stream;
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && head.len() < 16384 {
+                match stream.read(&mut byte) {
+                    Ok(1) => head.push(byte[0]),
+                    _ => return,
+                }
+            }
+            let head = String::from_utf8_lossy(&head).into_owned();
+            let mut words = head.split_whitespace();
+            let (method, target) = (words.next().unwrap_or("-"), words.next().unwrap_or("-"));
+            let auth = head.lines().find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.eq_ignore_ascii_case("proxy-authorization")
+                    .then(|| value.trim().to_string())
+            });
+            let verdict = match &auth {
+                None => "missing",
+                Some(value) if *value == expected => "ok",
+                Some(_) => "wrong",
+            };
+            log_line(format!("AUTH {verdict} {method} {target}"));
+            let _ = stream.set_read_timeout(None);
+            if verdict != "ok" {
+                let _ = stream.write_all(
+                    b"HTTP/1.1 407 Proxy Authentication Required\r\n\
+                      Proxy-Authenticate: Basic realm=\"test\"\r\nContent-Length: 0\r\n\
+                      Connection: close\r\n\r\n",
+                );
+            } else if method == "CONNECT" {
+                let _ = stream.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+                let mut buffer = [0u8; 65536];
+                while let Ok(n) = stream.read(&mut buffer) {
+                    if n == 0 || stream.write_all(&buffer[..n]).is_err() {
+                        break;
+                    }
+                }
+            } else {
+                let body = b"through the authenticated upstream\n";
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(body);
+            }
+        });
+    }
+    0
 }
 
 /// The sandbox's server of the relay tests: on `ANSWER_PORT_VAR` (8080 unless set), reads one
@@ -2965,4 +3032,167 @@ fn agent_containers_profiles_run_enforced_outside_through_an_upstream_and_by_add
         assert!(removed.status.success(), "{removed:?}");
         assert_eq!(outside.left(profile), (String::new(), String::new()));
     }
+}
+
+/// The credentials of the live test's upstream: a user and a password that a URL must
+/// percent-encode, as written in the profile and as the upstream receives them.
+const UPSTREAM_USER: &str = "build@bot";
+const UPSTREAM_PASSWORD: &str = "pa:ss/w%rd#1";
+const UPSTREAM_USERINFO: &str = "build%40bot:pa%3Ass%2Fw%25rd%231";
+
+fn upstream_with_credentials_through(backend: &str) {
+    let test = format!("upstream_credentials_{backend}");
+    if !require_daemon(&test) {
+        return;
+    }
+    let mut outside = Outside::new(&format!("creds-{backend}"));
+    let (_, testkit) = images();
+    let out = outside.topology.out.clone();
+    let upstream = format!("{}-upstream", outside.topology.id);
+    let expected = format!(
+        "Basic {}",
+        agentc_egress::credential::base64_encode(
+            format!("{UPSTREAM_USER}:{UPSTREAM_PASSWORD}").as_bytes()
+        )
+    );
+    let mode = format!("{TESTKIT_VAR}=auth-upstream");
+    let started = Command::new("docker")
+        .args([
+            "run",
+            "--detach",
+            &format!("--name={upstream}"),
+            &format!("--label={}", labelled(&outside.topology.id)),
+            &format!("--network={out}"),
+            "--env",
+            &mode,
+            "--env",
+            AUTH_EXPECT_VAR,
+            testkit,
+            TESTKIT_PATH,
+            "testkit_entry",
+            "--exact",
+            "--nocapture",
+        ])
+        .env(AUTH_EXPECT_VAR, &expected)
+        .output()
+        .expect("docker run");
+    assert!(started.status.success(), "{started:?}");
+    let upstream_ip = outside.topology.ip(&upstream, &out);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !docker(&["logs", &upstream])
+        .unwrap_or_default()
+        .contains("READY")
+    {
+        assert!(Instant::now() < deadline, "the upstream did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let url = format!("http://{UPSTREAM_USERINFO}@{upstream_ip}:3128");
+    let proxy = format!("[proxy]\nhttp = \"{url}\"\nhttps = \"{url}\"\n");
+    let with = compat_profile(&mut outside, "creds", "hosts = [\"allowed.test\"]", &proxy);
+    let output = Command::new(env!("CARGO_BIN_EXE_agentc"))
+        .args(["--verbose", "run", &with, "--backend", backend])
+        .output()
+        .expect("run agentc");
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "{printed}");
+    let sandbox = started_name(&printed);
+    let p = sandbox_proxy(&sandbox);
+    let got = outside.probes(
+        &sandbox,
+        &[
+            format!("http {p} http://allowed.test/"),
+            format!("connect {p} allowed.test:443 allowed.test"),
+            format!("http {p} http://forbidden.test/"),
+        ],
+    );
+    let log = docker(&["logs", &format!("{sandbox}-egress-proxy")]).unwrap_or_default();
+    let upstream_log = docker(&["logs", &upstream]).unwrap_or_default();
+    assert_eq!(
+        got[0], "status=200 body=through the authenticated upstream",
+        "{log}\n{upstream_log}"
+    );
+    assert_eq!(got[1], "status=200 echo=ok", "{log}\n{upstream_log}");
+    assert!(got[2].starts_with("status=403"), "{}: {log}", got[2]);
+    assert!(
+        upstream_log.contains("AUTH ok GET http://allowed.test/"),
+        "{upstream_log}"
+    );
+    assert!(
+        upstream_log.contains("AUTH ok CONNECT allowed.test:443"),
+        "{upstream_log}"
+    );
+    assert!(!upstream_log.contains("AUTH wrong"), "{upstream_log}");
+    // Only the proxy's environment holds the credentials: not what agentc printed (with
+    // --verbose), the proxy's log, argv or labels, nor the sandbox's configuration and
+    // environment.
+    let decoded = format!("{UPSTREAM_USER}:{UPSTREAM_PASSWORD}");
+    let proxy_env = inspect(
+        &format!("{sandbox}-egress-proxy"),
+        "{{range .Config.Env}}{{println .}}{{end}}",
+    );
+    assert!(
+        proxy_env.contains(&format!("{}={decoded}", agentc_policy::UPSTREAM_AUTH_ENV)),
+        "the proxy's environment lacks its credentials"
+    );
+    let shown = [
+        printed.clone(),
+        log.clone(),
+        inspect(&sandbox, "{{json .Config}}"),
+        inspect(&sandbox, "{{json .Args}} {{json .Path}}"),
+        inspect(
+            &format!("{sandbox}-egress-proxy"),
+            "{{json .Args}} {{json .Config.Labels}}",
+        ),
+    ];
+    for (index, text) in shown.iter().enumerate() {
+        for value in [UPSTREAM_PASSWORD, "pa%3Ass", UPSTREAM_USER, "build%40bot"] {
+            assert!(!text.contains(value), "{value} in output {index}: {text}");
+        }
+    }
+    // The same profile without credentials: the upstream refuses (so the ones above are
+    // what passed), and agentc's proxy passes its 407 on.
+    let bare = format!("http://{upstream_ip}:3128");
+    let without = compat_profile(
+        &mut outside,
+        "nocreds",
+        "hosts = [\"allowed.test\"]",
+        &format!("[proxy]\nhttp = \"{bare}\"\nhttps = \"{bare}\"\n"),
+    );
+    let (ok, output) = outside.run(&without, backend);
+    assert!(ok, "{output}");
+    let sandbox2 = started_name(&output);
+    let p2 = sandbox_proxy(&sandbox2);
+    let refused = outside.probes(&sandbox2, &[format!("http {p2} http://allowed.test/")]);
+    assert!(refused[0].starts_with("status=407"), "{}", refused[0]);
+    assert!(
+        docker(&["logs", &upstream])
+            .unwrap_or_default()
+            .contains("AUTH missing GET http://allowed.test/"),
+        "the upstream saw no credential-less request"
+    );
+    for (name, profile) in [
+        (&sandbox, &outside.profiles[0]),
+        (&sandbox2, &outside.profiles[1]),
+    ] {
+        let removed = Command::new(env!("CARGO_BIN_EXE_agentc"))
+            .args(["rm", name])
+            .output()
+            .expect("agentc rm");
+        assert!(removed.status.success(), "{removed:?}");
+        assert_eq!(outside.left(profile), (String::new(), String::new()));
+    }
+}
+
+#[test]
+fn an_upstream_that_wants_credentials_gets_them_by_name_through_the_cli_backend() {
+    upstream_with_credentials_through("cli");
+}
+
+#[test]
+fn an_upstream_that_wants_credentials_gets_them_by_name_through_the_api_backend() {
+    upstream_with_credentials_through("api");
 }
