@@ -207,26 +207,32 @@ fn live_an_isolation_floor_chooses_a_proven_runtime_or_refuses() {
         (IsolationTier::Gvisor, IsolationPrefer::Min),
         (IsolationTier::Container, IsolationPrefer::Strongest),
     ] {
-        let placed = agentc::commands::isolation::meet_floor(&floor(min, prefer), "iso")
-            .expect("runsc meets the floor");
+        let placed = agentc::commands::launch::meet_floor(
+            &floor(min, prefer),
+            "iso",
+            agentc::cli::BackendArg::Cli,
+        )
+        .expect("runsc meets the floor");
         assert_eq!(placed.runtime.as_deref(), Some("runsc"), "{min} {prefer:?}");
         assert_eq!(
             placed.labels.get("io.agentc.isolation").map(String::as_str),
             Some("gvisor")
         );
     }
-    let placed = agentc::commands::isolation::meet_floor(
+    let placed = agentc::commands::launch::meet_floor(
         &floor(IsolationTier::Container, IsolationPrefer::Min),
         "iso",
+        agentc::cli::BackendArg::Cli,
     )
     .expect("the engine's default meets the container floor");
     assert_eq!(
         placed.labels.get("io.agentc.isolation").map(String::as_str),
         Some("container")
     );
-    let refused = agentc::commands::isolation::meet_floor(
+    let refused = agentc::commands::launch::meet_floor(
         &floor(IsolationTier::Microvm, IsolationPrefer::Min),
         "iso",
+        agentc::cli::BackendArg::Cli,
     )
     .expect_err("no microVM runtime here");
     assert_eq!(refused.code, 65, "{}", refused.message);
