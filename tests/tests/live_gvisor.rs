@@ -250,3 +250,32 @@ fn live_an_isolation_floor_chooses_a_proven_runtime_or_refuses() {
     // (other tests on this daemon make networks concurrently, so the list is not compared).
     assert!(containers_with_label("io.agentc.probe=isolation").is_empty());
 }
+
+/// Each backend detects the engine's runtimes through its own port (issue 24): the CLI's
+/// `docker info` and the Engine API's `GET /info` name the same engine, default and runtimes
+/// (path, arguments, version) on this daemon, and choose the same runtime for a floor.
+#[test]
+fn live_both_backends_detect_the_same_runtimes() {
+    let test = "live_both_backends_detect_the_same_runtimes";
+    if !require_daemon(test) {
+        return;
+    }
+    let runtimes = |backend| {
+        let mut port = agentc::commands::launch::isolation_port(backend).expect("the port");
+        port.runtimes().expect("the engine's runtimes")
+    };
+    let cli = runtimes(BackendArg::Cli);
+    let api = runtimes(BackendArg::Api);
+    assert_eq!(cli, api);
+    assert!(
+        cli.runtimes["runc"].version.starts_with("runc commit "),
+        "the engine reports runc's version: {cli:?}"
+    );
+    assert!(cli.engine.starts_with("docker "), "{}", cli.engine);
+    assert!(cli.runtimes.contains_key("runc"), "{cli:?}");
+    assert_eq!(cli.default.as_deref(), Some("runc"), "{cli:?}");
+    let registered = docker(&["info", "--format", "{{json .Runtimes}}"]).unwrap();
+    let registered: serde_json::Value = serde_json::from_str(registered.trim()).unwrap();
+    let names: Vec<&String> = registered.as_object().unwrap().keys().collect();
+    assert_eq!(cli.runtimes.keys().collect::<Vec<_>>(), names);
+}
