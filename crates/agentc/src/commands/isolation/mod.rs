@@ -187,6 +187,12 @@ pub fn meet_floor(
         isolation.min,
         isolation.prefer.as_str()
     );
+    if let Some(reason) = &chosen.above_floor {
+        eprintln!(
+            "agentc: isolation: {} is above the floor {}: {reason}",
+            chosen.tier, isolation.min
+        );
+    }
     Ok(placed)
 }
 
@@ -201,11 +207,15 @@ pub fn doctor_fact(
     let isolation = container.isolation?;
     Some(match choose(container, isolation, profile, port) {
         Ok(Ok(chosen)) => Ok(format!(
-            "{} under runtime {} (min {}, prefer {})",
+            "{} under runtime {} (min {}, prefer {}){}",
             chosen.tier,
             chosen.name,
             isolation.min,
-            isolation.prefer.as_str()
+            isolation.prefer.as_str(),
+            chosen
+                .above_floor
+                .map(|reason| format!("; above the floor: {reason}"))
+                .unwrap_or_default()
         )),
         Ok(Err(shortfall)) => Err((
             format!(
@@ -277,6 +287,7 @@ fn choose_on(
         container.runtime.as_deref(),
         found.default.as_deref(),
         &detected,
+        !agentc_policy::image_firewall_holds_egress(container),
     ))
 }
 
