@@ -1310,3 +1310,47 @@ fn live_isolation_probes_are_cached_per_engine_and_runtime_version() {
         );
     }
 }
+
+/// The isolation probe needs nothing of the launch's image (issue 24): it runs agentc's own
+/// image (`agentc egress-proxy kernel`), so a floor is met for a launch whose image the engine
+/// does not even have; the launch then fails on the missing image (125), not as below the
+/// floor (65). Both backends, and `doctor`.
+#[test]
+fn live_the_isolation_probe_needs_nothing_of_the_launch_image() {
+    if !require_daemon("live_the_isolation_probe_needs_nothing_of_the_launch_image") {
+        return;
+    }
+    let lab = Lab::new("isoimage");
+    let file = lab.write_profile(
+        "agent = \"custom\"\n[image]\nref = \"agentc-no-such-image:isolation-probe\"\n\
+         command = [\"tail\", \"-f\", \"/dev/null\"]\n\
+         [egress]\nmode = \"deny\"\n[security]\nisolation = { min = \"container\" }\n",
+    );
+    let off = [("AGENTC_ISOLATION_CACHE", "off")];
+    for backend in ["cli", "api"] {
+        let output = lab.run_with(&["run", "--backend", backend, &file], &off);
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains("isolation: container under runtime runc"),
+            "{backend}: {}",
+            describe(&output)
+        );
+        assert_eq!(
+            output.status.code(),
+            Some(125),
+            "{backend}: {}",
+            describe(&output)
+        );
+        assert!(
+            stderr.contains("agentc-no-such-image"),
+            "{}",
+            describe(&output)
+        );
+    }
+    let doctor = text(&lab.run_with(&["doctor", &file], &off).stdout);
+    assert!(
+        doctor.contains("ok    isolation") && doctor.contains("container under runtime runc"),
+        "{doctor}"
+    );
+    assert!(lab.containers().is_empty());
+}

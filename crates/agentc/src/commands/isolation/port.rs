@@ -3,6 +3,12 @@
 //! `GET /info` and runs its probe containers through the Engine API. Both read the same
 //! fields ([`agentc_backend_common::docker_info_runtimes`]), so both choose alike; on
 //! Podman's API socket only the default runtime can be selected, and only it is offered.
+//!
+//! The probe container needs nothing of the launch's image: it is the running agentc
+//! binary's own image (the egress proxy's, imported once and remembered) running
+//! `agentc egress-proxy kernel` ([`kernel_seen`]). Only when that image cannot be made (a
+//! library caller without the binary) does the probe fall back to the launch's image with
+//! [`PROBE_SCRIPT`], which then needs `/bin/sh`, `cat` and `dmesg`.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -18,8 +24,57 @@ pub const LABEL_PROBE: &str = "io.agentc.probe";
 /// its own probes (`docker events --filter label=io.agentc.probe.profile=NAME`).
 pub const LABEL_PROBE_PROFILE: &str = "io.agentc.probe.profile";
 
-/// What the probe container runs: the kernel it sees, then gVisor's boot log or a VM's.
+/// What the probe container runs in the launch's image when agentc's own image cannot be made:
+/// the kernel it sees, then gVisor's boot log or a VM's.
 pub const PROBE_SCRIPT: &str = "cat /proc/version; dmesg 2>/dev/null | head -n 5";
+
+/// What the probe prints from inside its container (`agentc egress-proxy kernel`): the first
+/// line of `/proc/version`, then the first five lines of the kernel log (`syslog(2)`, as
+/// `dmesg` reads it; gVisor answers with its own boot log, a runc container without
+/// `CAP_SYSLOG` with nothing).
+pub fn kernel_seen() -> String {
+    let mut seen = std::fs::read_to_string("/proc/version").unwrap_or_default();
+    if !seen.ends_with('\n') {
+        seen.push('\n');
+    }
+    let mut buffer = vec![0u8; 64 * 1024];
+    // SAFETY: the buffer is valid for its length; SYSLOG_ACTION_READ_ALL (3) only writes
+    // into it and returns how many bytes it wrote, or -1.
+    let read = unsafe {
+        libc::klogctl(
+            3,
+            buffer.as_mut_ptr().cast(),
+            i32::try_from(buffer.len()).unwrap_or(i32::MAX),
+        )
+    };
+    if let Ok(read) = usize::try_from(read) {
+        let log = String::from_utf8_lossy(&buffer[..read.min(buffer.len())]).into_owned();
+        for line in log.lines().take(5) {
+            seen.push_str(line);
+            seen.push('\n');
+        }
+    }
+    seen
+}
+
+/// What a probe container runs: the image, its entrypoint and its arguments.
+fn probe_command(own: Result<String, String>, image: &str) -> (String, String, Vec<String>) {
+    match own {
+        Ok(tag) => (
+            tag,
+            agentc_egress::config::PROXY_BINARY.to_string(),
+            vec!["egress-proxy".to_string(), "kernel".to_string()],
+        ),
+        Err(reason) => {
+            log::debug!("isolation probe in the launch's image {image}: agentc's own image cannot be made: {reason}");
+            (
+                image.to_string(),
+                "/bin/sh".to_string(),
+                vec!["-c".to_string(), PROBE_SCRIPT.to_string()],
+            )
+        }
+    }
+}
 
 /// The engine operations the isolation floor needs.
 pub trait RuntimePort {
@@ -62,19 +117,27 @@ impl RuntimePort for CliPort {
 
     fn probe(&mut self, runtime: &str, image: &str, profile: &str) -> Result<String, String> {
         let program = engine().program();
+        // The image is imported through `docker` (agentc_egress::image::ensure_image): on
+        // Podman's command line it may be missing, and the launch's image serves instead.
+        let own = agentc_backend_cli::exec::egress::own_proxy_image()
+            .and_then(
+                |tag| match agentc_backend_cli::exec::docker::image_present(&tag)? {
+                    true => Ok(tag),
+                    false => Err(agentc_backend_common::ExecError::ImageMissing { image: tag }),
+                },
+            )
+            .map_err(|error| error.to_string());
+        let (image, entrypoint, args) = probe_command(own, image);
         let mut command = Command::new(program);
         command.args(["run", "--rm", "--pull=never", "--network=none"]);
         for (key, value) in labels(profile) {
             command.arg(format!("--label={key}={value}"));
         }
         let output = command
-            .args([
-                &format!("--runtime={runtime}"),
-                "--entrypoint=/bin/sh",
-                image,
-                "-c",
-                PROBE_SCRIPT,
-            ])
+            .arg(format!("--runtime={runtime}"))
+            .arg(format!("--entrypoint={entrypoint}"))
+            .arg(image)
+            .args(args)
             .output()
             .map_err(|error| format!("cannot run {program}: {error}"))?;
         if output.status.success() {
@@ -130,10 +193,14 @@ async fn api_probe(
     profile: &str,
 ) -> Result<String, String> {
     use bollard::models::{ContainerCreateBody, HostConfig};
+    let own = agentc_backend_api::companion::own_proxy_image(docker)
+        .await
+        .map_err(|error| error.to_string());
+    let (image, entrypoint, args) = probe_command(own, image);
     let body = ContainerCreateBody {
-        image: Some(image.to_string()),
-        entrypoint: Some(vec!["/bin/sh".to_string()]),
-        cmd: Some(vec!["-c".to_string(), PROBE_SCRIPT.to_string()]),
+        image: Some(image),
+        entrypoint: Some(vec![entrypoint]),
+        cmd: Some(args),
         labels: Some(labels(profile).into_iter().collect()),
         host_config: Some(HostConfig {
             network_mode: Some("none".to_string()),
