@@ -111,7 +111,7 @@ pub fn lookup<'a>(entries: &'a [Entry], key: &ProbeKey) -> Option<&'a Entry> {
 }
 
 /// `entries` with `entry` in place of any other for the same runtime of the same engine, the
-/// newest last, at most [`MAX_ENTRIES`].
+/// newest last, at most 64.
 pub fn remember(entries: &mut Vec<Entry>, entry: Entry) {
     entries.retain(|old| {
         !(old.key.engine == entry.key.engine && old.key.runtime == entry.key.runtime)
