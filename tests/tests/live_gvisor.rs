@@ -207,26 +207,32 @@ fn live_an_isolation_floor_chooses_a_proven_runtime_or_refuses() {
         (IsolationTier::Gvisor, IsolationPrefer::Min),
         (IsolationTier::Container, IsolationPrefer::Strongest),
     ] {
-        let placed = agentc::commands::isolation::meet_floor(&floor(min, prefer), "iso")
-            .expect("runsc meets the floor");
+        let placed = agentc::commands::launch::meet_floor(
+            &floor(min, prefer),
+            "iso",
+            agentc::cli::BackendArg::Cli,
+        )
+        .expect("runsc meets the floor");
         assert_eq!(placed.runtime.as_deref(), Some("runsc"), "{min} {prefer:?}");
         assert_eq!(
             placed.labels.get("io.agentc.isolation").map(String::as_str),
             Some("gvisor")
         );
     }
-    let placed = agentc::commands::isolation::meet_floor(
+    let placed = agentc::commands::launch::meet_floor(
         &floor(IsolationTier::Container, IsolationPrefer::Min),
         "iso",
+        agentc::cli::BackendArg::Cli,
     )
     .expect("the engine's default meets the container floor");
     assert_eq!(
         placed.labels.get("io.agentc.isolation").map(String::as_str),
         Some("container")
     );
-    let refused = agentc::commands::isolation::meet_floor(
+    let refused = agentc::commands::launch::meet_floor(
         &floor(IsolationTier::Microvm, IsolationPrefer::Min),
         "iso",
+        agentc::cli::BackendArg::Cli,
     )
     .expect_err("no microVM runtime here");
     assert_eq!(refused.code, 65, "{}", refused.message);
@@ -243,4 +249,33 @@ fn live_an_isolation_floor_chooses_a_proven_runtime_or_refuses() {
     // The probes run with --network=none and --rm: none is left, and no network was made
     // (other tests on this daemon make networks concurrently, so the list is not compared).
     assert!(containers_with_label("io.agentc.probe=isolation").is_empty());
+}
+
+/// Each backend detects the engine's runtimes through its own port (issue 24): the CLI's
+/// `docker info` and the Engine API's `GET /info` name the same engine, default and runtimes
+/// (path, arguments, version) on this daemon, and choose the same runtime for a floor.
+#[test]
+fn live_both_backends_detect_the_same_runtimes() {
+    let test = "live_both_backends_detect_the_same_runtimes";
+    if !require_daemon(test) {
+        return;
+    }
+    let runtimes = |backend| {
+        let mut port = agentc::commands::launch::isolation_port(backend).expect("the port");
+        port.runtimes().expect("the engine's runtimes")
+    };
+    let cli = runtimes(BackendArg::Cli);
+    let api = runtimes(BackendArg::Api);
+    assert_eq!(cli, api);
+    assert!(
+        cli.runtimes["runc"].version.starts_with("runc commit "),
+        "the engine reports runc's version: {cli:?}"
+    );
+    assert!(cli.engine.starts_with("docker "), "{}", cli.engine);
+    assert!(cli.runtimes.contains_key("runc"), "{cli:?}");
+    assert_eq!(cli.default.as_deref(), Some("runc"), "{cli:?}");
+    let registered = docker(&["info", "--format", "{{json .Runtimes}}"]).unwrap();
+    let registered: serde_json::Value = serde_json::from_str(registered.trim()).unwrap();
+    let names: Vec<&String> = registered.as_object().unwrap().keys().collect();
+    assert_eq!(cli.runtimes.keys().collect::<Vec<_>>(), names);
 }

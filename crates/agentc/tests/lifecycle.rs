@@ -1215,3 +1215,142 @@ fn live_isolation_min_lowers_the_floor_only_when_asked_and_says_so() {
     );
     assert!(lab.containers().is_empty());
 }
+
+/// The isolation probes are remembered per engine and runtime version (issue 24): a second
+/// launch with a floor creates no probe container (counted by `docker events` on the probes'
+/// `io.agentc.probe.profile` label, this test's own profile), a changed runtime version in the
+/// cache's record probes again, a corrupt cache file costs only the probes, and
+/// `AGENTC_ISOLATION_CACHE=off` probes every time. Both backends.
+#[test]
+fn live_isolation_probes_are_cached_per_engine_and_runtime_version() {
+    if !require_daemon("live_isolation_probes_are_cached_per_engine_and_runtime_version") {
+        return;
+    }
+    let lab = Lab::new("isocache");
+    let file = lab.write_profile(&format!(
+        "agent = \"custom\"\n[image]\nref = \"{}\"\ncommand = [\"tail\", \"-f\", \"/dev/null\"]\n\
+         [egress]\nmode = \"deny\"\n[security]\nisolation = {{ min = \"container\" }}\n",
+        test_image()
+    ));
+    let cache_home = lab.path("cache");
+    let cache_home = cache_home.to_string_lossy().into_owned();
+    let cache_file = lab.path("cache/agentc/isolation-probes.json");
+    let now = || {
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap();
+        format!("{}.{:09}", at.as_secs(), at.subsec_nanos())
+    };
+    // The probe containers one launch created.
+    let probes_of = |backend: &str, extra: &[(&str, &str)]| -> usize {
+        let since = now();
+        let mut env = vec![("XDG_CACHE_HOME", cache_home.as_str())];
+        env.extend_from_slice(extra);
+        let output = lab.run_with(&["run", "--backend", backend, &file], &env);
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        for container in lab.containers() {
+            lab.expect(&["rm", &container], 0);
+        }
+        let until = now();
+        let label = format!("label=io.agentc.probe.profile={}", lab.profile);
+        docker(&[
+            "events",
+            "--since",
+            &since,
+            "--until",
+            &until,
+            "--filter",
+            "type=container",
+            "--filter",
+            "event=create",
+            "--filter",
+            &label,
+            "--format",
+            "{{.ID}}",
+        ])
+        .unwrap()
+        .lines()
+        .count()
+    };
+    for backend in ["cli", "api"] {
+        let _ = std::fs::remove_file(&cache_file);
+        let first = probes_of(backend, &[]);
+        assert!(first >= 1, "{backend}: the first launch probes");
+        assert!(cache_file.exists(), "{backend}: the proofs are remembered");
+        assert_eq!(
+            probes_of(backend, &[]),
+            0,
+            "{backend}: the second launch probes nothing"
+        );
+        // A runtime whose version changed since is probed again.
+        let mut record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&cache_file).unwrap()).unwrap();
+        for entry in record["entries"].as_array_mut().unwrap() {
+            entry["version"] = "an older version".into();
+        }
+        std::fs::write(&cache_file, serde_json::to_vec(&record).unwrap()).unwrap();
+        assert_eq!(
+            probes_of(backend, &[]),
+            first,
+            "{backend}: a changed version probes again"
+        );
+        // A corrupt file is ignored and replaced.
+        std::fs::write(&cache_file, b"{\"format\": 1, \"entries\": [garbage").unwrap();
+        assert_eq!(
+            probes_of(backend, &[]),
+            first,
+            "{backend}: a corrupt cache probes"
+        );
+        assert_eq!(probes_of(backend, &[]), 0, "{backend}: and is rewritten");
+        let bypassed = probes_of(backend, &[("AGENTC_ISOLATION_CACHE", "off")]);
+        // (Without the cache the pool lookup's floor probes too, so at least as many.)
+        assert!(
+            bypassed >= first,
+            "{backend}: AGENTC_ISOLATION_CACHE=off probes: {bypassed}"
+        );
+    }
+}
+
+/// The isolation probe needs nothing of the launch's image (issue 24): it runs agentc's own
+/// image (`agentc egress-proxy kernel`), so a floor is met for a launch whose image the engine
+/// does not even have; the launch then fails on the missing image (125), not as below the
+/// floor (65). Both backends, and `doctor`.
+#[test]
+fn live_the_isolation_probe_needs_nothing_of_the_launch_image() {
+    if !require_daemon("live_the_isolation_probe_needs_nothing_of_the_launch_image") {
+        return;
+    }
+    let lab = Lab::new("isoimage");
+    let file = lab.write_profile(
+        "agent = \"custom\"\n[image]\nref = \"agentc-no-such-image:isolation-probe\"\n\
+         command = [\"tail\", \"-f\", \"/dev/null\"]\n\
+         [egress]\nmode = \"deny\"\n[security]\nisolation = { min = \"container\" }\n",
+    );
+    let off = [("AGENTC_ISOLATION_CACHE", "off")];
+    for backend in ["cli", "api"] {
+        let output = lab.run_with(&["run", "--backend", backend, &file], &off);
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains("isolation: container under runtime runc"),
+            "{backend}: {}",
+            describe(&output)
+        );
+        assert_eq!(
+            output.status.code(),
+            Some(125),
+            "{backend}: {}",
+            describe(&output)
+        );
+        assert!(
+            stderr.contains("agentc-no-such-image"),
+            "{}",
+            describe(&output)
+        );
+    }
+    let doctor = text(&lab.run_with(&["doctor", &file], &off).stdout);
+    assert!(
+        doctor.contains("ok    isolation") && doctor.contains("container under runtime runc"),
+        "{doctor}"
+    );
+    assert!(lab.containers().is_empty());
+}

@@ -56,6 +56,13 @@ async fn proxy_image(docker: &Docker, egress: &EgressSpec) -> Result<String, Exe
     if egress.proxy.image != PROXY_IMAGE_PLACEHOLDER {
         return Ok(egress.proxy.image.clone());
     }
+    own_proxy_image(docker).await
+}
+
+/// The tag of the running agentc binary's proxy image, imported unless the engine has it (its
+/// tag remembered from an earlier launch); also the image of the isolation probe, which needs
+/// nothing of the launch's image.
+pub async fn own_proxy_image(docker: &Docker) -> Result<String, ExecError> {
     if let Some(tag) = agentc_egress::image::cached_proxy_tag() {
         if docker.inspect_image(&tag).await.is_ok() {
             return Ok(tag);

@@ -5,7 +5,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use agentc_backend_common::podman::{self, tmpfs_options};
-use agentc_backend_common::{check_runtime, engine, Engine, ExecError, Runtimes};
+use agentc_backend_common::{
+    check_runtime, docker_info_runtimes, engine, Engine, EngineRuntimes, ExecError, Runtimes,
+};
 use agentc_policy::ContainerSpec;
 use bollard::Docker;
 
@@ -152,6 +154,28 @@ pub async fn runtimes(docker: &Docker) -> Result<Runtimes, ExecError> {
                 .collect::<BTreeMap<_, _>>(),
         ),
     })
+}
+
+/// The runtimes a launch through the Engine API can select, for the isolation floor, from
+/// `GET /info` (read by [`docker_info_runtimes`], as the command line's `docker info`): on
+/// Docker every registered runtime; on Podman's socket only its default (it ignores
+/// `HostConfig.Runtime`, and its `Runtimes` lists candidates whether installed or not).
+pub async fn registered_runtimes(docker: &Docker) -> Result<EngineRuntimes, ExecError> {
+    let info = docker
+        .info()
+        .await
+        .map_err(|error| daemon_error("read the engine's runtimes", error))?;
+    let document = serde_json::to_value(&info).map_err(|error| ExecError::InspectUnreadable {
+        name: "GET /info".to_string(),
+        message: error.to_string(),
+    })?;
+    let mut found = docker_info_runtimes(&document);
+    if engine() == Engine::Podman {
+        found.engine = found.engine.replacen("docker", "podman-socket", 1);
+        let default = found.default.clone().unwrap_or_default();
+        found.runtimes.retain(|name, _| *name == default);
+    }
+    Ok(found)
 }
 
 /// Refuses a launch whose runtime the engine does not have; nothing is created before.

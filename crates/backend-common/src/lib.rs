@@ -71,5 +71,8 @@ pub use argv::{check_build, check_container, check_egress, ArgvError};
 pub use engine::{engine, set_engine, Engine};
 pub use error::{exit_status, ExecError, Interrupt};
 pub use inspect::{network_of, published_addresses, PublishedAddress};
-pub use runtime::{check_runtime, Runtimes};
+pub use runtime::{
+    check_runtime, docker_info_runtimes, EngineRuntimes, RuntimeFacts, Runtimes,
+    PODMAN_RUNTIME_CANDIDATES,
+};
 pub use secrets::{resolve_env, resolve_vars};

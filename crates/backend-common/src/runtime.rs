@@ -64,6 +64,88 @@ pub fn check_runtime(engine: Engine, wanted: &str, runtimes: &Runtimes) -> Resul
     }
 }
 
+/// The runtimes Podman may have, asked about in turn (its command line accepts any name and
+/// says whether it finds one; `podman info` lists none).
+pub const PODMAN_RUNTIME_CANDIDATES: &[&str] = &["crun", "runc", "runsc", "kata"];
+
+/// The runtimes an engine has registered, as one of its ports reports them (Docker's `GET /info`
+/// or `docker info`, Podman's `podman info`), for the isolation floor: what identifies the
+/// engine and each runtime, so that a probe's result can be remembered for exactly these.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EngineRuntimes {
+    /// The engine's identity: its kind, ID and version (`docker 20.10.24 PM7C:...`); a
+    /// reinstalled or upgraded engine has another.
+    pub engine: String,
+    /// The engine's default runtime, when it says.
+    pub default: Option<String>,
+    /// Every runtime a launch through this port can select, by name.
+    pub runtimes: BTreeMap<String, RuntimeFacts>,
+}
+
+/// One registered runtime as the engine reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RuntimeFacts {
+    /// Its program with its arguments (`/usr/bin/runsc --network=host`, or `runc` as Docker
+    /// resolves it on its own `PATH`).
+    pub path: String,
+    /// Its version as the engine reports it (Podman's `ociRuntime.version`, Docker's runtime
+    /// `status` and, for runc, `RuncCommit`); empty when the engine says nothing.
+    pub version: String,
+}
+
+/// The runtimes in a Docker `/info` document (the Engine API's body, or `docker info --format
+/// '{{json .}}'`, which has the same keys): `ID` and `ServerVersion` for the engine,
+/// `Runtimes` (`path`, `runtimeArgs`, `status`) and `DefaultRuntime`, and `RuncCommit.ID` as
+/// the version of a runtime whose program is runc. Pure: both ports read the same fields.
+pub fn docker_info_runtimes(info: &serde_json::Value) -> EngineRuntimes {
+    let text = |value: &serde_json::Value| value.as_str().unwrap_or_default().to_string();
+    let runc_commit = text(&info["RuncCommit"]["ID"]);
+    let runtimes = info["Runtimes"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, entry)| {
+            let mut path = text(&entry["path"]);
+            for arg in entry["runtimeArgs"].as_array().into_iter().flatten() {
+                path.push(' ');
+                path.push_str(arg.as_str().unwrap_or_default());
+            }
+            let mut version = Vec::new();
+            let program = path.split(' ').next().unwrap_or_default();
+            if (program == "runc" || program.ends_with("/runc")) && !runc_commit.is_empty() {
+                version.push(format!("runc commit {runc_commit}"));
+            }
+            // `status` is a map (API 1.46+); sorted for a stable identity.
+            let status: BTreeMap<String, String> = entry["status"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(key, value)| (key.clone(), text(value)))
+                .collect();
+            version.extend(status.iter().map(|(key, value)| format!("{key}={value}")));
+            (
+                name.clone(),
+                RuntimeFacts {
+                    path,
+                    version: version.join("; "),
+                },
+            )
+        })
+        .collect();
+    EngineRuntimes {
+        engine: format!(
+            "docker {} {}",
+            text(&info["ServerVersion"]),
+            text(&info["ID"])
+        ),
+        default: info["DefaultRuntime"]
+            .as_str()
+            .filter(|name| !name.is_empty())
+            .map(str::to_string),
+        runtimes,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,6 +177,34 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("registered as gVisor"), "{error}");
+    }
+
+    #[test]
+    fn dockers_info_names_the_engine_and_each_runtime_with_its_version() {
+        let info = serde_json::json!({
+            "ID": "PM7C:AX5G",
+            "ServerVersion": "20.10.24",
+            "DefaultRuntime": "runc",
+            "RuncCommit": {"ID": "1.1.5", "Expected": "1.1.5"},
+            "Runtimes": {
+                "runc": {"path": "runc"},
+                "runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=host"],
+                          "status": {"b": "2", "a": "1"}}
+            }
+        });
+        let found = docker_info_runtimes(&info);
+        assert_eq!(found.engine, "docker 20.10.24 PM7C:AX5G");
+        assert_eq!(found.default.as_deref(), Some("runc"));
+        assert_eq!(found.runtimes["runc"].version, "runc commit 1.1.5");
+        assert_eq!(
+            found.runtimes["runsc"].path,
+            "/usr/bin/runsc --network=host"
+        );
+        assert_eq!(found.runtimes["runsc"].version, "a=1; b=2");
+        assert_eq!(
+            docker_info_runtimes(&serde_json::json!({})).runtimes.len(),
+            0
+        );
     }
 
     #[test]

@@ -156,6 +156,26 @@ pub struct ChosenRuntime {
     pub name: String,
     /// Its proven tier.
     pub tier: IsolationTier,
+    /// Why a tier above the floor was taken under `prefer = "min"` (no runtime at the floor
+    /// proved itself: `runc: probe failed: ...`), for the launch to say; `None` when the tier
+    /// is the floor's or the strongest was asked for.
+    pub above_floor: Option<String>,
+}
+
+/// Whether the container's egress policy is held only by the image's own firewall (the
+/// agent presets' entrypoint iptables, which needs `NET_ADMIN`): it has `NET_ADMIN`, no
+/// agentc egress proxy, a network, and an allowlist handed to the image
+/// (`AGENT_ALLOWED_EGRESS` other than `*`). That firewall does not run under gVisor, so such a
+/// launch must not be placed under it ([`choose_runtime`]'s `gvisor_allowed`). Pure.
+pub fn image_firewall_holds_egress(container: &crate::ContainerSpec) -> bool {
+    let everything = container.env.iter().any(|var| {
+        var.name == "AGENT_ALLOWED_EGRESS"
+            && matches!(&var.value, crate::EnvValue::Literal { value } if value == "*")
+    });
+    container.cap_add.contains(&crate::Capability::NetAdmin)
+        && container.egress.is_none()
+        && container.network != crate::Network::None
+        && !everything
 }
 
 /// Why no runtime meets the floor: what the engine has, and how to get what is missing.
@@ -176,20 +196,31 @@ pub struct IsolationShortfall {
 /// proven tier must meet the floor), else among the detected runtimes whose probe proved a
 /// tier at or above `isolation.min`, the weakest (`prefer = "min"`) or the strongest
 /// (`prefer = "strongest"`); ties go to the engine's default, then to the first by name.
-/// Pure: detection and probing happen before, at launch.
+/// With `gvisor_allowed` false (the image's firewall holds egress,
+/// [`image_firewall_holds_egress`]) no gVisor runtime is chosen. Nothing that could not be
+/// proven is ever chosen: an engine without runc (or whose default is gVisor) still gets a
+/// runtime at or above the floor, with [`ChosenRuntime::above_floor`] saying why it is
+/// stronger. Pure: detection and probing happen before, at launch.
 pub fn choose_runtime(
     isolation: Isolation,
     named: Option<&str>,
     default: Option<&str>,
     detected: &[DetectedRuntime],
+    gvisor_allowed: bool,
 ) -> Result<ChosenRuntime, IsolationShortfall> {
+    let barred = |tier: IsolationTier| !gvisor_allowed && tier == IsolationTier::Gvisor;
+    const BARRED: &str = "not chosen: the image's egress firewall does not run under gVisor";
     let found = detected
         .iter()
         .map(|runtime| match runtime.tier {
+            Some(tier) if barred(tier) => format!("{}: {tier} ({BARRED})", runtime.name),
             Some(tier) => format!("{}: {tier}", runtime.name),
             None => format!("{}: probe failed: {}", runtime.name, runtime.evidence),
         })
         .collect::<Vec<_>>();
+    let firewall_hint = "the image's egress firewall holds this profile's egress and does not \
+                         run under gVisor: install runc or crun, or a microVM runtime, or set \
+                         egress.mode = \"deny\" (no network, which gVisor holds)";
     let shortfall = |hint: String| IsolationShortfall {
         min: isolation.min,
         runtime: named.map(str::to_string),
@@ -200,9 +231,10 @@ pub fn choose_runtime(
         return match detected.iter().find(|runtime| runtime.name == named) {
             Some(DetectedRuntime {
                 tier: Some(tier), ..
-            }) if *tier >= isolation.min => Ok(ChosenRuntime {
+            }) if *tier >= isolation.min && !barred(*tier) => Ok(ChosenRuntime {
                 name: named.to_string(),
                 tier: *tier,
+                above_floor: None,
             }),
             _ => Err(shortfall(format!(
                 "name a runtime at or above {} in security.runtime, or remove it to let agentc \
@@ -215,7 +247,7 @@ pub fn choose_runtime(
     let mut eligible: Vec<(&DetectedRuntime, IsolationTier)> = detected
         .iter()
         .filter_map(|runtime| Some((runtime, runtime.tier?)))
-        .filter(|(_, tier)| *tier >= isolation.min)
+        .filter(|(_, tier)| *tier >= isolation.min && !barred(*tier))
         .collect();
     // Weakest first (or strongest first), then the engine's default, then by name.
     eligible.sort_by(|(a, at), (b, bt)| {
@@ -228,11 +260,44 @@ pub fn choose_runtime(
             .then(is_default(a).cmp(&is_default(b)))
             .then(a.name.cmp(&b.name))
     });
+    // What could have been at the floor and was not: a failed probe of a runtime whose name
+    // may be of the floor's tier, or a runtime at the floor barred for the firewall.
+    let missed_floor = |runtime: &DetectedRuntime| match runtime.tier {
+        None => IsolationTier::of_runtime(&runtime.name).is_none_or(|tier| tier == isolation.min),
+        Some(tier) => tier == isolation.min && barred(tier),
+    };
     match eligible.first() {
         Some((runtime, tier)) => Ok(ChosenRuntime {
             name: runtime.name.clone(),
             tier: *tier,
+            above_floor: (*tier > isolation.min && isolation.prefer == IsolationPrefer::Min).then(
+                || {
+                    let weaker: Vec<&str> = detected
+                        .iter()
+                        .zip(&found)
+                        .filter(|(other, _)| missed_floor(other))
+                        .map(|(_, said)| said.as_str())
+                        .collect();
+                    if weaker.is_empty() {
+                        format!("the engine has no {} runtime", isolation.min)
+                    } else {
+                        format!(
+                            "no {} runtime proved itself: {}",
+                            isolation.min,
+                            weaker.join("; ")
+                        )
+                    }
+                },
+            ),
         }),
+        None if detected.iter().any(|runtime| {
+            runtime
+                .tier
+                .is_some_and(|tier| tier >= isolation.min && barred(tier))
+        }) =>
+        {
+            Err(shortfall(firewall_hint.to_string()))
+        }
         None => Err(shortfall(isolation.min.install_hint().to_string())),
     }
 }
@@ -295,6 +360,7 @@ mod tests {
             None,
             Some("runc"),
             &here,
+            true,
         )
         .unwrap();
         assert_eq!(chosen.name, "runc");
@@ -303,6 +369,7 @@ mod tests {
             None,
             Some("runc"),
             &here,
+            true,
         )
         .unwrap();
         assert_eq!(
@@ -318,6 +385,7 @@ mod tests {
             None,
             Some("runc"),
             &detected(HERE),
+            true,
         )
         .unwrap();
         assert_eq!(chosen.name, "runsc");
@@ -331,10 +399,15 @@ mod tests {
         ]);
         let min = floor(IsolationTier::Container, IsolationPrefer::Min);
         assert_eq!(
-            choose_runtime(min, None, Some("runc"), &two).unwrap().name,
+            choose_runtime(min, None, Some("runc"), &two, true)
+                .unwrap()
+                .name,
             "runc"
         );
-        assert_eq!(choose_runtime(min, None, None, &two).unwrap().name, "crun");
+        assert_eq!(
+            choose_runtime(min, None, None, &two, true).unwrap().name,
+            "crun"
+        );
     }
 
     #[test]
@@ -344,6 +417,7 @@ mod tests {
             None,
             Some("runc"),
             &detected(HERE),
+            true,
         )
         .unwrap_err();
         assert_eq!(shortfall.min, IsolationTier::Microvm);
@@ -364,6 +438,7 @@ mod tests {
             None,
             Some("runc"),
             &broken,
+            true,
         )
         .unwrap_err();
         assert_eq!(
@@ -375,6 +450,7 @@ mod tests {
             Some("runsc"),
             Some("runc"),
             &broken,
+            true,
         );
         assert!(named.is_err());
     }
@@ -384,17 +460,119 @@ mod tests {
         let here = detected(HERE);
         let gvisor = floor(IsolationTier::Gvisor, IsolationPrefer::Strongest);
         assert_eq!(
-            choose_runtime(gvisor, Some("runsc"), None, &here)
+            choose_runtime(gvisor, Some("runsc"), None, &here, true)
                 .unwrap()
                 .name,
             "runsc"
         );
-        let shortfall = choose_runtime(gvisor, Some("runc"), None, &here).unwrap_err();
+        let shortfall = choose_runtime(gvisor, Some("runc"), None, &here, true).unwrap_err();
         assert_eq!(shortfall.runtime.as_deref(), Some("runc"));
         assert!(
             shortfall.hint.contains("security.runtime"),
             "{}",
             shortfall.hint
         );
+    }
+
+    #[test]
+    fn a_container_floor_on_an_engine_with_only_gvisor_takes_gvisor_and_says_why() {
+        let min = floor(IsolationTier::Container, IsolationPrefer::Min);
+        // runc absent from the engine: gVisor is above the floor, and the reason says so.
+        let only = detected(&[("runsc", Some(IsolationTier::Gvisor))]);
+        let chosen = choose_runtime(min, None, Some("runsc"), &only, true).unwrap();
+        assert_eq!(
+            (chosen.name.as_str(), chosen.tier),
+            ("runsc", IsolationTier::Gvisor)
+        );
+        assert_eq!(
+            chosen.above_floor.as_deref(),
+            Some("the engine has no container runtime")
+        );
+        // runc registered but its binary gone: never chosen, named in the reason.
+        let broken = detected(&[("runc", None), ("runsc", Some(IsolationTier::Gvisor))]);
+        let chosen = choose_runtime(min, None, Some("runsc"), &broken, true).unwrap();
+        assert_eq!(chosen.name, "runsc");
+        assert_eq!(
+            chosen.above_floor.as_deref(),
+            Some("no container runtime proved itself: runc: probe failed: exec format error")
+        );
+        // gVisor as the engine's default does not displace a working runc under "min".
+        let both = detected(HERE);
+        let chosen = choose_runtime(min, None, Some("runsc"), &both, true).unwrap();
+        assert_eq!((chosen.name.as_str(), chosen.above_floor), ("runc", None));
+        // "strongest" above the floor is what was asked: nothing to explain.
+        let strongest = floor(IsolationTier::Container, IsolationPrefer::Strongest);
+        let chosen = choose_runtime(strongest, None, Some("runc"), &both, true).unwrap();
+        assert_eq!((chosen.name.as_str(), chosen.above_floor), ("runsc", None));
+        // A microVM is the only runtime: it is chosen, never something missing.
+        let vm = detected(&[("kata", Some(IsolationTier::Microvm)), ("crun", None)]);
+        let chosen = choose_runtime(min, None, None, &vm, true).unwrap();
+        assert_eq!(chosen.name, "kata");
+        assert!(
+            chosen
+                .above_floor
+                .as_deref()
+                .unwrap()
+                .contains("crun: probe failed"),
+            "{chosen:?}"
+        );
+        // Nothing proven at all: refused, with what the engine has.
+        let none = detected(&[("runc", None)]);
+        let shortfall = choose_runtime(min, None, None, &none, true).unwrap_err();
+        assert_eq!(shortfall.found, ["runc: probe failed: exec format error"]);
+    }
+
+    #[test]
+    fn gvisor_is_never_chosen_where_the_images_firewall_holds_egress() {
+        let min = floor(IsolationTier::Container, IsolationPrefer::Min);
+        let only = detected(&[("runc", None), ("runsc", Some(IsolationTier::Gvisor))]);
+        let shortfall = choose_runtime(min, None, Some("runsc"), &only, false).unwrap_err();
+        assert!(
+            shortfall.found[1].contains("does not run under gVisor"),
+            "{:?}",
+            shortfall.found
+        );
+        assert!(
+            shortfall.hint.contains("egress firewall"),
+            "{}",
+            shortfall.hint
+        );
+        // With runc (or a microVM) there, that one is chosen instead of gVisor.
+        let strongest = floor(IsolationTier::Container, IsolationPrefer::Strongest);
+        let chosen = choose_runtime(strongest, None, None, &detected(HERE), false).unwrap();
+        assert_eq!(chosen.name, "runc");
+        let with_vm = detected(&[
+            ("kata", Some(IsolationTier::Microvm)),
+            ("runsc", Some(IsolationTier::Gvisor)),
+        ]);
+        let chosen = choose_runtime(min, None, None, &with_vm, false).unwrap();
+        assert_eq!(chosen.name, "kata");
+        assert_eq!(
+            chosen.above_floor.as_deref(),
+            Some("the engine has no container runtime")
+        );
+        // A named gVisor runtime is refused too.
+        assert!(choose_runtime(min, Some("runsc"), None, &only, false).is_err());
+    }
+
+    #[test]
+    fn the_images_firewall_is_recognised_from_the_spec() {
+        use crate::{Capability, ContainerSpec, EnvValue, EnvVar, Network};
+        let mut spec = ContainerSpec::empty("img:1");
+        assert!(!image_firewall_holds_egress(&spec));
+        spec.cap_add.insert(Capability::NetAdmin);
+        spec.env.push(EnvVar {
+            name: "AGENT_ALLOWED_EGRESS".into(),
+            value: EnvValue::Literal {
+                value: "api.example".into(),
+            },
+        });
+        assert!(image_firewall_holds_egress(&spec));
+        let mut everything = spec.clone();
+        everything.env[0].value = EnvValue::Literal { value: "*".into() };
+        assert!(!image_firewall_holds_egress(&everything));
+        let mut offline = spec.clone();
+        offline.network = Network::None;
+        assert!(!image_firewall_holds_egress(&offline));
     }
 }

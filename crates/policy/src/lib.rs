@@ -110,8 +110,8 @@ pub use inputs::{
     Start,
 };
 pub use isolation::{
-    choose_runtime, ChosenRuntime, DetectedRuntime, Isolation, IsolationPrefer, IsolationShortfall,
-    IsolationTier,
+    choose_runtime, image_firewall_holds_egress, ChosenRuntime, DetectedRuntime, Isolation,
+    IsolationPrefer, IsolationShortfall, IsolationTier,
 };
 pub use limits::{
     format_cpus, format_size, parse_cpus, parse_size, Limit, MAX_LOG_FILES, MAX_NANO_CPUS,

@@ -24,6 +24,9 @@ pub enum EgressProxyCommand {
     /// Fetch the launch CA and the bundle the workload trusts from a proxy that holds
     /// credentials, into a directory (a Kubernetes sandbox pod's init container).
     FetchCa(EgressFetchCaArgs),
+    /// Print the kernel this container sees (`/proc/version`, then the first lines of the
+    /// kernel log): the isolation probe, run under each runtime in the proxy image.
+    Kernel,
 }
 
 /// `agentc egress-proxy fetch-ca`.

@@ -101,7 +101,12 @@ fn profile_facts(
                 agentc_policy::Action::Container(container) => Some(container),
                 _ => None,
             })
-            .find_map(|container| crate::commands::isolation::doctor_fact(container));
+            .find_map(|container| {
+                let mut port = crate::commands::isolation::port::CliPort {
+                    local: !crate::commands::launch::engine_is_remote(),
+                };
+                crate::commands::isolation::doctor_fact(container, &loaded.profile.name, &mut port)
+            });
     }
     let mut engine = if reachable {
         Some(engine::connect(BackendArg::Api)?)

@@ -135,6 +135,10 @@ pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
             println!("{tag}");
             Ok(0)
         }
+        EgressProxyCommand::Kernel => {
+            print!("{}", super::isolation::port::kernel_seen());
+            Ok(0)
+        }
         EgressProxyCommand::Probe(args) => probe(&args),
         EgressProxyCommand::HostPath(args) => host_path(&args),
         EgressProxyCommand::FetchCa(args) => {

@@ -164,6 +164,41 @@ pub fn container_of(spec: &LaunchSpec) -> Result<&ContainerSpec, Failure> {
     }
 }
 
+/// The engine port the isolation floor asks through `backend`: the command line, or the
+/// Engine API on a connection of its own.
+pub fn isolation_port(
+    backend: BackendArg,
+) -> Result<Box<dyn super::isolation::port::RuntimePort>, Failure> {
+    use super::isolation::port::{ApiPort, CliPort};
+    let local = !engine_is_remote();
+    Ok(match backend {
+        BackendArg::Cli => Box::new(CliPort { local }),
+        BackendArg::Api => {
+            let runtime = runtime()?;
+            let docker = runtime.block_on(connect())?;
+            Box::new(ApiPort {
+                runtime,
+                docker,
+                local,
+            })
+        }
+    })
+}
+
+/// Meets the container's isolation floor through `backend`'s own engine port
+/// ([`super::isolation::meet_floor`]); a container without a floor is returned unchanged,
+/// without asking the engine.
+pub fn meet_floor(
+    container: &ContainerSpec,
+    profile: &str,
+    backend: BackendArg,
+) -> Result<ContainerSpec, Failure> {
+    if container.isolation.is_none() {
+        return Ok(container.clone());
+    }
+    super::isolation::meet_floor(container, profile, isolation_port(backend)?.as_mut())
+}
+
 /// Executes a container launch through `backend` and returns the exit status: the container's
 /// exit code for an attached launch, 0 for a started detached one (whose name and reachable
 /// addresses are printed). With `pull`, a missing image is pulled first, with progress on
@@ -172,14 +207,19 @@ pub fn execute(spec: &LaunchSpec, backend: BackendArg, pull: bool) -> Result<u8,
     let container = container_of(spec)?;
     super::host_ports::check_free(container, &spec.origins, engine_is_remote())?;
     // The isolation floor: the engine's runtimes probed and one chosen, before anything.
-    let placed = super::isolation::meet_floor(container, &spec.profile)?;
+    let placed = meet_floor(container, &spec.profile, backend)?;
     let container = &placed;
     let env = process_env();
     match backend {
         BackendArg::Cli => {
             reap_for_cli(container.name.as_deref());
-            let outcome =
-                agentc_backend_cli::launch(container, &env, pull, notify).map_err(exec_failure)?;
+            let outcome = agentc_backend_cli::launch(container, &env, pull, notify)
+                .inspect_err(|_| super::isolation::forget_on_failure(container))
+                .map_err(exec_failure)?;
+            if outcome.exit_code == 125 && outcome.started.is_none() {
+                // docker's own failure, which a broken runtime gives: probe it again next time.
+                super::isolation::forget_on_failure(container);
+            }
             if let Some(inspect) = &outcome.started {
                 print_started(inspect, &container.network);
             }
@@ -202,6 +242,7 @@ pub fn execute(spec: &LaunchSpec, backend: BackendArg, pull: bool) -> Result<u8,
                 let options = agentc_backend_api::LaunchOptions::from_terminal(env);
                 let outcome = agentc_backend_api::launch(&docker, container, &options)
                     .await
+                    .inspect_err(|_| super::isolation::forget_on_failure(container))
                     .map_err(exec_failure)?;
                 if let Some(explanation) = outcome.explanation() {
                     eprintln!("agentc: {explanation}");

@@ -101,12 +101,12 @@ fn detached_launch(
 }
 
 /// The runtime the launch's isolation floor chooses (`None`: the engine's default).
-fn runtime_of(spec: &LaunchSpec) -> Result<Option<String>, Failure> {
+fn runtime_of(spec: &LaunchSpec, backend: BackendArg) -> Result<Option<String>, Failure> {
     let container = launch::container_of(spec)?;
     if container.isolation.is_none() {
         return Ok(container.runtime.clone());
     }
-    Ok(super::isolation::meet_floor(container, &spec.profile)?.runtime)
+    Ok(launch::meet_floor(container, &spec.profile, backend)?.runtime)
 }
 
 /// The pool key of `base` (the launch without the claim's arguments) on this engine.
@@ -189,7 +189,7 @@ fn fill(args: PoolFillArgs) -> Result<u8, Failure> {
             ),
         ));
     }
-    let runtime = runtime_of(&base)?;
+    let runtime = runtime_of(&base, args.backend)?;
     let (key, idle) = on_client(
         args.backend,
         Prepare {
@@ -355,8 +355,8 @@ pub fn try_claim(request: ClaimRequest<'_>) -> Result<Option<u8>, Failure> {
         Vec::new(),
         Start::Detached,
     )?;
-    let runtime = runtime_of(&base)?;
     let backend = request.backend;
+    let runtime = runtime_of(&base, backend)?;
     on_client(
         backend,
         ClaimJob {

@@ -160,7 +160,7 @@ pub fn verify_launch(
     let container = launch::container_of(spec)?;
     require_probe_room(&spec.profile, container.resources.pids_limit)?;
     // The isolation floor is met as the launch meets it: the probe runs where the sandbox would.
-    let placed = crate::commands::isolation::meet_floor(container, &spec.profile)?;
+    let placed = launch::meet_floor(container, &spec.profile, backend)?;
     let mut probe = probe_spec(&placed);
     let name = probe
         .name

@@ -103,6 +103,13 @@ fn proxy_image(egress: &EgressSpec) -> Result<String, ExecError> {
     if egress.proxy.image != PROXY_IMAGE_PLACEHOLDER {
         return Ok(egress.proxy.image.clone());
     }
+    own_proxy_image()
+}
+
+/// The tag of the running agentc binary's proxy image, imported unless the engine has it (its
+/// tag remembered from an earlier launch); also the image of the isolation probe, which needs
+/// nothing of the launch's image.
+pub fn own_proxy_image() -> Result<String, ExecError> {
     let fail = |error: agentc_egress::EgressError| ExecError::Egress {
         step: "build the egress proxy image",
         message: error.to_string(),

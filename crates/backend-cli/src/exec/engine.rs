@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use agentc_backend_common::podman::{self, tmpfs_options};
-use agentc_backend_common::{check_runtime, engine, Engine, ExecError, Runtimes};
+use agentc_backend_common::{
+    check_runtime, docker_info_runtimes, engine, Engine, EngineRuntimes, ExecError, RuntimeFacts,
+    Runtimes, PODMAN_RUNTIME_CANDIDATES,
+};
 use agentc_policy::{ContainerSpec, MountSource};
 
 use super::docker;
@@ -70,6 +73,108 @@ pub fn runtimes(wanted: &str) -> Result<Runtimes, ExecError> {
                     .trim_start_matches("Error: ")
                     .to_string())
             }))
+        }
+    }
+}
+
+type PodmanInfo = Result<serde_json::Value, (std::process::ExitStatus, String)>;
+
+/// `podman [--runtime NAME] info --format json`: the document, or how podman failed.
+fn podman_info(runtime: Option<&str>) -> Result<PodmanInfo, ExecError> {
+    let mut command = Command::new("podman");
+    if let Some(runtime) = runtime {
+        command.args(["--runtime", runtime]);
+    }
+    let output = command
+        .args(["info", "--format", "json"])
+        .output()
+        .map_err(|source| ExecError::CannotRunDocker {
+            engine: Engine::Podman,
+            source,
+        })?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr)
+            .trim()
+            .trim_start_matches("Error: ")
+            .to_string();
+        return Ok(Err((output.status, stderr)));
+    }
+    serde_json::from_slice(&output.stdout)
+        .map(Ok)
+        .map_err(|error| ExecError::InspectUnreadable {
+            name: "podman info".to_string(),
+            message: error.to_string(),
+        })
+}
+
+/// The runtime `podman info` reports as its OCI runtime (`host.ociRuntime`).
+fn podman_runtime(info: &serde_json::Value) -> RuntimeFacts {
+    let runtime = &info["host"]["ociRuntime"];
+    let text = |key: &str| runtime[key].as_str().unwrap_or_default().to_string();
+    RuntimeFacts {
+        path: text("path"),
+        version: text("version"),
+    }
+}
+
+/// The runtimes the engine has, as its command line reports them, for the isolation floor:
+/// Docker's `docker info` (the same document as `GET /info`, read by
+/// [`docker_info_runtimes`]); for Podman each of [`PODMAN_RUNTIME_CANDIDATES`] that
+/// `podman --runtime NAME info` finds, with the path and version it reports (the command line
+/// takes `--runtime`, so every one found can be launched).
+pub fn registered_runtimes() -> Result<EngineRuntimes, ExecError> {
+    match engine() {
+        Engine::Docker => {
+            let text = docker::output(&["info", "--format", "{{json .}}"])?;
+            let info: serde_json::Value = serde_json::from_str(text.trim()).map_err(|error| {
+                ExecError::InspectUnreadable {
+                    name: "docker info".to_string(),
+                    message: error.to_string(),
+                }
+            })?;
+            Ok(docker_info_runtimes(&info))
+        }
+        Engine::Podman => {
+            let info = podman_info(None)?.map_err(|(status, stderr)| ExecError::DockerFailed {
+                command: "info".to_string(),
+                status,
+                stderr,
+            })?;
+            let found = std::thread::scope(|scope| {
+                let asked: Vec<_> = PODMAN_RUNTIME_CANDIDATES
+                    .iter()
+                    .map(|name| (*name, scope.spawn(move || podman_info(Some(name)))))
+                    .collect();
+                asked
+                    .into_iter()
+                    .map(|(name, asked)| (name, asked.join()))
+                    .collect::<Vec<_>>()
+            });
+            let mut runtimes = BTreeMap::new();
+            for (name, answer) in found {
+                match answer {
+                    Ok(answer) => match answer? {
+                        Ok(info) => {
+                            runtimes.insert(name.to_string(), podman_runtime(&info));
+                        }
+                        Err((_, reason)) => log::debug!("podman has no runtime {name}: {reason}"),
+                    },
+                    Err(_) => log::debug!("asking podman about runtime {name} panicked"),
+                }
+            }
+            let text = |value: &serde_json::Value| value.as_str().unwrap_or_default().to_string();
+            Ok(EngineRuntimes {
+                engine: format!(
+                    "podman {} {} {}",
+                    text(&info["version"]["Version"]),
+                    text(&info["host"]["hostname"]),
+                    text(&info["store"]["graphRoot"])
+                ),
+                default: info["host"]["ociRuntime"]["name"]
+                    .as_str()
+                    .map(str::to_string),
+                runtimes,
+            })
         }
     }
 }
