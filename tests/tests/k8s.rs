@@ -1028,6 +1028,9 @@ proptest! {
                 egress_proxy_ip: None,
                 egress: EgressPolicy::from_profile(&loaded.profile),
                 runtime_classes: Default::default(),
+                // What `agentc render` reads of a profile's CA (the sources are virtual).
+                upstream_ca: [("ca.pem".to_string(), "-----BEGIN CERTIFICATE-----\n".to_string())]
+                    .into(),
             };
             match render(&spec, &options) {
                 Ok(rendering) => {
@@ -1206,4 +1209,105 @@ fn an_isolation_floor_maps_to_its_runtime_class_or_is_refused_by_field() {
     assert!(errors.contains("--runtime-class microvm=NAME"), "{errors}");
     assert!(agentc_backend_k8s::RuntimeClasses::with_overrides(&["kata=kata".into()]).is_err());
     assert!(agentc_backend_k8s::RuntimeClasses::with_overrides(&["gvisor".into()]).is_err());
+}
+
+/// The profile's CA for the egress proxy's upstreams (an `https://` upstream with `ca_dir`, and
+/// the hosts the proxy holds keys for with `ca_file`): a ConfigMap of the rendering, mounted
+/// read-only into the proxy Pod and read by one `--upstream-ca`; refused by field without its
+/// certificates or with a file name a ConfigMap cannot hold (issue 19).
+#[test]
+fn the_upstreams_ca_is_a_config_map_of_the_rendering_mounted_into_the_proxy_pod() {
+    for (fixture, field) in [
+        ("opencode-proxy-ca-dir", "proxy.ca_dir"),
+        ("claude-credentials", "proxy.ca_file"),
+    ] {
+        let path = fixtures::fixtures_dir().join(format!("valid/{fixture}.toml"));
+        let loaded = fixtures::load_fixture(&path).expect("loads");
+        let launch = fixtures::launches(&loaded).remove(0);
+        let spec = fixtures::resolve(&loaded, &launch).expect("resolves");
+        let options = fixture_options(&loaded, ObjectKind::Pod);
+        assert!(!options.upstream_ca.is_empty(), "{fixture}: no CA read");
+        let rendering = render(&spec, &options).unwrap_or_else(|e| panic!("{fixture}: {e}"));
+        let json = rendering.to_json();
+        let items = json["items"].as_array().unwrap();
+        let map = items
+            .iter()
+            .find(|item| item["kind"] == "ConfigMap")
+            .unwrap_or_else(|| panic!("{fixture}: no ConfigMap"));
+        let name = map["metadata"]["name"].as_str().unwrap();
+        assert!(name.ends_with("-egress-upstream-ca"), "{name}");
+        for (file, pem) in &options.upstream_ca {
+            assert_eq!(
+                map["data"][file].as_str(),
+                Some(pem.as_str()),
+                "{fixture}: {file}"
+            );
+        }
+        assert_eq!(map["immutable"], true);
+        let proxy = items
+            .iter()
+            .find(|item| {
+                item["kind"] == "Pod"
+                    && item["metadata"]["labels"]["io.agentc.kind"] == "egress-proxy"
+            })
+            .expect("the proxy Pod");
+        let container = &proxy["spec"]["containers"][0];
+        let command: Vec<&str> = container["command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let ca_arg = format!("--upstream-ca={}", agentc_policy::UPSTREAM_CA_TARGET);
+        assert_eq!(
+            command.iter().filter(|word| **word == ca_arg).count(),
+            1,
+            "{fixture}: {command:?}"
+        );
+        let mount = container["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["mountPath"] == agentc_policy::UPSTREAM_CA_TARGET)
+            .expect("the CA's mount");
+        assert_eq!(mount["readOnly"], true);
+        let volume = proxy["spec"]["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == mount["name"])
+            .expect("the CA's volume");
+        assert_eq!(volume["configMap"]["name"], name);
+        // Nothing else mounts it: the workload's pod trusts what the proxy hands it.
+        let workload_mounts = items
+            .iter()
+            .filter(|item| {
+                item["kind"] == "Pod" && item["metadata"]["name"] != proxy["metadata"]["name"]
+            })
+            .flat_map(|pod| {
+                pod["spec"]["volumes"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .filter(|v| v["configMap"]["name"] == name)
+            .count();
+        assert_eq!(workload_mounts, 0, "{fixture}");
+        // Without the certificates, or with a name a ConfigMap cannot hold: refused by field.
+        for upstream_ca in [
+            agentc_backend_k8s::CaFiles::new(),
+            [("bad name.pem".to_string(), "x".to_string())].into(),
+        ] {
+            let errors = render(
+                &spec,
+                &Options {
+                    upstream_ca,
+                    ..options.clone()
+                },
+            )
+            .expect_err("refused");
+            let fields: Vec<&str> = errors.0.iter().map(RenderError::field).collect();
+            assert_eq!(fields, [field], "{fixture}: {errors}");
+        }
+    }
 }

@@ -47,7 +47,7 @@ mod sandbox;
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodSpec, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, PodSpec, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use serde::Serialize;
 
@@ -66,8 +66,9 @@ pub use pool::{
 };
 pub use pss::PodSecurityLevel;
 pub use render::{
-    preset_uid, render, secret_name, CA_INIT_CONTAINER, CA_VOLUME, CONTAINER_NAME, LABEL_KIND,
-    LABEL_MANAGED_BY, LABEL_NAME, LABEL_NETWORK, LABEL_PROFILE, VOLUME_SIZE,
+    is_config_map_key, preset_uid, render, secret_name, CaFiles, CA_INIT_CONTAINER, CA_VOLUME,
+    CONTAINER_NAME, LABEL_KIND, LABEL_MANAGED_BY, LABEL_NAME, LABEL_NETWORK, LABEL_PROFILE,
+    MAX_UPSTREAM_CA_BYTES, UPSTREAM_CA_VOLUME, VOLUME_SIZE,
 };
 pub use sandbox::{
     PodTemplate, PodTemplateMetadata, Sandbox, SandboxSpec, SANDBOX_API_VERSION, SANDBOX_KIND,
@@ -133,6 +134,11 @@ pub struct Options {
     /// The RuntimeClass each isolation tier maps to (`--runtime-class TIER=NAME`), for a
     /// profile's `[security] isolation` floor.
     pub runtime_classes: RuntimeClasses,
+    /// The certificates of the profile's CA for the egress proxy's upstreams
+    /// (`proxy.ca_file`, or each file of `proxy.ca_dir`), file name to PEM text, read by the
+    /// caller (the renderer reads no file): rendered as a ConfigMap the proxy Pod mounts. Empty
+    /// when the proxy trusts no profile CA; a rendering that needs them refuses without.
+    pub upstream_ca: CaFiles,
 }
 
 /// The RuntimeClass each isolation tier maps to (`runtimeClassName`), for a spec with an
@@ -203,6 +209,8 @@ pub enum Object {
     PersistentVolumeClaim(PersistentVolumeClaim),
     /// The egress proxy's Service.
     Service(Service),
+    /// The profile's CA for the egress proxy's upstreams.
+    ConfigMap(ConfigMap),
     /// The workload's or the egress proxy's Pod.
     Pod(Box<Pod>),
     /// The workload as an agent-sandbox `Sandbox`.
@@ -222,6 +230,7 @@ impl Object {
             Object::NetworkPolicy(_) => "NetworkPolicy",
             Object::PersistentVolumeClaim(_) => "PersistentVolumeClaim",
             Object::Service(_) => "Service",
+            Object::ConfigMap(_) => "ConfigMap",
             Object::Pod(_) => "Pod",
             Object::Sandbox(_) => SANDBOX_KIND,
             Object::SandboxTemplate(_) => "SandboxTemplate",
@@ -236,6 +245,7 @@ impl Object {
             Object::NetworkPolicy(object) => &object.metadata,
             Object::PersistentVolumeClaim(object) => &object.metadata,
             Object::Service(object) => &object.metadata,
+            Object::ConfigMap(object) => &object.metadata,
             Object::Pod(object) => &object.metadata,
             Object::Sandbox(object) => &object.metadata,
             Object::SandboxTemplate(object) => &object.metadata,

@@ -289,6 +289,7 @@ fn options() -> impl Strategy<Value = Options> {
                     egress_proxy_image: image,
                     egress_proxy_ip: ip,
                     runtime_classes: Default::default(),
+                    upstream_ca: Default::default(),
                     egress: EgressPolicy {
                         mode,
                         hosts,

@@ -290,9 +290,68 @@ fn render_k8s(
         egress: agentc_backend_k8s::EgressPolicy::from_profile(&loaded.profile),
         runtime_classes: agentc_backend_k8s::RuntimeClasses::with_overrides(&args.runtime_class)
             .map_err(Failure::usage)?,
+        upstream_ca: upstream_ca_files(spec)?,
     };
     agentc_backend_k8s::render(spec, &options)
         .map_err(|errors| Failure::unlaunchable(format!("{}: {errors}", loaded.file)))
+}
+
+/// The certificates of the profile's CA that the egress proxy trusts for its upstreams (the
+/// file or directory Docker's proxy mounts at [`agentc_policy::UPSTREAM_CA_TARGET`]), read for
+/// the Kubernetes rendering's ConfigMap: the file, or each regular file of the directory, by
+/// name. Empty when the proxy trusts no profile CA.
+fn upstream_ca_files(spec: &LaunchSpec) -> Result<agentc_backend_k8s::CaFiles, Failure> {
+    let mut files = agentc_backend_k8s::CaFiles::new();
+    let agentc_policy::Action::Container(container) = &spec.action else {
+        return Ok(files);
+    };
+    let source = container.egress.iter().find_map(|egress| {
+        egress
+            .proxy
+            .mounts
+            .iter()
+            .find_map(|mount| match &mount.source {
+                agentc_policy::MountSource::Bind { path }
+                    if mount.target == agentc_policy::UPSTREAM_CA_TARGET =>
+                {
+                    Some(std::path::PathBuf::from(path))
+                }
+                _ => None,
+            })
+    });
+    let Some(source) = source else {
+        return Ok(files);
+    };
+    let unreadable = |path: &std::path::Path, why: String| {
+        Failure::unlaunchable(format!(
+            "cannot read the proxy CA {} for the Kubernetes rendering: {why}\n  hint: the \
+             egress proxy Pod trusts it from a ConfigMap of the rendering; make it a readable \
+             PEM file (or a directory of them)",
+            path.display()
+        ))
+    };
+    let paths: Vec<std::path::PathBuf> = if source.is_dir() {
+        let mut entries: Vec<_> = std::fs::read_dir(&source)
+            .map_err(|error| unreadable(&source, error.to_string()))?
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .filter(|path| path.is_file())
+            .collect();
+        entries.sort();
+        entries
+    } else {
+        vec![source.clone()]
+    };
+    for path in paths {
+        let name = path
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let bytes = std::fs::read(&path).map_err(|error| unreadable(&path, error.to_string()))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| unreadable(&path, "it is not UTF-8 text (PEM)".to_string()))?;
+        files.insert(name, text);
+    }
+    Ok(files)
 }
 
 fn to_pretty_json<T: serde::Serialize + ?Sized>(value: &T) -> String {

@@ -10,7 +10,7 @@
 
 use agentc_egress::credential::{CredentialConfig, CA_DIR};
 use agentc_egress::PROXY_BINARY;
-use agentc_policy::{Action, EgressSpec, Origin};
+use agentc_policy::{Action, EgressSpec};
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, EnvVar, PodSpec, ResourceRequirements, SecurityContext, VolumeMount,
 };
@@ -50,9 +50,9 @@ impl<'a> Renderer<'a> {
     }
 
     /// The proxy container's credential words and environment, from Docker's proxy spec (one
-    /// source for both); `None` after a refusal (the profile's CA for upstreams is a host
-    /// file, which no Pod can mount).
-    pub(super) fn held_keys(&mut self, egress: &EgressSpec) -> Option<HeldKeys> {
+    /// source for both). Its `--upstream-ca` (the profile's CA) reads the ConfigMap of
+    /// [`super::upstream_ca`].
+    pub(super) fn held_keys(&mut self, egress: &EgressSpec) -> HeldKeys {
         let args: Vec<String> = egress
             .proxy
             .command
@@ -60,30 +60,6 @@ impl<'a> Renderer<'a> {
             .filter(|word| CredentialConfig::is_arg(word))
             .cloned()
             .collect();
-        if args.iter().any(|word| word.starts_with("--upstream-ca=")) {
-            // The field that named the file: the profile's proxy CA.
-            let field = self
-                .spec
-                .origins
-                .values()
-                .find_map(|origin| match origin {
-                    Origin::Profile { field, .. }
-                        if field == "proxy.ca_file" || field == "proxy.ca_dir" =>
-                    {
-                        Some(field.clone())
-                    }
-                    _ => None,
-                })
-                .unwrap_or_else(|| "proxy.ca_file".to_string());
-            self.refuse(
-                field,
-                "the egress proxy would trust the profile's CA file for the upstreams of the \
-                 hosts it holds keys for, and a host file cannot be mounted into the proxy Pod",
-                "remove proxy.ca_file / proxy.ca_dir for the kubernetes backend, or set \
-                 [credentials] mode = \"env\"",
-            );
-            return None;
-        }
         let secret = secret_name(&self.spec.profile);
         let mut secrets = Vec::new();
         let env = egress
@@ -112,7 +88,7 @@ impl<'a> Renderer<'a> {
                 ),
             );
         }
-        Some(HeldKeys { args, env, secrets })
+        HeldKeys { args, env, secrets }
     }
 
     /// The sandbox Pod's side: the init container that asks the proxy at `proxy`

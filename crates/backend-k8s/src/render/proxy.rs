@@ -64,30 +64,17 @@ impl Renderer<'_> {
         if !valid {
             return;
         }
-        // An `https://` upstream verified against the profile's CA: a host file, which no
-        // Pod can mount (without it the Pod's proxy would fail every connection).
-        if let Some(field) = policy
-            .upstream
-            .as_ref()
-            .filter(|u| u.tls)
-            .and_then(|u| u.ca)
-        {
-            self.refuse(
-                field,
-                "the egress proxy would trust the profile's CA file for its https:// upstream \
-                 proxy, and a host file cannot be mounted into the proxy Pod",
-                "remove proxy.ca_file / proxy.ca_dir for the kubernetes backend when the upstream \
-                 proxy's certificate chains to a public root, or set egress.enforce = \"image\"",
-            );
+        let held = self
+            .held_credentials()
+            .map(|companion| self.held_keys(companion));
+        // The profile's CA for the upstreams: a ConfigMap of the rendering (no Pod mounts a
+        // host file), refused here before anything else is rendered when it cannot be.
+        let ca_field = self.upstream_ca_field(held.as_ref().map_or(&[], |keys| &keys.args));
+        if ca_field.is_some() && self.options.upstream_ca.is_empty() {
+            let field = ca_field.clone().unwrap_or_default();
+            let _ = self.render_upstream_ca(&field, base, ObjectMeta::default());
             return;
         }
-        let held = match self.held_credentials() {
-            Some(companion) => match self.held_keys(companion) {
-                Some(keys) => Some(keys),
-                None => return,
-            },
-            None => None,
-        };
         let mut hosts = policy.hosts.clone();
         hosts.extend(policy.endpoints.iter().cloned());
         let mut command = match egress::egress_proxy_argv(
@@ -200,6 +187,7 @@ impl Renderer<'_> {
             }
         }
         let proxy_name = format!("{base}-egress");
+        let upstream_ca_name = proxy_name.clone();
         let mut proxy_labels = BTreeMap::from([
             (LABEL_NAME.to_string(), base.to_string()),
             (LABEL_KIND.to_string(), "egress-proxy".to_string()),
@@ -218,6 +206,23 @@ impl Renderer<'_> {
             labels: Some(proxy_labels.clone()),
             ..ObjectMeta::default()
         };
+        if let Some(field) = &ca_field {
+            let Some(ca) = self.render_upstream_ca(field, &upstream_ca_name, metadata(&proxy_name))
+            else {
+                return;
+            };
+            // One `--upstream-ca` (Docker's proxy command carries it among the credential
+            // words when the proxy holds keys), before the upstream's words.
+            command.retain(|word| !word.starts_with("--upstream-ca="));
+            let at = command
+                .iter()
+                .position(|word| word.starts_with("--upstream=") || word == "--upstream-all")
+                .unwrap_or(command.len());
+            command.insert(at, ca.arg);
+            plan.proxy.push(ca.object);
+            proxy_volumes.get_or_insert_with(Vec::new).push(ca.volume);
+            proxy_mounts.get_or_insert_with(Vec::new).push(ca.mount);
+        }
         plan.proxy.push(Object::NetworkPolicy(egress::policy(
             metadata(&proxy_name),
             &proxy_selector,
