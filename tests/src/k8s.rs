@@ -167,7 +167,10 @@ pub fn fixture_options(
         egress_proxy_ip: None,
         egress: agentc_backend_k8s::EgressPolicy::from_profile(&loaded.profile),
         runtime_classes: agentc_backend_k8s::RuntimeClasses::default(),
-        upstream_ca: upstream_ca_files(spec_ca_source(loaded)),
+        // As `agentc render` reads it.
+        upstream_ca: spec_ca_source(loaded)
+            .map(|path| agentc::commands::offline::read_ca_files(&path).expect("the CA reads"))
+            .unwrap_or_default(),
     }
 }
 
@@ -177,31 +180,6 @@ fn spec_ca_source(loaded: &agentc_policy::LoadedProfile) -> Option<std::path::Pa
     let proxy = loaded.profile.proxy.as_ref()?;
     let path = proxy.ca_file.as_ref().or(proxy.ca_dir.as_ref())?;
     Some(crate::fixtures::fixtures_dir().join("valid").join(path))
-}
-
-/// The certificates of a CA file or directory by file name, as `agentc render` reads them
-/// (the renderer reads no file).
-pub fn upstream_ca_files(source: Option<std::path::PathBuf>) -> agentc_backend_k8s::CaFiles {
-    let mut files = agentc_backend_k8s::CaFiles::new();
-    let Some(source) = source else { return files };
-    let paths: Vec<std::path::PathBuf> = if source.is_dir() {
-        let mut entries: Vec<_> = std::fs::read_dir(&source)
-            .into_iter()
-            .flatten()
-            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-            .filter(|path| path.is_file())
-            .collect();
-        entries.sort();
-        entries
-    } else {
-        vec![source]
-    };
-    for path in paths {
-        if let (Some(name), Ok(text)) = (path.file_name(), std::fs::read_to_string(&path)) {
-            files.insert(name.to_string_lossy().into_owned(), text);
-        }
-    }
-    files
 }
 
 /// Every Pod Security violation of every pod of a rendering at its level, and at

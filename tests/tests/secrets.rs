@@ -119,21 +119,8 @@ fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<St
     std::fs::create_dir_all(&workspace).unwrap();
     let mut env = secrets.env();
     let inputs = ResolveInputs {
-        kind: LaunchKind::Run,
-        workspace: workspace.to_string_lossy().into_owned(),
-        profile_dir: dir.to_string_lossy().into_owned(),
-        home_dir: dir.join("home").to_string_lossy().into_owned(),
-        owner: Some(Owner {
-            name: "dev".to_string(),
-            uid: 1000,
-            gid: 1000,
-        }),
-        image: None,
-        seed_target: None,
-        agent_args: Vec::new(),
         env: env.clone(),
-        decant_sources: Vec::new(),
-        instance: agentc_policy::Instance::default(),
+        ..run_inputs(dir)
     };
     let spec = agentc_policy::resolve(&loaded, &inputs, &RealPaths).map_err(|e| e.to_string())?;
     let argv = agentc_backend_cli::render_argv(&spec).map_err(|e| e.to_string())?;
@@ -494,7 +481,8 @@ fn proxy_profile(user: &str, password: &str, enforce: &str) -> String {
     )
 }
 
-fn proxy_inputs(dir: &Path) -> ResolveInputs {
+/// A run launch of a profile in `dir`, its workspace `dir/work`, its home `dir/home`.
+fn run_inputs(dir: &Path) -> ResolveInputs {
     ResolveInputs {
         kind: LaunchKind::Run,
         workspace: dir.join("work").to_string_lossy().into_owned(),
@@ -521,8 +509,8 @@ fn proxy_outputs(
     text: &str,
 ) -> Result<(Vec<String>, agentc_policy::LaunchSpec), String> {
     let loaded = agentc_policy::load("corp.toml", text).map_err(|e| e.to_string())?;
-    let spec = agentc_policy::resolve(&loaded, &proxy_inputs(dir), &RealPaths)
-        .map_err(|e| e.to_string())?;
+    let spec =
+        agentc_policy::resolve(&loaded, &run_inputs(dir), &RealPaths).map_err(|e| e.to_string())?;
     let argv = agentc_backend_cli::render_argv(&spec).map_err(|e| e.to_string())?;
     let api = agentc_backend_api::render_json(&spec).map_err(|e| e.to_string())?;
     let mut outputs = vec![

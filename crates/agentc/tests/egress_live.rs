@@ -1525,6 +1525,16 @@ impl Outside {
         (output.status.success(), text)
     }
 
+    /// `agentc rm NAME` succeeds and leaves nothing of `profile`: no container, no network.
+    fn rm_leaves_nothing(&self, name: &str, profile: &str) {
+        let removed = Command::new(env!("CARGO_BIN_EXE_agentc"))
+            .args(["rm", name])
+            .output()
+            .expect("agentc rm");
+        assert!(removed.status.success(), "{removed:?}");
+        assert_eq!(self.left(profile), (String::new(), String::new()));
+    }
+
     /// What agentc left of a profile: its containers and its networks.
     fn left(&self, profile: &str) -> (String, String) {
         let filter = format!("label=io.agentc.profile={profile}");
@@ -1819,12 +1829,7 @@ fn launched_sandbox_reaches_exactly_its_allowlist(backend: &str) {
         (&sandbox, &outside.profiles[0]),
         (&sandbox2, &outside.profiles[2]),
     ] {
-        let removed = Command::new(env!("CARGO_BIN_EXE_agentc"))
-            .args(["rm", name])
-            .output()
-            .expect("agentc rm");
-        assert!(removed.status.success(), "{removed:?}");
-        assert_eq!(outside.left(profile), (String::new(), String::new()));
+        outside.rm_leaves_nothing(name, profile);
     }
 }
 
@@ -3025,12 +3030,7 @@ fn agent_containers_profiles_run_enforced_outside_through_an_upstream_and_by_add
         (&sandbox, &outside.profiles[0]),
         (&sandbox2, &outside.profiles[1]),
     ] {
-        let removed = Command::new(env!("CARGO_BIN_EXE_agentc"))
-            .args(["rm", name])
-            .output()
-            .expect("agentc rm");
-        assert!(removed.status.success(), "{removed:?}");
-        assert_eq!(outside.left(profile), (String::new(), String::new()));
+        outside.rm_leaves_nothing(name, profile);
     }
 }
 
@@ -3178,12 +3178,7 @@ fn upstream_with_credentials_through(backend: &str) {
         (&sandbox, &outside.profiles[0]),
         (&sandbox2, &outside.profiles[1]),
     ] {
-        let removed = Command::new(env!("CARGO_BIN_EXE_agentc"))
-            .args(["rm", name])
-            .output()
-            .expect("agentc rm");
-        assert!(removed.status.success(), "{removed:?}");
-        assert_eq!(outside.left(profile), (String::new(), String::new()));
+        outside.rm_leaves_nothing(name, profile);
     }
 }
 

@@ -298,12 +298,11 @@ fn render_k8s(
 
 /// The certificates of the profile's CA that the egress proxy trusts for its upstreams (the
 /// file or directory Docker's proxy mounts at [`agentc_policy::UPSTREAM_CA_TARGET`]), read for
-/// the Kubernetes rendering's ConfigMap: the file, or each regular file of the directory, by
-/// name. Empty when the proxy trusts no profile CA.
+/// the Kubernetes rendering's ConfigMap ([`read_ca_files`]). Empty when the proxy trusts no
+/// profile CA.
 fn upstream_ca_files(spec: &LaunchSpec) -> Result<agentc_backend_k8s::CaFiles, Failure> {
-    let mut files = agentc_backend_k8s::CaFiles::new();
     let agentc_policy::Action::Container(container) = &spec.action else {
-        return Ok(files);
+        return Ok(agentc_backend_k8s::CaFiles::new());
     };
     let source = container.egress.iter().find_map(|egress| {
         egress
@@ -319,9 +318,15 @@ fn upstream_ca_files(spec: &LaunchSpec) -> Result<agentc_backend_k8s::CaFiles, F
                 _ => None,
             })
     });
-    let Some(source) = source else {
-        return Ok(files);
-    };
+    match source {
+        Some(source) => read_ca_files(&source),
+        None => Ok(agentc_backend_k8s::CaFiles::new()),
+    }
+}
+
+/// A CA file, or each regular file of a CA directory (in name order), by file name: the
+/// ConfigMap data of the Kubernetes rendering's upstream CA. An error names the file.
+pub fn read_ca_files(source: &std::path::Path) -> Result<agentc_backend_k8s::CaFiles, Failure> {
     let unreadable = |path: &std::path::Path, why: String| {
         Failure::unlaunchable(format!(
             "cannot read the proxy CA {} for the Kubernetes rendering: {why}\n  hint: the \
@@ -331,16 +336,17 @@ fn upstream_ca_files(spec: &LaunchSpec) -> Result<agentc_backend_k8s::CaFiles, F
         ))
     };
     let paths: Vec<std::path::PathBuf> = if source.is_dir() {
-        let mut entries: Vec<_> = std::fs::read_dir(&source)
-            .map_err(|error| unreadable(&source, error.to_string()))?
+        let mut entries: Vec<_> = std::fs::read_dir(source)
+            .map_err(|error| unreadable(source, error.to_string()))?
             .filter_map(|entry| entry.ok().map(|entry| entry.path()))
             .filter(|path| path.is_file())
             .collect();
         entries.sort();
         entries
     } else {
-        vec![source.clone()]
+        vec![source.to_path_buf()]
     };
+    let mut files = agentc_backend_k8s::CaFiles::new();
     for path in paths {
         let name = path
             .file_name()
