@@ -27,7 +27,7 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs, UdpSocket};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use agentc_egress::{dns, image, proxy_command, sni, Config};
@@ -42,6 +42,9 @@ const TEST_LABEL: &str = "io.agentc.test.egress";
 const TESTKIT_PATH: &str = "/testkit";
 /// The `Proxy-Authorization` the `auth-upstream` testkit wants.
 const AUTH_EXPECT_VAR: &str = "AGENTC_EGRESS_AUTH_EXPECT";
+/// The certificate and key (PEM) of the `tls-upstream` testkit.
+const TLS_CERT_VAR: &str = "AGENTC_EGRESS_TLS_CERT";
+const TLS_KEY_VAR: &str = "AGENTC_EGRESS_TLS_KEY";
 /// The port the `answer` testkit listens on.
 const ANSWER_PORT_VAR: &str = "AGENTC_EGRESS_ANSWER_PORT";
 /// An existing network that is not `--internal`, given by whoever runs the tests, through which
@@ -70,6 +73,7 @@ fn testkit_entry() {
         "answer" => answer(),
         "bench" => bench(),
         "auth-upstream" => auth_upstream(),
+        "tls-upstream" => tls_upstream(),
         "probe" => {
             let probes = std::env::var(PROBES_VAR).unwrap_or_default();
             for (index, line) in probes.lines().enumerate() {
@@ -228,6 +232,90 @@ fn auth_upstream() -> i32 {
                     body.len()
                 );
                 let _ = stream.write_all(body);
+            }
+        });
+    }
+    0
+}
+
+/// The `https://` upstream proxy (issue 19), on 3128, speaking TLS with the certificate and key
+/// of `TLS_CERT_VAR` / `TLS_KEY_VAR` (PEM): inside the session a CONNECT gets `200` and then an
+/// echo, a plain request is answered `through the TLS upstream`. Each request read inside a
+/// session is a log line `TLS-REQUEST METHOD TARGET`; each failed handshake is a line
+/// `TLS-HANDSHAKE-FAILED ERROR`.
+fn tls_upstream() -> i32 {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let cert = std::env::var(TLS_CERT_VAR).unwrap_or_default();
+    let key = std::env::var(TLS_KEY_VAR).unwrap_or_default();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![CertificateDer::from_pem_slice(cert.as_bytes()).expect("the certificate")],
+        PrivateKeyDer::from_pem_slice(key.as_bytes()).expect("the key"),
+    )
+    .expect("the upstream's certificate");
+    let config = Arc::new(config);
+    let listener = TcpListener::bind(("0.0.0.0", 3128)).expect("bind 3128");
+    log_line("READY".into());
+    for stream in listener.incoming().flatten() {
+        let config = config.clone();
+        std::thread::spawn(move || {
+            let mut tcp = stream;
+            let _ = tcp.set_read_timeout(Some(Duration::from_secs(5)));
+            let Ok(mut connection) = rustls::ServerConnection::new(config) else {
+                return;
+            };
+            while connection.is_handshaking() {
+                match connection.complete_io(&mut tcp) {
+                    Ok((0, 0)) => {
+                        log_line("TLS-HANDSHAKE-FAILED closed".into());
+                        return;
+                    }
+                    Ok(_) => {}
+                    Err(error) => {
+                        log_line(format!("TLS-HANDSHAKE-FAILED {error}"));
+                        return;
+                    }
+                }
+            }
+            let mut tls = rustls::StreamOwned::new(connection, tcp);
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && head.len() < 16384 {
+                match tls.read(&mut byte) {
+                    Ok(1) => head.push(byte[0]),
+                    _ => return,
+                }
+            }
+            let head = String::from_utf8_lossy(&head).into_owned();
+            let mut words = head.split_whitespace();
+            let (method, target) = (words.next().unwrap_or("-"), words.next().unwrap_or("-"));
+            log_line(format!("TLS-REQUEST {method} {target}"));
+            if method == "CONNECT" {
+                let _ = tls.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+                let _ = tls.flush();
+                let _ = tls.sock.set_read_timeout(None);
+                let mut buffer = [0u8; 65536];
+                while let Ok(n) = tls.read(&mut buffer) {
+                    if n == 0 || tls.write_all(&buffer[..n]).is_err() || tls.flush().is_err() {
+                        break;
+                    }
+                }
+            } else {
+                let body = b"through the TLS upstream\n";
+                let _ = write!(
+                    tls,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = tls.write_all(body);
+                tls.conn.send_close_notify();
+                let _ = tls.flush();
             }
         });
     }
@@ -3190,4 +3278,226 @@ fn an_upstream_that_wants_credentials_gets_them_by_name_through_the_cli_backend(
 #[test]
 fn an_upstream_that_wants_credentials_gets_them_by_name_through_the_api_backend() {
     upstream_with_credentials_through("api");
+}
+
+/// The name of the live test's `https://` upstream on the outside network.
+const UPSTREAM_NAME: &str = "upstream.test";
+
+/// A CA of the test's own, named `name`: its PEM, and the issuer that signs with it.
+fn test_ca(name: &str) -> (String, rcgen::Issuer<'static, rcgen::KeyPair>) {
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    let key = rcgen::KeyPair::generate().expect("CA key");
+    let root = params.self_signed(&key).expect("CA certificate");
+    (root.pem(), rcgen::Issuer::new(params, key))
+}
+
+/// The `TLS-REQUEST` lines the TLS upstream logged so far.
+fn tls_requests(upstream: &str) -> Vec<String> {
+    docker(&["logs", upstream])
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| line.starts_with("TLS-REQUEST "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// An `https://` upstream of the test's own (`[proxy] http`/`https`, its CA as `ca_file`):
+/// the plain request and the tunnel reach it inside TLS through agentc's proxy, launched by
+/// `backend`; with another CA as `ca_file` nothing reaches it (502, or the tunnel closed after
+/// the hello), and the proxy's close lines say `upstream-certificate`.
+fn upstream_over_tls_through(backend: &str) {
+    let test = format!("upstream_tls_{backend}");
+    if !require_daemon(&test) {
+        return;
+    }
+    let mut outside = Outside::new(&format!("tls-{backend}"));
+    let (_, testkit) = images();
+    let out = outside.topology.out.clone();
+    let upstream = format!("{}-upstream", outside.topology.id);
+    // The upstream answers as UPSTREAM_NAME on the outside network, with a certificate for
+    // that name issued by the test's CA.
+    let (ca_pem, issuer) = test_ca("agentc live upstream test root");
+    let leaf_key = rcgen::KeyPair::generate().expect("leaf key");
+    let leaf = rcgen::CertificateParams::new(vec![UPSTREAM_NAME.to_string()])
+        .expect("leaf params")
+        .signed_by(&leaf_key, &issuer)
+        .expect("leaf certificate");
+    let (other_pem, _) = test_ca("agentc live upstream other root");
+    std::fs::write(outside.dir.path().join("upstream-ca.pem"), &ca_pem).expect("write the CA");
+    std::fs::write(outside.dir.path().join("other-ca.pem"), &other_pem).expect("write the CA");
+    let mode = format!("{TESTKIT_VAR}=tls-upstream");
+    let started = Command::new("docker")
+        .args([
+            "run",
+            "--detach",
+            &format!("--name={upstream}"),
+            &format!("--label={}", labelled(&outside.topology.id)),
+            &format!("--network={out}"),
+            &format!("--network-alias={UPSTREAM_NAME}"),
+            "--env",
+            &mode,
+            "--env",
+            TLS_CERT_VAR,
+            "--env",
+            TLS_KEY_VAR,
+            testkit,
+            TESTKIT_PATH,
+            "testkit_entry",
+            "--exact",
+            "--nocapture",
+        ])
+        .env(TLS_CERT_VAR, leaf.pem())
+        .env(TLS_KEY_VAR, leaf_key.serialize_pem())
+        .output()
+        .expect("docker run");
+    assert!(started.status.success(), "{started:?}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !docker(&["logs", &upstream])
+        .unwrap_or_default()
+        .contains("READY")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the upstream did not start: {:?}",
+            docker(&["logs", &upstream])
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let upstream_ip = outside.topology.ip(&upstream, &out);
+    let url = format!("https://{UPSTREAM_NAME}:3128");
+    let proxy =
+        |ca: &str| format!("[proxy]\nhttp = \"{url}\"\nhttps = \"{url}\"\nca_file = \"{ca}\"\n");
+    let trusted = compat_profile(
+        &mut outside,
+        "tls",
+        "hosts = [\"allowed.test\"]",
+        &proxy("upstream-ca.pem"),
+    );
+    let (ok, output) = outside.run(&trusted, backend);
+    assert!(ok, "{output}");
+    let sandbox = started_name(&output);
+    let p = sandbox_proxy(&sandbox);
+    let args = inspect(&format!("{sandbox}-egress-proxy"), "{{json .Args}}");
+    assert!(args.contains(&format!("--upstream={url}")), "{args}");
+    assert!(
+        args.contains(&format!(
+            "--upstream-ca={}",
+            agentc_policy::UPSTREAM_CA_TARGET
+        )),
+        "{args}"
+    );
+    let got = outside.probes(
+        &sandbox,
+        &[
+            format!("http {p} http://allowed.test/"),
+            format!("connect {p} allowed.test:443 allowed.test"),
+            format!("http {p} http://forbidden.test/"),
+            format!("tcp {upstream_ip}:3128"),
+        ],
+    );
+    let log = docker(&["logs", &format!("{sandbox}-egress-proxy")]).unwrap_or_default();
+    let upstream_log = docker(&["logs", &upstream]).unwrap_or_default();
+    assert_eq!(
+        got[0], "status=200 body=through the TLS upstream",
+        "{log}\n{upstream_log}"
+    );
+    assert_eq!(got[1], "status=200 echo=ok", "{log}\n{upstream_log}");
+    assert!(got[2].starts_with("status=403"), "{}: {log}", got[2]);
+    assert!(
+        got[3].starts_with("connect-failed"),
+        "the upstream directly: {}",
+        got[3]
+    );
+    // Both requests were read inside a TLS session of the upstream; every handshake passed;
+    // the refused request never reached it.
+    let requests = tls_requests(&upstream);
+    assert!(
+        requests.contains(&"TLS-REQUEST GET http://allowed.test/".to_string()),
+        "{upstream_log}"
+    );
+    assert!(
+        requests.contains(&"TLS-REQUEST CONNECT allowed.test:443".to_string()),
+        "{upstream_log}"
+    );
+    assert!(
+        !upstream_log.contains("TLS-HANDSHAKE-FAILED"),
+        "{upstream_log}"
+    );
+    assert!(!upstream_log.contains("forbidden.test"), "{upstream_log}");
+
+    // The same upstream, trusted through another CA: nothing passes, nothing reaches the
+    // upstream inside TLS, and the proxy says why.
+    let distrusted = compat_profile(
+        &mut outside,
+        "othertls",
+        "hosts = [\"allowed.test\"]",
+        &proxy("other-ca.pem"),
+    );
+    let (ok, output) = outside.run(&distrusted, backend);
+    assert!(ok, "{output}");
+    let sandbox2 = started_name(&output);
+    let p2 = sandbox_proxy(&sandbox2);
+    let before = requests.len();
+    let refused = outside.probes(
+        &sandbox2,
+        &[
+            format!("http {p2} http://allowed.test/"),
+            format!("connect {p2} allowed.test:443 allowed.test"),
+        ],
+    );
+    let log2 = docker(&["logs", &format!("{sandbox2}-egress-proxy")]).unwrap_or_default();
+    assert!(
+        refused[0].starts_with("status=502"),
+        "{}: {log2}",
+        refused[0]
+    );
+    assert!(
+        refused[1].starts_with("status=502")
+            || refused[1].contains("alert=")
+            || refused[1].ends_with("echo=closed"),
+        "{}: {log2}",
+        refused[1]
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut upstream_log = docker(&["logs", &upstream]).unwrap_or_default();
+    while upstream_log.matches("TLS-HANDSHAKE-FAILED").count() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the upstream saw no failed handshakes: {upstream_log}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        upstream_log = docker(&["logs", &upstream]).unwrap_or_default();
+    }
+    assert_eq!(tls_requests(&upstream).len(), before, "{upstream_log}");
+    let closes: Vec<serde_json::Value> = log2
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .filter(|line: &serde_json::Value| line["reason"] == "upstream-certificate")
+        .collect();
+    assert!(closes.len() >= 2, "one close line a request: {log2}");
+    for (name, profile) in [
+        (&sandbox, &outside.profiles[0]),
+        (&sandbox2, &outside.profiles[1]),
+    ] {
+        let removed = Command::new(env!("CARGO_BIN_EXE_agentc"))
+            .args(["rm", name])
+            .output()
+            .expect("agentc rm");
+        assert!(removed.status.success(), "{removed:?}");
+        assert_eq!(outside.left(profile), (String::new(), String::new()));
+    }
+}
+
+#[test]
+fn an_https_upstream_is_spoken_to_over_tls_and_verified_through_the_cli_backend() {
+    upstream_over_tls_through("cli");
+}
+
+#[test]
+fn an_https_upstream_is_spoken_to_over_tls_and_verified_through_the_api_backend() {
+    upstream_over_tls_through("api");
 }
