@@ -3483,12 +3483,7 @@ fn upstream_over_tls_through(backend: &str) {
         (&sandbox, &outside.profiles[0]),
         (&sandbox2, &outside.profiles[1]),
     ] {
-        let removed = Command::new(env!("CARGO_BIN_EXE_agentc"))
-            .args(["rm", name])
-            .output()
-            .expect("agentc rm");
-        assert!(removed.status.success(), "{removed:?}");
-        assert_eq!(outside.left(profile), (String::new(), String::new()));
+        outside.rm_leaves_nothing(name, profile);
     }
 }
 
