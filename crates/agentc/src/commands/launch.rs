@@ -204,10 +204,25 @@ pub fn meet_floor(
 /// addresses are printed). With `pull`, a missing image is pulled first, with progress on
 /// stderr, before anything is created.
 pub fn execute(spec: &LaunchSpec, backend: BackendArg, pull: bool) -> Result<u8, Failure> {
+    execute_placed(spec, None, backend, pull)
+}
+
+/// [`execute`], with the launch's container as [`meet_floor`] already returned it for this
+/// `backend` (`placed`: the pool claim of `agentc run` met the floor first), so that the
+/// engine is asked once per launch; `None` meets it here.
+pub fn execute_placed(
+    spec: &LaunchSpec,
+    placed: Option<ContainerSpec>,
+    backend: BackendArg,
+    pull: bool,
+) -> Result<u8, Failure> {
     let container = container_of(spec)?;
     super::host_ports::check_free(container, &spec.origins, engine_is_remote())?;
     // The isolation floor: the engine's runtimes probed and one chosen, before anything.
-    let placed = meet_floor(container, &spec.profile, backend)?;
+    let placed = match placed {
+        Some(placed) => placed,
+        None => meet_floor(container, &spec.profile, backend)?,
+    };
     let container = &placed;
     let env = process_env();
     match backend {

@@ -17,7 +17,7 @@ use agentc_backend_common::session::{ExecRequest, ExecStdin, SandboxClient, Sess
 use agentc_policy::pool::{
     claim_command, claim_secrets, cold_reason, member_name, member_spec, pool_key,
 };
-use agentc_policy::{EnvValue, Instance, LaunchSpec, LoadedProfile, Start};
+use agentc_policy::{ContainerSpec, EnvValue, Instance, LaunchSpec, LoadedProfile, Start};
 use futures_util::FutureExt;
 
 use crate::cli::{
@@ -341,12 +341,22 @@ pub struct ClaimRequest<'a> {
     pub name: Option<String>,
 }
 
-/// The claim of `agentc run`: `Ok(Some(status))` when a warm member served the launch,
-/// `Ok(None)` when it starts cold (said on stderr when the profile has a pool, or with
+/// What [`try_claim`] found.
+pub enum Claimed {
+    /// A warm member served the launch: its exit status.
+    Warm(u8),
+    /// The launch starts cold; with the launch's container as [`launch::meet_floor`]
+    /// returned it when the claim met the floor (`None` with `--pool off`), for
+    /// [`launch::execute_placed`].
+    Cold(Option<Box<ContainerSpec>>),
+}
+
+/// The claim of `agentc run`: [`Claimed::Warm`] when a warm member served the launch,
+/// [`Claimed::Cold`] when it starts cold (said on stderr when the profile has a pool, or with
 /// `--pool require`, which fails instead with exit 65 and a hint).
-pub fn try_claim(request: ClaimRequest<'_>) -> Result<Option<u8>, Failure> {
+pub fn try_claim(request: ClaimRequest<'_>) -> Result<Claimed, Failure> {
     if request.mode == PoolMode::Off {
-        return Ok(None);
+        return Ok(Claimed::Cold(None));
     }
     let base = detached_launch(
         request.loaded,
@@ -356,15 +366,26 @@ pub fn try_claim(request: ClaimRequest<'_>) -> Result<Option<u8>, Failure> {
         Start::Detached,
     )?;
     let backend = request.backend;
-    let runtime = runtime_of(&base, backend)?;
-    on_client(
+    // The floor of the claim's own launch (the runtime it chooses is the profile's, the same
+    // for `base`): the pool key's runtime, and the cold launch's container.
+    let placed = launch::meet_floor(
+        launch::container_of(request.spec)?,
+        &request.spec.profile,
+        backend,
+    )?;
+    let runtime = placed.runtime.clone();
+    let warm = on_client(
         backend,
         ClaimJob {
             request,
             base: &base,
             runtime,
         },
-    )
+    )?;
+    Ok(match warm {
+        Some(status) => Claimed::Warm(status),
+        None => Claimed::Cold(Some(Box::new(placed))),
+    })
 }
 
 struct ClaimJob<'a> {
@@ -399,7 +420,15 @@ impl PoolJob for ClaimJob<'_> {
                 Ok(None)
             }
         };
-        let members = match pool::members(client, Some(&profile)).await {
+        // The members' list and the image's inspect (its ID is part of the key) do not
+        // depend on each other: asked at once (two `docker` processes side by side through
+        // the CLI backend), the claim waits for the slower, not for both.
+        let (listed, keyed) = futures_util::future::join(
+            pool::members(client, Some(&profile)),
+            key_of(client, base, runtime.as_deref()),
+        )
+        .await;
+        let members = match listed {
             Ok(members) => members,
             // With auto, the cold launch reports what is wrong with the engine itself.
             Err(error) if !require => {
@@ -420,7 +449,7 @@ impl PoolJob for ClaimJob<'_> {
             ));
         }
         let container = launch::container_of(request.spec)?;
-        let (key, facts) = match key_of(client, base, runtime.as_deref()).await {
+        let (key, facts) = match keyed {
             Ok(found) => found,
             Err(error) => return cold(format!("cannot compute the pool key: {error}")),
         };

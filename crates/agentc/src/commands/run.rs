@@ -64,6 +64,7 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
             .collect::<Result<Vec<_>, Failure>>()?;
         return launch::execute_copies(&copies, args.backend, args.pull, usize::from(args.jobs));
     }
+    let mut placed = None;
     if args.count == 1 {
         let claimed = super::pool::try_claim(super::pool::ClaimRequest {
             loaded: &loaded,
@@ -74,9 +75,11 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
             backend: args.backend,
             name: args.name.clone(),
         })?;
-        if let Some(status) = claimed {
-            return Ok(status);
+        match claimed {
+            super::pool::Claimed::Warm(status) => return Ok(status),
+            // The floor the claim met, not asked of the engine again.
+            super::pool::Claimed::Cold(met) => placed = met.map(|met| *met),
         }
     }
-    launch::execute(&spec, args.backend, args.pull)
+    launch::execute_placed(&spec, placed, args.backend, args.pull)
 }

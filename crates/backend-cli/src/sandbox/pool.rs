@@ -9,6 +9,9 @@ use agentc_policy::{LABEL_EGRESS_FOR, LABEL_PROFILE};
 
 use super::{daemon, CliClient};
 
+/// What `docker ps` prints of each pool container: a JSON object of the four fields read.
+const PS_FORMAT: &str = r#"{"ID":{{json .ID}},"Names":{{json .Names}},"State":{{json .State}},"Labels":{{json .Labels}}}"#;
+
 /// docker could not be run at all.
 fn cannot_run(message: String) -> SessionError {
     SessionError::CannotRunDocker {
@@ -43,6 +46,9 @@ impl CliClient {
     pub(crate) async fn list_with_label(&self, label: &str) -> Result<Vec<Listed>, SessionError> {
         let label_filter = format!("label={label}");
         let profile_filter = format!("label={LABEL_PROFILE}");
+        // The fields read, by name: `{{json .}}` would print `.Size` too, which makes the
+        // daemon measure every container's writable layer (over 100 ms for two members
+        // here, against 10 ms without).
         let listed = self
             .output(&[
                 "ps",
@@ -53,7 +59,7 @@ impl CliClient {
                 "--filter",
                 &profile_filter,
                 "--format",
-                "{{json .}}",
+                PS_FORMAT,
             ])
             .await
             .map_err(|(code, message)| match code {
