@@ -174,6 +174,50 @@ fn server() -> i32 {
     }
 }
 
+/// A request's head, up to its blank line (at most 16 KiB), or `None` when the stream ends
+/// or fails first.
+fn read_head(stream: &mut impl Read) -> Option<String> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && head.len() < 16384 {
+        match stream.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return None,
+        }
+    }
+    Some(String::from_utf8_lossy(&head).into_owned())
+}
+
+/// The method and target of a request head (`-` for a missing word).
+fn request_line(head: &str) -> (&str, &str) {
+    let mut words = head.split_whitespace();
+    (words.next().unwrap_or("-"), words.next().unwrap_or("-"))
+}
+
+/// What the tests' upstream proxies do with a request they accept: a CONNECT gets `200` and
+/// an echo of whatever follows, any other request `200` with `body`. Each write is flushed
+/// (a TLS stream buffers it).
+fn serve_accepted(stream: &mut (impl Read + Write), method: &str, body: &[u8]) {
+    if method == "CONNECT" {
+        let _ = stream.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+        let _ = stream.flush();
+        let mut buffer = [0u8; 65536];
+        while let Ok(n) = stream.read(&mut buffer) {
+            if n == 0 || stream.write_all(&buffer[..n]).is_err() || stream.flush().is_err() {
+                break;
+            }
+        }
+    } else {
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = stream.write_all(body);
+        let _ = stream.flush();
+    }
+}
+
 /// The upstream proxy that wants credentials (issue 19), on 3128: a request whose
 /// `Proxy-Authorization` equals `AUTH_EXPECT_VAR` gets `200` (a CONNECT then echoes, a
 /// plain request is answered `through the authenticated upstream`); any other gets `407`.
@@ -187,17 +231,10 @@ fn auth_upstream() -> i32 {
         std::thread::spawn(move || {
             let mut stream = stream;
             let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-            let mut head = Vec::new();
-            let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") && head.len() < 16384 {
-                match stream.read(&mut byte) {
-                    Ok(1) => head.push(byte[0]),
-                    _ => return,
-                }
-            }
-            let head = String::from_utf8_lossy(&head).into_owned();
-            let mut words = head.split_whitespace();
-            let (method, target) = (words.next().unwrap_or("-"), words.next().unwrap_or("-"));
+            let Some(head) = read_head(&mut stream) else {
+                return;
+            };
+            let (method, target) = request_line(&head);
             let auth = head.lines().find_map(|line| {
                 let (name, value) = line.split_once(':')?;
                 name.eq_ignore_ascii_case("proxy-authorization")
@@ -216,22 +253,8 @@ fn auth_upstream() -> i32 {
                       Proxy-Authenticate: Basic realm=\"test\"\r\nContent-Length: 0\r\n\
                       Connection: close\r\n\r\n",
                 );
-            } else if method == "CONNECT" {
-                let _ = stream.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
-                let mut buffer = [0u8; 65536];
-                while let Ok(n) = stream.read(&mut buffer) {
-                    if n == 0 || stream.write_all(&buffer[..n]).is_err() {
-                        break;
-                    }
-                }
             } else {
-                let body = b"through the authenticated upstream\n";
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = stream.write_all(body);
+                serve_accepted(&mut stream, method, b"through the authenticated upstream\n");
             }
         });
     }
@@ -284,36 +307,14 @@ fn tls_upstream() -> i32 {
                 }
             }
             let mut tls = rustls::StreamOwned::new(connection, tcp);
-            let mut head = Vec::new();
-            let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") && head.len() < 16384 {
-                match tls.read(&mut byte) {
-                    Ok(1) => head.push(byte[0]),
-                    _ => return,
-                }
-            }
-            let head = String::from_utf8_lossy(&head).into_owned();
-            let mut words = head.split_whitespace();
-            let (method, target) = (words.next().unwrap_or("-"), words.next().unwrap_or("-"));
+            let Some(head) = read_head(&mut tls) else {
+                return;
+            };
+            let (method, target) = request_line(&head);
             log_line(format!("TLS-REQUEST {method} {target}"));
-            if method == "CONNECT" {
-                let _ = tls.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
-                let _ = tls.flush();
-                let _ = tls.sock.set_read_timeout(None);
-                let mut buffer = [0u8; 65536];
-                while let Ok(n) = tls.read(&mut buffer) {
-                    if n == 0 || tls.write_all(&buffer[..n]).is_err() || tls.flush().is_err() {
-                        break;
-                    }
-                }
-            } else {
-                let body = b"through the TLS upstream\n";
-                let _ = write!(
-                    tls,
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = tls.write_all(body);
+            let _ = tls.sock.set_read_timeout(None);
+            serve_accepted(&mut tls, method, b"through the TLS upstream\n");
+            if method != "CONNECT" {
                 tls.conn.send_close_notify();
                 let _ = tls.flush();
             }
@@ -1611,6 +1612,61 @@ impl Outside {
             String::from_utf8_lossy(&output.stderr)
         );
         (output.status.success(), text)
+    }
+
+    /// Starts the testkit in `mode` as the test's upstream proxy `<id>-upstream` on the outside
+    /// network (answering as `alias` too), with `secrets` passed by name (`--env NAME`, their
+    /// values in docker's environment, never its argv), and waits until it is ready; its name.
+    fn start_upstream(
+        &self,
+        mode: &str,
+        alias: Option<&str>,
+        secrets: &[(&str, String)],
+    ) -> String {
+        let (_, testkit) = images();
+        let upstream = format!("{}-upstream", self.topology.id);
+        let mut args = vec![
+            "run".to_string(),
+            "--detach".to_string(),
+            format!("--name={upstream}"),
+            format!("--label={}", labelled(&self.topology.id)),
+            format!("--network={}", self.topology.out),
+            "--env".to_string(),
+            format!("{TESTKIT_VAR}={mode}"),
+        ];
+        args.extend(alias.map(|alias| format!("--network-alias={alias}")));
+        for (name, _) in secrets {
+            args.extend(["--env".to_string(), name.to_string()]);
+        }
+        args.extend(
+            [
+                testkit,
+                TESTKIT_PATH,
+                "testkit_entry",
+                "--exact",
+                "--nocapture",
+            ]
+            .map(String::from),
+        );
+        let started = Command::new("docker")
+            .args(&args)
+            .envs(secrets.iter().map(|(name, value)| (name, value)))
+            .output()
+            .expect("docker run");
+        assert!(started.status.success(), "{started:?}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !docker(&["logs", &upstream])
+            .unwrap_or_default()
+            .contains("READY")
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the upstream did not start: {:?}",
+                docker(&["logs", &upstream])
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        upstream
     }
 
     /// `agentc rm NAME` succeeds and leaves nothing of `profile`: no container, no network.
@@ -3134,46 +3190,15 @@ fn upstream_with_credentials_through(backend: &str) {
         return;
     }
     let mut outside = Outside::new(&format!("creds-{backend}"));
-    let (_, testkit) = images();
     let out = outside.topology.out.clone();
-    let upstream = format!("{}-upstream", outside.topology.id);
     let expected = format!(
         "Basic {}",
         agentc_egress::credential::base64_encode(
             format!("{UPSTREAM_USER}:{UPSTREAM_PASSWORD}").as_bytes()
         )
     );
-    let mode = format!("{TESTKIT_VAR}=auth-upstream");
-    let started = Command::new("docker")
-        .args([
-            "run",
-            "--detach",
-            &format!("--name={upstream}"),
-            &format!("--label={}", labelled(&outside.topology.id)),
-            &format!("--network={out}"),
-            "--env",
-            &mode,
-            "--env",
-            AUTH_EXPECT_VAR,
-            testkit,
-            TESTKIT_PATH,
-            "testkit_entry",
-            "--exact",
-            "--nocapture",
-        ])
-        .env(AUTH_EXPECT_VAR, &expected)
-        .output()
-        .expect("docker run");
-    assert!(started.status.success(), "{started:?}");
+    let upstream = outside.start_upstream("auth-upstream", None, &[(AUTH_EXPECT_VAR, expected)]);
     let upstream_ip = outside.topology.ip(&upstream, &out);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !docker(&["logs", &upstream])
-        .unwrap_or_default()
-        .contains("READY")
-    {
-        assert!(Instant::now() < deadline, "the upstream did not start");
-        std::thread::sleep(Duration::from_millis(100));
-    }
     let url = format!("http://{UPSTREAM_USERINFO}@{upstream_ip}:3128");
     let proxy = format!("[proxy]\nhttp = \"{url}\"\nhttps = \"{url}\"\n");
     let with = compat_profile(&mut outside, "creds", "hosts = [\"allowed.test\"]", &proxy);
@@ -3315,9 +3340,7 @@ fn upstream_over_tls_through(backend: &str) {
         return;
     }
     let mut outside = Outside::new(&format!("tls-{backend}"));
-    let (_, testkit) = images();
     let out = outside.topology.out.clone();
-    let upstream = format!("{}-upstream", outside.topology.id);
     // The upstream answers as UPSTREAM_NAME on the outside network, with a certificate for
     // that name issued by the test's CA.
     let (ca_pem, issuer) = test_ca("agentc live upstream test root");
@@ -3329,44 +3352,14 @@ fn upstream_over_tls_through(backend: &str) {
     let (other_pem, _) = test_ca("agentc live upstream other root");
     std::fs::write(outside.dir.path().join("upstream-ca.pem"), &ca_pem).expect("write the CA");
     std::fs::write(outside.dir.path().join("other-ca.pem"), &other_pem).expect("write the CA");
-    let mode = format!("{TESTKIT_VAR}=tls-upstream");
-    let started = Command::new("docker")
-        .args([
-            "run",
-            "--detach",
-            &format!("--name={upstream}"),
-            &format!("--label={}", labelled(&outside.topology.id)),
-            &format!("--network={out}"),
-            &format!("--network-alias={UPSTREAM_NAME}"),
-            "--env",
-            &mode,
-            "--env",
-            TLS_CERT_VAR,
-            "--env",
-            TLS_KEY_VAR,
-            testkit,
-            TESTKIT_PATH,
-            "testkit_entry",
-            "--exact",
-            "--nocapture",
-        ])
-        .env(TLS_CERT_VAR, leaf.pem())
-        .env(TLS_KEY_VAR, leaf_key.serialize_pem())
-        .output()
-        .expect("docker run");
-    assert!(started.status.success(), "{started:?}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !docker(&["logs", &upstream])
-        .unwrap_or_default()
-        .contains("READY")
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the upstream did not start: {:?}",
-            docker(&["logs", &upstream])
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let upstream = outside.start_upstream(
+        "tls-upstream",
+        Some(UPSTREAM_NAME),
+        &[
+            (TLS_CERT_VAR, leaf.pem()),
+            (TLS_KEY_VAR, leaf_key.serialize_pem()),
+        ],
+    );
     let upstream_ip = outside.topology.ip(&upstream, &out);
     let url = format!("https://{UPSTREAM_NAME}:3128");
     let proxy =
