@@ -377,21 +377,27 @@ pub fn proxy_image() -> Result<Image, EgressError> {
     )
 }
 
-/// Where the tag of the running binary's proxy image is remembered between launches, so that
-/// a launch does not read and hash the whole binary again: `$XDG_CACHE_HOME/agentc` (or
-/// `~/.cache/agentc`), keyed by the executable's device, inode, size and modification time (a
-/// rebuilt or replaced binary misses).
-fn tag_cache_path() -> Option<PathBuf> {
+/// A file's identity on this machine: its device, inode, size and modification time, in hex.
+/// A cache keyed by it misses for a rebuilt or replaced file; `None` when there is no file.
+pub fn file_identity(path: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(source_executable()).ok()?;
-    let key = format!(
+    let meta = std::fs::metadata(path).ok()?;
+    Some(format!(
         "{:x}-{:x}-{:x}-{:x}.{:x}",
         meta.dev(),
         meta.ino(),
         meta.size(),
         meta.mtime(),
         meta.mtime_nsec()
-    );
+    ))
+}
+
+/// Where the tag of the running binary's proxy image is remembered between launches, so that
+/// a launch does not read and hash the whole binary again: `$XDG_CACHE_HOME/agentc` (or
+/// `~/.cache/agentc`), keyed by the executable's device, inode, size and modification time (a
+/// rebuilt or replaced binary misses).
+fn tag_cache_path() -> Option<PathBuf> {
+    let key = file_identity(&source_executable())?;
     let base = match std::env::var_os("XDG_CACHE_HOME").filter(|dir| !dir.is_empty()) {
         Some(dir) => PathBuf::from(dir),
         None => PathBuf::from(std::env::var_os("HOME")?).join(".cache"),

@@ -159,7 +159,6 @@ pub fn forget(path: &Path, runtime: &str) {
 /// The program's file on this machine, for the key: the first word of `path`, looked up on
 /// `PATH` when it has no `/`; empty when it is not found.
 pub fn program_file(path: &str, search: Option<&str>) -> String {
-    use std::os::unix::fs::MetadataExt;
     let program = path.split(' ').next().unwrap_or_default();
     if program.is_empty() {
         return String::new();
@@ -173,17 +172,7 @@ pub fn program_file(path: &str, search: Option<&str>) -> String {
     };
     candidates
         .iter()
-        .find_map(|candidate| std::fs::metadata(candidate).ok())
-        .map(|meta| {
-            format!(
-                "{:x}-{:x}-{:x}-{:x}.{:x}",
-                meta.dev(),
-                meta.ino(),
-                meta.size(),
-                meta.mtime(),
-                meta.mtime_nsec()
-            )
-        })
+        .find_map(|candidate| agentc_egress::image::file_identity(candidate))
         .unwrap_or_default()
 }
 
