@@ -313,7 +313,8 @@ fn testkit_image() -> Result<&'static str, String> {
                 tar,
                 changes,
             };
-            image::ensure_image(&built).map_err(|e| e.to_string())
+            agentc_backend_cli::exec::egress::import_unless_present(&built)
+                .map_err(|e| e.to_string())
         })
         .as_ref()
         .map(String::as_str)

@@ -653,7 +653,8 @@ fn images() -> &'static (String, String) {
             None,
         )
         .expect("testkit image");
-        let tag = image::ensure_image(&testkit).expect("import the testkit image");
+        let tag = agentc_backend_cli::exec::egress::import_unless_present(&testkit)
+            .expect("import the testkit image");
         // Drop testkit images of earlier builds (best effort: one in use stays).
         if let Ok(list) = docker(&[
             "image",
@@ -1470,9 +1471,11 @@ fn the_image_imports_through_the_engine_api_as_through_the_cli() {
         .expect("runtime");
     let imported = runtime.block_on(async {
         let docker = bollard::Docker::connect_with_local_defaults().expect("daemon");
-        let first = image::ensure_image_api(&docker, &built).await;
+        let port =
+            agentc_backend_api::port::ApiPort::new(docker, agentc_backend_common::Engine::Docker);
+        let first = agentc_backend_common::companion::import_unless_present(&port, &built).await;
         // Idempotent: the second call finds the tag.
-        let second = image::ensure_image_api(&docker, &built).await;
+        let second = agentc_backend_common::companion::import_unless_present(&port, &built).await;
         (first, second)
     });
     let config = docker(&[

@@ -129,7 +129,11 @@ pub(crate) async fn launch_checked(
     // removed on every way out below but a detached start (`agentc rm` removes them then).
     // The set may have moved to an instance of its own: the request follows it.
     let mut placed = spec.clone();
-    let companion = crate::companion::setup_for(docker, &mut placed, &options.env).await?;
+    let companion = {
+        use futures_util::FutureExt;
+        let mut interrupted = || signals.recv().now_or_never();
+        crate::companion::setup_for(docker, &mut placed, &options.env, &mut interrupted).await?
+    };
     let spec = &placed;
     let result = match &companion {
         Some(_) => match placed_request(spec, options) {

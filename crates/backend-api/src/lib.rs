@@ -30,6 +30,7 @@ pub mod engine;
 pub mod fanout;
 mod json;
 pub mod launch;
+pub mod port;
 pub mod pull;
 pub mod render;
 pub mod sandbox;

@@ -10,6 +10,10 @@
 //!   ([`check_container`], [`check_build`], and [`check_egress`] for an egress companion). The CLI renderer runs them before formatting; the
 //!   API backend runs them before building a body, so a profile one backend accepts, the other
 //!   accepts too.
+//! - [`port`]: the engine port, one async trait of the engine operations agentc uses, which
+//!   the docker/podman command line and the Engine API implement; [`companion`]: the egress
+//!   companion's set-up, health, removal and the reaping of killed launches' leftovers,
+//!   written once over it.
 //! - [`egress`]: the steps both executors take around an egress companion's set-up (the
 //!   per-run instance, a taken subnet).
 //! - [`egress_state`]: egress companions as the engine holds them: a sandbox's proxy up, down
@@ -34,7 +38,8 @@
 //! - [`snapshot`]: pausing, snapshotting, restoring and forking a sandbox, written once over
 //!   [`SandboxClient`](session::SandboxClient).
 //!
-//! Nothing here spawns a process or calls a daemon; only [`session::tarball`] reads and writes
+//! Nothing here spawns a process or calls a daemon itself (the orchestration of [`companion`]
+//! does so only through the port its caller hands in); only [`session::tarball`] reads and writes
 //! host files, for a copy, and [`snapshot`] a snapshot's archives, in the directory its caller
 //! passes.
 //!
@@ -51,6 +56,7 @@
 #![deny(missing_docs)]
 
 pub mod argv;
+pub mod companion;
 pub mod credentials;
 pub mod daemon_text;
 pub mod egress;
@@ -62,6 +68,7 @@ pub mod inspect;
 pub mod pause;
 pub mod podman;
 pub mod pool;
+pub mod port;
 pub mod runtime;
 pub mod secrets;
 pub mod session;

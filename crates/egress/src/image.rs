@@ -10,15 +10,14 @@
 //! reused while the binary is unchanged.
 //!
 //! [`rootfs_tar`], [`mapped_libraries`] and [`elf_interpreter`] are pure; [`self_inputs`] reads
-//! `/proc/self`; [`ensure_image`] imports through the docker CLI (`docker import`) and
-//! [`ensure_image_api`] through the Engine API (`POST /images/create?fromSrc=-`, bollard's
-//! `create_image`), one for each backend. Verified on Debian 12 (glibc 2.36): in this image the
-//! proxy resolves names through docker's embedded DNS with nothing but libc.
+//! `/proc/self`. The import is an operation of the engine port
+//! (`agentc_backend_common::companion::import_unless_present`: `docker import` or `POST
+//! /images/create?fromSrc=-`, written once for both backends). Verified on Debian 12 (glibc
+//! 2.36): in this image the proxy resolves names through docker's embedded DNS with nothing but
+//! libc.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use sha2::{Digest, Sha256};
 
@@ -441,88 +440,6 @@ pub fn remember_proxy_tag(tag: &str) {
     if written.is_err() {
         let _ = std::fs::remove_file(&temporary);
     }
-}
-
-/// Imports `image` with `docker import` unless the daemon has its tag already; returns the tag.
-pub fn ensure_image(image: &Image) -> Result<String, EgressError> {
-    let fail = |reason: String| EgressError::Import {
-        tag: image.tag.clone(),
-        reason,
-    };
-    let exists = Command::new("docker")
-        .args(["image", "inspect", "--format", "{{.Id}}", &image.tag])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map_err(|error| fail(format!("cannot run docker: {error}")))?;
-    if exists.success() {
-        return Ok(image.tag.clone());
-    }
-    let mut command = Command::new("docker");
-    command.arg("import");
-    for change in &image.changes {
-        command.arg(format!("--change={change}"));
-    }
-    command.args(["-", &image.tag]);
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|error| fail(format!("cannot run docker: {error}")))?;
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let tar = image.tar.clone();
-    let writer = std::thread::spawn(move || stdin.write_all(&tar));
-    let output = child
-        .wait_with_output()
-        .map_err(|error| fail(error.to_string()))?;
-    let written = writer.join().unwrap_or(Ok(()));
-    if !output.status.success() {
-        return Err(fail(format!(
-            "docker import failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        )));
-    }
-    written.map_err(|error| fail(format!("cannot send the root filesystem: {error}")))?;
-    Ok(image.tag.clone())
-}
-
-/// As [`ensure_image`], through the Engine API: `POST /images/create?fromSrc=-` with the tar as
-/// the body (`docker import`'s own call), unless the daemon has the tag already.
-pub async fn ensure_image_api(
-    docker: &bollard::Docker,
-    image: &Image,
-) -> Result<String, EgressError> {
-    use futures_util::TryStreamExt;
-    let fail = |reason: String| EgressError::Import {
-        tag: image.tag.clone(),
-        reason,
-    };
-    if docker.inspect_image(&image.tag).await.is_ok() {
-        return Ok(image.tag.clone());
-    }
-    let (repository, tag) = image.tag.rsplit_once(':').unwrap_or((&image.tag, "latest"));
-    let options = bollard::query_parameters::CreateImageOptions {
-        from_src: Some("-".to_string()),
-        repo: Some(repository.to_string()),
-        tag: Some(tag.to_string()),
-        changes: image.changes.clone(),
-        ..Default::default()
-    };
-    let body = bollard::body_full(bytes::Bytes::from(image.tar.clone()));
-    docker
-        .create_image(Some(options), Some(body), None)
-        .try_collect::<Vec<_>>()
-        .await
-        .map_err(|error| fail(error.to_string()))?;
-    docker.inspect_image(&image.tag).await.map_err(|error| {
-        fail(format!(
-            "the daemon has no {} after the import: {error}",
-            image.tag
-        ))
-    })?;
-    Ok(image.tag.clone())
 }
 
 #[cfg(test)]

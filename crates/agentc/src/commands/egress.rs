@@ -124,12 +124,12 @@ pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
             Ok(0)
         }
         EgressProxyCommand::Image(args) => {
-            let image = agentc_egress::image::proxy_image()
-                .map_err(|error| Failure::new(EXIT_FAILED, error.to_string()))?;
             let tag = if args.print_tag {
-                image.tag
+                agentc_egress::image::proxy_image()
+                    .map_err(|error| Failure::new(EXIT_FAILED, error.to_string()))?
+                    .tag
             } else {
-                agentc_egress::image::ensure_image(&image)
+                agentc_backend_cli::exec::egress::own_proxy_image()
                     .map_err(|error| Failure::new(125, error.to_string()))?
             };
             println!("{tag}");

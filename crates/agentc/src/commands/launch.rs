@@ -77,9 +77,16 @@ pub async fn connect_reaping(own: Option<&str>) -> Result<Docker, Failure> {
 /// Removes the egress companions whose workload is gone and says so on stderr; a failure
 /// is logged only (the command goes on).
 pub async fn reap(docker: &Docker, own: Option<&str>) {
+    let port =
+        agentc_backend_api::port::ApiPort::new(docker.clone(), agentc_backend_common::engine());
+    reap_through(&port, own).await
+}
+
+/// [`reap`] over any engine port ([`agentc_backend_common::companion::reap`]).
+async fn reap_through<P: agentc_backend_common::port::EnginePort>(port: &P, own: Option<&str>) {
     // Test-only: a fault test has its own profile's killed launches judged at once.
     let at_once = std::env::var("AGENTC_TEST_REAP_AT_ONCE").ok();
-    match agentc_backend_api::companion::reap(docker, own, at_once.as_deref()).await {
+    match agentc_backend_common::companion::reap(port, own, at_once.as_deref()).await {
         Ok(found) => {
             for orphans in found {
                 eprintln!("agentc: {}", orphans.removed_line());
@@ -90,16 +97,22 @@ pub async fn reap(docker: &Docker, own: Option<&str>) {
 }
 
 /// What the docker CLI paths reap before they talk to the engine: [`reap`] over a connection
-/// of its own, skipped (logged) when the Engine API cannot be reached.
+/// of its own (one request a listing), or, when the Engine API cannot be reached (Podman
+/// without its service), the same orchestration through the engine's command line.
 pub fn reap_for_cli(own: Option<&str>) {
     let Ok(runtime) = runtime() else { return };
     runtime.block_on(async {
         match connect_only().await {
             Ok(docker) => reap(&docker, own).await,
-            Err(failure) => log::debug!(
-                "not looking for the leftovers of killed launches: {}",
-                failure.message
-            ),
+            Err(failure) => {
+                log::debug!(
+                    "looking for the leftovers of killed launches through the command line: {}",
+                    failure.message
+                );
+                let port =
+                    agentc_backend_cli::exec::port::CliPort::new(agentc_backend_common::engine());
+                reap_through(&port, own).await
+            }
         }
     });
 }

@@ -419,7 +419,8 @@ impl SandboxClient for ApiClient {
         // launch makes them (the set may move to another subnet: the request follows it);
         // removed again when the sandbox cannot be created or started.
         let mut placed = container.clone();
-        let companion = crate::companion::setup_for(&self.docker, &mut placed, &self.env).await?;
+        let companion =
+            crate::companion::setup_for(&self.docker, &mut placed, &self.env, &mut || None).await?;
         let result = self.create_placed(spec, &placed).await;
         if let (Err(_), Some(set)) = (&result, &companion) {
             crate::companion::teardown(&self.docker, set).await;

@@ -5,6 +5,9 @@
 //!   docker runs, so docker's exit code comes back and a SIGTERM can be passed on.
 //! - [`docker`]: the docker CLI in the foreground and the queries around a launch (image
 //!   present, pull, inspect, forced removal).
+//! - [`port`]: the engine port through the command line (`CliPort`), over which the egress
+//!   companion and the leftovers' removal are written once
+//!   ([`agentc_backend_common::companion`]).
 //! - [`egress`]: the isolated network and the egress proxy set up before a workload whose
 //!   allowlist is enforced outside it, and removed with it.
 //! - [`engine`](mod@engine): the argv for the engine in use (Docker or Podman) and the
@@ -15,6 +18,7 @@ pub mod docker;
 pub mod egress;
 pub mod engine;
 pub mod launch;
+pub mod port;
 pub mod process;
 pub mod signals;
 

@@ -413,25 +413,15 @@ impl SandboxClient for CliClient {
         // launch makes them (the set may move to another subnet: the argv follows it);
         // removed again when the sandbox cannot be created.
         let mut placed = container.clone();
-        let env = self.env.clone();
-        let (placed, companion) = tokio::task::spawn_blocking(move || {
-            let set = crate::exec::egress::setup_for(&mut placed, &env);
-            (placed, set)
-        })
-        .await
-        .map_err(|error| SessionError::Io {
-            step: "set up the egress companion",
-            source: std::io::Error::other(error.to_string()),
-        })?;
-        let companion = companion?;
+        let port = crate::exec::egress::port();
+        let companion =
+            agentc_backend_common::companion::setup_for(&port, &mut placed, &self.env, &mut || {
+                None
+            })
+            .await?;
         let result = self.create_placed(spec, &placed).await;
-        if let Some(set) = companion {
-            match &result {
-                Ok(_) => set.keep(),
-                Err(_) => {
-                    let _ = tokio::task::spawn_blocking(move || drop(set)).await;
-                }
-            }
+        if let (Err(_), Some(set)) = (&result, &companion) {
+            agentc_backend_common::companion::teardown(&port, set).await;
         }
         result
     }

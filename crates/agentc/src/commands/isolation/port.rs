@@ -117,16 +117,10 @@ impl RuntimePort for CliPort {
 
     fn probe(&mut self, runtime: &str, image: &str, profile: &str) -> Result<String, String> {
         let program = engine().program();
-        // The image is imported through `docker` (agentc_egress::image::ensure_image): on
-        // Podman's command line it may be missing, and the launch's image serves instead.
-        let own = agentc_backend_cli::exec::egress::own_proxy_image()
-            .and_then(
-                |tag| match agentc_backend_cli::exec::docker::image_present(&tag)? {
-                    true => Ok(tag),
-                    false => Err(agentc_backend_common::ExecError::ImageMissing { image: tag }),
-                },
-            )
-            .map_err(|error| error.to_string());
+        // Imported through this engine's own command line (the engine port); where that
+        // fails, the launch's image serves instead.
+        let own =
+            agentc_backend_cli::exec::egress::own_proxy_image().map_err(|error| error.to_string());
         let (image, entrypoint, args) = probe_command(own, image);
         let mut command = Command::new(program);
         command.args(["run", "--rm", "--pull=never", "--network=none"]);

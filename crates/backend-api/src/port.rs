@@ -1,0 +1,372 @@
+//! The [engine port](agentc_backend_common::port) through the Engine API: each operation one
+//! or two bollard calls, the companion's objects built from [`crate::egress::render_egress`]'s
+//! bodies (the requests the docker CLI would send for the CLI backend's argv). Refusals are
+//! read from the HTTP status (404, 409) and the daemon's message is kept as the detail.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use agentc_backend_common::egress_state;
+use agentc_backend_common::port::{
+    EngineError, EngineErrorKind, EnginePort, Filter, ImportRequest, ListedContainer, ListedObject,
+};
+use agentc_backend_common::Engine;
+use agentc_policy::EgressSpec;
+use bollard::errors::Error as BollardError;
+use bollard::exec::{CreateExecOptions, StartExecOptions};
+use bollard::models::ContainerInspectResponse;
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, InspectNetworkOptions, ListContainersOptionsBuilder,
+    ListNetworksOptionsBuilder, ListVolumesOptionsBuilder, LogsOptionsBuilder,
+    RemoveContainerOptionsBuilder, RemoveVolumeOptions,
+};
+use bollard::Docker;
+use futures_util::{StreamExt, TryStreamExt};
+
+use crate::daemon::status;
+use crate::egress::{network_create_body, render_egress};
+
+/// The engine port over one Engine API connection.
+#[derive(Debug, Clone)]
+pub struct ApiPort {
+    /// The connection ([`crate::connect`]).
+    pub docker: Docker,
+    /// The engine answering on it.
+    pub engine: Engine,
+}
+
+impl ApiPort {
+    /// The port over `docker`, an engine of kind `engine`.
+    pub fn new(docker: Docker, engine: Engine) -> ApiPort {
+        ApiPort { docker, engine }
+    }
+}
+
+/// A bollard error as the port's error: the kind from the HTTP status (or the daemon's words
+/// for a stopped container), the daemon's message as the detail.
+pub fn engine_error(error: BollardError) -> EngineError {
+    match error {
+        BollardError::DockerResponseServerError {
+            status_code,
+            message,
+        } => {
+            let kind = if agentc_backend_common::daemon_text::is_not_running(&message) {
+                EngineErrorKind::NotRunning
+            } else {
+                match status_code {
+                    404 => EngineErrorKind::NotFound,
+                    409 => EngineErrorKind::Conflict,
+                    // Docker answers a network with endpoints 403.
+                    403 if message.contains("active endpoints") => EngineErrorKind::Conflict,
+                    _ => EngineErrorKind::Failed,
+                }
+            };
+            EngineError::new(kind, message)
+        }
+        other => EngineError::new(EngineErrorKind::Unavailable, other.to_string()),
+    }
+}
+
+fn filters(filter: &Filter) -> HashMap<String, Vec<String>> {
+    let mut map = HashMap::new();
+    if !filter.labels.is_empty() {
+        map.insert("label".to_string(), filter.labels.clone());
+    }
+    if let Some(network) = &filter.network {
+        map.insert("network".to_string(), vec![network.clone()]);
+    }
+    map
+}
+
+fn sorted(labels: Option<HashMap<String, String>>) -> BTreeMap<String, String> {
+    labels.unwrap_or_default().into_iter().collect()
+}
+
+impl EnginePort for ApiPort {
+    fn engine(&self) -> Engine {
+        self.engine
+    }
+
+    async fn image_exists(&self, reference: &str) -> Result<bool, EngineError> {
+        match self.docker.inspect_image(reference).await {
+            Ok(_) => Ok(true),
+            Err(error) if status(&error) == Some(404) => Ok(false),
+            Err(error) => Err(engine_error(error)),
+        }
+    }
+
+    async fn import_image(&self, request: ImportRequest<'_>) -> Result<(), EngineError> {
+        let (repository, tag) = request
+            .tag
+            .rsplit_once(':')
+            .unwrap_or((request.tag, "latest"));
+        let options = bollard::query_parameters::CreateImageOptions {
+            from_src: Some("-".to_string()),
+            repo: Some(repository.to_string()),
+            tag: Some(tag.to_string()),
+            changes: request.changes.to_vec(),
+            ..Default::default()
+        };
+        let body = bollard::body_full(bytes::Bytes::from(request.tar.to_vec()));
+        self.docker
+            .create_image(Some(options), Some(body), None)
+            .try_collect::<Vec<_>>()
+            .await
+            .map_err(engine_error)?;
+        // The import's stream can end well without an image (a refused change): ask.
+        match self.image_exists(request.tag).await? {
+            true => Ok(()),
+            false => Err(EngineError::new(
+                EngineErrorKind::Failed,
+                format!("the engine holds no {} after the import", request.tag),
+            )),
+        }
+    }
+
+    async fn create_isolated_network(&self, egress: &EgressSpec) -> Result<(), EngineError> {
+        self.docker
+            .create_network(network_create_body(&egress.network))
+            .await
+            .map(|_| ())
+            .map_err(engine_error)
+    }
+
+    async fn create_proxy(
+        &self,
+        egress: &EgressSpec,
+        image: &str,
+        secrets: &BTreeMap<String, String>,
+    ) -> Result<(), EngineError> {
+        let failed = |message: String| EngineError::new(EngineErrorKind::Failed, message);
+        let mut proxy = render_egress(egress, Some(image))
+            .map_err(|error| failed(error.to_string()))?
+            .proxy;
+        proxy.body.env = Some(
+            agentc_backend_common::resolve_env(&egress.proxy, secrets)
+                .map_err(|error| failed(error.to_string()))?,
+        )
+        .filter(|env| !env.is_empty());
+        let name = proxy.name.clone().unwrap_or_default();
+        let options = CreateContainerOptionsBuilder::new().name(&name).build();
+        self.docker
+            .create_container(Some(options), proxy.body)
+            .await
+            .map(|_| ())
+            .map_err(engine_error)
+    }
+
+    async fn connect_proxy(&self, egress: &EgressSpec) -> Result<(), EngineError> {
+        let connect = render_egress(egress, None)
+            .map_err(|error| EngineError::new(EngineErrorKind::Failed, error.to_string()))?
+            .connect;
+        self.docker
+            .connect_network(&egress.network.name, connect)
+            .await
+            .map_err(engine_error)
+    }
+
+    async fn start(&self, container: &str) -> Result<(), EngineError> {
+        self.docker
+            .start_container(container, None)
+            .await
+            .map_err(engine_error)
+    }
+
+    async fn inspect(&self, container: &str) -> Result<ContainerInspectResponse, EngineError> {
+        self.docker
+            .inspect_container(container, None)
+            .await
+            .map_err(engine_error)
+    }
+
+    async fn exec_status(&self, container: &str, argv: &[&str]) -> Result<i64, EngineError> {
+        let options = CreateExecOptions {
+            cmd: Some(argv.iter().map(|word| word.to_string()).collect()),
+            ..Default::default()
+        };
+        let created = self
+            .docker
+            .create_exec(container, options)
+            .await
+            .map_err(engine_error)?;
+        let start = StartExecOptions {
+            detach: true,
+            ..Default::default()
+        };
+        self.docker
+            .start_exec(&created.id, Some(start))
+            .await
+            .map_err(engine_error)?;
+        for _ in 0..500 {
+            let inspect = self
+                .docker
+                .inspect_exec(&created.id)
+                .await
+                .map_err(engine_error)?;
+            if inspect.running == Some(true) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            }
+            return inspect
+                .exit_code
+                .ok_or_else(|| EngineError::new(EngineErrorKind::Failed, "no exit code"));
+        }
+        Err(EngineError::new(
+            EngineErrorKind::Failed,
+            "the command did not end",
+        ))
+    }
+
+    async fn logs_tail(&self, container: &str, lines: u32) -> Result<String, EngineError> {
+        let options = LogsOptionsBuilder::new()
+            .stdout(true)
+            .stderr(true)
+            .tail(&lines.to_string())
+            .build();
+        let mut stream = self.docker.logs(container, Some(options));
+        let mut text = String::new();
+        while let Some(chunk) = stream.next().await {
+            text.push_str(&chunk.map_err(engine_error)?.to_string());
+        }
+        Ok(text)
+    }
+
+    async fn remove_container(&self, container: &str) -> Result<(), EngineError> {
+        let options = RemoveContainerOptionsBuilder::new().force(true).build();
+        match self.docker.remove_container(container, Some(options)).await {
+            Err(error) if !matches!(status(&error), Some(404 | 409)) => Err(engine_error(error)),
+            _ => Ok(()),
+        }
+    }
+
+    async fn list_containers(&self, filter: &Filter) -> Result<Vec<ListedContainer>, EngineError> {
+        let filters = filters(filter);
+        let options = ListContainersOptionsBuilder::new()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let listed = self
+            .docker
+            .list_containers(Some(options))
+            .await
+            .map_err(engine_error)?;
+        Ok(listed
+            .into_iter()
+            .map(|container| ListedContainer {
+                name: container
+                    .names
+                    .as_ref()
+                    .and_then(|names| names.first())
+                    .map(|name| name.trim_start_matches('/').to_string())
+                    .or_else(|| container.id.clone())
+                    .unwrap_or_default(),
+                id: container.id.unwrap_or_default(),
+                networks: container
+                    .network_settings
+                    .as_ref()
+                    .and_then(|settings| settings.networks.as_ref())
+                    .map(|networks| networks.keys().cloned().collect())
+                    .unwrap_or_default(),
+                labels: sorted(container.labels),
+                state: container
+                    .state
+                    .map(|state| state.to_string())
+                    .unwrap_or_default(),
+                created: container.created,
+            })
+            .collect())
+    }
+
+    async fn network(&self, name: &str) -> Result<Option<ListedObject>, EngineError> {
+        match self
+            .docker
+            .inspect_network(name, None::<InspectNetworkOptions>)
+            .await
+        {
+            Ok(network) => Ok(Some(ListedObject {
+                name: network.name.unwrap_or_else(|| name.to_string()),
+                labels: sorted(network.labels),
+                created: network
+                    .created
+                    .as_deref()
+                    .and_then(egress_state::unix_seconds),
+            })),
+            Err(error) if status(&error) == Some(404) => Ok(None),
+            Err(error) => Err(engine_error(error)),
+        }
+    }
+
+    async fn list_networks(&self, filter: &Filter) -> Result<Vec<ListedObject>, EngineError> {
+        let filters = filters(filter);
+        let options = ListNetworksOptionsBuilder::new().filters(&filters).build();
+        let listed = self
+            .docker
+            .list_networks(Some(options))
+            .await
+            .map_err(engine_error)?;
+        Ok(listed
+            .into_iter()
+            .filter_map(|network| {
+                Some(ListedObject {
+                    name: network.name?,
+                    labels: sorted(network.labels),
+                    created: network
+                        .created
+                        .as_deref()
+                        .and_then(egress_state::unix_seconds),
+                })
+            })
+            .collect())
+    }
+
+    async fn remove_network(&self, name: &str) -> Result<(), EngineError> {
+        self.docker.remove_network(name).await.map_err(engine_error)
+    }
+
+    async fn create_volume(
+        &self,
+        name: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<(), EngineError> {
+        let options = bollard::models::VolumeCreateRequest {
+            name: Some(name.to_string()),
+            labels: Some(labels.clone().into_iter().collect()),
+            ..Default::default()
+        };
+        self.docker
+            .create_volume(options)
+            .await
+            .map(|_| ())
+            .map_err(engine_error)
+    }
+
+    async fn list_volumes(&self, filter: &Filter) -> Result<Vec<ListedObject>, EngineError> {
+        let filters = filters(filter);
+        let options = ListVolumesOptionsBuilder::new().filters(&filters).build();
+        let listed = self
+            .docker
+            .list_volumes(Some(options))
+            .await
+            .map_err(engine_error)?;
+        Ok(listed
+            .volumes
+            .unwrap_or_default()
+            .into_iter()
+            .map(|volume| ListedObject {
+                created: volume
+                    .created_at
+                    .as_deref()
+                    .and_then(egress_state::unix_seconds),
+                labels: volume.labels.into_iter().collect(),
+                name: volume.name,
+            })
+            .collect())
+    }
+
+    async fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
+        self.docker
+            .remove_volume(name, None::<RemoveVolumeOptions>)
+            .await
+            .map_err(engine_error)
+    }
+}

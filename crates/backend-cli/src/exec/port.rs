@@ -1,0 +1,470 @@
+//! The [engine port](agentc_backend_common::port) through the engine's command line
+//! (`docker`, or `podman`), run through `tokio::process`: each operation one or two commands,
+//! the companion's objects created with [`crate::egress`]'s argv (what the docker CLI referee
+//! judges). A refusal's kind is read from the engine's stderr
+//! ([`EngineError::from_text`]), which is kept as the detail. Listings take the IDs or names
+//! first, then one `inspect` of them all, whose JSON carries labels exactly (a `--format`
+//! table would split a label value that holds a comma).
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+
+use agentc_backend_common::egress_state;
+use agentc_backend_common::port::{
+    EngineError, EngineErrorKind, EnginePort, Filter, ImportRequest, ListedContainer, ListedObject,
+};
+use agentc_backend_common::Engine;
+use agentc_policy::EgressSpec;
+use bollard::models::ContainerInspectResponse;
+use serde::Deserialize;
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+use crate::egress::{network_create_argv, setup_argvs};
+
+/// The engine port over the engine's command line.
+#[derive(Debug, Clone, Copy)]
+pub struct CliPort {
+    /// The engine whose program runs: `docker` or `podman`.
+    pub engine: Engine,
+}
+
+impl CliPort {
+    /// The port over `engine`'s command line.
+    pub fn new(engine: Engine) -> CliPort {
+        CliPort { engine }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        log::debug!("running {} {}", self.engine.program(), args.join(" "));
+        let mut command = Command::new(self.engine.program());
+        command
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        command
+    }
+
+    fn cannot_run(&self, error: std::io::Error) -> EngineError {
+        EngineError::new(
+            EngineErrorKind::Unavailable,
+            format!("cannot run {}: {error}", self.engine.program()),
+        )
+    }
+
+    /// Runs the program with `args` (`env` on top of the inherited environment: the values an
+    /// argv passes by name); its stdout, or its refusal.
+    async fn output_with(
+        &self,
+        args: &[&str],
+        env: &BTreeMap<String, String>,
+    ) -> Result<Vec<u8>, EngineError> {
+        let output = self
+            .command(args)
+            .envs(env)
+            .output()
+            .await
+            .map_err(|error| self.cannot_run(error))?;
+        if output.status.success() {
+            Ok(output.stdout)
+        } else {
+            Err(EngineError::from_text(
+                String::from_utf8_lossy(&output.stderr).trim(),
+            ))
+        }
+    }
+
+    async fn output(&self, args: &[&str]) -> Result<Vec<u8>, EngineError> {
+        self.output_with(args, &BTreeMap::new()).await
+    }
+
+    /// The words of a listing command's output, one a line.
+    async fn words(&self, args: &[&str]) -> Result<Vec<String>, EngineError> {
+        let text = self.output(args).await?;
+        Ok(String::from_utf8_lossy(&text)
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty())
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// One `inspect` of several objects; those gone meanwhile are left out (the engine prints
+    /// the others and fails for the missing ones).
+    async fn inspect_all(&self, kind: &[&str], names: &[String]) -> Result<Vec<u8>, EngineError> {
+        let mut args: Vec<&str> = kind.to_vec();
+        args.extend(names.iter().map(String::as_str));
+        let output = self
+            .command(&args)
+            .output()
+            .await
+            .map_err(|error| self.cannot_run(error))?;
+        let printed = output.stdout.iter().any(|byte| !byte.is_ascii_whitespace());
+        if output.status.success() || printed {
+            Ok(output.stdout)
+        } else {
+            let error = EngineError::from_text(String::from_utf8_lossy(&output.stderr).trim());
+            match error.kind {
+                EngineErrorKind::NotFound => Ok(b"[]".to_vec()),
+                _ => Err(error),
+            }
+        }
+    }
+}
+
+/// `--filter=label=...` and `--filter=network=...` of a listing.
+fn filter_args(filter: &Filter) -> Vec<String> {
+    filter
+        .labels
+        .iter()
+        .map(|label| format!("--filter=label={label}"))
+        .chain(
+            filter
+                .network
+                .iter()
+                .map(|network| format!("--filter=network={network}")),
+        )
+        .collect()
+}
+
+/// A network or a volume as `network inspect` and `volume inspect` print it (Docker's
+/// capitalised keys, Podman's lower-case ones).
+#[derive(Debug, Deserialize)]
+struct Inspected {
+    #[serde(alias = "name")]
+    #[serde(rename = "Name")]
+    name: String,
+    #[serde(alias = "labels", rename = "Labels", default)]
+    labels: Option<BTreeMap<String, String>>,
+    #[serde(alias = "created", alias = "CreatedAt", rename = "Created", default)]
+    created: Option<String>,
+}
+
+fn read_objects(text: &[u8]) -> Result<Vec<ListedObject>, EngineError> {
+    let found: Vec<Inspected> = serde_json::from_slice(text).map_err(|error| {
+        EngineError::new(
+            EngineErrorKind::Failed,
+            format!("cannot read the engine's inspect: {error}"),
+        )
+    })?;
+    Ok(found
+        .into_iter()
+        .map(|object| ListedObject {
+            name: object.name,
+            labels: object.labels.unwrap_or_default(),
+            created: object
+                .created
+                .as_deref()
+                .and_then(egress_state::unix_seconds),
+        })
+        .collect())
+}
+
+fn listed(inspect: ContainerInspectResponse) -> ListedContainer {
+    ListedContainer {
+        id: inspect.id.clone().unwrap_or_default(),
+        name: inspect
+            .name
+            .as_deref()
+            .unwrap_or_default()
+            .trim_start_matches('/')
+            .to_string(),
+        labels: inspect
+            .config
+            .as_ref()
+            .and_then(|config| config.labels.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .collect(),
+        state: inspect
+            .state
+            .as_ref()
+            .and_then(|state| state.status)
+            .map(|status| status.to_string())
+            .unwrap_or_default(),
+        created: inspect
+            .created
+            .as_deref()
+            .and_then(egress_state::unix_seconds),
+        networks: inspect
+            .network_settings
+            .as_ref()
+            .and_then(|settings| settings.networks.as_ref())
+            .map(|networks| networks.keys().cloned().collect())
+            .unwrap_or_default(),
+    }
+}
+
+fn unreadable(error: String) -> EngineError {
+    EngineError::new(
+        EngineErrorKind::Failed,
+        format!("cannot read the engine's inspect: {error}"),
+    )
+}
+
+impl EnginePort for CliPort {
+    fn engine(&self) -> Engine {
+        self.engine
+    }
+
+    async fn image_exists(&self, reference: &str) -> Result<bool, EngineError> {
+        match self
+            .output(&["image", "inspect", "--format", "{{.Id}}", reference])
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(error) if error.is_not_found() => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
+    async fn import_image(&self, request: ImportRequest<'_>) -> Result<(), EngineError> {
+        let mut args: Vec<String> = vec!["import".into()];
+        args.extend(
+            request
+                .changes
+                .iter()
+                .map(|change| format!("--change={change}")),
+        );
+        args.extend(["-".to_string(), request.tag.to_string()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut child = self
+            .command(&args)
+            .stdin(Stdio::piped())
+            .spawn()
+            .map_err(|error| self.cannot_run(error))?;
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        let tar = request.tar.to_vec();
+        let writer = tokio::spawn(async move {
+            let written = stdin.write_all(&tar).await;
+            drop(stdin);
+            written
+        });
+        let output = child
+            .wait_with_output()
+            .await
+            .map_err(|error| self.cannot_run(error))?;
+        let written = writer.await.unwrap_or(Ok(()));
+        if !output.status.success() {
+            return Err(EngineError::from_text(
+                String::from_utf8_lossy(&output.stderr).trim(),
+            ));
+        }
+        written.map_err(|error| {
+            EngineError::new(
+                EngineErrorKind::Failed,
+                format!("cannot send the root filesystem: {error}"),
+            )
+        })
+    }
+
+    async fn create_isolated_network(&self, egress: &EgressSpec) -> Result<(), EngineError> {
+        let argv = network_create_argv(&egress.network);
+        let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+        self.output(&args).await.map(|_| ())
+    }
+
+    async fn create_proxy(
+        &self,
+        egress: &EgressSpec,
+        image: &str,
+        secrets: &BTreeMap<String, String>,
+    ) -> Result<(), EngineError> {
+        let argvs = setup_argvs(egress, Some(image))
+            .map_err(|error| EngineError::new(EngineErrorKind::Failed, error.to_string()))?;
+        let args: Vec<&str> = argvs[1][1..].iter().map(String::as_str).collect();
+        self.output_with(&args, secrets).await.map(|_| ())
+    }
+
+    async fn connect_proxy(&self, egress: &EgressSpec) -> Result<(), EngineError> {
+        let argvs = setup_argvs(egress, None)
+            .map_err(|error| EngineError::new(EngineErrorKind::Failed, error.to_string()))?;
+        let args: Vec<&str> = argvs[2][1..].iter().map(String::as_str).collect();
+        self.output(&args).await.map(|_| ())
+    }
+
+    async fn start(&self, container: &str) -> Result<(), EngineError> {
+        self.output(&["start", container]).await.map(|_| ())
+    }
+
+    async fn inspect(&self, container: &str) -> Result<ContainerInspectResponse, EngineError> {
+        let text = self
+            .output(&["inspect", "--type", "container", container])
+            .await?;
+        let mut found =
+            agentc_backend_common::inspect::read_inspect_list(&text).map_err(unreadable)?;
+        if found.is_empty() {
+            return Err(EngineError::new(
+                EngineErrorKind::NotFound,
+                format!("No such container: {container}"),
+            ));
+        }
+        Ok(found.swap_remove(0))
+    }
+
+    async fn exec_status(&self, container: &str, argv: &[&str]) -> Result<i64, EngineError> {
+        let mut args = vec!["exec", container];
+        args.extend_from_slice(argv);
+        let output = self
+            .command(&args)
+            .output()
+            .await
+            .map_err(|error| self.cannot_run(error))?;
+        if output.status.success() {
+            return Ok(0);
+        }
+        let refusal = EngineError::from_text(String::from_utf8_lossy(&output.stderr).trim());
+        match refusal.kind {
+            EngineErrorKind::Failed => Ok(output.status.code().map_or(-1, i64::from)),
+            _ => Err(refusal),
+        }
+    }
+
+    async fn logs_tail(&self, container: &str, lines: u32) -> Result<String, EngineError> {
+        let lines = lines.to_string();
+        let output = self
+            .command(&["logs", "--tail", &lines, container])
+            .output()
+            .await
+            .map_err(|error| self.cannot_run(error))?;
+        if !output.status.success() {
+            return Err(EngineError::from_text(
+                String::from_utf8_lossy(&output.stderr).trim(),
+            ));
+        }
+        Ok(format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+
+    async fn remove_container(&self, container: &str) -> Result<(), EngineError> {
+        let mut args = vec!["rm", "--force"];
+        if self.engine == Engine::Podman {
+            // Podman would otherwise wait 10 s before its SIGKILL.
+            args.push("--time=0");
+        }
+        args.push(container);
+        match self.output(&args).await {
+            Err(error) if !matches!(error.kind, EngineErrorKind::NotFound) => {
+                if error.detail.contains("already in progress") {
+                    Ok(())
+                } else {
+                    Err(error)
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
+    async fn list_containers(&self, filter: &Filter) -> Result<Vec<ListedContainer>, EngineError> {
+        let filters = filter_args(filter);
+        let mut args = vec!["ps", "--all", "--quiet", "--no-trunc"];
+        args.extend(filters.iter().map(String::as_str));
+        let ids = self.words(&args).await?;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let text = self
+            .inspect_all(&["inspect", "--type", "container"], &ids)
+            .await?;
+        let found = agentc_backend_common::inspect::read_inspect_list(&text).map_err(unreadable)?;
+        Ok(found.into_iter().map(listed).collect())
+    }
+
+    async fn network(&self, name: &str) -> Result<Option<ListedObject>, EngineError> {
+        match self.output(&["network", "inspect", name]).await {
+            Ok(text) => Ok(read_objects(&text)?.into_iter().next()),
+            Err(error) if error.is_not_found() => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    async fn list_networks(&self, filter: &Filter) -> Result<Vec<ListedObject>, EngineError> {
+        let filters = filter_args(filter);
+        let mut args = vec!["network", "ls", "--format", "{{.Name}}"];
+        args.extend(filters.iter().map(String::as_str));
+        let names = self.words(&args).await?;
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        read_objects(&self.inspect_all(&["network", "inspect"], &names).await?)
+    }
+
+    async fn remove_network(&self, name: &str) -> Result<(), EngineError> {
+        self.output(&["network", "rm", name]).await.map(|_| ())
+    }
+
+    async fn create_volume(
+        &self,
+        name: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<(), EngineError> {
+        let mut args: Vec<String> = vec!["volume".into(), "create".into()];
+        args.extend(
+            labels
+                .iter()
+                .map(|(key, value)| format!("--label={key}={value}")),
+        );
+        args.push(name.to_string());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.output(&args).await.map(|_| ())
+    }
+
+    async fn list_volumes(&self, filter: &Filter) -> Result<Vec<ListedObject>, EngineError> {
+        let filters = filter_args(filter);
+        let mut args = vec!["volume", "ls", "--quiet"];
+        args.extend(filters.iter().map(String::as_str));
+        let names = self.words(&args).await?;
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        read_objects(&self.inspect_all(&["volume", "inspect"], &names).await?)
+    }
+
+    async fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
+        self.output(&["volume", "rm", name]).await.map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn networks_and_volumes_are_read_in_both_engines_spellings() {
+        let docker = br#"[{"Name":"box-egress","Id":"1","Created":"2026-12-03T04:50:00.123456789Z","Labels":{"io.agentc.profile":"a,b"}}]"#;
+        let podman = br#"[{"name":"box-egress","id":"1","created":"2026-12-03T04:50:00.5+00:00","labels":{"io.agentc.profile":"box"}}]"#;
+        let volume = br#"[{"Name":"box-ca","CreatedAt":"2026-12-03T04:50:00Z","Labels":null}]"#;
+        let read = |text: &[u8]| read_objects(text).unwrap();
+        assert_eq!(read(docker)[0].name, "box-egress");
+        assert_eq!(read(docker)[0].labels["io.agentc.profile"], "a,b");
+        assert_eq!(read(docker)[0].created, Some(1_796_273_400));
+        assert_eq!(read(podman)[0].labels["io.agentc.profile"], "box");
+        assert_eq!(read(podman)[0].created, Some(1_796_273_400));
+        assert!(read(volume)[0].labels.is_empty());
+        assert_eq!(read(volume)[0].created, Some(1_796_273_400));
+    }
+
+    #[test]
+    fn listings_filter_by_every_label_and_the_network() {
+        let filter = Filter {
+            labels: vec![
+                "io.agentc.kind=egress-proxy".into(),
+                "io.agentc.profile".into(),
+            ],
+            network: Some("box-egress".into()),
+        };
+        assert_eq!(
+            filter_args(&filter),
+            [
+                "--filter=label=io.agentc.kind=egress-proxy",
+                "--filter=label=io.agentc.profile",
+                "--filter=network=box-egress"
+            ]
+        );
+    }
+}

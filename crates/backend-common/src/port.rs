@@ -1,0 +1,332 @@
+//! The engine port: the engine operations agentc's orchestration uses, as one async trait
+//! with two implementations, the `docker`/`podman` command line
+//! (`agentc_backend_cli::exec::port::CliPort`, through `tokio::process`, on backend-cli's argv
+//! renderers) and the Engine API (`agentc_backend_api::port::ApiPort`, through bollard, on
+//! backend-api's bodies). Orchestration written against it ([`crate::companion`]: the egress
+//! companion's set-up, health, removal and the reaping of killed launches' leftovers) exists
+//! once, and both backends behave the same because they run the same code.
+//!
+//! The engine (Docker or Podman) is a value of the implementation ([`EnginePort::engine`]),
+//! never read from a global by the orchestration. Failures are one typed error,
+//! [`EngineError`]: what kind of refusal it is, which the orchestration acts on, and the
+//! engine's own wording as its detail, which the user reads.
+//!
+//! The companion's objects are created from the [`EgressSpec`] by each implementation's own
+//! renderer (the argv the docker CLI referee judges, the bodies the docker CLI would send), so
+//! an operation here names *what* is created, not how it is spelled.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+
+use agentc_policy::EgressSpec;
+use bollard::models::ContainerInspectResponse;
+
+use crate::engine::Engine;
+
+/// What kind of refusal an engine operation met; the orchestration decides on this, never on
+/// the engine's text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineErrorKind {
+    /// The object (container, image, network, volume) does not exist.
+    NotFound,
+    /// The object exists already, or is in use, or is being removed (HTTP 409 or its wording).
+    Conflict,
+    /// The container is not running.
+    NotRunning,
+    /// The engine cannot be reached or its program cannot be run.
+    Unavailable,
+    /// Any other failure.
+    Failed,
+}
+
+/// A failed engine operation: its kind and the engine's own words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{detail}")]
+pub struct EngineError {
+    /// What kind of refusal it is.
+    pub kind: EngineErrorKind,
+    /// The engine's own wording (docker's stderr, the daemon's message), for the user.
+    pub detail: String,
+}
+
+impl EngineError {
+    /// An error of `kind` with the engine's `detail`.
+    pub fn new(kind: EngineErrorKind, detail: impl Into<String>) -> EngineError {
+        EngineError {
+            kind,
+            detail: detail.into(),
+        }
+    }
+
+    /// Whether the object was not there.
+    pub fn is_not_found(&self) -> bool {
+        self.kind == EngineErrorKind::NotFound
+    }
+
+    /// Reads the kind of a refusal from the engine's own wording (the command line's stderr),
+    /// in either engine's phrasing ([`crate::daemon_text`]).
+    pub fn from_text(detail: impl Into<String>) -> EngineError {
+        let detail = detail.into();
+        let lower = detail.to_ascii_lowercase();
+        let kind = if crate::daemon_text::is_no_such_container(&detail)
+            || crate::daemon_text::is_no_such_image(&detail)
+            || lower.contains("no such network")
+            || lower.contains("network not found")
+            || (lower.contains("network") && lower.contains("not found"))
+            || lower.contains("no such volume")
+            || lower.contains("no such object")
+        {
+            EngineErrorKind::NotFound
+        } else if crate::daemon_text::is_not_running(&detail) {
+            EngineErrorKind::NotRunning
+        } else if crate::egress_state::network_exists(&detail)
+            || lower.contains("already in use")
+            || lower.contains("already in progress")
+            || lower.contains("has active endpoints")
+            || lower.contains("volume is in use")
+        {
+            EngineErrorKind::Conflict
+        } else if lower.contains("cannot connect to the docker daemon")
+            || lower.contains("is the docker daemon running")
+        {
+            EngineErrorKind::Unavailable
+        } else {
+            EngineErrorKind::Failed
+        };
+        EngineError { kind, detail }
+    }
+}
+
+/// Which containers, networks or volumes a listing returns: those carrying every label filter
+/// (`KEY` or `KEY=VALUE`), and for containers, those on `network` when given. Stopped
+/// containers are listed too.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// Label filters, all of which must match.
+    pub labels: Vec<String>,
+    /// Containers on this network only.
+    pub network: Option<String>,
+}
+
+impl Filter {
+    /// The objects carrying every one of `labels`.
+    pub fn labels<I, S>(labels: I) -> Filter
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Filter {
+            labels: labels.into_iter().map(Into::into).collect(),
+            network: None,
+        }
+    }
+
+    /// The containers on `network`.
+    pub fn on_network(network: &str) -> Filter {
+        Filter {
+            labels: Vec::new(),
+            network: Some(network.to_string()),
+        }
+    }
+}
+
+/// A container as a listing returns it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListedContainer {
+    /// Its ID.
+    pub id: String,
+    /// Its name, without the leading `/`.
+    pub name: String,
+    /// Its labels.
+    pub labels: BTreeMap<String, String>,
+    /// Its state as the engine says it: `created`, `running`, `paused`, `exited`, `dead`, ...
+    pub state: String,
+    /// When it was created, in seconds since the epoch, when the engine says.
+    pub created: Option<i64>,
+    /// The networks it is on.
+    pub networks: Vec<String>,
+}
+
+impl ListedContainer {
+    /// Whether it ended (exited or dead).
+    pub fn ended(&self) -> bool {
+        matches!(self.state.as_str(), "exited" | "dead" | "stopped")
+    }
+}
+
+/// A network or a volume as a listing returns it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListedObject {
+    /// Its name.
+    pub name: String,
+    /// Its labels.
+    pub labels: BTreeMap<String, String>,
+    /// When it was created, in seconds since the epoch, when the engine says.
+    pub created: Option<i64>,
+}
+
+/// The egress proxy's image, to import: the root filesystem as a tar, the `docker import
+/// --change` lines, the tag.
+#[derive(Debug, Clone, Copy)]
+pub struct ImportRequest<'a> {
+    /// `REPOSITORY:TAG`.
+    pub tag: &'a str,
+    /// The root filesystem, a tar.
+    pub tar: &'a [u8],
+    /// The `--change` lines (`CMD`, `LABEL`, ...).
+    pub changes: &'a [String],
+}
+
+/// The engine operations agentc's orchestration uses; see the module documentation.
+///
+/// Every operation talks to the engine afresh. Removals of what is already gone succeed
+/// (the orchestration's removals are best effort and idempotent).
+pub trait EnginePort: Send + Sync {
+    /// The engine this port drives.
+    fn engine(&self) -> Engine;
+
+    /// Whether the engine has the image `reference`.
+    fn image_exists(
+        &self,
+        reference: &str,
+    ) -> impl Future<Output = Result<bool, EngineError>> + Send;
+
+    /// Imports an image from a root filesystem tar (`docker import`, `POST
+    /// /images/create?fromSrc=-`).
+    fn import_image(
+        &self,
+        request: ImportRequest<'_>,
+    ) -> impl Future<Output = Result<(), EngineError>> + Send;
+
+    /// Creates the egress companion's isolated network, as the spec renders it.
+    fn create_isolated_network(
+        &self,
+        egress: &EgressSpec,
+    ) -> impl Future<Output = Result<(), EngineError>> + Send;
+
+    /// Creates the egress proxy container from `image`, as the spec renders it; `secrets` are
+    /// the values of its variables passed by name, which never appear in an argv.
+    fn create_proxy(
+        &self,
+        egress: &EgressSpec,
+        image: &str,
+        secrets: &BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<(), EngineError>> + Send;
+
+    /// Connects the egress proxy to the isolated network at its fixed address.
+    fn connect_proxy(
+        &self,
+        egress: &EgressSpec,
+    ) -> impl Future<Output = Result<(), EngineError>> + Send;
+
+    /// Starts a created or stopped container.
+    fn start(&self, container: &str) -> impl Future<Output = Result<(), EngineError>> + Send;
+
+    /// The container's inspect, as `docker inspect` prints it.
+    fn inspect(
+        &self,
+        container: &str,
+    ) -> impl Future<Output = Result<ContainerInspectResponse, EngineError>> + Send;
+
+    /// Runs `argv` in the running container, its output discarded, and returns its exit code.
+    fn exec_status(
+        &self,
+        container: &str,
+        argv: &[&str],
+    ) -> impl Future<Output = Result<i64, EngineError>> + Send;
+
+    /// The last `lines` lines of the container's logs, both streams.
+    fn logs_tail(
+        &self,
+        container: &str,
+        lines: u32,
+    ) -> impl Future<Output = Result<String, EngineError>> + Send;
+
+    /// Kills and removes the container; one already gone, or being removed, is not an error.
+    fn remove_container(
+        &self,
+        container: &str,
+    ) -> impl Future<Output = Result<(), EngineError>> + Send;
+
+    /// The containers `filter` selects, stopped ones included.
+    fn list_containers(
+        &self,
+        filter: &Filter,
+    ) -> impl Future<Output = Result<Vec<ListedContainer>, EngineError>> + Send;
+
+    /// The network `name` (`None`: no such network).
+    fn network(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = Result<Option<ListedObject>, EngineError>> + Send;
+
+    /// The networks carrying every label of `filter`.
+    fn list_networks(
+        &self,
+        filter: &Filter,
+    ) -> impl Future<Output = Result<Vec<ListedObject>, EngineError>> + Send;
+
+    /// Removes the network; [`EngineErrorKind::NotFound`] when there is none,
+    /// [`EngineErrorKind::Conflict`] when a container still uses it.
+    fn remove_network(&self, name: &str) -> impl Future<Output = Result<(), EngineError>> + Send;
+
+    /// Creates a volume with `labels`.
+    fn create_volume(
+        &self,
+        name: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<(), EngineError>> + Send;
+
+    /// The volumes carrying every label of `filter`.
+    fn list_volumes(
+        &self,
+        filter: &Filter,
+    ) -> impl Future<Output = Result<Vec<ListedObject>, EngineError>> + Send;
+
+    /// Removes the volume; [`EngineErrorKind::NotFound`] when there is none,
+    /// [`EngineErrorKind::Conflict`] while a container holds it.
+    fn remove_volume(&self, name: &str) -> impl Future<Output = Result<(), EngineError>> + Send;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_are_read_in_both_engines_wordings() {
+        let kind = |text: &str| EngineError::from_text(text).kind;
+        assert_eq!(
+            kind("Error: No such container: agentc-x"),
+            EngineErrorKind::NotFound
+        );
+        assert_eq!(
+            kind("Error: no container with name or ID \"x\" found: no such container"),
+            EngineErrorKind::NotFound
+        );
+        assert_eq!(
+            kind("Error: No such network: agentc-egress-x"),
+            EngineErrorKind::NotFound
+        );
+        assert_eq!(
+            kind("Error response from daemon: network with name agentc-egress-x already exists"),
+            EngineErrorKind::Conflict
+        );
+        assert_eq!(
+            kind("Error response from daemon: error while removing network: network agentc-egress-x id 1 has active endpoints"),
+            EngineErrorKind::Conflict
+        );
+        assert_eq!(
+            kind("Error response from daemon: Container abc is not running"),
+            EngineErrorKind::NotRunning
+        );
+        assert_eq!(
+            kind("Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"),
+            EngineErrorKind::Unavailable
+        );
+        assert_eq!(kind("something else"), EngineErrorKind::Failed);
+        assert_eq!(
+            EngineError::from_text("Error: No such volume: v").to_string(),
+            "Error: No such volume: v"
+        );
+    }
+}
