@@ -309,50 +309,14 @@ pub(crate) async fn remove_quietly(docker: &Docker, id: &str) -> Result<(), Boll
     }
 }
 
-/// Creates each named volume a launch mounts that does not exist yet, labelled with the
-/// launch's profile (`io.agentc.profile`), so that `agentc ps --volumes` lists it and
-/// `agentc rm --volumes` removes it; the daemon would create it unlabelled. Existing volumes
-/// are left as they are.
+/// Creates the named volumes a launch mounts, labelled
+/// ([`agentc_backend_common::volumes::ensure_volumes`], through [`crate::port::ApiPort`]).
 pub async fn ensure_volumes(
     docker: &Docker,
     spec: &agentc_policy::ContainerSpec,
 ) -> Result<(), ExecError> {
-    let Some(profile) = spec.labels.get(LABEL_PROFILE) else {
-        return Ok(());
-    };
-    for mount in &spec.mounts {
-        let agentc_policy::MountSource::Volume { name, .. } = &mount.source else {
-            continue;
-        };
-        // The egress proxy's CA volume is its companion's, made with the companion's labels.
-        if spec
-            .egress
-            .as_ref()
-            .and_then(|egress| agentc_backend_common::egress::ca_volume(egress))
-            == Some(name.clone())
-        {
-            continue;
-        }
-        match docker.inspect_volume(name).await {
-            Ok(_) => continue,
-            Err(error) if is_not_found(&error) => {}
-            Err(error) => return Err(daemon_error("inspect a volume", error)),
-        }
-        log::debug!("creating volume {name} labelled {LABEL_PROFILE}={profile}");
-        let request = bollard::models::VolumeCreateRequest {
-            name: Some(name.clone()),
-            labels: Some(HashMap::from([(
-                LABEL_PROFILE.to_string(),
-                profile.clone(),
-            )])),
-            ..Default::default()
-        };
-        docker
-            .create_volume(request)
-            .await
-            .map_err(|error| daemon_error("create a volume", error))?;
-    }
-    Ok(())
+    let port = crate::port::ApiPort::new(docker.clone(), agentc_backend_common::engine());
+    agentc_backend_common::volumes::ensure_volumes(&port, spec).await
 }
 
 /// agentc's volumes (labelled `io.agentc.profile`), as `(name, profile)`, sorted by name.

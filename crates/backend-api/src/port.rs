@@ -323,6 +323,14 @@ impl EnginePort for ApiPort {
         self.docker.remove_network(name).await.map_err(engine_error)
     }
 
+    async fn volume_exists(&self, name: &str) -> Result<bool, EngineError> {
+        match self.docker.inspect_volume(name).await {
+            Ok(_) => Ok(true),
+            Err(error) if status(&error) == Some(404) => Ok(false),
+            Err(error) => Err(engine_error(error)),
+        }
+    }
+
     async fn create_volume(
         &self,
         name: &str,

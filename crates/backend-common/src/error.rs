@@ -115,6 +115,15 @@ pub enum ExecError {
         /// The daemon's message.
         message: String,
     },
+    /// An operation of the [engine port](crate::port) failed at `step`; the engine's own words
+    /// are the detail, with the hint the daemon's message calls for.
+    #[error("cannot {step}: {source}{}", daemon_hint(&source.detail).map(|hint| format!("\n  hint: {hint}")).unwrap_or_default())]
+    Engine {
+        /// What agentc was doing, such as `create a volume`.
+        step: &'static str,
+        /// The engine's refusal.
+        source: crate::port::EngineError,
+    },
     /// The docker CLI reported the daemon's refusal of a launch (exit 125); the container it
     /// created, if any, was removed. The hint is the one the Engine API backend gives for the
     /// same message.

@@ -73,6 +73,7 @@ pub mod runtime;
 pub mod secrets;
 pub mod session;
 pub mod snapshot;
+pub mod volumes;
 
 pub use argv::{check_build, check_container, check_egress, ArgvError};
 pub use engine::{engine, set_engine, Engine};

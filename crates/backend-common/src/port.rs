@@ -50,6 +50,11 @@ pub struct EngineError {
 }
 
 impl EngineError {
+    /// This error as a launch's error at `step` ([`crate::ExecError::Engine`]).
+    pub fn at(self, step: &'static str) -> crate::ExecError {
+        crate::ExecError::Engine { step, source: self }
+    }
+
     /// An error of `kind` with the engine's `detail`.
     pub fn new(kind: EngineErrorKind, detail: impl Into<String>) -> EngineError {
         EngineError {
@@ -269,6 +274,9 @@ pub trait EnginePort: Send + Sync {
     /// Removes the network; [`EngineErrorKind::NotFound`] when there is none,
     /// [`EngineErrorKind::Conflict`] when a container still uses it.
     fn remove_network(&self, name: &str) -> impl Future<Output = Result<(), EngineError>> + Send;
+
+    /// Whether the volume `name` exists.
+    fn volume_exists(&self, name: &str) -> impl Future<Output = Result<bool, EngineError>> + Send;
 
     /// Creates a volume with `labels`.
     fn create_volume(

@@ -336,36 +336,14 @@ pub fn ensure_image(image: &str, pull: bool, notify: impl FnOnce(&str)) -> Resul
     }
 }
 
-/// Creates each named volume the launch mounts that does not exist yet, labelled with the
-/// launch's profile (`docker volume create --label io.agentc.profile=PROFILE NAME`), as the
-/// API backend does; existing volumes are left as they are.
+/// Creates the named volumes a launch mounts, labelled
+/// ([`agentc_backend_common::volumes::ensure_volumes`], through the command line's engine
+/// port).
 pub fn ensure_volumes(spec: &agentc_policy::ContainerSpec) -> Result<(), ExecError> {
-    let Some(profile) = spec.labels.get(agentc_policy::LABEL_PROFILE) else {
-        return Ok(());
-    };
-    for mount in &spec.mounts {
-        let agentc_policy::MountSource::Volume { name, .. } = &mount.source else {
-            continue;
-        };
-        // The egress proxy's CA volume is its companion's, made with the companion's labels.
-        if spec
-            .egress
-            .as_ref()
-            .and_then(|egress| agentc_backend_common::egress::ca_volume(egress))
-            == Some(name.clone())
-        {
-            continue;
-        }
-        match output(&["volume", "inspect", "--format", "{{.Name}}", name]) {
-            Ok(_) => continue,
-            Err(ExecError::DockerFailed { stderr, .. })
-                if stderr.to_ascii_lowercase().contains("no such volume") => {}
-            Err(error) => return Err(error),
-        }
-        let label = format!("{}={profile}", agentc_policy::LABEL_PROFILE);
-        output(&["volume", "create", "--label", &label, name])?;
-    }
-    Ok(())
+    super::egress::block_on(agentc_backend_common::volumes::ensure_volumes(
+        &super::egress::port(),
+        spec,
+    ))?
 }
 
 /// `docker inspect --type container NAME`, read into the Engine API's type (the document is

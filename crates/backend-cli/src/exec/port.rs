@@ -398,6 +398,17 @@ impl EnginePort for CliPort {
         self.output(&["network", "rm", name]).await.map(|_| ())
     }
 
+    async fn volume_exists(&self, name: &str) -> Result<bool, EngineError> {
+        match self
+            .output(&["volume", "inspect", "--format", "{{.Name}}", name])
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(error) if error.is_not_found() => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
     async fn create_volume(
         &self,
         name: &str,

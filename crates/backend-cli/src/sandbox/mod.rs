@@ -408,12 +408,12 @@ impl SandboxClient for CliClient {
         }
         // Refused before anything is created.
         crate::exec::engine::launch_argv(&container)?;
-        crate::exec::docker::ensure_volumes(&container)?;
+        let port = crate::exec::egress::port();
+        agentc_backend_common::volumes::ensure_volumes(&port, &container).await?;
         // Behind the egress proxy: its isolated network and the healthy proxy first, as a
         // launch makes them (the set may move to another subnet: the argv follows it);
         // removed again when the sandbox cannot be created.
         let mut placed = container.clone();
-        let port = crate::exec::egress::port();
         let companion =
             agentc_backend_common::companion::setup_for(&port, &mut placed, &self.env, &mut || {
                 None

@@ -11,7 +11,7 @@ use agentc_policy::{KIND_EGRESS_PROXY, LABEL_EGRESS_FOR, LABEL_KIND, LABEL_PROFI
 use super::{failed, network_use};
 use crate::egress;
 use crate::egress_state::{self, CompanionKind, CompanionObject, Leftover, Member, ProxyUse};
-use crate::port::{EnginePort, Filter, ListedContainer};
+use crate::port::{EnginePort, Filter, ListedContainer, ListedObject};
 use crate::ExecError;
 
 fn member(container: &ListedContainer) -> Member {
@@ -179,34 +179,32 @@ pub async fn reap<P: EnginePort>(
             name: proxy.name,
         });
     }
-    for network in port
+    let object = |kind, listed: ListedObject| CompanionObject {
+        kind,
+        workload: label(&listed.labels, LABEL_EGRESS_FOR),
+        profile: label(&listed.labels, LABEL_PROFILE),
+        created: listed.created,
+        ended: false,
+        name: listed.name,
+    };
+    let networks = port
         .list_networks(&filter)
         .await
-        .map_err(|error| failed("list the isolated networks", error))?
-    {
-        objects.push(CompanionObject {
-            kind: CompanionKind::Network,
-            workload: label(&network.labels, LABEL_EGRESS_FOR),
-            profile: label(&network.labels, LABEL_PROFILE),
-            created: network.created,
-            ended: false,
-            name: network.name,
-        });
-    }
-    for volume in port
+        .map_err(|error| failed("list the isolated networks", error))?;
+    objects.extend(
+        networks
+            .into_iter()
+            .map(|network| object(CompanionKind::Network, network)),
+    );
+    let volumes = port
         .list_volumes(&filter)
         .await
-        .map_err(|error| failed("list the egress proxies' CA volumes", error))?
-    {
-        objects.push(CompanionObject {
-            kind: CompanionKind::Volume,
-            workload: label(&volume.labels, LABEL_EGRESS_FOR),
-            profile: label(&volume.labels, LABEL_PROFILE),
-            created: volume.created,
-            ended: false,
-            name: volume.name,
-        });
-    }
+        .map_err(|error| failed("list the egress proxies' CA volumes", error))?;
+    objects.extend(
+        volumes
+            .into_iter()
+            .map(|volume| object(CompanionKind::Volume, volume)),
+    );
     let mut existing = BTreeSet::new();
     let workloads: BTreeSet<&str> = objects.iter().map(|o| o.workload.as_str()).collect();
     for workload in workloads {

@@ -1,0 +1,48 @@
+//! The named volumes a launch mounts, created before it over the
+//! [engine port](crate::port), written once for both backends.
+
+use std::collections::BTreeMap;
+
+use agentc_policy::{ContainerSpec, MountSource, LABEL_PROFILE};
+
+use crate::port::EnginePort;
+use crate::ExecError;
+
+/// Creates each named volume the launch mounts that does not exist yet, labelled with the
+/// launch's profile (`io.agentc.profile=PROFILE`), so that `agentc ps --volumes` lists it and
+/// `agentc rm --volumes` removes it (the engine would create it unlabelled). Existing volumes
+/// are left as they are; the egress proxy's CA volume is its companion's, made with the
+/// companion's labels.
+pub async fn ensure_volumes<P: EnginePort>(
+    port: &P,
+    spec: &ContainerSpec,
+) -> Result<(), ExecError> {
+    let Some(profile) = spec.labels.get(LABEL_PROFILE) else {
+        return Ok(());
+    };
+    let ca_volume = spec
+        .egress
+        .as_ref()
+        .and_then(|egress| crate::egress::ca_volume(egress));
+    for mount in &spec.mounts {
+        let MountSource::Volume { name, .. } = &mount.source else {
+            continue;
+        };
+        if ca_volume.as_ref() == Some(name) {
+            continue;
+        }
+        if port
+            .volume_exists(name)
+            .await
+            .map_err(|error| error.at("inspect a volume"))?
+        {
+            continue;
+        }
+        log::debug!("creating volume {name} labelled {LABEL_PROFILE}={profile}");
+        let labels = BTreeMap::from([(LABEL_PROFILE.to_string(), profile.clone())]);
+        port.create_volume(name, &labels)
+            .await
+            .map_err(|error| error.at("create a volume"))?;
+    }
+    Ok(())
+}
