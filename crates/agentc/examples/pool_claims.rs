@@ -85,7 +85,9 @@ async fn bench<C: SandboxClient>(client: C, image: &str, rounds: usize) -> Resul
                 credentials: &BTreeMap::new(),
             },
             0,
-        ).await.map_err(fail)?;
+        )
+        .await
+        .map_err(fail)?;
         let claimed = claim.claimed.ok_or("no member claimed")?;
         let output = client
             .exec_output(&claimed.sandbox, &echo)

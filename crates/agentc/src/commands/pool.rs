@@ -24,17 +24,15 @@ use agentc_policy::pool::{
     claim_command, claim_secrets, cold_reason, credential_fingerprints, member_name, member_spec,
     pool_key,
 };
-use agentc_policy::{
-    Action, ContainerSpec, EnvValue, Instance, LaunchSpec, LoadedProfile, Start,
-};
+use agentc_policy::{Action, ContainerSpec, EnvValue, Instance, LaunchSpec, LoadedProfile, Start};
 use futures_util::FutureExt;
 
 use crate::cli::{
     BackendArg, KindArg, LaunchArgs, PoolCommand, PoolDrainArgs, PoolFillArgs, PoolFormat,
     PoolLsArgs, PoolMode,
 };
-use crate::commands::{launch, pool_secret};
 use crate::commands::session::{is_profile_path, run_exec, session_failure, Signals};
+use crate::commands::{launch, pool_secret};
 use crate::context::{self, Failure, EXIT_INVALID};
 
 /// Runs `agentc pool ...`.
@@ -217,11 +215,7 @@ fn fill(args: PoolFillArgs) -> Result<u8, Failure> {
         ));
     }
     // The isolation floor, met once for the fill: the key's runtime and every member's.
-    let placed = launch::meet_floor(
-        launch::container_of(&base)?,
-        &base.profile,
-        args.backend,
-    )?;
+    let placed = launch::meet_floor(launch::container_of(&base)?, &base.profile, args.backend)?;
     // The keys the members' proxies read: the filler's, from the environment they launch with.
     let credentials = fingerprints(&placed, &launch::process_env())?;
     let (key, idle) = on_client(

@@ -142,10 +142,18 @@ mod tests {
         assert_ne!(load_or_create_in(&dir.path().join("other")).unwrap(), key);
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         let refused = load_or_create_in(&state).unwrap_err();
-        assert!(refused.message.contains("readable by others"), "{}", refused.message);
+        assert!(
+            refused.message.contains("readable by others"),
+            "{}",
+            refused.message
+        );
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         std::fs::write(&path, b"short").unwrap();
         let refused = load_or_create_in(&state).unwrap_err();
-        assert!(refused.message.contains("not a pools' credential key"), "{}", refused.message);
+        assert!(
+            refused.message.contains("not a pools' credential key"),
+            "{}",
+            refused.message
+        );
     }
 }

@@ -274,9 +274,21 @@ mod tests {
         assert_eq!(
             rows,
             [
-                ("agentc-pool-h22-ab12cd34", "created", "agentc-pool-h22-ab12cd34"),
-                ("agentc-pool-h22-ef56ab78", "exited", "agentc-pool-h22-ef56ab78"),
-                ("agentc-claim-h22-0a1b2c3d", "running", "agentc-pool-h22-0a1b2c3d"),
+                (
+                    "agentc-pool-h22-ab12cd34",
+                    "created",
+                    "agentc-pool-h22-ab12cd34"
+                ),
+                (
+                    "agentc-pool-h22-ef56ab78",
+                    "exited",
+                    "agentc-pool-h22-ef56ab78"
+                ),
+                (
+                    "agentc-claim-h22-0a1b2c3d",
+                    "running",
+                    "agentc-pool-h22-0a1b2c3d"
+                ),
             ]
         );
         for row in &podman {
