@@ -77,6 +77,43 @@ fn state_of(printed: &str) -> String {
     }
 }
 
+/// What `docker image inspect` prints of the image: its ID, entrypoint and command. `.ID`,
+/// not `.Id`: Podman 4 refuses `{{json .Id}}` (`can't evaluate field Id`), Docker reads both.
+const IMAGE_FORMAT: &str = "{{json .ID}} {{json .Config.Entrypoint}} {{json .Config.Cmd}}";
+
+/// The facts `docker image inspect --format IMAGE_FORMAT` printed. Podman prints the ID
+/// without its `sha256:` (Docker, and either engine's API, with it): added, so that the pool
+/// key of one image is the same through both backends.
+fn parse_image_facts(text: &str) -> ImageFacts {
+    let mut values =
+        serde_json::Deserializer::from_str(text.trim()).into_iter::<serde_json::Value>();
+    let mut next = || values.next().and_then(Result::ok).unwrap_or_default();
+    let strings = |value: serde_json::Value| -> Vec<String> {
+        value
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|item| item.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let id = next().as_str().unwrap_or_default().to_string();
+    let id = if id.len() == 64 && id.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+        format!("sha256:{id}")
+    } else {
+        id
+    };
+    let entrypoint = strings(next());
+    let cmd = strings(next());
+    ImageFacts {
+        id,
+        entrypoint,
+        cmd,
+    }
+}
+
 /// docker could not be run at all.
 fn cannot_run(message: String) -> SessionError {
     SessionError::CannotRunDocker {
@@ -136,13 +173,7 @@ impl CliClient {
 
     pub(crate) async fn facts_of_image(&self, image: &str) -> Result<ImageFacts, SessionError> {
         let inspected = self
-            .output(&[
-                "image",
-                "inspect",
-                "--format",
-                "{{json .Id}} {{json .Config.Entrypoint}} {{json .Config.Cmd}}",
-                image,
-            ])
+            .output(&["image", "inspect", "--format", IMAGE_FORMAT, image])
             .await;
         let text = match inspected {
             Ok(text) => String::from_utf8_lossy(&text).into_owned(),
@@ -157,28 +188,7 @@ impl CliClient {
             Err((None, message)) => return Err(cannot_run(message)),
             Err((Some(_), message)) => return Err(daemon("inspect the image", message)),
         };
-        let mut values =
-            serde_json::Deserializer::from_str(text.trim()).into_iter::<serde_json::Value>();
-        let mut next = || values.next().and_then(Result::ok).unwrap_or_default();
-        let strings = |value: serde_json::Value| -> Vec<String> {
-            value
-                .as_array()
-                .map(|items| {
-                    items
-                        .iter()
-                        .filter_map(|item| item.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let id = next().as_str().unwrap_or_default().to_string();
-        let entrypoint = strings(next());
-        let cmd = strings(next());
-        Ok(ImageFacts {
-            id,
-            entrypoint,
-            cmd,
-        })
+        Ok(parse_image_facts(&text))
     }
 
     /// The words `docker ARGS` prints (names, one a line).
@@ -316,5 +326,24 @@ mod tests {
         assert_eq!(listed[0].sandbox.name, "agentc-pool-p-1");
         assert_eq!(listed[0].state, "paused");
         assert!(parse_ps("not json").is_err());
+    }
+
+    #[test]
+    fn podmans_image_inspect_is_read_as_dockers_is() {
+        // `podman image inspect --format IMAGE_FORMAT` (Podman 4.3.1), then `docker ...`
+        // (Docker 20.10), of one image on this machine.
+        let podman = parse_image_facts(
+            "\"99ab431b624cbe19861e0c020523c38ab0ae091e05a3fd4255aab21d4a7a8955\" null [\"/bin/sh\"]\n",
+        );
+        let docker = parse_image_facts(
+            "\"sha256:99ab431b624cbe19861e0c020523c38ab0ae091e05a3fd4255aab21d4a7a8955\" null [\"/bin/sh\"]\n",
+        );
+        assert_eq!(podman, docker);
+        assert_eq!(
+            docker.id,
+            "sha256:99ab431b624cbe19861e0c020523c38ab0ae091e05a3fd4255aab21d4a7a8955"
+        );
+        assert!(docker.entrypoint.is_empty());
+        assert_eq!(docker.cmd, ["/bin/sh"]);
     }
 }
