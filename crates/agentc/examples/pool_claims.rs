@@ -66,12 +66,28 @@ async fn bench<C: SandboxClient>(client: C, image: &str, rounds: usize) -> Resul
         let base = spec(&profile, image)?;
         let key = pool_key(base.digest().unwrap_or_default(), &facts.id, None);
         let suffix = format!("{round:04}{:04x}", std::process::id() & 0xffff);
-        let member = member_spec(&base, &key, &member_name(&profile, &suffix), &suffix)?;
+        let member = member_spec(
+            &base,
+            &key,
+            &member_name(&profile, &suffix),
+            &suffix,
+            &BTreeMap::new(),
+        )?;
         let created = client.create(&member).await.map_err(fail)?;
         // Warm: list, claim, exec.
         let started = Instant::now();
         let found = pool::members(&client, Some(&profile)).await.map_err(fail)?;
-        let claim = pool::claim(&client, found, &key, 0).await.map_err(fail)?;
+        let claim = pool::claim(
+            &client,
+            found,
+            &pool::Wanted {
+                key: &key,
+                credentials: &BTreeMap::new(),
+            },
+            0,
+        )
+        .await
+        .map_err(fail)?;
         let claimed = claim.claimed.ok_or("no member claimed")?;
         let output = client
             .exec_output(&claimed.sandbox, &echo)

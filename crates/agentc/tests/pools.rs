@@ -52,9 +52,17 @@ impl Lab {
     }
 
     fn agentc(&self, args: &[&str]) -> Output {
+        self.agentc_with(args, &[])
+    }
+
+    /// `agentc ARGS` with `env` added to its environment; every command of a lab keeps its
+    /// state (the pools' credential key) in the lab's own directory.
+    fn agentc_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_agentc"))
             .args(args)
             .current_dir(self.dir.path())
+            .env("AGENTC_STATE_DIR", self.dir.path().join("state"))
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .output()
             .expect("agentc runs")
@@ -64,6 +72,7 @@ impl Lab {
         Command::new(env!("CARGO_BIN_EXE_agentc"))
             .args(args)
             .current_dir(self.dir.path())
+            .env("AGENTC_STATE_DIR", self.dir.path().join("state"))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -542,5 +551,186 @@ fn live_a_claim_behind_the_proxy_reaches_exactly_its_allowlist() {
             "{}",
             describe(&output)
         );
+    }
+}
+
+/// The variable the credential tests' profile binds.
+const KEY_VARIABLE: &str = "AGENTC_POOL_TEST_KEY";
+
+/// A key a credential test hands agentc: unique to the run, so that finding it anywhere means
+/// it leaked.
+fn test_key(which: &str) -> String {
+    format!("sk-pool-{which}-{}-0123456789abcdef", std::process::id())
+}
+
+/// The labels of every container of the lab's profile (members and their egress proxies).
+fn all_labels(lab: &Lab) -> String {
+    let filter = format!("label=io.agentc.profile={}", lab.id);
+    docker(&["ps", "-aq", "--filter", &filter])
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(|id| docker(&["inspect", "--format", "{{json .Config.Labels}}", id]).expect("inspect"))
+        .collect()
+}
+
+/// A member's fingerprint of the binding `api`.
+fn fingerprint(member: &str) -> String {
+    docker(&[
+        "inspect",
+        "--format",
+        "{{index .Config.Labels \"io.agentc.pool-credential.api\"}}",
+        member,
+    ])
+    .expect("inspect")
+    .trim()
+    .to_string()
+}
+
+/// A member's egress proxy holds the key of the environment it was filled from, not the
+/// claimer's: a claim takes only a member whose keyed fingerprint of each credential binding's
+/// value is the one of its own environment. Another key (another user's, a rotated one) is a
+/// cold start said on stderr (`--pool require`: exit 65 with a hint) and the stale members are
+/// drained, by the claim and by the next fill; no value nor plain hash of one is in a label or
+/// in agentc's output. Both backends.
+#[test]
+fn live_a_claim_takes_only_a_member_whose_proxy_holds_the_claimers_key() {
+    if !require_daemon("live_a_claim_takes_only_a_member_whose_proxy_holds_the_claimers_key") {
+        return;
+    }
+    use sha2::Digest;
+    let (one, two) = (test_key("one"), test_key("two"));
+    let leaks = |text: &str| {
+        [&one, &two].iter().any(|key| {
+            let plain: String = sha2::Sha256::digest(key.as_bytes())
+                .iter()
+                .map(|byte| format!("{byte:02x}"))
+                .collect();
+            text.contains(key.as_str()) || text.contains(&plain)
+        })
+    };
+    for backend in ["cli", "api"] {
+        let lab = Lab::new(&format!("cred-{backend}"));
+        let body = format!(
+            "name = \"{}\"\nagent = \"custom\"\n\n[image]\nref = \"{}\"\ncommand = [\"tail\", \"-f\", \"/dev/null\"]\n\n[egress]\nhosts = [\"api.test\"]\noutside_network = \"{}\"\n\n[credentials.api]\nfrom_env = \"{KEY_VARIABLE}\"\nhosts = [\"api.test\"]\nheader = \"x-api-key\"\n",
+            lab.id,
+            test_image(),
+            lab.out
+        );
+        let path = lab.dir.path().join("credentials.toml");
+        std::fs::write(&path, body).expect("write the profile");
+        let path = path.to_string_lossy().into_owned();
+        let fill = |size: &str, key: &str| {
+            let output = lab.agentc_with(
+                &["pool", "fill", &path, "--size", size, "--backend", backend],
+                &[(KEY_VARIABLE, key)],
+            );
+            assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+            assert!(!leaks(&describe(&output)), "{}", describe(&output));
+            output
+        };
+        let claim = |pool: &str, key: &str| {
+            let output = lab.agentc_with(
+                &[
+                    "run",
+                    &path,
+                    "--backend",
+                    backend,
+                    "--no-warnings",
+                    "--pool",
+                    pool,
+                ],
+                &[(KEY_VARIABLE, key)],
+            );
+            assert!(!leaks(&describe(&output)), "{}", describe(&output));
+            output
+        };
+        // Filled with the first key: each member carries a keyed fingerprint, not the key.
+        fill("2", &one);
+        let members = lab.idle();
+        assert_eq!(members.len(), 2, "{:?}", lab.containers());
+        let filled = fingerprint(&members[0]);
+        assert_eq!(filled.len(), 64, "{filled}");
+        assert_eq!(fingerprint(&members[1]), filled);
+        assert!(!leaks(&all_labels(&lab)), "{}", all_labels(&lab));
+        // Another key: no warm start, said, and the members drained.
+        let refused = claim("require", &two);
+        assert_eq!(refused.status.code(), Some(65), "{}", describe(&refused));
+        let stderr = text(&refused.stderr);
+        assert!(
+            stderr.contains("the credential api changed since the pool was filled"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("hint: `agentc pool fill"), "{stderr}");
+        assert!(lab.containers().is_empty(), "{:?}", lab.containers());
+        // The same key: warm.
+        fill("1", &one);
+        let warm = claim("require", &one);
+        assert_eq!(warm.status.code(), Some(0), "{}", describe(&warm));
+        assert!(
+            text(&warm.stderr).contains("warm start from pool"),
+            "{}",
+            describe(&warm)
+        );
+        lab.agentc(&["rm", text(&warm.stdout).split_whitespace().nth(1).unwrap()]);
+        // A fill with another key replaces the members of the first.
+        fill("1", &one);
+        let stale = lab.idle();
+        let refilled = fill("1", &two);
+        assert!(
+            text(&refilled.stderr).contains(&format!("removed stale pool member {}", stale[0])),
+            "{}",
+            describe(&refilled)
+        );
+        let fresh = lab.idle();
+        assert_eq!(fresh.len(), 1, "{fresh:?}");
+        assert_ne!(fresh[0], stale[0]);
+        assert_ne!(fingerprint(&fresh[0]), filled);
+        // With auto, a claim with the first key starts cold, says why, drains the member.
+        let cold = claim("auto", &one);
+        assert_eq!(cold.status.code(), Some(0), "{}", describe(&cold));
+        assert!(
+            text(&cold.stderr)
+                .contains("cold start: the credential api changed since the pool was filled"),
+            "{}",
+            describe(&cold)
+        );
+        assert!(lab.idle().is_empty(), "{:?}", lab.containers());
+        assert!(!leaks(&all_labels(&lab)), "{}", all_labels(&lab));
+    }
+}
+
+/// `agentc pool fill` meets the isolation floor once, for the key and every member: one
+/// `isolation:` line for a fill of two. Both backends.
+#[test]
+fn live_a_fill_meets_the_isolation_floor_once() {
+    if !require_daemon("live_a_fill_meets_the_isolation_floor_once") {
+        return;
+    }
+    for backend in ["cli", "api"] {
+        let lab = Lab::new(&format!("floor-{backend}"));
+        let body = format!(
+            "name = \"{}\"\nagent = \"custom\"\n\n[image]\nref = \"{}\"\ncommand = [\"tail\", \"-f\", \"/dev/null\"]\n\n[egress]\nmode = \"deny\"\n\n[security]\nisolation = {{ min = \"container\" }}\n",
+            lab.id,
+            test_image()
+        );
+        let path = lab.dir.path().join("floor.toml");
+        std::fs::write(&path, body).expect("write the profile");
+        let path = path.to_string_lossy().into_owned();
+        let filled = lab.agentc(&["pool", "fill", &path, "--size", "2", "--backend", backend]);
+        assert_eq!(filled.status.code(), Some(0), "{}", describe(&filled));
+        assert_eq!(lab.idle().len(), 2, "{:?}", lab.containers());
+        assert_eq!(
+            text(&filled.stderr).matches("agentc: isolation: ").count(),
+            1,
+            "{}",
+            describe(&filled)
+        );
+        // Every member runs under the runtime chosen once.
+        let runtimes: Vec<String> = lab
+            .idle()
+            .iter()
+            .map(|name| docker(&["inspect", "--format", "{{.HostConfig.Runtime}}", name]).unwrap())
+            .collect();
+        assert_eq!(runtimes[0], runtimes[1]);
     }
 }

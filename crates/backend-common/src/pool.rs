@@ -6,7 +6,12 @@
 //! caller's (a member is the profile's detached launch, started by the launch path `run`
 //! takes).
 
-use agentc_policy::pool::{claimed_name, is_idle_name, LABEL_POOL, LABEL_POOL_MEMBER};
+use std::collections::BTreeMap;
+
+use agentc_policy::pool::{
+    changed_credentials, claimed_name, is_idle_name, LABEL_POOL, LABEL_POOL_CREDENTIAL,
+    LABEL_POOL_MEMBER,
+};
 
 use crate::session::{Sandbox, SandboxClient, SessionError};
 
@@ -23,6 +28,19 @@ pub struct Member {
     pub idle: bool,
     /// The daemon's state (`running`, `exited`, ...).
     pub state: String,
+    /// The fingerprints of the keys its egress proxy read at fill, by label
+    /// ([`agentc_policy::pool::credential_fingerprints`]).
+    pub credentials: BTreeMap<String, String>,
+}
+
+/// What a member must carry for a claim (or a fill) to keep it: the launch's pool key and
+/// the fingerprints of the keys of the caller's environment.
+#[derive(Debug, Clone, Copy)]
+pub struct Wanted<'a> {
+    /// The pool key ([`agentc_policy::pool::pool_key`]).
+    pub key: &'a str,
+    /// The caller's [`agentc_policy::pool::credential_fingerprints`].
+    pub credentials: &'a BTreeMap<String, String>,
 }
 
 impl Member {
@@ -34,6 +52,17 @@ impl Member {
     /// An idle member that stopped (killed, the daemon restarted): no claim can use it.
     pub fn orphaned(&self) -> bool {
         self.idle && matches!(self.state.as_str(), "exited" | "dead")
+    }
+
+    /// The credential bindings whose key in its proxy is not the one `wanted` has
+    /// ([`changed_credentials`]).
+    pub fn changed_credentials(&self, wanted: &Wanted<'_>) -> Vec<String> {
+        changed_credentials(wanted.credentials, &self.credentials)
+    }
+
+    /// Whether no claim of `wanted` may take it: another key, or another credential.
+    pub fn stale(&self, wanted: &Wanted<'_>) -> bool {
+        self.key != wanted.key || !self.changed_credentials(wanted).is_empty()
     }
 }
 
@@ -55,6 +84,12 @@ pub async fn members<C: SandboxClient>(
                 .cloned()
                 .unwrap_or_else(|| found.sandbox.name.clone()),
             state: found.state,
+            credentials: found
+                .labels
+                .iter()
+                .filter(|(label, _)| label.starts_with(LABEL_POOL_CREDENTIAL))
+                .map(|(label, value)| (label.clone(), value.clone()))
+                .collect(),
             sandbox: found.sandbox,
         })
         .collect())
@@ -80,18 +115,19 @@ pub async fn discard<C: SandboxClient>(client: &C, member: &Member) -> Result<Ve
     Ok(removed)
 }
 
-/// Removes the idle members of `profile` (every profile's with `None`) whose key is not
-/// `keep` (all of them with `None`), and the orphaned ones (stopped); claimed members are
-/// left alone. Returns the names removed, and the failures.
+/// Removes the idle members of `profile` (every profile's with `None`) that `keep` does not
+/// want ([`Member::stale`]: another key or another credential; all of them with `None`),
+/// and the orphaned ones (stopped); claimed members are left alone. Returns the names
+/// removed, and the failures.
 pub async fn drain<C: SandboxClient>(
     client: &C,
     profile: Option<&str>,
-    keep: Option<&str>,
+    keep: Option<&Wanted<'_>>,
 ) -> Result<(Vec<String>, Vec<String>), SessionError> {
     let mut removed = Vec::new();
     let mut failed = Vec::new();
     for member in members(client, profile).await? {
-        let stale = keep.is_none_or(|keep| member.key != keep);
+        let stale = keep.is_none_or(|keep| member.stale(keep));
         if member.idle && (stale || member.orphaned()) {
             match discard(client, &member).await {
                 Ok(names) => removed.push(names.join(", ")),
@@ -108,12 +144,13 @@ pub struct Claim {
     /// The claimed member, renamed ([`claimed_name`]) and so never returned to the pool;
     /// `None` when no idle member of the key was left.
     pub claimed: Option<Member>,
-    /// The stale (another key) and orphaned members removed on the way.
+    /// The stale (another key or credential) and orphaned members removed on the way.
     pub drained: Vec<String>,
 }
 
-/// Claims an idle, running member with pool key `key` among `found` (a profile's
-/// [`members`], listed by the caller): drains the stale and
+/// Claims an idle, running member `wanted` keeps (its pool key, the fingerprints of the
+/// claimer's keys) among `found` (a profile's [`members`], listed by the caller): drains the
+/// stale (another key or credential) and
 /// orphaned members first, then renames a member to [`claimed_name`]; a rename that another
 /// claim won answers `None` and the next member is tried, so two claims never get one
 /// member. `start` picks where among the members to begin (a random number spreads
@@ -121,13 +158,13 @@ pub struct Claim {
 pub async fn claim<C: SandboxClient>(
     client: &C,
     mut found: Vec<Member>,
-    key: &str,
+    wanted: &Wanted<'_>,
     start: usize,
 ) -> Result<Claim, SessionError> {
     let mut drained = Vec::new();
     let mut idle = Vec::new();
     for member in found.drain(..).filter(|member| member.idle) {
-        if member.key != key || member.orphaned() {
+        if member.stale(wanted) || member.orphaned() {
             if let Ok(names) = discard(client, &member).await {
                 drained.extend(names.into_iter().take(1));
             }

@@ -9,6 +9,15 @@
 //! launch's command, which runs through exec at claim; and the variables the launch passes
 //! by name from the caller's environment ([`EnvValue::Secret`]) are left out, so that no
 //! value read at fill reaches a later claim (the claim passes them to its exec).
+//!
+//! The keys its egress proxy holds ([`crate::EgressSpec::credentials`]) are read at fill,
+//! from the filler's environment: each member is labelled with a keyed fingerprint of each
+//! binding's value ([`credential_fingerprints`], never the value nor a plain hash of it), and a
+//! claim takes only a member whose fingerprints are those of the claimer's own environment
+//! ([`changed_credentials`]), so that no claim gets a proxy holding another user's key, or a
+//! key rotated since.
+
+use std::collections::BTreeMap;
 
 use sha2::{Digest, Sha256};
 
@@ -25,6 +34,9 @@ pub const LABEL_POOL_STATE: &str = "io.agentc.pool-state";
 pub const LABEL_POOL_MEMBER: &str = "io.agentc.pool-member";
 /// The value of [`LABEL_POOL_STATE`] at fill.
 pub const POOL_STATE_IDLE: &str = "idle";
+/// What the label holding a member's fingerprint of one credential binding's value starts
+/// with: `io.agentc.pool-credential.NAME` ([`credential_fingerprints`]).
+pub const LABEL_POOL_CREDENTIAL: &str = "io.agentc.pool-credential.";
 /// How every idle member's name starts: `agentc-pool-PROFILE-RANDOM`.
 pub const MEMBER_PREFIX: &str = "agentc-pool-";
 /// What a member runs until its claim: a shell that sleeps, ends on SIGTERM or SIGINT and
@@ -53,6 +65,91 @@ pub fn pool_key(spec_digest: &str, image_id: &str, runtime: Option<&str>) -> Str
         .iter()
         .map(|byte| format!("{byte:02x}"))
         .collect()
+}
+
+/// HMAC-SHA256 (RFC 2104) of `message` under `key`.
+pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    const BLOCK: usize = 64;
+    let mut block = [0u8; BLOCK];
+    if key.len() > BLOCK {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let pad = |byte: u8| block.map(|b| b ^ byte);
+    let inner = Sha256::new()
+        .chain_update(pad(0x36))
+        .chain_update(message)
+        .finalize();
+    Sha256::new()
+        .chain_update(pad(0x5c))
+        .chain_update(inner)
+        .finalize()
+        .into()
+}
+
+/// The labels of a member of `container` (the launch at fill) that fingerprint the keys its
+/// egress proxy holds: for each credential binding, `io.agentc.pool-credential.NAME` =
+/// hex HMAC-SHA256 under `secret` (the user's own random key, never in a label) of the
+/// binding's name, variables and their values as the proxy reads them (the values the
+/// profile holds, else `env`; an unset variable fingerprints as unset). Empty without a
+/// binding. Equal labels mean equal keys for the same user; they say nothing of a value to
+/// whoever lacks `secret`.
+pub fn credential_fingerprints(
+    container: &ContainerSpec,
+    env: &BTreeMap<String, String>,
+    secret: &[u8],
+) -> BTreeMap<String, String> {
+    let Some(egress) = &container.egress else {
+        return BTreeMap::new();
+    };
+    let env = egress.proxy.held_secrets.over(env);
+    egress
+        .credentials
+        .iter()
+        .map(|binding| {
+            let mut message = b"agentc-pool-credential/1\0".to_vec();
+            message.extend_from_slice(binding.name.as_bytes());
+            for variable in std::iter::once(&binding.variable).chain(&binding.user_variable) {
+                message.push(0);
+                message.extend_from_slice(variable.as_bytes());
+                match env.get(variable) {
+                    Some(value) => {
+                        message.push(b'=');
+                        message.extend_from_slice(value.as_bytes());
+                    }
+                    None => message.push(b'!'),
+                }
+            }
+            let mac = hmac_sha256(secret, &message);
+            (
+                format!("{LABEL_POOL_CREDENTIAL}{}", binding.name),
+                mac.iter().map(|byte| format!("{byte:02x}")).collect(),
+            )
+        })
+        .collect()
+}
+
+/// The credential bindings (by name) whose fingerprint in a member's `labels` is not the one
+/// `wanted` ([`credential_fingerprints`] of the claimer's environment): the member's proxy
+/// holds another key for them (another user's, a key rotated since the fill), or binds a key
+/// the claim does not, or lacks one it does. Empty when the member fits.
+pub fn changed_credentials(
+    wanted: &BTreeMap<String, String>,
+    labels: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let held = labels
+        .iter()
+        .filter(|(label, _)| label.starts_with(LABEL_POOL_CREDENTIAL));
+    let mut changed: Vec<String> = wanted
+        .iter()
+        .filter(|(label, value)| labels.get(*label) != Some(value))
+        .chain(held.filter(|(label, _)| !wanted.contains_key(*label)))
+        .map(|(label, _)| label[LABEL_POOL_CREDENTIAL.len()..].to_string())
+        .collect();
+    changed.sort();
+    changed.dedup();
+    changed
 }
 
 /// A member's name: `agentc-pool-PROFILE-RANDOM`.
@@ -123,7 +220,8 @@ pub fn claim_secrets(container: &ContainerSpec) -> Vec<crate::spec::EnvVar> {
 
 /// The member's launch made from `spec`, the launch `agentc run --detach` resolves (in the
 /// background, kept): named `name` (its egress companion moved to a set of its own, suffixed
-/// `suffix`), labelled with `key`, [`POOL_STATE_IDLE`] and its name, running
+/// `suffix`), labelled with `key`, [`POOL_STATE_IDLE`], its name and `credentials` (the
+/// fingerprints of the keys its proxy reads at fill, [`credential_fingerprints`]), running
 /// [`IDLE_SCRIPT`] instead of the launch's command, without the variables passed by name
 /// ([`claim_secrets`]). Refused for a launch that is not in the background, or that
 /// [`cold_reason`] keeps cold.
@@ -132,6 +230,7 @@ pub fn member_spec(
     key: &str,
     name: &str,
     suffix: &str,
+    credentials: &BTreeMap<String, String>,
 ) -> Result<LaunchSpec, String> {
     if let Some(reason) = cold_reason(spec) {
         return Err(reason);
@@ -158,6 +257,9 @@ pub fn member_spec(
         container
             .labels
             .insert(label.to_string(), value.to_string());
+    }
+    for (label, fingerprint) in credentials {
+        container.labels.insert(label.clone(), fingerprint.clone());
     }
     Ok(member)
 }
@@ -229,7 +331,14 @@ mod tests {
                 value: EnvValue::Literal { value: "x".into() },
             },
         ];
-        let member = member_spec(&spec(container.clone()), "k", "agentc-pool-p-ab", "ab").unwrap();
+        let member = member_spec(
+            &spec(container.clone()),
+            "k",
+            "agentc-pool-p-ab",
+            "ab",
+            &BTreeMap::from([(format!("{LABEL_POOL_CREDENTIAL}api"), "f1".to_string())]),
+        )
+        .unwrap();
         let Action::Container(member) = &member.action else {
             panic!()
         };
@@ -238,6 +347,7 @@ mod tests {
         assert_eq!(member.env.len(), 1);
         assert_eq!(member.labels[LABEL_POOL], "k");
         assert_eq!(member.labels[LABEL_POOL_STATE], "idle");
+        assert_eq!(member.labels["io.agentc.pool-credential.api"], "f1");
         assert!(is_idle_name(member.name.as_deref().unwrap()));
         assert_eq!(claimed_name("agentc-pool-p-ab"), "agentc-claim-p-ab");
         assert!(!is_idle_name(&claimed_name("agentc-pool-p-ab")));
@@ -258,6 +368,112 @@ mod tests {
         );
     }
 
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+    }
+
+    #[test]
+    fn hmac_sha256_meets_rfc_4231() {
+        // Test cases 1, 2 and 6 (a key longer than the block).
+        assert_eq!(
+            hex(&hmac_sha256(&[0x0b; 20], b"Hi There")),
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"
+        );
+        assert_eq!(
+            hex(&hmac_sha256(b"Jefe", b"what do ya want for nothing?")),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        assert_eq!(
+            hex(&hmac_sha256(
+                &[0xaa; 131],
+                b"Test Using Larger Than Block-Size Key - Hash Key First"
+            )),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
+        );
+    }
+
+    fn with_binding(user: bool) -> ContainerSpec {
+        let mut container = ContainerSpec::empty("img:1");
+        container.egress = Some(Box::new(crate::EgressSpec {
+            network: crate::spec::IsolatedNetwork {
+                name: "n".into(),
+                subnet: "10.213.0.0/28".into(),
+                internal: true,
+                options: Default::default(),
+                labels: Default::default(),
+            },
+            outside: crate::spec::Network::Default,
+            proxy: Box::new(ContainerSpec::empty("agentc-egress")),
+            proxy_address: "10.213.0.2".parse().unwrap(),
+            credentials: vec![crate::spec::CredentialSpec {
+                name: "api".into(),
+                variable: "API_KEY".into(),
+                user_variable: user.then(|| "API_USER".to_string()),
+                hosts: vec!["api.test".into()],
+                header: "x-api-key".into(),
+                scheme: None,
+            }],
+        }));
+        container
+    }
+
+    #[test]
+    fn a_fingerprint_changes_with_the_value_and_the_secret_and_shows_neither() {
+        let env = |key: &str| BTreeMap::from([("API_KEY".to_string(), key.to_string())]);
+        let container = with_binding(false);
+        let prints = credential_fingerprints(&container, &env("sk-one"), b"secret-1");
+        let label = "io.agentc.pool-credential.api";
+        assert_eq!(prints.keys().collect::<Vec<_>>(), [label]);
+        let print = &prints[label];
+        assert_eq!(print.len(), 64);
+        assert!(!print.contains("sk-one"));
+        assert_ne!(*print, hex(&Sha256::digest(b"sk-one")));
+        assert_eq!(
+            prints,
+            credential_fingerprints(&container, &env("sk-one"), b"secret-1")
+        );
+        let unset = credential_fingerprints(&container, &BTreeMap::new(), b"secret-1");
+        let empty = credential_fingerprints(&container, &env(""), b"secret-1");
+        for other in [
+            credential_fingerprints(&container, &env("sk-two"), b"secret-1"),
+            credential_fingerprints(&container, &env("sk-one"), b"secret-2"),
+            credential_fingerprints(&with_binding(true), &env("sk-one"), b"secret-1"),
+            unset.clone(),
+            empty.clone(),
+        ] {
+            assert_ne!(prints[label], other[label]);
+        }
+        assert_ne!(unset, empty);
+        // The value the profile holds for the proxy counts before the environment's.
+        let mut held = container.clone();
+        let proxy = &mut held.egress.as_mut().unwrap().proxy;
+        proxy.held_secrets.insert("API_KEY", "sk-held".into());
+        assert_eq!(
+            credential_fingerprints(&held, &env("sk-one"), b"secret-1"),
+            credential_fingerprints(&container, &env("sk-held"), b"secret-1")
+        );
+        assert!(credential_fingerprints(&ContainerSpec::empty("i"), &env("x"), b"s").is_empty());
+    }
+
+    #[test]
+    fn a_member_fits_only_with_the_claimers_fingerprints() {
+        let label = |name: &str| format!("{LABEL_POOL_CREDENTIAL}{name}");
+        let wanted = BTreeMap::from([(label("api"), "aa".to_string())]);
+        let mut labels = BTreeMap::from([
+            (LABEL_POOL.to_string(), "k".to_string()),
+            (label("api"), "aa".to_string()),
+        ]);
+        assert!(changed_credentials(&wanted, &labels).is_empty());
+        labels.insert(label("api"), "bb".into());
+        assert_eq!(changed_credentials(&wanted, &labels), ["api"]);
+        labels.remove(&label("api"));
+        assert_eq!(changed_credentials(&wanted, &labels), ["api"]);
+        labels.insert(label("api"), "aa".into());
+        labels.insert(label("extra"), "cc".into());
+        assert_eq!(changed_credentials(&wanted, &labels), ["extra"]);
+        assert!(changed_credentials(&BTreeMap::new(), &BTreeMap::new()).is_empty());
+    }
+
     #[test]
     fn a_workspace_bind_or_an_attached_launch_is_no_member() {
         let mut container = ContainerSpec::empty("img:1");
@@ -275,6 +491,6 @@ mod tests {
         container.mounts.clear();
         assert_eq!(cold_reason(&spec(container.clone())), None);
         container.detach = false;
-        assert!(member_spec(&spec(container), "k", "m", "s").is_err());
+        assert!(member_spec(&spec(container), "k", "m", "s", &BTreeMap::new()).is_err());
     }
 }

@@ -6,26 +6,33 @@
 //! the pool key, idling instead of running the launch's command. A claim renames an idle
 //! member of the launch's key and runs the launch's command in it through exec
 //! ([`agentc_backend_common::pool`], written once over [`SandboxClient`]).
+//!
+//! The keys a member's egress proxy holds are read at fill, from the filler's environment:
+//! the member carries their fingerprints under the user's own key ([`pool_secret`]), and a
+//! claim takes only a member whose fingerprints are those of its own environment; the others
+//! are drained, as members of another key are.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::path::Path;
 
 use agentc_backend_api::ApiClient;
 use agentc_backend_cli::CliClient;
-use agentc_backend_common::pool::{self, Member};
+use agentc_backend_common::pool::{self, Member, Wanted};
 use agentc_backend_common::session::{ExecRequest, ExecStdin, SandboxClient, SessionError};
 use agentc_policy::pool::{
-    claim_command, claim_secrets, cold_reason, member_name, member_spec, pool_key,
+    claim_command, claim_secrets, cold_reason, credential_fingerprints, member_name, member_spec,
+    pool_key,
 };
-use agentc_policy::{ContainerSpec, EnvValue, Instance, LaunchSpec, LoadedProfile, Start};
+use agentc_policy::{Action, ContainerSpec, EnvValue, Instance, LaunchSpec, LoadedProfile, Start};
 use futures_util::FutureExt;
 
 use crate::cli::{
     BackendArg, KindArg, LaunchArgs, PoolCommand, PoolDrainArgs, PoolFillArgs, PoolFormat,
     PoolLsArgs, PoolMode,
 };
-use crate::commands::launch;
 use crate::commands::session::{is_profile_path, run_exec, session_failure, Signals};
+use crate::commands::{launch, pool_secret};
 use crate::context::{self, Failure, EXIT_INVALID};
 
 /// Runs `agentc pool ...`.
@@ -100,14 +107,26 @@ fn detached_launch(
     context::resolve_instance(loaded, &args, instance)
 }
 
-/// The runtime the launch's isolation floor chooses (`None`: the engine's default).
-fn runtime_of(spec: &LaunchSpec, backend: BackendArg) -> Result<Option<String>, Failure> {
-    let container = launch::container_of(spec)?;
-    if container.isolation.is_none() {
-        return Ok(container.runtime.clone());
+/// The fingerprints of the keys `container`'s egress proxy reads from `env`
+/// ([`credential_fingerprints`] under the user's [`pool_secret`]); none, and the user's key
+/// not read, without a credential binding.
+fn fingerprints(
+    container: &ContainerSpec,
+    env: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, Failure> {
+    let bound = container
+        .egress
+        .as_ref()
+        .is_some_and(|egress| !egress.credentials.is_empty());
+    if !bound {
+        return Ok(BTreeMap::new());
     }
-    Ok(launch::meet_floor(container, &spec.profile, backend)?.runtime)
+    let secret = pool_secret::load_or_create()?;
+    Ok(credential_fingerprints(container, env, &secret))
 }
+
+/// Why a member was removed as stale, as fill and claim say it.
+const STALE: &str = "the profile, image, runtime or a credential's key changed, or it stopped";
 
 /// The pool key of `base` (the launch without the claim's arguments) on this engine.
 async fn key_of<C: SandboxClient>(
@@ -129,10 +148,12 @@ fn short(key: &str) -> &str {
     &key[..key.len().min(12)]
 }
 
-/// Phase one of a fill: the key, the stale members drained, the idle members of the key.
+/// Phase one of a fill: the key, the stale members drained, the idle members of the key
+/// (and of the filler's keys, `credentials`).
 struct Prepare<'a> {
     base: &'a LaunchSpec,
     runtime: Option<String>,
+    credentials: &'a BTreeMap<String, String>,
     pull: bool,
 }
 
@@ -151,11 +172,15 @@ impl PoolJob for Prepare<'_> {
             .await
             .map_err(session_failure)?;
         let profile = &self.base.profile;
-        let (removed, failed) = pool::drain(client, Some(profile), Some(&key))
+        let wanted = Wanted {
+            key: &key,
+            credentials: self.credentials,
+        };
+        let (removed, failed) = pool::drain(client, Some(profile), Some(&wanted))
             .await
             .map_err(session_failure)?;
         for names in removed {
-            eprintln!("agentc: removed stale pool member {names} (the profile, image or runtime changed, or it stopped)");
+            eprintln!("agentc: removed stale pool member {names} ({STALE})");
         }
         for left in failed {
             eprintln!("agentc: warning: could not remove a stale pool member: {left}");
@@ -164,7 +189,7 @@ impl PoolJob for Prepare<'_> {
             .await
             .map_err(session_failure)?
             .iter()
-            .filter(|member| member.idle && member.running() && member.key == key)
+            .filter(|member| member.idle && member.running() && !member.stale(&wanted))
             .count();
         Ok((key, idle))
     }
@@ -189,26 +214,34 @@ fn fill(args: PoolFillArgs) -> Result<u8, Failure> {
             ),
         ));
     }
-    let runtime = runtime_of(&base, args.backend)?;
+    // The isolation floor, met once for the fill: the key's runtime and every member's.
+    let placed = launch::meet_floor(launch::container_of(&base)?, &base.profile, args.backend)?;
+    // The keys the members' proxies read: the filler's, from the environment they launch with.
+    let credentials = fingerprints(&placed, &launch::process_env())?;
     let (key, idle) = on_client(
         args.backend,
         Prepare {
             base: &base,
-            runtime,
+            runtime: placed.runtime.clone(),
+            credentials: &credentials,
             pull: args.pull,
         },
     )?;
+    let mut placed_base = base.clone();
+    placed_base.action = Action::Container(Box::new(placed));
     let size = usize::from(args.size);
     for _ in idle..size {
         let suffix = random_hex();
         let name = member_name(&loaded.profile.name, &suffix);
-        let member = member_spec(&base, &key, &name, &suffix).map_err(|reason| {
-            Failure::new(
-                EXIT_INVALID,
-                format!("profile {}: {reason}", loaded.profile.name),
-            )
-        })?;
-        launch::execute(&member, args.backend, false)?;
+        let member =
+            member_spec(&placed_base, &key, &name, &suffix, &credentials).map_err(|reason| {
+                Failure::new(
+                    EXIT_INVALID,
+                    format!("profile {}: {reason}", loaded.profile.name),
+                )
+            })?;
+        let placed = launch::container_of(&member)?.clone();
+        launch::execute_placed(&member, Some(placed), args.backend, false)?;
     }
     eprintln!(
         "agentc: pool of {} holds {} idle member(s) (key {})",
@@ -409,17 +442,18 @@ impl PoolJob for ClaimJob<'_> {
             "  hint: `agentc pool fill {} --size N` starts idle members",
             request.profile.display()
         );
-        let cold = |reason: String| -> Result<Option<u8>, Failure> {
+        let cold_hint = |reason: String, hint: &str| -> Result<Option<u8>, Failure> {
             if require {
                 Err(Failure::new(
                     EXIT_INVALID,
-                    format!("--pool require: no warm start for {profile}: {reason}\n{fill_hint}"),
+                    format!("--pool require: no warm start for {profile}: {reason}\n{hint}"),
                 ))
             } else {
                 eprintln!("agentc: cold start: {reason}");
                 Ok(None)
             }
         };
+        let cold = |reason: String| cold_hint(reason, &fill_hint);
         // The members' list and the image's inspect (its ID is part of the key) do not
         // depend on each other: asked at once (two `docker` processes side by side through
         // the CLI backend), the claim waits for the slower, not for both.
@@ -467,15 +501,48 @@ impl PoolJob for ClaimJob<'_> {
                 ),
             ));
         }
+        // The keys a member's proxy holds must be the ones this environment has.
+        let credentials = match fingerprints(container, &launch::process_env()) {
+            Ok(credentials) => credentials,
+            Err(failure) => {
+                return cold(format!(
+                    "cannot fingerprint the egress proxy's keys: {}",
+                    failure.message
+                ))
+            }
+        };
+        let wanted = Wanted {
+            key: &key,
+            credentials: &credentials,
+        };
+        let changed: BTreeSet<String> = members
+            .iter()
+            .filter(|member| member.idle && member.running() && member.key == key)
+            .flat_map(|member| member.changed_credentials(&wanted))
+            .collect();
         let mut signals = Signals::new()?;
         let start = usize::from_str_radix(&random_hex(), 16).unwrap_or_default();
-        let claim = pool::claim(client, members, &key, start)
+        let claim = pool::claim(client, members, &wanted, start)
             .await
             .map_err(session_failure)?;
         for name in &claim.drained {
-            eprintln!("agentc: removed stale pool member {name} (the profile, image or runtime changed, or it stopped)");
+            eprintln!("agentc: removed stale pool member {name} ({STALE})");
         }
         let Some(member) = claim.claimed else {
+            if !changed.is_empty() {
+                let names: Vec<String> = changed.into_iter().collect();
+                return cold_hint(
+                    format!(
+                        "the credential{} {} changed since the pool was filled (its proxies hold another key: another user's, or one rotated since); those members were removed",
+                        if names.len() == 1 { "" } else { "s" },
+                        names.join(", ")
+                    ),
+                    &format!(
+                        "  hint: `agentc pool fill {} --size N` fills the pool again with the keys of this environment",
+                        request.profile.display()
+                    ),
+                );
+            }
             return cold(format!(
                 "the pool of {profile} has no idle member of key {}",
                 short(&key)
