@@ -14,7 +14,7 @@ use agentc_backend_common::Engine;
 use agentc_policy::EgressSpec;
 use bollard::errors::Error as BollardError;
 use bollard::exec::{CreateExecOptions, StartExecOptions};
-use bollard::models::ContainerInspectResponse;
+use bollard::models::{ContainerInspectResponse, ImageInspect};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, InspectNetworkOptions, ListContainersOptionsBuilder,
     ListNetworksOptionsBuilder, ListVolumesOptionsBuilder, LogsOptionsBuilder,
@@ -78,6 +78,14 @@ fn filters(filter: &Filter) -> HashMap<String, Vec<String>> {
     map
 }
 
+/// `REPOSITORY[:TAG]` split at the tag's colon (not a registry port's, which a `/` follows).
+fn split_tag(reference: &str) -> (&str, Option<&str>) {
+    match reference.rsplit_once(':') {
+        Some((repository, tag)) if !tag.contains('/') => (repository, Some(tag)),
+        _ => (reference, None),
+    }
+}
+
 fn sorted(labels: Option<HashMap<String, String>>) -> BTreeMap<String, String> {
     labels.unwrap_or_default().into_iter().collect()
 }
@@ -93,6 +101,26 @@ impl EnginePort for ApiPort {
             Err(error) if status(&error) == Some(404) => Ok(false),
             Err(error) => Err(engine_error(error)),
         }
+    }
+
+    async fn image_inspect(&self, reference: &str) -> Result<Option<ImageInspect>, EngineError> {
+        match self.docker.inspect_image(reference).await {
+            Ok(inspect) => Ok(Some(inspect)),
+            Err(error) if status(&error) == Some(404) => Ok(None),
+            Err(error) => Err(engine_error(error)),
+        }
+    }
+
+    async fn tag_image(&self, source: &str, reference: &str) -> Result<(), EngineError> {
+        let (repository, tag) = split_tag(reference);
+        let options = bollard::query_parameters::TagImageOptions {
+            repo: Some(repository.to_string()),
+            tag: tag.map(str::to_string),
+        };
+        self.docker
+            .tag_image(source, Some(options))
+            .await
+            .map_err(engine_error)
     }
 
     async fn import_image(&self, request: ImportRequest<'_>) -> Result<(), EngineError> {
@@ -284,6 +312,7 @@ impl EnginePort for ApiPort {
             .await
         {
             Ok(network) => Ok(Some(ListedObject {
+                internal: Some(network.internal.unwrap_or(false)),
                 name: network.name.unwrap_or_else(|| name.to_string()),
                 labels: sorted(network.labels),
                 created: network
@@ -308,6 +337,7 @@ impl EnginePort for ApiPort {
             .into_iter()
             .filter_map(|network| {
                 Some(ListedObject {
+                    internal: Some(network.internal.unwrap_or(false)),
                     name: network.name?,
                     labels: sorted(network.labels),
                     created: network
@@ -361,6 +391,7 @@ impl EnginePort for ApiPort {
             .unwrap_or_default()
             .into_iter()
             .map(|volume| ListedObject {
+                internal: None,
                 created: volume
                     .created_at
                     .as_deref()

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 
 use agentc_policy::EgressSpec;
-use bollard::models::ContainerInspectResponse;
+use bollard::models::{ContainerInspectResponse, ImageInspect};
 
 use crate::engine::Engine;
 
@@ -168,6 +168,8 @@ pub struct ListedObject {
     pub labels: BTreeMap<String, String>,
     /// When it was created, in seconds since the epoch, when the engine says.
     pub created: Option<i64>,
+    /// For a network, whether it is `--internal` (no way out); `None` for a volume.
+    pub internal: Option<bool>,
 }
 
 /// The egress proxy's image, to import: the root filesystem as a tar, the `docker import
@@ -195,6 +197,20 @@ pub trait EnginePort: Send + Sync {
         &self,
         reference: &str,
     ) -> impl Future<Output = Result<bool, EngineError>> + Send;
+
+    /// The image `reference` names, as `docker image inspect` prints it; `None` when the
+    /// engine has no such image.
+    fn image_inspect(
+        &self,
+        reference: &str,
+    ) -> impl Future<Output = Result<Option<ImageInspect>, EngineError>> + Send;
+
+    /// Points `reference` (`REPOSITORY[:TAG]`) at the image `source` (an ID or a reference).
+    fn tag_image(
+        &self,
+        source: &str,
+        reference: &str,
+    ) -> impl Future<Output = Result<(), EngineError>> + Send;
 
     /// Imports an image from a root filesystem tar (`docker import`, `POST
     /// /images/create?fromSrc=-`).

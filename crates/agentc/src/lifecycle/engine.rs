@@ -1,10 +1,11 @@
 //! The engine queries a deployment needs, through either backend: what an image reference
-//! resolves to, moving a tag, whether a volume or network exists. The cli backend asks the
-//! `docker` command, the api backend the Engine API; both read the same inspect documents.
+//! resolves to, moving a tag, whether a volume or network exists. Written once over the
+//! engine port, which the cli backend answers through the engine's command line and the api
+//! backend through the Engine API.
 
+use agentc_backend_common::port::{EngineError, EnginePort};
 use agentc_lifecycle::lock::ImageFacts;
 use bollard::models::ImageInspect;
-use bollard::Docker;
 
 use crate::cli::BackendArg;
 use crate::commands::launch;
@@ -24,14 +25,22 @@ pub trait Engine {
     fn network_internal(&mut self, name: &str) -> Result<Option<bool>, Failure>;
 }
 
-/// The engine through `backend`.
+/// The engine through `backend`: its [engine port](agentc_backend_common::port), the command
+/// line or the Engine API, each query written once ([`PortEngine`]).
 pub fn connect(backend: BackendArg) -> Result<Box<dyn Engine>, Failure> {
+    let runtime = launch::runtime()?;
+    let engine = agentc_backend_common::engine();
     Ok(match backend {
-        BackendArg::Cli => Box::new(CliEngine),
+        BackendArg::Cli => Box::new(PortEngine {
+            runtime,
+            port: agentc_backend_cli::exec::port::CliPort::new(engine),
+        }),
         BackendArg::Api => {
-            let runtime = launch::runtime()?;
             let docker = runtime.block_on(launch::connect())?;
-            Box::new(ApiEngine { runtime, docker })
+            Box::new(PortEngine {
+                runtime,
+                port: agentc_backend_api::port::ApiPort::new(docker, engine),
+            })
         }
     })
 }
@@ -48,112 +57,22 @@ fn facts(inspect: ImageInspect, reference: &str) -> Result<ImageFacts, Failure> 
     Ok(ImageFacts { id, repo_digests })
 }
 
-fn docker_failure(what: String, error: impl std::fmt::Display) -> Failure {
+fn engine_failure(what: String, error: EngineError) -> Failure {
     Failure::new(EXIT_DOCKER, format!("{what}: {error}"))
 }
 
-/// The `docker` command.
-#[derive(Debug)]
-pub struct CliEngine;
-
-impl CliEngine {
-    fn exists(kind: &str, name: &str) -> Result<bool, Failure> {
-        use agentc_backend_common::ExecError;
-        match agentc_backend_cli::exec::docker::output(&[kind, "inspect", name]) {
-            Ok(_) => Ok(true),
-            Err(ExecError::DockerFailed { stderr, .. })
-                if stderr.to_ascii_lowercase().contains("no such") =>
-            {
-                Ok(false)
-            }
-            Err(error) => Err(launch::exec_failure(error)),
-        }
-    }
-}
-
-impl Engine for CliEngine {
-    fn image(&mut self, reference: &str) -> Result<Option<ImageFacts>, Failure> {
-        use agentc_backend_common::ExecError;
-        let text = match agentc_backend_cli::exec::docker::output(&[
-            "image", "inspect", "--", reference,
-        ]) {
-            Ok(text) => text,
-            Err(ExecError::DockerFailed { stderr, .. })
-                if agentc_backend_common::daemon_text::is_no_such_image(&stderr) =>
-            {
-                return Ok(None)
-            }
-            Err(error) => return Err(launch::exec_failure(error)),
-        };
-        let mut found: Vec<ImageInspect> = serde_json::from_str(&text).map_err(|error| {
-            docker_failure(
-                format!("cannot read `docker image inspect {reference}`"),
-                error,
-            )
-        })?;
-        match found.pop() {
-            Some(inspect) => facts(inspect, reference).map(Some),
-            None => Ok(None),
-        }
-    }
-
-    fn tag(&mut self, source: &str, reference: &str) -> Result<(), Failure> {
-        agentc_backend_cli::exec::docker::output(&["tag", source, reference])
-            .map(drop)
-            .map_err(launch::exec_failure)
-    }
-
-    fn volume_exists(&mut self, name: &str) -> Result<bool, Failure> {
-        Self::exists("volume", name)
-    }
-
-    fn network_exists(&mut self, name: &str) -> Result<bool, Failure> {
-        Self::exists("network", name)
-    }
-
-    fn network_internal(&mut self, name: &str) -> Result<Option<bool>, Failure> {
-        use agentc_backend_common::ExecError;
-        match agentc_backend_cli::exec::docker::output(&[
-            "network",
-            "inspect",
-            "--format",
-            "{{.Internal}}",
-            name,
-        ]) {
-            Ok(text) => Ok(Some(text.trim() == "true")),
-            Err(ExecError::DockerFailed { stderr, .. })
-                if stderr.to_ascii_lowercase().contains("no such") =>
-            {
-                Ok(None)
-            }
-            Err(error) => Err(launch::exec_failure(error)),
-        }
-    }
-}
-
-/// The Engine API, through bollard.
-#[derive(Debug)]
-pub struct ApiEngine {
+/// The lifecycle's queries over an engine port, on a runtime of their own.
+pub struct PortEngine<P> {
     runtime: tokio::runtime::Runtime,
-    docker: Docker,
+    port: P,
 }
 
-fn not_found(error: &bollard::errors::Error) -> bool {
-    matches!(
-        error,
-        bollard::errors::Error::DockerResponseServerError {
-            status_code: 404,
-            ..
-        }
-    )
-}
-
-impl Engine for ApiEngine {
+impl<P: EnginePort> Engine for PortEngine<P> {
     fn image(&mut self, reference: &str) -> Result<Option<ImageFacts>, Failure> {
-        match self.runtime.block_on(self.docker.inspect_image(reference)) {
-            Ok(inspect) => facts(inspect, reference).map(Some),
-            Err(error) if not_found(&error) => Ok(None),
-            Err(error) => Err(docker_failure(
+        match self.runtime.block_on(self.port.image_inspect(reference)) {
+            Ok(Some(inspect)) => facts(inspect, reference).map(Some),
+            Ok(None) => Ok(None),
+            Err(error) => Err(engine_failure(
                 format!("cannot inspect image {reference}"),
                 error,
             )),
@@ -161,52 +80,25 @@ impl Engine for ApiEngine {
     }
 
     fn tag(&mut self, source: &str, reference: &str) -> Result<(), Failure> {
-        let parts = agentc_lifecycle::reference::split(reference);
-        let options = bollard::query_parameters::TagImageOptions {
-            repo: Some(parts.repository),
-            tag: parts.tag,
-        };
         self.runtime
-            .block_on(self.docker.tag_image(source, Some(options)))
-            .map_err(|error| docker_failure(format!("cannot tag {source} as {reference}"), error))
+            .block_on(self.port.tag_image(source, reference))
+            .map_err(|error| engine_failure(format!("cannot tag {source} as {reference}"), error))
     }
 
     fn volume_exists(&mut self, name: &str) -> Result<bool, Failure> {
-        match self.runtime.block_on(self.docker.inspect_volume(name)) {
-            Ok(_) => Ok(true),
-            Err(error) if not_found(&error) => Ok(false),
-            Err(error) => Err(docker_failure(
-                format!("cannot inspect volume {name}"),
-                error,
-            )),
-        }
+        self.runtime
+            .block_on(self.port.volume_exists(name))
+            .map_err(|error| engine_failure(format!("cannot inspect volume {name}"), error))
     }
 
     fn network_exists(&mut self, name: &str) -> Result<bool, Failure> {
-        match self
-            .runtime
-            .block_on(self.docker.inspect_network(name, None))
-        {
-            Ok(_) => Ok(true),
-            Err(error) if not_found(&error) => Ok(false),
-            Err(error) => Err(docker_failure(
-                format!("cannot inspect network {name}"),
-                error,
-            )),
-        }
+        self.network_internal(name).map(|found| found.is_some())
     }
 
     fn network_internal(&mut self, name: &str) -> Result<Option<bool>, Failure> {
-        match self
-            .runtime
-            .block_on(self.docker.inspect_network(name, None))
-        {
-            Ok(network) => Ok(Some(network.internal.unwrap_or(false))),
-            Err(error) if not_found(&error) => Ok(None),
-            Err(error) => Err(docker_failure(
-                format!("cannot inspect network {name}"),
-                error,
-            )),
-        }
+        self.runtime
+            .block_on(self.port.network(name))
+            .map(|found| found.map(|network| network.internal.unwrap_or(false)))
+            .map_err(|error| engine_failure(format!("cannot inspect network {name}"), error))
     }
 }

@@ -15,7 +15,7 @@ use agentc_backend_common::port::{
 };
 use agentc_backend_common::Engine;
 use agentc_policy::EgressSpec;
-use bollard::models::ContainerInspectResponse;
+use bollard::models::{ContainerInspectResponse, ImageInspect};
 use serde::Deserialize;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
@@ -140,6 +140,8 @@ struct Inspected {
     labels: Option<BTreeMap<String, String>>,
     #[serde(alias = "created", alias = "CreatedAt", rename = "Created", default)]
     created: Option<String>,
+    #[serde(alias = "internal", rename = "Internal", default)]
+    internal: Option<bool>,
 }
 
 fn read_objects(text: &[u8]) -> Result<Vec<ListedObject>, EngineError> {
@@ -158,6 +160,7 @@ fn read_objects(text: &[u8]) -> Result<Vec<ListedObject>, EngineError> {
                 .created
                 .as_deref()
                 .and_then(egress_state::unix_seconds),
+            internal: object.internal,
         })
         .collect())
 }
@@ -218,6 +221,21 @@ impl EnginePort for CliPort {
             Err(error) if error.is_not_found() => Ok(false),
             Err(error) => Err(error),
         }
+    }
+
+    async fn image_inspect(&self, reference: &str) -> Result<Option<ImageInspect>, EngineError> {
+        let text = match self.output(&["image", "inspect", "--", reference]).await {
+            Ok(text) => text,
+            Err(error) if error.is_not_found() => return Ok(None),
+            Err(error) => return Err(error),
+        };
+        let mut found: Vec<ImageInspect> =
+            serde_json::from_slice(&text).map_err(|error| unreadable(error.to_string()))?;
+        Ok(found.pop())
+    }
+
+    async fn tag_image(&self, source: &str, reference: &str) -> Result<(), EngineError> {
+        self.output(&["tag", source, reference]).await.map(|_| ())
     }
 
     async fn import_image(&self, request: ImportRequest<'_>) -> Result<(), EngineError> {
@@ -457,6 +475,10 @@ mod tests {
         assert_eq!(read(podman)[0].labels["io.agentc.profile"], "box");
         assert_eq!(read(podman)[0].created, Some(1_796_273_400));
         assert!(read(volume)[0].labels.is_empty());
+        assert_eq!(read(volume)[0].internal, None);
+        let internal = br#"[{"Name":"out","Internal":true}]"#;
+        assert_eq!(read(internal)[0].internal, Some(true));
+        assert_eq!(read(podman)[0].internal, None);
         assert_eq!(read(volume)[0].created, Some(1_796_273_400));
     }
 
