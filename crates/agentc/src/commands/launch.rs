@@ -294,12 +294,11 @@ pub fn execute_copies(
     pull: bool,
     jobs: usize,
 ) -> Result<u8, Failure> {
-    if !matches!(backend, BackendArg::Api) {
-        return Err(Failure::usage(
-            "--count launches its copies through the Engine API only\n  hint: add --backend api",
-        ));
-    }
     let count = copies.len();
+    let profile = copies
+        .first()
+        .map(|spec| spec.profile.clone())
+        .unwrap_or_default();
     let copies = copies
         .iter()
         .map(|copy| container_of(copy).cloned())
@@ -326,6 +325,9 @@ pub fn execute_copies(
                  port in network.publish (each copy then gets a free port), or run one copy"
             ),
         ));
+    }
+    if matches!(backend, BackendArg::Cli) {
+        return execute_copies_cli(&copies, &profile, pull);
     }
     let options = agentc_backend_api::LaunchOptions {
         env: process_env(),
@@ -371,6 +373,90 @@ pub fn execute_copies(
         }
         Ok(0)
     })
+}
+
+/// The copies of `agentc run --count` through the docker command line: one after another
+/// (`--jobs` is the API backend's), each as a single detached launch goes (its isolation floor,
+/// its egress companion, the image pulled for the first with `pull`). A fleet starts whole or
+/// not at all, as through the API: after the first failure no further copy starts, the
+/// started ones are removed with their egress companions, and the error says what happened to
+/// each ([`agentc_backend_api::LaunchManyError`]). Prints each started copy, in order.
+fn execute_copies_cli(copies: &[ContainerSpec], profile: &str, pull: bool) -> Result<u8, Failure> {
+    // Every copy's isolation floor is met before any copy is created.
+    let copies = copies
+        .iter()
+        .map(|copy| meet_floor(copy, profile, BackendArg::Cli))
+        .collect::<Result<Vec<ContainerSpec>, Failure>>()?;
+    let env = process_env();
+    let name_of = |index: usize| {
+        copies[index]
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("copy {}", index + 1))
+    };
+    let mut started: Vec<(usize, ContainerInspectResponse)> = Vec::new();
+    let mut failed = None;
+    for (index, placed) in copies.iter().enumerate() {
+        match agentc_backend_cli::launch(placed, &env, pull && index == 0, notify) {
+            Ok(agentc_backend_cli::Outcome {
+                started: Some(inspect),
+                ..
+            }) => started.push((index, inspect)),
+            Ok(outcome) => {
+                let message = format!(
+                    "{} exited {} and the container did not start",
+                    agentc_backend_common::engine().program(),
+                    outcome.exit_code
+                );
+                failed = Some((
+                    index,
+                    ExecError::CliRefused {
+                        step: "start the container",
+                        message,
+                    },
+                ));
+                break;
+            }
+            Err(error) => {
+                super::isolation::forget_on_failure(placed);
+                failed = Some((index, error));
+                break;
+            }
+        }
+    }
+    let Some((at, error)) = failed else {
+        for (index, inspect) in &started {
+            print_started(inspect, &copies[*index].network);
+        }
+        return Ok(0);
+    };
+    let mut report = agentc_backend_api::LaunchManyError {
+        count: copies.len(),
+        failed: vec![(name_of(at), error)],
+        not_started: (at + 1..copies.len()).map(name_of).collect(),
+        rolled_back: Vec::new(),
+        left: Vec::new(),
+    };
+    if !started.is_empty() {
+        use agentc_backend_common::session::{Sandbox, SandboxClient};
+        let client = agentc_backend_cli::CliClient::new(env);
+        let runtime = runtime()?;
+        for (index, inspect) in &started {
+            let sandbox = Sandbox {
+                id: inspect.id.clone().unwrap_or_default(),
+                name: name_of(*index),
+                profile: String::new(),
+            };
+            let deleted = runtime.block_on(client.delete(&sandbox));
+            if deleted.left.is_empty() {
+                report.rolled_back.push(sandbox.name);
+            } else {
+                report.left.push((sandbox.name, deleted.left.join("; ")));
+            }
+        }
+    }
+    let code = u8::try_from(report.exit_code()).unwrap_or(EXIT_DOCKER);
+    Err(Failure::new(code, report.to_string()))
 }
 
 /// Prints a started detached container: `started NAME (ID)`, one `  PORT  ADDRESS` line
