@@ -294,7 +294,7 @@ pub struct StopArgs {
     /// Seconds to wait after SIGTERM before SIGKILL [default: the daemon's, 10].
     #[arg(long, short = 't', value_name = "S")]
     pub time: Option<u32>,
-    /// Container names or IDs from `agentc ps`, or profile files.
+    /// Container names or IDs from `agentc ps`, profile files, or profiles' names.
     #[arg(required = true, add = complete::names())]
     pub names: Vec<String>,
 }
@@ -305,7 +305,8 @@ pub struct StartArgs {
     /// The backend.
     #[command(flatten)]
     pub target: SessionTarget,
-    /// Container names or IDs from `agentc ps -a` (a profile file names its running one).
+    /// Container names or IDs from `agentc ps -a`, profile files, or profiles' names (a
+    /// profile's one container, running or stopped).
     #[arg(required = true, add = complete::names())]
     pub names: Vec<String>,
 }
