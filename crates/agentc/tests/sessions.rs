@@ -683,7 +683,7 @@ fn live_names_are_read_alike_and_exec_needs_no_double_dash() {
         // Every other session command reads the profile's name and file alike, running or
         // stopped (start), through both backends.
         for name in [lab.profile.as_str(), file.as_str()] {
-            let mut expect = |args: &[&str], stdout: &str| {
+            let expect = |args: &[&str], stdout: &str| {
                 let mut full = vec![args[0], "--backend", backend];
                 full.extend(&args[1..]);
                 let out = lab.run(&full);
