@@ -951,6 +951,53 @@ fn live_run_count_starts_numbered_copies_through_the_api_backend() {
     }
 }
 
+/// `run --count` with an isolation floor: the floor is met once for the fleet (one line on
+/// stderr) and every copy runs under the chosen runtime, through both backends (the api
+/// backend refused the copies: "isolation.min cannot be launched").
+#[test]
+fn live_run_count_meets_the_isolation_floor_once_through_both_backends() {
+    if !require_daemon("live_run_count_meets_the_isolation_floor_once") {
+        return;
+    }
+    if !docker(&["info", "--format", "{{json .Runtimes}}"])
+        .is_ok_and(|runtimes| runtimes.contains("\"runsc\""))
+    {
+        eprintln!("skipping live_run_count_meets_the_isolation_floor_once: no runsc runtime");
+        return;
+    }
+    let image = test_image();
+    for backend in ["cli", "api"] {
+        let lab = Lab::new(&format!("launcher-floor-{backend}"));
+        let profile = lab.profile(&format!(
+            "agent = \"custom\"\n\n[image]\nref = \"{image}\"\ncommand = [\"sleep\", \"300\"]\n\n[security.isolation]\nmin = \"gvisor\"\n"
+        ));
+        let output = lab.run(&["run", &profile, "--backend", backend, "--count", "2"]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{backend}: {}",
+            describe(&output)
+        );
+        let stderr = text(&output.stderr);
+        assert_eq!(
+            stderr
+                .matches("agentc: isolation: gvisor under runtime runsc")
+                .count(),
+            1,
+            "{backend}: {stderr}"
+        );
+        let names = lab.containers();
+        assert_eq!(names.len(), 2, "{backend}: {}", describe(&output));
+        for name in &names {
+            let runtime = docker(&["inspect", "--format", "{{.HostConfig.Runtime}}", name]);
+            assert_eq!(runtime.unwrap(), "runsc", "{backend}: {name}");
+        }
+        let rm = agentc(&["rm", "--all", "--profile", &lab.profile]);
+        assert_eq!(rm.status.code(), Some(0), "{backend}: {}", describe(&rm));
+        lab.finish();
+    }
+}
+
 fn current_uid() -> String {
     let output = Command::new("id").arg("-u").output().unwrap();
     text(&output.stdout).trim().to_string()

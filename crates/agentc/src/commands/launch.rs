@@ -326,8 +326,14 @@ pub fn execute_copies(
             ),
         ));
     }
+    // The isolation floor, met once for the fleet through the backend's own engine port and
+    // applied to every copy (the copies differ only in their names and egress companions).
+    let copies = floor_for_all(&copies, &profile, backend)?;
+    let Some(container) = copies.first() else {
+        return Ok(0);
+    };
     if matches!(backend, BackendArg::Cli) {
-        return execute_copies_cli(&copies, &profile, pull);
+        return execute_copies_cli(&copies, pull);
     }
     let options = agentc_backend_api::LaunchOptions {
         env: process_env(),
@@ -375,18 +381,42 @@ pub fn execute_copies(
     })
 }
 
+/// `copies` with the isolation floor met: asked of the engine once, for the first copy
+/// ([`meet_floor`] through `backend`), and its runtime and labels given to every copy. Copies
+/// without a floor are returned unchanged.
+fn floor_for_all(
+    copies: &[ContainerSpec],
+    profile: &str,
+    backend: BackendArg,
+) -> Result<Vec<ContainerSpec>, Failure> {
+    use super::isolation::{LABEL_ISOLATION, LABEL_RUNTIME};
+    let Some(first) = copies.first().filter(|first| first.isolation.is_some()) else {
+        return Ok(copies.to_vec());
+    };
+    let placed = meet_floor(first, profile, backend)?;
+    Ok(copies
+        .iter()
+        .map(|copy| {
+            let mut copy = copy.clone();
+            copy.runtime.clone_from(&placed.runtime);
+            for label in [LABEL_ISOLATION, LABEL_RUNTIME] {
+                if let Some(value) = placed.labels.get(label) {
+                    copy.labels.insert(label.to_string(), value.clone());
+                }
+            }
+            copy
+        })
+        .collect())
+}
+
 /// The copies of `agentc run --count` through the docker command line: one after another
-/// (`--jobs` is the API backend's), each as a single detached launch goes (its isolation floor,
-/// its egress companion, the image pulled for the first with `pull`). A fleet starts whole or
+/// (`--jobs` is the API backend's), each as a single detached launch goes (its egress
+/// companion, the image pulled for the first with `pull`). A fleet starts whole or
 /// not at all, as through the API: after the first failure no further copy starts, the
 /// started ones are removed with their egress companions, and the error says what happened to
-/// each ([`agentc_backend_api::LaunchManyError`]). Prints each started copy, in order.
-fn execute_copies_cli(copies: &[ContainerSpec], profile: &str, pull: bool) -> Result<u8, Failure> {
-    // Every copy's isolation floor is met before any copy is created.
-    let copies = copies
-        .iter()
-        .map(|copy| meet_floor(copy, profile, BackendArg::Cli))
-        .collect::<Result<Vec<ContainerSpec>, Failure>>()?;
+/// each ([`agentc_backend_api::LaunchManyError`]). Prints each started copy, in order. The
+/// copies come with their isolation floor met ([`floor_for_all`]).
+fn execute_copies_cli(copies: &[ContainerSpec], pull: bool) -> Result<u8, Failure> {
     let env = process_env();
     let name_of = |index: usize| {
         copies[index]
