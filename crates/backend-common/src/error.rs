@@ -386,7 +386,7 @@ mod tests {
         let hinted = [
             (
                 "Conflict. The container name \"/x\" is already in use by container \"0123\". You have to remove (or rename) that container to be able to reuse that name.",
-                "agentc rm NAME",
+                "`agentc run --name N PROFILE` starts another",
             ),
             (
                 "Range of CPUs is from 0.01 to 2.00, as there are only 2 CPUs available",
