@@ -489,6 +489,38 @@ fn execute_copies_cli(copies: &[ContainerSpec], pull: bool) -> Result<u8, Failur
     Err(Failure::new(code, report.to_string()))
 }
 
+/// The `  PORT  ADDRESS` lines of a started container: where each published port is
+/// reachable ([`published_addresses`]); a port published on every address (`0.0.0.0` or `::`,
+/// written out in network.publish) says so, since its loopback address alone would read as
+/// this machine only.
+fn address_lines(inspect: &ContainerInspectResponse, network: &Network) -> Vec<String> {
+    let everywhere: std::collections::BTreeSet<&str> = inspect
+        .network_settings
+        .as_ref()
+        .and_then(|settings| settings.ports.as_ref())
+        .into_iter()
+        .flatten()
+        .filter(|(_, bindings)| {
+            bindings.iter().flatten().any(|binding| {
+                matches!(binding.host_ip.as_deref(), Some("0.0.0.0" | "::"))
+                    && binding.host_port.as_deref().is_some_and(|p| !p.is_empty())
+            })
+        })
+        .map(|(port, _)| port.as_str())
+        .collect();
+    published_addresses(inspect, network)
+        .into_iter()
+        .map(|address| {
+            let note = if everywhere.contains(address.container_port.as_str()) {
+                "  (published on every address: reachable beyond this machine)"
+            } else {
+                ""
+            };
+            format!("  {}  {}{note}", address.container_port, address.address)
+        })
+        .collect()
+}
+
 /// Prints a started detached container: `started NAME (ID)`, one `  PORT  ADDRESS` line
 /// per reachable address, and, on a named network, the names its peers reach it by.
 pub(crate) fn print_started(inspect: &ContainerInspectResponse, network: &Network) {
@@ -505,8 +537,8 @@ pub(crate) fn print_started(inspect: &ContainerInspectResponse, network: &Networ
         .take(12)
         .collect();
     println!("started {name} ({id})");
-    for address in published_addresses(inspect, network) {
-        println!("  {}  {}", address.container_port, address.address);
+    for line in address_lines(inspect, network) {
+        println!("{line}");
     }
     if let Network::Named { name: network } = network {
         let aliases: Vec<String> = inspect
@@ -535,6 +567,44 @@ pub(crate) fn print_started(inspect: &ContainerInspectResponse, network: &Networ
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_port_published_on_every_address_says_so() {
+        use bollard::models::{NetworkSettings, PortBinding};
+        let binding = |ip: &str, port: &str| PortBinding {
+            host_ip: Some(ip.into()),
+            host_port: Some(port.into()),
+        };
+        let inspect = ContainerInspectResponse {
+            network_settings: Some(NetworkSettings {
+                ports: Some(std::collections::HashMap::from([
+                    (
+                        "8080/tcp".to_string(),
+                        Some(vec![binding("127.0.0.1", "18080")]),
+                    ),
+                    (
+                        "8081/tcp".to_string(),
+                        Some(vec![binding("0.0.0.0", "18081"), binding("::", "18081")]),
+                    ),
+                ])),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let lines = address_lines(&inspect, &Network::Default);
+        assert!(
+            lines.contains(&"  8080/tcp  127.0.0.1:18080".to_string()),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(
+                &"  8081/tcp  127.0.0.1:18081  (published on every address: reachable beyond \
+                  this machine)"
+                    .to_string()
+            ),
+            "{lines:?}"
+        );
+    }
 
     #[test]
     fn refusals_of_rm_exit_1_and_daemon_failures_125() {
