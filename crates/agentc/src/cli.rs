@@ -68,7 +68,7 @@ pub enum Command {
     Render(RenderArgs),
     /// Launch a profile's agent (or a custom profile's long-lived sandbox) and wait for it.
     #[command(
-        after_help = "Examples:\n  agentc run fixtures/valid/claude-minimal.toml --workspace ~/src/app\n  agentc run fixtures/valid/codex-minimal.toml --backend api -- --help\n  agentc run fixtures/valid/sandbox-pentest.toml    # custom agents start detached\n  agentc run fixtures/valid/claude-minimal.toml --pull --image registry.example:5000/claude-code:1\n  agentc run fixtures/valid/sandbox-minimal.toml --backend api --detach --count 32 --jobs 8\n\nAn attached run exits with the container's exit code. A detached launch (custom agents, or --detach) prints the container's name and the addresses its published ports are reachable at, then exits 0; `agentc ps` lists it and `agentc rm` removes it. The cli backend runs the `docker` command `agentc render` prints; the api backend talks to the daemon directly. Neither pulls an image unless --pull is given: then a missing image is pulled before anything is created (`docker pull` for the cli backend, the Engine API for the api backend), with progress on stderr; a failed pull exits 125. --pull sends no registry credentials (those of `docker login` are not read): pull a private image with `docker pull` first. Before it launches, each high or critical finding of the launch (those `agentc explain` lists) is printed on stderr, one line each (--no-warnings hides them). --count N (api backend) starts N detached copies named NAME-1 to NAME-N on one daemon connection pool, --jobs at a time; if any copy fails, none is left running: the started ones are removed and every failure is named."
+        after_help = "Examples:\n  agentc run fixtures/valid/claude-minimal.toml --workspace ~/src/app\n  agentc run fixtures/valid/codex-minimal.toml --backend api -- --help\n  agentc run fixtures/valid/sandbox-pentest.toml    # custom agents start detached\n  agentc run fixtures/valid/claude-minimal.toml --pull --image registry.example:5000/claude-code:1\n  agentc run fixtures/valid/sandbox-minimal.toml --backend api --detach --count 32 --jobs 8\n\nAn attached run exits with the container's exit code. A detached launch (custom agents, or --detach) prints the container's name and the addresses its published ports are reachable at, then exits 0; `agentc ps` lists it and `agentc rm` removes it. The cli backend runs the `docker` command `agentc render` prints; the api backend talks to the daemon directly. Neither pulls an image unless --pull is given: then a missing image is pulled before anything is created (`docker pull` for the cli backend, the Engine API for the api backend), with progress on stderr; a failed pull exits 125. --pull sends no registry credentials (those of `docker login` are not read): pull a private image with `docker pull` first. Before it launches, each high or critical finding of the launch (those `agentc explain` lists) is printed on stderr, one line each (--no-warnings hides them). --count N starts N detached copies named NAME-1 to NAME-N (the api backend on one daemon connection pool, --jobs at a time; the cli backend one after another); if any copy fails, none is left running: the started ones are removed and every failure is named."
     )]
     Run(RunArgs),
     /// Copy a seed mount's source into the profile's home volume (copy-once).
@@ -294,7 +294,7 @@ pub struct StopArgs {
     /// Seconds to wait after SIGTERM before SIGKILL [default: the daemon's, 10].
     #[arg(long, short = 't', value_name = "S")]
     pub time: Option<u32>,
-    /// Container names or IDs from `agentc ps`, or profile files.
+    /// Container names or IDs from `agentc ps`, profile files, or profiles' names.
     #[arg(required = true, add = complete::names())]
     pub names: Vec<String>,
 }
@@ -305,7 +305,8 @@ pub struct StartArgs {
     /// The backend.
     #[command(flatten)]
     pub target: SessionTarget,
-    /// Container names or IDs from `agentc ps -a` (a profile file names its running one).
+    /// Container names or IDs from `agentc ps -a`, profile files, or profiles' names (a
+    /// profile's one container, running or stopped).
     #[arg(required = true, add = complete::names())]
     pub names: Vec<String>,
 }
@@ -519,10 +520,12 @@ pub struct RunArgs {
     /// exactly; any drift exits 65 before anything is created.
     #[arg(long)]
     pub locked: bool,
-    /// Start this many detached copies, named NAME-1 to NAME-N (implies --detach; api backend).
+    /// Start this many detached copies, named NAME-1 to NAME-N (implies --detach; either
+    /// backend).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub count: u16,
-    /// With --count: how many copies are launched at once.
+    /// With --count: how many copies are launched at once (api backend; the cli backend
+    /// launches them one after another).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: u16,
     /// Do not print the high and critical findings of the launch on stderr before it starts

@@ -503,5 +503,40 @@ fn messages_name_the_engine_in_use() {
             "{engine}: {stderr}"
         );
     }
+    // An engine that answers but lacks the image: the refusal and its hint name that engine's
+    // daemon and commands (a stand-in program answers every query with its "no such image").
+    let fake = nowhere.join("fake");
+    std::fs::create_dir_all(&fake).expect("a PATH directory for the stand-in engines");
+    for engine in ["docker", "podman"] {
+        let program = fake.join(engine);
+        std::fs::write(
+            &program,
+            "#!/bin/sh\necho \"Error: No such image: busybox:1.36\" >&2\nexit 1\n",
+        )
+        .expect("a stand-in engine");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755))
+            .expect("an executable stand-in");
+    }
+    let path = format!("{}:/usr/bin:/bin", fake.display());
+    for (engine, other) in [("docker", "podman"), ("podman", "docker")] {
+        let run = agentc(
+            &["--engine", engine, "run", profile, "--no-warnings"],
+            &[("PATH", &path)],
+        );
+        assert_eq!(
+            run.status.code(),
+            Some(125),
+            "{engine}: {}",
+            text(&run.stderr)
+        );
+        let stderr = text(&run.stderr);
+        assert!(
+            stderr.contains(&format!("is not present on the {engine} daemon"))
+                && stderr.contains(&format!("`{engine} build` or `{engine} import`"))
+                && !stderr.contains(other),
+            "{engine}: {stderr}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&nowhere);
 }

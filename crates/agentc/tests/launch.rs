@@ -796,16 +796,7 @@ fn live_one_digest_in_plan_render_lock_verbose_the_label_and_ps() {
 }
 
 #[test]
-fn run_count_needs_the_api_backend() {
-    let output = agentc(&["run", "fixtures/valid/sandbox-minimal.toml", "--count", "2"]);
-    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
-    assert!(
-        text(&output.stderr).contains(
-            "--count launches its copies through the Engine API only\n  hint: add --backend api"
-        ),
-        "{}",
-        describe(&output)
-    );
+fn rm_profile_names_no_container_besides() {
     // `--profile` needs no `--all` (issue 20), but names no container besides.
     let output = agentc(&["rm", "--profile", "x", "some-sandbox"]);
     assert_eq!(
@@ -816,71 +807,195 @@ fn run_count_needs_the_api_backend() {
     );
 }
 
-#[test]
-fn live_run_count_starts_numbered_copies_and_rm_all_profile_removes_only_them() {
-    if !require_daemon("live_run_count_starts_numbered_copies") {
-        return;
-    }
+/// `run --count` starts numbered copies through either backend (the default, cli, too: it
+/// was refused with "add --backend api"); a fleet whose names are taken starts nothing and
+/// leaves the running copies alone; `rm --all --profile` removes only the profile's own.
+fn run_count_fleet(backend: &str) {
     let image = test_image();
-    let lab = Lab::new("launcher-fleet");
-    let other = Lab::new("launcher-fleet-other");
+    let lab = Lab::new(&format!("launcher-fleet-{backend}"));
+    let other = Lab::new(&format!("launcher-other-{backend}"));
     let body = format!(
         "agent = \"custom\"\n\n[image]\nref = \"{image}\"\ncommand = [\"sleep\", \"300\"]\n"
     );
     let profile = lab.profile(&body);
-    let output = lab.run(&[
-        "run",
-        &profile,
-        "--backend",
-        "api",
-        "--count",
-        "3",
-        "--jobs",
-        "2",
-    ]);
-    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
-    let base = format!("agentc-sandbox-launcher-{}-launcher-fleet", current_uid());
+    let mut args = vec!["run", &profile, "--count", "3", "--jobs", "2"];
+    if backend == "api" {
+        args.extend(["--backend", "api"]);
+    }
+    let output = lab.run(&args);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{backend}: {}",
+        describe(&output)
+    );
+    let base = format!(
+        "agentc-sandbox-launcher-{}-launcher-fleet-{backend}",
+        current_uid()
+    );
     let names: Vec<String> = (1..=3).map(|index| format!("{base}-{index}")).collect();
     let stdout = text(&output.stdout);
     for name in &names {
-        assert!(stdout.contains(&format!("started {name} (")), "{stdout}");
+        assert!(
+            stdout.contains(&format!("started {name} (")),
+            "{backend}: {stdout}"
+        );
         assert_eq!(
             docker(&["inspect", "--format", "{{.State.Running}}", name]).unwrap(),
             "true",
-            "{name}"
+            "{backend}: {name}"
         );
     }
     let mut containers = lab.containers();
     containers.sort();
-    assert_eq!(containers, names);
+    assert_eq!(containers, names, "{backend}");
 
     // The same fleet again: every name is taken, so no copy starts, the three running ones
     // are left alone, and the error names the copies that failed.
-    let again = lab.run(&["run", &profile, "--backend", "api", "--count", "3"]);
-    assert_eq!(again.status.code(), Some(125), "{}", describe(&again));
+    let again = lab.run(&["run", &profile, "--backend", backend, "--count", "3"]);
+    assert_eq!(
+        again.status.code(),
+        Some(125),
+        "{backend}: {}",
+        describe(&again)
+    );
     let stderr = text(&again.stderr);
-    assert!(stderr.contains("copies failed to launch"), "{stderr}");
-    assert!(stderr.contains(&format!("{base}-1: ")), "{stderr}");
-    assert!(stderr.contains("is already in use"), "{stderr}");
-    assert_eq!(lab.containers().len(), 3, "{stderr}");
+    assert!(
+        stderr.contains("copies failed to launch"),
+        "{backend}: {stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("{base}-1: ")),
+        "{backend}: {stderr}"
+    );
+    assert!(stderr.contains("is already in use"), "{backend}: {stderr}");
+    assert_eq!(lab.containers().len(), 3, "{backend}: {stderr}");
+
+    // A fleet that fails after its first copy started: that copy is removed again.
+    let _ = docker(&["rm", "--force", &names[1]]);
+    let rollback = lab.run(&["rm", &names[0]]);
+    assert_eq!(
+        rollback.status.code(),
+        Some(0),
+        "{backend}: {}",
+        describe(&rollback)
+    );
+    let partial = lab.run(&[
+        "run",
+        &profile,
+        "--backend",
+        backend,
+        "--count",
+        "3",
+        "--jobs",
+        "1",
+    ]);
+    assert_eq!(
+        partial.status.code(),
+        Some(125),
+        "{backend}: {}",
+        describe(&partial)
+    );
+    let stderr = text(&partial.stderr);
+    assert!(
+        stderr.contains(&format!("{base}-3: ")),
+        "{backend}: {stderr}"
+    );
+    assert_eq!(
+        lab.containers(),
+        vec![names[2].clone()],
+        "{backend}: {stderr}"
+    );
 
     // Another profile's sandbox survives `rm --all --profile`.
     let other_profile = other.profile(&body);
-    let output = other.run(&["run", &other_profile, "--backend", "api"]);
-    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
-    let rm = agentc(&["rm", "--all", "--profile", "launcher-fleet"]);
-    assert_eq!(rm.status.code(), Some(0), "{}", describe(&rm));
-    let removed: Vec<String> = text(&rm.stdout)
-        .lines()
-        .map(|line| line.trim_start_matches("removed ").to_string())
-        .collect();
-    assert_eq!(removed, names);
-    assert!(lab.containers().is_empty());
-    assert_eq!(other.containers().len(), 1);
-    let rm = agentc(&["rm", "--all", "--profile", "launcher-fleet-other"]);
-    assert_eq!(rm.status.code(), Some(0), "{}", describe(&rm));
+    let output = other.run(&["run", &other_profile, "--backend", backend]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{backend}: {}",
+        describe(&output)
+    );
+    let fleet = format!("launcher-fleet-{backend}");
+    let rm = agentc(&["rm", "--all", "--profile", &fleet]);
+    assert_eq!(rm.status.code(), Some(0), "{backend}: {}", describe(&rm));
+    assert_eq!(
+        text(&rm.stdout),
+        format!("removed {}\n", names[2]),
+        "{backend}"
+    );
+    assert!(lab.containers().is_empty(), "{backend}");
+    assert_eq!(other.containers().len(), 1, "{backend}");
+    let rm = agentc(&[
+        "rm",
+        "--all",
+        "--profile",
+        &format!("launcher-other-{backend}"),
+    ]);
+    assert_eq!(rm.status.code(), Some(0), "{backend}: {}", describe(&rm));
     lab.finish();
     other.finish();
+}
+
+#[test]
+fn live_run_count_starts_numbered_copies_through_the_cli_backend() {
+    if require_daemon("live_run_count_starts_numbered_copies_cli") {
+        run_count_fleet("cli");
+    }
+}
+
+#[test]
+fn live_run_count_starts_numbered_copies_through_the_api_backend() {
+    if require_daemon("live_run_count_starts_numbered_copies_api") {
+        run_count_fleet("api");
+    }
+}
+
+/// `run --count` with an isolation floor: the floor is met once for the fleet (one line on
+/// stderr) and every copy runs under the chosen runtime, through both backends (the api
+/// backend refused the copies: "isolation.min cannot be launched").
+#[test]
+fn live_run_count_meets_the_isolation_floor_once_through_both_backends() {
+    if !require_daemon("live_run_count_meets_the_isolation_floor_once") {
+        return;
+    }
+    if !docker(&["info", "--format", "{{json .Runtimes}}"])
+        .is_ok_and(|runtimes| runtimes.contains("\"runsc\""))
+    {
+        eprintln!("skipping live_run_count_meets_the_isolation_floor_once: no runsc runtime");
+        return;
+    }
+    let image = test_image();
+    for backend in ["cli", "api"] {
+        let lab = Lab::new(&format!("launcher-floor-{backend}"));
+        let profile = lab.profile(&format!(
+            "agent = \"custom\"\n\n[image]\nref = \"{image}\"\ncommand = [\"sleep\", \"300\"]\n\n[security.isolation]\nmin = \"gvisor\"\n"
+        ));
+        let output = lab.run(&["run", &profile, "--backend", backend, "--count", "2"]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{backend}: {}",
+            describe(&output)
+        );
+        let stderr = text(&output.stderr);
+        assert_eq!(
+            stderr
+                .matches("agentc: isolation: gvisor under runtime runsc")
+                .count(),
+            1,
+            "{backend}: {stderr}"
+        );
+        let names = lab.containers();
+        assert_eq!(names.len(), 2, "{backend}: {}", describe(&output));
+        for name in &names {
+            let runtime = docker(&["inspect", "--format", "{{.HostConfig.Runtime}}", name]);
+            assert_eq!(runtime.unwrap(), "runsc", "{backend}: {name}");
+        }
+        let rm = agentc(&["rm", "--all", "--profile", &lab.profile]);
+        assert_eq!(rm.status.code(), Some(0), "{backend}: {}", describe(&rm));
+        lab.finish();
+    }
 }
 
 fn current_uid() -> String {

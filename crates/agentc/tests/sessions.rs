@@ -680,6 +680,40 @@ fn live_names_are_read_alike_and_exec_needs_no_double_dash() {
                 describe(&dashed)
             );
         }
+        // Every other session command reads the profile's name and file alike, running or
+        // stopped (start), through both backends.
+        for name in [lab.profile.as_str(), file.as_str()] {
+            let expect = |args: &[&str], stdout: &str| {
+                let mut full = vec![args[0], "--backend", backend];
+                full.extend(&args[1..]);
+                let out = lab.run(&full);
+                assert_eq!(
+                    out.status.code(),
+                    Some(0),
+                    "{backend} {args:?}: {}",
+                    describe(&out)
+                );
+                assert!(
+                    text(&out.stdout).contains(stdout),
+                    "{backend} {args:?}: {}",
+                    describe(&out)
+                );
+            };
+            expect(&["pause", name], &format!("paused {container}"));
+            expect(&["resume", name], &format!("resumed {container}"));
+            if name == lab.profile {
+                // Stopped by the profile's name, started again by its file (the keep-alive
+                // ignores SIGTERM as PID 1: killed after a second).
+                expect(&["stop", name, "-t", "1"], &format!("stopped {container}"));
+                expect(&["start", &file], &format!("started {container}"));
+            }
+            expect(&["logs", name], "");
+            expect(&["port", name], "");
+            let into = format!("{name}:/tmp/named");
+            expect(&["cp", &file, &into], "");
+            let back = format!("{name}:/tmp/named");
+            expect(&["cp", &back, "-"], "named");
+        }
         let missing = lab.run(&["exec", "--backend", backend, "agentc-no-such-thing", "true"]);
         assert_eq!(missing.status.code(), Some(1), "{backend}");
         assert!(

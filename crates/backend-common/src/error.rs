@@ -69,7 +69,7 @@ pub enum ExecError {
         variable: String,
     },
     /// The image is not present on the daemon, and no pull was asked for.
-    #[error("image {image} is not present on the docker daemon\n  hint: build it with `agentc build PROFILE`, or provide it with `docker build` or `docker import`; agentc never pulls unless run with --pull, which pulls it from its registry")]
+    #[error("image {image} is not present on the {} daemon\n  hint: build it with `agentc build PROFILE`, or provide it with `{} build` or `{} import`; agentc never pulls unless run with --pull, which pulls it from its registry", current(), current(), current())]
     ImageMissing {
         /// The image reference.
         image: String,
@@ -106,7 +106,7 @@ pub enum ExecError {
         message: String,
     },
     /// The daemon answered a request with an error.
-    #[error("docker daemon refused to {step} (status {status}): {message}{}", daemon_hint(message).map(|hint| format!("\n  hint: {hint}")).unwrap_or_default())]
+    #[error("{} daemon refused to {step} (status {status}): {message}{}", current(), daemon_hint(message).map(|hint| format!("\n  hint: {hint}")).unwrap_or_default())]
     Daemon {
         /// What agentc was doing, such as `create the container`.
         step: &'static str,
@@ -127,7 +127,7 @@ pub enum ExecError {
     /// The docker CLI reported the daemon's refusal of a launch (exit 125); the container it
     /// created, if any, was removed. The hint is the one the Engine API backend gives for the
     /// same message.
-    #[error("docker daemon refused to {step}: {message}{}", daemon_hint(message).map(|hint| format!("\n  hint: {hint}")).unwrap_or_default())]
+    #[error("{} daemon refused to {step}: {message}{}", current(), daemon_hint(message).map(|hint| format!("\n  hint: {hint}")).unwrap_or_default())]
     CliRefused {
         /// `create the container`, or `start the container` when it had been created.
         step: &'static str,
@@ -136,7 +136,8 @@ pub enum ExecError {
     },
     /// The connection to the daemon failed mid-launch.
     #[error(
-        "lost the connection to the docker daemon while trying to {step}: {message}\n  hint: {}",
+        "lost the connection to the {} daemon while trying to {step}: {message}\n  hint: {}",
+        current(),
         crate::hints::connection_hint(message, "check that the daemon is still running")
     )]
     ConnectionLost {
@@ -222,7 +223,8 @@ pub enum ExecError {
     },
     /// A docker CLI query exited unsuccessfully.
     #[error(
-        "docker {command} failed ({status}): {stderr}{}",
+        "{} {command} failed ({status}): {stderr}{}",
+        current(),
         hint_line(crate::hints::connection_hint(stderr, ""))
     )]
     DockerFailed {
@@ -234,7 +236,7 @@ pub enum ExecError {
         stderr: String,
     },
     /// `docker inspect` printed something that is not a container's inspect.
-    #[error("cannot read `docker inspect {name}`: {message}")]
+    #[error("cannot read `{} inspect {name}`: {message}", current())]
     InspectUnreadable {
         /// The container's name.
         name: String,
@@ -253,7 +255,7 @@ pub enum ExecError {
     /// The egress proxy started but docker did not publish a sandbox port on it: its outside
     /// network is `--internal` (docker publishes no port through internal networks only). The
     /// workload was not launched and the companion was removed (fail closed).
-    #[error("the egress proxy cannot publish port {port} of the sandbox: it reaches out through {outside}, and docker publishes no port through an internal network\n  hint: set egress.outside_network to a network that is not --internal (unset: docker's bridge), or remove [network] publish; `agentc doctor PROFILE` checks it before a launch")]
+    #[error("the egress proxy cannot publish port {port} of the sandbox: it reaches out through {outside}, and {} publishes no port through an internal network\n  hint: set egress.outside_network to a network that is not --internal (unset: docker's bridge), or remove [network] publish; `agentc doctor PROFILE` checks it before a launch", current())]
     PortNotPublished {
         /// The sandbox's port (`8080`).
         port: u16,
@@ -274,7 +276,7 @@ pub enum ExecError {
         hint: String,
     },
     /// `docker inspect` printed no container.
-    #[error("docker inspect found no container {name}")]
+    #[error("{} inspect found no container {name}", current())]
     InspectEmpty {
         /// The container's name.
         name: String,
@@ -351,6 +353,11 @@ pub fn exit_status(code: i64) -> u8 {
     u8::try_from(code.rem_euclid(256)).unwrap_or(1)
 }
 
+/// The engine in use (`--engine`), as messages name it: `docker` or `podman`.
+fn current() -> &'static str {
+    crate::engine::engine().as_str()
+}
+
 /// What to do when the engine's API cannot be reached.
 fn connect_hint(engine: crate::Engine, message: &str) -> &'static str {
     crate::hints::connection_hint(message, engine_hint(engine))
@@ -388,7 +395,7 @@ mod tests {
         let hinted = [
             (
                 "Conflict. The container name \"/x\" is already in use by container \"0123\". You have to remove (or rename) that container to be able to reuse that name.",
-                "agentc rm NAME",
+                "`agentc run --name N PROFILE` starts another",
             ),
             (
                 "Range of CPUs is from 0.01 to 2.00, as there are only 2 CPUs available",

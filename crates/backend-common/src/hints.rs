@@ -23,7 +23,10 @@ pub fn connection_hint<'a>(message: &str, otherwise: &'a str) -> &'a str {
 /// recognized by the daemon's own wording (moby's `daemon/create.go`, `daemon/start.go`).
 pub fn daemon_hint(message: &str) -> Option<&'static str> {
     if message.contains("is already in use by container") {
-        Some("`agentc ps --all` lists agentc's containers and `agentc rm NAME` removes one")
+        Some(
+            "`agentc run --name N PROFILE` starts another sandbox of the profile beside it; \
+             `agentc ps --all` lists agentc's containers and `agentc rm NAME` removes one",
+        )
     } else if message.contains("Range of CPUs is from") {
         Some("lower resources.cpus (or AGENTC_CPUS) to at most the daemon host's CPU count")
     } else if message.contains("bind source path does not exist") {

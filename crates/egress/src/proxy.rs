@@ -177,17 +177,32 @@ pub fn run(config: &Config) -> Result<(), EgressError> {
             Some(upstream) => format!(", through the upstream proxy {upstream}"),
         };
         eprintln!(
-            "agentc egress-proxy: proxy on {}, DNS stub on {}, {} allowlist entries, {} allowed ranges, {} relays{upstream}",
+            "agentc egress-proxy: proxy on {}, DNS stub on {}, {}{upstream}",
             server.local_addr(),
             server
                 .dns_addr()
                 .map_or_else(|| "none".to_string(), |a| format!("{a} (UDP and TCP)")),
-            config.allow.len(),
-            config.allow_cidrs.len(),
-            config.relays.len(),
+            counts(
+                config.allow.len(),
+                config.allow_cidrs.len(),
+                config.relays.len()
+            ),
         );
         server.run(shutdown_signal()).await
     })
+}
+
+/// The start line's counts in words: `1 allowlist entry, 0 allowed ranges, 2 relays`.
+fn counts(entries: usize, ranges: usize, relays: usize) -> String {
+    let counted = |count: usize, one: &str, many: &str| {
+        format!("{count} {}", if count == 1 { one } else { many })
+    };
+    format!(
+        "{}, {}, {}",
+        counted(entries, "allowlist entry", "allowlist entries"),
+        counted(ranges, "allowed range", "allowed ranges"),
+        counted(relays, "relay", "relays")
+    )
 }
 
 /// Resolves on SIGTERM or SIGINT.
@@ -752,4 +767,21 @@ async fn copy_both_ways<C: AsyncRead + AsyncWrite + Unpin>(
     tokio::io::copy_bidirectional_with_sizes(client, &mut upstream, 64 * 1024, 64 * 1024)
         .await
         .map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::counts;
+
+    #[test]
+    fn the_start_line_counts_in_plurals() {
+        assert_eq!(
+            counts(1, 0, 1),
+            "1 allowlist entry, 0 allowed ranges, 1 relay"
+        );
+        assert_eq!(
+            counts(3, 3, 2),
+            "3 allowlist entries, 3 allowed ranges, 2 relays"
+        );
+    }
 }

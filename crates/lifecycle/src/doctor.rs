@@ -425,8 +425,14 @@ fn user_namespaces(facts: &EngineFacts) -> Option<Check> {
         check(
             "user-namespaces",
             Status::Warn,
-            format!("no user namespace remapping: uid 0 in a container is uid 0 on the host{kernel}"),
-            Some("run the daemon with `userns-remap: default`, or use rootless Docker; agentc's presets already run as non-root users"),
+            format!(
+                "no user namespace remapping: uid 0 in a container is uid 0 on the host{kernel}"
+            ),
+            Some(if facts.engine == Some(Engine::Podman) {
+                "run Podman rootless (as an ordinary user), or give containers their own user namespace (`userns = \"auto\"` in containers.conf); agentc's presets already run as non-root users"
+            } else {
+                "run the daemon with `userns-remap: default`, or use rootless Docker; agentc's presets already run as non-root users"
+            }),
         )
     })
 }

@@ -24,7 +24,7 @@
 //! | `fuse` | high | `security.fuse`: `/dev/fuse`, `SYS_ADMIN` and AppArmor unconfined |
 //! | `capability-dangerous` | high | an added capability that approaches root (`SYS_ADMIN`, `SYS_MODULE`, `SYS_PTRACE`, ...) |
 //! | `capability-added` | medium | any other capability beyond the agent preset |
-//! | `port-public` | high | a port published on a non-loopback address (today: Decant's `bind_address`) |
+//! | `port-public` | high | a port published on a non-loopback address: a `network.publish` entry written out so (also one the egress proxy publishes for the sandbox), or Decant's `bind_address` |
 //! | `memory-unlimited` | medium | no memory limit (`AGENTC_MEM_LIMIT=off`) |
 //! | `pids-unlimited` | medium | no process limit (`AGENTC_PIDS_LIMIT=off`) |
 //! | `root-writable` | medium | the root filesystem is writable |

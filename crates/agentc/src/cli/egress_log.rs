@@ -10,7 +10,7 @@ pub enum EgressCommand {
     /// Print the proxy's decisions as a table, or its JSON lines; an error when egress is
     /// down.
     #[command(
-        after_help = "Examples:\n  agentc egress log agentc-sandbox-dev-1000-pentest\n  agentc egress log --follow pentest.toml\n  agentc egress log pentest.toml --format json\n\nNAME is a container name or ID from `agentc ps`, or a profile file (its one running container). The table has a row per line the proxy wrote: TIME (UTC), the request's ID (shared by its decision and close lines), EVENT (decision or close), KIND (connect, forward, dns, relay, request, credential-replay, connection), TARGET (host:port, a DNS query's name and type, or a relayed connection's workload address), DECISION (allow or deny), REASON and BYTES (up/down, on close lines), then a refusal's detail. With --format json the lines are the proxy's standard output, unchanged: one JSON object per decision and close (fields in docs/egress.md). When the proxy is not running (exited, killed, unhealthy) or gone, an error line on stderr says egress is down (its state, exit code and when), after the lines it logged, and the exit status is 1; with --follow, also when the proxy dies while followed. A sandbox not behind agentc's egress proxy is an error (exit 1)."
+        after_help = "Examples:\n  agentc egress log agentc-sandbox-dev-1000-pentest\n  agentc egress log --follow pentest.toml\n  agentc egress log pentest.toml --format json\n\nNAME is a container name or ID from `agentc ps`, a profile file or a profile's name (its one container). The table has a row per line the proxy wrote: TIME (UTC), the request's ID (shared by its decision and close lines), EVENT (decision or close), KIND (connect, forward, dns, relay, request, credential-replay, connection), TARGET (host:port, a DNS query's name and type, or a relayed connection's workload address), DECISION (allow or deny), REASON and BYTES (up/down, on close lines), then a refusal's detail. With --format json the lines are the proxy's standard output, unchanged: one JSON object per decision and close (fields in docs/egress.md). When the proxy is not running (exited, killed, unhealthy) or gone, an error line on stderr says egress is down (its state, exit code and when), after the lines it logged, and the exit status is 1; with --follow, also when the proxy dies while followed. A sandbox not behind agentc's egress proxy is an error (exit 1)."
     )]
     Log(EgressLogArgs),
 }
@@ -31,7 +31,7 @@ pub struct EgressLogArgs {
     /// lines, unchanged).
     #[arg(long, value_enum, default_value_t = EgressLogFormat::Table)]
     pub format: EgressLogFormat,
-    /// A sandbox's container name or ID from `agentc ps`, or a profile file.
+    /// A sandbox's container name or ID from `agentc ps`, a profile file, or a profile's name.
     pub name: String,
 }
 

@@ -78,7 +78,8 @@ pub fn check_free(
                 .map(|(pid, name)| {
                     let container = if name == "docker-proxy" || name == "rootlessport" {
                         format!(
-                            ": a container publishes it (`docker ps --filter publish={}` names it)",
+                            ": a container publishes it (`{} ps --filter publish={}` names it)",
+                            agentc_backend_common::engine().program(),
                             chosen.port
                         )
                     } else {
@@ -87,9 +88,15 @@ pub fn check_free(
                     format!(" by {name} (pid {pid}){container}")
                 })
                 .unwrap_or_default();
+            // The first error says that nothing was created, on its own line before its hint.
+            let created = if errors.is_empty() {
+                "; nothing was created"
+            } else {
+                ""
+            };
             errors.push(format!(
-                "{}: host port {}/{} on {} is in use{holder}\n  hint: stop what holds it, or \
-                 choose another host port in {}",
+                "{}: host port {}/{} on {} is in use{holder}{created}\n  hint: stop what holds \
+                 it, or choose another host port in {}",
                 chosen.field,
                 chosen.port,
                 chosen.protocol.as_str(),
@@ -101,10 +108,7 @@ pub fn check_free(
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(Failure::new(
-            EXIT_DOCKER,
-            format!("{}\nnothing was created", errors.join("\nerror: ")),
-        ))
+        Err(Failure::new(EXIT_DOCKER, errors.join("\nerror: ")))
     }
 }
 
@@ -229,7 +233,20 @@ mod tests {
             "{}",
             failure.message
         );
-        assert!(failure.message.ends_with("nothing was created"));
+        // One error with its hint last, as every error is written.
+        assert!(
+            failure
+                .message
+                .contains("; nothing was created\n  hint: stop what holds it")
+                && failure
+                    .message
+                    .lines()
+                    .last()
+                    .unwrap_or_default()
+                    .starts_with("  hint: "),
+            "{}",
+            failure.message
+        );
         // A remote engine's ports are not this machine's.
         assert!(check_free(&container, &origins, true).is_ok());
         drop(listener);

@@ -307,12 +307,11 @@ pub fn execute_copies(
     pull: bool,
     jobs: usize,
 ) -> Result<u8, Failure> {
-    if !matches!(backend, BackendArg::Api) {
-        return Err(Failure::usage(
-            "--count launches its copies through the Engine API only\n  hint: add --backend api",
-        ));
-    }
     let count = copies.len();
+    let profile = copies
+        .first()
+        .map(|spec| spec.profile.clone())
+        .unwrap_or_default();
     let copies = copies
         .iter()
         .map(|copy| container_of(copy).cloned())
@@ -339,6 +338,15 @@ pub fn execute_copies(
                  port in network.publish (each copy then gets a free port), or run one copy"
             ),
         ));
+    }
+    // The isolation floor, met once for the fleet through the backend's own engine port and
+    // applied to every copy (the copies differ only in their names and egress companions).
+    let copies = floor_for_all(&copies, &profile, backend)?;
+    let Some(container) = copies.first() else {
+        return Ok(0);
+    };
+    if matches!(backend, BackendArg::Cli) {
+        return execute_copies_cli(&copies, pull);
     }
     let options = agentc_backend_api::LaunchOptions {
         env: process_env(),
@@ -386,6 +394,146 @@ pub fn execute_copies(
     })
 }
 
+/// `copies` with the isolation floor met: asked of the engine once, for the first copy
+/// ([`meet_floor`] through `backend`), and its runtime and labels given to every copy. Copies
+/// without a floor are returned unchanged.
+fn floor_for_all(
+    copies: &[ContainerSpec],
+    profile: &str,
+    backend: BackendArg,
+) -> Result<Vec<ContainerSpec>, Failure> {
+    use super::isolation::{LABEL_ISOLATION, LABEL_RUNTIME};
+    let Some(first) = copies.first().filter(|first| first.isolation.is_some()) else {
+        return Ok(copies.to_vec());
+    };
+    let placed = meet_floor(first, profile, backend)?;
+    Ok(copies
+        .iter()
+        .map(|copy| {
+            let mut copy = copy.clone();
+            copy.runtime.clone_from(&placed.runtime);
+            for label in [LABEL_ISOLATION, LABEL_RUNTIME] {
+                if let Some(value) = placed.labels.get(label) {
+                    copy.labels.insert(label.to_string(), value.clone());
+                }
+            }
+            copy
+        })
+        .collect())
+}
+
+/// The copies of `agentc run --count` through the docker command line: one after another
+/// (`--jobs` is the API backend's), each as a single detached launch goes (its egress
+/// companion, the image pulled for the first with `pull`). A fleet starts whole or
+/// not at all, as through the API: after the first failure no further copy starts, the
+/// started ones are removed with their egress companions, and the error says what happened to
+/// each ([`agentc_backend_api::LaunchManyError`]). Prints each started copy, in order. The
+/// copies come with their isolation floor met ([`floor_for_all`]).
+fn execute_copies_cli(copies: &[ContainerSpec], pull: bool) -> Result<u8, Failure> {
+    let env = process_env();
+    let name_of = |index: usize| {
+        copies[index]
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("copy {}", index + 1))
+    };
+    let mut started: Vec<(usize, ContainerInspectResponse)> = Vec::new();
+    let mut failed = None;
+    for (index, placed) in copies.iter().enumerate() {
+        match agentc_backend_cli::launch(placed, &env, pull && index == 0, notify) {
+            Ok(agentc_backend_cli::Outcome {
+                started: Some(inspect),
+                ..
+            }) => started.push((index, inspect)),
+            Ok(outcome) => {
+                let message = format!(
+                    "{} exited {} and the container did not start",
+                    agentc_backend_common::engine().program(),
+                    outcome.exit_code
+                );
+                failed = Some((
+                    index,
+                    ExecError::CliRefused {
+                        step: "start the container",
+                        message,
+                    },
+                ));
+                break;
+            }
+            Err(error) => {
+                super::isolation::forget_on_failure(placed);
+                failed = Some((index, error));
+                break;
+            }
+        }
+    }
+    let Some((at, error)) = failed else {
+        for (index, inspect) in &started {
+            print_started(inspect, &copies[*index].network);
+        }
+        return Ok(0);
+    };
+    let mut report = agentc_backend_api::LaunchManyError {
+        count: copies.len(),
+        failed: vec![(name_of(at), error)],
+        not_started: (at + 1..copies.len()).map(name_of).collect(),
+        rolled_back: Vec::new(),
+        left: Vec::new(),
+    };
+    if !started.is_empty() {
+        use agentc_backend_common::session::{Sandbox, SandboxClient};
+        let client = agentc_backend_cli::CliClient::new(env);
+        let runtime = runtime()?;
+        for (index, inspect) in &started {
+            let sandbox = Sandbox {
+                id: inspect.id.clone().unwrap_or_default(),
+                name: name_of(*index),
+                profile: String::new(),
+            };
+            let deleted = runtime.block_on(client.delete(&sandbox));
+            if deleted.left.is_empty() {
+                report.rolled_back.push(sandbox.name);
+            } else {
+                report.left.push((sandbox.name, deleted.left.join("; ")));
+            }
+        }
+    }
+    let code = u8::try_from(report.exit_code()).unwrap_or(EXIT_DOCKER);
+    Err(Failure::new(code, report.to_string()))
+}
+
+/// The `  PORT  ADDRESS` lines of a started container: where each published port is
+/// reachable ([`published_addresses`]); a port published on every address (`0.0.0.0` or `::`,
+/// written out in network.publish) says so, since its loopback address alone would read as
+/// this machine only.
+fn address_lines(inspect: &ContainerInspectResponse, network: &Network) -> Vec<String> {
+    let everywhere: std::collections::BTreeSet<&str> = inspect
+        .network_settings
+        .as_ref()
+        .and_then(|settings| settings.ports.as_ref())
+        .into_iter()
+        .flatten()
+        .filter(|(_, bindings)| {
+            bindings.iter().flatten().any(|binding| {
+                matches!(binding.host_ip.as_deref(), Some("0.0.0.0" | "::"))
+                    && binding.host_port.as_deref().is_some_and(|p| !p.is_empty())
+            })
+        })
+        .map(|(port, _)| port.as_str())
+        .collect();
+    published_addresses(inspect, network)
+        .into_iter()
+        .map(|address| {
+            let note = if everywhere.contains(address.container_port.as_str()) {
+                "  (published on every address: reachable beyond this machine)"
+            } else {
+                ""
+            };
+            format!("  {}  {}{note}", address.container_port, address.address)
+        })
+        .collect()
+}
+
 /// Prints a started detached container: `started NAME (ID)`, one `  PORT  ADDRESS` line
 /// per reachable address, and, on a named network, the names its peers reach it by.
 pub(crate) fn print_started(inspect: &ContainerInspectResponse, network: &Network) {
@@ -402,8 +550,8 @@ pub(crate) fn print_started(inspect: &ContainerInspectResponse, network: &Networ
         .take(12)
         .collect();
     println!("started {name} ({id})");
-    for address in published_addresses(inspect, network) {
-        println!("  {}  {}", address.container_port, address.address);
+    for line in address_lines(inspect, network) {
+        println!("{line}");
     }
     if let Network::Named { name: network } = network {
         let aliases: Vec<String> = inspect
@@ -432,6 +580,44 @@ pub(crate) fn print_started(inspect: &ContainerInspectResponse, network: &Networ
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_port_published_on_every_address_says_so() {
+        use bollard::models::{NetworkSettings, PortBinding};
+        let binding = |ip: &str, port: &str| PortBinding {
+            host_ip: Some(ip.into()),
+            host_port: Some(port.into()),
+        };
+        let inspect = ContainerInspectResponse {
+            network_settings: Some(NetworkSettings {
+                ports: Some(std::collections::HashMap::from([
+                    (
+                        "8080/tcp".to_string(),
+                        Some(vec![binding("127.0.0.1", "18080")]),
+                    ),
+                    (
+                        "8081/tcp".to_string(),
+                        Some(vec![binding("0.0.0.0", "18081"), binding("::", "18081")]),
+                    ),
+                ])),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let lines = address_lines(&inspect, &Network::Default);
+        assert!(
+            lines.contains(&"  8080/tcp  127.0.0.1:18080".to_string()),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(
+                &"  8081/tcp  127.0.0.1:18081  (published on every address: reachable beyond \
+                  this machine)"
+                    .to_string()
+            ),
+            "{lines:?}"
+        );
+    }
 
     #[test]
     fn refusals_of_rm_exit_1_and_daemon_failures_125() {

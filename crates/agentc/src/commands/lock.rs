@@ -54,11 +54,13 @@ pub fn lock(args: LockArgs) -> Result<u8, Failure> {
             return Err(gather::drift_failure(&path, &drifts));
         }
         println!(
-            "{}: no drift ({} launches, {} images, {} files)",
+            "{}: no drift ({})",
             path.display(),
-            locked.launches.len(),
-            locked.images.len(),
-            locked.files.len()
+            pinned(
+                locked.launches.len(),
+                locked.images.len(),
+                locked.files.len()
+            )
         );
         return Ok(0);
     }
@@ -68,11 +70,33 @@ pub fn lock(args: LockArgs) -> Result<u8, Failure> {
     let path = store::lock_file(&args.profile);
     store::write_atomic(&path, &lock.to_toml())?;
     println!(
-        "wrote {}: {} launches, {} images, {} files",
+        "wrote {}: {}",
         path.display(),
-        lock.launches.len(),
-        lock.images.len(),
-        lock.files.len()
+        pinned(lock.launches.len(), lock.images.len(), lock.files.len())
     );
     Ok(0)
+}
+
+/// What a lock pins, counted in words: `1 launch, 2 images, 0 files`.
+fn pinned(launches: usize, images: usize, files: usize) -> String {
+    let counted = |count: usize, one: &str, many: &str| {
+        format!("{count} {}", if count == 1 { one } else { many })
+    };
+    format!(
+        "{}, {}, {}",
+        counted(launches, "launch", "launches"),
+        counted(images, "image", "images"),
+        counted(files, "file", "files")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pinned;
+
+    #[test]
+    fn what_a_lock_pins_is_counted_in_plurals() {
+        assert_eq!(pinned(1, 1, 0), "1 launch, 1 image, 0 files");
+        assert_eq!(pinned(3, 2, 1), "3 launches, 2 images, 1 file");
+    }
 }

@@ -310,7 +310,8 @@ pub fn ensure_image(image: &str, pull: bool, notify: impl FnOnce(&str)) -> Resul
         return Err(missing());
     }
     notify(&format!(
-        "image {image} is not present; pulling it with `docker pull`"
+        "image {image} is not present; pulling it with `{} pull`",
+        program()
     ));
     let output = Command::new(program())
         .args(["pull", image])

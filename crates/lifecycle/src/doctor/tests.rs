@@ -129,6 +129,28 @@ fn weaker_hosts_warn_and_missing_protections_fail() {
     assert_eq!(status_of(&engine_checks(&facts), "seccomp"), Status::Fail);
 }
 
+/// The user-namespace fix names the engine in use: Docker's daemon option, or Podman's own
+/// ways (rootless, `userns = "auto"`), never Docker's under Podman.
+#[test]
+fn the_user_namespace_fix_names_the_engine_in_use() {
+    for (engine, says, never) in [
+        (Engine::Docker, "userns-remap: default", "Podman"),
+        (Engine::Podman, "run Podman rootless", "Docker"),
+    ] {
+        let mut facts = healthy();
+        facts.engine = Some(engine);
+        facts.security_options = vec!["name=seccomp,profile=default".into()];
+        let checks = engine_checks(&facts);
+        let check = checks.iter().find(|c| c.id == "user-namespaces").unwrap();
+        assert_eq!(check.status, Status::Warn, "{engine:?}");
+        let fix = check.fix.as_deref().unwrap_or_default();
+        assert!(
+            fix.contains(says) && !fix.contains(never),
+            "{engine:?}: {fix}"
+        );
+    }
+}
+
 #[test]
 fn profile_checks_judge_images_networks_secrets_deployment_and_lock() {
     let id = format!("sha256:{}", "1".repeat(64));

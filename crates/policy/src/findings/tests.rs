@@ -681,6 +681,34 @@ fn decant_off_loopback_is_reported_on_every_launch_and_loopback_is_not() {
     assert!(!codes_of(&ports, &[]).contains(&"port-public"));
 }
 
+/// A port the egress proxy publishes for the sandbox (an allowlist enforced outside, or deny
+/// with published ports) is reported as the sandbox's own: written out on 0.0.0.0 it is
+/// `port-public` at its `network.publish` entry, on loopback it is nothing.
+#[test]
+fn a_port_the_egress_proxy_publishes_off_loopback_is_public() {
+    let sandbox = "name = \"box\"\nagent = \"custom\"\n[image]\nref = \"busybox:1.36\"\n";
+    for egress in [
+        "[egress]\nmode = \"allowlist\"\nhosts = [\"example.com\"]\n",
+        "[egress]\nmode = \"deny\"\n",
+        "[egress]\nmode = \"unrestricted\"\n",
+    ] {
+        let public = format!(
+            "{sandbox}{egress}[network]\npublish = [\"18080:8080\", \"0.0.0.0:18081:8081\"]\n"
+        );
+        let finding = one(&public, "port-public");
+        assert_eq!(finding.field, "network.publish[1]", "{egress}");
+        assert!(
+            finding
+                .message
+                .contains("port 8081/tcp is published on 0.0.0.0"),
+            "{egress}: {}",
+            finding.message
+        );
+        let local = format!("{sandbox}{egress}[network]\npublish = [\"18080:8080\", 8081]\n");
+        assert!(!codes_of(&local, &[]).contains(&"port-public"), "{egress}");
+    }
+}
+
 #[test]
 fn a_hardened_profile_reports_only_the_two_way_door() {
     let codes = codes_of(

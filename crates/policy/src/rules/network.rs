@@ -314,6 +314,29 @@ pub(crate) fn added_by_agentc(out: &Explainer, c: &ContainerSpec, notes: &mut Ve
     }
 }
 
+/// The sandbox's ports its egress proxy publishes for it (an allowlist enforced outside, or
+/// deny with published ports): each with the proxy's host binding and the sandbox's own port,
+/// as the profile wrote it, so that a port published beyond this machine is reported as it is
+/// without the proxy.
+fn relayed_ports(c: &ContainerSpec) -> Vec<crate::spec::PublishedPort> {
+    let Some(egress) = &c.egress else {
+        return Vec::new();
+    };
+    let relays = egress.relays();
+    egress
+        .proxy
+        .ports
+        .iter()
+        .map(|port| {
+            let mut port = port.clone();
+            if let Some(relay) = relays.iter().find(|r| r.listen == port.container_port) {
+                port.container_port = relay.target.port();
+            }
+            port
+        })
+        .collect()
+}
+
 /// `network-named`, `host-gateway` and `port-public`.
 pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
     if let (Network::Named { name }, None) = (&c.network, &c.egress) {
@@ -339,7 +362,7 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
         }
     }
     let decant = report.spec.kind == LaunchKind::Decant;
-    for port in &c.ports {
+    for port in c.ports.iter().cloned().chain(relayed_ports(c)) {
         if port.host_ip.is_loopback() {
             continue;
         }
