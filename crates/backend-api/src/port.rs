@@ -152,6 +152,16 @@ impl EnginePort for ApiPort {
     }
 
     async fn create_isolated_network(&self, egress: &EgressSpec) -> Result<(), EngineError> {
+        // Engine API 1.41 creates a second network of the same name (its CheckDuplicate is off
+        // by default, and bollard does not send it): ask first, as `docker network create`
+        // does, and refuse in its words.
+        let name = &egress.network.name;
+        if self.network(name).await?.is_some() {
+            return Err(EngineError::new(
+                EngineErrorKind::Conflict,
+                format!("network with name {name} already exists"),
+            ));
+        }
         self.docker
             .create_network(network_create_body(&egress.network))
             .await

@@ -162,17 +162,8 @@ pub async fn setup<P: EnginePort>(
     if let Some(signal) = interrupted() {
         return Err(stopped(signal));
     }
-    // Engine API 1.41 creates a second network of the same name (its CheckDuplicate is off by
-    // default): ask first, as `docker network create` does. Nothing of this launch exists yet,
-    // so a network of that name is another's.
-    if port
-        .network(&set.network)
-        .await
-        .map_err(|error| failed(CREATE_NETWORK, error))?
-        .is_some()
-    {
-        return Err(existing_network(port, egress).await);
-    }
+    // Nothing of this launch exists yet: a network of that name is another's (both ports
+    // refuse a second network of one name as a conflict).
     if let Err(error) = port.create_isolated_network(egress).await {
         if error.kind == EngineErrorKind::Conflict && egress_state::network_exists(&error.detail) {
             return Err(existing_network(port, egress).await);
