@@ -228,3 +228,87 @@ pub(crate) fn handshake_failure_reason(error: &std::io::Error) -> Reason {
         Reason::ConnectFailed
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use super::*;
+
+    /// A reader that answers from a script: data, an error, or "nothing yet".
+    struct Script(VecDeque<Option<io::Result<&'static [u8]>>>);
+
+    impl AsyncRead for Script {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            match self.0.pop_front() {
+                None => Poll::Ready(Ok(())),
+                Some(None) => Poll::Pending,
+                Some(Some(Err(error))) => Poll::Ready(Err(error)),
+                Some(Some(Ok(data))) => {
+                    let n = data.len().min(buf.remaining());
+                    buf.put_slice(&data[..n]);
+                    if n < data.len() {
+                        self.0.push_front(Some(Ok(&data[n..])));
+                    }
+                    Poll::Ready(Ok(()))
+                }
+            }
+        }
+    }
+
+    fn read(gather: &mut Gather<Script>, size: usize) -> Poll<io::Result<Vec<u8>>> {
+        let mut storage = vec![0u8; size];
+        let mut buf = ReadBuf::new(&mut storage);
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        Pin::new(gather)
+            .poll_read(&mut cx, &mut buf)
+            .map_ok(|()| buf.filled().to_vec())
+    }
+
+    fn gather(script: Vec<Option<io::Result<&'static [u8]>>>) -> Gather<Script> {
+        Gather {
+            inner: Script(script.into()),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_read_takes_what_has_arrived_and_never_waits_for_more() {
+        let mut gather = gather(vec![
+            Some(Ok(b"data: 1\n\n")),
+            Some(Ok(b"data: 2\n\n")),
+            None,
+            Some(Ok(b"data: 3\n\n")),
+        ]);
+        let first = read(&mut gather, 64);
+        assert!(matches!(&first, Poll::Ready(Ok(data)) if data == b"data: 1\n\ndata: 2\n\n"));
+        let second = read(&mut gather, 64);
+        assert!(matches!(&second, Poll::Ready(Ok(data)) if data == b"data: 3\n\n"));
+        // Then the end of the stream, as the inner reader says it.
+        assert!(matches!(read(&mut gather, 64), Poll::Ready(Ok(data)) if data.is_empty()));
+    }
+
+    #[test]
+    fn nothing_yet_is_pending_and_a_full_buffer_ends_a_read() {
+        let mut gather = gather(vec![None, Some(Ok(b"abcdef"))]);
+        assert!(read(&mut gather, 64).is_pending());
+        assert!(matches!(read(&mut gather, 4), Poll::Ready(Ok(data)) if data == b"abcd"));
+        assert!(matches!(read(&mut gather, 4), Poll::Ready(Ok(data)) if data == b"ef"));
+    }
+
+    #[test]
+    fn an_error_after_data_comes_at_the_next_read() {
+        let mut gather = gather(vec![
+            Some(Ok(b"partial")),
+            Some(Err(io::Error::other("reset"))),
+        ]);
+        assert!(matches!(read(&mut gather, 64), Poll::Ready(Ok(data)) if data == b"partial"));
+        assert!(
+            matches!(read(&mut gather, 64), Poll::Ready(Err(error)) if error.to_string() == "reset")
+        );
+    }
+}
