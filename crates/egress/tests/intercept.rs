@@ -233,6 +233,12 @@ impl Drop for TempDir {
 }
 
 async fn setup(on_replay: Option<&str>) -> Setup {
+    setup_on(on_replay, None).await
+}
+
+/// [`setup`] with the proxy bound and run on `proxy_runtime` when given (the benchmark's
+/// proxy on a core of its own), on the current runtime otherwise.
+async fn setup_on(on_replay: Option<&str>, proxy_runtime: Option<tokio::runtime::Handle>) -> Setup {
     let dir = std::env::temp_dir().join(format!(
         "agentc-intercept-{}-{}",
         std::process::id(),
@@ -275,16 +281,35 @@ async fn setup(on_replay: Option<&str>) -> Setup {
         ),
     ]);
     let (sender, lines) = unbounded_channel();
-    let server = Server::bind_with_env(&config, Sink::Channel(sender), &env)
-        .await
-        .unwrap()
-        .with_resolver(Arc::new(Names(HashMap::from([
-            ("api.test".to_string(), api_address),
-            ("api2.test".to_string(), api2_address),
-            ("other.test".to_string(), other_address),
-        ]))));
-    let proxy = server.local_addr();
-    let stopped = tokio::spawn(server.run(std::future::pending()));
+    let names = Names(HashMap::from([
+        ("api.test".to_string(), api_address),
+        ("api2.test".to_string(), api2_address),
+        ("other.test".to_string(), other_address),
+    ]));
+    let bind = async move {
+        Server::bind_with_env(&config, Sink::Channel(sender), &env)
+            .await
+            .unwrap()
+            .with_resolver(Arc::new(names))
+    };
+    let (proxy, stopped) = match proxy_runtime {
+        None => {
+            let server = bind.await;
+            (
+                server.local_addr(),
+                tokio::spawn(server.run(std::future::pending())),
+            )
+        }
+        Some(runtime) => {
+            let (bound, address) = tokio::sync::oneshot::channel();
+            let stopped = runtime.spawn(async move {
+                let server = bind.await;
+                let _ = bound.send(server.local_addr());
+                server.run(std::future::pending()).await
+            });
+            (address.await.unwrap(), stopped)
+        }
+    };
     let ca = CertificateDer::from_pem_file(dir.join("ca").join(CA_FILE)).unwrap();
     Setup {
         proxy,
@@ -784,93 +809,6 @@ async fn every_proxy_start_makes_a_new_ca_and_stop_ends_the_proxy_on_a_replay() 
     assert!(TcpStream::connect(second.proxy).await.is_err());
 }
 
-/// Latency and throughput of a terminated tunnel against a spliced one, printed for
-/// BENCHMARKS.md (`cargo test -p agentc-egress --release --test intercept -- --ignored
-/// --nocapture bench_intercept`).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore]
-async fn bench_intercept() {
-    let setup = setup(None).await;
-    let requests = 400;
-    let mut report = String::new();
-    for (label, host, trusted) in [
-        ("direct (api.test, no proxy)", "direct", setup.root.clone()),
-        (
-            "spliced (other.test, no credential)",
-            "other.test",
-            setup.root.clone(),
-        ),
-        (
-            "terminated (api.test, x-api-key set)",
-            "api.test",
-            setup.ca.clone(),
-        ),
-    ] {
-        let tls = if host == "direct" {
-            let mut roots = rustls::RootCertStore::empty();
-            roots.add(trusted.clone()).unwrap();
-            let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-                rustls::crypto::ring::default_provider(),
-            ))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-            let stream = TcpStream::connect(setup.api_address).await.unwrap();
-            tokio_rustls::TlsConnector::from(Arc::new(config))
-                .connect(ServerName::try_from("api.test").unwrap(), stream)
-                .await
-                .unwrap()
-        } else {
-            setup
-                .tls(&format!("{host}:443"), host, &trusted, &[b"http/1.1"])
-                .await
-                .unwrap()
-                .0
-        };
-        let host = if host == "direct" { "api.test" } else { host };
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
-            .await
-            .unwrap();
-        tokio::spawn(connection);
-        let mut times = Vec::new();
-        for _ in 0..requests {
-            let started = Instant::now();
-            sender.ready().await.unwrap();
-            let response = sender
-                .send_request(get("/", host).body(Full::new(Bytes::new())).unwrap())
-                .await
-                .unwrap();
-            response.into_body().collect().await.unwrap();
-            times.push(started.elapsed());
-        }
-        times.sort();
-        // The median of three streams, counted frame by frame (nothing collected).
-        let mut rates = Vec::new();
-        let mut bytes = 0usize;
-        for _ in 0..3 {
-            let started = Instant::now();
-            sender.ready().await.unwrap();
-            let response = sender
-                .send_request(get("/big", host).body(Full::new(Bytes::new())).unwrap())
-                .await
-                .unwrap();
-            let mut body = response.into_body();
-            bytes = 0;
-            while let Some(frame) = body.frame().await {
-                if let Ok(data) = frame.unwrap().into_data() {
-                    bytes += data.len();
-                }
-            }
-            rates.push(bytes as f64 / started.elapsed().as_secs_f64() / (1 << 20) as f64);
-        }
-        rates.sort_by(f64::total_cmp);
-        let rate = rates[1];
-        report.push_str(&format!(
-            "{label}: request p50 {:?} p90 {:?}; stream {rate:.0} MiB/s (median of 3, {bytes} bytes each)\n",
-            times[requests / 2],
-            times[requests * 9 / 10],
-        ));
-    }
-    println!("{report}");
-}
+/// The benchmark (BENCHMARKS.md, issue 21).
+#[path = "intercept/bench.rs"]
+mod bench;

@@ -39,6 +39,23 @@ impl AsyncWrite for ClientIo {
             ClientIo::Upgraded(io) => Pin::new(io).poll_write(cx, buf),
         }
     }
+    // Vectored, so that a terminated tunnel's TLS records leave in one write, not one each.
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            ClientIo::Tcp(stream) => Pin::new(stream).poll_write_vectored(cx, bufs),
+            ClientIo::Upgraded(io) => Pin::new(io).poll_write_vectored(cx, bufs),
+        }
+    }
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            ClientIo::Tcp(stream) => stream.is_write_vectored(),
+            ClientIo::Upgraded(io) => io.is_write_vectored(),
+        }
+    }
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             ClientIo::Tcp(stream) => Pin::new(stream).poll_flush(cx),

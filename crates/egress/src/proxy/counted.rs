@@ -96,6 +96,23 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
         }
         polled
     }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if let Poll::Ready(Ok(n)) = polled {
+            if n > 0 {
+                self.counters.up.fetch_add(n as u64, Ordering::Relaxed);
+                self.counters.touch();
+            }
+        }
+        polled
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_flush(cx)
     }

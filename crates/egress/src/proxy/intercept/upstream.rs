@@ -3,8 +3,11 @@
 //! roots and the profile's CAs, HTTP/2 or HTTP/1.1 by the upstream's ALPN; and a request put
 //! into the upstream's protocol when the client chose the other.
 
+use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use http::header::HOST;
 use http::{HeaderValue, Request, Response, Uri, Version};
@@ -12,6 +15,7 @@ use hyper::body::Incoming;
 use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Mutex;
 use tokio_rustls::TlsConnector;
 
@@ -19,6 +23,70 @@ use super::super::counted::{Counted, Counters};
 use super::super::{open, Body, Shared};
 use super::{Intercept, H2};
 use crate::policy::{Deny, Reason};
+
+/// The size of the upstream's read buffer under TLS.
+const READ_BUFFER: usize = 64 << 10;
+
+/// The upstream's TLS stream, read as far as it has data now: every record already received
+/// rather than one record per read (rustls hands out one record's plaintext at a time), so
+/// that a stream is forwarded in as few frames and TLS records as it arrives in. A read never
+/// waits for more than what it has (an SSE event is forwarded when it arrives).
+struct Gather<S> {
+    inner: S,
+    /// An error met after some data was read: returned at the next read.
+    error: Option<io::Error>,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Gather<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if let Some(error) = self.error.take() {
+            return Poll::Ready(Err(error));
+        }
+        let start = buf.filled().len();
+        loop {
+            let before = buf.filled().len();
+            match Pin::new(&mut self.inner).poll_read(cx, buf) {
+                Poll::Ready(Ok(())) if buf.filled().len() > before && buf.remaining() > 0 => {}
+                Poll::Ready(Err(error)) if buf.filled().len() > start => {
+                    self.error = Some(error);
+                    return Poll::Ready(Ok(()));
+                }
+                Poll::Pending if buf.filled().len() > start => return Poll::Ready(Ok(())),
+                polled => return polled,
+            }
+        }
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Gather<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
 
 /// The tunnel's upstream connection.
 pub(super) enum Upstream {
@@ -39,10 +107,14 @@ pub(super) async fn connect(
 ) -> Result<(SocketAddr, Upstream), Deny> {
     let config = &intercept.upstream[usize::from(!client_h2)];
     let (address, tcp) = open(shared, host, port).await?;
-    let counted = Counted {
-        inner: tcp,
-        counters: counters.clone(),
-    };
+    // Read in large pieces under TLS: rustls asks for 4 KiB at a time, a system call each.
+    let counted = tokio::io::BufReader::with_capacity(
+        READ_BUFFER,
+        Counted {
+            inner: tcp,
+            counters: counters.clone(),
+        },
+    );
     let name = ServerName::try_from(host.to_string())
         .map_err(|_| Deny::new(Reason::BadHost, "not a TLS server name"))?;
     let tls = match tokio::time::timeout(
@@ -67,7 +139,10 @@ pub(super) async fn connect(
         }
     };
     let h2 = tls.get_ref().1.alpn_protocol() == Some(H2);
-    let io = TokioIo::new(tls);
+    let io = TokioIo::new(Gather {
+        inner: tls,
+        error: None,
+    });
     let failed = |error: hyper::Error| {
         Deny::new(
             Reason::ConnectFailed,
@@ -151,5 +226,89 @@ pub(crate) fn handshake_failure_reason(error: &std::io::Error) -> Reason {
         Reason::UpstreamCertificate
     } else {
         Reason::ConnectFailed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use super::*;
+
+    /// A reader that answers from a script: data, an error, or "nothing yet".
+    struct Script(VecDeque<Option<io::Result<&'static [u8]>>>);
+
+    impl AsyncRead for Script {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            match self.0.pop_front() {
+                None => Poll::Ready(Ok(())),
+                Some(None) => Poll::Pending,
+                Some(Some(Err(error))) => Poll::Ready(Err(error)),
+                Some(Some(Ok(data))) => {
+                    let n = data.len().min(buf.remaining());
+                    buf.put_slice(&data[..n]);
+                    if n < data.len() {
+                        self.0.push_front(Some(Ok(&data[n..])));
+                    }
+                    Poll::Ready(Ok(()))
+                }
+            }
+        }
+    }
+
+    fn read(gather: &mut Gather<Script>, size: usize) -> Poll<io::Result<Vec<u8>>> {
+        let mut storage = vec![0u8; size];
+        let mut buf = ReadBuf::new(&mut storage);
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        Pin::new(gather)
+            .poll_read(&mut cx, &mut buf)
+            .map_ok(|()| buf.filled().to_vec())
+    }
+
+    fn gather(script: Vec<Option<io::Result<&'static [u8]>>>) -> Gather<Script> {
+        Gather {
+            inner: Script(script.into()),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_read_takes_what_has_arrived_and_never_waits_for_more() {
+        let mut gather = gather(vec![
+            Some(Ok(b"data: 1\n\n")),
+            Some(Ok(b"data: 2\n\n")),
+            None,
+            Some(Ok(b"data: 3\n\n")),
+        ]);
+        let first = read(&mut gather, 64);
+        assert!(matches!(&first, Poll::Ready(Ok(data)) if data == b"data: 1\n\ndata: 2\n\n"));
+        let second = read(&mut gather, 64);
+        assert!(matches!(&second, Poll::Ready(Ok(data)) if data == b"data: 3\n\n"));
+        // Then the end of the stream, as the inner reader says it.
+        assert!(matches!(read(&mut gather, 64), Poll::Ready(Ok(data)) if data.is_empty()));
+    }
+
+    #[test]
+    fn nothing_yet_is_pending_and_a_full_buffer_ends_a_read() {
+        let mut gather = gather(vec![None, Some(Ok(b"abcdef"))]);
+        assert!(read(&mut gather, 64).is_pending());
+        assert!(matches!(read(&mut gather, 4), Poll::Ready(Ok(data)) if data == b"abcd"));
+        assert!(matches!(read(&mut gather, 4), Poll::Ready(Ok(data)) if data == b"ef"));
+    }
+
+    #[test]
+    fn an_error_after_data_comes_at_the_next_read() {
+        let mut gather = gather(vec![
+            Some(Ok(b"partial")),
+            Some(Err(io::Error::other("reset"))),
+        ]);
+        assert!(matches!(read(&mut gather, 64), Poll::Ready(Ok(data)) if data == b"partial"));
+        assert!(
+            matches!(read(&mut gather, 64), Poll::Ready(Err(error)) if error.to_string() == "reset")
+        );
     }
 }
