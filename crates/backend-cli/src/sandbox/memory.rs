@@ -25,6 +25,33 @@ async fn criu(args: &[&str]) -> Result<(bool, String), String> {
     Ok((output.status.success(), text))
 }
 
+/// Whether this process (and so the rootful engine it runs) lacks `CAP_SYS_RESOURCE`, which
+/// CRIU needs to read and set a non-root process's `RLIMIT_NOFILE`.
+fn lacks_sys_resource() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("CapEff:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .is_some_and(|caps| caps & (1 << 24) == 0)
+}
+
+/// A CRIU failure's message, with the likely cause where this process lacks
+/// `CAP_SYS_RESOURCE`.
+fn explained(failure: (Option<i64>, String)) -> (Option<i64>, String) {
+    match failure {
+        (Some(code), message) if message.contains("criu failed") && lacks_sys_resource() => (
+            Some(code),
+            format!(
+                "{message} (likely cause: the engine runs without CAP_SYS_RESOURCE, which CRIU \
+                 needs for a sandbox running as a non-root uid; root-uid sandboxes work, see \
+                 docs/snapshots.md)"
+            ),
+        ),
+        other => other,
+    }
+}
+
 impl CliClient {
     pub(super) async fn memory_probe(&self) -> Result<(), String> {
         if engine() != Engine::Podman {
@@ -94,10 +121,9 @@ impl CliClient {
         ];
         let mut args = args.to_vec();
         args.extend(["--export", &file, &sandbox.id]);
-        self.output(&args)
-            .await
-            .map(|_| ())
-            .map_err(|failure| container_error(sandbox, "checkpoint the container", failure))
+        self.output(&args).await.map(|_| ()).map_err(|failure| {
+            container_error(sandbox, "checkpoint the container", explained(failure))
+        })
     }
 
     pub(super) async fn restore_from(
@@ -107,7 +133,7 @@ impl CliClient {
     ) -> Result<Sandbox, SessionError> {
         let file = file.to_string_lossy();
         let args = ["container", "restore", "--import", &file, "--name", name];
-        match self.output(&args).await {
+        match self.output(&args).await.map_err(explained) {
             Ok(_) => SandboxClient::find(self, name).await,
             Err((None, message)) => Err(SessionError::CannotRunDocker {
                 engine: engine(),
