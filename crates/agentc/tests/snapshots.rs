@@ -795,3 +795,220 @@ fn memory_is_refused_on_docker_with_its_hint() {
         }
     }
 }
+
+/// Runs `podman ARGS`: trimmed stdout, or the error with stderr.
+fn podman(args: &[&str]) -> Result<String, String> {
+    let output = Command::new("podman")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|error| format!("cannot run podman: {error}"))?;
+    if output.status.success() {
+        Ok(text(&output.stdout).trim().to_string())
+    } else {
+        Err(format!(
+            "podman {} failed: {}",
+            args.join(" "),
+            text(&output.stderr).trim()
+        ))
+    }
+}
+
+/// Why memory snapshots cannot work here (`None`: they must): the test's own probe, the
+/// conditions agentc's probe checks (rootful Podman with runc, CRIU >= 4.1 whose `criu
+/// check` passes).
+fn memory_unavailable() -> Option<String> {
+    let info = match podman(&[
+        "info",
+        "--format",
+        "{{.Host.Security.Rootless}} {{.Host.OCIRuntime.Name}}",
+    ]) {
+        Ok(info) => info,
+        Err(error) => return Some(error),
+    };
+    if info != "false runc" {
+        return Some(format!("podman is not rootful with runc: {info}"));
+    }
+    let criu = |args: &[&str]| Command::new("criu").args(args).output();
+    match criu(&["--version"]) {
+        Ok(output) => {
+            let version = text(&output.stdout);
+            let ok = version
+                .lines()
+                .find_map(|line| line.strip_prefix("Version: "))
+                .and_then(|v| {
+                    let mut parts = v.trim().split('.').map(|p| p.parse::<u32>().ok());
+                    Some((parts.next()??, parts.next().flatten().unwrap_or(0)))
+                })
+                .is_some_and(|found| found >= (4, 1));
+            if !ok {
+                return Some(format!("criu is older than 4.1: {version}"));
+            }
+        }
+        Err(error) => return Some(format!("no criu: {error}")),
+    }
+    match criu(&["check"]) {
+        Ok(output) if output.status.success() => None,
+        Ok(output) => Some(format!("`criu check` fails: {}", describe(&output))),
+        Err(error) => Some(format!("cannot run criu check: {error}")),
+    }
+}
+
+/// Removes the memory test's containers and snapshot image on drop.
+struct PodmanLab {
+    names: Vec<String>,
+    image: String,
+}
+
+impl Drop for PodmanLab {
+    fn drop(&mut self) {
+        for name in &self.names {
+            let _ = podman(&["rm", "--force", "--time=0", name]);
+        }
+        let _ = podman(&["image", "rm", "--force", &self.image]);
+    }
+}
+
+#[test]
+fn live_memory_a_counter_keeps_counting_after_snapshot_rm_restore_on_podman() {
+    let test = "live_memory_a_counter_keeps_counting_after_snapshot_rm_restore_on_podman";
+    let required = std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() == Ok("1");
+    if let Err(reason) = podman(&["info", "--format", "{{.Host.OCIRuntime.Name}}"]) {
+        assert!(
+            !required,
+            "{test}: AGENTC_REQUIRE_DOCKER=1 but no Podman: {reason}"
+        );
+        eprintln!("skipping {test}: no Podman ({reason})");
+        return;
+    }
+    if !require_daemon(test) {
+        return;
+    }
+    // The busybox test image, built by Docker, copied into Podman.
+    let image = test_image();
+    if podman(&["image", "exists", &image]).is_err() {
+        let script = format!("docker save {image} | podman load -q");
+        let output = Command::new("sh").args(["-c", &script]).output().unwrap();
+        assert!(output.status.success(), "{}", describe(&output));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let id = format!("agentc-t-snap-{}-mem", std::process::id());
+    let profile = dir.path().join("mem.toml");
+    // Root uid (the image's own user): CRIU restores a non-root process's RLIMIT_NOFILE only
+    // with CAP_SYS_RESOURCE, which some hosts' container engines lack (docs/snapshots.md).
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"{id}\"\nagent = \"custom\"\n\n[image]\nref = \"{image}\"\ncommand = \
+             [\"sh\", \"-c\", \"i=0; while true; do i=$((i+1)); echo $i > /tmp/count; sleep \
+             0.1; done\"]\n"
+        ),
+    )
+    .unwrap();
+    let (name, restored) = (format!("{id}-a"), format!("{id}-b"));
+    let _lab = PodmanLab {
+        names: vec![name.clone(), restored.clone()],
+        image: format!("agentc-snapshot/{id}:m1"),
+    };
+    let agentc = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_agentc"))
+            .args(["--engine", "podman"])
+            .args(args)
+            .env("AGENTC_STATE_DIR", dir.path().join("state"))
+            .stdin(Stdio::null())
+            .output()
+            .expect("agentc runs")
+    };
+    let ok = |args: &[&str]| {
+        let output = agentc(args);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            describe(&output)
+        );
+        text(&output.stdout)
+    };
+    let profile = profile.to_string_lossy().into_owned();
+    ok(&["run", "--detach", "--name", &name, &profile]);
+    let count = |name: &str| -> u64 {
+        let out = ok(&["exec", name, "cat", "/tmp/count"]);
+        out.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("count of {name}: {out:?}"))
+    };
+    let mut before = 0;
+    for _ in 0..50 {
+        std::thread::sleep(Duration::from_millis(100));
+        let out = agentc(&["exec", &name, "cat", "/tmp/count"]).stdout;
+        before = text(&out).trim().parse().unwrap_or(0);
+        if before >= 20 {
+            break;
+        }
+    }
+    assert!(
+        before >= 20,
+        "the counter of {name} does not count: {before}"
+    );
+
+    if let Some(why) = memory_unavailable() {
+        eprintln!("{test}: memory snapshots cannot work here ({why}): checking their refusal");
+        let output = agentc(&["snapshot", &name, "--memory", "--tag", "m1"]);
+        assert_eq!(output.status.code(), Some(65), "{}", describe(&output));
+        let stderr = text(&output.stderr);
+        for word in [
+            "--memory",
+            "CRIU >= 4.1",
+            "rootful",
+            "runc",
+            "setup-criu.sh",
+        ] {
+            assert!(stderr.contains(word), "{word}: {stderr}");
+        }
+        return;
+    }
+    let inspect = |name: &str| {
+        podman(&[
+            "inspect",
+            name,
+            "--format",
+            "{{.Config.User}}|{{.HostConfig.ReadonlyRootfs}}|{{.HostConfig.CapDrop}}|\
+             {{.HostConfig.SecurityOpt}}|{{.HostConfig.Memory}}|{{.HostConfig.PidsLimit}}|\
+             {{.HostConfig.Tmpfs}}",
+        ])
+        .unwrap()
+    };
+    let hardening = inspect(&name);
+    assert!(hardening.contains("no-new-privileges"), "{hardening}");
+    let said = ok(&["snapshot", &name, "--memory", "--tag", "m1"]);
+    assert!(said.contains("memory checkpoint"), "{said}");
+    let snapshotted = count(&name);
+    assert!(
+        snapshotted >= before,
+        "{name} went on: {before} -> {snapshotted}"
+    );
+    ok(&["rm", &name]);
+    let said = ok(&[
+        "restore",
+        &format!("{id}:m1"),
+        "--memory",
+        "--name",
+        &restored,
+    ]);
+    assert!(said.contains("with its memory"), "{said}");
+    // The shell's counter goes on from where it was (a relaunch would start again at 1).
+    let first = count(&restored);
+    assert!(
+        first >= before,
+        "{restored} restarted its counter: {first} < {before}"
+    );
+    std::thread::sleep(Duration::from_millis(600));
+    let later = count(&restored);
+    assert!(
+        later > first,
+        "{restored} does not count: {first} -> {later}"
+    );
+    assert_eq!(inspect(&restored), hardening, "the restore's confinement");
+    ok(&["rm", &restored]);
+    ok(&["snapshot", "rm", &format!("{id}:m1")]);
+}

@@ -42,7 +42,8 @@ pub struct TakeArgs {
     /// snapshot's labels).
     #[arg(long)]
     pub allow_secrets: bool,
-    /// Also capture the processes' memory (Podman with CRIU; refused on Docker, exit 65).
+    /// Also checkpoint the processes' memory (rootful Podman, runc, CRIU >= 4.1,
+    /// `--backend cli`; refused elsewhere, exit 65).
     #[arg(long)]
     pub memory: bool,
     /// A container name or ID from `agentc ps`, a profile file, or a profile's name.
@@ -90,7 +91,8 @@ pub struct RestoreArgs {
     /// The workspace directory mounted into the sandbox [default: the current directory].
     #[arg(long)]
     pub workspace: Option<PathBuf>,
-    /// Restore the processes' memory too (Podman with CRIU; refused on Docker, exit 65).
+    /// Restore the processes' memory from a `--memory` snapshot (rootful Podman, runc,
+    /// CRIU >= 4.1, `--backend cli`; refused elsewhere, exit 65).
     #[arg(long)]
     pub memory: bool,
     /// Name the sandbox N, as `agentc run --name N` does (its egress companion becomes N-egress

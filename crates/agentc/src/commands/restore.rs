@@ -17,7 +17,7 @@ use agentc_backend_common::snapshot::{self, RestorePlan, SnapshotRecord};
 use agentc_policy::{Instance, LaunchSpec, LoadedProfile, Start};
 
 use super::snapshot::{
-    archive_dir, container, failure, launch_args, memory_refused, on_client, OnClient,
+    archive_dir, container, failure, launch_args, on_client, MemorySupport, OnClient,
 };
 use crate::cli::{LaunchArgs, RestoreArgs};
 use crate::commands::launch;
@@ -151,6 +151,24 @@ impl OnClient for PutBack<'_> {
     }
 }
 
+/// A memory snapshot restored as the sandbox `name`: the milliseconds it took.
+struct MemoryRestore<'a> {
+    record: &'a SnapshotRecord,
+    dir: &'a Path,
+    name: &'a str,
+}
+
+impl OnClient for MemoryRestore<'_> {
+    type Output = u128;
+    async fn run<C: SandboxClient>(self, client: &C) -> Result<u128, Failure> {
+        let started = std::time::Instant::now();
+        snapshot::restore_memory(client, self.record, self.dir, self.name)
+            .await
+            .map_err(failure)?;
+        Ok(started.elapsed().as_millis())
+    }
+}
+
 /// Removes a restored sandbox whose contents could not be put back, with the volumes its
 /// launch created; says what is left.
 fn discard(name: &str, plan: &RestorePlan) {
@@ -175,11 +193,14 @@ fn discard(name: &str, plan: &RestorePlan) {
 
 /// Runs `agentc restore` and `agentc fork`.
 pub fn restore(args: RestoreArgs, count: u16) -> Result<u8, Failure> {
-    if args.memory {
-        return Err(memory_refused());
-    }
     let backend = args.target.backend;
+    if args.memory {
+        on_client(backend, MemorySupport)?;
+    }
     let record = on_client(backend, Find(args.snapshot.clone()))?;
+    if args.memory {
+        snapshot::memory::memory_of(&record).map_err(failure)?;
+    }
     let Some(file) = record.profile_file.clone() else {
         return Err(Failure::new(
             EXIT_FAILED,
@@ -249,6 +270,19 @@ pub fn restore(args: RestoreArgs, count: u16) -> Result<u8, Failure> {
             },
         )?;
         let name = container(&spec)?.name.clone().unwrap_or_default();
+        if args.memory {
+            let restore = MemoryRestore {
+                record: &record,
+                dir: &dir,
+                name: &name,
+            };
+            let took = on_client(backend, restore)?;
+            println!(
+                "restored {name} from {} with its memory in {} ms",
+                record.name, took
+            );
+            continue;
+        }
         let code = launch::execute(&spec, backend, false)?;
         if code != 0 {
             discard(&name, &plan);

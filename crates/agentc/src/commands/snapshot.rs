@@ -10,7 +10,6 @@ use agentc_backend_api::ApiClient;
 use agentc_backend_cli::CliClient;
 use agentc_backend_common::session::SandboxClient;
 use agentc_backend_common::snapshot::{self, Freeze, SnapshotError, SnapshotRecord};
-use agentc_backend_common::{engine, Engine};
 use agentc_policy::{ContainerSpec, EnvValue, Instance, LaunchSpec, Start};
 
 use crate::cli::{
@@ -18,7 +17,7 @@ use crate::cli::{
 };
 use crate::commands::launch;
 use crate::commands::session::sandbox_named;
-use crate::context::{self, Failure, EXIT_DOCKER, EXIT_FAILED, EXIT_INVALID};
+use crate::context::{self, Failure, EXIT_DOCKER, EXIT_FAILED};
 use crate::lifecycle::store::state_dir;
 
 /// One step run against either backend's client.
@@ -54,24 +53,15 @@ pub(crate) fn failure(error: impl Into<SnapshotError>) -> Failure {
     )
 }
 
-/// The refusal of `--memory` on this engine (exit 65), naming what would do it.
-pub(crate) fn memory_refused() -> Failure {
-    let engine = match engine() {
-        Engine::Docker => {
-            "Docker (its checkpoint is experimental and restores only into the same container)"
-        }
-        Engine::Podman => "this agentc (the Podman checkpoint path is not wired in yet)",
-    };
-    Failure::new(
-        EXIT_INVALID,
-        format!(
-            "--memory: processes' memory cannot be captured or restored through {engine}\n  \
-             hint: memory snapshots need Podman with CRIU, rootful (`podman container \
-             checkpoint --export` / `podman container restore --import`; Debian's `criu` \
-             package), or gVisor's own checkpoint (`runsc checkpoint`); without --memory the \
-             files are captured"
-        ),
-    )
+/// The probe of memory snapshots on this engine and backend: their refusal (exit 65, naming
+/// what would do them) where it fails.
+pub(crate) struct MemorySupport;
+
+impl OnClient for MemorySupport {
+    type Output = ();
+    async fn run<C: SandboxClient>(self, client: &C) -> Result<(), Failure> {
+        snapshot::memory::support(client).await.map_err(failure)
+    }
 }
 
 /// Where a snapshot's archives are kept: `STATE/snapshots/NAME/TAG`, for the image reference
@@ -127,12 +117,7 @@ pub fn snapshot(args: SnapshotArgs) -> Result<u8, Failure> {
     match args.command {
         Some(SnapshotCommand::Ls(ls)) => on_client(ls.target.backend, List(ls.format)),
         Some(SnapshotCommand::Rm(rm)) => on_client(rm.target.backend, Remove(rm.names)),
-        None => {
-            if args.take.memory {
-                return Err(memory_refused());
-            }
-            on_client(args.take.target.backend, Take(args.take))
-        }
+        None => on_client(args.take.target.backend, Take(args.take)),
     }
 }
 
@@ -163,6 +148,9 @@ impl OnClient for Take {
     type Output = u8;
     async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure> {
         let args = self.0;
+        if args.memory {
+            MemorySupport.run(client).await?;
+        }
         let name = args.name.unwrap_or_default();
         let sandbox = sandbox_named(client, &name, false).await?;
         let inspect = client
@@ -216,14 +204,29 @@ impl OnClient for Take {
             secrets,
             allow_secrets: args.allow_secrets,
             time,
+            labels: Default::default(),
         };
-        let report = snapshot::snapshot(client, &sandbox, &request)
-            .await
-            .map_err(failure)?;
+        let (report, memory) = if args.memory {
+            let taken = snapshot::snapshot_memory(client, &sandbox, &request)
+                .await
+                .map_err(failure)?;
+            let memory = format!(
+                " and a memory checkpoint of {} bytes ({} ms)",
+                taken.memory.bytes,
+                taken.checkpoint.as_millis()
+            );
+            (taken.files, memory)
+        } else {
+            let report = snapshot::snapshot(client, &sandbox, &request)
+                .await
+                .map_err(failure)?;
+            (report, String::new())
+        };
         let bytes: u64 = report.archives.iter().map(|archive| archive.bytes).sum();
         let id = report.image_id.trim_start_matches("sha256:");
         println!(
-            "snapshot {} ({}): the writable layer and {} archive(s) of {bytes} bytes; paused {} ms",
+            "snapshot {} ({}): the writable layer and {} archive(s) of {bytes} bytes{memory}; \
+             paused {} ms",
             report.name,
             id.get(..12).unwrap_or(id),
             report.archives.len(),

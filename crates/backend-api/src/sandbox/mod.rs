@@ -681,6 +681,19 @@ impl SandboxClient for ApiClient {
     async fn volume_exists(&self, name: &str) -> Result<bool, SessionError> {
         self.has_volume(name).await
     }
+    async fn memory_support(&self) -> Result<(), String> {
+        Err(snapshot::NO_MEMORY.into())
+    }
+    async fn checkpoint(&self, _: &Sandbox, _: &std::path::Path) -> Result<(), SessionError> {
+        Err(snapshot::no_memory())
+    }
+    async fn restore_checkpoint(
+        &self,
+        _: &std::path::Path,
+        _: &str,
+    ) -> Result<Sandbox, SessionError> {
+        Err(snapshot::no_memory())
+    }
     // ---- End of the snapshot operations.
 
     async fn egress(&self, sandbox: &Sandbox) -> Result<Option<SandboxEgress>, SessionError> {

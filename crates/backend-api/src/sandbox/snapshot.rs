@@ -125,3 +125,16 @@ impl ApiClient {
         }
     }
 }
+
+/// Why the Engine API backend takes no memory checkpoints.
+pub(super) const NO_MEMORY: &str = "the Engine API backend (Docker's checkpoint is experimental \
+    and restores only into the same container; Podman's Docker-compatible API has no \
+    checkpoint export or import: `--backend cli --engine podman` does it)";
+
+/// The refusal of a memory checkpoint through the Engine API.
+pub(super) fn no_memory() -> SessionError {
+    SessionError::Invalid {
+        message: format!("memory checkpoints are not available through {NO_MEMORY}"),
+        hint: "snapshot without --memory, or use `--backend cli --engine podman` with CRIU",
+    }
+}

@@ -4,6 +4,7 @@
 
 mod copy;
 mod create;
+mod memory;
 mod pool;
 mod snapshot;
 
@@ -690,6 +691,15 @@ impl SandboxClient for CliClient {
     }
     async fn volume_exists(&self, name: &str) -> Result<bool, SessionError> {
         self.has_volume(name).await
+    }
+    async fn memory_support(&self) -> Result<(), String> {
+        self.memory_probe().await
+    }
+    async fn checkpoint(&self, sandbox: &Sandbox, file: &Path) -> Result<(), SessionError> {
+        self.checkpoint_to(sandbox, file).await
+    }
+    async fn restore_checkpoint(&self, file: &Path, name: &str) -> Result<Sandbox, SessionError> {
+        self.restore_from(file, name).await
     }
     // ---- End of the snapshot operations.
 

@@ -234,6 +234,30 @@ pub trait SandboxClient: Send + Sync {
     /// Whether a volume of this name exists.
     fn volume_exists(&self, name: &str) -> impl Future<Output = Result<bool, SessionError>> + Send;
 
+    /// Whether this backend and engine can checkpoint a sandbox's processes and memory and
+    /// restore them into a new sandbox (a real probe: rootful Podman with runc and a CRIU whose
+    /// `criu check` passes): `Ok(())`, or why not, naming the engine, runtime or CRIU version
+    /// that would do it.
+    fn memory_support(&self) -> impl Future<Output = Result<(), String>> + Send;
+
+    /// Checkpoints the running sandbox's processes and memory, with its writable layer, tmpfs
+    /// mounts and volumes, into the archive `file` (`podman container checkpoint
+    /// --leave-running --export`); the sandbox keeps running.
+    fn checkpoint(
+        &self,
+        sandbox: &Sandbox,
+        file: &Path,
+    ) -> impl Future<Output = Result<(), SessionError>> + Send;
+
+    /// Restores the checkpoint archive `file` as a new running sandbox named `name` (`podman
+    /// container restore --import --name`): its processes go on where they were, confined as
+    /// the checkpointed sandbox was (the archive holds its configuration).
+    fn restore_checkpoint(
+        &self,
+        file: &Path,
+        name: &str,
+    ) -> impl Future<Output = Result<Sandbox, SessionError>> + Send;
+
     // ---- End of the snapshot operations.
 
     /// Runs a command and returns its exit code and captured output.

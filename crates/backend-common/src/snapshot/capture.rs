@@ -35,6 +35,8 @@ pub struct SnapshotRequest {
     pub allow_secrets: bool,
     /// The time ([`super::now`]).
     pub time: String,
+    /// More labels for the snapshot's image (a memory snapshot's [`super::LABEL_MEMORY`]).
+    pub labels: BTreeMap<String, String>,
 }
 
 /// What a snapshot took.
@@ -58,17 +60,12 @@ pub struct SnapshotReport {
 /// and times a restore could not set on a mount point); nothing at all for an empty one.
 const ARCHIVE_SCRIPT: &str = "command -v tar >/dev/null 2>&1 || exit 127; cd \"$1\" || exit 3; set --; for f in * .[!.]* ..?*; do if [ -e \"$f\" ] || [ -L \"$f\" ]; then set -- \"$@\" \"$f\"; fi; done; [ $# -eq 0 ] && exit 0; exec tar -c -f - -- \"$@\"";
 
-/// Takes a snapshot of a running (or paused) sandbox: refuses one with secrets as
-/// environment values unless allowed; archives its tmpfs mounts and writable named volumes
-/// into `request.dir`; freezes it, commits its writable layer as `agentc-snapshot/PROFILE:TAG`
-/// with the launch's environment values blanked and the snapshot's labels, and thaws it (a
-/// sandbox paused before stays paused). On failure nothing of the snapshot is left.
-pub async fn snapshot<C: SandboxClient>(
-    client: &C,
+/// Refuses a snapshot of a sandbox whose launch passes secrets as environment values, unless
+/// they are allowed.
+pub(crate) fn refuse_secrets(
     sandbox: &Sandbox,
     request: &SnapshotRequest,
-) -> Result<SnapshotReport, SnapshotError> {
-    let started = Instant::now();
+) -> Result<(), SnapshotError> {
     if !request.secrets.is_empty() && !request.allow_secrets {
         return Err(SnapshotError::refused(
             format!(
@@ -83,6 +80,21 @@ pub async fn snapshot<C: SandboxClient>(
              container's configuration in it, as Docker 20.10's container_config does)",
         ));
     }
+    Ok(())
+}
+
+/// Takes a snapshot of a running (or paused) sandbox: refuses one with secrets as
+/// environment values unless allowed; archives its tmpfs mounts and writable named volumes
+/// into `request.dir`; freezes it, commits its writable layer as `agentc-snapshot/PROFILE:TAG`
+/// with the launch's environment values blanked and the snapshot's labels, and thaws it (a
+/// sandbox paused before stays paused). On failure nothing of the snapshot is left.
+pub async fn snapshot<C: SandboxClient>(
+    client: &C,
+    sandbox: &Sandbox,
+    request: &SnapshotRequest,
+) -> Result<SnapshotReport, SnapshotError> {
+    let started = Instant::now();
+    refuse_secrets(sandbox, request)?;
     let inspect = client.inspect(sandbox).await?;
     let was_paused = match state_of(&inspect).as_str() {
         "running" => false,
@@ -194,6 +206,7 @@ async fn take<C: SandboxClient>(
         (LABEL_SECRETS.to_string(), secrets),
         (LABEL_ARCHIVES.to_string(), manifest),
     ])));
+    changes.extend(label_changes(&request.labels));
     let commit = CommitRequest {
         reference: reference.to_string(),
         changes,

@@ -19,6 +19,7 @@
 //! made by the caller, after which [`restore::put_back`] puts the archives back.
 
 pub mod capture;
+pub mod memory;
 pub mod restore;
 
 use std::collections::BTreeMap;
@@ -29,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use crate::session::{ImageRecord, Sandbox, SandboxClient, SessionError};
 
 pub use capture::{snapshot, SnapshotReport, SnapshotRequest};
+pub use memory::{restore_memory, snapshot_memory, LABEL_MEMORY};
 pub use restore::{prepare, put_back, RestorePlan, RestoreReport};
 
 /// Label holding a snapshot image's name (`PROFILE:TAG`); only images carrying it are
@@ -105,6 +107,9 @@ pub struct SnapshotRecord {
     pub archives: Vec<Archive>,
     /// The image's size in bytes.
     pub image_bytes: u64,
+    /// Its checkpoint of the sandbox's processes and memory (`--memory`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<memory::MemoryArchive>,
 }
 
 impl SnapshotRecord {
@@ -113,12 +118,14 @@ impl SnapshotRecord {
         let labels = &image.labels;
         let name = labels.get(LABEL_SNAPSHOT)?.clone();
         let label = |key: &str| labels.get(key).cloned().unwrap_or_default();
+        // Podman names a local image `localhost/agentc-snapshot/...`; both engines take the
+        // name without it.
         let reference = image
             .tags
             .iter()
+            .map(|tag| tag.strip_prefix("localhost/").unwrap_or(tag))
             .find(|tag| tag.starts_with(&format!("{REPOSITORY}/")))
-            .cloned()
-            .unwrap_or_else(|| image.id.clone());
+            .map_or_else(|| image.id.clone(), str::to_string);
         Some(SnapshotRecord {
             name,
             image_id: image.id.clone(),
@@ -130,8 +137,11 @@ impl SnapshotRecord {
             source: label(LABEL_SOURCE),
             spec_digest: label(LABEL_DIGEST),
             secrets: label(LABEL_SECRETS),
-            archives: serde_json::from_str(&label(LABEL_ARCHIVES)).unwrap_or_default(),
+            archives: json_label(&label(LABEL_ARCHIVES)).unwrap_or_default(),
             image_bytes: image.size,
+            memory: labels
+                .get(memory::LABEL_MEMORY)
+                .and_then(|text| json_label(text)),
         })
     }
 
@@ -417,6 +427,26 @@ fn civil(days: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
+/// A label holding JSON: Docker reads [`quoted`]'s escapes in a commit's `LABEL` change,
+/// Podman 4.3 keeps them (`{\"file\":...}`), so a value that does not parse is read again
+/// with them undone.
+fn json_label<T: serde::de::DeserializeOwned>(text: &str) -> Option<T> {
+    serde_json::from_str(text).ok().or_else(|| {
+        let mut plain = String::with_capacity(text.len());
+        let mut chars = text.chars();
+        while let Some(c) = chars.next() {
+            match (c, chars.clone().next()) {
+                ('\\', Some(next @ ('\\' | '"' | '$'))) => {
+                    plain.push(next);
+                    chars.next();
+                }
+                _ => plain.push(c),
+            }
+        }
+        serde_json::from_str(&plain).ok()
+    })
+}
+
 /// A label's value as a Dockerfile instruction takes it: in double quotes, `\`, `"` and `$`
 /// escaped, a line break as `\n` is not possible, so labels hold none.
 pub(crate) fn quoted(value: &str) -> String {
@@ -483,7 +513,7 @@ mod tests {
         );
         let image = ImageRecord {
             id: "sha256:0123456789abcdef".into(),
-            tags: vec!["agentc-snapshot/box:t1".into()],
+            tags: vec!["localhost/agentc-snapshot/box:t1".into()],
             labels,
             ..ImageRecord::default()
         };
@@ -494,6 +524,8 @@ mod tests {
         assert_eq!(record.archives, archives);
         assert_eq!(record.archive_bytes(), 10);
         assert_eq!(quoted(r#"a"b\c$d"#), r#""a\"b\\c\$d""#);
+        let kept: Option<Vec<String>> = json_label(r#"[\"a\\\"b\"]"#);
+        assert_eq!(kept, Some(vec!["a\"b".to_string()]));
         assert!(SnapshotRecord::from_image(&ImageRecord::default()).is_none());
         let child = SnapshotRecord {
             name: "box:child".into(),
