@@ -42,7 +42,7 @@ pub async fn teardown(docker: &Docker, set: &EgressSet) {
     common::teardown(&port(docker), set).await
 }
 
-/// The leftovers of killed launches ([`common::leftovers`]).
+/// The leftovers of killed launches ([`common::leftovers`](fn@common::leftovers)).
 pub async fn leftovers(
     docker: &Docker,
     workload: Option<&str>,

@@ -5,7 +5,7 @@
 //! exec), and the ports it relays checked published, all before the workload is created; its
 //! removal with the launch ([`teardown`]); where a workload's relayed ports are reachable
 //! ([`add_relayed_ports`]). The leftovers of killed launches and the removals `agentc rm`
-//! makes are in [`leftovers`].
+//! makes are in [`leftovers`](mod@leftovers).
 //!
 //! A step that fails removes what the earlier ones created: the workload is never created
 //! without a healthy proxy (fail closed). An isolated network that exists already is left
