@@ -23,7 +23,9 @@ use bollard::models::ContainerInspectResponse;
 
 use crate::egress::{self, CREATE_NETWORK};
 use crate::egress_state::{self, IsolatedNetworkUse, Member};
-use crate::port::{EngineError, EngineErrorKind, EnginePort, Filter, ImportRequest};
+use crate::port::{
+    EngineError, EngineErrorKind, EnginePort, Filter, ImportRequest, ListedContainer,
+};
 use crate::{pause, secrets, ExecError, Interrupt};
 
 pub use leftovers::{
@@ -295,26 +297,19 @@ async fn existing_network<P: EnginePort>(port: &P, egress: &EgressSpec) -> ExecE
 
 /// A container's name, `io.agentc.kind` label and state, from its inspect.
 fn member_of_inspect(inspect: &ContainerInspectResponse) -> Member {
+    member_of(&ListedContainer::from_inspect(inspect))
+}
+
+/// A listed container's name, `io.agentc.kind` label and state.
+fn member_of(container: &ListedContainer) -> Member {
     Member {
-        name: inspect
-            .name
-            .as_deref()
-            .unwrap_or_default()
-            .trim_start_matches('/')
-            .to_string(),
-        kind: inspect
-            .config
-            .as_ref()
-            .and_then(|config| config.labels.as_ref())
-            .and_then(|labels| labels.get(LABEL_KIND))
+        name: container.name.clone(),
+        kind: container
+            .labels
+            .get(LABEL_KIND)
             .cloned()
             .unwrap_or_default(),
-        state: inspect
-            .state
-            .as_ref()
-            .and_then(|state| state.status)
-            .map(|status| status.to_string())
-            .unwrap_or_default(),
+        state: container.state.clone(),
     }
 }
 

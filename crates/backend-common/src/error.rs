@@ -347,6 +347,13 @@ impl ExecError {
     }
 }
 
+impl crate::port::EngineError {
+    /// This error as a launch's error at `step` ([`ExecError::Engine`]).
+    pub fn at(self, step: &'static str) -> ExecError {
+        ExecError::Engine { step, source: self }
+    }
+}
+
 /// A container's exit code as a process exit status: docker's are 0..=255, and anything else
 /// wraps as a shell would.
 pub fn exit_status(code: i64) -> u8 {

@@ -69,6 +69,7 @@ pub mod pause;
 pub mod podman;
 pub mod pool;
 pub mod port;
+pub mod rfc3339;
 pub mod runtime;
 pub mod secrets;
 pub mod session;

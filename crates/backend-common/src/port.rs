@@ -50,11 +50,6 @@ pub struct EngineError {
 }
 
 impl EngineError {
-    /// This error as a launch's error at `step` ([`crate::ExecError::Engine`]).
-    pub fn at(self, step: &'static str) -> crate::ExecError {
-        crate::ExecError::Engine { step, source: self }
-    }
-
     /// An error of `kind` with the engine's `detail`.
     pub fn new(kind: EngineErrorKind, detail: impl Into<String>) -> EngineError {
         EngineError {
@@ -84,7 +79,7 @@ impl EngineError {
             EngineErrorKind::NotFound
         } else if crate::daemon_text::is_not_running(&detail) {
             EngineErrorKind::NotRunning
-        } else if crate::egress_state::network_exists(&detail)
+        } else if lower.contains("already exists")
             || lower.contains("already in use")
             || lower.contains("already in progress")
             || lower.contains("has active endpoints")
@@ -153,6 +148,42 @@ pub struct ListedContainer {
 }
 
 impl ListedContainer {
+    /// The container as its inspect describes it (the command line lists through `inspect`).
+    pub fn from_inspect(inspect: &ContainerInspectResponse) -> ListedContainer {
+        ListedContainer {
+            id: inspect.id.clone().unwrap_or_default(),
+            name: inspect
+                .name
+                .as_deref()
+                .unwrap_or_default()
+                .trim_start_matches('/')
+                .to_string(),
+            labels: inspect
+                .config
+                .as_ref()
+                .and_then(|config| config.labels.clone())
+                .unwrap_or_default()
+                .into_iter()
+                .collect(),
+            state: inspect
+                .state
+                .as_ref()
+                .and_then(|state| state.status)
+                .map(|status| status.to_string())
+                .unwrap_or_default(),
+            created: inspect
+                .created
+                .as_deref()
+                .and_then(crate::rfc3339::unix_seconds),
+            networks: inspect
+                .network_settings
+                .as_ref()
+                .and_then(|settings| settings.networks.as_ref())
+                .map(|networks| networks.keys().cloned().collect())
+                .unwrap_or_default(),
+        }
+    }
+
     /// Whether it ended (exited or dead).
     pub fn ended(&self) -> bool {
         matches!(self.state.as_str(), "exited" | "dead" | "stopped")

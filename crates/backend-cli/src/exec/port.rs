@@ -165,41 +165,6 @@ fn read_objects(text: &[u8]) -> Result<Vec<ListedObject>, EngineError> {
         .collect())
 }
 
-fn listed(inspect: ContainerInspectResponse) -> ListedContainer {
-    ListedContainer {
-        id: inspect.id.clone().unwrap_or_default(),
-        name: inspect
-            .name
-            .as_deref()
-            .unwrap_or_default()
-            .trim_start_matches('/')
-            .to_string(),
-        labels: inspect
-            .config
-            .as_ref()
-            .and_then(|config| config.labels.clone())
-            .unwrap_or_default()
-            .into_iter()
-            .collect(),
-        state: inspect
-            .state
-            .as_ref()
-            .and_then(|state| state.status)
-            .map(|status| status.to_string())
-            .unwrap_or_default(),
-        created: inspect
-            .created
-            .as_deref()
-            .and_then(egress_state::unix_seconds),
-        networks: inspect
-            .network_settings
-            .as_ref()
-            .and_then(|settings| settings.networks.as_ref())
-            .map(|networks| networks.keys().cloned().collect())
-            .unwrap_or_default(),
-    }
-}
-
 fn unreadable(error: String) -> EngineError {
     EngineError::new(
         EngineErrorKind::Failed,
@@ -390,7 +355,7 @@ impl EnginePort for CliPort {
             .inspect_all(&["inspect", "--type", "container"], &ids)
             .await?;
         let found = agentc_backend_common::inspect::read_inspect_list(&text).map_err(unreadable)?;
-        Ok(found.into_iter().map(listed).collect())
+        Ok(found.iter().map(ListedContainer::from_inspect).collect())
     }
 
     async fn network(&self, name: &str) -> Result<Option<ListedObject>, EngineError> {

@@ -8,23 +8,11 @@ use std::time::Duration;
 
 use agentc_policy::{KIND_EGRESS_PROXY, LABEL_EGRESS_FOR, LABEL_KIND, LABEL_PROFILE};
 
-use super::{failed, network_use};
+use super::{failed, member_of, network_use};
 use crate::egress;
-use crate::egress_state::{self, CompanionKind, CompanionObject, Leftover, Member, ProxyUse};
-use crate::port::{EnginePort, Filter, ListedContainer, ListedObject};
+use crate::egress_state::{self, CompanionKind, CompanionObject, Leftover, ProxyUse};
+use crate::port::{EnginePort, Filter, ListedObject};
 use crate::ExecError;
-
-fn member(container: &ListedContainer) -> Member {
-    Member {
-        name: container.name.clone(),
-        kind: container
-            .labels
-            .get(LABEL_KIND)
-            .cloned()
-            .unwrap_or_default(),
-        state: container.state.clone(),
-    }
-}
 
 /// The leftovers of killed launches among agentc's isolated networks and egress proxies
 /// ([`egress_state::leftovers`]), those of the workload `workload` or of the profile `profile`
@@ -65,7 +53,7 @@ pub async fn leftovers<P: EnginePort>(
             workload: label(&container.labels, LABEL_EGRESS_FOR),
             profile: label(&container.labels, LABEL_PROFILE),
             networks: container.networks.clone(),
-            proxy: member(&container),
+            proxy: member_of(&container),
         })
         .collect();
     Ok(egress_state::leftovers(&networks, &proxies))
