@@ -589,8 +589,10 @@ fn live_a_paused_sandbox_runs_nothing_and_resumes_where_it_was() {
         return;
     }
     let mut lab = Lab::new("pause");
-    let counter =
-        "[\"sh\", \"-c\", \"i=0; while :; do i=$((i+1)); echo $i > /counter; sleep 0.1; done\"]";
+    // Written whole by a rename: a pause between a truncate and its write would show an
+    // empty file.
+    let counter = "[\"sh\", \"-c\", \"i=0; while :; do i=$((i+1)); echo $i > /counter.new; \
+                   mv /counter.new /counter; sleep 0.1; done\"]";
     let (_, path) = lab.profile("box", false, counter, "");
     let name = started(&lab.ok(&["run", &path, "--backend", "cli"])).remove(0);
     for backend in ["cli", "api"] {
