@@ -589,45 +589,37 @@ impl SandboxClient for ApiClient {
     }
 
     async fn list_labelled(&self, label: &str) -> Result<Vec<Listed>, SessionError> {
-        let filters = HashMap::from([(
-            "label".to_string(),
-            vec![label.to_string(), agentc_policy::LABEL_PROFILE.to_string()],
-        )]);
-        let options = ListContainersOptionsBuilder::new()
-            .all(true)
-            .filters(&filters)
-            .build();
-        let listed = self
-            .docker
-            .list_containers(Some(options))
+        use agentc_backend_common::port::{EngineErrorKind, EnginePort, Filter};
+        let step = "list containers";
+        let port = crate::port::ApiPort::new(self.docker.clone(), agentc_backend_common::engine());
+        let filter = Filter::labels([label, agentc_policy::LABEL_PROFILE]);
+        let listed = port
+            .list_containers(&filter)
             .await
-            .map_err(|error| session_error("list containers", error))?;
+            .map_err(|error| match error.kind {
+                EngineErrorKind::Unavailable => SessionError::ConnectionLost {
+                    step,
+                    message: error.detail,
+                },
+                _ => SessionError::Daemon {
+                    step,
+                    message: error.detail,
+                },
+            })?;
         Ok(listed
             .into_iter()
-            .map(|summary| {
-                let labels: BTreeMap<String, String> =
-                    summary.labels.unwrap_or_default().into_iter().collect();
-                let name = summary
-                    .names
-                    .and_then(|names| names.into_iter().next())
-                    .unwrap_or_default()
-                    .trim_start_matches('/')
-                    .to_string();
-                Listed {
-                    sandbox: Sandbox {
-                        id: summary.id.unwrap_or_default(),
-                        name,
-                        profile: labels
-                            .get(agentc_policy::LABEL_PROFILE)
-                            .cloned()
-                            .unwrap_or_default(),
-                    },
-                    state: summary
-                        .state
-                        .map(|state| state.to_string())
+            .map(|container| Listed {
+                sandbox: Sandbox {
+                    id: container.id,
+                    name: container.name,
+                    profile: container
+                        .labels
+                        .get(agentc_policy::LABEL_PROFILE)
+                        .cloned()
                         .unwrap_or_default(),
-                    labels,
-                }
+                },
+                state: container.state,
+                labels: container.labels,
             })
             .collect())
     }

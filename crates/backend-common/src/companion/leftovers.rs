@@ -179,20 +179,16 @@ pub async fn reap<P: EnginePort>(
         .list_networks(&filter)
         .await
         .map_err(|error| failed("list the isolated networks", error))?;
-    objects.extend(
-        networks
-            .into_iter()
-            .map(|network| object(CompanionKind::Network, network)),
-    );
     let volumes = port
         .list_volumes(&filter)
         .await
         .map_err(|error| failed("list the egress proxies' CA volumes", error))?;
-    objects.extend(
-        volumes
-            .into_iter()
-            .map(|volume| object(CompanionKind::Volume, volume)),
-    );
+    for (kind, listed) in [
+        (CompanionKind::Network, networks),
+        (CompanionKind::Volume, volumes),
+    ] {
+        objects.extend(listed.into_iter().map(|found| object(kind, found)));
+    }
     let mut existing = BTreeSet::new();
     let workloads: BTreeSet<&str> = objects.iter().map(|o| o.workload.as_str()).collect();
     for workload in workloads {
