@@ -10,25 +10,82 @@ pub enum Refusal {
     NoSuchContainer,
     /// The image named is not present (docker: `No such image`; podman: `image not known`).
     NoSuchImage,
+    /// The network named does not exist (docker: `No such network`, `network NAME not found`;
+    /// podman: `network not found`, `unable to find network`).
+    NoSuchNetwork,
+    /// The volume named does not exist (docker: `No such volume`; podman: `no such volume`).
+    NoSuchVolume,
+    /// The path named inside a container does not exist (`docker cp`: `No such
+    /// container:path`, `Could not find the file`; podman: `could not be found on container`).
+    NoSuchPath,
     /// The container exists but is not running (`is not running`, both engines).
     NotRunning,
+    /// The object is being removed already (docker: `removal of container ... is already in
+    /// progress`): it is on its way out.
+    RemovalInProgress,
+    /// A name is taken (`already exists`, `already in use`).
+    NameInUse,
+    /// The object is still used by another (a network with active endpoints, a volume in use, an
+    /// image with dependent child images).
+    InUse,
+    /// The engine cannot be reached (`Cannot connect to the Docker daemon`, podman's
+    /// `unable to connect to Podman socket`).
+    Unreachable,
 }
 
 /// The refusal `message` (an engine's stderr, or the daemon's message in it) states, if it is
-/// one of the [`Refusal`]s; checked in the order of the enum.
+/// one of the [`Refusal`]s; checked in the order of the enum, case-insensitively.
 pub fn refusal(message: &str) -> Option<Refusal> {
     const WORDINGS: &[(Refusal, &[&str])] = &[
+        // Before the container's: docker words a missing path `No such container:path`.
+        (
+            Refusal::NoSuchPath,
+            &[
+                "no such container:path",
+                "could not find the file",
+                "could not be found on container",
+            ],
+        ),
         (
             Refusal::NoSuchContainer,
-            &["No such container", "no such container", "No such object"],
+            &["no such container", "no such object"],
         ),
-        (Refusal::NoSuchImage, &["No such image", "image not known"]),
+        (Refusal::NoSuchImage, &["no such image", "image not known"]),
+        (
+            Refusal::NoSuchNetwork,
+            &[
+                "no such network",
+                "network not found",
+                "unable to find network",
+            ],
+        ),
+        (Refusal::NoSuchVolume, &["no such volume"]),
         (Refusal::NotRunning, &["is not running"]),
+        (Refusal::RemovalInProgress, &["already in progress"]),
+        (Refusal::NameInUse, &["already exists", "already in use"]),
+        (
+            Refusal::InUse,
+            &["active endpoints", "volume is in use", "dependent child"],
+        ),
+        (
+            Refusal::Unreachable,
+            &[
+                "cannot connect to the docker daemon",
+                "is the docker daemon running",
+                "unable to connect to podman",
+            ],
+        ),
     ];
-    WORDINGS
+    let lower = message.to_ascii_lowercase();
+    let found = WORDINGS
         .iter()
-        .find(|(_, words)| words.iter().any(|word| message.contains(word)))
-        .map(|(refusal, _)| *refusal)
+        .find(|(_, words)| words.iter().any(|word| lower.contains(word)))
+        .map(|(refusal, _)| *refusal);
+    // Docker's `network rm`/`inspect` of a missing network: `network NAME not found`.
+    found.or_else(|| {
+        (lower.contains("network ") && lower.contains(" not found"))
+            .then_some(Refusal::NoSuchNetwork)
+    })
 }
 
 /// Whether `message` says the container does not exist.
@@ -75,6 +132,50 @@ mod tests {
                 Some(Refusal::NotRunning),
             ),
             ("Error response from daemon: conflict", None),
+            (
+                "Error response from daemon: network agentc-x-egress not found",
+                Some(Refusal::NoSuchNetwork),
+            ),
+            (
+                "Error: unable to find network with name or ID x: network not found",
+                Some(Refusal::NoSuchNetwork),
+            ),
+            (
+                "Error response from daemon: get x: no such volume",
+                Some(Refusal::NoSuchVolume),
+            ),
+            (
+                "Error: Could not find the file /nope in container box",
+                Some(Refusal::NoSuchPath),
+            ),
+            (
+                "Error: No such container:path: box:/nope",
+                Some(Refusal::NoSuchPath),
+            ),
+            (
+                "Error response from daemon: removal of container box is already in progress",
+                Some(Refusal::RemovalInProgress),
+            ),
+            (
+                "Error response from daemon: network with name x already exists",
+                Some(Refusal::NameInUse),
+            ),
+            (
+                "Error response from daemon: Conflict. The container name \"/box\" is already in use",
+                Some(Refusal::NameInUse),
+            ),
+            (
+                "Error response from daemon: error while removing network: network x id y has active endpoints",
+                Some(Refusal::InUse),
+            ),
+            (
+                "Error response from daemon: conflict: unable to delete abc (cannot be forced) - image has dependent child images",
+                Some(Refusal::InUse),
+            ),
+            (
+                "Cannot connect to the Docker daemon at unix:///x.sock. Is the docker daemon running?",
+                Some(Refusal::Unreachable),
+            ),
         ] {
             assert_eq!(refusal(message), expected, "{message}");
         }

@@ -360,7 +360,7 @@ pub fn remove_command(containers: &[&str], network: Option<&str>) -> String {
 /// Whether the daemon's message says a network of that name exists already (`docker network
 /// create`, `POST /networks/create` with duplicate names refused).
 pub fn network_exists(message: &str) -> bool {
-    message.contains("already exists")
+    crate::daemon_text::refusal(message) == Some(crate::daemon_text::Refusal::NameInUse)
 }
 
 /// The error of a launch whose isolated network `found` exists already: a leftover of a

@@ -66,34 +66,30 @@ impl EngineError {
     /// Reads the kind of a refusal from the engine's own wording (the command line's stderr),
     /// in either engine's phrasing ([`crate::daemon_text`]).
     pub fn from_text(detail: impl Into<String>) -> EngineError {
+        use crate::daemon_text::Refusal;
         let detail = detail.into();
-        let lower = detail.to_ascii_lowercase();
-        let kind = if crate::daemon_text::is_no_such_container(&detail)
-            || crate::daemon_text::is_no_such_image(&detail)
-            || lower.contains("no such network")
-            || lower.contains("network not found")
-            || (lower.contains("network") && lower.contains("not found"))
-            || lower.contains("no such volume")
-            || lower.contains("no such object")
-        {
-            EngineErrorKind::NotFound
-        } else if crate::daemon_text::is_not_running(&detail) {
-            EngineErrorKind::NotRunning
-        } else if lower.contains("already exists")
-            || lower.contains("already in use")
-            || lower.contains("already in progress")
-            || lower.contains("has active endpoints")
-            || lower.contains("volume is in use")
-        {
-            EngineErrorKind::Conflict
-        } else if lower.contains("cannot connect to the docker daemon")
-            || lower.contains("is the docker daemon running")
-        {
-            EngineErrorKind::Unavailable
-        } else {
-            EngineErrorKind::Failed
+        let kind = match crate::daemon_text::refusal(&detail) {
+            Some(
+                Refusal::NoSuchContainer
+                | Refusal::NoSuchImage
+                | Refusal::NoSuchNetwork
+                | Refusal::NoSuchVolume
+                | Refusal::NoSuchPath,
+            ) => EngineErrorKind::NotFound,
+            Some(Refusal::NotRunning) => EngineErrorKind::NotRunning,
+            Some(Refusal::RemovalInProgress | Refusal::NameInUse | Refusal::InUse) => {
+                EngineErrorKind::Conflict
+            }
+            Some(Refusal::Unreachable) => EngineErrorKind::Unavailable,
+            None => EngineErrorKind::Failed,
         };
         EngineError { kind, detail }
+    }
+
+    /// The refusal the engine's wording states, if agentc acts on it
+    /// ([`crate::daemon_text::refusal`]).
+    pub fn refusal(&self) -> Option<crate::daemon_text::Refusal> {
+        crate::daemon_text::refusal(&self.detail)
     }
 }
 

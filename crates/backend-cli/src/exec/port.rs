@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::process::Stdio;
 
+use agentc_backend_common::daemon_text::Refusal;
 use agentc_backend_common::egress_state;
 use agentc_backend_common::port::{
     EngineError, EngineErrorKind, EnginePort, Filter, ImportRequest, ListedContainer, ListedObject,
@@ -333,7 +334,7 @@ impl EnginePort for CliPort {
         args.push(container);
         match self.output(&args).await {
             Err(error) if !matches!(error.kind, EngineErrorKind::NotFound) => {
-                if error.detail.contains("already in progress") {
+                if error.refusal() == Some(Refusal::RemovalInProgress) {
                     Ok(())
                 } else {
                     Err(error)

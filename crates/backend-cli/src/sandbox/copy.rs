@@ -4,6 +4,7 @@
 
 use std::process::Stdio;
 
+use agentc_backend_common::daemon_text::Refusal;
 use agentc_backend_common::session::transfer::ArchivePort;
 use agentc_backend_common::session::{Captured, ExecRequest, PathKind, Sandbox, SessionError};
 use bollard::models::ContainerInspectResponse;
@@ -94,7 +95,7 @@ impl ArchivePort for CliClient {
         }
         let output = child.wait_with_output().await.map_err(spawn_failed)?;
         let message = daemon_message(&output.stderr);
-        if message.contains("Could not find the file") || message.contains("No such") {
+        if agentc_backend_common::daemon_text::refusal(&message) == Some(Refusal::NoSuchPath) {
             Ok(PathKind::Missing)
         } else {
             Err(super::daemon("stat a container path", message))

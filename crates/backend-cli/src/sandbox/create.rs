@@ -77,10 +77,15 @@ impl CliClient {
             {
                 DeleteReport::default()
             }
-            Err((Some(_), message)) if message.contains("already in progress") => DeleteReport {
-                removed: true,
-                left: Vec::new(),
-            },
+            Err((Some(_), message))
+                if agentc_backend_common::daemon_text::refusal(&message)
+                    == Some(agentc_backend_common::daemon_text::Refusal::RemovalInProgress) =>
+            {
+                DeleteReport {
+                    removed: true,
+                    left: Vec::new(),
+                }
+            }
             Err((_, message)) => DeleteReport {
                 removed: false,
                 left: vec![format!("container {}: {message}", sandbox.name)],

@@ -726,7 +726,8 @@ impl SandboxClient for CliClient {
                 .unwrap_or_default(),
             // Its network is gone: no proxy can serve it, nor can it tell whether one did.
             Err((Some(_), message))
-                if message.contains("No such network") || message.contains("not found") =>
+                if agentc_backend_common::daemon_text::refusal(&message)
+                    == Some(agentc_backend_common::daemon_text::Refusal::NoSuchNetwork) =>
             {
                 return Ok(None)
             }

@@ -232,7 +232,9 @@ impl CliClient {
         {
             match self.output(&["network", "rm", &network]).await {
                 Ok(_) => removed.push(format!("network {network}")),
-                Err((_, message)) if message.contains("not found") => {}
+                Err((_, message))
+                    if agentc_backend_common::daemon_text::refusal(&message)
+                        == Some(agentc_backend_common::daemon_text::Refusal::NoSuchNetwork) => {}
                 Err((_, message)) => return Err(daemon("remove the isolated network", message)),
             }
         }

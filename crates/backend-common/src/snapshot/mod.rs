@@ -328,7 +328,9 @@ pub async fn remove<C: SandboxClient>(
     dir: &Path,
 ) -> Result<(), SnapshotError> {
     match client.remove_image(&record.image_id).await {
-        Err(SessionError::Daemon { message, .. }) if message.contains("dependent child") => {
+        Err(SessionError::Daemon { message, .. })
+            if crate::daemon_text::refusal(&message) == Some(crate::daemon_text::Refusal::InUse) =>
+        {
             return Err(SnapshotError::refused(
                 format!("snapshot {}: another snapshot was taken of a sandbox restored from it", record.name),
                 "remove the snapshots whose PARENT it is first (`agentc snapshot ls`), or name them together",
