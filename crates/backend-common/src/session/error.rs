@@ -127,7 +127,7 @@ pub enum SessionError {
         hint: String,
     },
     /// The daemon answered with an error.
-    #[error("docker daemon refused to {step}: {message}")]
+    #[error("{} daemon refused to {step}: {message}{}", crate::engine::engine().as_str(), crate::hints::daemon_hint(message).map(|hint| format!("\n  hint: {hint}")).unwrap_or_default())]
     Daemon {
         /// What agentc was doing.
         step: &'static str,
@@ -136,7 +136,8 @@ pub enum SessionError {
     },
     /// The connection to the daemon (or the docker CLI) failed mid-operation.
     #[error(
-        "lost the connection to the docker daemon while trying to {step}: {message}\n  hint: {}",
+        "lost the connection to the {} daemon while trying to {step}: {message}\n  hint: {}",
+        crate::engine::engine().as_str(),
         crate::hints::connection_hint(
             message,
             "check that the daemon is still running; `agentc ps` shows what is left"
