@@ -141,9 +141,7 @@ fn attached_rows(lab: &mut Lab, backend: &str) -> Vec<Row> {
                 }
             }
             // The next command that talks to the engine removes the rest and says so.
-            let ps = lab.agentc(&["ps"],
-                &[("AGENTC_TEST_REAP_AT_ONCE", profile.as_str())],
-            );
+            let ps = lab.agentc(&["ps"], &[("AGENTC_TEST_REAP_AT_ONCE", profile.as_str())]);
             assert!(ps.status.success(), "{backend} {row}: {}", describe(&ps));
             assert!(
                 text(&ps.stderr).contains(REAPED),
