@@ -407,3 +407,32 @@ impl Drop for RemoveOnDrop<'_> {
             .status();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unreachable_daemon_is_the_api_backends_connect_error() {
+        let said = "Cannot connect to the Docker daemon at unix:///tmp/x/docker.sock. Is the docker daemon running?";
+        let error = unreachable(said).expect("a connect error");
+        assert!(matches!(error, ExecError::Connect { .. }), "{error:?}");
+        let text = error.to_string();
+        assert!(
+            text.starts_with("cannot connect to the docker daemon: Cannot connect"),
+            "{text}"
+        );
+        assert!(text.contains("hint: is docker running?"), "{text}");
+        assert!(unreachable("Error: No such container: box").is_none());
+    }
+
+    #[test]
+    fn a_command_the_daemon_could_not_start_is_a_refusal() {
+        for status in [125, 126, 127] {
+            assert!(is_refusal_status(status), "{status}");
+        }
+        for status in [0, 1, 124, 128, 137] {
+            assert!(!is_refusal_status(status), "{status}");
+        }
+    }
+}

@@ -327,7 +327,6 @@ pub(crate) fn daemon(step: &'static str, message: String) -> SessionError {
         return SessionError::Launch(error);
     }
     let lost = [
-        "Cannot connect to the Docker daemon",
         "error during connect",
         "permission denied while trying to connect",
         "connection reset",
