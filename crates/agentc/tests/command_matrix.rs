@@ -55,7 +55,12 @@ fn class(stderr: &str) -> String {
         return "none".to_string();
     };
     let lower = line.to_ascii_lowercase();
-    let classes: [(&str, &[&str]); 12] = [
+    let classes: [(&str, &[&str]); 14] = [
+        (
+            "killed, reaped by the next command",
+            &["error: killed, reaped by the next command"],
+        ),
+        ("killed, not reaped", &["error: killed, not reaped"]),
         (
             "daemon unreachable",
             &["error: cannot connect to the docker daemon"],
@@ -140,6 +145,45 @@ impl Matrix<'_> {
         launch.signal(signal);
         let (code, stderr) = launch.end();
         self.record(name, profile, code, &stderr)
+    }
+
+    /// Spawns `agentc ARGS` with `env`, waits for `ready`, SIGKILLs it, then runs `agentc ps`
+    /// (which removes what a killed launch left, at once for `profile`) and records the row:
+    /// agentc's status, `killed, reaped by the next command` when `ps` said it removed a
+    /// companion, and what is left after it.
+    fn killed(
+        &mut self,
+        name: &str,
+        profile: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        ready: &str,
+    ) -> Outcome {
+        let args: Vec<String> = args
+            .iter()
+            .map(|arg| arg.replace("{b}", self.backend))
+            .collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let tag = format!("{}-{}", self.backend, name.replace([' ', '/'], "-"));
+        let mut launch = Launch::spawn(self.lab, &args, env, &tag);
+        assert!(
+            launch.wait_for(ready),
+            "{} {name}: never ready: {}",
+            self.backend,
+            launch.stderr()
+        );
+        launch.signal(libc::SIGKILL);
+        let (code, _) = launch.end();
+        let ps = self
+            .lab
+            .agentc(&["ps"], &[("AGENTC_TEST_REAP_AT_ONCE", profile)]);
+        let class = if common::text(&ps.stderr).contains("agentc: removed the egress companion of ")
+        {
+            "killed, reaped by the next command"
+        } else {
+            "killed, not reaped"
+        };
+        self.record(name, profile, code, &format!("error: {class}"))
     }
 
     fn record(&mut self, name: &str, profile: &str, code: i32, stderr: &str) -> Outcome {
@@ -1218,6 +1262,20 @@ fn signal_rows(lab: &mut Lab, backend: &str) -> Vec<Row> {
         // What a known difference left, so that the next row starts clean.
         let _ = lab.agentc(&["rm", "--profile", &fleet], &[]);
     }
+    m.killed(
+        "run --count 2: SIGKILL at the proxy step",
+        &fleet,
+        &count,
+        &pause,
+        paused,
+    );
+    m.killed(
+        "verify behind the proxy: SIGKILL at the proxy step",
+        &fleet,
+        &verify,
+        &pause,
+        paused,
+    );
     m.rows
 }
 
@@ -1253,6 +1311,14 @@ fn live_signals_of_attached_runs_copies_and_verify_end_alike() {
         (
             "verify behind the proxy: SIGTERM at the proxy step",
             expect(143, "interrupted by SIGTERM", &[]),
+        ),
+        (
+            "run --count 2: SIGKILL at the proxy step",
+            expect(137, "killed, reaped by the next command", &[]),
+        ),
+        (
+            "verify behind the proxy: SIGKILL at the proxy step",
+            expect(137, "killed, reaped by the next command", &[]),
         ),
     ];
     // `verify --backend cli` raises its signal shield only after the egress companion is set
