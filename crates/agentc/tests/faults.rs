@@ -20,195 +20,18 @@
 #[path = "common/agent_image.rs"]
 mod agent_image;
 mod common;
+#[path = "common/lab.rs"]
+mod lab;
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use agent_image::agent_image;
 use common::{describe, docker, require_daemon, test_image, text, IMAGES};
+use lab::{interrupted_class, Lab, Launch};
 
 /// The pause points a launch names ([`agentc_backend_common::pause::STEPS`]).
 const STEPS: [&str; 2] = ["network", "proxy"];
-
-/// A test's outside network, home volume and profiles; all of it removed on drop.
-struct Lab {
-    id: String,
-    out: String,
-    home: String,
-    dir: tempfile::TempDir,
-    profiles: Vec<String>,
-}
-
-impl Lab {
-    fn new(test: &str) -> Lab {
-        let id = format!("agentc-t-faults-{}-{test}", std::process::id());
-        let out = format!("{id}-out");
-        let home = format!("{id}-home");
-        docker(&["network", "create", "--internal", &out]).expect("create the outside network");
-        docker(&["volume", "create", &home]).expect("create the home volume");
-        Lab {
-            id,
-            out,
-            home,
-            dir: tempfile::tempdir().expect("tempdir"),
-            profiles: Vec::new(),
-        }
-    }
-
-    /// Writes a profile behind the egress proxy: a Claude Code run (attached) or a custom
-    /// sandbox idling in the busybox test image (detached). Returns (its name, its path).
-    fn profile(&mut self, name: &str, attached: bool) -> (String, String) {
-        let profile = format!("{}-{name}", self.id);
-        let agent = if attached {
-            format!("agent = \"claude-code\"\nhome_volume = \"{}\"\n", self.home)
-        } else {
-            format!(
-                "agent = \"custom\"\n\n[image]\nref = \"{}\"\ncommand = [\"tail\", \"-f\", \"/dev/null\"]\n",
-                test_image()
-            )
-        };
-        let body = format!(
-            "name = \"{profile}\"\n{agent}\n[egress]\nhosts = [\"allowed.test\"]\noutside_network = \"{}\"\n",
-            self.out
-        );
-        let path = self.dir.path().join(format!("{name}.toml"));
-        std::fs::write(&path, body).expect("write the profile");
-        self.profiles.push(profile.clone());
-        (profile, path.to_string_lossy().into_owned())
-    }
-
-    /// Everything labelled with `profile`: containers, networks and volumes (the lab's home
-    /// volume, which the profile keeps, aside).
-    fn left(&self, profile: &str) -> Vec<String> {
-        let filter = format!("label=io.agentc.profile={profile}");
-        let list = |args: &[&str]| -> Vec<String> {
-            docker(args)
-                .unwrap_or_default()
-                .lines()
-                .map(str::to_string)
-                .filter(|name| !name.is_empty() && *name != self.home)
-                .collect()
-        };
-        let mut left = list(&["ps", "-a", "--format", "{{.Names}}", "--filter", &filter]);
-        left.extend(
-            list(&[
-                "network",
-                "ls",
-                "--format",
-                "{{.Name}}",
-                "--filter",
-                &filter,
-            ])
-            .into_iter()
-            .map(|name| format!("network {name}")),
-        );
-        left.extend(
-            list(&["volume", "ls", "--format", "{{.Name}}", "--filter", &filter])
-                .into_iter()
-                .map(|name| format!("volume {name}")),
-        );
-        left
-    }
-
-    /// Waits up to `limit` for nothing labelled with `profile` to be left; what is left then.
-    fn settled(&self, profile: &str, limit: Duration) -> Vec<String> {
-        let started = Instant::now();
-        loop {
-            let left = self.left(profile);
-            if left.is_empty() || started.elapsed() > limit {
-                return left;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        for profile in &self.profiles {
-            let filter = format!("label=io.agentc.profile={profile}");
-            let containers = docker(&["ps", "-aq", "--filter", &filter]).unwrap_or_default();
-            for container in containers.split_whitespace() {
-                let _ = docker(&["rm", "--force", container]);
-            }
-            let networks =
-                docker(&["network", "ls", "-q", "--filter", &filter]).unwrap_or_default();
-            for network in networks.split_whitespace() {
-                let _ = docker(&["network", "rm", network]);
-            }
-            let volumes = docker(&["volume", "ls", "-q", "--filter", &filter]).unwrap_or_default();
-            for volume in volumes.split_whitespace() {
-                let _ = docker(&["volume", "rm", "--force", volume]);
-            }
-        }
-        let _ = docker(&["network", "rm", &self.out]);
-        let _ = docker(&["volume", "rm", "--force", &self.home]);
-    }
-}
-
-/// `agentc ARGS` in the lab's directory, stdin closed, with `env`; its stderr written to a
-/// file of the lab, so that a test can wait for a line while it runs.
-struct Launch {
-    child: Child,
-    stderr: PathBuf,
-}
-
-impl Launch {
-    fn spawn(lab: &Lab, args: &[&str], env: &[(&str, &str)], tag: &str) -> Launch {
-        let stderr = lab.dir.path().join(format!("{tag}.stderr"));
-        let file = std::fs::File::create(&stderr).expect("stderr file");
-        let child = Command::new(env!("CARGO_BIN_EXE_agentc"))
-            .args(args)
-            .envs(env.iter().copied())
-            .current_dir(lab.dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(file)
-            .spawn()
-            .expect("agentc runs");
-        Launch { child, stderr }
-    }
-
-    fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-
-    /// Waits (up to 150 s) until agentc printed `line`, or ended.
-    fn wait_for(&mut self, line: &str) -> bool {
-        let started = Instant::now();
-        while started.elapsed() < Duration::from_secs(150) {
-            if self.stderr().contains(line) {
-                return true;
-            }
-            if self.child.try_wait().ok().flatten().is_some() {
-                return self.stderr().contains(line);
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        false
-    }
-
-    fn signal(&self, signal: libc::c_int) {
-        // SAFETY: kill(2) on our own child's pid, which has not been reaped.
-        unsafe {
-            libc::kill(self.child.id() as libc::pid_t, signal);
-        }
-    }
-
-    /// Waits for agentc to end: (its exit code, or 128 + the signal that ended it; stderr).
-    fn end(self) -> (i32, String) {
-        use std::os::unix::process::ExitStatusExt;
-        let stderr = self.stderr.clone();
-        let output = self.child.wait_with_output().expect("agentc ends");
-        let code = output
-            .status
-            .code()
-            .or_else(|| output.status.signal().map(|signal| 128 + signal))
-            .unwrap_or(-1);
-        (code, std::fs::read_to_string(stderr).unwrap_or_default())
-    }
-}
 
 /// Waits (up to 150 s) for the profile's workload (`io.agentc.kind=run`) to run.
 fn wait_running(profile: &str) -> bool {
@@ -230,27 +53,6 @@ fn wait_running(profile: &str) -> bool {
         std::thread::sleep(Duration::from_millis(200));
     }
     false
-}
-
-fn agentc(lab: &Lab, args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agentc"))
-        .args(args)
-        .envs(env.iter().copied())
-        .current_dir(lab.dir.path())
-        .stdin(Stdio::null())
-        .output()
-        .expect("agentc runs")
-}
-
-/// The class of an interrupted launch's message.
-fn interrupted_class(stderr: &str) -> &'static str {
-    if stderr.contains("error: interrupted by SIGINT") {
-        "interrupted by SIGINT"
-    } else if stderr.contains("error: interrupted by SIGTERM") {
-        "interrupted by SIGTERM"
-    } else {
-        "other"
-    }
 }
 
 /// The line agentc prints when it removed a killed launch's companion.
@@ -339,11 +141,7 @@ fn attached_rows(lab: &mut Lab, backend: &str) -> Vec<Row> {
                 }
             }
             // The next command that talks to the engine removes the rest and says so.
-            let ps = agentc(
-                lab,
-                &["ps"],
-                &[("AGENTC_TEST_REAP_AT_ONCE", profile.as_str())],
-            );
+            let ps = lab.agentc(&["ps"], &[("AGENTC_TEST_REAP_AT_ONCE", profile.as_str())]);
             assert!(ps.status.success(), "{backend} {row}: {}", describe(&ps));
             assert!(
                 text(&ps.stderr).contains(REAPED),
@@ -356,7 +154,7 @@ fn attached_rows(lab: &mut Lab, backend: &str) -> Vec<Row> {
             // And the next run succeeds.
             let args = run("exit 3");
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let next = agentc(lab, &args, &[]);
+            let next = lab.agentc(&args, &[]);
             assert_eq!(
                 next.status.code(),
                 Some(3),
@@ -446,7 +244,7 @@ fn detached_rows(lab: &mut Lab, backend: &str) -> Vec<Row> {
                 "{backend} {row}: nothing left to reap"
             );
             // The next run of the same name removes the leftovers, says so, and succeeds.
-            let next = agentc(lab, &args, &[]);
+            let next = lab.agentc(&args, &[]);
             assert!(
                 next.status.success(),
                 "{backend} {row}: {}",
@@ -458,7 +256,7 @@ fn detached_rows(lab: &mut Lab, backend: &str) -> Vec<Row> {
                 describe(&next)
             );
             // `rm --profile` (no --all) removes everything labelled with the profile.
-            let removed = agentc(lab, &["rm", "--profile", &profile], &[]);
+            let removed = lab.agentc(&["rm", "--profile", &profile], &[]);
             assert!(
                 removed.status.success(),
                 "{backend} {row}: {}",
@@ -487,7 +285,7 @@ fn live_faults_of_an_attached_run_behind_the_egress_proxy_end_alike_and_leave_no
     if !require_daemon("live_faults_of_an_attached_run") {
         return;
     }
-    let mut lab = Lab::new("att");
+    let mut lab = Lab::new("faults", "att");
     let cli = attached_rows(&mut lab, "cli");
     let api = attached_rows(&mut lab, "api");
     eprintln!("{cli:#?}");
@@ -499,7 +297,7 @@ fn live_faults_of_a_detached_sandbox_behind_the_egress_proxy_end_alike_and_leave
     if !require_daemon("live_faults_of_a_detached_sandbox") {
         return;
     }
-    let mut lab = Lab::new("det");
+    let mut lab = Lab::new("faults", "det");
     let cli = detached_rows(&mut lab, "cli");
     let api = detached_rows(&mut lab, "api");
     eprintln!("{cli:#?}");

@@ -473,6 +473,11 @@ fn execute_copies_cli(copies: &[ContainerSpec], pull: bool) -> Result<u8, Failur
         }
         return Ok(0);
     };
+    if started.is_empty() && matches!(error, ExecError::Connect { .. }) {
+        // No daemon to launch on: the error of the whole launch, as the API backend's
+        // connection before its fan-out reports it, not one copy's failure.
+        return Err(exec_failure(error));
+    }
     let mut report = agentc_backend_api::LaunchManyError {
         count: copies.len(),
         failed: vec![(name_of(at), error)],

@@ -166,7 +166,7 @@ pub fn run_launch(
                 .trim_end_matches('.')
                 .to_string()
         })
-        .filter(|_| exit_code == 125 && interrupted.is_none());
+        .filter(|_| is_refusal_status(exit_code) && interrupted.is_none());
     if refusal.is_none() && interrupted.is_none() && !held.is_empty() {
         eprint!("{}", held.concat());
     }
@@ -175,6 +175,14 @@ pub fn run_launch(
         refusal,
         interrupted: interrupted.map(|(signal, _)| signal),
     })
+}
+
+/// Whether `docker run` exiting `status` after printing the daemon's refusal failed before
+/// the container ran: 125, or 126 and 127 when the daemon could not start its command (not
+/// found, not executable: `failed to create shim task`), which leaves the created container
+/// behind. (A command that ran and exited 126 or 127 prints no refusal of the daemon.)
+fn is_refusal_status(status: i32) -> bool {
+    matches!(status, 125..=127)
 }
 
 /// A fresh path for docker's `--cidfile` (docker refuses an existing file), in a private
@@ -271,14 +279,30 @@ pub fn output_with_env(args: &[&str], env: &BTreeMap<String, String>) -> Result<
             source,
         })?;
     if output.status.success() {
-        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-    } else {
-        Err(ExecError::DockerFailed {
-            command: args.first().copied().unwrap_or_default().to_string(),
-            status: output.status,
-            stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
-        })
+        return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
     }
+    let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
+    if let Some(error) = unreachable(&stderr) {
+        return Err(error);
+    }
+    Err(ExecError::DockerFailed {
+        command: args.first().copied().unwrap_or_default().to_string(),
+        status: output.status,
+        stderr,
+    })
+}
+
+/// [`ExecError::Connect`] when docker's `stderr` says it could not reach the daemon at all
+/// (`Cannot connect to the Docker daemon at ...`): the error, and hint, the API backend
+/// reports for the same daemon.
+pub fn unreachable(stderr: &str) -> Option<ExecError> {
+    let error = agentc_backend_common::port::EngineError::from_text(stderr);
+    (error.kind == agentc_backend_common::port::EngineErrorKind::Unavailable).then(|| {
+        ExecError::Connect {
+            engine: agentc_backend_common::engine(),
+            message: error.detail,
+        }
+    })
 }
 
 /// Whether the daemon has `image`, asked through `docker image inspect`.
@@ -381,5 +405,34 @@ impl Drop for RemoveOnDrop<'_> {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unreachable_daemon_is_the_api_backends_connect_error() {
+        let said = "Cannot connect to the Docker daemon at unix:///tmp/x/docker.sock. Is the docker daemon running?";
+        let error = unreachable(said).expect("a connect error");
+        assert!(matches!(error, ExecError::Connect { .. }), "{error:?}");
+        let text = error.to_string();
+        assert!(
+            text.starts_with("cannot connect to the docker daemon: Cannot connect"),
+            "{text}"
+        );
+        assert!(text.contains("hint: is docker running?"), "{text}");
+        assert!(unreachable("Error: No such container: box").is_none());
+    }
+
+    #[test]
+    fn a_command_the_daemon_could_not_start_is_a_refusal() {
+        for status in [125, 126, 127] {
+            assert!(is_refusal_status(status), "{status}");
+        }
+        for status in [0, 1, 124, 128, 137] {
+            assert!(!is_refusal_status(status), "{status}");
+        }
     }
 }

@@ -5,8 +5,9 @@
 //! `docker run` creates the container before it starts it, and leaves it behind when the
 //! start fails (a missing network, say). agentc adds `--cidfile` to the argv it runs (only
 //! there: `agentc render` shows the launch itself), so it knows the container it created and
-//! removes it when docker fails before the container ran (exit 125), as the API backend does;
-//! docker's own refusal is then reported with the API backend's hint.
+//! removes it when docker fails before the container ran (exit 125, or 126 and 127 when the
+//! daemon could not start its command), as the API backend does; docker's own refusal is then
+//! reported with the API backend's hint (exit 125, as through the API).
 //!
 //! A launch whose allowlist is enforced outside it gets its isolated network and its egress
 //! proxy first ([`super::egress`]); they are removed when the launch ends (an attached run's
@@ -107,7 +108,8 @@ pub fn launch(
         ran.refusal = Some("podman failed before the container ran (its error is above)".into());
     }
     if let Some(message) = ran.refusal {
-        // docker refused (exit 125, its own message): the container never ran.
+        // docker refused (exit 125, or 126 and 127 when the daemon could not start its
+        // command; its own message): the container never ran.
         let created = cid.id();
         if let Some(id) = &created {
             log::debug!("docker failed before {id} ran; removing it");

@@ -317,12 +317,16 @@ impl CliClient {
     }
 }
 
-/// docker's refusal naming `step`; a lost or failed connection to the daemon (the docker CLI
-/// says `Cannot connect to the Docker daemon` or `error during connect`) as
-/// [`SessionError::ConnectionLost`], as the Engine API backend reports it.
+/// docker's refusal naming `step`; a daemon that cannot be reached at all (`Cannot connect
+/// to the Docker daemon`) as the launch's [`ExecError::Connect`], which the Engine API
+/// backend reports before its first request; a lost or failed connection to the daemon
+/// (`error during connect`, a reset) as [`SessionError::ConnectionLost`], as the Engine API
+/// backend reports it.
 pub(crate) fn daemon(step: &'static str, message: String) -> SessionError {
+    if let Some(error) = crate::exec::docker::unreachable(&message) {
+        return SessionError::Launch(error);
+    }
     let lost = [
-        "Cannot connect to the Docker daemon",
         "error during connect",
         "permission denied while trying to connect",
         "connection reset",
