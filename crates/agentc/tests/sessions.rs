@@ -452,7 +452,13 @@ fn live_ctrl_c_during_exec_or_cp_leaves_nothing_behind() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-        let out = interrupt_after(child, Duration::from_millis(300));
+        // Ctrl-C once the unpacking tar runs in the sandbox (not after a fixed time: on a
+        // loaded machine agentc may not have reached the copy, or even its signal handling).
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while processes_with(&name, "tar -x").is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = interrupt_after(child, Duration::ZERO);
         assert_eq!(
             out.status.code(),
             Some(130),
