@@ -263,7 +263,7 @@ async fn run_detached(docker: &Docker, id: &str, signals: &mut Signals) -> Resul
 
 /// Refuses a volume subpath on a daemon older than API 1.45, which would silently ignore
 /// `VolumeOptions.Subpath` and mount the whole volume.
-fn check_subpaths(docker: &Docker, spec: &ContainerSpec) -> Result<(), ExecError> {
+pub(crate) fn check_subpaths(docker: &Docker, spec: &ContainerSpec) -> Result<(), ExecError> {
     let version = docker.client_version();
     if (version.major_version, version.minor_version) >= (1, 45) {
         return Ok(());

@@ -9,9 +9,7 @@
 use std::collections::HashMap;
 
 use bollard::models::CreateImageInfo;
-use bollard::query_parameters::CreateImageOptionsBuilder;
 use bollard::Docker;
-use futures_util::StreamExt;
 
 use agentc_backend_common::ExecError;
 
@@ -134,62 +132,20 @@ pub async fn image_present(docker: &Docker, image: &str) -> Result<bool, ExecErr
     }
 }
 
-/// Pulls `image` through the daemon (`POST /images/create` with `fromImage` and `tag`, no
-/// credentials), handing each compact progress line (see [`PullProgress`]) to `on_line`.
-pub async fn pull_image(
-    docker: &Docker,
-    image: &str,
-    mut on_line: impl FnMut(&str),
-) -> Result<(), ExecError> {
-    let reference = split_reference(image).ok_or_else(|| ExecError::PullFailed {
-        image: image.to_string(),
-        message: "not a repository with a tag or digest".to_string(),
-        hint: "write the image as [HOST[:PORT]/]REPOSITORY[:TAG][@sha256:DIGEST]",
-    })?;
-    let options = CreateImageOptionsBuilder::new()
-        .from_image(&reference.from_image)
-        .tag(&reference.tag)
-        .build();
-    let mut stream = docker.create_image(Some(options), None, None);
-    let mut progress = PullProgress::default();
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(info) => {
-                if let Some(line) = progress.line(&info) {
-                    on_line(&line);
-                }
-            }
-            Err(bollard::errors::Error::DockerResponseServerError { message, .. }) => {
-                return Err(ExecError::pull_failed(image, &message))
-            }
-            Err(bollard::errors::Error::DockerStreamError { error }) => {
-                return Err(ExecError::pull_failed(image, &error))
-            }
-            Err(other) => return Err(daemon_error("pull the image", other)),
-        }
-    }
-    Ok(())
-}
-
-/// Makes sure the daemon has `image`: with `pull`, a missing image is pulled, `notify` being
-/// handed a line saying so and then one line per layer status (`pull: ...`); without, it is
-/// refused ([`ExecError::ImageMissing`], which says how to build it and mentions `--pull`).
+/// Makes sure the daemon has `image` ([`agentc_backend_common::image::ensure_image`] through
+/// the Engine API's [port](crate::port::ApiPort)): with `pull`, a missing image is pulled
+/// (`POST /images/create` with `fromImage` and `tag`, no credentials), `notify` being handed a
+/// line saying so and then one line per layer status (`pull: ...`, see [`PullProgress`]);
+/// without, it is refused ([`ExecError::ImageMissing`], which says how to build it and
+/// mentions `--pull`).
 pub async fn ensure_image(
     docker: &Docker,
     image: &str,
     pull: bool,
-    mut notify: impl FnMut(&str),
+    mut notify: impl FnMut(&str) + Send,
 ) -> Result<(), ExecError> {
-    if image_present(docker, image).await? {
-        return Ok(());
-    }
-    if !pull {
-        return Err(ExecError::ImageMissing {
-            image: image.to_string(),
-        });
-    }
-    notify(&format!("image {image} is not present; pulling it"));
-    pull_image(docker, image, |line| notify(&format!("pull: {line}"))).await
+    let port = crate::port::ApiPort::new(docker.clone(), agentc_backend_common::engine());
+    agentc_backend_common::image::ensure_image(&port, image, pull, &mut notify).await
 }
 
 #[cfg(test)]

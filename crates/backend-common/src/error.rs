@@ -352,6 +352,25 @@ impl crate::port::EngineError {
     pub fn at(self, step: &'static str) -> ExecError {
         ExecError::Engine { step, source: self }
     }
+
+    /// A launch error met inside a port operation (the renderer, the runtime check, Podman's
+    /// rows, a secret) as the port's error, its message the detail: the port error it wraps;
+    /// [`EngineErrorKind::Unsupported`](crate::port::EngineErrorKind::Unsupported) for what
+    /// the engine cannot run as asked (exit 65); else a failure.
+    pub fn of_launch(error: ExecError) -> crate::port::EngineError {
+        use crate::port::{EngineError, EngineErrorKind};
+        match error {
+            ExecError::Engine { source, .. } => source,
+            error => {
+                let kind = if error.exit_code() == EXIT_UNLAUNCHABLE {
+                    EngineErrorKind::Unsupported
+                } else {
+                    EngineErrorKind::Failed
+                };
+                EngineError::new(kind, error.to_string())
+            }
+        }
+    }
 }
 
 /// A container's exit code as a process exit status: docker's are 0..=255, and anything else

@@ -59,7 +59,7 @@ pub fn launch(
     spec: &ContainerSpec,
     env: &std::collections::BTreeMap<String, String>,
     pull: bool,
-    notify: impl FnOnce(&str),
+    notify: impl FnMut(&str) + Send,
 ) -> Result<Outcome, ExecError> {
     resolve_env(spec, env)?;
     container_argv(spec)?;
