@@ -47,6 +47,7 @@ pub use engine::check_engine;
 pub use fanout::{copy_names, launch_many, LaunchManyError, Launched};
 pub use json::render_json;
 pub use launch::{launch, LaunchOptions, Outcome};
-pub use pull::{ensure_image, image_present, split_reference, ImageReference};
+pub use port::ensure_image;
+pub use pull::{image_present, split_reference, ImageReference};
 pub use render::{render_create, CreateRequest, RenderError};
 pub use sandbox::ApiClient;

@@ -27,6 +27,7 @@ use futures_util::{StreamExt, TryStreamExt};
 use crate::daemon::status;
 use crate::egress::{network_create_body, render_egress};
 use crate::pull::{split_reference, PullProgress};
+use agentc_backend_common::ExecError;
 
 /// The engine port over one Engine API connection.
 #[derive(Debug, Clone)]
@@ -42,6 +43,22 @@ impl ApiPort {
     pub fn new(docker: Docker, engine: Engine) -> ApiPort {
         ApiPort { docker, engine }
     }
+}
+
+/// Makes sure the daemon has `image` ([`agentc_backend_common::image::ensure_image`] through
+/// the Engine API's port): with `pull`, a missing image is pulled (`POST /images/create` with
+/// `fromImage` and `tag`, no credentials), `notify` being handed a line saying so and then one
+/// line per layer status (`pull: ...`, see [`PullProgress`]); without, it is refused
+/// ([`ImageMissing`](agentc_backend_common::ExecError::ImageMissing), which says how to build
+/// it and mentions `--pull`).
+pub async fn ensure_image(
+    docker: &Docker,
+    image: &str,
+    pull: bool,
+    mut notify: impl FnMut(&str) + Send,
+) -> Result<(), ExecError> {
+    let port = ApiPort::new(docker.clone(), agentc_backend_common::engine());
+    agentc_backend_common::image::ensure_image(&port, image, pull, &mut notify).await
 }
 
 /// A bollard error as the port's error: the kind from the HTTP status (or the daemon's words
@@ -257,7 +274,7 @@ impl EnginePort for ApiPort {
         request.body.env =
             Some(agentc_backend_common::resolve_env(spec, env).map_err(EngineError::of_launch)?)
                 .filter(|env| !env.is_empty());
-        crate::launch::check_subpaths(&self.docker, spec).map_err(EngineError::of_launch)?;
+        crate::engine::check_subpaths(&self.docker, spec).map_err(EngineError::of_launch)?;
         let mut options = CreateContainerOptionsBuilder::new();
         if let Some(name) = &request.name {
             options = options.name(name);

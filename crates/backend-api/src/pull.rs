@@ -1,6 +1,8 @@
-//! Pulling a missing image, only when the caller asks (`agentc run --pull`): the image
-//! reference split into the Engine API's `fromImage` and `tag`, a compact progress report (one
-//! line each time a layer changes status), and errors that say what went wrong (registry
+//! What a pull through the Engine API needs, only when the caller asks (`agentc run --pull`):
+//! the image reference split into the Engine API's `fromImage` and `tag`, and a compact
+//! progress report (one line each time a layer changes status). The pull itself is the port's
+//! ([`crate::port::ApiPort`]), and the decision to pull is written once for both backends
+//! ([`agentc_backend_common::image::ensure_image`], whose errors say what went wrong: registry
 //! unreachable, repository or tag not found, credentials wanted).
 //!
 //! No registry credentials are sent: registry auth from the docker config (`docker login`) is
@@ -130,22 +132,6 @@ pub async fn image_present(docker: &Docker, image: &str) -> Result<bool, ExecErr
         Err(error) if is_not_found(&error) => Ok(false),
         Err(error) => Err(daemon_error("inspect the image", error)),
     }
-}
-
-/// Makes sure the daemon has `image` ([`agentc_backend_common::image::ensure_image`] through
-/// the Engine API's [port](crate::port::ApiPort)): with `pull`, a missing image is pulled
-/// (`POST /images/create` with `fromImage` and `tag`, no credentials), `notify` being handed a
-/// line saying so and then one line per layer status (`pull: ...`, see [`PullProgress`]);
-/// without, it is refused ([`ExecError::ImageMissing`], which says how to build it and
-/// mentions `--pull`).
-pub async fn ensure_image(
-    docker: &Docker,
-    image: &str,
-    pull: bool,
-    mut notify: impl FnMut(&str) + Send,
-) -> Result<(), ExecError> {
-    let port = crate::port::ApiPort::new(docker.clone(), agentc_backend_common::engine());
-    agentc_backend_common::image::ensure_image(&port, image, pull, &mut notify).await
 }
 
 #[cfg(test)]

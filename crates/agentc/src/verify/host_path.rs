@@ -310,7 +310,7 @@ impl HostPathRun<'_> {
         Ok((spec, listener))
     }
 
-    /// Runs the check over the engine `port` ([`check_output`]); the container is removed
+    /// Runs the check over the engine `port` (started, waited for, its output read); the container is removed
     /// before returning. A step before the container (an inspect, the listener) that fails
     /// makes the row skipped, saying why.
     pub async fn run<P: EnginePort>(&self, port: &P) -> Check {

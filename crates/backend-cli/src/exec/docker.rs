@@ -1,6 +1,5 @@
 //! The docker CLI as agentc runs it: a rendered launch in the foreground (signals passed on),
-//! and the queries around a launch (`docker inspect`, `docker rm`), their output captured; the
-//! image made present through the command line's engine port ([`ensure_image`]).
+//! and the queries around a launch (`docker inspect`, `docker rm`), their output captured.
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
@@ -296,35 +295,6 @@ pub fn unreachable(stderr: &str) -> Option<ExecError> {
             message: error.detail,
         }
     })
-}
-
-/// Makes sure the engine has `image` through its command line
-/// ([`agentc_backend_common::image::ensure_image`] over the command line's
-/// [port](super::port::CliPort)): with `pull`, a missing image is pulled by `docker pull IMAGE`
-/// (`notify` is handed a line saying so, then each line of its progress, for stderr: stdout
-/// stays the container's); without, it is refused ([`ExecError::ImageMissing`]), as the API
-/// backend refuses it: `docker run` would pull it, and agentc pulls only when asked (`--pull`).
-pub fn ensure_image(
-    image: &str,
-    pull: bool,
-    mut notify: impl FnMut(&str) + Send,
-) -> Result<(), ExecError> {
-    super::egress::block_on(agentc_backend_common::image::ensure_image(
-        &super::egress::port(),
-        image,
-        pull,
-        &mut notify,
-    ))?
-}
-
-/// Creates the named volumes a launch mounts, labelled
-/// ([`agentc_backend_common::volumes::ensure_volumes`], through the command line's engine
-/// port).
-pub fn ensure_volumes(spec: &agentc_policy::ContainerSpec) -> Result<(), ExecError> {
-    super::egress::block_on(agentc_backend_common::volumes::ensure_volumes(
-        &super::egress::port(),
-        spec,
-    ))?
 }
 
 /// `docker inspect --type container NAME`, read into the Engine API's type (the document is
