@@ -524,6 +524,31 @@ mod tests {
     }
 
     #[test]
+    fn a_launch_error_in_a_port_operation_keeps_its_kind_and_words() {
+        use crate::port::{EngineError, EngineErrorKind};
+        let unsupported = ExecError::EngineUnsupported {
+            engine: crate::Engine::Podman,
+            field: "extra_hosts[0]".into(),
+            reason: "r".into(),
+            hint: "h".into(),
+        };
+        let text = unsupported.to_string();
+        let error = EngineError::of_launch(unsupported);
+        assert_eq!(error.kind, EngineErrorKind::Unsupported);
+        assert_eq!(error.detail, text);
+        let missing = ExecError::ImageMissing { image: "x".into() };
+        assert_eq!(
+            EngineError::of_launch(missing).kind,
+            EngineErrorKind::Failed
+        );
+        let wrapped = EngineError::new(EngineErrorKind::Conflict, "name in use").at("create");
+        assert_eq!(
+            EngineError::of_launch(wrapped),
+            EngineError::new(EngineErrorKind::Conflict, "name in use")
+        );
+    }
+
+    #[test]
     fn refusals_of_rm_exit_1_and_unlaunchable_specs_65() {
         let refused = ExecError::NotAgentc { name: "db".into() };
         assert_eq!(refused.exit_code(), 1);
