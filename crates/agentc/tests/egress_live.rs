@@ -2742,6 +2742,36 @@ fn verify_checks_egress_for_real(backend: &str) {
     assert_eq!(output.status.code(), Some(143), "{stderr}");
     assert!(stderr.contains("interrupted by SIGTERM"), "{stderr}");
     nothing_left("SIGTERM during the egress checks");
+
+    // SIGINT while the probe's companion is up and the probe not created yet (paused once the
+    // proxy is healthy): verify exits 130, names the probe, and removes the companion.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentc"))
+        .args(["verify", &profile, "--backend", backend])
+        .env("AGENTC_TEST_PAUSE_AT", "proxy")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("agentc verify");
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr is piped"));
+    let mut seen = String::new();
+    while !seen.contains("agentc: paused at proxy") {
+        let mut line = String::new();
+        let read = std::io::BufRead::read_line(&mut stderr, &mut line).expect("read stderr");
+        assert!(read > 0, "verify ended before its pause: {seen}");
+        seen.push_str(&line);
+    }
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    std::io::Read::read_to_string(&mut stderr, &mut seen).expect("read stderr");
+    let status = child.wait().expect("verify exits");
+    assert_eq!(status.code(), Some(130), "{seen}");
+    assert!(
+        seen.contains("interrupted by SIGINT; removed container ") && seen.contains("-verify"),
+        "{seen}"
+    );
+    nothing_left("SIGINT while the probe's companion was up");
 }
 
 #[test]

@@ -8,7 +8,7 @@ use agentc_backend_common::podman::{self, tmpfs_options};
 use agentc_backend_common::{
     check_runtime, docker_info_runtimes, engine, Engine, EngineRuntimes, ExecError, Runtimes,
 };
-use agentc_policy::ContainerSpec;
+use agentc_policy::{ContainerSpec, MountSource};
 use bollard::Docker;
 
 use crate::daemon::{daemon_error, is_not_found};
@@ -258,6 +258,27 @@ pub fn podman_body(spec: &ContainerSpec, request: &mut CreateRequest) {
     if spec.resources.pids_limit.is_none() {
         host.pids_limit = Some(-1);
     }
+}
+
+/// Refuses a volume subpath on a daemon older than API 1.45, which would silently ignore
+/// `VolumeOptions.Subpath` and mount the whole volume.
+pub(crate) fn check_subpaths(docker: &Docker, spec: &ContainerSpec) -> Result<(), ExecError> {
+    let version = docker.client_version();
+    if (version.major_version, version.minor_version) >= (1, 45) {
+        return Ok(());
+    }
+    for mount in &spec.mounts {
+        if let MountSource::Volume {
+            subpath: Some(_), ..
+        } = &mount.source
+        {
+            return Err(ExecError::SubpathUnsupported {
+                target: mount.target.clone(),
+                api_version: format!("{}.{}", version.major_version, version.minor_version),
+            });
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

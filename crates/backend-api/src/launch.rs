@@ -5,7 +5,7 @@
 //! ([`crate::companion`]); they are removed with it, and kept with a detached sandbox.
 //!
 //! What `docker run` does beyond the API call, decided here explicitly: agentc pulls only when
-//! asked (`--pull`, through [`crate::pull::ensure_image`] before [`launch`]; otherwise a missing
+//! asked (`--pull`, through [`crate::port::ensure_image`] before [`launch`]; otherwise a missing
 //! image is an error that says how to build it); it does not inject the CLI config's
 //! proxy variables (the profile's egress policy owns the environment); secrets are read from
 //! the environment map handed in, and an unset optional secret is left out rather than sent
@@ -17,7 +17,7 @@ use std::io::IsTerminal;
 
 use agentc_backend_common::secrets::passed_secrets;
 use agentc_backend_common::{resolve_env, ExecError};
-use agentc_policy::{ContainerSpec, MountSource};
+use agentc_policy::ContainerSpec;
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, KillContainerOptionsBuilder, RemoveContainerOptionsBuilder,
 };
@@ -117,7 +117,7 @@ pub(crate) async fn launch_checked(
             passed.join(", ")
         );
     }
-    check_subpaths(docker, spec)?;
+    crate::engine::check_subpaths(docker, spec)?;
     let mut signals = Signals::new()?;
 
     if !image_checked {
@@ -259,27 +259,6 @@ async fn run_detached(docker: &Docker, id: &str, signals: &mut Signals) -> Resul
         container_id: id.to_string(),
         oom_killed: false,
     })
-}
-
-/// Refuses a volume subpath on a daemon older than API 1.45, which would silently ignore
-/// `VolumeOptions.Subpath` and mount the whole volume.
-fn check_subpaths(docker: &Docker, spec: &ContainerSpec) -> Result<(), ExecError> {
-    let version = docker.client_version();
-    if (version.major_version, version.minor_version) >= (1, 45) {
-        return Ok(());
-    }
-    for mount in &spec.mounts {
-        if let MountSource::Volume {
-            subpath: Some(_), ..
-        } = &mount.source
-        {
-            return Err(ExecError::SubpathUnsupported {
-                target: mount.target.clone(),
-                api_version: format!("{}.{}", version.major_version, version.minor_version),
-            });
-        }
-    }
-    Ok(())
 }
 
 /// Kills then removes a container, best effort, ignoring "not found" and "not running".

@@ -8,7 +8,7 @@
 //! removes it on failure or interrupt; [`fanout`] launches many copies at once, whole or not
 //! at all; `session` is the attached
 //! session (terminal, stdin and output, signals, resize, OOM watch); [`admin`] lists and removes
-//! agentc's containers (`agentc ps`, `agentc rm`); [`pull`] pulls a missing image when asked.
+//! agentc's containers (`agentc ps`, `agentc rm`); [`pull`] pulls a missing image when asked; [`signals`] listens for SIGINT and SIGTERM.
 //! What the CLI backend shares (the refusals of values docker's argv cannot carry, secret
 //! resolution, the launch error) is in [`agentc_backend_common`].
 //!
@@ -35,7 +35,7 @@ pub mod pull;
 pub mod render;
 pub mod sandbox;
 mod session;
-mod signals;
+pub mod signals;
 
 pub use admin::{
     check_removable, ensure_volumes, inspect_reachable, list, list_volumes, reachable, remove,
@@ -47,6 +47,7 @@ pub use engine::check_engine;
 pub use fanout::{copy_names, launch_many, LaunchManyError, Launched};
 pub use json::render_json;
 pub use launch::{launch, LaunchOptions, Outcome};
-pub use pull::{ensure_image, image_present, pull_image, split_reference, ImageReference};
+pub use port::ensure_image;
+pub use pull::{image_present, split_reference, ImageReference};
 pub use render::{render_create, CreateRequest, RenderError};
 pub use sandbox::ApiClient;

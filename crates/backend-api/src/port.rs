@@ -11,20 +11,23 @@ use agentc_backend_common::port::{
     EngineError, EngineErrorKind, EnginePort, Filter, ImportRequest, ListedContainer, ListedObject,
 };
 use agentc_backend_common::Engine;
-use agentc_policy::EgressSpec;
+use agentc_policy::{ContainerSpec, EgressSpec};
 use bollard::errors::Error as BollardError;
 use bollard::exec::{CreateExecOptions, StartExecOptions};
 use bollard::models::{ContainerInspectResponse, ImageInspect};
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, InspectNetworkOptions, ListContainersOptionsBuilder,
-    ListNetworksOptionsBuilder, ListVolumesOptionsBuilder, LogsOptionsBuilder,
-    RemoveContainerOptionsBuilder, RemoveVolumeOptions,
+    CreateContainerOptionsBuilder, CreateImageOptionsBuilder, InspectNetworkOptions,
+    ListContainersOptionsBuilder, ListNetworksOptionsBuilder, ListVolumesOptionsBuilder,
+    LogsOptionsBuilder, RemoveContainerOptionsBuilder, RemoveVolumeOptions,
+    WaitContainerOptionsBuilder,
 };
 use bollard::Docker;
 use futures_util::{StreamExt, TryStreamExt};
 
 use crate::daemon::status;
 use crate::egress::{network_create_body, render_egress};
+use crate::pull::{split_reference, PullProgress};
+use agentc_backend_common::ExecError;
 
 /// The engine port over one Engine API connection.
 #[derive(Debug, Clone)]
@@ -40,6 +43,22 @@ impl ApiPort {
     pub fn new(docker: Docker, engine: Engine) -> ApiPort {
         ApiPort { docker, engine }
     }
+}
+
+/// Makes sure the daemon has `image` ([`agentc_backend_common::image::ensure_image`] through
+/// the Engine API's port): with `pull`, a missing image is pulled (`POST /images/create` with
+/// `fromImage` and `tag`, no credentials), `notify` being handed a line saying so and then one
+/// line per layer status (`pull: ...`, see [`PullProgress`]); without, it is refused
+/// ([`ImageMissing`](agentc_backend_common::ExecError::ImageMissing), which says how to build
+/// it and mentions `--pull`).
+pub async fn ensure_image(
+    docker: &Docker,
+    image: &str,
+    pull: bool,
+    mut notify: impl FnMut(&str) + Send,
+) -> Result<(), ExecError> {
+    let port = ApiPort::new(docker.clone(), agentc_backend_common::engine());
+    agentc_backend_common::image::ensure_image(&port, image, pull, &mut notify).await
 }
 
 /// A bollard error as the port's error: the kind from the HTTP status (or the daemon's words
@@ -123,6 +142,42 @@ impl EnginePort for ApiPort {
             .map_err(engine_error)
     }
 
+    async fn pull_image(
+        &self,
+        reference: &str,
+        on_line: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<(), EngineError> {
+        let failed = |message: String| EngineError::new(EngineErrorKind::Failed, message);
+        let split = split_reference(reference).ok_or_else(|| {
+            failed(
+                "not a repository with a tag or digest: write the image as \
+                 [HOST[:PORT]/]REPOSITORY[:TAG][@sha256:DIGEST]"
+                    .to_string(),
+            )
+        })?;
+        let options = CreateImageOptionsBuilder::new()
+            .from_image(&split.from_image)
+            .tag(&split.tag)
+            .build();
+        let mut stream = self.docker.create_image(Some(options), None, None);
+        let mut progress = PullProgress::default();
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(info) => {
+                    if let Some(line) = progress.line(&info) {
+                        on_line(&line);
+                    }
+                }
+                Err(BollardError::DockerResponseServerError { message, .. }) => {
+                    return Err(failed(message))
+                }
+                Err(BollardError::DockerStreamError { error }) => return Err(failed(error)),
+                Err(other) => return Err(engine_error(other)),
+            }
+        }
+        Ok(())
+    }
+
     async fn import_image(&self, request: ImportRequest<'_>) -> Result<(), EngineError> {
         let (repository, tag) = request
             .tag
@@ -203,6 +258,74 @@ impl EnginePort for ApiPort {
             .map_err(engine_error)
     }
 
+    async fn run_detached(
+        &self,
+        spec: &ContainerSpec,
+        env: &BTreeMap<String, String>,
+    ) -> Result<String, EngineError> {
+        let spec = &ContainerSpec {
+            detach: true,
+            ..spec.clone()
+        };
+        // The runtime is asked for, and Podman's rows applied, before anything is created.
+        let mut request = crate::engine::create_request(&self.docker, spec)
+            .await
+            .map_err(EngineError::of_launch)?;
+        request.body.env =
+            Some(agentc_backend_common::resolve_env(spec, env).map_err(EngineError::of_launch)?)
+                .filter(|env| !env.is_empty());
+        crate::engine::check_subpaths(&self.docker, spec).map_err(EngineError::of_launch)?;
+        let mut options = CreateContainerOptionsBuilder::new();
+        if let Some(name) = &request.name {
+            options = options.name(name);
+        }
+        let id = self
+            .docker
+            .create_container(Some(options.build()), request.body)
+            .await
+            .map_err(engine_error)?
+            .id;
+        if let Err(error) = self.docker.start_container(&id, None).await {
+            let _ = self.remove_container(&id).await;
+            return Err(engine_error(error));
+        }
+        Ok(id)
+    }
+
+    async fn wait(&self, container: &str) -> Result<i64, EngineError> {
+        let options = WaitContainerOptionsBuilder::new()
+            .condition("not-running")
+            .build();
+        match self
+            .docker
+            .wait_container(container, Some(options))
+            .next()
+            .await
+        {
+            Some(Ok(response)) => Ok(response.status_code),
+            Some(Err(BollardError::DockerContainerWaitError { code, .. })) => Ok(code),
+            Some(Err(error)) => Err(engine_error(error)),
+            None => Err(EngineError::new(
+                EngineErrorKind::Failed,
+                format!("the wait for {container} ended without a status"),
+            )),
+        }
+    }
+
+    async fn logs(&self, container: &str, stderr: bool) -> Result<String, EngineError> {
+        let options = LogsOptionsBuilder::new()
+            .stdout(true)
+            .stderr(stderr)
+            .build();
+        let mut stream = self.docker.logs(container, Some(options));
+        let mut text = String::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(engine_error)?;
+            text.push_str(&String::from_utf8_lossy(&chunk.into_bytes()));
+        }
+        Ok(text)
+    }
+
     async fn start(&self, container: &str) -> Result<(), EngineError> {
         self.docker
             .start_container(container, None)
@@ -215,6 +338,22 @@ impl EnginePort for ApiPort {
             .inspect_container(container, None)
             .await
             .map_err(engine_error)
+    }
+
+    async fn inspect_json(&self, container: &str) -> Result<serde_json::Value, EngineError> {
+        let inspect = self.inspect(container).await?;
+        serde_json::to_value(&inspect)
+            .map_err(|error| EngineError::new(EngineErrorKind::Failed, error.to_string()))
+    }
+
+    async fn network_inspect_json(&self, network: &str) -> Result<serde_json::Value, EngineError> {
+        let inspect = self
+            .docker
+            .inspect_network(network, None::<InspectNetworkOptions>)
+            .await
+            .map_err(engine_error)?;
+        serde_json::to_value(&inspect)
+            .map_err(|error| EngineError::new(EngineErrorKind::Failed, error.to_string()))
     }
 
     async fn exec_status(&self, container: &str, argv: &[&str]) -> Result<i64, EngineError> {

@@ -1,6 +1,8 @@
-//! Pulling a missing image, only when the caller asks (`agentc run --pull`): the image
-//! reference split into the Engine API's `fromImage` and `tag`, a compact progress report (one
-//! line each time a layer changes status), and errors that say what went wrong (registry
+//! What a pull through the Engine API needs, only when the caller asks (`agentc run --pull`):
+//! the image reference split into the Engine API's `fromImage` and `tag`, and a compact
+//! progress report (one line each time a layer changes status). The pull itself is the port's
+//! ([`crate::port::ApiPort`]), and the decision to pull is written once for both backends
+//! ([`agentc_backend_common::image::ensure_image`], whose errors say what went wrong: registry
 //! unreachable, repository or tag not found, credentials wanted).
 //!
 //! No registry credentials are sent: registry auth from the docker config (`docker login`) is
@@ -9,9 +11,7 @@
 use std::collections::HashMap;
 
 use bollard::models::CreateImageInfo;
-use bollard::query_parameters::CreateImageOptionsBuilder;
 use bollard::Docker;
-use futures_util::StreamExt;
 
 use agentc_backend_common::ExecError;
 
@@ -132,64 +132,6 @@ pub async fn image_present(docker: &Docker, image: &str) -> Result<bool, ExecErr
         Err(error) if is_not_found(&error) => Ok(false),
         Err(error) => Err(daemon_error("inspect the image", error)),
     }
-}
-
-/// Pulls `image` through the daemon (`POST /images/create` with `fromImage` and `tag`, no
-/// credentials), handing each compact progress line (see [`PullProgress`]) to `on_line`.
-pub async fn pull_image(
-    docker: &Docker,
-    image: &str,
-    mut on_line: impl FnMut(&str),
-) -> Result<(), ExecError> {
-    let reference = split_reference(image).ok_or_else(|| ExecError::PullFailed {
-        image: image.to_string(),
-        message: "not a repository with a tag or digest".to_string(),
-        hint: "write the image as [HOST[:PORT]/]REPOSITORY[:TAG][@sha256:DIGEST]",
-    })?;
-    let options = CreateImageOptionsBuilder::new()
-        .from_image(&reference.from_image)
-        .tag(&reference.tag)
-        .build();
-    let mut stream = docker.create_image(Some(options), None, None);
-    let mut progress = PullProgress::default();
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(info) => {
-                if let Some(line) = progress.line(&info) {
-                    on_line(&line);
-                }
-            }
-            Err(bollard::errors::Error::DockerResponseServerError { message, .. }) => {
-                return Err(ExecError::pull_failed(image, &message))
-            }
-            Err(bollard::errors::Error::DockerStreamError { error }) => {
-                return Err(ExecError::pull_failed(image, &error))
-            }
-            Err(other) => return Err(daemon_error("pull the image", other)),
-        }
-    }
-    Ok(())
-}
-
-/// Makes sure the daemon has `image`: with `pull`, a missing image is pulled, `notify` being
-/// handed a line saying so and then one line per layer status (`pull: ...`); without, it is
-/// refused ([`ExecError::ImageMissing`], which says how to build it and mentions `--pull`).
-pub async fn ensure_image(
-    docker: &Docker,
-    image: &str,
-    pull: bool,
-    mut notify: impl FnMut(&str),
-) -> Result<(), ExecError> {
-    if image_present(docker, image).await? {
-        return Ok(());
-    }
-    if !pull {
-        return Err(ExecError::ImageMissing {
-            image: image.to_string(),
-        });
-    }
-    notify(&format!("image {image} is not present; pulling it"));
-    pull_image(docker, image, |line| notify(&format!("pull: {line}"))).await
 }
 
 #[cfg(test)]

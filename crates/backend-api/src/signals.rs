@@ -5,14 +5,15 @@
 use agentc_backend_common::{ExecError, Interrupt};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
-/// SIGINT and SIGTERM, listened to for the whole launch.
-pub(crate) struct Signals {
+/// SIGINT and SIGTERM, listened to for the whole launch (or a whole `agentc verify`).
+pub struct Signals {
     interrupt: Signal,
     terminate: Signal,
 }
 
 impl Signals {
-    pub(crate) fn new() -> Result<Self, ExecError> {
+    /// Listens from now on: a signal received before [`Signals::recv`] is asked is not lost.
+    pub fn new() -> Result<Self, ExecError> {
         let listen = |kind| {
             signal(kind).map_err(|source| ExecError::Terminal {
                 step: "listen for SIGINT and SIGTERM",
@@ -25,7 +26,8 @@ impl Signals {
         })
     }
 
-    pub(crate) async fn recv(&mut self) -> Interrupt {
+    /// The next SIGINT or SIGTERM (one received since [`Signals::new`] at once).
+    pub async fn recv(&mut self) -> Interrupt {
         tokio::select! {
             _ = self.interrupt.recv() => Interrupt::Sigint,
             _ = self.terminate.recv() => Interrupt::Sigterm,

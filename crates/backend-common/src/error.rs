@@ -352,6 +352,25 @@ impl crate::port::EngineError {
     pub fn at(self, step: &'static str) -> ExecError {
         ExecError::Engine { step, source: self }
     }
+
+    /// A launch error met inside a port operation (the renderer, the runtime check, Podman's
+    /// rows, a secret) as the port's error, its message the detail: the port error it wraps;
+    /// [`EngineErrorKind::Unsupported`](crate::port::EngineErrorKind::Unsupported) for what
+    /// the engine cannot run as asked (exit 65); else a failure.
+    pub fn of_launch(error: ExecError) -> crate::port::EngineError {
+        use crate::port::{EngineError, EngineErrorKind};
+        match error {
+            ExecError::Engine { source, .. } => source,
+            error => {
+                let kind = if error.exit_code() == EXIT_UNLAUNCHABLE {
+                    EngineErrorKind::Unsupported
+                } else {
+                    EngineErrorKind::Failed
+                };
+                EngineError::new(kind, error.to_string())
+            }
+        }
+    }
 }
 
 /// A container's exit code as a process exit status: docker's are 0..=255, and anything else
@@ -502,6 +521,31 @@ mod tests {
         };
         assert_eq!(missing.exit_code(), 125);
         assert!(missing.to_string().contains("agentc build PROFILE"));
+    }
+
+    #[test]
+    fn a_launch_error_in_a_port_operation_keeps_its_kind_and_words() {
+        use crate::port::{EngineError, EngineErrorKind};
+        let unsupported = ExecError::EngineUnsupported {
+            engine: crate::Engine::Podman,
+            field: "extra_hosts[0]".into(),
+            reason: "r".into(),
+            hint: "h".into(),
+        };
+        let text = unsupported.to_string();
+        let error = EngineError::of_launch(unsupported);
+        assert_eq!(error.kind, EngineErrorKind::Unsupported);
+        assert_eq!(error.detail, text);
+        let missing = ExecError::ImageMissing { image: "x".into() };
+        assert_eq!(
+            EngineError::of_launch(missing).kind,
+            EngineErrorKind::Failed
+        );
+        let wrapped = EngineError::new(EngineErrorKind::Conflict, "name in use").at("create");
+        assert_eq!(
+            EngineError::of_launch(wrapped),
+            EngineError::new(EngineErrorKind::Conflict, "name in use")
+        );
     }
 
     #[test]

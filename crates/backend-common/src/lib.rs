@@ -13,6 +13,7 @@
 //! - [`port`]: the engine port, one async trait of the engine operations agentc uses, which
 //!   the docker/podman command line and the Engine API implement; [`companion`]: the egress
 //!   companion's set-up, health, removal and the reaping of killed launches' leftovers,
+//!   written once over it; [`image`]: a launch's image made present (pulled when asked),
 //!   written once over it.
 //! - [`egress`]: the steps both executors take around an egress companion's set-up (the
 //!   per-run instance, a taken subnet).
@@ -39,7 +40,7 @@
 //!   [`SandboxClient`](session::SandboxClient).
 //!
 //! Nothing here spawns a process or calls a daemon itself (the orchestration of [`companion`]
-//! does so only through the port its caller hands in); only [`session::tarball`] reads and writes
+//! and [`image`] do so only through the port their caller hands in); only [`session::tarball`] reads and writes
 //! host files, for a copy, and [`snapshot`] a snapshot's archives, in the directory its caller
 //! passes.
 //!
@@ -64,6 +65,7 @@ pub mod egress_state;
 pub mod engine;
 pub mod error;
 pub mod hints;
+pub mod image;
 pub mod inspect;
 pub mod pause;
 pub mod podman;

@@ -3,8 +3,9 @@
 //! (`agentc_backend_cli::exec::port::CliPort`, through `tokio::process`, on backend-cli's argv
 //! renderers) and the Engine API (`agentc_backend_api::port::ApiPort`, through bollard, on
 //! backend-api's bodies). Orchestration written against it ([`crate::companion`]: the egress
-//! companion's set-up, health, removal and the reaping of killed launches' leftovers) exists
-//! once, and both backends behave the same because they run the same code.
+//! companion's set-up, health, removal and the reaping of killed launches' leftovers;
+//! [`crate::image`]: a launch's image made present; `agentc verify`'s probe and its check
+//! containers) exists once, and both backends behave the same because they run the same code.
 //!
 //! The engine (Docker or Podman) is a value of the implementation ([`EnginePort::engine`]),
 //! never read from a global by the orchestration. Failures are one typed error,
@@ -18,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 
-use agentc_policy::EgressSpec;
+use agentc_policy::{ContainerSpec, EgressSpec};
 use bollard::models::{ContainerInspectResponse, ImageInspect};
 
 use crate::engine::Engine;
@@ -35,6 +36,9 @@ pub enum EngineErrorKind {
     NotRunning,
     /// The engine cannot be reached or its program cannot be run.
     Unavailable,
+    /// The engine cannot run the spec as asked (a runtime it lacks, a field it cannot carry,
+    /// a value the renderer refuses); nothing was created.
+    Unsupported,
     /// Any other failure.
     Failed,
 }
@@ -239,6 +243,14 @@ pub trait EnginePort: Send + Sync {
         reference: &str,
     ) -> impl Future<Output = Result<(), EngineError>> + Send;
 
+    /// Pulls the image `reference` from its registry (no credentials are sent), handing each
+    /// line of progress to `on_line`.
+    fn pull_image(
+        &self,
+        reference: &str,
+        on_line: &mut (dyn FnMut(&str) + Send),
+    ) -> impl Future<Output = Result<(), EngineError>> + Send;
+
     /// Imports an image from a root filesystem tar (`docker import`, `POST
     /// /images/create?fromSrc=-`).
     fn import_image(
@@ -267,6 +279,30 @@ pub trait EnginePort: Send + Sync {
         egress: &EgressSpec,
     ) -> impl Future<Output = Result<(), EngineError>> + Send;
 
+    /// Creates the container `spec` describes, detached, and starts it (`docker run
+    /// --detach`: the CLI renderer's argv; the API renderer's create body, then a start), the
+    /// runtime checked and Podman's rows applied first; returns its ID. The spec's secrets are
+    /// read from `env` by name, and their values never appear in an argv. A container created
+    /// but not started is removed. [`EngineErrorKind::Unsupported`] when the engine cannot run
+    /// the spec as asked.
+    fn run_detached(
+        &self,
+        spec: &ContainerSpec,
+        env: &BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<String, EngineError>> + Send;
+
+    /// Waits until the container is no longer running and returns its exit code (the caller
+    /// bounds the wait).
+    fn wait(&self, container: &str) -> impl Future<Output = Result<i64, EngineError>> + Send;
+
+    /// The container's whole logs: what it wrote on stdout, and with `stderr` what it wrote
+    /// there too.
+    fn logs(
+        &self,
+        container: &str,
+        stderr: bool,
+    ) -> impl Future<Output = Result<String, EngineError>> + Send;
+
     /// Starts a created or stopped container.
     fn start(&self, container: &str) -> impl Future<Output = Result<(), EngineError>> + Send;
 
@@ -275,6 +311,21 @@ pub trait EnginePort: Send + Sync {
         &self,
         container: &str,
     ) -> impl Future<Output = Result<ContainerInspectResponse, EngineError>> + Send;
+
+    /// The container's inspect as a JSON document: the one the command line prints, or the
+    /// Engine API's as bollard reads it (where [`EnginePort::inspect`]'s type leaves out what
+    /// Podman's command line spells its own way).
+    fn inspect_json(
+        &self,
+        container: &str,
+    ) -> impl Future<Output = Result<serde_json::Value, EngineError>> + Send;
+
+    /// The network's inspect as a JSON document (`docker network inspect`, `GET
+    /// /networks/{name}`): its IPAM, which [`EnginePort::network`] does not read.
+    fn network_inspect_json(
+        &self,
+        network: &str,
+    ) -> impl Future<Output = Result<serde_json::Value, EngineError>> + Send;
 
     /// Runs `argv` in the running container, its output discarded, and returns its exit code.
     fn exec_status(

@@ -82,10 +82,8 @@ fn provide_image(
             ));
         }
         match backend {
-            BackendArg::Cli => {
-                agentc_backend_cli::exec::docker::ensure_image(image, true, launch::notify)
-                    .map_err(launch::exec_failure)?
-            }
+            BackendArg::Cli => agentc_backend_cli::exec::ensure_image(image, true, launch::notify)
+                .map_err(launch::exec_failure)?,
             BackendArg::Api => {
                 let runtime = launch::runtime()?;
                 runtime.block_on(async {

@@ -11,15 +11,14 @@
 use std::io::ErrorKind;
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, UdpSocket};
 
-use agentc_backend_cli::exec::docker::{self, RemoveOnDrop};
-use agentc_backend_cli::exec::SignalShield;
+use agentc_backend_common::port::EnginePort;
 use agentc_egress::host_path::{CHECK, MARK};
 use agentc_egress::probe::{CheckLine, Outcome};
 use agentc_egress::PROXY_BINARY;
 use agentc_policy::{ContainerSpec, EgressSpec, Network, LABEL_KIND, NET_CAPABILITIES};
 
 use super::check::Check;
-use super::check_run::{check_output_api, check_output_cli};
+use super::check_run::check_output;
 use super::egress::ProxyFacts;
 
 /// The value of `io.agentc.kind` on the host-path container.
@@ -311,56 +310,29 @@ impl HostPathRun<'_> {
         Ok((spec, listener))
     }
 
-    /// Runs the check through the docker CLI; the container is removed before returning.
-    pub fn cli(&self, shield: &SignalShield) -> Check {
-        let read = |args: &[&str]| -> Result<serde_json::Value, Check> {
-            let text = docker::output(args).map_err(|error| skipped(error.to_string()))?;
-            serde_json::from_str::<serde_json::Value>(&text)
-                .ok()
-                .and_then(|value| value.as_array().and_then(|array| array.first().cloned()))
-                .ok_or_else(|| skipped(format!("cannot read `docker {}`", args.join(" "))))
-        };
+    /// Runs the check over the engine `port` (started, waited for, its output read); the container is removed
+    /// before returning. A step before the container (an inspect, the listener) that fails
+    /// makes the row skipped, saying why.
+    pub async fn run<P: EnginePort>(&self, port: &P) -> Check {
         let proxy = format!("{}-proxy", self.network);
         let outside = outside_name(self.egress);
-        let prepared = read(&["inspect", "--type", "container", &proxy]).and_then(|proxy| {
-            let outside = read(&["network", "inspect", &outside])?;
-            self.spec(&proxy, &outside)
-        });
-        let (spec, listener) = match prepared {
-            Ok(prepared) => prepared,
-            Err(check) => return check,
-        };
-        let name = self.container_name();
-        let _remove = RemoveOnDrop { name: &name };
-        let output = check_output_cli(&spec, &name, shield);
-        host_path_check(
-            output.as_deref().map_err(String::as_str),
-            &listener.received(),
-            self.workload,
-        )
-    }
-
-    /// Runs the check through the Engine API; the probe's companion removal (by the
-    /// `io.agentc.egress-for` label) removes the container.
-    pub async fn api(&self, docker: &bollard::Docker) -> Check {
-        let proxy = format!("{}-proxy", self.network);
-        let outside = outside_name(self.egress);
-        let proxy_inspect = match docker.inspect_container(&proxy, None).await {
-            Ok(inspect) => serde_json::to_value(&inspect).unwrap_or_default(),
+        let proxy_inspect = match port.inspect_json(&proxy).await {
+            Ok(inspect) => inspect,
             Err(error) => return skipped(format!("cannot inspect {proxy}: {error}")),
         };
-        let outside_inspect = match docker.inspect_network(&outside, None).await {
-            Ok(inspect) => serde_json::to_value(&inspect).unwrap_or_default(),
+        let outside_inspect = match port.network_inspect_json(&outside).await {
+            Ok(inspect) => inspect,
             Err(error) => return skipped(format!("cannot inspect network {outside}: {error}")),
         };
         let (spec, listener) = match self.spec(&proxy_inspect, &outside_inspect) {
             Ok(prepared) => prepared,
             Err(check) => return check,
         };
-        let output = check_output_api(docker, &spec);
-        let output = tokio::time::timeout(std::time::Duration::from_secs(60), output)
-            .await
-            .unwrap_or_else(|_| Err("the host-path container did not finish".to_string()));
+        let output = check_output(port, &spec).await;
+        let name = self.container_name();
+        if let Err(error) = port.remove_container(&name).await {
+            log::warn!("could not remove {name}: {error}");
+        }
         host_path_check(
             output.as_deref().map_err(String::as_str),
             &listener.received(),

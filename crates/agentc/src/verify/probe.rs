@@ -1,7 +1,8 @@
 //! The probe and how it is launched: the shell script that reports kernel facts, the launch
 //! that runs it in place of the agent (same hardening, mounts and limits), and the whole flow
-//! for one resolved launch through either backend: start it, wait, read its output and
-//! `docker inspect`, remove it (also on error and on SIGINT or SIGTERM), compare.
+//! for one resolved launch, written once over the [engine
+//! port](agentc_backend_common::port) (the backend picks the port): start it, wait, read its
+//! output and `docker inspect`, remove it (also on error and on SIGINT or SIGTERM), compare.
 //!
 //! For an allowlist enforced outside, the egress checks ([`super::egress`]) run after the probe,
 //! in a container of the proxy image on the probe's isolated network, removed with the probe's
@@ -13,28 +14,28 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use agentc_backend_cli::exec::docker::{self, RemoveOnDrop};
-use agentc_backend_cli::exec::SignalShield;
+use agentc_backend_api::port::ApiPort;
+use agentc_backend_api::signals::Signals;
+use agentc_backend_cli::exec::port::CliPort;
+use agentc_backend_common::companion;
+use agentc_backend_common::port::{EngineError, EngineErrorKind, EnginePort};
+use agentc_backend_common::{ExecError, Interrupt};
 use agentc_egress::probe::Target;
-use agentc_policy::{Action, ContainerSpec, EgressSpec, LaunchSpec, Network};
-use bollard::query_parameters::{
-    LogsOptionsBuilder, RemoveContainerOptionsBuilder, WaitContainerOptionsBuilder,
-};
-use futures_util::StreamExt;
-use tokio::signal::unix::{signal, SignalKind};
+use agentc_policy::{ContainerSpec, EgressSpec, LaunchSpec, Network};
+use futures_util::FutureExt;
 
 use super::check::Check;
-use super::check_run::{check_output_api, check_output_cli};
+use super::check_run::check_output;
 use super::compare::compare;
 use super::egress::{
     check_spec, credential_environment, egress_checks, proxy_env, EgressProbe, ProxyFacts,
     CHECK_SUFFIX,
 };
-use super::host_path::HostPathRun;
+use super::host_path::{HostPathRun, HOST_PATH_SUFFIX};
 use super::parse::parse_probe;
 use crate::cli::BackendArg;
 use crate::commands::launch;
-use crate::context::{Failure, EXIT_DOCKER, EXIT_FAILED};
+use crate::context::{Failure, EXIT_DOCKER, EXIT_FAILED, EXIT_INVALID};
 
 /// How long the probe may run before verify gives up.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(120);
@@ -141,8 +142,9 @@ struct Probed {
 /// removes the container, and returns [`compare`]'s checks.
 ///
 /// `env` is where secrets are resolved from, exactly as a launch resolves them: `agentc
-/// verify` passes the process environment; the cli backend gives it to `docker run` on top of
-/// the inherited one. The probe container is named after the spec (`NAME-verify`) or
+/// verify` passes the process environment; the values are handed to the engine by name (the
+/// cli backend's `docker run` gets them in its environment, never in its argv). The flow is
+/// one, over `backend`'s engine port: the command line or the Engine API. The probe container is named after the spec (`NAME-verify`) or
 /// `agentc-verify-<profile>-<pid>`; it is removed on success, on error and on SIGINT or
 /// SIGTERM (a failure with exit 130 or 143). A build launch is refused. With `pull`, a
 /// missing image is pulled first, as `agentc run --pull` does; without, it is refused.
@@ -174,10 +176,20 @@ pub fn verify_launch(
         .as_ref()
         .map(|egress| egress_probe.target(&egress.proxy.command));
     let allowed = target.as_ref().and_then(|target| target.as_ref().ok());
-    let probed = match backend {
-        BackendArg::Cli => probe_cli(spec, &probe, &name, env, pull, allowed)?,
-        BackendArg::Api => probe_api(&probe, &name, env, pull, allowed)?,
-    };
+    // One flow; the backend only picks the engine port it runs over.
+    let engine = agentc_backend_common::engine();
+    let probed = launch::runtime()?.block_on(async {
+        match backend {
+            BackendArg::Cli => {
+                let port = CliPort::new(engine);
+                self::probe(&port, &probe, &name, env, pull, allowed).await
+            }
+            BackendArg::Api => {
+                let port = ApiPort::new(launch::connect().await?, engine);
+                self::probe(&port, &probe, &name, env, pull, allowed).await
+            }
+        }
+    })?;
     // The network the probe joined is the one to compare (its companion's, not the agent's).
     let container = &ContainerSpec {
         network: probed.network.clone(),
@@ -268,22 +280,31 @@ fn tail(logs: &str) -> String {
         .collect()
 }
 
-fn interrupted(signal: libc::c_int, name: &str) -> Failure {
-    let (code, signal_name) = if signal == libc::SIGTERM {
-        (143, "SIGTERM")
-    } else {
-        (130, "SIGINT")
-    };
+fn interrupted(signal: Interrupt, name: &str) -> Failure {
     Failure::new(
-        code,
-        format!("interrupted by {signal_name}; removed container {name}"),
+        u8::try_from(signal.exit_code()).unwrap_or(EXIT_FAILED),
+        format!("interrupted by {signal}; removed container {name}"),
     )
 }
 
-/// The probe through the docker CLI: `docker run --detach ...` exactly as rendered, then
-/// `docker wait`, `docker logs` and `docker inspect`.
-fn probe_cli(
-    spec: &LaunchSpec,
+/// A probe the engine did not start: what it cannot run as asked exits 65, as a launch does.
+fn not_started(name: &str, error: EngineError) -> Failure {
+    match error.kind {
+        EngineErrorKind::Unsupported => Failure::new(EXIT_INVALID, error.detail),
+        _ => Failure::new(
+            EXIT_DOCKER,
+            format!("cannot start the probe {name}: {error}"),
+        ),
+    }
+}
+
+/// The probe through the engine `port`, either backend's: the image made present, the egress
+/// companion set up, the probe started detached, waited for (at most [`PROBE_TIMEOUT`]), its
+/// output and inspect read, and behind a proxy the host-path row and the egress checks run;
+/// then the probe, its check containers and its companion removed, on every way out. SIGINT
+/// and SIGTERM end it (130, 143) after that removal.
+async fn probe<P: EnginePort>(
+    port: &P,
     probe: &ContainerSpec,
     name: &str,
     env: &BTreeMap<String, String>,
@@ -291,90 +312,107 @@ fn probe_cli(
     allowed: Option<&Target>,
 ) -> Result<Probed, Failure> {
     agentc_backend_common::resolve_env(probe, env).map_err(launch::exec_failure)?;
-    let probe_launch = LaunchSpec {
-        action: Action::Container(Box::new(probe.clone())),
-        ..spec.clone()
-    };
-    agentc_backend_cli::render_argv(&probe_launch).map_err(Failure::unlaunchable)?;
-    docker::ensure_image(&probe.image, pull, launch::notify).map_err(launch::exec_failure)?;
-    // The runtime is asked for, and Podman's rows applied, before anything is created.
-    let mut argv =
-        agentc_backend_cli::exec::engine::launch_argv(probe).map_err(launch::exec_failure)?;
-    // The egress companion first (removed after the probe, on every way out).
-    let mut placed = probe.clone();
-    let _companion = agentc_backend_cli::exec::egress::setup_for(&mut placed, env)
+    agentc_backend_common::argv::check_container(probe).map_err(Failure::unlaunchable)?;
+    agentc_backend_common::image::ensure_image(port, &probe.image, pull, &mut launch::notify)
+        .await
         .map_err(launch::exec_failure)?;
-    if placed != *probe {
-        argv =
-            agentc_backend_cli::exec::engine::launch_argv(&placed).map_err(launch::exec_failure)?;
-    }
-    let shield = SignalShield::new(true);
-    let _remove = RemoveOnDrop { name };
-    let check = |shield: &SignalShield| match shield.received() {
-        Some(signal) => Err(interrupted(signal, name)),
-        None => Ok(()),
+    // Listen before anything is created: a signal between steps is then never lost.
+    let mut signals = Signals::new().map_err(launch::exec_failure)?;
+    agentc_backend_common::volumes::ensure_volumes(port, probe)
+        .await
+        .map_err(launch::exec_failure)?;
+    // The egress companion first; it may move to an instance of its own, which the probe
+    // follows. A failed or interrupted set-up removes what it created.
+    let mut placed = probe.clone();
+    let companion = {
+        let mut pending = || signals.recv().now_or_never();
+        companion::setup_for(port, &mut placed, env, &mut pending).await
     };
-    let args: Vec<&str> = argv.iter().skip(1).map(String::as_str).collect();
-    let started = docker::output_with_env(&args, env);
-    check(&shield)?;
-    started.map_err(launch::exec_failure)?;
-    let waited = docker::output(&["wait", name]);
-    check(&shield)?;
-    let exit_code = waited
-        .map_err(launch::exec_failure)?
-        .trim()
-        .parse::<i64>()
-        .unwrap_or(-1);
-    let logs = docker::output(&["logs", name]);
-    check(&shield)?;
-    let logs = logs.map_err(|error| cannot_read_logs(name, &error.to_string()))?;
-    let inspect_text =
-        docker::output(&["inspect", "--type", "container", name]).map_err(launch::exec_failure)?;
-    let inspect = serde_json::from_str::<serde_json::Value>(&inspect_text)
-        .ok()
-        .and_then(|value| value.as_array().and_then(|array| array.first().cloned()))
-        .ok_or_else(|| Failure::new(EXIT_DOCKER, format!("cannot read `docker inspect {name}`")))?;
-    check(&shield)?;
-    let egress = match (&placed.egress, &placed.network) {
-        (Some(egress), Network::Named { name: network }) => {
-            let check_name = format!("{name}{CHECK_SUFFIX}");
-            // Removed before the companion (whose network it is on), on every way out.
-            let _remove_check = RemoveOnDrop { name: &check_name };
-            // The host-path row first: it reads the proxy's address from its inspect, and the
-            // egress checks' replay stops a proxy with `on_replay = "stop"`.
-            let host_path = HostPathRun {
-                egress,
-                workload: &placed,
-                probe: name,
-                network,
+    let companion = match companion {
+        Ok(set) => set,
+        Err(ExecError::Interrupted { signal, .. }) => return Err(interrupted(signal, name)),
+        Err(error) => return Err(launch::exec_failure(error)),
+    };
+    let check_name = format!("{name}{CHECK_SUFFIX}");
+    let host_path_name = format!("{name}{HOST_PATH_SUFFIX}");
+    let placed = &placed;
+    let observe = async {
+        port.run_detached(placed, env)
+            .await
+            .map_err(|error| not_started(name, error))?;
+        let exit_code = tokio::time::timeout(PROBE_TIMEOUT, port.wait(name))
+            .await
+            .map_err(|_| {
+                Failure::new(
+                    EXIT_FAILED,
+                    format!(
+                        "the probe in {name} did not finish within {} seconds",
+                        PROBE_TIMEOUT.as_secs()
+                    ),
+                )
+            })?
+            .map_err(|error| {
+                Failure::new(EXIT_DOCKER, format!("cannot wait for {name}: {error}"))
+            })?;
+        let logs = port
+            .logs(name, true)
+            .await
+            .map_err(|error| cannot_read_logs(name, &error.to_string()))?;
+        let inspect = port.inspect_json(name).await.map_err(|error| {
+            Failure::new(EXIT_DOCKER, format!("cannot inspect {name}: {error}"))
+        })?;
+        let egress = match (&placed.egress, &placed.network) {
+            (Some(egress), Network::Named { name: network }) => {
+                // The host-path row first: it reads the proxy's address from its inspect, and
+                // the egress checks' replay stops a proxy with `on_replay = "stop"`.
+                let host_path = HostPathRun {
+                    egress,
+                    workload: placed,
+                    probe: name,
+                    network,
+                }
+                .run(port)
+                .await;
+                let checked = EgressRun {
+                    egress,
+                    probe: name,
+                    network,
+                    dns: &placed.dns,
+                    probe_inspect: &inspect,
+                    allowed,
+                    env,
+                }
+                .run(port)
+                .await;
+                Some((checked, host_path))
             }
-            .cli(&shield);
-            check(&shield)?;
-            let checked = EgressRun {
-                egress,
-                probe: name,
-                network,
-                dns: &placed.dns,
-                probe_inspect: &inspect,
-                allowed,
-                env,
-            }
-            .cli(&check_name, &shield);
-            check(&shield)?;
-            Some((checked, host_path))
+            _ => None,
+        };
+        let (egress, host_path) = egress.unzip();
+        Ok(Probed {
+            logs,
+            exit_code,
+            inspect,
+            network: placed.network.clone(),
+            dns: placed.dns.clone(),
+            egress,
+            host_path,
+        })
+    };
+    let result = tokio::select! {
+        result = observe => result,
+        signal = signals.recv() => Err(interrupted(signal, name)),
+    };
+    // The probe and its check containers, then the companion whose network they were on.
+    for container in [name, &check_name, &host_path_name] {
+        if let Err(error) = port.remove_container(container).await {
+            log::warn!("could not remove {container}: {error}");
         }
-        _ => None,
-    };
-    let (egress, host_path) = egress.unzip();
-    Ok(Probed {
-        logs,
-        exit_code,
-        inspect,
-        network: placed.network.clone(),
-        dns: placed.dns.clone(),
-        egress,
-        host_path,
-    })
+    }
+    if let Some(set) = &companion {
+        companion::teardown(port, set).await;
+    }
+    result
 }
 
 /// What the egress check container is made of.
@@ -396,10 +434,16 @@ struct EgressRun<'a> {
 }
 
 impl EgressRun<'_> {
-    /// The check container's spec, from the proxy's inspect.
-    fn spec(&self, proxy_inspect: &serde_json::Value) -> Result<ContainerSpec, String> {
-        let facts = ProxyFacts::from_inspect(proxy_inspect, self.network)?;
-        Ok(check_spec(
+    /// Runs the check container, its spec made from the proxy's inspect, to its end and
+    /// returns its output ([`check_output`]); the caller removes it.
+    async fn run<P: EnginePort>(&self, port: &P) -> Result<String, String> {
+        let proxy = proxy_on(self.network);
+        let proxy_inspect = port
+            .inspect_json(&proxy)
+            .await
+            .map_err(|error| format!("cannot inspect {proxy}: {error}"))?;
+        let facts = ProxyFacts::from_inspect(&proxy_inspect, self.network)?;
+        let spec = check_spec(
             self.egress,
             self.probe,
             self.network,
@@ -407,34 +451,8 @@ impl EgressRun<'_> {
             proxy_env(self.probe_inspect, self.egress, self.env),
             &facts,
             self.allowed,
-        ))
-    }
-
-    /// Runs the check container through the docker CLI (`docker run --detach`, `wait`,
-    /// `logs`); the caller removes it. Stops early when a signal arrived.
-    fn cli(&self, check_name: &str, shield: &SignalShield) -> Result<String, String> {
-        let text = docker::output(&["inspect", "--type", "container", &proxy_on(self.network)])
-            .map_err(|error| error.to_string())?;
-        let proxy_inspect = serde_json::from_str::<serde_json::Value>(&text)
-            .ok()
-            .and_then(|value| value.as_array().and_then(|array| array.first().cloned()))
-            .ok_or("cannot read the proxy's `docker inspect`")?;
-        let spec = self.spec(&proxy_inspect)?;
-        check_output_cli(&spec, check_name, shield)
-    }
-
-    /// Runs the check container through the Engine API (`launch`, wait, logs); the probe's
-    /// companion removal (by the `io.agentc.egress-for` label) removes it.
-    async fn api(&self, docker: &bollard::Docker) -> Result<String, String> {
-        let proxy = proxy_on(self.network);
-        let proxy_inspect = docker
-            .inspect_container(&proxy, None)
-            .await
-            .map_err(|error| format!("cannot inspect {proxy}: {error}"))?;
-        let proxy_inspect =
-            serde_json::to_value(&proxy_inspect).map_err(|error| error.to_string())?;
-        let spec = self.spec(&proxy_inspect)?;
-        check_output_api(docker, &spec).await
+        );
+        check_output(port, &spec).await
     }
 }
 
@@ -445,156 +463,6 @@ fn cannot_read_logs(name: &str, message: &str) -> Failure {
             "cannot read the probe's output from {name}: {message}\n  hint: verify reads `docker logs`; a log driver that keeps no logs cannot be verified"
         ),
     )
-}
-
-/// The probe through the Engine API: `launch` creates and starts it (detached), then wait,
-/// logs and inspect through bollard; SIGINT and SIGTERM remove it.
-fn probe_api(
-    probe: &ContainerSpec,
-    name: &str,
-    env: &BTreeMap<String, String>,
-    pull: bool,
-    allowed: Option<&Target>,
-) -> Result<Probed, Failure> {
-    let runtime = launch::runtime()?;
-    let env = env.clone();
-    // `launch` removes what it created when it fails; after it returns, this removes the probe.
-    runtime.block_on(async {
-        let docker = launch::connect().await?;
-        agentc_backend_api::ensure_image(&docker, &probe.image, pull, launch::notify)
-            .await
-            .map_err(launch::exec_failure)?;
-        // Listen before anything is created: a signal between steps is then never lost.
-        let listen = |kind| {
-            signal(kind).map_err(|error| {
-                Failure::new(EXIT_DOCKER, format!("cannot listen for signals: {error}"))
-            })
-        };
-        let mut sigint = listen(SignalKind::interrupt())?;
-        let mut sigterm = listen(SignalKind::terminate())?;
-        let options = agentc_backend_api::LaunchOptions {
-            env: env.clone(),
-            stdin_is_terminal: false,
-        };
-        let outcome = agentc_backend_api::launch(&docker, probe, &options)
-            .await
-            .map_err(launch::exec_failure)?;
-        let id = outcome.container_id;
-        let observe = async {
-            let wait = async {
-                let options = WaitContainerOptionsBuilder::new()
-                    .condition("not-running")
-                    .build();
-                match docker.wait_container(&id, Some(options)).next().await {
-                    Some(Ok(response)) => Ok(response.status_code),
-                    Some(Err(bollard::errors::Error::DockerContainerWaitError {
-                        code, ..
-                    })) => Ok(code),
-                    Some(Err(error)) => Err(Failure::new(
-                        EXIT_DOCKER,
-                        format!("cannot wait for {name}: {error}"),
-                    )),
-                    None => Err(Failure::new(
-                        EXIT_DOCKER,
-                        format!("the wait for {name} ended without a status"),
-                    )),
-                }
-            };
-            let exit_code = tokio::time::timeout(PROBE_TIMEOUT, wait)
-                .await
-                .map_err(|_| {
-                    Failure::new(
-                        EXIT_FAILED,
-                        format!(
-                            "the probe in {name} did not finish within {} seconds",
-                            PROBE_TIMEOUT.as_secs()
-                        ),
-                    )
-                })??;
-            let options = LogsOptionsBuilder::new().stdout(true).stderr(true).build();
-            let mut stream = docker.logs(&id, Some(options));
-            let mut logs = String::new();
-            while let Some(chunk) = stream.next().await {
-                let chunk = chunk.map_err(|error| cannot_read_logs(name, &error.to_string()))?;
-                logs.push_str(&String::from_utf8_lossy(&chunk.into_bytes()));
-            }
-            let inspect = docker.inspect_container(&id, None).await.map_err(|error| {
-                Failure::new(EXIT_DOCKER, format!("cannot inspect {name}: {error}"))
-            })?;
-            let inspect = serde_json::to_value(&inspect).map_err(|error| {
-                Failure::new(
-                    EXIT_DOCKER,
-                    format!("cannot read the inspect of {name}: {error}"),
-                )
-            })?;
-            let network = match inspect.pointer("/HostConfig/NetworkMode") {
-                Some(serde_json::Value::String(mode)) if probe.egress.is_some() => {
-                    Network::Named { name: mode.clone() }
-                }
-                _ => probe.network.clone(),
-            };
-            let dns = match inspect.pointer("/HostConfig/Dns") {
-                Some(serde_json::Value::Array(servers)) if probe.egress.is_some() => servers
-                    .iter()
-                    .filter_map(|server| server.as_str()?.parse().ok())
-                    .collect(),
-                _ => probe.dns.clone(),
-            };
-            let egress = match (&probe.egress, &network) {
-                (Some(egress), Network::Named { name: network }) => {
-                    // The host-path row first, as through the CLI (the replay check may
-                    // stop the proxy).
-                    let host_path = HostPathRun {
-                        egress,
-                        workload: probe,
-                        probe: name,
-                        network,
-                    }
-                    .api(&docker)
-                    .await;
-                    let checked = EgressRun {
-                        egress,
-                        probe: name,
-                        network,
-                        dns: &dns,
-                        probe_inspect: &inspect,
-                        allowed,
-                        env: &env,
-                    }
-                    .api(&docker)
-                    .await;
-                    Some((checked, host_path))
-                }
-                _ => None,
-            };
-            let (egress, host_path) = egress.unzip();
-            Ok::<_, Failure>(Probed {
-                logs,
-                exit_code,
-                inspect,
-                network,
-                dns,
-                egress,
-                host_path,
-            })
-        };
-        let result = tokio::select! {
-            result = observe => result,
-            _ = sigint.recv() => Err(interrupted(libc::SIGINT, name)),
-            _ = sigterm.recv() => Err(interrupted(libc::SIGTERM, name)),
-        };
-        let remove = RemoveContainerOptionsBuilder::new().force(true).build();
-        let _ = docker.remove_container(&id, Some(remove)).await;
-        // The probe's egress companion and its egress check container, labelled for it alone.
-        if probe.egress.is_some() {
-            if let Err(error) =
-                agentc_backend_api::companion::remove_companions(&docker, name).await
-            {
-                log::warn!("the probe's egress companion was not removed: {error}");
-            }
-        }
-        result
-    })
 }
 
 #[cfg(test)]

@@ -1,6 +1,5 @@
 //! The docker CLI as agentc runs it: a rendered launch in the foreground (signals passed on),
-//! and the queries around a launch (`docker image inspect`, `docker pull`, `docker inspect`,
-//! `docker rm`), their output captured.
+//! and the queries around a launch (`docker inspect`, `docker rm`), their output captured.
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
@@ -259,12 +258,6 @@ fn wait_gone(id: &str) {
 /// Runs `docker ARGS` capturing its output; its stdout, or [`ExecError::DockerFailed`] with its
 /// stderr.
 pub fn output(args: &[&str]) -> Result<String, ExecError> {
-    output_with_env(args, &BTreeMap::new())
-}
-
-/// [`output`] with `env` on top of the inherited environment (the secrets an argv passes
-/// through by name are read from it).
-pub fn output_with_env(args: &[&str], env: &BTreeMap<String, String>) -> Result<String, ExecError> {
     let argv: Vec<String> = std::iter::once(program())
         .chain(args.iter().copied())
         .map(str::to_string)
@@ -272,7 +265,6 @@ pub fn output_with_env(args: &[&str], env: &BTreeMap<String, String>) -> Result<
     log::debug!("running {}", shell_line(&argv));
     let output = Command::new(program())
         .args(args)
-        .envs(env)
         .output()
         .map_err(|source| ExecError::CannotRunDocker {
             engine: agentc_backend_common::engine(),
@@ -305,72 +297,6 @@ pub fn unreachable(stderr: &str) -> Option<ExecError> {
     })
 }
 
-/// Whether the daemon has `image`, asked through `docker image inspect`.
-pub fn image_present(image: &str) -> Result<bool, ExecError> {
-    match output(&["image", "inspect", "--format", "{{.Id}}", image]) {
-        Ok(_) => Ok(true),
-        Err(ExecError::DockerFailed { stderr, .. })
-            if agentc_backend_common::daemon_text::is_no_such_image(&stderr) =>
-        {
-            Ok(false)
-        }
-        Err(error) => Err(error),
-    }
-}
-
-/// Makes sure the daemon has `image` through the docker CLI: with `pull`, a missing image is
-/// pulled by `docker pull IMAGE` in the foreground (its progress goes to stderr, keeping stdout
-/// for the container), after `notify` is handed a line saying so; without, it is refused
-/// ([`ExecError::ImageMissing`]), as the API backend refuses it: `docker run` would pull it,
-/// and agentc pulls only when asked (`--pull`).
-pub fn ensure_image(image: &str, pull: bool, notify: impl FnOnce(&str)) -> Result<(), ExecError> {
-    if image_present(image)? {
-        return Ok(());
-    }
-    let missing = || ExecError::ImageMissing {
-        image: image.to_string(),
-    };
-    if !pull {
-        return Err(missing());
-    }
-    notify(&format!(
-        "image {image} is not present; pulling it with `{} pull`",
-        program()
-    ));
-    let output = Command::new(program())
-        .args(["pull", image])
-        .stdin(Stdio::null())
-        .stdout(std::io::stderr())
-        .stderr(Stdio::piped())
-        .output()
-        .map_err(|source| ExecError::CannotRunDocker {
-            engine: agentc_backend_common::engine(),
-            source,
-        })?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let message = stderr
-            .trim()
-            .trim_start_matches("Error response from daemon: ");
-        return Err(ExecError::pull_failed(image, message));
-    }
-    if image_present(image)? {
-        Ok(())
-    } else {
-        Err(missing())
-    }
-}
-
-/// Creates the named volumes a launch mounts, labelled
-/// ([`agentc_backend_common::volumes::ensure_volumes`], through the command line's engine
-/// port).
-pub fn ensure_volumes(spec: &agentc_policy::ContainerSpec) -> Result<(), ExecError> {
-    super::egress::block_on(agentc_backend_common::volumes::ensure_volumes(
-        &super::egress::port(),
-        spec,
-    ))?
-}
-
 /// `docker inspect --type container NAME`, read into the Engine API's type (the document is
 /// the same).
 pub fn inspect(name: &str) -> Result<ContainerInspectResponse, ExecError> {
@@ -388,24 +314,6 @@ pub fn inspect(name: &str) -> Result<ContainerInspectResponse, ExecError> {
         });
     }
     Ok(found.swap_remove(0))
-}
-
-/// A container force-removed (`docker rm --force`, output discarded, failures ignored) when
-/// this guard is dropped: after success, on error and on a signal.
-#[derive(Debug)]
-pub struct RemoveOnDrop<'a> {
-    /// The container's name or ID.
-    pub name: &'a str,
-}
-
-impl Drop for RemoveOnDrop<'_> {
-    fn drop(&mut self) {
-        let _ = Command::new(program())
-            .args(force_remove_args(self.name))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
 }
 
 #[cfg(test)]

@@ -45,7 +45,7 @@ impl Outcome {
 
 /// Launches a container with `docker run`: refuses an unset required secret first (the docker
 /// CLI would silently drop an unset `--env=NAME`; only names leave this check), renders the
-/// argv, makes sure the image is present ([`docker::ensure_image`]; `notify` is told when it is
+/// argv, makes sure the image is present ([`ensure_image`]; `notify` is told when it is
 /// pulled), runs docker in the foreground ([`docker::run_launch`]), and inspects a detached
 /// container that started under a name. A SIGINT or SIGTERM at any step ends the launch with
 /// [`ExecError::Interrupted`] (exit 130 or 143) and removes what it created, TTY or not.
@@ -59,18 +59,18 @@ pub fn launch(
     spec: &ContainerSpec,
     env: &std::collections::BTreeMap<String, String>,
     pull: bool,
-    notify: impl FnOnce(&str),
+    notify: impl FnMut(&str) + Send,
 ) -> Result<Outcome, ExecError> {
     resolve_env(spec, env)?;
     container_argv(spec)?;
     // SIGINT and SIGTERM are recorded from here on and end the launch between its steps
     // (and the container once docker created it), leaving nothing behind, as through the API.
     let shield = SignalShield::new(true);
-    docker::ensure_image(&spec.image, pull, notify)?;
+    ensure_image(&spec.image, pull, notify)?;
     not_interrupted()?;
     // The runtime is asked for, and Podman's rows applied, before anything is created.
     let mut argv = launch_argv(spec)?;
-    docker::ensure_volumes(spec)?;
+    ensure_volumes(spec)?;
     not_interrupted()?;
     // The allowlist enforced outside: the isolated network and the healthy proxy first;
     // removed on every way out below but a detached start (`agentc rm` removes them then).
@@ -159,4 +159,33 @@ fn not_interrupted() -> Result<(), ExecError> {
         }),
         None => Ok(()),
     }
+}
+
+/// Makes sure the engine has `image` through its command line
+/// ([`agentc_backend_common::image::ensure_image`] over the command line's
+/// [port](super::port::CliPort)): with `pull`, a missing image is pulled by `docker pull IMAGE`
+/// (`notify` is handed a line saying so, then each line of its progress, for stderr: stdout
+/// stays the container's); without, it is refused ([`ExecError::ImageMissing`]), as the API
+/// backend refuses it: `docker run` would pull it, and agentc pulls only when asked (`--pull`).
+pub fn ensure_image(
+    image: &str,
+    pull: bool,
+    mut notify: impl FnMut(&str) + Send,
+) -> Result<(), ExecError> {
+    super::egress::block_on(agentc_backend_common::image::ensure_image(
+        &super::egress::port(),
+        image,
+        pull,
+        &mut notify,
+    ))?
+}
+
+/// Creates the named volumes a launch mounts, labelled
+/// ([`agentc_backend_common::volumes::ensure_volumes`], through the command line's engine
+/// port).
+pub fn ensure_volumes(spec: &agentc_policy::ContainerSpec) -> Result<(), ExecError> {
+    super::egress::block_on(agentc_backend_common::volumes::ensure_volumes(
+        &super::egress::port(),
+        spec,
+    ))?
 }

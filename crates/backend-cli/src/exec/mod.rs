@@ -3,8 +3,8 @@
 //! - [`process`]: spawning a program with an argv and turning how it ended into an exit code.
 //! - [`signals`]: the [`SignalShield`] that keeps SIGINT and SIGTERM from ending agentc while
 //!   docker runs, so docker's exit code comes back and a SIGTERM can be passed on.
-//! - [`docker`]: the docker CLI in the foreground and the queries around a launch (image
-//!   present, pull, inspect, forced removal).
+//! - [`docker`]: the docker CLI in the foreground and the queries around a launch (inspect,
+//!   forced removal).
 //! - [`port`]: the engine port through the command line (`CliPort`), over which the egress
 //!   companion and the leftovers' removal are written once
 //!   ([`agentc_backend_common::companion`]).
@@ -12,7 +12,8 @@
 //!   allowlist is enforced outside it, and removed with it.
 //! - [`engine`](mod@engine): the argv for the engine in use (Docker or Podman) and the
 //!   fail-closed check of the launch's runtime.
-//! - [`launch`](mod@launch): a whole container launch, as the API backend's launch does it.
+//! - [`launch`](mod@launch): a whole container launch, as the API backend's launch does it,
+//!   with its image made present and its volumes created through the command line's port.
 
 pub mod docker;
 pub mod egress;
@@ -22,6 +23,6 @@ pub mod port;
 pub mod process;
 pub mod signals;
 
-pub use launch::{launch, Outcome};
+pub use launch::{ensure_image, ensure_volumes, launch, Outcome};
 pub use process::{run, spawn, wait_forwarding};
 pub use signals::SignalShield;

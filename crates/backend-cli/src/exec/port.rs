@@ -15,10 +15,10 @@ use agentc_backend_common::port::{
     EngineError, EngineErrorKind, EnginePort, Filter, ImportRequest, ListedContainer, ListedObject,
 };
 use agentc_backend_common::Engine;
-use agentc_policy::EgressSpec;
+use agentc_policy::{ContainerSpec, EgressSpec};
 use bollard::models::{ContainerInspectResponse, ImageInspect};
 use serde::Deserialize;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
 use crate::egress::{network_create_argv, setup_argvs};
@@ -79,6 +79,24 @@ impl CliPort {
 
     async fn output(&self, args: &[&str]) -> Result<Vec<u8>, EngineError> {
         self.output_with(args, &BTreeMap::new()).await
+    }
+
+    /// The first object of an `inspect`'s JSON array (`what` names it in the error).
+    async fn inspect_first(
+        &self,
+        args: &[&str],
+        what: &str,
+    ) -> Result<serde_json::Value, EngineError> {
+        let text = self.output(args).await?;
+        let value: serde_json::Value =
+            serde_json::from_slice(&text).map_err(|error| unreadable(error.to_string()))?;
+        match value {
+            serde_json::Value::Array(mut found) if !found.is_empty() => Ok(found.swap_remove(0)),
+            _ => Err(EngineError::new(
+                EngineErrorKind::NotFound,
+                format!("No such object: {what}"),
+            )),
+        }
     }
 
     /// The words of a listing command's output, one a line.
@@ -204,6 +222,43 @@ impl EnginePort for CliPort {
         self.output(&["tag", source, reference]).await.map(|_| ())
     }
 
+    async fn pull_image(
+        &self,
+        reference: &str,
+        on_line: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<(), EngineError> {
+        let mut child = self
+            .command(&["pull", reference])
+            .spawn()
+            .map_err(|error| self.cannot_run(error))?;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut stderr = child.stderr.take().expect("stderr is piped");
+        // Both pipes at once: a full stderr pipe would stop the pull.
+        let progress = async {
+            let mut lines = tokio::io::BufReader::new(stdout).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let line = line.trim_end();
+                if !line.is_empty() {
+                    on_line(line);
+                }
+            }
+        };
+        let refusal = async {
+            let mut text = Vec::new();
+            let _ = stderr.read_to_end(&mut text).await;
+            text
+        };
+        let ((), refusal) = tokio::join!(progress, refusal);
+        let status = child.wait().await.map_err(|error| self.cannot_run(error))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(EngineError::from_text(
+                String::from_utf8_lossy(&refusal).trim(),
+            ))
+        }
+    }
+
     async fn import_image(&self, request: ImportRequest<'_>) -> Result<(), EngineError> {
         let mut args: Vec<String> = vec!["import".into()];
         args.extend(
@@ -269,6 +324,68 @@ impl EnginePort for CliPort {
         self.output(&args).await.map(|_| ())
     }
 
+    async fn run_detached(
+        &self,
+        spec: &ContainerSpec,
+        env: &BTreeMap<String, String>,
+    ) -> Result<String, EngineError> {
+        let spec = ContainerSpec {
+            detach: true,
+            ..spec.clone()
+        };
+        agentc_backend_common::resolve_env(&spec, env).map_err(EngineError::of_launch)?;
+        // The runtime is asked for, and Podman's rows applied (`launch_argv` asks the engine
+        // through blocking commands).
+        let owned = spec.clone();
+        let mut argv = tokio::task::spawn_blocking(move || super::engine::launch_argv(&owned))
+            .await
+            .map_err(|error| EngineError::new(EngineErrorKind::Failed, error.to_string()))?
+            .map_err(EngineError::of_launch)?;
+        // What the engine created, even when the start failed (the name may be another's).
+        let cid = super::docker::CidFile::new().map_err(EngineError::of_launch)?;
+        argv.insert(2, format!("--cidfile={}", cid.path().display()));
+        let secrets = agentc_backend_common::secrets::secret_values(&spec, env);
+        let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+        match self.output_with(&args, &secrets).await {
+            Ok(id) => Ok(String::from_utf8_lossy(&id).trim().to_string()),
+            Err(error) => {
+                if let Some(id) = cid.id() {
+                    let _ = self.remove_container(&id).await;
+                }
+                Err(error)
+            }
+        }
+    }
+
+    async fn wait(&self, container: &str) -> Result<i64, EngineError> {
+        let text = self.output(&["wait", container]).await?;
+        let text = String::from_utf8_lossy(&text);
+        text.trim().parse::<i64>().map_err(|_| {
+            EngineError::new(
+                EngineErrorKind::Failed,
+                format!("the wait for {container} printed no exit code: {text:?}"),
+            )
+        })
+    }
+
+    async fn logs(&self, container: &str, stderr: bool) -> Result<String, EngineError> {
+        let output = self
+            .command(&["logs", container])
+            .output()
+            .await
+            .map_err(|error| self.cannot_run(error))?;
+        if !output.status.success() {
+            return Err(EngineError::from_text(
+                String::from_utf8_lossy(&output.stderr).trim(),
+            ));
+        }
+        let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+        if stderr {
+            text.push_str(&String::from_utf8_lossy(&output.stderr));
+        }
+        Ok(text)
+    }
+
     async fn start(&self, container: &str) -> Result<(), EngineError> {
         self.output(&["start", container]).await.map(|_| ())
     }
@@ -286,6 +403,16 @@ impl EnginePort for CliPort {
             ));
         }
         Ok(found.swap_remove(0))
+    }
+
+    async fn inspect_json(&self, container: &str) -> Result<serde_json::Value, EngineError> {
+        self.inspect_first(&["inspect", "--type", "container", container], container)
+            .await
+    }
+
+    async fn network_inspect_json(&self, network: &str) -> Result<serde_json::Value, EngineError> {
+        self.inspect_first(&["network", "inspect", network], network)
+            .await
     }
 
     async fn exec_status(&self, container: &str, argv: &[&str]) -> Result<i64, EngineError> {
