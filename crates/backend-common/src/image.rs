@@ -16,12 +16,21 @@ pub async fn ensure_image<P: EnginePort>(
     pull: bool,
     notify: &mut (dyn FnMut(&str) + Send),
 ) -> Result<(), ExecError> {
-    // An engine out of reach is the launch's connect error, as either backend reports it.
+    // An engine out of reach is the launch's connect error, as either backend reports it; a
+    // command line that is not installed says so, with its own hint.
     let unreachable = |error: EngineError, step| match error.kind {
         EngineErrorKind::Unavailable => ExecError::Connect {
             engine: port.engine(),
             message: error.detail,
         },
+        EngineErrorKind::NoProgram => {
+            let prefix = format!("cannot run {}: ", port.engine().program());
+            let reason = error.detail.strip_prefix(&prefix).unwrap_or(&error.detail);
+            ExecError::CannotRunDocker {
+                engine: port.engine(),
+                source: std::io::Error::other(reason.to_string()),
+            }
+        }
         _ => error.at(step),
     };
     let present = || async {
@@ -42,7 +51,9 @@ pub async fn ensure_image<P: EnginePort>(
     port.pull_image(image, &mut |line| notify(&format!("pull: {line}")))
         .await
         .map_err(|error| match error.kind {
-            EngineErrorKind::Unavailable => unreachable(error, "pull the image"),
+            EngineErrorKind::Unavailable | EngineErrorKind::NoProgram => {
+                unreachable(error, "pull the image")
+            }
             _ => ExecError::pull_failed(
                 image,
                 error

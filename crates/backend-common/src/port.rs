@@ -34,8 +34,11 @@ pub enum EngineErrorKind {
     Conflict,
     /// The container is not running.
     NotRunning,
-    /// The engine cannot be reached or its program cannot be run.
+    /// The engine cannot be reached.
     Unavailable,
+    /// The engine's command-line program (`docker`, `podman`) cannot be run: not installed,
+    /// or not on `PATH`. The detail is `cannot run PROGRAM: ` and the operating system's error.
+    NoProgram,
     /// The engine cannot run the spec as asked (a runtime it lacks, a field it cannot carry,
     /// a value the renderer refuses); nothing was created.
     Unsupported,

@@ -50,7 +50,7 @@ impl CliPort {
 
     fn cannot_run(&self, error: std::io::Error) -> EngineError {
         EngineError::new(
-            EngineErrorKind::Unavailable,
+            EngineErrorKind::NoProgram,
             format!("cannot run {}: {error}", self.engine.program()),
         )
     }
