@@ -312,6 +312,11 @@ impl CliClient {
                 name: sandbox.name.clone(),
                 step,
             }),
+            // The command ran, so the daemon was there: out of reach now, the connection was
+            // lost mid-operation (as the Engine API backend reports it), not never made.
+            Err(SessionError::Launch(ExecError::Connect { message, .. })) => {
+                Err(SessionError::ConnectionLost { step, message })
+            }
             Err(error) => Err(error),
         }
     }
