@@ -258,6 +258,17 @@ impl EnginePort for ApiPort {
             .map_err(engine_error)
     }
 
+    async fn check_launch(&self, spec: &ContainerSpec) -> Result<(), EngineError> {
+        let spec = &ContainerSpec {
+            detach: true,
+            ..spec.clone()
+        };
+        crate::engine::create_request(&self.docker, spec)
+            .await
+            .map_err(EngineError::of_launch)?;
+        crate::engine::check_subpaths(&self.docker, spec).map_err(EngineError::of_launch)
+    }
+
     async fn run_detached(
         &self,
         spec: &ContainerSpec,

@@ -279,6 +279,16 @@ pub trait EnginePort: Send + Sync {
         egress: &EgressSpec,
     ) -> impl Future<Output = Result<(), EngineError>> + Send;
 
+    /// Refuses, before anything is created, a `spec` the engine cannot run as asked: the
+    /// runtime it names is asked for and Podman's rows applied, as [`EnginePort::run_detached`]
+    /// does first (the command line's `launch_argv`, the Engine API's create request), and
+    /// nothing else. [`EngineErrorKind::Unsupported`] when the engine cannot run it; the image
+    /// must be present (Podman reads its `USER`).
+    fn check_launch(
+        &self,
+        spec: &ContainerSpec,
+    ) -> impl Future<Output = Result<(), EngineError>> + Send;
+
     /// Creates the container `spec` describes, detached, and starts it (`docker run
     /// --detach`: the CLI renderer's argv; the API renderer's create body, then a start), the
     /// runtime checked and Podman's rows applied first; returns its ID. The spec's secrets are

@@ -191,6 +191,19 @@ fn unreadable(error: String) -> EngineError {
     )
 }
 
+/// The detached `docker run` argv of `spec`: the runtime asked for, and Podman's rows applied
+/// ([`super::engine::launch_argv`], which asks the engine through blocking commands).
+async fn launch_argv_of(spec: &ContainerSpec) -> Result<Vec<String>, EngineError> {
+    let spec = ContainerSpec {
+        detach: true,
+        ..spec.clone()
+    };
+    tokio::task::spawn_blocking(move || super::engine::launch_argv(&spec))
+        .await
+        .map_err(|error| EngineError::new(EngineErrorKind::Failed, error.to_string()))?
+        .map_err(EngineError::of_launch)
+}
+
 impl EnginePort for CliPort {
     fn engine(&self) -> Engine {
         self.engine
@@ -324,6 +337,10 @@ impl EnginePort for CliPort {
         self.output(&args).await.map(|_| ())
     }
 
+    async fn check_launch(&self, spec: &ContainerSpec) -> Result<(), EngineError> {
+        launch_argv_of(spec).await.map(|_| ())
+    }
+
     async fn run_detached(
         &self,
         spec: &ContainerSpec,
@@ -334,13 +351,7 @@ impl EnginePort for CliPort {
             ..spec.clone()
         };
         agentc_backend_common::resolve_env(&spec, env).map_err(EngineError::of_launch)?;
-        // The runtime is asked for, and Podman's rows applied (`launch_argv` asks the engine
-        // through blocking commands).
-        let owned = spec.clone();
-        let mut argv = tokio::task::spawn_blocking(move || super::engine::launch_argv(&owned))
-            .await
-            .map_err(|error| EngineError::new(EngineErrorKind::Failed, error.to_string()))?
-            .map_err(EngineError::of_launch)?;
+        let mut argv = launch_argv_of(&spec).await?;
         // What the engine created, even when the start failed (the name may be another's).
         let cid = super::docker::CidFile::new().map_err(EngineError::of_launch)?;
         argv.insert(2, format!("--cidfile={}", cid.path().display()));
