@@ -258,15 +258,16 @@ impl EnginePort for ApiPort {
             .map_err(engine_error)
     }
 
-    async fn check_launch(&self, spec: &ContainerSpec) -> Result<(), EngineError> {
+    async fn check_launch(
+        &self,
+        spec: &ContainerSpec,
+    ) -> Result<(), agentc_backend_common::ExecError> {
         let spec = &ContainerSpec {
             detach: true,
             ..spec.clone()
         };
-        crate::engine::create_request(&self.docker, spec)
-            .await
-            .map_err(EngineError::of_launch)?;
-        crate::engine::check_subpaths(&self.docker, spec).map_err(EngineError::of_launch)
+        crate::engine::create_request(&self.docker, spec).await?;
+        crate::engine::check_subpaths(&self.docker, spec)
     }
 
     async fn run_detached(
@@ -301,6 +302,18 @@ impl EnginePort for ApiPort {
             return Err(engine_error(error));
         }
         Ok(id)
+    }
+
+    async fn start_launch(
+        &self,
+        spec: &ContainerSpec,
+        env: &BTreeMap<String, String>,
+    ) -> Result<String, agentc_backend_common::ExecError> {
+        let spec = &ContainerSpec {
+            detach: true,
+            ..spec.clone()
+        };
+        crate::launch::create_and_start(&self.docker, spec, env).await
     }
 
     async fn wait(&self, container: &str) -> Result<i64, EngineError> {

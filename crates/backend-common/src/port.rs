@@ -282,12 +282,12 @@ pub trait EnginePort: Send + Sync {
     /// Refuses, before anything is created, a `spec` the engine cannot run as asked: the
     /// runtime it names is asked for and Podman's rows applied, as [`EnginePort::run_detached`]
     /// does first (the command line's `launch_argv`, the Engine API's create request), and
-    /// nothing else. [`EngineErrorKind::Unsupported`] when the engine cannot run it; the image
-    /// must be present (Podman reads its `USER`).
+    /// nothing else; the refusal is the launch's own ([`crate::ExecError::exit_code`] 65 when
+    /// the engine cannot run it). The image must be present (Podman reads its `USER`).
     fn check_launch(
         &self,
         spec: &ContainerSpec,
-    ) -> impl Future<Output = Result<(), EngineError>> + Send;
+    ) -> impl Future<Output = Result<(), crate::ExecError>> + Send;
 
     /// Creates the container `spec` describes, detached, and starts it (`docker run
     /// --detach`: the CLI renderer's argv; the API renderer's create body, then a start), the
@@ -300,6 +300,16 @@ pub trait EnginePort: Send + Sync {
         spec: &ContainerSpec,
         env: &BTreeMap<String, String>,
     ) -> impl Future<Output = Result<String, EngineError>> + Send;
+
+    /// [`EnginePort::run_detached`] for a launch (`agentc run --detach`): the container
+    /// created and started the same way, a refusal worded as this backend's launch words it
+    /// (the daemon's status and the step it refused, or the command line's refusal), and a
+    /// container created but not started removed (or named as left behind).
+    fn start_launch(
+        &self,
+        spec: &ContainerSpec,
+        env: &BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<String, crate::ExecError>> + Send;
 
     /// Waits until the container is no longer running and returns its exit code (the caller
     /// bounds the wait).

@@ -238,6 +238,9 @@ pub fn execute_placed(
     };
     let container = &placed;
     let env = process_env();
+    if container.detach {
+        return execute_detached(container, backend, pull, &env);
+    }
     match backend {
         BackendArg::Cli => {
             reap_for_cli(container.name.as_deref());
@@ -294,6 +297,71 @@ pub fn execute_placed(
             })
         }
     }
+}
+
+/// A detached launch through `backend`'s engine port, one flow for both
+/// ([`agentc_backend_common::detached::launch_detached`]); prints the started sandbox's name
+/// and where it can be reached.
+fn execute_detached(
+    container: &ContainerSpec,
+    backend: BackendArg,
+    pull: bool,
+    env: &BTreeMap<String, String>,
+) -> Result<u8, Failure> {
+    use agentc_backend_common::detached::launch_detached;
+    if matches!(backend, BackendArg::Cli) {
+        reap_for_cli(container.name.as_deref());
+    }
+    let runtime = runtime()?;
+    let launched = runtime.block_on(async {
+        let mut notify = |line: &str| notify(line);
+        match backend {
+            BackendArg::Cli => {
+                let port =
+                    agentc_backend_cli::exec::port::CliPort::new(agentc_backend_common::engine());
+                let mut signals =
+                    agentc_backend_api::signals::Signals::new().map_err(exec_failure)?;
+                let started =
+                    launch_detached(&port, container, env, pull, &mut notify, &mut signals)
+                        .await
+                        .inspect_err(|_| super::isolation::forget_on_failure(container))
+                        .map_err(exec_failure)?;
+                Ok::<_, Failure>((started, None))
+            }
+            BackendArg::Api => {
+                let docker = connect_reaping(container.name.as_deref()).await?;
+                let port = agentc_backend_api::port::ApiPort::new(
+                    docker.clone(),
+                    agentc_backend_common::engine(),
+                );
+                let mut signals =
+                    agentc_backend_api::signals::Signals::new().map_err(exec_failure)?;
+                let started =
+                    launch_detached(&port, container, env, pull, &mut notify, &mut signals)
+                        .await
+                        .inspect_err(|_| super::isolation::forget_on_failure(container))
+                        .map_err(exec_failure)?;
+                let inspect = agentc_backend_api::inspect_reachable(&docker, &started.id)
+                    .await
+                    .map_err(|error| {
+                        Failure::new(
+                            EXIT_DOCKER,
+                            format!("started {} but cannot inspect it: {error}", started.id),
+                        )
+                    })?;
+                Ok((started, Some(inspect)))
+            }
+        }
+    })?;
+    let inspect = match launched {
+        (_, Some(inspect)) => Some(inspect),
+        (started, None) => agentc_backend_cli::exec::launch::started_inspect(&started.placed)
+            .map_err(exec_failure)?,
+    };
+    if let Some(inspect) = &inspect {
+        print_started(inspect, &container.network);
+    }
+    Ok(0)
 }
 
 /// Launches the detached copies of `agentc run --count`, each resolved as its own instance

@@ -321,7 +321,7 @@ async fn probe<P: EnginePort>(
     // refused before anything is created: no volume, no companion.
     port.check_launch(probe)
         .await
-        .map_err(|error| not_started(name, error))?;
+        .map_err(|error| not_started(name, EngineError::of_launch(error)))?;
     // Listen before anything is created: a signal between steps is then never lost.
     let mut signals = Signals::new().map_err(launch::exec_failure)?;
     agentc_backend_common::volumes::ensure_volumes(port, probe)
