@@ -227,39 +227,6 @@ async fn create_and_run(
     }
 }
 
-/// Creates the detached container `spec` describes and starts it (the runtime asked for, and
-/// Podman's rows applied, first); a container that does not start is removed, or named as
-/// left behind. Signals are the caller's ([`agentc_backend_common::detached`]).
-pub(crate) async fn create_and_start(
-    docker: &Docker,
-    spec: &ContainerSpec,
-    env: &BTreeMap<String, String>,
-) -> Result<String, ExecError> {
-    let mut request = crate::engine::create_request(docker, spec).await?;
-    request.body.env = Some(resolve_env(spec, env)?).filter(|env| !env.is_empty());
-    crate::engine::check_subpaths(docker, spec)?;
-    let mut create = CreateContainerOptionsBuilder::new();
-    if let Some(name) = &request.name {
-        create = create.name(name);
-    }
-    let id = docker
-        .create_container(Some(create.build()), request.body)
-        .await
-        .map_err(|error| daemon_error("create the container", error))?
-        .id;
-    log::debug!("starting {id} detached");
-    if let Err(error) = docker.start_container(&id, None).await {
-        let handle = request.name.as_deref().unwrap_or(&id).to_string();
-        let removed = cleanup(docker, &id).await;
-        return Err(left_behind(
-            daemon_error("start the container", error),
-            &handle,
-            removed,
-        ));
-    }
-    Ok(id)
-}
-
 /// Refuses a missing image ([`ExecError::ImageMissing`]) before anything is created.
 pub(crate) async fn check_image(
     docker: &Docker,

@@ -53,6 +53,13 @@ pub async fn launch_detached<P: EnginePort, S: Interrupts>(
         ..spec.clone()
     };
     crate::resolve_env(spec, env)?;
+    let passed = crate::secrets::passed_secrets(spec, env);
+    if !passed.is_empty() {
+        log::debug!(
+            "secrets passed from this environment, by name: {}",
+            passed.join(", ")
+        );
+    }
     crate::argv::check_container(spec)?;
     crate::image::ensure_image(port, &spec.image, pull, notify).await?;
     between_steps(signals)?;

@@ -4,8 +4,8 @@
 //! renderers) and the Engine API (`agentc_backend_api::port::ApiPort`, through bollard, on
 //! backend-api's bodies). Orchestration written against it ([`crate::companion`]: the egress
 //! companion's set-up, health, removal and the reaping of killed launches' leftovers;
-//! [`crate::image`]: a launch's image made present; `agentc verify`'s probe and its check
-//! containers) exists once, and both backends behave the same because they run the same code.
+//! [`crate::image`]: a launch's image made present; [`crate::detached`]: `agentc run
+//! --detach`; `agentc verify`'s probe and its check containers) exists once, and both backends behave the same because they run the same code.
 //!
 //! The engine (Docker or Podman) is a value of the implementation ([`EnginePort::engine`]),
 //! never read from a global by the orchestration. Failures are one typed error,
