@@ -2066,6 +2066,72 @@ fn a_gvisor_workload_reaches_exactly_its_allowlist_through_the_api_backend() {
     }
 }
 
+/// Verify and a detached run of a profile naming a runtime the engine does not have are
+/// refused (exit 65, the launch's message) before anything is created, through both
+/// backends: no volume, no companion (with `AGENTC_TEST_PAUSE_AT=network` a companion being
+/// set up would pause and say so), and nothing labelled with the profile is left.
+#[test]
+fn an_unknown_runtime_is_refused_before_anything_is_created() {
+    if !require_daemon("an_unknown_runtime_is_refused") {
+        return;
+    }
+    let mut outside = Outside::new("runtime");
+    for backend in ["cli", "api"] {
+        for command in [&["verify"][..], &["run", "--detach"]] {
+            let what = format!("{backend} {}", command.join(" "));
+            let profile = outside.profile(
+                &format!("rt-{backend}-{}", command.len()),
+                "\n[security]\nruntime = \"no-such-runtime\"\n",
+            );
+            let name = outside.profiles.last().unwrap().clone();
+            let mut child = Command::new(env!("CARGO_BIN_EXE_agentc"))
+                .args(command)
+                .args([&profile, "--backend", backend])
+                .env("AGENTC_TEST_PAUSE_AT", "network")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("agentc");
+            let stderr = std::io::BufReader::new(child.stderr.take().expect("stderr is piped"));
+            let mut seen = String::new();
+            for line in std::io::BufRead::lines(stderr) {
+                let line = line.expect("read stderr");
+                seen.push_str(&line);
+                seen.push('\n');
+                if line.contains("agentc: paused at") {
+                    // The companion is being set up: end it (its removal follows) and fail.
+                    let _ = Command::new("kill")
+                        .args(["-INT", &child.id().to_string()])
+                        .status();
+                    let _ = child.wait();
+                    panic!("{what}: the companion was created for a refused spec:\n{seen}");
+                }
+            }
+            let status = child.wait().expect("agentc exits");
+            assert_eq!(status.code(), Some(65), "{what}: {seen}");
+            assert!(
+                seen.contains("cannot run runtime no-such-runtime (security.runtime)")
+                    && seen.contains("nothing was created"),
+                "{what}: {seen}"
+            );
+            assert_eq!(
+                outside.left(&name),
+                (String::new(), String::new()),
+                "{what}: left something"
+            );
+            let volumes = docker(&[
+                "volume",
+                "ls",
+                "--quiet",
+                "--filter",
+                &format!("label=io.agentc.profile={name}"),
+            ])
+            .unwrap_or_default();
+            assert_eq!(volumes, "", "{what}: left a volume");
+        }
+    }
+}
+
 /// A launch whose proxy cannot be set up fails before the workload exists, and leaves
 /// nothing: an outside network that does not exist, and a name taken by another container.
 #[test]

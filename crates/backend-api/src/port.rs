@@ -24,7 +24,7 @@ use bollard::query_parameters::{
 use bollard::Docker;
 use futures_util::{StreamExt, TryStreamExt};
 
-use crate::daemon::status;
+use crate::daemon::{daemon_error, status};
 use crate::egress::{network_create_body, render_egress};
 use crate::pull::{split_reference, PullProgress};
 use agentc_backend_common::ExecError;
@@ -258,6 +258,18 @@ impl EnginePort for ApiPort {
             .map_err(engine_error)
     }
 
+    async fn check_launch(
+        &self,
+        spec: &ContainerSpec,
+    ) -> Result<(), agentc_backend_common::ExecError> {
+        let spec = &ContainerSpec {
+            detach: true,
+            ..spec.clone()
+        };
+        crate::engine::create_request(&self.docker, spec).await?;
+        crate::engine::check_subpaths(&self.docker, spec)
+    }
+
     async fn run_detached(
         &self,
         spec: &ContainerSpec,
@@ -288,6 +300,44 @@ impl EnginePort for ApiPort {
         if let Err(error) = self.docker.start_container(&id, None).await {
             let _ = self.remove_container(&id).await;
             return Err(engine_error(error));
+        }
+        Ok(id)
+    }
+
+    async fn start_launch(
+        &self,
+        spec: &ContainerSpec,
+        env: &BTreeMap<String, String>,
+    ) -> Result<String, agentc_backend_common::ExecError> {
+        let spec = &ContainerSpec {
+            detach: true,
+            ..spec.clone()
+        };
+        let mut request = crate::engine::create_request(&self.docker, spec).await?;
+        request.body.env =
+            Some(agentc_backend_common::resolve_env(spec, env)?).filter(|env| !env.is_empty());
+        crate::engine::check_subpaths(&self.docker, spec)?;
+        let mut options = CreateContainerOptionsBuilder::new();
+        if let Some(name) = &request.name {
+            options = options.name(name);
+        }
+        let id = self
+            .docker
+            .create_container(Some(options.build()), request.body)
+            .await
+            .map_err(|error| daemon_error("create the container", error))?
+            .id;
+        if let Err(error) = self.docker.start_container(&id, None).await {
+            let cause = daemon_error("start the container", error);
+            // Leave nothing behind a failed launch, or say what is left.
+            return Err(match self.remove_container(&id).await {
+                Ok(()) => cause,
+                Err(removal) => agentc_backend_common::ExecError::NotRemoved {
+                    cause: Box::new(cause),
+                    container: request.name.unwrap_or(id),
+                    message: removal.to_string(),
+                },
+            });
         }
         Ok(id)
     }

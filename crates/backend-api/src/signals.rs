@@ -34,3 +34,14 @@ impl Signals {
         }
     }
 }
+
+impl agentc_backend_common::detached::Interrupts for Signals {
+    fn pending(&mut self) -> Option<Interrupt> {
+        use futures_util::FutureExt;
+        self.recv().now_or_never()
+    }
+
+    async fn recv(&mut self) -> Interrupt {
+        Signals::recv(self).await
+    }
+}

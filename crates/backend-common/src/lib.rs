@@ -60,6 +60,7 @@ pub mod argv;
 pub mod companion;
 pub mod credentials;
 pub mod daemon_text;
+pub mod detached;
 pub mod egress;
 pub mod egress_state;
 pub mod engine;

@@ -4,8 +4,8 @@
 //! renderers) and the Engine API (`agentc_backend_api::port::ApiPort`, through bollard, on
 //! backend-api's bodies). Orchestration written against it ([`crate::companion`]: the egress
 //! companion's set-up, health, removal and the reaping of killed launches' leftovers;
-//! [`crate::image`]: a launch's image made present; `agentc verify`'s probe and its check
-//! containers) exists once, and both backends behave the same because they run the same code.
+//! [`crate::image`]: a launch's image made present; [`crate::detached`]: `agentc run
+//! --detach`; `agentc verify`'s probe and its check containers) exists once, and both backends behave the same because they run the same code.
 //!
 //! The engine (Docker or Podman) is a value of the implementation ([`EnginePort::engine`]),
 //! never read from a global by the orchestration. Failures are one typed error,
@@ -282,6 +282,16 @@ pub trait EnginePort: Send + Sync {
         egress: &EgressSpec,
     ) -> impl Future<Output = Result<(), EngineError>> + Send;
 
+    /// Refuses, before anything is created, a `spec` the engine cannot run as asked: the
+    /// runtime it names is asked for and Podman's rows applied, as [`EnginePort::run_detached`]
+    /// does first (the command line's `launch_argv`, the Engine API's create request), and
+    /// nothing else; the refusal is the launch's own ([`crate::ExecError::exit_code`] 65 when
+    /// the engine cannot run it). The image must be present (Podman reads its `USER`).
+    fn check_launch(
+        &self,
+        spec: &ContainerSpec,
+    ) -> impl Future<Output = Result<(), crate::ExecError>> + Send;
+
     /// Creates the container `spec` describes, detached, and starts it (`docker run
     /// --detach`: the CLI renderer's argv; the API renderer's create body, then a start), the
     /// runtime checked and Podman's rows applied first; returns its ID. The spec's secrets are
@@ -293,6 +303,16 @@ pub trait EnginePort: Send + Sync {
         spec: &ContainerSpec,
         env: &BTreeMap<String, String>,
     ) -> impl Future<Output = Result<String, EngineError>> + Send;
+
+    /// [`EnginePort::run_detached`] for a launch (`agentc run --detach`): the container
+    /// created and started the same way, a refusal worded as this backend's launch words it
+    /// (the daemon's status and the step it refused, or the command line's refusal), and a
+    /// container created but not started removed (or named as left behind).
+    fn start_launch(
+        &self,
+        spec: &ContainerSpec,
+        env: &BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<String, crate::ExecError>> + Send;
 
     /// Waits until the container is no longer running and returns its exit code (the caller
     /// bounds the wait).

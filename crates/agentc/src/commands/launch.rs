@@ -238,6 +238,9 @@ pub fn execute_placed(
     };
     let container = &placed;
     let env = process_env();
+    if container.detach {
+        return execute_detached(container, backend, pull, &env);
+    }
     match backend {
         BackendArg::Cli => {
             reap_for_cli(container.name.as_deref());
@@ -294,6 +297,90 @@ pub fn execute_placed(
             })
         }
     }
+}
+
+/// A detached launch through `backend`'s engine port, one flow for both
+/// ([`agentc_backend_common::detached::launch_detached`]); prints the started sandbox's name
+/// and where it can be reached.
+fn execute_detached(
+    container: &ContainerSpec,
+    backend: BackendArg,
+    pull: bool,
+    env: &BTreeMap<String, String>,
+) -> Result<u8, Failure> {
+    if matches!(backend, BackendArg::Cli) {
+        reap_for_cli(container.name.as_deref());
+    }
+    let runtime = runtime()?;
+    let inspect = runtime.block_on(async {
+        match backend {
+            BackendArg::Cli => {
+                let port =
+                    agentc_backend_cli::exec::port::CliPort::new(agentc_backend_common::engine());
+                let started = launch_detached_over(&port, container, env, pull).await?;
+                Ok::<_, Failure>(Launched::Started(Box::new(started)))
+            }
+            BackendArg::Api => {
+                let docker = connect_reaping(container.name.as_deref()).await?;
+                let port = agentc_backend_api::port::ApiPort::new(
+                    docker.clone(),
+                    agentc_backend_common::engine(),
+                );
+                let started = launch_detached_over(&port, container, env, pull).await?;
+                agentc_backend_api::inspect_reachable(&docker, &started.id)
+                    .await
+                    .map(|inspect| Launched::Inspected(Box::new(inspect)))
+                    .map_err(|error| {
+                        Failure::new(
+                            EXIT_DOCKER,
+                            format!("started {} but cannot inspect it: {error}", started.id),
+                        )
+                    })
+            }
+        }
+    })?;
+    // The command line's inspect runs its own commands, outside the runtime.
+    let inspect = match inspect {
+        Launched::Inspected(inspect) => Some(*inspect),
+        Launched::Started(started) => {
+            agentc_backend_cli::exec::launch::started_inspect(&started.placed)
+                .map_err(exec_failure)?
+        }
+    };
+    if let Some(inspect) = &inspect {
+        print_started(inspect, &container.network);
+    }
+    Ok(0)
+}
+
+/// What a detached launch's backend returns: the started sandbox's inspect (the Engine API's,
+/// its reachable addresses), or the sandbox to inspect through the command line.
+enum Launched {
+    Inspected(Box<ContainerInspectResponse>),
+    Started(Box<agentc_backend_common::detached::Started>),
+}
+
+/// [`agentc_backend_common::detached::launch_detached`] over `port`, SIGINT and SIGTERM
+/// listened to from before its first step; a failure makes the isolation floor's choice be
+/// probed again next time.
+async fn launch_detached_over<P: agentc_backend_common::port::EnginePort>(
+    port: &P,
+    container: &ContainerSpec,
+    env: &BTreeMap<String, String>,
+    pull: bool,
+) -> Result<agentc_backend_common::detached::Started, Failure> {
+    let mut signals = agentc_backend_api::signals::Signals::new().map_err(exec_failure)?;
+    agentc_backend_common::detached::launch_detached(
+        port,
+        container,
+        env,
+        pull,
+        &mut |line| notify(line),
+        &mut signals,
+    )
+    .await
+    .inspect_err(|_| super::isolation::forget_on_failure(container))
+    .map_err(exec_failure)
 }
 
 /// Launches the detached copies of `agentc run --count`, each resolved as its own instance

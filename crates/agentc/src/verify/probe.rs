@@ -298,7 +298,8 @@ fn not_started(name: &str, error: EngineError) -> Failure {
     }
 }
 
-/// The probe through the engine `port`, either backend's: the image made present, the egress
+/// The probe through the engine `port`, either backend's: the image made present, the spec
+/// checked ([`EnginePort::check_launch`]: refused before anything is created), the egress
 /// companion set up, the probe started detached, waited for (at most [`PROBE_TIMEOUT`]), its
 /// output and inspect read, and behind a proxy the host-path row and the egress checks run;
 /// then the probe, its check containers and its companion removed, on every way out. SIGINT
@@ -316,6 +317,11 @@ async fn probe<P: EnginePort>(
     agentc_backend_common::image::ensure_image(port, &probe.image, pull, &mut launch::notify)
         .await
         .map_err(launch::exec_failure)?;
+    // What the engine cannot run as asked (a runtime it lacks, a Podman row that refuses) is
+    // refused before anything is created: no volume, no companion.
+    port.check_launch(probe)
+        .await
+        .map_err(|error| not_started(name, EngineError::of_launch(error)))?;
     // Listen before anything is created: a signal between steps is then never lost.
     let mut signals = Signals::new().map_err(launch::exec_failure)?;
     agentc_backend_common::volumes::ensure_volumes(port, probe)

@@ -103,12 +103,7 @@ pub fn run_launch(
         let mut line = Vec::new();
         while reader.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
             let text = String::from_utf8_lossy(&line).into_owned();
-            let own = text.starts_with("docker: Error response from daemon: ")
-                || (!held.is_empty()
-                    && (text.trim().is_empty()
-                        || text.starts_with("See 'docker run --help'")
-                        || text.starts_with("Run 'docker run --help'")));
-            if own {
+            if is_refusal_line(&text, !held.is_empty()) {
                 held.push(text);
             } else {
                 let mut out = std::io::stderr().lock();
@@ -159,12 +154,7 @@ pub fn run_launch(
     let held = relay.join().unwrap_or_default();
     let refusal = held
         .first()
-        .map(|line| {
-            line.trim()
-                .trim_start_matches("docker: Error response from daemon: ")
-                .trim_end_matches('.')
-                .to_string()
-        })
+        .map(|line| refusal_message(line))
         .filter(|_| is_refusal_status(exit_code) && interrupted.is_none());
     if refusal.is_none() && interrupted.is_none() && !held.is_empty() {
         eprint!("{}", held.concat());
@@ -176,11 +166,29 @@ pub fn run_launch(
     })
 }
 
+/// Whether a line of `docker run`'s stderr is the daemon's refusal, or follows one (`held`:
+/// a refusal line came before): agentc words these itself, and passes the others through.
+pub(crate) fn is_refusal_line(text: &str, held: bool) -> bool {
+    text.starts_with("docker: Error response from daemon: ")
+        || (held
+            && (text.trim().is_empty()
+                || text.starts_with("See 'docker run --help'")
+                || text.starts_with("Run 'docker run --help'")))
+}
+
+/// The daemon's refusal in the first refusal line `docker run` printed.
+pub(crate) fn refusal_message(line: &str) -> String {
+    line.trim()
+        .trim_start_matches("docker: Error response from daemon: ")
+        .trim_end_matches('.')
+        .to_string()
+}
+
 /// Whether `docker run` exiting `status` after printing the daemon's refusal failed before
 /// the container ran: 125, or 126 and 127 when the daemon could not start its command (not
 /// found, not executable: `failed to create shim task`), which leaves the created container
 /// behind. (A command that ran and exited 126 or 127 prints no refusal of the daemon.)
-fn is_refusal_status(status: i32) -> bool {
+pub(crate) fn is_refusal_status(status: i32) -> bool {
     matches!(status, 125..=127)
 }
 

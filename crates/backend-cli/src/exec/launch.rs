@@ -131,22 +131,30 @@ pub fn launch(
             egress.keep();
         }
     }
-    let started = match &spec.name {
-        Some(name) if spec.detach && ran.exit_code == 0 => {
-            let mut inspect = docker::inspect(name)?;
-            // Ports relayed by the egress proxy are reachable at the proxy's host bindings.
-            if let Some(companion) = placed.egress.as_ref().filter(|e| !e.relays().is_empty()) {
-                let proxy = docker::inspect(companion.proxy.name.as_deref().unwrap_or_default())?;
-                agentc_backend_common::egress::add_relayed_ports(&mut inspect, &proxy);
-            }
-            Some(inspect)
-        }
-        _ => None,
+    let started = match spec.detach && ran.exit_code == 0 {
+        true => started_inspect(&placed)?,
+        false => None,
     };
     Ok(Outcome {
         exit_code: ran.exit_code,
         started,
     })
+}
+
+/// The inspect of a detached container that started from `placed` under a name, to show
+/// where it can be reached: ports relayed by its egress proxy at the proxy's host bindings.
+pub fn started_inspect(
+    placed: &ContainerSpec,
+) -> Result<Option<ContainerInspectResponse>, ExecError> {
+    let Some(name) = &placed.name else {
+        return Ok(None);
+    };
+    let mut inspect = docker::inspect(name)?;
+    if let Some(companion) = placed.egress.as_ref().filter(|e| !e.relays().is_empty()) {
+        let proxy = docker::inspect(companion.proxy.name.as_deref().unwrap_or_default())?;
+        agentc_backend_common::egress::add_relayed_ports(&mut inspect, &proxy);
+    }
+    Ok(Some(inspect))
 }
 
 /// The SIGINT or SIGTERM recorded since the launch began, as the launch's error: nothing was

@@ -14,7 +14,7 @@ use agentc_backend_common::egress_state;
 use agentc_backend_common::port::{
     EngineError, EngineErrorKind, EnginePort, Filter, ImportRequest, ListedContainer, ListedObject,
 };
-use agentc_backend_common::Engine;
+use agentc_backend_common::{Engine, ExecError};
 use agentc_policy::{ContainerSpec, EgressSpec};
 use bollard::models::{ContainerInspectResponse, ImageInspect};
 use serde::Deserialize;
@@ -191,6 +191,18 @@ fn unreadable(error: String) -> EngineError {
     )
 }
 
+/// The detached `docker run` argv of `spec`: the runtime asked for, and Podman's rows applied
+/// ([`super::engine::launch_argv`], which asks the engine through blocking commands).
+async fn launch_argv_of(spec: &ContainerSpec) -> Result<Vec<String>, ExecError> {
+    let spec = ContainerSpec {
+        detach: true,
+        ..spec.clone()
+    };
+    tokio::task::spawn_blocking(move || super::engine::launch_argv(&spec))
+        .await
+        .map_err(|error| ExecError::Render(Box::new(error)))?
+}
+
 impl EnginePort for CliPort {
     fn engine(&self) -> Engine {
         self.engine
@@ -324,6 +336,10 @@ impl EnginePort for CliPort {
         self.output(&args).await.map(|_| ())
     }
 
+    async fn check_launch(&self, spec: &ContainerSpec) -> Result<(), ExecError> {
+        launch_argv_of(spec).await.map(|_| ())
+    }
+
     async fn run_detached(
         &self,
         spec: &ContainerSpec,
@@ -334,12 +350,8 @@ impl EnginePort for CliPort {
             ..spec.clone()
         };
         agentc_backend_common::resolve_env(&spec, env).map_err(EngineError::of_launch)?;
-        // The runtime is asked for, and Podman's rows applied (`launch_argv` asks the engine
-        // through blocking commands).
-        let owned = spec.clone();
-        let mut argv = tokio::task::spawn_blocking(move || super::engine::launch_argv(&owned))
+        let mut argv = launch_argv_of(&spec)
             .await
-            .map_err(|error| EngineError::new(EngineErrorKind::Failed, error.to_string()))?
             .map_err(EngineError::of_launch)?;
         // What the engine created, even when the start failed (the name may be another's).
         let cid = super::docker::CidFile::new().map_err(EngineError::of_launch)?;
@@ -354,6 +366,76 @@ impl EnginePort for CliPort {
                 }
                 Err(error)
             }
+        }
+    }
+
+    async fn start_launch(
+        &self,
+        spec: &ContainerSpec,
+        env: &BTreeMap<String, String>,
+    ) -> Result<String, ExecError> {
+        let spec = ContainerSpec {
+            detach: true,
+            ..spec.clone()
+        };
+        agentc_backend_common::resolve_env(&spec, env)?;
+        let mut argv = launch_argv_of(&spec).await?;
+        let cid = super::docker::CidFile::new()?;
+        argv.insert(2, format!("--cidfile={}", cid.path().display()));
+        let secrets = agentc_backend_common::secrets::secret_values(&spec, env);
+        let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+        let output = self
+            .command(&args)
+            .envs(&secrets)
+            .output()
+            .await
+            .map_err(|source| ExecError::Spawn {
+                program: self.engine.program().into(),
+                source,
+            })?;
+        let exit_code = super::process::exit_code(output.status);
+        // docker's own lines pass through; the daemon's refusal is worded by agentc.
+        let mut held: Vec<String> = Vec::new();
+        let mut passed = String::new();
+        for line in String::from_utf8_lossy(&output.stderr).split_inclusive('\n') {
+            if super::docker::is_refusal_line(line, !held.is_empty()) {
+                held.push(line.to_string());
+            } else {
+                passed.push_str(line);
+            }
+        }
+        eprint!("{passed}");
+        if output.status.success() {
+            return Ok(String::from_utf8_lossy(&output.stdout).trim().to_string());
+        }
+        let mut refusal = held
+            .first()
+            .map(|line| super::docker::refusal_message(line))
+            .filter(|_| super::docker::is_refusal_status(exit_code));
+        if refusal.is_none() && exit_code == 125 && self.engine == Engine::Podman {
+            // Podman prints its own `Error: ...` (passed through) and exits 125 when it
+            // failed before the container ran.
+            refusal = Some("podman failed before the container ran (its error is above)".into());
+        }
+        let created = cid.id();
+        if let Some(id) = &created {
+            log::debug!("docker failed before {id} ran; removing it");
+            let _ = self.remove_container(id).await;
+        }
+        match refusal {
+            Some(message) => Err(ExecError::CliRefused {
+                step: if created.is_some() {
+                    "start the container"
+                } else {
+                    "create the container"
+                },
+                message,
+            }),
+            None => Err(ExecError::DockerFailed {
+                command: "run".into(),
+                status: output.status,
+                stderr: held.concat().trim().to_string(),
+            }),
         }
     }
 
