@@ -43,6 +43,35 @@ impl ApiPort {
     pub fn new(docker: Docker, engine: Engine) -> ApiPort {
         ApiPort { docker, engine }
     }
+
+    /// The create request of a detached launch of `spec` and the options naming it: the
+    /// runtime asked for and Podman's rows applied before anything is created, the environment
+    /// resolved from `env`, the mounts' subpaths checked.
+    async fn detached_create(
+        &self,
+        spec: &ContainerSpec,
+        env: &BTreeMap<String, String>,
+    ) -> Result<
+        (
+            crate::render::CreateRequest,
+            bollard::query_parameters::CreateContainerOptions,
+        ),
+        ExecError,
+    > {
+        let spec = &ContainerSpec {
+            detach: true,
+            ..spec.clone()
+        };
+        let mut request = crate::engine::create_request(&self.docker, spec).await?;
+        request.body.env =
+            Some(agentc_backend_common::resolve_env(spec, env)?).filter(|env| !env.is_empty());
+        crate::engine::check_subpaths(&self.docker, spec)?;
+        let mut options = CreateContainerOptionsBuilder::new();
+        if let Some(name) = &request.name {
+            options = options.name(name);
+        }
+        Ok((request, options.build()))
+    }
 }
 
 /// Makes sure the daemon has `image` ([`agentc_backend_common::image::ensure_image`] through
@@ -275,25 +304,13 @@ impl EnginePort for ApiPort {
         spec: &ContainerSpec,
         env: &BTreeMap<String, String>,
     ) -> Result<String, EngineError> {
-        let spec = &ContainerSpec {
-            detach: true,
-            ..spec.clone()
-        };
-        // The runtime is asked for, and Podman's rows applied, before anything is created.
-        let mut request = crate::engine::create_request(&self.docker, spec)
+        let (request, options) = self
+            .detached_create(spec, env)
             .await
             .map_err(EngineError::of_launch)?;
-        request.body.env =
-            Some(agentc_backend_common::resolve_env(spec, env).map_err(EngineError::of_launch)?)
-                .filter(|env| !env.is_empty());
-        crate::engine::check_subpaths(&self.docker, spec).map_err(EngineError::of_launch)?;
-        let mut options = CreateContainerOptionsBuilder::new();
-        if let Some(name) = &request.name {
-            options = options.name(name);
-        }
         let id = self
             .docker
-            .create_container(Some(options.build()), request.body)
+            .create_container(Some(options), request.body)
             .await
             .map_err(engine_error)?
             .id;
@@ -309,21 +326,10 @@ impl EnginePort for ApiPort {
         spec: &ContainerSpec,
         env: &BTreeMap<String, String>,
     ) -> Result<String, agentc_backend_common::ExecError> {
-        let spec = &ContainerSpec {
-            detach: true,
-            ..spec.clone()
-        };
-        let mut request = crate::engine::create_request(&self.docker, spec).await?;
-        request.body.env =
-            Some(agentc_backend_common::resolve_env(spec, env)?).filter(|env| !env.is_empty());
-        crate::engine::check_subpaths(&self.docker, spec)?;
-        let mut options = CreateContainerOptionsBuilder::new();
-        if let Some(name) = &request.name {
-            options = options.name(name);
-        }
+        let (request, options) = self.detached_create(spec, env).await?;
         let id = self
             .docker
-            .create_container(Some(options.build()), request.body)
+            .create_container(Some(options), request.body)
             .await
             .map_err(|error| daemon_error("create the container", error))?
             .id;

@@ -203,6 +203,31 @@ async fn launch_argv_of(spec: &ContainerSpec) -> Result<Vec<String>, ExecError> 
         .map_err(|error| ExecError::Render(Box::new(error)))?
 }
 
+/// What a detached launch of `spec` runs: its `docker run` argv with a `--cidfile` (which
+/// names what the engine created, even when the start failed; the name may be another's), and
+/// the secret values its child gets in its environment, by name.
+async fn detached_run(
+    spec: &ContainerSpec,
+    env: &BTreeMap<String, String>,
+) -> Result<
+    (
+        Vec<String>,
+        super::docker::CidFile,
+        BTreeMap<String, String>,
+    ),
+    ExecError,
+> {
+    agentc_backend_common::resolve_env(spec, env)?;
+    let mut argv = launch_argv_of(spec).await?;
+    let cid = super::docker::CidFile::new()?;
+    argv.insert(2, format!("--cidfile={}", cid.path().display()));
+    Ok((
+        argv,
+        cid,
+        agentc_backend_common::secrets::secret_values(spec, env),
+    ))
+}
+
 impl EnginePort for CliPort {
     fn engine(&self) -> Engine {
         self.engine
@@ -345,18 +370,9 @@ impl EnginePort for CliPort {
         spec: &ContainerSpec,
         env: &BTreeMap<String, String>,
     ) -> Result<String, EngineError> {
-        let spec = ContainerSpec {
-            detach: true,
-            ..spec.clone()
-        };
-        agentc_backend_common::resolve_env(&spec, env).map_err(EngineError::of_launch)?;
-        let mut argv = launch_argv_of(&spec)
+        let (argv, cid, secrets) = detached_run(spec, env)
             .await
             .map_err(EngineError::of_launch)?;
-        // What the engine created, even when the start failed (the name may be another's).
-        let cid = super::docker::CidFile::new().map_err(EngineError::of_launch)?;
-        argv.insert(2, format!("--cidfile={}", cid.path().display()));
-        let secrets = agentc_backend_common::secrets::secret_values(&spec, env);
         let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
         match self.output_with(&args, &secrets).await {
             Ok(id) => Ok(String::from_utf8_lossy(&id).trim().to_string()),
@@ -374,15 +390,7 @@ impl EnginePort for CliPort {
         spec: &ContainerSpec,
         env: &BTreeMap<String, String>,
     ) -> Result<String, ExecError> {
-        let spec = ContainerSpec {
-            detach: true,
-            ..spec.clone()
-        };
-        agentc_backend_common::resolve_env(&spec, env)?;
-        let mut argv = launch_argv_of(&spec).await?;
-        let cid = super::docker::CidFile::new()?;
-        argv.insert(2, format!("--cidfile={}", cid.path().display()));
-        let secrets = agentc_backend_common::secrets::secret_values(&spec, env);
+        let (argv, cid, secrets) = detached_run(spec, env).await?;
         let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
         let output = self
             .command(&args)
