@@ -110,7 +110,10 @@ fn launch_many_starts_every_copy_at_most_jobs_at_a_time_on_one_pool() {
             .await
             .unwrap_or_else(|error| panic!("{error}"))
     });
-    let launched_names: Vec<&str> = launched.iter().map(|copy| copy.name.as_str()).collect();
+    let launched_names: Vec<&str> = launched
+        .iter()
+        .map(|copy| copy.placed.name.as_deref().unwrap_or_default())
+        .collect();
     assert_eq!(
         launched_names,
         ["fleet-1", "fleet-2", "fleet-3", "fleet-4", "fleet-5", "fleet-6"]

@@ -4,20 +4,17 @@
 //! own removal).
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::Duration;
 
 use agentc_backend_common::egress_state::{Leftover, LeftoverKind};
 use agentc_backend_common::{network_of, published_addresses, ExecError, PublishedAddress};
 use agentc_policy::LABEL_PROFILE;
-use bollard::errors::Error as BollardError;
 use bollard::models::ContainerSummary;
-use bollard::query_parameters::{
-    ListContainersOptionsBuilder, RemoveContainerOptionsBuilder, WaitContainerOptionsBuilder,
-};
+use bollard::query_parameters::ListContainersOptionsBuilder;
 use bollard::Docker;
 use futures_util::StreamExt;
 
 use crate::daemon::{daemon_error, is_not_found, status};
+pub(crate) use crate::daemon::{remove_quietly, wait_removed};
 
 /// One agentc container, as `agentc ps` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -286,27 +283,6 @@ async fn remove_leftovers(
         }
     }
     Ok(removed)
-}
-
-/// Waits (up to 10 s) until the daemon has removed a container; a container already gone
-/// answers 404, which ends the wait as well.
-pub(crate) async fn wait_removed(docker: &Docker, id: &str) {
-    let removed = WaitContainerOptionsBuilder::new()
-        .condition("removed")
-        .build();
-    let mut removal = docker.wait_container(id, Some(removed));
-    let _ = tokio::time::timeout(Duration::from_secs(10), removal.next()).await;
-}
-
-/// Force-removes a container; a container already gone (404) or already being removed by
-/// `AutoRemove` (409) is not an error.
-pub(crate) async fn remove_quietly(docker: &Docker, id: &str) -> Result<(), BollardError> {
-    let options = RemoveContainerOptionsBuilder::new().force(true).build();
-    match docker.remove_container(id, Some(options)).await {
-        Ok(()) => Ok(()),
-        Err(error) if is_not_found(&error) || status(&error) == Some(409) => Ok(()),
-        Err(error) => Err(error),
-    }
 }
 
 /// Creates the named volumes a launch mounts, labelled

@@ -283,6 +283,30 @@ pub(crate) fn daemon_error(step: &'static str, error: BollardError) -> ExecError
     }
 }
 
+/// Waits (up to 10 s) until the daemon has removed a container; a container already gone
+/// answers 404, which ends the wait as well.
+pub(crate) async fn wait_removed(docker: &Docker, id: &str) {
+    use futures_util::StreamExt;
+    let removed = bollard::query_parameters::WaitContainerOptionsBuilder::new()
+        .condition("removed")
+        .build();
+    let mut removal = docker.wait_container(id, Some(removed));
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(10), removal.next()).await;
+}
+
+/// Force-removes a container; a container already gone (404) or already being removed by
+/// `AutoRemove` (409) is not an error.
+pub(crate) async fn remove_quietly(docker: &Docker, id: &str) -> Result<(), BollardError> {
+    let options = bollard::query_parameters::RemoveContainerOptionsBuilder::new()
+        .force(true)
+        .build();
+    match docker.remove_container(id, Some(options)).await {
+        Ok(()) => Ok(()),
+        Err(error) if is_not_found(&error) || status(&error) == Some(409) => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,8 +5,8 @@
 //! same launch. The rest talks to the daemon, one module one job: [`daemon`] connects and turns
 //! bollard's errors into launch errors (one pooled connection per process, the version from
 //! `/_ping`); [`launch`](mod@launch) resolves secrets, creates and starts a container and
-//! removes it on failure or interrupt; [`fanout`] launches many copies at once, whole or not
-//! at all; `session` is the attached
+//! removes it on failure or interrupt, and launches many copies at once, whole or not at all
+//! ([`launch_many`]), both written once over the engine port; `session` is the attached
 //! session (terminal, stdin and output, signals, resize, OOM watch); [`admin`] lists and removes
 //! agentc's containers (`agentc ps`, `agentc rm`); [`pull`] pulls a missing image when asked; [`signals`] listens for SIGINT and SIGTERM.
 //! What the CLI backend shares (the refusals of values docker's argv cannot carry, secret
@@ -23,11 +23,11 @@
 #![deny(missing_docs)]
 
 pub mod admin;
+pub mod attached;
 pub mod companion;
 pub mod daemon;
 pub mod egress;
 pub mod engine;
-pub mod fanout;
 mod json;
 pub mod launch;
 pub mod port;
@@ -41,11 +41,12 @@ pub use admin::{
     check_removable, ensure_volumes, inspect_reachable, list, list_volumes, reachable, remove,
     remove_volumes, volumes_of, RemoveTarget, Summary,
 };
+pub use agentc_backend_common::launch::{copy_names, LaunchManyError, DEFAULT_JOBS};
 pub use agentc_backend_common::ExecError;
 pub use daemon::connect;
 pub use engine::check_engine;
-pub use fanout::{copy_names, launch_many, LaunchManyError, Launched};
 pub use json::render_json;
+pub use launch::launch_many;
 pub use launch::{launch, LaunchOptions, Outcome};
 pub use port::ensure_image;
 pub use pull::{image_present, split_reference, ImageReference};

@@ -348,6 +348,16 @@ impl EnginePort for ApiPort {
         Ok(id)
     }
 
+    async fn run_attached<S: agentc_backend_common::signals::Interrupts>(
+        &self,
+        spec: &ContainerSpec,
+        env: &BTreeMap<String, String>,
+        terminal: bool,
+        signals: &mut S,
+    ) -> Result<agentc_backend_common::launch::Exited, agentc_backend_common::ExecError> {
+        crate::attached::attached(&self.docker, spec, env, terminal, signals).await
+    }
+
     async fn wait(&self, container: &str) -> Result<i64, EngineError> {
         let options = WaitContainerOptionsBuilder::new()
             .condition("not-running")

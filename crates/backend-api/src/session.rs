@@ -18,9 +18,9 @@ use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
-use crate::admin::{remove_quietly, wait_removed};
 use crate::daemon::daemon_error;
-use crate::signals::Signals;
+use crate::daemon::{remove_quietly, wait_removed};
+use agentc_backend_common::signals::Interrupts;
 
 /// How an attached container ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,12 +46,12 @@ impl From<ExecError> for Step {
 /// Attaches to a created container, starts it and relays stdin, output and window resizes
 /// until it exits (`terminal`: the local terminal is switched to raw mode and its size follows
 /// the window), then removes it, or, under `AutoRemove`, waits until the daemon has.
-pub(crate) async fn run_attached(
+pub(crate) async fn run_attached<S: Interrupts>(
     docker: &Docker,
     spec: &ContainerSpec,
     terminal: bool,
     id: &str,
-    signals: &mut Signals,
+    signals: &mut S,
 ) -> Result<Exited, Step> {
     let attach_options = AttachContainerOptionsBuilder::new()
         .stream(true)

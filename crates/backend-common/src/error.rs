@@ -353,6 +353,28 @@ impl crate::port::EngineError {
         ExecError::Engine { step, source: self }
     }
 
+    /// This error as a launch's error at `step`, as either backend reports it: an engine out
+    /// of reach is [`ExecError::Connect`], a command line that is not installed
+    /// [`ExecError::CannotRunDocker`] (with its own hint), anything else [`ExecError::Engine`].
+    pub fn in_launch(self, engine: crate::Engine, step: &'static str) -> ExecError {
+        use crate::port::EngineErrorKind;
+        match self.kind {
+            EngineErrorKind::Unavailable => ExecError::Connect {
+                engine,
+                message: self.detail,
+            },
+            EngineErrorKind::NoProgram => {
+                let prefix = format!("cannot run {}: ", engine.program());
+                let reason = self.detail.strip_prefix(&prefix).unwrap_or(&self.detail);
+                ExecError::CannotRunDocker {
+                    engine,
+                    source: std::io::Error::other(reason.to_string()),
+                }
+            }
+            _ => self.at(step),
+        }
+    }
+
     /// A launch error met inside a port operation (the renderer, the runtime check, Podman's
     /// rows, a secret) as the port's error, its message the detail: the port error it wraps;
     /// [`EngineErrorKind::Unsupported`](crate::port::EngineErrorKind::Unsupported) for what

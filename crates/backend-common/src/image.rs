@@ -18,21 +18,7 @@ pub async fn ensure_image<P: EnginePort>(
 ) -> Result<(), ExecError> {
     // An engine out of reach is the launch's connect error, as either backend reports it; a
     // command line that is not installed says so, with its own hint.
-    let unreachable = |error: EngineError, step| match error.kind {
-        EngineErrorKind::Unavailable => ExecError::Connect {
-            engine: port.engine(),
-            message: error.detail,
-        },
-        EngineErrorKind::NoProgram => {
-            let prefix = format!("cannot run {}: ", port.engine().program());
-            let reason = error.detail.strip_prefix(&prefix).unwrap_or(&error.detail);
-            ExecError::CannotRunDocker {
-                engine: port.engine(),
-                source: std::io::Error::other(reason.to_string()),
-            }
-        }
-        _ => error.at(step),
-    };
+    let unreachable = |error: EngineError, step| error.in_launch(port.engine(), step);
     let present = || async {
         port.image_exists(image)
             .await

@@ -14,7 +14,9 @@
 //!   the docker/podman command line and the Engine API implement; [`companion`]: the egress
 //!   companion's set-up, health, removal and the reaping of killed launches' leftovers,
 //!   written once over it; [`image`]: a launch's image made present (pulled when asked),
-//!   written once over it.
+//!   written once over it; [`launch`](mod@launch): the launch itself (attached, detached and
+//!   the copies of `--count`), written once over it; [`signals`]: the SIGINT and SIGTERM a
+//!   launch listens for.
 //! - [`egress`]: the steps both executors take around an egress companion's set-up (the
 //!   per-run instance, a taken subnet).
 //! - [`egress_state`]: egress companions as the engine holds them: a sandbox's proxy up, down
@@ -60,7 +62,6 @@ pub mod argv;
 pub mod companion;
 pub mod credentials;
 pub mod daemon_text;
-pub mod detached;
 pub mod egress;
 pub mod egress_state;
 pub mod engine;
@@ -68,6 +69,7 @@ pub mod error;
 pub mod hints;
 pub mod image;
 pub mod inspect;
+pub mod launch;
 pub mod pause;
 pub mod podman;
 pub mod pool;
@@ -76,6 +78,7 @@ pub mod rfc3339;
 pub mod runtime;
 pub mod secrets;
 pub mod session;
+pub mod signals;
 pub mod snapshot;
 pub mod volumes;
 

@@ -4,8 +4,8 @@
 //! renderers) and the Engine API (`agentc_backend_api::port::ApiPort`, through bollard, on
 //! backend-api's bodies). Orchestration written against it ([`crate::companion`]: the egress
 //! companion's set-up, health, removal and the reaping of killed launches' leftovers;
-//! [`crate::image`]: a launch's image made present; [`crate::detached`]: `agentc run
-//! --detach`; `agentc verify`'s probe and its check containers) exists once, and both backends behave the same because they run the same code.
+//! [`crate::image`]: a launch's image made present; [`crate::launch`]: `agentc run`,
+//! attached, detached and `--count`; `agentc verify`'s probe and its check containers) exists once, and both backends behave the same because they run the same code.
 //!
 //! The engine (Docker or Podman) is a value of the implementation ([`EnginePort::engine`]),
 //! never read from a global by the orchestration. Failures are one typed error,
@@ -218,6 +218,37 @@ pub struct ImportRequest<'a> {
     pub changes: &'a [String],
 }
 
+/// How an attached launch's container ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exited {
+    /// The container's exit code (137 when it was killed).
+    pub exit_code: i64,
+    /// The container's ID.
+    pub id: String,
+    /// Whether the out-of-memory killer ended it, when the engine could still say so (`None`:
+    /// not known, as through the command line, whose `docker run --rm` leaves nothing to ask).
+    pub oom_killed: Option<bool>,
+}
+
+impl Exited {
+    /// A one-line explanation of an abnormal exit: 137 is a SIGKILL, which the out-of-memory
+    /// killer sends.
+    pub fn explanation(&self) -> Option<String> {
+        match (self.exit_code, self.oom_killed) {
+            (137, Some(true)) => Some(
+                "container was killed by the out-of-memory killer (exit code 137)\n  hint: raise resources.memory"
+                    .to_string(),
+            ),
+            (137, Some(false)) => Some("container was killed (exit code 137, SIGKILL)".to_string()),
+            (137, None) => Some(
+                "the container was killed (exit code 137, SIGKILL; the out-of-memory killer does this when resources.memory is reached)"
+                    .to_string(),
+            ),
+            _ => None,
+        }
+    }
+}
+
 /// The engine operations agentc's orchestration uses; see the module documentation.
 ///
 /// Every operation talks to the engine afresh. Removals of what is already gone succeed
@@ -313,6 +344,21 @@ pub trait EnginePort: Send + Sync {
         spec: &ContainerSpec,
         env: &BTreeMap<String, String>,
     ) -> impl Future<Output = Result<String, crate::ExecError>> + Send;
+
+    /// Runs an attached launch of `spec` to its end (`docker run` in the foreground): the
+    /// container created, attached to this process's stdin (when the spec is interactive),
+    /// stdout and stderr (`terminal`: the local terminal in raw mode, its size following the
+    /// window), started, waited for and removed. The spec's secrets are read from `env` by
+    /// name. A SIGINT or SIGTERM from `signals` meanwhile kills and removes the container, TTY
+    /// or not, and ends the run with [`crate::ExecError::Interrupted`]; a refused create or
+    /// start removes what was created and is worded as this backend's launch words it.
+    fn run_attached<S: crate::signals::Interrupts>(
+        &self,
+        spec: &ContainerSpec,
+        env: &BTreeMap<String, String>,
+        terminal: bool,
+        signals: &mut S,
+    ) -> impl Future<Output = Result<Exited, crate::ExecError>> + Send;
 
     /// Waits until the container is no longer running and returns its exit code (the caller
     /// bounds the wait).

@@ -6,6 +6,10 @@
 
 use std::collections::BTreeMap;
 
+use std::io::IsTerminal;
+
+use agentc_backend_common::port::EnginePort;
+use agentc_backend_common::signals::Signals;
 use agentc_backend_common::{exit_status, published_addresses, ExecError};
 use agentc_policy::{Action, ContainerSpec, LaunchSpec, Network};
 use bollard::models::ContainerInspectResponse;
@@ -222,7 +226,8 @@ pub fn execute(spec: &LaunchSpec, backend: BackendArg, pull: bool) -> Result<u8,
 
 /// [`execute`], with the launch's container as [`meet_floor`] already returned it for this
 /// `backend` (`placed`: the pool claim of `agentc run` met the floor first), so that the
-/// engine is asked once per launch; `None` meets it here.
+/// engine is asked once per launch; `None` meets it here. The launch is written once over the
+/// engine port ([`agentc_backend_common::launch::launch`]); `backend` chooses the port.
 pub fn execute_placed(
     spec: &LaunchSpec,
     placed: Option<ContainerSpec>,
@@ -238,156 +243,90 @@ pub fn execute_placed(
     };
     let container = &placed;
     let env = process_env();
-    if container.detach {
-        return execute_detached(container, backend, pull, &env);
-    }
-    match backend {
-        BackendArg::Cli => {
-            reap_for_cli(container.name.as_deref());
-            let outcome = agentc_backend_cli::launch(container, &env, pull, notify)
-                .inspect_err(|_| super::isolation::forget_on_failure(container))
-                .map_err(exec_failure)?;
-            if outcome.exit_code == 125 && outcome.started.is_none() {
-                // docker's own failure, which a broken runtime gives: probe it again next time.
-                super::isolation::forget_on_failure(container);
-            }
-            if let Some(inspect) = &outcome.started {
-                print_started(inspect, &container.network);
-            }
-            if let Some(explanation) = outcome.explanation() {
-                eprintln!("agentc: {explanation}");
-            }
-            Ok(exit_status(i64::from(outcome.exit_code)))
-        }
-        BackendArg::Api => {
-            let runtime = runtime()?;
-            runtime.block_on(async {
-                let docker = connect_reaping(container.name.as_deref()).await?;
-                // Without --pull, the launch's own inspect refuses a missing image: one
-                // inspect, not two.
-                if pull {
-                    agentc_backend_api::ensure_image(&docker, &container.image, pull, notify)
-                        .await
-                        .map_err(exec_failure)?;
-                }
-                let options = agentc_backend_api::LaunchOptions::from_terminal(env);
-                let outcome = agentc_backend_api::launch(&docker, container, &options)
-                    .await
-                    .inspect_err(|_| super::isolation::forget_on_failure(container))
-                    .map_err(exec_failure)?;
-                if let Some(explanation) = outcome.explanation() {
-                    eprintln!("agentc: {explanation}");
-                }
-                if container.detach {
-                    let inspect =
-                        agentc_backend_api::inspect_reachable(&docker, &outcome.container_id)
-                            .await
-                            .map_err(|error| {
-                                Failure::new(
-                                    EXIT_DOCKER,
-                                    format!(
-                                        "started {} but cannot inspect it: {error}",
-                                        outcome.container_id
-                                    ),
-                                )
-                            })?;
-                    print_started(&inspect, &container.network);
-                }
-                Ok(exit_status(outcome.exit_code))
-            })
-        }
-    }
-}
-
-/// A detached launch through `backend`'s engine port, one flow for both
-/// ([`agentc_backend_common::detached::launch_detached`]); prints the started sandbox's name
-/// and where it can be reached.
-fn execute_detached(
-    container: &ContainerSpec,
-    backend: BackendArg,
-    pull: bool,
-    env: &BTreeMap<String, String>,
-) -> Result<u8, Failure> {
+    let options = agentc_backend_common::launch::LaunchOptions {
+        pull,
+        terminal: std::io::stdin().is_terminal(),
+    };
+    let own = container.name.as_deref();
     if matches!(backend, BackendArg::Cli) {
-        reap_for_cli(container.name.as_deref());
+        reap_for_cli(own);
     }
     let runtime = runtime()?;
-    let inspect = runtime.block_on(async {
+    runtime.block_on(async {
         match backend {
             BackendArg::Cli => {
                 let port =
                     agentc_backend_cli::exec::port::CliPort::new(agentc_backend_common::engine());
-                let started = launch_detached_over(&port, container, env, pull).await?;
-                Ok::<_, Failure>(Launched::Started(Box::new(started)))
+                launch_over(&port, container, &env, options).await
             }
             BackendArg::Api => {
-                let docker = connect_reaping(container.name.as_deref()).await?;
-                let port = agentc_backend_api::port::ApiPort::new(
-                    docker.clone(),
-                    agentc_backend_common::engine(),
-                );
-                let started = launch_detached_over(&port, container, env, pull).await?;
-                agentc_backend_api::inspect_reachable(&docker, &started.id)
-                    .await
-                    .map(|inspect| Launched::Inspected(Box::new(inspect)))
-                    .map_err(|error| {
-                        Failure::new(
-                            EXIT_DOCKER,
-                            format!("started {} but cannot inspect it: {error}", started.id),
-                        )
-                    })
+                let docker = connect_reaping(own).await?;
+                let port =
+                    agentc_backend_api::port::ApiPort::new(docker, agentc_backend_common::engine());
+                launch_over(&port, container, &env, options).await
             }
         }
-    })?;
-    // The command line's inspect runs its own commands, outside the runtime.
-    let inspect = match inspect {
-        Launched::Inspected(inspect) => Some(*inspect),
-        Launched::Started(started) => {
-            agentc_backend_cli::exec::launch::started_inspect(&started.placed)
-                .map_err(exec_failure)?
-        }
-    };
-    if let Some(inspect) = &inspect {
-        print_started(inspect, &container.network);
-    }
-    Ok(0)
+    })
 }
 
-/// What a detached launch's backend returns: the started sandbox's inspect (the Engine API's,
-/// its reachable addresses), or the sandbox to inspect through the command line.
-enum Launched {
-    Inspected(Box<ContainerInspectResponse>),
-    Started(Box<agentc_backend_common::detached::Started>),
-}
-
-/// [`agentc_backend_common::detached::launch_detached`] over `port`, SIGINT and SIGTERM
-/// listened to from before its first step; a failure makes the isolation floor's choice be
-/// probed again next time.
-async fn launch_detached_over<P: agentc_backend_common::port::EnginePort>(
+/// [`agentc_backend_common::launch::launch`] over `port`, SIGINT and SIGTERM listened to from
+/// before its first step; prints a started sandbox's name and where it can be reached, or an
+/// attached container's abnormal exit, and returns the exit status. A failure makes the
+/// isolation floor's choice be probed again next time.
+async fn launch_over<P: EnginePort>(
     port: &P,
     container: &ContainerSpec,
     env: &BTreeMap<String, String>,
-    pull: bool,
-) -> Result<agentc_backend_common::detached::Started, Failure> {
-    let mut signals = agentc_backend_api::signals::Signals::new().map_err(exec_failure)?;
-    agentc_backend_common::detached::launch_detached(
+    options: agentc_backend_common::launch::LaunchOptions,
+) -> Result<u8, Failure> {
+    use agentc_backend_common::launch::{self, Launched};
+    let mut signals = Signals::new().map_err(exec_failure)?;
+    let launched = launch::launch(
         port,
         container,
         env,
-        pull,
+        options,
         &mut |line| notify(line),
         &mut signals,
     )
     .await
     .inspect_err(|_| super::isolation::forget_on_failure(container))
-    .map_err(exec_failure)
+    .map_err(exec_failure)?;
+    match launched {
+        Launched::Started(started) => {
+            let inspect = launch::reachable(port, &started)
+                .await
+                .map_err(|error| cannot_inspect(&started.id, &error))?;
+            print_started(&inspect, &container.network);
+            Ok(0)
+        }
+        Launched::Exited(exited) => {
+            if exited.exit_code == 125 {
+                // The engine's own failure, which a broken runtime gives: probe it again next
+                // time.
+                super::isolation::forget_on_failure(container);
+            }
+            if let Some(explanation) = exited.explanation() {
+                eprintln!("agentc: {explanation}");
+            }
+            Ok(exit_status(exited.exit_code))
+        }
+    }
+}
+
+/// The failure of a sandbox that started but whose inspect failed.
+fn cannot_inspect(id: &str, error: &ExecError) -> Failure {
+    Failure::new(
+        EXIT_DOCKER,
+        format!("started {id} but cannot inspect it: {error}"),
+    )
 }
 
 /// Launches the detached copies of `agentc run --count`, each resolved as its own instance
-/// (named NAME-1 to NAME-COUNT, [`agentc_policy::Instance::copy`]), through the Engine API:
-/// one connection pool, `jobs` launches at a time ([`agentc_backend_api::launch_many`]);
-/// either all start, or none is left running and every failure is named. Prints each started
-/// copy, in order.
+/// (named NAME-1 to NAME-COUNT, [`agentc_policy::Instance::copy`]), through `backend`'s
+/// engine port, `jobs` launches at a time
+/// ([`agentc_backend_common::launch::launch_copies`]): either all start, or none is left
+/// running and every failure is named. Prints each started copy, in order.
 pub fn execute_copies(
     copies: &[LaunchSpec],
     backend: BackendArg,
@@ -429,56 +368,86 @@ pub fn execute_copies(
     // The isolation floor, met once for the fleet through the backend's own engine port and
     // applied to every copy (the copies differ only in their names and egress companions).
     let copies = floor_for_all(&copies, &profile, backend)?;
+    let env = process_env();
+    let runtime = runtime()?;
+    runtime.block_on(async {
+        match backend {
+            BackendArg::Cli => {
+                let port =
+                    agentc_backend_cli::exec::port::CliPort::new(agentc_backend_common::engine());
+                copies_over(&port, &copies, &env, pull, jobs).await
+            }
+            BackendArg::Api => {
+                let docker = connect().await?;
+                let port =
+                    agentc_backend_api::port::ApiPort::new(docker, agentc_backend_common::engine());
+                copies_over(&port, &copies, &env, pull, jobs).await
+            }
+        }
+    })
+}
+
+/// [`agentc_backend_common::launch::launch_copies`] over `port`; prints each started copy, in
+/// order. An engine out of reach before any copy was created is the whole launch's error, as
+/// for a single launch.
+async fn copies_over<P: EnginePort>(
+    port: &P,
+    copies: &[ContainerSpec],
+    env: &BTreeMap<String, String>,
+    pull: bool,
+    jobs: usize,
+) -> Result<u8, Failure> {
     let Some(container) = copies.first() else {
         return Ok(0);
     };
-    if matches!(backend, BackendArg::Cli) {
-        return execute_copies_cli(&copies, pull);
+    let mut signals = Signals::new().map_err(exec_failure)?;
+    let launched = agentc_backend_common::launch::launch_copies(
+        port,
+        copies,
+        env,
+        pull,
+        jobs,
+        &mut |line| notify(line),
+        &mut signals,
+    )
+    .await
+    .map_err(|error| {
+        super::isolation::forget_on_failure(container);
+        let message = match error.unreachable() {
+            Some(unreachable) => unreachable.to_string(),
+            None => error.to_string(),
+        };
+        let code = u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER);
+        Failure::new(code, message)
+    })?;
+    // Only published ports and named networks need the inspect that says where a copy is.
+    let reachable =
+        !container.ports.is_empty() || matches!(container.network, Network::Named { .. });
+    if !reachable {
+        for copy in &launched {
+            let id: String = copy.id.chars().take(12).collect();
+            println!(
+                "started {} ({id})",
+                copy.placed.name.as_deref().unwrap_or_default()
+            );
+        }
+        return Ok(0);
     }
-    let options = agentc_backend_api::LaunchOptions {
-        env: process_env(),
-        stdin_is_terminal: false,
-    };
-    let runtime = runtime()?;
-    runtime.block_on(async {
-        let docker = connect().await?;
-        if pull {
-            agentc_backend_api::ensure_image(&docker, &container.image, pull, notify)
-                .await
-                .map_err(exec_failure)?;
+    let inspects: Vec<_> = futures_util::stream::iter(&launched)
+        .map(|copy| agentc_backend_common::launch::reachable(port, copy))
+        .buffered(jobs.max(1))
+        .collect()
+        .await;
+    for (copy, inspect) in launched.iter().zip(inspects) {
+        match inspect {
+            Ok(inspect) => print_started(&inspect, &container.network),
+            Err(error) => eprintln!(
+                "agentc: started {} but cannot inspect it: {error}",
+                copy.placed.name.as_deref().unwrap_or_default()
+            ),
         }
-        let launched = agentc_backend_api::launch_many(&docker, &copies, &options, jobs)
-            .await
-            .map_err(|error| {
-                let code = u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER);
-                Failure::new(code, error.to_string())
-            })?;
-        // Only published ports and named networks need the inspect that says where a copy is.
-        let reachable =
-            !container.ports.is_empty() || matches!(container.network, Network::Named { .. });
-        if !reachable {
-            for copy in &launched {
-                let id: String = copy.outcome.container_id.chars().take(12).collect();
-                println!("started {} ({id})", copy.name);
-            }
-            return Ok(0);
-        }
-        let inspects: Vec<_> = futures_util::stream::iter(&launched)
-            .map(|copy| agentc_backend_api::inspect_reachable(&docker, &copy.outcome.container_id))
-            .buffered(jobs.max(1))
-            .collect()
-            .await;
-        for (copy, inspect) in launched.iter().zip(inspects) {
-            match inspect {
-                Ok(inspect) => print_started(&inspect, &container.network),
-                Err(error) => eprintln!(
-                    "agentc: started {} but cannot inspect it: {error}",
-                    copy.name
-                ),
-            }
-        }
-        Ok(0)
-    })
+    }
+    Ok(0)
 }
 
 /// `copies` with the isolation floor met: asked of the engine once, for the first copy
@@ -507,91 +476,6 @@ fn floor_for_all(
             copy
         })
         .collect())
-}
-
-/// The copies of `agentc run --count` through the docker command line: one after another
-/// (`--jobs` is the API backend's), each as a single detached launch goes (its egress
-/// companion, the image pulled for the first with `pull`). A fleet starts whole or
-/// not at all, as through the API: after the first failure no further copy starts, the
-/// started ones are removed with their egress companions, and the error says what happened to
-/// each ([`agentc_backend_api::LaunchManyError`]). Prints each started copy, in order. The
-/// copies come with their isolation floor met ([`floor_for_all`]).
-fn execute_copies_cli(copies: &[ContainerSpec], pull: bool) -> Result<u8, Failure> {
-    let env = process_env();
-    let name_of = |index: usize| {
-        copies[index]
-            .name
-            .clone()
-            .unwrap_or_else(|| format!("copy {}", index + 1))
-    };
-    let mut started: Vec<(usize, ContainerInspectResponse)> = Vec::new();
-    let mut failed = None;
-    for (index, placed) in copies.iter().enumerate() {
-        match agentc_backend_cli::launch(placed, &env, pull && index == 0, notify) {
-            Ok(agentc_backend_cli::Outcome {
-                started: Some(inspect),
-                ..
-            }) => started.push((index, inspect)),
-            Ok(outcome) => {
-                let message = format!(
-                    "{} exited {} and the container did not start",
-                    agentc_backend_common::engine().program(),
-                    outcome.exit_code
-                );
-                failed = Some((
-                    index,
-                    ExecError::CliRefused {
-                        step: "start the container",
-                        message,
-                    },
-                ));
-                break;
-            }
-            Err(error) => {
-                super::isolation::forget_on_failure(placed);
-                failed = Some((index, error));
-                break;
-            }
-        }
-    }
-    let Some((at, error)) = failed else {
-        for (index, inspect) in &started {
-            print_started(inspect, &copies[*index].network);
-        }
-        return Ok(0);
-    };
-    if started.is_empty() && matches!(error, ExecError::Connect { .. }) {
-        // No daemon to launch on: the error of the whole launch, as the API backend's
-        // connection before its fan-out reports it, not one copy's failure.
-        return Err(exec_failure(error));
-    }
-    let mut report = agentc_backend_api::LaunchManyError {
-        count: copies.len(),
-        failed: vec![(name_of(at), error)],
-        not_started: (at + 1..copies.len()).map(name_of).collect(),
-        rolled_back: Vec::new(),
-        left: Vec::new(),
-    };
-    if !started.is_empty() {
-        use agentc_backend_common::session::{Sandbox, SandboxClient};
-        let client = agentc_backend_cli::CliClient::new(env);
-        let runtime = runtime()?;
-        for (index, inspect) in &started {
-            let sandbox = Sandbox {
-                id: inspect.id.clone().unwrap_or_default(),
-                name: name_of(*index),
-                profile: String::new(),
-            };
-            let deleted = runtime.block_on(client.delete(&sandbox));
-            if deleted.left.is_empty() {
-                report.rolled_back.push(sandbox.name);
-            } else {
-                report.left.push((sandbox.name, deleted.left.join("; ")));
-            }
-        }
-    }
-    let code = u8::try_from(report.exit_code()).unwrap_or(EXIT_DOCKER);
-    Err(Failure::new(code, report.to_string()))
 }
 
 /// The `  PORT  ADDRESS` lines of a started container: where each published port is

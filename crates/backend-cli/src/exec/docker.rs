@@ -1,28 +1,20 @@
-//! The docker CLI as agentc runs it: a rendered launch in the foreground (signals passed on),
-//! and the queries around a launch (`docker inspect`, `docker rm`), their output captured.
+//! The docker CLI as agentc runs it from blocking code: a rendered `build` or `apply` in the
+//! foreground (signals passed on), the queries around it (`docker info`, `docker inspect`),
+//! their output captured, and what a launch's `docker run` leaves to read (its refusal lines,
+//! the `--cidfile`).
 
-use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use agentc_backend_common::ExecError;
-use bollard::models::ContainerInspectResponse;
 
 use super::process;
+use super::signals::SignalShield;
+use crate::shell::shell_line;
 
 /// The engine's program: `docker`, or `podman` with `--engine podman`.
 pub fn program() -> &'static str {
     agentc_backend_common::engine().program()
 }
-
-/// `rm --force`, and on Podman `--time=0` (it would otherwise wait 10 s before SIGKILL).
-fn force_remove_args(id: &str) -> Vec<&str> {
-    match agentc_backend_common::engine() {
-        agentc_backend_common::Engine::Docker => vec!["rm", "--force", id],
-        agentc_backend_common::Engine::Podman => vec!["rm", "--force", "--time=0", id],
-    }
-}
-use super::signals::SignalShield;
-use crate::shell::shell_line;
 
 /// Runs a rendered docker argv in the foreground (stdio inherited) and returns docker's exit
 /// code. SIGINT is shielded meanwhile, so Ctrl-C reaches docker (same process group), which
@@ -38,131 +30,6 @@ pub fn run_foreground(argv: &[String]) -> Result<i32, ExecError> {
         // SIGINT from a terminal already reached docker (same process group); only a SIGTERM
         // aimed at agentc needs passing on.
         shield.take().filter(|signal| *signal == libc::SIGTERM)
-    })
-}
-
-/// How a launch's `docker run` ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ran {
-    /// docker's exit code.
-    pub exit_code: i32,
-    /// docker's own refusal (`docker: Error response from daemon: MESSAGE`), without its
-    /// decoration, when it printed one.
-    pub refusal: Option<String>,
-    /// The SIGINT or SIGTERM agentc received meanwhile: the container docker created was
-    /// force-removed then, as the API backend removes it.
-    pub interrupted: Option<agentc_backend_common::Interrupt>,
-}
-
-/// How long docker has to end after agentc removed its container on a signal, before it is
-/// killed.
-const DOCKER_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Runs a launch's `docker run` argv in the foreground, with docker's stderr passed through a
-/// relay that holds back docker's own refusal (the `docker: Error response from daemon: ...`
-/// line and the `Run 'docker run --help'` line after it) so that the caller can report it
-/// with a hint; it is let through when docker did not fail before the container ran. A
-/// detached run's stdout (the container ID) is not printed. `secrets` are the values of the
-/// argv's `--env=NAME` entries, given to docker's environment (never its argv).
-///
-/// A SIGINT or SIGTERM that `shield` records meanwhile ends the launch as the API backend ends
-/// it, TTY or not: the container docker created (its ID read from `cid`) is force-removed,
-/// which ends an attached `docker run`; docker is killed if it has not ended
-/// 10 s later. (Forwarding the signal would not do: a container's PID 1 without a
-/// handler ignores SIGINT and SIGTERM.)
-pub fn run_launch(
-    argv: &[String],
-    secrets: &BTreeMap<String, String>,
-    detach: bool,
-    shield: &SignalShield,
-    cid: &CidFile,
-) -> Result<Ran, ExecError> {
-    use std::io::{BufRead, Write};
-    log::debug!("running {}", shell_line(argv));
-    let Some((_, args)) = argv.split_first() else {
-        return Err(ExecError::EmptyArgv);
-    };
-    let mut child = Command::new(program())
-        .args(args)
-        .envs(secrets)
-        .stdout(if detach {
-            Stdio::null()
-        } else {
-            Stdio::inherit()
-        })
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|source| ExecError::Spawn {
-            program: program().into(),
-            source,
-        })?;
-    let stderr = child.stderr.take().expect("stderr is piped");
-    let relay = std::thread::spawn(move || {
-        let mut held: Vec<String> = Vec::new();
-        let mut reader = std::io::BufReader::new(stderr);
-        let mut line = Vec::new();
-        while reader.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
-            let text = String::from_utf8_lossy(&line).into_owned();
-            if is_refusal_line(&text, !held.is_empty()) {
-                held.push(text);
-            } else {
-                let mut out = std::io::stderr().lock();
-                let _ = out.write_all(&line);
-                let _ = out.flush();
-            }
-            line.clear();
-        }
-        held
-    });
-    let mut interrupted: Option<(agentc_backend_common::Interrupt, std::time::Instant)> = None;
-    let mut removed: Option<String> = None;
-    let exit_code = loop {
-        if let Some(status) = child.try_wait().map_err(|source| ExecError::Wait {
-            program: program().into(),
-            source,
-        })? {
-            break process::exit_code(status);
-        }
-        if interrupted.is_none() {
-            if let Some(signal) = shield.take().and_then(super::signals::interrupt) {
-                log::debug!("{signal} received: removing the container");
-                interrupted = Some((signal, std::time::Instant::now()));
-            }
-        }
-        if let Some((_, since)) = interrupted {
-            // The container, once docker has written its ID (it may be creating it still).
-            if removed.is_none() {
-                if let Some(id) = cid.id() {
-                    remove_quietly(&id);
-                    removed = Some(id);
-                }
-            }
-            if since.elapsed() > DOCKER_GRACE {
-                let _ = child.kill();
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
-    if interrupted.is_some() {
-        // Created after the first removal, or never removed: gone now either way, and
-        // only then reported removed (the daemon's own `--rm` may still be at it).
-        if let Some(id) = cid.id() {
-            remove_quietly(&id);
-            wait_gone(&id);
-        }
-    }
-    let held = relay.join().unwrap_or_default();
-    let refusal = held
-        .first()
-        .map(|line| refusal_message(line))
-        .filter(|_| is_refusal_status(exit_code) && interrupted.is_none());
-    if refusal.is_none() && interrupted.is_none() && !held.is_empty() {
-        eprint!("{}", held.concat());
-    }
-    Ok(Ran {
-        exit_code,
-        refusal,
-        interrupted: interrupted.map(|(signal, _)| signal),
     })
 }
 
@@ -237,32 +104,6 @@ impl Drop for CidFile {
     }
 }
 
-/// `docker rm --force ID`, output discarded, failures ignored.
-pub fn remove_quietly(id: &str) {
-    let _ = Command::new(program())
-        .args(force_remove_args(id))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-}
-
-/// Waits (up to 10 s) until the container `id` is gone.
-fn wait_gone(id: &str) {
-    let started = std::time::Instant::now();
-    while started.elapsed() < std::time::Duration::from_secs(10) {
-        let present = Command::new(program())
-            .args(["container", "inspect", "--format", "{{.Id}}", id])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|status| status.success());
-        if !present {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-}
-
 /// Runs `docker ARGS` capturing its output; its stdout, or [`ExecError::DockerFailed`] with its
 /// stderr.
 pub fn output(args: &[&str]) -> Result<String, ExecError> {
@@ -303,25 +144,6 @@ pub fn unreachable(stderr: &str) -> Option<ExecError> {
             message: error.detail,
         }
     })
-}
-
-/// `docker inspect --type container NAME`, read into the Engine API's type (the document is
-/// the same).
-pub fn inspect(name: &str) -> Result<ContainerInspectResponse, ExecError> {
-    let text = output(&["inspect", "--type", "container", name])?;
-    let mut found: Vec<ContainerInspectResponse> =
-        agentc_backend_common::inspect::read_inspect_list(text.as_bytes()).map_err(|message| {
-            ExecError::InspectUnreadable {
-                name: name.to_string(),
-                message,
-            }
-        })?;
-    if found.is_empty() {
-        return Err(ExecError::InspectEmpty {
-            name: name.to_string(),
-        });
-    }
-    Ok(found.swap_remove(0))
 }
 
 #[cfg(test)]

@@ -268,6 +268,15 @@ pub fn podman_argv(spec: &ContainerSpec) -> Result<Vec<String>, agentc_backend_c
     Ok(argv)
 }
 
+/// [`launch_argv`] from async code: the engine's commands it runs are blocking, so it runs on
+/// the runtime's blocking threads.
+pub(crate) async fn launch_argv_as(spec: &ContainerSpec) -> Result<Vec<String>, ExecError> {
+    let spec = spec.clone();
+    tokio::task::spawn_blocking(move || launch_argv(&spec))
+        .await
+        .map_err(|error| ExecError::Render(Box::new(error)))?
+}
+
 #[cfg(test)]
 mod tests {
     use agentc_policy::{Mount, Tmpfs};

@@ -194,13 +194,11 @@ fn unreadable(error: String) -> EngineError {
 /// The detached `docker run` argv of `spec`: the runtime asked for, and Podman's rows applied
 /// ([`super::engine::launch_argv`], which asks the engine through blocking commands).
 async fn launch_argv_of(spec: &ContainerSpec) -> Result<Vec<String>, ExecError> {
-    let spec = ContainerSpec {
+    super::engine::launch_argv_as(&ContainerSpec {
         detach: true,
         ..spec.clone()
-    };
-    tokio::task::spawn_blocking(move || super::engine::launch_argv(&spec))
-        .await
-        .map_err(|error| ExecError::Render(Box::new(error)))?
+    })
+    .await
 }
 
 /// What a detached launch of `spec` runs: its `docker run` argv with a `--cidfile` (which
@@ -445,6 +443,17 @@ impl EnginePort for CliPort {
                 stderr: held.concat().trim().to_string(),
             }),
         }
+    }
+
+    async fn run_attached<S: agentc_backend_common::signals::Interrupts>(
+        &self,
+        spec: &ContainerSpec,
+        env: &BTreeMap<String, String>,
+        _terminal: bool,
+        signals: &mut S,
+    ) -> Result<agentc_backend_common::launch::Exited, ExecError> {
+        // docker itself sees whether its stdin is a terminal.
+        super::attached::run_attached(self, spec, env, signals).await
     }
 
     async fn wait(&self, container: &str) -> Result<i64, EngineError> {

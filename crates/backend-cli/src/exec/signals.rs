@@ -46,14 +46,6 @@ impl SignalShield {
         SignalShield { previous }
     }
 
-    /// The signal received since the shield went up, if any.
-    pub fn received(&self) -> Option<libc::c_int> {
-        match RECEIVED.load(Ordering::SeqCst) {
-            0 => None,
-            signal => Some(signal),
-        }
-    }
-
     /// The signal received since the last call, if any, consumed: each delivery is reported
     /// once.
     pub fn take(&self) -> Option<libc::c_int> {
@@ -61,22 +53,6 @@ impl SignalShield {
             0 => None,
             signal => Some(signal),
         }
-    }
-}
-
-/// The SIGINT or SIGTERM a [`SignalShield`] recorded and nobody consumed yet, as an
-/// [`Interrupt`](agentc_backend_common::Interrupt): what a step between docker commands checks
-/// to stop early.
-pub fn pending() -> Option<agentc_backend_common::Interrupt> {
-    interrupt(RECEIVED.load(Ordering::SeqCst))
-}
-
-/// A signal number as an [`Interrupt`](agentc_backend_common::Interrupt): SIGINT or SIGTERM.
-pub fn interrupt(signal: libc::c_int) -> Option<agentc_backend_common::Interrupt> {
-    match signal {
-        libc::SIGINT => Some(agentc_backend_common::Interrupt::Sigint),
-        libc::SIGTERM => Some(agentc_backend_common::Interrupt::Sigterm),
-        _ => None,
     }
 }
 

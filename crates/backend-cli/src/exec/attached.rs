@@ -1,0 +1,184 @@
+//! The attached run of a launch through the engine's command line ([`EnginePort::run_attached`]
+//! of `CliPort`): `docker run` in the foreground, stdin and stdout inherited (docker itself
+//! switches a terminal to raw mode and follows its size), stderr passed through a relay that
+//! holds back docker's own refusal so that agentc words it with a hint.
+//!
+//! `docker run` creates the container before it starts it, and leaves it behind when the start
+//! fails (a missing network, say). agentc adds `--cidfile` to the argv it runs (only there:
+//! `agentc render` shows the launch itself), so it knows the container it created and removes
+//! it when docker fails before the container ran (exit 125, or 126 and 127 when the daemon
+//! could not start its command), as the Engine API backend does.
+//!
+//! A SIGINT or SIGTERM ends the launch as the Engine API backend ends it, TTY or not: the
+//! container docker created is force-removed, which ends `docker run`; docker is killed if it
+//! has not ended 10 s later. (Forwarding the signal would not do: a container's PID 1 without a
+//! handler ignores SIGINT and SIGTERM.)
+//!
+//! [`EnginePort::run_attached`]: agentc_backend_common::port::EnginePort::run_attached
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use agentc_backend_common::launch::Exited;
+use agentc_backend_common::port::EnginePort;
+use agentc_backend_common::signals::Interrupts;
+use agentc_backend_common::{Engine, ExecError};
+use agentc_policy::ContainerSpec;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+use super::docker::{is_refusal_line, is_refusal_status, refusal_message, CidFile};
+
+/// How long docker has to end after agentc removed its container on a signal, before it is
+/// killed.
+const DOCKER_GRACE: Duration = Duration::from_secs(10);
+
+/// Runs `spec` attached through `port`'s command line; see the module documentation.
+pub(crate) async fn run_attached<P: EnginePort, S: Interrupts>(
+    port: &P,
+    spec: &ContainerSpec,
+    env: &BTreeMap<String, String>,
+    signals: &mut S,
+) -> Result<Exited, ExecError> {
+    agentc_backend_common::resolve_env(spec, env)?;
+    let mut argv = super::engine::launch_argv_as(spec).await?;
+    let cid = CidFile::new()?;
+    argv.insert(2, format!("--cidfile={}", cid.path().display()));
+    let secrets = agentc_backend_common::secrets::secret_values(spec, env);
+    log::debug!("running {}", crate::shell_line(&argv));
+    let program = port.engine().program();
+    let mut child = tokio::process::Command::new(program)
+        .args(&argv[1..])
+        .envs(&secrets)
+        .stdin(Stdio::inherit())
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|source| ExecError::Spawn {
+            program: program.into(),
+            source,
+        })?;
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let relay = tokio::spawn(relay_stderr(stderr));
+    let mut interrupted = None;
+    let status = tokio::select! {
+        status = child.wait() => status,
+        signal = signals.recv() => {
+            log::debug!("{signal} received: removing the container");
+            interrupted = Some(signal);
+            end_on_signal(port, &mut child, &cid).await
+        }
+    }
+    .map_err(|source| ExecError::Wait {
+        program: program.into(),
+        source,
+    })?;
+    let exit_code = super::process::exit_code(status);
+    let held = relay.await.unwrap_or_default();
+    if let Some(signal) = interrupted {
+        // Created after the first removal, or never removed: gone now either way, and only
+        // then reported removed (the engine's own `--rm` may still be at it).
+        let created = cid.id();
+        if let Some(id) = &created {
+            let _ = port.remove_container(id).await;
+            wait_gone(port, id).await;
+        }
+        return Err(ExecError::Interrupted {
+            signal,
+            container: created.map(|id| spec.name.clone().unwrap_or(id)),
+        });
+    }
+    let mut refusal = held
+        .first()
+        .map(|line| refusal_message(line))
+        .filter(|_| is_refusal_status(exit_code));
+    if refusal.is_none() && !held.is_empty() {
+        let mut out = tokio::io::stderr();
+        let _ = out.write_all(held.concat().as_bytes()).await;
+        let _ = out.flush().await;
+    }
+    if refusal.is_none() && exit_code == 125 && port.engine() == Engine::Podman {
+        // Podman prints its own `Error: ...` (passed through) and exits 125 when it failed
+        // before the container ran.
+        refusal = Some("podman failed before the container ran (its error is above)".into());
+    }
+    let created = cid.id();
+    if let Some(message) = refusal {
+        // The engine refused: the container never ran.
+        if let Some(id) = &created {
+            log::debug!("docker failed before {id} ran; removing it");
+            let _ = port.remove_container(id).await;
+        }
+        return Err(ExecError::CliRefused {
+            step: if created.is_some() {
+                "start the container"
+            } else {
+                "create the container"
+            },
+            message,
+        });
+    }
+    Ok(Exited {
+        exit_code: i64::from(exit_code),
+        id: created.unwrap_or_default(),
+        oom_killed: None,
+    })
+}
+
+/// After a signal: the container removed once docker has written its ID (it may be creating
+/// it still), which ends `docker run`; docker killed when it has not ended [`DOCKER_GRACE`]
+/// later. Returns how docker ended.
+async fn end_on_signal<P: EnginePort>(
+    port: &P,
+    child: &mut tokio::process::Child,
+    cid: &CidFile,
+) -> std::io::Result<std::process::ExitStatus> {
+    let since = Instant::now();
+    let mut removed = false;
+    loop {
+        if !removed {
+            if let Some(id) = cid.id() {
+                let _ = port.remove_container(&id).await;
+                removed = true;
+            }
+        }
+        if since.elapsed() > DOCKER_GRACE {
+            let _ = child.start_kill();
+        }
+        tokio::select! {
+            status = child.wait() => return status,
+            () = tokio::time::sleep(Duration::from_millis(20)) => {}
+        }
+    }
+}
+
+/// Passes docker's stderr through, line by line, holding back its refusal (the `docker: Error
+/// response from daemon: ...` line and the lines after it), which it returns.
+async fn relay_stderr(stderr: tokio::process::ChildStderr) -> Vec<String> {
+    let mut held: Vec<String> = Vec::new();
+    let mut reader = tokio::io::BufReader::new(stderr);
+    let mut out = tokio::io::stderr();
+    let mut line = Vec::new();
+    while reader.read_until(b'\n', &mut line).await.unwrap_or(0) > 0 {
+        let text = String::from_utf8_lossy(&line).into_owned();
+        if is_refusal_line(&text, !held.is_empty()) {
+            held.push(text);
+        } else {
+            let _ = out.write_all(&line).await;
+            let _ = out.flush().await;
+        }
+        line.clear();
+    }
+    held
+}
+
+/// Waits (up to 10 s) until the container `id` is gone.
+async fn wait_gone<P: EnginePort>(port: &P, id: &str) {
+    let since = Instant::now();
+    while since.elapsed() < Duration::from_secs(10) {
+        if port.inspect(id).await.is_err() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
