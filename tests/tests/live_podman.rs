@@ -113,9 +113,13 @@ async fn create_with_api(
 ) -> Result<(), String> {
     let mut container = localized.container.clone();
     container.name = Some(name.to_string());
-    let mut request = agentc_backend_api::engine::create_request(client, &container)
-        .await
-        .map_err(|error| error.to_string())?;
+    let mut request = agentc_backend_api::engine::create_request(
+        client,
+        agentc_backend_common::Engine::Podman,
+        &container,
+    )
+    .await
+    .map_err(|error| error.to_string())?;
     let env: BTreeMap<String, String> = localized.secrets.iter().cloned().collect();
     let resolved = resolve_env(&container, &env).map_err(|error| error.to_string())?;
     request.body.env = Some(resolved).filter(|env| !env.is_empty());
@@ -504,6 +508,7 @@ fn live_gvisor_through_podman_runs_by_its_cli_and_is_refused_by_its_socket() {
             .expect("connect to podman's socket");
         let refused = runtime.block_on(agentc_backend_api::engine::create_request(
             &client,
+            agentc_backend_common::Engine::Podman,
             &localized.container,
         ));
         assert!(

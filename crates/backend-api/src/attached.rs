@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use agentc_backend_common::launch::Exited;
 use agentc_backend_common::signals::Interrupts;
-use agentc_backend_common::{resolve_env, ExecError};
+use agentc_backend_common::{resolve_env, Engine, ExecError};
 use agentc_policy::ContainerSpec;
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, KillContainerOptionsBuilder, RemoveContainerOptionsBuilder,
@@ -28,12 +28,13 @@ use crate::session::{run_attached, Step};
 /// [`EnginePort::run_attached`]: agentc_backend_common::port::EnginePort::run_attached
 pub(crate) async fn attached<S: Interrupts>(
     docker: &Docker,
+    engine: Engine,
     spec: &ContainerSpec,
     env: &BTreeMap<String, String>,
     terminal: bool,
     signals: &mut S,
 ) -> Result<Exited, ExecError> {
-    let mut request = crate::engine::create_request(docker, spec).await?;
+    let mut request = crate::engine::create_request(docker, engine, spec).await?;
     request.body.env = Some(resolve_env(spec, env)?).filter(|env| !env.is_empty());
     crate::engine::check_subpaths(docker, spec)?;
     let mut create = CreateContainerOptionsBuilder::new();

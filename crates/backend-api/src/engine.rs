@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use agentc_backend_common::podman::{self, tmpfs_options};
 use agentc_backend_common::{
-    check_runtime, docker_info_runtimes, engine, Engine, EngineRuntimes, ExecError, Runtimes,
+    check_runtime, docker_info_runtimes, Engine, EngineRuntimes, ExecError, Runtimes,
 };
 use agentc_policy::{ContainerSpec, MountSource};
 use bollard::Docker;
@@ -132,12 +132,12 @@ pub async fn check_engine(
 /// What the engine reports about its runtimes through `GET /info`: on Docker every registered
 /// runtime with its path and arguments; on Podman only the default counts (the socket ignores
 /// `HostConfig.Runtime`, and its `Runtimes` lists candidates whether installed or not).
-pub async fn runtimes(docker: &Docker) -> Result<Runtimes, ExecError> {
+pub async fn runtimes(docker: &Docker, engine: Engine) -> Result<Runtimes, ExecError> {
     let info = docker
         .info()
         .await
         .map_err(|error| daemon_error("read the engine's runtimes", error))?;
-    Ok(match engine() {
+    Ok(match engine {
         Engine::Podman => Runtimes::DefaultOnly(info.default_runtime),
         Engine::Docker => Runtimes::Registered(
             info.runtimes
@@ -160,7 +160,10 @@ pub async fn runtimes(docker: &Docker) -> Result<Runtimes, ExecError> {
 /// `GET /info` (read by [`docker_info_runtimes`], as the command line's `docker info`): on
 /// Docker every registered runtime; on Podman's socket only its default (it ignores
 /// `HostConfig.Runtime`, and its `Runtimes` lists candidates whether installed or not).
-pub async fn registered_runtimes(docker: &Docker) -> Result<EngineRuntimes, ExecError> {
+pub async fn registered_runtimes(
+    docker: &Docker,
+    engine: Engine,
+) -> Result<EngineRuntimes, ExecError> {
     let info = docker
         .info()
         .await
@@ -170,7 +173,7 @@ pub async fn registered_runtimes(docker: &Docker) -> Result<EngineRuntimes, Exec
         message: error.to_string(),
     })?;
     let mut found = docker_info_runtimes(&document);
-    if engine() == Engine::Podman {
+    if engine == Engine::Podman {
         found.engine = found.engine.replacen("docker", "podman-socket", 1);
         let default = found.default.clone().unwrap_or_default();
         found.runtimes.retain(|name, _| *name == default);
@@ -178,24 +181,29 @@ pub async fn registered_runtimes(docker: &Docker) -> Result<EngineRuntimes, Exec
     Ok(found)
 }
 
-/// Refuses a launch whose runtime the engine does not have; nothing is created before.
-pub async fn require_runtime(docker: &Docker, spec: &ContainerSpec) -> Result<(), ExecError> {
+/// Refuses a launch whose runtime `engine` does not have; nothing is created before.
+pub async fn require_runtime(
+    docker: &Docker,
+    engine: Engine,
+    spec: &ContainerSpec,
+) -> Result<(), ExecError> {
     let Some(wanted) = &spec.runtime else {
         return Ok(());
     };
-    check_runtime(engine(), wanted, &runtimes(docker).await?)
+    check_runtime(engine, wanted, &runtimes(docker, engine).await?)
 }
 
-/// The create request for `spec` on the engine: the runtime checked first; on Podman the spec
-/// adapted ([`podman::adapt`], reading the image's `USER`) and the body given Podman's
-/// spellings ([`podman_body`]).
+/// The create request for `spec` on `engine` (answering on `docker`): the runtime checked
+/// first; on Podman the spec adapted ([`podman::adapt`], reading the image's `USER`) and the
+/// body given Podman's spellings ([`podman_body`]).
 pub async fn create_request(
     docker: &Docker,
+    engine: Engine,
     spec: &ContainerSpec,
 ) -> Result<CreateRequest, ExecError> {
     render_create(spec)?;
-    require_runtime(docker, spec).await?;
-    match engine() {
+    require_runtime(docker, engine, spec).await?;
+    match engine {
         Engine::Docker => Ok(render_create(spec)?),
         Engine::Podman => {
             // SAFETY: geteuid has no preconditions and cannot fail.

@@ -62,7 +62,7 @@ impl ApiPort {
             detach: true,
             ..spec.clone()
         };
-        let mut request = crate::engine::create_request(&self.docker, spec).await?;
+        let mut request = crate::engine::create_request(&self.docker, self.engine, spec).await?;
         request.body.env =
             Some(agentc_backend_common::resolve_env(spec, env)?).filter(|env| !env.is_empty());
         crate::engine::check_subpaths(&self.docker, spec)?;
@@ -295,7 +295,7 @@ impl EnginePort for ApiPort {
             detach: true,
             ..spec.clone()
         };
-        crate::engine::create_request(&self.docker, spec).await?;
+        crate::engine::create_request(&self.docker, self.engine, spec).await?;
         crate::engine::check_subpaths(&self.docker, spec)
     }
 
@@ -355,7 +355,7 @@ impl EnginePort for ApiPort {
         terminal: bool,
         signals: &mut S,
     ) -> Result<agentc_backend_common::launch::Exited, agentc_backend_common::ExecError> {
-        crate::attached::attached(&self.docker, spec, env, terminal, signals).await
+        crate::attached::attached(&self.docker, self.engine, spec, env, terminal, signals).await
     }
 
     async fn wait(&self, container: &str) -> Result<i64, EngineError> {

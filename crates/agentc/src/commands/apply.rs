@@ -63,8 +63,11 @@ fn provide_image(
         .find(|launch| matches!(launch.spec.action, Action::Build(_)))
     {
         let argv = agentc_backend_cli::render_argv(&build.spec).map_err(Failure::unlaunchable)?;
-        let code = agentc_backend_cli::exec::docker::run_foreground(&argv)
-            .map_err(launch::exec_failure)?;
+        let code = agentc_backend_cli::exec::docker::run_foreground(
+            agentc_backend_common::engine(),
+            &argv,
+        )
+        .map_err(launch::exec_failure)?;
         if code != 0 {
             return Err(Failure::new(
                 agentc_backend_common::exit_status(i64::from(code)),

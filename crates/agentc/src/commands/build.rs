@@ -28,7 +28,8 @@ pub fn build(args: BuildArgs) -> Result<u8, Failure> {
     let spec = context::resolve_launch(&loaded, &launch_args)?;
     let argv = agentc_backend_cli::render_argv(&spec).map_err(Failure::unlaunchable)?;
     let code =
-        agentc_backend_cli::exec::docker::run_foreground(&argv).map_err(launch::exec_failure)?;
+        agentc_backend_cli::exec::docker::run_foreground(agentc_backend_common::engine(), &argv)
+            .map_err(launch::exec_failure)?;
     if code == 0 {
         if let Action::Build(build) = &spec.action {
             println!("built {}", build.tag);

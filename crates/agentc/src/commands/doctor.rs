@@ -74,22 +74,23 @@ fn profile_facts(
     };
     if let Some(runtime) = &loaded.profile.security.runtime {
         // Asked through the engine's command line: Podman's socket cannot tell.
-        let available = agentc_backend_cli::exec::engine::runtimes(runtime)
-            .and_then(|found| {
-                agentc_backend_common::check_runtime(
-                    agentc_backend_common::engine(),
-                    runtime,
-                    &found,
-                )
-            })
-            .map_err(|error| {
-                error
-                    .to_string()
-                    .lines()
-                    .next()
-                    .unwrap_or_default()
-                    .to_string()
-            });
+        let available =
+            agentc_backend_cli::exec::engine::runtimes(agentc_backend_common::engine(), runtime)
+                .and_then(|found| {
+                    agentc_backend_common::check_runtime(
+                        agentc_backend_common::engine(),
+                        runtime,
+                        &found,
+                    )
+                })
+                .map_err(|error| {
+                    error
+                        .to_string()
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
+                        .to_string()
+                });
         facts.runtime = Some((runtime.clone(), available));
     }
     if reachable {

@@ -119,19 +119,25 @@ pub async fn engine_facts(docker: Result<Docker, String>) -> EngineFacts {
 
 /// The `docker` command's client version, or why it cannot run.
 fn docker_cli() -> Result<String, String> {
-    agentc_backend_cli::exec::docker::output(&["version", "--format", "{{.Client.Version}}"])
-        .map(|text| text.trim().to_string())
-        .or_else(|error| {
-            // `docker version` exits 1 when the daemon is down but still prints the client.
-            match &error {
-                agentc_backend_common::ExecError::DockerFailed { .. } => {
-                    agentc_backend_cli::exec::docker::output(&["--version"])
-                        .map(|text| text.trim().to_string())
-                        .map_err(|error| error.to_string())
-                }
-                _ => Err(error.to_string()),
+    agentc_backend_cli::exec::docker::output(
+        agentc_backend_common::Engine::Docker,
+        &["version", "--format", "{{.Client.Version}}"],
+    )
+    .map(|text| text.trim().to_string())
+    .or_else(|error| {
+        // `docker version` exits 1 when the daemon is down but still prints the client.
+        match &error {
+            agentc_backend_common::ExecError::DockerFailed { .. } => {
+                agentc_backend_cli::exec::docker::output(
+                    agentc_backend_common::Engine::Docker,
+                    &["--version"],
+                )
+                .map(|text| text.trim().to_string())
+                .map_err(|error| error.to_string())
             }
-        })
+            _ => Err(error.to_string()),
+        }
+    })
 }
 
 /// Creates and removes a uniquely named internal network with IPv4 inhibited, labelled as

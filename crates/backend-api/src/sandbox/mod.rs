@@ -136,7 +136,9 @@ impl ApiClient {
         spec: &LaunchSpec,
         container: &agentc_policy::ContainerSpec,
     ) -> Result<Sandbox, SessionError> {
-        let mut request = crate::engine::create_request(&self.docker, container).await?;
+        let mut request =
+            crate::engine::create_request(&self.docker, agentc_backend_common::engine(), container)
+                .await?;
         request.body.env = Some(resolve_env(container, &self.env)?).filter(|env| !env.is_empty());
         let name = container.name.clone().unwrap_or_default();
         let options = CreateContainerOptionsBuilder::new().name(&name).build();
@@ -413,7 +415,8 @@ impl SandboxClient for ApiClient {
             Err(error) => return Err(session_error("inspect the image", error)),
         }
         // The runtime is asked for, and Podman's rows applied, before anything is created.
-        crate::engine::create_request(&self.docker, &container).await?;
+        crate::engine::create_request(&self.docker, agentc_backend_common::engine(), &container)
+            .await?;
         crate::admin::ensure_volumes(&self.docker, &container).await?;
         // Behind the egress proxy: its isolated network and the healthy proxy first, as a
         // launch makes them (the set may move to another subnet: the request follows it);

@@ -41,7 +41,7 @@ pub(crate) async fn run_attached<P: EnginePort, S: Interrupts>(
     signals: &mut S,
 ) -> Result<Exited, ExecError> {
     agentc_backend_common::resolve_env(spec, env)?;
-    let mut argv = super::engine::launch_argv_as(spec).await?;
+    let mut argv = super::engine::launch_argv_as(port.engine(), spec).await?;
     let cid = CidFile::new()?;
     argv.insert(2, format!("--cidfile={}", cid.path().display()));
     let secrets = agentc_backend_common::secrets::secret_values(spec, env);

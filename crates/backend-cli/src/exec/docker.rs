@@ -5,13 +5,14 @@
 
 use std::process::Command;
 
-use agentc_backend_common::ExecError;
+use agentc_backend_common::{Engine, ExecError};
 
 use super::process;
 use super::signals::SignalShield;
 use crate::shell::shell_line;
 
-/// The engine's program: `docker`, or `podman` with `--engine podman`.
+/// The program of the engine this process drives: `docker`, or `podman` with `--engine
+/// podman` (for the session client; the launch's ports carry their engine).
 pub fn program() -> &'static str {
     agentc_backend_common::engine().program()
 }
@@ -22,10 +23,10 @@ pub fn program() -> &'static str {
 ///
 /// SIGTERM is shielded too and passed on to docker: a supervisor that stops agentc alone
 /// stops the container through docker (which forwards it and, with `--rm`, removes it).
-pub fn run_foreground(argv: &[String]) -> Result<i32, ExecError> {
+pub fn run_foreground(engine: Engine, argv: &[String]) -> Result<i32, ExecError> {
     log::debug!("running {}", shell_line(argv));
     let shield = SignalShield::new(true);
-    let child = process::spawn(program(), argv)?;
+    let child = process::spawn(engine.program(), argv)?;
     process::wait_forwarding(child, || {
         // SIGINT from a terminal already reached docker (same process group); only a SIGTERM
         // aimed at agentc needs passing on.
@@ -104,26 +105,23 @@ impl Drop for CidFile {
     }
 }
 
-/// Runs `docker ARGS` capturing its output; its stdout, or [`ExecError::DockerFailed`] with its
-/// stderr.
-pub fn output(args: &[&str]) -> Result<String, ExecError> {
-    let argv: Vec<String> = std::iter::once(program())
+/// Runs `ENGINE ARGS` (`docker` or `podman`) capturing its output; its stdout, or
+/// [`ExecError::DockerFailed`] with its stderr.
+pub fn output(engine: Engine, args: &[&str]) -> Result<String, ExecError> {
+    let argv: Vec<String> = std::iter::once(engine.program())
         .chain(args.iter().copied())
         .map(str::to_string)
         .collect();
     log::debug!("running {}", shell_line(&argv));
-    let output = Command::new(program())
+    let output = Command::new(engine.program())
         .args(args)
         .output()
-        .map_err(|source| ExecError::CannotRunDocker {
-            engine: agentc_backend_common::engine(),
-            source,
-        })?;
+        .map_err(|source| ExecError::CannotRunDocker { engine, source })?;
     if output.status.success() {
         return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
     }
     let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
-    if let Some(error) = unreachable(&stderr) {
+    if let Some(error) = unreachable_on(engine, &stderr) {
         return Err(error);
     }
     Err(ExecError::DockerFailed {
@@ -137,10 +135,15 @@ pub fn output(args: &[&str]) -> Result<String, ExecError> {
 /// (`Cannot connect to the Docker daemon at ...`): the error, and hint, the API backend
 /// reports for the same daemon.
 pub fn unreachable(stderr: &str) -> Option<ExecError> {
+    unreachable_on(agentc_backend_common::engine(), stderr)
+}
+
+/// [`unreachable()`] for `engine`'s command line.
+pub fn unreachable_on(engine: Engine, stderr: &str) -> Option<ExecError> {
     let error = agentc_backend_common::port::EngineError::from_text(stderr);
     (error.kind == agentc_backend_common::port::EngineErrorKind::Unavailable).then(|| {
         ExecError::Connect {
-            engine: agentc_backend_common::engine(),
+            engine,
             message: error.detail,
         }
     })

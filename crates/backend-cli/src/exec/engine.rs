@@ -7,8 +7,8 @@ use std::process::Command;
 
 use agentc_backend_common::podman::{self, tmpfs_options};
 use agentc_backend_common::{
-    check_runtime, docker_info_runtimes, engine, Engine, EngineRuntimes, ExecError, RuntimeFacts,
-    Runtimes, PODMAN_RUNTIME_CANDIDATES,
+    check_runtime, docker_info_runtimes, Engine, EngineRuntimes, ExecError, RuntimeFacts, Runtimes,
+    PODMAN_RUNTIME_CANDIDATES,
 };
 use agentc_policy::{ContainerSpec, MountSource};
 
@@ -18,10 +18,10 @@ use crate::render::container_argv;
 /// The runtimes the engine has, as its command line reports them: `docker info` `.Runtimes`
 /// (every registered name with its path and arguments), or for Podman whether
 /// `podman --runtime NAME info` accepts the one asked about.
-pub fn runtimes(wanted: &str) -> Result<Runtimes, ExecError> {
-    match engine() {
+pub fn runtimes(engine: Engine, wanted: &str) -> Result<Runtimes, ExecError> {
+    match engine {
         Engine::Docker => {
-            let text = docker::output(&["info", "--format", "{{json .Runtimes}}"])?;
+            let text = docker::output(engine, &["info", "--format", "{{json .Runtimes}}"])?;
             let value: serde_json::Value = serde_json::from_str(text.trim()).map_err(|error| {
                 ExecError::InspectUnreadable {
                     name: "docker info .Runtimes".to_string(),
@@ -61,10 +61,7 @@ pub fn runtimes(wanted: &str) -> Result<Runtimes, ExecError> {
                     "{{.Host.OCIRuntime.Name}}",
                 ])
                 .output()
-                .map_err(|source| ExecError::CannotRunDocker {
-                    engine: agentc_backend_common::engine(),
-                    source,
-                })?;
+                .map_err(|source| ExecError::CannotRunDocker { engine, source })?;
             Ok(Runtimes::Usable(if output.status.success() {
                 Ok(())
             } else {
@@ -122,10 +119,10 @@ fn podman_runtime(info: &serde_json::Value) -> RuntimeFacts {
 /// [`docker_info_runtimes`]); for Podman each of [`PODMAN_RUNTIME_CANDIDATES`] that
 /// `podman --runtime NAME info` finds, with the path and version it reports (the command line
 /// takes `--runtime`, so every one found can be launched).
-pub fn registered_runtimes() -> Result<EngineRuntimes, ExecError> {
-    match engine() {
+pub fn registered_runtimes(engine: Engine) -> Result<EngineRuntimes, ExecError> {
+    match engine {
         Engine::Docker => {
-            let text = docker::output(&["info", "--format", "{{json .}}"])?;
+            let text = docker::output(engine, &["info", "--format", "{{json .}}"])?;
             let info: serde_json::Value = serde_json::from_str(text.trim()).map_err(|error| {
                 ExecError::InspectUnreadable {
                     name: "docker info".to_string(),
@@ -179,29 +176,30 @@ pub fn registered_runtimes() -> Result<EngineRuntimes, ExecError> {
     }
 }
 
-/// Refuses a launch whose runtime the engine does not have; nothing is created before.
-pub fn require_runtime(spec: &ContainerSpec) -> Result<(), ExecError> {
+/// Refuses a launch whose runtime `engine` does not have; nothing is created before.
+pub fn require_runtime(engine: Engine, spec: &ContainerSpec) -> Result<(), ExecError> {
     let Some(wanted) = &spec.runtime else {
         return Ok(());
     };
-    check_runtime(engine(), wanted, &runtimes(wanted)?)
+    check_runtime(engine, wanted, &runtimes(engine, wanted)?)
 }
 
 /// The image's `USER` (`podman image inspect`), for the capability row.
-fn image_user(image: &str) -> Result<String, ExecError> {
-    Ok(
-        docker::output(&["image", "inspect", "--format", "{{.Config.User}}", image])?
-            .trim()
-            .to_string(),
-    )
+fn image_user(engine: Engine, image: &str) -> Result<String, ExecError> {
+    Ok(docker::output(
+        engine,
+        &["image", "inspect", "--format", "{{.Config.User}}", image],
+    )?
+    .trim()
+    .to_string())
 }
 
-/// The argv that launches `spec` on the engine: the runtime checked first, then, on Docker,
-/// the rendered argv; on Podman, the spec adapted ([`podman::adapt`], which needs the image
+/// The argv that launches `spec` on `engine`: the runtime checked first, then, on Docker, the
+/// rendered argv; on Podman, the spec adapted ([`podman::adapt`], which needs the image
 /// present to read its `USER`) and rendered with Podman's spellings ([`podman_argv`]).
-pub fn launch_argv(spec: &ContainerSpec) -> Result<Vec<String>, ExecError> {
-    require_runtime(spec)?;
-    match engine() {
+pub fn launch_argv(engine: Engine, spec: &ContainerSpec) -> Result<Vec<String>, ExecError> {
+    require_runtime(engine, spec)?;
+    match engine {
         Engine::Docker => Ok(container_argv(spec)?),
         Engine::Podman => {
             // SAFETY: geteuid has no preconditions and cannot fail.
@@ -210,7 +208,7 @@ pub fn launch_argv(spec: &ContainerSpec) -> Result<Vec<String>, ExecError> {
             podman::require_enforced_limits(spec, rootless, cgroup_v1)?;
             let user = match &spec.user {
                 Some(_) => None,
-                None => Some(image_user(&spec.image)?),
+                None => Some(image_user(engine, &spec.image)?),
             };
             let adapted = podman::adapt(spec, user.as_deref())?;
             Ok(podman_argv(&adapted)?)
@@ -270,9 +268,12 @@ pub fn podman_argv(spec: &ContainerSpec) -> Result<Vec<String>, agentc_backend_c
 
 /// [`launch_argv`] from async code: the engine's commands it runs are blocking, so it runs on
 /// the runtime's blocking threads.
-pub(crate) async fn launch_argv_as(spec: &ContainerSpec) -> Result<Vec<String>, ExecError> {
+pub(crate) async fn launch_argv_as(
+    engine: Engine,
+    spec: &ContainerSpec,
+) -> Result<Vec<String>, ExecError> {
     let spec = spec.clone();
-    tokio::task::spawn_blocking(move || launch_argv(&spec))
+    tokio::task::spawn_blocking(move || launch_argv(engine, &spec))
         .await
         .map_err(|error| ExecError::Render(Box::new(error)))?
 }

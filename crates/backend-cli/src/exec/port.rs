@@ -193,11 +193,14 @@ fn unreadable(error: String) -> EngineError {
 
 /// The detached `docker run` argv of `spec`: the runtime asked for, and Podman's rows applied
 /// ([`super::engine::launch_argv`], which asks the engine through blocking commands).
-async fn launch_argv_of(spec: &ContainerSpec) -> Result<Vec<String>, ExecError> {
-    super::engine::launch_argv_as(&ContainerSpec {
-        detach: true,
-        ..spec.clone()
-    })
+async fn launch_argv_of(engine: Engine, spec: &ContainerSpec) -> Result<Vec<String>, ExecError> {
+    super::engine::launch_argv_as(
+        engine,
+        &ContainerSpec {
+            detach: true,
+            ..spec.clone()
+        },
+    )
     .await
 }
 
@@ -205,6 +208,7 @@ async fn launch_argv_of(spec: &ContainerSpec) -> Result<Vec<String>, ExecError> 
 /// names what the engine created, even when the start failed; the name may be another's), and
 /// the secret values its child gets in its environment, by name.
 async fn detached_run(
+    engine: Engine,
     spec: &ContainerSpec,
     env: &BTreeMap<String, String>,
 ) -> Result<
@@ -216,7 +220,7 @@ async fn detached_run(
     ExecError,
 > {
     agentc_backend_common::resolve_env(spec, env)?;
-    let mut argv = launch_argv_of(spec).await?;
+    let mut argv = launch_argv_of(engine, spec).await?;
     let cid = super::docker::CidFile::new()?;
     argv.insert(2, format!("--cidfile={}", cid.path().display()));
     Ok((
@@ -360,7 +364,7 @@ impl EnginePort for CliPort {
     }
 
     async fn check_launch(&self, spec: &ContainerSpec) -> Result<(), ExecError> {
-        launch_argv_of(spec).await.map(|_| ())
+        launch_argv_of(self.engine, spec).await.map(|_| ())
     }
 
     async fn run_detached(
@@ -368,7 +372,7 @@ impl EnginePort for CliPort {
         spec: &ContainerSpec,
         env: &BTreeMap<String, String>,
     ) -> Result<String, EngineError> {
-        let (argv, cid, secrets) = detached_run(spec, env)
+        let (argv, cid, secrets) = detached_run(self.engine, spec, env)
             .await
             .map_err(EngineError::of_launch)?;
         let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
@@ -388,7 +392,7 @@ impl EnginePort for CliPort {
         spec: &ContainerSpec,
         env: &BTreeMap<String, String>,
     ) -> Result<String, ExecError> {
-        let (argv, cid, secrets) = detached_run(spec, env).await?;
+        let (argv, cid, secrets) = detached_run(self.engine, spec, env).await?;
         let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
         let output = self
             .command(&args)

@@ -14,7 +14,8 @@ impl CliClient {
         spec: &LaunchSpec,
         container: &agentc_policy::ContainerSpec,
     ) -> Result<Sandbox, SessionError> {
-        let mut argv = crate::exec::engine::launch_argv(container)?;
+        let mut argv =
+            crate::exec::engine::launch_argv(agentc_backend_common::engine(), container)?;
         let name = container.name.clone().unwrap_or_default();
         let cid_dir = tempfile_dir()?;
         let cid_file = cid_dir.join("cid");

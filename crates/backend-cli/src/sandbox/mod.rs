@@ -417,7 +417,7 @@ impl SandboxClient for CliClient {
             Err((Some(_), message)) => return Err(daemon("inspect the image", message)),
         }
         // Refused before anything is created.
-        crate::exec::engine::launch_argv(&container)?;
+        crate::exec::engine::launch_argv(agentc_backend_common::engine(), &container)?;
         let port = crate::exec::egress::port();
         agentc_backend_common::volumes::ensure_volumes(&port, &container).await?;
         // Behind the egress proxy: its isolated network and the healthy proxy first, as a

@@ -112,7 +112,8 @@ impl RuntimePort for CliPort {
     }
 
     fn runtimes(&mut self) -> Result<EngineRuntimes, Failure> {
-        agentc_backend_cli::exec::engine::registered_runtimes().map_err(exec_failure)
+        agentc_backend_cli::exec::engine::registered_runtimes(agentc_backend_common::engine())
+            .map_err(exec_failure)
     }
 
     fn probe(&mut self, runtime: &str, image: &str, profile: &str) -> Result<String, String> {
@@ -167,6 +168,7 @@ impl RuntimePort for ApiPort {
         self.runtime
             .block_on(agentc_backend_api::engine::registered_runtimes(
                 &self.docker,
+                agentc_backend_common::engine(),
             ))
             .map_err(exec_failure)
     }
