@@ -126,7 +126,7 @@ pub async fn setup_for<P: EnginePort>(
     if let Some(egress) = &spec.egress {
         secrets::resolve_env(&egress.proxy, env)?;
     }
-    if !egress::prepare(spec)? {
+    if !egress::prepare(port.engine(), spec)? {
         return Ok(None);
     }
     let mut attempt = 0;

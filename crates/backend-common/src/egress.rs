@@ -13,7 +13,7 @@ use agentc_policy::{relays_of, ContainerSpec, EgressSpec, Network, LABEL_EGRESS_
 use bollard::models::ContainerInspectResponse;
 
 use crate::argv::{check_egress, ArgvError};
-use crate::engine::{engine, Engine};
+use crate::engine::Engine;
 use crate::error::ExecError;
 
 /// The first step of a companion's set-up, as its error names it: the one a taken subnet fails.
@@ -47,16 +47,16 @@ pub fn instance_suffix() -> String {
     format!("{:x}{:04x}", std::process::id(), nanos & 0xffff)
 }
 
-/// Readies `spec`'s companion for set-up: `false` when it has none; refused on Podman; moved to
+/// Readies `spec`'s companion for set-up on `engine`: `false` when it has none; refused on Podman; moved to
 /// an instance of its own when the container has no name (each run gets its set,
 /// [`ContainerSpec::egress_for`]), the container named after it; the proxy told to watch its
 /// workload; its credentials' placeholders made
 /// ([`crate::credentials::materialize`]).
-pub fn prepare(spec: &mut ContainerSpec) -> Result<bool, ExecError> {
+pub fn prepare(engine: Engine, spec: &mut ContainerSpec) -> Result<bool, ExecError> {
     if spec.egress.is_none() {
         return Ok(false);
     }
-    if engine() == Engine::Podman {
+    if engine == Engine::Podman {
         // Not built yet: Podman's networks take other options (no inhibit_ipv4).
         return Err(ExecError::Egress {
             step: "set up the egress proxy",
