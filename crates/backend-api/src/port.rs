@@ -358,6 +358,12 @@ impl EnginePort for ApiPort {
         crate::attached::attached(&self.docker, self.engine, spec, env, terminal, signals).await
     }
 
+    async fn runtimes(
+        &self,
+    ) -> Result<agentc_backend_common::EngineRuntimes, agentc_backend_common::ExecError> {
+        crate::engine::registered_runtimes(&self.docker, self.engine).await
+    }
+
     async fn wait(&self, container: &str) -> Result<i64, EngineError> {
         let options = WaitContainerOptionsBuilder::new()
             .condition("not-running")

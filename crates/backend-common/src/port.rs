@@ -360,6 +360,14 @@ pub trait EnginePort: Send + Sync {
         signals: &mut S,
     ) -> impl Future<Output = Result<Exited, crate::ExecError>> + Send;
 
+    /// The runtimes a launch through this port can select, with what identifies them, for
+    /// the isolation floor (read alike by [`crate::docker_info_runtimes`]): on Docker every
+    /// registered runtime; on Podman's command line each candidate it finds; on Podman's API
+    /// socket only its default (it ignores `HostConfig.Runtime`).
+    fn runtimes(
+        &self,
+    ) -> impl Future<Output = Result<crate::EngineRuntimes, crate::ExecError>> + Send;
+
     /// Waits until the container is no longer running and returns its exit code (the caller
     /// bounds the wait).
     fn wait(&self, container: &str) -> impl Future<Output = Result<i64, EngineError>> + Send;

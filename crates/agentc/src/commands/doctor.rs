@@ -103,10 +103,12 @@ fn profile_facts(
                 _ => None,
             })
             .find_map(|container| {
-                let mut port = crate::commands::isolation::port::CliPort {
-                    local: !crate::commands::launch::engine_is_remote(),
-                };
-                crate::commands::isolation::doctor_fact(container, &loaded.profile.name, &mut port)
+                let mut port = crate::commands::launch::isolation_port(BackendArg::Cli).ok()?;
+                crate::commands::isolation::doctor_fact(
+                    container,
+                    &loaded.profile.name,
+                    port.as_mut(),
+                )
             });
     }
     let mut engine = if reachable {

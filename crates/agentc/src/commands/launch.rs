@@ -186,16 +186,21 @@ pub fn container_of(spec: &LaunchSpec) -> Result<&ContainerSpec, Failure> {
 pub fn isolation_port(
     backend: BackendArg,
 ) -> Result<Box<dyn super::isolation::port::RuntimePort>, Failure> {
-    use super::isolation::port::{ApiPort, CliPort};
+    use super::isolation::port::OverPort;
     let local = !engine_is_remote();
+    let runtime = runtime()?;
+    let engine = agentc_backend_common::engine();
     Ok(match backend {
-        BackendArg::Cli => Box::new(CliPort { local }),
+        BackendArg::Cli => Box::new(OverPort {
+            runtime,
+            port: agentc_backend_cli::exec::port::CliPort::new(engine),
+            local,
+        }),
         BackendArg::Api => {
-            let runtime = runtime()?;
             let docker = runtime.block_on(connect())?;
-            Box::new(ApiPort {
+            Box::new(OverPort {
                 runtime,
-                docker,
+                port: agentc_backend_api::port::ApiPort::new(docker, engine),
                 local,
             })
         }

@@ -460,6 +460,16 @@ impl EnginePort for CliPort {
         super::attached::run_attached(self, spec, env, signals).await
     }
 
+    async fn runtimes(&self) -> Result<agentc_backend_common::EngineRuntimes, ExecError> {
+        let engine = self.engine;
+        tokio::task::spawn_blocking(move || super::engine::registered_runtimes(engine))
+            .await
+            .map_err(|error| ExecError::Terminal {
+                step: "ask the engine for its runtimes",
+                source: std::io::Error::other(error.to_string()),
+            })?
+    }
+
     async fn wait(&self, container: &str) -> Result<i64, EngineError> {
         let text = self.output(&["wait", container]).await?;
         let text = String::from_utf8_lossy(&text);

@@ -1,8 +1,9 @@
-//! How a launch asks its own engine about runtimes, through the backend it launches with: the
-//! cli backend runs `docker info` / `podman info` and `docker run`, the api backend asks
-//! `GET /info` and runs its probe containers through the Engine API. Both read the same
-//! fields ([`agentc_backend_common::docker_info_runtimes`]), so both choose alike; on
-//! Podman's API socket only the default runtime can be selected, and only it is offered.
+//! How a launch asks its own engine about runtimes, through the backend it launches with: one
+//! implementation ([`OverPort`]) over the backend's engine port, the command line (`docker
+//! info` / `podman info`, `docker run`) or the Engine API (`GET /info`, its probe containers).
+//! Both read the same fields ([`agentc_backend_common::docker_info_runtimes`]), so both choose
+//! alike; on Podman's API socket only the default runtime can be selected, and only it is
+//! offered.
 //!
 //! The probe container needs nothing of the launch's image: it is the running agentc
 //! binary's own image (the egress proxy's, imported once and remembered) running
@@ -11,10 +12,10 @@
 //! [`PROBE_SCRIPT`], which then needs `/bin/sh`, `cat` and `dmesg`.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 
-use agentc_backend_common::{engine, EngineRuntimes};
-use bollard::Docker;
+use agentc_backend_common::port::EnginePort;
+use agentc_backend_common::EngineRuntimes;
+use agentc_policy::{ContainerSpec, Network};
 
 use crate::context::Failure;
 
@@ -99,169 +100,84 @@ fn labels(profile: &str) -> BTreeMap<String, String> {
     ])
 }
 
-/// The engine's command line.
-#[derive(Debug)]
-pub struct CliPort {
-    /// Whether the engine runs on this machine.
-    pub local: bool,
-}
-
-impl RuntimePort for CliPort {
-    fn is_local(&self) -> bool {
-        self.local
-    }
-
-    fn runtimes(&mut self) -> Result<EngineRuntimes, Failure> {
-        agentc_backend_cli::exec::engine::registered_runtimes(agentc_backend_common::engine())
-            .map_err(exec_failure)
-    }
-
-    fn probe(&mut self, runtime: &str, image: &str, profile: &str) -> Result<String, String> {
-        let program = engine().program();
-        // Imported through this engine's own command line (the engine port); where that
-        // fails, the launch's image serves instead.
-        let own =
-            agentc_backend_cli::exec::egress::own_proxy_image().map_err(|error| error.to_string());
-        let (image, entrypoint, args) = probe_command(own, image);
-        let mut command = Command::new(program);
-        command.args(["run", "--rm", "--pull=never", "--network=none"]);
-        for (key, value) in labels(profile) {
-            command.arg(format!("--label={key}={value}"));
-        }
-        let output = command
-            .arg(format!("--runtime={runtime}"))
-            .arg(format!("--entrypoint={entrypoint}"))
-            .arg(image)
-            .args(args)
-            .output()
-            .map_err(|error| format!("cannot run {program}: {error}"))?;
-        if output.status.success() {
-            Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-        } else {
-            Err(String::from_utf8_lossy(&output.stderr)
-                .trim()
-                .lines()
-                .last()
-                .unwrap_or("the probe container failed")
-                .to_string())
-        }
-    }
-}
-
-/// The Engine API, on a connection of the caller's.
-#[derive(Debug)]
-pub struct ApiPort {
+/// The isolation floor's questions asked through an [engine port](EnginePort) (the command
+/// line's or the Engine API's), written once: the port's runtimes, and a probe container run
+/// detached, waited for, read and removed.
+pub struct OverPort<P: EnginePort> {
     /// The async runtime its calls run on.
     pub runtime: tokio::runtime::Runtime,
-    /// The connection (checked to be the engine asked for).
-    pub docker: Docker,
+    /// The engine port.
+    pub port: P,
     /// Whether the engine runs on this machine.
     pub local: bool,
 }
 
-impl RuntimePort for ApiPort {
+impl<P: EnginePort> RuntimePort for OverPort<P> {
     fn is_local(&self) -> bool {
         self.local
     }
 
     fn runtimes(&mut self) -> Result<EngineRuntimes, Failure> {
         self.runtime
-            .block_on(agentc_backend_api::engine::registered_runtimes(
-                &self.docker,
-                agentc_backend_common::engine(),
-            ))
+            .block_on(self.port.runtimes())
             .map_err(exec_failure)
     }
 
     fn probe(&mut self, runtime: &str, image: &str, profile: &str) -> Result<String, String> {
-        let docker = self.docker.clone();
         self.runtime
-            .block_on(api_probe(&docker, runtime, image, profile))
+            .block_on(probe_over(&self.port, runtime, image, profile))
     }
 }
 
-/// One probe container through the Engine API: created, started, waited for, its stdout read,
-/// and removed whatever happened.
-async fn api_probe(
-    docker: &Docker,
+/// One probe container through `port`: agentc's own image (imported through the same port)
+/// or the launch's, no network, labelled for `profile`, under `runtime`; created and started,
+/// waited for, its stdout read, and removed whatever happened.
+async fn probe_over<P: EnginePort>(
+    port: &P,
     runtime: &str,
     image: &str,
     profile: &str,
 ) -> Result<String, String> {
-    use bollard::models::{ContainerCreateBody, HostConfig};
-    let own = agentc_backend_api::companion::own_proxy_image(docker)
+    let own = agentc_backend_common::companion::own_proxy_image(port)
         .await
         .map_err(|error| error.to_string());
     let (image, entrypoint, args) = probe_command(own, image);
-    let body = ContainerCreateBody {
-        image: Some(image),
-        entrypoint: Some(vec![entrypoint]),
-        cmd: Some(args),
-        labels: Some(labels(profile).into_iter().collect()),
-        host_config: Some(HostConfig {
-            network_mode: Some("none".to_string()),
-            // Podman's socket ignores it (only its default is offered there).
-            runtime: Some(runtime.to_string()),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let created = docker
-        .create_container(
-            None::<bollard::query_parameters::CreateContainerOptions>,
-            body,
-        )
+    let mut spec = ContainerSpec::empty(image);
+    spec.entrypoint = Some(entrypoint);
+    spec.command = args;
+    spec.network = Network::None;
+    spec.labels = labels(profile);
+    spec.runtime = Some(runtime.to_string());
+    let id = port
+        .run_detached(&spec, &BTreeMap::new())
         .await
-        .map_err(|error| format!("cannot create the probe container: {error}"))?;
-    let ran = run_probe(docker, &created.id).await;
-    let options = bollard::query_parameters::RemoveContainerOptionsBuilder::new()
-        .force(true)
-        .build();
-    if let Err(error) = docker.remove_container(&created.id, Some(options)).await {
-        log::debug!("removing probe container {}: {error}", created.id);
+        .map_err(|error| last_line(&error.detail, "the probe container did not start"))?;
+    let ran = async {
+        let code = port.wait(&id).await.map_err(|error| error.to_string())?;
+        if code == 0 {
+            port.logs(&id, false)
+                .await
+                .map_err(|error| error.to_string())
+        } else {
+            let said = port.logs(&id, true).await.unwrap_or_default();
+            Err(last_line(
+                &said,
+                &format!("the probe container exited {code}"),
+            ))
+        }
+    }
+    .await;
+    if let Err(error) = port.remove_container(&id).await {
+        log::debug!("removing probe container {id}: {error}");
     }
     ran
 }
 
-async fn run_probe(docker: &Docker, id: &str) -> Result<String, String> {
-    use futures_util::StreamExt;
-    docker
-        .start_container(id, None)
-        .await
-        .map_err(|error| error.to_string())?;
-    let mut waited =
-        docker.wait_container(id, None::<bollard::query_parameters::WaitContainerOptions>);
-    let code = match waited.next().await {
-        Some(Ok(response)) => response.status_code,
-        Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => code,
-        Some(Err(error)) => return Err(error.to_string()),
-        None => return Err("the wait stream ended without a status".to_string()),
-    };
-    let options = bollard::query_parameters::LogsOptionsBuilder::new()
-        .stdout(true)
-        .stderr(true)
-        .build();
-    let mut stream = docker.logs(id, Some(options));
-    let (mut stdout, mut stderr) = (String::new(), String::new());
-    while let Some(chunk) = stream.next().await {
-        match chunk.map_err(|error| error.to_string())? {
-            bollard::container::LogOutput::StdOut { message } => {
-                stdout.push_str(&String::from_utf8_lossy(&message))
-            }
-            bollard::container::LogOutput::StdErr { message } => {
-                stderr.push_str(&String::from_utf8_lossy(&message))
-            }
-            _ => {}
-        }
-    }
-    if code == 0 {
-        Ok(stdout)
-    } else {
-        Err(stderr
-            .trim()
-            .lines()
-            .last()
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("the probe container exited {code}")))
-    }
+/// The last line of `text`, or `otherwise` when it has none.
+fn last_line(text: &str, otherwise: &str) -> String {
+    text.trim()
+        .lines()
+        .last()
+        .map(str::to_string)
+        .unwrap_or_else(|| otherwise.to_string())
 }
