@@ -88,21 +88,14 @@ pub async fn reachable(docker: &Docker, id: &str) -> Vec<PublishedAddress> {
 }
 
 /// The inspect of the container `id`, with the host bindings of the ports its egress proxy
-/// relays for it ([`crate::companion::add_relayed_ports`]): what says where its ports are
-/// reachable.
+/// relays for it ([`agentc_backend_common::launch::reachable_inspect`] through the Engine
+/// API's port): what says where its ports are reachable.
 pub async fn inspect_reachable(
     docker: &Docker,
     id: &str,
-) -> Result<bollard::models::ContainerInspectResponse, bollard::errors::Error> {
-    let mut inspect = docker.inspect_container(id, None).await?;
-    let name = inspect
-        .name
-        .as_deref()
-        .unwrap_or_default()
-        .trim_start_matches('/')
-        .to_string();
-    crate::companion::add_relayed_ports(docker, &name, &mut inspect).await;
-    Ok(inspect)
+) -> Result<bollard::models::ContainerInspectResponse, ExecError> {
+    let port = crate::port::ApiPort::new(docker.clone(), agentc_backend_common::engine());
+    agentc_backend_common::launch::reachable_inspect(&port, id).await
 }
 
 /// Which containers `agentc rm` removes.

@@ -186,14 +186,23 @@ async fn start<P: EnginePort, S: Interrupts>(
     }
 }
 
-/// The inspect of a started sandbox, to show where it can be reached: the ports its egress
-/// proxy relays added at the proxy's host bindings ([`companion::add_relayed_ports`]).
+/// The inspect of a started sandbox, to show where it can be reached ([`reachable_inspect`]).
 pub async fn reachable<P: EnginePort>(
     port: &P,
     started: &Started,
 ) -> Result<ContainerInspectResponse, ExecError> {
+    reachable_inspect(port, &started.id).await
+}
+
+/// The inspect of the container `id`, with the host bindings of the ports its egress proxy
+/// relays for it added ([`companion::add_relayed_ports`]): what says where its ports are
+/// reachable.
+pub async fn reachable_inspect<P: EnginePort>(
+    port: &P,
+    id: &str,
+) -> Result<ContainerInspectResponse, ExecError> {
     let mut inspect = port
-        .inspect(&started.id)
+        .inspect(id)
         .await
         .map_err(|error| error.in_launch(port.engine(), "inspect the started container"))?;
     let name = inspect
