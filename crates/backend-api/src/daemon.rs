@@ -307,6 +307,25 @@ pub(crate) async fn remove_quietly(docker: &Docker, id: &str) -> Result<(), Boll
     }
 }
 
+/// How many removals `agentc rm` runs at once on a daemon of Engine API 1.42 or later: enough
+/// to overlap the daemon's work, few enough to spare it a storm of simultaneous exits.
+pub const REMOVE_JOBS: usize = 8;
+
+/// How many removals run at once on an older daemon (API below 1.42, Docker 20.10 and before):
+/// one, because concurrent removals of containers on one network can deadlock its network
+/// controller for good (moby/moby#42545, fixed in Docker 23), which hangs every later request.
+pub const REMOVE_JOBS_OLD_DAEMON: usize = 1;
+
+/// The removals `agentc rm` runs at once on this connection's daemon.
+pub(crate) fn remove_jobs(docker: &Docker) -> usize {
+    let version = docker.client_version();
+    if (version.major_version, version.minor_version) >= (1, 42) {
+        REMOVE_JOBS
+    } else {
+        REMOVE_JOBS_OLD_DAEMON
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

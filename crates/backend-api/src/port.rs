@@ -364,6 +364,10 @@ impl EnginePort for ApiPort {
         crate::engine::registered_runtimes(&self.docker, self.engine).await
     }
 
+    fn removal_jobs(&self) -> usize {
+        crate::daemon::remove_jobs(&self.docker)
+    }
+
     async fn wait(&self, container: &str) -> Result<i64, EngineError> {
         let options = WaitContainerOptionsBuilder::new()
             .condition("not-running")
@@ -522,6 +526,8 @@ impl EnginePort for ApiPort {
                     .map(|state| state.to_string())
                     .unwrap_or_default(),
                 created: container.created,
+                image: container.image.unwrap_or_default(),
+                status: container.status.unwrap_or_default(),
             })
             .collect())
     }

@@ -17,6 +17,8 @@
 //!   written once over it; [`launch`](mod@launch): the launch itself (attached, detached and
 //!   the copies of `--count`), written once over it; [`signals`]: the SIGINT and SIGTERM a
 //!   launch listens for.
+//! - [`admin`]: what `agentc ps` and `agentc rm` do (listing and removing agentc's containers,
+//!   volumes and companions), written once over the port.
 //! - [`egress`]: the steps both executors take around an egress companion's set-up (the
 //!   per-run instance, a taken subnet).
 //! - [`egress_state`]: egress companions as the engine holds them: a sandbox's proxy up, down
@@ -58,6 +60,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod admin;
 pub mod argv;
 pub mod companion;
 pub mod credentials;

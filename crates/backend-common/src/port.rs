@@ -148,6 +148,10 @@ pub struct ListedContainer {
     pub created: Option<i64>,
     /// The networks it is on.
     pub networks: Vec<String>,
+    /// Its image, as it was asked for.
+    pub image: String,
+    /// The engine's human status, such as `Up 5 minutes` (empty where the listing has none).
+    pub status: String,
 }
 
 impl ListedContainer {
@@ -184,6 +188,12 @@ impl ListedContainer {
                 .and_then(|settings| settings.networks.as_ref())
                 .map(|networks| networks.keys().cloned().collect())
                 .unwrap_or_default(),
+            image: inspect
+                .config
+                .as_ref()
+                .and_then(|config| config.image.clone())
+                .unwrap_or_default(),
+            status: String::new(),
         }
     }
 
@@ -367,6 +377,13 @@ pub trait EnginePort: Send + Sync {
     fn runtimes(
         &self,
     ) -> impl Future<Output = Result<crate::EngineRuntimes, crate::ExecError>> + Send;
+
+    /// How many removals to run at once on this engine: a daemon older than Engine API 1.42
+    /// takes one at a time (concurrent removals of containers on one network can deadlock its
+    /// network controller, moby/moby#42545).
+    fn removal_jobs(&self) -> usize {
+        8
+    }
 
     /// Waits until the container is no longer running and returns its exit code (the caller
     /// bounds the wait).

@@ -586,17 +586,40 @@ impl EnginePort for CliPort {
 
     async fn list_containers(&self, filter: &Filter) -> Result<Vec<ListedContainer>, EngineError> {
         let filters = filter_args(filter);
-        let mut args = vec!["ps", "--all", "--quiet", "--no-trunc"];
+        let mut args = vec![
+            "ps",
+            "--all",
+            "--no-trunc",
+            "--format",
+            "{{.ID}}\t{{.Status}}",
+        ];
         args.extend(filters.iter().map(String::as_str));
-        let ids = self.words(&args).await?;
-        if ids.is_empty() {
+        // The ID and the human status (`Up 5 minutes`), which only the listing says.
+        let listed: BTreeMap<String, String> = self
+            .words(&args)
+            .await?
+            .iter()
+            .map(|line| match line.split_once('\t') {
+                Some((id, status)) => (id.to_string(), status.trim().to_string()),
+                None => (line.clone(), String::new()),
+            })
+            .collect();
+        if listed.is_empty() {
             return Ok(Vec::new());
         }
+        let ids: Vec<String> = listed.keys().cloned().collect();
         let text = self
             .inspect_all(&["inspect", "--type", "container"], &ids)
             .await?;
         let found = agentc_backend_common::inspect::read_inspect_list(&text).map_err(unreadable)?;
-        Ok(found.iter().map(ListedContainer::from_inspect).collect())
+        Ok(found
+            .iter()
+            .map(|inspect| {
+                let mut container = ListedContainer::from_inspect(inspect);
+                container.status = listed.get(&container.id).cloned().unwrap_or_default();
+                container
+            })
+            .collect())
     }
 
     async fn network(&self, name: &str) -> Result<Option<ListedObject>, EngineError> {
