@@ -37,8 +37,8 @@ mod lab;
 use std::time::Duration;
 
 use agent_image::agent_image;
-use common::{docker, require_daemon, test_image, IMAGES};
-use lab::{engine_cli, interrupted_class, Lab, Launch};
+use common::{docker, engine_cli, require_daemon, test_image, IMAGES};
+use lab::{interrupted_class, Lab, Launch};
 
 /// A row's outcome: (exit status, class of message, what is left).
 type Outcome = (i32, String, Vec<String>);
@@ -150,7 +150,9 @@ impl Matrix<'_> {
     }
 
     /// Spawns `agentc ARGS`, waits for `ready` on its stderr (or a second when empty), sends
-    /// `signal`, and records the row.
+    /// `signal`, and records the row. After SIGKILL, runs `agentc ps` (which removes what a
+    /// killed launch left, at once for `profile`) and records agentc's status, `killed, reaped
+    /// by the next command` when `ps` said it removed a companion, and what is left after it.
     fn signalled(
         &mut self,
         name: &str,
@@ -162,35 +164,21 @@ impl Matrix<'_> {
     ) -> Outcome {
         let launch = self.spawn(name, args, env, ready);
         launch.signal(signal);
-        let (code, stderr) = launch.end();
+        let (code, mut stderr) = launch.end();
+        if signal == libc::SIGKILL {
+            let ps = self
+                .lab
+                .agentc(&["ps"], &[("AGENTC_TEST_REAP_AT_ONCE", profile)]);
+            let reaped =
+                common::text(&ps.stderr).contains("agentc: removed the egress companion of ");
+            stderr = if reaped {
+                "error: killed, reaped by the next command"
+            } else {
+                "error: killed, not reaped"
+            }
+            .to_string();
+        }
         self.record(name, profile, code, &stderr)
-    }
-
-    /// Spawns `agentc ARGS` with `env`, waits for `ready`, SIGKILLs it, then runs `agentc ps`
-    /// (which removes what a killed launch left, at once for `profile`) and records the row:
-    /// agentc's status, `killed, reaped by the next command` when `ps` said it removed a
-    /// companion, and what is left after it.
-    fn killed(
-        &mut self,
-        name: &str,
-        profile: &str,
-        args: &[&str],
-        env: &[(&str, &str)],
-        ready: &str,
-    ) -> Outcome {
-        let launch = self.spawn(name, args, env, ready);
-        launch.signal(libc::SIGKILL);
-        let (code, _) = launch.end();
-        let ps = self
-            .lab
-            .agentc(&["ps"], &[("AGENTC_TEST_REAP_AT_ONCE", profile)]);
-        let class = if common::text(&ps.stderr).contains("agentc: removed the egress companion of ")
-        {
-            "killed, reaped by the next command"
-        } else {
-            "killed, not reaped"
-        };
-        self.record(name, profile, code, &format!("error: {class}"))
     }
 
     fn record(&mut self, name: &str, profile: &str, code: i32, stderr: &str) -> Outcome {
@@ -418,7 +406,12 @@ fn both(
     rows: impl Fn(&mut Lab, &str) -> Vec<Row>,
 ) -> (Vec<Row>, Vec<Row>) {
     let started = std::time::Instant::now();
-    let mut lab = Lab::on(engine, "matrix", test);
+    let test = if engine == "docker" {
+        test.to_string()
+    } else {
+        format!("{engine}-{test}")
+    };
+    let mut lab = Lab::on(engine, "matrix", &test);
     let cli = rows(&mut lab, "cli");
     let api = rows(&mut lab, "api");
     // Printed for the CI budget, never asserted.
@@ -428,6 +421,27 @@ fn both(
         started.elapsed()
     );
     (cli, api)
+}
+
+/// A live test of `$rows` (a function of the engine) on Docker, named
+/// `$docker`, and one on Podman, named `$podman`; each skips with its reason (or fails under
+/// `AGENTC_REQUIRE_DOCKER=1`) where its engine does not answer.
+macro_rules! on_both_engines {
+    ($rows:ident: $docker:ident, $podman:ident) => {
+        #[test]
+        fn $docker() {
+            if require_daemon(stringify!($docker)) {
+                $rows("docker");
+            }
+        }
+
+        #[test]
+        fn $podman() {
+            if require_podman(stringify!($podman)) {
+                $rows("podman");
+            }
+        }
+    };
 }
 
 /// The profile of a custom sandbox idling in the busybox test image, behind the egress proxy
@@ -622,8 +636,8 @@ fn sandbox_rows(lab: &mut Lab, backend: &str, proxied: bool) -> Vec<Row> {
 }
 
 /// The plain sandbox's rows on `engine`.
-fn plain_sandbox(engine: &'static str, test: &str) {
-    let (cli, api) = both(engine, test, |lab, backend| {
+fn plain_sandbox(engine: &'static str) {
+    let (cli, api) = both(engine, "plain", |lab, backend| {
         sandbox_rows(lab, backend, false)
     });
     let known = if engine == "podman" {
@@ -636,19 +650,11 @@ fn plain_sandbox(engine: &'static str, test: &str) {
         .check(&cli, &api);
 }
 
-#[test]
-fn live_commands_on_a_plain_sandbox_behave_alike_through_both_backends() {
-    if require_daemon("live_commands_on_a_plain_sandbox") {
-        plain_sandbox("docker", "plain");
-    }
-}
-
-#[test]
-fn live_podman_commands_on_a_plain_sandbox_behave_alike_through_both_backends() {
-    if require_podman("live_podman_commands_on_a_plain_sandbox") {
-        plain_sandbox("podman", "pplain");
-    }
-}
+on_both_engines!(
+    plain_sandbox:
+    live_commands_on_a_plain_sandbox_behave_alike_through_both_backends,
+    live_podman_commands_on_a_plain_sandbox_behave_alike_through_both_backends
+);
 
 #[test]
 fn live_commands_on_a_sandbox_behind_the_egress_proxy_behave_alike_through_both_backends() {
@@ -759,11 +765,11 @@ const PODMAN_LAUNCH: &[Differs] = &[
 const PODMAN_LAUNCH_KNOWN: &[(&str, &str)] = &[
     (
         "run attached: failed start",
-        "cli: `podman run` prints `Error: runc: ... executable file not found` and exits 127, which exec/docker.rs is_refusal_line (only `docker: Error response from daemon:`) does not hold, so exec/launch.rs reports the container's own 127; api: Podman's attach (before the start) runs the OCI runtime and refuses with 409, which backend-api/src/launch.rs reports as `refused to attach to the container`, not as the start refused",
+        "cli: `podman run` prints `Error: runc: ... executable file not found` and exits 127; backend-cli exec/attached.rs holds only docker's refusal line (exec/docker.rs is_refusal_line) and so reports the container's own 127; api: Podman's attach (before the start) runs the OCI runtime and refuses with 409, which backend-api session.rs run_attached reports as `refused to attach to the container`, not as the start refused",
     ),
     (
         "run attached: name in use",
-        "cli: `podman run` prints `Error: ... the container name ... is already in use` (exit 125), not held by exec/docker.rs is_refusal_line, so exec/launch.rs says `podman failed before the container ran (its error is above)`; the api reads the name in use",
+        "cli: `podman run` prints `Error: ... the container name ... is already in use` (exit 125), passed through by exec/attached.rs (not docker's refusal line), which then says `podman failed before the container ran (its error is above)`; the api reads the name in use",
     ),
 ];
 
@@ -796,7 +802,8 @@ fn launch_rows(lab: &mut Lab, backend: &str) -> Vec<Row> {
         rows: Vec::new(),
     };
     let missing = "agentc-test/matrix-missing:none";
-    let attached = |path: &str, name: &str, image: &str, script: &str| -> Vec<String> {
+    // `agentc run PATH --name NAME` and `tail`.
+    let launch = |path: &str, name: &str, tail: &[&str]| -> Vec<String> {
         let args = [
             "run",
             path,
@@ -806,28 +813,13 @@ fn launch_rows(lab: &mut Lab, backend: &str) -> Vec<Row> {
             name,
             "--no-warnings",
         ];
-        let tail = ["--image", image, "--", "-c", script];
-        args.iter()
-            .chain(&tail)
-            .map(|arg| arg.to_string())
-            .collect()
+        args.iter().chain(tail).map(|arg| arg.to_string()).collect()
+    };
+    let attached = |path: &str, name: &str, image: &str, script: &str| -> Vec<String> {
+        launch(path, name, &["--image", image, "--", "-c", script])
     };
     let count = |path: &str, name: &str, more: &[&str]| -> Vec<String> {
-        let args = [
-            "run",
-            path,
-            "--backend",
-            "{b}",
-            "--name",
-            name,
-            "--no-warnings",
-        ];
-        let tail = ["--count", "2"];
-        args.iter()
-            .chain(&tail)
-            .chain(more)
-            .map(|arg| arg.to_string())
-            .collect()
+        launch(path, name, &[&["--count", "2"], more].concat())
     };
     let mut run = |row: &str, profile: &str, args: Vec<String>| {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -943,8 +935,8 @@ fn launch_rows(lab: &mut Lab, backend: &str) -> Vec<Row> {
 }
 
 /// The launch rows on `engine`.
-fn launches(engine: &'static str, test: &str) {
-    let (cli, api) = both(engine, test, launch_rows);
+fn launches(engine: &'static str) {
+    let (cli, api) = both(engine, "launch", launch_rows);
     let title = "run attached, run --count, seed, verify";
     let known = if engine == "podman" {
         PODMAN_LAUNCH_KNOWN
@@ -956,19 +948,11 @@ fn launches(engine: &'static str, test: &str) {
         .check(&cli, &api);
 }
 
-#[test]
-fn live_runs_seeds_and_verifies_behave_alike_through_both_backends() {
-    if require_daemon("live_runs_seeds_and_verifies") {
-        launches("docker", "launch");
-    }
-}
-
-#[test]
-fn live_podman_runs_seeds_and_verifies_behave_alike_through_both_backends() {
-    if require_podman("live_podman_runs_seeds_and_verifies") {
-        launches("podman", "plaunch");
-    }
-}
+on_both_engines!(
+    launches:
+    live_runs_seeds_and_verifies_behave_alike_through_both_backends,
+    live_podman_runs_seeds_and_verifies_behave_alike_through_both_backends
+);
 
 /// Every command through `backend` with `DOCKER_HOST` (Podman: `CONTAINER_HOST`, which the
 /// `podman` command follows too) naming a socket that does not exist.
@@ -1073,53 +1057,45 @@ fn daemon_gone_rows(lab: &mut Lab, backend: &str) -> Vec<Row> {
     m.rows
 }
 
-/// The rows of [`daemon_gone_rows`].
-const GONE: &[Want] = &[
-    ("run detached", 125, "daemon unreachable", &[]),
-    (
-        "run detached behind the proxy",
-        125,
-        "daemon unreachable",
-        &[],
-    ),
-    ("run attached", 125, "daemon unreachable", &[]),
-    ("run --count 2", 125, "daemon unreachable", &[]),
-    ("seed", 125, "daemon unreachable", &[]),
-    ("verify", 125, "daemon unreachable", &[]),
-    ("exec", 125, "daemon unreachable", &[]),
-    ("cp in", 125, "daemon unreachable", &[]),
-    ("cp out", 125, "daemon unreachable", &[]),
-    ("port", 125, "daemon unreachable", &[]),
-    ("logs", 125, "daemon unreachable", &[]),
-    ("logs --follow", 125, "daemon unreachable", &[]),
-    ("stop", 125, "daemon unreachable", &[]),
-    ("start", 125, "daemon unreachable", &[]),
-    ("rm", 125, "daemon unreachable", &[]),
-    ("rm --profile", 125, "daemon unreachable", &[]),
+/// The rows of [`daemon_gone_rows`]: each exits 125, says the daemon cannot be reached and
+/// leaves nothing.
+const GONE: &[&str] = &[
+    "run detached",
+    "run detached behind the proxy",
+    "run attached",
+    "run --count 2",
+    "seed",
+    "verify",
+    "exec",
+    "cp in",
+    "cp out",
+    "port",
+    "logs",
+    "logs --follow",
+    "stop",
+    "start",
+    "rm",
+    "rm --profile",
 ];
 
 /// Where the daemon-gone rows on Podman differ from Docker's.
 const PODMAN_GONE: &[Differs] = &[];
 
 /// The daemon-gone rows on `engine`.
-fn daemon_gone(engine: &'static str, test: &str) {
-    let (cli, api) = both(engine, test, daemon_gone_rows);
-    Expected::new("the daemon gone", engine, GONE, &[], PODMAN_GONE).check(&cli, &api);
+fn daemon_gone(engine: &'static str) {
+    let (cli, api) = both(engine, "gone", daemon_gone_rows);
+    let gone: Vec<Want> = GONE
+        .iter()
+        .map(|row| (*row, 125, "daemon unreachable", &[][..]))
+        .collect();
+    Expected::new("the daemon gone", engine, &gone, &[], PODMAN_GONE).check(&cli, &api);
 }
 
-#[test]
-fn live_every_command_without_a_daemon_exits_125_alike_and_leaves_nothing() {
-    if require_daemon("live_every_command_without_a_daemon") {
-        daemon_gone("docker", "gone");
-    }
-}
-
-#[test]
-fn live_podman_every_command_without_its_socket_exits_125_alike_and_leaves_nothing() {
-    if require_podman("live_podman_every_command_without_its_socket") {
-        daemon_gone("podman", "pgone");
-    }
-}
+on_both_engines!(
+    daemon_gone:
+    live_every_command_without_a_daemon_exits_125_alike_and_leaves_nothing,
+    live_podman_every_command_without_its_socket_exits_125_alike_and_leaves_nothing
+);
 
 /// An egress proxy image of the test's own that agentc launches in place of its binary's: the
 /// busybox test image with a script at the proxy's path, made the running agentc binary's
@@ -1367,9 +1343,9 @@ fn signal_rows(lab: &mut Lab, backend: &str) -> Vec<Row> {
         m.signalled(&row, &fleet, &verify, &pause, paused, signal);
     }
     let row = "run --count 2: SIGKILL at the proxy step";
-    m.killed(row, &fleet, &count, &pause, paused);
+    m.signalled(row, &fleet, &count, &pause, paused, libc::SIGKILL);
     let row = "verify behind the proxy: SIGKILL at the proxy step";
-    m.killed(row, &fleet, &verify, &pause, paused);
+    m.signalled(row, &fleet, &verify, &pause, paused, libc::SIGKILL);
     m.rows
 }
 
@@ -1443,8 +1419,8 @@ const PODMAN_NO_PROXY: &[(&str, &str)] = &[
 ];
 
 /// The signal rows on `engine`.
-fn signals(engine: &'static str, test: &str) {
-    let (cli, api) = both(engine, test, signal_rows);
+fn signals(engine: &'static str) {
+    let (cli, api) = both(engine, "signals", signal_rows);
     let skipped = if engine == "podman" {
         PODMAN_NO_PROXY
     } else {
@@ -1455,16 +1431,8 @@ fn signals(engine: &'static str, test: &str) {
         .check(&cli, &api);
 }
 
-#[test]
-fn live_signals_of_attached_runs_copies_and_verify_end_alike() {
-    if require_daemon("live_signals_of_attached_runs_copies_and_verify") {
-        signals("docker", "signals");
-    }
-}
-
-#[test]
-fn live_podman_signals_of_attached_runs_end_alike() {
-    if require_podman("live_podman_signals_of_attached_runs") {
-        signals("podman", "psignals");
-    }
-}
+on_both_engines!(
+    signals:
+    live_signals_of_attached_runs_copies_and_verify_end_alike,
+    live_podman_signals_of_attached_runs_end_alike
+);

@@ -9,25 +9,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{describe, test_image, text};
-
-/// Runs `ENGINE ARGS` (`docker` or `podman`): trimmed stdout, or the error with stderr.
-pub fn engine_cli(engine: &str, args: &[&str]) -> Result<String, String> {
-    let output = Command::new(engine)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|error| format!("cannot run {engine}: {error}"))?;
-    if output.status.success() {
-        Ok(text(&output.stdout).trim().to_string())
-    } else {
-        Err(format!(
-            "{engine} {}: {}",
-            args.join(" "),
-            describe(&output)
-        ))
-    }
-}
+use crate::common::{engine_cli, test_image};
 
 /// A test's outside network, home volume and profiles; all of it removed on drop.
 pub struct Lab {
