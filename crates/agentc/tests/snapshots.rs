@@ -800,20 +800,7 @@ fn memory_is_refused_on_docker_with_its_hint() {
 
 /// Runs `podman ARGS`: trimmed stdout, or the error with stderr.
 fn podman(args: &[&str]) -> Result<String, String> {
-    let output = Command::new("podman")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|error| format!("cannot run podman: {error}"))?;
-    if output.status.success() {
-        Ok(text(&output.stdout).trim().to_string())
-    } else {
-        Err(format!(
-            "podman {} failed: {}",
-            args.join(" "),
-            text(&output.stderr).trim()
-        ))
-    }
+    common::engine_cli("podman", args)
 }
 
 /// Why memory snapshots cannot work here (`None`: they must): the test's own probe, the

@@ -18,7 +18,8 @@ pub enum Refusal {
     /// The path named inside a container does not exist (`docker cp`: `No such
     /// container:path`, `Could not find the file`; podman: `could not be found on container`).
     NoSuchPath,
-    /// The container exists but is not running (`is not running`, both engines).
+    /// The container exists but is not running (`is not running`, both engines; podman's exec
+    /// on a stopped container: `can only create exec sessions on running containers`).
     NotRunning,
     /// The object is being removed already (docker: `removal of container ... is already in
     /// progress`): it is on its way out.
@@ -60,7 +61,13 @@ pub fn refusal(message: &str) -> Option<Refusal> {
             ],
         ),
         (Refusal::NoSuchVolume, &["no such volume"]),
-        (Refusal::NotRunning, &["is not running"]),
+        (
+            Refusal::NotRunning,
+            &[
+                "is not running",
+                "can only create exec sessions on running containers",
+            ],
+        ),
         (Refusal::RemovalInProgress, &["already in progress"]),
         (Refusal::NameInUse, &["already exists", "already in use"]),
         (
@@ -129,6 +136,10 @@ mod tests {
             ),
             (
                 "Error response from daemon: Container abc is not running",
+                Some(Refusal::NotRunning),
+            ),
+            (
+                "Error: can only create exec sessions on running containers: container state improper",
                 Some(Refusal::NotRunning),
             ),
             ("Error response from daemon: conflict", None),

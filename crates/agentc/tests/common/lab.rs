@@ -1,16 +1,20 @@
 //! The lab of the live behaviour matrices (`faults.rs`, `command_matrix.rs`): a test's own
 //! `--internal` outside network, home volume, profiles and temporary directory, all removed on
 //! drop; `agentc` run in it (to its end, or spawned to be signalled); what is left labelled
-//! with a profile. Declared by those binaries only.
+//! with a profile. A lab is on one engine (`docker`, or `podman`: agentc runs with
+//! `AGENTC_ENGINE` set to it, and what is left is listed by that engine's command). Declared by
+//! those binaries only.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{docker, test_image};
+use crate::common::{engine_cli, test_image};
 
 /// A test's outside network, home volume and profiles; all of it removed on drop.
 pub struct Lab {
+    /// The engine the lab's objects are on and agentc runs with: `docker` or `podman`.
+    pub engine: &'static str,
     /// `agentc-t-FILE-PID-TEST`: the prefix of everything the lab names.
     pub id: String,
     /// The outside network (`--internal`: nothing leaves the machine).
@@ -23,14 +27,22 @@ pub struct Lab {
 }
 
 impl Lab {
-    /// A lab of test file `file`, test `test`: its outside network and home volume created.
+    /// A lab of test file `file`, test `test` on Docker: its outside network and home volume
+    /// created.
     pub fn new(file: &str, test: &str) -> Lab {
+        Lab::on("docker", file, test)
+    }
+
+    /// A lab of test file `file`, test `test` on `engine` (`docker` or `podman`).
+    pub fn on(engine: &'static str, file: &str, test: &str) -> Lab {
         let id = format!("agentc-t-{file}-{}-{test}", std::process::id());
         let out = format!("{id}-out");
         let home = format!("{id}-home");
-        docker(&["network", "create", "--internal", &out]).expect("create the outside network");
-        docker(&["volume", "create", &home]).expect("create the home volume");
+        engine_cli(engine, &["network", "create", "--internal", &out])
+            .expect("create the outside network");
+        engine_cli(engine, &["volume", "create", &home]).expect("create the home volume");
         Lab {
+            engine,
             id,
             out,
             home,
@@ -72,7 +84,8 @@ impl Lab {
     pub fn left(&self, profile: &str) -> Vec<String> {
         let filter = format!("label=io.agentc.profile={profile}");
         let list = |args: &[&str]| -> Vec<String> {
-            let mut names: Vec<String> = docker(args)
+            let mut names: Vec<String> = self
+                .cli(args)
                 .unwrap_or_default()
                 .lines()
                 .map(str::to_string)
@@ -114,10 +127,16 @@ impl Lab {
         }
     }
 
+    /// Runs the lab's engine's command (`docker ARGS` or `podman ARGS`).
+    pub fn cli(&self, args: &[&str]) -> Result<String, String> {
+        engine_cli(self.engine, args)
+    }
+
     /// `agentc ARGS` in the lab's directory, stdin closed, with `env`, to its end.
     pub fn agentc(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_agentc"))
             .args(args)
+            .env("AGENTC_ENGINE", self.engine)
             .envs(env.iter().copied())
             .current_dir(self.dir.path())
             .stdin(Stdio::null())
@@ -128,24 +147,35 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
+        // Podman's `rm --force` waits for the stop timeout first: `--time=0` kills at once.
+        let remove: &[&str] = if self.engine == "podman" {
+            &["rm", "--force", "--time=0"]
+        } else {
+            &["rm", "--force"]
+        };
         for profile in &self.profiles {
             let filter = format!("label=io.agentc.profile={profile}");
-            let containers = docker(&["ps", "-aq", "--filter", &filter]).unwrap_or_default();
+            let containers = self
+                .cli(&["ps", "-aq", "--filter", &filter])
+                .unwrap_or_default();
             for container in containers.split_whitespace() {
-                let _ = docker(&["rm", "--force", container]);
+                let _ = self.cli(&[remove, &[container]].concat());
             }
-            let networks =
-                docker(&["network", "ls", "-q", "--filter", &filter]).unwrap_or_default();
+            let networks = self
+                .cli(&["network", "ls", "-q", "--filter", &filter])
+                .unwrap_or_default();
             for network in networks.split_whitespace() {
-                let _ = docker(&["network", "rm", network]);
+                let _ = self.cli(&["network", "rm", network]);
             }
-            let volumes = docker(&["volume", "ls", "-q", "--filter", &filter]).unwrap_or_default();
+            let volumes = self
+                .cli(&["volume", "ls", "-q", "--filter", &filter])
+                .unwrap_or_default();
             for volume in volumes.split_whitespace() {
-                let _ = docker(&["volume", "rm", "--force", volume]);
+                let _ = self.cli(&["volume", "rm", "--force", volume]);
             }
         }
-        let _ = docker(&["network", "rm", &self.out]);
-        let _ = docker(&["volume", "rm", "--force", &self.home]);
+        let _ = self.cli(&["network", "rm", &self.out]);
+        let _ = self.cli(&["volume", "rm", "--force", &self.home]);
     }
 }
 
@@ -163,6 +193,7 @@ impl Launch {
         let file = std::fs::File::create(&stderr).expect("stderr file");
         let child = Command::new(env!("CARGO_BIN_EXE_agentc"))
             .args(args)
+            .env("AGENTC_ENGINE", lab.engine)
             .envs(env.iter().copied())
             .current_dir(lab.dir.path())
             .stdin(Stdio::null())

@@ -24,16 +24,21 @@ pub fn describe(output: &Output) -> String {
 
 /// Runs `docker ARGS`: trimmed stdout, or the error with stderr.
 pub fn docker(args: &[&str]) -> Result<String, String> {
-    let output = Command::new("docker")
+    engine_cli("docker", args)
+}
+
+/// Runs `ENGINE ARGS` (`docker` or `podman`): trimmed stdout, or the error with stderr.
+pub fn engine_cli(engine: &str, args: &[&str]) -> Result<String, String> {
+    let output = Command::new(engine)
         .args(args)
         .stdin(Stdio::null())
         .output()
-        .map_err(|error| format!("cannot run docker: {error}"))?;
+        .map_err(|error| format!("cannot run {engine}: {error}"))?;
     if output.status.success() {
         Ok(text(&output.stdout).trim().to_string())
     } else {
         Err(format!(
-            "docker {} failed: {}",
+            "{engine} {} failed: {}",
             args.join(" "),
             text(&output.stderr).trim()
         ))

@@ -204,6 +204,9 @@ async fn launch_argv_of(engine: Engine, spec: &ContainerSpec) -> Result<Vec<Stri
     .await
 }
 
+/// How the `podman` command starts the line of its own refusal on stderr.
+const PODMAN_ERROR: &str = "Error: ";
+
 /// What a detached launch of `spec` runs: its `docker run` argv with a `--cidfile` (which
 /// names what the engine created, even when the start failed; the name may be another's), and
 /// the secret values its child gets in its environment, by name.
@@ -404,11 +407,16 @@ impl EnginePort for CliPort {
                 source,
             })?;
         let exit_code = super::process::exit_code(output.status);
-        // docker's own lines pass through; the daemon's refusal is worded by agentc.
+        // docker's own lines pass through; the daemon's refusal is worded by agentc. Podman
+        // words its refusal `Error: ...` (a detached run's stderr is the engine's alone, never
+        // the workload's): the first such line is the refusal, as docker's is.
+        let podman = self.engine == Engine::Podman;
         let mut held: Vec<String> = Vec::new();
         let mut passed = String::new();
         for line in String::from_utf8_lossy(&output.stderr).split_inclusive('\n') {
-            if super::docker::is_refusal_line(line, !held.is_empty()) {
+            if super::docker::is_refusal_line(line, !held.is_empty())
+                || (podman && held.is_empty() && line.starts_with(PODMAN_ERROR))
+            {
                 held.push(line.to_string());
             } else {
                 passed.push_str(line);
@@ -420,7 +428,10 @@ impl EnginePort for CliPort {
         }
         let mut refusal = held
             .first()
-            .map(|line| super::docker::refusal_message(line))
+            .map(|line| match line.strip_prefix(PODMAN_ERROR) {
+                Some(message) if podman => message.trim().to_string(),
+                _ => super::docker::refusal_message(line),
+            })
             .filter(|_| super::docker::is_refusal_status(exit_code));
         if refusal.is_none() && exit_code == 125 && self.engine == Engine::Podman {
             // Podman prints its own `Error: ...` (passed through) and exits 125 when it
