@@ -761,18 +761,6 @@ const PODMAN_LAUNCH: &[Differs] = &[
     ),
 ];
 
-/// The launch rows on Podman not as expected yet, and why.
-const PODMAN_LAUNCH_KNOWN: &[(&str, &str)] = &[
-    (
-        "run attached: failed start",
-        "cli: `podman run` prints `Error: runc: ... executable file not found` and exits 127; backend-cli exec/attached.rs holds only docker's refusal line (exec/docker.rs is_refusal_line) and so reports the container's own 127; api: Podman's attach (before the start) runs the OCI runtime and refuses with 409, which backend-api session.rs run_attached reports as `refused to attach to the container`, not as the start refused",
-    ),
-    (
-        "run attached: name in use",
-        "cli: `podman run` prints `Error: ... the container name ... is already in use` (exit 125), passed through by exec/attached.rs (not docker's refusal line), which then says `podman failed before the container ran (its error is above)`; the api reads the name in use",
-    ),
-];
-
 /// The rows of `run` attached to its end, `run --count`, `seed` and `verify` through
 /// `backend`, with their faults. On Podman the attached rows run with egress denied (behind
 /// the proxy they are refused: [`NO_PROXY`]).
@@ -938,14 +926,7 @@ fn launch_rows(lab: &mut Lab, backend: &str) -> Vec<Row> {
 fn launches(engine: &'static str) {
     let (cli, api) = both(engine, "launch", launch_rows);
     let title = "run attached, run --count, seed, verify";
-    let known = if engine == "podman" {
-        PODMAN_LAUNCH_KNOWN
-    } else {
-        &[]
-    };
-    Expected::new(title, engine, LAUNCH, &[], PODMAN_LAUNCH)
-        .knowing(known)
-        .check(&cli, &api);
+    Expected::new(title, engine, LAUNCH, &[], PODMAN_LAUNCH).check(&cli, &api);
 }
 
 on_both_engines!(

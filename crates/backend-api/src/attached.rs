@@ -63,7 +63,7 @@ pub(crate) async fn attached<S: Interrupts>(
         "created container {} ({id})",
         request.name.as_deref().unwrap_or("without a name")
     );
-    let result = run_attached(docker, spec, spec.tty && terminal, &id, signals).await;
+    let result = run_attached(docker, engine, spec, spec.tty && terminal, &id, signals).await;
     // What `agentc rm` can name the container by, should it have to.
     let handle = request.name.as_deref().unwrap_or(&id);
     match result {

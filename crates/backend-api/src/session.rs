@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use agentc_backend_common::{ExecError, Interrupt};
+use agentc_backend_common::{Engine, ExecError, Interrupt};
 use agentc_policy::ContainerSpec;
 use bollard::errors::Error as BollardError;
 use bollard::query_parameters::{
@@ -48,6 +48,7 @@ impl From<ExecError> for Step {
 /// the window), then removes it, or, under `AutoRemove`, waits until the daemon has.
 pub(crate) async fn run_attached<S: Interrupts>(
     docker: &Docker,
+    engine: Engine,
     spec: &ContainerSpec,
     terminal: bool,
     id: &str,
@@ -62,7 +63,14 @@ pub(crate) async fn run_attached<S: Interrupts>(
     log::debug!("attaching to {id}");
     let attached = tokio::select! {
         result = docker.attach_container(id, Some(attach_options)) => {
-            result.map_err(|error| daemon_error("attach to the container", error))?
+            result.map_err(|error| {
+                // Podman runs the OCI runtime when it attaches to a created container: its 409
+                // there is the start refused (a command it cannot run), as the start reports it
+                // on Docker.
+                let podman_start = engine == Engine::Podman && crate::daemon::status(&error) == Some(409);
+                let step = if podman_start { "start the container" } else { "attach to the container" };
+                daemon_error(step, error)
+            })?
         }
         signal = signals.recv() => return Err(Step::Interrupted(signal)),
     };

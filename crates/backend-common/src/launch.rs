@@ -314,14 +314,14 @@ impl std::error::Error for LaunchManyError {}
 
 /// Launches every spec detached through `port`, at most `jobs` at a time (at least one), and
 /// returns the started sandboxes in the order given. Each image is made present once for the
-/// fleet first (pulled with `pull`). The specs are meant to be named, such as the copies of
+/// fleet first (pulled with `pull`), and the first copy is launched alone before the others. The specs are meant to be named, such as the copies of
 /// [`copy_names`] (an unnamed one is reported as `copy N`). Each launch in flight listens for
 /// SIGINT and SIGTERM through a listener of its own ([`Interrupts::another`]), and `signals`
 /// is asked before each copy starts. On any failure or signal no further copy starts, the started ones are
 /// removed with their companions, and the error says what happened to each.
-pub async fn launch_copies<P: EnginePort, S: Interrupts>(
+pub async fn launch_copies<'a, P: EnginePort, S: Interrupts>(
     port: &P,
-    specs: &[ContainerSpec],
+    specs: &'a [ContainerSpec],
     env: &BTreeMap<String, String>,
     pull: bool,
     jobs: usize,
@@ -359,46 +359,55 @@ pub async fn launch_copies<P: EnginePort, S: Interrupts>(
     let stop = AtomicBool::new(false);
     let fleet = Mutex::new(signals);
     let (stop, fleet) = (&stop, &fleet);
-    let mut results: Vec<(usize, Option<Result<Started, ExecError>>)> =
-        stream::iter(specs.iter().enumerate())
-            .map(|(index, spec)| async move {
-                if stop.load(Ordering::SeqCst) {
-                    return (index, None);
-                }
-                let listened = match fleet.lock() {
-                    Ok(mut signals) => match signals.pending() {
-                        Some(signal) => Err(ExecError::Interrupted {
-                            signal,
-                            container: None,
-                        }),
-                        None => signals.another(),
-                    },
-                    Err(_) => Err(ExecError::Terminal {
-                        step: "listen for SIGINT and SIGTERM",
-                        source: std::io::Error::other("a copy's launch panicked"),
-                    }),
+    let launch_copy = |(index, spec): (usize, &'a ContainerSpec)| async move {
+        if stop.load(Ordering::SeqCst) {
+            return (index, None);
+        }
+        let listened = match fleet.lock() {
+            Ok(mut signals) => match signals.pending() {
+                Some(signal) => Err(ExecError::Interrupted {
+                    signal,
+                    container: None,
+                }),
+                None => signals.another(),
+            },
+            Err(_) => Err(ExecError::Terminal {
+                step: "listen for SIGINT and SIGTERM",
+                source: std::io::Error::other("a copy's launch panicked"),
+            }),
+        };
+        let result = match listened {
+            Err(error) => Err(error),
+            Ok(mut signals) => {
+                let spec = &ContainerSpec {
+                    detach: true,
+                    ..spec.clone()
                 };
-                let result = match listened {
+                match prepare(port, spec, env, None, &mut |_| {}, &mut signals).await {
+                    Ok(()) => start(port, spec, env, &mut signals).await,
                     Err(error) => Err(error),
-                    Ok(mut signals) => {
-                        let spec = &ContainerSpec {
-                            detach: true,
-                            ..spec.clone()
-                        };
-                        match prepare(port, spec, env, None, &mut |_| {}, &mut signals).await {
-                            Ok(()) => start(port, spec, env, &mut signals).await,
-                            Err(error) => Err(error),
-                        }
-                    }
-                };
-                if result.is_err() {
-                    stop.store(true, Ordering::SeqCst);
                 }
-                (index, Some(result))
-            })
-            .buffer_unordered(jobs.max(1))
-            .collect()
-            .await;
+            }
+        };
+        if result.is_err() {
+            stop.store(true, Ordering::SeqCst);
+        }
+        (index, Some(result))
+    };
+    // The first copy alone: a refusal that holds for every copy (a runtime, Podman's egress)
+    // is then one failure and the rest not started, whatever the timing; the others follow
+    // `jobs` at a time.
+    let mut copies = specs.iter().enumerate();
+    let mut results: Vec<(usize, Option<Result<Started, ExecError>>)> = Vec::new();
+    if let Some(first) = copies.next() {
+        results.push(launch_copy(first).await);
+    }
+    let rest: Vec<_> = stream::iter(copies)
+        .map(launch_copy)
+        .buffer_unordered(jobs.max(1))
+        .collect()
+        .await;
+    results.extend(rest);
     results.sort_by_key(|(index, _)| *index);
     if !stop.load(Ordering::SeqCst) {
         return Ok(results

@@ -59,7 +59,8 @@ pub(crate) async fn run_attached<P: EnginePort, S: Interrupts>(
             source,
         })?;
     let stderr = child.stderr.take().expect("stderr is piped");
-    let relay = tokio::spawn(relay_stderr(stderr));
+    let podman = port.engine() == Engine::Podman;
+    let relay = tokio::spawn(relay_stderr(stderr, podman));
     let mut interrupted = None;
     let status = tokio::select! {
         status = child.wait() => status,
@@ -74,7 +75,7 @@ pub(crate) async fn run_attached<P: EnginePort, S: Interrupts>(
         source,
     })?;
     let exit_code = super::process::exit_code(status);
-    let held = relay.await.unwrap_or_default();
+    let Relayed { held, last_error } = relay.await.unwrap_or_default();
     if let Some(signal) = interrupted {
         // Created after the first removal, or never removed: gone now either way, and only
         // then reported removed (the engine's own `--rm` may still be at it).
@@ -92,12 +93,25 @@ pub(crate) async fn run_attached<P: EnginePort, S: Interrupts>(
         .first()
         .map(|line| refusal_message(line))
         .filter(|_| is_refusal_status(exit_code));
-    if refusal.is_none() && !held.is_empty() {
+    if refusal.is_none() {
+        refusal = last_error
+            .as_deref()
+            .and_then(|line| podman_refusal(line, exit_code));
+    }
+    let mut unsaid = if refusal.is_none() {
+        held.concat()
+    } else {
+        String::new()
+    };
+    if let Some(line) = last_error.filter(|_| refusal.is_none()) {
+        unsaid.push_str(&line);
+    }
+    if !unsaid.is_empty() {
         let mut out = tokio::io::stderr();
-        let _ = out.write_all(held.concat().as_bytes()).await;
+        let _ = out.write_all(unsaid.as_bytes()).await;
         let _ = out.flush().await;
     }
-    if refusal.is_none() && exit_code == 125 && port.engine() == Engine::Podman {
+    if refusal.is_none() && exit_code == 125 && podman {
         // Podman prints its own `Error: ...` (passed through) and exits 125 when it failed
         // before the container ran.
         refusal = Some("podman failed before the container ran (its error is above)".into());
@@ -152,24 +166,54 @@ async fn end_on_signal<P: EnginePort>(
     }
 }
 
-/// Passes docker's stderr through, line by line, holding back its refusal (the `docker: Error
-/// response from daemon: ...` line and the lines after it), which it returns.
-async fn relay_stderr(stderr: tokio::process::ChildStderr) -> Vec<String> {
-    let mut held: Vec<String> = Vec::new();
+/// What [`relay_stderr`] held back.
+#[derive(Debug, Default)]
+struct Relayed {
+    /// docker's refusal: the `docker: Error response from daemon: ...` line and the lines
+    /// after it.
+    held: Vec<String>,
+    /// On Podman, the last line when it is an `Error: ...` line (Podman's own refusal, or the
+    /// workload's last words: [`podman_refusal`] tells them apart).
+    last_error: Option<String>,
+}
+
+/// Passes the engine's stderr through, line by line, holding back docker's refusal, and on
+/// Podman (`podman`) an `Error: ...` line until the next line shows it was not the last.
+async fn relay_stderr(stderr: tokio::process::ChildStderr, podman: bool) -> Relayed {
+    let mut relayed = Relayed::default();
     let mut reader = tokio::io::BufReader::new(stderr);
     let mut out = tokio::io::stderr();
     let mut line = Vec::new();
     while reader.read_until(b'\n', &mut line).await.unwrap_or(0) > 0 {
         let text = String::from_utf8_lossy(&line).into_owned();
-        if is_refusal_line(&text, !held.is_empty()) {
-            held.push(text);
+        if let Some(earlier) = relayed.last_error.take() {
+            let _ = out.write_all(earlier.as_bytes()).await;
+        }
+        if is_refusal_line(&text, !relayed.held.is_empty()) {
+            relayed.held.push(text);
+        } else if podman && text.starts_with("Error: ") {
+            relayed.last_error = Some(text);
         } else {
             let _ = out.write_all(&line).await;
-            let _ = out.flush().await;
         }
+        let _ = out.flush().await;
         line.clear();
     }
-    held
+    relayed
+}
+
+/// Podman's own refusal in its last stderr line (`Error: MESSAGE`), for a `podman run` that
+/// exited `exit_code`: any such line with 125 (Podman failed before the container ran); with
+/// 126 or 127 only the OCI runtime's (`OCI runtime attempted to invoke a command that was not
+/// found`, `OCI permission denied`), since a workload may end with an `Error:` line and 127 of
+/// its own.
+fn podman_refusal(line: &str, exit_code: i32) -> Option<String> {
+    let message = line.trim().strip_prefix("Error: ")?;
+    match exit_code {
+        125 => Some(message.to_string()),
+        126 | 127 if message.contains("OCI ") => Some(message.to_string()),
+        _ => None,
+    }
 }
 
 /// Waits (up to 10 s) until the container `id` is gone.
@@ -180,5 +224,26 @@ async fn wait_gone<P: EnginePort>(port: &P, id: &str) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn podmans_refusals_are_told_from_a_workloads_last_words() {
+        let not_found = "Error: runc: runc create failed: unable to start container process: exec: \"nosuch\": executable file not found in $PATH: OCI runtime attempted to invoke a command that was not found\n";
+        assert!(podman_refusal(not_found, 127)
+            .unwrap()
+            .starts_with("runc: runc create failed"));
+        let in_use = "Error: creating container storage: the container name \"box\" is already in use by 1a2b. You have to remove that container to be able to reuse that name: that name is already in use\n";
+        assert!(podman_refusal(in_use, 125)
+            .unwrap()
+            .contains("is already in use"));
+        // A workload's own last words and exit status are its own.
+        assert_eq!(podman_refusal("Error: no such file\n", 127), None);
+        assert_eq!(podman_refusal("Error: bad input\n", 1), None);
+        assert_eq!(podman_refusal("warning: x\n", 125), None);
     }
 }
