@@ -14,6 +14,7 @@ use agentc_backend_common::egress_state;
 use agentc_backend_common::port::{
     EngineError, EngineErrorKind, EnginePort, Filter, ImportRequest, ListedContainer, ListedObject,
 };
+use agentc_backend_common::session::CommitRequest;
 use agentc_backend_common::{Engine, ExecError};
 use agentc_policy::{ContainerSpec, EgressSpec};
 use bollard::models::{ContainerInspectResponse, ImageInspect};
@@ -28,6 +29,14 @@ use crate::egress::{network_create_argv, setup_argvs};
 pub struct CliPort {
     /// The engine whose program runs: `docker` or `podman`.
     pub engine: Engine,
+}
+
+impl Default for CliPort {
+    /// The port over the command line of the engine this process drives
+    /// ([`agentc_backend_common::engine`]).
+    fn default() -> CliPort {
+        CliPort::new(agentc_backend_common::engine())
+    }
 }
 
 impl CliPort {
@@ -697,6 +706,71 @@ impl EnginePort for CliPort {
     async fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
         self.output(&["volume", "rm", name]).await.map(|_| ())
     }
+
+    // ---- Sessions: the primitives `Sandboxes` is written over; those that stream
+    // (`SessionPort`) are in `crate::sandbox`.
+
+    fn backend(&self) -> &'static str {
+        "cli"
+    }
+
+    async fn stop(&self, container: &str, timeout: Option<u32>) -> Result<(), EngineError> {
+        let time = timeout.map(|timeout| format!("--time={timeout}"));
+        let mut args = vec!["stop"];
+        args.extend(time.as_deref());
+        args.push(container);
+        self.output(&args).await.map(|_| ())
+    }
+
+    async fn pause(&self, container: &str, thaw: bool) -> Result<(), EngineError> {
+        let verb = if thaw { "unpause" } else { "pause" };
+        self.output(&[verb, container]).await.map(|_| ())
+    }
+
+    async fn rename(&self, from: &str, to: &str) -> Result<bool, EngineError> {
+        match self.output(&["rename", from, to]).await {
+            Ok(_) => Ok(true),
+            // Gone by that name, or already renamed to `to` by another claim.
+            Err(error)
+                if error.is_not_found()
+                    || error.detail.contains("same name as its current name") =>
+            {
+                Ok(false)
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    async fn commit(
+        &self,
+        container: &str,
+        request: &CommitRequest,
+    ) -> Result<String, EngineError> {
+        let pause = format!("--pause={}", request.pause);
+        let mut args = vec!["commit".to_string(), pause];
+        for change in &request.changes {
+            args.push(format!("--change={change}"));
+        }
+        args.push(container.to_string());
+        args.push(request.reference.clone());
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = self.output(&refs).await?;
+        Ok(String::from_utf8_lossy(&output).trim().to_string())
+    }
+
+    async fn list_images(&self, label: &str) -> Result<Vec<String>, EngineError> {
+        let filter = format!("--filter=label={label}");
+        self.words(&["image", "ls", "--quiet", "--no-trunc", &filter])
+            .await
+    }
+
+    async fn remove_image(&self, reference: &str) -> Result<(), EngineError> {
+        self.output(&["image", "rm", "--force", "--", reference])
+            .await
+            .map(|_| ())
+    }
+
+    // ---- End of the sessions' primitives.
 }
 
 #[cfg(test)]
