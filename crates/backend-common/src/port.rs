@@ -541,6 +541,17 @@ pub trait EnginePort: Send + Sync {
 /// [`crate::session::Sandboxes`] and the copy ([`crate::session::transfer`]) are written over
 /// them.
 pub trait SessionPort: EnginePort {
+    /// The port a client whose environment is `env` drives: the command line's commands run
+    /// with it (the program reads `DOCKER_HOST` and a secret passed by name from it); the
+    /// Engine API's connection is made already, and its port is kept as it is.
+    fn in_env(self, env: &BTreeMap<String, String>) -> Self
+    where
+        Self: Sized,
+    {
+        let _ = env;
+        self
+    }
+
     /// Runs a command in the running sandbox ([`crate::session::SandboxClient::exec`]): its
     /// secrets read from `env` by name, its output handed to `output` as it arrives; returns
     /// its exit code. The container not running is [`crate::session::SessionError::NotRunning`],

@@ -25,10 +25,30 @@ use tokio::process::Command;
 use crate::egress::{network_create_argv, setup_argvs};
 
 /// The engine port over the engine's command line.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 pub struct CliPort {
     /// The engine whose program runs: `docker` or `podman`.
     pub engine: Engine,
+    /// The environment its commands get on top of agentc's ([`CliPort::in_env`]).
+    env: Option<std::sync::Arc<BTreeMap<String, String>>>,
+}
+
+impl std::fmt::Debug for CliPort {
+    // The environment may hold secret values: show names only.
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("CliPort")
+            .field("engine", &self.engine)
+            .field(
+                "env",
+                &self
+                    .env
+                    .iter()
+                    .flat_map(|env| env.keys())
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
 }
 
 impl Default for CliPort {
@@ -42,7 +62,22 @@ impl Default for CliPort {
 impl CliPort {
     /// The port over `engine`'s command line.
     pub fn new(engine: Engine) -> CliPort {
-        CliPort { engine }
+        CliPort { engine, env: None }
+    }
+
+    /// The port whose commands run with `env` on top of agentc's environment: the program
+    /// reads `DOCKER_HOST` (and the like) and a secret passed by name (`--env=NAME`) from it.
+    pub fn in_env(self, env: &BTreeMap<String, String>) -> CliPort {
+        CliPort {
+            env: Some(std::sync::Arc::new(env.clone())),
+            ..self
+        }
+    }
+
+    /// The environment its commands get on top of agentc's.
+    pub(crate) fn env(&self) -> &BTreeMap<String, String> {
+        static NONE: BTreeMap<String, String> = BTreeMap::new();
+        self.env.as_deref().unwrap_or(&NONE)
     }
 
     fn command(&self, args: &[&str]) -> Command {
@@ -50,6 +85,7 @@ impl CliPort {
         let mut command = Command::new(self.engine.program());
         command
             .args(args)
+            .envs(self.env())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -69,6 +69,7 @@ impl CliPort {
         let mut command = Command::new(self.engine.program());
         command
             .args(args)
+            .envs(self.env())
             .envs(env)
             .stdin(Stdio::null())
             .kill_on_drop(true);
@@ -344,6 +345,10 @@ impl CliPort {
 }
 
 impl SessionPort for CliPort {
+    fn in_env(self, env: &BTreeMap<String, String>) -> CliPort {
+        CliPort::in_env(self, env)
+    }
+
     async fn exec(
         &self,
         sandbox: &Sandbox,

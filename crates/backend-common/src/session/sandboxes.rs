@@ -100,7 +100,7 @@ impl Interrupts for NoSignals {
     }
 }
 
-impl<P: EnginePort + Default> Sandboxes<P> {
+impl<P: SessionPort + Default> Sandboxes<P> {
     /// A client over the port's default (the command line of the engine this process
     /// drives) that reads secrets from `env`.
     pub fn new(env: BTreeMap<String, String>) -> Sandboxes<P> {
@@ -108,10 +108,14 @@ impl<P: EnginePort + Default> Sandboxes<P> {
     }
 }
 
-impl<P: EnginePort> Sandboxes<P> {
-    /// A client over `port` that reads secrets from `env`.
+impl<P: SessionPort> Sandboxes<P> {
+    /// A client over `port` that reads secrets from `env` (and whose engine commands run with
+    /// it, [`SessionPort::in_env`]).
     pub fn over(port: P, env: BTreeMap<String, String>) -> Sandboxes<P> {
-        Sandboxes { port, env }
+        Sandboxes {
+            port: port.in_env(&env),
+            env,
+        }
     }
 
     /// The engine port it drives.
