@@ -10,7 +10,6 @@ use agentc_backend_common::egress_state;
 use agentc_backend_common::port::{
     EngineError, EngineErrorKind, EnginePort, Filter, ImportRequest, ListedContainer, ListedObject,
 };
-use agentc_backend_common::session::CommitRequest;
 use agentc_backend_common::Engine;
 use agentc_policy::{ContainerSpec, EgressSpec};
 use bollard::errors::Error as BollardError;
@@ -693,19 +692,21 @@ impl EnginePort for ApiPort {
     async fn commit(
         &self,
         container: &str,
-        request: &CommitRequest,
+        reference: &str,
+        changes: &[String],
+        pause: bool,
     ) -> Result<String, EngineError> {
-        let (repo, tag) = match split_tag(&request.reference) {
+        let (repo, tag) = match split_tag(reference) {
             (repo, Some(tag)) => (repo, tag),
             (repo, None) => (repo, "latest"),
         };
         // The changes as the docker CLI sends them: one instruction a line.
-        let changes = request.changes.join("\n");
+        let changes = changes.join("\n");
         let mut options = CommitContainerOptionsBuilder::new()
             .container(container)
             .repo(repo)
             .tag(tag)
-            .pause(request.pause);
+            .pause(pause);
         if !changes.is_empty() {
             options = options.changes(&changes);
         }

@@ -483,10 +483,10 @@ pub trait EnginePort: Send + Sync {
     /// [`EngineErrorKind::Conflict`] while a container holds it.
     fn remove_volume(&self, name: &str) -> impl Future<Output = Result<(), EngineError>> + Send;
 
-    // ---- Sessions: the primitives [`crate::session::Sandboxes`] is written over (those that
-    // stream are [`SessionPort`]'s).
+    // ---- Sessions: the primitives the sessions' client (`session::Sandboxes`) is written
+    // over (those that stream are `session::port::SessionPort`'s).
 
-    /// The backend's name: `cli` or `api` ([`crate::session::SandboxClient::backend`]).
+    /// The backend's name: `cli` or `api` (what a session client says it drives).
     fn backend(&self) -> &'static str;
 
     /// Stops the running container: SIGTERM, then SIGKILL after `timeout` seconds (the
@@ -513,12 +513,15 @@ pub trait EnginePort: Send + Sync {
         to: &str,
     ) -> impl Future<Output = Result<bool, EngineError>> + Send;
 
-    /// Commits the container's writable layer to an image (`docker commit`), and returns the
-    /// image's ID.
+    /// Commits the container's writable layer to the image `reference` (`docker commit`),
+    /// with the Dockerfile instructions `changes`, the container paused meanwhile with
+    /// `pause`; returns the image's ID.
     fn commit(
         &self,
         container: &str,
-        request: &crate::session::CommitRequest,
+        reference: &str,
+        changes: &[String],
+        pause: bool,
     ) -> impl Future<Output = Result<String, EngineError>> + Send;
 
     /// The IDs of the images carrying `label` (`KEY` or `KEY=VALUE`), each once.
@@ -532,113 +535,6 @@ pub trait EnginePort: Send + Sync {
         -> impl Future<Output = Result<(), EngineError>> + Send;
 
     // ---- End of the sessions' primitives.
-}
-
-/// The session primitives that stream (an exec's input and output, the logs, the copies' tar
-/// streams) and the memory checkpoints: each backend reads the engine's answers to them its
-/// own way (docker's stderr interleaved with the command's, the Engine API's exec inspect), so
-/// they return the session's error ([`crate::session::SessionError`]) directly.
-/// [`crate::session::Sandboxes`] and the copy ([`crate::session::transfer`]) are written over
-/// them.
-pub trait SessionPort: EnginePort {
-    /// The port a client whose environment is `env` drives: the command line's commands run
-    /// with it (the program reads `DOCKER_HOST` and a secret passed by name from it); the
-    /// Engine API's connection is made already, and its port is kept as it is.
-    fn in_env(self, env: &BTreeMap<String, String>) -> Self
-    where
-        Self: Sized,
-    {
-        let _ = env;
-        self
-    }
-
-    /// Runs a command in the running sandbox ([`crate::session::SandboxClient::exec`]): its
-    /// secrets read from `env` by name, its output handed to `output` as it arrives; returns
-    /// its exit code. The container not running is [`crate::session::SessionError::NotRunning`],
-    /// its end meanwhile [`crate::session::SessionError::Gone`].
-    fn exec(
-        &self,
-        sandbox: &crate::session::Sandbox,
-        request: &crate::session::ExecRequest,
-        env: &BTreeMap<String, String>,
-        output: &mut dyn crate::session::OutputSink,
-    ) -> impl Future<Output = Result<i64, crate::session::SessionError>> + Send;
-
-    /// Writes the container's logs to `output` ([`crate::session::SandboxClient::logs`]).
-    fn follow_logs(
-        &self,
-        sandbox: &crate::session::Sandbox,
-        request: &crate::session::LogsRequest,
-        output: &mut dyn crate::session::OutputSink,
-    ) -> impl Future<Output = Result<(), crate::session::SessionError>> + Send;
-
-    /// What `path` is in the container through the archive endpoint
-    /// ([`PathKind::Missing`](crate::session::PathKind::Missing) when there is nothing).
-    fn archive_stat(
-        &self,
-        sandbox: &crate::session::Sandbox,
-        path: &str,
-    ) -> impl Future<Output = Result<crate::session::PathKind, crate::session::SessionError>> + Send;
-
-    /// Extracts the tar stream `chunks` into the container's `directory` through the archive
-    /// endpoint, the files owned by the container's user. The daemon's refusal is
-    /// [`SessionError::CopyFailed`](crate::session::SessionError::CopyFailed) for `landing`.
-    fn archive_put(
-        &self,
-        sandbox: &crate::session::Sandbox,
-        directory: &str,
-        landing: &str,
-        chunks: tokio::sync::mpsc::Receiver<Vec<u8>>,
-    ) -> impl Future<Output = Result<(), crate::session::SessionError>> + Send;
-
-    /// Sends the tar stream of the container's `path` to `sink`, chunk by chunk, through the
-    /// archive endpoint. The daemon's refusal is
-    /// [`SessionError::CopyFailed`](crate::session::SessionError::CopyFailed) for `path`.
-    fn archive_get(
-        &self,
-        sandbox: &crate::session::Sandbox,
-        path: &str,
-        sink: tokio::sync::mpsc::Sender<Vec<u8>>,
-    ) -> impl Future<Output = Result<(), crate::session::SessionError>> + Send;
-
-    /// Runs `request` (its secrets read from `env`) with `stdin` fed from `chunks` (closed at
-    /// their end) and returns its exit code and captured output; the container stopping
-    /// meanwhile is [`SessionError::Gone`](crate::session::SessionError::Gone).
-    fn exec_fed(
-        &self,
-        sandbox: &crate::session::Sandbox,
-        request: &crate::session::ExecRequest,
-        env: &BTreeMap<String, String>,
-        chunks: tokio::sync::mpsc::Receiver<Vec<u8>>,
-    ) -> impl Future<Output = Result<(i64, crate::session::Captured), crate::session::SessionError>> + Send;
-
-    /// Runs `request` (its secrets read from `env`) without stdin, its stdout sent to `sink`
-    /// chunk by chunk, and returns its exit code and stderr.
-    fn exec_drained(
-        &self,
-        sandbox: &crate::session::Sandbox,
-        request: &crate::session::ExecRequest,
-        env: &BTreeMap<String, String>,
-        sink: tokio::sync::mpsc::Sender<Vec<u8>>,
-    ) -> impl Future<Output = Result<(i64, Vec<u8>), crate::session::SessionError>> + Send;
-
-    /// [`crate::session::SandboxClient::memory_support`].
-    fn memory_support(&self) -> impl Future<Output = Result<(), String>> + Send;
-
-    /// [`crate::session::SandboxClient::checkpoint`].
-    fn checkpoint(
-        &self,
-        sandbox: &crate::session::Sandbox,
-        file: &std::path::Path,
-    ) -> impl Future<Output = Result<(), crate::session::SessionError>> + Send;
-
-    /// Restores the checkpoint archive `file` as a new running container named `name`
-    /// ([`crate::session::SandboxClient::restore_checkpoint`]).
-    fn restore_checkpoint(
-        &self,
-        file: &std::path::Path,
-        name: &str,
-    ) -> impl Future<Output = Result<(), crate::session::SessionError>> + Send;
 }
 
 #[cfg(test)]

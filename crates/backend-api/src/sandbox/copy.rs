@@ -1,6 +1,6 @@
 //! The helpers of the Engine API port's archive operations (the archive endpoint, `HEAD`/`PUT`/
 //! `GET /containers/{id}/archive`, and an exec streaming a tar;
-//! [`SessionPort`](agentc_backend_common::port::SessionPort) in the parent module). The copy
+//! [`SessionPort`](agentc_backend_common::session::SessionPort) in the parent module). The copy
 //! itself is [`agentc_backend_common::session::transfer`], the same for both backends.
 
 use agentc_backend_common::session::SessionError;

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use agentc_backend_common::port::SessionPort;
+use agentc_backend_common::session::SessionPort;
 use bollard::query_parameters::{
     ContainerArchiveInfoOptionsBuilder, DownloadFromContainerOptionsBuilder,
     UploadToContainerOptionsBuilder,

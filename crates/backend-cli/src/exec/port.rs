@@ -14,7 +14,6 @@ use agentc_backend_common::egress_state;
 use agentc_backend_common::port::{
     EngineError, EngineErrorKind, EnginePort, Filter, ImportRequest, ListedContainer, ListedObject,
 };
-use agentc_backend_common::session::CommitRequest;
 use agentc_backend_common::{Engine, ExecError};
 use agentc_policy::{ContainerSpec, EgressSpec};
 use bollard::models::{ContainerInspectResponse, ImageInspect};
@@ -53,7 +52,7 @@ impl std::fmt::Debug for CliPort {
 
 impl Default for CliPort {
     /// The port over the command line of the engine this process drives
-    /// ([`agentc_backend_common::engine`]).
+    /// ([`agentc_backend_common::engine()`]).
     fn default() -> CliPort {
         CliPort::new(agentc_backend_common::engine())
     }
@@ -780,15 +779,16 @@ impl EnginePort for CliPort {
     async fn commit(
         &self,
         container: &str,
-        request: &CommitRequest,
+        reference: &str,
+        changes: &[String],
+        pause: bool,
     ) -> Result<String, EngineError> {
-        let pause = format!("--pause={}", request.pause);
-        let mut args = vec!["commit".to_string(), pause];
-        for change in &request.changes {
+        let mut args = vec!["commit".to_string(), format!("--pause={pause}")];
+        for change in changes {
             args.push(format!("--change={change}"));
         }
         args.push(container.to_string());
-        args.push(request.reference.clone());
+        args.push(reference.to_string());
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         let output = self.output(&refs).await?;
         Ok(String::from_utf8_lossy(&output).trim().to_string())

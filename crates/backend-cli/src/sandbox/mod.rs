@@ -12,8 +12,9 @@ use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 
 use agentc_backend_common::daemon_text::Refusal;
-use agentc_backend_common::port::{EngineError, SessionPort};
+use agentc_backend_common::port::EngineError;
 use agentc_backend_common::session::sandboxes::engine_failure;
+use agentc_backend_common::session::SessionPort;
 use tokio::sync::mpsc::{Receiver, Sender};
 
 use copy::{drain, feed};

@@ -36,6 +36,7 @@
 pub mod copy;
 pub mod error;
 pub mod images;
+pub mod port;
 pub mod sandboxes;
 pub mod tarball;
 pub mod target;
@@ -51,6 +52,7 @@ use bollard::models::ContainerInspectResponse;
 pub use copy::{Direction, Transport};
 pub use error::SessionError;
 pub use images::{CommitRequest, ImageRecord};
+pub use port::SessionPort;
 pub use sandboxes::Sandboxes;
 pub use types::{
     parse_since, Captured, DeleteReport, Endpoint, ExecOutput, ExecRequest, ExecStdin, ImageFacts,

@@ -15,6 +15,7 @@ use std::path::Path;
 use agentc_policy::{LaunchSpec, LABEL_KIND, LABEL_PROFILE};
 use bollard::models::ContainerInspectResponse;
 
+use super::port::SessionPort;
 use super::target::{check_name, is_companion, named_network, sandbox_of};
 use super::{
     remove_companions_after, session_spec, CommitRequest, CopyReport, DeleteReport, ExecRequest,
@@ -24,7 +25,7 @@ use super::{
 use crate::daemon_text::{daemon_message, Refusal};
 use crate::detached::Interrupts;
 use crate::egress_state::{is_isolated_network, proxy_kind_filter};
-use crate::port::{EngineError, EngineErrorKind, EnginePort, Filter, SessionPort};
+use crate::port::{EngineError, EngineErrorKind, EnginePort, Filter};
 use crate::{Engine, ExecError, Interrupt};
 
 /// The sessions' client over the engine port `P`: what [`SandboxClient`] does, once for both
@@ -374,7 +375,12 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
         request: &CommitRequest,
     ) -> Result<String, SessionError> {
         self.port
-            .commit(&sandbox.id, request)
+            .commit(
+                &sandbox.id,
+                &request.reference,
+                &request.changes,
+                request.pause,
+            )
             .await
             .map_err(|error| self.on_container(sandbox, "commit the container", error))
     }

@@ -15,6 +15,7 @@ use super::copy::{
     transport, upload_placement, Direction, Transport, STAT_SCRIPT,
 };
 use super::error::SessionError;
+use super::port::SessionPort;
 use super::tarball::{
     host_placement, host_source, pack, unpack, ChunkReader, ChunkWriter, Partial,
 };
@@ -23,7 +24,6 @@ use super::types::{ExecRequest, PathKind, Sandbox};
 use super::CopyReport;
 use super::SandboxClient;
 use super::Sandboxes;
-use crate::port::SessionPort;
 
 /// How many tar chunks wait between the packer or unpacker and the engine.
 const CHUNKS_IN_FLIGHT: usize = 8;
