@@ -1,6 +1,6 @@
 //! [`Sandboxes`]: the sessions' [`SandboxClient`] written once, over the
 //! [engine port](crate::port). A sandbox is created by the detached launch
-//! ([`crate::detached::launch_detached`], without signals: the spec's refusals, the image, the
+//! ([`crate::launch::launch_detached`], without signals: the spec's refusals, the image, the
 //! runtime, the volumes, the egress companion, the start, and the removal of what was created
 //! when a step fails); found, listed, inspected, stopped, started, renamed, frozen, committed
 //! and deleted (the container, then its egress companions) through the port's typed
@@ -23,10 +23,9 @@ use super::{
     SandboxEgress, SessionError,
 };
 use crate::daemon_text::{daemon_message, Refusal};
-use crate::detached::Interrupts;
 use crate::egress_state::{is_isolated_network, proxy_kind_filter};
 use crate::port::{EngineError, EngineErrorKind, EnginePort, Filter};
-use crate::{Engine, ExecError, Interrupt};
+use crate::{Engine, ExecError};
 
 /// The sessions' client over the engine port `P`: what [`SandboxClient`] does, once for both
 /// backends.
@@ -85,19 +84,6 @@ pub fn engine_failure(engine: Engine, step: &'static str, error: EngineError) ->
                 SessionError::Daemon { step, message }
             }
         }
-    }
-}
-
-/// A session's create listens to no signal: dropping its future cancels it.
-struct NoSignals;
-
-impl Interrupts for NoSignals {
-    fn pending(&mut self) -> Option<Interrupt> {
-        None
-    }
-
-    async fn recv(&mut self) -> Interrupt {
-        std::future::pending().await
     }
 }
 
@@ -183,13 +169,13 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
     async fn create(&self, spec: &LaunchSpec) -> Result<Sandbox, SessionError> {
         let container = session_spec(spec)?;
         let mut quiet = |_: &str| {};
-        let started = crate::detached::launch_detached(
+        let started = crate::launch::launch_detached(
             &self.port,
             &container,
             &self.env,
             false,
             &mut quiet,
-            &mut NoSignals,
+            &mut crate::signals::NoInterrupts,
         )
         .await?;
         Ok(Sandbox {
