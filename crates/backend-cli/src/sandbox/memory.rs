@@ -10,7 +10,6 @@ use agentc_backend_common::snapshot::memory::{criu_version, MIN_CRIU};
 use agentc_backend_common::Engine;
 use tokio::process::Command;
 
-use super::daemon;
 use crate::exec::port::CliPort;
 
 /// Runs `criu ARGS`: its exit status and its output (stdout and stderr).
@@ -136,7 +135,7 @@ impl CliPort {
         match self.session_output(&args).await.map_err(explained) {
             Ok(_) => Ok(()),
             Err((None, message)) => Err(self.cannot_run_docker(std::io::Error::other(message))),
-            Err((Some(_), message)) => Err(daemon("restore the checkpoint", message)),
+            Err((Some(_), message)) => Err(self.daemon("restore the checkpoint", message)),
         }
     }
 }

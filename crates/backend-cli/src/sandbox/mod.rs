@@ -127,7 +127,7 @@ impl CliPort {
                     name: name.to_string(),
                 })
             }
-            Err((Some(_), message)) => return Err(daemon("inspect the container", message)),
+            Err((Some(_), message)) => return Err(self.daemon("inspect the container", message)),
         };
         let mut found: Vec<ContainerInspectResponse> =
             agentc_backend_common::inspect::read_inspect_list(&text).map_err(|message| {
@@ -258,7 +258,7 @@ impl CliPort {
                             step: "run the command",
                         }
                     } else {
-                        daemon("run the command", message)
+                        self.daemon("run the command", message)
                     },
                 );
             }
@@ -292,15 +292,13 @@ impl CliPort {
     }
 }
 
-/// docker's refusal naming `step`, read as every session reads an engine's refusal
-/// ([`engine_failure`]: a daemon that cannot be reached at all as the launch's
-/// [`ExecError::Connect`], a lost connection as [`SessionError::ConnectionLost`]).
-pub(crate) fn daemon(step: &'static str, message: String) -> SessionError {
-    engine_failure(
-        agentc_backend_common::engine(),
-        step,
-        EngineError::from_text(message),
-    )
+impl CliPort {
+    /// docker's refusal naming `step`, read as every session reads an engine's refusal
+    /// ([`engine_failure`]: a daemon that cannot be reached at all as the launch's
+    /// [`ExecError::Connect`], a lost connection as [`SessionError::ConnectionLost`]).
+    pub(crate) fn daemon(&self, step: &'static str, message: String) -> SessionError {
+        engine_failure(self.engine, step, EngineError::from_text(message))
+    }
 }
 
 async fn read_some<R: AsyncRead + Unpin>(
@@ -340,7 +338,7 @@ impl CliPort {
                     name: sandbox.name.clone(),
                 }
             }
-            (Some(_), message) => daemon(step, message),
+            (Some(_), message) => self.daemon(step, message),
         }
     }
 }
@@ -486,7 +484,7 @@ impl SessionPort for CliPort {
         if agentc_backend_common::daemon_text::refusal(&message) == Some(Refusal::NoSuchPath) {
             Ok(PathKind::Missing)
         } else {
-            Err(daemon("stat a container path", message))
+            Err(self.daemon("stat a container path", message))
         }
     }
 
