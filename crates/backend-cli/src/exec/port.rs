@@ -29,25 +29,7 @@ pub struct CliPort {
     /// The engine whose program runs: `docker` or `podman`.
     pub engine: Engine,
     /// The environment its commands get on top of agentc's ([`CliPort::in_env`]).
-    env: Option<std::sync::Arc<BTreeMap<String, String>>>,
-}
-
-impl std::fmt::Debug for CliPort {
-    // The environment may hold secret values: show names only.
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("CliPort")
-            .field("engine", &self.engine)
-            .field(
-                "env",
-                &self
-                    .env
-                    .iter()
-                    .flat_map(|env| env.keys())
-                    .collect::<Vec<_>>(),
-            )
-            .finish()
-    }
+    pub(crate) env: Option<std::sync::Arc<BTreeMap<String, String>>>,
 }
 
 impl Default for CliPort {
@@ -62,21 +44,6 @@ impl CliPort {
     /// The port over `engine`'s command line.
     pub fn new(engine: Engine) -> CliPort {
         CliPort { engine, env: None }
-    }
-
-    /// The port whose commands run with `env` on top of agentc's environment: the program
-    /// reads `DOCKER_HOST` (and the like) and a secret passed by name (`--env=NAME`) from it.
-    pub fn in_env(self, env: &BTreeMap<String, String>) -> CliPort {
-        CliPort {
-            env: Some(std::sync::Arc::new(env.clone())),
-            ..self
-        }
-    }
-
-    /// The environment its commands get on top of agentc's.
-    pub(crate) fn env(&self) -> &BTreeMap<String, String> {
-        static NONE: BTreeMap<String, String> = BTreeMap::new();
-        self.env.as_deref().unwrap_or(&NONE)
     }
 
     fn command(&self, args: &[&str]) -> Command {

@@ -62,7 +62,40 @@ fn exit_code(status: ExitStatus) -> i64 {
         .unwrap_or(1)
 }
 
+impl std::fmt::Debug for CliPort {
+    // The environment may hold secret values: show names only.
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("CliPort")
+            .field("engine", &self.engine)
+            .field(
+                "env",
+                &self
+                    .env
+                    .iter()
+                    .flat_map(|env| env.keys())
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
 impl CliPort {
+    /// The port whose commands run with `env` on top of agentc's environment: the program
+    /// reads `DOCKER_HOST` (and the like) and a secret passed by name (`--env=NAME`) from it.
+    pub fn in_env(self, env: &BTreeMap<String, String>) -> CliPort {
+        CliPort {
+            env: Some(std::sync::Arc::new(env.clone())),
+            ..self
+        }
+    }
+
+    /// The environment its commands get on top of agentc's.
+    pub(crate) fn env(&self) -> &BTreeMap<String, String> {
+        static NONE: BTreeMap<String, String> = BTreeMap::new();
+        self.env.as_deref().unwrap_or(&NONE)
+    }
+
     /// The engine's command for `args`, `env` on top of agentc's environment (docker reads a
     /// bare `--env=NAME` from its own environment), without stdin.
     pub(crate) fn session_command(&self, args: &[&str], env: &BTreeMap<String, String>) -> Command {
