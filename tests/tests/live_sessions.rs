@@ -66,7 +66,10 @@ async fn api_client(env: BTreeMap<String, String>) -> ApiClient {
     let docker = agentc_backend_api::connect(host.as_deref())
         .await
         .expect("connect to the daemon");
-    ApiClient::new(docker, env)
+    ApiClient::over(
+        agentc_backend_api::port::ApiPort::new(docker, agentc_backend_common::engine()),
+        env,
+    )
 }
 
 /// Removes what the test made (containers labelled with its profile, its network), on drop.

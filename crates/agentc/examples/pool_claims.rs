@@ -150,7 +150,13 @@ fn main() -> std::process::ExitCode {
                 match docker {
                     Ok(docker) => {
                         bench(
-                            agentc_backend_api::ApiClient::new(docker, env),
+                            agentc_backend_api::ApiClient::over(
+                                agentc_backend_api::port::ApiPort::new(
+                                    docker,
+                                    agentc_backend_common::engine(),
+                                ),
+                                env,
+                            ),
                             &image,
                             rounds,
                         )

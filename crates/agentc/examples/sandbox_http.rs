@@ -134,7 +134,17 @@ fn main() -> std::process::ExitCode {
                 let docker = agentc_backend_api::connect(host.as_deref())
                     .await
                     .map_err(|error| error.to_string())?;
-                session(agentc_backend_api::ApiClient::new(docker, env), &image).await
+                session(
+                    agentc_backend_api::ApiClient::over(
+                        agentc_backend_api::port::ApiPort::new(
+                            docker,
+                            agentc_backend_common::engine(),
+                        ),
+                        env,
+                    ),
+                    &image,
+                )
+                .await
             }
             other => Err(format!("unknown backend {other:?}: cli or api")),
         }

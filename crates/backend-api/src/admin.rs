@@ -7,8 +7,6 @@ use agentc_backend_common::admin;
 use agentc_backend_common::{network_of, published_addresses, ExecError, PublishedAddress};
 use bollard::Docker;
 
-pub(crate) use crate::daemon::wait_removed;
-
 pub use agentc_backend_common::admin::{RemoveTarget, Summary};
 
 /// The Engine API's port on `docker`'s connection.

@@ -14,7 +14,12 @@ use agentc_backend_common::Engine;
 use agentc_policy::{ContainerSpec, EgressSpec};
 use bollard::errors::Error as BollardError;
 use bollard::exec::{CreateExecOptions, StartExecOptions};
+use bollard::models::ContainerConfig;
 use bollard::models::{ContainerInspectResponse, ImageInspect};
+use bollard::query_parameters::{
+    CommitContainerOptionsBuilder, ListImagesOptionsBuilder, RemoveImageOptionsBuilder,
+    RenameContainerOptionsBuilder, StopContainerOptionsBuilder,
+};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, CreateImageOptionsBuilder, InspectNetworkOptions,
     ListContainersOptionsBuilder, ListNetworksOptionsBuilder, ListVolumesOptionsBuilder,
@@ -403,10 +408,11 @@ impl EnginePort for ApiPort {
     }
 
     async fn start(&self, container: &str) -> Result<(), EngineError> {
-        self.docker
-            .start_container(container, None)
-            .await
-            .map_err(engine_error)
+        match self.docker.start_container(container, None).await {
+            // 304: running already.
+            Err(error) if status(&error) == Some(304) => Ok(()),
+            result => result.map_err(engine_error),
+        }
     }
 
     async fn inspect(&self, container: &str) -> Result<ContainerInspectResponse, EngineError> {
@@ -635,4 +641,101 @@ impl EnginePort for ApiPort {
             .await
             .map_err(engine_error)
     }
+
+    // ---- Sessions: the primitives `Sandboxes` is written over; those that stream
+    // (`SessionPort`) are in `crate::sandbox`.
+
+    fn backend(&self) -> &'static str {
+        "api"
+    }
+
+    async fn stop(&self, container: &str, timeout: Option<u32>) -> Result<(), EngineError> {
+        let mut options = StopContainerOptionsBuilder::new();
+        if let Some(timeout) = timeout {
+            options = options.t(i32::try_from(timeout).unwrap_or(i32::MAX));
+        }
+        match self
+            .docker
+            .stop_container(container, Some(options.build()))
+            .await
+        {
+            // 304: stopped already.
+            Err(error) if status(&error) == Some(304) => Ok(()),
+            result => result.map_err(engine_error),
+        }
+    }
+
+    async fn pause(&self, container: &str, thaw: bool) -> Result<(), EngineError> {
+        let result = if thaw {
+            self.docker.unpause_container(container).await
+        } else {
+            self.docker.pause_container(container).await
+        };
+        result.map_err(engine_error)
+    }
+
+    async fn rename(&self, from: &str, to: &str) -> Result<bool, EngineError> {
+        let options = RenameContainerOptionsBuilder::new().name(to).build();
+        match self.docker.rename_container(from, options).await {
+            Ok(()) => Ok(true),
+            // Gone by that name, or already renamed to `to` by another claim.
+            Err(error)
+                if status(&error) == Some(404)
+                    || error.to_string().contains("same name as its current name") =>
+            {
+                Ok(false)
+            }
+            Err(error) => Err(engine_error(error)),
+        }
+    }
+
+    async fn commit(
+        &self,
+        container: &str,
+        reference: &str,
+        changes: &[String],
+        pause: bool,
+    ) -> Result<String, EngineError> {
+        let (repo, tag) = match split_tag(reference) {
+            (repo, Some(tag)) => (repo, tag),
+            (repo, None) => (repo, "latest"),
+        };
+        // The changes as the docker CLI sends them: one instruction a line.
+        let changes = changes.join("\n");
+        let mut options = CommitContainerOptionsBuilder::new()
+            .container(container)
+            .repo(repo)
+            .tag(tag)
+            .pause(pause);
+        if !changes.is_empty() {
+            options = options.changes(&changes);
+        }
+        self.docker
+            .commit_container(options.build(), ContainerConfig::default())
+            .await
+            .map(|response| response.id)
+            .map_err(engine_error)
+    }
+
+    async fn list_images(&self, label: &str) -> Result<Vec<String>, EngineError> {
+        let filters = HashMap::from([("label", vec![label])]);
+        let options = ListImagesOptionsBuilder::new().filters(&filters).build();
+        let listed = self
+            .docker
+            .list_images(Some(options))
+            .await
+            .map_err(engine_error)?;
+        Ok(listed.into_iter().map(|summary| summary.id).collect())
+    }
+
+    async fn remove_image(&self, reference: &str) -> Result<(), EngineError> {
+        let options = RemoveImageOptionsBuilder::new().force(true).build();
+        self.docker
+            .remove_image(reference, Some(options), None)
+            .await
+            .map(|_| ())
+            .map_err(engine_error)
+    }
+
+    // ---- End of the sessions' primitives.
 }

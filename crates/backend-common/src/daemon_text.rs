@@ -95,6 +95,25 @@ pub fn refusal(message: &str) -> Option<Refusal> {
     })
 }
 
+/// The engine's own message from the command line's stderr: without `docker: `, `Error
+/// response from daemon: `, `Error: `, the `See 'docker ... --help'.` line and a final period
+/// (which the CLI adds and the daemon may not have written), so it reads as the Engine API's
+/// does. The Engine API's messages pass unchanged.
+pub fn daemon_message(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("See '") && !line.starts_with("Run '"))
+        .collect();
+    let mut message = lines.join(" ");
+    for prefix in ["docker: ", "Error response from daemon: ", "Error: "] {
+        if let Some(rest) = message.strip_prefix(prefix) {
+            message = rest.to_string();
+        }
+    }
+    message.trim_end_matches('.').to_string()
+}
+
 /// Whether `message` says the container does not exist.
 pub fn is_no_such_container(message: &str) -> bool {
     refusal(message) == Some(Refusal::NoSuchContainer)

@@ -482,6 +482,59 @@ pub trait EnginePort: Send + Sync {
     /// Removes the volume; [`EngineErrorKind::NotFound`] when there is none,
     /// [`EngineErrorKind::Conflict`] while a container holds it.
     fn remove_volume(&self, name: &str) -> impl Future<Output = Result<(), EngineError>> + Send;
+
+    // ---- Sessions: the primitives the sessions' client (`session::Sandboxes`) is written
+    // over (those that stream are `session::port::SessionPort`'s).
+
+    /// The backend's name: `cli` or `api` (what a session client says it drives).
+    fn backend(&self) -> &'static str;
+
+    /// Stops the running container: SIGTERM, then SIGKILL after `timeout` seconds (the
+    /// engine's default when `None`); a stopped one is left alone.
+    fn stop(
+        &self,
+        container: &str,
+        timeout: Option<u32>,
+    ) -> impl Future<Output = Result<(), EngineError>> + Send;
+
+    /// Freezes every process of the running container (`docker pause`), or with `thaw` thaws
+    /// them (`docker unpause`).
+    fn pause(
+        &self,
+        container: &str,
+        thaw: bool,
+    ) -> impl Future<Output = Result<(), EngineError>> + Send;
+
+    /// Renames the container named `from` to `to`, by name; `Ok(false)` when no container
+    /// has the name `from` (or it is `to` already).
+    fn rename(
+        &self,
+        from: &str,
+        to: &str,
+    ) -> impl Future<Output = Result<bool, EngineError>> + Send;
+
+    /// Commits the container's writable layer to the image `reference` (`docker commit`),
+    /// with the Dockerfile instructions `changes`, the container paused meanwhile with
+    /// `pause`; returns the image's ID.
+    fn commit(
+        &self,
+        container: &str,
+        reference: &str,
+        changes: &[String],
+        pause: bool,
+    ) -> impl Future<Output = Result<String, EngineError>> + Send;
+
+    /// The IDs of the images carrying `label` (`KEY` or `KEY=VALUE`), each once.
+    fn list_images(
+        &self,
+        label: &str,
+    ) -> impl Future<Output = Result<Vec<String>, EngineError>> + Send;
+
+    /// Removes an image by reference or ID, forced (its other references too).
+    fn remove_image(&self, reference: &str)
+        -> impl Future<Output = Result<(), EngineError>> + Send;
+
+    // ---- End of the sessions' primitives.
 }
 
 #[cfg(test)]

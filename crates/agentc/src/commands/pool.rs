@@ -59,7 +59,11 @@ fn on_client<J: PoolJob>(backend: BackendArg, job: J) -> Result<J::Output, Failu
             BackendArg::Cli => job.run(&CliClient::new(env)).await,
             BackendArg::Api => {
                 let docker = launch::connect().await?;
-                job.run(&ApiClient::new(docker, env)).await
+                job.run(&ApiClient::over(
+                    agentc_backend_api::port::ApiPort::new(docker, agentc_backend_common::engine()),
+                    env,
+                ))
+                .await
             }
         }
     })

@@ -182,7 +182,10 @@ pub fn ps(args: PsArgs) -> Result<u8, Failure> {
     let runtime = launch::runtime()?;
     let (rows, volumes) = runtime.block_on(async {
         let docker = launch::connect().await?;
-        let client = ApiClient::new(docker.clone(), Default::default());
+        let client = ApiClient::over(
+            agentc_backend_api::port::ApiPort::new(docker.clone(), agentc_backend_common::engine()),
+            Default::default(),
+        );
         let summaries = agentc_backend_api::list(&docker, None)
             .await
             .map_err(launch::exec_failure)?;

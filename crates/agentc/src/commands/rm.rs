@@ -14,7 +14,10 @@ use crate::context::Failure;
 /// name that no container has (and that leaves nothing of a killed launch to remove), is its
 /// one container, running or not; any other name is left to [`agentc_backend_api::remove`].
 async fn resolve_names(docker: &Docker, names: Vec<String>) -> Result<Vec<String>, Failure> {
-    let client = ApiClient::new(docker.clone(), launch::process_env());
+    let client = ApiClient::over(
+        agentc_backend_api::port::ApiPort::new(docker.clone(), agentc_backend_common::engine()),
+        launch::process_env(),
+    );
     let mut resolved = Vec::new();
     for name in names {
         if is_profile_path(&name) {

@@ -45,7 +45,15 @@ fn on_backend(backend: BackendArg, command: impl SessionCommand) -> Result<u8, F
             BackendArg::Cli => command.run(&CliClient::new(env)).await,
             BackendArg::Api => {
                 let docker = launch::connect().await?;
-                command.run(&ApiClient::new(docker, env)).await
+                command
+                    .run(&ApiClient::over(
+                        agentc_backend_api::port::ApiPort::new(
+                            docker,
+                            agentc_backend_common::engine(),
+                        ),
+                        env,
+                    ))
+                    .await
             }
         }
     })

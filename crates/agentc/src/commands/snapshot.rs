@@ -38,7 +38,11 @@ pub(crate) fn on_client<S: OnClient>(backend: BackendArg, step: S) -> Result<S::
             BackendArg::Cli => step.run(&CliClient::new(env)).await,
             BackendArg::Api => {
                 let docker = launch::connect().await?;
-                step.run(&ApiClient::new(docker, env)).await
+                step.run(&ApiClient::over(
+                    agentc_backend_api::port::ApiPort::new(docker, agentc_backend_common::engine()),
+                    env,
+                ))
+                .await
             }
         }
     })

@@ -1,53 +1,52 @@
-//! [`ApiClient`]: the Engine API's [`SandboxClient`], through bollard. Its copies are in
-//! the private `copy` module.
+//! [`ApiClient`]: the sessions' [`SandboxClient`](agentc_backend_common::session::SandboxClient)
+//! over the Engine API's [engine port](ApiPort) ([`Sandboxes`], written once for both
+//! backends), and the port's session primitives that stream: an exec (its output, its stdin,
+//! the terminal), the logs, and the copies' archive operations (the private `copy` module).
 
 mod copy;
-mod snapshot;
 
-use std::collections::{BTreeMap, HashMap};
-use std::fmt;
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Duration;
 
-use agentc_backend_common::egress_state::{is_isolated_network, proxy_kind_filter};
-use agentc_backend_common::resolve_vars;
-use agentc_backend_common::session::target::{
-    check_name, is_companion, is_running, named_network, sandbox_of,
+use agentc_backend_common::session::SessionPort;
+use bollard::query_parameters::{
+    ContainerArchiveInfoOptionsBuilder, DownloadFromContainerOptionsBuilder,
+    UploadToContainerOptionsBuilder,
 };
+use tokio::sync::mpsc::{Receiver, Sender};
+
+use copy::{chunk_stream, copy_error, MODE_DIR};
+
+use agentc_backend_common::resolve_vars;
+use agentc_backend_common::session::target::is_running;
 use agentc_backend_common::session::{
-    session_spec, CommitRequest, CopyReport, DeleteReport, ExecRequest, ExecStdin, ImageFacts,
-    ImageRecord, Listed, LogsRequest, OutputSink, Sandbox, SandboxClient, SandboxEgress,
+    Captured, ExecRequest, ExecStdin, LogsRequest, OutputSink, PathKind, Sandbox, Sandboxes,
     SessionError, Stream,
 };
-use agentc_backend_common::{resolve_env, ExecError};
-use agentc_policy::{LaunchSpec, LABEL_KIND};
 use bollard::container::LogOutput;
 use bollard::errors::Error as BollardError;
 use bollard::exec::{CreateExecOptions, ResizeExecOptions, StartExecOptions, StartExecResults};
-use bollard::models::ContainerInspectResponse;
-use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, InspectNetworkOptions, KillContainerOptionsBuilder,
-    ListContainersOptionsBuilder, LogsOptionsBuilder, RemoveContainerOptionsBuilder,
-    StopContainerOptionsBuilder,
-};
-use bollard::Docker;
+use bollard::query_parameters::LogsOptionsBuilder;
 use futures_util::{Stream as FutureStream, StreamExt};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
-use crate::admin::list;
 use crate::daemon::{is_not_found, status};
-use crate::render::render_create;
+use crate::port::ApiPort;
 use crate::session::{spawn_stdin_reader, terminal_size, RawMode};
 
-/// A [`SandboxClient`] that talks to the daemon through the Engine API.
+/// The sessions' client that talks to the daemon through the Engine API.
 ///
 /// ```no_run
+/// use agentc_backend_api::port::ApiPort;
 /// use agentc_backend_api::ApiClient;
 /// use agentc_backend_common::session::{SandboxClient, SessionError};
 /// use agentc_policy::Protocol;
 ///
 /// # async fn demo() -> Result<(), SessionError> {
 /// let docker = agentc_backend_api::connect(None).await?;
-/// let client = ApiClient::new(docker, std::env::vars().collect());
+/// let port = ApiPort::new(docker, agentc_backend_common::Engine::Docker);
+/// let client = ApiClient::over(port, std::env::vars().collect());
 /// let sandbox = client.find("agentc-sandbox-dev-1000-pentest").await?;
 /// client
 ///     .upload(&sandbox, std::path::Path::new("./tools"), "/tmp")
@@ -58,35 +57,7 @@ use crate::session::{spawn_stdin_reader, terminal_size, RawMode};
 /// assert!(report.left.is_empty());
 /// # Ok(()) }
 /// ```
-#[derive(Clone)]
-pub struct ApiClient {
-    pub(crate) docker: Docker,
-    /// The environment secrets are resolved from.
-    pub(crate) env: BTreeMap<String, String>,
-}
-
-impl fmt::Debug for ApiClient {
-    // The environment holds secret values: show names only.
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter
-            .debug_struct("ApiClient")
-            .field("env", &self.env.keys().collect::<Vec<_>>())
-            .finish()
-    }
-}
-
-impl ApiClient {
-    /// A client of the daemon `docker` (see [`crate::connect`]) that resolves secrets from
-    /// `env`.
-    pub fn new(docker: Docker, env: BTreeMap<String, String>) -> ApiClient {
-        ApiClient { docker, env }
-    }
-
-    /// The daemon connection.
-    pub fn docker(&self) -> &Docker {
-        &self.docker
-    }
-}
+pub type ApiClient = Sandboxes<ApiPort>;
 
 /// A bollard error as a session error naming `step`: the daemon's refusal, or a lost
 /// connection.
@@ -114,57 +85,13 @@ pub(crate) enum Input {
 pub(crate) type ExecOutputStream =
     std::pin::Pin<Box<dyn FutureStream<Item = Result<LogOutput, BollardError>> + Send>>;
 
-impl ApiClient {
-    pub(crate) async fn inspect_named(
-        &self,
-        name: &str,
-    ) -> Result<ContainerInspectResponse, SessionError> {
-        check_name(name)?;
-        match self.docker.inspect_container(name, None).await {
-            Ok(inspect) => Ok(inspect),
-            Err(error) if is_not_found(&error) => Err(SessionError::NoSuchContainer {
-                name: name.to_string(),
-            }),
-            Err(error) => Err(session_error("inspect the container", error)),
-        }
-    }
-
-    /// Creates and starts the container of a session's launch, its egress companion (if any)
-    /// in place; removes it again when it does not start.
-    async fn create_placed(
-        &self,
-        spec: &LaunchSpec,
-        container: &agentc_policy::ContainerSpec,
-    ) -> Result<Sandbox, SessionError> {
-        let mut request =
-            crate::engine::create_request(&self.docker, agentc_backend_common::engine(), container)
-                .await?;
-        request.body.env = Some(resolve_env(container, &self.env)?).filter(|env| !env.is_empty());
-        let name = container.name.clone().unwrap_or_default();
-        let options = CreateContainerOptionsBuilder::new().name(&name).build();
-        let created = self
-            .docker
-            .create_container(Some(options), request.body)
-            .await
-            .map_err(|error| session_error("create the container", error))?;
-        let sandbox = Sandbox {
-            id: created.id,
-            name,
-            profile: spec.profile.clone(),
-        };
-        if let Err(error) = self.docker.start_container(&sandbox.id, None).await {
-            let report = self.delete(&sandbox).await;
-            let cause = session_error("start the container", error);
-            return Err(with_leftovers(cause, report));
-        }
-        Ok(sandbox)
-    }
-
+impl ApiPort {
     /// Creates and starts an exec; its output stream, its stdin and its ID.
     pub(crate) async fn start_exec(
         &self,
         sandbox: &Sandbox,
         request: &ExecRequest,
+        env: &BTreeMap<String, String>,
         attach_stdin: bool,
     ) -> Result<
         (
@@ -175,7 +102,7 @@ impl ApiClient {
         SessionError,
     > {
         request.check()?;
-        let env = resolve_vars(&request.env, &self.env)?;
+        let env = resolve_vars(&request.env, env)?;
         let options = CreateExecOptions {
             attach_stdin: Some(attach_stdin),
             attach_stdout: Some(true),
@@ -267,12 +194,13 @@ impl ApiClient {
         &self,
         sandbox: &Sandbox,
         request: &ExecRequest,
+        env: &BTreeMap<String, String>,
         input: Input,
         output: &mut dyn OutputSink,
     ) -> Result<i64, SessionError> {
         let attach_stdin = !matches!(input, Input::Null);
         let (mut stream, mut stdin, exec_id) =
-            self.start_exec(sandbox, request, attach_stdin).await?;
+            self.start_exec(sandbox, request, env, attach_stdin).await?;
         let terminal = matches!(input, Input::Terminal)
             && request.tty
             && std::io::IsTerminal::is_terminal(&std::io::stdin());
@@ -395,83 +323,25 @@ fn write_chunk(output: &mut dyn OutputSink, chunk: LogOutput) -> Result<(), Sess
     })
 }
 
-impl SandboxClient for ApiClient {
-    fn backend(&self) -> &'static str {
-        "api"
-    }
+/// Why the Engine API backend takes no memory checkpoints.
+pub(crate) const NO_MEMORY: &str = "the Engine API backend (Docker's checkpoint is experimental \
+    and restores only into the same container; Podman's Docker-compatible API has no \
+    checkpoint export or import: `--backend cli --engine podman` does it)";
 
-    async fn create(&self, spec: &LaunchSpec) -> Result<Sandbox, SessionError> {
-        let container = session_spec(spec)?;
-        render_create(&container).map_err(ExecError::from)?;
-        resolve_env(&container, &self.env)?;
-        match self.docker.inspect_image(&container.image).await {
-            Ok(_) => {}
-            Err(error) if is_not_found(&error) => {
-                return Err(ExecError::ImageMissing {
-                    image: container.image.clone(),
-                }
-                .into())
-            }
-            Err(error) => return Err(session_error("inspect the image", error)),
-        }
-        // The runtime is asked for, and Podman's rows applied, before anything is created.
-        crate::engine::create_request(&self.docker, agentc_backend_common::engine(), &container)
-            .await?;
-        crate::admin::ensure_volumes(&self.docker, &container).await?;
-        // Behind the egress proxy: its isolated network and the healthy proxy first, as a
-        // launch makes them (the set may move to another subnet: the request follows it);
-        // removed again when the sandbox cannot be created or started.
-        let mut placed = container.clone();
-        let companion =
-            crate::companion::setup_for(&self.docker, &mut placed, &self.env, &mut || None).await?;
-        let result = self.create_placed(spec, &placed).await;
-        if let (Err(_), Some(set)) = (&result, &companion) {
-            crate::companion::teardown(&self.docker, set).await;
-        }
-        result
+/// The refusal of a memory checkpoint through the Engine API.
+pub(crate) fn no_memory() -> SessionError {
+    SessionError::Invalid {
+        message: format!("memory checkpoints are not available through {NO_MEMORY}"),
+        hint: "snapshot without --memory, or use `--backend cli --engine podman` with CRIU",
     }
+}
 
-    async fn find(&self, name: &str) -> Result<Sandbox, SessionError> {
-        let inspect = self.inspect_named(name).await?;
-        sandbox_of(&inspect, name)
-    }
-
-    async fn find_profile(
-        &self,
-        profile: &str,
-        stopped_too: bool,
-    ) -> Result<Sandbox, SessionError> {
-        let running: Vec<_> = list(&self.docker, Some(profile))
-            .await?
-            .into_iter()
-            .filter(|summary| stopped_too || summary.state == "running")
-            // A sandbox's egress proxy carries its profile too; it is not the sandbox.
-            .filter(|summary| {
-                !is_companion(summary.labels.get(LABEL_KIND).map_or("", String::as_str))
-            })
-            // Nor is an idle pool member (`agentc pool fill`) the profile's sandbox.
-            .filter(|summary| !agentc_policy::pool::is_idle_name(&summary.name))
-            .collect();
-        match running.as_slice() {
-            [one] => self.find(&one.id).await,
-            _ => Err(SessionError::NotOneContainer {
-                profile: profile.to_string(),
-                stopped_too,
-                found: running.into_iter().map(|summary| summary.name).collect(),
-            }),
-        }
-    }
-
-    async fn inspect(&self, sandbox: &Sandbox) -> Result<ContainerInspectResponse, SessionError> {
-        let mut inspect = self.inspect_named(&sandbox.id).await?;
-        crate::companion::add_relayed_ports(&self.docker, &sandbox.name, &mut inspect).await;
-        Ok(inspect)
-    }
-
+impl SessionPort for ApiPort {
     async fn exec(
         &self,
         sandbox: &Sandbox,
         request: &ExecRequest,
+        env: &BTreeMap<String, String>,
         output: &mut dyn OutputSink,
     ) -> Result<i64, SessionError> {
         let input = match &request.stdin {
@@ -479,28 +349,10 @@ impl SandboxClient for ApiClient {
             ExecStdin::Bytes(bytes) => Input::Bytes(bytes.clone()),
             ExecStdin::Terminal => Input::Terminal,
         };
-        self.run_exec(sandbox, request, input, output).await
+        self.run_exec(sandbox, request, env, input, output).await
     }
 
-    async fn upload(
-        &self,
-        sandbox: &Sandbox,
-        source: &std::path::Path,
-        target: &str,
-    ) -> Result<CopyReport, SessionError> {
-        agentc_backend_common::session::transfer::upload(self, sandbox, source, target).await
-    }
-
-    async fn download(
-        &self,
-        sandbox: &Sandbox,
-        source: &str,
-        target: &std::path::Path,
-    ) -> Result<CopyReport, SessionError> {
-        agentc_backend_common::session::transfer::download(self, sandbox, source, target).await
-    }
-
-    async fn logs(
+    async fn follow_logs(
         &self,
         sandbox: &Sandbox,
         request: &LogsRequest,
@@ -533,248 +385,114 @@ impl SandboxClient for ApiClient {
         Ok(())
     }
 
-    async fn start(&self, sandbox: &Sandbox) -> Result<(), SessionError> {
-        match self.docker.start_container(&sandbox.id, None).await {
-            Ok(()) => Ok(()),
-            Err(error) if status(&error) == Some(304) => Ok(()),
-            Err(error) if is_not_found(&error) => Err(SessionError::NoSuchContainer {
-                name: sandbox.name.clone(),
-            }),
-            Err(error) => Err(session_error("start the container", error)),
-        }
-    }
-
-    async fn stop(&self, sandbox: &Sandbox, timeout: Option<u32>) -> Result<(), SessionError> {
-        let mut options = StopContainerOptionsBuilder::new();
-        if let Some(timeout) = timeout {
-            options = options.t(i32::try_from(timeout).unwrap_or(i32::MAX));
-        }
+    async fn archive_stat(&self, sandbox: &Sandbox, path: &str) -> Result<PathKind, SessionError> {
+        let options = ContainerArchiveInfoOptionsBuilder::new().path(path).build();
         match self
             .docker
-            .stop_container(&sandbox.id, Some(options.build()))
+            .get_container_archive_info(&sandbox.id, Some(options))
             .await
         {
-            Ok(()) => Ok(()),
-            Err(error) if status(&error) == Some(304) => Ok(()),
-            Err(error) if is_not_found(&error) => Err(SessionError::NoSuchContainer {
-                name: sandbox.name.clone(),
-            }),
-            Err(error) => Err(session_error("stop the container", error)),
+            Ok(stat) if stat.file_mode & MODE_DIR != 0 => Ok(PathKind::Directory),
+            Ok(_) => Ok(PathKind::Other),
+            Err(error) if is_not_found(&error) => Ok(PathKind::Missing),
+            Err(error) => Err(session_error("stat a container path", error)),
         }
     }
 
-    async fn delete(&self, sandbox: &Sandbox) -> DeleteReport {
-        let report = self.delete_container(sandbox).await;
-        agentc_backend_common::session::remove_companions_after(self, sandbox, report).await
-    }
-
-    // ---- Warm pools (issue 22) ----
-
-    async fn rename(&self, from: &Sandbox, to: &str) -> Result<Option<Sandbox>, SessionError> {
-        let options = bollard::query_parameters::RenameContainerOptionsBuilder::new()
-            .name(to)
-            .build();
-        match self.docker.rename_container(&from.name, options).await {
-            Ok(()) => Ok(Some(Sandbox {
-                id: from.id.clone(),
-                name: to.to_string(),
-                profile: from.profile.clone(),
-            })),
-            // Gone by that name, or already renamed to `to` by another claim.
-            Err(error)
-                if is_not_found(&error)
-                    || error.to_string().contains("same name as its current name") =>
-            {
-                Ok(None)
-            }
-            Err(error) => Err(session_error("rename the container", error)),
-        }
-    }
-
-    async fn list_labelled(&self, label: &str) -> Result<Vec<Listed>, SessionError> {
-        use agentc_backend_common::port::{EngineErrorKind, EnginePort, Filter};
-        let step = "list containers";
-        let port = crate::port::ApiPort::new(self.docker.clone(), agentc_backend_common::engine());
-        let filter = Filter::labels([label, agentc_policy::LABEL_PROFILE]);
-        let listed = port
-            .list_containers(&filter)
-            .await
-            .map_err(|error| match error.kind {
-                EngineErrorKind::Unavailable => SessionError::ConnectionLost {
-                    step,
-                    message: error.detail,
-                },
-                _ => SessionError::Daemon {
-                    step,
-                    message: error.detail,
-                },
-            })?;
-        Ok(listed
-            .into_iter()
-            .map(|container| Listed {
-                sandbox: Sandbox {
-                    id: container.id,
-                    name: container.name,
-                    profile: container
-                        .labels
-                        .get(agentc_policy::LABEL_PROFILE)
-                        .cloned()
-                        .unwrap_or_default(),
-                },
-                state: container.state,
-                labels: container.labels,
-            })
-            .collect())
-    }
-
-    async fn image_facts(&self, image: &str) -> Result<ImageFacts, SessionError> {
-        match self.docker.inspect_image(image).await {
-            Ok(inspect) => {
-                let config = inspect.config.unwrap_or_default();
-                Ok(ImageFacts {
-                    id: inspect.id.unwrap_or_default(),
-                    entrypoint: config.entrypoint.unwrap_or_default(),
-                    cmd: config.cmd.unwrap_or_default(),
-                })
-            }
-            Err(error) if is_not_found(&error) => Err(ExecError::ImageMissing {
-                image: image.to_string(),
-            }
-            .into()),
-            Err(error) => Err(session_error("inspect the image", error)),
-        }
-    }
-
-    async fn remove_companions(&self, workload: &str) -> Result<Vec<String>, SessionError> {
-        Ok(crate::companion::remove_companions(&self.docker, workload).await?)
-    }
-
-    // ---- end of warm pools ----
-    // ---- Snapshots (issue 23): in `snapshot.rs`.
-    async fn pause(&self, sandbox: &Sandbox) -> Result<(), SessionError> {
-        self.freeze(sandbox, false).await
-    }
-    async fn unpause(&self, sandbox: &Sandbox) -> Result<(), SessionError> {
-        self.freeze(sandbox, true).await
-    }
-    async fn commit(
+    async fn archive_put(
         &self,
         sandbox: &Sandbox,
-        request: &CommitRequest,
-    ) -> Result<String, SessionError> {
-        self.commit_layer(sandbox, request).await
-    }
-    async fn image(&self, reference: &str) -> Result<Option<ImageRecord>, SessionError> {
-        self.image_record(reference).await
-    }
-    async fn images(&self, label: &str) -> Result<Vec<ImageRecord>, SessionError> {
-        self.labelled_images(label).await
-    }
-    async fn remove_image(&self, reference: &str) -> Result<(), SessionError> {
-        self.drop_image(reference).await
-    }
-    async fn volume_exists(&self, name: &str) -> Result<bool, SessionError> {
-        self.has_volume(name).await
-    }
-    async fn memory_support(&self) -> Result<(), String> {
-        Err(snapshot::NO_MEMORY.into())
-    }
-    async fn checkpoint(&self, _: &Sandbox, _: &std::path::Path) -> Result<(), SessionError> {
-        Err(snapshot::no_memory())
-    }
-    async fn restore_checkpoint(
-        &self,
-        _: &std::path::Path,
-        _: &str,
-    ) -> Result<Sandbox, SessionError> {
-        Err(snapshot::no_memory())
-    }
-    // ---- End of the snapshot operations.
-
-    async fn egress(&self, sandbox: &Sandbox) -> Result<Option<SandboxEgress>, SessionError> {
-        let inspect = self.inspect_named(&sandbox.id).await?;
-        let Some(network) = named_network(&inspect) else {
-            return Ok(None);
-        };
-        let labels = match self
-            .docker
-            .inspect_network(&network, None::<InspectNetworkOptions>)
-            .await
-        {
-            Ok(found) => found.labels.unwrap_or_default(),
-            // Its network is gone: no proxy can serve it, nor can it tell whether one did.
-            Err(error) if is_not_found(&error) => return Ok(None),
-            Err(error) => return Err(session_error("inspect the network", error)),
-        };
-        if !is_isolated_network(&labels) {
-            return Ok(None);
-        }
-        let filters = HashMap::from([
-            ("label".to_string(), vec![proxy_kind_filter()]),
-            ("network".to_string(), vec![network.clone()]),
-        ]);
-        let options = ListContainersOptionsBuilder::new()
-            .all(true)
-            .filters(&filters)
+        directory: &str,
+        landing: &str,
+        chunks: Receiver<Vec<u8>>,
+    ) -> Result<(), SessionError> {
+        let options = UploadToContainerOptionsBuilder::new()
+            .path(directory)
+            .copy_uidgid("1")
             .build();
-        let listed = self
-            .docker
-            .list_containers(Some(options))
+        self.docker
+            .upload_to_container(
+                &sandbox.id,
+                Some(options),
+                bollard::body_stream(chunk_stream(chunks)),
+            )
             .await
-            .map_err(|error| session_error("list the egress proxies", error))?;
-        let proxy = match listed.into_iter().find_map(|proxy| proxy.id) {
-            Some(id) => match self.inspect_named(&id).await {
-                Ok(proxy) => Some(proxy),
-                // Removed meanwhile.
-                Err(SessionError::NoSuchContainer { .. }) => None,
-                Err(error) => return Err(error),
-            },
-            None => None,
-        };
-        Ok(Some(SandboxEgress::new(&network, proxy.as_ref())))
+            .map_err(|error| copy_error(&sandbox.name, landing, error))
     }
-}
 
-/// `cause`, naming what a failed create could not remove.
-pub(crate) fn with_leftovers(cause: SessionError, report: DeleteReport) -> SessionError {
-    if report.left.is_empty() {
-        cause
-    } else {
-        SessionError::ConnectionLost {
-            step: "remove the container of a failed create",
-            message: format!("{cause}; left: {}", report.left.join("; ")),
-        }
-    }
-}
-
-impl ApiClient {
-    /// Kills and removes the sandbox's container, best effort ([`SandboxClient::delete`]
-    /// removes its egress companions after it).
-    async fn delete_container(&self, sandbox: &Sandbox) -> DeleteReport {
-        let kill = KillContainerOptionsBuilder::new().signal("KILL").build();
-        let _ = self.docker.kill_container(&sandbox.id, Some(kill)).await;
-        let options = RemoveContainerOptionsBuilder::new().force(true).build();
-        match self
+    async fn archive_get(
+        &self,
+        sandbox: &Sandbox,
+        path: &str,
+        sink: Sender<Vec<u8>>,
+    ) -> Result<(), SessionError> {
+        let options = DownloadFromContainerOptionsBuilder::new()
+            .path(path)
+            .build();
+        let mut stream = self
             .docker
-            .remove_container(&sandbox.id, Some(options))
-            .await
-        {
-            Ok(()) => DeleteReport {
-                removed: true,
-                left: Vec::new(),
-            },
-            Err(error) if is_not_found(&error) => DeleteReport::default(),
-            Err(error) if status(&error) == Some(409) => {
-                crate::admin::wait_removed(&self.docker, &sandbox.id).await;
-                DeleteReport {
-                    removed: true,
-                    left: Vec::new(),
+            .download_from_container(&sandbox.id, Some(options));
+        while let Some(chunk) = stream.next().await {
+            match chunk {
+                Ok(chunk) => {
+                    if sink.send(chunk.to_vec()).await.is_err() {
+                        break;
+                    }
                 }
+                Err(error) => return Err(copy_error(&sandbox.name, path, error)),
             }
-            Err(error) => DeleteReport {
-                removed: false,
-                left: vec![format!("container {}: {error}", sandbox.name)],
-            },
         }
+        Ok(())
+    }
+
+    async fn exec_fed(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+        env: &BTreeMap<String, String>,
+        chunks: Receiver<Vec<u8>>,
+    ) -> Result<(i64, Captured), SessionError> {
+        let mut output = Captured::default();
+        let code = self
+            .run_exec(sandbox, request, env, Input::Chunks(chunks), &mut output)
+            .await?;
+        Ok((code, output))
+    }
+
+    async fn exec_drained(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+        env: &BTreeMap<String, String>,
+        sink: Sender<Vec<u8>>,
+    ) -> Result<(i64, Vec<u8>), SessionError> {
+        let (mut stream, _stdin, exec_id) = self.start_exec(sandbox, request, env, false).await?;
+        let mut stderr = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            match chunk {
+                Ok(LogOutput::StdOut { message }) => {
+                    if sink.send(message.to_vec()).await.is_err() {
+                        break;
+                    }
+                }
+                Ok(LogOutput::StdErr { message }) => stderr.extend_from_slice(&message),
+                Ok(_) => {}
+                Err(error) => return Err(session_error("read the tar stream", error)),
+            }
+        }
+        drop(sink);
+        Ok((self.exec_exit(sandbox, &exec_id).await?, stderr))
+    }
+
+    async fn memory_support(&self) -> Result<(), String> {
+        Err(NO_MEMORY.into())
+    }
+
+    async fn checkpoint(&self, _: &Sandbox, _: &Path) -> Result<(), SessionError> {
+        Err(no_memory())
+    }
+
+    async fn restore_checkpoint(&self, _: &Path, _: &str) -> Result<(), SessionError> {
+        Err(no_memory())
     }
 }

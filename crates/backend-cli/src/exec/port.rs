@@ -24,16 +24,26 @@ use tokio::process::Command;
 use crate::egress::{network_create_argv, setup_argvs};
 
 /// The engine port over the engine's command line.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 pub struct CliPort {
     /// The engine whose program runs: `docker` or `podman`.
     pub engine: Engine,
+    /// The environment its commands get on top of agentc's ([`CliPort::in_env`]).
+    pub(crate) env: Option<std::sync::Arc<BTreeMap<String, String>>>,
+}
+
+impl Default for CliPort {
+    /// The port over the command line of the engine this process drives
+    /// ([`agentc_backend_common::engine()`]).
+    fn default() -> CliPort {
+        CliPort::new(agentc_backend_common::engine())
+    }
 }
 
 impl CliPort {
     /// The port over `engine`'s command line.
     pub fn new(engine: Engine) -> CliPort {
-        CliPort { engine }
+        CliPort { engine, env: None }
     }
 
     fn command(&self, args: &[&str]) -> Command {
@@ -41,6 +51,7 @@ impl CliPort {
         let mut command = Command::new(self.engine.program());
         command
             .args(args)
+            .envs(self.env())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -697,6 +708,72 @@ impl EnginePort for CliPort {
     async fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
         self.output(&["volume", "rm", name]).await.map(|_| ())
     }
+
+    // ---- Sessions: the primitives `Sandboxes` is written over; those that stream
+    // (`SessionPort`) are in `crate::sandbox`.
+
+    fn backend(&self) -> &'static str {
+        "cli"
+    }
+
+    async fn stop(&self, container: &str, timeout: Option<u32>) -> Result<(), EngineError> {
+        let time = timeout.map(|timeout| format!("--time={timeout}"));
+        let mut args = vec!["stop"];
+        args.extend(time.as_deref());
+        args.push(container);
+        self.output(&args).await.map(|_| ())
+    }
+
+    async fn pause(&self, container: &str, thaw: bool) -> Result<(), EngineError> {
+        let verb = if thaw { "unpause" } else { "pause" };
+        self.output(&[verb, container]).await.map(|_| ())
+    }
+
+    async fn rename(&self, from: &str, to: &str) -> Result<bool, EngineError> {
+        match self.output(&["rename", from, to]).await {
+            Ok(_) => Ok(true),
+            // Gone by that name, or already renamed to `to` by another claim.
+            Err(error)
+                if error.is_not_found()
+                    || error.detail.contains("same name as its current name") =>
+            {
+                Ok(false)
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    async fn commit(
+        &self,
+        container: &str,
+        reference: &str,
+        changes: &[String],
+        pause: bool,
+    ) -> Result<String, EngineError> {
+        let mut args = vec!["commit".to_string(), format!("--pause={pause}")];
+        for change in changes {
+            args.push(format!("--change={change}"));
+        }
+        args.push(container.to_string());
+        args.push(reference.to_string());
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = self.output(&refs).await?;
+        Ok(String::from_utf8_lossy(&output).trim().to_string())
+    }
+
+    async fn list_images(&self, label: &str) -> Result<Vec<String>, EngineError> {
+        let filter = format!("--filter=label={label}");
+        self.words(&["image", "ls", "--quiet", "--no-trunc", &filter])
+            .await
+    }
+
+    async fn remove_image(&self, reference: &str) -> Result<(), EngineError> {
+        self.output(&["image", "rm", "--force", "--", reference])
+            .await
+            .map(|_| ())
+    }
+
+    // ---- End of the sessions' primitives.
 }
 
 #[cfg(test)]

@@ -1,16 +1,16 @@
-//! The memory checkpoint operations of [`CliClient`]: the probe (the engine's `info`, `criu
+//! The memory checkpoint operations of the docker CLI port: the probe (the engine's `info`, `criu
 //! --version`, `criu check`), `podman container checkpoint --export` and `podman container
 //! restore --import`.
 
 use std::path::Path;
 use std::process::Stdio;
 
-use agentc_backend_common::session::{Sandbox, SandboxClient, SessionError};
+use agentc_backend_common::session::{Sandbox, SessionError};
 use agentc_backend_common::snapshot::memory::{criu_version, MIN_CRIU};
-use agentc_backend_common::{engine, Engine};
+use agentc_backend_common::Engine;
 use tokio::process::Command;
 
-use super::{container_error, daemon, CliClient};
+use crate::exec::port::CliPort;
 
 /// Runs `criu ARGS`: its exit status and its output (stdout and stderr).
 async fn criu(args: &[&str]) -> Result<(bool, String), String> {
@@ -52,9 +52,9 @@ fn explained(failure: (Option<i64>, String)) -> (Option<i64>, String) {
     }
 }
 
-impl CliClient {
-    pub(super) async fn memory_probe(&self) -> Result<(), String> {
-        if engine() != Engine::Podman {
+impl CliPort {
+    pub(crate) async fn memory_probe(&self) -> Result<(), String> {
+        if self.engine != Engine::Podman {
             return Err(
                 "Docker (its checkpoint is experimental and restores only into the \
                         same container)"
@@ -63,7 +63,7 @@ impl CliClient {
         }
         let format = "{{.Host.Security.Rootless}} {{.Host.OCIRuntime.Name}}";
         let info = self
-            .output(&["info", "--format", format])
+            .session_output(&["info", "--format", format])
             .await
             .map_err(|(_, message)| format!("Podman (`podman info` failed: {message})"))?;
         let info = String::from_utf8_lossy(&info);
@@ -107,7 +107,7 @@ impl CliClient {
         }
     }
 
-    pub(super) async fn checkpoint_to(
+    pub(crate) async fn checkpoint_to(
         &self,
         sandbox: &Sandbox,
         file: &Path,
@@ -121,25 +121,21 @@ impl CliClient {
         ];
         let mut args = args.to_vec();
         args.extend(["--export", &file, &sandbox.id]);
-        self.output(&args).await.map(|_| ()).map_err(|failure| {
-            container_error(sandbox, "checkpoint the container", explained(failure))
-        })
+        self.session_output(&args)
+            .await
+            .map(|_| ())
+            .map_err(|failure| {
+                self.container_error(sandbox, "checkpoint the container", explained(failure))
+            })
     }
 
-    pub(super) async fn restore_from(
-        &self,
-        file: &Path,
-        name: &str,
-    ) -> Result<Sandbox, SessionError> {
+    pub(crate) async fn restore_from(&self, file: &Path, name: &str) -> Result<(), SessionError> {
         let file = file.to_string_lossy();
         let args = ["container", "restore", "--import", &file, "--name", name];
-        match self.output(&args).await.map_err(explained) {
-            Ok(_) => SandboxClient::find(self, name).await,
-            Err((None, message)) => Err(SessionError::CannotRunDocker {
-                engine: engine(),
-                source: std::io::Error::other(message),
-            }),
-            Err((Some(_), message)) => Err(daemon("restore the checkpoint", message)),
+        match self.session_output(&args).await.map_err(explained) {
+            Ok(_) => Ok(()),
+            Err((None, message)) => Err(self.cannot_run_docker(std::io::Error::other(message))),
+            Err((Some(_), message)) => Err(self.daemon("restore the checkpoint", message)),
         }
     }
 }

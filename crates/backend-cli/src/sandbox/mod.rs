@@ -1,82 +1,56 @@
-//! [`CliClient`]: the docker CLI's [`SandboxClient`], running `docker` through
-//! `tokio::process` (`docker exec`, `docker cp`, `docker logs`, `docker start`, `docker stop`,
-//! `docker rm`). Its copies are in the private `copy` module.
+//! [`CliClient`]: the sessions' [`SandboxClient`](agentc_backend_common::session::SandboxClient)
+//! over the docker CLI's [engine port](CliPort) ([`Sandboxes`], written once for both
+//! backends), and the port's session primitives that stream: `docker exec` (its output, its
+//! stdin, docker's own refusals), `docker logs`, the copies' archive operations (the private
+//! `copy` module) and the memory checkpoints (`memory`).
 
 mod copy;
-mod create;
 mod memory;
-mod pool;
-mod snapshot;
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 
-use agentc_backend_common::egress_state::{is_isolated_network, proxy_kind_filter};
-use agentc_backend_common::session::target::{
-    check_name, is_companion, is_running, named_network, sandbox_of,
-};
+use agentc_backend_common::daemon_text::Refusal;
+use agentc_backend_common::port::EngineError;
+use agentc_backend_common::session::sandboxes::engine_failure;
+use agentc_backend_common::session::SessionPort;
+use tokio::sync::mpsc::{Receiver, Sender};
+
+use copy::{drain, feed};
+
+use agentc_backend_common::session::target::{check_name, is_running};
 use agentc_backend_common::session::{
-    session_spec, CommitRequest, CopyReport, DeleteReport, ExecRequest, ExecStdin, ImageFacts,
-    ImageRecord, Listed, LogsRequest, OutputSink, Sandbox, SandboxClient, SandboxEgress,
+    Captured, ExecRequest, ExecStdin, LogsRequest, OutputSink, PathKind, Sandbox, Sandboxes,
     SessionError, Stream,
 };
-use agentc_backend_common::{resolve_env, resolve_vars, ExecError};
-use agentc_policy::{EnvValue, LaunchSpec, LABEL_PROFILE};
+use agentc_backend_common::{resolve_vars, ExecError};
+use agentc_policy::EnvValue;
 use bollard::models::ContainerInspectResponse;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
-use crate::render::container_argv;
+use crate::exec::port::CliPort;
 
-/// A [`SandboxClient`] that runs the `docker` command line.
+/// The sessions' client that runs the `docker` (or `podman`) command line.
 ///
 /// ```no_run
 /// use agentc_backend_cli::CliClient;
 /// use agentc_backend_common::session::{ExecRequest, SandboxClient};
 ///
 /// # async fn demo() -> Result<(), agentc_backend_common::session::SessionError> {
+/// // The engine this process drives; `CliClient::over(CliPort::new(engine), env)` names one.
 /// let client = CliClient::new(std::env::vars().collect());
 /// let sandbox = client.find("agentc-sandbox-dev-1000-pentest").await?;
 /// let output = client.exec_output(&sandbox, &ExecRequest::new(["id", "-u"])).await?;
 /// assert_eq!(output.exit_code, 0);
 /// # Ok(()) }
 /// ```
-#[derive(Clone)]
-pub struct CliClient {
-    /// The environment secrets are read from (docker reads a bare `--env=NAME` from its own
-    /// environment, which gets these on top of agentc's).
-    env: BTreeMap<String, String>,
-}
+pub type CliClient = Sandboxes<CliPort>;
 
-impl fmt::Debug for CliClient {
-    // The environment holds secret values: show names only.
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter
-            .debug_struct("CliClient")
-            .field("env", &self.env.keys().collect::<Vec<_>>())
-            .finish()
-    }
-}
-
-/// docker's own message from its stderr: without `docker: `, `Error response from daemon: `,
-/// `Error: `, the `See 'docker ... --help'.` line and a final period (which the CLI adds and
-/// the daemon may not have written), so it reads as the Engine API backend's does.
+/// docker's own message from its stderr ([`agentc_backend_common::daemon_text::daemon_message`]).
 pub(crate) fn daemon_message(stderr: &[u8]) -> String {
-    let text = String::from_utf8_lossy(stderr);
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with("See '") && !line.starts_with("Run '"))
-        .collect();
-    let mut message = lines.join(" ");
-    for prefix in ["docker: ", "Error response from daemon: ", "Error: "] {
-        if let Some(rest) = message.strip_prefix(prefix) {
-            message = rest.to_string();
-        }
-    }
-    message.trim_end_matches('.').to_string()
+    agentc_backend_common::daemon_text::daemon_message(&String::from_utf8_lossy(stderr))
 }
 
 fn exit_code(status: ExitStatus) -> i64 {
@@ -88,38 +62,61 @@ fn exit_code(status: ExitStatus) -> i64 {
         .unwrap_or(1)
 }
 
-impl CliClient {
-    /// A client that resolves secrets from `env`.
-    pub fn new(env: BTreeMap<String, String>) -> CliClient {
-        CliClient { env }
+impl std::fmt::Debug for CliPort {
+    // The environment may hold secret values: show names only.
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("CliPort")
+            .field("engine", &self.engine)
+            .field(
+                "env",
+                &self
+                    .env
+                    .iter()
+                    .flat_map(|env| env.keys())
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl CliPort {
+    /// The port whose commands run with `env` on top of agentc's environment: the program
+    /// reads `DOCKER_HOST` (and the like) and a secret passed by name (`--env=NAME`) from it.
+    pub fn in_env(self, env: &BTreeMap<String, String>) -> CliPort {
+        CliPort {
+            env: Some(std::sync::Arc::new(env.clone())),
+            ..self
+        }
     }
 
-    pub(crate) fn command(&self, args: &[&str]) -> Command {
-        log::debug!("running docker {}", args.join(" "));
-        let mut command = Command::new(crate::exec::docker::program());
+    /// The environment its commands get on top of agentc's.
+    pub(crate) fn env(&self) -> &BTreeMap<String, String> {
+        static NONE: BTreeMap<String, String> = BTreeMap::new();
+        self.env.as_deref().unwrap_or(&NONE)
+    }
+
+    /// The engine's command for `args`, `env` on top of agentc's environment (docker reads a
+    /// bare `--env=NAME` from its own environment), without stdin.
+    pub(crate) fn session_command(&self, args: &[&str], env: &BTreeMap<String, String>) -> Command {
+        log::debug!("running {} {}", self.engine.program(), args.join(" "));
+        let mut command = Command::new(self.engine.program());
         command
             .args(args)
-            .envs(&self.env)
+            .envs(self.env())
+            .envs(env)
             .stdin(Stdio::null())
             .kill_on_drop(true);
         command
     }
 
-    /// Runs `docker ARGS`: stdout, or docker's message.
-    pub(crate) async fn output(&self, args: &[&str]) -> Result<Vec<u8>, (Option<i64>, String)> {
-        self.output_with(args, &BTreeMap::new()).await
-    }
-
-    /// [`CliClient::output`] with `secrets` on top of the client's environment: the values a
-    /// spec's `--env=NAME` entries take ([`agentc_backend_common::secrets::secret_values`]).
-    pub(crate) async fn output_with(
+    /// Runs the engine's command `args`: stdout, or docker's message.
+    pub(crate) async fn session_output(
         &self,
         args: &[&str],
-        secrets: &BTreeMap<String, String>,
     ) -> Result<Vec<u8>, (Option<i64>, String)> {
         let output = self
-            .command(args)
-            .envs(secrets)
+            .session_command(args, &BTreeMap::new())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .output()
@@ -135,18 +132,26 @@ impl CliClient {
         }
     }
 
+    /// docker could not be run at all.
+    pub(crate) fn cannot_run_docker(&self, source: std::io::Error) -> SessionError {
+        SessionError::CannotRunDocker {
+            engine: self.engine,
+            source,
+        }
+    }
+
     pub(crate) async fn inspect_named(
         &self,
         name: &str,
     ) -> Result<ContainerInspectResponse, SessionError> {
         check_name(name)?;
-        let text = match self.output(&["inspect", "--type", "container", name]).await {
+        let text = match self
+            .session_output(&["inspect", "--type", "container", name])
+            .await
+        {
             Ok(text) => text,
             Err((None, message)) => {
-                return Err(SessionError::CannotRunDocker {
-                    engine: agentc_backend_common::engine(),
-                    source: std::io::Error::other(message),
-                })
+                return Err(self.cannot_run_docker(std::io::Error::other(message)))
             }
             Err((Some(_), message))
                 if agentc_backend_common::daemon_text::is_no_such_container(&message) =>
@@ -155,7 +160,7 @@ impl CliClient {
                     name: name.to_string(),
                 })
             }
-            Err((Some(_), message)) => return Err(daemon("inspect the container", message)),
+            Err((Some(_), message)) => return Err(self.daemon("inspect the container", message)),
         };
         let mut found: Vec<ContainerInspectResponse> =
             agentc_backend_common::inspect::read_inspect_list(&text).map_err(|message| {
@@ -178,12 +183,13 @@ impl CliClient {
         &self,
         sandbox: &Sandbox,
         request: &ExecRequest,
+        env: &BTreeMap<String, String>,
         stdin: Stdio,
         interactive: bool,
         inherit_output: bool,
     ) -> Result<Child, SessionError> {
         request.check()?;
-        resolve_vars(&request.env, &self.env)?;
+        resolve_vars(&request.env, env)?;
         let mut args: Vec<String> = vec!["exec".to_string()];
         if interactive {
             args.push("--interactive".to_string());
@@ -200,7 +206,7 @@ impl CliClient {
         for var in &request.env {
             match &var.value {
                 EnvValue::Literal { value } => args.push(format!("--env={}={value}", var.name)),
-                EnvValue::Secret { .. } if self.env.contains_key(&var.name) => {
+                EnvValue::Secret { .. } if env.contains_key(&var.name) => {
                     args.push(format!("--env={}", var.name))
                 }
                 EnvValue::Secret { .. } => {}
@@ -214,7 +220,7 @@ impl CliClient {
         args.push(sandbox.id.clone());
         args.extend(request.command.iter().cloned());
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut command = self.command(&refs);
+        let mut command = self.session_command(&refs, env);
         command.stdin(stdin);
         if inherit_output {
             command.stdout(Stdio::inherit()).stderr(Stdio::inherit());
@@ -223,10 +229,7 @@ impl CliClient {
         }
         command
             .spawn()
-            .map_err(|source| SessionError::CannotRunDocker {
-                engine: agentc_backend_common::engine(),
-                source,
-            })
+            .map_err(|source| self.cannot_run_docker(source))
     }
 
     /// Waits for an exec's docker, handing its piped output to `output`; docker's own
@@ -288,7 +291,7 @@ impl CliClient {
                             step: "run the command",
                         }
                     } else {
-                        daemon("run the command", message)
+                        self.daemon("run the command", message)
                     },
                 );
             }
@@ -322,25 +325,12 @@ impl CliClient {
     }
 }
 
-/// docker's refusal naming `step`; a daemon that cannot be reached at all (`Cannot connect
-/// to the Docker daemon`) as the launch's [`ExecError::Connect`], which the Engine API
-/// backend reports before its first request; a lost or failed connection to the daemon
-/// (`error during connect`, a reset) as [`SessionError::ConnectionLost`], as the Engine API
-/// backend reports it.
-pub(crate) fn daemon(step: &'static str, message: String) -> SessionError {
-    if let Some(error) = crate::exec::docker::unreachable(&message) {
-        return SessionError::Launch(error);
-    }
-    let lost = [
-        "error during connect",
-        "permission denied while trying to connect",
-        "connection reset",
-        "EOF",
-    ];
-    if lost.iter().any(|sign| message.contains(sign)) {
-        SessionError::ConnectionLost { step, message }
-    } else {
-        SessionError::Daemon { step, message }
+impl CliPort {
+    /// docker's refusal naming `step`, read as every session reads an engine's refusal
+    /// ([`engine_failure`]: a daemon that cannot be reached at all as the launch's
+    /// [`ExecError::Connect`], a lost connection as [`SessionError::ConnectionLost`]).
+    pub(crate) fn daemon(&self, step: &'static str, message: String) -> SessionError {
+        engine_failure(self.engine, step, EngineError::from_text(message))
     }
 }
 
@@ -364,152 +354,38 @@ fn write(output: &mut dyn OutputSink, stream: Stream, bytes: &[u8]) -> Result<()
         })
 }
 
-/// A docker CLI failure of a container-level command (`start`, `stop`, `logs`).
-fn container_error(
-    sandbox: &Sandbox,
-    step: &'static str,
-    failure: (Option<i64>, String),
-) -> SessionError {
-    match failure {
-        (None, message) => SessionError::CannotRunDocker {
-            engine: agentc_backend_common::engine(),
-            source: std::io::Error::other(message),
-        },
-        (Some(_), message)
-            if agentc_backend_common::daemon_text::is_no_such_container(&message) =>
-        {
-            SessionError::NoSuchContainer {
-                name: sandbox.name.clone(),
+impl CliPort {
+    /// A docker CLI failure of a container-level command (`logs`, `checkpoint`).
+    pub(crate) fn container_error(
+        &self,
+        sandbox: &Sandbox,
+        step: &'static str,
+        failure: (Option<i64>, String),
+    ) -> SessionError {
+        match failure {
+            (None, message) => self.cannot_run_docker(std::io::Error::other(message)),
+            (Some(_), message)
+                if agentc_backend_common::daemon_text::is_no_such_container(&message) =>
+            {
+                SessionError::NoSuchContainer {
+                    name: sandbox.name.clone(),
+                }
             }
+            (Some(_), message) => self.daemon(step, message),
         }
-        (Some(_), message) => daemon(step, message),
     }
 }
 
-impl SandboxClient for CliClient {
-    fn backend(&self) -> &'static str {
-        "cli"
-    }
-
-    async fn create(&self, spec: &LaunchSpec) -> Result<Sandbox, SessionError> {
-        let container = session_spec(spec)?;
-        resolve_env(&container, &self.env)?;
-        container_argv(&container).map_err(ExecError::from)?;
-        match self
-            .output(&["image", "inspect", "--format", "{{.Id}}", &container.image])
-            .await
-        {
-            Ok(_) => {}
-            Err((Some(_), message))
-                if agentc_backend_common::daemon_text::is_no_such_image(&message) =>
-            {
-                return Err(ExecError::ImageMissing {
-                    image: container.image.clone(),
-                }
-                .into())
-            }
-            Err((None, message)) => {
-                return Err(SessionError::CannotRunDocker {
-                    engine: agentc_backend_common::engine(),
-                    source: std::io::Error::other(message),
-                })
-            }
-            Err((Some(_), message)) => return Err(daemon("inspect the image", message)),
-        }
-        // Refused before anything is created.
-        crate::exec::engine::launch_argv(agentc_backend_common::engine(), &container)?;
-        let port = crate::exec::egress::port();
-        agentc_backend_common::volumes::ensure_volumes(&port, &container).await?;
-        // Behind the egress proxy: its isolated network and the healthy proxy first, as a
-        // launch makes them (the set may move to another subnet: the argv follows it);
-        // removed again when the sandbox cannot be created.
-        let mut placed = container.clone();
-        let companion =
-            agentc_backend_common::companion::setup_for(&port, &mut placed, &self.env, &mut || {
-                None
-            })
-            .await?;
-        let result = self.create_placed(spec, &placed).await;
-        if let (Err(_), Some(set)) = (&result, &companion) {
-            agentc_backend_common::companion::teardown(&port, set).await;
-        }
-        result
-    }
-
-    async fn find(&self, name: &str) -> Result<Sandbox, SessionError> {
-        let inspect = self.inspect_named(name).await?;
-        sandbox_of(&inspect, name)
-    }
-
-    async fn find_profile(
-        &self,
-        profile: &str,
-        stopped_too: bool,
-    ) -> Result<Sandbox, SessionError> {
-        let filter = format!("label={LABEL_PROFILE}={profile}");
-        let mut args = vec![
-            "ps",
-            "--filter",
-            &filter,
-            "--format",
-            "{{.ID}} {{.Names}} {{.Label \"io.agentc.kind\"}}",
-        ];
-        if stopped_too {
-            args.push("--all");
-        } else {
-            args.extend(["--filter", "status=running"]);
-        }
-        let listed = self
-            .output(&args)
-            .await
-            .map_err(|(_, message)| daemon("list containers", message))?;
-        let text = String::from_utf8_lossy(&listed);
-        let mut found: Vec<(&str, &str)> = text
-            .lines()
-            .filter_map(|line| {
-                let mut words = line.split(' ');
-                let (id, name) = (words.next()?, words.next()?);
-                // A sandbox's egress proxy carries its profile too; it is not the sandbox.
-                // Nor is an idle pool member (`agentc pool fill`) the profile's sandbox.
-                let skipped = is_companion(words.next().unwrap_or_default())
-                    || agentc_policy::pool::is_idle_name(name);
-                (!skipped).then_some((id, name))
-            })
-            .collect();
-        found.sort_by_key(|(_, name)| *name);
-        match found.as_slice() {
-            [(id, _)] => self.find(id).await,
-            _ => Err(SessionError::NotOneContainer {
-                profile: profile.to_string(),
-                stopped_too,
-                found: found.iter().map(|(_, name)| name.to_string()).collect(),
-            }),
-        }
-    }
-
-    async fn inspect(&self, sandbox: &Sandbox) -> Result<ContainerInspectResponse, SessionError> {
-        let mut inspect = self.inspect_named(&sandbox.id).await?;
-        // Behind the egress proxy, the ports it relays are reachable at its host bindings.
-        if agentc_backend_common::egress::fixed_address(&inspect).is_some() {
-            let label = format!(
-                "label={}",
-                agentc_backend_common::egress::proxy_label_filter(&sandbox.name)
-            );
-            if let Ok(ids) = self.output(&["ps", "-aq", "--filter", &label]).await {
-                let ids = String::from_utf8_lossy(&ids).into_owned();
-                if let Some(id) = ids.split_whitespace().next() {
-                    let proxy = self.inspect_named(id).await?;
-                    agentc_backend_common::egress::add_relayed_ports(&mut inspect, &proxy);
-                }
-            }
-        }
-        Ok(inspect)
+impl SessionPort for CliPort {
+    fn in_env(self, env: &BTreeMap<String, String>) -> CliPort {
+        CliPort::in_env(self, env)
     }
 
     async fn exec(
         &self,
         sandbox: &Sandbox,
         request: &ExecRequest,
+        env: &BTreeMap<String, String>,
         output: &mut dyn OutputSink,
     ) -> Result<i64, SessionError> {
         let terminal = request.stdin == ExecStdin::Terminal;
@@ -528,7 +404,7 @@ impl SandboxClient for CliClient {
             ExecStdin::Bytes(_) => (Stdio::piped(), true),
             ExecStdin::Terminal => (Stdio::inherit(), true),
         };
-        let mut child = self.spawn_exec(sandbox, request, stdin, interactive, inherit)?;
+        let mut child = self.spawn_exec(sandbox, request, env, stdin, interactive, inherit)?;
         if let ExecStdin::Bytes(bytes) = &request.stdin {
             if let Some(mut stdin) = child.stdin.take() {
                 let bytes = bytes.clone();
@@ -552,25 +428,7 @@ impl SandboxClient for CliClient {
         self.finish_exec(sandbox, child, output).await
     }
 
-    async fn upload(
-        &self,
-        sandbox: &Sandbox,
-        source: &Path,
-        target: &str,
-    ) -> Result<CopyReport, SessionError> {
-        agentc_backend_common::session::transfer::upload(self, sandbox, source, target).await
-    }
-
-    async fn download(
-        &self,
-        sandbox: &Sandbox,
-        source: &str,
-        target: &Path,
-    ) -> Result<CopyReport, SessionError> {
-        agentc_backend_common::session::transfer::download(self, sandbox, source, target).await
-    }
-
-    async fn logs(
+    async fn follow_logs(
         &self,
         sandbox: &Sandbox,
         request: &LogsRequest,
@@ -589,14 +447,11 @@ impl SandboxClient for CliClient {
         args.push(sandbox.id.clone());
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut child = self
-            .command(&refs)
+            .session_command(&refs, &BTreeMap::new())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|source| SessionError::CannotRunDocker {
-                engine: agentc_backend_common::engine(),
-                source,
-            })?;
+            .map_err(|source| self.cannot_run_docker(source))?;
         let mut stdout = child.stdout.take();
         let mut stderr = child.stderr.take();
         let mut out_buffer = vec![0u8; 64 * 1024];
@@ -625,7 +480,7 @@ impl SandboxClient for CliClient {
             write(output, Stream::Stderr, &held)?;
             Ok(())
         } else {
-            Err(container_error(
+            Err(self.container_error(
                 sandbox,
                 "read the logs",
                 (Some(exit_code(status)), daemon_message(&held)),
@@ -633,159 +488,138 @@ impl SandboxClient for CliClient {
         }
     }
 
-    async fn start(&self, sandbox: &Sandbox) -> Result<(), SessionError> {
-        self.output(&["start", &sandbox.id])
+    async fn archive_stat(&self, sandbox: &Sandbox, path: &str) -> Result<PathKind, SessionError> {
+        let source = format!("{}:{path}", sandbox.id);
+        let mut child = self
+            .session_command(&["cp", &source, "-"], &BTreeMap::new())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| self.cannot_run_docker(source))?;
+        let mut header = [0u8; 512];
+        let mut stdout = child.stdout.take().expect("piped");
+        let read = stdout.read_exact(&mut header).await;
+        drop(stdout);
+        if read.is_ok() {
+            let _ = child.kill().await;
+            // The tar header's type flag: '5' is a directory.
+            return Ok(if header[156] == b'5' {
+                PathKind::Directory
+            } else {
+                PathKind::Other
+            });
+        }
+        let output = child
+            .wait_with_output()
             .await
-            .map(|_| ())
-            .map_err(|failure| container_error(sandbox, "start the container", failure))
+            .map_err(|source| self.cannot_run_docker(source))?;
+        let message = daemon_message(&output.stderr);
+        if agentc_backend_common::daemon_text::refusal(&message) == Some(Refusal::NoSuchPath) {
+            Ok(PathKind::Missing)
+        } else {
+            Err(self.daemon("stat a container path", message))
+        }
     }
 
-    async fn stop(&self, sandbox: &Sandbox, timeout: Option<u32>) -> Result<(), SessionError> {
-        let time = timeout.map(|timeout| format!("--time={timeout}"));
-        let mut args = vec!["stop"];
-        args.extend(time.as_deref());
-        args.push(&sandbox.id);
-        self.output(&args)
-            .await
-            .map(|_| ())
-            .map_err(|failure| container_error(sandbox, "stop the container", failure))
-    }
-
-    async fn delete(&self, sandbox: &Sandbox) -> DeleteReport {
-        let report = self.delete_container(sandbox).await;
-        agentc_backend_common::session::remove_companions_after(self, sandbox, report).await
-    }
-
-    // ---- Warm pools (issue 22), in the `pool` module ----
-
-    async fn rename(&self, from: &Sandbox, to: &str) -> Result<Option<Sandbox>, SessionError> {
-        self.rename_member(from, to).await
-    }
-
-    async fn list_labelled(&self, label: &str) -> Result<Vec<Listed>, SessionError> {
-        self.list_with_label(label).await
-    }
-
-    async fn image_facts(&self, image: &str) -> Result<ImageFacts, SessionError> {
-        self.facts_of_image(image).await
-    }
-
-    async fn remove_companions(&self, workload: &str) -> Result<Vec<String>, SessionError> {
-        self.remove_companions_of(workload).await
-    }
-
-    // ---- end of warm pools ----
-    // ---- Snapshots (issue 23): in `snapshot.rs`.
-    async fn pause(&self, sandbox: &Sandbox) -> Result<(), SessionError> {
-        self.freeze(sandbox, false).await
-    }
-    async fn unpause(&self, sandbox: &Sandbox) -> Result<(), SessionError> {
-        self.freeze(sandbox, true).await
-    }
-    async fn commit(
+    async fn archive_put(
         &self,
         sandbox: &Sandbox,
-        request: &CommitRequest,
-    ) -> Result<String, SessionError> {
-        self.commit_layer(sandbox, request).await
+        directory: &str,
+        landing: &str,
+        chunks: Receiver<Vec<u8>>,
+    ) -> Result<(), SessionError> {
+        let destination = format!("{}:{directory}", sandbox.id);
+        let mut child = self
+            .session_command(&["cp", "--archive", "-", &destination], &BTreeMap::new())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| self.cannot_run_docker(source))?;
+        let feeder = tokio::spawn(feed(chunks, child.stdin.take().expect("piped")));
+        let output = child
+            .wait_with_output()
+            .await
+            .map_err(|source| self.cannot_run_docker(source))?;
+        let _ = feeder.await;
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(SessionError::CopyFailed {
+                name: sandbox.name.clone(),
+                path: landing.to_string(),
+                message: daemon_message(&output.stderr),
+            })
+        }
     }
-    async fn image(&self, reference: &str) -> Result<Option<ImageRecord>, SessionError> {
-        self.image_record(reference).await
+
+    async fn archive_get(
+        &self,
+        sandbox: &Sandbox,
+        path: &str,
+        sink: Sender<Vec<u8>>,
+    ) -> Result<(), SessionError> {
+        let from = format!("{}:{path}", sandbox.id);
+        let child = self
+            .session_command(&["cp", &from, "-"], &BTreeMap::new())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| self.cannot_run_docker(source))?;
+        let (status, stderr) = drain(child, sink)
+            .await
+            .map_err(|source| self.cannot_run_docker(source))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(SessionError::CopyFailed {
+                name: sandbox.name.clone(),
+                path: path.to_string(),
+                message: daemon_message(&stderr),
+            })
+        }
     }
-    async fn images(&self, label: &str) -> Result<Vec<ImageRecord>, SessionError> {
-        self.labelled_images(label).await
+
+    async fn exec_fed(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+        env: &BTreeMap<String, String>,
+        chunks: Receiver<Vec<u8>>,
+    ) -> Result<(i64, Captured), SessionError> {
+        let mut child = self.spawn_exec(sandbox, request, env, Stdio::piped(), true, false)?;
+        let feeder = tokio::spawn(feed(chunks, child.stdin.take().expect("piped")));
+        let mut output = Captured::default();
+        let code = self.finish_exec(sandbox, child, &mut output).await;
+        let _ = feeder.await;
+        Ok((code?, output))
     }
-    async fn remove_image(&self, reference: &str) -> Result<(), SessionError> {
-        self.drop_image(reference).await
+
+    async fn exec_drained(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+        env: &BTreeMap<String, String>,
+        sink: Sender<Vec<u8>>,
+    ) -> Result<(i64, Vec<u8>), SessionError> {
+        let child = self.spawn_exec(sandbox, request, env, Stdio::null(), false, false)?;
+        let (status, stderr) = drain(child, sink)
+            .await
+            .map_err(|source| self.cannot_run_docker(source))?;
+        Ok((exit_code(status), stderr))
     }
-    async fn volume_exists(&self, name: &str) -> Result<bool, SessionError> {
-        self.has_volume(name).await
-    }
+
     async fn memory_support(&self) -> Result<(), String> {
         self.memory_probe().await
     }
+
     async fn checkpoint(&self, sandbox: &Sandbox, file: &Path) -> Result<(), SessionError> {
         self.checkpoint_to(sandbox, file).await
     }
-    async fn restore_checkpoint(&self, file: &Path, name: &str) -> Result<Sandbox, SessionError> {
+
+    async fn restore_checkpoint(&self, file: &Path, name: &str) -> Result<(), SessionError> {
         self.restore_from(file, name).await
     }
-    // ---- End of the snapshot operations.
-
-    async fn egress(&self, sandbox: &Sandbox) -> Result<Option<SandboxEgress>, SessionError> {
-        let inspect = self.inspect_named(&sandbox.id).await?;
-        let Some(network) = named_network(&inspect) else {
-            return Ok(None);
-        };
-        let labels = match self
-            .output(&[
-                "network",
-                "inspect",
-                "--format",
-                "{{json .Labels}}",
-                &network,
-            ])
-            .await
-        {
-            Ok(text) => serde_json::from_slice::<Option<BTreeMap<String, String>>>(&text)
-                .map_err(|error| SessionError::ConnectionLost {
-                    step: "read `docker network inspect`",
-                    message: error.to_string(),
-                })?
-                .unwrap_or_default(),
-            // Its network is gone: no proxy can serve it, nor can it tell whether one did.
-            Err((Some(_), message))
-                if agentc_backend_common::daemon_text::refusal(&message)
-                    == Some(agentc_backend_common::daemon_text::Refusal::NoSuchNetwork) =>
-            {
-                return Ok(None)
-            }
-            Err((None, message)) => {
-                return Err(SessionError::CannotRunDocker {
-                    engine: agentc_backend_common::engine(),
-                    source: std::io::Error::other(message),
-                })
-            }
-            Err((Some(_), message)) => return Err(daemon("inspect the network", message)),
-        };
-        if !is_isolated_network(&labels) {
-            return Ok(None);
-        }
-        let kind = format!("label={}", proxy_kind_filter());
-        let on = format!("network={network}");
-        let ids = self
-            .output(&["ps", "-aq", "--filter", &kind, "--filter", &on])
-            .await
-            .map_err(|(_, message)| daemon("list the egress proxies", message))?;
-        let ids = String::from_utf8_lossy(&ids).into_owned();
-        let proxy = match ids.split_whitespace().next() {
-            Some(id) => match self.inspect_named(id).await {
-                Ok(proxy) => Some(proxy),
-                // Removed meanwhile.
-                Err(SessionError::NoSuchContainer { .. }) => None,
-                Err(error) => return Err(error),
-            },
-            None => None,
-        };
-        Ok(Some(SandboxEgress::new(&network, proxy.as_ref())))
-    }
-}
-
-/// A fresh private directory for docker's `--cidfile` (docker refuses an existing file).
-fn tempfile_dir() -> Result<std::path::PathBuf, SessionError> {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "agentc-cid-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir(&dir).map_err(|source| SessionError::Io {
-        step: "create a directory for docker's --cidfile",
-        source,
-    })?;
-    Ok(dir)
 }
 
 #[cfg(test)]

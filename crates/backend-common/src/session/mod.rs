@@ -4,9 +4,11 @@
 //! [`LaunchSpec`] or finds one agentc created, runs commands in it,
 //! copies files in and out (also into its tmpfs and past its read-only root), says where a
 //! port is reachable, reads its logs, says whether its egress proxy serves it, stops, starts
-//! and deletes it. The docker CLI backend (`agentc_backend_cli::CliClient`, running `docker`
-//! through `tokio::process`) and the Engine API backend (`agentc_backend_api::ApiClient`,
-//! through bollard) implement it alike, and the `agentc exec`, `cp`, `port`, `logs`,
+//! and deletes it. It is implemented once, by [`Sandboxes`] over the
+//! [engine port](crate::port); the docker CLI backend's client (`agentc_backend_cli::CliClient`,
+//! running `docker` through `tokio::process`) and the Engine API backend's
+//! (`agentc_backend_api::ApiClient`, through bollard) are [`Sandboxes`] over their ports, and
+//! the `agentc exec`, `cp`, `port`, `logs`,
 //! `egress log`, `stop`, `start` and `shell` commands are written
 //! against it, generic over the backend.
 //!
@@ -34,6 +36,8 @@
 pub mod copy;
 pub mod error;
 pub mod images;
+pub mod port;
+pub mod sandboxes;
 pub mod tarball;
 pub mod target;
 pub mod transfer;
@@ -48,6 +52,8 @@ use bollard::models::ContainerInspectResponse;
 pub use copy::{Direction, Transport};
 pub use error::SessionError;
 pub use images::{CommitRequest, ImageRecord};
+pub use port::SessionPort;
+pub use sandboxes::Sandboxes;
 pub use types::{
     parse_since, Captured, DeleteReport, Endpoint, ExecOutput, ExecRequest, ExecStdin, ImageFacts,
     Listed, LogsRequest, OutputSink, PathKind, ProcessStdio, Sandbox, Stream,

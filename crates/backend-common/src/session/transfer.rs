@@ -1,91 +1,32 @@
-//! A copy into or out of a sandbox, written once for both backends over [`ArchivePort`]: the
+//! A copy into or out of a sandbox, written once for both backends over [`SessionPort`]: the
 //! engine operations that move a tar stream (the archive endpoint, or `tar` through exec).
 //! What the copy decides (the container path, the transport, where the tree lands) is in
 //! [`super::copy`] and [`super::tarball`]; this module runs those decisions in order, packs or
 //! unpacks on a blocking thread and counts the bytes.
 
-use std::future::Future;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use tokio::sync::mpsc::{channel, Receiver, Sender};
+use tokio::sync::mpsc::{channel, Receiver};
 
 use super::copy::{
     container_path, create_command, extract_command, extract_new_command, read_stat, split,
     transport, upload_placement, Direction, Transport, STAT_SCRIPT,
 };
 use super::error::SessionError;
+use super::port::SessionPort;
 use super::tarball::{
     host_placement, host_source, pack, unpack, ChunkReader, ChunkWriter, Partial,
 };
 use super::target::is_running;
-use super::types::{Captured, ExecRequest, PathKind, Sandbox};
+use super::types::{ExecRequest, PathKind, Sandbox};
 use super::CopyReport;
 use super::SandboxClient;
+use super::Sandboxes;
 
 /// How many tar chunks wait between the packer or unpacker and the engine.
 const CHUNKS_IN_FLIGHT: usize = 8;
-
-/// The engine operations a copy needs beyond [`SandboxClient`]'s: the daemon's archive
-/// endpoint (`docker cp`, `PUT`/`GET /containers/{id}/archive`) and an exec whose stdin or
-/// stdout is a tar stream. Implemented by both backends' clients; [`upload`] and [`download`]
-/// are the copy itself.
-pub trait ArchivePort: SandboxClient {
-    /// The container's own inspect (without what [`SandboxClient::inspect`] adds from its
-    /// egress proxy); [`SessionError::NoSuchContainer`] when it is gone.
-    fn inspect_container(
-        &self,
-        sandbox: &Sandbox,
-    ) -> impl Future<Output = Result<bollard::models::ContainerInspectResponse, SessionError>> + Send;
-
-    /// What `path` is in the container through the archive endpoint
-    /// ([`PathKind::Missing`] when there is nothing).
-    fn archive_stat(
-        &self,
-        sandbox: &Sandbox,
-        path: &str,
-    ) -> impl Future<Output = Result<PathKind, SessionError>> + Send;
-
-    /// Extracts the tar stream `chunks` into the container's `directory` through the archive
-    /// endpoint, the files owned by the container's user. The daemon's refusal is
-    /// [`SessionError::CopyFailed`] for `landing`.
-    fn archive_put(
-        &self,
-        sandbox: &Sandbox,
-        directory: &str,
-        landing: &str,
-        chunks: Receiver<Vec<u8>>,
-    ) -> impl Future<Output = Result<(), SessionError>> + Send;
-
-    /// Sends the tar stream of the container's `path` to `sink`, chunk by chunk, through the
-    /// archive endpoint. The daemon's refusal is [`SessionError::CopyFailed`] for `path`.
-    fn archive_get(
-        &self,
-        sandbox: &Sandbox,
-        path: &str,
-        sink: Sender<Vec<u8>>,
-    ) -> impl Future<Output = Result<(), SessionError>> + Send;
-
-    /// Runs `request` with `stdin` fed from `chunks` (closed at their end) and returns its
-    /// exit code and captured output; the container stopping meanwhile is
-    /// [`SessionError::Gone`].
-    fn exec_fed(
-        &self,
-        sandbox: &Sandbox,
-        request: &ExecRequest,
-        chunks: Receiver<Vec<u8>>,
-    ) -> impl Future<Output = Result<(i64, Captured), SessionError>> + Send;
-
-    /// Runs `request` without stdin, its stdout sent to `sink` chunk by chunk, and returns
-    /// its exit code and stderr.
-    fn exec_drained(
-        &self,
-        sandbox: &Sandbox,
-        request: &ExecRequest,
-        sink: Sender<Vec<u8>>,
-    ) -> impl Future<Output = Result<(i64, Vec<u8>), SessionError>> + Send;
-}
 
 fn workdir(inspect: &bollard::models::ContainerInspectResponse) -> Option<String> {
     inspect
@@ -97,14 +38,14 @@ fn workdir(inspect: &bollard::models::ContainerInspectResponse) -> Option<String
 
 /// What `path` is in the container, asked through `how`; through exec, whether `tar` is there
 /// is checked too.
-async fn stat<C: ArchivePort>(
-    client: &C,
+async fn stat<P: SessionPort>(
+    client: &Sandboxes<P>,
     sandbox: &Sandbox,
     path: &str,
     how: Transport,
 ) -> Result<PathKind, SessionError> {
     match how {
-        Transport::Archive => client.archive_stat(sandbox, path).await,
+        Transport::Archive => client.port().archive_stat(sandbox, path).await,
         Transport::ExecTar => {
             let request = ExecRequest::new(["sh", "-c", STAT_SCRIPT, "sh", path]);
             let output = client.exec_output(sandbox, &request).await?;
@@ -121,8 +62,8 @@ async fn stat<C: ArchivePort>(
 }
 
 /// [`SessionError::Gone`] when the sandbox stopped or went away, else `Ok`.
-async fn check_still_running<C: ArchivePort>(
-    client: &C,
+async fn check_still_running<P: SessionPort>(
+    client: &Sandboxes<P>,
     sandbox: &Sandbox,
     step: &'static str,
 ) -> Result<(), SessionError> {
@@ -152,8 +93,8 @@ fn counting(mut chunks: Receiver<Vec<u8>>, counted: Arc<AtomicU64>) -> Receiver<
 
 /// Copies the host's `source` into the sandbox: into `target` when it is a directory, as
 /// `target` otherwise ([`SandboxClient::upload`]).
-pub async fn upload<C: ArchivePort>(
-    client: &C,
+pub async fn upload<P: SessionPort>(
+    client: &Sandboxes<P>,
     sandbox: &Sandbox,
     source: &Path,
     target: &str,
@@ -193,6 +134,7 @@ pub async fn upload<C: ArchivePort>(
     let result = match how {
         Transport::Archive => {
             client
+                .port()
                 .archive_put(sandbox, &directory, &landing, chunks)
                 .await
         }
@@ -204,7 +146,8 @@ pub async fn upload<C: ArchivePort>(
                 extract_command(&directory)
             };
             match client
-                .exec_fed(sandbox, &ExecRequest::new(command), chunks)
+                .port()
+                .exec_fed(sandbox, &ExecRequest::new(command), client.env(), chunks)
                 .await
             {
                 Ok((0, _)) => Ok(()),
@@ -237,8 +180,8 @@ pub async fn upload<C: ArchivePort>(
 /// Copies the sandbox's `source` to the host: into `target` when it is a directory, as
 /// `target` otherwise; a partly written new tree is removed on failure
 /// ([`SandboxClient::download`]).
-pub async fn download<C: ArchivePort>(
-    client: &C,
+pub async fn download<P: SessionPort>(
+    client: &Sandboxes<P>,
     sandbox: &Sandbox,
     source: &str,
     target: &Path,
@@ -273,10 +216,14 @@ pub async fn download<C: ArchivePort>(
         )
     });
     let streamed = match how {
-        Transport::Archive => client.archive_get(sandbox, &path, sender).await,
+        Transport::Archive => client.port().archive_get(sandbox, &path, sender).await,
         Transport::ExecTar => {
             let request = ExecRequest::new(create_command(&path));
-            match client.exec_drained(sandbox, &request, sender).await {
+            match client
+                .port()
+                .exec_drained(sandbox, &request, client.env(), sender)
+                .await
+            {
                 Ok((0, _)) => Ok(()),
                 Ok((code, stderr)) => match check_still_running(client, sandbox, "copy").await {
                     Ok(()) => Err(SessionError::CopyFailed {

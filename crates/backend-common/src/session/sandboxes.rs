@@ -1,0 +1,508 @@
+//! [`Sandboxes`]: the sessions' [`SandboxClient`] written once, over the
+//! [engine port](crate::port). A sandbox is created by the detached launch
+//! ([`crate::launch::launch_detached`], without signals: the spec's refusals, the image, the
+//! runtime, the volumes, the egress companion, the start, and the removal of what was created
+//! when a step fails); found, listed, inspected, stopped, started, renamed, frozen, committed
+//! and deleted (the container, then its egress companions) through the port's typed
+//! operations; its commands, logs and copies through the port's streaming operations. The two
+//! backends' clients (`agentc_backend_cli::CliClient`, `agentc_backend_api::ApiClient`) are
+//! this type over their ports.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use agentc_policy::{LaunchSpec, LABEL_KIND, LABEL_PROFILE};
+use bollard::models::ContainerInspectResponse;
+
+use super::port::SessionPort;
+use super::target::{check_name, is_companion, named_network, sandbox_of};
+use super::{
+    remove_companions_after, session_spec, CommitRequest, CopyReport, DeleteReport, ExecRequest,
+    ImageFacts, ImageRecord, Listed, LogsRequest, OutputSink, Sandbox, SandboxClient,
+    SandboxEgress, SessionError,
+};
+use crate::daemon_text::{daemon_message, Refusal};
+use crate::egress_state::{is_isolated_network, proxy_kind_filter};
+use crate::port::{EngineError, EngineErrorKind, EnginePort, Filter};
+use crate::{Engine, ExecError};
+
+/// The sessions' client over the engine port `P`: what [`SandboxClient`] does, once for both
+/// backends.
+#[derive(Clone)]
+pub struct Sandboxes<P> {
+    port: P,
+    /// The environment secrets are read from, by name.
+    env: BTreeMap<String, String>,
+}
+
+impl<P: EnginePort> fmt::Debug for Sandboxes<P> {
+    // The environment holds secret values: show names only.
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("Sandboxes")
+            .field("backend", &self.port.backend())
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// A failed engine operation of a session naming `step`, as the session reports it: the
+/// program not there as [`SessionError::CannotRunDocker`], a daemon that cannot be reached at
+/// all as the launch's [`ExecError::Connect`], a connection lost mid-operation as
+/// [`SessionError::ConnectionLost`], any other refusal as [`SessionError::Daemon`].
+pub fn engine_failure(engine: Engine, step: &'static str, error: EngineError) -> SessionError {
+    let message = daemon_message(&error.detail);
+    match error.kind {
+        EngineErrorKind::NoProgram => {
+            let prefix = format!("cannot run {}: ", engine.program());
+            SessionError::CannotRunDocker {
+                engine,
+                source: std::io::Error::other(
+                    error
+                        .detail
+                        .strip_prefix(&prefix)
+                        .unwrap_or(&error.detail)
+                        .to_string(),
+                ),
+            }
+        }
+        EngineErrorKind::Unavailable if error.refusal() == Some(Refusal::Unreachable) => {
+            SessionError::Launch(ExecError::Connect { engine, message })
+        }
+        EngineErrorKind::Unavailable => SessionError::ConnectionLost { step, message },
+        _ => {
+            let lost = [
+                "error during connect",
+                "permission denied while trying to connect",
+                "connection reset",
+                "EOF",
+            ];
+            if lost.iter().any(|sign| message.contains(sign)) {
+                SessionError::ConnectionLost { step, message }
+            } else {
+                SessionError::Daemon { step, message }
+            }
+        }
+    }
+}
+
+impl<P: SessionPort + Default> Sandboxes<P> {
+    /// A client over the port's default (the command line of the engine this process
+    /// drives) that reads secrets from `env`.
+    pub fn new(env: BTreeMap<String, String>) -> Sandboxes<P> {
+        Sandboxes::over(P::default(), env)
+    }
+}
+
+impl<P: SessionPort> Sandboxes<P> {
+    /// A client over `port` that reads secrets from `env` (and whose engine commands run with
+    /// it, [`SessionPort::in_env`]).
+    pub fn over(port: P, env: BTreeMap<String, String>) -> Sandboxes<P> {
+        Sandboxes {
+            port: port.in_env(&env),
+            env,
+        }
+    }
+
+    /// The engine port it drives.
+    pub fn port(&self) -> &P {
+        &self.port
+    }
+
+    /// The environment secrets are read from.
+    pub(crate) fn env(&self) -> &BTreeMap<String, String> {
+        &self.env
+    }
+
+    /// The container's own inspect (without what [`SandboxClient::inspect`] adds from its
+    /// egress proxy); [`SessionError::NoSuchContainer`] when it is gone.
+    pub(crate) async fn inspect_container(
+        &self,
+        sandbox: &Sandbox,
+    ) -> Result<ContainerInspectResponse, SessionError> {
+        self.inspect_named(&sandbox.id).await
+    }
+
+    /// `error`, met while trying to `step`, as the session's error.
+    fn failed(&self, step: &'static str, error: EngineError) -> SessionError {
+        engine_failure(self.port.engine(), step, error)
+    }
+
+    /// `error` of an operation on `sandbox`: [`SessionError::NoSuchContainer`] when it is
+    /// gone.
+    fn on_container(
+        &self,
+        sandbox: &Sandbox,
+        step: &'static str,
+        error: EngineError,
+    ) -> SessionError {
+        if error.is_not_found() {
+            SessionError::NoSuchContainer {
+                name: sandbox.name.clone(),
+            }
+        } else {
+            self.failed(step, error)
+        }
+    }
+
+    /// The inspect of the container `name` (a name or an ID), the name checked first.
+    async fn inspect_named(&self, name: &str) -> Result<ContainerInspectResponse, SessionError> {
+        check_name(name)?;
+        self.port
+            .inspect(name)
+            .await
+            .map_err(|error| match error.kind {
+                EngineErrorKind::NotFound => SessionError::NoSuchContainer {
+                    name: name.to_string(),
+                },
+                _ => self.failed("inspect the container", error),
+            })
+    }
+}
+
+impl<P: SessionPort> SandboxClient for Sandboxes<P> {
+    fn backend(&self) -> &'static str {
+        self.port.backend()
+    }
+
+    async fn create(&self, spec: &LaunchSpec) -> Result<Sandbox, SessionError> {
+        let container = session_spec(spec)?;
+        let mut quiet = |_: &str| {};
+        let started = crate::launch::launch_detached(
+            &self.port,
+            &container,
+            &self.env,
+            false,
+            &mut quiet,
+            &mut crate::signals::NoInterrupts,
+        )
+        .await?;
+        Ok(Sandbox {
+            id: started.id,
+            name: started.placed.name.unwrap_or_default(),
+            profile: spec.profile.clone(),
+        })
+    }
+
+    async fn find(&self, name: &str) -> Result<Sandbox, SessionError> {
+        let inspect = self.inspect_named(name).await?;
+        sandbox_of(&inspect, name)
+    }
+
+    async fn find_profile(
+        &self,
+        profile: &str,
+        stopped_too: bool,
+    ) -> Result<Sandbox, SessionError> {
+        let filter = Filter::labels([format!("{LABEL_PROFILE}={profile}")]);
+        let listed = self
+            .port
+            .list_containers(&filter)
+            .await
+            .map_err(|error| self.failed("list containers", error))?;
+        let mut found: Vec<_> = listed
+            .into_iter()
+            .filter(|container| stopped_too || container.state == "running")
+            // A sandbox's egress proxy carries its profile too; it is not the sandbox.
+            .filter(|container| {
+                !is_companion(container.labels.get(LABEL_KIND).map_or("", String::as_str))
+            })
+            // Nor is an idle pool member (`agentc pool fill`) the profile's sandbox.
+            .filter(|container| !agentc_policy::pool::is_idle_name(&container.name))
+            .collect();
+        found.sort_by(|a, b| a.name.cmp(&b.name));
+        match found.as_slice() {
+            [one] => self.find(&one.id).await,
+            _ => Err(SessionError::NotOneContainer {
+                profile: profile.to_string(),
+                stopped_too,
+                found: found.into_iter().map(|container| container.name).collect(),
+            }),
+        }
+    }
+
+    async fn inspect(&self, sandbox: &Sandbox) -> Result<ContainerInspectResponse, SessionError> {
+        let mut inspect = self.inspect_named(&sandbox.id).await?;
+        // Behind the egress proxy, the ports it relays are reachable at its host bindings.
+        crate::companion::add_relayed_ports(&self.port, &sandbox.name, &mut inspect).await;
+        Ok(inspect)
+    }
+
+    async fn exec(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+        output: &mut dyn OutputSink,
+    ) -> Result<i64, SessionError> {
+        self.port.exec(sandbox, request, &self.env, output).await
+    }
+
+    async fn upload(
+        &self,
+        sandbox: &Sandbox,
+        source: &Path,
+        target: &str,
+    ) -> Result<CopyReport, SessionError> {
+        super::transfer::upload(self, sandbox, source, target).await
+    }
+
+    async fn download(
+        &self,
+        sandbox: &Sandbox,
+        source: &str,
+        target: &Path,
+    ) -> Result<CopyReport, SessionError> {
+        super::transfer::download(self, sandbox, source, target).await
+    }
+
+    async fn logs(
+        &self,
+        sandbox: &Sandbox,
+        request: &LogsRequest,
+        output: &mut dyn OutputSink,
+    ) -> Result<(), SessionError> {
+        self.port.follow_logs(sandbox, request, output).await
+    }
+
+    async fn start(&self, sandbox: &Sandbox) -> Result<(), SessionError> {
+        self.port
+            .start(&sandbox.id)
+            .await
+            .map_err(|error| self.on_container(sandbox, "start the container", error))
+    }
+
+    async fn stop(&self, sandbox: &Sandbox, timeout: Option<u32>) -> Result<(), SessionError> {
+        self.port
+            .stop(&sandbox.id, timeout)
+            .await
+            .map_err(|error| self.on_container(sandbox, "stop the container", error))
+    }
+
+    async fn delete(&self, sandbox: &Sandbox) -> DeleteReport {
+        // A forced removal is silent about a container that is already gone: ask first.
+        if let Err(error) = self.port.inspect(&sandbox.id).await {
+            if error.is_not_found() {
+                return DeleteReport::default();
+            }
+        }
+        let report = match self.port.remove_container(&sandbox.id).await {
+            Ok(()) => DeleteReport {
+                removed: true,
+                left: Vec::new(),
+            },
+            Err(error) => DeleteReport {
+                removed: false,
+                left: vec![format!(
+                    "container {}: {}",
+                    sandbox.name,
+                    daemon_message(&error.detail)
+                )],
+            },
+        };
+        remove_companions_after(self, sandbox, report).await
+    }
+
+    async fn egress(&self, sandbox: &Sandbox) -> Result<Option<SandboxEgress>, SessionError> {
+        let inspect = self.inspect_named(&sandbox.id).await?;
+        let Some(network) = named_network(&inspect) else {
+            return Ok(None);
+        };
+        let labels = match self.port.network(&network).await {
+            Ok(Some(found)) => found.labels,
+            // Its network is gone: no proxy can serve it, nor can it tell whether one did.
+            Ok(None) => return Ok(None),
+            Err(error) if error.is_not_found() => return Ok(None),
+            Err(error) => return Err(self.failed("inspect the network", error)),
+        };
+        if !is_isolated_network(&labels) {
+            return Ok(None);
+        }
+        let filter = Filter {
+            labels: vec![proxy_kind_filter()],
+            network: Some(network.clone()),
+        };
+        let listed = self
+            .port
+            .list_containers(&filter)
+            .await
+            .map_err(|error| self.failed("list the egress proxies", error))?;
+        let proxy = match listed.into_iter().next() {
+            Some(proxy) => match self.inspect_named(&proxy.id).await {
+                Ok(proxy) => Some(proxy),
+                // Removed meanwhile.
+                Err(SessionError::NoSuchContainer { .. }) => None,
+                Err(error) => return Err(error),
+            },
+            None => None,
+        };
+        Ok(Some(SandboxEgress::new(&network, proxy.as_ref())))
+    }
+
+    // ---- Snapshots (issue 23).
+
+    async fn pause(&self, sandbox: &Sandbox) -> Result<(), SessionError> {
+        self.port
+            .pause(&sandbox.id, false)
+            .await
+            .map_err(|error| self.on_container(sandbox, "pause the container", error))
+    }
+
+    async fn unpause(&self, sandbox: &Sandbox) -> Result<(), SessionError> {
+        self.port
+            .pause(&sandbox.id, true)
+            .await
+            .map_err(|error| self.on_container(sandbox, "unpause the container", error))
+    }
+
+    async fn commit(
+        &self,
+        sandbox: &Sandbox,
+        request: &CommitRequest,
+    ) -> Result<String, SessionError> {
+        self.port
+            .commit(
+                &sandbox.id,
+                &request.reference,
+                &request.changes,
+                request.pause,
+            )
+            .await
+            .map_err(|error| self.on_container(sandbox, "commit the container", error))
+    }
+
+    async fn image(&self, reference: &str) -> Result<Option<ImageRecord>, SessionError> {
+        let Some(inspect) = self
+            .port
+            .image_inspect(reference)
+            .await
+            .map_err(|error| self.failed("inspect the image", error))?
+        else {
+            return Ok(None);
+        };
+        let value =
+            serde_json::to_value(&inspect).map_err(|error| SessionError::ConnectionLost {
+                step: "read the image's inspect",
+                message: error.to_string(),
+            })?;
+        Ok(ImageRecord::from_inspect(&value))
+    }
+
+    async fn images(&self, label: &str) -> Result<Vec<ImageRecord>, SessionError> {
+        let ids = self
+            .port
+            .list_images(label)
+            .await
+            .map_err(|error| self.failed("list images", error))?;
+        let mut seen = std::collections::BTreeSet::new();
+        let mut records = Vec::new();
+        for id in ids {
+            if !seen.insert(id.clone()) {
+                continue;
+            }
+            // An image removed meanwhile is not listed.
+            if let Some(record) = self.image(&id).await? {
+                records.push(record);
+            }
+        }
+        records.sort_by(|a, b| a.created.cmp(&b.created));
+        Ok(records)
+    }
+
+    async fn remove_image(&self, reference: &str) -> Result<(), SessionError> {
+        self.port
+            .remove_image(reference)
+            .await
+            .map_err(|error| self.failed("remove the image", error))
+    }
+
+    async fn volume_exists(&self, name: &str) -> Result<bool, SessionError> {
+        self.port
+            .volume_exists(name)
+            .await
+            .map_err(|error| self.failed("inspect the volume", error))
+    }
+
+    async fn memory_support(&self) -> Result<(), String> {
+        self.port.memory_support().await
+    }
+
+    async fn checkpoint(&self, sandbox: &Sandbox, file: &Path) -> Result<(), SessionError> {
+        self.port.checkpoint(sandbox, file).await
+    }
+
+    async fn restore_checkpoint(&self, file: &Path, name: &str) -> Result<Sandbox, SessionError> {
+        self.port.restore_checkpoint(file, name).await?;
+        self.find(name).await
+    }
+
+    // ---- Warm pools (issue 22).
+
+    async fn rename(&self, from: &Sandbox, to: &str) -> Result<Option<Sandbox>, SessionError> {
+        let renamed = self
+            .port
+            .rename(&from.name, to)
+            .await
+            .map_err(|error| self.failed("rename the container", error))?;
+        Ok(renamed.then(|| Sandbox {
+            id: from.id.clone(),
+            name: to.to_string(),
+            profile: from.profile.clone(),
+        }))
+    }
+
+    async fn list_labelled(&self, label: &str) -> Result<Vec<Listed>, SessionError> {
+        let filter = Filter::labels([label, LABEL_PROFILE]);
+        let listed = self
+            .port
+            .list_containers(&filter)
+            .await
+            .map_err(|error| self.failed("list containers", error))?;
+        Ok(listed
+            .into_iter()
+            .map(|container| Listed {
+                sandbox: Sandbox {
+                    id: container.id,
+                    name: container.name,
+                    profile: container
+                        .labels
+                        .get(LABEL_PROFILE)
+                        .cloned()
+                        .unwrap_or_default(),
+                },
+                state: container.state,
+                labels: container.labels,
+            })
+            .collect())
+    }
+
+    async fn image_facts(&self, image: &str) -> Result<ImageFacts, SessionError> {
+        let inspect = self
+            .port
+            .image_inspect(image)
+            .await
+            .map_err(|error| self.failed("inspect the image", error))?
+            .ok_or_else(|| ExecError::ImageMissing {
+                image: image.to_string(),
+            })?;
+        let config = inspect.config.unwrap_or_default();
+        let id = inspect.id.unwrap_or_default();
+        // Podman's command line prints the ID without its `sha256:` (Docker, and either
+        // engine's API, with it): added, so that the pool key of one image is the same
+        // through both backends.
+        let id = if id.len() == 64 && id.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+            format!("sha256:{id}")
+        } else {
+            id
+        };
+        Ok(ImageFacts {
+            id,
+            entrypoint: config.entrypoint.unwrap_or_default(),
+            cmd: config.cmd.unwrap_or_default(),
+        })
+    }
+
+    async fn remove_companions(&self, workload: &str) -> Result<Vec<String>, SessionError> {
+        Ok(crate::companion::remove_companions(&self.port, workload).await?)
+    }
+}
