@@ -232,10 +232,6 @@ struct Expected {
     notes: Vec<(&'static str, &'static str)>,
     /// Docker rows not run on this engine: (row, why), printed under the table.
     skipped: &'static [(&'static str, &'static str)],
-    /// Rows not as expected yet (the backends disagree, or both differ from the expected
-    /// row), with the cause: (row, why). Printed, marked, and left out of the assertion, until
-    /// both backends give the expected row (then the test fails: the row must leave this list).
-    known: &'static [(&'static str, &'static str)],
 }
 
 impl Expected {
@@ -268,18 +264,12 @@ impl Expected {
             rows,
             notes,
             skipped: &[],
-            known: &[],
         }
     }
 
     /// The same, with the rows not run on this engine.
     fn skipping(self, skipped: &'static [(&'static str, &'static str)]) -> Self {
         Expected { skipped, ..self }
-    }
-
-    /// The same, with rows not as expected yet ([`Expected::known`]).
-    fn knowing(self, known: &'static [(&'static str, &'static str)]) -> Self {
-        Expected { known, ..self }
     }
 
     /// Checks the rows of both backends against each other and against the expected rows
@@ -298,17 +288,14 @@ impl Expected {
         };
         for (index, row) in cli.iter().enumerate() {
             let other = api.get(index);
-            let why = find(self.known, &row.name);
             let note = find(&self.notes, &row.name);
             table.push_str(&format!(
-                "{:<44} {:<40} {}{}{}\n",
+                "{:<44} {:<40} {}{}\n",
                 row.name,
                 show(&row.outcome),
                 other.map(|o| show(&o.outcome)).unwrap_or_default(),
                 note.map(|note| format!("   NOT AS ON DOCKER: {note}"))
                     .unwrap_or_default(),
-                why.map(|why| format!("   KNOWN DIFFERENCE: {why}"))
-                    .unwrap_or_default()
             ));
             let want = self
                 .rows
@@ -319,15 +306,6 @@ impl Expected {
                 problems.push(format!("no expected row {}", row.name));
             }
             match other {
-                Some(other) if other.name == row.name && why.is_some() => {
-                    if want.is_some_and(|want| *want == other.outcome && *want == row.outcome) {
-                        problems.push(format!(
-                            "{} is as expected through both backends now: remove it from the known differences",
-                            row.name
-                        ));
-                    }
-                    continue;
-                }
                 Some(other) if other.name == row.name => {
                     if want.is_some_and(|want| *want != other.outcome) {
                         problems.push(format!("api {}: expected {want:?}", row.name));
@@ -503,12 +481,6 @@ const PODMAN_SANDBOX: &[Differs] = &[(
     "Podman's exec exits 127 for a program that does not exist (Docker's: 126); agentc passes the exec's status on",
 )];
 
-/// The plain sandbox's rows on Podman not as expected yet, and why.
-const PODMAN_SANDBOX_KNOWN: &[(&str, &str)] = &[(
-    "exec: stopped",
-    "podman words it `Error: can only create exec sessions on running containers` (CLI: not held by backend-cli/src/sandbox/mod.rs, which holds only `Error response from daemon:`, so the exit reads as the container gone) and answers the API with 500, not 409 (backend-api/src/sandbox/mod.rs reads only 409 as not running); daemon_text::refusal knows the wording",
-)];
-
 /// The rows of a detached sandbox's life through `backend`: run, a second run of the name,
 /// exec, cp both ways, port, logs, the signals of exec and logs --follow, stop, exec while
 /// stopped, start, rm, then the session commands on the name that is gone; and the launch
@@ -640,14 +612,7 @@ fn plain_sandbox(engine: &'static str) {
     let (cli, api) = both(engine, "plain", |lab, backend| {
         sandbox_rows(lab, backend, false)
     });
-    let known = if engine == "podman" {
-        PODMAN_SANDBOX_KNOWN
-    } else {
-        &[]
-    };
-    Expected::new("a plain sandbox", engine, SANDBOX, &["P"], PODMAN_SANDBOX)
-        .knowing(known)
-        .check(&cli, &api);
+    Expected::new("a plain sandbox", engine, SANDBOX, &["P"], PODMAN_SANDBOX).check(&cli, &api);
 }
 
 on_both_engines!(

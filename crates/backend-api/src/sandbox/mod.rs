@@ -116,7 +116,11 @@ impl ApiPort {
         };
         let created = match self.docker.create_exec(&sandbox.id, options).await {
             Ok(created) => created,
-            Err(error) if status(&error) == Some(409) => {
+            // Podman answers 500 `container state improper`, in its own words.
+            Err(error)
+                if status(&error) == Some(409)
+                    || agentc_backend_common::daemon_text::is_not_running(&error.to_string()) =>
+            {
                 return Err(SessionError::NotRunning {
                     name: sandbox.name.clone(),
                 })

@@ -247,6 +247,7 @@ impl CliPort {
         let mut out_buffer = vec![0u8; 64 * 1024];
         let mut err_buffer = vec![0u8; 64 * 1024];
         let mut first_err = true;
+        let podman = self.engine == agentc_backend_common::Engine::Podman;
         while stdout.is_some() || stderr.is_some() {
             tokio::select! {
                 read = read_some(&mut stdout, &mut out_buffer), if stdout.is_some() => match read {
@@ -256,9 +257,11 @@ impl CliPort {
                 read = read_some(&mut stderr, &mut err_buffer), if stderr.is_some() => match read {
                     Some(n) => {
                         let chunk = &err_buffer[..n];
-                        // docker's own refusal comes first and alone: hold it until the exit
-                        // says whose it was.
-                        if first_err && chunk.starts_with(b"Error response from daemon: ") {
+                        // docker's own refusal comes first and alone (Podman's is its
+                        // `Error: ` line): hold it until the exit says whose it was.
+                        let refusal = chunk.starts_with(b"Error response from daemon: ")
+                            || (podman && chunk.starts_with(b"Error: "));
+                        if first_err && refusal {
                             held = Some(chunk.to_vec());
                         } else {
                             if let Some(held) = held.take() {
@@ -278,8 +281,13 @@ impl CliPort {
         })?;
         let code = exit_code(status);
         if let Some(held) = held {
-            if code != 0 {
-                let message = daemon_message(&held);
+            // Podman's own failure exits 125 (255 for a container in the wrong state); a
+            // command that ran and wrote `Error: ` first keeps its words and its status.
+            let message = daemon_message(&held);
+            let known = agentc_backend_common::daemon_text::is_not_running(&message)
+                || agentc_backend_common::daemon_text::is_no_such_container(&message);
+            let engines = !podman || code == 125 || (code == 255 && known);
+            if code != 0 && engines {
                 return Err(
                     if agentc_backend_common::daemon_text::is_not_running(&message) {
                         SessionError::NotRunning {
