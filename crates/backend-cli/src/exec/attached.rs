@@ -27,7 +27,9 @@ use agentc_backend_common::{Engine, ExecError};
 use agentc_policy::ContainerSpec;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
-use super::docker::{is_refusal_line, is_refusal_status, refusal_message, CidFile};
+use super::docker::{
+    is_refusal_line, is_refusal_status, launch_refused, refusal_message, CidFile, PODMAN_ERROR,
+};
 
 /// How long docker has to end after agentc removed its container on a signal, before it is
 /// killed.
@@ -111,26 +113,14 @@ pub(crate) async fn run_attached<P: EnginePort, S: Interrupts>(
         let _ = out.write_all(unsaid.as_bytes()).await;
         let _ = out.flush().await;
     }
-    if refusal.is_none() && exit_code == 125 && podman {
-        // Podman prints its own `Error: ...` (passed through) and exits 125 when it failed
-        // before the container ran.
-        refusal = Some("podman failed before the container ran (its error is above)".into());
-    }
     let created = cid.id();
-    if let Some(message) = refusal {
+    if let Some(refused) = launch_refused(port.engine(), exit_code, refusal, created.is_some()) {
         // The engine refused: the container never ran.
         if let Some(id) = &created {
             log::debug!("docker failed before {id} ran; removing it");
             let _ = port.remove_container(id).await;
         }
-        return Err(ExecError::CliRefused {
-            step: if created.is_some() {
-                "start the container"
-            } else {
-                "create the container"
-            },
-            message,
-        });
+        return Err(refused);
     }
     Ok(Exited {
         exit_code: i64::from(exit_code),
@@ -191,7 +181,7 @@ async fn relay_stderr(stderr: tokio::process::ChildStderr, podman: bool) -> Rela
         }
         if is_refusal_line(&text, !relayed.held.is_empty()) {
             relayed.held.push(text);
-        } else if podman && text.starts_with("Error: ") {
+        } else if podman && text.starts_with(PODMAN_ERROR) {
             relayed.last_error = Some(text);
         } else {
             let _ = out.write_all(&line).await;
@@ -208,7 +198,7 @@ async fn relay_stderr(stderr: tokio::process::ChildStderr, podman: bool) -> Rela
 /// found`, `OCI permission denied`), since a workload may end with an `Error:` line and 127 of
 /// its own.
 fn podman_refusal(line: &str, exit_code: i32) -> Option<String> {
-    let message = line.trim().strip_prefix("Error: ")?;
+    let message = line.trim().strip_prefix(PODMAN_ERROR)?;
     match exit_code {
         125 => Some(message.to_string()),
         126 | 127 if message.contains("OCI ") => Some(message.to_string()),

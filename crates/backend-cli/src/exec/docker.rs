@@ -60,6 +60,33 @@ pub(crate) fn is_refusal_status(status: i32) -> bool {
     matches!(status, 125..=127)
 }
 
+/// How the `podman` command starts the line of its own refusal on stderr.
+pub(crate) const PODMAN_ERROR: &str = "Error: ";
+
+/// A `docker run` that failed before its container ran, as the launch's error: the engine's
+/// `message`, the step it refused named by whether it had `created` the container (it then
+/// refused the start). Without a refusal agentc could read, Podman's own failure (exit 125,
+/// its `Error:` line passed through) still reads as one.
+pub(crate) fn launch_refused(
+    engine: Engine,
+    exit_code: i32,
+    refusal: Option<String>,
+    created: bool,
+) -> Option<ExecError> {
+    let message = refusal.or_else(|| {
+        (engine == Engine::Podman && exit_code == 125)
+            .then(|| "podman failed before the container ran (its error is above)".to_string())
+    })?;
+    Some(ExecError::CliRefused {
+        step: if created {
+            "start the container"
+        } else {
+            "create the container"
+        },
+        message,
+    })
+}
+
 /// A fresh path for docker's `--cidfile` (docker refuses an existing file), in a private
 /// directory removed when dropped.
 #[derive(Debug)]

@@ -215,9 +215,6 @@ async fn launch_argv_of(engine: Engine, spec: &ContainerSpec) -> Result<Vec<Stri
     .await
 }
 
-/// How the `podman` command starts the line of its own refusal on stderr.
-const PODMAN_ERROR: &str = "Error: ";
-
 /// What a detached launch of `spec` runs: its `docker run` argv with a `--cidfile` (which
 /// names what the engine created, even when the start failed; the name may be another's), and
 /// the secret values its child gets in its environment, by name.
@@ -426,7 +423,7 @@ impl EnginePort for CliPort {
         let mut passed = String::new();
         for line in String::from_utf8_lossy(&output.stderr).split_inclusive('\n') {
             if super::docker::is_refusal_line(line, !held.is_empty())
-                || (podman && held.is_empty() && line.starts_with(PODMAN_ERROR))
+                || (podman && held.is_empty() && line.starts_with(super::docker::PODMAN_ERROR))
             {
                 held.push(line.to_string());
             } else {
@@ -437,38 +434,28 @@ impl EnginePort for CliPort {
         if output.status.success() {
             return Ok(String::from_utf8_lossy(&output.stdout).trim().to_string());
         }
-        let mut refusal = held
+        let refusal = held
             .first()
-            .map(|line| match line.strip_prefix(PODMAN_ERROR) {
-                Some(message) if podman => message.trim().to_string(),
-                _ => super::docker::refusal_message(line),
-            })
+            .map(
+                |line| match line.strip_prefix(super::docker::PODMAN_ERROR) {
+                    Some(message) if podman => message.trim().to_string(),
+                    _ => super::docker::refusal_message(line),
+                },
+            )
             .filter(|_| super::docker::is_refusal_status(exit_code));
-        if refusal.is_none() && exit_code == 125 && self.engine == Engine::Podman {
-            // Podman prints its own `Error: ...` (passed through) and exits 125 when it
-            // failed before the container ran.
-            refusal = Some("podman failed before the container ran (its error is above)".into());
-        }
         let created = cid.id();
         if let Some(id) = &created {
             log::debug!("docker failed before {id} ran; removing it");
             let _ = self.remove_container(id).await;
         }
-        match refusal {
-            Some(message) => Err(ExecError::CliRefused {
-                step: if created.is_some() {
-                    "start the container"
-                } else {
-                    "create the container"
-                },
-                message,
-            }),
-            None => Err(ExecError::DockerFailed {
-                command: "run".into(),
-                status: output.status,
-                stderr: held.concat().trim().to_string(),
-            }),
-        }
+        Err(
+            super::docker::launch_refused(self.engine, exit_code, refusal, created.is_some())
+                .unwrap_or_else(|| ExecError::DockerFailed {
+                    command: "run".into(),
+                    status: output.status,
+                    stderr: held.concat().trim().to_string(),
+                }),
+        )
     }
 
     async fn run_attached<S: agentc_backend_common::signals::Interrupts>(
