@@ -63,8 +63,10 @@ fn a_detached_launch_pings_inspects_once_and_reuses_one_connection() {
     let referee = Referee::start_engine("1.41").expect("start the stand-in");
     let host = referee.docker_host();
     let outcome = runtime().block_on(async {
-        let docker = connect(Some(&host)).await.expect("connects");
-        let version = docker.client_version();
+        let docker = connect(agentc_backend_common::Engine::Docker, Some(&host))
+            .await
+            .expect("connects");
+        let version = docker.docker.client_version();
         assert_eq!((version.major_version, version.minor_version), (1, 41));
         launch(&docker, &detached("one", "fanout-one"), &options())
             .await
@@ -105,7 +107,9 @@ fn launch_many_starts_every_copy_at_most_jobs_at_a_time_on_one_pool() {
         .collect();
     let host = referee.docker_host();
     let launched = runtime().block_on(async {
-        let docker = connect(Some(&host)).await.expect("connects");
+        let docker = connect(agentc_backend_common::Engine::Docker, Some(&host))
+            .await
+            .expect("connects");
         launch_many(&docker, &specs, &options(), 3)
             .await
             .unwrap_or_else(|error| panic!("{error}"))
@@ -156,7 +160,9 @@ fn a_failed_copy_rolls_the_fleet_back_and_names_every_failure() {
         .collect();
     let host = referee.docker_host();
     let error = runtime().block_on(async {
-        let docker = connect(Some(&host)).await.expect("connects");
+        let docker = connect(agentc_backend_common::Engine::Docker, Some(&host))
+            .await
+            .expect("connects");
         launch_many(&docker, &specs, &options(), 1)
             .await
             .expect_err("copy 2 cannot start")
@@ -197,7 +203,9 @@ fn a_missing_image_fails_every_copy_before_anything_is_created() {
         .collect();
     let host = referee.docker_host();
     let error = runtime().block_on(async {
-        let docker = connect(Some(&host)).await.expect("connects");
+        let docker = connect(agentc_backend_common::Engine::Docker, Some(&host))
+            .await
+            .expect("connects");
         launch_many(&docker, &specs, &options(), 2)
             .await
             .expect_err("the image is missing")
@@ -224,7 +232,9 @@ fn removing_a_profile_removes_its_containers_only() {
     specs.push(detached("theirs-1", "fanout-theirs"));
     let host = referee.docker_host();
     let removed = runtime().block_on(async {
-        let docker = connect(Some(&host)).await.expect("connects");
+        let docker = connect(agentc_backend_common::Engine::Docker, Some(&host))
+            .await
+            .expect("connects");
         launch_many(&docker, &specs, &options(), 4)
             .await
             .unwrap_or_else(|error| panic!("{error}"));
@@ -257,7 +267,9 @@ fn removals_run_one_at_a_time_on_a_daemon_older_than_api_1_42() {
             .collect();
         let host = referee.docker_host();
         runtime().block_on(async {
-            let docker = connect(Some(&host)).await.expect("connects");
+            let docker = connect(agentc_backend_common::Engine::Docker, Some(&host))
+                .await
+                .expect("connects");
             launch_many(&docker, &specs, &options(), 4)
                 .await
                 .unwrap_or_else(|error| panic!("{error}"));

@@ -101,8 +101,12 @@ fn live_cli_and_api_create_identical_containers_for_every_runnable_fixture() {
         .expect("tokio runtime");
     let host = std::env::var("DOCKER_HOST").ok();
     let client = runtime
-        .block_on(connect(host.as_deref()))
-        .expect("connect to the daemon");
+        .block_on(connect(
+            agentc_backend_common::Engine::Docker,
+            host.as_deref(),
+        ))
+        .expect("connect to the daemon")
+        .docker;
 
     // One profile label and volume suffix for the whole run, watched by one guard; each launch
     // removes its containers, volumes and networks itself, and the guard checks at the end.

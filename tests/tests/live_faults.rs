@@ -132,7 +132,7 @@ fn runtime() -> tokio::runtime::Runtime {
 fn launch_api(container: &ContainerSpec) -> Result<Outcome, ExecError> {
     runtime().block_on(async {
         let host = std::env::var("DOCKER_HOST").ok();
-        let docker = connect(host.as_deref()).await?;
+        let docker = connect(agentc_backend_common::Engine::Docker, host.as_deref()).await?;
         launch(&docker, container, &LaunchOptions::default()).await
     })
 }
@@ -145,7 +145,9 @@ fn live_a_missing_daemon_socket_is_a_clear_error_and_creates_nothing() {
     let guard = LeakGuard::new(test, &profile);
     let host = "unix:///nonexistent/agentc/docker.sock";
 
-    let error = runtime().block_on(connect(Some(host))).unwrap_err();
+    let error = runtime()
+        .block_on(connect(agentc_backend_common::Engine::Docker, Some(host)))
+        .unwrap_err();
     let message = error.to_string();
     assert!(matches!(error, ExecError::Connect { .. }), "{message}");
     assert!(
@@ -179,7 +181,7 @@ fn live_a_missing_image_is_a_clear_error_and_creates_nothing() {
     let error = launch_api(&container).unwrap_err();
     let message = error.to_string();
     assert!(
-        matches!(&error, ExecError::ImageMissing { image: named } if named == image),
+        matches!(&error, ExecError::ImageMissing { image: named, .. } if named == image),
         "{message}"
     );
     assert!(message.contains("agentc build PROFILE"), "{message}");
@@ -713,7 +715,7 @@ fn launch_through_a_failing_proxy(
     let (sender, outcome) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let result = runtime().block_on(async {
-            let docker = connect(Some(&host)).await?;
+            let docker = connect(agentc_backend_common::Engine::Docker, Some(&host)).await?;
             launch(&docker, &container, &LaunchOptions::default()).await
         });
         let _ = sender.send(result);

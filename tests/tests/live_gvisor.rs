@@ -145,16 +145,23 @@ fn live_a_missing_runtime_is_refused_before_anything_exists() {
     let env: BTreeMap<String, String> = localized.secrets.iter().cloned().collect();
     let container = &localized.container;
 
-    let cli = agentc_backend_cli::launch(container, &env, false, |_| {});
+    let cli = agentc_backend_cli::launch(
+        agentc_backend_common::Engine::Docker,
+        container,
+        &env,
+        false,
+        |_| {},
+    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
     let api = runtime.block_on(async {
         let host = std::env::var("DOCKER_HOST").ok();
-        let docker = agentc_backend_api::connect(host.as_deref())
-            .await
-            .expect("connect");
+        let docker =
+            agentc_backend_api::connect(agentc_backend_common::Engine::Docker, host.as_deref())
+                .await
+                .expect("connect");
         let options = agentc_backend_api::LaunchOptions {
             env: env.clone(),
             stdin_is_terminal: false,

@@ -11,7 +11,8 @@
 //! - gVisor through Podman: the CLI launches and verifies a runsc profile; the API socket,
 //!   which ignores `HostConfig.Runtime`, refuses it before anything exists.
 //!
-//! The engine is process-wide (`set_engine`): every test in this binary runs on Podman.
+//! The commands called in-process drive the engine `agentc::set_engine` chose: every test in
+//! this binary runs on Podman, and its ports and connections are Podman's by value.
 //! Needs Podman and its socket (`scripts/setup-engines.sh`): skips with a printed reason
 //! without them, fails instead when `AGENTC_REQUIRE_DOCKER=1`.
 
@@ -19,9 +20,10 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use agentc::cli::BackendArg;
+use agentc::set_engine;
 use agentc::verify::{render_table, verify_launch, EgressProbe};
 use agentc_backend_cli::exec::engine::podman_argv;
-use agentc_backend_common::{podman::adapt, resolve_env, set_engine, Engine, ExecError};
+use agentc_backend_common::{podman::adapt, resolve_env, Engine, ExecError};
 use agentc_conformance::engines::{
     ensure_podman_image, podman, podman_containers, podman_leaks, require_podman, PODMAN_SOCKET,
 };
@@ -259,8 +261,12 @@ fn live_podman_cli_and_api_create_the_same_containers_for_every_runnable_fixture
                 scope.spawn(move || {
                     let runtime = tokio();
                     let client = runtime
-                        .block_on(agentc_backend_api::connect(Some(PODMAN_SOCKET)))
-                        .expect("connect to podman's socket");
+                        .block_on(agentc_backend_api::connect(
+                            agentc_backend_common::Engine::Podman,
+                            Some(PODMAN_SOCKET),
+                        ))
+                        .expect("connect to podman's socket")
+                        .docker;
                     let (mut compared, mut refused, mut differences) = (0, Vec::new(), Vec::new());
                     for (index, (name, localized)) in chunk {
                         match compare_one(
@@ -504,8 +510,12 @@ fn live_gvisor_through_podman_runs_by_its_cli_and_is_refused_by_its_socket() {
         // The socket would run it under runc: refused before anything exists.
         let runtime = tokio();
         let client = runtime
-            .block_on(agentc_backend_api::connect(Some(PODMAN_SOCKET)))
-            .expect("connect to podman's socket");
+            .block_on(agentc_backend_api::connect(
+                agentc_backend_common::Engine::Podman,
+                Some(PODMAN_SOCKET),
+            ))
+            .expect("connect to podman's socket")
+            .docker;
         let refused = runtime.block_on(agentc_backend_api::engine::create_request(
             &client,
             agentc_backend_common::Engine::Podman,

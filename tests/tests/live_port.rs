@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use agentc_backend_api::port::ApiPort;
 use agentc_backend_cli::exec::port::CliPort;
 use agentc_backend_common::port::{EngineError, EnginePort, Filter};
 use agentc_backend_common::Engine;
@@ -300,10 +299,9 @@ fn live_both_engine_ports_answer_alike() {
             "10.231.7.0/28",
         )
         .await;
-        let docker = agentc_backend_api::connect(None)
+        let port = agentc_backend_api::connect(Engine::Docker, None)
             .await
             .expect("the Engine API");
-        let port = ApiPort::new(docker, Engine::Docker);
         let api = transcript(&port, &api_run, &image, "10.231.7.16/28").await;
         (cli, api)
     });

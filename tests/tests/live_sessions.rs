@@ -61,15 +61,19 @@ fn client_env() -> BTreeMap<String, String> {
     env
 }
 
-async fn api_client(env: BTreeMap<String, String>) -> ApiClient {
-    let host = env.get("DOCKER_HOST").cloned();
-    let docker = agentc_backend_api::connect(host.as_deref())
-        .await
-        .expect("connect to the daemon");
-    ApiClient::over(
-        agentc_backend_api::port::ApiPort::new(docker, agentc_backend_common::engine()),
+fn cli_client(env: BTreeMap<String, String>) -> CliClient {
+    CliClient::over(
+        agentc_backend_cli::exec::port::CliPort::new(agentc_backend_common::Engine::Docker),
         env,
     )
+}
+
+async fn api_client(env: BTreeMap<String, String>) -> ApiClient {
+    let host = env.get("DOCKER_HOST").cloned();
+    let port = agentc_backend_api::connect(agentc_backend_common::Engine::Docker, host.as_deref())
+        .await
+        .expect("connect to the daemon");
+    ApiClient::over(port, env)
 }
 
 /// Removes what the test made (containers labelled with its profile, its network), on drop.
@@ -574,7 +578,7 @@ fn both_backends_agree(test: &str, named: bool) {
             match backend {
                 "cli" => {
                     script(
-                        &CliClient::new(client_env()),
+                        &cli_client(client_env()),
                         &spec,
                         work.path(),
                         &data,
@@ -741,7 +745,7 @@ fn live_faults_mid_exec_are_clear_errors_through_both_backends() {
             };
             match backend {
                 "cli" => {
-                    let client = CliClient::new(client_env());
+                    let client = cli_client(client_env());
                     let sandbox = client.create(&gone).await.unwrap();
                     exec_under(&client, &sandbox, remove).await
                 }
@@ -782,7 +786,7 @@ fn live_faults_mid_exec_are_clear_errors_through_both_backends() {
             };
             match backend {
                 "cli" => {
-                    let client = CliClient::new(env);
+                    let client = cli_client(env);
                     let sandbox = client.create(&lost).await.unwrap();
                     exec_under(&client, &sandbox, cut).await
                 }
@@ -895,9 +899,7 @@ fn live_a_library_sandbox_behind_the_egress_proxy_holds_its_allowlist_and_delete
             .expect("the launch resolves");
         let transcript = runtime().block_on(async {
             match backend {
-                "cli" => {
-                    egress_script(&CliClient::new(client_env()), &spec, &allowed, &other).await
-                }
+                "cli" => egress_script(&cli_client(client_env()), &spec, &allowed, &other).await,
                 _ => egress_script(&api_client(client_env()).await, &spec, &allowed, &other).await,
             }
         });

@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use agentc_backend_common::pool;
 use agentc_backend_common::session::{session_name, ExecRequest, SandboxClient};
+use agentc_backend_common::Engine;
 use agentc_policy::pool::{member_name, member_spec, pool_key};
 use agentc_policy::{Instance, LaunchKind, LaunchSpec, Owner, RealPaths, ResolveInputs, Start};
 
@@ -141,28 +142,23 @@ fn main() -> std::process::ExitCode {
     let env: BTreeMap<String, String> = std::env::vars().collect();
     let result = runtime.block_on(async {
         match backend.as_str() {
-            "cli" => bench(agentc_backend_cli::CliClient::new(env), &image, rounds).await,
+            "cli" => {
+                let port = agentc_backend_cli::exec::port::CliPort::new(Engine::Docker);
+                bench(
+                    agentc_backend_cli::CliClient::over(port, env),
+                    &image,
+                    rounds,
+                )
+                .await
+            }
             _ => {
                 let host = std::env::var("DOCKER_HOST").ok();
-                let docker = agentc_backend_api::connect(host.as_deref())
-                    .await
-                    .map_err(|error| error.to_string());
-                match docker {
-                    Ok(docker) => {
-                        bench(
-                            agentc_backend_api::ApiClient::over(
-                                agentc_backend_api::port::ApiPort::new(
-                                    docker,
-                                    agentc_backend_common::engine(),
-                                ),
-                                env,
-                            ),
-                            &image,
-                            rounds,
-                        )
-                        .await
+                match agentc_backend_api::connect(Engine::Docker, host.as_deref()).await {
+                    Ok(port) => {
+                        let client = agentc_backend_api::ApiClient::over(port, env);
+                        bench(client, &image, rounds).await
                     }
-                    Err(error) => Err(error),
+                    Err(error) => Err(error.to_string()),
                 }
             }
         }

@@ -14,6 +14,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 
 use agentc_backend_common::session::{session_name, ExecRequest, SandboxClient, SessionError};
+use agentc_backend_common::Engine;
 use agentc_policy::{Instance, LaunchKind, Owner, Protocol, RealPaths, ResolveInputs, Start};
 
 /// The sandbox: hardened as every custom profile is (read-only root, tmpfs /tmp, no
@@ -128,23 +129,16 @@ fn main() -> std::process::ExitCode {
     let env: BTreeMap<String, String> = std::env::vars().collect();
     let result = runtime.block_on(async {
         match backend.as_str() {
-            "cli" => session(agentc_backend_cli::CliClient::new(env), &image).await,
+            "cli" => {
+                let port = agentc_backend_cli::exec::port::CliPort::new(Engine::Docker);
+                session(agentc_backend_cli::CliClient::over(port, env), &image).await
+            }
             "api" => {
                 let host = std::env::var("DOCKER_HOST").ok();
-                let docker = agentc_backend_api::connect(host.as_deref())
+                let port = agentc_backend_api::connect(Engine::Docker, host.as_deref())
                     .await
                     .map_err(|error| error.to_string())?;
-                session(
-                    agentc_backend_api::ApiClient::over(
-                        agentc_backend_api::port::ApiPort::new(
-                            docker,
-                            agentc_backend_common::engine(),
-                        ),
-                        env,
-                    ),
-                    &image,
-                )
-                .await
+                session(agentc_backend_api::ApiClient::over(port, env), &image).await
             }
             other => Err(format!("unknown backend {other:?}: cli or api")),
         }

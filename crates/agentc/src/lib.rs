@@ -23,6 +23,7 @@ pub mod verify;
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use cli::{Cli, Command};
 
@@ -37,7 +38,7 @@ pub fn execute(cli: Cli) -> ExitCode {
         agentc_backend_common::pause::set_pause_at(&step);
     }
     match choose_engine(cli.engine) {
-        Ok(engine) => agentc_backend_common::set_engine(engine),
+        Ok(engine) => set_engine(engine),
         Err(failure) => {
             eprintln!("error: {}", failure.message);
             return ExitCode::from(failure.code);
@@ -87,6 +88,30 @@ pub fn execute(cli: Cli) -> ExitCode {
             eprintln!("error: {}", failure.message);
             ExitCode::from(failure.code)
         }
+    }
+}
+
+/// The engine the commands of this process drive: `0` Docker, `1` Podman. Only the binary keeps
+/// it, as [`execute`] read it from the command line and the environment ([`choose_engine`]);
+/// every library it calls takes the engine as a value (the ports,
+/// [`agentc_backend_api::connect`], the errors that name it).
+static ENGINE: AtomicU8 = AtomicU8::new(0);
+
+/// Chooses the engine the commands of this process drive, as [`execute`] does from `--engine`
+/// or `AGENTC_ENGINE`; for a program that calls the commands in-process (the tests).
+pub fn set_engine(engine: agentc_backend_common::Engine) {
+    let code = match engine {
+        agentc_backend_common::Engine::Docker => 0,
+        agentc_backend_common::Engine::Podman => 1,
+    };
+    ENGINE.store(code, Ordering::SeqCst);
+}
+
+/// The engine the commands of this process drive ([`set_engine`]; Docker until then).
+pub fn engine() -> agentc_backend_common::Engine {
+    match ENGINE.load(Ordering::SeqCst) {
+        1 => agentc_backend_common::Engine::Podman,
+        _ => agentc_backend_common::Engine::Docker,
     }
 }
 

@@ -313,8 +313,11 @@ fn testkit_image() -> Result<&'static str, String> {
                 tar,
                 changes,
             };
-            agentc_backend_cli::exec::egress::import_unless_present(&built)
-                .map_err(|e| e.to_string())
+            agentc_backend_cli::exec::egress::import_unless_present(
+                agentc_backend_common::Engine::Docker,
+                &built,
+            )
+            .map_err(|e| e.to_string())
         })
         .as_ref()
         .map(String::as_str)

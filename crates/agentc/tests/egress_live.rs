@@ -653,8 +653,11 @@ fn images() -> &'static (String, String) {
             None,
         )
         .expect("testkit image");
-        let tag = agentc_backend_cli::exec::egress::import_unless_present(&testkit)
-            .expect("import the testkit image");
+        let tag = agentc_backend_cli::exec::egress::import_unless_present(
+            agentc_backend_common::Engine::Docker,
+            &testkit,
+        )
+        .expect("import the testkit image");
         // Drop testkit images of earlier builds (best effort: one in use stays).
         if let Ok(list) = docker(&[
             "image",

@@ -1018,7 +1018,7 @@ fn live_rm_refuses_a_container_agentc_did_not_launch() {
     assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
     assert!(
         text(&output.stderr)
-            .contains("refusing to remove launcher-foreign: it has no io.agentc.profile label"),
+            .contains("refusing launcher-foreign: it has no io.agentc.profile label"),
         "{}",
         describe(&output)
     );

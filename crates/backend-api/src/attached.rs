@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use agentc_backend_common::launch::Exited;
 use agentc_backend_common::signals::Interrupts;
-use agentc_backend_common::{resolve_env, Engine, ExecError};
+use agentc_backend_common::{resolve_env, ExecError};
 use agentc_policy::ContainerSpec;
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, KillContainerOptionsBuilder, RemoveContainerOptionsBuilder,
@@ -27,13 +27,13 @@ use crate::session::{run_attached, Step};
 ///
 /// [`EnginePort::run_attached`]: agentc_backend_common::port::EnginePort::run_attached
 pub(crate) async fn attached<S: Interrupts>(
-    docker: &Docker,
-    engine: Engine,
+    port: &crate::port::ApiPort,
     spec: &ContainerSpec,
     env: &BTreeMap<String, String>,
     terminal: bool,
     signals: &mut S,
 ) -> Result<Exited, ExecError> {
+    let (docker, engine) = (&port.docker, port.engine);
     let mut request = crate::engine::create_request(docker, engine, spec).await?;
     request.body.env = Some(resolve_env(spec, env)?).filter(|env| !env.is_empty());
     crate::engine::check_subpaths(docker, spec)?;
@@ -43,18 +43,18 @@ pub(crate) async fn attached<S: Interrupts>(
     }
     let created = tokio::select! {
         result = docker.create_container(Some(create.build()), request.body) => {
-            result.map_err(|error| daemon_error("create the container", error))?
+            result.map_err(|error| daemon_error(engine, "create the container", error))?
         }
         signal = signals.recv() => {
             // The daemon may have created it anyway; only a name can find it again.
             let Some(name) = &request.name else {
-                return Err(ExecError::Interrupted { signal, container: None });
+                return Err(ExecError::interrupted(signal, None));
             };
             let removed = cleanup(docker, name).await;
-            let cause = ExecError::Interrupted {
+            let cause = ExecError::interrupted(
                 signal,
-                container: (removed == Ok(Cleanup::Removed)).then(|| name.clone()),
-            };
+                (removed == Ok(Cleanup::Removed)).then_some(name.as_str()),
+            );
             return Err(left_behind(cause, name, removed));
         }
     };
@@ -63,7 +63,16 @@ pub(crate) async fn attached<S: Interrupts>(
         "created container {} ({id})",
         request.name.as_deref().unwrap_or("without a name")
     );
-    let result = run_attached(docker, engine, spec, spec.tty && terminal, &id, signals).await;
+    let result = run_attached(
+        docker,
+        engine,
+        &port.waits,
+        spec,
+        spec.tty && terminal,
+        &id,
+        signals,
+    )
+    .await;
     // What `agentc rm` can name the container by, should it have to.
     let handle = request.name.as_deref().unwrap_or(&id);
     match result {
@@ -74,10 +83,7 @@ pub(crate) async fn attached<S: Interrupts>(
         }),
         Err(Step::Interrupted(signal)) => {
             let removed = cleanup(docker, &id).await;
-            let cause = ExecError::Interrupted {
-                signal,
-                container: removed.is_ok().then(|| handle.to_string()),
-            };
+            let cause = ExecError::interrupted(signal, removed.is_ok().then_some(handle));
             Err(left_behind(cause, handle, removed))
         }
         Err(Step::Failed(error)) => {

@@ -10,10 +10,10 @@
 //! versions, tens of milliseconds before anything else can happen. Other hosts (`tcp://`,
 //! `ssh://`) keep bollard's own client and negotiation.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agentc_backend_common::ExecError;
+use agentc_backend_common::{Engine, ExecError};
 use bollard::errors::Error as BollardError;
 use bollard::{ClientVersion, Docker, API_DEFAULT_VERSION};
 use http_body_util::BodyExt;
@@ -31,19 +31,41 @@ const REQUEST_TIMEOUT_SECONDS: u64 = 120;
 /// How long the daemon may take to answer the `/_ping` that starts every connection.
 const PING_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Connects to the daemon and negotiates the API version (down to the daemon's, such as 1.41).
-/// `docker_host` is `DOCKER_HOST` as read by the caller; `None` uses the local socket.
-pub async fn connect(docker_host: Option<&str>) -> Result<Docker, ExecError> {
+/// One connection to an engine's API, as [`open`] made it: the client, the engine it is meant
+/// to reach, what the `/_ping` that opened it answered, and the waits its launches await.
+#[derive(Debug, Clone)]
+pub(crate) struct Connection {
+    /// The client.
+    pub(crate) docker: Docker,
+    /// The engine asked for (`--engine`), which its errors name.
+    pub(crate) engine: Engine,
+    /// What the opening `/_ping` answered (a unix socket only).
+    pub(crate) ping: Option<Ping>,
+    /// The waits registered on this connection ([`Waits::registered`]).
+    pub(crate) waits: Arc<Waits>,
+}
+
+/// Connects to `engine`'s daemon and negotiates the API version (down to the daemon's, such as
+/// 1.41). `docker_host` is `DOCKER_HOST` as read by the caller; `None` uses the local socket.
+pub(crate) async fn open(
+    engine: Engine,
+    docker_host: Option<&str>,
+) -> Result<Connection, ExecError> {
     let host = docker_host.filter(|host| !host.is_empty());
-    let docker = match unix_socket(host) {
-        Some(socket) => connect_unix(socket).await?,
+    let waits = Arc::new(Waits::default());
+    let connect_error = |error: BollardError| connect_error(engine, error);
+    let (docker, ping) = match unix_socket(host) {
+        Some(socket) => connect_unix(engine, socket, &waits).await?,
         None => {
             let docker = match host {
                 Some(host) => Docker::connect_with_host(host),
                 None => Docker::connect_with_local_defaults(),
             }
             .map_err(connect_error)?;
-            docker.negotiate_version().await.map_err(connect_error)?
+            (
+                docker.negotiate_version().await.map_err(connect_error)?,
+                None,
+            )
         }
     };
     log::debug!(
@@ -55,7 +77,12 @@ pub async fn connect(docker_host: Option<&str>) -> Result<Docker, ExecError> {
         },
         version_text(&docker.client_version())
     );
-    Ok(docker)
+    Ok(Connection {
+        docker,
+        engine,
+        ping,
+        waits,
+    })
 }
 
 /// The unix socket path `DOCKER_HOST` names (`unix:///run/user/1000/docker.sock`), the default
@@ -69,7 +96,11 @@ fn unix_socket(host: Option<&str>) -> Option<&str> {
 
 /// Connects over a unix socket with a pooled client shared by every request, and negotiates
 /// the version with `/_ping` on it (`GET /version` when the answer carries no `Api-Version`).
-async fn connect_unix(socket: &str) -> Result<Docker, ExecError> {
+async fn connect_unix(
+    engine: Engine,
+    socket: &str,
+    waits: &Arc<Waits>,
+) -> Result<(Docker, Option<Ping>), ExecError> {
     let client = Client::builder(TokioExecutor::new()).build(UnixConnector);
     // The authority bollard's requests carry (`unix://HEX`, no port): the same pool key, so
     // the ping's connection is the one they reuse.
@@ -77,7 +108,7 @@ async fn connect_unix(socket: &str) -> Result<Docker, ExecError> {
     let ping = hyper::Request::get(format!("{address}/_ping"))
         .body(bollard::body_full(bytes::Bytes::new()))
         .map_err(|error| ExecError::Connect {
-            engine: agentc_backend_common::engine(),
+            engine,
             message: error.to_string(),
         })?;
     let answer = async {
@@ -90,26 +121,25 @@ async fn connect_unix(socket: &str) -> Result<Docker, ExecError> {
                 .map(str::to_string)
         };
         let version = header("api-version").as_deref().and_then(parse_version);
-        remember_ping(Ping {
-            socket: socket.to_string(),
+        let ping = Ping {
             libpod_api_version: header("libpod-api-version"),
             server: header("server"),
-        });
+        };
         // Read the body to its end so that the connection goes back to the pool.
         response.into_body().collect().await?;
-        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(version)
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>((version, ping))
     };
-    let server_version = match tokio::time::timeout(PING_TIMEOUT, answer).await {
-        Ok(Ok(version)) => version,
+    let (server_version, ping) = match tokio::time::timeout(PING_TIMEOUT, answer).await {
+        Ok(Ok(answer)) => answer,
         Ok(Err(error)) => {
             return Err(ExecError::Connect {
-                engine: agentc_backend_common::engine(),
+                engine,
                 message: format!("{socket}: {}", error_chain(error.as_ref())),
             })
         }
         Err(_) => {
             return Err(ExecError::Connect {
-                engine: agentc_backend_common::engine(),
+                engine,
                 message: format!(
                     "{socket}: no answer to /_ping within {}s",
                     PING_TIMEOUT.as_secs()
@@ -121,13 +151,15 @@ async fn connect_unix(socket: &str) -> Result<Docker, ExecError> {
         Some(server) if server < API_DEFAULT_VERSION => server,
         _ => API_DEFAULT_VERSION,
     };
+    let waits = Arc::clone(waits);
     let transport = move |request: bollard::BollardRequest| {
         let waited = wait_target(request.uri().path());
         let response = client.request(request);
+        let waits = Arc::clone(&waits);
         async move {
             let response = response.await.map_err(BollardError::from)?;
             if let Some(id) = waited {
-                confirm_wait(&id);
+                waits.confirm(&id);
             }
             Ok(response)
         }
@@ -138,57 +170,59 @@ async fn connect_unix(socket: &str) -> Result<Docker, ExecError> {
         REQUEST_TIMEOUT_SECONDS,
         version,
     )
-    .map_err(connect_error)?;
-    match server_version {
-        Some(_) => Ok(docker),
-        None => docker.negotiate_version().await.map_err(connect_error),
-    }
+    .map_err(|error| connect_error(engine, error))?;
+    let docker = match server_version {
+        Some(_) => docker,
+        None => docker
+            .negotiate_version()
+            .await
+            .map_err(|error| connect_error(engine, error))?,
+    };
+    Ok((docker, Some(ping)))
 }
 
 /// What the `/_ping` of a connection over a unix socket answered, besides the API version.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Ping {
-    /// The socket's path.
-    pub(crate) socket: String,
     /// Podman's `Libpod-Api-Version` header (Docker sends none).
     pub(crate) libpod_api_version: Option<String>,
     /// The `Server` header, such as `Docker/20.10.24+dfsg1 (linux)`.
     pub(crate) server: Option<String>,
 }
 
-/// The last ping answered in this process.
-static PINGED: Mutex<Option<Ping>> = Mutex::new(None);
+/// The waits of one connection whose registration a launch awaits, by container ID: see
+/// [`Waits::registered`].
+#[derive(Debug, Default)]
+pub(crate) struct Waits(Mutex<Vec<(String, oneshot::Sender<()>)>>);
 
-fn remember_ping(ping: Ping) {
-    *PINGED
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(ping);
-}
+impl Waits {
+    /// Resolves once the daemon has answered the headers of a `POST /containers/ID/wait` (with
+    /// any status), which it sends only after registering the wait: from then on an exit
+    /// cannot be missed, as `docker run --rm` relies on. Only connections [`open`]ed over a
+    /// unix socket report it; elsewhere the receiver never resolves, so a caller bounds its
+    /// wait.
+    pub(crate) fn registered(&self, id: &str) -> oneshot::Receiver<()> {
+        let (sender, receiver) = oneshot::channel();
+        self.lock().push((id.to_string(), sender));
+        receiver
+    }
 
-/// What the `/_ping` that [`connect`] sent over `socket` (a path) answered, so that telling
-/// the engine apart needs no second connection; `None` when this process has not pinged it.
-pub(crate) fn pinged(socket: &str) -> Option<Ping> {
-    PINGED
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .clone()
-        .filter(|ping| ping.socket == socket)
-}
+    /// The daemon answered a wait for `id`: its receivers resolve.
+    fn confirm(&self, id: &str) {
+        let mut waits = self.lock();
+        while let Some(index) = waits.iter().position(|(waited, _)| waited == id) {
+            let (_, sender) = waits.swap_remove(index);
+            let _ = sender.send(());
+        }
+        // Forget waits whose launch stopped listening.
+        waits.retain(|(_, sender)| !sender.is_closed());
+    }
 
-/// Waits whose registration a launch awaits, by container ID: see [`wait_registered`].
-static WAITS: Mutex<Vec<(String, oneshot::Sender<()>)>> = Mutex::new(Vec::new());
-
-/// Resolves once the daemon has answered the headers of a `POST /containers/ID/wait` (with
-/// any status), which it sends only after registering the wait: from then on an exit cannot
-/// be missed, as `docker run --rm` relies on. Only connections over a unix socket report it;
-/// elsewhere the receiver never resolves, so a caller bounds its wait.
-pub(crate) fn wait_registered(id: &str) -> oneshot::Receiver<()> {
-    let (sender, receiver) = oneshot::channel();
-    WAITS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .push((id.to_string(), sender));
-    receiver
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(String, oneshot::Sender<()>)>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }
 
 /// The container ID of a wait request's path (`/containers/ID/wait`, with or without a
@@ -197,18 +231,6 @@ fn wait_target(path: &str) -> Option<String> {
     let (_, rest) = path.split_once("/containers/")?;
     let id = rest.strip_suffix("/wait")?;
     (!id.is_empty() && !id.contains('/')).then(|| id.to_string())
-}
-
-fn confirm_wait(id: &str) {
-    let mut waits = WAITS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    while let Some(index) = waits.iter().position(|(waited, _)| waited == id) {
-        let (_, sender) = waits.swap_remove(index);
-        let _ = sender.send(());
-    }
-    // Forget waits whose launch stopped listening.
-    waits.retain(|(_, sender)| !sender.is_closed());
 }
 
 /// `1.41` as a [`ClientVersion`].
@@ -244,9 +266,9 @@ fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-fn connect_error(error: BollardError) -> ExecError {
+fn connect_error(engine: Engine, error: BollardError) -> ExecError {
     ExecError::Connect {
-        engine: agentc_backend_common::engine(),
+        engine,
         message: error.to_string(),
     }
 }
@@ -264,19 +286,21 @@ pub(crate) fn is_not_found(error: &BollardError) -> bool {
     status(error) == Some(404)
 }
 
-/// A daemon refusal as [`ExecError::Daemon`], any other failure as a lost connection, both
-/// naming `step`.
-pub(crate) fn daemon_error(step: &'static str, error: BollardError) -> ExecError {
+/// A refusal of `engine`'s daemon as [`ExecError::Daemon`], any other failure as a lost
+/// connection, both naming `step`.
+pub(crate) fn daemon_error(engine: Engine, step: &'static str, error: BollardError) -> ExecError {
     match error {
         BollardError::DockerResponseServerError {
             status_code,
             message,
         } => ExecError::Daemon {
+            engine,
             step,
             status: status_code,
             message,
         },
         other => ExecError::ConnectionLost {
+            engine,
             step,
             message: other.to_string(),
         },
@@ -363,9 +387,10 @@ mod tests {
 
     #[test]
     fn a_confirmed_wait_resolves_its_receiver_only() {
-        let mut first = wait_registered("confirm-test-1");
-        let mut second = wait_registered("confirm-test-2");
-        confirm_wait("confirm-test-1");
+        let waits = Waits::default();
+        let mut first = waits.registered("confirm-test-1");
+        let mut second = waits.registered("confirm-test-2");
+        waits.confirm("confirm-test-1");
         assert_eq!(first.try_recv(), Ok(()));
         assert!(second.try_recv().is_err());
     }

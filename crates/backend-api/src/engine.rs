@@ -63,8 +63,9 @@ fn ping_engine(endpoint: &str) -> Option<(Engine, String)> {
 /// Refuses a socket whose engine is not `wanted`: Podman answers `/_ping` with a
 /// `Libpod-Api-Version` header and `/version` with a `Podman Engine` component, Docker with
 /// neither. A Podman socket taken for Docker would ignore `HostConfig.Runtime` silently.
-pub async fn check_engine(
+pub(crate) async fn check_engine(
     docker: &Docker,
+    ping: Option<&crate::daemon::Ping>,
     wanted: Engine,
     endpoint: &str,
 ) -> Result<(), ExecError> {
@@ -77,23 +78,22 @@ pub async fn check_engine(
         "unix:///var/run/docker.sock".to_string()
     };
     // The ping `connect` sent on its pooled connection, else one of our own.
-    let pinged = local
-        .strip_prefix("unix://")
-        .and_then(crate::daemon::pinged)
-        .map(|ping| match ping.libpod_api_version {
-            Some(version) => (Engine::Podman, version),
-            None => (
-                Engine::Docker,
-                ping.server.unwrap_or_else(|| "(version unknown)".into()),
-            ),
-        });
+    let pinged = ping.map(|ping| match &ping.libpod_api_version {
+        Some(version) => (Engine::Podman, version.clone()),
+        None => (
+            Engine::Docker,
+            ping.server
+                .clone()
+                .unwrap_or_else(|| "(version unknown)".into()),
+        ),
+    });
     let (found, version) = match pinged.or_else(|| ping_engine(&local)) {
         Some(answer) => answer,
         None => {
             let version = docker
                 .version()
                 .await
-                .map_err(|error| daemon_error("read the engine's version", error))?;
+                .map_err(|error| daemon_error(wanted, "read the engine's version", error))?;
             let podman = version
                 .components
                 .unwrap_or_default()
@@ -136,7 +136,7 @@ pub async fn runtimes(docker: &Docker, engine: Engine) -> Result<Runtimes, ExecE
     let info = docker
         .info()
         .await
-        .map_err(|error| daemon_error("read the engine's runtimes", error))?;
+        .map_err(|error| daemon_error(engine, "read the engine's runtimes", error))?;
     Ok(match engine {
         Engine::Podman => Runtimes::DefaultOnly(info.default_runtime),
         Engine::Docker => Runtimes::Registered(
@@ -167,8 +167,9 @@ pub async fn registered_runtimes(
     let info = docker
         .info()
         .await
-        .map_err(|error| daemon_error("read the engine's runtimes", error))?;
+        .map_err(|error| daemon_error(engine, "read the engine's runtimes", error))?;
     let document = serde_json::to_value(&info).map_err(|error| ExecError::InspectUnreadable {
+        engine,
         name: "GET /info".to_string(),
         message: error.to_string(),
     })?;
@@ -210,10 +211,9 @@ pub async fn create_request(
             let root = unsafe { libc::geteuid() } == 0;
             if let (true, true) = podman::host_is_rootless_cgroup_v1(root) {
                 // Not root on cgroup v1: whether the socket is a rootless service, it says.
-                let info = docker
-                    .info()
-                    .await
-                    .map_err(|error| daemon_error("read the engine's security options", error))?;
+                let info = docker.info().await.map_err(|error| {
+                    daemon_error(engine, "read the engine's security options", error)
+                })?;
                 let rootless = info
                     .security_options
                     .unwrap_or_default()
@@ -232,10 +232,11 @@ pub async fn create_request(
                     ),
                     Err(error) if is_not_found(&error) => {
                         return Err(ExecError::ImageMissing {
+                            engine,
                             image: spec.image.clone(),
                         })
                     }
-                    Err(error) => return Err(daemon_error("inspect the image", error)),
+                    Err(error) => return Err(daemon_error(engine, "inspect the image", error)),
                 },
             };
             let adapted = podman::adapt(spec, user.as_deref())?;

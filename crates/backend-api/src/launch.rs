@@ -14,11 +14,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::io::IsTerminal;
 
+use crate::port::ApiPort;
 use agentc_backend_common::launch::{Exited, LaunchManyError, Started};
 use agentc_backend_common::signals::Signals;
 use agentc_backend_common::ExecError;
 use agentc_policy::ContainerSpec;
-use bollard::Docker;
 
 /// How to run a launch, beyond the spec.
 #[derive(Clone, Default)]
@@ -81,19 +81,17 @@ impl Outcome {
 /// creating anything, creates it, then either starts it detached or attaches, starts, waits and
 /// removes it. SIGINT or SIGTERM at any step kills and removes what was created.
 pub async fn launch(
-    docker: &Docker,
+    port: &ApiPort,
     spec: &ContainerSpec,
     options: &LaunchOptions,
 ) -> Result<Outcome, ExecError> {
     use agentc_backend_common::launch::{self, Launched};
-    let port = crate::port::ApiPort::new(docker.clone(), agentc_backend_common::engine());
     let mut signals = Signals::new()?;
     let how = launch::LaunchOptions {
         pull: false,
         terminal: options.stdin_is_terminal,
     };
-    let launched =
-        launch::launch(&port, spec, &options.env, how, &mut |_| {}, &mut signals).await?;
+    let launched = launch::launch(port, spec, &options.env, how, &mut |_| {}, &mut signals).await?;
     Ok(match launched {
         Launched::Started(started) => Outcome {
             exit_code: 0,
@@ -113,12 +111,11 @@ pub async fn launch(
 /// each image inspected once for the fleet, one connection pool); the started sandboxes in
 /// the order given.
 pub async fn launch_many(
-    docker: &Docker,
+    port: &ApiPort,
     specs: &[ContainerSpec],
     options: &LaunchOptions,
     jobs: usize,
 ) -> Result<Vec<Started>, LaunchManyError> {
-    let port = crate::port::ApiPort::new(docker.clone(), agentc_backend_common::engine());
     let unlistened = |error: ExecError| LaunchManyError {
         count: specs.len(),
         failed: vec![("the fleet".to_string(), error)],
@@ -128,7 +125,7 @@ pub async fn launch_many(
     };
     let mut signals = Signals::new().map_err(unlistened)?;
     agentc_backend_common::launch::launch_copies(
-        &port,
+        port,
         specs,
         &options.env,
         false,

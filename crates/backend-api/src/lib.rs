@@ -24,7 +24,6 @@
 
 pub mod admin;
 pub mod attached;
-pub mod companion;
 pub mod daemon;
 pub mod egress;
 pub mod engine;
@@ -43,12 +42,11 @@ pub use admin::{
 };
 pub use agentc_backend_common::launch::{copy_names, LaunchManyError, DEFAULT_JOBS};
 pub use agentc_backend_common::ExecError;
-pub use daemon::connect;
-pub use engine::check_engine;
 pub use json::render_json;
 pub use launch::launch_many;
 pub use launch::{launch, LaunchOptions, Outcome};
 pub use port::ensure_image;
-pub use pull::{image_present, split_reference, ImageReference};
+pub use port::{connect, ApiPort};
+pub use pull::{split_reference, ImageReference};
 pub use render::{render_create, CreateRequest, RenderError};
 pub use sandbox::ApiClient;

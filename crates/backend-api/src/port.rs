@@ -4,6 +4,7 @@
 //! read from the HTTP status (404, 409) and the daemon's message is kept as the detail.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::Duration;
 
 use agentc_backend_common::egress_state;
@@ -29,7 +30,7 @@ use bollard::query_parameters::{
 use bollard::Docker;
 use futures_util::{StreamExt, TryStreamExt};
 
-use crate::daemon::{daemon_error, status};
+use crate::daemon::{daemon_error, status, Ping, Waits};
 use crate::egress::{network_create_body, render_egress};
 use crate::pull::{split_reference, PullProgress};
 use agentc_backend_common::ExecError;
@@ -37,16 +38,52 @@ use agentc_backend_common::ExecError;
 /// The engine port over one Engine API connection.
 #[derive(Debug, Clone)]
 pub struct ApiPort {
-    /// The connection ([`crate::connect`]).
+    /// The client.
     pub docker: Docker,
-    /// The engine answering on it.
+    /// The engine answering on it, which its errors name.
     pub engine: Engine,
+    /// What the `/_ping` that opened the connection answered ([`connect`] over a unix socket).
+    pub(crate) ping: Option<Ping>,
+    /// The waits registered on the connection, confirmed by its transport.
+    pub(crate) waits: Arc<Waits>,
+}
+
+/// Connects to `engine`'s API and negotiates the API version (down to the daemon's, such as
+/// 1.41): the port over that connection. `docker_host` is `DOCKER_HOST` (or Podman's socket) as
+/// read by the caller; `None` uses the local Docker socket. Over a unix socket one pooled
+/// keep-alive client serves every request, and the port knows what the opening `/_ping`
+/// answered ([`ApiPort::check_engine`] needs no second request) and when the daemon has
+/// registered a launch's wait.
+pub async fn connect(engine: Engine, docker_host: Option<&str>) -> Result<ApiPort, ExecError> {
+    let connection = crate::daemon::open(engine, docker_host).await?;
+    Ok(ApiPort {
+        docker: connection.docker,
+        engine: connection.engine,
+        ping: connection.ping,
+        waits: connection.waits,
+    })
 }
 
 impl ApiPort {
-    /// The port over `docker`, an engine of kind `engine`.
+    /// The port over a client made elsewhere, `docker`, an engine of kind `engine`. Prefer
+    /// [`connect`]: a port made here cannot tell when the daemon registered a launch's wait
+    /// (a `--rm` launch then pauses 50 ms before its start instead).
     pub fn new(docker: Docker, engine: Engine) -> ApiPort {
-        ApiPort { docker, engine }
+        ApiPort {
+            docker,
+            engine,
+            ping: None,
+            waits: Arc::default(),
+        }
+    }
+
+    /// Refuses a connection whose engine is not the port's [`ApiPort::engine`] (`--engine`),
+    /// `endpoint` naming it in the error: Podman answers `/_ping` with a `Libpod-Api-Version`
+    /// header and `/version` with a `Podman Engine` component, Docker with neither. A Podman
+    /// socket taken for Docker would ignore `HostConfig.Runtime` silently. The opening ping's
+    /// answer is used when [`connect`] kept one.
+    pub async fn check_engine(&self, endpoint: &str) -> Result<(), ExecError> {
+        crate::engine::check_engine(&self.docker, self.ping.as_ref(), self.engine, endpoint).await
     }
 
     /// The create request of a detached launch of `spec` and the options naming it: the
@@ -86,13 +123,12 @@ impl ApiPort {
 /// ([`ImageMissing`](agentc_backend_common::ExecError::ImageMissing), which says how to build
 /// it and mentions `--pull`).
 pub async fn ensure_image(
-    docker: &Docker,
+    port: &ApiPort,
     image: &str,
     pull: bool,
     mut notify: impl FnMut(&str) + Send,
 ) -> Result<(), ExecError> {
-    let port = ApiPort::new(docker.clone(), agentc_backend_common::engine());
-    agentc_backend_common::image::ensure_image(&port, image, pull, &mut notify).await
+    agentc_backend_common::image::ensure_image(port, image, pull, &mut notify).await
 }
 
 /// A bollard error as the port's error: the kind from the HTTP status (or the daemon's words
@@ -336,10 +372,10 @@ impl EnginePort for ApiPort {
             .docker
             .create_container(Some(options), request.body)
             .await
-            .map_err(|error| daemon_error("create the container", error))?
+            .map_err(|error| daemon_error(self.engine, "create the container", error))?
             .id;
         if let Err(error) = self.docker.start_container(&id, None).await {
-            let cause = daemon_error("start the container", error);
+            let cause = daemon_error(self.engine, "start the container", error);
             // Leave nothing behind a failed launch, or say what is left.
             return Err(match self.remove_container(&id).await {
                 Ok(()) => cause,
@@ -360,7 +396,7 @@ impl EnginePort for ApiPort {
         terminal: bool,
         signals: &mut S,
     ) -> Result<agentc_backend_common::launch::Exited, agentc_backend_common::ExecError> {
-        crate::attached::attached(&self.docker, self.engine, spec, env, terminal, signals).await
+        crate::attached::attached(self, spec, env, terminal, signals).await
     }
 
     async fn runtimes(

@@ -11,11 +11,6 @@
 use std::collections::HashMap;
 
 use bollard::models::CreateImageInfo;
-use bollard::Docker;
-
-use agentc_backend_common::ExecError;
-
-use crate::daemon::{daemon_error, is_not_found};
 
 /// An image reference split as the docker CLI sends it to `POST /images/create`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,15 +118,6 @@ fn human_size(bytes: i64) -> String {
         unit = next;
     }
     format!("{value:.1} {unit}")
-}
-
-/// Whether the daemon has the image.
-pub async fn image_present(docker: &Docker, image: &str) -> Result<bool, ExecError> {
-    match docker.inspect_image(image).await {
-        Ok(_) => Ok(true),
-        Err(error) if is_not_found(&error) => Ok(false),
-        Err(error) => Err(daemon_error("inspect the image", error)),
-    }
 }
 
 #[cfg(test)]

@@ -49,6 +49,7 @@ impl From<ExecError> for Step {
 pub(crate) async fn run_attached<S: Interrupts>(
     docker: &Docker,
     engine: Engine,
+    waits: &crate::daemon::Waits,
     spec: &ContainerSpec,
     terminal: bool,
     id: &str,
@@ -69,7 +70,7 @@ pub(crate) async fn run_attached<S: Interrupts>(
                 // on Docker.
                 let podman_start = engine == Engine::Podman && crate::daemon::status(&error) == Some(409);
                 let step = if podman_start { "start the container" } else { "attach to the container" };
-                daemon_error(step, error)
+                daemon_error(engine, step, error)
             })?
         }
         signal = signals.recv() => return Err(Step::Interrupted(signal)),
@@ -82,8 +83,8 @@ pub(crate) async fn run_attached<S: Interrupts>(
     // no race at all. The daemon answers the wait's headers once it is registered (the docker
     // CLI starts after that too); where that is not reported, a pause stands in for it.
     let early_wait = spec.auto_remove.then(|| {
-        let registered = crate::daemon::wait_registered(id);
-        (spawn_wait(docker, id, "next-exit"), registered)
+        let registered = waits.registered(id);
+        (spawn_wait(docker, engine, id, "next-exit"), registered)
     });
     let early_wait = match early_wait {
         Some((wait, registered)) => {
@@ -115,13 +116,13 @@ pub(crate) async fn run_attached<S: Interrupts>(
     log::debug!("starting {id}");
     tokio::select! {
         result = docker.start_container(id, None) => {
-            result.map_err(|error| daemon_error("start the container", error))?;
+            result.map_err(|error| daemon_error(engine, "start the container", error))?;
         }
         signal = signals.recv() => return Err(Step::Interrupted(signal)),
     }
     let mut wait = match early_wait {
         Some(wait) => wait,
-        None => spawn_wait(docker, id, "not-running"),
+        None => spawn_wait(docker, engine, id, "not-running"),
     };
 
     let mut winch = if terminal {
@@ -139,7 +140,7 @@ pub(crate) async fn run_attached<S: Interrupts>(
         tokio::select! {
             chunk = output.next(), if output_open => match chunk {
                 Some(Ok(chunk)) => write_chunk(&mut stdout, &mut stderr, chunk)?,
-                Some(Err(error)) => return Err(daemon_error("read the container's output", error).into()),
+                Some(Err(error)) => return Err(daemon_error(engine, "read the container's output", error).into()),
                 None => output_open = false,
             },
             data = recv_stdin(&mut stdin), if stdin.is_some() => match data {
@@ -158,6 +159,7 @@ pub(crate) async fn run_attached<S: Interrupts>(
             signal = signals.recv() => return Err(Step::Interrupted(signal)),
             waited = &mut wait => break waited
                 .unwrap_or_else(|_| Err(ExecError::ConnectionLost {
+                    engine,
                     step: "wait for the container",
                     message: "the wait task ended unexpectedly".into(),
                 }))?,
@@ -187,7 +189,7 @@ pub(crate) async fn run_attached<S: Interrupts>(
         log::debug!("removing {id}");
         remove_quietly(docker, id)
             .await
-            .map_err(|error| daemon_error("remove the container", error))?;
+            .map_err(|error| daemon_error(engine, "remove the container", error))?;
     }
     Ok(Exited {
         exit_code,
@@ -250,6 +252,7 @@ impl Drop for OomWatch {
 
 fn spawn_wait(
     docker: &Docker,
+    engine: Engine,
     id: &str,
     condition: &str,
 ) -> tokio::task::JoinHandle<Result<i64, ExecError>> {
@@ -264,8 +267,9 @@ fn spawn_wait(
             Some(Ok(response)) => Ok(response.status_code),
             // bollard reports a non-zero exit status as this error.
             Some(Err(BollardError::DockerContainerWaitError { code, .. })) => Ok(code),
-            Some(Err(error)) => Err(daemon_error("wait for the container", error)),
+            Some(Err(error)) => Err(daemon_error(engine, "wait for the container", error)),
             None => Err(ExecError::ConnectionLost {
+                engine,
                 step: "wait for the container",
                 message: "the wait stream ended without a status".into(),
             }),

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use agentc_backend_api::{connect, launch, ExecError, LaunchOptions};
+use agentc_backend_common::Engine;
 use agentc_policy::spec::{ContainerSpec, EnvValue, EnvVar, Network, Resources, Tmpfs};
 
 fn unavailable(reason: String) {
@@ -87,7 +88,7 @@ async fn launch_runs_waits_propagates_the_exit_code_and_removes() {
         Ok(image) => image,
         Err(reason) => return unavailable(format!("no test image: {reason}")),
     };
-    let docker = connect(std::env::var("DOCKER_HOST").ok().as_deref())
+    let docker = connect(Engine::Docker, std::env::var("DOCKER_HOST").ok().as_deref())
         .await
         .expect("connects");
     let name = format!("agentc-backend-api-live-{}", std::process::id());

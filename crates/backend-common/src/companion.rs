@@ -198,7 +198,7 @@ pub async fn setup<P: EnginePort>(
                 .inspect(&set.proxy)
                 .await
                 .map_err(|error| failed(egress::PUBLISH_RELAYS, error))?;
-            egress::check_relays_published(egress, &inspect)?;
+            egress::check_relays_published(port.engine(), egress, &inspect)?;
         }
         pause_at(pause::PROXY, &mut *interrupted).await
     }
@@ -216,7 +216,7 @@ pub async fn setup<P: EnginePort>(
 fn stopped(signal: Interrupt) -> ExecError {
     ExecError::Interrupted {
         signal,
-        container: None,
+        cleanup: None,
     }
 }
 

@@ -150,6 +150,7 @@ pub const PUBLISH_RELAYS: &str = "publish the sandbox's ports on the egress prox
 /// [`ExecError::PortNotPublished`], naming the port and the network (fail closed; the caller
 /// removes the companion).
 pub fn check_relays_published(
+    engine: crate::Engine,
     egress: &EgressSpec,
     proxy: &ContainerInspectResponse,
 ) -> Result<(), ExecError> {
@@ -169,6 +170,7 @@ pub fn check_relays_published(
             });
         if !published {
             return Err(ExecError::PortNotPublished {
+                engine,
                 port: relay.target.port(),
                 outside: match &egress.outside {
                     Network::Named { name } => format!("the network {name}"),
@@ -380,9 +382,10 @@ mod tests {
         let egress = container.egress.expect("a companion");
         let listen = format!("{}/tcp", agentc_policy::RELAY_PORT_BASE);
         let published = proxy(HashMap::from([(listen.clone(), binding("49200"))]));
-        check_relays_published(&egress, &published).unwrap();
+        check_relays_published(crate::Engine::Docker, &egress, &published).unwrap();
         for unpublished in [HashMap::new(), HashMap::from([(listen, None)])] {
-            let error = check_relays_published(&egress, &proxy(unpublished)).unwrap_err();
+            let error = check_relays_published(crate::Engine::Docker, &egress, &proxy(unpublished))
+                .unwrap_err();
             let text = error.to_string();
             assert!(
                 text.contains("port 8080") && text.contains("corp"),

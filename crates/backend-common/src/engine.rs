@@ -1,14 +1,14 @@
-//! Which container engine agentc drives (Docker or Podman), chosen once per process, and the
-//! fail-closed runtime check ([`crate::runtime`]) both backends run before creating anything.
+//! Which container engine agentc drives (Docker or Podman), and the fail-closed runtime check
+//! ([`crate::runtime`]) both backends run before creating anything.
 //!
-//! The engine is process-wide: the binary reads `--engine` / `AGENTC_ENGINE` once and calls
-//! [`set_engine`] before any launch; the CLI backend then runs [`Engine::program`] (`docker`
-//! or `podman`) and the API backend connects to that engine's socket. A launch naming a
+//! The engine is a value, never process state: the binary reads `--engine` / `AGENTC_ENGINE`
+//! and hands the [`Engine`] to the port it builds ([`crate::port::EnginePort::engine`]); the CLI
+//! port runs [`Engine::program`] (`docker` or `podman`), the API port talks to that engine's
+//! socket, and every error that names the engine carries it. A launch naming a
 //! runtime ([`agentc_policy::ContainerSpec::runtime`]) is judged by [`crate::check_runtime`]
 //! against what the engine reports ([`crate::Runtimes`]) before any container exists.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU8, Ordering};
 
 /// A container engine agentc can drive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -59,27 +59,6 @@ impl Engine {
 impl std::fmt::Display for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-static CURRENT: AtomicU8 = AtomicU8::new(0);
-
-/// Chooses the engine for the rest of the process (the binary does this once, first).
-pub fn set_engine(engine: Engine) {
-    CURRENT.store(
-        match engine {
-            Engine::Docker => 0,
-            Engine::Podman => 1,
-        },
-        Ordering::SeqCst,
-    );
-}
-
-/// The engine chosen by [`set_engine`]; Docker until then.
-pub fn engine() -> Engine {
-    match CURRENT.load(Ordering::SeqCst) {
-        1 => Engine::Podman,
-        _ => Engine::Docker,
     }
 }
 

@@ -69,8 +69,10 @@ pub enum ExecError {
         variable: String,
     },
     /// The image is not present on the daemon, and no pull was asked for.
-    #[error("image {image} is not present on the {} daemon\n  hint: build it with `agentc build PROFILE`, or provide it with `{} build` or `{} import`; agentc never pulls unless run with --pull, which pulls it from its registry", current(), current(), current())]
+    #[error("image {image} is not present on the {engine} daemon\n  hint: build it with `agentc build PROFILE`, or provide it with `{engine} build` or `{engine} import`; agentc never pulls unless run with --pull, which pulls it from its registry")]
     ImageMissing {
+        /// The engine asked.
+        engine: crate::Engine,
         /// The image reference.
         image: String,
     },
@@ -106,8 +108,10 @@ pub enum ExecError {
         message: String,
     },
     /// The daemon answered a request with an error.
-    #[error("{} daemon refused to {step} (status {status}): {message}{}", current(), daemon_hint(message).map(|hint| format!("\n  hint: {hint}")).unwrap_or_default())]
+    #[error("{engine} daemon refused to {step} (status {status}): {message}{}", hint_line(daemon_hint(message).unwrap_or_default()))]
     Daemon {
+        /// The engine that refused.
+        engine: crate::Engine,
         /// What agentc was doing, such as `create the container`.
         step: &'static str,
         /// The HTTP status.
@@ -124,35 +128,43 @@ pub enum ExecError {
         /// The engine's refusal.
         source: crate::port::EngineError,
     },
-    /// The docker CLI reported the daemon's refusal of a launch (exit 125); the container it
-    /// created, if any, was removed. The hint is the one the Engine API backend gives for the
-    /// same message.
-    #[error("{} daemon refused to {step}: {message}{}", current(), daemon_hint(message).map(|hint| format!("\n  hint: {hint}")).unwrap_or_default())]
-    CliRefused {
-        /// `create the container`, or `start the container` when it had been created.
+    /// The engine refused an operation, in its own words and with no status to give (the
+    /// docker CLI's exit 125, an answer read from the command line or a session's stream); a
+    /// launch's container, if created, was removed. The hint is the one the Engine API
+    /// backend gives for the same message.
+    #[error("{engine} daemon refused to {step}: {message}{}", hint_line(daemon_hint(message).unwrap_or_default()))]
+    Refused {
+        /// The engine that refused.
+        engine: crate::Engine,
+        /// What agentc was doing, such as `create the container`.
         step: &'static str,
-        /// The daemon's message, as the docker CLI printed it.
+        /// The engine's message.
         message: String,
     },
-    /// The connection to the daemon failed mid-launch.
+    /// The connection to the daemon (or its command line) failed mid-operation.
     #[error(
-        "lost the connection to the {} daemon while trying to {step}: {message}\n  hint: {}",
-        current(),
-        crate::hints::connection_hint(message, "check that the daemon is still running")
+        "lost the connection to the {engine} daemon while trying to {step}: {message}\n  hint: {}",
+        crate::hints::connection_hint(
+            message,
+            "check that the daemon is still running; `agentc ps` shows what is left"
+        )
     )]
     ConnectionLost {
+        /// The engine whose connection was lost.
+        engine: crate::Engine,
         /// What agentc was doing.
         step: &'static str,
         /// bollard's message.
         message: String,
     },
-    /// A signal interrupted the launch; the container created so far was removed.
-    #[error("interrupted by {signal}{}", container.as_ref().map(|c| format!("; removed container {c}")).unwrap_or_default())]
+    /// SIGINT or SIGTERM interrupted the operation; what it started was stopped or removed.
+    #[error("interrupted by {signal}{}", cleanup.as_ref().map(|cleanup| format!("; {cleanup}")).unwrap_or_default())]
     Interrupted {
         /// The signal.
         signal: Interrupt,
-        /// The container that was removed, if one had been created.
-        container: Option<String>,
+        /// What was cleaned up (`removed container NAME`), or what is left and how to remove
+        /// it; `None` when nothing had been started.
+        cleanup: Option<String>,
     },
     /// A launch failed or was interrupted, and the container it created could not be removed
     /// (typically because the daemon became unreachable).
@@ -165,16 +177,14 @@ pub enum ExecError {
         /// Why the removal failed.
         message: String,
     },
-    /// A container named for removal does not exist.
-    #[error("no such container {name}\n  hint: `agentc ps` lists agentc's containers")]
+    /// No container has this name or ID.
+    #[error("no such container {name}\n  hint: `agentc ps --all` lists agentc's containers")]
     NoSuchContainer {
         /// The name or ID given.
         name: String,
     },
-    /// A container named for removal is not one of agentc's.
-    #[error(
-        "refusing to remove {name}: it has no {LABEL_PROFILE} label, so agentc did not create it"
-    )]
+    /// The container exists but agentc did not create it, so agentc refuses to drive it.
+    #[error("refusing {name}: it has no {LABEL_PROFILE} label, so agentc did not create it\n  hint: agentc drives only its own containers (`agentc ps`); use the engine's own command line for others")]
     NotAgentc {
         /// The name or ID given.
         name: String,
@@ -223,11 +233,12 @@ pub enum ExecError {
     },
     /// A docker CLI query exited unsuccessfully.
     #[error(
-        "{} {command} failed ({status}): {stderr}{}",
-        current(),
+        "{engine} {command} failed ({status}): {stderr}{}",
         hint_line(crate::hints::connection_hint(stderr, ""))
     )]
     DockerFailed {
+        /// The engine whose command line it is.
+        engine: crate::Engine,
         /// The docker subcommand, such as `inspect`.
         command: String,
         /// How docker exited.
@@ -236,8 +247,10 @@ pub enum ExecError {
         stderr: String,
     },
     /// `docker inspect` printed something that is not a container's inspect.
-    #[error("cannot read `{} inspect {name}`: {message}", current())]
+    #[error("cannot read `{engine} inspect {name}`: {message}")]
     InspectUnreadable {
+        /// The engine whose command line printed it.
+        engine: crate::Engine,
         /// The container's name.
         name: String,
         /// The JSON reader's message.
@@ -255,8 +268,10 @@ pub enum ExecError {
     /// The egress proxy started but docker did not publish a sandbox port on it: its outside
     /// network is `--internal` (docker publishes no port through internal networks only). The
     /// workload was not launched and the companion was removed (fail closed).
-    #[error("the egress proxy cannot publish port {port} of the sandbox: it reaches out through {outside}, and {} publishes no port through an internal network\n  hint: set egress.outside_network to a network that is not --internal (unset: docker's bridge), or remove [network] publish; `agentc doctor PROFILE` checks it before a launch", current())]
+    #[error("the egress proxy cannot publish port {port} of the sandbox: it reaches out through {outside}, and {engine} publishes no port through an internal network\n  hint: set egress.outside_network to a network that is not --internal (unset: docker's bridge), or remove [network] publish; `agentc doctor PROFILE` checks it before a launch")]
     PortNotPublished {
+        /// The engine.
+        engine: crate::Engine,
         /// The sandbox's port (`8080`).
         port: u16,
         /// The outside network, in words (`the network corp`).
@@ -274,12 +289,6 @@ pub enum ExecError {
         found: String,
         /// How to remove it.
         hint: String,
-    },
-    /// `docker inspect` printed no container.
-    #[error("{} inspect found no container {name}", current())]
-    InspectEmpty {
-        /// The container's name.
-        name: String,
     },
     /// The launch names a runtime the engine does not have (or cannot apply); nothing was
     /// created.
@@ -322,6 +331,15 @@ pub enum ExecError {
 }
 
 impl ExecError {
+    /// A launch interrupted by `signal`, naming the container it removed, if one had been
+    /// created.
+    pub fn interrupted(signal: Interrupt, removed: Option<&str>) -> ExecError {
+        ExecError::Interrupted {
+            signal,
+            cleanup: removed.map(|container| format!("removed container {container}")),
+        }
+    }
+
     /// A failed pull of `image`, with the hint [`pull_hint`] finds in the daemon's message.
     pub fn pull_failed(image: &str, message: &str) -> ExecError {
         ExecError::PullFailed {
@@ -401,11 +419,6 @@ pub fn exit_status(code: i64) -> u8 {
     u8::try_from(code.rem_euclid(256)).unwrap_or(1)
 }
 
-/// The engine in use (`--engine`), as messages name it: `docker` or `podman`.
-fn current() -> &'static str {
-    crate::engine::engine().as_str()
-}
-
 /// What to do when the engine's API cannot be reached.
 fn connect_hint(engine: crate::Engine, message: &str) -> &'static str {
     crate::hints::connection_hint(message, engine_hint(engine))
@@ -461,6 +474,7 @@ mod tests {
         ];
         for (message, expected) in hinted {
             let error = ExecError::Daemon {
+                engine: crate::Engine::Docker,
                 step: "create the container",
                 status: 400,
                 message: message.to_string(),
@@ -471,6 +485,7 @@ mod tests {
             assert!(text.contains(message), "{text}");
         }
         let plain = ExecError::Daemon {
+            engine: crate::Engine::Docker,
             step: "start the container",
             status: 500,
             message: "something else".to_string(),
@@ -502,12 +517,14 @@ mod tests {
         assert!(stopped.contains("is docker running?"), "{stopped}");
         let cli = "permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock: dial unix /var/run/docker.sock: connect: permission denied";
         let lost = ExecError::ConnectionLost {
+            engine: crate::Engine::Docker,
             step: "inspect the image",
             message: cli.into(),
         }
         .to_string();
         assert!(lost.contains("usermod -aG docker"), "{lost}");
         let failed = ExecError::DockerFailed {
+            engine: crate::Engine::Docker,
             command: "image".into(),
             status: std::os::unix::process::ExitStatusExt::from_raw(256),
             stderr: cli.into(),
@@ -518,6 +535,7 @@ mod tests {
             "{failed}"
         );
         let other = ExecError::DockerFailed {
+            engine: crate::Engine::Docker,
             command: "image".into(),
             status: std::os::unix::process::ExitStatusExt::from_raw(256),
             stderr: "no such image".into(),
@@ -530,7 +548,7 @@ mod tests {
     fn interrupts_map_to_shell_exit_codes() {
         let error = ExecError::Interrupted {
             signal: Interrupt::Sigterm,
-            container: Some("abc".into()),
+            cleanup: Some("removed container abc".into()),
         };
         assert_eq!(error.exit_code(), 143);
         assert_eq!(
@@ -539,10 +557,14 @@ mod tests {
         );
         assert_eq!(Interrupt::Sigint.exit_code(), 130);
         let missing = ExecError::ImageMissing {
+            engine: crate::Engine::Podman,
             image: "claude-code:latest".into(),
         };
         assert_eq!(missing.exit_code(), 125);
-        assert!(missing.to_string().contains("agentc build PROFILE"));
+        let text = missing.to_string();
+        assert!(text.contains("agentc build PROFILE"), "{text}");
+        assert!(text.contains("on the podman daemon"), "{text}");
+        assert!(text.contains("`podman build` or `podman import`"), "{text}");
     }
 
     #[test]
@@ -558,7 +580,10 @@ mod tests {
         let error = EngineError::of_launch(unsupported);
         assert_eq!(error.kind, EngineErrorKind::Unsupported);
         assert_eq!(error.detail, text);
-        let missing = ExecError::ImageMissing { image: "x".into() };
+        let missing = ExecError::ImageMissing {
+            engine: crate::Engine::Docker,
+            image: "x".into(),
+        };
         assert_eq!(
             EngineError::of_launch(missing).kind,
             EngineErrorKind::Failed
@@ -576,7 +601,7 @@ mod tests {
         assert_eq!(refused.exit_code(), 1);
         assert_eq!(
             refused.to_string(),
-            "refusing to remove db: it has no io.agentc.profile label, so agentc did not create it"
+            "refusing db: it has no io.agentc.profile label, so agentc did not create it\n  hint: agentc drives only its own containers (`agentc ps`); use the engine's own command line for others"
         );
         assert_eq!(
             ExecError::NoSuchContainer { name: "x".into() }.exit_code(),

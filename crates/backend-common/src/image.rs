@@ -28,6 +28,7 @@ pub async fn ensure_image<P: EnginePort>(
         return Ok(());
     }
     let missing = || ExecError::ImageMissing {
+        engine: port.engine(),
         image: image.to_string(),
     };
     if !pull {

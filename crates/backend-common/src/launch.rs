@@ -157,10 +157,10 @@ async fn start<P: EnginePort, S: Interrupts>(
         started = port.start_launch(&placed, env) => started,
         signal = signals.recv() => {
             // The engine may have created it: only its name finds it again.
-            let interrupted = |container| ExecError::Interrupted { signal, container };
+            let interrupted = |removed: Option<&str>| ExecError::interrupted(signal, removed);
             match &name {
                 Some(name) => match port.remove_container(name).await {
-                    Ok(()) => Err(interrupted(Some(name.clone()))),
+                    Ok(()) => Err(interrupted(Some(name))),
                     Err(error) => Err(ExecError::NotRemoved {
                         cause: Box::new(interrupted(None)),
                         container: name.clone(),
@@ -221,7 +221,7 @@ fn between_steps<S: Interrupts>(signals: &mut S) -> Result<(), ExecError> {
     match signals.pending() {
         Some(signal) => Err(ExecError::Interrupted {
             signal,
-            container: None,
+            cleanup: None,
         }),
         None => Ok(()),
     }
@@ -367,7 +367,7 @@ pub async fn launch_copies<'a, P: EnginePort, S: Interrupts>(
             Ok(mut signals) => match signals.pending() {
                 Some(signal) => Err(ExecError::Interrupted {
                     signal,
-                    container: None,
+                    cleanup: None,
                 }),
                 None => signals.another(),
             },
@@ -477,6 +477,7 @@ mod tests {
             failed: vec![(
                 "box-2".to_string(),
                 ExecError::ImageMissing {
+                    engine: crate::Engine::Docker,
                     image: "img:1".to_string(),
                 },
             )],

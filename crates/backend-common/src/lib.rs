@@ -86,7 +86,7 @@ pub mod snapshot;
 pub mod volumes;
 
 pub use argv::{check_build, check_container, check_egress, ArgvError};
-pub use engine::{engine, set_engine, Engine};
+pub use engine::Engine;
 pub use error::{exit_status, ExecError, Interrupt};
 pub use inspect::{network_of, published_addresses, PublishedAddress};
 pub use runtime::{

@@ -63,11 +63,8 @@ fn provide_image(
         .find(|launch| matches!(launch.spec.action, Action::Build(_)))
     {
         let argv = agentc_backend_cli::render_argv(&build.spec).map_err(Failure::unlaunchable)?;
-        let code = agentc_backend_cli::exec::docker::run_foreground(
-            agentc_backend_common::engine(),
-            &argv,
-        )
-        .map_err(launch::exec_failure)?;
+        let code = agentc_backend_cli::exec::docker::run_foreground(crate::engine(), &argv)
+            .map_err(launch::exec_failure)?;
         if code != 0 {
             return Err(Failure::new(
                 agentc_backend_common::exit_status(i64::from(code)),
@@ -85,13 +82,15 @@ fn provide_image(
             ));
         }
         match backend {
-            BackendArg::Cli => agentc_backend_cli::exec::ensure_image(image, true, launch::notify)
-                .map_err(launch::exec_failure)?,
+            BackendArg::Cli => {
+                agentc_backend_cli::exec::ensure_image(crate::engine(), image, true, launch::notify)
+                    .map_err(launch::exec_failure)?
+            }
             BackendArg::Api => {
                 let runtime = launch::runtime()?;
                 runtime.block_on(async {
-                    let docker = launch::connect().await?;
-                    agentc_backend_api::ensure_image(&docker, image, true, launch::notify)
+                    let port = launch::connect().await?;
+                    agentc_backend_api::ensure_image(&port, image, true, launch::notify)
                         .await
                         .map_err(launch::exec_failure)
                 })?;

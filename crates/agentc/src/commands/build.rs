@@ -27,9 +27,8 @@ pub fn build(args: BuildArgs) -> Result<u8, Failure> {
     let loaded = context::load_profile(&launch_args.profile)?;
     let spec = context::resolve_launch(&loaded, &launch_args)?;
     let argv = agentc_backend_cli::render_argv(&spec).map_err(Failure::unlaunchable)?;
-    let code =
-        agentc_backend_cli::exec::docker::run_foreground(agentc_backend_common::engine(), &argv)
-            .map_err(launch::exec_failure)?;
+    let code = agentc_backend_cli::exec::docker::run_foreground(crate::engine(), &argv)
+        .map_err(launch::exec_failure)?;
     if code == 0 {
         if let Action::Build(build) = &spec.action {
             println!("built {}", build.tag);

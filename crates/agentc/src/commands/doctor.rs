@@ -22,7 +22,7 @@ pub fn doctor(args: DoctorArgs) -> Result<u8, Failure> {
         .transpose()?;
     let runtime = launch::runtime()?;
     let facts = runtime.block_on(async {
-        let docker = launch::connect().await.map_err(|failure| {
+        let port = launch::connect().await.map_err(|failure| {
             failure
                 .message
                 .lines()
@@ -30,7 +30,7 @@ pub fn doctor(args: DoctorArgs) -> Result<u8, Failure> {
                 .unwrap_or_default()
                 .to_string()
         });
-        probe::engine_facts(docker).await
+        probe::engine_facts(port).await
     });
     drop(runtime);
     let reachable = facts.unreachable.is_none();
@@ -41,7 +41,7 @@ pub fn doctor(args: DoctorArgs) -> Result<u8, Failure> {
         checks.extend(profile_checks(&facts));
     }
     let report = Report {
-        engine: match agentc_backend_common::engine() {
+        engine: match crate::engine() {
             agentc_backend_common::Engine::Docker => Engine::Docker,
             agentc_backend_common::Engine::Podman => Engine::Podman,
         },
@@ -74,23 +74,18 @@ fn profile_facts(
     };
     if let Some(runtime) = &loaded.profile.security.runtime {
         // Asked through the engine's command line: Podman's socket cannot tell.
-        let available =
-            agentc_backend_cli::exec::engine::runtimes(agentc_backend_common::engine(), runtime)
-                .and_then(|found| {
-                    agentc_backend_common::check_runtime(
-                        agentc_backend_common::engine(),
-                        runtime,
-                        &found,
-                    )
-                })
-                .map_err(|error| {
-                    error
-                        .to_string()
-                        .lines()
-                        .next()
-                        .unwrap_or_default()
-                        .to_string()
-                });
+        let available = agentc_backend_cli::exec::engine::runtimes(crate::engine(), runtime)
+            .and_then(|found| {
+                agentc_backend_common::check_runtime(crate::engine(), runtime, &found)
+            })
+            .map_err(|error| {
+                error
+                    .to_string()
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            });
         facts.runtime = Some((runtime.clone(), available));
     }
     if reachable {

@@ -129,7 +129,7 @@ pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
                     .map_err(|error| Failure::new(EXIT_FAILED, error.to_string()))?
                     .tag
             } else {
-                agentc_backend_cli::exec::egress::own_proxy_image()
+                agentc_backend_cli::exec::egress::own_proxy_image(crate::engine())
                     .map_err(|error| Failure::new(125, error.to_string()))?
             };
             println!("{tag}");

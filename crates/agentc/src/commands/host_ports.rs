@@ -79,7 +79,7 @@ pub fn check_free(
                     let container = if name == "docker-proxy" || name == "rootlessport" {
                         format!(
                             ": a container publishes it (`{} ps --filter publish={}` names it)",
-                            agentc_backend_common::engine().program(),
+                            crate::engine().program(),
                             chosen.port
                         )
                     } else {

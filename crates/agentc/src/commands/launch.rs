@@ -8,12 +8,12 @@ use std::collections::BTreeMap;
 
 use std::io::IsTerminal;
 
+use agentc_backend_api::port::ApiPort;
 use agentc_backend_common::port::EnginePort;
 use agentc_backend_common::signals::Signals;
 use agentc_backend_common::{exit_status, published_addresses, ExecError};
 use agentc_policy::{Action, ContainerSpec, LaunchSpec, Network};
 use bollard::models::ContainerInspectResponse;
-use bollard::Docker;
 use futures_util::StreamExt;
 
 use crate::cli::BackendArg;
@@ -42,7 +42,7 @@ pub fn process_env() -> BTreeMap<String, String> {
 /// Where the engine's API is: for Docker `DOCKER_HOST` (`None`: the local socket); for
 /// Podman `CONTAINER_HOST`, `DOCKER_HOST`, else its socket by Podman's conventions.
 pub fn engine_host() -> Option<String> {
-    match agentc_backend_common::engine() {
+    match crate::engine() {
         agentc_backend_common::Engine::Docker => std::env::var("DOCKER_HOST")
             .ok()
             .filter(|host| !host.is_empty()),
@@ -64,30 +64,23 @@ pub fn engine_is_remote() -> bool {
 }
 
 /// Connects to the engine's API ([`engine_host`]) and checks that the engine answering is the
-/// one asked for (`--engine`).
-pub async fn connect() -> Result<Docker, Failure> {
+/// one asked for (`--engine`): the engine port over that connection.
+pub async fn connect() -> Result<ApiPort, Failure> {
     connect_reaping(None).await
 }
 
 /// [`connect`], then the egress companions of launches killed before they finished removed
-/// ([`agentc_backend_api::companion::reap`], each set said on stderr), those of `own` (the
+/// ([`agentc_backend_common::companion::reap`], each set said on stderr), those of `own` (the
 /// workload the caller launches next) at once.
-pub async fn connect_reaping(own: Option<&str>) -> Result<Docker, Failure> {
-    let docker = connect_only().await?;
-    reap(&docker, own).await;
-    Ok(docker)
+pub async fn connect_reaping(own: Option<&str>) -> Result<ApiPort, Failure> {
+    let port = connect_only().await?;
+    reap(&port, own).await;
+    Ok(port)
 }
 
 /// Removes the egress companions whose workload is gone and says so on stderr; a failure
 /// is logged only (the command goes on).
-pub async fn reap(docker: &Docker, own: Option<&str>) {
-    let port =
-        agentc_backend_api::port::ApiPort::new(docker.clone(), agentc_backend_common::engine());
-    reap_through(&port, own).await
-}
-
-/// [`reap`] over any engine port ([`agentc_backend_common::companion::reap`]).
-async fn reap_through<P: agentc_backend_common::port::EnginePort>(port: &P, own: Option<&str>) {
+pub async fn reap<P: agentc_backend_common::port::EnginePort>(port: &P, own: Option<&str>) {
     // Test-only: a fault test has its own profile's killed launches judged at once.
     let at_once = std::env::var("AGENTC_TEST_REAP_AT_ONCE").ok();
     match agentc_backend_common::companion::reap(port, own, at_once.as_deref()).await {
@@ -107,31 +100,28 @@ pub fn reap_for_cli(own: Option<&str>) {
     let Ok(runtime) = runtime() else { return };
     runtime.block_on(async {
         match connect_only().await {
-            Ok(docker) => reap(&docker, own).await,
+            Ok(port) => reap(&port, own).await,
             Err(failure) => {
                 log::debug!(
                     "looking for the leftovers of killed launches through the command line: {}",
                     failure.message
                 );
-                let port =
-                    agentc_backend_cli::exec::port::CliPort::new(agentc_backend_common::engine());
-                reap_through(&port, own).await
+                let port = agentc_backend_cli::exec::port::CliPort::new(crate::engine());
+                reap(&port, own).await
             }
         }
     });
 }
 
 /// Connects to the engine and checks it is the one chosen, nothing more.
-async fn connect_only() -> Result<Docker, Failure> {
+async fn connect_only() -> Result<ApiPort, Failure> {
     let host = engine_host();
-    let docker = agentc_backend_api::connect(host.as_deref())
+    let port = agentc_backend_api::connect(crate::engine(), host.as_deref())
         .await
         .map_err(exec_failure)?;
     let endpoint = host.unwrap_or_else(|| "the local docker socket".to_string());
-    agentc_backend_api::check_engine(&docker, agentc_backend_common::engine(), &endpoint)
-        .await
-        .map_err(exec_failure)?;
-    Ok(docker)
+    port.check_engine(&endpoint).await.map_err(exec_failure)?;
+    Ok(port)
 }
 
 /// A launch failure, with its exit status ([`ExecError::exit_code`]).
@@ -189,7 +179,7 @@ pub fn isolation_port(
     use super::isolation::port::OverPort;
     let local = !engine_is_remote();
     let runtime = runtime()?;
-    let engine = agentc_backend_common::engine();
+    let engine = crate::engine();
     Ok(match backend {
         BackendArg::Cli => Box::new(OverPort {
             runtime,
@@ -197,10 +187,10 @@ pub fn isolation_port(
             local,
         }),
         BackendArg::Api => {
-            let docker = runtime.block_on(connect())?;
+            let port = runtime.block_on(connect())?;
             Box::new(OverPort {
                 runtime,
-                port: agentc_backend_api::port::ApiPort::new(docker, engine),
+                port,
                 local,
             })
         }
@@ -260,14 +250,11 @@ pub fn execute_placed(
     runtime.block_on(async {
         match backend {
             BackendArg::Cli => {
-                let port =
-                    agentc_backend_cli::exec::port::CliPort::new(agentc_backend_common::engine());
+                let port = agentc_backend_cli::exec::port::CliPort::new(crate::engine());
                 launch_over(&port, container, &env, options).await
             }
             BackendArg::Api => {
-                let docker = connect_reaping(own).await?;
-                let port =
-                    agentc_backend_api::port::ApiPort::new(docker, agentc_backend_common::engine());
+                let port = connect_reaping(own).await?;
                 launch_over(&port, container, &env, options).await
             }
         }
@@ -378,14 +365,11 @@ pub fn execute_copies(
     runtime.block_on(async {
         match backend {
             BackendArg::Cli => {
-                let port =
-                    agentc_backend_cli::exec::port::CliPort::new(agentc_backend_common::engine());
+                let port = agentc_backend_cli::exec::port::CliPort::new(crate::engine());
                 copies_over(&port, &copies, &env, pull, jobs).await
             }
             BackendArg::Api => {
-                let docker = connect().await?;
-                let port =
-                    agentc_backend_api::port::ApiPort::new(docker, agentc_backend_common::engine());
+                let port = connect().await?;
                 copies_over(&port, &copies, &env, pull, jobs).await
             }
         }
@@ -605,11 +589,12 @@ mod tests {
         let refused = exec_failure(ExecError::NotAgentc { name: "db".into() });
         assert_eq!(refused.code, 1);
         assert!(
-            refused.message.contains("refusing to remove db"),
+            refused.message.contains("refusing db"),
             "{}",
             refused.message
         );
         let missing = exec_failure(ExecError::ImageMissing {
+            engine: agentc_backend_common::Engine::Docker,
             image: "x:1".into(),
         });
         assert_eq!(missing.code, 125);

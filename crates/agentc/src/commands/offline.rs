@@ -172,7 +172,7 @@ fn render(
     format: FormatArg,
 ) -> Result<String, Failure> {
     if let (agentc_backend_common::Engine::Podman, agentc_policy::Action::Container(container)) =
-        (agentc_backend_common::engine(), &spec.action)
+        (crate::engine(), &spec.action)
     {
         return render_podman(container, backend, format);
     }

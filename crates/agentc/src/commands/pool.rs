@@ -17,9 +17,11 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 use agentc_backend_api::ApiClient;
+use agentc_backend_cli::exec::port::CliPort;
 use agentc_backend_cli::CliClient;
 use agentc_backend_common::pool::{self, Member, Wanted};
 use agentc_backend_common::session::{ExecRequest, ExecStdin, SandboxClient, SessionError};
+use agentc_backend_common::ExecError;
 use agentc_policy::pool::{
     claim_command, claim_secrets, cold_reason, credential_fingerprints, member_name, member_spec,
     pool_key,
@@ -56,14 +58,13 @@ fn on_client<J: PoolJob>(backend: BackendArg, job: J) -> Result<J::Output, Failu
     let env = launch::process_env();
     runtime.block_on(async move {
         match backend {
-            BackendArg::Cli => job.run(&CliClient::new(env)).await,
+            BackendArg::Cli => {
+                job.run(&CliClient::over(CliPort::new(crate::engine()), env))
+                    .await
+            }
             BackendArg::Api => {
-                let docker = launch::connect().await?;
-                job.run(&ApiClient::over(
-                    agentc_backend_api::port::ApiPort::new(docker, agentc_backend_common::engine()),
-                    env,
-                ))
-                .await
+                let port = launch::connect().await?;
+                job.run(&ApiClient::over(port, env)).await
             }
         }
     })
@@ -558,10 +559,15 @@ impl PoolJob for ClaimJob<'_> {
         );
         if let Some(signal) = signals.recv().now_or_never() {
             let _ = pool::discard(client, &member).await;
-            return Err(session_failure(SessionError::Interrupted {
-                signal,
-                cleanup: format!("removed the claimed member {}", member.sandbox.name),
-            }));
+            return Err(session_failure(SessionError::Launch(
+                ExecError::Interrupted {
+                    signal,
+                    cleanup: Some(format!(
+                        "removed the claimed member {}",
+                        member.sandbox.name
+                    )),
+                },
+            )));
         }
         let command = claim_command(container, &facts.entrypoint, &facts.cmd);
         if command.is_empty() {

@@ -181,12 +181,9 @@ pub fn ps(args: PsArgs) -> Result<u8, Failure> {
     let filters = Filters::parse(&args.filter).map_err(Failure::usage)?;
     let runtime = launch::runtime()?;
     let (rows, volumes) = runtime.block_on(async {
-        let docker = launch::connect().await?;
-        let client = ApiClient::over(
-            agentc_backend_api::port::ApiPort::new(docker.clone(), agentc_backend_common::engine()),
-            Default::default(),
-        );
-        let summaries = agentc_backend_api::list(&docker, None)
+        let port = launch::connect().await?;
+        let client = ApiClient::over(port.clone(), Default::default());
+        let summaries = agentc_backend_api::list(&port, None)
             .await
             .map_err(launch::exec_failure)?;
         let mut rows = Vec::new();
@@ -199,7 +196,7 @@ pub fn ps(args: PsArgs) -> Result<u8, Failure> {
                 continue;
             }
             let (network, ports) =
-                match agentc_backend_api::inspect_reachable(&docker, &summary.id).await {
+                match agentc_backend_api::inspect_reachable(&port, &summary.id).await {
                     Ok(inspect) => {
                         let network = network_of(&inspect);
                         let ports = published_addresses(&inspect, &network)
@@ -223,7 +220,7 @@ pub fn ps(args: PsArgs) -> Result<u8, Failure> {
             rows.push(row(summary, network, ports, egress));
         }
         let volumes = if args.volumes {
-            agentc_backend_api::list_volumes(&docker)
+            agentc_backend_api::list_volumes(&port)
                 .await
                 .map_err(launch::exec_failure)?
         } else {

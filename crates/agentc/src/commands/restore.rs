@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use agentc_backend_api::RemoveTarget;
 use agentc_backend_common::session::{SandboxClient, SessionError};
 use agentc_backend_common::snapshot::{self, RestorePlan, SnapshotRecord};
+use agentc_backend_common::ExecError;
 use agentc_policy::{Instance, LaunchSpec, LoadedProfile, Start};
 
 use super::snapshot::{
@@ -52,8 +53,8 @@ fn in_use(names: &[String]) -> Failure {
 /// Whether a container has the name `name` (one agentc did not create counts too).
 async fn taken<C: SandboxClient>(client: &C, name: &str) -> Result<bool, Failure> {
     match client.find(name).await {
-        Ok(_) | Err(SessionError::NotAgentc { .. }) => Ok(true),
-        Err(SessionError::NoSuchContainer { .. }) => Ok(false),
+        Ok(_) | Err(SessionError::Launch(ExecError::NotAgentc { .. })) => Ok(true),
+        Err(SessionError::Launch(ExecError::NoSuchContainer { .. })) => Ok(false),
         Err(error) => Err(session_failure(error)),
     }
 }
@@ -110,7 +111,7 @@ impl OnClient for Prepare<'_> {
                 break spec;
             }
             match client.find(&name).await {
-                Err(SessionError::NoSuchContainer { .. }) => break spec,
+                Err(SessionError::Launch(ExecError::NoSuchContainer { .. })) => break spec,
                 Err(SessionError::BadName { .. }) => {
                     return Err(session_failure(SessionError::BadName { name }))
                 }
@@ -176,16 +177,16 @@ fn discard(name: &str, plan: &RestorePlan) {
         return;
     };
     runtime.block_on(async {
-        let Ok(docker) = launch::connect().await else {
+        let Ok(port) = launch::connect().await else {
             eprintln!("agentc: could not remove {name}\n  hint: `agentc rm {name}` removes it");
             return;
         };
         let target = RemoveTarget::Names(vec![name.to_string()]);
-        if let Err(error) = agentc_backend_api::remove(&docker, &target).await {
+        if let Err(error) = agentc_backend_api::remove(&port, &target).await {
             eprintln!("agentc: could not remove {name}: {error}");
         }
         let volumes: Vec<String> = plan.fresh_volumes.iter().cloned().collect();
-        if let Err(error) = agentc_backend_api::remove_volumes(&docker, &volumes, true).await {
+        if let Err(error) = agentc_backend_api::remove_volumes(&port, &volumes, true).await {
             eprintln!("agentc: could not remove the volumes of {name}: {error}");
         }
     });

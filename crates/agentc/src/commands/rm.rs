@@ -1,9 +1,9 @@
 //! `agentc rm`: removes containers agentc launched, and only those; with `--volumes`, also
 //! agentc's volumes they mount.
 
+use agentc_backend_api::ApiPort;
 use agentc_backend_api::{ApiClient, RemoveTarget};
 use agentc_backend_common::ExecError;
-use bollard::Docker;
 
 use crate::cli::RmArgs;
 use crate::commands::launch;
@@ -13,11 +13,8 @@ use crate::context::Failure;
 /// The containers NAMEs mean, as the session commands read them: a profile file, or a profile's
 /// name that no container has (and that leaves nothing of a killed launch to remove), is its
 /// one container, running or not; any other name is left to [`agentc_backend_api::remove`].
-async fn resolve_names(docker: &Docker, names: Vec<String>) -> Result<Vec<String>, Failure> {
-    let client = ApiClient::over(
-        agentc_backend_api::port::ApiPort::new(docker.clone(), agentc_backend_common::engine()),
-        launch::process_env(),
-    );
+async fn resolve_names(port: &ApiPort, names: Vec<String>) -> Result<Vec<String>, Failure> {
+    let client = ApiClient::over(port.clone(), launch::process_env());
     let mut resolved = Vec::new();
     for name in names {
         if is_profile_path(&name) {
@@ -26,7 +23,7 @@ async fn resolve_names(docker: &Docker, names: Vec<String>) -> Result<Vec<String
         }
         // Validate the name alone: only when it is no container, nor the leftovers of one,
         // may it be a profile's name.
-        match agentc_backend_api::check_removable(docker, std::slice::from_ref(&name)).await {
+        match agentc_backend_api::check_removable(port, std::slice::from_ref(&name)).await {
             Err(ExecError::NoSuchContainer { .. }) => {
                 resolved.push(sandbox_named(&client, &name, true).await?.name);
             }
@@ -55,15 +52,15 @@ pub fn rm(args: RmArgs) -> Result<u8, Failure> {
     };
     let runtime = launch::runtime()?;
     let (removed, volumes) = runtime.block_on(async {
-        let docker = launch::connect().await?;
+        let port = launch::connect().await?;
         let target = match target {
-            RemoveTarget::Names(names) => RemoveTarget::Names(resolve_names(&docker, names).await?),
+            RemoveTarget::Names(names) => RemoveTarget::Names(resolve_names(&port, names).await?),
             other => other,
         };
         let volumes = match (&target, args.volumes) {
             (_, false) => Vec::new(),
             (RemoveTarget::All | RemoveTarget::Profile(_), true) => {
-                agentc_backend_api::list_volumes(&docker)
+                agentc_backend_api::list_volumes(&port)
                     .await
                     .map_err(launch::exec_failure)?
                     .into_iter()
@@ -74,15 +71,15 @@ pub fn rm(args: RmArgs) -> Result<u8, Failure> {
                     .map(|(name, _)| name)
                     .collect()
             }
-            (RemoveTarget::Names(names), true) => agentc_backend_api::volumes_of(&docker, names)
+            (RemoveTarget::Names(names), true) => agentc_backend_api::volumes_of(&port, names)
                 .await
                 .map_err(launch::exec_failure)?,
         };
-        let removed = agentc_backend_api::remove(&docker, &target)
+        let removed = agentc_backend_api::remove(&port, &target)
             .await
             .map_err(launch::exec_failure)?;
         let skip_in_use = matches!(target, RemoveTarget::All | RemoveTarget::Profile(_));
-        let volumes = agentc_backend_api::remove_volumes(&docker, &volumes, skip_in_use)
+        let volumes = agentc_backend_api::remove_volumes(&port, &volumes, skip_in_use)
             .await
             .map_err(launch::exec_failure)?;
         Ok::<_, Failure>((removed, volumes))

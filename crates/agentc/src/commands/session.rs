@@ -11,6 +11,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use agentc_backend_api::ApiClient;
+use agentc_backend_cli::exec::port::CliPort;
 use agentc_backend_cli::CliClient;
 use agentc_backend_common::egress_state::EgressState;
 use agentc_backend_common::session::target::parse_port;
@@ -18,7 +19,7 @@ use agentc_backend_common::session::{
     parse_since, ExecRequest, ExecStdin, LogsRequest, OutputSink, ProcessStdio, Sandbox,
     SandboxClient, SandboxEgress, SessionError, Stream, EXEC_TAG_VAR,
 };
-use agentc_backend_common::{exit_status, Interrupt};
+use agentc_backend_common::{exit_status, ExecError, Interrupt};
 use agentc_policy::{EnvValue, EnvVar};
 
 use crate::cli::{
@@ -42,18 +43,14 @@ fn on_backend(backend: BackendArg, command: impl SessionCommand) -> Result<u8, F
     let env = launch::process_env();
     runtime.block_on(async move {
         match backend {
-            BackendArg::Cli => command.run(&CliClient::new(env)).await,
-            BackendArg::Api => {
-                let docker = launch::connect().await?;
+            BackendArg::Cli => {
                 command
-                    .run(&ApiClient::over(
-                        agentc_backend_api::port::ApiPort::new(
-                            docker,
-                            agentc_backend_common::engine(),
-                        ),
-                        env,
-                    ))
+                    .run(&CliClient::over(CliPort::new(crate::engine()), env))
                     .await
+            }
+            BackendArg::Api => {
+                let port = launch::connect().await?;
+                command.run(&ApiClient::over(port, env)).await
             }
         }
     })
@@ -86,7 +83,7 @@ pub(crate) async fn sandbox_named<C: SandboxClient>(
         match client.find(name).await {
             // A profile's name, as `agentc ps` prints it, means its one container as a profile
             // file does; a container of that name comes first.
-            Err(SessionError::NoSuchContainer { .. }) => {
+            Err(SessionError::Launch(ExecError::NoSuchContainer { .. })) => {
                 match client.find_profile(name, stopped_too).await {
                     Err(SessionError::NotOneContainer { found, .. }) if found.is_empty() => {
                         return Err(Failure::new(
@@ -176,7 +173,7 @@ pub(crate) async fn run_exec<C: SandboxClient>(
     let mut output = ProcessStdio;
     let interrupted = tokio::select! {
         result = client.exec(sandbox, &request, &mut output) => {
-            if let Err(error @ SessionError::ConnectionLost { .. }) = result {
+            if let Err(error @ SessionError::Launch(ExecError::ConnectionLost { .. })) = result {
                 // The command runs on in the container: stop it if the daemon answers again.
                 let _ = client
                     .stop_tagged(sandbox, &tag, request.user.as_deref())
@@ -197,10 +194,12 @@ pub(crate) async fn run_exec<C: SandboxClient>(
             sandbox.name, sandbox.name
         ),
     };
-    Err(session_failure(SessionError::Interrupted {
-        signal: interrupted,
-        cleanup,
-    }))
+    Err(session_failure(SessionError::Launch(
+        ExecError::Interrupted {
+            signal: interrupted,
+            cleanup: Some(cleanup),
+        },
+    )))
 }
 
 struct Exec(ExecArgs);
@@ -338,10 +337,10 @@ impl SessionCommand for Copy {
                 eprintln!("agentc: copied {} to {}", args.source, copied?);
                 Ok(0)
             }
-            signal = signals.recv() => Err(session_failure(SessionError::Interrupted {
+            signal = signals.recv() => Err(session_failure(SessionError::Launch(ExecError::Interrupted {
                 signal,
-                cleanup: "the copy was stopped and what it had written on the host removed".to_string(),
-            })),
+                cleanup: Some("the copy was stopped and what it had written on the host removed".to_string()),
+            }))),
         }
     }
 }
@@ -497,7 +496,7 @@ impl SessionCommand for EgressLog {
         tokio::select! {
             result = client.logs(&proxy, &request, output) => {
                 match result {
-                    Ok(()) | Err(SessionError::NoSuchContainer { .. }) => {}
+                    Ok(()) | Err(SessionError::Launch(ExecError::NoSuchContainer { .. })) => {}
                     Err(error) => return Err(session_failure(error)),
                 }
             }

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use agentc_backend_api::ApiClient;
+use agentc_backend_cli::exec::port::CliPort;
 use agentc_backend_cli::CliClient;
 use agentc_backend_common::session::SandboxClient;
 use agentc_backend_common::snapshot::{self, Freeze, SnapshotError, SnapshotRecord};
@@ -35,14 +36,13 @@ pub(crate) fn on_client<S: OnClient>(backend: BackendArg, step: S) -> Result<S::
     let env = launch::process_env();
     runtime.block_on(async move {
         match backend {
-            BackendArg::Cli => step.run(&CliClient::new(env)).await,
+            BackendArg::Cli => {
+                step.run(&CliClient::over(CliPort::new(crate::engine()), env))
+                    .await
+            }
             BackendArg::Api => {
-                let docker = launch::connect().await?;
-                step.run(&ApiClient::over(
-                    agentc_backend_api::port::ApiPort::new(docker, agentc_backend_common::engine()),
-                    env,
-                ))
-                .await
+                let port = launch::connect().await?;
+                step.run(&ApiClient::over(port, env)).await
             }
         }
     })

@@ -29,18 +29,15 @@ pub trait Engine {
 /// line or the Engine API, each query written once ([`PortEngine`]).
 pub fn connect(backend: BackendArg) -> Result<Box<dyn Engine>, Failure> {
     let runtime = launch::runtime()?;
-    let engine = agentc_backend_common::engine();
+    let engine = crate::engine();
     Ok(match backend {
         BackendArg::Cli => Box::new(PortEngine {
             runtime,
             port: agentc_backend_cli::exec::port::CliPort::new(engine),
         }),
         BackendArg::Api => {
-            let docker = runtime.block_on(launch::connect())?;
-            Box::new(PortEngine {
-                runtime,
-                port: agentc_backend_api::port::ApiPort::new(docker, engine),
-            })
+            let port = runtime.block_on(launch::connect())?;
+            Box::new(PortEngine { runtime, port })
         }
     })
 }

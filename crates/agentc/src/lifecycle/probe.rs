@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 
+use agentc_backend_api::ApiPort;
 use agentc_lifecycle::doctor::{Engine as EngineName, EngineFacts};
 use bollard::models::NetworkCreateRequest;
 use bollard::Docker;
@@ -44,8 +45,8 @@ fn podman_ulimits_configured() -> bool {
 }
 
 /// Gathers the engine's facts; an unreachable engine is a fact too.
-pub async fn engine_facts(docker: Result<Docker, String>) -> EngineFacts {
-    let engine = match agentc_backend_common::engine() {
+pub async fn engine_facts(port: Result<ApiPort, String>) -> EngineFacts {
+    let engine = match crate::engine() {
         agentc_backend_common::Engine::Docker => EngineName::Docker,
         agentc_backend_common::Engine::Podman => EngineName::Podman,
     };
@@ -59,13 +60,14 @@ pub async fn engine_facts(docker: Result<Docker, String>) -> EngineFacts {
             .and_then(|text| text.trim().parse().ok()),
         ..EngineFacts::default()
     };
-    let docker = match docker {
-        Ok(docker) => docker,
+    let port = match port {
+        Ok(port) => port,
         Err(error) => {
             facts.unreachable = Some(error);
             return facts;
         }
     };
+    let docker = &port.docker;
     match docker.version().await {
         Ok(version) => {
             facts.version = version.version;
@@ -102,9 +104,9 @@ pub async fn engine_facts(docker: Result<Docker, String>) -> EngineFacts {
         facts.security_options = info.security_options.unwrap_or_default();
         facts.disk = Some(free_disk(info.docker_root_dir.as_deref()));
     }
-    facts.isolated_network = Some(isolated_network(&docker).await);
+    facts.isolated_network = Some(isolated_network(docker).await);
     facts.egress_leftovers = Some(
-        agentc_backend_api::companion::leftovers(&docker, None, None)
+        agentc_backend_common::companion::leftovers(&port, None, None)
             .await
             .map(|found| {
                 found

@@ -14,7 +14,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use agentc_backend_api::port::ApiPort;
 use agentc_backend_api::signals::Signals;
 use agentc_backend_cli::exec::port::CliPort;
 use agentc_backend_common::companion;
@@ -177,7 +176,7 @@ pub fn verify_launch(
         .map(|egress| egress_probe.target(&egress.proxy.command));
     let allowed = target.as_ref().and_then(|target| target.as_ref().ok());
     // One flow; the backend only picks the engine port it runs over.
-    let engine = agentc_backend_common::engine();
+    let engine = crate::engine();
     let probed = launch::runtime()?.block_on(async {
         match backend {
             BackendArg::Cli => {
@@ -185,7 +184,7 @@ pub fn verify_launch(
                 self::probe(&port, &probe, &name, env, pull, allowed).await
             }
             BackendArg::Api => {
-                let port = ApiPort::new(launch::connect().await?, engine);
+                let port = launch::connect().await?;
                 self::probe(&port, &probe, &name, env, pull, allowed).await
             }
         }
@@ -244,7 +243,7 @@ fn expected(
     container: &ContainerSpec,
     inspect: &serde_json::Value,
 ) -> Result<ContainerSpec, Failure> {
-    match agentc_backend_common::engine() {
+    match crate::engine() {
         agentc_backend_common::Engine::Docker => Ok(container.clone()),
         agentc_backend_common::Engine::Podman => {
             let user = inspect

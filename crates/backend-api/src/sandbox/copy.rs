@@ -11,7 +11,12 @@ use super::session_error;
 /// Go's `os.ModeDir`, as the archive endpoint's stat reports a mode.
 pub(super) const MODE_DIR: u32 = 1 << 31;
 
-pub(super) fn copy_error(name: &str, path: &str, error: bollard::errors::Error) -> SessionError {
+pub(super) fn copy_error(
+    engine: agentc_backend_common::Engine,
+    name: &str,
+    path: &str,
+    error: bollard::errors::Error,
+) -> SessionError {
     match error {
         bollard::errors::Error::DockerResponseServerError { message, .. } => {
             SessionError::CopyFailed {
@@ -20,7 +25,7 @@ pub(super) fn copy_error(name: &str, path: &str, error: bollard::errors::Error) 
                 message,
             }
         }
-        other => session_error("copy", other),
+        other => session_error(engine, "copy", other),
     }
 }
 

@@ -18,12 +18,12 @@ use tokio::sync::mpsc::{Receiver, Sender};
 
 use copy::{chunk_stream, copy_error, MODE_DIR};
 
-use agentc_backend_common::resolve_vars;
 use agentc_backend_common::session::target::is_running;
 use agentc_backend_common::session::{
     Captured, ExecRequest, ExecStdin, LogsRequest, OutputSink, PathKind, Sandbox, Sandboxes,
     SessionError, Stream,
 };
+use agentc_backend_common::{resolve_vars, Engine, ExecError};
 use bollard::container::LogOutput;
 use bollard::errors::Error as BollardError;
 use bollard::exec::{CreateExecOptions, ResizeExecOptions, StartExecOptions, StartExecResults};
@@ -38,14 +38,14 @@ use crate::session::{spawn_stdin_reader, terminal_size, RawMode};
 /// The sessions' client that talks to the daemon through the Engine API.
 ///
 /// ```no_run
-/// use agentc_backend_api::port::ApiPort;
 /// use agentc_backend_api::ApiClient;
 /// use agentc_backend_common::session::{SandboxClient, SessionError};
+/// use agentc_backend_common::Engine;
 /// use agentc_policy::Protocol;
 ///
 /// # async fn demo() -> Result<(), SessionError> {
-/// let docker = agentc_backend_api::connect(None).await?;
-/// let port = ApiPort::new(docker, agentc_backend_common::Engine::Docker);
+/// // The local Docker socket; Engine::Podman with Podman's socket for Podman.
+/// let port = agentc_backend_api::connect(Engine::Docker, None).await?;
 /// let client = ApiClient::over(port, std::env::vars().collect());
 /// let sandbox = client.find("agentc-sandbox-dev-1000-pentest").await?;
 /// client
@@ -59,18 +59,25 @@ use crate::session::{spawn_stdin_reader, terminal_size, RawMode};
 /// ```
 pub type ApiClient = Sandboxes<ApiPort>;
 
-/// A bollard error as a session error naming `step`: the daemon's refusal, or a lost
-/// connection.
-pub(crate) fn session_error(step: &'static str, error: BollardError) -> SessionError {
-    match error {
-        BollardError::DockerResponseServerError { message, .. } => {
-            SessionError::Daemon { step, message }
-        }
-        other => SessionError::ConnectionLost {
+/// A bollard error as a session error naming `step`: `engine`'s refusal in its own words, or a
+/// lost connection.
+pub(crate) fn session_error(
+    engine: Engine,
+    step: &'static str,
+    error: BollardError,
+) -> SessionError {
+    SessionError::Launch(match error {
+        BollardError::DockerResponseServerError { message, .. } => ExecError::Refused {
+            engine,
+            step,
+            message,
+        },
+        other => ExecError::ConnectionLost {
+            engine,
             step,
             message: other.to_string(),
         },
-    }
+    })
 }
 
 /// What an exec reads on stdin, inside this backend.
@@ -126,11 +133,12 @@ impl ApiPort {
                 })
             }
             Err(error) if is_not_found(&error) => {
-                return Err(SessionError::NoSuchContainer {
+                return Err(ExecError::NoSuchContainer {
                     name: sandbox.name.clone(),
-                })
+                }
+                .into())
             }
-            Err(error) => return Err(session_error("create the exec", error)),
+            Err(error) => return Err(session_error(self.engine, "create the exec", error)),
         };
         let start = StartExecOptions {
             detach: false,
@@ -139,14 +147,16 @@ impl ApiPort {
         };
         match self.docker.start_exec(&created.id, Some(start)).await {
             Ok(StartExecResults::Attached { output, input }) => Ok((output, input, created.id)),
-            Ok(StartExecResults::Detached) => Err(SessionError::ConnectionLost {
+            Ok(StartExecResults::Detached) => Err(ExecError::ConnectionLost {
+                engine: self.engine,
                 step: "start the exec",
                 message: "the daemon did not attach".to_string(),
-            }),
+            }
+            .into()),
             Err(error) if status(&error) == Some(409) => Err(SessionError::NotRunning {
                 name: sandbox.name.clone(),
             }),
-            Err(error) => Err(session_error("start the exec", error)),
+            Err(error) => Err(session_error(self.engine, "start the exec", error)),
         }
     }
 
@@ -171,7 +181,7 @@ impl ApiPort {
                 Err(error) if is_not_found(&error) => {
                     return Err(self.gone_or(sandbox, "run the command").await)
                 }
-                Err(error) => return Err(session_error("inspect the exec", error)),
+                Err(error) => return Err(session_error(self.engine, "inspect the exec", error)),
             }
         }
         Err(self.gone_or(sandbox, "run the command").await)
@@ -181,15 +191,17 @@ impl ApiPort {
     /// otherwise.
     async fn gone_or(&self, sandbox: &Sandbox, step: &'static str) -> SessionError {
         match self.docker.inspect_container(&sandbox.id, None).await {
-            Ok(inspect) if is_running(&inspect) => SessionError::ConnectionLost {
+            Ok(inspect) if is_running(&inspect) => ExecError::ConnectionLost {
+                engine: self.engine,
                 step,
                 message: "the exec ended without an exit code".to_string(),
-            },
+            }
+            .into(),
             Ok(_) | Err(BollardError::DockerResponseServerError { .. }) => SessionError::Gone {
                 name: sandbox.name.clone(),
                 step,
             },
-            Err(error) => session_error(step, error),
+            Err(error) => session_error(self.engine, step, error),
         }
     }
 
@@ -239,7 +251,7 @@ impl ApiPort {
                     Some(Ok(chunk)) => write_chunk(output, chunk)?,
                     Some(Err(error)) => {
                         return Err(match self.gone_or(sandbox, "run the command").await {
-                            SessionError::ConnectionLost { .. } => session_error("read the command's output", error),
+                            SessionError::Launch(ExecError::ConnectionLost { .. }) => session_error(self.engine, "read the command's output", error),
                             other => other,
                         })
                     }
@@ -271,7 +283,7 @@ impl ApiPort {
                         step: "run the command",
                     })
                 }
-                Err(error) => return Err(session_error("run the command", error)),
+                Err(error) => return Err(session_error(self.engine, "run the command", error)),
             }
         }
         Ok(code)
@@ -379,11 +391,12 @@ impl SessionPort for ApiPort {
             match chunk {
                 Ok(chunk) => write_chunk(output, chunk)?,
                 Err(error) if is_not_found(&error) => {
-                    return Err(SessionError::NoSuchContainer {
+                    return Err(ExecError::NoSuchContainer {
                         name: sandbox.name.clone(),
-                    })
+                    }
+                    .into())
                 }
-                Err(error) => return Err(session_error("read the logs", error)),
+                Err(error) => return Err(session_error(self.engine, "read the logs", error)),
             }
         }
         Ok(())
@@ -399,7 +412,7 @@ impl SessionPort for ApiPort {
             Ok(stat) if stat.file_mode & MODE_DIR != 0 => Ok(PathKind::Directory),
             Ok(_) => Ok(PathKind::Other),
             Err(error) if is_not_found(&error) => Ok(PathKind::Missing),
-            Err(error) => Err(session_error("stat a container path", error)),
+            Err(error) => Err(session_error(self.engine, "stat a container path", error)),
         }
     }
 
@@ -421,7 +434,7 @@ impl SessionPort for ApiPort {
                 bollard::body_stream(chunk_stream(chunks)),
             )
             .await
-            .map_err(|error| copy_error(&sandbox.name, landing, error))
+            .map_err(|error| copy_error(self.engine, &sandbox.name, landing, error))
     }
 
     async fn archive_get(
@@ -443,7 +456,7 @@ impl SessionPort for ApiPort {
                         break;
                     }
                 }
-                Err(error) => return Err(copy_error(&sandbox.name, path, error)),
+                Err(error) => return Err(copy_error(self.engine, &sandbox.name, path, error)),
             }
         }
         Ok(())
@@ -481,7 +494,7 @@ impl SessionPort for ApiPort {
                 }
                 Ok(LogOutput::StdErr { message }) => stderr.extend_from_slice(&message),
                 Ok(_) => {}
-                Err(error) => return Err(session_error("read the tar stream", error)),
+                Err(error) => return Err(session_error(self.engine, "read the tar stream", error)),
             }
         }
         drop(sink);

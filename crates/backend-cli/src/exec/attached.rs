@@ -86,10 +86,8 @@ pub(crate) async fn run_attached<P: EnginePort, S: Interrupts>(
             let _ = port.remove_container(id).await;
             wait_gone(port, id).await;
         }
-        return Err(ExecError::Interrupted {
-            signal,
-            container: created.map(|id| spec.name.clone().unwrap_or(id)),
-        });
+        let removed = created.map(|id| spec.name.clone().unwrap_or(id));
+        return Err(ExecError::interrupted(signal, removed.as_deref()));
     }
     let mut refusal = held
         .first()

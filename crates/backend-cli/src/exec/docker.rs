@@ -11,12 +11,6 @@ use super::process;
 use super::signals::SignalShield;
 use crate::shell::shell_line;
 
-/// The program of the engine this process drives: `docker`, or `podman` with `--engine
-/// podman` (for the session client; the launch's ports carry their engine).
-pub fn program() -> &'static str {
-    agentc_backend_common::engine().program()
-}
-
 /// Runs a rendered docker argv in the foreground (stdio inherited) and returns docker's exit
 /// code. SIGINT is shielded meanwhile, so Ctrl-C reaches docker (same process group), which
 /// forwards it to the container or lets the TTY carry it, and its exit code comes back.
@@ -77,7 +71,8 @@ pub(crate) fn launch_refused(
         (engine == Engine::Podman && exit_code == 125)
             .then(|| "podman failed before the container ran (its error is above)".to_string())
     })?;
-    Some(ExecError::CliRefused {
+    Some(ExecError::Refused {
+        engine,
         step: if created {
             "start the container"
         } else {
@@ -148,25 +143,21 @@ pub fn output(engine: Engine, args: &[&str]) -> Result<String, ExecError> {
         return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
     }
     let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
-    if let Some(error) = unreachable_on(engine, &stderr) {
+    if let Some(error) = unreachable(engine, &stderr) {
         return Err(error);
     }
     Err(ExecError::DockerFailed {
+        engine,
         command: args.first().copied().unwrap_or_default().to_string(),
         status: output.status,
         stderr,
     })
 }
 
-/// [`ExecError::Connect`] when docker's `stderr` says it could not reach the daemon at all
-/// (`Cannot connect to the Docker daemon at ...`): the error, and hint, the API backend
-/// reports for the same daemon.
-pub fn unreachable(stderr: &str) -> Option<ExecError> {
-    unreachable_on(agentc_backend_common::engine(), stderr)
-}
-
-/// [`unreachable()`] for `engine`'s command line.
-pub fn unreachable_on(engine: Engine, stderr: &str) -> Option<ExecError> {
+/// [`ExecError::Connect`] when `engine`'s command line said on `stderr` that it could not
+/// reach the daemon at all (`Cannot connect to the Docker daemon at ...`): the error, and
+/// hint, the API backend reports for the same daemon.
+pub fn unreachable(engine: Engine, stderr: &str) -> Option<ExecError> {
     let error = agentc_backend_common::port::EngineError::from_text(stderr);
     (error.kind == agentc_backend_common::port::EngineErrorKind::Unavailable).then(|| {
         ExecError::Connect {
@@ -183,7 +174,7 @@ mod tests {
     #[test]
     fn an_unreachable_daemon_is_the_api_backends_connect_error() {
         let said = "Cannot connect to the Docker daemon at unix:///tmp/x/docker.sock. Is the docker daemon running?";
-        let error = unreachable(said).expect("a connect error");
+        let error = unreachable(Engine::Docker, said).expect("a connect error");
         assert!(matches!(error, ExecError::Connect { .. }), "{error:?}");
         let text = error.to_string();
         assert!(
@@ -191,7 +182,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("hint: is docker running?"), "{text}");
-        assert!(unreachable("Error: No such container: box").is_none());
+        assert!(unreachable(Engine::Docker, "Error: No such container: box").is_none());
     }
 
     #[test]

@@ -1,19 +1,13 @@
-//! The engine port through the command line for blocking callers: [`port`], the port over the
-//! engine this process drives, and [`block_on`], which runs an orchestration written once over
+//! The engine port through the command line for blocking callers: [`block_on`], which runs an orchestration written once over
 //! it ([`agentc_backend_common::companion`]: the proxy image's import) on a runtime of its
 //! own.
 
 use std::future::Future;
 
 use agentc_backend_common::companion;
-use agentc_backend_common::ExecError;
+use agentc_backend_common::{Engine, ExecError};
 
 use super::port::CliPort;
-
-/// The port over the engine this process drives.
-pub fn port() -> CliPort {
-    CliPort::new(agentc_backend_common::engine())
-}
 
 /// Runs `future` to its end on a current-thread runtime of its own: on this thread, or, when
 /// this thread already runs a runtime (a library caller's), on a thread of its own.
@@ -47,14 +41,21 @@ where
 
 /// The tag of the running agentc binary's proxy image, imported unless the engine has it
 /// ([`companion::own_proxy_image`]); also the image of the isolation probe.
-pub fn own_proxy_image() -> Result<String, ExecError> {
-    block_on(companion::own_proxy_image(&port()))?
+pub fn own_proxy_image(engine: Engine) -> Result<String, ExecError> {
+    block_on(companion::own_proxy_image(&CliPort::new(engine)))?
 }
 
 /// Imports an image of the running executable unless the engine has its tag
 /// ([`companion::import_unless_present`]); returns the tag.
-pub fn import_unless_present(image: &agentc_egress::image::Image) -> Result<String, ExecError> {
-    block_on(companion::import_unless_present(&port(), image))?.map_err(|error| ExecError::Egress {
+pub fn import_unless_present(
+    engine: Engine,
+    image: &agentc_egress::image::Image,
+) -> Result<String, ExecError> {
+    block_on(companion::import_unless_present(
+        &CliPort::new(engine),
+        image,
+    ))?
+    .map_err(|error| ExecError::Egress {
         step: companion::BUILD_PROXY_IMAGE,
         message: format!("cannot import {}: {error}", image.tag),
     })

@@ -24,6 +24,7 @@ pub fn runtimes(engine: Engine, wanted: &str) -> Result<Runtimes, ExecError> {
             let text = docker::output(engine, &["info", "--format", "{{json .Runtimes}}"])?;
             let value: serde_json::Value = serde_json::from_str(text.trim()).map_err(|error| {
                 ExecError::InspectUnreadable {
+                    engine,
                     name: "docker info .Runtimes".to_string(),
                     message: error.to_string(),
                 }
@@ -99,6 +100,7 @@ fn podman_info(runtime: Option<&str>) -> Result<PodmanInfo, ExecError> {
     serde_json::from_slice(&output.stdout)
         .map(Ok)
         .map_err(|error| ExecError::InspectUnreadable {
+            engine: Engine::Podman,
             name: "podman info".to_string(),
             message: error.to_string(),
         })
@@ -125,6 +127,7 @@ pub fn registered_runtimes(engine: Engine) -> Result<EngineRuntimes, ExecError> 
             let text = docker::output(engine, &["info", "--format", "{{json .}}"])?;
             let info: serde_json::Value = serde_json::from_str(text.trim()).map_err(|error| {
                 ExecError::InspectUnreadable {
+                    engine,
                     name: "docker info".to_string(),
                     message: error.to_string(),
                 }
@@ -133,6 +136,7 @@ pub fn registered_runtimes(engine: Engine) -> Result<EngineRuntimes, ExecError> 
         }
         Engine::Podman => {
             let info = podman_info(None)?.map_err(|(status, stderr)| ExecError::DockerFailed {
+                engine,
                 command: "info".to_string(),
                 status,
                 stderr,

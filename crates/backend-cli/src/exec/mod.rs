@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 
 use agentc_backend_common::launch::{self as common, LaunchOptions, Launched};
 use agentc_backend_common::signals::Signals;
-use agentc_backend_common::ExecError;
+use agentc_backend_common::{Engine, ExecError};
 use agentc_policy::ContainerSpec;
 use bollard::models::ContainerInspectResponse;
 
@@ -67,13 +67,14 @@ impl Outcome {
 /// (exit 130 or 143) and removes what it created, TTY or not. docker reads the secrets'
 /// values from its environment (from `env`, by name), never from its argv.
 pub fn launch(
+    engine: Engine,
     spec: &ContainerSpec,
     env: &BTreeMap<String, String>,
     pull: bool,
     mut notify: impl FnMut(&str) + Send,
 ) -> Result<Outcome, ExecError> {
     egress::block_on(async {
-        let port = egress::port();
+        let port = port::CliPort::new(engine);
         let mut signals = Signals::new()?;
         let options = LaunchOptions {
             pull,
@@ -97,12 +98,13 @@ pub fn launch(
 /// with `pull`, a missing image is pulled (`notify` is handed a line saying so, then each line
 /// of its progress); without, it is refused ([`ExecError::ImageMissing`]).
 pub fn ensure_image(
+    engine: Engine,
     image: &str,
     pull: bool,
     mut notify: impl FnMut(&str) + Send,
 ) -> Result<(), ExecError> {
     egress::block_on(agentc_backend_common::image::ensure_image(
-        &egress::port(),
+        &port::CliPort::new(engine),
         image,
         pull,
         &mut notify,

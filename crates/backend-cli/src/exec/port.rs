@@ -32,14 +32,6 @@ pub struct CliPort {
     pub(crate) env: Option<std::sync::Arc<BTreeMap<String, String>>>,
 }
 
-impl Default for CliPort {
-    /// The port over the command line of the engine this process drives
-    /// ([`agentc_backend_common::engine()`]).
-    fn default() -> CliPort {
-        CliPort::new(agentc_backend_common::engine())
-    }
-}
-
 impl CliPort {
     /// The port over `engine`'s command line.
     pub fn new(engine: Engine) -> CliPort {
@@ -451,6 +443,7 @@ impl EnginePort for CliPort {
         Err(
             super::docker::launch_refused(self.engine, exit_code, refusal, created.is_some())
                 .unwrap_or_else(|| ExecError::DockerFailed {
+                    engine: self.engine,
                     command: "run".into(),
                     status: output.status,
                     stderr: held.concat().trim().to_string(),

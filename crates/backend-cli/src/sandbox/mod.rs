@@ -35,12 +35,14 @@ use crate::exec::port::CliPort;
 /// The sessions' client that runs the `docker` (or `podman`) command line.
 ///
 /// ```no_run
+/// use agentc_backend_cli::exec::port::CliPort;
 /// use agentc_backend_cli::CliClient;
 /// use agentc_backend_common::session::{ExecRequest, SandboxClient};
+/// use agentc_backend_common::Engine;
 ///
 /// # async fn demo() -> Result<(), agentc_backend_common::session::SessionError> {
-/// // The engine this process drives; `CliClient::over(CliPort::new(engine), env)` names one.
-/// let client = CliClient::new(std::env::vars().collect());
+/// // `podman` with Engine::Podman.
+/// let client = CliClient::over(CliPort::new(Engine::Docker), std::env::vars().collect());
 /// let sandbox = client.find("agentc-sandbox-dev-1000-pentest").await?;
 /// let output = client.exec_output(&sandbox, &ExecRequest::new(["id", "-u"])).await?;
 /// assert_eq!(output.exit_code, 0);
@@ -134,10 +136,11 @@ impl CliPort {
 
     /// docker could not be run at all.
     pub(crate) fn cannot_run_docker(&self, source: std::io::Error) -> SessionError {
-        SessionError::CannotRunDocker {
+        ExecError::CannotRunDocker {
             engine: self.engine,
             source,
         }
+        .into()
     }
 
     pub(crate) async fn inspect_named(
@@ -156,23 +159,26 @@ impl CliPort {
             Err((Some(_), message))
                 if agentc_backend_common::daemon_text::is_no_such_container(&message) =>
             {
-                return Err(SessionError::NoSuchContainer {
+                return Err(ExecError::NoSuchContainer {
                     name: name.to_string(),
-                })
+                }
+                .into())
             }
             Err((Some(_), message)) => return Err(self.daemon("inspect the container", message)),
         };
         let mut found: Vec<ContainerInspectResponse> =
             agentc_backend_common::inspect::read_inspect_list(&text).map_err(|message| {
-                SessionError::ConnectionLost {
+                SessionError::from(ExecError::ConnectionLost {
+                    engine: self.engine,
                     step: "read `docker inspect`",
                     message,
-                }
+                })
             })?;
         if found.is_empty() {
-            return Err(SessionError::NoSuchContainer {
+            return Err(ExecError::NoSuchContainer {
                 name: name.to_string(),
-            });
+            }
+            .into());
         }
         Ok(found.swap_remove(0))
     }
@@ -319,14 +325,21 @@ impl CliPort {
     ) -> Result<(), SessionError> {
         match self.inspect_named(&sandbox.id).await {
             Ok(inspect) if is_running(&inspect) => Ok(()),
-            Ok(_) | Err(SessionError::NoSuchContainer { .. }) => Err(SessionError::Gone {
-                name: sandbox.name.clone(),
-                step,
-            }),
+            Ok(_) | Err(SessionError::Launch(ExecError::NoSuchContainer { .. })) => {
+                Err(SessionError::Gone {
+                    name: sandbox.name.clone(),
+                    step,
+                })
+            }
             // The command ran, so the daemon was there: out of reach now, the connection was
             // lost mid-operation (as the Engine API backend reports it), not never made.
             Err(SessionError::Launch(ExecError::Connect { message, .. })) => {
-                Err(SessionError::ConnectionLost { step, message })
+                Err(ExecError::ConnectionLost {
+                    engine: self.engine,
+                    step,
+                    message,
+                }
+                .into())
             }
             Err(error) => Err(error),
         }
@@ -336,7 +349,7 @@ impl CliPort {
 impl CliPort {
     /// docker's refusal naming `step`, read as every session reads an engine's refusal
     /// ([`engine_failure`]: a daemon that cannot be reached at all as the launch's
-    /// [`ExecError::Connect`], a lost connection as [`SessionError::ConnectionLost`]).
+    /// [`ExecError::Connect`], a lost connection as [`ExecError::ConnectionLost`]).
     pub(crate) fn daemon(&self, step: &'static str, message: String) -> SessionError {
         engine_failure(self.engine, step, EngineError::from_text(message))
     }
@@ -375,9 +388,10 @@ impl CliPort {
             (Some(_), message)
                 if agentc_backend_common::daemon_text::is_no_such_container(&message) =>
             {
-                SessionError::NoSuchContainer {
+                ExecError::NoSuchContainer {
                     name: sandbox.name.clone(),
                 }
+                .into()
             }
             (Some(_), message) => self.daemon(step, message),
         }

@@ -1,7 +1,6 @@
 //! Why a session operation failed, with its hint and exit status.
 
-use crate::error::{ExecError, Interrupt, EXIT_DOCKER, EXIT_REFUSED};
-use agentc_policy::LABEL_PROFILE;
+use crate::error::{ExecError, EXIT_DOCKER, EXIT_REFUSED};
 
 /// Why an operation on a running sandbox failed, through either backend.
 ///
@@ -9,25 +8,15 @@ use agentc_policy::LABEL_PROFILE;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SessionError {
-    /// Creating the sandbox (or talking to the daemon before it) failed.
+    /// A failure a session shares with a launch: creating the sandbox failed, the engine
+    /// refused or went away, no container has the name or it is not agentc's, or a signal
+    /// interrupted the operation ([`ExecError`], its exit status its own).
     #[error(transparent)]
     Launch(#[from] ExecError),
     /// A NAME that cannot be a container name or ID (empty, a NUL byte, a leading `-`, a `/`).
     #[error("{name:?} is not a container name or ID\n  hint: `agentc ps` lists agentc's containers; a profile file is named by a path with a `/` or a `.toml` ending")]
     BadName {
         /// The name as given.
-        name: String,
-    },
-    /// No container has this name or ID.
-    #[error("no such container {name}\n  hint: `agentc ps --all` lists agentc's containers")]
-    NoSuchContainer {
-        /// The name or ID given.
-        name: String,
-    },
-    /// The container exists but agentc did not create it.
-    #[error("refusing {name}: it has no {LABEL_PROFILE} label, so agentc did not create it\n  hint: agentc drives only its own containers (`agentc ps`); use docker for others")]
-    NotAgentc {
-        /// The name or ID given.
         name: String,
     },
     /// A profile has no running container, or several.
@@ -126,29 +115,6 @@ pub enum SessionError {
         /// What to do.
         hint: String,
     },
-    /// The daemon answered with an error.
-    #[error("{} daemon refused to {step}: {message}{}", crate::engine::engine().as_str(), crate::hints::daemon_hint(message).map(|hint| format!("\n  hint: {hint}")).unwrap_or_default())]
-    Daemon {
-        /// What agentc was doing.
-        step: &'static str,
-        /// The daemon's message.
-        message: String,
-    },
-    /// The connection to the daemon (or the docker CLI) failed mid-operation.
-    #[error(
-        "lost the connection to the {} daemon while trying to {step}: {message}\n  hint: {}",
-        crate::engine::engine().as_str(),
-        crate::hints::connection_hint(
-            message,
-            "check that the daemon is still running; `agentc ps` shows what is left"
-        )
-    )]
-    ConnectionLost {
-        /// What agentc was doing.
-        step: &'static str,
-        /// The underlying message.
-        message: String,
-    },
     /// The container went away while the operation ran.
     #[error("container {name} went away while trying to {step}")]
     Gone {
@@ -156,18 +122,6 @@ pub enum SessionError {
         name: String,
         /// What agentc was doing.
         step: &'static str,
-    },
-    /// The docker CLI could not be run.
-    #[error(
-        "cannot run {}: {source}\n  hint: install the {} CLI, or use --backend api",
-        engine.as_str(),
-        engine.as_str()
-    )]
-    CannotRunDocker {
-        /// The engine whose CLI it is (`docker` or `podman`, as `--engine` chose).
-        engine: crate::Engine,
-        /// The operating system's error.
-        source: std::io::Error,
     },
     /// Local I/O failed (the terminal, a host file).
     #[error("i/o failed while trying to {step}: {source}")]
@@ -177,28 +131,17 @@ pub enum SessionError {
         /// The underlying error.
         source: std::io::Error,
     },
-    /// SIGINT or SIGTERM interrupted the operation; what it started was stopped.
-    #[error("interrupted by {signal}; {cleanup}")]
-    Interrupted {
-        /// The signal.
-        signal: Interrupt,
-        /// What was cleaned up, or what is left and how to remove it.
-        cleanup: String,
-    },
 }
 
 impl SessionError {
-    /// The process exit status: 1 for a refusal (not agentc's container, none by that name, a
-    /// hostile path or archive), 2 for an invalid request, 130/143 when interrupted, the
-    /// launch's own status for a launch error, and 125 (docker's status for a failure before
-    /// the command ran) otherwise.
+    /// The process exit status: 1 for a refusal (a hostile path or archive, no one container
+    /// of a profile), 2 for an invalid request, the launch's own status for what it shares with
+    /// a launch (1 for a container that is not agentc's or not there, 130/143 when
+    /// interrupted), and 125 (docker's status for a failure before the command ran) otherwise.
     pub fn exit_code(&self) -> i32 {
         match self {
             SessionError::Launch(error) => error.exit_code(),
-            SessionError::Interrupted { signal, .. } => signal.exit_code(),
             SessionError::BadName { .. }
-            | SessionError::NoSuchContainer { .. }
-            | SessionError::NotAgentc { .. }
             | SessionError::NotOneContainer { .. }
             | SessionError::BadContainerPath { .. }
             | SessionError::HostPath { .. }
@@ -228,15 +171,19 @@ mod tests {
 
     #[test]
     fn refusals_exit_1_and_daemon_failures_125() {
-        let refused = SessionError::NotAgentc { name: "db".into() };
+        let refused = SessionError::from(ExecError::NotAgentc { name: "db".into() });
         assert_eq!(refused.exit_code(), 1);
         assert!(refused.to_string().starts_with(
             "refusing db: it has no io.agentc.profile label, so agentc did not create it\n  hint: "
         ));
-        let lost = SessionError::ConnectionLost {
+        let lost = SessionError::from(ExecError::ConnectionLost {
+            engine: crate::Engine::Podman,
             step: "exec",
             message: "eof".into(),
-        };
+        });
+        assert!(lost
+            .to_string()
+            .starts_with("lost the connection to the podman daemon while trying to exec: eof"));
         assert_eq!(lost.exit_code(), 125);
         let none = SessionError::NotOneContainer {
             profile: "p".into(),

@@ -120,7 +120,7 @@ pub trait SandboxClient: Send + Sync {
     ) -> impl Future<Output = Result<Sandbox, SessionError>> + Send;
 
     /// The agentc container with this name or ID; any other container is refused
-    /// ([`SessionError::NotAgentc`]).
+    /// ([`ExecError::NotAgentc`](crate::ExecError::NotAgentc)).
     fn find(&self, name: &str) -> impl Future<Output = Result<Sandbox, SessionError>> + Send;
 
     /// The one container of a profile (label `io.agentc.profile=PROFILE`): its one running

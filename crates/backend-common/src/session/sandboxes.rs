@@ -48,29 +48,21 @@ impl<P: EnginePort> fmt::Debug for Sandboxes<P> {
 }
 
 /// A failed engine operation of a session naming `step`, as the session reports it: the
-/// program not there as [`SessionError::CannotRunDocker`], a daemon that cannot be reached at
-/// all as the launch's [`ExecError::Connect`], a connection lost mid-operation as
-/// [`SessionError::ConnectionLost`], any other refusal as [`SessionError::Daemon`].
+/// program not there as [`ExecError::CannotRunDocker`] and a daemon that cannot be reached at
+/// all as [`ExecError::Connect`] (both as a launch says them), a connection lost mid-operation
+/// as [`ExecError::ConnectionLost`], any other refusal as [`ExecError::Refused`].
 pub fn engine_failure(engine: Engine, step: &'static str, error: EngineError) -> SessionError {
     let message = daemon_message(&error.detail);
-    match error.kind {
-        EngineErrorKind::NoProgram => {
-            let prefix = format!("cannot run {}: ", engine.program());
-            SessionError::CannotRunDocker {
-                engine,
-                source: std::io::Error::other(
-                    error
-                        .detail
-                        .strip_prefix(&prefix)
-                        .unwrap_or(&error.detail)
-                        .to_string(),
-                ),
-            }
-        }
+    SessionError::Launch(match error.kind {
+        EngineErrorKind::NoProgram => error.in_launch(engine, step),
         EngineErrorKind::Unavailable if error.refusal() == Some(Refusal::Unreachable) => {
-            SessionError::Launch(ExecError::Connect { engine, message })
+            ExecError::Connect { engine, message }
         }
-        EngineErrorKind::Unavailable => SessionError::ConnectionLost { step, message },
+        EngineErrorKind::Unavailable => ExecError::ConnectionLost {
+            engine,
+            step,
+            message,
+        },
         _ => {
             let lost = [
                 "error during connect",
@@ -79,20 +71,20 @@ pub fn engine_failure(engine: Engine, step: &'static str, error: EngineError) ->
                 "EOF",
             ];
             if lost.iter().any(|sign| message.contains(sign)) {
-                SessionError::ConnectionLost { step, message }
+                ExecError::ConnectionLost {
+                    engine,
+                    step,
+                    message,
+                }
             } else {
-                SessionError::Daemon { step, message }
+                ExecError::Refused {
+                    engine,
+                    step,
+                    message,
+                }
             }
         }
-    }
-}
-
-impl<P: SessionPort + Default> Sandboxes<P> {
-    /// A client over the port's default (the command line of the engine this process
-    /// drives) that reads secrets from `env`.
-    pub fn new(env: BTreeMap<String, String>) -> Sandboxes<P> {
-        Sandboxes::over(P::default(), env)
-    }
+    })
 }
 
 impl<P: SessionPort> Sandboxes<P> {
@@ -116,7 +108,7 @@ impl<P: SessionPort> Sandboxes<P> {
     }
 
     /// The container's own inspect (without what [`SandboxClient::inspect`] adds from its
-    /// egress proxy); [`SessionError::NoSuchContainer`] when it is gone.
+    /// egress proxy); [`ExecError::NoSuchContainer`] when it is gone.
     pub(crate) async fn inspect_container(
         &self,
         sandbox: &Sandbox,
@@ -129,7 +121,7 @@ impl<P: SessionPort> Sandboxes<P> {
         engine_failure(self.port.engine(), step, error)
     }
 
-    /// `error` of an operation on `sandbox`: [`SessionError::NoSuchContainer`] when it is
+    /// `error` of an operation on `sandbox`: [`ExecError::NoSuchContainer`] when it is
     /// gone.
     fn on_container(
         &self,
@@ -138,9 +130,10 @@ impl<P: SessionPort> Sandboxes<P> {
         error: EngineError,
     ) -> SessionError {
         if error.is_not_found() {
-            SessionError::NoSuchContainer {
+            ExecError::NoSuchContainer {
                 name: sandbox.name.clone(),
             }
+            .into()
         } else {
             self.failed(step, error)
         }
@@ -153,9 +146,10 @@ impl<P: SessionPort> Sandboxes<P> {
             .inspect(name)
             .await
             .map_err(|error| match error.kind {
-                EngineErrorKind::NotFound => SessionError::NoSuchContainer {
+                EngineErrorKind::NotFound => ExecError::NoSuchContainer {
                     name: name.to_string(),
-                },
+                }
+                .into(),
                 _ => self.failed("inspect the container", error),
             })
     }
@@ -331,7 +325,7 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
             Some(proxy) => match self.inspect_named(&proxy.id).await {
                 Ok(proxy) => Some(proxy),
                 // Removed meanwhile.
-                Err(SessionError::NoSuchContainer { .. }) => None,
+                Err(SessionError::Launch(ExecError::NoSuchContainer { .. })) => None,
                 Err(error) => return Err(error),
             },
             None => None,
@@ -380,11 +374,11 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
         else {
             return Ok(None);
         };
-        let value =
-            serde_json::to_value(&inspect).map_err(|error| SessionError::ConnectionLost {
-                step: "read the image's inspect",
-                message: error.to_string(),
-            })?;
+        let value = serde_json::to_value(&inspect).map_err(|error| ExecError::ConnectionLost {
+            engine: self.port.engine(),
+            step: "read the image's inspect",
+            message: error.to_string(),
+        })?;
         Ok(ImageRecord::from_inspect(&value))
     }
 
@@ -483,6 +477,7 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
             .await
             .map_err(|error| self.failed("inspect the image", error))?
             .ok_or_else(|| ExecError::ImageMissing {
+                engine: self.port.engine(),
                 image: image.to_string(),
             })?;
         let config = inspect.config.unwrap_or_default();

@@ -27,7 +27,7 @@ pub fn check_name(name: &str) -> Result<(), SessionError> {
 }
 
 /// The sandbox an inspect describes, when agentc created it (it has the `io.agentc.profile`
-/// label); [`SessionError::NotAgentc`] naming `asked` otherwise.
+/// label); [`ExecError::NotAgentc`](crate::ExecError::NotAgentc) naming `asked` otherwise.
 pub fn sandbox_of(
     inspect: &ContainerInspectResponse,
     asked: &str,
@@ -38,7 +38,7 @@ pub fn sandbox_of(
         .and_then(|config| config.labels.as_ref())
         .and_then(|labels| labels.get(LABEL_PROFILE))
         .cloned()
-        .ok_or_else(|| SessionError::NotAgentc {
+        .ok_or_else(|| crate::error::ExecError::NotAgentc {
             name: asked.to_string(),
         })?;
     Ok(Sandbox {

@@ -24,6 +24,7 @@ use super::types::{ExecRequest, PathKind, Sandbox};
 use super::CopyReport;
 use super::SandboxClient;
 use super::Sandboxes;
+use crate::error::ExecError;
 
 /// How many tar chunks wait between the packer or unpacker and the engine.
 const CHUNKS_IN_FLIGHT: usize = 8;
@@ -69,10 +70,12 @@ async fn check_still_running<P: SessionPort>(
 ) -> Result<(), SessionError> {
     match client.inspect_container(sandbox).await {
         Ok(inspect) if is_running(&inspect) => Ok(()),
-        Ok(_) | Err(SessionError::NoSuchContainer { .. }) => Err(SessionError::Gone {
-            name: sandbox.name.clone(),
-            step,
-        }),
+        Ok(_) | Err(SessionError::Launch(ExecError::NoSuchContainer { .. })) => {
+            Err(SessionError::Gone {
+                name: sandbox.name.clone(),
+                step,
+            })
+        }
         Err(error) => Err(error),
     }
 }

@@ -328,7 +328,7 @@ pub async fn remove<C: SandboxClient>(
     dir: &Path,
 ) -> Result<(), SnapshotError> {
     match client.remove_image(&record.image_id).await {
-        Err(SessionError::Daemon { message, .. })
+        Err(SessionError::Launch(crate::ExecError::Refused { message, .. }))
             if crate::daemon_text::refusal(&message) == Some(crate::daemon_text::Refusal::InUse) =>
         {
             return Err(SnapshotError::refused(

@@ -9,7 +9,7 @@
 pub mod cache;
 pub mod port;
 
-use agentc_backend_common::{engine, EngineRuntimes};
+use agentc_backend_common::EngineRuntimes;
 use agentc_policy::{
     choose_runtime, ContainerSpec, DetectedRuntime, IsolationShortfall, IsolationTier,
 };
@@ -148,7 +148,7 @@ fn refusal(shortfall: &IsolationShortfall, profile: &str) -> Failure {
     };
     Failure::unlaunchable(format!(
         "profile {profile:?}: no runtime of the {} engine meets security.isolation.min = {:?}{named} ({}); nothing was created\n  found: {}\n  hint: {}",
-        engine(),
+        crate::engine(),
         shortfall.min.as_str(),
         shortfall.min.words(),
         found(shortfall),
