@@ -600,6 +600,9 @@ pub struct PsArgs {
     /// --all). Repeated: one key's values are alternatives, different keys must all match.
     #[arg(long, value_name = "KEY=VALUE")]
     pub filter: Vec<String>,
+    /// Which backend asks the engine.
+    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
+    pub backend: BackendArg,
 }
 
 /// Output formats of `agentc ps`.
@@ -630,6 +633,9 @@ pub struct RmArgs {
     /// home volumes: what the agent kept there is lost.
     #[arg(long)]
     pub volumes: bool,
+    /// Which backend asks the engine.
+    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
+    pub backend: BackendArg,
 }
 
 /// `agentc verify`.

@@ -166,9 +166,10 @@ impl Matrix<'_> {
         launch.signal(signal);
         let (code, mut stderr) = launch.end();
         if signal == libc::SIGKILL {
-            let ps = self
-                .lab
-                .agentc(&["ps"], &[("AGENTC_TEST_REAP_AT_ONCE", profile)]);
+            let ps = self.lab.agentc(
+                &["ps", "--backend", self.backend],
+                &[("AGENTC_TEST_REAP_AT_ONCE", profile)],
+            );
             let reaped =
                 common::text(&ps.stderr).contains("agentc: removed the egress companion of ");
             stderr = if reaped {
@@ -574,7 +575,7 @@ fn sandbox_rows(lab: &mut Lab, backend: &str, proxied: bool) -> Vec<Row> {
         &["exec", "--backend", "{b}", name, "true"],
     );
     m.run("start", name, &["start", "--backend", "{b}", name]);
-    m.run("rm", name, &["rm", name]);
+    m.run("rm", name, &["rm", "--backend", "{b}", name]);
     for command in ["exec", "logs", "port", "stop", "start"] {
         let mut args = vec![command, "--backend", "{b}", name];
         if command == "exec" {
@@ -587,7 +588,7 @@ fn sandbox_rows(lab: &mut Lab, backend: &str, proxied: bool) -> Vec<Row> {
         name,
         &["cp", "--backend", "{b}", &file, &into],
     );
-    m.run("rm: gone", name, &["rm", name]);
+    m.run("rm: gone", name, &["rm", "--backend", "{b}", name]);
     let mut missing = run.to_vec();
     missing.extend(["--image", "agentc-test/matrix-missing:none"]);
     m.run("run detached: image missing", name, &missing);
@@ -821,7 +822,7 @@ fn launch_rows(lab: &mut Lab, backend: &str) -> Vec<Row> {
     run(
         "rm (another profile)",
         &fleet,
-        vec!["rm".into(), plain.clone()],
+        vec!["rm".into(), "--backend".into(), "{b}".into(), plain.clone()],
     );
     run("run --count 2", &fleet, count(&fleet_path, &fleet, &[]));
     run(
@@ -832,7 +833,13 @@ fn launch_rows(lab: &mut Lab, backend: &str) -> Vec<Row> {
     run(
         "rm --profile",
         &fleet,
-        vec!["rm".into(), "--profile".into(), fleet.clone()],
+        vec![
+            "rm".into(),
+            "--backend".into(),
+            "{b}".into(),
+            "--profile".into(),
+            fleet.clone(),
+        ],
     );
     run(
         "run --count 2: image missing",
@@ -847,7 +854,13 @@ fn launch_rows(lab: &mut Lab, backend: &str) -> Vec<Row> {
     run(
         "rm --profile (behind the proxy)",
         &proxied,
-        vec!["rm".into(), "--profile".into(), proxied.clone()],
+        vec![
+            "rm".into(),
+            "--backend".into(),
+            "{b}".into(),
+            "--profile".into(),
+            proxied.clone(),
+        ],
     );
     let seed = |image: &str| -> Vec<String> {
         [
@@ -994,8 +1007,8 @@ fn daemon_gone_rows(lab: &mut Lab, backend: &str) -> Vec<Row> {
         ("logs --follow", p, &["logs", "--backend", b, "--follow", p]),
         ("stop", p, &["stop", "--backend", b, p]),
         ("start", p, &["start", "--backend", b, p]),
-        ("rm", p, &["rm", p]),
-        ("rm --profile", p, &["rm", "--profile", p]),
+        ("rm", p, &["rm", "--backend", b, p]),
+        ("rm --profile", p, &["rm", "--backend", b, "--profile", p]),
     ];
     for (row, profile, args) in rows {
         m.row(row, profile, args, &env);

@@ -5,16 +5,21 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use agentc_backend_api::{ApiClient, Summary};
+use agentc_backend_api::ApiClient;
+use agentc_backend_cli::exec::port::CliPort;
+use agentc_backend_cli::CliClient;
+use agentc_backend_common::admin::{self, Summary};
 use agentc_backend_common::egress_state::EgressState;
+use agentc_backend_common::launch::reachable_inspect;
 use agentc_backend_common::session::{Sandbox, SandboxClient};
+use agentc_backend_common::session::{Sandboxes, SessionPort};
 use agentc_backend_common::{network_of, published_addresses};
 use agentc_policy::{
     Network, KIND_EGRESS_PROXY, LABEL_KIND, LABEL_PROFILE_FILE, LABEL_PROFILE_SHA256,
     LABEL_SPEC_DIGEST,
 };
 
-use crate::cli::{PsArgs, PsFormat};
+use crate::cli::{BackendArg, PsArgs, PsFormat};
 use crate::commands::launch;
 use crate::context::Failure;
 
@@ -175,58 +180,23 @@ fn short_id(id: &str) -> &str {
     id.get(..12).unwrap_or(id)
 }
 
-/// Runs `agentc ps`: running containers only unless `--all` (or a status filter), those the
-/// filters match; with `-q` their IDs only.
+/// Runs `agentc ps` through `--backend`'s engine port: running containers only unless `--all`
+/// (or a status filter), those the filters match; with `-q` their IDs only.
 pub fn ps(args: PsArgs) -> Result<u8, Failure> {
     let filters = Filters::parse(&args.filter).map_err(Failure::usage)?;
     let runtime = launch::runtime()?;
     let (rows, volumes) = runtime.block_on(async {
-        let port = launch::connect().await?;
-        let client = ApiClient::over(port.clone(), Default::default());
-        let summaries = agentc_backend_api::list(&port, None)
-            .await
-            .map_err(launch::exec_failure)?;
-        let mut rows = Vec::new();
-        for summary in summaries {
-            if !filters.matches(&summary, args.all) {
-                continue;
+        match args.backend {
+            BackendArg::Cli => {
+                let port = CliPort::new(crate::engine());
+                launch::reap(&port, None).await;
+                listed(&CliClient::over(port, Default::default()), &args, &filters).await
             }
-            if args.quiet {
-                rows.push(row(summary, String::new(), Vec::new(), None));
-                continue;
+            BackendArg::Api => {
+                let port = launch::connect().await?;
+                listed(&ApiClient::over(port, Default::default()), &args, &filters).await
             }
-            let (network, ports) =
-                match agentc_backend_api::inspect_reachable(&port, &summary.id).await {
-                    Ok(inspect) => {
-                        let network = network_of(&inspect);
-                        let ports = published_addresses(&inspect, &network)
-                            .into_iter()
-                            .map(|found| PortRow {
-                                port: found.container_port,
-                                address: found.address,
-                            })
-                            .collect();
-                        (network_name(&network), ports)
-                    }
-                    // Removed meanwhile.
-                    Err(_) => continue,
-                };
-            // Only a sandbox on a named network can be behind the proxy.
-            let egress = if matches!(network.as_str(), "default" | "none") {
-                None
-            } else {
-                egress_of(&client, &summary).await
-            };
-            rows.push(row(summary, network, ports, egress));
         }
-        let volumes = if args.volumes {
-            agentc_backend_api::list_volumes(&port)
-                .await
-                .map_err(launch::exec_failure)?
-        } else {
-            Vec::new()
-        };
-        Ok::<_, Failure>((rows, volumes))
     })?;
     if args.quiet {
         for row in &rows {
@@ -271,7 +241,60 @@ fn network_name(network: &Network) -> String {
 /// The state of a container's egress proxy, for a sandbox behind one (through the same
 /// [`SandboxClient::egress`] as `agentc egress log`); a proxy itself, a container removed
 /// meanwhile, or one the daemon cannot tell about, has none.
-async fn egress_of(client: &ApiClient, summary: &Summary) -> Option<EgressState> {
+/// The rows and volumes `agentc ps` prints, asked of the engine through `client`'s port
+/// ([`agentc_backend_common::admin`], written once for both backends).
+async fn listed<P: SessionPort>(
+    client: &Sandboxes<P>,
+    args: &PsArgs,
+    filters: &Filters,
+) -> Result<(Vec<Row>, Vec<(String, String)>), Failure> {
+    let port = client.port();
+    let summaries = admin::list(port, None)
+        .await
+        .map_err(launch::exec_failure)?;
+    let mut rows = Vec::new();
+    for summary in summaries {
+        if !filters.matches(&summary, args.all) {
+            continue;
+        }
+        if args.quiet {
+            rows.push(row(summary, String::new(), Vec::new(), None));
+            continue;
+        }
+        let (network, ports) = match reachable_inspect(port, &summary.id).await {
+            Ok(inspect) => {
+                let network = network_of(&inspect);
+                let ports = published_addresses(&inspect, &network)
+                    .into_iter()
+                    .map(|found| PortRow {
+                        port: found.container_port,
+                        address: found.address,
+                    })
+                    .collect();
+                (network_name(&network), ports)
+            }
+            // Removed meanwhile.
+            Err(_) => continue,
+        };
+        // Only a sandbox on a named network can be behind the proxy.
+        let egress = if matches!(network.as_str(), "default" | "none") {
+            None
+        } else {
+            egress_of(client, &summary).await
+        };
+        rows.push(row(summary, network, ports, egress));
+    }
+    let volumes = if args.volumes {
+        admin::list_volumes(port)
+            .await
+            .map_err(launch::exec_failure)?
+    } else {
+        Vec::new()
+    };
+    Ok((rows, volumes))
+}
+
+async fn egress_of<C: SandboxClient>(client: &C, summary: &Summary) -> Option<EgressState> {
     if summary.labels.get(LABEL_KIND).map(String::as_str) == Some(KIND_EGRESS_PROXY) {
         return None;
     }

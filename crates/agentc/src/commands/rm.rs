@@ -1,31 +1,36 @@
 //! `agentc rm`: removes containers agentc launched, and only those; with `--volumes`, also
 //! agentc's volumes they mount.
 
-use agentc_backend_api::ApiPort;
-use agentc_backend_api::{ApiClient, RemoveTarget};
+use agentc_backend_api::ApiClient;
+use agentc_backend_cli::exec::port::CliPort;
+use agentc_backend_cli::CliClient;
+use agentc_backend_common::admin::{self, RemoveTarget};
+use agentc_backend_common::session::{Sandboxes, SessionPort};
 use agentc_backend_common::ExecError;
 
-use crate::cli::RmArgs;
+use crate::cli::{BackendArg, RmArgs};
 use crate::commands::launch;
 use crate::commands::session::{is_profile_path, sandbox_named};
 use crate::context::Failure;
 
 /// The containers NAMEs mean, as the session commands read them: a profile file, or a profile's
 /// name that no container has (and that leaves nothing of a killed launch to remove), is its
-/// one container, running or not; any other name is left to [`agentc_backend_api::remove`].
-async fn resolve_names(port: &ApiPort, names: Vec<String>) -> Result<Vec<String>, Failure> {
-    let client = ApiClient::over(port.clone(), launch::process_env());
+/// one container, running or not; any other name is left to [`admin::remove`].
+async fn resolve_names<P: SessionPort>(
+    client: &Sandboxes<P>,
+    names: Vec<String>,
+) -> Result<Vec<String>, Failure> {
     let mut resolved = Vec::new();
     for name in names {
         if is_profile_path(&name) {
-            resolved.push(sandbox_named(&client, &name, true).await?.name);
+            resolved.push(sandbox_named(client, &name, true).await?.name);
             continue;
         }
         // Validate the name alone: only when it is no container, nor the leftovers of one,
         // may it be a profile's name.
-        match agentc_backend_api::check_removable(port, std::slice::from_ref(&name)).await {
+        match admin::check_removable(client.port(), std::slice::from_ref(&name)).await {
             Err(ExecError::NoSuchContainer { .. }) => {
-                resolved.push(sandbox_named(&client, &name, true).await?.name);
+                resolved.push(sandbox_named(client, &name, true).await?.name);
             }
             _ => resolved.push(name),
         }
@@ -51,38 +56,19 @@ pub fn rm(args: RmArgs) -> Result<u8, Failure> {
         None => RemoveTarget::Names(args.names),
     };
     let runtime = launch::runtime()?;
+    let env = launch::process_env();
     let (removed, volumes) = runtime.block_on(async {
-        let port = launch::connect().await?;
-        let target = match target {
-            RemoveTarget::Names(names) => RemoveTarget::Names(resolve_names(&port, names).await?),
-            other => other,
-        };
-        let volumes = match (&target, args.volumes) {
-            (_, false) => Vec::new(),
-            (RemoveTarget::All | RemoveTarget::Profile(_), true) => {
-                agentc_backend_api::list_volumes(&port)
-                    .await
-                    .map_err(launch::exec_failure)?
-                    .into_iter()
-                    .filter(|(_, profile)| match &target {
-                        RemoveTarget::Profile(wanted) => profile == wanted,
-                        _ => true,
-                    })
-                    .map(|(name, _)| name)
-                    .collect()
+        match args.backend {
+            BackendArg::Cli => {
+                let port = CliPort::new(crate::engine());
+                launch::reap(&port, None).await;
+                removing(&CliClient::over(port, env), target, args.volumes).await
             }
-            (RemoveTarget::Names(names), true) => agentc_backend_api::volumes_of(&port, names)
-                .await
-                .map_err(launch::exec_failure)?,
-        };
-        let removed = agentc_backend_api::remove(&port, &target)
-            .await
-            .map_err(launch::exec_failure)?;
-        let skip_in_use = matches!(target, RemoveTarget::All | RemoveTarget::Profile(_));
-        let volumes = agentc_backend_api::remove_volumes(&port, &volumes, skip_in_use)
-            .await
-            .map_err(launch::exec_failure)?;
-        Ok::<_, Failure>((removed, volumes))
+            BackendArg::Api => {
+                let port = launch::connect().await?;
+                removing(&ApiClient::over(port, env), target, args.volumes).await
+            }
+        }
     })?;
     for name in removed {
         println!("removed {name}");
@@ -91,4 +77,42 @@ pub fn rm(args: RmArgs) -> Result<u8, Failure> {
         println!("removed volume {volume}");
     }
     Ok(0)
+}
+
+/// Removes `target` through `client`'s port ([`admin::remove`], written once for both
+/// backends), with the volumes it mounts when `volumes`; the containers and volumes removed.
+async fn removing<P: SessionPort>(
+    client: &Sandboxes<P>,
+    target: RemoveTarget,
+    volumes: bool,
+) -> Result<(Vec<String>, Vec<String>), Failure> {
+    let port = client.port();
+    let target = match target {
+        RemoveTarget::Names(names) => RemoveTarget::Names(resolve_names(client, names).await?),
+        other => other,
+    };
+    let volumes = match (&target, volumes) {
+        (_, false) => Vec::new(),
+        (RemoveTarget::All | RemoveTarget::Profile(_), true) => admin::list_volumes(port)
+            .await
+            .map_err(launch::exec_failure)?
+            .into_iter()
+            .filter(|(_, profile)| match &target {
+                RemoveTarget::Profile(wanted) => profile == wanted,
+                _ => true,
+            })
+            .map(|(name, _)| name)
+            .collect(),
+        (RemoveTarget::Names(names), true) => admin::volumes_of(port, names)
+            .await
+            .map_err(launch::exec_failure)?,
+    };
+    let removed = admin::remove(port, &target)
+        .await
+        .map_err(launch::exec_failure)?;
+    let skip_in_use = matches!(target, RemoveTarget::All | RemoveTarget::Profile(_));
+    let volumes = admin::remove_volumes(port, &volumes, skip_in_use)
+        .await
+        .map_err(launch::exec_failure)?;
+    Ok((removed, volumes))
 }
