@@ -2,13 +2,15 @@
 //! turning bollard's errors into [`ExecError`]s that say which step failed.
 //!
 //! Over a unix socket (the local daemon, `DOCKER_HOST=unix://...`), agentc hands bollard its own
-//! pooled HTTP client: one keep-alive connection serves every request of the process (bollard's
+//! pooled HTTP client: one keep-alive connection serves every request of the port (bollard's
 //! own unix client keeps no idle connection, so each request would connect anew), and concurrent
 //! requests (a fan-out) open more connections of the same pool. The API version is negotiated
 //! with `GET /_ping` on that connection, whose `Api-Version` header carries the daemon's version,
 //! as the docker CLI does: `GET /version` makes the daemon ask containerd for its components'
-//! versions, tens of milliseconds before anything else can happen. Other hosts (`tcp://`,
-//! `ssh://`) keep bollard's own client and negotiation.
+//! versions, tens of milliseconds before anything else can happen. What that ping answered (which
+//! engine) and the waits its transport sees registered belong to the connection (`Connection`,
+//! held by [`crate::port::ApiPort`]), never to the process. Other hosts (`tcp://`, `ssh://`)
+//! keep bollard's own client and negotiation.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

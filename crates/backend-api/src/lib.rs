@@ -3,7 +3,7 @@
 //!
 //! [`render`] is pure: it turns a spec into the create body the docker CLI would send for the
 //! same launch. The rest talks to the daemon, one module one job: [`daemon`] connects and turns
-//! bollard's errors into launch errors (one pooled connection per process, the version from
+//! bollard's errors into launch errors (one pooled connection per port, the version from
 //! `/_ping`); [`launch`](mod@launch) resolves secrets, creates and starts a container and
 //! removes it on failure or interrupt, and launches many copies at once, whole or not at all
 //! ([`launch_many`]), both written once over the engine port; `session` is the attached
