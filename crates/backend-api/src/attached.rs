@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use agentc_backend_common::launch::Exited;
 use agentc_backend_common::signals::Interrupts;
-use agentc_backend_common::{resolve_env, ExecError};
+use agentc_backend_common::{resolve_env, Engine, ExecError};
 use agentc_policy::ContainerSpec;
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, KillContainerOptionsBuilder, RemoveContainerOptionsBuilder,
@@ -27,13 +27,14 @@ use crate::session::{run_attached, Step};
 ///
 /// [`EnginePort::run_attached`]: agentc_backend_common::port::EnginePort::run_attached
 pub(crate) async fn attached<S: Interrupts>(
-    port: &crate::port::ApiPort,
+    docker: &Docker,
+    engine: Engine,
+    waits: &crate::daemon::Waits,
     spec: &ContainerSpec,
     env: &BTreeMap<String, String>,
     terminal: bool,
     signals: &mut S,
 ) -> Result<Exited, ExecError> {
-    let (docker, engine) = (&port.docker, port.engine);
     let mut request = crate::engine::create_request(docker, engine, spec).await?;
     request.body.env = Some(resolve_env(spec, env)?).filter(|env| !env.is_empty());
     crate::engine::check_subpaths(docker, spec)?;
@@ -66,7 +67,7 @@ pub(crate) async fn attached<S: Interrupts>(
     let result = run_attached(
         docker,
         engine,
-        &port.waits,
+        waits,
         spec,
         spec.tty && terminal,
         &id,

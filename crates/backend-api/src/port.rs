@@ -396,7 +396,16 @@ impl EnginePort for ApiPort {
         terminal: bool,
         signals: &mut S,
     ) -> Result<agentc_backend_common::launch::Exited, agentc_backend_common::ExecError> {
-        crate::attached::attached(self, spec, env, terminal, signals).await
+        crate::attached::attached(
+            &self.docker,
+            self.engine,
+            &self.waits,
+            spec,
+            env,
+            terminal,
+            signals,
+        )
+        .await
     }
 
     async fn runtimes(
