@@ -96,7 +96,7 @@ fn live_runsc_launches_verify_through_both_backends() {
                         &env,
                         false,
                         &EgressProbe::Skip,
-                        &no_proxy,
+                        no_proxy,
                     ) {
                         Ok(checks) if checks.iter().all(|check| check.ok) => {
                             let runtime = &checks[0];
