@@ -38,6 +38,7 @@ fn options() -> LaunchOptions {
     LaunchOptions {
         env: BTreeMap::new(),
         stdin_is_terminal: false,
+        ..LaunchOptions::default()
     }
 }
 

@@ -19,6 +19,7 @@ use agentc_conformance::live::{
     containers_with_label, daemon_api_version, daemon_cpus, docker, localize, require_daemon,
     LeakGuard, LocalMachine, Localized, PROFILE_LABEL,
 };
+use agentc_egress::image::ProxyExecutable;
 use agentc_policy::{Action, LaunchSpec};
 
 fn run_spec(name: &str, machine: &LocalMachine, unique: &str) -> (LaunchSpec, Localized) {
@@ -76,6 +77,9 @@ fn live_runsc_launches_verify_through_both_backends() {
             cases.push((name.to_string(), backend, spec, localized));
         }
     }
+    // Nothing here is behind the egress proxy: its executable is the default.
+    let no_proxy = ProxyExecutable::default();
+    let no_proxy = &no_proxy;
     let failures: Vec<String> = std::thread::scope(|scope| {
         let handles: Vec<_> = cases
             .iter()
@@ -86,7 +90,14 @@ fn live_runsc_launches_verify_through_both_backends() {
                         ..spec.clone()
                     };
                     let env: BTreeMap<String, String> = localized.secrets.iter().cloned().collect();
-                    match verify_launch(&launch, *backend, &env, false, &EgressProbe::Skip) {
+                    match verify_launch(
+                        &launch,
+                        *backend,
+                        &env,
+                        false,
+                        &EgressProbe::Skip,
+                        no_proxy,
+                    ) {
                         Ok(checks) if checks.iter().all(|check| check.ok) => {
                             let runtime = &checks[0];
                             if runtime.what == "runtime" && runtime.seen.starts_with("gVisor") {
@@ -145,11 +156,14 @@ fn live_a_missing_runtime_is_refused_before_anything_exists() {
     let env: BTreeMap<String, String> = localized.secrets.iter().cloned().collect();
     let container = &localized.container;
 
+    // Nothing here is behind the egress proxy: its executable is the default.
+    let no_proxy = ProxyExecutable::default();
     let cli = agentc_backend_cli::launch(
         agentc_backend_common::Engine::Docker,
         container,
         &env,
         false,
+        &no_proxy,
         |_| {},
     );
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -165,6 +179,7 @@ fn live_a_missing_runtime_is_refused_before_anything_exists() {
         let options = agentc_backend_api::LaunchOptions {
             env: env.clone(),
             stdin_is_terminal: false,
+            ..Default::default()
         };
         agentc_backend_api::launch(&docker, container, &options).await
     });

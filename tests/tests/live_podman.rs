@@ -30,6 +30,7 @@ use agentc_conformance::engines::{
 use agentc_conformance::fixtures::{self, fixture_files, load_fixture};
 use agentc_conformance::image::ensure_test_image;
 use agentc_conformance::live::{daemon_cpus, localize, LocalMachine, Localized};
+use agentc_egress::image::ProxyExecutable;
 use agentc_policy::{Action, LaunchSpec};
 use bollard::query_parameters::CreateContainerOptionsBuilder;
 use serde_json::Value;
@@ -384,7 +385,9 @@ fn verify(
         ..spec.clone()
     };
     let env: BTreeMap<String, String> = localized.secrets.iter().cloned().collect();
-    let result = verify_launch(&launch, backend, &env, false, &EgressProbe::Skip)
+    // Nothing here is behind the egress proxy: its executable is the default.
+    let no_proxy = ProxyExecutable::default();
+    let result = verify_launch(&launch, backend, &env, false, &EgressProbe::Skip, &no_proxy)
         .map_err(|failure| failure.message);
     for network in &localized.networks {
         let _ = podman(&["network", "rm", "--force", network]);

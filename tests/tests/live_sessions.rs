@@ -25,6 +25,7 @@ use agentc_conformance::image::ensure_test_image;
 use agentc_conformance::live::{
     docker, require_daemon, LeakGuard, PROFILE_LABEL, REQUIRE_DOCKER_VAR,
 };
+use agentc_egress::image::ProxyExecutable;
 use agentc_policy::{
     Action, ContainerSpec, EnvValue, EnvVar, LaunchKind, LaunchSpec, Mount, MountSource, Network,
     Protocol, PublishedPort, Resources, Tmpfs,
@@ -856,9 +857,8 @@ fn start_server(image: &str, name: &str, network: &str, profile: &str, page: &st
 fn live_a_library_sandbox_behind_the_egress_proxy_holds_its_allowlist_and_deletes_whole() {
     let test = "live_a_library_sandbox_behind_the_egress_proxy";
     let Some(image) = setup(test) else { return };
-    agentc_egress::image::set_proxy_executable(
-        agentc_conformance::binary::agentc_binary().to_path_buf(),
-    );
+    // The egress proxy is an image of the agentc binary, not of this test executable.
+    let proxy = ProxyExecutable::new(agentc_conformance::binary::agentc_binary());
     for backend in ["cli", "api"] {
         let profile = format!("agentc-live-sess-egress-{backend}-{}", std::process::id());
         let guard = LeakGuard::new(test, &profile);
@@ -899,8 +899,16 @@ fn live_a_library_sandbox_behind_the_egress_proxy_holds_its_allowlist_and_delete
             .expect("the launch resolves");
         let transcript = runtime().block_on(async {
             match backend {
-                "cli" => egress_script(&cli_client(client_env()), &spec, &allowed, &other).await,
-                _ => egress_script(&api_client(client_env()).await, &spec, &allowed, &other).await,
+                "cli" => {
+                    let client = cli_client(client_env()).with_proxy_executable(proxy.clone());
+                    egress_script(&client, &spec, &allowed, &other).await
+                }
+                _ => {
+                    let client = api_client(client_env())
+                        .await
+                        .with_proxy_executable(proxy.clone());
+                    egress_script(&client, &spec, &allowed, &other).await
+                }
             }
         });
         let (state, fetched, refused, report) = transcript;

@@ -39,6 +39,7 @@ use agentc_conformance::live::{
     daemon_api_version, daemon_cpus, docker, localize, require_daemon, LeakGuard, LocalMachine,
     Localized, REQUIRE_DOCKER_VAR,
 };
+use agentc_egress::image::ProxyExecutable;
 use agentc_policy::{Action, LaunchSpec};
 
 /// One fixture launch that can run here.
@@ -98,11 +99,6 @@ fn live_verify_passes_for_every_runnable_fixture_through_both_backends() {
         Ok(tag) => tag,
         Err(reason) => return skip_or_fail(test, &reason),
     };
-    // The egress proxy of allowlists enforced outside is an image of the agentc binary, not of
-    // this test executable.
-    agentc_egress::image::set_proxy_executable(
-        agentc_conformance::binary::agentc_binary().to_path_buf(),
-    );
     let workspace = tempfile::tempdir().expect("temporary workspace");
     let home = tempfile::tempdir().expect("temporary home");
     let machine = LocalMachine {
@@ -460,7 +456,10 @@ fn verify_one(case: &Runnable, backend: BackendArg) -> Result<Vec<Check>, String
         };
         let env: BTreeMap<String, String> = localized.secrets.iter().cloned().collect();
         // `none`: the fixtures allow real internet hosts; no check may reach beyond the proxy.
-        result = verify_launch(&spec, backend, &env, false, &EgressProbe::Skip)
+        // The egress proxy of allowlists enforced outside is an image of the agentc binary,
+        // not of this test executable.
+        let proxy = ProxyExecutable::new(agentc_conformance::binary::agentc_binary());
+        result = verify_launch(&spec, backend, &env, false, &EgressProbe::Skip, &proxy)
             .map_err(|failure| failure.message);
     }
     // Clean up whatever happened; the first error wins.

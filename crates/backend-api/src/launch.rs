@@ -15,7 +15,7 @@ use std::fmt;
 use std::io::IsTerminal;
 
 use crate::port::ApiPort;
-use agentc_backend_common::launch::{Exited, LaunchManyError, Started};
+use agentc_backend_common::launch::{Exited, LaunchManyError, ProxyExecutable, Started};
 use agentc_backend_common::signals::Signals;
 use agentc_backend_common::ExecError;
 use agentc_policy::ContainerSpec;
@@ -28,6 +28,10 @@ pub struct LaunchOptions {
     /// Whether stdin is a terminal: with a TTY spec, the terminal is switched to raw mode and
     /// its size follows the local window. [`LaunchOptions::from_terminal`] detects it.
     pub stdin_is_terminal: bool,
+    /// The agentc executable the egress proxy's image is made of (unless the spec names an
+    /// image): by default the running executable; a program embedding agentc names the agentc
+    /// binary.
+    pub proxy_executable: ProxyExecutable,
 }
 
 impl LaunchOptions {
@@ -36,6 +40,7 @@ impl LaunchOptions {
         LaunchOptions {
             env,
             stdin_is_terminal: std::io::stdin().is_terminal(),
+            proxy_executable: ProxyExecutable::default(),
         }
     }
 }
@@ -47,6 +52,7 @@ impl fmt::Debug for LaunchOptions {
             .debug_struct("LaunchOptions")
             .field("env", &self.env.keys().collect::<Vec<_>>())
             .field("stdin_is_terminal", &self.stdin_is_terminal)
+            .field("proxy_executable", &self.proxy_executable)
             .finish()
     }
 }
@@ -90,8 +96,10 @@ pub async fn launch(
     let how = launch::LaunchOptions {
         pull: false,
         terminal: options.stdin_is_terminal,
+        proxy_executable: options.proxy_executable.clone(),
     };
-    let launched = launch::launch(port, spec, &options.env, how, &mut |_| {}, &mut signals).await?;
+    let launched =
+        launch::launch(port, spec, &options.env, &how, &mut |_| {}, &mut signals).await?;
     Ok(match launched {
         Launched::Started(started) => Outcome {
             exit_code: 0,
@@ -124,11 +132,15 @@ pub async fn launch_many(
         left: Vec::new(),
     };
     let mut signals = Signals::new().map_err(unlistened)?;
+    let how = agentc_backend_common::launch::LaunchOptions {
+        proxy_executable: options.proxy_executable.clone(),
+        ..Default::default()
+    };
     agentc_backend_common::launch::launch_copies(
         port,
         specs,
         &options.env,
-        false,
+        &how,
         jobs,
         &mut |_| {},
         &mut signals,
@@ -148,7 +160,7 @@ mod tests {
     fn launch_options_debug_hides_values() {
         let options = LaunchOptions {
             env: caller_env(),
-            stdin_is_terminal: false,
+            ..LaunchOptions::default()
         };
         let debug = format!("{options:?}");
         assert!(debug.contains("TOKEN"), "{debug}");

@@ -95,6 +95,7 @@ async fn launch_runs_waits_propagates_the_exit_code_and_removes() {
     let options = LaunchOptions {
         env: BTreeMap::from([("TOKEN".into(), "s3cret".into())]),
         stdin_is_terminal: false,
+        ..LaunchOptions::default()
     };
 
     // The secret arrives, the exit code comes back, nothing is left behind.

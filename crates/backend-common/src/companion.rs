@@ -1,11 +1,11 @@
 //! The egress companion of a launch, written once over the [engine port](crate::port): the
-//! proxy image ensured (built from the running agentc binary and imported unless the engine
-//! has it), the isolated network created, the proxy's CA volume, the proxy created, connected
-//! at its fixed address, started and health-checked (its own `egress-proxy health` as an
-//! exec), and the ports it relays checked published, all before the workload is created; its
-//! removal with the launch ([`teardown`]); where a workload's relayed ports are reachable
-//! ([`add_relayed_ports`]). The leftovers of killed launches and the removals `agentc rm`
-//! makes are in [`leftovers`](mod@leftovers).
+//! proxy image ensured (built from the agentc executable the caller names, [`ProxyExecutable`],
+//! and imported unless the engine has it), the isolated network created, the proxy's CA
+//! volume, the proxy created, connected at its fixed address, started and health-checked (its
+//! own `egress-proxy health` as an exec), and the ports it relays checked published, all
+//! before the workload is created; its removal with the launch ([`teardown`]); where a
+//! workload's relayed ports are reachable ([`add_relayed_ports`]). The leftovers of killed
+//! launches and the removals `agentc rm` makes are in [`leftovers`](mod@leftovers).
 //!
 //! A step that fails removes what the earlier ones created: the workload is never created
 //! without a healthy proxy (fail closed). An isolated network that exists already is left
@@ -18,6 +18,7 @@ pub mod leftovers;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use agentc_egress::image::ProxyExecutable;
 use agentc_policy::{ContainerSpec, EgressSpec, LABEL_KIND, PROXY_IMAGE_PLACEHOLDER};
 use bollard::models::ContainerInspectResponse;
 
@@ -66,29 +67,33 @@ fn failed(step: &'static str, message: impl ToString) -> ExecError {
     }
 }
 
-/// The tag of the running agentc binary's proxy image, imported unless the engine has it (its
-/// tag remembered from an earlier launch); also the image of the isolation probe, which needs
-/// nothing of the launch's image.
-pub async fn own_proxy_image<P: EnginePort>(port: &P) -> Result<String, ExecError> {
-    if let Some(tag) = agentc_egress::image::cached_proxy_tag() {
+/// The tag of the proxy image of the agentc executable `source`, imported unless the engine
+/// has it (its tag remembered from an earlier launch); also the image of the isolation probe,
+/// which needs nothing of the launch's image.
+pub async fn own_proxy_image<P: EnginePort>(
+    port: &P,
+    source: &ProxyExecutable,
+) -> Result<String, ExecError> {
+    if let Some(tag) = agentc_egress::image::cached_proxy_tag(source) {
         if port.image_exists(&tag).await.unwrap_or(false) {
             return Ok(tag);
         }
     }
-    let image =
-        agentc_egress::image::proxy_image().map_err(|error| failed(BUILD_PROXY_IMAGE, error))?;
+    let image = agentc_egress::image::proxy_image(source)
+        .map_err(|error| failed(BUILD_PROXY_IMAGE, error))?;
     let tag = import_unless_present(port, &image).await.map_err(|error| {
         failed(
             BUILD_PROXY_IMAGE,
             format!("cannot import {}: {error}", image.tag),
         )
     })?;
-    agentc_egress::image::remember_proxy_tag(&tag);
+    agentc_egress::image::remember_proxy_tag(source, &tag);
     Ok(tag)
 }
 
-/// Imports an image of the running executable ([`agentc_egress::image::self_image`]) unless
-/// the engine has its tag already; returns the tag.
+/// Imports an image built here ([`agentc_egress::image::proxy_image`],
+/// [`agentc_egress::image::self_image`]) unless the engine has its tag already; returns the
+/// tag.
 pub async fn import_unless_present<P: EnginePort>(
     port: &P,
     image: &agentc_egress::image::Image,
@@ -104,23 +109,29 @@ pub async fn import_unless_present<P: EnginePort>(
     Ok(image.tag.clone())
 }
 
-/// The tag of the proxy image: the spec's own when it names one, else the image of the running
-/// agentc binary ([`own_proxy_image`]).
-async fn proxy_image<P: EnginePort>(port: &P, egress: &EgressSpec) -> Result<String, ExecError> {
+/// The tag of the proxy image: the spec's own when it names one, else the image of the agentc
+/// executable `source` ([`own_proxy_image`]).
+async fn proxy_image<P: EnginePort>(
+    port: &P,
+    egress: &EgressSpec,
+    source: &ProxyExecutable,
+) -> Result<String, ExecError> {
     if egress.proxy.image != PROXY_IMAGE_PLACEHOLDER {
         return Ok(egress.proxy.image.clone());
     }
-    own_proxy_image(port).await
+    own_proxy_image(port, source).await
 }
 
 /// Sets up the companion of `spec`, if it has one, moving it first to an instance of its own
 /// when the container has no name (each run gets its set), and to another subnet when the
 /// engine says its subnet overlaps another network's ([`ContainerSpec::egress_instance`]).
-/// The keys the proxy holds are read from `env`, by name.
+/// The keys the proxy holds are read from `env`, by name; the proxy image is made of `source`
+/// unless the spec names one.
 pub async fn setup_for<P: EnginePort>(
     port: &P,
     spec: &mut ContainerSpec,
     env: &BTreeMap<String, String>,
+    source: &ProxyExecutable,
     interrupted: Interrupted<'_>,
 ) -> Result<Option<EgressSet>, ExecError> {
     if let Some(egress) = &spec.egress {
@@ -134,7 +145,7 @@ pub async fn setup_for<P: EnginePort>(
         let Some(companion) = &spec.egress else {
             return Ok(None);
         };
-        match setup(port, companion, env, &mut *interrupted).await {
+        match setup(port, companion, env, source, &mut *interrupted).await {
             Ok(set) => return Ok(Some(set)),
             Err(error) => {
                 attempt += 1;
@@ -145,15 +156,16 @@ pub async fn setup_for<P: EnginePort>(
 }
 
 /// Sets up the egress companion; see the module documentation. The keys the proxy holds are
-/// read from `env`, by name.
+/// read from `env`, by name; the proxy image is made of `source` unless the spec names one.
 pub async fn setup<P: EnginePort>(
     port: &P,
     egress: &EgressSpec,
     env: &BTreeMap<String, String>,
+    source: &ProxyExecutable,
     interrupted: Interrupted<'_>,
 ) -> Result<EgressSet, ExecError> {
     secrets::resolve_env(&egress.proxy, env)?;
-    let image = proxy_image(port, egress).await?;
+    let image = proxy_image(port, egress, source).await?;
     // What both renderers refuse, before anything is created.
     crate::argv::check_container(&egress::proxy_as_created(egress, Some(&image))?)?;
     let mut set = EgressSet {

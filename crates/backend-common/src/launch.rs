@@ -23,19 +23,24 @@ use crate::port::EnginePort;
 pub use crate::port::Exited;
 pub use crate::signals::Interrupts;
 use crate::ExecError;
+pub use agentc_egress::image::ProxyExecutable;
 
 /// How many copies [`launch_copies`] starts at once unless told otherwise: enough to keep an
 /// engine busy, few enough not to queue behind its own locks.
 pub const DEFAULT_JOBS: usize = 8;
 
 /// How a launch is run, beyond its spec.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LaunchOptions {
     /// Pull a missing image (`--pull`); without, a missing image is refused.
     pub pull: bool,
     /// Whether stdin is a terminal: an attached launch with a TTY spec then switches it to
     /// raw mode and has its size follow the local window.
     pub terminal: bool,
+    /// The agentc executable the egress proxy's image is made of (unless the spec names an
+    /// image): the default, the running executable, is right for the agentc binary; a program
+    /// embedding agentc names the agentc binary.
+    pub proxy_executable: ProxyExecutable,
 }
 
 /// A detached sandbox that started.
@@ -67,20 +72,21 @@ pub async fn launch<P: EnginePort, S: Interrupts>(
     port: &P,
     spec: &ContainerSpec,
     env: &BTreeMap<String, String>,
-    options: LaunchOptions,
+    options: &LaunchOptions,
     notify: &mut (dyn FnMut(&str) + Send),
     signals: &mut S,
 ) -> Result<Launched, ExecError> {
     prepare(port, spec, env, Some(options.pull), notify, signals).await?;
+    let proxy = &options.proxy_executable;
     if spec.detach {
-        return start(port, spec, env, signals)
+        return start(port, spec, env, proxy, signals)
             .await
             .map(|started| Launched::Started(Box::new(started)));
     }
     let mut placed = spec.clone();
     let set = {
         let mut pending = || signals.pending();
-        companion::setup_for(port, &mut placed, env, &mut pending).await?
+        companion::setup_for(port, &mut placed, env, proxy, &mut pending).await?
     };
     let exited = port
         .run_attached(&placed, env, options.terminal, signals)
@@ -91,13 +97,13 @@ pub async fn launch<P: EnginePort, S: Interrupts>(
     exited.map(Launched::Exited)
 }
 
-/// Launches `spec` detached through `port` ([`launch`] of a detached spec), and returns the
-/// started sandbox.
+/// Launches `spec` detached through `port` ([`launch`] of a detached spec, `options.terminal`
+/// unused), and returns the started sandbox.
 pub async fn launch_detached<P: EnginePort, S: Interrupts>(
     port: &P,
     spec: &ContainerSpec,
     env: &BTreeMap<String, String>,
-    pull: bool,
+    options: &LaunchOptions,
     notify: &mut (dyn FnMut(&str) + Send),
     signals: &mut S,
 ) -> Result<Started, ExecError> {
@@ -105,8 +111,8 @@ pub async fn launch_detached<P: EnginePort, S: Interrupts>(
         detach: true,
         ..spec.clone()
     };
-    prepare(port, spec, env, Some(pull), notify, signals).await?;
-    start(port, spec, env, signals).await
+    prepare(port, spec, env, Some(options.pull), notify, signals).await?;
+    start(port, spec, env, &options.proxy_executable, signals).await
 }
 
 /// What comes before anything is created: the secrets resolved (only names logged), the
@@ -139,18 +145,20 @@ async fn prepare<P: EnginePort, S: Interrupts>(
     between_steps(signals)
 }
 
-/// The companion of a prepared detached `spec`, then its container created and started, the
-/// start raced against a signal; the companion is torn down when the sandbox does not start.
+/// The companion of a prepared detached `spec` (its proxy image made of `proxy` unless the
+/// spec names one), then its container created and started, the start raced against a
+/// signal; the companion is torn down when the sandbox does not start.
 async fn start<P: EnginePort, S: Interrupts>(
     port: &P,
     spec: &ContainerSpec,
     env: &BTreeMap<String, String>,
+    proxy: &ProxyExecutable,
     signals: &mut S,
 ) -> Result<Started, ExecError> {
     let mut placed = spec.clone();
     let set = {
         let mut pending = || signals.pending();
-        companion::setup_for(port, &mut placed, env, &mut pending).await?
+        companion::setup_for(port, &mut placed, env, proxy, &mut pending).await?
     };
     let name = placed.name.clone();
     let started = tokio::select! {
@@ -313,8 +321,8 @@ impl fmt::Display for LaunchManyError {
 impl std::error::Error for LaunchManyError {}
 
 /// Launches every spec detached through `port`, at most `jobs` at a time (at least one), and
-/// returns the started sandboxes in the order given. Each image is made present once for the
-/// fleet first (pulled with `pull`), and the first copy is launched alone before the others. The specs are meant to be named, such as the copies of
+/// returns the started sandboxes in the order given (`options.terminal` unused). Each image is
+/// made present once for the fleet first (pulled with `options.pull`), and the first copy is launched alone before the others. The specs are meant to be named, such as the copies of
 /// [`copy_names`] (an unnamed one is reported as `copy N`). Each launch in flight listens for
 /// SIGINT and SIGTERM through a listener of its own ([`Interrupts::another`]), and `signals`
 /// is asked before each copy starts. On any failure or signal no further copy starts, the started ones are
@@ -323,7 +331,7 @@ pub async fn launch_copies<'a, P: EnginePort, S: Interrupts>(
     port: &P,
     specs: &'a [ContainerSpec],
     env: &BTreeMap<String, String>,
-    pull: bool,
+    options: &LaunchOptions,
     jobs: usize,
     notify: &mut (dyn FnMut(&str) + Send),
     signals: &mut S,
@@ -342,7 +350,7 @@ pub async fn launch_copies<'a, P: EnginePort, S: Interrupts>(
         }
     }
     for image in images {
-        let ready = match crate::image::ensure_image(port, image, pull, notify).await {
+        let ready = match crate::image::ensure_image(port, image, options.pull, notify).await {
             Ok(()) => between_steps(signals),
             Err(error) => Err(error),
         };
@@ -384,7 +392,7 @@ pub async fn launch_copies<'a, P: EnginePort, S: Interrupts>(
                     ..spec.clone()
                 };
                 match prepare(port, spec, env, None, &mut |_| {}, &mut signals).await {
-                    Ok(()) => start(port, spec, env, &mut signals).await,
+                    Ok(()) => start(port, spec, env, &options.proxy_executable, &mut signals).await,
                     Err(error) => Err(error),
                 }
             }

@@ -1,4 +1,5 @@
-//! The proxy image, built locally from the running agentc binary: no registry is needed.
+//! The proxy image, built locally from an agentc executable the caller names
+//! ([`ProxyExecutable`]; the agentc binary names itself): no registry is needed.
 //!
 //! The root filesystem holds the executable at [`crate::PROXY_BINARY`], the shared libraries
 //! it has mapped (the dynamic loader, libc, libgcc_s, libm...) at the same paths as on the host,
@@ -10,9 +11,9 @@
 //! reused while the binary is unchanged.
 //!
 //! [`rootfs_tar`], [`mapped_libraries`] and [`elf_interpreter`] are pure; [`self_inputs`] reads
-//! `/proc/self`. The import is an operation of the engine port
-//! (`agentc_backend_common::companion::import_unless_present`: `docker import` or `POST
-//! /images/create?fromSrc=-`, written once for both backends). Verified on Debian 12 (glibc
+//! `/proc/self`, [`proxy_image`] the executable it is given and `/proc/self/maps`. The import
+//! is an operation of the engine port (`agentc_backend_common::companion::import_unless_present`:
+//! `docker import` or `POST /images/create?fromSrc=-`, written once for both backends). Verified on Debian 12 (glibc
 //! 2.36): in this image the proxy resolves names through docker's embedded DNS with nothing but
 //! libc.
 
@@ -278,32 +279,58 @@ fn read(path: &Path) -> Result<Vec<u8>, EgressError> {
     })
 }
 
-/// The agentc executable set by [`set_proxy_executable`], if any.
-static PROXY_EXECUTABLE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-
-/// Names the agentc executable the proxy image is made of, for a process that is not the agentc
-/// binary itself (a program or test that embeds agentc as a library and launches an allowlist
-/// enforced outside): without it the image holds the running executable, which does not
-/// answer `egress-proxy serve`, and the launch fails closed when the proxy never gets healthy.
-/// The libraries are still those the running process has mapped (a Rust program linking agentc
-/// maps at least what the agentc binary needs). The first call wins.
-pub fn set_proxy_executable(path: PathBuf) {
-    let _ = PROXY_EXECUTABLE.set(path);
+/// The agentc executable the proxy image is made of: a plain value the caller passes in
+/// ([`proxy_image`], [`cached_proxy_tag`], [`remember_proxy_tag`]). The agentc binary passes
+/// the [default](ProxyExecutable::running), itself (`/proc/self/exe`). A program or test that
+/// embeds agentc as a library and launches an allowlist enforced outside names the agentc
+/// binary ([`ProxyExecutable::new`]): the running executable would not answer `egress-proxy
+/// serve`, and the launch would fail closed when the proxy never gets healthy. The libraries in
+/// the image are still those the running process has mapped (a Rust program linking agentc
+/// maps at least what the agentc binary needs).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ProxyExecutable {
+    path: PathBuf,
 }
 
-/// The executable the image is made of: [`set_proxy_executable`]'s, else the running one.
-fn source_executable() -> PathBuf {
-    PROXY_EXECUTABLE
-        .get()
-        .cloned()
-        .unwrap_or_else(|| PathBuf::from("/proc/self/exe"))
+impl ProxyExecutable {
+    /// The path of the running executable, as the kernel shows it.
+    pub const RUNNING: &'static str = "/proc/self/exe";
+
+    /// The agentc executable at `path`.
+    pub fn new(path: impl Into<PathBuf>) -> ProxyExecutable {
+        ProxyExecutable { path: path.into() }
+    }
+
+    /// The running executable ([`ProxyExecutable::RUNNING`]): what the agentc binary passes.
+    pub fn running() -> ProxyExecutable {
+        ProxyExecutable::new(Self::RUNNING)
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
 }
 
-/// Reads what the image needs from the running process: its executable (`/proc/self/exe`, or
-/// the one [`set_proxy_executable`] named), the libraries in `/proc/self/maps`, and the loader
-/// the executable's ELF header names. The executable goes to `executable_path` in the image.
+impl Default for ProxyExecutable {
+    /// The running executable ([`ProxyExecutable::running`]).
+    fn default() -> ProxyExecutable {
+        ProxyExecutable::running()
+    }
+}
+
+/// Reads what the image needs from the running process: its executable (`/proc/self/exe`), the
+/// libraries in `/proc/self/maps`, and the loader the executable's ELF header names. The
+/// executable goes to `executable_path` in the image.
 pub fn self_inputs(executable_path: &str) -> Result<RootfsInputs, EgressError> {
-    let exe = source_executable();
+    inputs_of(&ProxyExecutable::running(), executable_path)
+}
+
+/// What the image of `source` needs: its bytes, the libraries the running process has mapped
+/// (`/proc/self/maps`), and the loader `source`'s ELF header names; the executable goes to
+/// `executable_path` in the image.
+fn inputs_of(source: &ProxyExecutable, executable_path: &str) -> Result<RootfsInputs, EgressError> {
+    let exe = source.path().to_path_buf();
     let executable = read(&exe)?;
     // The running executable's own mapping is not a library, whichever executable is imaged.
     let running = std::fs::read_link("/proc/self/exe").unwrap_or_default();
@@ -338,7 +365,7 @@ pub fn self_inputs(executable_path: &str) -> Result<RootfsInputs, EgressError> {
     Ok(inputs)
 }
 
-/// The tar, changes and tag of an image of the running executable.
+/// The tar, changes and tag of an image of an executable.
 #[derive(Debug, Clone)]
 pub struct Image {
     /// `REPOSITORY:HASH`.
@@ -358,16 +385,36 @@ pub fn self_image(
     command: &[&str],
     health: Option<&[&str]>,
 ) -> Result<Image, EgressError> {
-    let inputs = self_inputs(executable_path)?;
+    image_of(
+        &ProxyExecutable::running(),
+        repository,
+        purpose,
+        executable_path,
+        command,
+        health,
+    )
+}
+
+/// [`self_image`] of the executable `source`.
+fn image_of(
+    source: &ProxyExecutable,
+    repository: &str,
+    purpose: &str,
+    executable_path: &str,
+    command: &[&str],
+    health: Option<&[&str]>,
+) -> Result<Image, EgressError> {
+    let inputs = inputs_of(source, executable_path)?;
     let tar = rootfs_tar(&inputs);
     let changes = import_changes(purpose, command, health);
     let tag = image_tag(repository, &tar, &changes);
     Ok(Image { tag, tar, changes })
 }
 
-/// Prepares the proxy image of the running agentc binary (no daemon contact).
-pub fn proxy_image() -> Result<Image, EgressError> {
-    self_image(
+/// Prepares the proxy image of the agentc executable `source` (no daemon contact).
+pub fn proxy_image(source: &ProxyExecutable) -> Result<Image, EgressError> {
+    image_of(
+        source,
         IMAGE_REPOSITORY,
         "egress-proxy",
         PROXY_BINARY,
@@ -391,12 +438,12 @@ pub fn file_identity(path: &Path) -> Option<String> {
     ))
 }
 
-/// Where the tag of the running binary's proxy image is remembered between launches, so that
-/// a launch does not read and hash the whole binary again: `$XDG_CACHE_HOME/agentc` (or
+/// Where the tag of the proxy image of `source` is remembered between launches, so that a
+/// launch does not read and hash the whole binary again: `$XDG_CACHE_HOME/agentc` (or
 /// `~/.cache/agentc`), keyed by the executable's device, inode, size and modification time (a
 /// rebuilt or replaced binary misses).
-fn tag_cache_path() -> Option<PathBuf> {
-    let key = file_identity(&source_executable())?;
+fn tag_cache_path(source: &ProxyExecutable) -> Option<PathBuf> {
+    let key = file_identity(source.path())?;
     let base = match std::env::var_os("XDG_CACHE_HOME").filter(|dir| !dir.is_empty()) {
         Some(dir) => PathBuf::from(dir),
         None => PathBuf::from(std::env::var_os("HOME")?).join(".cache"),
@@ -416,18 +463,18 @@ fn is_proxy_tag(tag: &str) -> bool {
         })
 }
 
-/// The proxy image tag remembered for the running binary ([`remember_proxy_tag`]), if any; the
-/// caller still checks that the daemon has it.
-pub fn cached_proxy_tag() -> Option<String> {
-    let text = std::fs::read_to_string(tag_cache_path()?).ok()?;
+/// The proxy image tag remembered for the agentc executable `source` ([`remember_proxy_tag`]),
+/// if any; the caller still checks that the daemon has it.
+pub fn cached_proxy_tag(source: &ProxyExecutable) -> Option<String> {
+    let text = std::fs::read_to_string(tag_cache_path(source)?).ok()?;
     let tag = text.trim();
     is_proxy_tag(tag).then(|| tag.to_string())
 }
 
-/// Remembers the proxy image tag of the running binary (best effort: a cache that cannot be
-/// written only costs the next launch a hash).
-pub fn remember_proxy_tag(tag: &str) {
-    let Some(path) = tag_cache_path() else {
+/// Remembers the proxy image tag of the agentc executable `source` (best effort: a cache that
+/// cannot be written only costs the next launch a hash).
+pub fn remember_proxy_tag(source: &ProxyExecutable, tag: &str) {
+    let Some(path) = tag_cache_path(source) else {
         return;
     };
     let Some(dir) = path.parent() else {

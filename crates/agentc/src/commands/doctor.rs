@@ -1,6 +1,7 @@
 //! `agentc doctor`: judges this machine (and a profile's needs) with the checks of
 //! `agentc_lifecycle::doctor`; exit 0 only when nothing fails.
 
+use agentc_egress::image::ProxyExecutable;
 use agentc_lifecycle::doctor::{
     engine_checks, profile_checks, require_for, Engine, ProfileFacts, Report,
 };
@@ -194,18 +195,19 @@ fn profile_facts(
 fn egress_proxy_image(
     engine: &mut dyn engine::Engine,
 ) -> Result<Result<(String, bool), String>, Failure> {
-    if let Some(tag) = agentc_egress::image::cached_proxy_tag() {
+    let own = ProxyExecutable::running();
+    if let Some(tag) = agentc_egress::image::cached_proxy_tag(&own) {
         if engine.image(&tag)?.is_some() {
             return Ok(Ok((tag, true)));
         }
     }
-    let image = match agentc_egress::image::proxy_image() {
+    let image = match agentc_egress::image::proxy_image(&own) {
         Ok(image) => image,
         Err(error) => return Ok(Err(error.to_string())),
     };
     let present = engine.image(&image.tag)?.is_some();
     if present {
-        agentc_egress::image::remember_proxy_tag(&image.tag);
+        agentc_egress::image::remember_proxy_tag(&own, &image.tag);
     }
     Ok(Ok((image.tag, present)))
 }

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::Duration;
 
+use agentc_egress::image::ProxyExecutable;
 use agentc_egress::probe::ProbeConfig;
 use agentc_egress::{Config, EgressError};
 
@@ -124,12 +125,14 @@ pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
             Ok(0)
         }
         EgressProxyCommand::Image(args) => {
+            // The image of this binary itself.
+            let own = ProxyExecutable::running();
             let tag = if args.print_tag {
-                agentc_egress::image::proxy_image()
+                agentc_egress::image::proxy_image(&own)
                     .map_err(|error| Failure::new(EXIT_FAILED, error.to_string()))?
                     .tag
             } else {
-                agentc_backend_cli::exec::egress::own_proxy_image(crate::engine())
+                agentc_backend_cli::exec::egress::own_proxy_image(crate::engine(), &own)
                     .map_err(|error| Failure::new(125, error.to_string()))?
             };
             println!("{tag}");

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal;
 
 use agentc_backend_api::port::ApiPort;
+use agentc_backend_common::launch::ProxyExecutable;
 use agentc_backend_common::port::EnginePort;
 use agentc_backend_common::signals::Signals;
 use agentc_backend_common::{exit_status, published_addresses, ExecError};
@@ -241,6 +242,8 @@ pub fn execute_placed(
     let options = agentc_backend_common::launch::LaunchOptions {
         pull,
         terminal: std::io::stdin().is_terminal(),
+        // The egress proxy is an image of this binary.
+        proxy_executable: ProxyExecutable::running(),
     };
     let own = container.name.as_deref();
     if matches!(backend, BackendArg::Cli) {
@@ -251,11 +254,11 @@ pub fn execute_placed(
         match backend {
             BackendArg::Cli => {
                 let port = agentc_backend_cli::exec::port::CliPort::new(crate::engine());
-                launch_over(&port, container, &env, options).await
+                launch_over(&port, container, &env, &options).await
             }
             BackendArg::Api => {
                 let port = connect_reaping(own).await?;
-                launch_over(&port, container, &env, options).await
+                launch_over(&port, container, &env, &options).await
             }
         }
     })
@@ -269,7 +272,7 @@ async fn launch_over<P: EnginePort>(
     port: &P,
     container: &ContainerSpec,
     env: &BTreeMap<String, String>,
-    options: agentc_backend_common::launch::LaunchOptions,
+    options: &agentc_backend_common::launch::LaunchOptions,
 ) -> Result<u8, Failure> {
     use agentc_backend_common::launch::{self, Launched};
     let mut signals = Signals::new().map_err(exec_failure)?;
@@ -390,11 +393,17 @@ async fn copies_over<P: EnginePort>(
         return Ok(0);
     };
     let mut signals = Signals::new().map_err(exec_failure)?;
+    let options = agentc_backend_common::launch::LaunchOptions {
+        pull,
+        // The egress proxies are images of this binary.
+        proxy_executable: ProxyExecutable::running(),
+        ..Default::default()
+    };
     let launched = agentc_backend_common::launch::launch_copies(
         port,
         copies,
         env,
-        pull,
+        &options,
         jobs,
         &mut |line| notify(line),
         &mut signals,

@@ -40,6 +40,8 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
         &launch::process_env(),
         args.pull,
         &egress_probe,
+        // The probe's egress proxy is an image of this binary.
+        &agentc_egress::image::ProxyExecutable::running(),
     )?;
     match args.format {
         ExplainFormat::Text => print!("{}", verify::render_table(&checks)),

@@ -19,6 +19,7 @@ use agentc_backend_cli::exec::port::CliPort;
 use agentc_backend_common::companion;
 use agentc_backend_common::port::{EngineError, EngineErrorKind, EnginePort};
 use agentc_backend_common::{ExecError, Interrupt};
+use agentc_egress::image::ProxyExecutable;
 use agentc_egress::probe::Target;
 use agentc_policy::{ContainerSpec, EgressSpec, LaunchSpec, Network};
 use futures_util::FutureExt;
@@ -150,13 +151,17 @@ struct Probed {
 ///
 /// When the allowlist is enforced outside, the egress checks follow the probe's (see
 /// [`super::egress`]); `egress_probe` names the host `egress.allowed` reaches, or skips it
-/// ([`EgressProbe::Skip`]: then no check reaches beyond the proxy).
+/// ([`EgressProbe::Skip`]: then no check reaches beyond the proxy). The probe's egress proxy,
+/// whose image the check containers run too, is an image of the agentc executable
+/// `proxy_executable` (the agentc binary passes itself, [`ProxyExecutable::running`]; a
+/// program embedding agentc names the agentc binary).
 pub fn verify_launch(
     spec: &LaunchSpec,
     backend: BackendArg,
     env: &BTreeMap<String, String>,
     pull: bool,
     egress_probe: &EgressProbe,
+    proxy_executable: &ProxyExecutable,
 ) -> Result<Vec<Check>, Failure> {
     let container = launch::container_of(spec)?;
     require_probe_room(&spec.profile, container.resources.pids_limit)?;
@@ -181,11 +186,11 @@ pub fn verify_launch(
         match backend {
             BackendArg::Cli => {
                 let port = CliPort::new(engine);
-                self::probe(&port, &probe, &name, env, pull, allowed).await
+                self::probe(&port, &probe, &name, env, pull, proxy_executable, allowed).await
             }
             BackendArg::Api => {
                 let port = launch::connect().await?;
-                self::probe(&port, &probe, &name, env, pull, allowed).await
+                self::probe(&port, &probe, &name, env, pull, proxy_executable, allowed).await
             }
         }
     })?;
@@ -299,16 +304,18 @@ fn not_started(name: &str, error: EngineError) -> Failure {
 
 /// The probe through the engine `port`, either backend's: the image made present, the spec
 /// checked ([`EnginePort::check_launch`]: refused before anything is created), the egress
-/// companion set up, the probe started detached, waited for (at most [`PROBE_TIMEOUT`]), its
-/// output and inspect read, and behind a proxy the host-path row and the egress checks run;
-/// then the probe, its check containers and its companion removed, on every way out. SIGINT
-/// and SIGTERM end it (130, 143) after that removal.
+/// companion set up (its proxy image made of `proxy_executable`), the probe started
+/// detached, waited for (at most [`PROBE_TIMEOUT`]), its output and inspect read, and behind a
+/// proxy the host-path row and the egress checks run; then the probe, its check containers and
+/// its companion removed, on every way out. SIGINT and SIGTERM end it (130, 143) after that
+/// removal.
 async fn probe<P: EnginePort>(
     port: &P,
     probe: &ContainerSpec,
     name: &str,
     env: &BTreeMap<String, String>,
     pull: bool,
+    proxy_executable: &ProxyExecutable,
     allowed: Option<&Target>,
 ) -> Result<Probed, Failure> {
     agentc_backend_common::resolve_env(probe, env).map_err(launch::exec_failure)?;
@@ -331,7 +338,7 @@ async fn probe<P: EnginePort>(
     let mut placed = probe.clone();
     let companion = {
         let mut pending = || signals.recv().now_or_never();
-        companion::setup_for(port, &mut placed, env, &mut pending).await
+        companion::setup_for(port, &mut placed, env, proxy_executable, &mut pending).await
     };
     let companion = match companion {
         Ok(set) => set,

@@ -6,6 +6,7 @@ use std::future::Future;
 
 use agentc_backend_common::companion;
 use agentc_backend_common::{Engine, ExecError};
+use agentc_egress::image::ProxyExecutable;
 
 use super::port::CliPort;
 
@@ -39,13 +40,13 @@ where
     })
 }
 
-/// The tag of the running agentc binary's proxy image, imported unless the engine has it
-/// ([`companion::own_proxy_image`]); also the image of the isolation probe.
-pub fn own_proxy_image(engine: Engine) -> Result<String, ExecError> {
-    block_on(companion::own_proxy_image(&CliPort::new(engine)))?
+/// The tag of the proxy image of the agentc executable `source`, imported unless the engine
+/// has it ([`companion::own_proxy_image`]); also the image of the isolation probe.
+pub fn own_proxy_image(engine: Engine, source: &ProxyExecutable) -> Result<String, ExecError> {
+    block_on(companion::own_proxy_image(&CliPort::new(engine), source))?
 }
 
-/// Imports an image of the running executable unless the engine has its tag
+/// Imports an image built here ([`agentc_egress::image`]) unless the engine has its tag
 /// ([`companion::import_unless_present`]); returns the tag.
 pub fn import_unless_present(
     engine: Engine,

@@ -27,7 +27,7 @@ pub mod signals;
 
 use std::collections::BTreeMap;
 
-use agentc_backend_common::launch::{self as common, LaunchOptions, Launched};
+use agentc_backend_common::launch::{self as common, LaunchOptions, Launched, ProxyExecutable};
 use agentc_backend_common::signals::Signals;
 use agentc_backend_common::{Engine, ExecError};
 use agentc_policy::ContainerSpec;
@@ -65,12 +65,14 @@ impl Outcome {
 /// a missing image unless `pull` (`notify` is told when it is pulled) before anything is
 /// created; a SIGINT or SIGTERM at any step ends the launch with [`ExecError::Interrupted`]
 /// (exit 130 or 143) and removes what it created, TTY or not. docker reads the secrets'
-/// values from its environment (from `env`, by name), never from its argv.
+/// values from its environment (from `env`, by name), never from its argv. An egress proxy's
+/// image is made of the agentc executable `proxy_executable` unless the spec names one.
 pub fn launch(
     engine: Engine,
     spec: &ContainerSpec,
     env: &BTreeMap<String, String>,
     pull: bool,
+    proxy_executable: &ProxyExecutable,
     mut notify: impl FnMut(&str) + Send,
 ) -> Result<Outcome, ExecError> {
     egress::block_on(async {
@@ -79,8 +81,9 @@ pub fn launch(
         let options = LaunchOptions {
             pull,
             terminal: false,
+            proxy_executable: proxy_executable.clone(),
         };
-        match common::launch(&port, spec, env, options, &mut notify, &mut signals).await? {
+        match common::launch(&port, spec, env, &options, &mut notify, &mut signals).await? {
             Launched::Exited(exited) => Ok(Outcome {
                 exit_code: i32::try_from(exited.exit_code).unwrap_or(1),
                 started: None,

@@ -24,6 +24,7 @@ use super::{
 };
 use crate::daemon_text::{daemon_message, Refusal};
 use crate::egress_state::{is_isolated_network, proxy_kind_filter};
+use crate::launch::{LaunchOptions, ProxyExecutable};
 use crate::port::{EngineError, EngineErrorKind, EnginePort, Filter};
 use crate::{Engine, ExecError};
 
@@ -34,6 +35,8 @@ pub struct Sandboxes<P> {
     port: P,
     /// The environment secrets are read from, by name.
     env: BTreeMap<String, String>,
+    /// The agentc executable a created sandbox's egress proxy image is made of.
+    proxy_executable: ProxyExecutable,
 }
 
 impl<P: EnginePort> fmt::Debug for Sandboxes<P> {
@@ -43,6 +46,7 @@ impl<P: EnginePort> fmt::Debug for Sandboxes<P> {
             .debug_struct("Sandboxes")
             .field("backend", &self.port.backend())
             .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("proxy_executable", &self.proxy_executable)
             .finish()
     }
 }
@@ -89,11 +93,23 @@ pub fn engine_failure(engine: Engine, step: &'static str, error: EngineError) ->
 
 impl<P: SessionPort> Sandboxes<P> {
     /// A client over `port` that reads secrets from `env` (and whose engine commands run with
-    /// it, [`SessionPort::in_env`]).
+    /// it, [`SessionPort::in_env`]); the egress proxies of the sandboxes it creates are images
+    /// of the running executable ([`Sandboxes::with_proxy_executable`] names another).
     pub fn over(port: P, env: BTreeMap<String, String>) -> Sandboxes<P> {
         Sandboxes {
             port: port.in_env(&env),
             env,
+            proxy_executable: ProxyExecutable::default(),
+        }
+    }
+
+    /// The client whose created sandboxes get egress proxies made of the agentc executable
+    /// `proxy_executable`: what a program embedding agentc names (the agentc binary), since
+    /// its own executable does not answer `egress-proxy serve`.
+    pub fn with_proxy_executable(self, proxy_executable: ProxyExecutable) -> Sandboxes<P> {
+        Sandboxes {
+            proxy_executable,
+            ..self
         }
     }
 
@@ -163,11 +179,15 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
     async fn create(&self, spec: &LaunchSpec) -> Result<Sandbox, SessionError> {
         let container = session_spec(spec)?;
         let mut quiet = |_: &str| {};
+        let options = LaunchOptions {
+            proxy_executable: self.proxy_executable.clone(),
+            ..LaunchOptions::default()
+        };
         let started = crate::launch::launch_detached(
             &self.port,
             &container,
             &self.env,
-            false,
+            &options,
             &mut quiet,
             &mut crate::signals::NoInterrupts,
         )

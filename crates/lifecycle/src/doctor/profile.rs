@@ -90,7 +90,7 @@ pub fn profile_checks(facts: &ProfileFacts) -> Vec<Check> {
             "egress-proxy-image",
             Status::Fail,
             format!("the egress proxy's image cannot be made from this agentc binary: {error}"),
-            Some("run agentc from a readable file on the engine's host; a program embedding agentc names the agentc binary with set_proxy_executable"),
+            Some("run agentc from a readable file on the engine's host; a program embedding agentc names the agentc binary as its ProxyExecutable"),
         )),
     }
     for (reference, present, built) in &facts.images {

@@ -13,6 +13,7 @@
 
 use std::collections::BTreeMap;
 
+use agentc_backend_common::launch::ProxyExecutable;
 use agentc_backend_common::port::EnginePort;
 use agentc_backend_common::EngineRuntimes;
 use agentc_policy::{ContainerSpec, Network};
@@ -138,7 +139,7 @@ async fn probe_over<P: EnginePort>(
     image: &str,
     profile: &str,
 ) -> Result<String, String> {
-    let own = agentc_backend_common::companion::own_proxy_image(port)
+    let own = agentc_backend_common::companion::own_proxy_image(port, &ProxyExecutable::running())
         .await
         .map_err(|error| error.to_string());
     let (image, entrypoint, args) = probe_command(own, image);
