@@ -441,7 +441,8 @@ fn engine_hint(engine: crate::Engine) -> &'static str {
             "Podman answers the Engine API only while its service runs: start it with `podman \
              system service --time=0 &` (or `systemctl start podman.socket`; rootless: \
              `systemctl --user start podman.socket`); CONTAINER_HOST selects another socket. \
-             `--backend api`, `agentc ps` and `agentc rm` need it; the cli backend does not"
+             `--backend api` needs it; through the cli backend (the default) every command runs \
+             without it"
         }
     }
 }

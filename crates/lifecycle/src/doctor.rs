@@ -191,8 +191,8 @@ fn engine(facts: &EngineFacts) -> Option<Check> {
                 Status::Fail
             },
             format!(
-                "podman's API socket at {} does not answer: {error}; `--backend api`, `agentc ps` \
-                 and `agentc rm` need it, the cli backend runs without it",
+                "podman's API socket at {} does not answer: {error}; `--backend api` needs it, \
+                 the cli backend (the default) runs every command without it",
                 facts.endpoint
             ),
             Some("agentc does not start it: run `podman system service --time=0 unix:///run/podman/podman.sock &` as root (or `systemctl start podman.socket`), or set CONTAINER_HOST"),

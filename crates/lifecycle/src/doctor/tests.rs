@@ -268,7 +268,7 @@ fn podman_and_gvisor_are_judged_with_their_own_fixes() {
     assert_eq!(engine.status, Status::Warn);
     assert!(
         engine.summary.ends_with(
-            "`--backend api`, `agentc ps` and `agentc rm` need it, the cli backend runs without it"
+            "`--backend api` needs it, the cli backend (the default) runs every command without it"
         ),
         "{}",
         engine.summary
