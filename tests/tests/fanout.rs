@@ -9,9 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use agentc_backend_api::{
-    connect, copy_names, launch, launch_many, remove, LaunchOptions, RemoveTarget,
-};
+use agentc_backend_api::{connect, copy_names, launch, launch_many, LaunchOptions, RemoveTarget};
 use agentc_conformance::referee::{RecordedRequest, Referee};
 use agentc_conformance::stand_in::Faults;
 use agentc_policy::{ContainerSpec, LABEL_PROFILE};
@@ -239,9 +237,12 @@ fn removing_a_profile_removes_its_containers_only() {
         launch_many(&docker, &specs, &options(), 4)
             .await
             .unwrap_or_else(|error| panic!("{error}"));
-        remove(&docker, &RemoveTarget::Profile("fanout-ours".to_string()))
-            .await
-            .expect("removes")
+        agentc_backend_common::admin::remove(
+            &docker,
+            &RemoveTarget::Profile("fanout-ours".to_string()),
+        )
+        .await
+        .expect("removes")
     });
     assert_eq!(removed, copy_names("ours", 4));
     assert_eq!(engine.container_names(), ["theirs-1"]);
@@ -274,9 +275,12 @@ fn removals_run_one_at_a_time_on_a_daemon_older_than_api_1_42() {
             launch_many(&docker, &specs, &options(), 4)
                 .await
                 .unwrap_or_else(|error| panic!("{error}"));
-            remove(&docker, &RemoveTarget::Profile("fanout-fleet".to_string()))
-                .await
-                .expect("removes")
+            agentc_backend_common::admin::remove(
+                &docker,
+                &RemoveTarget::Profile("fanout-fleet".to_string()),
+            )
+            .await
+            .expect("removes")
         });
         assert_eq!(engine.container_names(), Vec::<String>::new());
         assert_eq!(

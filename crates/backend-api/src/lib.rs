@@ -7,8 +7,8 @@
 //! `/_ping`); [`launch`](mod@launch) resolves secrets, creates and starts a container and
 //! removes it on failure or interrupt, and launches many copies at once, whole or not at all
 //! ([`launch_many`]), both written once over the engine port; `session` is the attached
-//! session (terminal, stdin and output, signals, resize, OOM watch); [`admin`] lists and removes
-//! agentc's containers (`agentc ps`, `agentc rm`); [`pull`] pulls a missing image when asked; [`signals`] listens for SIGINT and SIGTERM.
+//! session (terminal, stdin and output, signals, resize, OOM watch); [`admin`] re-exports what `agentc ps`
+//! and `agentc rm` use, written once over the port, with the daemon's removal concurrency; [`pull`] pulls a missing image when asked; [`signals`] listens for SIGINT and SIGTERM.
 //! What the CLI backend shares (the refusals of values docker's argv cannot carry, secret
 //! resolution, the launch error) is in [`agentc_backend_common`].
 //!
@@ -36,10 +36,7 @@ pub mod sandbox;
 mod session;
 pub mod signals;
 
-pub use admin::{
-    check_removable, ensure_volumes, inspect_reachable, list, list_volumes, reachable, remove,
-    remove_volumes, volumes_of, RemoveTarget, Summary,
-};
+pub use admin::{RemoveTarget, Summary};
 pub use agentc_backend_common::launch::{copy_names, LaunchManyError, DEFAULT_JOBS};
 pub use agentc_backend_common::ExecError;
 pub use json::render_json;

@@ -182,11 +182,13 @@ fn discard(name: &str, plan: &RestorePlan) {
             return;
         };
         let target = RemoveTarget::Names(vec![name.to_string()]);
-        if let Err(error) = agentc_backend_api::remove(&port, &target).await {
+        if let Err(error) = agentc_backend_common::admin::remove(&port, &target).await {
             eprintln!("agentc: could not remove {name}: {error}");
         }
         let volumes: Vec<String> = plan.fresh_volumes.iter().cloned().collect();
-        if let Err(error) = agentc_backend_api::remove_volumes(&port, &volumes, true).await {
+        if let Err(error) =
+            agentc_backend_common::admin::remove_volumes(&port, &volumes, true).await
+        {
             eprintln!("agentc: could not remove the volumes of {name}: {error}");
         }
     });
