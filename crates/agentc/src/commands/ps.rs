@@ -5,9 +5,6 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use agentc_backend_api::ApiClient;
-use agentc_backend_cli::exec::port::CliPort;
-use agentc_backend_cli::CliClient;
 use agentc_backend_common::admin::{self, Summary};
 use agentc_backend_common::egress_state::EgressState;
 use agentc_backend_common::launch::reachable_inspect;
@@ -19,8 +16,9 @@ use agentc_policy::{
     LABEL_SPEC_DIGEST,
 };
 
-use crate::cli::{BackendArg, PsArgs, PsFormat};
+use crate::cli::{PsArgs, PsFormat};
 use crate::commands::launch;
+use crate::commands::session::{on_client, OnClient};
 use crate::context::Failure;
 
 /// One row of `agentc ps`.
@@ -184,20 +182,13 @@ fn short_id(id: &str) -> &str {
 /// (or a status filter), those the filters match; with `-q` their IDs only.
 pub fn ps(args: PsArgs) -> Result<u8, Failure> {
     let filters = Filters::parse(&args.filter).map_err(Failure::usage)?;
-    let runtime = launch::runtime()?;
-    let (rows, volumes) = runtime.block_on(async {
-        match args.backend {
-            BackendArg::Cli => {
-                let port = CliPort::new(crate::engine());
-                launch::reap(&port, None).await;
-                listed(&CliClient::over(port, Default::default()), &args, &filters).await
-            }
-            BackendArg::Api => {
-                let port = launch::connect().await?;
-                listed(&ApiClient::over(port, Default::default()), &args, &filters).await
-            }
-        }
-    })?;
+    let (rows, volumes) = on_client(
+        args.backend,
+        Listing {
+            args: &args,
+            filters: &filters,
+        },
+    )?;
     if args.quiet {
         for row in &rows {
             println!("{}", short_id(&row.id));
@@ -241,8 +232,23 @@ fn network_name(network: &Network) -> String {
 /// The state of a container's egress proxy, for a sandbox behind one (through the same
 /// [`SandboxClient::egress`] as `agentc egress log`); a proxy itself, a container removed
 /// meanwhile, or one the daemon cannot tell about, has none.
-/// The rows and volumes `agentc ps` prints, asked of the engine through `client`'s port
+/// What `agentc ps` prints: its rows and volumes, asked of the engine through the client's port
 /// ([`agentc_backend_common::admin`], written once for both backends).
+struct Listing<'a> {
+    args: &'a PsArgs,
+    filters: &'a Filters,
+}
+
+impl OnClient for Listing<'_> {
+    type Output = (Vec<Row>, Vec<(String, String)>);
+
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<Self::Output, Failure> {
+        let Listing { args, filters } = self;
+        listed(client, args, filters).await
+    }
+}
+
+/// The rows and volumes of [`Listing`].
 async fn listed<P: SessionPort>(
     client: &Sandboxes<P>,
     args: &PsArgs,

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use agentc_backend_api::RemoveTarget;
 use agentc_backend_common::session::{SandboxClient, SessionError};
+use agentc_backend_common::session::{Sandboxes, SessionPort};
 use agentc_backend_common::snapshot::{self, RestorePlan, SnapshotRecord};
 use agentc_backend_common::ExecError;
 use agentc_policy::{Instance, LaunchSpec, LoadedProfile, Start};
@@ -30,7 +31,7 @@ struct Find(String);
 
 impl OnClient for Find {
     type Output = SnapshotRecord;
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<SnapshotRecord, Failure> {
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<SnapshotRecord, Failure> {
         snapshot::find(client, &self.0).await.map_err(failure)
     }
 }
@@ -65,7 +66,7 @@ struct Free(Vec<String>);
 
 impl OnClient for Free {
     type Output = ();
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<(), Failure> {
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<(), Failure> {
         let mut in_use_now = Vec::new();
         for name in self.0 {
             if taken(client, &name).await? {
@@ -95,7 +96,7 @@ struct Prepare<'a> {
 
 impl OnClient for Prepare<'_> {
     type Output = (LaunchSpec, RestorePlan);
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<Self::Output, Failure> {
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<Self::Output, Failure> {
         let spec = loop {
             let copy = *self.next;
             *self.next = copy.checked_add(1).ok_or_else(|| {
@@ -135,7 +136,7 @@ struct PutBack<'a> {
 
 impl OnClient for PutBack<'_> {
     type Output = snapshot::RestoreReport;
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<Self::Output, Failure> {
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<Self::Output, Failure> {
         let container = container(self.spec)?;
         let name = container.name.clone().unwrap_or_default();
         let sandbox = client.find(&name).await.map_err(session_failure)?;
@@ -161,7 +162,7 @@ struct MemoryRestore<'a> {
 
 impl OnClient for MemoryRestore<'_> {
     type Output = u128;
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<u128, Failure> {
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<u128, Failure> {
         let started = std::time::Instant::now();
         snapshot::restore_memory(client, self.record, self.dir, self.name)
             .await

@@ -1,16 +1,13 @@
 //! `agentc rm`: removes containers agentc launched, and only those; with `--volumes`, also
 //! agentc's volumes they mount.
 
-use agentc_backend_api::ApiClient;
-use agentc_backend_cli::exec::port::CliPort;
-use agentc_backend_cli::CliClient;
 use agentc_backend_common::admin::{self, RemoveTarget};
 use agentc_backend_common::session::{Sandboxes, SessionPort};
 use agentc_backend_common::ExecError;
 
-use crate::cli::{BackendArg, RmArgs};
+use crate::cli::RmArgs;
 use crate::commands::launch;
-use crate::commands::session::{is_profile_path, sandbox_named};
+use crate::commands::session::{is_profile_path, on_client, sandbox_named, OnClient};
 use crate::context::Failure;
 
 /// The containers NAMEs mean, as the session commands read them: a profile file, or a profile's
@@ -55,21 +52,13 @@ pub fn rm(args: RmArgs) -> Result<u8, Failure> {
         }
         None => RemoveTarget::Names(args.names),
     };
-    let runtime = launch::runtime()?;
-    let env = launch::process_env();
-    let (removed, volumes) = runtime.block_on(async {
-        match args.backend {
-            BackendArg::Cli => {
-                let port = CliPort::new(crate::engine());
-                launch::reap(&port, None).await;
-                removing(&CliClient::over(port, env), target, args.volumes).await
-            }
-            BackendArg::Api => {
-                let port = launch::connect().await?;
-                removing(&ApiClient::over(port, env), target, args.volumes).await
-            }
-        }
-    })?;
+    let (removed, volumes) = on_client(
+        args.backend,
+        Removal {
+            target,
+            volumes: args.volumes,
+        },
+    )?;
     for name in removed {
         println!("removed {name}");
     }
@@ -79,40 +68,46 @@ pub fn rm(args: RmArgs) -> Result<u8, Failure> {
     Ok(0)
 }
 
-/// Removes `target` through `client`'s port ([`admin::remove`], written once for both
+/// Removes `target` through the client's port ([`admin::remove`], written once for both
 /// backends), with the volumes it mounts when `volumes`; the containers and volumes removed.
-async fn removing<P: SessionPort>(
-    client: &Sandboxes<P>,
+struct Removal {
     target: RemoveTarget,
     volumes: bool,
-) -> Result<(Vec<String>, Vec<String>), Failure> {
-    let port = client.port();
-    let target = match target {
-        RemoveTarget::Names(names) => RemoveTarget::Names(resolve_names(client, names).await?),
-        other => other,
-    };
-    let volumes = match (&target, volumes) {
-        (_, false) => Vec::new(),
-        (RemoveTarget::All | RemoveTarget::Profile(_), true) => admin::list_volumes(port)
+}
+
+impl OnClient for Removal {
+    type Output = (Vec<String>, Vec<String>);
+
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<Self::Output, Failure> {
+        let Removal { target, volumes } = self;
+        let port = client.port();
+        let target = match target {
+            RemoveTarget::Names(names) => RemoveTarget::Names(resolve_names(client, names).await?),
+            other => other,
+        };
+        let volumes = match (&target, volumes) {
+            (_, false) => Vec::new(),
+            (RemoveTarget::All | RemoveTarget::Profile(_), true) => admin::list_volumes(port)
+                .await
+                .map_err(launch::exec_failure)?
+                .into_iter()
+                .filter(|(_, profile)| match &target {
+                    RemoveTarget::Profile(wanted) => profile == wanted,
+                    _ => true,
+                })
+                .map(|(name, _)| name)
+                .collect(),
+            (RemoveTarget::Names(names), true) => admin::volumes_of(port, names)
+                .await
+                .map_err(launch::exec_failure)?,
+        };
+        let removed = admin::remove(port, &target)
             .await
-            .map_err(launch::exec_failure)?
-            .into_iter()
-            .filter(|(_, profile)| match &target {
-                RemoveTarget::Profile(wanted) => profile == wanted,
-                _ => true,
-            })
-            .map(|(name, _)| name)
-            .collect(),
-        (RemoveTarget::Names(names), true) => admin::volumes_of(port, names)
+            .map_err(launch::exec_failure)?;
+        let skip_in_use = matches!(target, RemoveTarget::All | RemoveTarget::Profile(_));
+        let volumes = admin::remove_volumes(port, &volumes, skip_in_use)
             .await
-            .map_err(launch::exec_failure)?,
-    };
-    let removed = admin::remove(port, &target)
-        .await
-        .map_err(launch::exec_failure)?;
-    let skip_in_use = matches!(target, RemoveTarget::All | RemoveTarget::Profile(_));
-    let volumes = admin::remove_volumes(port, &volumes, skip_in_use)
-        .await
-        .map_err(launch::exec_failure)?;
-    Ok((removed, volumes))
+            .map_err(launch::exec_failure)?;
+        Ok((removed, volumes))
+    }
 }

@@ -19,6 +19,7 @@ use agentc_backend_common::session::{
     parse_since, ExecRequest, ExecStdin, LogsRequest, OutputSink, ProcessStdio, Sandbox,
     SandboxClient, SandboxEgress, SessionError, Stream, EXEC_TAG_VAR,
 };
+use agentc_backend_common::session::{Sandboxes, SessionPort};
 use agentc_backend_common::{exit_status, ExecError, Interrupt};
 use agentc_policy::{EnvValue, EnvVar};
 
@@ -29,13 +30,17 @@ use crate::cli::{
 use crate::commands::launch;
 use crate::context::{self, Failure, EXIT_DOCKER, EXIT_FAILED};
 
-/// A session command, run against either backend's client.
-trait SessionCommand {
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure>;
+/// One step run against either backend's sessions client ([`Sandboxes`] over the command
+/// line's or the Engine API's port).
+pub(crate) trait OnClient {
+    /// What the step gives back.
+    type Output;
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<Self::Output, Failure>;
 }
 
-/// Runs `command` through `backend`'s client, in a runtime of its own.
-fn on_backend(backend: BackendArg, command: impl SessionCommand) -> Result<u8, Failure> {
+/// Runs `step` through `backend`'s client, in a runtime of its own, after the leftovers of
+/// killed launches are reaped (through the Engine API's connection for `--backend api`).
+pub(crate) fn on_client<S: OnClient>(backend: BackendArg, step: S) -> Result<S::Output, Failure> {
     if matches!(backend, BackendArg::Cli) {
         launch::reap_for_cli(None);
     }
@@ -44,13 +49,12 @@ fn on_backend(backend: BackendArg, command: impl SessionCommand) -> Result<u8, F
     runtime.block_on(async move {
         match backend {
             BackendArg::Cli => {
-                command
-                    .run(&CliClient::over(CliPort::new(crate::engine()), env))
+                step.run(&CliClient::over(CliPort::new(crate::engine()), env))
                     .await
             }
             BackendArg::Api => {
                 let port = launch::connect().await?;
-                command.run(&ApiClient::over(port, env)).await
+                step.run(&ApiClient::over(port, env)).await
             }
         }
     })
@@ -204,8 +208,10 @@ pub(crate) async fn run_exec<C: SandboxClient>(
 
 struct Exec(ExecArgs);
 
-impl SessionCommand for Exec {
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure> {
+impl OnClient for Exec {
+    type Output = u8;
+
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<u8, Failure> {
         let args = self.0;
         let sandbox = sandbox_named(client, &args.name, false).await?;
         let mut request = ExecRequest::new(args.command);
@@ -223,13 +229,15 @@ impl SessionCommand for Exec {
 
 /// Runs `agentc exec`.
 pub fn exec(args: ExecArgs) -> Result<u8, Failure> {
-    on_backend(args.target.backend, Exec(args))
+    on_client(args.target.backend, Exec(args))
 }
 
 struct Shell(ShellArgs);
 
-impl SessionCommand for Shell {
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure> {
+impl OnClient for Shell {
+    type Output = u8;
+
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<u8, Failure> {
         let args = self.0;
         let sandbox = sandbox_named(client, &args.name, false).await?;
         let mut request = ExecRequest::new([
@@ -246,7 +254,7 @@ impl SessionCommand for Shell {
 
 /// Runs `agentc shell`.
 pub fn shell(args: ShellArgs) -> Result<u8, Failure> {
-    on_backend(args.target.backend, Shell(args))
+    on_client(args.target.backend, Shell(args))
 }
 
 /// One side of `agentc cp`.
@@ -270,8 +278,10 @@ fn side(text: &str) -> Side {
 
 struct Copy(CpArgs);
 
-impl SessionCommand for Copy {
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure> {
+impl OnClient for Copy {
+    type Output = u8;
+
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<u8, Failure> {
         let args = self.0;
         let (source, destination) = (side(&args.source), side(&args.destination));
         let mut signals = Signals::new()?;
@@ -360,13 +370,15 @@ fn write_tar(landing: &Path) -> Result<(), Failure> {
 
 /// Runs `agentc cp`.
 pub fn cp(args: CpArgs) -> Result<u8, Failure> {
-    on_backend(args.target.backend, Copy(args))
+    on_client(args.target.backend, Copy(args))
 }
 
 struct Port(PortArgs);
 
-impl SessionCommand for Port {
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure> {
+impl OnClient for Port {
+    type Output = u8;
+
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<u8, Failure> {
         let args = self.0;
         let port = args
             .port
@@ -399,13 +411,15 @@ impl SessionCommand for Port {
 
 /// Runs `agentc port`.
 pub fn port(args: PortArgs) -> Result<u8, Failure> {
-    on_backend(args.target.backend, Port(args))
+    on_client(args.target.backend, Port(args))
 }
 
 struct Logs(LogsArgs);
 
-impl SessionCommand for Logs {
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure> {
+impl OnClient for Logs {
+    type Output = u8;
+
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<u8, Failure> {
         let args = self.0;
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -437,7 +451,7 @@ impl SessionCommand for Logs {
 
 /// Runs `agentc logs`.
 pub fn logs(args: LogsArgs) -> Result<u8, Failure> {
-    on_backend(args.target.backend, Logs(args))
+    on_client(args.target.backend, Logs(args))
 }
 
 struct EgressLog(EgressLogArgs);
@@ -465,8 +479,10 @@ async fn egress_of<C: SandboxClient>(
         })
 }
 
-impl SessionCommand for EgressLog {
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure> {
+impl OnClient for EgressLog {
+    type Output = u8;
+
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<u8, Failure> {
         let args = self.0;
         let sandbox = sandbox_named(client, &args.name, true).await?;
         let egress = egress_of(client, &sandbox).await?;
@@ -559,13 +575,15 @@ impl Drop for TableOutput {
 
 /// Runs `agentc egress log`.
 pub fn egress_log(args: EgressLogArgs) -> Result<u8, Failure> {
-    on_backend(args.target.backend, EgressLog(args))
+    on_client(args.target.backend, EgressLog(args))
 }
 
 struct Stop(StopArgs);
 
-impl SessionCommand for Stop {
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure> {
+impl OnClient for Stop {
+    type Output = u8;
+
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<u8, Failure> {
         let args = self.0;
         // Every name is checked before anything is stopped, as `agentc rm` does.
         let mut sandboxes = Vec::new();
@@ -585,13 +603,15 @@ impl SessionCommand for Stop {
 
 /// Runs `agentc stop`.
 pub fn stop(args: StopArgs) -> Result<u8, Failure> {
-    on_backend(args.target.backend, Stop(args))
+    on_client(args.target.backend, Stop(args))
 }
 
 struct Start(StartArgs);
 
-impl SessionCommand for Start {
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure> {
+impl OnClient for Start {
+    type Output = u8;
+
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<u8, Failure> {
         let args = self.0;
         let mut sandboxes = Vec::new();
         for name in &args.names {
@@ -607,7 +627,7 @@ impl SessionCommand for Start {
 
 /// Runs `agentc start`.
 pub fn start(args: StartArgs) -> Result<u8, Failure> {
-    on_backend(args.target.backend, Start(args))
+    on_client(args.target.backend, Start(args))
 }
 
 #[cfg(test)]

@@ -6,47 +6,19 @@
 
 use std::path::{Path, PathBuf};
 
-use agentc_backend_api::ApiClient;
-use agentc_backend_cli::exec::port::CliPort;
-use agentc_backend_cli::CliClient;
 use agentc_backend_common::session::SandboxClient;
+use agentc_backend_common::session::{Sandboxes, SessionPort};
 use agentc_backend_common::snapshot::{self, Freeze, SnapshotError, SnapshotRecord};
 use agentc_policy::{ContainerSpec, EnvValue, Instance, LaunchSpec, Start};
 
 use crate::cli::{
-    BackendArg, KindArg, LaunchArgs, PauseArgs, PsFormat, SnapshotArgs, SnapshotCommand, TakeArgs,
+    KindArg, LaunchArgs, PauseArgs, PsFormat, SnapshotArgs, SnapshotCommand, TakeArgs,
 };
 use crate::commands::launch;
 use crate::commands::session::sandbox_named;
+pub(crate) use crate::commands::session::{on_client, OnClient};
 use crate::context::{self, Failure, EXIT_DOCKER, EXIT_FAILED};
 use crate::lifecycle::store::state_dir;
-
-/// One step run against either backend's client.
-pub(crate) trait OnClient {
-    type Output;
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<Self::Output, Failure>;
-}
-
-/// Runs `step` through `backend`'s client, in a runtime of its own.
-pub(crate) fn on_client<S: OnClient>(backend: BackendArg, step: S) -> Result<S::Output, Failure> {
-    if matches!(backend, BackendArg::Cli) {
-        launch::reap_for_cli(None);
-    }
-    let runtime = launch::runtime()?;
-    let env = launch::process_env();
-    runtime.block_on(async move {
-        match backend {
-            BackendArg::Cli => {
-                step.run(&CliClient::over(CliPort::new(crate::engine()), env))
-                    .await
-            }
-            BackendArg::Api => {
-                let port = launch::connect().await?;
-                step.run(&ApiClient::over(port, env)).await
-            }
-        }
-    })
-}
 
 /// A snapshot error, with its exit status ([`SnapshotError::exit_code`]).
 pub(crate) fn failure(error: impl Into<SnapshotError>) -> Failure {
@@ -63,7 +35,7 @@ pub(crate) struct MemorySupport;
 
 impl OnClient for MemorySupport {
     type Output = ();
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<(), Failure> {
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<(), Failure> {
         snapshot::memory::support(client).await.map_err(failure)
     }
 }
@@ -85,7 +57,7 @@ struct Pause {
 
 impl OnClient for Pause {
     type Output = u8;
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure> {
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<u8, Failure> {
         let mut sandboxes = Vec::new();
         for name in &self.args.names {
             sandboxes.push(sandbox_named(client, name, true).await?);
@@ -150,7 +122,7 @@ struct Take(TakeArgs);
 
 impl OnClient for Take {
     type Output = u8;
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure> {
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<u8, Failure> {
         let args = self.0;
         if args.memory {
             MemorySupport.run(client).await?;
@@ -244,7 +216,7 @@ struct List(PsFormat);
 
 impl OnClient for List {
     type Output = u8;
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure> {
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<u8, Failure> {
         let records = snapshot::list(client).await.map_err(failure)?;
         match self.0 {
             PsFormat::Json => {
@@ -301,7 +273,7 @@ struct Remove(Vec<String>);
 
 impl OnClient for Remove {
     type Output = u8;
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<u8, Failure> {
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<u8, Failure> {
         // Every name is found before anything is removed.
         let mut records = Vec::new();
         for name in &self.0 {
