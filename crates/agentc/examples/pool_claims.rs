@@ -8,7 +8,8 @@
 //!
 //! IMAGE needs `sh`, `sleep`, `tail` and `echo` (the busybox test image of
 //! `scripts/build-test-image.sh`). The sandboxes have no network egress companion (a custom
-//! profile without `[egress]`); everything made is deleted.
+//! profile without `[egress]`); everything made is deleted. `AGENTC_ENGINE=podman` drives
+//! Podman (its API service for `api`).
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -140,10 +141,19 @@ fn main() -> std::process::ExitCode {
         .build()
         .expect("a tokio runtime");
     let env: BTreeMap<String, String> = std::env::vars().collect();
+    // The engine as the binary chooses it by default: `AGENTC_ENGINE`, else Docker; its API
+    // endpoint by that engine's conventions.
+    let engine = env
+        .get("AGENTC_ENGINE")
+        .and_then(|name| Engine::parse(name))
+        .unwrap_or_default();
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let host = agentc_backend_common::engine::api_host(engine, &env, root);
     let result = runtime.block_on(async {
         match backend.as_str() {
             "cli" => {
-                let port = agentc_backend_cli::exec::port::CliPort::new(Engine::Docker);
+                let port = agentc_backend_cli::exec::port::CliPort::new(engine);
                 bench(
                     agentc_backend_cli::CliClient::over(port, env),
                     &image,
@@ -151,16 +161,13 @@ fn main() -> std::process::ExitCode {
                 )
                 .await
             }
-            _ => {
-                let host = std::env::var("DOCKER_HOST").ok();
-                match agentc_backend_api::connect(Engine::Docker, host.as_deref()).await {
-                    Ok(port) => {
-                        let client = agentc_backend_api::ApiClient::over(port, env);
-                        bench(client, &image, rounds).await
-                    }
-                    Err(error) => Err(error.to_string()),
+            _ => match agentc_backend_api::connect(engine, host.as_deref()).await {
+                Ok(port) => {
+                    let client = agentc_backend_api::ApiClient::over(port, env);
+                    bench(client, &image, rounds).await
                 }
-            }
+                Err(error) => Err(error.to_string()),
+            },
         }
     });
     match result {

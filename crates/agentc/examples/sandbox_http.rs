@@ -7,7 +7,8 @@
 //! ```
 //!
 //! IMAGE needs busybox's `sh`, `httpd` and `tail` (the test image of
-//! `scripts/build-test-image.sh` has them); it is never pulled.
+//! `scripts/build-test-image.sh` has them); it is never pulled. `AGENTC_ENGINE=podman` drives
+//! Podman (its API service for `api`).
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -127,15 +128,23 @@ fn main() -> std::process::ExitCode {
         .build()
         .expect("a tokio runtime");
     let env: BTreeMap<String, String> = std::env::vars().collect();
+    // The engine as the binary chooses it by default: `AGENTC_ENGINE`, else Docker; its API
+    // endpoint by that engine's conventions.
+    let engine = env
+        .get("AGENTC_ENGINE")
+        .and_then(|name| Engine::parse(name))
+        .unwrap_or_default();
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let host = agentc_backend_common::engine::api_host(engine, &env, root);
     let result = runtime.block_on(async {
         match backend.as_str() {
             "cli" => {
-                let port = agentc_backend_cli::exec::port::CliPort::new(Engine::Docker);
+                let port = agentc_backend_cli::exec::port::CliPort::new(engine);
                 session(agentc_backend_cli::CliClient::over(port, env), &image).await
             }
             "api" => {
-                let host = std::env::var("DOCKER_HOST").ok();
-                let port = agentc_backend_api::connect(Engine::Docker, host.as_deref())
+                let port = agentc_backend_api::connect(engine, host.as_deref())
                     .await
                     .map_err(|error| error.to_string())?;
                 session(agentc_backend_api::ApiClient::over(port, env), &image).await

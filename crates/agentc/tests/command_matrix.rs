@@ -150,9 +150,8 @@ impl Matrix<'_> {
     }
 
     /// Spawns `agentc ARGS`, waits for `ready` on its stderr (or a second when empty), sends
-    /// `signal`, and records the row. After SIGKILL, runs `agentc ps` (which removes what a
-    /// killed launch left, at once for `profile`) and records agentc's status, `killed, reaped
-    /// by the next command` when `ps` said it removed a companion, and what is left after it.
+    /// `signal`, and records the row. After SIGKILL, runs `agentc ps` as the next command
+    /// ([`Matrix::killed`]).
     fn signalled(
         &mut self,
         name: &str,
@@ -162,24 +161,44 @@ impl Matrix<'_> {
         ready: &str,
         signal: libc::c_int,
     ) -> Outcome {
+        if signal == libc::SIGKILL {
+            return self.killed(name, profile, args, env, ready, &["ps"]);
+        }
         let launch = self.spawn(name, args, env, ready);
         launch.signal(signal);
-        let (code, mut stderr) = launch.end();
-        if signal == libc::SIGKILL {
-            let ps = self.lab.agentc(
-                &["ps", "--backend", self.backend],
-                &[("AGENTC_TEST_REAP_AT_ONCE", profile)],
-            );
-            let reaped =
-                common::text(&ps.stderr).contains("agentc: removed the egress companion of ");
-            stderr = if reaped {
-                "error: killed, reaped by the next command"
-            } else {
-                "error: killed, not reaped"
-            }
-            .to_string();
-        }
+        let (code, stderr) = launch.end();
         self.record(name, profile, code, &stderr)
+    }
+
+    /// Spawns `agentc ARGS`, waits for `ready`, kills it (SIGKILL), then runs `agentc NEXT
+    /// --backend B` (which removes what a killed launch left, at once for `profile`), and
+    /// records agentc's status, `killed, reaped by the next command` when NEXT said it removed
+    /// a companion, and what is left after it.
+    fn killed(
+        &mut self,
+        name: &str,
+        profile: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        ready: &str,
+        next: &[&str],
+    ) -> Outcome {
+        let launch = self.spawn(name, args, env, ready);
+        launch.signal(libc::SIGKILL);
+        let (code, _) = launch.end();
+        let mut next = next.to_vec();
+        next.extend(["--backend", self.backend]);
+        let after = self
+            .lab
+            .agentc(&next, &[("AGENTC_TEST_REAP_AT_ONCE", profile)]);
+        let reaped =
+            common::text(&after.stderr).contains("agentc: removed the egress companion of ");
+        let stderr = if reaped {
+            "error: killed, reaped by the next command"
+        } else {
+            "error: killed, not reaped"
+        };
+        self.record(name, profile, code, stderr)
     }
 
     fn record(&mut self, name: &str, profile: &str, code: i32, stderr: &str) -> Outcome {
@@ -1303,8 +1322,10 @@ fn signal_rows(lab: &mut Lab, backend: &str) -> Vec<Row> {
     }
     let row = "run --count 2: SIGKILL at the proxy step";
     m.signalled(row, &fleet, &count, &pause, paused, libc::SIGKILL);
+    // The next command is a pool's listing here: every command that talks to the engine
+    // reaps, not only `ps`.
     let row = "verify behind the proxy: SIGKILL at the proxy step";
-    m.signalled(row, &fleet, &verify, &pause, paused, libc::SIGKILL);
+    m.killed(row, &fleet, &verify, &pause, paused, &["pool", "ls"]);
     m.rows
 }
 

@@ -619,3 +619,71 @@ fn deny_with_a_published_port_through_the_api_backend() {
         deny_with_a_published_port_is_reachable_and_reaches_nothing("api");
     }
 }
+
+/// Every command that talks to the engine first removes what a killed launch left, through
+/// either backend, and says so: a listing (`ps`, `pool ls`, `snapshot ls`), a session command
+/// that then fails (`exec` of no such sandbox), a lock (the lifecycle's image query) and a
+/// fleet (`run --count`). Each meets the isolated network a launch killed after its first
+/// step left behind (made here by that step as rendered).
+#[test]
+fn every_command_that_talks_to_the_engine_reaps_first_through_either_backend() {
+    if !require_daemon("every_command_that_talks_to_the_engine_reaps_first_through_either_backend")
+    {
+        return;
+    }
+    let mut lab = Lab::new("reapall");
+    for backend in ["cli", "api"] {
+        let path = lab.profile(&format!("reap-{backend}"), "");
+        let profile = lab.profiles.last().unwrap().clone();
+        let rendered = agentc(&["render", &path, "--format", "shell"]);
+        assert!(rendered.status.success(), "{}", describe(&rendered));
+        let create = text(&rendered.stdout)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        assert!(create.starts_with("docker network create "), "{create}");
+        let network = create.rsplit(' ').next().unwrap().to_string();
+        let sandbox = network.strip_suffix("-egress").expect("NAME-egress");
+        let commands: [Vec<&str>; 6] = [
+            vec!["ps"],
+            vec!["pool", "ls"],
+            vec!["snapshot", "ls"],
+            vec!["exec", "agentc-t-no-such-sandbox", "true"],
+            vec!["lock", &path],
+            vec!["run", &path, "--count", "2"],
+        ];
+        for command in commands {
+            let made = Command::new("sh").args(["-c", &create]).output().unwrap();
+            assert!(made.status.success(), "{create}: {}", describe(&made));
+            let mut args = command.clone();
+            args.extend(["--backend", backend]);
+            let output = Command::new(env!("CARGO_BIN_EXE_agentc"))
+                .args(&args)
+                .env("AGENTC_TEST_REAP_AT_ONCE", &profile)
+                .stdin(Stdio::null())
+                .output()
+                .expect("agentc runs");
+            let said = format!(
+                "agentc: removed the egress companion of {sandbox}, which is gone (its launch \
+                 was killed): network {network}"
+            );
+            assert!(
+                text(&output.stderr).contains(&said),
+                "agentc {args:?} did not reap first: {}",
+                describe(&output)
+            );
+            let networks = docker(&["network", "ls", "--format", "{{.Name}}"]).unwrap();
+            assert!(
+                !networks.lines().any(|name| name == network),
+                "agentc {args:?} left {network}"
+            );
+            if command[0] == "run" {
+                assert!(output.status.success(), "{}", describe(&output));
+                let removed = agentc(&["rm", "--profile", &path]);
+                assert!(removed.status.success(), "{}", describe(&removed));
+            }
+        }
+        assert_eq!(lab.left(&profile), (String::new(), String::new()));
+    }
+}

@@ -4,7 +4,7 @@
 //! attached run is [`crate::attached`].
 //!
 //! What `docker run` does beyond the API call, decided here explicitly: agentc pulls only when
-//! asked (`--pull`, through [`crate::port::ensure_image`] before [`launch`]; otherwise a missing
+//! asked (`--pull`, [`agentc_backend_common::image::ensure_image`]; otherwise a missing
 //! image is an error that says how to build it); it does not inject the CLI config's
 //! proxy variables (the profile's egress policy owns the environment); secrets are read from
 //! the environment map handed in, and an unset optional secret is left out rather than sent

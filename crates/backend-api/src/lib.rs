@@ -42,7 +42,6 @@ pub use agentc_backend_common::ExecError;
 pub use json::render_json;
 pub use launch::launch_many;
 pub use launch::{launch, LaunchOptions, Outcome};
-pub use port::ensure_image;
 pub use port::{connect, ApiPort};
 pub use pull::{split_reference, ImageReference};
 pub use render::{render_create, CreateRequest, RenderError};

@@ -116,21 +116,6 @@ impl ApiPort {
     }
 }
 
-/// Makes sure the daemon has `image` ([`agentc_backend_common::image::ensure_image`] through
-/// the Engine API's port): with `pull`, a missing image is pulled (`POST /images/create` with
-/// `fromImage` and `tag`, no credentials), `notify` being handed a line saying so and then one
-/// line per layer status (`pull: ...`, see [`PullProgress`]); without, it is refused
-/// ([`ImageMissing`](agentc_backend_common::ExecError::ImageMissing), which says how to build
-/// it and mentions `--pull`).
-pub async fn ensure_image(
-    port: &ApiPort,
-    image: &str,
-    pull: bool,
-    mut notify: impl FnMut(&str) + Send,
-) -> Result<(), ExecError> {
-    agentc_backend_common::image::ensure_image(port, image, pull, &mut notify).await
-}
-
 /// A bollard error as the port's error: the kind from the HTTP status (or the daemon's words
 /// for a stopped container), the daemon's message as the detail.
 pub fn engine_error(error: BollardError) -> EngineError {

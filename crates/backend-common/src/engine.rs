@@ -62,6 +62,19 @@ impl std::fmt::Display for Engine {
     }
 }
 
+/// The Engine API endpoint of `engine` for a process with environment `env` (`root`: whether
+/// it runs as root): Docker's `DOCKER_HOST` when set and not empty (else `None`, the local
+/// socket), Podman's socket by [`podman_socket`]. What `agentc_backend_api::connect` is given.
+pub fn api_host(engine: Engine, env: &BTreeMap<String, String>, root: bool) -> Option<String> {
+    match engine {
+        Engine::Docker => env
+            .get("DOCKER_HOST")
+            .filter(|host| !host.is_empty())
+            .cloned(),
+        Engine::Podman => Some(podman_socket(env, root)),
+    }
+}
+
 /// Where Podman's API socket is, by Podman's conventions: `CONTAINER_HOST`, else
 /// `DOCKER_HOST`, else `unix:///run/podman/podman.sock` for root and
 /// `unix://$XDG_RUNTIME_DIR/podman/podman.sock` for anyone else. `env` is the process
@@ -89,6 +102,34 @@ mod tests {
         assert_eq!(Engine::parse("nerdctl"), None);
         assert_eq!(Engine::Podman.program(), "podman");
         assert_eq!(Engine::default(), Engine::Docker);
+    }
+
+    #[test]
+    fn the_api_host_is_docker_host_for_docker_and_podmans_socket_for_podman() {
+        let env = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        assert_eq!(api_host(Engine::Docker, &env(&[]), true), None);
+        assert_eq!(
+            api_host(Engine::Docker, &env(&[("DOCKER_HOST", "")]), true),
+            None
+        );
+        assert_eq!(
+            api_host(
+                Engine::Docker,
+                &env(&[("DOCKER_HOST", "tcp://h:2375")]),
+                true
+            )
+            .as_deref(),
+            Some("tcp://h:2375")
+        );
+        assert_eq!(
+            api_host(Engine::Podman, &env(&[]), true).as_deref(),
+            Some("unix:///run/podman/podman.sock")
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use agentc_lifecycle::reference::{retained_tag, short_id, split};
 use agentc_lifecycle::state::{seeds_to_copy, Applied, State};
 use agentc_policy::{Action, LaunchKind};
 
-use crate::cli::{ApplyArgs, BackendArg, RollbackArgs};
+use crate::cli::{ApplyArgs, RollbackArgs};
 use crate::commands::launch;
 use crate::context::{self, Failure, EXIT_DOCKER, EXIT_FAILED};
 use crate::lifecycle::engine::{self, Engine};
@@ -55,7 +55,6 @@ fn provide_image(
     launches: &[Launch],
     image: &str,
     engine: &mut dyn Engine,
-    backend: BackendArg,
     pull: bool,
 ) -> Result<bool, Failure> {
     if let Some(build) = launches
@@ -81,21 +80,7 @@ fn provide_image(
                 format!("image {image} is not present\n  hint: `docker pull {image}`, or `agentc apply --pull`"),
             ));
         }
-        match backend {
-            BackendArg::Cli => {
-                agentc_backend_cli::exec::ensure_image(crate::engine(), image, true, launch::notify)
-                    .map_err(launch::exec_failure)?
-            }
-            BackendArg::Api => {
-                let runtime = launch::runtime()?;
-                runtime.block_on(async {
-                    let port = launch::connect().await?;
-                    agentc_backend_api::ensure_image(&port, image, true, launch::notify)
-                        .await
-                        .map_err(launch::exec_failure)
-                })?;
-            }
-        }
+        engine.pull(image)?;
     }
     Ok(false)
 }
@@ -133,7 +118,7 @@ pub fn apply(args: ApplyArgs) -> Result<u8, Failure> {
             );
         }
     }
-    let built = provide_image(&launches, &image, engine.as_mut(), args.backend, args.pull)?;
+    let built = provide_image(&launches, &image, engine.as_mut(), args.pull)?;
     let image_id = engine
         .image(&image)?
         .ok_or_else(|| {

@@ -8,7 +8,10 @@ use std::collections::BTreeMap;
 
 use std::io::IsTerminal;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use agentc_backend_api::port::ApiPort;
+use agentc_backend_cli::exec::port::CliPort;
 use agentc_backend_common::launch::ProxyExecutable;
 use agentc_backend_common::port::EnginePort;
 use agentc_backend_common::signals::Signals;
@@ -43,19 +46,9 @@ pub fn process_env() -> BTreeMap<String, String> {
 /// Where the engine's API is: for Docker `DOCKER_HOST` (`None`: the local socket); for
 /// Podman `CONTAINER_HOST`, `DOCKER_HOST`, else its socket by Podman's conventions.
 pub fn engine_host() -> Option<String> {
-    match crate::engine() {
-        agentc_backend_common::Engine::Docker => std::env::var("DOCKER_HOST")
-            .ok()
-            .filter(|host| !host.is_empty()),
-        agentc_backend_common::Engine::Podman => {
-            // SAFETY: geteuid has no preconditions and cannot fail.
-            let root = unsafe { libc::geteuid() } == 0;
-            Some(agentc_backend_common::engine::podman_socket(
-                &process_env(),
-                root,
-            ))
-        }
-    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    agentc_backend_common::engine::api_host(crate::engine(), &process_env(), root)
 }
 
 /// Whether the engine runs on another machine (`DOCKER_HOST=tcp://…` or `ssh://…`): its
@@ -65,23 +58,81 @@ pub fn engine_is_remote() -> bool {
 }
 
 /// Connects to the engine's API ([`engine_host`]) and checks that the engine answering is the
-/// one asked for (`--engine`): the engine port over that connection.
+/// one asked for (`--engine`): the engine port over that connection, after the leftovers of
+/// killed launches are reaped ([`connect_reaping`]).
 pub async fn connect() -> Result<ApiPort, Failure> {
     connect_reaping(None).await
 }
 
 /// [`connect`], then the egress companions of launches killed before they finished removed
-/// ([`agentc_backend_common::companion::reap`], each set said on stderr), those of `own` (the
-/// workload the caller launches next) at once.
+/// ([`reap`]), those of `own` (the workload the caller launches next) at once.
 pub async fn connect_reaping(own: Option<&str>) -> Result<ApiPort, Failure> {
     let port = connect_only().await?;
     reap(&port, own).await;
     Ok(port)
 }
 
-/// Removes the egress companions whose workload is gone and says so on stderr; a failure
-/// is logged only (the command goes on).
-pub async fn reap<P: agentc_backend_common::port::EnginePort>(port: &P, own: Option<&str>) {
+/// The command line's engine port, after the leftovers of killed launches are reaped
+/// ([`reap`]) as [`connect_reaping`] reaps them: through the Engine API when it answers (one
+/// request a listing), else, Podman without its service, through the command line itself.
+pub async fn cli_port_reaping(own: Option<&str>) -> CliPort {
+    let port = CliPort::new(crate::engine());
+    if reaped_already(own) {
+        return port;
+    }
+    match connect_only().await {
+        Ok(api) => reap_now(&api, own).await,
+        Err(failure) => {
+            log::debug!(
+                "looking for the leftovers of killed launches through the command line: {}",
+                failure.message
+            );
+            reap_now(&port, own).await
+        }
+    }
+    port
+}
+
+/// Evaluates `$body` with `$port` bound to `$backend`'s engine port, in an async block whose
+/// error is a [`Failure`]: the command line's ([`cli_port_reaping`]) or the Engine API's over a
+/// checked connection ([`connect_reaping`]), the leftovers of killed launches reaped first
+/// either way, `$own`'s at once. The one place a command picks its port, so both backends do
+/// the same before they run.
+macro_rules! over_port {
+    ($backend:expr, $own:expr, |$port:ident| $body:expr) => {
+        match $backend {
+            $crate::cli::BackendArg::Cli => {
+                let $port = $crate::commands::launch::cli_port_reaping($own).await;
+                $body
+            }
+            $crate::cli::BackendArg::Api => {
+                let $port = $crate::commands::launch::connect_reaping($own).await?;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use over_port;
+
+/// Whether this process looked for the leftovers of killed launches already: a command that
+/// asks the engine several times reaps once, unless it names the workload it launches next
+/// (`own`), whose killed launch's leftovers go at once.
+fn reaped_already(own: Option<&str>) -> bool {
+    static REAPED: AtomicBool = AtomicBool::new(false);
+    REAPED.swap(true, Ordering::SeqCst) && own.is_none()
+}
+
+/// Removes the egress companions whose workload is gone and says so on stderr, once a process
+/// (unless it names `own`, the workload launched next); a failure is logged only (the command
+/// goes on).
+pub async fn reap<P: EnginePort>(port: &P, own: Option<&str>) {
+    if !reaped_already(own) {
+        reap_now(port, own).await;
+    }
+}
+
+/// [`reap`] whether or not this process reaped already.
+async fn reap_now<P: EnginePort>(port: &P, own: Option<&str>) {
     // Test-only: a fault test has its own profile's killed launches judged at once.
     let at_once = std::env::var("AGENTC_TEST_REAP_AT_ONCE").ok();
     match agentc_backend_common::companion::reap(port, own, at_once.as_deref()).await {
@@ -92,26 +143,6 @@ pub async fn reap<P: agentc_backend_common::port::EnginePort>(port: &P, own: Opt
         }
         Err(error) => log::warn!("could not look for the leftovers of killed launches: {error}"),
     }
-}
-
-/// What the docker CLI paths reap before they talk to the engine: [`reap`] over a connection
-/// of its own (one request a listing), or, when the Engine API cannot be reached (Podman
-/// without its service), the same orchestration through the engine's command line.
-pub fn reap_for_cli(own: Option<&str>) {
-    let Ok(runtime) = runtime() else { return };
-    runtime.block_on(async {
-        match connect_only().await {
-            Ok(port) => reap(&port, own).await,
-            Err(failure) => {
-                log::debug!(
-                    "looking for the leftovers of killed launches through the command line: {}",
-                    failure.message
-                );
-                let port = agentc_backend_cli::exec::port::CliPort::new(crate::engine());
-                reap(&port, own).await
-            }
-        }
-    });
 }
 
 /// Connects to the engine and checks it is the one chosen, nothing more.
@@ -180,13 +211,15 @@ pub fn isolation_port(
     use super::isolation::port::OverPort;
     let local = !engine_is_remote();
     let runtime = runtime()?;
-    let engine = crate::engine();
     Ok(match backend {
-        BackendArg::Cli => Box::new(OverPort {
-            runtime,
-            port: agentc_backend_cli::exec::port::CliPort::new(engine),
-            local,
-        }),
+        BackendArg::Cli => {
+            let port = runtime.block_on(cli_port_reaping(None));
+            Box::new(OverPort {
+                runtime,
+                port,
+                local,
+            })
+        }
         BackendArg::Api => {
             let port = runtime.block_on(connect())?;
             Box::new(OverPort {
@@ -246,21 +279,11 @@ pub fn execute_placed(
         proxy_executable: ProxyExecutable::running(),
     };
     let own = container.name.as_deref();
-    if matches!(backend, BackendArg::Cli) {
-        reap_for_cli(own);
-    }
-    let runtime = runtime()?;
-    runtime.block_on(async {
-        match backend {
-            BackendArg::Cli => {
-                let port = agentc_backend_cli::exec::port::CliPort::new(crate::engine());
-                launch_over(&port, container, &env, &options).await
-            }
-            BackendArg::Api => {
-                let port = connect_reaping(own).await?;
-                launch_over(&port, container, &env, &options).await
-            }
-        }
+    runtime()?.block_on(async {
+        over_port!(backend, own, |port| launch_over(
+            &port, container, &env, &options
+        )
+        .await)
     })
 }
 
@@ -364,18 +387,11 @@ pub fn execute_copies(
     // applied to every copy (the copies differ only in their names and egress companions).
     let copies = floor_for_all(&copies, &profile, backend)?;
     let env = process_env();
-    let runtime = runtime()?;
-    runtime.block_on(async {
-        match backend {
-            BackendArg::Cli => {
-                let port = agentc_backend_cli::exec::port::CliPort::new(crate::engine());
-                copies_over(&port, &copies, &env, pull, jobs).await
-            }
-            BackendArg::Api => {
-                let port = connect().await?;
-                copies_over(&port, &copies, &env, pull, jobs).await
-            }
-        }
+    runtime()?.block_on(async {
+        over_port!(backend, None, |port| copies_over(
+            &port, &copies, &env, pull, jobs
+        )
+        .await)
     })
 }
 

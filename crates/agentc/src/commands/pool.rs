@@ -16,11 +16,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::path::Path;
 
-use agentc_backend_api::ApiClient;
-use agentc_backend_cli::exec::port::CliPort;
-use agentc_backend_cli::CliClient;
 use agentc_backend_common::pool::{self, Member, Wanted};
-use agentc_backend_common::session::{ExecRequest, ExecStdin, SandboxClient, SessionError};
+use agentc_backend_common::session::{
+    ExecRequest, ExecStdin, SandboxClient, Sandboxes, SessionError, SessionPort,
+};
 use agentc_backend_common::ExecError;
 use agentc_policy::pool::{
     claim_command, claim_secrets, cold_reason, credential_fingerprints, member_name, member_spec,
@@ -33,7 +32,9 @@ use crate::cli::{
     BackendArg, KindArg, LaunchArgs, PoolCommand, PoolDrainArgs, PoolFillArgs, PoolFormat,
     PoolLsArgs, PoolMode,
 };
-use crate::commands::session::{is_profile_path, run_exec, session_failure, Signals};
+use crate::commands::session::{
+    is_profile_path, on_client, run_exec, session_failure, OnClient, Signals,
+};
 use crate::commands::{launch, pool_secret};
 use crate::context::{self, Failure, EXIT_INVALID};
 
@@ -44,30 +45,6 @@ pub fn pool(command: PoolCommand) -> Result<u8, Failure> {
         PoolCommand::Ls(args) => ls(args),
         PoolCommand::Drain(args) => drain(args),
     }
-}
-
-/// A pool operation, run against either backend's client.
-trait PoolJob {
-    type Output;
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<Self::Output, Failure>;
-}
-
-/// Runs `job` through `backend`'s client, in a runtime of its own.
-fn on_client<J: PoolJob>(backend: BackendArg, job: J) -> Result<J::Output, Failure> {
-    let runtime = launch::runtime()?;
-    let env = launch::process_env();
-    runtime.block_on(async move {
-        match backend {
-            BackendArg::Cli => {
-                job.run(&CliClient::over(CliPort::new(crate::engine()), env))
-                    .await
-            }
-            BackendArg::Api => {
-                let port = launch::connect().await?;
-                job.run(&ApiClient::over(port, env)).await
-            }
-        }
-    })
 }
 
 /// Eight random hex digits (the hasher's keys are random per process).
@@ -162,16 +139,21 @@ struct Prepare<'a> {
     pull: bool,
 }
 
-impl PoolJob for Prepare<'_> {
+impl OnClient for Prepare<'_> {
     type Output = (String, usize);
 
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<(String, usize), Failure> {
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<(String, usize), Failure> {
         let container = launch::container_of(self.base)?;
         if self.pull {
-            let docker = launch::connect().await?;
-            agentc_backend_api::ensure_image(&docker, &container.image, true, launch::notify)
-                .await
-                .map_err(launch::exec_failure)?;
+            let mut notify = launch::notify;
+            agentc_backend_common::image::ensure_image(
+                client.port(),
+                &container.image,
+                true,
+                &mut notify,
+            )
+            .await
+            .map_err(launch::exec_failure)?;
         }
         let (key, _) = key_of(client, self.base, self.runtime.as_deref())
             .await
@@ -260,10 +242,10 @@ fn fill(args: PoolFillArgs) -> Result<u8, Failure> {
 /// Lists every pool member.
 struct List;
 
-impl PoolJob for List {
+impl OnClient for List {
     type Output = Vec<Member>;
 
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<Vec<Member>, Failure> {
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<Vec<Member>, Failure> {
         pool::members(client, None).await.map_err(session_failure)
     }
 }
@@ -328,10 +310,10 @@ fn ls(args: PoolLsArgs) -> Result<u8, Failure> {
 /// Drains the idle members of one profile's pool, or of every pool.
 struct Drain(Option<String>);
 
-impl PoolJob for Drain {
+impl OnClient for Drain {
     type Output = (Vec<String>, Vec<String>);
 
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<Self::Output, Failure> {
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<Self::Output, Failure> {
         pool::drain(client, self.0.as_deref(), None)
             .await
             .map_err(session_failure)
@@ -432,10 +414,10 @@ struct ClaimJob<'a> {
     runtime: Option<String>,
 }
 
-impl PoolJob for ClaimJob<'_> {
+impl OnClient for ClaimJob<'_> {
     type Output = Option<u8>;
 
-    async fn run<C: SandboxClient>(self, client: &C) -> Result<Option<u8>, Failure> {
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<Option<u8>, Failure> {
         let ClaimJob {
             request,
             base,

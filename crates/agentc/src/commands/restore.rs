@@ -21,7 +21,7 @@ use agentc_policy::{Instance, LaunchSpec, LoadedProfile, Start};
 use super::snapshot::{
     archive_dir, container, failure, launch_args, on_client, MemorySupport, OnClient,
 };
-use crate::cli::{LaunchArgs, RestoreArgs};
+use crate::cli::{BackendArg, LaunchArgs, RestoreArgs};
 use crate::commands::launch;
 use crate::commands::session::session_failure;
 use crate::context::{self, Failure, EXIT_DOCKER, EXIT_FAILED};
@@ -173,26 +173,28 @@ impl OnClient for MemoryRestore<'_> {
 
 /// Removes a restored sandbox whose contents could not be put back, with the volumes its
 /// launch created; says what is left.
-fn discard(name: &str, plan: &RestorePlan) {
+fn discard(name: &str, plan: &RestorePlan, backend: BackendArg) {
     let Ok(runtime) = launch::runtime() else {
         return;
     };
-    runtime.block_on(async {
-        let Ok(port) = launch::connect().await else {
-            eprintln!("agentc: could not remove {name}\n  hint: `agentc rm {name}` removes it");
-            return;
-        };
-        let target = RemoveTarget::Names(vec![name.to_string()]);
-        if let Err(error) = agentc_backend_common::admin::remove(&port, &target).await {
-            eprintln!("agentc: could not remove {name}: {error}");
-        }
-        let volumes: Vec<String> = plan.fresh_volumes.iter().cloned().collect();
-        if let Err(error) =
-            agentc_backend_common::admin::remove_volumes(&port, &volumes, true).await
-        {
-            eprintln!("agentc: could not remove the volumes of {name}: {error}");
-        }
+    let reached: Result<(), Failure> = runtime.block_on(async {
+        launch::over_port!(backend, None, |port| {
+            let target = RemoveTarget::Names(vec![name.to_string()]);
+            if let Err(error) = agentc_backend_common::admin::remove(&port, &target).await {
+                eprintln!("agentc: could not remove {name}: {error}");
+            }
+            let volumes: Vec<String> = plan.fresh_volumes.iter().cloned().collect();
+            if let Err(error) =
+                agentc_backend_common::admin::remove_volumes(&port, &volumes, true).await
+            {
+                eprintln!("agentc: could not remove the volumes of {name}: {error}");
+            }
+            Ok(())
+        })
     });
+    if reached.is_err() {
+        eprintln!("agentc: could not remove {name}\n  hint: `agentc rm {name}` removes it");
+    }
 }
 
 /// Runs `agentc restore` and `agentc fork`.
@@ -289,7 +291,7 @@ pub fn restore(args: RestoreArgs, count: u16) -> Result<u8, Failure> {
         }
         let code = launch::execute(&spec, backend, false)?;
         if code != 0 {
-            discard(&name, &plan);
+            discard(&name, &plan, backend);
             return Err(Failure::new(
                 code,
                 format!("the restored sandbox {name} did not start"),
@@ -314,7 +316,7 @@ pub fn restore(args: RestoreArgs, count: u16) -> Result<u8, Failure> {
                 }
             }
             Err(failure) => {
-                discard(&name, &plan);
+                discard(&name, &plan, backend);
                 return Err(failure);
             }
         }

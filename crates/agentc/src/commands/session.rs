@@ -10,9 +10,6 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use agentc_backend_api::ApiClient;
-use agentc_backend_cli::exec::port::CliPort;
-use agentc_backend_cli::CliClient;
 use agentc_backend_common::egress_state::EgressState;
 use agentc_backend_common::session::target::parse_port;
 use agentc_backend_common::session::{
@@ -31,7 +28,8 @@ use crate::commands::launch;
 use crate::context::{self, Failure, EXIT_DOCKER, EXIT_FAILED};
 
 /// One step run against either backend's sessions client ([`Sandboxes`] over the command
-/// line's or the Engine API's port).
+/// line's or the Engine API's port): a session command, `snapshot`, `restore`, `ps`, `rm`, or
+/// a pool's fill, listing, drain and claim.
 pub(crate) trait OnClient {
     /// What the step gives back.
     type Output;
@@ -39,24 +37,13 @@ pub(crate) trait OnClient {
 }
 
 /// Runs `step` through `backend`'s client, in a runtime of its own, after the leftovers of
-/// killed launches are reaped (through the Engine API's connection for `--backend api`).
+/// killed launches are reaped ([`launch::over_port`]).
 pub(crate) fn on_client<S: OnClient>(backend: BackendArg, step: S) -> Result<S::Output, Failure> {
-    if matches!(backend, BackendArg::Cli) {
-        launch::reap_for_cli(None);
-    }
-    let runtime = launch::runtime()?;
     let env = launch::process_env();
-    runtime.block_on(async move {
-        match backend {
-            BackendArg::Cli => {
-                step.run(&CliClient::over(CliPort::new(crate::engine()), env))
-                    .await
-            }
-            BackendArg::Api => {
-                let port = launch::connect().await?;
-                step.run(&ApiClient::over(port, env)).await
-            }
-        }
+    launch::runtime()?.block_on(async move {
+        launch::over_port!(backend, None, |port| step
+            .run(&Sandboxes::over(port, env))
+            .await)
     })
 }
 

@@ -15,6 +15,9 @@ use crate::context::{Failure, EXIT_DOCKER};
 pub trait Engine {
     /// The image `reference` names, or `None` when the engine has no such image.
     fn image(&mut self, reference: &str) -> Result<Option<ImageFacts>, Failure>;
+    /// Pulls `reference`, unless the engine has it already; says so on stderr
+    /// ([`agentc_backend_common::image::ensure_image`]).
+    fn pull(&mut self, reference: &str) -> Result<(), Failure>;
     /// Points `reference` at the image `source` (an ID or a reference).
     fn tag(&mut self, source: &str, reference: &str) -> Result<(), Failure>;
     /// Whether the named volume exists.
@@ -29,12 +32,11 @@ pub trait Engine {
 /// line or the Engine API, each query written once ([`PortEngine`]).
 pub fn connect(backend: BackendArg) -> Result<Box<dyn Engine>, Failure> {
     let runtime = launch::runtime()?;
-    let engine = crate::engine();
     Ok(match backend {
-        BackendArg::Cli => Box::new(PortEngine {
-            runtime,
-            port: agentc_backend_cli::exec::port::CliPort::new(engine),
-        }),
+        BackendArg::Cli => {
+            let port = runtime.block_on(launch::cli_port_reaping(None));
+            Box::new(PortEngine { runtime, port })
+        }
         BackendArg::Api => {
             let port = runtime.block_on(launch::connect())?;
             Box::new(PortEngine { runtime, port })
@@ -74,6 +76,18 @@ impl<P: EnginePort> Engine for PortEngine<P> {
                 error,
             )),
         }
+    }
+
+    fn pull(&mut self, reference: &str) -> Result<(), Failure> {
+        let mut notify = launch::notify;
+        self.runtime
+            .block_on(agentc_backend_common::image::ensure_image(
+                &self.port,
+                reference,
+                true,
+                &mut notify,
+            ))
+            .map_err(launch::exec_failure)
     }
 
     fn tag(&mut self, source: &str, reference: &str) -> Result<(), Failure> {

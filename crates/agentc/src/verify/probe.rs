@@ -15,7 +15,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use agentc_backend_api::signals::Signals;
-use agentc_backend_cli::exec::port::CliPort;
 use agentc_backend_common::companion;
 use agentc_backend_common::port::{EngineError, EngineErrorKind, EnginePort};
 use agentc_backend_common::{ExecError, Interrupt};
@@ -181,18 +180,10 @@ pub fn verify_launch(
         .map(|egress| egress_probe.target(&egress.proxy.command));
     let allowed = target.as_ref().and_then(|target| target.as_ref().ok());
     // One flow; the backend only picks the engine port it runs over.
-    let engine = crate::engine();
     let probed = launch::runtime()?.block_on(async {
-        match backend {
-            BackendArg::Cli => {
-                let port = CliPort::new(engine);
-                self::probe(&port, &probe, &name, env, pull, proxy_executable, allowed).await
-            }
-            BackendArg::Api => {
-                let port = launch::connect().await?;
-                self::probe(&port, &probe, &name, env, pull, proxy_executable, allowed).await
-            }
-        }
+        launch::over_port!(backend, None, |port| {
+            self::probe(&port, &probe, &name, env, pull, proxy_executable, allowed).await
+        })
     })?;
     // The network the probe joined is the one to compare (its companion's, not the agent's).
     let container = &ContainerSpec {

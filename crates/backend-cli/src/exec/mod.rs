@@ -95,21 +95,3 @@ pub fn launch(
         }
     })?
 }
-
-/// Makes sure the engine has `image` through its command line
-/// ([`agentc_backend_common::image::ensure_image`] over the command line's [port](port::CliPort)):
-/// with `pull`, a missing image is pulled (`notify` is handed a line saying so, then each line
-/// of its progress); without, it is refused ([`ExecError::ImageMissing`]).
-pub fn ensure_image(
-    engine: Engine,
-    image: &str,
-    pull: bool,
-    mut notify: impl FnMut(&str) + Send,
-) -> Result<(), ExecError> {
-    egress::block_on(agentc_backend_common::image::ensure_image(
-        &port::CliPort::new(engine),
-        image,
-        pull,
-        &mut notify,
-    ))?
-}
