@@ -138,10 +138,10 @@ async fn transcript<P: EnginePort>(port: &P, run: &str, image: &str, subnet: &st
     writeln!(
         out,
         "network create: {}",
-        kind(port.create_isolated_network(&egress).await)
+        kind(port.create_isolated_network(&egress.network).await)
     )
     .unwrap();
-    let again = port.create_isolated_network(&egress).await;
+    let again = port.create_isolated_network(&egress.network).await;
     writeln!(out, "network create again: {}", kind(again)).unwrap();
     let found = port.network(&network).await.unwrap().unwrap();
     writeln!(

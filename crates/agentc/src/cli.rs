@@ -624,9 +624,10 @@ pub struct RmArgs {
     /// Remove every container agentc launched.
     #[arg(long)]
     pub all: bool,
-    /// Remove everything agentc made for this profile (label io.agentc.profile=PROFILE): its
-    /// containers, their egress proxies, and the networks and CA volumes made per launch
-    /// (`--all` is implied; its other volumes, such as home volumes, only with --volumes).
+    /// Remove everything agentc made for this profile, a profile's name or its file (label
+    /// io.agentc.profile=NAME): its containers, their egress proxies, and the networks and CA
+    /// volumes made per launch (`--all` is implied; its other volumes, such as home volumes,
+    /// only with --volumes).
     #[arg(long, conflicts_with = "names")]
     pub profile: Option<String>,
     /// Also remove agentc's volumes they mount (with --all: every agentc volume), such as

@@ -624,7 +624,8 @@ fn deny_with_a_published_port_through_the_api_backend() {
 /// either backend, and says so: a listing (`ps`, `pool ls`, `snapshot ls`), a session command
 /// that then fails (`exec` of no such sandbox), a lock (the lifecycle's image query) and a
 /// fleet (`run --count`). Each meets the isolated network a launch killed after its first
-/// step left behind (made here by that step as rendered).
+/// step left behind (made here by that step as rendered). The fleet is then removed by
+/// `rm --profile FILE`, and a second `rm --profile` says nothing is left.
 #[test]
 fn every_command_that_talks_to_the_engine_reaps_first_through_either_backend() {
     if !require_daemon("every_command_that_talks_to_the_engine_reaps_first_through_either_backend")
@@ -680,8 +681,26 @@ fn every_command_that_talks_to_the_engine_reaps_first_through_either_backend() {
             );
             if command[0] == "run" {
                 assert!(output.status.success(), "{}", describe(&output));
-                let removed = agentc(&["rm", "--profile", &path]);
+                // `--profile` takes the profile's file as well as its name.
+                let removed = agentc(&["rm", "--profile", &path, "--backend", backend]);
                 assert!(removed.status.success(), "{}", describe(&removed));
+                assert!(
+                    text(&removed.stdout)
+                        .lines()
+                        .any(|line| line.starts_with("removed ")
+                            && line.ends_with(&format!("{profile}-1"))),
+                    "{}",
+                    describe(&removed)
+                );
+                let again = agentc(&["rm", "--profile", &profile, "--backend", backend]);
+                assert!(again.status.success(), "{}", describe(&again));
+                assert!(
+                    text(&again.stderr).contains(&format!(
+                        "agentc: nothing agentc made for profile {profile} is left to remove"
+                    )),
+                    "{}",
+                    describe(&again)
+                );
             }
         }
         assert_eq!(lab.left(&profile), (String::new(), String::new()));

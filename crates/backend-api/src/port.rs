@@ -12,7 +12,7 @@ use agentc_backend_common::port::{
     EngineError, EngineErrorKind, EnginePort, Filter, ImportRequest, ListedContainer, ListedObject,
 };
 use agentc_backend_common::Engine;
-use agentc_policy::{ContainerSpec, EgressSpec};
+use agentc_policy::{ContainerSpec, EgressSpec, IsolatedNetwork};
 use bollard::errors::Error as BollardError;
 use bollard::exec::{CreateExecOptions, StartExecOptions};
 use bollard::models::ContainerConfig;
@@ -261,11 +261,11 @@ impl EnginePort for ApiPort {
         }
     }
 
-    async fn create_isolated_network(&self, egress: &EgressSpec) -> Result<(), EngineError> {
+    async fn create_isolated_network(&self, network: &IsolatedNetwork) -> Result<(), EngineError> {
         // Engine API 1.41 creates a second network of the same name (its CheckDuplicate is off
         // by default, and bollard does not send it): ask first, as `docker network create`
         // does, and refuse in its words.
-        let name = &egress.network.name;
+        let name = &network.name;
         if self.network(name).await?.is_some() {
             return Err(EngineError::new(
                 EngineErrorKind::Conflict,
@@ -273,7 +273,7 @@ impl EnginePort for ApiPort {
             ));
         }
         self.docker
-            .create_network(network_create_body(&egress.network))
+            .create_network(network_create_body(network))
             .await
             .map(|_| ())
             .map_err(engine_error)

@@ -178,7 +178,7 @@ pub async fn setup<P: EnginePort>(
     }
     // Nothing of this launch exists yet: a network of that name is another's (both ports
     // refuse a second network of one name as a conflict).
-    if let Err(error) = port.create_isolated_network(egress).await {
+    if let Err(error) = port.create_isolated_network(&egress.network).await {
         if error.kind == EngineErrorKind::Conflict && egress_state::network_exists(&error.detail) {
             return Err(existing_network(port, egress).await);
         }

@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 
-use agentc_policy::{ContainerSpec, EgressSpec};
+use agentc_policy::{ContainerSpec, EgressSpec, IsolatedNetwork};
 use bollard::models::{ContainerInspectResponse, ImageInspect};
 
 use crate::engine::Engine;
@@ -302,10 +302,11 @@ pub trait EnginePort: Send + Sync {
         request: ImportRequest<'_>,
     ) -> impl Future<Output = Result<(), EngineError>> + Send;
 
-    /// Creates the egress companion's isolated network, as the spec renders it.
+    /// Creates an isolated network (the egress companion's, or doctor's probe of one), as
+    /// the spec renders it.
     fn create_isolated_network(
         &self,
-        egress: &EgressSpec,
+        network: &IsolatedNetwork,
     ) -> impl Future<Output = Result<(), EngineError>> + Send;
 
     /// Creates the egress proxy container from `image`, as the spec renders it; `secrets` are

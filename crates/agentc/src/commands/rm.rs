@@ -1,6 +1,8 @@
 //! `agentc rm`: removes containers agentc launched, and only those; with `--volumes`, also
 //! agentc's volumes they mount.
 
+use std::path::Path;
+
 use agentc_backend_common::admin::{self, RemoveTarget};
 use agentc_backend_common::session::{Sandboxes, SessionPort};
 use agentc_backend_common::ExecError;
@@ -8,7 +10,7 @@ use agentc_backend_common::ExecError;
 use crate::cli::RmArgs;
 use crate::commands::launch;
 use crate::commands::session::{is_profile_path, on_client, sandbox_named, OnClient};
-use crate::context::Failure;
+use crate::context::{self, Failure};
 
 /// The containers NAMEs mean, as the session commands read them: a profile file, or a profile's
 /// name that no container has (and that leaves nothing of a killed launch to remove), is its
@@ -39,10 +41,16 @@ async fn resolve_names<P: SessionPort>(
 /// `io.agentc.profile` label) before any is removed; prints the names removed. With
 /// `--volumes`, the agentc volumes (labelled `io.agentc.profile`) those containers mount are
 /// removed after them (with `--all`, every agentc volume that no container uses; with
-/// `--profile P`, those of profile P). `--profile P` removes every object labelled with the
-/// profile, the networks and CA volumes made per launch included. Removals run concurrently on one connection pool.
+/// `--profile P`, those of profile P). `--profile P` (a profile's name or its file) removes
+/// every object labelled with the profile, the networks and CA volumes made per launch
+/// included, and says so on stderr when there is none. Removals run concurrently on one
+/// connection pool.
 pub fn rm(args: RmArgs) -> Result<u8, Failure> {
     let target = match args.profile {
+        // A profile file means the profile it names, as a NAME does.
+        Some(profile) if is_profile_path(&profile) => {
+            RemoveTarget::Profile(context::load_profile(Path::new(&profile))?.profile.name)
+        }
         Some(profile) => RemoveTarget::Profile(profile),
         None if args.all => {
             if !args.names.is_empty() {
@@ -52,6 +60,10 @@ pub fn rm(args: RmArgs) -> Result<u8, Failure> {
         }
         None => RemoveTarget::Names(args.names),
     };
+    let profile = match &target {
+        RemoveTarget::Profile(profile) => Some(profile.clone()),
+        _ => None,
+    };
     let (removed, volumes) = on_client(
         args.backend,
         Removal {
@@ -59,6 +71,9 @@ pub fn rm(args: RmArgs) -> Result<u8, Failure> {
             volumes: args.volumes,
         },
     )?;
+    if let (Some(profile), true) = (profile, removed.is_empty() && volumes.is_empty()) {
+        eprintln!("agentc: nothing agentc made for profile {profile} is left to remove");
+    }
     for name in removed {
         println!("removed {name}");
     }

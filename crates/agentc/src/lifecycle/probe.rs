@@ -1,14 +1,14 @@
 //! The facts `agentc doctor` judges, gathered from the engine (through the Engine API), the
 //! `docker` command and the host.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 
 use agentc_backend_api::ApiPort;
+use agentc_backend_common::port::EnginePort;
 use agentc_lifecycle::doctor::{Engine as EngineName, EngineFacts};
-use bollard::models::NetworkCreateRequest;
-use bollard::Docker;
+use agentc_policy::IsolatedNetwork;
 
 /// Where the engine is: its socket by `--engine` (`DOCKER_HOST`, or for Podman
 /// `CONTAINER_HOST` and its conventions), or Docker's local socket.
@@ -104,7 +104,7 @@ pub async fn engine_facts(port: Result<ApiPort, String>) -> EngineFacts {
         facts.security_options = info.security_options.unwrap_or_default();
         facts.disk = Some(free_disk(info.docker_root_dir.as_deref()));
     }
-    facts.isolated_network = Some(isolated_network(docker).await);
+    facts.isolated_network = Some(isolated_network(&port).await);
     facts.egress_leftovers = Some(
         agentc_backend_common::companion::leftovers(&port, None, None)
             .await
@@ -142,40 +142,33 @@ fn docker_cli() -> Result<String, String> {
     })
 }
 
-/// Creates and removes a uniquely named internal network with IPv4 inhibited, labelled as
-/// agentc's doctor probe: what the egress integration's isolated network needs.
-async fn isolated_network(docker: &Docker) -> Result<(), String> {
-    let name = format!(
-        "agentc-doctor-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|elapsed| elapsed.subsec_nanos())
-            .unwrap_or_default()
-    );
-    let request = NetworkCreateRequest {
-        name: name.clone(),
-        driver: Some("bridge".to_string()),
-        internal: Some(true),
-        options: Some(HashMap::from([(
-            "com.docker.network.bridge.inhibit_ipv4".to_string(),
-            "true".to_string(),
-        )])),
-        labels: Some(HashMap::from([(
-            "io.agentc.doctor".to_string(),
-            "isolated-network-probe".to_string(),
-        )])),
-        ..NetworkCreateRequest::default()
-    };
-    let created = docker
-        .create_network(request)
-        .await
-        .map_err(|error| error.to_string())?;
-    let id = created.id;
-    docker
-        .remove_network(&id)
-        .await
-        .map_err(|error| format!("created {name} but cannot remove it: {error}"))
+/// Creates and removes a uniquely named isolated network over the engine port, as a launch
+/// behind the egress proxy creates its own ([`IsolatedNetwork::of`]: internal, IPv4 inhibited,
+/// a /28 of its own), labelled as agentc's doctor probe. A subnet another network holds
+/// moves the probe to another name and subnet, as a launch moves.
+async fn isolated_network<P: EnginePort>(port: &P) -> Result<(), String> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.subsec_nanos())
+        .unwrap_or_default();
+    let labels = BTreeMap::from([(
+        "io.agentc.doctor".to_string(),
+        "isolated-network-probe".to_string(),
+    )]);
+    let mut attempt = 0;
+    loop {
+        let base = format!("agentc-doctor-{}-{nanos}-{attempt}", std::process::id());
+        let network = IsolatedNetwork::of(&base, labels.clone());
+        match port.create_isolated_network(&network).await {
+            Ok(()) => {
+                return port.remove_network(&network.name).await.map_err(|error| {
+                    format!("created {} but cannot remove it: {error}", network.name)
+                })
+            }
+            Err(error) if error.detail.contains("overlaps") && attempt < 3 => attempt += 1,
+            Err(error) => return Err(error.to_string()),
+        }
+    }
 }
 
 /// Free bytes under the engine's data directory, when the engine is local.

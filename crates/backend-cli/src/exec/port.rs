@@ -15,7 +15,7 @@ use agentc_backend_common::port::{
     EngineError, EngineErrorKind, EnginePort, Filter, ImportRequest, ListedContainer, ListedObject,
 };
 use agentc_backend_common::{Engine, ExecError};
-use agentc_policy::{ContainerSpec, EgressSpec};
+use agentc_policy::{ContainerSpec, EgressSpec, IsolatedNetwork};
 use bollard::models::{ContainerInspectResponse, ImageInspect};
 use serde::Deserialize;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
@@ -341,8 +341,8 @@ impl EnginePort for CliPort {
         })
     }
 
-    async fn create_isolated_network(&self, egress: &EgressSpec) -> Result<(), EngineError> {
-        let argv = network_create_argv(&egress.network);
+    async fn create_isolated_network(&self, network: &IsolatedNetwork) -> Result<(), EngineError> {
+        let argv = network_create_argv(network);
         let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
         self.output(&args).await.map(|_| ())
     }

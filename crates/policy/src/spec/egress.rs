@@ -113,6 +113,22 @@ pub struct IsolatedNetwork {
     pub labels: BTreeMap<String, String>,
 }
 
+impl IsolatedNetwork {
+    /// The isolated network of the workload `base`: `BASE-egress`, `--internal`, IPv4
+    /// inhibited on the host side ([`INHIBIT_IPV4`]), in the /28 block [`isolated_subnet`]
+    /// picks for `base`, labelled `labels`. What `resolve` gives a launch behind the egress
+    /// proxy, and what `agentc doctor` creates to check the engine can.
+    pub fn of(base: &str, labels: BTreeMap<String, String>) -> IsolatedNetwork {
+        IsolatedNetwork {
+            name: format!("{base}-egress"),
+            subnet: isolated_subnet(base).1,
+            internal: true,
+            options: BTreeMap::from([(INHIBIT_IPV4.to_string(), "true".to_string())]),
+            labels,
+        }
+    }
+}
+
 /// The first address of the /28 block of `10.213.0.0/16` that the isolated network of the
 /// container `name` uses (a stable hash of the name picks the block), and the block's
 /// subnet text. The gateway takes `.1` of the block (never assigned on the host side); the

@@ -18,7 +18,7 @@ use crate::profile::{EgressEnforce, EgressMode, Profile};
 use crate::spec::{
     isolated_subnet, proxy_address, workload_address, ContainerSpec, EgressSpec, EnvValue, EnvVar,
     ExposedPort, IsolatedNetwork, Network, Origin, Protocol, PublishedPort, Resources,
-    INHIBIT_IPV4, KIND_EGRESS_PROXY, LABEL_EGRESS_FOR, LABEL_KIND, LABEL_PROFILE, PROXY_DNS_PORT,
+    KIND_EGRESS_PROXY, LABEL_EGRESS_FOR, LABEL_KIND, LABEL_PROFILE, PROXY_DNS_PORT,
     PROXY_IMAGE_PLACEHOLDER, PROXY_PORT, RELAY_PORT_BASE,
 };
 use crate::text::is_network_name;
@@ -394,20 +394,14 @@ impl Resolver<'_> {
         let base = container.name.clone().unwrap_or_else(|| {
             format!("agentc-{}-{}", self.inputs.kind.as_str(), self.profile.name)
         });
-        let (block, subnet) = isolated_subnet(&base);
+        let (block, _) = isolated_subnet(&base);
         let address = proxy_address(block);
         let mut labels = BTreeMap::from([
             (LABEL_PROFILE.to_string(), self.profile.name.clone()),
             (LABEL_KIND.to_string(), KIND_EGRESS_PROXY.to_string()),
             (LABEL_EGRESS_FOR.to_string(), base.clone()),
         ]);
-        let network = IsolatedNetwork {
-            name: format!("{base}-egress"),
-            subnet,
-            internal: true,
-            options: BTreeMap::from([(INHIBIT_IPV4.to_string(), "true".to_string())]),
-            labels: labels.clone(),
-        };
+        let network = IsolatedNetwork::of(&base, labels.clone());
         let mut hosts = proxy_specs(&egress.hosts);
         hosts.extend(named_endpoints(self.profile).into_iter().map(|e| e.spec));
         let cidrs: Vec<String> = egress
