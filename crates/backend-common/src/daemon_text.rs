@@ -32,6 +32,9 @@ pub enum Refusal {
     /// The engine cannot be reached (`Cannot connect to the Docker daemon`, podman's
     /// `unable to connect to Podman socket`).
     Unreachable,
+    /// A network's subnet overlaps another network's (docker: `Pool overlaps with other one
+    /// on this address space`): an isolated network moves to another subnet.
+    SubnetTaken,
 }
 
 /// The refusal `message` (an engine's stderr, or the daemon's message in it) states, if it is
@@ -82,6 +85,7 @@ pub fn refusal(message: &str) -> Option<Refusal> {
                 "unable to connect to podman",
             ],
         ),
+        (Refusal::SubnetTaken, &["overlaps"]),
     ];
     let lower = message.to_ascii_lowercase();
     let found = WORDINGS
@@ -205,6 +209,10 @@ mod tests {
             (
                 "Cannot connect to the Docker daemon at unix:///x.sock. Is the docker daemon running?",
                 Some(Refusal::Unreachable),
+            ),
+            (
+                "Error response from daemon: Pool overlaps with other one on this address space",
+                Some(Refusal::SubnetTaken),
             ),
         ] {
             assert_eq!(refusal(message), expected, "{message}");

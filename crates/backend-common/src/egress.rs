@@ -13,14 +13,16 @@ use agentc_policy::{relays_of, ContainerSpec, EgressSpec, Network, LABEL_EGRESS_
 use bollard::models::ContainerInspectResponse;
 
 use crate::argv::{check_egress, ArgvError};
+use crate::daemon_text::{self, Refusal};
 use crate::engine::Engine;
 use crate::error::ExecError;
 
 /// The first step of a companion's set-up, as its error names it: the one a taken subnet fails.
 pub const CREATE_NETWORK: &str = "create the isolated network";
 
-/// How many other subnets a set-up tries after the daemon says one overlaps another network's.
-const SUBNET_RETRIES: u32 = 3;
+/// How many other subnets a set-up (or doctor's probe of an isolated network) tries after the
+/// daemon says one overlaps another network's ([`Refusal::SubnetTaken`]).
+pub const SUBNET_RETRIES: u32 = 3;
 
 /// The egress proxy's container as `docker create` and `POST /containers/create` make it:
 /// the whole companion checked first ([`check_egress`]), the image replaced by `proxy_image`
@@ -130,7 +132,7 @@ pub fn move_if_subnet_taken(
     match error {
         ExecError::Egress { step, message }
             if step == CREATE_NETWORK
-                && message.contains("overlaps")
+                && daemon_text::refusal(&message) == Some(Refusal::SubnetTaken)
                 && attempt <= SUBNET_RETRIES =>
         {
             log::debug!("the isolated network's subnet is taken ({message}); trying another");

@@ -88,7 +88,7 @@ impl EngineError {
                 EngineErrorKind::Conflict
             }
             Some(Refusal::Unreachable) => EngineErrorKind::Unavailable,
-            None => EngineErrorKind::Failed,
+            Some(Refusal::SubnetTaken) | None => EngineErrorKind::Failed,
         };
         EngineError { kind, detail }
     }
@@ -572,6 +572,10 @@ mod tests {
         assert_eq!(
             kind("Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"),
             EngineErrorKind::Unavailable
+        );
+        assert_eq!(
+            kind("Error response from daemon: Pool overlaps with other one on this address space"),
+            EngineErrorKind::Failed
         );
         assert_eq!(kind("something else"), EngineErrorKind::Failed);
         assert_eq!(

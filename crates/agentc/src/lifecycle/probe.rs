@@ -6,6 +6,8 @@ use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 
 use agentc_backend_api::ApiPort;
+use agentc_backend_common::daemon_text::Refusal;
+use agentc_backend_common::egress::SUBNET_RETRIES;
 use agentc_backend_common::port::EnginePort;
 use agentc_lifecycle::doctor::{Engine as EngineName, EngineFacts};
 use agentc_policy::IsolatedNetwork;
@@ -165,7 +167,11 @@ async fn isolated_network<P: EnginePort>(port: &P) -> Result<(), String> {
                     format!("created {} but cannot remove it: {error}", network.name)
                 })
             }
-            Err(error) if error.detail.contains("overlaps") && attempt < 3 => attempt += 1,
+            Err(error)
+                if error.refusal() == Some(Refusal::SubnetTaken) && attempt < SUBNET_RETRIES =>
+            {
+                attempt += 1
+            }
             Err(error) => return Err(error.to_string()),
         }
     }
