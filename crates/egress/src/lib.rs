@@ -72,6 +72,7 @@ pub mod probe;
 pub mod proxy;
 pub mod replay;
 pub mod request;
+pub mod scrub;
 pub mod sni;
 pub mod upstream;
 pub mod watch;

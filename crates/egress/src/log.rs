@@ -60,6 +60,9 @@ pub enum Kind {
     /// is not bound: the audit line of [`crate::replay`] (its request's one decision line).
     #[serde(rename = "credential-replay")]
     CredentialReplay,
+    /// A response from a bound host in which the proxy replaced a held value.
+    #[serde(rename = "scrub")]
+    Scrub,
 }
 
 /// Which line of a request a record is.

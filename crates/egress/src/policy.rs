@@ -72,6 +72,18 @@ pub enum Reason {
     /// The upstream proxy ([`crate::upstream`]) refused the CONNECT (it decides what it
     /// carries).
     UpstreamRefused,
+    /// A method the proxy does not send to a host with a bound credential: `TRACE`, whose
+    /// answer is the request itself, key included.
+    MethodRefused,
+    /// A bound host's response is in a content coding the proxy cannot decode, so it could
+    /// not be searched for the held keys: `502`, nothing of it reached the sandbox.
+    UnscannableResponse,
+    /// The proxy holds as many request-body bytes as it may at once
+    /// ([`crate::proxy::PREREAD_BUDGET`]): `503`, try again.
+    ProxyBusy,
+    /// Not a refusal: the held values the proxy replaced in a bound host's response (a
+    /// `scrub` line, [`crate::scrub`]).
+    Scrubbed,
 }
 
 impl Reason {
@@ -103,6 +115,10 @@ impl Reason {
             Reason::BodyTooLarge => "body-too-large",
             Reason::UpstreamCertificate => "upstream-certificate",
             Reason::UpstreamRefused => "upstream-refused",
+            Reason::MethodRefused => "method-refused",
+            Reason::UnscannableResponse => "unscannable-response",
+            Reason::ProxyBusy => "proxy-busy",
+            Reason::Scrubbed => "scrubbed",
         }
     }
 
@@ -111,11 +127,15 @@ impl Reason {
         match self {
             Reason::Allowed => 200,
             Reason::BadHost | Reason::BadRequest => 400,
-            Reason::ResolveFailed | Reason::ConnectFailed | Reason::UpstreamCertificate => 502,
+            Reason::ResolveFailed
+            | Reason::ConnectFailed
+            | Reason::UpstreamCertificate
+            | Reason::UnscannableResponse => 502,
+            Reason::MethodRefused => 405,
             Reason::Misdirected => 421,
             Reason::BodyTooLarge => 413,
             Reason::ClientHelloTimeout => 408,
-            Reason::TooManyConnections => 503,
+            Reason::TooManyConnections | Reason::ProxyBusy => 503,
             Reason::WildcardRate => 429,
             _ => 403,
         }

@@ -57,6 +57,7 @@ mod counted;
 mod dns_stub;
 mod forward;
 mod intercept;
+pub use intercept::{PREREAD, PREREAD_BUDGET};
 mod relay;
 #[cfg(target_os = "linux")]
 mod splice;
@@ -87,7 +88,45 @@ impl Resolve for SystemResolver {
     }
 }
 
-type Body = BoxBody<Bytes, hyper::Error>;
+/// The error of a body the proxy hands on: the upstream's, or its own (a response that does
+/// not decode, a request body stopped on a placeholder). A type of its own, not a boxed
+/// `dyn Error` (hyper's bounds on body errors hold for every lifetime only for such a type).
+#[derive(Debug)]
+pub(crate) struct BoxError(Box<dyn std::error::Error + Send + Sync>);
+
+impl std::fmt::Display for BoxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for BoxError {}
+
+impl From<hyper::Error> for BoxError {
+    fn from(error: hyper::Error) -> BoxError {
+        BoxError(Box::new(error))
+    }
+}
+
+impl From<String> for BoxError {
+    fn from(message: String) -> BoxError {
+        BoxError(message.into())
+    }
+}
+
+type Body = BoxBody<Bytes, BoxError>;
+
+/// An upstream's (or the client's) body as the proxy hands it on.
+fn boxed(body: Incoming) -> Body {
+    body.map_err(BoxError::from).boxed()
+}
+
+/// A body with nothing in it.
+fn empty() -> Body {
+    Full::new(Bytes::new())
+        .map_err(|never| match never {})
+        .boxed()
+}
 
 /// Where decision lines go: stdout (the product), or a channel (tests).
 #[derive(Debug, Clone)]
@@ -626,15 +665,18 @@ fn start(
             let permit = permit.clone();
             tokio::spawn(async move {
                 let _permit = permit;
-                let request = match screen {
-                    None => request.map(|body| body.boxed()),
+                let (request, found_later) = match screen {
+                    None => (request.map(boxed), None),
                     Some(intercept) => {
-                        match intercept::screen_body(request, &intercept, |_| true, "the proxy")
-                            .await
+                        match intercept::screen(request, &intercept, Vec::new(), "the proxy").await
                         {
-                            Ok(request) => {
+                            Ok(intercept::Screened::Whole(request)) => {
                                 shared.emit(line.clone());
-                                request
+                                (request, None)
+                            }
+                            Ok(intercept::Screened::Streaming(request, later)) => {
+                                shared.emit(line.clone());
+                                (request, Some((intercept, later)))
                             }
                             Err((deny, Some(found))) => {
                                 let refused = intercept::replay_refusal(
@@ -653,7 +695,30 @@ fn start(
                         }
                     }
                 };
-                let response = forward(request, line, &path, shared).await;
+                let close = line.clone();
+                let response = forward(request, line, &path, shared.clone()).await;
+                // A placeholder found in the body after its first bytes were sent on.
+                let found = found_later.and_then(|(intercept, later)| {
+                    let found = later.lock().ok().and_then(|mut found| found.take())?;
+                    Some((intercept, found))
+                });
+                let response = match found {
+                    None => response,
+                    Some((intercept, found)) => {
+                        let deny = intercept::replay_deny(
+                            &found,
+                            "the body of a plain-HTTP request",
+                            "the proxy",
+                        );
+                        let mut close = close.close(Reason::CredentialReplay);
+                        close.kind = Kind::CredentialReplay;
+                        close.credential = Some(found.credential.clone());
+                        close.detail = Some(deny.detail.clone());
+                        shared.emit(close);
+                        intercept.replayed();
+                        refusal(&deny)
+                    }
+                };
                 let _ = answer.send(response);
             });
             Pending::Later(later)

@@ -146,7 +146,10 @@ async fn answer(mut request: Request<Incoming>, seen: Seen) -> Response<TestBody
         .to_vec();
     seen.lock()
         .unwrap()
-        .push((path.clone(), authority, headers, body));
+        .push((path.clone(), authority, headers.clone(), body));
+    if path.starts_with("/reflect") || request_is_trace(&path) {
+        return reflect::answer(&path, &headers, on_upgrade);
+    }
     if let Some(on_upgrade) = on_upgrade {
         tokio::spawn(async move {
             if let Ok(upgraded) = on_upgrade.await {
@@ -190,6 +193,10 @@ async fn answer(mut request: Request<Incoming>, seen: Seen) -> Response<TestBody
         return Response::new(StreamBody::new(chunks).boxed());
     }
     Response::new(Full::new(Bytes::from_static(b"ok")).boxed())
+}
+
+fn request_is_trace(path: &str) -> bool {
+    path == "/trace"
 }
 
 /// How many 64 KiB chunks `/big` sends.
@@ -673,13 +680,24 @@ async fn a_websocket_upgrade_passes_after_its_101() {
     assert_eq!(response.status(), 101);
     let upgraded = hyper::upgrade::on(&mut response).await.unwrap();
     let mut io = TokioIo::new(upgraded);
-    io.write_all(b"ping frame").await.unwrap();
-    let mut echoed = [0u8; 10];
+    // A masked text frame, which the server echoes as it got it; the proxy passes the
+    // server's frames on unmasked (as a server's must be), payload unchanged.
+    let mask = [1u8, 2, 3, 4];
+    let mut frame = vec![0x81, 0x80 | 10];
+    frame.extend_from_slice(&mask);
+    frame.extend(
+        b"ping frame"
+            .iter()
+            .enumerate()
+            .map(|(i, b)| b ^ mask[i % 4]),
+    );
+    io.write_all(&frame).await.unwrap();
+    let mut echoed = [0u8; 12];
     tokio::time::timeout(Duration::from_secs(5), io.read_exact(&mut echoed))
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(&echoed, b"ping frame");
+    assert_eq!(&echoed, b"\x81\x0aping frame");
     let seen = setup.api.lock().unwrap().clone();
     assert_eq!(
         seen[0].2.get("x-api-key").map(String::as_str),
@@ -808,6 +826,10 @@ async fn every_proxy_start_makes_a_new_ca_and_stop_ends_the_proxy_on_a_replay() 
     ));
     assert!(TcpStream::connect(second.proxy).await.is_err());
 }
+
+/// A bound host that reflects the key back in every form (issue 36).
+#[path = "intercept/reflect.rs"]
+mod reflect;
 
 /// The benchmark (BENCHMARKS.md, issue 21).
 #[path = "intercept/bench.rs"]

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use http::header::{HeaderValue, HOST};
 use http::{Request, Response, Version};
-use http_body_util::BodyExt;
 use hyper_util::rt::TokioIo;
 
 use super::counted::{with_idle, Counted, Counters};
@@ -104,7 +103,7 @@ pub(super) async fn forward(
     match sent {
         Some(Ok(mut response)) => {
             request::strip_hop_by_hop(response.headers_mut());
-            response.map(|body| body.boxed())
+            response.map(super::boxed)
         }
         Some(Err(error)) => text(
             502,

@@ -6,17 +6,16 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use http::header::{HeaderName, HOST, UPGRADE};
-use http::{Request, Response, StatusCode};
-use http_body_util::BodyExt;
+use http::header::{HeaderName, ACCEPT_ENCODING, HOST, SEC_WEBSOCKET_EXTENSIONS, UPGRADE};
+use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use tokio::sync::Mutex;
 
 use super::super::counted::Counters;
+use super::screened::{self, Screened};
 use super::upstream::Upstream;
-use super::{replay_deny, request_line, screen_body, serve_client, Intercept};
+use super::{replay_deny, request_line, scrubbed, serve_client, Intercept};
 use crate::host::normalize_target;
 use crate::policy::{Deny, Reason};
 use crate::proxy::{refusal, Body, Shared};
@@ -147,6 +146,17 @@ async fn exchange(mut request: Request<Incoming>, context: &Context) -> Response
     if let Err(deny) = check_authority(&request, host, *port) {
         return refuse(line, deny);
     }
+    // TRACE's answer is the request itself, the key the proxy set included.
+    if request.method() == Method::TRACE {
+        let deny = Deny::new(
+            Reason::MethodRefused,
+            format!(
+                "TRACE to {host}:{port}, which gets a credential: its answer would be the \
+                 request, key included"
+            ),
+        );
+        return refuse(line, deny);
+    }
     // A placeholder counts here unless its credential is bound to this host.
     let counts = |credential: &str| !names.iter().any(|name| name == credential);
     if let Some((found, place)) =
@@ -160,17 +170,25 @@ async fn exchange(mut request: Request<Incoming>, context: &Context) -> Response
         .iter()
         .any(|held| counts(&held.credential.name));
     let upgrade = request.headers().contains_key(UPGRADE);
+    let websocket = request
+        .headers()
+        .get(UPGRADE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.eq_ignore_ascii_case("websocket"));
+    let what = format!("{} {}", request.method(), request.uri().path());
     let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut request));
-    let request = if scan_body && !hyper::body::Body::is_end_stream(request.body()) {
-        match screen_body(request, intercept, counts, &format!("{host}:{port}")).await {
-            Ok(request) => request,
+    let destination = format!("{host}:{port}");
+    let (request, later) = if scan_body && !hyper::body::Body::is_end_stream(request.body()) {
+        match screened::screen(request, intercept, names.clone(), &destination).await {
+            Ok(Screened::Whole(request)) => (request, None),
+            Ok(Screened::Streaming(request, later)) => (request, Some(later)),
             Err((deny, found)) => {
                 line.credential = found.map(|found| found.credential).or(line.credential);
                 return refuse(line, deny);
             }
         }
     } else {
-        request.map(|body| body.boxed())
+        (request.map(crate::proxy::boxed), None)
     };
     let (mut parts, body) = request.into_parts();
     if !upgrade {
@@ -202,6 +220,13 @@ async fn exchange(mut request: Request<Incoming>, context: &Context) -> Response
             parts.headers.append(name, held.value.clone());
         }
     }
+    // The answer must come in a form the proxy can search: only the codings it decodes, and
+    // a WebSocket without extensions (permessage-deflate would hide the frames' bytes).
+    parts.headers.insert(
+        ACCEPT_ENCODING,
+        http::HeaderValue::from_static(scrubbed::ACCEPTED_ENCODINGS),
+    );
+    parts.headers.remove(SEC_WEBSOCKET_EXTENSIONS);
     // The decision, before anything of the request leaves.
     shared.emit(line.clone());
     let request = Request::from_parts(parts, body);
@@ -220,7 +245,23 @@ async fn exchange(mut request: Request<Incoming>, context: &Context) -> Response
     } else {
         format!("{host}:{port}")
     };
-    let mut response = match upstream.send(request, &authority).await {
+    let sent = upstream.send(request, &authority).await;
+    // A placeholder found in the body as it streamed: the request was cut off.
+    if let Some(found) = later.and_then(|later| later.lock().ok().and_then(|mut f| f.take())) {
+        let deny = replay_deny(&found, "the request body", &destination);
+        let mut close = line.close(Reason::CredentialReplay);
+        close.kind = crate::log::Kind::CredentialReplay;
+        close.credential = Some(found.credential.clone());
+        close.detail = Some(format!(
+            "{} (found after the body's first {} KiB had been sent on)",
+            deny.detail,
+            screened::PREREAD >> 10
+        ));
+        shared.emit(close);
+        intercept.replayed();
+        return refusal(&deny);
+    }
+    let mut response = match sent {
         Ok(response) => response,
         Err(error) => {
             return crate::proxy::text(
@@ -229,18 +270,28 @@ async fn exchange(mut request: Request<Incoming>, context: &Context) -> Response
             )
         }
     };
+    let report = scrubbed::Report::new(shared.clone(), *client, host, *port, what);
+    scrubbed::head(&mut response, &intercept.secrets, &report);
     if response.status() == StatusCode::SWITCHING_PROTOCOLS {
         if let Some(client_upgrade) = client_upgrade {
             let upstream_upgrade = hyper::upgrade::on(&mut response);
+            let secrets = intercept.secrets.clone();
             tokio::spawn(async move {
                 if let (Ok(client), Ok(upstream)) = tokio::join!(client_upgrade, upstream_upgrade) {
-                    let (mut client, mut upstream) = (TokioIo::new(client), TokioIo::new(upstream));
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                    scrubbed::relay_upgraded(client, upstream, websocket, secrets, report).await;
                 }
             });
         }
-        return response.map(|body| body.boxed());
+        return response.map(|_| crate::proxy::empty());
     }
     strip_hop_by_hop(response.headers_mut());
-    response.map(|body| body.boxed())
+    match scrubbed::body(response, &intercept.secrets, report) {
+        Ok(response) => response,
+        Err(deny) => {
+            let mut close = line.close(deny.reason);
+            close.detail = Some(deny.detail.clone());
+            shared.emit(close);
+            refusal(&deny)
+        }
+    }
 }

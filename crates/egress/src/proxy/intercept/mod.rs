@@ -45,12 +45,13 @@ use crate::error::EgressError;
 use crate::log::{Kind, Record};
 use crate::policy::{Deny, Reason};
 use crate::replay::{Found, Placeholders};
+use crate::scrub::{Needle, Needles};
 
 mod exchange;
-
-/// The largest request body the proxy reads whole to search it for placeholders (a larger one
-/// is refused, `413`): bodies are searched before anything of the request leaves.
-pub const MAX_SCANNED_BODY: usize = 32 << 20;
+mod screened;
+mod scrubbed;
+pub(super) use screened::{screen, Screened};
+pub use screened::{PREREAD, PREREAD_BUDGET};
 
 /// The ALPN protocols a terminated tunnel may speak.
 const H2: &[u8] = b"h2";
@@ -70,7 +71,12 @@ pub(super) struct Held {
 /// What the proxy holds for its credentials.
 pub(super) struct Intercept {
     pub(super) held: Vec<Held>,
+    /// Every value the proxy holds (each key, each basic credential's user), searched for in
+    /// what bound hosts return ([`scrubbed`]).
+    pub(super) secrets: Arc<Needles>,
     pub(super) placeholders: Placeholders,
+    /// The placeholders again, for request bodies searched as they stream ([`screened`]).
+    pub(super) placeholder_needles: Arc<Needles>,
     pub(super) ca: LaunchCa,
     /// What the workload trusts ([`LaunchCa::bundle`]), served with the CA's certificate at
     /// [`crate::request::CA_PATH_PREFIX`] for a workload that cannot mount the proxy's volume
@@ -81,6 +87,8 @@ pub(super) struct Intercept {
     /// that its upgrades can cross).
     pub(super) upstream: [Arc<ClientConfig>; 2],
     pub(super) on_replay: OnReplay,
+    /// What request bodies being pre-read may hold at once ([`screened::PREREAD_BUDGET`]).
+    pub(super) preread: Arc<tokio::sync::Semaphore>,
     /// Notified when a replay stops the proxy ([`OnReplay::Stop`]).
     pub(super) stop: Arc<Notify>,
 }
@@ -128,6 +136,7 @@ impl Intercept {
                 })
         };
         let mut held = Vec::new();
+        let mut secrets = Vec::new();
         let mut placeholders = Vec::new();
         let mut hosts = Vec::new();
         for credential in &config.credentials {
@@ -136,6 +145,10 @@ impl Intercept {
                 Some(variable) => Some(get(credential, variable)?),
                 None => None,
             };
+            secrets.push(Needle::new(&credential.name, "key", value.as_bytes()));
+            if let Some(user) = &user {
+                secrets.push(Needle::new(&credential.name, "user", user.as_bytes()));
+            }
             for variable in credential.variables() {
                 let placeholder = get(credential, &placeholder_variable(variable))?;
                 placeholders.push((credential.name.clone(), variable.to_string(), placeholder));
@@ -179,13 +192,22 @@ impl Intercept {
             config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
             Ok(Arc::new(config))
         };
+        let placeholder_needles = placeholders
+            .iter()
+            .map(|(credential, _, placeholder)| {
+                Needle::new(credential, "placeholder", placeholder.as_bytes())
+            })
+            .collect();
         Ok(Some(Intercept {
             held,
+            secrets: Arc::new(Needles::new(secrets)),
             placeholders: Placeholders::new(placeholders),
+            placeholder_needles: Arc::new(Needles::new(placeholder_needles)),
             ca,
             bundle,
             upstream: [client(&[H2, HTTP11])?, client(&[HTTP11])?],
             on_replay: config.on_replay,
+            preread: screened::budget(),
             stop: Arc::new(Notify::new()),
         }))
     }
@@ -496,53 +518,6 @@ pub(super) fn replay_refusal(
     shared.emit(line);
     intercept.replayed();
     super::refusal(deny)
-}
-
-/// A forward request's body, read whole and searched for placeholders before anything of the
-/// request leaves: the request to send, or the refusal (and the placeholder found, if that was
-/// the refusal).
-pub(super) async fn screen_body(
-    request: http::Request<hyper::body::Incoming>,
-    intercept: &Intercept,
-    counts: impl Fn(&str) -> bool,
-    destination: &str,
-) -> Result<http::Request<super::Body>, (Deny, Option<Found>)> {
-    use http_body_util::BodyExt;
-    let (parts, body) = request.into_parts();
-    let bytes = match http_body_util::Limited::new(body, MAX_SCANNED_BODY)
-        .collect()
-        .await
-    {
-        Ok(collected) => collected.to_bytes(),
-        Err(error) => {
-            let deny = if error
-                .downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some()
-            {
-                Deny::new(
-                    Reason::BodyTooLarge,
-                    format!(
-                        "a request body larger than {MAX_SCANNED_BODY} bytes, which the proxy \
-                         reads whole to search it for placeholders"
-                    ),
-                )
-            } else {
-                Deny::new(
-                    Reason::BadRequest,
-                    format!("the request body could not be read: {error}"),
-                )
-            };
-            return Err((deny, None));
-        }
-    };
-    if let Some(found) = intercept.placeholders.find(&bytes, counts) {
-        let deny = replay_deny(&found, "the request body", destination);
-        return Err((deny, Some(found)));
-    }
-    let body = http_body_util::Full::new(bytes)
-        .map_err(|never| match never {})
-        .boxed();
-    Ok(http::Request::from_parts(parts, body))
 }
 
 /// A placeholder in the first request head of a plain-HTTP tunnel (its raw bytes).

@@ -1,0 +1,745 @@
+//! Finding held values in a byte stream, in every form a client could decode, through a
+//! window that holds back only what could still become a match: what the proxy uses to replace
+//! the real keys in whatever a bound host returns (its headers, its body, a WebSocket's frames)
+//! and to find placeholders in request bodies that stream through it.
+//!
+//! A [`Needles`] is made once from the values: each value as it is, and its base64 and base64url
+//! forms at each of the three alignments it can have inside longer base64 text (the characters
+//! that depend on the value's bytes alone: `Basic base64(user:key)` holds one of them). Those
+//! patterns are searched in the bytes *as decoded*: `%XX` escapes (URL-encoding, any case) and
+//! JSON string escapes (`\u00XX`, `\/`, `\\`, `\"`) are read as the byte they stand for, so a
+//! value written `sk%2Dant...` or `sk\u002dant...` is found, and each hit is mapped back to the
+//! bytes it was written with.
+//!
+//! A [`Window`] streams: [`Window::push`] takes the next chunk and returns what can be released
+//! now, the hits replaced with [`FILLER`] bytes of the same length (so a `Content-Length`, a
+//! WebSocket frame's length and a chunk's size stay true); it holds back only the longest
+//! suffix that is the beginning of some pattern, and an escape cut by the chunk's end (an SSE
+//! event is released as it arrives unless it ends with the beginning of a key). The hold is at
+//! most the longest pattern as written with escapes, so memory is fixed whatever the stream's
+//! length.
+//!
+//! What this does not find, by design: a value the host transforms (reversed, hashed,
+//! encrypted, split across two separate messages, case-changed, double-encoded `%2541`, in an
+//! HTML entity or a compression the proxy does not decode). The proxy asks only for the
+//! encodings it decodes (`gzip`, `deflate`) and refuses others.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use agentc_egress::scrub::{Needle, Needles, Window};
+//! let needles = Needles::new(vec![Needle::new("anthropic", "key", b"sk-ant-real-0123456789")]);
+//! let mut window = Window::new(Arc::new(needles));
+//! let mut out = window.push(b"{\"echo\":\"sk-ant-real-01");
+//! out.extend(window.push(b"23456789\"}"));
+//! out.extend(window.finish());
+//! assert_eq!(out, b"{\"echo\":\"redactedredactedredact\"}");
+//! assert_eq!(window.hits().total(), 1);
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+
+use crate::credential::base64_encode;
+
+pub mod websocket;
+
+/// The bytes a hit is replaced with, repeated as needed: letters only, so the result is still
+/// valid in a header, a URL, a JSON string and base64 text.
+pub const FILLER: &[u8] = b"redacted";
+
+/// Values shorter than this are searched only as they are (their encoded forms would be a few
+/// characters, found everywhere).
+const MIN_ENCODED: usize = 8;
+
+/// The longest escape, `\u00XX`, as written.
+const LONGEST_ESCAPE: usize = 6;
+
+/// One value to find.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Needle {
+    /// The credential it belongs to (its name, for the audit line).
+    pub credential: String,
+    /// Which of its values: `key`, `user`, `placeholder`.
+    pub part: &'static str,
+    /// The value.
+    pub value: Vec<u8>,
+}
+
+impl Needle {
+    /// A needle for `value`, a `part` of `credential`.
+    pub fn new(credential: &str, part: &'static str, value: &[u8]) -> Needle {
+        Needle {
+            credential: credential.to_string(),
+            part,
+            value: value.to_vec(),
+        }
+    }
+}
+
+/// The encoding a pattern is of its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Encoding {
+    Raw,
+    Base64,
+    Base64Url,
+}
+
+/// Where one pattern comes from.
+#[derive(Debug, Clone)]
+struct Pattern {
+    needle: usize,
+    encoding: Encoding,
+    bytes: Vec<u8>,
+}
+
+/// The values of one set, as patterns searched all at once.
+#[derive(Debug, Clone)]
+pub struct Needles {
+    needles: Vec<Needle>,
+    patterns: Vec<Pattern>,
+    matcher: Option<AhoCorasick>,
+}
+
+/// The characters of base64 (`url`: base64url) of `value` that depend on its bytes alone when
+/// it starts `shift` bytes into a 3-byte group.
+fn base64_core(value: &[u8], shift: usize, url: bool) -> Vec<u8> {
+    let mut shifted = vec![0u8; shift];
+    shifted.extend_from_slice(value);
+    let encoded = base64_encode(&shifted).into_bytes();
+    let first = (8 * shift).div_ceil(6);
+    let last = 8 * shifted.len() / 6;
+    let mut core = encoded[first.min(last)..last].to_vec();
+    if url {
+        for byte in &mut core {
+            *byte = match *byte {
+                b'+' => b'-',
+                b'/' => b'_',
+                other => other,
+            };
+        }
+    }
+    core
+}
+
+impl Needles {
+    /// The patterns of `needles`; empty values are left out.
+    pub fn new(needles: Vec<Needle>) -> Needles {
+        let needles: Vec<Needle> = needles
+            .into_iter()
+            .filter(|n| !n.value.is_empty())
+            .collect();
+        let mut patterns: Vec<Pattern> = Vec::new();
+        let mut add = |needle: usize, encoding: Encoding, bytes: Vec<u8>| {
+            if !bytes.is_empty() && !patterns.iter().any(|p| p.bytes == bytes) {
+                patterns.push(Pattern {
+                    needle,
+                    encoding,
+                    bytes,
+                });
+            }
+        };
+        for (index, needle) in needles.iter().enumerate() {
+            add(index, Encoding::Raw, needle.value.clone());
+            if needle.value.len() >= MIN_ENCODED {
+                for shift in 0..3 {
+                    add(
+                        index,
+                        Encoding::Base64,
+                        base64_core(&needle.value, shift, false),
+                    );
+                    add(
+                        index,
+                        Encoding::Base64Url,
+                        base64_core(&needle.value, shift, true),
+                    );
+                }
+            }
+        }
+        let matcher = (!patterns.is_empty())
+            .then(|| {
+                AhoCorasickBuilder::new()
+                    .match_kind(MatchKind::Standard)
+                    .kind(Some(AhoCorasickKind::DFA))
+                    .build(patterns.iter().map(|p| &p.bytes))
+                    .ok()
+            })
+            .flatten();
+        Needles {
+            needles,
+            patterns,
+            matcher,
+        }
+    }
+
+    /// Whether there is nothing to find.
+    pub fn is_empty(&self) -> bool {
+        self.matcher.is_none()
+    }
+
+    /// The needles, as given (empty values left out).
+    pub fn needles(&self) -> &[Needle] {
+        &self.needles
+    }
+
+    /// The longest pattern, as decoded.
+    fn longest(&self) -> usize {
+        self.patterns
+            .iter()
+            .map(|p| p.bytes.len())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// `bytes` with every hit replaced (see [`Window`]), and the hits; for a whole value such
+    /// as a header's.
+    pub fn scrub(&self, bytes: &[u8]) -> (Vec<u8>, Hits) {
+        let mut held = bytes.to_vec();
+        let mut hits = Hits::default();
+        let decoded = Decoded::of(bytes);
+        for (hit, (start, end)) in self.hits_in(&decoded, &|_| true) {
+            hits.add(hit);
+            fill(&mut held[start..end]);
+        }
+        (held, hits)
+    }
+
+    /// The first hit in `bytes` whose credential `counts` (nothing is replaced).
+    pub fn find(&self, bytes: &[u8], counts: impl Fn(&str) -> bool) -> Option<Hit> {
+        let decoded = Decoded::of(bytes);
+        self.hits_in(&decoded, &counts)
+            .into_iter()
+            .next()
+            .map(|(hit, _)| hit)
+    }
+
+    /// Every hit in `decoded` whose credential counts, with the span of source bytes it covers.
+    fn hits_in(
+        &self,
+        decoded: &Decoded,
+        counts: &dyn Fn(&str) -> bool,
+    ) -> Vec<(Hit, (usize, usize))> {
+        let Some(matcher) = &self.matcher else {
+            return Vec::new();
+        };
+        let mut hits = Vec::new();
+        for found in matcher.find_overlapping_iter(decoded.bytes()) {
+            let pattern = &self.patterns[found.pattern().as_usize()];
+            let needle = &self.needles[pattern.needle];
+            if !counts(&needle.credential) {
+                continue;
+            }
+            let (start, end) = decoded.source_span(found.start(), found.end());
+            let form = Form {
+                encoding: pattern.encoding,
+                escaped: decoded.escaped_in(start, end),
+            };
+            hits.push((
+                Hit {
+                    credential: needle.credential.clone(),
+                    part: needle.part,
+                    form: form.name(),
+                },
+                (start, end),
+            ));
+        }
+        hits
+    }
+
+    /// How many bytes at the end of `decoded` could still be the start of a hit: the longest
+    /// suffix that is a proper beginning of some pattern.
+    fn open_suffix(&self, decoded: &[u8]) -> usize {
+        let mut longest = 0;
+        for pattern in &self.patterns {
+            let most = (pattern.bytes.len() - 1).min(decoded.len());
+            for k in (longest + 1..=most).rev() {
+                if decoded[decoded.len() - k..] == pattern.bytes[..k] {
+                    longest = k;
+                    break;
+                }
+            }
+        }
+        longest
+    }
+}
+
+/// How a hit was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Form {
+    encoding: Encoding,
+    escaped: Option<Escape>,
+}
+
+impl Form {
+    /// The form's name in an audit line.
+    fn name(self) -> &'static str {
+        match (self.encoding, self.escaped) {
+            (Encoding::Raw, None) => "raw",
+            (Encoding::Raw, Some(Escape::Percent)) => "URL-encoded",
+            (Encoding::Raw, Some(Escape::Json)) => "JSON-escaped",
+            (Encoding::Base64, None) => "base64",
+            (Encoding::Base64, Some(Escape::Percent)) => "base64, URL-encoded",
+            (Encoding::Base64, Some(Escape::Json)) => "base64, JSON-escaped",
+            (Encoding::Base64Url, None) => "base64url",
+            (Encoding::Base64Url, Some(Escape::Percent)) => "base64url, URL-encoded",
+            (Encoding::Base64Url, Some(Escape::Json)) => "base64url, JSON-escaped",
+        }
+    }
+}
+
+/// One value found.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Hit {
+    /// The credential whose value it is.
+    pub credential: String,
+    /// Which of its values (`key`, `user`, `placeholder`).
+    pub part: &'static str,
+    /// The form it was written in: `raw`, `URL-encoded`, `JSON-escaped`, `base64`,
+    /// `base64url`, or an encoding and an escape (`base64, URL-encoded`).
+    pub form: &'static str,
+}
+
+/// The hits of a stream, counted by credential, part and form.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Hits(BTreeMap<Hit, u64>);
+
+impl Hits {
+    /// Counts one hit.
+    pub fn add(&mut self, hit: Hit) {
+        *self.0.entry(hit).or_default() += 1;
+    }
+
+    /// Adds every hit of `other`.
+    pub fn merge(&mut self, other: &Hits) {
+        for (hit, count) in &other.0 {
+            *self.0.entry(hit.clone()).or_default() += count;
+        }
+    }
+
+    /// The first hit, in order (credential, part, form).
+    pub fn first(&self) -> Option<&Hit> {
+        self.0.keys().next()
+    }
+
+    /// How many hits in all.
+    pub fn total(&self) -> u64 {
+        self.0.values().sum()
+    }
+
+    /// Whether nothing was found.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The credentials found, in order, once each.
+    pub fn credentials(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.0.keys().map(|hit| hit.credential.as_str()).collect();
+        names.dedup();
+        names
+    }
+
+    /// `anthropic key: raw 2, base64 1` for each credential and part: never a value.
+    pub fn summary(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        let mut current: Option<(&str, &str)> = None;
+        for (hit, count) in &self.0 {
+            let this = (hit.credential.as_str(), hit.part);
+            if current != Some(this) {
+                parts.push(format!(
+                    "{} {}: {} {count}",
+                    hit.credential, hit.part, hit.form
+                ));
+                current = Some(this);
+            } else if let Some(last) = parts.last_mut() {
+                last.push_str(&format!(", {} {count}", hit.form));
+            }
+        }
+        parts.join("; ")
+    }
+}
+
+/// An escape the decoder reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Escape {
+    Percent,
+    Json,
+}
+
+/// Bytes as decoded, each with the span of source bytes it was written as.
+struct Decoded<'a> {
+    source: &'a [u8],
+    /// `None` when nothing in the source is an escape: the decoded bytes are the source.
+    units: Option<Units>,
+}
+
+struct Units {
+    bytes: Vec<u8>,
+    /// Each decoded byte's first source byte; one more entry, the source's length.
+    starts: Vec<usize>,
+    /// The escape each decoded byte was written as.
+    escapes: Vec<Option<Escape>>,
+}
+
+fn hex(byte: u8) -> Option<u8> {
+    (byte as char).to_digit(16).map(|d| d as u8)
+}
+
+/// The escape at the start of `rest`: its byte and length, `Err(())` when `rest` could be the
+/// beginning of one that is cut off, `Ok(None)` when it is not one.
+fn escape_at(rest: &[u8]) -> Result<Option<(u8, usize, Escape)>, ()> {
+    match rest {
+        [b'%', h, l, ..] => Ok(hex(*h)
+            .zip(hex(*l))
+            .map(|(h, l)| (h << 4 | l, 3, Escape::Percent))),
+        [b'%', h] if hex(*h).is_some() => Err(()),
+        [b'%'] => Err(()),
+        [b'\\', b'u', tail @ ..] => {
+            let digits: Vec<u8> = tail.iter().take(4).copied().collect();
+            if digits.iter().any(|d| hex(*d).is_none()) {
+                return Ok(None);
+            }
+            if digits.len() < 4 {
+                return Err(());
+            }
+            let code = digits
+                .iter()
+                .fold(0u32, |code, d| code << 4 | u32::from(hex(*d).unwrap_or(0)));
+            Ok(u8::try_from(code)
+                .ok()
+                .filter(u8::is_ascii)
+                .map(|byte| (byte, LONGEST_ESCAPE, Escape::Json)))
+        }
+        [b'\\', next, ..] if matches!(next, b'/' | b'\\' | b'"') => {
+            Ok(Some((*next, 2, Escape::Json)))
+        }
+        [b'\\'] => Err(()),
+        _ => Ok(None),
+    }
+}
+
+impl<'a> Decoded<'a> {
+    fn of(source: &'a [u8]) -> Decoded<'a> {
+        if !source.iter().any(|b| *b == b'%' || *b == b'\\') {
+            return Decoded {
+                source,
+                units: None,
+            };
+        }
+        let mut units = Units {
+            bytes: Vec::with_capacity(source.len()),
+            starts: Vec::with_capacity(source.len() + 1),
+            escapes: Vec::with_capacity(source.len()),
+        };
+        let mut at = 0;
+        while at < source.len() {
+            let (byte, len, escape) = match escape_at(&source[at..]) {
+                Ok(Some((byte, len, escape))) => (byte, len, Some(escape)),
+                _ => (source[at], 1, None),
+            };
+            units.bytes.push(byte);
+            units.starts.push(at);
+            units.escapes.push(escape);
+            at += len;
+        }
+        units.starts.push(source.len());
+        Decoded {
+            source,
+            units: Some(units),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.units.as_ref().map_or(self.source, |u| &u.bytes)
+    }
+
+    /// The source span of decoded bytes `start..end`.
+    fn source_span(&self, start: usize, end: usize) -> (usize, usize) {
+        match &self.units {
+            None => (start, end),
+            Some(units) => (units.starts[start], units.starts[end]),
+        }
+    }
+
+    /// The decoded index of the first decoded byte at or after source offset `source`.
+    fn decoded_index(&self, source: usize) -> usize {
+        match &self.units {
+            None => source,
+            Some(units) => units.starts.partition_point(|s| *s < source),
+        }
+    }
+
+    /// The escape of the source span, if any byte in it was one (percent first).
+    fn escaped_in(&self, start: usize, end: usize) -> Option<Escape> {
+        let units = self.units.as_ref()?;
+        let (from, to) = (self.decoded_index(start), self.decoded_index(end));
+        let escapes = &units.escapes[from..to];
+        if escapes.contains(&Some(Escape::Percent)) {
+            Some(Escape::Percent)
+        } else if escapes.contains(&Some(Escape::Json)) {
+            Some(Escape::Json)
+        } else {
+            None
+        }
+    }
+
+    /// Where an escape cut off by the end of the source starts, if one is.
+    fn cut_escape(&self) -> Option<usize> {
+        let from = self.source.len().saturating_sub(LONGEST_ESCAPE - 1);
+        (from..self.source.len()).find(|at| {
+            matches!(self.source[*at], b'%' | b'\\') && escape_at(&self.source[*at..]).is_err()
+        })
+    }
+}
+
+/// Replaces `bytes` with [`FILLER`], from its start.
+fn fill(bytes: &mut [u8]) {
+    for (at, byte) in bytes.iter_mut().enumerate() {
+        *byte = FILLER[at % FILLER.len()];
+    }
+}
+
+/// A stream searched and scrubbed as it passes: see the module documentation.
+#[derive(Debug, Clone)]
+pub struct Window {
+    needles: Arc<Needles>,
+    /// The credentials whose hits do not count here (a placeholder's own host).
+    ignored: Vec<String>,
+    /// The bytes held back: the start of what may still be a hit.
+    held: Vec<u8>,
+    /// How many source bytes at the start of `held` were replaced already.
+    replaced_to: usize,
+    hits: Hits,
+    longest: usize,
+}
+
+impl Window {
+    /// An empty window over `needles`.
+    pub fn new(needles: Arc<Needles>) -> Window {
+        Window::ignoring(needles, Vec::new())
+    }
+
+    /// An empty window over `needles` in which the hits of the `ignored` credentials do not
+    /// count (and are not replaced).
+    pub fn ignoring(needles: Arc<Needles>, ignored: Vec<String>) -> Window {
+        let longest = needles.longest();
+        Window {
+            needles,
+            ignored,
+            held: Vec::new(),
+            replaced_to: 0,
+            hits: Hits::default(),
+            longest,
+        }
+    }
+
+    /// Whether the hits of `credential` do not count in this window.
+    pub fn ignores(&self, credential: &str) -> bool {
+        self.ignored.iter().any(|name| name == credential)
+    }
+
+    /// Takes the next chunk; returns the bytes that can be released now, scrubbed.
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<u8> {
+        if self.needles.is_empty() {
+            return chunk.to_vec();
+        }
+        self.held.extend_from_slice(chunk);
+        self.release(false)
+    }
+
+    /// The end of the stream: the bytes still held, scrubbed.
+    pub fn finish(&mut self) -> Vec<u8> {
+        self.release(true)
+    }
+
+    /// The hits so far.
+    pub fn hits(&self) -> &Hits {
+        &self.hits
+    }
+
+    /// Takes the hits counted so far, leaving none.
+    pub fn take_hits(&mut self) -> Hits {
+        std::mem::take(&mut self.hits)
+    }
+
+    /// How many bytes are held back now.
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    fn release(&mut self, end: bool) -> Vec<u8> {
+        let decoded = Decoded::of(&self.held);
+        let mut spans = Vec::new();
+        let ignored = &self.ignored;
+        let counts = |credential: &str| !ignored.iter().any(|name| name == credential);
+        for (hit, (start, end)) in self.needles.hits_in(&decoded, &counts) {
+            // A hit within bytes already replaced was counted when they were.
+            if end > self.replaced_to {
+                self.hits.add(hit);
+                spans.push((start, end));
+            }
+        }
+        let release = if end {
+            self.held.len()
+        } else {
+            // An escape cut off at the end is held whole; before it (or the end), the
+            // longest suffix that may begin a pattern.
+            let before = decoded.decoded_index(decoded.cut_escape().unwrap_or(self.held.len()));
+            let open = self
+                .needles
+                .open_suffix(&decoded.bytes()[..before])
+                .min(self.longest);
+            decoded.source_span(before - open, before).0
+        };
+        drop(decoded);
+        let mut replaced_to = self.replaced_to;
+        for (start, end) in spans {
+            fill(&mut self.held[start..end]);
+            replaced_to = replaced_to.max(end);
+        }
+        let out: Vec<u8> = self.held.drain(..release).collect();
+        self.replaced_to = replaced_to.saturating_sub(release);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &[u8] = b"sk-ant-real-0123456789abcdef";
+    const USER: &[u8] = b"pk-lf-user-42424242";
+
+    fn needles() -> Arc<Needles> {
+        Arc::new(Needles::new(vec![
+            Needle::new("anthropic", "key", KEY),
+            Needle::new("langfuse", "user", USER),
+        ]))
+    }
+
+    /// Every split of `input` into two chunks, and one byte at a time, gives the same output
+    /// and the same count as the whole.
+    fn streamed(needles: &Arc<Needles>, input: &[u8]) -> (Vec<u8>, u64) {
+        let (whole, hits) = needles.scrub(input);
+        let splits = (0..=input.len()).map(|at| vec![&input[..at], &input[at..]]);
+        let bytewise = std::iter::once(input.chunks(1).collect::<Vec<_>>());
+        for chunks in splits.chain(bytewise) {
+            let mut window = Window::new(needles.clone());
+            let mut out = Vec::new();
+            for chunk in &chunks {
+                out.extend(window.push(chunk));
+                assert!(window.held() <= 6 * needles.longest());
+            }
+            out.extend(window.finish());
+            assert_eq!(out, whole, "chunks {chunks:?}");
+            assert_eq!(window.hits().total(), hits.total(), "chunks {chunks:?}");
+        }
+        (whole, hits.total())
+    }
+
+    fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+        haystack.windows(needle.len()).any(|w| w == needle)
+    }
+
+    #[test]
+    fn every_form_is_replaced_at_every_split() {
+        let key = std::str::from_utf8(KEY).unwrap();
+        let percent: String = key.bytes().map(|b| format!("%{b:02x}")).collect();
+        let json: String = key.bytes().map(|b| format!("\\u{:04X}", b)).collect();
+        let basic = base64_encode(format!("user:{key}").as_bytes());
+        let url = base64_encode(format!("xy{key}").as_bytes())
+            .replace('+', "-")
+            .replace('/', "_");
+        let mixed_escapes = key.replacen('-', "%2D", 1).replacen('-', "\\u002d", 1);
+        for (input, form) in [
+            (format!("echo: {key}\n"), "raw"),
+            (format!("GET /?k={percent} HTTP/1.1"), "URL-encoded"),
+            (format!("{{\"k\":\"{json}\"}}"), "JSON-escaped"),
+            (format!("Authorization: Basic {basic}"), "base64"),
+            // This key's base64url has no `-` or `_`: it is its base64 as well.
+            (format!("token={url}"), "base64"),
+            (format!("q={mixed_escapes}&"), "URL-encoded"),
+        ] {
+            let (out, count) = streamed(&needles(), input.as_bytes());
+            assert_eq!(count, 1, "{input}");
+            assert_eq!(out.len(), input.len(), "length kept: {input}");
+            for leaked in [
+                KEY.to_vec(),
+                percent.as_bytes().to_vec(),
+                json.as_bytes().to_vec(),
+            ] {
+                assert!(
+                    !contains(&out, &leaked),
+                    "{input} -> {}",
+                    String::from_utf8_lossy(&out)
+                );
+            }
+            assert!(
+                needles().find(&out, |_| true).is_none(),
+                "{form}: {}",
+                String::from_utf8_lossy(&out)
+            );
+            let (_, hits) = needles().scrub(input.as_bytes());
+            assert!(hits.summary().contains(form), "{form}: {}", hits.summary());
+        }
+    }
+
+    #[test]
+    fn base64_of_the_key_is_gone_at_every_alignment() {
+        for prefix in ["", "a", "ab", "abc:", "user:"] {
+            let text = format!("{prefix}{}", std::str::from_utf8(KEY).unwrap());
+            let encoded = base64_encode(text.as_bytes());
+            let (out, count) = streamed(&needles(), encoded.as_bytes());
+            assert!(count >= 1, "{prefix}");
+            let decoded =
+                crate::credential::base64_decode(std::str::from_utf8(&out).unwrap()).unwrap();
+            assert!(!contains(&decoded, KEY), "{prefix}");
+            assert!(
+                !contains(&decoded, &KEY[1..KEY.len() - 1]),
+                "{prefix}: a core of the key survived"
+            );
+        }
+    }
+
+    #[test]
+    fn the_user_part_and_repeats_are_counted_and_nothing_else_changes() {
+        let user = std::str::from_utf8(USER).unwrap();
+        let key = std::str::from_utf8(KEY).unwrap();
+        let input = format!("{user} and {key}{key} but not sk-ant-real-0123 or 100% \\ \\u");
+        let (out, count) = streamed(&needles(), input.as_bytes());
+        assert_eq!(count, 3);
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.ends_with(" but not sk-ant-real-0123 or 100% \\ \\u"),
+            "{text}"
+        );
+        let (_, hits) = needles().scrub(input.as_bytes());
+        assert_eq!(hits.summary(), "anthropic key: raw 2; langfuse user: raw 1");
+        assert_eq!(hits.credentials(), ["anthropic", "langfuse"]);
+    }
+
+    #[test]
+    fn only_the_beginning_of_a_key_is_held_back() {
+        let mut window = Window::new(needles());
+        assert_eq!(window.push(b"data: event 1\n\n"), b"data: event 1\n\n");
+        assert_eq!(window.push(b"data: sk-ant"), b"data: ");
+        assert_eq!(window.held(), 6);
+        assert_eq!(window.push(b"-x"), b"sk-ant-x");
+        assert_eq!(window.push(b"100%2"), b"100");
+        assert_eq!(window.push(b"0 done"), b"%20 done");
+        assert!(window.finish().is_empty());
+        assert!(
+            Window::new(Arc::new(Needles::new(Vec::new())))
+                .push(b"x")
+                .len()
+                == 1
+        );
+    }
+
+    #[test]
+    fn short_values_are_searched_only_as_they_are() {
+        let needles = Needles::new(vec![Needle::new("a", "user", b"admin")]);
+        assert_eq!(needles.patterns.len(), 1);
+        assert_eq!(needles.scrub(b"an admin").0, b"an redac");
+    }
+}
