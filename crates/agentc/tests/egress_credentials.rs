@@ -130,12 +130,88 @@ fn server() -> i32 {
                 .to_string();
             println!("SEEN {} {path} {}", header("host"), header("x-api-key"));
             std::io::stdout().flush().ok();
+            if path.starts_with("/reflect") {
+                let upgrade = header("upgrade") != "-";
+                let _ = tls.write_all(&reflection(&path, &header("x-api-key"), upgrade));
+                let _ = tls.flush();
+                return;
+            }
             let _ = tls
                 .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
             let _ = tls.flush();
         });
     }
     0
+}
+
+/// What the reflecting host answers to `/reflect/MODE` (issue 36): the key it received in its
+/// status line, headers (raw, base64, a cookie) and a body holding it raw, URL-encoded,
+/// JSON-escaped, base64 at two alignments and base64url; MODE `plain` (Content-Length),
+/// `chunked` (5-byte chunks) or `gzip`; with `Upgrade` a `101` and WebSocket frames (a text
+/// message cut inside the key, a ping with it, a close).
+fn reflection(path: &str, key: &str, upgrade: bool) -> Vec<u8> {
+    use agentc_egress::credential::base64_encode;
+    let head = format!(
+        "x-echo: {key}\r\nx-echo-b64: {}\r\nset-cookie: s={key}\r\n",
+        base64_encode(key.as_bytes())
+    );
+    if upgrade {
+        let text = format!("your key is {key}!");
+        let (first, second) = text.as_bytes().split_at(16);
+        let frame = |fin: bool, opcode: u8, payload: &[u8]| {
+            [
+                &[u8::from(fin) << 7 | opcode, payload.len() as u8][..],
+                payload,
+            ]
+            .concat()
+        };
+        let frames = [
+            frame(false, 1, first),
+            frame(true, 0, second),
+            frame(true, 9, key.as_bytes()),
+            frame(true, 8, &[3, 232]),
+        ]
+        .concat();
+        let head = format!(
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n{head}\r\n"
+        );
+        return [head.into_bytes(), frames].concat();
+    }
+    let percent: String = key.bytes().map(|b| format!("%{b:02X}")).collect();
+    let json: String = key.bytes().map(|b| format!("\\u{b:04x}")).collect();
+    let body = format!(
+        "raw {key}\npercent {percent}\njson {{\"k\":\"{json}\"}}\nb64 {}\nbasic {}\nb64url {}\n",
+        base64_encode(format!("a{key}").as_bytes()),
+        base64_encode(format!("user:{key}").as_bytes()),
+        base64_encode(format!("??{key}").as_bytes())
+            .replace('+', "-")
+            .replace('/', "_"),
+    );
+    let status = format!("HTTP/1.1 400 Bad key {key}\r\n{head}Connection: close\r\n");
+    match path.rsplit('/').next().unwrap_or_default() {
+        "chunked" => {
+            let mut out = format!("{status}Transfer-Encoding: chunked\r\n\r\n").into_bytes();
+            for chunk in body.as_bytes().chunks(5) {
+                out.extend(format!("{:x}\r\n", chunk.len()).into_bytes());
+                out.extend_from_slice(chunk);
+                out.extend_from_slice(b"\r\n");
+            }
+            out.extend_from_slice(b"0\r\n\r\n");
+            out
+        }
+        "gzip" => {
+            let mut encoder =
+                flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            encoder.write_all(body.as_bytes()).unwrap();
+            let gzip = encoder.finish().unwrap();
+            let head = format!(
+                "{status}Content-Encoding: gzip\r\nContent-Length: {}\r\n\r\n",
+                gzip.len()
+            );
+            [head.into_bytes(), gzip].concat()
+        }
+        _ => format!("{status}Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes(),
+    }
 }
 
 /// `{VAR}` in a probe replaced by the variable's value in this environment.
@@ -164,6 +240,7 @@ fn probe(line: &str) -> String {
     let words: Vec<&str> = line.split(' ').collect();
     let result = match words.as_slice() {
         ["https", host, path] => https(host, path),
+        ["raw", host, path, extra @ ..] => raw(host, path, extra.contains(&"ws")),
         ["get", url] => get(url),
         ["environ", real] => {
             let environ = std::fs::read("/proc/1/environ").unwrap_or_default();
@@ -183,6 +260,31 @@ fn probe(line: &str) -> String {
 }
 
 fn https(host: &str, path: &str) -> Result<String, String> {
+    let (response, issuer) = exchange(host, path, "")?;
+    let status = String::from_utf8_lossy(&response)
+        .split(' ')
+        .nth(1)
+        .unwrap_or("-")
+        .to_string();
+    Ok(format!("{status} {issuer}"))
+}
+
+/// `raw HOST PATH [ws]`: the whole response as the sandbox received it (a WebSocket upgrade
+/// with `ws`), base64 on one line.
+fn raw(host: &str, path: &str, websocket: bool) -> Result<String, String> {
+    let extra = if websocket {
+        "Upgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Extensions: permessage-deflate\r\n"
+    } else {
+        "Accept-Encoding: gzip\r\n"
+    };
+    let (response, _) = exchange(host, path, extra)?;
+    Ok(agentc_egress::credential::base64_encode(&response))
+}
+
+/// One request through `HTTPS_PROXY` (its extra header lines `extra`): the response's bytes and
+/// the issuer of the certificate the sandbox saw.
+fn exchange(host: &str, path: &str, extra: &str) -> Result<(Vec<u8>, String), String> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, ServerName};
     let bundle = std::env::var("SSL_CERT_FILE").map_err(|_| "no SSL_CERT_FILE")?;
@@ -217,9 +319,14 @@ fn https(host: &str, path: &str) -> Result<String, String> {
         "api.test" => std::env::var(KEY_VARIABLE).unwrap_or_default(),
         _ => "-".to_string(),
     };
+    let connection = if extra.contains("Upgrade") {
+        "Upgrade"
+    } else {
+        "close"
+    };
     write!(
         tls,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nx-api-key: {key}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nx-api-key: {key}\r\n{extra}Connection: {connection}\r\n\r\n"
     )
     .map_err(|e| e.to_string())?;
     let mut response = Vec::new();
@@ -230,12 +337,7 @@ fn https(host: &str, path: &str) -> Result<String, String> {
         .and_then(|chain| chain.first())
         .map(|leaf| issuer_cn(leaf.as_ref()))
         .unwrap_or_default();
-    let status = String::from_utf8_lossy(&response)
-        .split(' ')
-        .nth(1)
-        .unwrap_or("-")
-        .to_string();
-    Ok(format!("{status} {issuer}"))
+    Ok((response, issuer))
 }
 
 /// The issuer's common name in a DER certificate, found as the printable string after the
@@ -674,4 +776,189 @@ fn keys_stay_outside_the_sandbox_through_the_cli_backend() {
 #[test]
 fn keys_stay_outside_the_sandbox_through_the_api_backend() {
     keys_stay_outside_the_sandbox("api");
+}
+
+/// Every way a client could decode `bytes` (as they are, percent-decoded, JSON-unescaped, and
+/// base64 or base64url of each run of their alphabet at each offset) searched for `key`: how
+/// it was found, if it was. Independent of the proxy's own search (issue 36).
+fn leaked(bytes: &[u8], key: &str) -> Option<String> {
+    use agentc_egress::credential::base64_decode;
+    use agentc_egress::replay::{json_unescaped, percent_decoded};
+    let has = |haystack: &[u8]| haystack.windows(key.len()).any(|w| w == key.as_bytes());
+    let mut decodings = vec![
+        ("as is".to_string(), bytes.to_vec()),
+        ("percent-decoded".to_string(), percent_decoded(bytes)),
+        ("JSON-unescaped".to_string(), json_unescaped(bytes)),
+    ];
+    let text = String::from_utf8_lossy(bytes);
+    let alphabet = |c: char| c.is_ascii_alphanumeric() || "+/-_=".contains(c);
+    for run in text
+        .split(|c: char| !alphabet(c))
+        .filter(|run| run.len() >= 8)
+    {
+        for offset in 0..4.min(run.len()) {
+            if let Some(decoded) = base64_decode(&run[offset..]) {
+                decodings.push((format!("base64 of `{run}` from {offset}"), decoded));
+            }
+        }
+    }
+    decodings
+        .into_iter()
+        .find(|(_, decoded)| has(decoded))
+        .map(|(how, _)| how)
+}
+
+/// A response as its client reads it: the head, then the body de-chunked, or a WebSocket's
+/// messages' payloads joined (the frames' headers left out), one a line.
+fn as_read(bytes: &[u8]) -> Vec<u8> {
+    let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return bytes.to_vec();
+    };
+    let (head, mut rest) = (&bytes[..end + 4], &bytes[end + 4..]);
+    let lower = String::from_utf8_lossy(head).to_ascii_lowercase();
+    let mut body = Vec::new();
+    if lower.starts_with("http/1.1 101") {
+        while rest.len() >= 2 {
+            let (fin, len) = (rest[0] & 0x80 != 0, usize::from(rest[1] & 0x7f));
+            let payload = &rest[2..(2 + len).min(rest.len())];
+            body.extend_from_slice(payload);
+            if fin {
+                body.push(b'\n');
+            }
+            rest = &rest[(2 + len).min(rest.len())..];
+        }
+    } else if lower.contains("transfer-encoding: chunked") {
+        while let Some(line) = rest.windows(2).position(|w| w == b"\r\n") {
+            let size = std::str::from_utf8(&rest[..line])
+                .ok()
+                .and_then(|size| usize::from_str_radix(size.trim(), 16).ok())
+                .unwrap_or(0);
+            if size == 0 {
+                break;
+            }
+            let start = line + 2;
+            body.extend_from_slice(&rest[start..(start + size).min(rest.len())]);
+            rest = &rest[(start + size + 2).min(rest.len())..];
+        }
+    } else {
+        body.extend_from_slice(rest);
+    }
+    [head, &body].concat()
+}
+
+fn reflected_keys_never_reach_the_sandbox(backend: &str) {
+    let test = format!("reflected_keys_never_reach_the_sandbox_through_the_{backend}_backend");
+    if !require_daemon(&test) {
+        return;
+    }
+    let mut outside = match Outside::new(&format!("reflect-{backend}")) {
+        Ok(outside) => outside,
+        Err(reason) if std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
+            panic!("{test}: {reason}")
+        }
+        Err(reason) => return eprintln!("skipping {test}: {reason}"),
+    };
+    let profile = outside.profile("r");
+    let (ok, output) = outside.agentc(&["run", &profile, "--backend", backend]);
+    assert!(ok, "{output}");
+    let sandbox = started_name(&output);
+    let proxy = format!("{sandbox}-egress-proxy");
+    let modes = ["plain", "chunked", "gzip"];
+    let mut probes: Vec<String> = modes
+        .iter()
+        .map(|mode| format!("raw api.test /reflect/{mode}"))
+        .collect();
+    probes.push("raw api.test /reflect/ws ws".into());
+    let probes: Vec<&str> = probes.iter().map(String::as_str).collect();
+    let results = outside.probes(&sandbox, &probes);
+    for (probe, result) in probes.iter().zip(&results) {
+        let bytes = agentc_egress::credential::base64_decode(result)
+            .map(|bytes| as_read(&bytes))
+            .unwrap_or_else(|| panic!("{probe}: {result}"));
+        let text = String::from_utf8_lossy(&bytes);
+        if let Some(how) = leaked(&bytes, REAL_KEY) {
+            panic!("{probe}: the key came back ({how}): {text}");
+        }
+        assert!(text.contains("redacted"), "{probe}: {text}");
+        if probe.ends_with(" ws") {
+            assert!(text.starts_with("HTTP/1.1 101"), "{probe}: {text}");
+            assert!(text.contains("your key is "), "{probe}: {text}");
+        } else {
+            assert!(text.starts_with("HTTP/1.1 400"), "{probe}: {text}");
+            for label in ["raw ", "percent ", "json ", "b64 ", "basic ", "b64url "] {
+                assert!(text.contains(label), "{probe}: {label} missing: {text}");
+            }
+        }
+    }
+    // curl over HTTP/2 to the proxy (which speaks HTTP/1.1 to this host), and TRACE.
+    let placeholder = inspect(&sandbox, "{{range .Config.Env}}{{println .}}{{end}}")
+        .lines()
+        .find_map(|line| line.strip_prefix(&format!("{KEY_VARIABLE}=")))
+        .unwrap_or_default()
+        .to_string();
+    let curl = |extra: &[&str], path: &str| {
+        let key = format!("x-api-key: {placeholder}");
+        let url = format!("https://api.test{path}");
+        let mut args = vec![
+            "exec",
+            &sandbox,
+            "/usr/bin/curl",
+            "--silent",
+            "--show-error",
+            "--max-time",
+            "20",
+            "--dump-header",
+            "-",
+            "--header",
+            &key,
+            "--write-out",
+            "\n%{http_version} %{http_code}",
+        ];
+        args.extend_from_slice(extra);
+        args.push(&url);
+        docker(&args).unwrap_or_else(|e| e)
+    };
+    let h2 = curl(&["--http2", "--compressed"], "/reflect/gzip");
+    assert!(h2.ends_with("2 400"), "{h2}");
+    assert!(leaked(h2.as_bytes(), REAL_KEY).is_none(), "{h2}");
+    let trace = curl(&["--request", "TRACE"], "/reflect/trace");
+    assert!(trace.ends_with(" 405"), "{trace}");
+    assert!(leaked(trace.as_bytes(), REAL_KEY).is_none(), "{trace}");
+    // The host did receive the real key each time, and never the TRACE.
+    let seen = outside.seen();
+    for mode in ["plain", "chunked", "gzip", "ws"] {
+        assert!(
+            seen.contains(&format!("SEEN api.test /reflect/{mode} {REAL_KEY}")),
+            "{mode}: {seen}"
+        );
+    }
+    assert!(!seen.contains("/reflect/trace"), "{seen}");
+    // A scrub line for each response, naming the credential; no value in the log.
+    let log = docker(&["logs", &proxy]).unwrap_or_default();
+    let scrubs: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"scrub\""))
+        .collect();
+    assert_eq!(scrubs.len(), 5, "{log}");
+    assert!(
+        scrubs.iter().all(|l| l.contains("\"credential\":\"api\"")),
+        "{log}"
+    );
+    assert!(log.contains("\"reason\":\"method-refused\""), "{log}");
+    assert!(
+        !log.contains(REAL_KEY) && !log.contains(&placeholder),
+        "{log}"
+    );
+    let (ok, output) = outside.agentc(&["rm", &sandbox]);
+    assert!(ok, "{output}");
+}
+
+#[test]
+fn reflected_keys_never_reach_the_sandbox_through_the_cli_backend() {
+    reflected_keys_never_reach_the_sandbox("cli");
+}
+
+#[test]
+fn reflected_keys_never_reach_the_sandbox_through_the_api_backend() {
+    reflected_keys_never_reach_the_sandbox("api");
 }

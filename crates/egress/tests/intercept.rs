@@ -137,13 +137,11 @@ async fn answer(mut request: Request<Incoming>, seen: Seen) -> Response<TestBody
     let path = request.uri().path().to_string();
     let upgrade = request.headers().contains_key("upgrade");
     let on_upgrade = upgrade.then(|| hyper::upgrade::on(&mut request));
-    let body = request
-        .into_body()
-        .collect()
-        .await
-        .unwrap()
-        .to_bytes()
-        .to_vec();
+    // A body the proxy cut off is recorded as such.
+    let body = match request.into_body().collect().await {
+        Ok(collected) => collected.to_bytes().to_vec(),
+        Err(_) => CUT_OFF.to_vec(),
+    };
     seen.lock()
         .unwrap()
         .push((path.clone(), authority, headers.clone(), body));
@@ -194,6 +192,9 @@ async fn answer(mut request: Request<Incoming>, seen: Seen) -> Response<TestBody
     }
     Response::new(Full::new(Bytes::from_static(b"ok")).boxed())
 }
+
+/// What the test servers record of a body that ended before it was whole.
+const CUT_OFF: &[u8] = b"<cut off>";
 
 fn request_is_trace(path: &str) -> bool {
     path == "/trace"
@@ -825,6 +826,66 @@ async fn every_proxy_start_makes_a_new_ca_and_stop_ends_the_proxy_on_a_replay() 
         Err(agentc_egress::EgressError::Replayed(_))
     ));
     assert!(TcpStream::connect(second.proxy).await.is_err());
+}
+
+#[tokio::test]
+async fn long_bodies_stream_and_a_late_placeholder_is_never_sent() {
+    let mut setup = setup(None).await;
+    let post = |body: Vec<u8>| {
+        get("/v1/chat", "api2.test")
+            .method("POST")
+            .body(Full::new(Bytes::from(body)))
+            .unwrap()
+    };
+    // 40 MiB, past the old 32 MiB whole-body bound: it streams through and arrives whole.
+    let clean = vec![b'a'; 40 << 20];
+    let (tls, _) = setup
+        .tls(
+            "api2.test:443",
+            "api2.test",
+            &setup.ca.clone(),
+            &[b"http/1.1"],
+        )
+        .await
+        .unwrap();
+    assert_eq!(http1(tls, post(clean.clone())).await.status(), 200);
+    assert_eq!(
+        setup.api2.lock().unwrap().last().unwrap().3.len(),
+        clean.len()
+    );
+    // A placeholder after the pre-read, cut by the client's writes anywhere: never sent.
+    let mut late = vec![b'b'; agentc_egress::proxy::PREREAD * 3];
+    late.extend_from_slice(PLACEHOLDER_ANTHROPIC.as_bytes());
+    late.extend(vec![b'c'; 1 << 20]);
+    let (tls, _) = setup
+        .tls(
+            "api2.test:443",
+            "api2.test",
+            &setup.ca.clone(),
+            &[b"http/1.1"],
+        )
+        .await
+        .unwrap();
+    let response = http1(tls, post(late)).await;
+    assert_eq!(response.status(), 403);
+    let replay = loop {
+        let line = setup.next_line().await;
+        if line.kind == Kind::CredentialReplay {
+            break line;
+        }
+    };
+    assert_eq!(
+        (replay.event, replay.credential.as_deref()),
+        (Event::Close, Some("anthropic"))
+    );
+    assert!(replay.detail.unwrap().contains("the request body"));
+    // The host got no whole second request: it saw it cut off, or not at all.
+    let seen = setup.api2.lock().unwrap().clone();
+    let lengths: Vec<usize> = seen.iter().map(|s| s.3.len()).collect();
+    assert!(
+        seen.len() == 1 || (seen.len() == 2 && seen[1].3 == CUT_OFF),
+        "{lengths:?}"
+    );
 }
 
 /// A bound host that reflects the key back in every form (issue 36).
