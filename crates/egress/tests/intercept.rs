@@ -200,6 +200,29 @@ fn request_is_trace(path: &str) -> bool {
     path == "/trace"
 }
 
+/// A plain TCP server that records every byte it receives and answers nothing.
+async fn plain_server() -> (SocketAddr, Arc<Mutex<Vec<u8>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let received: Arc<Mutex<Vec<u8>>> = Arc::default();
+    let record = received.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let record = record.clone();
+            tokio::spawn(async move {
+                let mut buffer = [0u8; 4096];
+                while let Ok(n) = stream.read(&mut buffer).await {
+                    if n == 0 {
+                        break;
+                    }
+                    record.lock().unwrap().extend_from_slice(&buffer[..n]);
+                }
+            });
+        }
+    });
+    (address, received)
+}
+
 /// How many 64 KiB chunks `/big` sends.
 const BIG_CHUNKS: usize = 4096;
 
@@ -226,6 +249,8 @@ struct Setup {
     api: Seen,
     api2: Seen,
     other: Seen,
+    /// What `plain.test` (a plain TCP server) received, in order.
+    plain: Arc<Mutex<Vec<u8>>>,
     stopped: tokio::task::JoinHandle<Result<(), agentc_egress::EgressError>>,
     /// `api.test`'s own address (the benchmark's direct path).
     api_address: SocketAddr,
@@ -257,6 +282,7 @@ async fn setup_on(on_replay: Option<&str>, proxy_runtime: Option<tokio::runtime:
     let (api_address, api) = upstream(&pki, "api.test").await;
     let (api2_address, api2) = upstream(&pki, "api2.test").await;
     let (other_address, other) = upstream(&pki, "other.test").await;
+    let (plain_address, plain) = plain_server().await;
     let credentials = CredentialConfig::from_args(
         &[
             "name=anthropic,header=x-api-key,env=ANTHROPIC_API_KEY,host=api.test",
@@ -270,7 +296,13 @@ async fn setup_on(on_replay: Option<&str>, proxy_runtime: Option<tokio::runtime:
     let config = Config::from_args(
         "127.0.0.1:0",
         None,
-        &["api.test", "api2.test", "other.test"],
+        &[
+            "api.test",
+            "api2.test",
+            "other.test",
+            "plain.test",
+            "plain.test:8080",
+        ],
         &["127.0.0.0/8"],
     )
     .unwrap()
@@ -293,6 +325,7 @@ async fn setup_on(on_replay: Option<&str>, proxy_runtime: Option<tokio::runtime:
         ("api.test".to_string(), api_address),
         ("api2.test".to_string(), api2_address),
         ("other.test".to_string(), other_address),
+        ("plain.test".to_string(), plain_address),
     ]));
     let bind = async move {
         Server::bind_with_env(&config, Sink::Channel(sender), &env)
@@ -328,6 +361,7 @@ async fn setup_on(on_replay: Option<&str>, proxy_runtime: Option<tokio::runtime:
         api,
         api2,
         other,
+        plain,
         stopped,
         api_address,
         _dir: TempDir(dir),
@@ -886,6 +920,101 @@ async fn long_bodies_stream_and_a_late_placeholder_is_never_sent() {
         seen.len() == 1 || (seen.len() == 2 && seen[1].3 == CUT_OFF),
         "{lengths:?}"
     );
+}
+
+/// A CONNECT to `plain.test:PORT` with its `200` read.
+async fn plain_tunnel(setup: &Setup, port: u16) -> TcpStream {
+    let mut stream = TcpStream::connect(setup.proxy).await.unwrap();
+    let connect = format!("CONNECT plain.test:{port} HTTP/1.1\r\nHost: plain.test:{port}\r\n\r\n");
+    stream.write_all(connect.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        stream.read_exact(&mut byte).await.unwrap();
+        head.push(byte[0]);
+    }
+    assert!(head.starts_with(b"HTTP/1.1 200"));
+    stream
+}
+
+#[tokio::test]
+async fn a_plain_http_tunnel_is_searched_in_every_write() {
+    let mut setup = setup(None).await;
+    let mut tunnel = plain_tunnel(&setup, 80).await;
+    tunnel
+        .write_all(b"GET / HTTP/1.1\r\nHost: plain.test\r\n\r\n")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // A second request, its placeholder cut between two writes.
+    let (head, tail) = PLACEHOLDER_ANTHROPIC.split_at(9);
+    tunnel
+        .write_all(
+            format!("POST /x HTTP/1.1\r\nHost: plain.test\r\n\r\n{{\"k\":\"{head}").as_bytes(),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let _ = tunnel.write_all(format!("{tail}\"}}").as_bytes()).await;
+    let replay = loop {
+        let line = setup.next_line().await;
+        if line.kind == Kind::CredentialReplay {
+            break line;
+        }
+    };
+    assert_eq!(
+        (replay.event, replay.credential.as_deref()),
+        (Event::Close, Some("anthropic"))
+    );
+    assert!(replay
+        .detail
+        .unwrap()
+        .contains("a later write of a plain-HTTP tunnel"));
+    let mut rest = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), tunnel.read_to_end(&mut rest)).await;
+    let received = String::from_utf8_lossy(&setup.plain.lock().unwrap()).to_string();
+    assert!(received.starts_with("GET / HTTP/1.1"), "{received}");
+    assert!(
+        !received.contains(head) && !received.contains(tail),
+        "{received}"
+    );
+}
+
+#[tokio::test]
+async fn a_method_in_lower_case_gets_the_host_check_even_cut_after_its_first_word() {
+    let mut setup = setup(None).await;
+    // plain.test:8080 allows raw bytes: `get` cut from its line is still read as HTTP.
+    let mut tunnel = plain_tunnel(&setup, 8080).await;
+    tunnel.write_all(b"get ").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    tunnel
+        .write_all(b"/ HTTP/1.1\r\nHost: elsewhere.test\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), tunnel.read_to_end(&mut answer)).await;
+    assert!(
+        answer.starts_with(b"HTTP/1.1 403"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+    let line = setup.next_decision().await;
+    assert_eq!(
+        (line.reason, line.protocol),
+        ("host-mismatch", Some("http"))
+    );
+    // A raw protocol's lower-case word stays raw.
+    let mut tunnel = plain_tunnel(&setup, 8080).await;
+    tunnel.write_all(b"set k v\r\n").await.unwrap();
+    let line = setup.next_decision().await;
+    assert_eq!((line.reason, line.protocol), ("allowed", Some("raw")));
+    drop(tunnel);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !String::from_utf8_lossy(&setup.plain.lock().unwrap()).contains("set k v") {
+        assert!(Instant::now() < deadline, "the raw bytes did not arrive");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!String::from_utf8_lossy(&setup.plain.lock().unwrap()).contains("elsewhere"));
 }
 
 /// A bound host that reflects the key back in every form (issue 36).

@@ -149,6 +149,36 @@ pub(super) async fn sniff(
     if first[0] == 22 {
         return tls(client, first, shared, host, port, deadline).await;
     }
+    // A method in another case: read its first line whole before deciding (an attacker
+    // chooses where its writes are cut), so that `get / HTTP/1.1` gets the Host check.
+    if !looks_like_http(first) && may_be_http(first) {
+        let mut chunk = [0u8; 4096];
+        while !first.contains(&b'\n') && first.len() < shared.limits.max_header_bytes {
+            match tokio::time::timeout_at(deadline, client.read(&mut chunk)).await {
+                Ok(Ok(n)) if n > 0 => first.extend_from_slice(&chunk[..n]),
+                _ => break,
+            }
+        }
+        let line_end = first
+            .iter()
+            .position(|b| *b == b'\n')
+            .unwrap_or(first.len());
+        let line = first[..line_end]
+            .strip_suffix(b"\r")
+            .unwrap_or(&first[..line_end]);
+        if is_request_line(line) {
+            if port == 443 {
+                return Sniffed::refused(
+                    Speaks::Http,
+                    Deny::new(
+                        Reason::NotTls,
+                        "plain HTTP in a tunnel to port 443, which carries TLS",
+                    ),
+                );
+            }
+            return http(client, first, shared, host, port, deadline).await;
+        }
+    }
     if looks_like_http(first) {
         if port == 443 {
             return Sniffed::refused(
@@ -198,6 +228,25 @@ pub(super) async fn sniff(
 fn looks_like_http(bytes: &[u8]) -> bool {
     let token = bytes.iter().take_while(|b| b.is_ascii_uppercase()).count();
     (1..=16).contains(&token) && bytes.get(token).is_none_or(|&b| b == b' ')
+}
+
+/// Whether the bytes may start an HTTP request line whose method is not in upper case
+/// (`get / HTTP/1.1`, which lenient servers take): 1 to 16 letters of any case and a space,
+/// or only letters so far. Such bytes are HTTP when their first line ends in an HTTP version
+/// ([`is_request_line`]); other protocols (a Redis client's `set k v`) stay raw.
+fn may_be_http(bytes: &[u8]) -> bool {
+    let token = bytes.iter().take_while(|b| b.is_ascii_alphabetic()).count();
+    (1..=16).contains(&token) && bytes.get(token).is_none_or(|&b| b == b' ')
+}
+
+/// Whether `line` (without its line end) is `METHOD TARGET HTTP/x.y`, the method in any case.
+fn is_request_line(line: &[u8]) -> bool {
+    let line = String::from_utf8_lossy(line);
+    let words: Vec<&str> = line.split_ascii_whitespace().collect();
+    matches!(words.as_slice(), [method, _, version]
+        if method.bytes().all(|b| b.is_ascii_alphabetic())
+            && version.len() >= 6
+            && version[..5].eq_ignore_ascii_case("http/"))
 }
 
 async fn tls(
@@ -551,7 +600,103 @@ pub(super) async fn tunnel(
     };
     let mut close = line.close(Reason::Allowed);
     close.address = Some(address);
-    relay(client, first, upstream, close, &shared).await;
+    // A plain-HTTP tunnel is searched for placeholders in every write, not only its first
+    // head: it may carry further requests and bodies.
+    match (&shared.intercept, sniffed.speaks) {
+        (Some(intercept), Speaks::Http) if !intercept.placeholder_needles.is_empty() => {
+            let intercept = intercept.clone();
+            relay_scanned(client, first, upstream, close, &shared, &intercept).await
+        }
+        _ => relay(client, first, upstream, close, &shared).await,
+    }
+}
+
+/// [`relay`] for a plain-HTTP tunnel of a proxy that holds credentials: the client's bytes go
+/// through a window searched for every placeholder ([`crate::scrub::Window`]), the upstream's
+/// are copied as they are; a placeholder ends the tunnel before it is sent, and the close line
+/// is then the `credential-replay` line.
+async fn relay_scanned(
+    client: ClientIo,
+    first: Vec<u8>,
+    upstream: super::Conn,
+    mut line: Record,
+    shared: &Shared,
+    intercept: &super::Intercept,
+) {
+    use std::sync::atomic::Ordering;
+    let counters = Arc::new(super::Counters::new());
+    let upstream = super::Counted {
+        inner: upstream,
+        counters: counters.clone(),
+    };
+    let (mut client_read, mut client_write) = tokio::io::split(client);
+    let (mut upstream_read, mut upstream_write) = tokio::io::split(upstream);
+    let mut window = crate::scrub::Window::new(intercept.placeholder_needles.clone());
+    let up = async {
+        let mut chunk = vec![0u8; 64 << 10];
+        let mut out = window.push(&first);
+        loop {
+            if let Some(hit) = window.hits().first() {
+                return Some(hit.clone());
+            }
+            if upstream_write.write_all(&out).await.is_err() {
+                return None;
+            }
+            let n = match client_read.read(&mut chunk).await {
+                Ok(0) | Err(_) => {
+                    let rest = window.finish();
+                    if window.hits().is_empty() {
+                        let _ = upstream_write.write_all(&rest).await;
+                        let _ = upstream_write.shutdown().await;
+                        return None;
+                    }
+                    continue;
+                }
+                Ok(n) => n,
+            };
+            out = window.push(&chunk[..n]);
+        }
+    };
+    let down = async {
+        let _ = tokio::io::copy(&mut upstream_read, &mut client_write).await;
+        let _ = client_write.shutdown().await;
+    };
+    let relayed = async {
+        tokio::pin!(up, down);
+        let mut up_done = false;
+        loop {
+            tokio::select! {
+                found = &mut up, if !up_done => {
+                    if found.is_some() {
+                        return found;
+                    }
+                    up_done = true;
+                }
+                () = &mut down => return None,
+            }
+        }
+    };
+    let outcome = super::with_idle(relayed, &counters, shared.limits.idle_timeout()).await;
+    line.bytes_up = Some(counters.up.load(Ordering::Relaxed));
+    line.bytes_down = Some(counters.down.load(Ordering::Relaxed));
+    match outcome {
+        None => line.detail = Some("closed after the idle timeout".into()),
+        Some(Some(hit)) => {
+            let found = super::intercept::found_of(intercept, &hit);
+            let deny = super::intercept::replay_deny(
+                &found,
+                "a later write of a plain-HTTP tunnel",
+                "the proxy",
+            );
+            line.kind = crate::log::Kind::CredentialReplay;
+            line.set_reason(Reason::CredentialReplay);
+            line.credential = Some(found.credential.clone());
+            line.detail = Some(deny.detail);
+            intercept.replayed();
+        }
+        Some(None) => {}
+    }
+    shared.emit(line);
 }
 
 #[cfg(test)]
@@ -596,6 +741,26 @@ mod tests {
         let endless = sni::records(&[1, 0, 0x40, 0].repeat(10_000), 1);
         let endless = hello_in_pieces(endless, 4096).await;
         assert_eq!(endless.unwrap_err().reason, Reason::NotTls);
+    }
+
+    #[test]
+    fn a_method_in_another_case_is_http_only_with_an_http_version() {
+        for maybe in [&b"get / HTTP/1.1"[..], b"Get", b"pOsT x", b"SET k v"] {
+            assert!(may_be_http(maybe), "{maybe:?}");
+        }
+        for no in [&b"SSH-2.0-x"[..], b" get", b"\x16\x03", b"get1 x"] {
+            assert!(!may_be_http(no), "{no:?}");
+        }
+        for yes in [
+            &b"get / HTTP/1.1"[..],
+            b"gEt http://a.test/ http/1.0",
+            b"post /x HTTP/2",
+        ] {
+            assert!(is_request_line(yes), "{yes:?}");
+        }
+        for no in [&b"set k v"[..], b"get /", b"get / HTTX/1.1", b"ping"] {
+            assert!(!is_request_line(no), "{no:?}");
+        }
     }
 
     #[test]

@@ -50,7 +50,7 @@ use crate::scrub::{Needle, Needles};
 mod exchange;
 mod screened;
 mod scrubbed;
-pub(super) use screened::{screen, Screened};
+pub(super) use screened::{found_of, screen, Screened};
 pub use screened::{PREREAD, PREREAD_BUDGET};
 
 /// The ALPN protocols a terminated tunnel may speak.

@@ -75,7 +75,7 @@ impl ScanBody {
 }
 
 /// The [`Found`] of a placeholder hit: its credential, the variable, the form.
-fn found_of(intercept: &Intercept, hit: &Hit) -> Found {
+pub(in crate::proxy) fn found_of(intercept: &Intercept, hit: &Hit) -> Found {
     let variable = intercept
         .held
         .iter()
