@@ -130,6 +130,21 @@ fn server() -> i32 {
                 .to_string();
             println!("SEEN {} {path} {}", header("host"), header("x-api-key"));
             std::io::stdout().flush().ok();
+            if path.starts_with("/upload") {
+                let length: u64 = header("content-length").parse().unwrap_or(0);
+                let read = std::io::copy(&mut (&mut reader).take(length), &mut std::io::sink())
+                    .unwrap_or(0);
+                println!("UPLOADED {read}");
+                std::io::stdout().flush().ok();
+                let body = format!("ok {read}");
+                let _ = write!(
+                    tls,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = tls.flush();
+                return;
+            }
             if path.starts_with("/reflect") {
                 let upgrade = header("upgrade") != "-";
                 let _ = tls.write_all(&reflection(&path, &header("x-api-key"), upgrade));
@@ -241,6 +256,8 @@ fn probe(line: &str) -> String {
     let result = match words.as_slice() {
         ["https", host, path] => https(host, path),
         ["raw", host, path, extra @ ..] => raw(host, path, extra.contains(&"ws")),
+        ["uploads", count, mib] => uploads(count, mib),
+        ["connections", count] => connections(count),
         ["get", url] => get(url),
         ["environ", real] => {
             let environ = std::fs::read("/proc/1/environ").unwrap_or_default();
@@ -282,9 +299,82 @@ fn raw(host: &str, path: &str, websocket: bool) -> Result<String, String> {
     Ok(agentc_egress::credential::base64_encode(&response))
 }
 
+/// `uploads N MIB`: N concurrent POSTs of MIB MiB each to `api.test/upload` through the
+/// terminated tunnel: how many got `200 ok` with the whole body counted.
+fn uploads(count: &str, mib: &str) -> Result<String, String> {
+    let (count, mib): (usize, usize) = (
+        count.parse().map_err(|_| "a count")?,
+        mib.parse().map_err(|_| "MiB")?,
+    );
+    let size = mib << 20;
+    let threads: Vec<_> = (0..count)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let extra = format!("Content-Length: {size}\r\n");
+                let zeros = vec![b'z'; 64 << 10];
+                exchange_with_body("api.test", "/upload", &extra, &mut |tls| {
+                    for _ in 0..size / zeros.len() {
+                        tls.write_all(&zeros)?;
+                    }
+                    Ok(())
+                })
+                .map(|(response, _)| {
+                    String::from_utf8_lossy(&response).ends_with(&format!("ok {size}"))
+                })
+                .unwrap_or(false)
+            })
+        })
+        .collect();
+    let done = threads
+        .into_iter()
+        .map(|thread| thread.join().unwrap_or(false))
+        .filter(|ok| *ok)
+        .count();
+    Ok(format!("{done}/{count}"))
+}
+
+/// `connections N`: N connections to the proxy at once, each a CONNECT to `api.test:443`: how
+/// many were answered `200`, and how many refused.
+fn connections(count: &str) -> Result<String, String> {
+    let count: usize = count.parse().map_err(|_| "a count")?;
+    let proxy = proxy_of("HTTPS_PROXY");
+    let mut streams = Vec::new();
+    for _ in 0..count {
+        if let Ok(mut stream) = TcpStream::connect(&proxy) {
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(20)));
+            let _ =
+                stream.write_all(b"CONNECT api.test:443 HTTP/1.1\r\nHost: api.test:443\r\n\r\n");
+            streams.push(stream);
+        }
+    }
+    let (mut allowed, mut refused) = (0, 0);
+    for stream in &mut streams {
+        let mut head = [0u8; 12];
+        match stream.read_exact(&mut head) {
+            Ok(()) if head.starts_with(b"HTTP/1.1 200") => allowed += 1,
+            _ => refused += 1,
+        }
+    }
+    Ok(format!(
+        "{allowed} allowed {refused} refused of {}",
+        streams.len()
+    ))
+}
+
 /// One request through `HTTPS_PROXY` (its extra header lines `extra`): the response's bytes and
 /// the issuer of the certificate the sandbox saw.
 fn exchange(host: &str, path: &str, extra: &str) -> Result<(Vec<u8>, String), String> {
+    exchange_with_body(host, path, extra, &mut |_| Ok(()))
+}
+
+/// [`exchange`], writing the request's body with `body` after its head (a POST when `extra`
+/// has a Content-Length).
+fn exchange_with_body(
+    host: &str,
+    path: &str,
+    extra: &str,
+    body: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(Vec<u8>, String), String> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, ServerName};
     let bundle = std::env::var("SSL_CERT_FILE").map_err(|_| "no SSL_CERT_FILE")?;
@@ -324,11 +414,17 @@ fn exchange(host: &str, path: &str, extra: &str) -> Result<(Vec<u8>, String), St
     } else {
         "close"
     };
+    let method = if extra.contains("Content-Length") {
+        "POST"
+    } else {
+        "GET"
+    };
     write!(
         tls,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nx-api-key: {key}\r\n{extra}Connection: {connection}\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nx-api-key: {key}\r\n{extra}Connection: {connection}\r\n\r\n"
     )
     .map_err(|e| e.to_string())?;
+    body(&mut tls).map_err(|e| e.to_string())?;
     let mut response = Vec::new();
     let _ = tls.read_to_end(&mut response);
     let issuer = tls
@@ -961,4 +1057,108 @@ fn reflected_keys_never_reach_the_sandbox_through_the_cli_backend() {
 #[test]
 fn reflected_keys_never_reach_the_sandbox_through_the_api_backend() {
     reflected_keys_never_reach_the_sandbox("api");
+}
+
+/// The peak memory of a container's cgroup, when the host shows it (cgroup v1 or v2).
+fn memory_peak(container: &str) -> Option<u64> {
+    let id = inspect(container, "{{.Id}}");
+    [
+        format!("/sys/fs/cgroup/memory/docker/{id}/memory.max_usage_in_bytes"),
+        format!("/sys/fs/cgroup/system.slice/docker-{id}.scope/memory.peak"),
+    ]
+    .iter()
+    .find_map(|path| std::fs::read_to_string(path).ok())
+    .and_then(|text| text.trim().parse().ok())
+}
+
+/// How many requests the proxy's log accounts for whose line matches `filter`: one per line,
+/// and a summary line's `count` (repeated events counted rather than written).
+fn accounted(log: &str, filter: &dyn Fn(&serde_json::Value) -> bool) -> u64 {
+    log.lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|line| filter(line))
+        .map(|line| match line["event"].as_str() {
+            Some("summary") => line["count"].as_u64().unwrap_or(0),
+            _ => 1,
+        })
+        .sum()
+}
+
+fn a_flood_neither_kills_nor_grows_the_proxy(backend: &str) {
+    let test = format!("a_flood_neither_kills_nor_grows_the_proxy_through_the_{backend}_backend");
+    if !require_daemon(&test) {
+        return;
+    }
+    let mut outside = match Outside::new(&format!("flood-{backend}")) {
+        Ok(outside) => outside,
+        Err(reason) if std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
+            panic!("{test}: {reason}")
+        }
+        Err(reason) => return eprintln!("skipping {test}: {reason}"),
+    };
+    let profile = outside.profile("f");
+    let (ok, output) = outside.agentc(&["run", &profile, "--backend", backend]);
+    assert!(ok, "{output}");
+    let sandbox = started_name(&output);
+    let proxy = format!("{sandbox}-egress-proxy");
+    // 16 concurrent 64 MiB uploads to the bound host (bodies the proxy searches for
+    // placeholders), then 1,000 connections at once (past its 512 slots).
+    let started = Instant::now();
+    let results = outside.probes(&sandbox, &["uploads 16 64", "connections 1000"]);
+    let seconds = started.elapsed().as_secs_f64();
+    assert_eq!(results[0], "16/16", "{results:?}");
+    assert!(results[1].ends_with("of 1000"), "{results:?}");
+    let state = inspect(
+        &proxy,
+        "{{.State.Running}} {{.State.OOMKilled}} {{.RestartCount}}",
+    );
+    assert_eq!(state, "true false 0", "the proxy after the flood: {state}");
+    let seen = outside.seen();
+    assert_eq!(
+        seen.matches(&format!("UPLOADED {}", 64u64 << 20)).count(),
+        16,
+        "{seen}"
+    );
+    // Every request has its line: the uploads' decisions, and each connection's CONNECT
+    // decision or refusal.
+    let log = docker(&["logs", &proxy]).unwrap_or_default();
+    let uploads = accounted(&log, &|line| {
+        line["kind"] == "request" && line["event"] != "close" && line["detail"] == "POST request"
+    });
+    assert_eq!(uploads, 16, "{log}");
+    let connects = accounted(&log, &|line| {
+        (line["kind"] == "connect" && line["event"] != "close")
+            || line["reason"] == "too-many-connections"
+    });
+    // The uploads' own 16 CONNECTs, and the 1,000.
+    assert!(
+        connects >= 1016,
+        "{connects} connections accounted for: {}",
+        results[1]
+    );
+    let peak = memory_peak(&proxy);
+    eprintln!(
+        "{test}: 16 x 64 MiB uploads and 1,000 connections in {seconds:.1} s: {}; proxy peak \
+         memory {}",
+        results[1],
+        peak.map_or_else(
+            || "not shown by this host".to_string(),
+            |b| format!("{} MiB", b >> 20)
+        )
+    );
+    if let Some(peak) = peak {
+        assert!(peak < 256 << 20, "peak {peak}");
+    }
+    let (ok, output) = outside.agentc(&["rm", &sandbox]);
+    assert!(ok, "{output}");
+}
+
+#[test]
+fn a_flood_neither_kills_nor_grows_the_proxy_through_the_cli_backend() {
+    a_flood_neither_kills_nor_grows_the_proxy("cli");
+}
+
+#[test]
+fn a_flood_neither_kills_nor_grows_the_proxy_through_the_api_backend() {
+    a_flood_neither_kills_nor_grows_the_proxy("api");
 }

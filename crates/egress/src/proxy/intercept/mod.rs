@@ -53,6 +53,13 @@ mod scrubbed;
 pub(super) use screened::{found_of, screen, Screened};
 pub use screened::{PREREAD, PREREAD_BUDGET};
 
+/// The HTTP/2 streams a terminated tunnel's client may open at once, and the flow-control
+/// windows of both sides (what a peer may send before the proxy reads it): with
+/// [`PREREAD_BUDGET`] and the connection slots, they bound the proxy's memory.
+pub(super) const H2_STREAMS: u32 = 64;
+pub(super) const H2_STREAM_WINDOW: u32 = 256 << 10;
+pub(super) const H2_CONNECTION_WINDOW: u32 = 1 << 20;
+
 /// The ALPN protocols a terminated tunnel may speak.
 const H2: &[u8] = b"h2";
 const HTTP11: &[u8] = b"http/1.1";
@@ -431,8 +438,13 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     if h2 {
+        // Bounded: what a client that never reads (or floods streams) can make the proxy hold.
         http2::Builder::new(TokioExecutor::new())
             .timer(TokioTimer::new())
+            .max_concurrent_streams(H2_STREAMS)
+            .initial_stream_window_size(H2_STREAM_WINDOW)
+            .initial_connection_window_size(H2_CONNECTION_WINDOW)
+            .max_send_buf_size(H2_STREAM_WINDOW as usize)
             .serve_connection(io, service)
             .await
             .map_err(|error| error.to_string())

@@ -32,7 +32,7 @@ use crate::scrub::{websocket::FrameScrubber, Hits, Needles, Window};
 /// body collects at most: a small compressed body that inflates to gigabytes is streamed in
 /// pieces of this order, never held.
 const INFLATE_STEP: usize = 16 << 10;
-const MAX_FRAME: usize = 256 << 10;
+const MAX_FRAME: usize = 64 << 10;
 
 /// The content codings a bound host may answer in, as the request's `Accept-Encoding` says.
 pub(super) const ACCEPTED_ENCODINGS: &str = "gzip, deflate";

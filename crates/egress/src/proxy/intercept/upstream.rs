@@ -150,7 +150,10 @@ pub(super) async fn connect(
         )
     };
     let upstream = if h2 {
-        let (sender, connection) = http2::handshake(TokioExecutor::new(), io)
+        let (sender, connection) = http2::Builder::new(TokioExecutor::new())
+            .initial_stream_window_size(super::H2_STREAM_WINDOW)
+            .initial_connection_window_size(super::H2_CONNECTION_WINDOW)
+            .handshake(io)
             .await
             .map_err(failed)?;
         tokio::spawn(connection);
