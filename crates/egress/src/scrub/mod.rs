@@ -366,7 +366,8 @@ enum Escape {
     Json,
 }
 
-/// Bytes as decoded, each with the span of source bytes it was written as.
+/// Bytes as decoded, with where each escape was: the decoded bytes between escapes are the
+/// source's, so only the escapes are recorded (most text has few or none).
 struct Decoded<'a> {
     source: &'a [u8],
     /// `None` when nothing in the source is an escape: the decoded bytes are the source.
@@ -375,10 +376,17 @@ struct Decoded<'a> {
 
 struct Units {
     bytes: Vec<u8>,
-    /// Each decoded byte's first source byte; one more entry, the source's length.
-    starts: Vec<usize>,
-    /// The escape each decoded byte was written as.
-    escapes: Vec<Option<Escape>>,
+    /// Each escape read, in order.
+    escapes: Vec<Escaped>,
+}
+
+/// One escape: its decoded byte's index, where it was written and how long, and its kind.
+#[derive(Debug, Clone, Copy)]
+struct Escaped {
+    at: usize,
+    source: usize,
+    len: usize,
+    kind: Escape,
 }
 
 fn hex(byte: u8) -> Option<u8> {
@@ -420,29 +428,53 @@ fn escape_at(rest: &[u8]) -> Result<Option<(u8, usize, Escape)>, ()> {
 
 impl<'a> Decoded<'a> {
     fn of(source: &'a [u8]) -> Decoded<'a> {
-        if !source.iter().any(|b| *b == b'%' || *b == b'\\') {
+        // The first escape: a `%` or `\\` that is not one (`\\n`, `100%`) changes nothing.
+        let mut first = None;
+        for at in memchr::memchr2_iter(b'%', b'\\', source) {
+            if matches!(escape_at(&source[at..]), Ok(Some(_))) {
+                first = Some(at);
+                break;
+            }
+        }
+        let Some(first) = first else {
+            return Decoded {
+                source,
+                units: None,
+            };
+        };
+        let mut units = Units {
+            bytes: Vec::with_capacity(source.len()),
+            escapes: Vec::new(),
+        };
+        units.bytes.extend_from_slice(&source[..first]);
+        let mut at = first;
+        while at < source.len() {
+            match escape_at(&source[at..]) {
+                Ok(Some((byte, len, kind))) => {
+                    units.escapes.push(Escaped {
+                        at: units.bytes.len(),
+                        source: at,
+                        len,
+                        kind,
+                    });
+                    units.bytes.push(byte);
+                    at += len;
+                }
+                _ => {
+                    units.bytes.push(source[at]);
+                    at += 1;
+                }
+            }
+            let next = memchr::memchr2(b'%', b'\\', &source[at..]).map_or(source.len(), |n| at + n);
+            units.bytes.extend_from_slice(&source[at..next]);
+            at = next;
+        }
+        if units.escapes.is_empty() {
             return Decoded {
                 source,
                 units: None,
             };
         }
-        let mut units = Units {
-            bytes: Vec::with_capacity(source.len()),
-            starts: Vec::with_capacity(source.len() + 1),
-            escapes: Vec::with_capacity(source.len()),
-        };
-        let mut at = 0;
-        while at < source.len() {
-            let (byte, len, escape) = match escape_at(&source[at..]) {
-                Ok(Some((byte, len, escape))) => (byte, len, Some(escape)),
-                _ => (source[at], 1, None),
-            };
-            units.bytes.push(byte);
-            units.starts.push(at);
-            units.escapes.push(escape);
-            at += len;
-        }
-        units.starts.push(source.len());
         Decoded {
             source,
             units: Some(units),
@@ -453,33 +485,52 @@ impl<'a> Decoded<'a> {
         self.units.as_ref().map_or(self.source, |u| &u.bytes)
     }
 
+    /// Where decoded byte `index` (or the end, at the length) starts in the source.
+    fn source_of(&self, index: usize) -> usize {
+        let Some(units) = &self.units else {
+            return index;
+        };
+        let k = units.escapes.partition_point(|e| e.at < index);
+        match (
+            units.escapes.get(k),
+            k.checked_sub(1).map(|k| units.escapes[k]),
+        ) {
+            (Some(escape), _) if escape.at == index => escape.source,
+            (_, None) => index,
+            (_, Some(before)) => before.source + before.len + (index - before.at - 1),
+        }
+    }
+
     /// The source span of decoded bytes `start..end`.
     fn source_span(&self, start: usize, end: usize) -> (usize, usize) {
-        match &self.units {
-            None => (start, end),
-            Some(units) => (units.starts[start], units.starts[end]),
-        }
+        (self.source_of(start), self.source_of(end))
     }
 
     /// The decoded index of the first decoded byte at or after source offset `source`.
     fn decoded_index(&self, source: usize) -> usize {
-        match &self.units {
+        let Some(units) = &self.units else {
+            return source;
+        };
+        let k = units.escapes.partition_point(|e| e.source < source);
+        match k.checked_sub(1).map(|k| units.escapes[k]) {
             None => source,
-            Some(units) => units.starts.partition_point(|s| *s < source),
+            Some(before) if source < before.source + before.len => before.at + 1,
+            Some(before) => before.at + 1 + (source - before.source - before.len),
         }
     }
 
     /// The escape of the source span, if any byte in it was one (percent first).
     fn escaped_in(&self, start: usize, end: usize) -> Option<Escape> {
         let units = self.units.as_ref()?;
-        let (from, to) = (self.decoded_index(start), self.decoded_index(end));
-        let escapes = &units.escapes[from..to];
-        if escapes.contains(&Some(Escape::Percent)) {
+        let from = units.escapes.partition_point(|e| e.source < start);
+        let to = units.escapes.partition_point(|e| e.source < end);
+        let kinds = &units.escapes[from..to];
+        if kinds.iter().any(|e| e.kind == Escape::Percent) {
             Some(Escape::Percent)
-        } else if escapes.contains(&Some(Escape::Json)) {
-            Some(Escape::Json)
-        } else {
+        } else if kinds.is_empty() {
             None
+        } else {
+            Some(Escape::Json)
         }
     }
 
@@ -734,6 +785,67 @@ mod tests {
                 .len()
                 == 1
         );
+    }
+
+    /// A form of `KEY` a client could decode, by number.
+    fn form(which: u8, prefix: &str) -> String {
+        let key = std::str::from_utf8(KEY).unwrap();
+        match which % 6 {
+            0 => key.to_string(),
+            1 => key.bytes().map(|b| format!("%{b:02X}")).collect(),
+            2 => key.bytes().map(|b| format!("\\u{b:04x}")).collect(),
+            3 => base64_encode(format!("{prefix}{key}").as_bytes()),
+            4 => base64_encode(format!("{prefix}{key}").as_bytes())
+                .replace('+', "-")
+                .replace('/', "_"),
+            _ => key.replacen('-', "%2d", 1).replacen('-', "\\u002D", 1),
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+        /// Any text with the key in any form anywhere, cut into any chunks: the output has the
+        /// input's length, is what the whole input gives, and decodes to no key (the decoders
+        /// of `crate::replay` and base64 of every run, independent of the window's own).
+        #[test]
+        fn no_form_survives_any_text_and_any_cuts(
+            noise in "[ -~]{0,60}",
+            tail in "[ -~]{0,60}",
+            which in 0u8..6,
+            prefix in "[a-z:]{0,3}",
+            cuts in proptest::collection::vec(1usize..40, 0..8),
+        ) {
+            let input = format!("{noise}{}{tail}", form(which, &prefix));
+            let needles = needles();
+            let (whole, _) = needles.scrub(input.as_bytes());
+            let mut window = Window::new(needles.clone());
+            let (mut out, mut at) = (Vec::new(), 0);
+            for cut in cuts {
+                let end = (at + cut).min(input.len());
+                out.extend(window.push(&input.as_bytes()[at..end]));
+                at = end;
+            }
+            out.extend(window.push(&input.as_bytes()[at..]));
+            out.extend(window.finish());
+            proptest::prop_assert_eq!(&out, &whole);
+            proptest::prop_assert_eq!(out.len(), input.len());
+            let text = String::from_utf8_lossy(&out).to_string();
+            let mut decodings = vec![
+                out.clone(),
+                crate::replay::percent_decoded(&out),
+                crate::replay::json_unescaped(&out),
+            ];
+            let alphabet = |c: char| c.is_ascii_alphanumeric() || "+/-_=".contains(c);
+            for run in text.split(|c: char| !alphabet(c)).filter(|r| r.len() >= 8) {
+                for offset in 0..4.min(run.len()) {
+                    decodings.extend(crate::credential::base64_decode(&run[offset..]));
+                }
+            }
+            for decoded in decodings {
+                proptest::prop_assert!(!contains(&decoded, KEY), "{} -> {}", input, text);
+            }
+        }
     }
 
     #[test]
