@@ -175,7 +175,6 @@ async fn exchange(mut request: Request<Incoming>, context: &Context) -> Response
         .get(UPGRADE)
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value.eq_ignore_ascii_case("websocket"));
-    let what = format!("{} {}", request.method(), request.uri().path());
     let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut request));
     let destination = format!("{host}:{port}");
     let (request, later) = if scan_body && !hyper::body::Body::is_end_stream(request.body()) {
@@ -270,7 +269,7 @@ async fn exchange(mut request: Request<Incoming>, context: &Context) -> Response
             )
         }
     };
-    let report = scrubbed::Report::new(shared.clone(), *client, host, *port, what);
+    let report = scrubbed::Report::new(shared.clone(), &line);
     scrubbed::head(&mut response, &intercept.secrets, &report);
     if response.status() == StatusCode::SWITCHING_PROTOCOLS {
         if let Some(client_upgrade) = client_upgrade {

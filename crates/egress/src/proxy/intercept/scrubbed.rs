@@ -6,9 +6,9 @@
 //! error page quoting the header, an echo server) therefore hands back `redacted...` where it
 //! received the key.
 //!
-//! Each response with a replacement gets one `scrub` line when it ends: where (the header's
-//! name, the body, the trailers, the upgraded stream), which credential and part, in which
-//! form and how often; never a value.
+//! Each response with a replacement gets one `scrub` line when it ends, the close line of its
+//! request (same id): where (the header's name, the body, the trailers, the upgraded stream),
+//! which credential and part, in which form and how often; never a value.
 
 use std::io::{self, Write};
 use std::pin::Pin;
@@ -47,18 +47,16 @@ pub(super) struct Report {
 }
 
 impl Report {
-    /// The report of the response to `what` (`GET /v1/x`) from `host:port`.
-    pub(super) fn new(
-        shared: Arc<Shared>,
-        client: std::net::SocketAddr,
-        host: &str,
-        port: u16,
-        what: String,
-    ) -> Arc<Report> {
-        let mut line = Record::new(Kind::Scrub, client, Reason::Scrubbed);
-        line.host = Some(host.to_string());
-        line.port = Some(port);
+    /// The report of the response to the request whose decision line is `request`: its
+    /// `scrub` line will be that request's close line (same id).
+    pub(super) fn new(shared: Arc<Shared>, request: &Record) -> Arc<Report> {
+        let mut line = request.close(Reason::Scrubbed);
+        line.kind = Kind::Scrub;
         line.decision = "allow";
+        let what = request
+            .detail
+            .clone()
+            .unwrap_or_else(|| "a request".to_string());
         Arc::new(Report {
             shared,
             line,
@@ -93,17 +91,17 @@ impl Drop for Report {
             all.merge(hits);
         }
         let mut line = self.line.clone();
+        line.time = crate::log::rfc3339(std::time::SystemTime::now());
         line.credential = Some(all.credentials().join(","));
         let places: Vec<String> = places
             .iter()
             .map(|(place, hits)| format!("{place} ({})", hits.summary()))
             .collect();
         line.detail = Some(format!(
-            "in the response to {}: {}: replaced before the sandbox saw it",
+            "in the response to the {}: {}: replaced before the sandbox saw it",
             self.what,
             places.join("; ")
         ));
-        line.bytes_down = None;
         self.shared.emit(line);
     }
 }
