@@ -100,6 +100,9 @@ pub struct Needles {
     needles: Vec<Needle>,
     patterns: Vec<Pattern>,
     matcher: Option<AhoCorasick>,
+    /// The bytes the patterns hold: an escape that stands for another byte (JSON's `\"`) can
+    /// neither be nor break a hit, so it is not decoded.
+    alphabet: [bool; 256],
 }
 
 /// The characters of base64 (`url`: base64url) of `value` that depend on its bytes alone when
@@ -166,10 +169,15 @@ impl Needles {
                     .ok()
             })
             .flatten();
+        let mut alphabet = [false; 256];
+        for byte in patterns.iter().flat_map(|p| p.bytes.iter()) {
+            alphabet[usize::from(*byte)] = true;
+        }
         Needles {
             needles,
             patterns,
             matcher,
+            alphabet,
         }
     }
 
@@ -197,7 +205,7 @@ impl Needles {
     pub fn scrub(&self, bytes: &[u8]) -> (Vec<u8>, Hits) {
         let mut held = bytes.to_vec();
         let mut hits = Hits::default();
-        let decoded = Decoded::of(bytes);
+        let decoded = Decoded::of(bytes, &self.alphabet);
         for (hit, (start, end)) in self.hits_in(&decoded, &|_| true) {
             hits.add(hit);
             fill(&mut held[start..end]);
@@ -207,7 +215,7 @@ impl Needles {
 
     /// The first hit in `bytes` whose credential `counts` (nothing is replaced).
     pub fn find(&self, bytes: &[u8], counts: impl Fn(&str) -> bool) -> Option<Hit> {
-        let decoded = Decoded::of(bytes);
+        let decoded = Decoded::of(bytes, &self.alphabet);
         self.hits_in(&decoded, &counts)
             .into_iter()
             .next()
@@ -427,15 +435,15 @@ fn escape_at(rest: &[u8]) -> Result<Option<(u8, usize, Escape)>, ()> {
 }
 
 impl<'a> Decoded<'a> {
-    fn of(source: &'a [u8]) -> Decoded<'a> {
+    /// `source` decoded: the escapes that stand for a byte of `alphabet` (others can neither
+    /// be part of a hit nor break one, so they stay as written).
+    fn of(source: &'a [u8], alphabet: &[bool; 256]) -> Decoded<'a> {
+        let relevant = |at: usize| match escape_at(&source[at..]) {
+            Ok(Some((byte, len, kind))) if alphabet[usize::from(byte)] => Some((byte, len, kind)),
+            _ => None,
+        };
         // The first escape: a `%` or `\\` that is not one (`\\n`, `100%`) changes nothing.
-        let mut first = None;
-        for at in memchr::memchr2_iter(b'%', b'\\', source) {
-            if matches!(escape_at(&source[at..]), Ok(Some(_))) {
-                first = Some(at);
-                break;
-            }
-        }
+        let first = memchr::memchr2_iter(b'%', b'\\', source).find(|at| relevant(*at).is_some());
         let Some(first) = first else {
             return Decoded {
                 source,
@@ -449,8 +457,8 @@ impl<'a> Decoded<'a> {
         units.bytes.extend_from_slice(&source[..first]);
         let mut at = first;
         while at < source.len() {
-            match escape_at(&source[at..]) {
-                Ok(Some((byte, len, kind))) => {
+            match relevant(at) {
+                Some((byte, len, kind)) => {
                     units.escapes.push(Escaped {
                         at: units.bytes.len(),
                         source: at,
@@ -619,7 +627,7 @@ impl Window {
     }
 
     fn release(&mut self, end: bool) -> Vec<u8> {
-        let decoded = Decoded::of(&self.held);
+        let decoded = Decoded::of(&self.held, &self.needles.alphabet);
         let mut spans = Vec::new();
         let ignored = &self.ignored;
         let counts = |credential: &str| !ignored.iter().any(|name| name == credential);

@@ -229,12 +229,19 @@ async fn exchange(mut request: Request<Incoming>, context: &Context) -> Response
     // The decision, before anything of the request leaves.
     shared.emit(line.clone());
     let request = Request::from_parts(parts, body);
+    // What became of an allowed request that never reached its host: its close line.
+    let failed = |deny: Deny| {
+        let mut close = line.close(deny.reason);
+        close.detail = Some(deny.detail.clone());
+        shared.emit(close);
+        refusal(&deny)
+    };
     let upstream = match context.upstream().await {
         Ok(upstream) => upstream,
-        Err(deny) => return refusal(&deny),
+        Err(deny) => return failed(deny),
     };
     if upgrade && !upstream.upgrades() {
-        return refusal(&Deny::new(
+        return failed(Deny::new(
             Reason::BadRequest,
             "an HTTP/1.1 upgrade to an upstream that speaks HTTP/2 only",
         ));
@@ -263,10 +270,13 @@ async fn exchange(mut request: Request<Incoming>, context: &Context) -> Response
     let mut response = match sent {
         Ok(response) => response,
         Err(error) => {
+            let mut close = line.close(Reason::ConnectFailed);
+            close.detail = Some(format!("the upstream's answer failed: {error}"));
+            shared.emit(close);
             return crate::proxy::text(
                 502,
                 format!("agentc egress proxy: upstream error: {error}\n"),
-            )
+            );
         }
     };
     let report = scrubbed::Report::new(shared.clone(), &line);
