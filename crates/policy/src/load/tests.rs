@@ -1491,3 +1491,26 @@ fn a_provider_key_is_not_refused_where_the_user_keeps_it_or_no_proxy_holds_it() 
          endpoint = \"https://gw.corp.test:8443/v1\"\n[egress]\nhosts = [\"github.com\"]\n",
     );
 }
+
+#[test]
+fn a_credentials_table_may_bind_any_host_the_egress_proxy_lets_through() {
+    // An endpoint the profile names, at its own port, though egress.hosts does not name it.
+    accept(
+        "[provider]\nkind = \"custom\"\nendpoint = \"https://gw.corp.test:8443/v1\"\n\
+         [egress]\nhosts = [\"github.com\"]\n[credentials.gw]\nfrom_env = \"GW_KEY\"\n\
+         hosts = [\"gw.corp.test:8443\"]\n",
+    );
+    // Behind an upstream that egress.hosts names, every destination is passed to it.
+    accept(
+        "[proxy]\nhttps = \"http://proxy.corp.test:3128\"\n[egress]\n\
+         hosts = [\"proxy.corp.test\"]\n[credentials.gh]\nfrom_env = \"GH_TOKEN\"\n\
+         hosts = [\"api.github.com\"]\n",
+    );
+    // Not at another port of that endpoint, nor without the upstream.
+    let (field, _, message, _) = reject(
+        "[provider]\nkind = \"custom\"\nendpoint = \"https://gw.corp.test:8443/v1\"\n\
+         [egress]\nhosts = [\"github.com\"]\n[credentials.gw]\nfrom_env = \"GW_KEY\"\n\
+         hosts = [\"gw.corp.test:9443\"]\n",
+    );
+    assert_eq!(field, "credentials.gw.hosts[0]", "{message}");
+}

@@ -39,8 +39,8 @@ use crate::spec::{
 
 mod bound;
 
-use bound::{allowed, preset_bindings, proxy_holds_keys, tables, PRESET_DEPENDS};
 pub(crate) use bound::{bindings, Bound};
+use bound::{preset_bindings, proxy_holds_keys, reachable, tables, PRESET_DEPENDS};
 
 /// The variables that point a workload's TLS clients at the launch CA: each names the bundle
 /// (Mozilla's roots, the profile's CA, the launch CA), `NODE_EXTRA_CA_CERTS` the CA alone
@@ -177,7 +177,7 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
                     format!("{host_field} is not a host a key can be bound to: {why}"),
                     "write an exact host name, or host:port (443 without a port)",
                 ),
-                Ok(_) if !allowed(profile, &host) => ck.fail_when(
+                Ok(_) if !reachable(profile, &host) => ck.fail_when(
                     &["egress.hosts"],
                     &host_field,
                     format!("{host_field} {host:?} is not allowed by egress.hosts"),

@@ -8,7 +8,7 @@
 use agentc_egress::credential::{parse_host, Credential, Scheme};
 
 use crate::profile::{AgentName, CredentialMode, CredentialScheme, Profile};
-use crate::rules::egress::outside::{enforced_outside, proxy_policy, proxy_specs};
+use crate::rules::egress::outside::{enforced_outside, proxy_policy};
 
 /// One key a launch binds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,17 +53,6 @@ impl Bound {
 /// Whether the egress proxy of this profile's launches may hold keys.
 pub(super) fn proxy_holds_keys(profile: &Profile) -> bool {
     enforced_outside(profile) && profile.credentials.mode == CredentialMode::Proxy
-}
-
-/// Whether `host:port` (as a binding writes it) is allowed by the profile's allowlist.
-pub(super) fn allowed(profile: &Profile, host: &str) -> bool {
-    let Ok((name, port)) = parse_host(host) else {
-        return false;
-    };
-    proxy_specs(&profile.egress.hosts)
-        .iter()
-        .filter_map(|spec| agentc_egress::HostSpec::parse(spec).ok())
-        .any(|spec| spec.matches(&name, port))
 }
 
 /// The host (and port, when not 443) an endpoint's key is bound to, as the proxy reads it;
@@ -250,7 +239,7 @@ fn langfuse_binding(profile: &Profile) -> Option<Result<Bound, Undeliverable>> {
 /// Whether `host:port` (as a binding writes it) is a destination the profile's egress proxy
 /// lets through: `egress.hosts`, an endpoint the profile names at its own port, or anything an
 /// upstream proxy that `egress.hosts` names is passed.
-fn reachable(profile: &Profile, host: &str) -> bool {
+pub(super) fn reachable(profile: &Profile, host: &str) -> bool {
     let Ok((name, port)) = parse_host(host) else {
         return false;
     };
