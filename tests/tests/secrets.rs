@@ -96,7 +96,7 @@ fn write_profile(dir: &Path, secrets: &Secrets) -> PathBuf {
     let profile = format!(
         "name = \"dev\"\nagent = \"claude-code\"\n\
          [provider]\nkind = \"anthropic\"\nmodel = \"claude-test\"\napi_key_env = \"{}\"\n\
-         [egress]\nmode = \"allowlist\"\nhosts = [\"lf.example\"]\ngateway_host = \"gw.example\"\n\
+         [egress]\nmode = \"allowlist\"\nhosts = [\"lf.example\", \"api.anthropic.com\"]\ngateway_host = \"gw.example\"\n\
          gateway_port = 22\ngateway_key_file = \"id_gateway\"\ngateway_known_hosts_file = \"known_hosts\"\n\
          [langfuse]\nenabled = true\nbase_url = \"https://lf.example\"\npublic_key_env = \"{}\"\n\
          secret_key_env = \"{}\"\n",

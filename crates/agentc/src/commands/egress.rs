@@ -70,15 +70,6 @@ pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
                 config.limits.wildcard_names_per_minute = args.wildcard_names_per_minute;
                 config.limits.check().map(|()| config)
             })
-            .and_then(|config| {
-                let credentials = agentc_egress::credential::CredentialConfig::from_args(
-                    &args.credential,
-                    args.ca_dir.as_deref(),
-                    &args.upstream_ca,
-                    args.on_replay.as_deref(),
-                )?;
-                config.with_credentials(credentials)
-            })
             .and_then(|config| match &args.upstream {
                 Some(upstream) => config.with_upstream(upstream, args.upstream_all, &args.direct),
                 None => Ok(config),
@@ -93,6 +84,16 @@ pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
                     args.upstream_http_auth_env.as_deref(),
                 ),
                 None => Ok(config),
+            })
+            // After the upstream: a key may be bound to a host only its `--upstream-all` passes.
+            .and_then(|config| {
+                let credentials = agentc_egress::credential::CredentialConfig::from_args(
+                    &args.credential,
+                    args.ca_dir.as_deref(),
+                    &args.upstream_ca,
+                    args.on_replay.as_deref(),
+                )?;
+                config.with_credentials(credentials)
             })
             .map_err(|error| Failure::new(EXIT_USAGE, error.to_string()))?;
             if let Some(workload) = &args.workload {

@@ -1422,3 +1422,95 @@ fn egress_wildcard_names_per_minute_is_bounded_and_read_by_the_proxy_only() {
         "{message}"
     );
 }
+
+#[test]
+fn a_provider_key_the_egress_proxy_cannot_deliver_is_refused_by_field() {
+    // Issue 36: never a placeholder that goes nowhere.
+    let key = "[provider]\nkind = \"anthropic\"\napi_key_env = \"ANTHROPIC_API_KEY\"\n";
+    let hosts = "[egress]\nhosts = [\"github.com\"]\n";
+    for (endpoint, why) in [
+        ("http://gw.corp.test:8080/v1", "it is plain http"),
+        ("https://10.1.2.3:8443/v1", "its host is an IP address"),
+        ("https://[fd00::1]/v1", "its host is an IP address"),
+        ("https://*.corp.test/v1", "its host is a wildcard"),
+    ] {
+        let text = format!("{key}endpoint = \"{endpoint}\"\n{hosts}");
+        let (field, position, message, hint) = reject(&text);
+        assert_eq!(field, "provider.endpoint", "{endpoint}: {message}");
+        assert!(position.is_some(), "{endpoint}");
+        assert!(
+            message.starts_with("provider.endpoint cannot receive the key of provider.api_key_env")
+                && message.contains(why),
+            "{endpoint}: {message}"
+        );
+        assert!(!message.contains("ANTHROPIC_API_KEY"), "{message}");
+        assert!(hint.contains("mode = \"env\""), "{hint}");
+    }
+    // The default host of a known provider that the allowlist does not allow.
+    let (field, _, message, hint) = reject(&format!("{key}{hosts}"));
+    assert_eq!(field, "provider.api_key_env");
+    assert_eq!(
+        message,
+        "provider.api_key_env names the key of api.anthropic.com, which agentc's egress proxy \
+         does not let through (egress.hosts does not allow it): the key would go nowhere"
+    );
+    assert!(
+        hint.contains("add \"api.anthropic.com\" to egress.hosts"),
+        "{hint}"
+    );
+    // Langfuse's base URL in plain HTTP, the same.
+    let (field, _, message, _) = reject(
+        "[egress]\nhosts = [\"lf.corp.test\"]\n[langfuse]\nenabled = true\n\
+         base_url = \"http://lf.corp.test:3000\"\n",
+    );
+    assert_eq!(field, "langfuse.base_url");
+    assert!(message.contains("it is plain http"), "{message}");
+}
+
+#[test]
+fn a_provider_key_is_not_refused_where_the_user_keeps_it_or_no_proxy_holds_it() {
+    let key = "[provider]\nkind = \"anthropic\"\napi_key_env = \"ANTHROPIC_API_KEY\"\n\
+               endpoint = \"http://10.1.2.3:8000/v1\"\n";
+    // Kept in the sandbox's environment by the profile's own word (reported).
+    accept(&format!(
+        "{key}[egress]\nhosts = [\"10.1.2.3\"]\n[credentials]\nmode = \"env\"\n"
+    ));
+    // The image's firewall, or no allowlist: no proxy holds keys (agent-containers' way).
+    accept(&format!(
+        "{key}[egress]\nhosts = [\"10.1.2.3\"]\nenforce = \"image\"\n"
+    ));
+    accept(&format!("{key}[egress]\nmode = \"unrestricted\"\n"));
+    // A table of the profile's own takes the variable.
+    accept(&format!(
+        "{key}[egress]\nhosts = [\"10.1.2.3\", \"gw.corp.test\"]\n[credentials.gw]\n\
+         from_env = \"ANTHROPIC_API_KEY\"\nhosts = [\"gw.corp.test\"]\n"
+    ));
+    // An https endpoint by name, at its own port, that egress.hosts does not name.
+    accept(
+        "[provider]\nkind = \"openai\"\napi_key_env = \"OPENAI_API_KEY\"\n\
+         endpoint = \"https://gw.corp.test:8443/v1\"\n[egress]\nhosts = [\"github.com\"]\n",
+    );
+}
+
+#[test]
+fn a_credentials_table_may_bind_any_host_the_egress_proxy_lets_through() {
+    // An endpoint the profile names, at its own port, though egress.hosts does not name it.
+    accept(
+        "[provider]\nkind = \"custom\"\nendpoint = \"https://gw.corp.test:8443/v1\"\n\
+         [egress]\nhosts = [\"github.com\"]\n[credentials.gw]\nfrom_env = \"GW_KEY\"\n\
+         hosts = [\"gw.corp.test:8443\"]\n",
+    );
+    // Behind an upstream that egress.hosts names, every destination is passed to it.
+    accept(
+        "[proxy]\nhttps = \"http://proxy.corp.test:3128\"\n[egress]\n\
+         hosts = [\"proxy.corp.test\"]\n[credentials.gh]\nfrom_env = \"GH_TOKEN\"\n\
+         hosts = [\"api.github.com\"]\n",
+    );
+    // Not at another port of that endpoint, nor without the upstream.
+    let (field, _, message, _) = reject(
+        "[provider]\nkind = \"custom\"\nendpoint = \"https://gw.corp.test:8443/v1\"\n\
+         [egress]\nhosts = [\"github.com\"]\n[credentials.gw]\nfrom_env = \"GW_KEY\"\n\
+         hosts = [\"gw.corp.test:9443\"]\n",
+    );
+    assert_eq!(field, "credentials.gw.hosts[0]", "{message}");
+}

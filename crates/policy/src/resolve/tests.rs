@@ -1780,3 +1780,81 @@ fn an_upstream_url_agentcs_proxy_cannot_chain_through_is_refused_without_its_cre
         );
     }
 }
+
+/// The `--credential=` words of a launch's proxy.
+fn credential_words(spec: &LaunchSpec) -> Vec<String> {
+    proxy_argv(spec)
+        .into_iter()
+        .filter(|a| a.starts_with("--credential="))
+        .collect()
+}
+
+#[test]
+fn a_provider_endpoint_on_a_gateway_behind_an_upstream_gets_the_key_at_its_port() {
+    // Issue 36: an agent-containers profile with its provider on a corporate gateway at its
+    // own port and an upstream proxy; the allowlist names neither the gateway nor its port.
+    let text = "name = \"corp\"\nagent = \"claude-code\"\n[provider]\nkind = \"anthropic\"\n\
+                endpoint = \"https://GW.corp.test:8443/v1\"\napi_key_env = \"ANTHROPIC_API_KEY\"\n\
+                [proxy]\nhttps = \"http://proxy.corp.test:3128\"\n\
+                [egress]\nhosts = [\"github.com\"]\n";
+    let loaded = profile(text);
+    let spec = resolve_with(text, &inputs(LaunchKind::Run), &paths(&[])).unwrap();
+    assert_eq!(
+        credential_words(&spec),
+        [
+            "--credential=name=anthropic,header=x-api-key,env=ANTHROPIC_API_KEY,\
+          host=gw.corp.test:8443"
+        ]
+    );
+    let argv = proxy_argv(&spec);
+    assert!(
+        argv.contains(&"--allow=gw.corp.test:8443".to_string()),
+        "{argv:?}"
+    );
+    assert!(
+        argv.contains(&"--upstream=proxy.corp.test:3128".to_string()),
+        "{argv:?}"
+    );
+    // The sandbox holds a placeholder; the proxy the key, by name.
+    let c = container(&spec);
+    let key = c
+        .env
+        .iter()
+        .find(|v| v.name == "ANTHROPIC_API_KEY")
+        .unwrap();
+    assert!(matches!(key.value, EnvValue::Placeholder { .. }), "{key:?}");
+    let explained = crate::explain(&loaded, &spec);
+    assert!(
+        explained.contains(
+            "sets x-api-key on requests to gw.corp.test:8443 (terminated by the proxy, then \
+             sent through the upstream proxy proxy.corp.test:3128's CONNECT) only"
+        ),
+        "{explained}"
+    );
+    assert!(!explained.contains("goes nowhere"), "{explained}");
+}
+
+#[test]
+fn behind_an_upstream_that_gets_every_destination_the_default_provider_host_gets_the_key() {
+    // The corporate-proxy profile (the allowlist names only the upstream, which then decides):
+    // api.anthropic.com is not in egress.hosts, yet the proxy passes it to the upstream.
+    let text = "name = \"corp\"\nagent = \"claude-code\"\n[provider]\nkind = \"anthropic\"\n\
+                api_key_env = \"ANTHROPIC_API_KEY\"\n[proxy]\n\
+                http = \"http://proxy.corp.test:3128\"\nhttps = \"http://proxy.corp.test:3128\"\n\
+                [egress]\nhosts = [\"proxy.corp.test\"]\n";
+    let spec = run(text);
+    assert_eq!(
+        credential_words(&spec),
+        [
+            "--credential=name=anthropic,header=x-api-key,env=ANTHROPIC_API_KEY,\
+          host=api.anthropic.com"
+        ]
+    );
+    // A no_proxy entry for it goes direct, where egress.hosts decides: refused at validation.
+    let direct = text.replace("[egress]", "no_proxy = [\"api.anthropic.com\"]\n[egress]");
+    let error = load("p.toml", &direct).unwrap_err().to_string();
+    assert!(
+        error.contains("provider.api_key_env names the key of api.anthropic.com"),
+        "{error}"
+    );
+}

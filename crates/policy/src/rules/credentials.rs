@@ -7,7 +7,12 @@
 //! for OpenAI, OpenRouter and any OpenAI-compatible `https` endpoint) and Langfuse's keys
 //! (`Authorization: Basic` of the public and secret key). The checks refuse, by field, a table
 //! where the proxy does not run (`egress.enforce = "image"`, `deny`, `unrestricted`, a
-//! gateway), a host the allowlist does not allow, and a table next to `mode = "env"`. The
+//! gateway), a host the allowlist does not allow, a table next to `mode = "env"`, and a preset
+//! key the proxy could not deliver (`bound`: an endpoint in plain HTTP, by address or a
+//! wildcard, a default host the proxy does not let through), never launched as a placeholder
+//! that goes nowhere. A provider `endpoint` gets the key at its own port, which the proxy
+//! allows; behind an upstream proxy the proxy terminates, sets the key, then opens the
+//! connection through the upstream's `CONNECT`. The
 //! resolution ([`Resolver::credential_config`], [`Resolver::credential_env`]) gives the proxy
 //! its `--credential` words, the keys by name and the placeholders, and the CA volume; the
 //! workload its placeholders ([`EnvValue::Placeholder`], made at launch: the spec holds no
@@ -16,7 +21,7 @@
 
 use agentc_egress::credential::{
     is_credential_name, is_header_name, parse_host, placeholder_variable, Credential,
-    CredentialConfig, OnReplay, Scheme,
+    CredentialConfig, OnReplay,
 };
 
 use crate::check::Checker;
@@ -25,14 +30,17 @@ use crate::error::PolicyError;
 use crate::explainer::Explainer;
 use crate::finding::{Report, Severity};
 use crate::keys;
-use crate::profile::{
-    AgentName, CredentialMode, CredentialScheme, EgressMode, Profile, ReplayAction,
-};
-use crate::rules::egress::outside::{enforced_outside, proxy_specs};
+use crate::profile::{CredentialMode, CredentialScheme, EgressMode, Profile, ReplayAction};
+use crate::rules::egress::outside::enforced_outside;
 use crate::spec::{
     ContainerSpec, CredentialSpec, EnvValue, EnvVar, Mount, MountSource, Origin, CA_BUNDLE_PATH,
     CA_CERT_PATH, CA_DIR_TARGET, UPSTREAM_CA_TARGET,
 };
+
+mod bound;
+
+pub(crate) use bound::{bindings, Bound};
+use bound::{preset_bindings, proxy_holds_keys, reachable, tables, PRESET_DEPENDS};
 
 /// The variables that point a workload's TLS clients at the launch CA: each names the bundle
 /// (Mozilla's roots, the profile's CA, the launch CA), `NODE_EXTRA_CA_CERTS` the CA alone
@@ -44,206 +52,6 @@ pub const TRUST_VARIABLES: [(&str, &str); 5] = [
     ("GIT_SSL_CAINFO", CA_BUNDLE_PATH),
     ("NODE_EXTRA_CA_CERTS", CA_CERT_PATH),
 ];
-
-/// One key a launch binds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Bound {
-    pub(crate) name: String,
-    pub(crate) variable: String,
-    pub(crate) user_variable: Option<String>,
-    /// The hosts as the proxy reads them (`host` or `host:port`), those the allowlist allows.
-    pub(crate) hosts: Vec<String>,
-    pub(crate) header: String,
-    pub(crate) scheme: Option<CredentialScheme>,
-    pub(crate) prefix: String,
-    pub(crate) user_prefix: String,
-    /// The profile field it comes from (a table, or the preset's field).
-    pub(crate) field: String,
-    /// The agent preset bound it (not a `[credentials.NAME]` table).
-    pub(crate) preset: bool,
-}
-
-impl Bound {
-    fn credential(&self) -> Option<Credential> {
-        let hosts = self
-            .hosts
-            .iter()
-            .filter_map(|host| parse_host(host).ok())
-            .collect::<Vec<_>>();
-        (!hosts.is_empty()).then(|| Credential {
-            name: self.name.clone(),
-            header: self.header.clone(),
-            scheme: match self.scheme {
-                None => Scheme::Plain,
-                Some(CredentialScheme::Bearer) => Scheme::Bearer,
-                Some(CredentialScheme::Basic) => Scheme::Basic,
-            },
-            env: self.variable.clone(),
-            user_env: self.user_variable.clone(),
-            hosts,
-        })
-    }
-}
-
-/// Whether the egress proxy of this profile's launches may hold keys.
-fn proxy_holds_keys(profile: &Profile) -> bool {
-    enforced_outside(profile) && profile.credentials.mode == CredentialMode::Proxy
-}
-
-/// Whether `host:port` (as a binding writes it) is allowed by the profile's allowlist.
-fn allowed(profile: &Profile, host: &str) -> bool {
-    let Ok((name, port)) = parse_host(host) else {
-        return false;
-    };
-    proxy_specs(&profile.egress.hosts)
-        .iter()
-        .filter_map(|spec| agentc_egress::HostSpec::parse(spec).ok())
-        .any(|spec| spec.matches(&name, port))
-}
-
-/// The host (and port, when not 443) of an `https` endpoint; `None` for `http` or a bad URL.
-fn https_host(url: &str) -> Option<String> {
-    let url = url::Url::parse(url.trim()).ok()?;
-    if url.scheme() != "https" {
-        return None;
-    }
-    let host = url.host_str()?.to_ascii_lowercase();
-    Some(match url.port() {
-        Some(port) if port != 443 => format!("{host}:{port}"),
-        _ => host,
-    })
-}
-
-/// The preset's binding of the provider's key, if it has one: `None` for a provider agentc
-/// does not know without an `https` endpoint (its key stays in the environment, reported).
-fn provider_binding(profile: &Profile) -> Option<Bound> {
-    let provider = profile.provider.as_ref()?;
-    let variable = provider.api_key_env.clone()?;
-    let kind = provider.kind.trim().to_ascii_lowercase();
-    let endpoint = provider.endpoint.as_deref();
-    let (name, header, scheme, default_host, prefix) = match kind.as_str() {
-        "anthropic" => (
-            "anthropic",
-            "x-api-key",
-            None,
-            Some("api.anthropic.com"),
-            "sk-ant-",
-        ),
-        "openai" => (
-            "openai",
-            "authorization",
-            Some(CredentialScheme::Bearer),
-            Some("api.openai.com"),
-            "sk-",
-        ),
-        "openrouter" => (
-            "openrouter",
-            "authorization",
-            Some(CredentialScheme::Bearer),
-            Some("openrouter.ai"),
-            "sk-or-",
-        ),
-        _ => (
-            "provider",
-            "authorization",
-            Some(CredentialScheme::Bearer),
-            None,
-            "sk-",
-        ),
-    };
-    let host = match endpoint {
-        Some(endpoint) => https_host(endpoint)?,
-        None => default_host?.to_string(),
-    };
-    Some(Bound {
-        name: name.to_string(),
-        variable,
-        user_variable: None,
-        hosts: vec![host],
-        header: header.to_string(),
-        scheme,
-        prefix: prefix.to_string(),
-        user_prefix: String::new(),
-        field: "provider.api_key_env".to_string(),
-        preset: true,
-    })
-}
-
-/// The preset's binding of Langfuse's keys, for an `https` base URL.
-fn langfuse_binding(profile: &Profile) -> Option<Bound> {
-    let langfuse = &profile.langfuse;
-    if !langfuse.enabled {
-        return None;
-    }
-    let host = https_host(langfuse.base_url.as_deref()?)?;
-    Some(Bound {
-        name: "langfuse".to_string(),
-        variable: langfuse.secret_key_env.clone(),
-        user_variable: Some(langfuse.public_key_env.clone()),
-        hosts: vec![host],
-        header: "authorization".to_string(),
-        scheme: Some(CredentialScheme::Basic),
-        prefix: "sk-lf-".to_string(),
-        user_prefix: "pk-lf-".to_string(),
-        field: "langfuse.secret_key_env".to_string(),
-        preset: true,
-    })
-}
-
-/// The keys a launch of `profile` binds: its tables, then the preset's for variables (and
-/// names) no table takes; none unless the proxy may hold keys. Preset hosts the allowlist does
-/// not allow are left out (such a key then goes nowhere, and the sandbox still holds only its
-/// placeholder).
-pub(crate) fn bindings(profile: &Profile) -> Vec<Bound> {
-    if !proxy_holds_keys(profile) {
-        return Vec::new();
-    }
-    let mut bound: Vec<Bound> = profile
-        .credentials
-        .bindings
-        .iter()
-        .map(|(name, binding)| Bound {
-            name: name.clone(),
-            variable: binding.from_env.trim().to_string(),
-            user_variable: binding.user_from_env.as_ref().map(|v| v.trim().to_string()),
-            hosts: binding
-                .hosts
-                .iter()
-                .map(|h| h.trim().to_ascii_lowercase())
-                .collect(),
-            header: binding
-                .header
-                .as_deref()
-                .unwrap_or("authorization")
-                .trim()
-                .to_ascii_lowercase(),
-            scheme: binding.scheme,
-            prefix: binding.prefix.clone().unwrap_or_default(),
-            user_prefix: String::new(),
-            field: format!("credentials.{name}"),
-            preset: false,
-        })
-        .collect();
-    if profile.agent != AgentName::Custom {
-        for mut preset in [provider_binding(profile), langfuse_binding(profile)]
-            .into_iter()
-            .flatten()
-        {
-            let taken = bound.iter().any(|b| {
-                b.name == preset.name
-                    || [Some(&b.variable), b.user_variable.as_ref()]
-                        .into_iter()
-                        .flatten()
-                        .any(|v| *v == preset.variable || Some(v) == preset.user_variable.as_ref())
-            });
-            if !taken {
-                preset.hosts.retain(|host| allowed(profile, host));
-                bound.push(preset);
-            }
-        }
-    }
-    bound
-}
 
 /// The `[credentials]` table: each binding's fields, then where the proxy runs and what the
 /// allowlist allows.
@@ -369,7 +177,7 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
                     format!("{host_field} is not a host a key can be bound to: {why}"),
                     "write an exact host name, or host:port (443 without a port)",
                 ),
-                Ok(_) if !allowed(profile, &host) => ck.fail_when(
+                Ok(_) if !reachable(profile, &host) => ck.fail_when(
                     &["egress.hosts"],
                     &host_field,
                     format!("{host_field} {host:?} is not allowed by egress.hosts"),
@@ -391,6 +199,15 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
                 }
             }
         }
+    }
+    // The preset's keys: each delivered to its host by the proxy, or the profile refused.
+    for refusal in preset_bindings(profile, &tables(profile))
+        .into_iter()
+        .filter_map(Result::err)
+    {
+        let mut depends = PRESET_DEPENDS.to_vec();
+        depends.push(refusal.key);
+        ck.fail_when(&depends, refusal.field, refusal.message, refusal.hint);
     }
 }
 
@@ -596,6 +413,7 @@ pub(crate) fn explain(out: &mut Explainer, c: &ContainerSpec) {
         .as_ref()
         .map(|egress| egress.credentials.iter().collect())
         .unwrap_or_default();
+    let policy = crate::rules::egress::outside::proxy_policy(profile);
     for binding in &bound {
         let variables = match &binding.user_variable {
             Some(user) => format!("{} and {user}", binding.variable),
@@ -607,11 +425,22 @@ pub(crate) fn explain(out: &mut Explainer, c: &ContainerSpec) {
         };
         let from = out.from(&keys::env(&binding.variable));
         let words = if held.iter().any(|spec| spec.name == binding.name) {
+            let hosts: Vec<String> = binding
+                .hosts
+                .iter()
+                .map(|host| match through_upstream(policy.as_ref(), host) {
+                    Some(upstream) => format!(
+                        "{host} (terminated by the proxy, then sent through the upstream proxy \
+                         {upstream}'s CONNECT)"
+                    ),
+                    None => host.clone(),
+                })
+                .collect();
             format!(
                 "the egress proxy holds {variables} (read from your environment at launch) and \
                  sets {header} on requests to {} only; the sandbox holds a placeholder made at \
                  launch",
-                binding.hosts.join(", ")
+                hosts.join(", ")
             )
         } else {
             format!(
@@ -637,8 +466,14 @@ pub(crate) fn explain(out: &mut Explainer, c: &ContainerSpec) {
     }
 }
 
+/// The upstream proxy that a bound host's connections go through, if any.
+fn through_upstream(policy: Option<&agentc_egress::Policy>, host: &str) -> Option<String> {
+    let (name, _) = parse_host(host).ok()?;
+    policy?.upstream_for(&name).map(ToString::to_string)
+}
+
 /// `credentials-env`: the real keys in the sandbox's environment, by `mode = "env"`, or a
-/// provider key the preset cannot bind (an `http` endpoint, an unknown provider without one).
+/// provider key the preset cannot bind (a provider it does not know, without an endpoint).
 pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
     let profile = &report.loaded.profile;
     let secrets: Vec<String> = c
@@ -667,7 +502,7 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
             "provider.api_key_env",
             format!(
                 "the sandbox holds the real {}: agentc cannot tell which host receives it (a \
-                 provider it does not know, or an http:// endpoint)",
+                 provider it does not know, without an endpoint)",
                 secrets.join(", ")
             ),
             "bind it with a [credentials.NAME] table (from_env, hosts, header) so that the \

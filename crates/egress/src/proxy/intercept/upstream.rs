@@ -1,7 +1,9 @@
 //! The upstream side of a terminated tunnel: connected at its first allowed request (resolved
-//! and checked as every connection is, `super::super::open`), TLS verified against Mozilla's
-//! roots and the profile's CAs, HTTP/2 or HTTP/1.1 by the upstream's ALPN; and a request put
-//! into the upstream's protocol when the client chose the other.
+//! and checked as every connection is, `super::super::open`; behind an upstream proxy that
+//! carries the host, a tunnel through its `CONNECT host:port` instead, `super::super::chain`),
+//! TLS verified against Mozilla's roots and the profile's CAs for the bound host's own name
+//! either way, HTTP/2 or HTTP/1.1 by the upstream's ALPN; and a request put into the upstream's
+//! protocol when the client chose the other.
 
 use std::io;
 use std::net::SocketAddr;
@@ -94,9 +96,10 @@ pub(super) enum Upstream {
     Http2(http2::SendRequest<Body>),
 }
 
-/// Resolves, connects and makes the TLS handshake with `host:port`, counting its bytes in
-/// `counters`, offering HTTP/2 only to a client that speaks it (`client_h2`); the address
-/// connected to and the connection.
+/// Resolves, connects (directly, or through the upstream proxy that carries `host`) and makes
+/// the TLS handshake with `host:port`, counting its bytes in `counters`, offering HTTP/2 only
+/// to a client that speaks it (`client_h2`); the address connected to (the upstream proxy's,
+/// through one) and the connection.
 pub(super) async fn connect(
     shared: &Shared,
     intercept: &Intercept,

@@ -137,6 +137,35 @@ pub(crate) fn named_endpoints(profile: &Profile) -> Vec<Endpoint> {
     endpoints
 }
 
+/// The decision core of the profile's egress proxy as its command line builds it: the specs
+/// of `egress.hosts` and of the endpoints the profile names, `egress.allow_cidrs` and the
+/// upstream proxy with what it carries (`--upstream-all`, `no_proxy`); values that do not
+/// parse are left out (refused by field when the profile is checked). `None` where no proxy
+/// enforces the allowlist.
+pub(crate) fn proxy_policy(profile: &Profile) -> Option<agentc_egress::Policy> {
+    if !enforced_outside(profile) {
+        return None;
+    }
+    let mut hosts = proxy_specs(&profile.egress.hosts);
+    hosts.extend(named_endpoints(profile).into_iter().map(|e| e.spec));
+    hosts.retain(|spec| agentc_egress::HostSpec::parse(spec).is_ok());
+    let cidrs: Vec<&str> = profile
+        .egress
+        .allow_cidrs
+        .iter()
+        .map(|cidr| cidr.trim())
+        .filter(|cidr| agentc_egress::Cidr::parse(cidr).is_ok())
+        .collect();
+    let config = agentc_egress::Config::from_args("127.0.0.1:3128", None, &hosts, &cidrs).ok()?;
+    let config = match chained(profile) {
+        Some(chained) => config
+            .with_upstream(&chained.upstream(), chained.all, &chained.direct)
+            .ok()?,
+        None => config,
+    };
+    Some(config.policy())
+}
+
 /// The `--allow` specs the egress proxy gets beyond `egress.hosts`: the endpoints the profile
 /// names (a provider `endpoint`, Langfuse's `base_url`), for a renderer that builds the proxy's
 /// command from the profile (Kubernetes).
@@ -484,12 +513,10 @@ impl Resolver<'_> {
             container.ipv4_address = Some(workload);
             self.set(keys::IPV4_ADDRESS, self.field_origin("network.publish"));
         }
-        // The keys the proxy holds for their hosts only (`[credentials]`).
-        let (config, bound) = self.credential_config(config)?;
         // The profile's upstream proxy, which the egress proxy chains through; over TLS,
         // trusting the profile's CA too.
         let upstream = chained(self.profile);
-        let mut config = match &upstream {
+        let config = match &upstream {
             None => config,
             Some(chained) => config
                 .with_upstream(&chained.upstream(), chained.all, &chained.direct)
@@ -509,6 +536,9 @@ impl Resolver<'_> {
                     )
                 })?,
         };
+        // The keys the proxy holds for their hosts only (`[credentials]`, the preset's): after
+        // the upstream, which carries the hosts its `--upstream-all` passes.
+        let (mut config, bound) = self.credential_config(config)?;
         let trust_ca = upstream
             .as_ref()
             .is_some_and(|c| c.any_tls() && c.ca.is_some());
