@@ -24,7 +24,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::header::HeaderValue;
 use http::{Method, Request, Response, StatusCode};
-use http_body_util::{combinators::BoxBody, BodyExt, Full};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -41,6 +41,8 @@ use crate::policy::{Deny, Policy, Reason};
 use crate::request::{self, Target};
 use crate::wildcard::WildcardLimiter;
 
+pub(crate) use body::BoxError;
+use body::{boxed, empty, Body};
 use capture::Recording;
 use client_io::ClientIo;
 use conn::Conn;
@@ -49,6 +51,7 @@ use forward::forward;
 use intercept::Intercept;
 use tunnel::tunnel;
 
+mod body;
 mod capture;
 mod chain;
 mod client_io;
@@ -86,46 +89,6 @@ impl Resolve for SystemResolver {
                 .map(|addresses| addresses.collect())
         })
     }
-}
-
-/// The error of a body the proxy hands on: the upstream's, or its own (a response that does
-/// not decode, a request body stopped on a placeholder). A type of its own, not a boxed
-/// `dyn Error` (hyper's bounds on body errors hold for every lifetime only for such a type).
-#[derive(Debug)]
-pub(crate) struct BoxError(Box<dyn std::error::Error + Send + Sync>);
-
-impl std::fmt::Display for BoxError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl std::error::Error for BoxError {}
-
-impl From<hyper::Error> for BoxError {
-    fn from(error: hyper::Error) -> BoxError {
-        BoxError(Box::new(error))
-    }
-}
-
-impl From<String> for BoxError {
-    fn from(message: String) -> BoxError {
-        BoxError(message.into())
-    }
-}
-
-type Body = BoxBody<Bytes, BoxError>;
-
-/// An upstream's (or the client's) body as the proxy hands it on.
-fn boxed(body: Incoming) -> Body {
-    body.map_err(BoxError::from).boxed()
-}
-
-/// A body with nothing in it.
-fn empty() -> Body {
-    Full::new(Bytes::new())
-        .map_err(|never| match never {})
-        .boxed()
 }
 
 /// Where decision lines go: stdout (the product), or a channel (tests).
