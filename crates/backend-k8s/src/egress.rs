@@ -99,7 +99,8 @@ pub fn egress_proxy_argv(
         hosts,
         allow_cidrs,
     )?
-    .with_allow_ech(allow_ech)?;
+    .with_allow_ech(allow_ech)?
+    .with_audit_dir(agentc_egress::audit::AUDIT_DIR)?;
     if let Some(names) = wildcard_names_per_minute {
         config.limits.wildcard_names_per_minute = names;
         config.limits.check()?;

@@ -9,7 +9,7 @@
 //! running `docker` through `tokio::process`) and the Engine API backend's
 //! (`agentc_backend_api::ApiClient`, through bollard) are [`Sandboxes`] over their ports, and
 //! the `agentc exec`, `cp`, `port`, `logs`,
-//! `egress log`, `stop`, `start` and `shell` commands are written
+//! `egress log` (its history merged with the proxy's audit files: [`egress_log`]), `stop`, `start` and `shell` commands are written
 //! against it, generic over the backend.
 //!
 //! What both implementations share is here and pure: which container a NAME means and the
@@ -34,6 +34,7 @@
 //! ```
 
 pub mod copy;
+pub mod egress_log;
 pub mod error;
 pub mod images;
 pub mod port;
@@ -50,6 +51,7 @@ use agentc_policy::{LaunchSpec, Protocol};
 use bollard::models::ContainerInspectResponse;
 
 pub use copy::{Direction, Transport};
+pub use egress_log::{EgressHistory, Unseen};
 pub use error::SessionError;
 pub use images::{CommitRequest, ImageRecord};
 pub use port::SessionPort;
