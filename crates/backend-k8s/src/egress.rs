@@ -305,7 +305,8 @@ mod tests {
                 "--allow=api.anthropic.com",
                 "--allow=*.github.com:443",
                 "--allow-cidr=10.20.0.0/16",
-                "--allow-ech=*.github.com:443"
+                "--allow-ech=*.github.com:443",
+                "--audit-dir=/var/lib/agentc/egress-audit"
             ]
         );
         assert_eq!(argv[0], agentc_egress::PROXY_BINARY);
