@@ -299,50 +299,69 @@ fn dns_query(id: u16, name: &str) -> Vec<u8> {
 }
 
 /// Sends DNS queries over UDP to the sandbox's DNS server from four sockets, each keeping up
-/// to 64 unanswered, until `count` were answered: `answered=N sent=N seconds=S rate=R`.
+/// to 256 unanswered (a reader thread counts the answers), until `count` were answered:
+/// `answered=N sent=N seconds=S rate=R`.
 fn dns_flood(count: u64) -> Result<String, String> {
     use std::net::UdpSocket;
     use std::sync::atomic::{AtomicU64, Ordering};
+    const IN_FLIGHT: u64 = 256;
     let server = nameserver()?;
     let answered = Arc::new(AtomicU64::new(0));
     let sent = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
-    let threads: Vec<_> = (0..4u16)
-        .map(|thread| {
-            let (server, answered, sent) = (server.clone(), answered.clone(), sent.clone());
-            std::thread::spawn(move || -> Result<(), String> {
-                let socket = UdpSocket::bind("0.0.0.0:0").map_err(|e| e.to_string())?;
-                socket.connect(&server).map_err(|e| e.to_string())?;
-                socket
-                    .set_read_timeout(Some(Duration::from_millis(20)))
-                    .map_err(|e| e.to_string())?;
-                let mut buffer = [0u8; 512];
-                let mut i: u64 = 0;
-                while answered.load(Ordering::Relaxed) < count {
-                    if started.elapsed() > Duration::from_secs(600) {
-                        return Err("the flood took over 600 s".into());
-                    }
-                    for _ in 0..64 {
-                        i += 1;
-                        let name = format!("f{thread}-{i}.flood.test");
-                        let _ = socket.send(&dns_query(i as u16, &name));
-                    }
-                    sent.fetch_add(64, Ordering::Relaxed);
-                    for _ in 0..64 {
-                        match socket.recv(&mut buffer) {
-                            Ok(_) => {
-                                answered.fetch_add(1, Ordering::Relaxed);
-                            }
-                            Err(_) => break,
-                        }
-                    }
+    let mut threads = Vec::new();
+    for thread in 0..4u16 {
+        let socket = UdpSocket::bind("0.0.0.0:0").map_err(|e| e.to_string())?;
+        socket.connect(&server).map_err(|e| e.to_string())?;
+        socket
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .map_err(|e| e.to_string())?;
+        let reader = socket.try_clone().map_err(|e| e.to_string())?;
+        let mine = Arc::new(AtomicU64::new(0));
+        let (theirs, total) = (mine.clone(), answered.clone());
+        threads.push(std::thread::spawn(move || {
+            let mut buffer = [0u8; 512];
+            while total.load(Ordering::Relaxed) < count
+                && started.elapsed() < Duration::from_secs(600)
+            {
+                if reader.recv(&mut buffer).is_ok() {
+                    theirs.fetch_add(1, Ordering::Relaxed);
+                    total.fetch_add(1, Ordering::Relaxed);
                 }
-                Ok(())
-            })
-        })
-        .collect();
+            }
+        }));
+        let (answered, sent) = (answered.clone(), sent.clone());
+        threads.push(std::thread::spawn(move || {
+            let mut i: u64 = 0;
+            let mut lost: u64 = 0;
+            let mut stalled = Instant::now();
+            let mut seen = 0;
+            while answered.load(Ordering::Relaxed) < count
+                && started.elapsed() < Duration::from_secs(600)
+            {
+                let done = mine.load(Ordering::Relaxed);
+                if done != seen {
+                    seen = done;
+                    stalled = Instant::now();
+                }
+                if i.saturating_sub(done + lost) >= IN_FLIGHT {
+                    // What was not answered in 50 ms is lost (a full socket buffer).
+                    if stalled.elapsed() > Duration::from_millis(50) {
+                        lost = i - done;
+                        stalled = Instant::now();
+                    }
+                    std::thread::yield_now();
+                    continue;
+                }
+                i += 1;
+                let name = format!("f{thread}-{i}.flood.test");
+                let _ = socket.send(&dns_query(i as u16, &name));
+                sent.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
     for thread in threads {
-        thread.join().map_err(|_| "a flood thread panicked")??;
+        thread.join().map_err(|_| "a flood thread panicked")?;
     }
     let seconds = started.elapsed().as_secs_f64();
     let answered = answered.load(Ordering::Relaxed);
@@ -872,16 +891,28 @@ fn the_audit_survives_a_flood(backend: &str) {
     assert!(answered >= 1_500_000, "{floods:?}");
     assert_eq!(figure(&floods[1], "refused") as u64, 20_000, "{floods:?}");
 
-    // The replay line is in `agentc egress log`, and every query and refusal is counted.
-    let (ok, log) = outside.agentc(&[
-        "egress",
-        "log",
-        &sandbox,
-        "--backend",
-        backend,
-        "--format",
-        "json",
-    ]);
+    // The replay line is in `agentc egress log`, and every query and refusal is counted: the
+    // last window's summaries are written when it ends (10 s), so asked until they are there.
+    let log_of = || {
+        outside.agentc(&[
+            "egress",
+            "log",
+            &sandbox,
+            "--backend",
+            backend,
+            "--format",
+            "json",
+        ])
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (ok, log) = loop {
+        let (ok, log) = log_of();
+        let (full, summarized) = counted(&log, "forward", "host-not-allowed");
+        if !ok || full + summarized >= 20_000 || Instant::now() > deadline {
+            break (ok, log);
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    };
     assert!(ok, "{}", &log[log.len().saturating_sub(2000)..]);
     let replays = log
         .lines()
