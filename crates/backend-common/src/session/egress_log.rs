@@ -3,9 +3,8 @@
 //! through the archive endpoint, which reads a stopped container's volume too), so that a
 //! decision written before a flood is still shown after one.
 //!
-//! The merge is pure ([`merge`]): each line once (a line is written identically to both), in
-//! the order of its `time`, then its `id`; a line of neither form keeps its place after the
-//! line before it.
+//! The merge is pure ([`merge`]): each line once (a line is written identically to both), each
+//! source in the order the proxy wrote it, the sources merged by `time`, then `id`.
 
 use std::collections::HashSet;
 
@@ -59,48 +58,65 @@ struct Stamp {
     id: Option<u64>,
 }
 
-/// The lines of the container log `container` and of the audit files `audit`, each once, in
-/// time and id order; the last `tail` when given.
-pub fn merge(container: &[u8], audit: &[String], tail: Option<u64>) -> Vec<String> {
+/// The lines of the container log `container` and of the audit files `audit` (one list of
+/// lines per file), each once, the last `tail` when given. Each source keeps its own order
+/// (the order the proxy wrote it in); the sources are merged by `time`, then `id`, a tie going
+/// to the container log, then to the earlier file. A line of neither form goes with the line
+/// before it.
+pub fn merge(container: &[u8], audit: &[Vec<String>], tail: Option<u64>) -> Vec<String> {
     let text = String::from_utf8_lossy(container);
     let mut seen: HashSet<&str> = HashSet::new();
-    let mut stamped: Vec<(String, u64, &str)> = Vec::new();
-    let mut last = (String::new(), 0u64);
-    for line in text
-        .lines()
-        .chain(audit.iter().map(String::as_str))
-        .map(|line| line.trim_end_matches('\r'))
-        .filter(|line| !line.trim().is_empty())
-    {
-        if !seen.insert(line) {
-            continue;
+    let mut runs: Vec<Vec<((String, u64), &str)>> = Vec::new();
+    let sources = std::iter::once(text.lines().collect::<Vec<_>>()).chain(
+        audit
+            .iter()
+            .map(|file| file.iter().map(String::as_str).collect()),
+    );
+    for source in sources {
+        let mut run = Vec::new();
+        let mut last = (String::new(), 0u64);
+        for line in source {
+            let line = line.trim_end_matches('\r');
+            if line.trim().is_empty() || !seen.insert(line) {
+                continue;
+            }
+            if let Ok(Stamp {
+                time: Some(time),
+                id,
+            }) = serde_json::from_str::<Stamp>(line)
+            {
+                last = (time, id.unwrap_or(last.1));
+            }
+            run.push((last.clone(), line));
         }
-        if let Ok(Stamp {
-            time: Some(time),
-            id,
-        }) = serde_json::from_str::<Stamp>(line)
-        {
-            last = (time, id.unwrap_or(last.1));
-        }
-        stamped.push((last.0.clone(), last.1, line));
+        runs.push(run);
     }
-    // Stable: lines of one time and id keep the order they were read in.
-    stamped.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    let mut heads = vec![0usize; runs.len()];
+    let mut merged: Vec<String> = Vec::new();
+    loop {
+        let next = (0..runs.len())
+            .filter(|&run| heads[run] < runs[run].len())
+            .min_by(|&a, &b| {
+                let (x, y) = (&runs[a][heads[a]].0, &runs[b][heads[b]].0);
+                (&x.0, x.1, a).cmp(&(&y.0, y.1, b))
+            });
+        let Some(run) = next else {
+            break;
+        };
+        merged.push(runs[run][heads[run]].1.to_string());
+        heads[run] += 1;
+    }
     let skip = tail.map_or(0, |tail| {
-        stamped
+        merged
             .len()
             .saturating_sub(usize::try_from(tail).unwrap_or(usize::MAX))
     });
-    stamped
-        .into_iter()
-        .skip(skip)
-        .map(|(_, _, line)| line.to_string())
-        .collect()
+    merged.split_off(skip)
 }
 
-/// The lines of the audit files in the tar stream `tar` (the archive of [`AUDIT_DIR`]), file
-/// by file in [`FILES`] order; other entries are ignored.
-pub fn audit_lines(tar: &[u8]) -> Result<Vec<String>, std::io::Error> {
+/// The lines of the audit files in the tar stream `tar` (the archive of [`AUDIT_DIR`]), a list
+/// per file, in [`FILES`] order; other entries are ignored.
+pub fn audit_lines(tar: &[u8]) -> Result<Vec<Vec<String>>, std::io::Error> {
     use std::io::Read;
     let mut files: Vec<(usize, String)> = Vec::new();
     let mut archive = tar::Archive::new(tar);
@@ -124,7 +140,7 @@ pub fn audit_lines(tar: &[u8]) -> Result<Vec<String>, std::io::Error> {
     files.sort_by_key(|(order, _)| *order);
     Ok(files
         .iter()
-        .flat_map(|(_, text)| text.lines().map(String::from))
+        .map(|(_, text)| text.lines().map(String::from).collect())
         .collect())
 }
 
@@ -232,9 +248,10 @@ mod tests {
         let summary = r#"{"time":"2026-12-04T04:00:10.000Z","id":90,"event":"summary","kind":"dns","count":1000000}"#;
         let late =
             r#"{"time":"2026-12-04T04:00:11.000Z","id":91,"event":"decision","kind":"forward"}"#;
+        let strings = |lines: &[&str]| lines.iter().map(|l| l.to_string()).collect::<Vec<_>>();
         // The container log lost the replay to rotation; the audit files kept it.
         let container = format!("{summary}\n{late}\n");
-        let audit = vec![replay.to_string(), early.to_string(), summary.to_string()];
+        let audit = vec![strings(&[replay]), strings(&[early, replay, summary])];
         assert_eq!(
             merge(container.as_bytes(), &audit, None),
             [early, replay, summary, late]
@@ -246,8 +263,16 @@ mod tests {
         // A line that is no JSON keeps its place after the line before it.
         let container = format!("{late}\nnot json\n");
         assert_eq!(
-            merge(container.as_bytes(), &[early.to_string()], None),
+            merge(container.as_bytes(), &[strings(&[early])], None),
             [early, late, "not json"]
+        );
+        // The container log's own order is kept (a close line stamped before a later
+        // decision it was written after).
+        let close = r#"{"time":"2026-12-04T04:00:11.000Z","id":50,"event":"close"}"#;
+        let container = format!("{late}\n{close}\n");
+        assert_eq!(
+            merge(container.as_bytes(), &[strings(&[late, close])], None),
+            [late, close]
         );
     }
 
@@ -269,7 +294,14 @@ mod tests {
                 .unwrap();
         }
         let tar = builder.into_inner().unwrap();
-        assert_eq!(audit_lines(&tar).unwrap(), ["a", "b", "c"]);
+        assert_eq!(
+            audit_lines(&tar).unwrap(),
+            [
+                vec!["a".to_string()],
+                vec!["b".to_string()],
+                vec!["c".to_string()]
+            ]
+        );
     }
 
     #[test]

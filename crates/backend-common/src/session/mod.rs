@@ -189,7 +189,7 @@ pub trait SandboxClient: Send + Sync {
     ) -> impl Future<Output = Result<(), SessionError>> + Send;
 
     /// Kills and removes the sandbox and its egress companions (the proxy, isolated network
-    /// and CA volume made for it), best effort: never fails and never panics; the report says
+    /// and CA and audit volumes made for it), best effort: never fails and never panics; the report says
     /// whether it was removed and what is left.
     fn delete(&self, sandbox: &Sandbox) -> impl Future<Output = DeleteReport> + Send;
 
@@ -335,7 +335,7 @@ pub trait SandboxClient: Send + Sync {
     ) -> impl Future<Output = Result<ImageFacts, SessionError>> + Send;
 
     /// Removes the egress companions of the workload that was named `workload` (the proxy,
-    /// isolated network and CA volume labelled `io.agentc.egress-for=WORKLOAD`; the workload
+    /// isolated network and CA and audit volumes labelled `io.agentc.egress-for=WORKLOAD`; the workload
     /// must be gone) and returns what it removed.
     fn remove_companions(
         &self,
