@@ -299,8 +299,8 @@ fn dns_query(id: u16, name: &str) -> Vec<u8> {
 }
 
 /// Sends DNS queries over UDP to the sandbox's DNS server from four sockets, each keeping up
-/// to 48 unanswered (a reader thread counts the answers; more overflow the stub's socket), until `count` were answered:
-/// `answered=N sent=N seconds=S rate=R`.
+/// to 48 unanswered (a reader thread counts the answers; more overflow the stub's socket),
+/// until `count` were answered: `answered=N sent=N seconds=S rate=R`.
 fn dns_flood(count: u64) -> Result<String, String> {
     use std::net::UdpSocket;
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -920,6 +920,7 @@ fn the_audit_survives_a_flood(backend: &str) {
         .count();
     assert_eq!(replays, 1, "{}", &log[log.len().saturating_sub(2000)..]);
     let (full, summarized) = counted(&log, "dns", "dns-query");
+    eprintln!("{test}: the proxy counted {full} DNS lines in full and {summarized} in summaries");
     assert!(
         full + summarized >= answered,
         "{full} + {summarized} < {answered}"

@@ -9,7 +9,8 @@
 //! and one `summary` line ([`crate::log::Summary`]) per key and window says how many were left
 //! out, when the first and last of them were, and up to [`MAX_SAMPLES`] of their hosts or query
 //! names (each cut to [`SAMPLE_CHARS`] characters). The summary is written when its window ends
-//! (a timer, [`Audit::tick`], or the key's next line) and at shutdown ([`Audit::finish`]).
+//! (a timer, [`Audit::tick`], or the key's next line) and at shutdown ([`Audit::finish`];
+//! [`finish_all`] before the proxy exits because its workload is gone).
 //!
 //! **Kept by priority over floods.** Every line written goes to stdout (the container's log,
 //! which the engine rotates) and, with `--audit-dir=DIR`, to the proxy's own files there (a
@@ -463,6 +464,25 @@ impl Audit {
     }
 }
 
+/// The audit writers of this process's proxies, so that a proxy that exits from elsewhere (its
+/// workload gone, [`crate::watch`]) writes their pending summaries first ([`finish_all`]).
+static OPEN: Mutex<Vec<std::sync::Weak<Audit>>> = Mutex::new(Vec::new());
+
+/// Registers `audit` for [`finish_all`].
+pub fn register(audit: &std::sync::Arc<Audit>) {
+    let mut open = OPEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    open.retain(|weak| weak.strong_count() > 0);
+    open.push(std::sync::Arc::downgrade(audit));
+}
+
+/// Writes every pending summary of the registered writers (before the process exits).
+pub fn finish_all() {
+    let open = OPEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    for audit in open.iter().filter_map(std::sync::Weak::upgrade) {
+        audit.finish();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -581,6 +601,23 @@ mod tests {
         let ended = limiter.finish();
         assert_eq!(ended[0].count, 2);
         assert_eq!(ended[0].samples, vec!["é".repeat(SAMPLE_CHARS)]);
+    }
+
+    #[test]
+    fn a_registered_writer_writes_its_pending_summaries_before_an_exit() {
+        let dir = tempfile::tempdir().unwrap();
+        let audit = std::sync::Arc::new(
+            Audit::with(Some(dir.path()), false, Limiter::new(WINDOW, 1, 1)).unwrap(),
+        );
+        register(&audit);
+        let now = Instant::now();
+        audit.emit_at(&dns("a.test."), now);
+        audit.emit_at(&dns("b.test."), now);
+        assert_eq!(lines(dir.path(), ALL_FILE).len(), 1);
+        finish_all();
+        let all = lines(dir.path(), ALL_FILE);
+        assert_eq!(all.len(), 2);
+        assert!(all[1].contains("\"event\":\"summary\"") && all[1].contains("\"count\":1"));
     }
 
     fn lines(dir: &Path, name: &str) -> Vec<String> {

@@ -278,9 +278,13 @@ impl Server {
     ) -> Result<Server, EgressError> {
         config.limits.check()?;
         let sink = match sink {
-            Sink::Stdout => Sink::Audit(Arc::new(Audit::open(
-                config.audit_dir.as_deref().map(std::path::Path::new),
-            )?)),
+            Sink::Stdout => {
+                let audit = Arc::new(Audit::open(
+                    config.audit_dir.as_deref().map(std::path::Path::new),
+                )?);
+                crate::audit::register(&audit);
+                Sink::Audit(audit)
+            }
             other => other,
         };
         let intercept = Intercept::start(&config.credentials, env)?.map(Arc::new);

@@ -49,6 +49,8 @@ fn watch_workload(workload: &str, mode: &str) -> Result<(), Failure> {
     std::thread::spawn(move || {
         let ended = watch(watched, server);
         eprintln!("agentc egress-proxy: {ended}; exiting");
+        // What the rate limit counted and has not written yet.
+        agentc_egress::audit::finish_all();
         std::process::exit(EXIT_WORKLOAD_GONE);
     });
     Ok(())
