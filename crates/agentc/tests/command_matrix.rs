@@ -649,7 +649,12 @@ fn live_commands_on_a_sandbox_behind_the_egress_proxy_behave_alike_through_both_
     let (cli, api) = both("docker", "egress", |lab, backend| {
         sandbox_rows(lab, backend, true)
     });
-    let left = ["P", "P-egress-proxy", "network P-egress"];
+    let left = [
+        "P",
+        "P-egress-proxy",
+        "network P-egress",
+        "volume P-egress-audit",
+    ];
     let mut expected = Expected::new(
         "a sandbox behind the egress proxy",
         "docker",
@@ -715,6 +720,8 @@ const LAUNCH: &[Want] = &[
             "P-2-egress-proxy",
             "network P-1-egress",
             "network P-2-egress",
+            "volume P-1-egress-audit",
+            "volume P-2-egress-audit",
         ],
     ),
     ("rm --profile (behind the proxy)", 0, "none", &[]),

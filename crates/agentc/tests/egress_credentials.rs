@@ -268,6 +268,8 @@ fn probe(line: &str) -> String {
                 text.contains(&format!("{KEY_VARIABLE}="))
             ))
         }
+        ["dns-flood", count] => dns_flood(count.parse().unwrap_or(0)),
+        ["refused", count] => refused(count.parse().unwrap_or(0)),
         ["cat", path] => std::fs::read_to_string(path)
             .map(|text| text.replace('\n', "|"))
             .map_err(|e| e.to_string()),
@@ -471,6 +473,141 @@ fn get(url: &str) -> Result<String, String> {
         .nth(1)
         .unwrap_or("-")
         .to_string())
+}
+
+/// The sandbox's DNS server (its proxy's stub), from `/etc/resolv.conf`.
+fn nameserver() -> Result<String, String> {
+    let conf = std::fs::read_to_string("/etc/resolv.conf").map_err(|e| e.to_string())?;
+    conf.lines()
+        .find_map(|line| line.strip_prefix("nameserver "))
+        .map(|ip| format!("{}:53", ip.trim()))
+        .ok_or_else(|| format!("no nameserver in {conf}"))
+}
+
+/// A query for `name`, type A, with the id `id`.
+fn dns_query(id: u16, name: &str) -> Vec<u8> {
+    let mut query = id.to_be_bytes().to_vec();
+    query.extend_from_slice(&[0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]);
+    for label in name.split('.') {
+        query.push(label.len() as u8);
+        query.extend_from_slice(label.as_bytes());
+    }
+    query.extend_from_slice(&[0, 0, 1, 0, 1]);
+    query
+}
+
+/// Sends DNS queries over UDP to the sandbox's DNS server from four sockets, each keeping up
+/// to 48 unanswered (a reader thread counts the answers; more overflow the stub's socket),
+/// until `count` were answered: `answered=N sent=N seconds=S rate=R`.
+fn dns_flood(count: u64) -> Result<String, String> {
+    use std::net::UdpSocket;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    const IN_FLIGHT: u64 = 48;
+    let server = nameserver()?;
+    let answered = Arc::new(AtomicU64::new(0));
+    let sent = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let mut threads = Vec::new();
+    for thread in 0..4u16 {
+        let socket = UdpSocket::bind("0.0.0.0:0").map_err(|e| e.to_string())?;
+        socket.connect(&server).map_err(|e| e.to_string())?;
+        socket
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .map_err(|e| e.to_string())?;
+        let reader = socket.try_clone().map_err(|e| e.to_string())?;
+        let mine = Arc::new(AtomicU64::new(0));
+        let (theirs, total) = (mine.clone(), answered.clone());
+        threads.push(std::thread::spawn(move || {
+            let mut buffer = [0u8; 512];
+            while total.load(Ordering::Relaxed) < count
+                && started.elapsed() < Duration::from_secs(600)
+            {
+                if reader.recv(&mut buffer).is_ok() {
+                    theirs.fetch_add(1, Ordering::Relaxed);
+                    total.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }));
+        let (answered, sent) = (answered.clone(), sent.clone());
+        threads.push(std::thread::spawn(move || {
+            let mut i: u64 = 0;
+            let mut lost: u64 = 0;
+            let mut stalled = Instant::now();
+            let mut seen = 0;
+            while answered.load(Ordering::Relaxed) < count
+                && started.elapsed() < Duration::from_secs(600)
+            {
+                let done = mine.load(Ordering::Relaxed);
+                if done != seen {
+                    seen = done;
+                    stalled = Instant::now();
+                }
+                if i.saturating_sub(done + lost) >= IN_FLIGHT {
+                    // What was not answered in 50 ms is lost (a full socket buffer).
+                    if stalled.elapsed() > Duration::from_millis(50) {
+                        lost = i - done;
+                        stalled = Instant::now();
+                    }
+                    std::thread::yield_now();
+                    continue;
+                }
+                i += 1;
+                let name = format!("f{thread}-{i}.flood.test");
+                let _ = socket.send(&dns_query(i as u16, &name));
+                sent.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    for thread in threads {
+        thread.join().map_err(|_| "a flood thread panicked")?;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let answered = answered.load(Ordering::Relaxed);
+    Ok(format!(
+        "answered={answered} sent={} seconds={seconds:.1} rate={:.0}",
+        sent.load(Ordering::Relaxed),
+        answered as f64 / seconds
+    ))
+}
+
+/// `count` plain-HTTP requests for a host the allowlist does not name, through
+/// `HTTP_PROXY`, from eight threads: `refused=N seconds=S` (`refused` counting the `403`s).
+fn refused(count: u64) -> Result<String, String> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let proxy = proxy_of("HTTP_PROXY");
+    let next = Arc::new(AtomicU64::new(0));
+    let refused = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let (proxy, next, refused) = (proxy.clone(), next.clone(), refused.clone());
+            std::thread::spawn(move || {
+                while next.fetch_add(1, Ordering::Relaxed) < count {
+                    let Ok(mut stream) = TcpStream::connect(&proxy) else {
+                        continue;
+                    };
+                    stream.set_read_timeout(Some(Duration::from_secs(10))).ok();
+                    let _ = stream.write_all(
+                        b"GET http://refused.test/ HTTP/1.1\r\nHost: refused.test\r\n\
+                          Connection: close\r\n\r\n",
+                    );
+                    let mut response = Vec::new();
+                    let _ = stream.read_to_end(&mut response);
+                    if response.starts_with(b"HTTP/1.1 403") {
+                        refused.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().map_err(|_| "a request thread panicked")?;
+    }
+    Ok(format!(
+        "refused={} seconds={:.1}",
+        refused.load(Ordering::Relaxed),
+        started.elapsed().as_secs_f64()
+    ))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1161,4 +1298,178 @@ fn a_flood_neither_kills_nor_grows_the_proxy_through_the_cli_backend() {
 #[test]
 fn a_flood_neither_kills_nor_grows_the_proxy_through_the_api_backend() {
     a_flood_neither_kills_nor_grows_the_proxy("api");
+}
+
+/// The value of `key=` in a probe's result (`answered=1500000 sent=...`).
+fn figure(result: &str, key: &str) -> f64 {
+    result
+        .split(' ')
+        .find_map(|word| word.strip_prefix(&format!("{key}=")))
+        .and_then(|value| value.parse().ok())
+        .unwrap_or_else(|| panic!("no {key} in {result}"))
+}
+
+/// The count of the lines of `kind` and `reason` in `log` (JSON lines): those written in full
+/// and those the summaries counted.
+fn counted(log: &str, kind: &str, reason: &str) -> (u64, u64) {
+    let mut full = 0;
+    let mut summarized = 0;
+    for value in log
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|value| value["kind"] == kind && value["reason"] == reason)
+    {
+        match value["event"].as_str() {
+            Some("summary") => summarized += value["count"].as_u64().unwrap_or(0),
+            _ => full += 1,
+        }
+    }
+    (full, summarized)
+}
+
+fn the_audit_survives_a_flood(backend: &str) {
+    let test = format!("the_audit_survives_a_flood_through_the_{backend}_backend");
+    if !require_daemon(&test) {
+        return;
+    }
+    let mut outside = match Outside::new(&format!("fl{backend}")) {
+        Ok(outside) => outside,
+        Err(reason) if std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
+            panic!("{test}: {reason}")
+        }
+        Err(reason) => return eprintln!("skipping {test}: {reason}"),
+    };
+    let profile = outside.profile("f");
+    let (ok, output) = outside.agentc(&["run", &profile, "--backend", backend]);
+    assert!(ok, "{output}");
+    let sandbox = started_name(&output);
+    let proxy = format!("{sandbox}-egress-proxy");
+    // The proxy keeps its audit on a volume of its own; the workload mounts no such volume.
+    let proxy_mounts = inspect(
+        &proxy,
+        "{{range .Mounts}}{{.Name}}={{.Destination}} {{end}}",
+    );
+    assert!(
+        proxy_mounts.contains(&format!(
+            "{sandbox}-egress-audit=/var/lib/agentc/egress-audit"
+        )),
+        "{proxy_mounts}"
+    );
+    let workload_mounts = inspect(
+        &sandbox,
+        "{{range .Mounts}}{{.Name}}={{.Destination}} {{end}}",
+    );
+    assert!(
+        !workload_mounts.contains("egress-audit"),
+        "{workload_mounts}"
+    );
+
+    // A replay first, then the floods.
+    let results = outside.probes(
+        &sandbox,
+        &[&format!(
+            "get http://other.test/replay?k={{{KEY_VARIABLE}}}"
+        )],
+    );
+    assert_eq!(results[0], "403", "{results:?}");
+    let floods = outside.probes(&sandbox, &["dns-flood 1500000", "refused 20000"]);
+    eprintln!("{test}: dns {}; http {}", floods[0], floods[1]);
+    let answered = figure(&floods[0], "answered") as u64;
+    assert!(answered >= 1_500_000, "{floods:?}");
+    assert_eq!(figure(&floods[1], "refused") as u64, 20_000, "{floods:?}");
+
+    // The replay line is in `agentc egress log`, and every query and refusal is counted: the
+    // last window's summaries are written when it ends (10 s), so asked until they are there.
+    let log_of = || {
+        outside.agentc(&[
+            "egress",
+            "log",
+            &sandbox,
+            "--backend",
+            backend,
+            "--format",
+            "json",
+        ])
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (ok, log) = loop {
+        let (ok, log) = log_of();
+        let (full, summarized) = counted(&log, "forward", "host-not-allowed");
+        if !ok || full + summarized >= 20_000 || Instant::now() > deadline {
+            break (ok, log);
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    };
+    assert!(ok, "{}", &log[log.len().saturating_sub(2000)..]);
+    let replays = log
+        .lines()
+        .filter(|line| line.contains("\"kind\":\"credential-replay\""))
+        .count();
+    assert_eq!(replays, 1, "{}", &log[log.len().saturating_sub(2000)..]);
+    let (full, summarized) = counted(&log, "dns", "dns-query");
+    eprintln!("{test}: the proxy counted {full} DNS lines in full and {summarized} in summaries");
+    assert!(
+        full + summarized >= answered,
+        "{full} + {summarized} < {answered}"
+    );
+    assert!(full < 20_000, "the DNS lines were not limited: {full}");
+    let (full, summarized) = counted(&log, "forward", "host-not-allowed");
+    assert!(full + summarized >= 20_000, "{full} + {summarized}");
+    assert!(log.contains("\"event\":\"summary\""));
+
+    // The audit directory within its bound (the archive of it: the files and tar headers).
+    let archive = Command::new("docker")
+        .args(["cp", &format!("{proxy}:/var/lib/agentc/egress-audit"), "-"])
+        .output()
+        .expect("docker cp");
+    assert!(archive.status.success(), "{archive:?}");
+    let bytes = archive.stdout.len() as u64;
+    eprintln!("{test}: the audit directory's archive is {bytes} bytes");
+    assert!(
+        bytes <= agentc_egress::audit::DISK_BOUND + 64 * 1024,
+        "{bytes} bytes"
+    );
+    // The replay line is in the first priority file, which no flood rotates.
+    let text = String::from_utf8_lossy(&archive.stdout);
+    assert!(text.contains("\"kind\":\"credential-replay\""));
+
+    // A stopped proxy: egress is down (exit 1), and the log still has the replay line.
+    docker(&["stop", &proxy]).expect("stop the proxy");
+    let (ok, log) = outside.agentc(&[
+        "egress",
+        "log",
+        &sandbox,
+        "--backend",
+        backend,
+        "--format",
+        "json",
+    ]);
+    assert!(!ok, "{}", &log[log.len().saturating_sub(2000)..]);
+    assert_eq!(
+        log.lines()
+            .filter(|line| line.contains("\"kind\":\"credential-replay\""))
+            .count(),
+        1,
+        "{}",
+        &log[log.len().saturating_sub(2000)..]
+    );
+
+    // Removed with the sandbox: no volume of the profile is left.
+    let (ok, output) = outside.agentc(&["rm", &sandbox]);
+    assert!(ok, "{output}");
+    let filter = format!("label=io.agentc.profile={}", outside.profiles[0]);
+    assert_eq!(
+        docker(&["volume", "ls", "-q", "--filter", &filter]).unwrap_or_default(),
+        ""
+    );
+}
+
+#[test]
+fn the_audit_survives_a_flood_through_the_cli_backend() {
+    the_audit_survives_a_flood("cli");
+}
+
+#[test]
+fn the_audit_survives_a_flood_through_the_api_backend() {
+    the_audit_survives_a_flood("api");
 }

@@ -1,7 +1,7 @@
 //! The egress companion of a launch, written once over the [engine port](crate::port): the
 //! proxy image ensured (built from the agentc executable the caller names, [`ProxyExecutable`],
 //! and imported unless the engine has it), the isolated network created, the proxy's CA
-//! volume, the proxy created, connected at its fixed address, started and health-checked (its
+//! and audit volumes, the proxy created, connected at its fixed address, started and health-checked (its
 //! own `egress-proxy health` as an exec), and the ports it relays checked published, all
 //! before the workload is created; its removal with the launch ([`teardown`]); where a
 //! workload's relayed ports are reachable ([`add_relayed_ports`]). The leftovers of killed
@@ -56,8 +56,8 @@ pub struct EgressSet {
     pub network: String,
     /// The proxy container.
     pub proxy: String,
-    /// The proxy's CA volume, when it holds credentials.
-    pub volume: Option<String>,
+    /// The proxy's volumes: its audit volume, and its CA volume when it holds credentials.
+    pub volumes: Vec<String>,
 }
 
 fn failed(step: &'static str, message: impl ToString) -> ExecError {
@@ -171,7 +171,7 @@ pub async fn setup<P: EnginePort>(
     let mut set = EgressSet {
         network: egress.network.name.clone(),
         proxy: egress.proxy.name.clone().unwrap_or_default(),
-        volume: None,
+        volumes: Vec::new(),
     };
     if let Some(signal) = interrupted() {
         return Err(stopped(signal));
@@ -187,10 +187,17 @@ pub async fn setup<P: EnginePort>(
     let result = async {
         // The CA volume after the network, before the proxy that writes it.
         if let Some(volume) = egress::ca_volume(egress) {
-            set.volume = Some(volume.clone());
+            set.volumes.push(volume.clone());
             port.create_volume(&volume, &egress.network.labels)
                 .await
                 .map_err(|error| failed(egress::CREATE_CA_VOLUME, error))?;
+        }
+        // The audit volume, labelled as the CA volume (removed with the companion).
+        if let Some(volume) = egress::audit_volume(egress) {
+            set.volumes.push(volume.clone());
+            port.create_volume(&volume, &egress.network.labels)
+                .await
+                .map_err(|error| failed(egress::CREATE_AUDIT_VOLUME, error))?;
         }
         pause_at(pause::NETWORK, &mut *interrupted).await?;
         let secrets = secrets::secret_values(&egress.proxy, env);
@@ -256,7 +263,7 @@ async fn pause_at(step: &str, interrupted: Interrupted<'_>) -> Result<(), ExecEr
     between_steps(interrupted)
 }
 
-/// Removes the proxy, then the network, then the CA volume; best effort (`agentc rm` and the
+/// Removes the proxy, then the network, then its volumes; best effort (`agentc rm` and the
 /// reaper find the rest by label).
 pub async fn teardown<P: EnginePort>(port: &P, set: &EgressSet) {
     log::debug!(
@@ -272,7 +279,7 @@ pub async fn teardown<P: EnginePort>(port: &P, set: &EgressSet) {
         Err(error) if error.is_not_found() => {}
         Err(error) => log::warn!("could not remove the network {}: {error}", set.network),
     }
-    if let Some(volume) = &set.volume {
+    for volume in &set.volumes {
         remove_volume(port, volume).await;
     }
 }

@@ -118,6 +118,26 @@ pub fn ca_volume(egress: &EgressSpec) -> Option<String> {
         })
 }
 
+/// The volume the companion's proxy keeps its audit files on ([`agentc_policy::AUDIT_DIR_TARGET`],
+/// [`agentc_egress::audit`]), never mounted in the workload.
+pub fn audit_volume(egress: &EgressSpec) -> Option<String> {
+    egress
+        .proxy
+        .mounts
+        .iter()
+        .find_map(|mount| match &mount.source {
+            agentc_policy::MountSource::Volume { name, .. }
+                if mount.target == agentc_policy::AUDIT_DIR_TARGET =>
+            {
+                Some(name.clone())
+            }
+            _ => None,
+        })
+}
+
+/// The step a companion's audit volume fails at.
+pub const CREATE_AUDIT_VOLUME: &str = "create the egress proxy's audit volume";
+
 /// The step a companion's CA volume fails at.
 pub const CREATE_CA_VOLUME: &str = "create the egress proxy's CA volume";
 

@@ -99,7 +99,8 @@ pub fn egress_proxy_argv(
         hosts,
         allow_cidrs,
     )?
-    .with_allow_ech(allow_ech)?;
+    .with_allow_ech(allow_ech)?
+    .with_audit_dir(agentc_egress::audit::AUDIT_DIR)?;
     if let Some(names) = wildcard_names_per_minute {
         config.limits.wildcard_names_per_minute = names;
         config.limits.check()?;
@@ -304,7 +305,8 @@ mod tests {
                 "--allow=api.anthropic.com",
                 "--allow=*.github.com:443",
                 "--allow-cidr=10.20.0.0/16",
-                "--allow-ech=*.github.com:443"
+                "--allow-ech=*.github.com:443",
+                "--audit-dir=/var/lib/agentc/egress-audit"
             ]
         );
         assert_eq!(argv[0], agentc_egress::PROXY_BINARY);

@@ -167,6 +167,10 @@ pub struct Config {
     /// names one (`--upstream`, [`crate::upstream`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upstream: Option<Upstream>,
+    /// Where the proxy keeps its bounded audit files (`--audit-dir`, [`crate::audit`]): a
+    /// directory of its own; `None` writes the decision lines to stdout only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit_dir: Option<String>,
 }
 
 /// One published port of the workload, relayed by the proxy: it accepts TCP on its own port
@@ -237,6 +241,7 @@ impl Default for Config {
             limits: Limits::default(),
             credentials: CredentialConfig::default(),
             upstream: None,
+            audit_dir: None,
         }
     }
 }
@@ -272,6 +277,7 @@ impl Config {
             limits: Limits::default(),
             credentials: CredentialConfig::default(),
             upstream: None,
+            audit_dir: None,
         };
         config.limits.check()?;
         Ok(config)
@@ -454,6 +460,34 @@ impl Config {
         Ok(self)
     }
 
+    /// The configuration whose proxy keeps its audit files in `dir` (`--audit-dir`, an
+    /// absolute path; [`crate::audit`]).
+    ///
+    /// ```
+    /// use agentc_egress::Config;
+    /// let none: [&str; 0] = [];
+    /// let config = Config::from_args("0.0.0.0:3128", None, &["a.example"], &none)
+    ///     .unwrap()
+    ///     .with_audit_dir("/var/lib/agentc/egress-audit")
+    ///     .unwrap();
+    /// let argv = agentc_egress::proxy_command(&config);
+    /// assert_eq!(argv[5..], ["--audit-dir=/var/lib/agentc/egress-audit"]);
+    /// assert!(Config::default().with_audit_dir("relative").is_err());
+    /// ```
+    pub fn with_audit_dir(mut self, dir: &str) -> Result<Config, EgressError> {
+        if !dir.starts_with('/') || dir.contains('\0') {
+            return Err(EgressError::Audit {
+                path: dir.to_string(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "--audit-dir takes an absolute path",
+                ),
+            });
+        }
+        self.audit_dir = Some(dir.to_string());
+        Ok(self)
+    }
+
     /// Where the relay listening on `port` accepts connections: every address of the proxy's
     /// container (the unspecified address of the listen address's family), since the host
     /// publishes the relay through the outside network while the proxy itself listens on its
@@ -479,8 +513,8 @@ impl Config {
 /// The proxy container's command: the full argv, starting with [`PROXY_BINARY`], that every
 /// renderer (docker CLI, Engine API, Kubernetes) uses. Values are attached (`--allow=HOST`), so
 /// none can be read as a flag. The ECH opt-ins (`--allow-ech=HOST`) follow the ranges, then
-/// `--wildcard-names-per-minute=N` when N is not the default, then the credential settings
-/// ([`CredentialConfig::args`]), then the upstream proxy ([`Upstream::args`]); the relays come
+/// `--wildcard-names-per-minute=N` when N is not the default, then `--audit-dir=DIR` when set,
+/// then the credential settings ([`CredentialConfig::args`]), then the upstream proxy ([`Upstream::args`]); the relays come
 /// last
 /// (`--relay=LISTEN=IP:PORT`).
 ///
@@ -517,6 +551,9 @@ pub fn proxy_command(config: &Config) -> Vec<String> {
     let wildcard_names = config.limits.wildcard_names_per_minute;
     if wildcard_names != DEFAULT_NAMES_PER_MINUTE {
         argv.push(format!("--wildcard-names-per-minute={wildcard_names}"));
+    }
+    if let Some(dir) = &config.audit_dir {
+        argv.push(format!("--audit-dir={dir}"));
     }
     argv.extend(config.credentials.args());
     if let Some(upstream) = &config.upstream {

@@ -128,4 +128,12 @@ pub enum EgressError {
         /// What the daemon or the docker CLI said.
         reason: String,
     },
+    /// The audit directory (`--audit-dir`) or a file in it could not be opened.
+    #[error("cannot open the audit files in {path}: {source}")]
+    Audit {
+        /// The directory.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
 }

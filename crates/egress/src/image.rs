@@ -170,10 +170,14 @@ const PASSWD: &str =
     "root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n";
 const GROUP: &str = "root:x:0:\nnogroup:x:65534:\n";
 const NSSWITCH: &str = "hosts: files dns\n";
-/// The one directory owned by the image's user (65534): where the proxy writes its launch
+/// A directory owned by the image's user (65534): where the proxy writes its launch
 /// CA's certificate and the workload's trust bundle (`credential::CredentialConfig::ca_dir`,
 /// the policy's `CA_DIR_TARGET`).
 pub const OWNED_DIRECTORY: &str = crate::credential::CA_DIR;
+
+/// The other directory owned by the image's user, private to it (0700): where the proxy keeps
+/// its audit files ([`crate::audit::AUDIT_DIR`]), a volume of its own that starts as a copy.
+pub const AUDIT_DIRECTORY: &str = crate::audit::AUDIT_DIR;
 
 /// Builds the root filesystem as a deterministic tar (pure: same inputs, same bytes).
 pub fn rootfs_tar(inputs: &RootfsInputs) -> Vec<u8> {
@@ -206,7 +210,7 @@ pub fn rootfs_tar(inputs: &RootfsInputs) -> Vec<u8> {
     ] {
         directories.insert(path.to_string(), mode);
     }
-    for parent in parents(OWNED_DIRECTORY) {
+    for parent in parents(OWNED_DIRECTORY).chain(parents(AUDIT_DIRECTORY)) {
         directories.entry(parent).or_insert(0o755);
     }
     let mut tar = Vec::new();
@@ -218,6 +222,14 @@ pub fn rootfs_tar(inputs: &RootfsInputs) -> Vec<u8> {
     tar.extend_from_slice(&owned_tar_header(
         &format!("{OWNED_DIRECTORY}/"),
         0o755,
+        0,
+        b'5',
+        "",
+        65534,
+    ));
+    tar.extend_from_slice(&owned_tar_header(
+        &format!("{AUDIT_DIRECTORY}/"),
+        0o700,
         0,
         b'5',
         "",

@@ -51,6 +51,7 @@
 #![deny(missing_docs)]
 
 pub mod addr;
+pub mod audit;
 #[cfg(feature = "runtime")]
 pub mod ca;
 pub mod ca_fetch;

@@ -28,6 +28,10 @@
 //! request that carries a placeholder where its credential is not bound is refused, and its
 //! one decision line is the audit line: `"kind":"credential-replay"`, reason
 //! `credential-replay`, `credential` the placeholder's, and `detail` where it was seen.
+//! A response of a bound host in which the proxy replaced a held value is a `scrub` line.
+//! Every line goes through the audit writer ([`crate::audit`]): repeated lines of one kind,
+//! decision and reason past a budget per window are counted into `summary` lines ([`Summary`]),
+//! and the lines are also kept in the proxy's own bounded files (`--audit-dir`).
 //! Nothing else goes to stdout.
 
 use std::io::Write;
@@ -40,7 +44,7 @@ use serde::Serialize;
 use crate::policy::Reason;
 
 /// What kind of request a line is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
     /// An HTTP CONNECT tunnel.
@@ -74,6 +78,9 @@ pub enum Event {
     /// What became of an allowed request: closed (with the bytes), or refused after the
     /// decision (its address, its connection).
     Close,
+    /// How many lines of one kind, decision and reason the rate limit of [`crate::audit`]
+    /// left out in one window ([`Summary`]).
+    Summary,
 }
 
 /// The next request id of this process (1 and up).
@@ -203,6 +210,45 @@ impl Record {
         let mut stdout = std::io::stdout().lock();
         let _ = stdout.write_all(line.as_bytes());
         let _ = stdout.flush();
+    }
+}
+
+/// A summary line of [`crate::audit`]: the lines of one kind, decision and reason that its
+/// rate limit left out in one window, counted, with a few of their hosts or query names.
+///
+/// ```json
+/// {"time":"2026-11-30T04:03:22.000Z","id":9001,"event":"summary","kind":"dns","decision":"deny","reason":"dns-query","count":48213,"first_time":"2026-11-30T04:03:12.004Z","last_time":"2026-11-30T04:03:21.998Z","samples":["a1.exfil.test.","a2.exfil.test."]}
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// When the summary was written (RFC 3339 UTC, milliseconds).
+    pub time: String,
+    /// An id of its own (this process's ids, as a request's).
+    pub id: u64,
+    /// Always [`Event::Summary`].
+    pub event: Event,
+    /// The kind of the lines left out.
+    pub kind: Kind,
+    /// Their decision, `allow` or `deny`.
+    pub decision: &'static str,
+    /// Their reason code.
+    pub reason: &'static str,
+    /// How many were left out.
+    pub count: u64,
+    /// The time of the first line left out.
+    pub first_time: String,
+    /// The time of the last.
+    pub last_time: String,
+    /// A few of their hosts or query names (at most [`crate::audit::MAX_SAMPLES`], each at
+    /// most [`crate::audit::SAMPLE_CHARS`] characters), distinct, in the order seen.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<String>,
+}
+
+impl Summary {
+    /// The JSON line, without the newline.
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| String::from("{}"))
     }
 }
 

@@ -10,7 +10,9 @@
 //!
 //! TARGET is what the request asked for: `host:port`, a DNS query's name and type, or for a
 //! relayed connection the workload's address. BYTES is `up/down` (sent to the server, received
-//! from it) on close lines. A refusal's `detail` and a credential's name follow the row. A line
+//! from it) on close lines. A refusal's `detail` and a credential's name follow the row; a
+//! `summary` row says how many lines of its kind, decision and reason the rate limit left out,
+//! from when to when, and a few of their names ([`crate::audit`]). A line
 //! that is not one of the proxy's JSON objects is printed unchanged, so nothing is hidden.
 
 use serde_json::Value;
@@ -68,6 +70,21 @@ pub fn row(line: &str) -> String {
     if let Some(detail) = text("detail") {
         row.push_str(&format!("  ({detail})"));
     }
+    // A summary of the rate limit ([`crate::log::Summary`]): how many, when, and a few names.
+    if let Some(count) = text("count") {
+        row.push_str(&format!(
+            "  ({count} more from {} to {}",
+            text("first_time").map_or_else(|| "-".to_string(), |t| clock(&t)),
+            text("last_time").map_or_else(|| "-".to_string(), |t| clock(&t)),
+        ));
+        if let Some(Value::Array(samples)) = record.get("samples") {
+            let samples: Vec<&str> = samples.iter().filter_map(Value::as_str).collect();
+            if !samples.is_empty() {
+                row.push_str(&format!(", such as {}", samples.join(" ")));
+            }
+        }
+        row.push(')');
+    }
     row
 }
 
@@ -95,6 +112,19 @@ fn columns<const N: usize>(cells: [&str; N]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_summary_row_says_how_many_when_and_a_few_names() {
+        let line = r#"{"time":"2026-12-04T04:00:10.000Z","id":90,"event":"summary","kind":"dns","decision":"deny","reason":"dns-query","count":48213,"first_time":"2026-12-04T04:00:00.100Z","last_time":"2026-12-04T04:00:09.900Z","samples":["a.exfil.test.","b.exfil.test."]}"#;
+        let row = row(line);
+        assert!(row.contains(" summary "), "{row}");
+        assert!(
+            row.ends_with(
+                "(48213 more from 04:00:00.100 to 04:00:09.900, such as a.exfil.test. b.exfil.test.)"
+            ),
+            "{row}"
+        );
+    }
 
     #[test]
     fn each_kind_of_line_is_one_row_with_its_target_and_bytes() {

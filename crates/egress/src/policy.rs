@@ -54,6 +54,9 @@ pub enum Reason {
     TooManyConnections,
     /// A DNS query to the stub: answered NXDOMAIN.
     DnsQuery,
+    /// A DNS-over-TCP connection or query the stub dropped unanswered: one over its
+    /// connections at once, past a connection's queries, or longer than a DNS message.
+    DnsDropped,
     /// A name allowed only through a wildcard entry whose domain had its distinct names for
     /// the minute resolved already ([`crate::wildcard`]): refused before any look-up.
     WildcardRate,
@@ -109,6 +112,7 @@ impl Reason {
             Reason::RawNotAllowed => "raw-not-allowed",
             Reason::TooManyConnections => "too-many-connections",
             Reason::DnsQuery => "dns-query",
+            Reason::DnsDropped => "dns-dropped",
             Reason::WildcardRate => "wildcard-rate",
             Reason::CredentialReplay => "credential-replay",
             Reason::Misdirected => "misdirected",

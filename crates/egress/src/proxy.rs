@@ -34,6 +34,7 @@ use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio::time::{timeout, Instant};
 
+use crate::audit::Audit;
 use crate::config::{Config, Limits, Relay};
 use crate::error::EgressError;
 use crate::log::{Kind, Record};
@@ -91,22 +92,44 @@ impl Resolve for SystemResolver {
     }
 }
 
-/// Where decision lines go: stdout (the product), or a channel (tests).
+/// Where decision lines go: the audit writer (the product), or a channel (tests).
 #[derive(Debug, Clone)]
 pub enum Sink {
-    /// One line per record on stdout.
+    /// The audit writer of the configuration ([`Server::bind_with_env`] opens it: the rate
+    /// limit, stdout and the `--audit-dir` files).
     Stdout,
-    /// Each record sent on the channel.
+    /// An audit writer opened already ([`crate::audit::Audit`]).
+    Audit(Arc<Audit>),
+    /// Each record sent on the channel, unlimited.
     Channel(tokio::sync::mpsc::UnboundedSender<Record>),
+}
+
+/// The audit writer of a [`Sink::Stdout`] that was not opened for a configuration: stdout only.
+fn stdout_audit() -> &'static Audit {
+    static AUDIT: std::sync::OnceLock<Audit> = std::sync::OnceLock::new();
+    AUDIT.get_or_init(|| {
+        Audit::with(None, true, crate::audit::Limiter::default())
+            .expect("an audit writer without files opens nothing")
+    })
 }
 
 impl Sink {
     fn emit(&self, record: Record) {
         match self {
-            Sink::Stdout => record.emit(),
+            Sink::Stdout => stdout_audit().emit(&record),
+            Sink::Audit(audit) => audit.emit(&record),
             Sink::Channel(sender) => {
                 let _ = sender.send(record);
             }
+        }
+    }
+
+    /// The audit writer behind this sink, if any.
+    fn audit(&self) -> Option<&Audit> {
+        match self {
+            Sink::Stdout => Some(stdout_audit()),
+            Sink::Audit(audit) => Some(audit),
+            Sink::Channel(_) => None,
         }
     }
 }
@@ -256,6 +279,16 @@ impl Server {
         env: &BTreeMap<String, String>,
     ) -> Result<Server, EgressError> {
         config.limits.check()?;
+        let sink = match sink {
+            Sink::Stdout => {
+                let audit = Arc::new(Audit::open(
+                    config.audit_dir.as_deref().map(std::path::Path::new),
+                )?);
+                crate::audit::register(&audit);
+                Sink::Audit(audit)
+            }
+            other => other,
+        };
         let intercept = Intercept::start(&config.credentials, env)?.map(Arc::new);
         let upstream_tls = chain::tls_client(config)?;
         let upstream_auth = match &config.upstream {
@@ -384,6 +417,20 @@ impl Server {
         for (listener, target) in self.relays {
             tasks.spawn(relay::serve_relay(listener, target, self.shared.clone()));
         }
+        // The rate limit's summaries are written when their window ends.
+        if self.shared.sink.audit().is_some() {
+            let shared = self.shared.clone();
+            tasks.spawn(async move {
+                let mut ticks = tokio::time::interval(Duration::from_secs(1));
+                loop {
+                    ticks.tick().await;
+                    if let Some(audit) = shared.sink.audit() {
+                        audit.tick();
+                    }
+                }
+            });
+        }
+        let sink = self.shared.sink.clone();
         tasks.spawn(serve_proxy(self.listener, self.shared));
         let replayed = async {
             match stop {
@@ -403,6 +450,10 @@ impl Server {
             }
         };
         tasks.abort_all();
+        // What the rate limit counted and has not written yet.
+        if let Some(audit) = sink.audit() {
+            audit.finish();
+        }
         outcome
     }
 }

@@ -486,6 +486,60 @@ async fn the_dns_stub_answers_nxdomain_over_udp_and_tcp_and_logs_each_name() {
 }
 
 #[tokio::test]
+async fn what_the_dns_stub_drops_over_tcp_is_a_line() {
+    let mut proxy = Proxy::start(&[], Limits::default()).await;
+    // Past a connection's 16 queries: answered 16, then one line for the connection.
+    let mut stream = TcpStream::connect(proxy.dns).await.unwrap();
+    for i in 0..17u16 {
+        let query = dns::query(i, &format!("q{i}.tcp.test"), 1);
+        let mut framed = (query.len() as u16).to_be_bytes().to_vec();
+        framed.extend_from_slice(&query);
+        stream.write_all(&framed).await.unwrap();
+    }
+    let mut answers = 0;
+    while let Ok(Ok(length)) = tokio::time::timeout(Duration::from_secs(5), stream.read_u16()).await
+    {
+        let mut answer = vec![0u8; length as usize];
+        stream.read_exact(&mut answer).await.unwrap();
+        answers += 1;
+    }
+    assert_eq!(answers, 16);
+    for _ in 0..16 {
+        assert_eq!(proxy.next_line().await.reason, "dns-query");
+    }
+    let dropped = proxy.next_line().await;
+    assert_eq!((dropped.kind, dropped.reason), (Kind::Dns, "dns-dropped"));
+    assert!(
+        dropped
+            .detail
+            .as_deref()
+            .unwrap_or_default()
+            .contains("16th"),
+        "{dropped:?}"
+    );
+    // Over the 64 connections at once: the 65th is closed and said.
+    let mut held = Vec::new();
+    for _ in 0..64 {
+        held.push(TcpStream::connect(proxy.dns).await.unwrap());
+    }
+    let mut extra = TcpStream::connect(proxy.dns).await.unwrap();
+    let mut byte = [0u8; 1];
+    let closed = tokio::time::timeout(Duration::from_secs(5), extra.read(&mut byte)).await;
+    assert!(matches!(closed, Ok(Ok(0)) | Ok(Err(_))), "{closed:?}");
+    let dropped = proxy.next_line().await;
+    assert_eq!((dropped.kind, dropped.reason), (Kind::Dns, "dns-dropped"));
+    assert!(
+        dropped
+            .detail
+            .as_deref()
+            .unwrap_or_default()
+            .contains("64 TCP connections"),
+        "{dropped:?}"
+    );
+    drop(held);
+}
+
+#[tokio::test]
 async fn the_health_check_answers_only_a_running_proxy() {
     let proxy = Proxy::start(&[], Limits::default()).await;
     let address = proxy.address;

@@ -81,6 +81,10 @@ pub struct EgressServeArgs {
     /// workload trusts (`bundle.pem`); required with `--credential`.
     #[arg(long, value_name = "DIR")]
     pub ca_dir: Option<String>,
+    /// Where the proxy keeps its bounded audit files besides stdout (`priority.jsonl`, the
+    /// first 4 MiB of credential and scrub lines; rings of the newest: 24 MiB at most in all).
+    #[arg(long, value_name = "DIR")]
+    pub audit_dir: Option<String>,
     /// A PEM file or directory of CA certificates trusted for the upstreams of terminated
     /// tunnels and for an `https://` upstream proxy, besides Mozilla's roots.
     #[arg(long, value_name = "PATH", action = clap::ArgAction::Append)]

@@ -49,6 +49,8 @@ fn watch_workload(workload: &str, mode: &str) -> Result<(), Failure> {
     std::thread::spawn(move || {
         let ended = watch(watched, server);
         eprintln!("agentc egress-proxy: {ended}; exiting");
+        // What the rate limit counted and has not written yet.
+        agentc_egress::audit::finish_all();
         std::process::exit(EXIT_WORKLOAD_GONE);
     });
     Ok(())
@@ -66,6 +68,10 @@ pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
             )
             .and_then(|config| config.with_allow_ech(&args.allow_ech))
             .and_then(|config| config.with_relays(&args.relay))
+            .and_then(|config| match &args.audit_dir {
+                Some(dir) => config.with_audit_dir(dir),
+                None => Ok(config),
+            })
             .and_then(|mut config| {
                 config.limits.wildcard_names_per_minute = args.wildcard_names_per_minute;
                 config.limits.check().map(|()| config)

@@ -16,7 +16,7 @@ use agentc_backend_common::session::{
     parse_since, ExecRequest, ExecStdin, LogsRequest, OutputSink, ProcessStdio, Sandbox,
     SandboxClient, SandboxEgress, SessionError, Stream, EXEC_TAG_VAR,
 };
-use agentc_backend_common::session::{Sandboxes, SessionPort};
+use agentc_backend_common::session::{Sandboxes, SessionPort, Unseen};
 use agentc_backend_common::{exit_status, ExecError, Interrupt};
 use agentc_policy::{EnvValue, EnvVar};
 
@@ -484,11 +484,6 @@ impl OnClient for EgressLog {
                 Failure::new(EXIT_FAILED, format!("{} has no egress proxy", sandbox.name))
             }));
         };
-        let request = LogsRequest {
-            follow: args.follow && egress.state.is_up(),
-            tail: args.tail,
-            since: None,
-        };
         let mut signals = Signals::new()?;
         let mut table = TableOutput::default();
         let mut stdio = ProcessStdio;
@@ -496,8 +491,47 @@ impl OnClient for EgressLog {
             EgressLogFormat::Table => &mut table,
             EgressLogFormat::Json => &mut stdio,
         };
+        // The container log merged with the proxy's audit files, which no flood rotates away.
+        let history = tokio::select! {
+            history = client.egress_history(&proxy, args.tail) => match history {
+                Ok(history) => history,
+                Err(SessionError::Launch(ExecError::NoSuchContainer { .. })) => Default::default(),
+                Err(error) => return Err(session_failure(error)),
+            },
+            signal = signals.recv() => return Ok(u8::try_from(signal.exit_code()).unwrap_or(130)),
+        };
+        let mut text = String::new();
+        for line in &history.lines {
+            text.push_str(line);
+            text.push('\n');
+        }
+        let written = output
+            .write(Stream::Stderr, &history.stderr)
+            .and_then(|()| output.write(Stream::Stdout, text.as_bytes()));
+        if let Err(error) = written {
+            return Err(Failure::new(
+                EXIT_FAILED,
+                format!("cannot write the log: {error}"),
+            ));
+        }
+        let follow = args.follow && egress.state.is_up();
+        // Followed: the container log from the second of the last line printed on, without
+        // the lines printed already.
+        let since = history.since();
+        let request = LogsRequest {
+            follow,
+            tail: if since.is_some() { None } else { Some(0) },
+            since,
+        };
+        let mut unseen = Unseen::new(&history.lines, output);
         tokio::select! {
-            result = client.logs(&proxy, &request, output) => {
+            result = async {
+                if follow {
+                    client.logs(&proxy, &request, &mut unseen).await
+                } else {
+                    Ok(())
+                }
+            } => {
                 match result {
                     Ok(()) | Err(SessionError::Launch(ExecError::NoSuchContainer { .. })) => {}
                     Err(error) => return Err(session_failure(error)),

@@ -78,8 +78,8 @@ pub async fn remove_volume<P: EnginePort>(port: &P, volume: &str) {
     }
 }
 
-/// Removes the egress companions of the workload `name` (the proxies, networks and CA volumes
-/// labelled `io.agentc.egress-for=NAME`) and returns what it removed (`PROXY`, `network
+/// Removes the egress companions of the workload `name` (the proxies, networks, and CA and
+/// audit volumes labelled `io.agentc.egress-for=NAME`) and returns what it removed (`PROXY`, `network
 /// NAME`, `volume NAME`); the workload must be gone already, or its network is still in use.
 pub async fn remove_companions<P: EnginePort>(
     port: &P,
@@ -113,7 +113,7 @@ pub async fn remove_companions<P: EnginePort>(
             Err(error) => return Err(failed("remove the isolated network", error)),
         }
     }
-    // The CA volumes of proxies that held credentials.
+    // The proxies' volumes: their audit volumes, and the CA volumes of those that held credentials.
     remove_ca_volumes(port, &filter, &mut removed).await?;
     Ok(removed)
 }
@@ -140,8 +140,8 @@ pub async fn remove_orphan_networks<P: EnginePort>(port: &P) -> Result<Vec<Strin
     Ok(removed)
 }
 
-/// Removes the egress companions (proxies, isolated networks, CA volumes) whose workload is
-/// gone ([`egress_state::orphans`]: past the grace, or with their proxy ended, or of `own`,
+/// Removes the egress companions (proxies, isolated networks, CA and audit volumes) whose
+/// workload is gone ([`egress_state::orphans`]: past the grace, or with their proxy ended, or of `own`,
 /// the workload the caller launches next, or of the profile `at_once`, a fault test's; and no
 /// set whose network a container other than a proxy is on) and returns what it removed, per
 /// workload: what every agentc command that talks to the engine does first, so that a launch
@@ -246,8 +246,8 @@ pub async fn reap<P: EnginePort>(
 }
 
 /// Removes the networks agentc made (labelled `io.agentc.profile`, `=PROFILE` when given) and
-/// the egress proxies' CA volumes (labelled `io.agentc.kind=egress-proxy` too), what `agentc rm
-/// --profile` and `--all` remove after the containers; returns `network NAME` and `volume NAME`
+/// the egress proxies' CA and audit volumes (labelled `io.agentc.kind=egress-proxy` too), what
+/// `agentc rm --profile` and `--all` remove after the containers; returns `network NAME` and `volume NAME`
 /// for each. A network some container still uses is left, and named in the error.
 pub async fn remove_labelled<P: EnginePort>(
     port: &P,
@@ -281,7 +281,7 @@ pub async fn remove_labelled<P: EnginePort>(
     Ok(removed)
 }
 
-/// Removes the egress proxies' CA volumes `filter` selects, naming each in `removed`.
+/// Removes the egress proxies' CA and audit volumes `filter` selects, naming each in `removed`.
 async fn remove_ca_volumes<P: EnginePort>(
     port: &P,
     filter: &Filter,

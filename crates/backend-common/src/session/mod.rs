@@ -9,8 +9,8 @@
 //! running `docker` through `tokio::process`) and the Engine API backend's
 //! (`agentc_backend_api::ApiClient`, through bollard) are [`Sandboxes`] over their ports, and
 //! the `agentc exec`, `cp`, `port`, `logs`,
-//! `egress log`, `stop`, `start` and `shell` commands are written
-//! against it, generic over the backend.
+//! `egress log` (its history merged with the proxy's audit files: [`egress_log`]), `stop`,
+//! `start` and `shell` commands are written against it, generic over the backend.
 //!
 //! What both implementations share is here and pure: which container a NAME means and the
 //! refusal of any other ([`target`]), where a port is reachable ([`target::endpoint`]), how a
@@ -34,6 +34,7 @@
 //! ```
 
 pub mod copy;
+pub mod egress_log;
 pub mod error;
 pub mod images;
 pub mod port;
@@ -50,6 +51,7 @@ use agentc_policy::{LaunchSpec, Protocol};
 use bollard::models::ContainerInspectResponse;
 
 pub use copy::{Direction, Transport};
+pub use egress_log::{EgressHistory, Unseen};
 pub use error::SessionError;
 pub use images::{CommitRequest, ImageRecord};
 pub use port::SessionPort;
@@ -187,8 +189,8 @@ pub trait SandboxClient: Send + Sync {
     ) -> impl Future<Output = Result<(), SessionError>> + Send;
 
     /// Kills and removes the sandbox and its egress companions (the proxy, isolated network
-    /// and CA volume made for it), best effort: never fails and never panics; the report says
-    /// whether it was removed and what is left.
+    /// and CA and audit volumes made for it), best effort: never fails and never panics; the
+    /// report says whether it was removed and what is left.
     fn delete(&self, sandbox: &Sandbox) -> impl Future<Output = DeleteReport> + Send;
 
     /// The sandbox's egress through agentc's egress proxy: `None` when it is not behind one
@@ -333,8 +335,8 @@ pub trait SandboxClient: Send + Sync {
     ) -> impl Future<Output = Result<ImageFacts, SessionError>> + Send;
 
     /// Removes the egress companions of the workload that was named `workload` (the proxy,
-    /// isolated network and CA volume labelled `io.agentc.egress-for=WORKLOAD`; the workload
-    /// must be gone) and returns what it removed.
+    /// isolated network and CA and audit volumes labelled `io.agentc.egress-for=WORKLOAD`; the
+    /// workload must be gone) and returns what it removed.
     fn remove_companions(
         &self,
         workload: &str,

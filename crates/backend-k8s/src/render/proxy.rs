@@ -22,6 +22,9 @@ use crate::egress::{self, DNS_PORT, PROXY_PORT, PROXY_UID};
 use crate::error::RenderError;
 use crate::Object;
 
+/// The egress proxy Pod's volume of its audit files ([`agentc_egress::audit::AUDIT_DIR`]).
+pub const AUDIT_VOLUME: &str = "egress-audit";
+
 impl Renderer<'_> {
     /// The egress proxy of an allowlist: its Pod, its Service, its NetworkPolicy, the
     /// workload's rules towards it and the workload's proxy variables.
@@ -134,8 +137,24 @@ impl Renderer<'_> {
             }
         }
         let mut proxy_env = None;
-        let mut proxy_volumes = None;
-        let mut proxy_mounts = None;
+        // The proxy's audit files (`--audit-dir`): an `emptyDir` of its own Pod, on disk,
+        // limited to their bound (the workload's Pod never mounts it).
+        let mut proxy_volumes = Some(vec![k8s_openapi::api::core::v1::Volume {
+            name: AUDIT_VOLUME.to_string(),
+            empty_dir: Some(k8s_openapi::api::core::v1::EmptyDirVolumeSource {
+                medium: None,
+                size_limit: Some(Quantity(format!(
+                    "{}Mi",
+                    (agentc_egress::audit::DISK_BOUND >> 20) + 8
+                ))),
+            }),
+            ..Default::default()
+        }]);
+        let mut proxy_mounts = Some(vec![VolumeMount {
+            name: AUDIT_VOLUME.to_string(),
+            mount_path: agentc_egress::audit::AUDIT_DIR.to_string(),
+            ..VolumeMount::default()
+        }]);
         if let Some(keys) = held {
             // The credential words follow the allowlist and come before the upstream's, as in
             // Docker's proxy command.
@@ -147,15 +166,17 @@ impl Renderer<'_> {
             proxy_env = Some(keys.env);
             plan.held_secrets = keys.secrets;
             // The proxy writes its CA's files (`--ca-dir`) on a read-only root.
-            proxy_volumes = Some(vec![super::volumes::memory_volume(
-                super::credentials::CA_VOLUME,
-                Some(4 << 20),
-            )]);
-            proxy_mounts = Some(vec![VolumeMount {
+            proxy_volumes
+                .get_or_insert_with(Vec::new)
+                .push(super::volumes::memory_volume(
+                    super::credentials::CA_VOLUME,
+                    Some(4 << 20),
+                ));
+            proxy_mounts.get_or_insert_with(Vec::new).push(VolumeMount {
                 name: super::credentials::CA_VOLUME.to_string(),
                 mount_path: agentc_egress::credential::CA_DIR.to_string(),
                 ..VolumeMount::default()
-            }]);
+            });
         }
         // The upstreams' credentials (a proxy URL's `user:password`): keys of the profile's
         // Secret, by name, as the keys the proxy holds.

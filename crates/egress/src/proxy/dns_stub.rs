@@ -1,5 +1,8 @@
 //! The DNS stub: every query, over UDP or TCP, gets NXDOMAIN ([`crate::dns::answer`]) after its
-//! decision line.
+//! decision line. What it drops over TCP is a `dns-dropped` line: a connection over
+//! [`MAX_DNS_TCP`] at once, a connection that sends more than [`MAX_DNS_TCP_QUERIES`] queries
+//! (one line for the connection), a message longer than a DNS message. Like every line, these
+//! go through the audit writer's rate limit ([`crate::audit`]).
 
 use std::io;
 use std::net::SocketAddr;
@@ -56,7 +59,13 @@ pub(super) async fn serve_dns_tcp(listener: TcpListener, shared: Arc<Shared>) {
             continue;
         };
         let Ok(permit) = slots.clone().try_acquire_owned() else {
-            continue; // dropped: closes the connection
+            // Dropped (closes the connection), and said.
+            dropped(
+                client,
+                &shared,
+                format!("the DNS stub is serving {MAX_DNS_TCP} TCP connections, its most"),
+            );
+            continue;
         };
         let shared = shared.clone();
         tokio::spawn(async move {
@@ -78,6 +87,11 @@ async fn dns_tcp_session(
             _ => return Ok(()),
         };
         if length > dns::MAX_MESSAGE {
+            dropped(
+                client,
+                shared,
+                format!("a message of {length} bytes (at most {})", dns::MAX_MESSAGE),
+            );
             return Ok(());
         }
         let mut message = vec![0u8; length];
@@ -91,5 +105,20 @@ async fn dns_tcp_session(
         framed.extend_from_slice(&reply);
         stream.write_all(&framed).await?;
     }
+    // One more query on this connection is dropped unanswered: said once.
+    if let Ok(Ok(_)) = timeout(Duration::from_millis(500), stream.read_u8()).await {
+        dropped(
+            client,
+            shared,
+            format!("queries past the {MAX_DNS_TCP_QUERIES}th on one TCP connection"),
+        );
+    }
     Ok(())
+}
+
+/// The line of a connection or query the stub drops.
+fn dropped(client: SocketAddr, shared: &Shared, detail: String) {
+    let mut line = Record::new(Kind::Dns, client, Reason::DnsDropped);
+    line.detail = Some(detail);
+    shared.emit(line);
 }

@@ -1446,6 +1446,32 @@ fn the_proxy_listens_on_its_isolated_address_which_moves_with_its_instance() {
     );
     assert_eq!(c.dns, [IpAddr::V4(new)]);
     assert_eq!(moved.relays().len(), 1);
+    // The proxy's audit volume moves with it, and the workload never mounts it.
+    let audit = |egress: &crate::spec::EgressSpec| {
+        egress
+            .proxy
+            .mounts
+            .iter()
+            .filter(|m| m.target == crate::spec::AUDIT_DIR_TARGET && !m.read_only)
+            .map(|m| match &m.source {
+                crate::spec::MountSource::Volume { name, .. } => name.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect::<Vec<_>>()
+    };
+    let network = &moved.network.name;
+    assert_eq!(audit(moved), [format!("{network}-audit")]);
+    assert!(network.ends_with("-n1-egress"), "{network}");
+    assert_eq!(
+        words(&moved.proxy.command, "--audit-dir="),
+        [format!("--audit-dir={}", crate::spec::AUDIT_DIR_TARGET)]
+    );
+    assert!(
+        !c.mounts.iter().any(|m| m.target == crate::spec::AUDIT_DIR_TARGET
+            || matches!(&m.source, crate::spec::MountSource::Volume { name, .. } if name.ends_with("-egress-audit"))),
+        "{:?}",
+        c.mounts
+    );
 }
 
 /// The egress proxy's argv of a resolved launch.
@@ -1564,7 +1590,19 @@ fn an_https_upstream_is_spoken_to_over_tls_trusting_the_profiles_ca() {
         "{argv:?}"
     );
     let egress = container(&spec).egress.as_ref().unwrap();
-    assert!(egress.proxy.mounts.is_empty(), "{:?}", egress.proxy.mounts);
+    // Only the proxy's own audit volume.
+    let targets: Vec<&str> = egress
+        .proxy
+        .mounts
+        .iter()
+        .map(|m| m.target.as_str())
+        .collect();
+    assert_eq!(
+        targets,
+        [crate::spec::AUDIT_DIR_TARGET],
+        "{:?}",
+        egress.proxy.mounts
+    );
 }
 
 #[test]

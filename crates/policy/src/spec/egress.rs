@@ -88,6 +88,10 @@ pub struct CredentialSpec {
 /// Where the proxy writes, and the workload reads (read-only), the launch CA's certificate and
 /// the bundle it trusts: a volume of the companion's own (`<name>-egress-ca`).
 pub const CA_DIR_TARGET: &str = agentc_egress::credential::CA_DIR;
+/// Where the proxy keeps its bounded audit files (`--audit-dir`,
+/// [`agentc_egress::audit`]): a volume of the companion's own (`<name>-egress-audit`), never
+/// mounted in the workload.
+pub const AUDIT_DIR_TARGET: &str = agentc_egress::audit::AUDIT_DIR;
 /// The launch CA's certificate: what `NODE_EXTRA_CA_CERTS` names.
 pub const CA_CERT_PATH: &str = "/etc/agentc/egress-ca/ca.pem";
 /// Mozilla's roots, the profile's CA and the launch CA: what `SSL_CERT_FILE`,
@@ -226,7 +230,7 @@ impl ContainerSpec {
     }
 
     /// Moves the companion to the set named `name` (`NAME-egress`, `NAME-egress-proxy`,
-    /// `NAME-egress-ca`) and the subnet of that name.
+    /// `NAME-egress-ca`, `NAME-egress-audit`) and the subnet of that name.
     fn egress_move(&mut self, name: &str) {
         let Some(egress) = self.egress.as_mut() else {
             return;
@@ -235,12 +239,20 @@ impl ContainerSpec {
         let name = name.to_string();
         let (block, subnet) = isolated_subnet(&name);
         let address = proxy_address(block);
-        let old_volume = format!("{}-ca", egress.network.name);
-        let new_volume = format!("{name}-egress-ca");
+        let renamed = [
+            (
+                format!("{}-ca", egress.network.name),
+                format!("{name}-egress-ca"),
+            ),
+            (
+                format!("{}-audit", egress.network.name),
+                format!("{name}-egress-audit"),
+            ),
+        ];
         for mount in egress.proxy.mounts.iter_mut().chain(self.mounts.iter_mut()) {
             if let super::MountSource::Volume { name, .. } = &mut mount.source {
-                if *name == old_volume {
-                    *name = new_volume.clone();
+                if let Some((_, new)) = renamed.iter().find(|(old, _)| old == name) {
+                    *name = new.clone();
                 }
             }
         }

@@ -17,9 +17,9 @@ use crate::overrides;
 use crate::profile::{EgressEnforce, EgressMode, Profile};
 use crate::spec::{
     isolated_subnet, proxy_address, workload_address, ContainerSpec, EgressSpec, EnvValue, EnvVar,
-    ExposedPort, IsolatedNetwork, Network, Origin, Protocol, PublishedPort, Resources,
-    KIND_EGRESS_PROXY, LABEL_EGRESS_FOR, LABEL_KIND, LABEL_PROFILE, PROXY_DNS_PORT,
-    PROXY_IMAGE_PLACEHOLDER, PROXY_PORT, RELAY_PORT_BASE,
+    ExposedPort, IsolatedNetwork, Mount, MountSource, Network, Origin, Protocol, PublishedPort,
+    Resources, AUDIT_DIR_TARGET, KIND_EGRESS_PROXY, LABEL_EGRESS_FOR, LABEL_KIND, LABEL_PROFILE,
+    PROXY_DNS_PORT, PROXY_IMAGE_PLACEHOLDER, PROXY_PORT, RELAY_PORT_BASE,
 };
 use crate::text::is_network_name;
 
@@ -538,7 +538,11 @@ impl Resolver<'_> {
         };
         // The keys the proxy holds for their hosts only (`[credentials]`, the preset's): after
         // the upstream, which carries the hosts its `--upstream-all` passes.
-        let (mut config, bound) = self.credential_config(config)?;
+        let (config, bound) = self.credential_config(config)?;
+        // The proxy's own audit files, on a volume of its own that the workload never mounts.
+        let mut config = config.with_audit_dir(AUDIT_DIR_TARGET).map_err(|error| {
+            self.invalid("egress.hosts", error.to_string(), "report this as a bug")
+        })?;
         let trust_ca = upstream
             .as_ref()
             .is_some_and(|c| c.any_tls() && c.ca.is_some());
@@ -574,6 +578,14 @@ impl Resolver<'_> {
             nano_cpus: Some(PROXY_NANO_CPUS),
             pids_limit: Some(PROXY_PIDS),
         };
+        proxy.mounts.push(Mount {
+            target: AUDIT_DIR_TARGET.to_string(),
+            read_only: false,
+            source: MountSource::Volume {
+                name: format!("{base}-egress-audit"),
+                subpath: None,
+            },
+        });
         proxy.ports = relay_ports;
         proxy.log = container.log.clone();
         labels.insert(LABEL_KIND.to_string(), KIND_EGRESS_PROXY.to_string());
