@@ -9,13 +9,15 @@ fn repo_root() -> PathBuf {
 }
 
 /// A home directory outside the repository (a workspace holding the home is refused) with a
-/// `src/` directory, which `fixtures/valid/finding-bind-workspace-ancestor.toml` binds as `~/src`.
+/// `src/` directory, which `fixtures/valid/finding-bind-workspace-ancestor.toml` binds as `~/src`,
+/// and an empty `.ssh/`, which `fixtures/valid/finding-bind-credential-dir.toml` binds.
 fn test_home() -> &'static Path {
     static HOME: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     HOME.get_or_init(|| {
         let home =
             std::env::temp_dir().join(format!("agentc-cli-test-home-{}", std::process::id()));
         std::fs::create_dir_all(home.join("src")).expect("test home");
+        std::fs::create_dir_all(home.join(".ssh")).expect("test home's .ssh");
         home
     })
 }

@@ -120,7 +120,8 @@ pub use limits::{
 pub use load::{load, validate};
 pub use overrides::parse_overrides;
 pub use paths::{
-    classify_path, normalize_path, resolve_host_path, Danger, DOCKER_HOST, DOCKER_SOCKETS,
+    classify_path, dangers, normalize_path, resolve_host_path, Danger, ALL_DANGERS,
+    CREDENTIAL_DIRS, DOCKER_HOST, DOCKER_SOCKETS, ENGINE_DATA, HOST_SYSTEM,
 };
 pub use ports::PortSpec;
 pub use profile::{AgentName, EgressEnforce, EgressMode, PodSecurityLevel, Profile};

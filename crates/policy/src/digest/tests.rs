@@ -26,8 +26,8 @@ target = "/home/claude/.gitconfig"
 
 [[mounts]]
 type = "directory"
-source = "/etc/ssl/certs"
-target = "/etc/ssl/certs"
+source = "/usr/share/ca-certificates"
+target = "/usr/share/ca-certificates"
 "#;
 
 /// One checkout: the home directory, the profile's directory and the workspace.
@@ -66,7 +66,7 @@ impl Checkout {
             dir(self.workspace.to_string()),
             dir(format!("{}/data", self.profile_dir)),
             dir(format!("{}/image", self.profile_dir)),
-            dir("/etc/ssl/certs".to_string()),
+            dir("/usr/share/ca-certificates".to_string()),
             (format!("{}/.gitconfig", self.home), PathKind::File),
         ]))
     }
@@ -135,7 +135,7 @@ fn the_portable_form_writes_project_paths_relative_and_keeps_system_paths() {
             ("/workspace/{workspace}", "."),
             ("/data", "./data"),
             ("/home/claude/.gitconfig", "~/.gitconfig"),
-            ("/etc/ssl/certs", "/etc/ssl/certs"),
+            ("/usr/share/ca-certificates", "/usr/share/ca-certificates"),
         ]
     );
     assert_eq!(
@@ -209,7 +209,7 @@ fn a_changed_setting_changes_the_digest() {
     let memory = format!("{PROFILE}\n[resources]\nmemory = \"2g\"\n");
     assert_ne!(changed(&memory, &run), base);
     // A bind that leaves the project for a system path.
-    let moved = PROFILE.replace("\"./data\"", "\"/etc/ssl/certs\"");
+    let moved = PROFILE.replace("\"./data\"", "\"/usr/share/ca-certificates\"");
     assert_ne!(changed(&moved, &run), base);
     // The workspace writable or read-only.
     let read_only = format!("{PROFILE}\n[workspace]\nread_only = true\n");

@@ -136,6 +136,9 @@ impl Resolver<'_> {
             ));
         };
         let context = resolve_host_path(context, &self.inputs.home_dir, &self.inputs.profile_dir);
+        // The whole context goes to the engine, and a Dockerfile may copy any of it into the
+        // image: the same host paths are refused as for a bind.
+        self.refuse_dangerous("image.build_context", &context)?;
         if self.paths.kind(&context) != PathKind::Directory {
             return Err(self.unlaunchable(
                 "image.build_context",
