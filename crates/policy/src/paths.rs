@@ -130,17 +130,17 @@ impl Danger {
             Danger::Home => "is or contains the home directory",
             Danger::DockerSocket => "exposes the docker socket",
             Danger::EngineData => {
-                "is a container engine's data or runtime directory, in one, or above one \
-                 (/var/lib/docker, /var/lib/containers, /run/containerd, /run/docker*, \
-                 ~/.local/share/containers)"
+                "holds a container engine's data or sockets: it is, is in or is above \
+                 /var/lib/docker, /var/lib/containers, /var/lib/containerd, /run/containerd, \
+                 /run/docker* or ~/.local/share/containers"
             }
             Danger::HostSystem => {
-                "is one of the host's system directories or in one (/proc, /sys, /dev, /etc, \
-                 /boot, /root)"
+                "is one of the host's system directories /proc, /sys, /dev, /etc, /boot and \
+                 /root, or in one"
             }
             Danger::CredentialDir => {
-                "is a credential directory, in one, or ~/.config (.ssh, .docker, .kube, .aws, \
-                 .config/gcloud, .gnupg)"
+                "is a credential directory (.ssh, .docker, .kube, .aws, .config/gcloud, \
+                 .gnupg), in one, or the ~/.config that holds gcloud's"
             }
         }
     }

@@ -592,7 +592,7 @@ fn host_paths_that_hand_over_the_host_are_refused_wherever_they_enter() {
     let error = load("p.toml", &with_mount("/var/lib/docker", "")).expect_err("refused");
     let error = error.first().to_string();
     assert!(
-        error.starts_with("p.toml:5:10: mounts[0].source: mounts[0].source /var/lib/docker is a container engine's data"),
+        error.starts_with("p.toml:5:10: mounts[0].source: mounts[0].source /var/lib/docker holds a container engine's data"),
         "{error}"
     );
     // The workspace: inside a credential directory, or a link to the engine's data.
@@ -645,7 +645,8 @@ fn host_paths_that_hand_over_the_host_are_refused_wherever_they_enter() {
     };
     assert_eq!(field, "mounts[0].source");
     assert!(
-        message.starts_with("mounts[0].source /var/lib/docker/containers is a container engine's"),
+        message
+            .starts_with("mounts[0].source /var/lib/docker/containers holds a container engine's"),
         "{message}"
     );
     // A seed's source.

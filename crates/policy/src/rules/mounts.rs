@@ -480,7 +480,7 @@ fn bind_finding(
         Danger::HostSystem => (
             Severity::Critical,
             format!(
-                "{path}, of the host's system directories, is mounted {access} at {target}: \
+                "{path}, in the host's system directories, is mounted {access} at {target}: \
                  the host's processes and their environment, devices or configuration are \
                  readable there"
             ),
