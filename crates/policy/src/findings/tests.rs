@@ -533,6 +533,18 @@ fn binds_of_root_and_home_are_refused_unless_allowed() {
         .contains("accepted by security.allow_home_bind (line 8)"));
 }
 
+/// [`Disk`], with each key a directory that is, on the disk, its value.
+struct Mapped(BTreeMap<String, String>);
+
+impl PathProbe for Mapped {
+    fn kind(&self, path: &str) -> PathKind {
+        match self.0.get(path) {
+            Some(real) => RealPaths.kind(real),
+            None => Disk.kind(path),
+        }
+    }
+}
+
 /// [`Disk`], with `/home/dev/src/link` a link to `/var/lib/docker` (which then exists) and a
 /// `/root/.ssh`.
 struct Linked;
@@ -678,6 +690,32 @@ fn host_paths_that_hand_over_the_host_are_refused_wherever_they_enter() {
             .to_string()
             .contains("image.build_context /home/dev/.kube"),
         "{error}"
+    );
+    // Accepted, the context is the finding of its field (not its bind's).
+    let dir = abs(&repo().join("fixtures/files/sandbox-image"));
+    let text = format!(
+        "{custom}build_context = \"~/.kube/../src/../.kube/../../dev/.kube\"\n\
+         [security]\nallow_credential_dir_bind = true\n"
+    );
+    let loaded = load("p.toml", &text).unwrap_or_else(|e| panic!("{e}"));
+    let mut probe = BTreeMap::new();
+    probe.insert("/home/dev/.kube".to_string(), dir);
+    let spec = resolve(
+        &loaded,
+        &inputs(LaunchKind::Build, PROFILE_DIR, &[]),
+        &Mapped(probe),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let report = findings(&loaded, &spec);
+    let found = report
+        .iter()
+        .find(|f| f.code == "bind-credential-dir")
+        .unwrap_or_else(|| panic!("{report:#?}"));
+    assert_eq!(found.field, "image.build_context");
+    assert_eq!(found.severity, Severity::Critical);
+    assert_eq!(
+        found.allowed_by.as_deref(),
+        Some("security.allow_credential_dir_bind")
     );
     // A CA file, and a configuration import.
     let (field, _, hint) = refusal(&format!(
