@@ -109,6 +109,7 @@ pub use inputs::{
     DecantSource, Instance, Owner, PathKind, PathProbe, ProfileRecord, RealPaths, ResolveInputs,
     Start,
 };
+pub use instance::{dns_label_problem, NameProblem, MAX_DNS_LABEL};
 pub use isolation::{
     choose_runtime, image_firewall_holds_egress, ChosenRuntime, DetectedRuntime, Isolation,
     IsolationPrefer, IsolationShortfall, IsolationTier,

@@ -1,6 +1,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::error::{Location, PolicyError};
 use crate::inputs::{Instance, PathKind, ProfileRecord, Start};
 use crate::load::load;
 use crate::resolve::resolve;
@@ -329,6 +330,76 @@ fn a_copy_behind_the_egress_proxy_gets_a_companion_of_its_own() {
     expected.egress_for(&format!("{base}-2"), "2");
     assert_eq!(c.egress, expected.egress);
     assert_ne!(c.egress, container(&plain).egress);
+}
+
+#[test]
+fn names_behind_the_egress_proxy_are_dns_labels_or_refused_where_chosen() {
+    let text = "name = \"box\"\nagent = \"custom\"\n[image]\nref = \"img:1\"\n\
+                [egress]\nmode = \"allowlist\"\nhosts = [\"example.com\"]\n";
+    let attempt = |name: Option<String>, copy: Option<u16>, text: &str| {
+        let loaded = load("dev.toml", text).unwrap();
+        let mut inputs = ALICE.inputs(LaunchKind::Run);
+        inputs.instance = Instance {
+            start: Start::Detached,
+            name,
+            copy,
+            default_name: Some("agentc-run-box-77".into()),
+            ..Instance::default()
+        };
+        resolve(&loaded, &inputs, &ALICE.paths())
+    };
+    // 50 characters and the proxy's `-egress-proxy` make 63: one label.
+    let fits = attempt(Some("n".repeat(50)), None, text).unwrap_or_else(|e| panic!("{e}"));
+    let proxy = container(&fits).egress.as_ref().unwrap().proxy.name.clone();
+    assert_eq!(proxy.map(|name| name.len()), Some(63));
+    let refused =
+        |name: Option<String>, copy: Option<u16>, text: &str| match attempt(name, copy, text) {
+            Err(PolicyError::Invalid {
+                location,
+                message,
+                hint,
+            }) => (location, message, hint),
+            other => panic!("{other:?}"),
+        };
+    let (location, message, hint) = refused(Some("n".repeat(51)), None, text);
+    assert_eq!(
+        location,
+        Location::Invocation {
+            input: "--name".into()
+        }
+    );
+    assert!(
+        message.contains("-egress-proxy\", 64 characters"),
+        "{message}"
+    );
+    assert!(message.contains("at most 63 characters"), "{message}");
+    assert!(hint.contains("at most 50 characters"), "{hint}");
+    // A copy's number counts: NAME-10-egress-proxy.
+    assert!(attempt(Some("n".repeat(48)), Some(2), text).is_ok());
+    let (_, _, hint) = refused(Some("n".repeat(48)), Some(10), text);
+    assert!(hint.contains("at most 47 characters"), "{hint}");
+    // Dots make several labels, or an empty one.
+    for dotted in ["a.b", "a..b", "box."] {
+        let (_, message, hint) = refused(Some(dotted.into()), None, text);
+        assert!(message.contains("holds a dot"), "{dotted}: {message}");
+        assert!(hint.contains("letters, digits, `_` and `-`"), "{hint}");
+    }
+    // The default names hold the profile's name: refused at its field.
+    let long = "p".repeat(60);
+    let long_text = text.replace("name = \"box\"", &format!("name = \"{long}\""));
+    let (location, _, hint) = refused(None, Some(1), &long_text);
+    assert!(
+        matches!(&location, Location::Profile { field, .. } if field == "name"),
+        "{location:?}"
+    );
+    assert!(hint.contains("shorten the profile's name"), "{hint}");
+    // Without the egress proxy nothing looks the names up: docker's own limit holds.
+    let deny = text.replace(
+        "mode = \"allowlist\"\nhosts = [\"example.com\"]",
+        "mode = \"deny\"",
+    );
+    assert!(attempt(Some("n".repeat(100)), None, &deny).is_ok());
+    assert!(attempt(Some("a.b".into()), None, &deny).is_ok());
 }
 
 #[test]
