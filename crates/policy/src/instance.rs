@@ -213,7 +213,7 @@ fn name_refusal(
             Location::Invocation {
                 input: "--name".to_string(),
             },
-            "--name".to_string(),
+            format!("{name:?}"),
             name.clone(),
         ),
         None => (
@@ -235,13 +235,13 @@ fn name_refusal(
             let most = MAX_DNS_LABEL.saturating_sub(added);
             let hint = if instance.name.is_some() {
                 format!(
-                    "use a --name of at most {most} characters: agentc adds {added} to name the \
-                     launch's egress proxy and network ({name:?})"
+                    "use a --name of at most {most} characters: agentc adds {added} to it to \
+                     name the launch's egress proxy and network"
                 )
             } else {
                 format!(
                     "shorten the profile's name to at most {most} characters (agentc adds {added} \
-                     to it), or pass a shorter --name"
+                     to it for this launch), or pass a shorter --name"
                 )
             };
             PolicyError::Invalid {
