@@ -389,12 +389,12 @@ fn the_engine_comes_from_the_flag_or_agentc_engine_and_a_bad_one_is_a_usage_erro
 fn a_name_behind_the_egress_proxy_that_is_no_dns_label_is_refused_before_anything_starts() {
     let nowhere = [("DOCKER_HOST", "unix:///nonexistent/agentc-run-name.sock")];
     let profile = "fixtures/valid/egress-outside-custom.toml";
-    let long = "n".repeat(51);
-    let copies = "n".repeat(48);
+    let long = "n".repeat(64);
+    let copies = "n".repeat(61);
     for args in [
         vec!["run", profile, "--name", &long],
         vec!["run", profile, "--name", "box.two"],
-        // 48 characters fit one launch, not the tenth copy's NAME-10-egress-proxy.
+        // 61 characters fit one launch, not the tenth copy's NAME-10.
         vec!["run", profile, "--name", &copies, "--count", "10"],
     ] {
         let output = agentc(&args, &nowhere);
@@ -407,7 +407,7 @@ fn a_name_behind_the_egress_proxy_that_is_no_dns_label_is_refused_before_anythin
     }
     let output = agentc(&["run", profile, "--name", &long], &nowhere);
     assert!(
-        text(&output.stderr).contains("use a --name of at most 50 characters"),
+        text(&output.stderr).contains("use a --name of at most 63 characters"),
         "{}",
         text(&output.stderr)
     );

@@ -68,13 +68,17 @@ pub fn prepare(engine: Engine, spec: &mut ContainerSpec) -> Result<bool, ExecErr
     }
     if spec.name.is_none() {
         // An instance of its own, and the workload named after it: the proxy watches it by
-        // name, and the companion's `io.agentc.egress-for` label names it.
+        // name, and the companion's `io.agentc.egress-for` label names it. The name is one DNS
+        // label whatever the profile's name: its start is cut to leave room for the suffix.
         let suffix = instance_suffix();
         let network = spec.egress.as_ref().map(|e| e.network.name.clone());
         let base = network.unwrap_or_default();
-        let workload = format!("{}-{suffix}", base.strip_suffix("-egress").unwrap_or(&base));
+        let workload = workload_name(base.strip_suffix("-egress").unwrap_or(&base), &suffix);
         spec.egress_for(&workload, &suffix);
         spec.name = Some(workload);
+    }
+    if let Some(problem) = agentc_policy::dns_label_problem(spec) {
+        return Err(ExecError::WorkloadName { problem });
     }
     watch_workload(spec);
     // The credentials' placeholders of this launch (random, new every launch), in the
@@ -84,6 +88,18 @@ pub fn prepare(engine: Engine, spec: &mut ContainerSpec) -> Result<bool, ExecErr
         log::debug!("placeholders made for {}", made.join(", "));
     }
     Ok(true)
+}
+
+/// `BASE-SUFFIX`, with `BASE` cut short (and any trailing `-`, `_` or `.` of the cut taken off)
+/// so that the name is at most [`agentc_policy::MAX_DNS_LABEL`] characters.
+fn workload_name(base: &str, suffix: &str) -> String {
+    let room = agentc_policy::MAX_DNS_LABEL.saturating_sub(suffix.len() + 1);
+    let mut cut = base.len().min(room);
+    while !base.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let base = base[..cut].trim_end_matches(['-', '_', '.']);
+    format!("{base}-{suffix}")
 }
 
 /// Tells the proxy its workload's name, so that it ends by itself when the launch dies before
@@ -394,6 +410,92 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    /// A custom sandbox behind the egress proxy resolved from `name`, with `instance`.
+    fn sandbox(name: &str, instance: agentc_policy::Instance) -> ContainerSpec {
+        let text = format!(
+            "name = {name:?}\nagent = \"custom\"\n[image]\nref = \"busybox:1.36\"\n\
+             [egress]\nhosts = [\"a.example\"]\n"
+        );
+        let loaded = agentc_policy::load("box.toml", &text).unwrap();
+        let inputs = agentc_policy::ResolveInputs {
+            kind: agentc_policy::LaunchKind::Sandbox,
+            workspace: "/w".into(),
+            profile_dir: "/p".into(),
+            home_dir: "/h".into(),
+            owner: Some(agentc_policy::Owner {
+                name: "dev".into(),
+                uid: 1000,
+                gid: 1000,
+            }),
+            image: None,
+            seed_target: None,
+            agent_args: Vec::new(),
+            env: Default::default(),
+            decant_sources: Vec::new(),
+            instance,
+        };
+        let spec = agentc_policy::resolve(&loaded, &inputs, &NoPaths).unwrap();
+        let agentc_policy::Action::Container(container) = spec.action else {
+            panic!("a container");
+        };
+        *container
+    }
+
+    #[test]
+    fn a_workload_the_proxy_cannot_find_by_name_is_refused_and_a_derived_one_fits() {
+        // The profile's own name for the sandbox (`agentc-sandbox-dev-1000-NAME`): 63 pass,
+        // 64 are refused (exit 65) before anything is made, and so is a dot.
+        let fits = sandbox(&"p".repeat(63 - 24), agentc_policy::Instance::default());
+        assert_eq!(fits.name.as_ref().map(String::len), Some(63));
+        let mut spec = fits.clone();
+        assert!(prepare(Engine::Docker, &mut spec).unwrap());
+        assert!(spec
+            .egress
+            .as_ref()
+            .unwrap()
+            .proxy
+            .command
+            .iter()
+            .any(|word| *word
+                == format!(
+                    "--workload={}",
+                    "agentc-sandbox-dev-1000-".to_string() + &"p".repeat(39)
+                )));
+        let mut long = sandbox(&"p".repeat(63 - 23), agentc_policy::Instance::default());
+        let error = prepare(Engine::Docker, &mut long).unwrap_err();
+        assert_eq!(error.exit_code(), 65);
+        let text = error.to_string();
+        assert!(
+            text.contains("64 characters, more than a DNS label's 63"),
+            "{text}"
+        );
+        assert!(
+            text.contains("hint: name the sandbox with --name N"),
+            "{text}"
+        );
+        let mut dotted = fits.clone();
+        dotted.name = Some("box.two".into());
+        let error = prepare(Engine::Docker, &mut dotted).unwrap_err();
+        assert!(error.to_string().contains("holds a dot"), "{error}");
+        // A launch without a name gets one that fits, whatever the profile's name.
+        let mut unnamed = fits.clone();
+        unnamed.name = None;
+        assert!(prepare(Engine::Docker, &mut unnamed).unwrap());
+        let name = unnamed.name.clone().unwrap();
+        assert!(name.len() <= 63, "{name}");
+        assert!(!name.contains('.') && !name.contains("--"), "{name}");
+        assert_eq!(
+            unnamed.egress.as_ref().unwrap().proxy.labels[LABEL_EGRESS_FOR],
+            name
+        );
+        assert_eq!(workload_name("short", "abc"), "short-abc");
+        assert_eq!(workload_name(&"x".repeat(70), "abc").len(), 63);
+        assert_eq!(
+            workload_name(&format!("{}-tail", "x".repeat(58)), "abc"),
+            format!("{}-abc", "x".repeat(58))
+        );
     }
 
     struct NoPaths;

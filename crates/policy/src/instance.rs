@@ -11,8 +11,7 @@ use crate::spec::{
     Action, ContainerSpec, LaunchSpec, Origin, LABEL_PROFILE_FILE, LABEL_PROFILE_SHA256,
 };
 
-/// The longest DNS label: the longest name a container behind the egress proxy, its proxy and
-/// its network may have.
+/// The longest DNS label: the longest name a container behind the egress proxy may have.
 pub const MAX_DNS_LABEL: usize = 63;
 
 /// Why a name of a launch behind the egress proxy cannot serve as one DNS label.
@@ -48,31 +47,22 @@ impl std::fmt::Display for NameProblem {
     }
 }
 
-/// The first name of a container behind the egress proxy, of its proxy (`NAME-egress-proxy`)
-/// and of its isolated network (`NAME-egress`) that cannot be one DNS label: the proxy finds its
-/// sandbox by name through the engine's DNS (`agentc_egress::watch`), and a name longer than
-/// 63 characters or with a dot is none (the proxy would end its watch after a minute, leaving
-/// the sandbox without egress). `None` without a companion, or when every name is one.
+/// Why the name of a container behind the egress proxy cannot be one DNS label, if it cannot:
+/// the proxy finds its sandbox by that name through the engine's DNS (`agentc_egress::watch`),
+/// and a name longer than 63 characters or with a dot is none (the proxy would end its watch
+/// after a minute, leaving the sandbox without egress). `None` without a companion, without a
+/// name (then nothing is watched), or when the name is one label. The companion's own names
+/// (`NAME-egress-proxy`, `NAME-egress`) are nobody's to look up: the sandbox reaches its proxy
+/// by address.
 pub fn dns_label_problem(container: &ContainerSpec) -> Option<NameProblem> {
-    let egress = container.egress.as_ref()?;
-    let names = [
-        container.name.as_deref(),
-        egress.proxy.name.as_deref(),
-        Some(egress.network.name.as_str()),
-    ];
-    let names = names.into_iter().flatten();
-    let mut longest: Option<&str> = None;
-    for name in names {
-        if name.contains('.') {
-            return Some(NameProblem::Dotted {
-                name: name.to_string(),
-            });
-        }
-        if name.len() > MAX_DNS_LABEL && longest.is_none_or(|other| name.len() > other.len()) {
-            longest = Some(name);
-        }
+    container.egress.as_ref()?;
+    let name = container.name.as_deref()?;
+    if name.contains('.') {
+        return Some(NameProblem::Dotted {
+            name: name.to_string(),
+        });
     }
-    longest.map(|name| NameProblem::TooLong {
+    (name.len() > MAX_DNS_LABEL).then(|| NameProblem::TooLong {
         name: name.to_string(),
     })
 }
@@ -189,8 +179,14 @@ pub(crate) fn apply(
         container.name = Some(name);
         origins.insert(keys::NAME.to_string(), invocation("--count"));
     }
-    if let Some(problem) = dns_label_problem(container) {
-        return Err(name_refusal(&problem, instance, &profile, loaded));
+    // The names this instance chooses (`--name`, a copy's `-N`), refused before any copy
+    // starts; every other name is checked as the launch hands it to the proxy
+    // (`agentc_backend_common::egress::prepare`), so that a resolve that only reads the launch
+    // (explain, a lock, a pool's key) is never refused for a name it does not launch.
+    if instance.name.is_some() || instance.copy.is_some() {
+        if let Some(problem) = dns_label_problem(container) {
+            return Err(name_refusal(&problem, instance, &profile, loaded));
+        }
     }
     if !instance.stdin_is_terminal && container.tty && !container.detach {
         container.tty = false;
@@ -235,8 +231,12 @@ fn name_refusal(
             let most = MAX_DNS_LABEL.saturating_sub(added);
             let hint = if instance.name.is_some() {
                 format!(
-                    "use a --name of at most {most} characters: agentc adds {added} to it to \
-                     name the launch's egress proxy and network"
+                    "use a --name of at most {most} characters{}",
+                    if added > 0 {
+                        format!(" (agentc adds {added} to it for this copy)")
+                    } else {
+                        String::new()
+                    }
                 )
             } else {
                 format!(

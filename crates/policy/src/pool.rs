@@ -224,8 +224,8 @@ pub fn claim_secrets(container: &ContainerSpec) -> Vec<crate::spec::EnvVar> {
 /// fingerprints of the keys its proxy reads at fill, [`credential_fingerprints`]), running
 /// [`IDLE_SCRIPT`] instead of the launch's command, without the variables passed by name
 /// ([`claim_secrets`]). Refused for a launch that is not in the background, that
-/// [`cold_reason`] keeps cold, or whose names behind the egress proxy (the member's, its
-/// [`claimed_name`], its companion's) are no DNS labels ([`crate::dns_label_problem`]).
+/// [`cold_reason`] keeps cold, or whose names behind the egress proxy (the member's and its
+/// [`claimed_name`]) are no DNS labels ([`crate::dns_label_problem`]).
 pub fn member_spec(
     spec: &LaunchSpec,
     key: &str,
@@ -434,7 +434,8 @@ mod tests {
         container.detach = true;
         container.name = Some("n".into());
         let suffix = "0123456789abcdef";
-        let fits = member_name(&"p".repeat(20), suffix);
+        let fits = member_name(&"p".repeat(33), suffix);
+        assert_eq!(fits.len(), 62);
         assert!(member_spec(
             &spec(container.clone()),
             "k",
