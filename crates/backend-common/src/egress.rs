@@ -51,9 +51,10 @@ pub fn instance_suffix() -> String {
 
 /// Readies `spec`'s companion for set-up on `engine`: `false` when it has none; refused on Podman; moved to
 /// an instance of its own when the container has no name (each run gets its set,
-/// [`ContainerSpec::egress_for`]), the container named after it; the proxy told to watch its
-/// workload; its credentials' placeholders made
-/// ([`crate::credentials::materialize`]).
+/// [`ContainerSpec::egress_for`]), the container named after it (cut to one DNS label); the
+/// proxy told to watch its workload when the name is a DNS label
+/// ([`agentc_policy::dns_label_problem`]; a default name that is none is not watched); its
+/// credentials' placeholders made ([`crate::credentials::materialize`]).
 pub fn prepare(engine: Engine, spec: &mut ContainerSpec) -> Result<bool, ExecError> {
     if spec.egress.is_none() {
         return Ok(false);
@@ -77,10 +78,19 @@ pub fn prepare(engine: Engine, spec: &mut ContainerSpec) -> Result<bool, ExecErr
         spec.egress_for(&workload, &suffix);
         spec.name = Some(workload);
     }
-    if let Some(problem) = agentc_policy::dns_label_problem(spec) {
-        return Err(ExecError::WorkloadName { problem });
+    match agentc_policy::dns_label_problem(spec) {
+        None => watch_workload(spec),
+        // A name the launch was given by default (the policy refuses the names an invocation
+        // chooses, `--name` and copies): the proxy does not depend on it rather than ending
+        // its watch after a minute with egress down; a launch killed before it ends leaves the
+        // companion to the next command's reaping.
+        Some(problem) => log::warn!(
+            "{problem}: the egress proxy cannot find the sandbox by name through the engine's \
+             DNS, so it does not watch it (the next agentc command reaps a killed launch's \
+             companion); name the sandbox with --name N of at most 63 characters to keep the \
+             watch"
+        ),
     }
-    watch_workload(spec);
     // The credentials' placeholders of this launch (random, new every launch), in the
     // workload's environment and the proxy's; the spec itself holds none.
     let made = crate::credentials::materialize(spec)?;
@@ -444,9 +454,10 @@ mod tests {
     }
 
     #[test]
-    fn a_workload_the_proxy_cannot_find_by_name_is_refused_and_a_derived_one_fits() {
-        // The profile's own name for the sandbox (`agentc-sandbox-dev-1000-NAME`): 63 pass,
-        // 64 are refused (exit 65) before anything is made, and so is a dot.
+    fn a_workload_the_proxy_cannot_find_by_name_is_not_watched_and_a_derived_one_fits() {
+        // The profile's own name for the sandbox (`agentc-sandbox-dev-1000-NAME`): one of 63 is
+        // watched; one of 64, or with a dot, is not (the proxy would end its watch after a
+        // minute), and the launch goes on.
         let fits = sandbox(&"p".repeat(63 - 24), agentc_policy::Instance::default());
         assert_eq!(fits.name.as_ref().map(String::len), Some(63));
         let mut spec = fits.clone();
@@ -464,21 +475,21 @@ mod tests {
                     "agentc-sandbox-dev-1000-".to_string() + &"p".repeat(39)
                 )));
         let mut long = sandbox(&"p".repeat(63 - 23), agentc_policy::Instance::default());
-        let error = prepare(Engine::Docker, &mut long).unwrap_err();
-        assert_eq!(error.exit_code(), 65);
-        let text = error.to_string();
-        assert!(
-            text.contains("64 characters, more than a DNS label's 63"),
-            "{text}"
-        );
-        assert!(
-            text.contains("hint: name the sandbox with --name N"),
-            "{text}"
-        );
+        assert!(prepare(Engine::Docker, &mut long).unwrap());
+        let watched = |spec: &ContainerSpec| {
+            spec.egress
+                .as_ref()
+                .unwrap()
+                .proxy
+                .command
+                .iter()
+                .any(|word| word.starts_with("--workload"))
+        };
+        assert!(!watched(&long), "a default name of 64 is not watched");
         let mut dotted = fits.clone();
         dotted.name = Some("box.two".into());
-        let error = prepare(Engine::Docker, &mut dotted).unwrap_err();
-        assert!(error.to_string().contains("holds a dot"), "{error}");
+        assert!(prepare(Engine::Docker, &mut dotted).unwrap());
+        assert!(!watched(&dotted), "nor one with a dot");
         // A launch without a name gets one that fits, whatever the profile's name.
         let mut unnamed = fits.clone();
         unnamed.name = None;

@@ -256,15 +256,6 @@ pub enum ExecError {
         /// The JSON reader's message.
         message: String,
     },
-    /// The name of a sandbox behind the egress proxy is no DNS label
-    /// ([`agentc_policy::dns_label_problem`]): the proxy, which finds its sandbox by that name
-    /// through the engine's DNS, could not watch it. Refused before anything is created (exit
-    /// 65).
-    #[error("{problem}: the egress proxy finds its sandbox by name through the engine's DNS, where a name must be one label\n  hint: name the sandbox with --name N (at most 63 characters, letters, digits, `_` and `-`), or shorten the profile's name")]
-    WorkloadName {
-        /// What is wrong with the name, naming it.
-        problem: agentc_policy::NameProblem,
-    },
     /// The egress proxy of an allowlist enforced outside the workload could not be set up;
     /// the workload was not launched and what was created for it was removed (fail closed).
     #[error("cannot {step} for the egress allowlist: {message}\n  hint: the sandbox was not launched; set egress.enforce = \"image\" to leave the allowlist to the image, or `agentc doctor` to check the daemon")]
@@ -359,8 +350,7 @@ impl ExecError {
     }
 
     /// The process exit status this error maps to: 130/143 for interrupts, 1 for a container
-    /// `agentc rm` refuses or cannot find, 65 for a spec the docker command line cannot carry
-    /// (or whose name the egress proxy cannot watch),
+    /// `agentc rm` refuses or cannot find, 65 for a spec the docker command line cannot carry,
     /// 125 (docker's own code for a failure before the container ran) otherwise.
     pub fn exit_code(&self) -> i32 {
         match self {
@@ -368,7 +358,6 @@ impl ExecError {
             ExecError::NotRemoved { cause, .. } => cause.exit_code(),
             ExecError::NotAgentc { .. } | ExecError::NoSuchContainer { .. } => EXIT_REFUSED,
             ExecError::Argv(_)
-            | ExecError::WorkloadName { .. }
             | ExecError::RuntimeMissing { .. }
             | ExecError::EngineUnsupported { .. } => EXIT_UNLAUNCHABLE,
             _ => EXIT_DOCKER,

@@ -180,9 +180,9 @@ pub(crate) fn apply(
         origins.insert(keys::NAME.to_string(), invocation("--count"));
     }
     // The names this instance chooses (`--name`, a copy's `-N`), refused before any copy
-    // starts; every other name is checked as the launch hands it to the proxy
-    // (`agentc_backend_common::egress::prepare`), so that a resolve that only reads the launch
-    // (explain, a lock, a pool's key) is never refused for a name it does not launch.
+    // starts. A default name is not refused (a resolve that only reads the launch, such as
+    // explain, a lock or a pool's key, launches no name): a launch whose default name is no
+    // DNS label is not watched by its proxy (`agentc_backend_common::egress::prepare`).
     if instance.name.is_some() || instance.copy.is_some() {
         if let Some(problem) = dns_label_problem(container) {
             return Err(name_refusal(&problem, instance, &profile, loaded));
