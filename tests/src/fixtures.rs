@@ -21,6 +21,10 @@ pub const VIRTUAL_PROFILE_DIR: &str = "/profiles/valid";
 pub const VIRTUAL_WORKSPACE: &str = "/home/dev/src/project";
 /// The virtual home directory.
 pub const VIRTUAL_HOME: &str = "/home/dev";
+/// Host directories the `finding-bind-*` fixtures bind with their `allow_*` field (the
+/// credential directory `~/.ssh`, the host's `/etc`, `/var/lib` above the engines' data):
+/// directories on every machine.
+pub const VIRTUAL_HOST_DIRS: &[&str] = &["/home/dev/.ssh", "/etc", "/var/lib"];
 
 /// The repository's `fixtures/` directory.
 pub fn fixtures_dir() -> PathBuf {
@@ -39,8 +43,8 @@ pub fn fixture_files(folder: &str) -> Vec<PathBuf> {
 }
 
 /// Answers for `/profiles/...` from the real `fixtures/...`, `Directory` for the virtual
-/// workspace, the virtual home and their ancestors (`/`, `/home`), and `Missing` for anything
-/// else.
+/// workspace, the virtual home and their ancestors (`/`, `/home`) and [`VIRTUAL_HOST_DIRS`],
+/// and `Missing` for anything else.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FixturePaths;
 
@@ -51,6 +55,9 @@ impl PathProbe for FixturePaths {
             .iter()
             .any(|dir| *dir == path || dir.starts_with(&format!("{}/", path.trim_end_matches('/'))))
         {
+            return PathKind::Directory;
+        }
+        if VIRTUAL_HOST_DIRS.contains(&path) {
             return PathKind::Directory;
         }
         match path.strip_prefix("/profiles/") {

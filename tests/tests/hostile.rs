@@ -579,16 +579,16 @@ fn path_cases() -> Vec<Case> {
         ),
         case(
             "dot-dot sources are normalized and shown resolved",
-            mount("../../../etc/x.d", "/data"),
+            mount("../../../srv/x.d", "/data"),
             Want::Accepted(|spec, argv| {
                 let bind = container(spec)
                     .mounts
                     .iter()
                     .find(|m| m.target == "/data")
                     .expect("the /data mount");
-                assert_eq!(bind.source, MountSource::Bind { path: "/etc/x.d".into() });
+                assert_eq!(bind.source, MountSource::Bind { path: "/srv/x.d".into() });
                 assert!(
-                    argv.iter().any(|w| w.starts_with("--mount=type=bind,source=/etc/x.d,target=/data")),
+                    argv.iter().any(|w| w.starts_with("--mount=type=bind,source=/srv/x.d,target=/data")),
                     "{argv:?}"
                 );
             }),
@@ -605,11 +605,38 @@ fn path_cases() -> Vec<Case> {
             "gateway key outside the profile dir must be a file",
             format!(
                 "{CLAUDE}[egress]\ngateway_host = \"gw\"\ngateway_port = 22\n\
-                 gateway_key_file = \"../../../../etc/ssh\"\ngateway_known_hosts_file = \"k.hosts\"\n"
+                 gateway_key_file = \"../../../../srv/ssh\"\ngateway_known_hosts_file = \"k.hosts\"\n"
             ),
             Want::UnlaunchableField(
                 "egress.gateway_key_file".into(),
-                "gateway key is not a file: /etc/ssh".into(),
+                "gateway key is not a file: /srv/ssh".into(),
+            ),
+        ),
+        case(
+            "the engine's data through a process's root is refused, read-only too",
+            mount("/proc/self/root/var/lib/docker/containers", "/c"),
+            field(
+                "mounts[0].source",
+                "/proc/self/root/var/lib/docker/containers holds a container engine's data",
+            ),
+        ),
+        case(
+            "a relative climb to the host's /proc is refused",
+            mount("../../../../proc/1/environ", "/e"),
+            field(
+                "mounts[0].source",
+                "mounts[0].source /proc/1/environ is one of the host's system directories",
+            ),
+        ),
+        case(
+            "a gateway key in ~/.ssh is a credential directory's",
+            format!(
+                "{CLAUDE}[egress]\ngateway_host = \"gw\"\ngateway_port = 22\n\
+                 gateway_key_file = \"~/.ssh/id_ed25519\"\ngateway_known_hosts_file = \"k.hosts\"\n"
+            ),
+            field(
+                "egress.gateway_key_file",
+                "is a credential directory",
             ),
         ),
     ]

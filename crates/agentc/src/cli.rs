@@ -509,7 +509,8 @@ pub struct RunArgs {
     pub isolation_min: Option<String>,
     /// Name the container N instead of the profile's name, so that a second sandbox of one
     /// profile can run beside the first (its egress companion becomes N-egress and
-    /// N-egress-proxy; with --count the copies are N-1 to N-COUNT).
+    /// N-egress-proxy; with --count the copies are N-1 to N-COUNT). Behind the egress proxy
+    /// the sandbox's name must be a DNS label (at most 63 characters with a copy's -K, no dots).
     #[arg(long, value_name = "N")]
     pub name: Option<String>,
     /// Pull the image from its registry when the daemon lacks it, before creating anything

@@ -9,13 +9,15 @@ fn repo_root() -> PathBuf {
 }
 
 /// A home directory outside the repository (a workspace holding the home is refused) with a
-/// `src/` directory, which `fixtures/valid/finding-bind-workspace-ancestor.toml` binds as `~/src`.
+/// `src/` directory, which `fixtures/valid/finding-bind-workspace-ancestor.toml` binds as `~/src`,
+/// and an empty `.ssh/`, which `fixtures/valid/finding-bind-credential-dir.toml` binds.
 fn test_home() -> &'static Path {
     static HOME: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     HOME.get_or_init(|| {
         let home =
             std::env::temp_dir().join(format!("agentc-cli-test-home-{}", std::process::id()));
         std::fs::create_dir_all(home.join("src")).expect("test home");
+        std::fs::create_dir_all(home.join(".ssh")).expect("test home's .ssh");
         home
     })
 }
@@ -383,6 +385,34 @@ fn the_engine_comes_from_the_flag_or_agentc_engine_and_a_bad_one_is_a_usage_erro
 
 /// `agentc run` names each high or critical finding on stderr before it launches (here the
 /// launch then fails: the daemon address leads nowhere), and `--no-warnings` hides them.
+#[test]
+fn a_name_behind_the_egress_proxy_that_is_no_dns_label_is_refused_before_anything_starts() {
+    let nowhere = [("DOCKER_HOST", "unix:///nonexistent/agentc-run-name.sock")];
+    let profile = "fixtures/valid/egress-outside-custom.toml";
+    let long = "n".repeat(64);
+    let copies = "n".repeat(61);
+    for args in [
+        vec!["run", profile, "--name", &long],
+        vec!["run", profile, "--name", "box.two"],
+        // 61 characters fit one launch, not the tenth copy's NAME-10.
+        vec!["run", profile, "--name", &copies, "--count", "10"],
+    ] {
+        let output = agentc(&args, &nowhere);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(65), "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error: --name: "), "{args:?}: {stderr}");
+        assert!(stderr.contains("the engine's DNS"), "{args:?}: {stderr}");
+        assert!(stderr.contains("\n  hint: "), "{args:?}: {stderr}");
+        assert!(output.stdout.is_empty(), "{args:?}");
+    }
+    let output = agentc(&["run", profile, "--name", &long], &nowhere);
+    assert!(
+        text(&output.stderr).contains("use a --name of at most 63 characters"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
 #[test]
 fn run_warns_of_each_high_finding_before_it_launches() {
     let dir = std::env::temp_dir().join(format!("agentc-run-warn-{}", std::process::id()));

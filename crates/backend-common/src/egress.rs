@@ -51,9 +51,10 @@ pub fn instance_suffix() -> String {
 
 /// Readies `spec`'s companion for set-up on `engine`: `false` when it has none; refused on Podman; moved to
 /// an instance of its own when the container has no name (each run gets its set,
-/// [`ContainerSpec::egress_for`]), the container named after it; the proxy told to watch its
-/// workload; its credentials' placeholders made
-/// ([`crate::credentials::materialize`]).
+/// [`ContainerSpec::egress_for`]), the container named after it (cut to one DNS label); the
+/// proxy told to watch its workload when the name is a DNS label
+/// ([`agentc_policy::dns_label_problem`]; a default name that is none is not watched); its
+/// credentials' placeholders made ([`crate::credentials::materialize`]).
 pub fn prepare(engine: Engine, spec: &mut ContainerSpec) -> Result<bool, ExecError> {
     if spec.egress.is_none() {
         return Ok(false);
@@ -68,15 +69,28 @@ pub fn prepare(engine: Engine, spec: &mut ContainerSpec) -> Result<bool, ExecErr
     }
     if spec.name.is_none() {
         // An instance of its own, and the workload named after it: the proxy watches it by
-        // name, and the companion's `io.agentc.egress-for` label names it.
+        // name, and the companion's `io.agentc.egress-for` label names it. The name is one DNS
+        // label whatever the profile's name: its start is cut to leave room for the suffix.
         let suffix = instance_suffix();
         let network = spec.egress.as_ref().map(|e| e.network.name.clone());
         let base = network.unwrap_or_default();
-        let workload = format!("{}-{suffix}", base.strip_suffix("-egress").unwrap_or(&base));
+        let workload = workload_name(base.strip_suffix("-egress").unwrap_or(&base), &suffix);
         spec.egress_for(&workload, &suffix);
         spec.name = Some(workload);
     }
-    watch_workload(spec);
+    match agentc_policy::dns_label_problem(spec) {
+        None => watch_workload(spec),
+        // A name the launch was given by default (the policy refuses the names an invocation
+        // chooses, `--name` and copies): the proxy does not depend on it rather than ending
+        // its watch after a minute with egress down; a launch killed before it ends leaves the
+        // companion to the next command's reaping.
+        Some(problem) => log::warn!(
+            "{problem}: the egress proxy cannot find the sandbox by name through the engine's \
+             DNS, so it does not watch it (the next agentc command reaps a killed launch's \
+             companion); name the sandbox with --name N of at most 63 characters to keep the \
+             watch"
+        ),
+    }
     // The credentials' placeholders of this launch (random, new every launch), in the
     // workload's environment and the proxy's; the spec itself holds none.
     let made = crate::credentials::materialize(spec)?;
@@ -84,6 +98,18 @@ pub fn prepare(engine: Engine, spec: &mut ContainerSpec) -> Result<bool, ExecErr
         log::debug!("placeholders made for {}", made.join(", "));
     }
     Ok(true)
+}
+
+/// `BASE-SUFFIX`, with `BASE` cut short (and any trailing `-`, `_` or `.` of the cut taken off)
+/// so that the name is at most [`agentc_policy::MAX_DNS_LABEL`] characters.
+fn workload_name(base: &str, suffix: &str) -> String {
+    let room = agentc_policy::MAX_DNS_LABEL.saturating_sub(suffix.len() + 1);
+    let mut cut = base.len().min(room);
+    while !base.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let base = base[..cut].trim_end_matches(['-', '_', '.']);
+    format!("{base}-{suffix}")
 }
 
 /// Tells the proxy its workload's name, so that it ends by itself when the launch dies before
@@ -414,6 +440,93 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    /// A custom sandbox behind the egress proxy resolved from `name`, with `instance`.
+    fn sandbox(name: &str, instance: agentc_policy::Instance) -> ContainerSpec {
+        let text = format!(
+            "name = {name:?}\nagent = \"custom\"\n[image]\nref = \"busybox:1.36\"\n\
+             [egress]\nhosts = [\"a.example\"]\n"
+        );
+        let loaded = agentc_policy::load("box.toml", &text).unwrap();
+        let inputs = agentc_policy::ResolveInputs {
+            kind: agentc_policy::LaunchKind::Sandbox,
+            workspace: "/w".into(),
+            profile_dir: "/p".into(),
+            home_dir: "/h".into(),
+            owner: Some(agentc_policy::Owner {
+                name: "dev".into(),
+                uid: 1000,
+                gid: 1000,
+            }),
+            image: None,
+            seed_target: None,
+            agent_args: Vec::new(),
+            env: Default::default(),
+            decant_sources: Vec::new(),
+            instance,
+        };
+        let spec = agentc_policy::resolve(&loaded, &inputs, &NoPaths).unwrap();
+        let agentc_policy::Action::Container(container) = spec.action else {
+            panic!("a container");
+        };
+        *container
+    }
+
+    #[test]
+    fn a_workload_the_proxy_cannot_find_by_name_is_not_watched_and_a_derived_one_fits() {
+        // The profile's own name for the sandbox (`agentc-sandbox-dev-1000-NAME`): one of 63 is
+        // watched; one of 64, or with a dot, is not (the proxy would end its watch after a
+        // minute), and the launch goes on.
+        let fits = sandbox(&"p".repeat(63 - 24), agentc_policy::Instance::default());
+        assert_eq!(fits.name.as_ref().map(String::len), Some(63));
+        let mut spec = fits.clone();
+        assert!(prepare(Engine::Docker, &mut spec).unwrap());
+        assert!(spec
+            .egress
+            .as_ref()
+            .unwrap()
+            .proxy
+            .command
+            .iter()
+            .any(|word| *word
+                == format!(
+                    "--workload={}",
+                    "agentc-sandbox-dev-1000-".to_string() + &"p".repeat(39)
+                )));
+        let mut long = sandbox(&"p".repeat(63 - 23), agentc_policy::Instance::default());
+        assert!(prepare(Engine::Docker, &mut long).unwrap());
+        let watched = |spec: &ContainerSpec| {
+            spec.egress
+                .as_ref()
+                .unwrap()
+                .proxy
+                .command
+                .iter()
+                .any(|word| word.starts_with("--workload"))
+        };
+        assert!(!watched(&long), "a default name of 64 is not watched");
+        let mut dotted = fits.clone();
+        dotted.name = Some("box.two".into());
+        assert!(prepare(Engine::Docker, &mut dotted).unwrap());
+        assert!(!watched(&dotted), "nor one with a dot");
+        // A launch without a name gets one that fits, whatever the profile's name.
+        let mut unnamed = fits.clone();
+        unnamed.name = None;
+        assert!(prepare(Engine::Docker, &mut unnamed).unwrap());
+        let name = unnamed.name.clone().unwrap();
+        assert!(name.len() <= 63, "{name}");
+        assert!(!name.contains('.') && !name.contains("--"), "{name}");
+        assert_eq!(
+            unnamed.egress.as_ref().unwrap().proxy.labels[LABEL_EGRESS_FOR],
+            name
+        );
+        assert_eq!(workload_name("short", "abc"), "short-abc");
+        assert_eq!(workload_name(&"x".repeat(70), "abc").len(), 63);
+        assert_eq!(
+            workload_name(&format!("{}-tail", "x".repeat(58)), "abc"),
+            format!("{}-abc", "x".repeat(58))
+        );
     }
 
     struct NoPaths;

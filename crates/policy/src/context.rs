@@ -9,7 +9,7 @@ use crate::error::{Location, PolicyError};
 use crate::inputs::{PathKind, PathProbe, ResolveInputs};
 use crate::keys;
 use crate::overrides::Overrides;
-use crate::paths::{classify_path, is_profile_relative, normalize_path, resolve_host_path, Danger};
+use crate::paths::{dangers, is_profile_relative, normalize_path, resolve_host_path, Danger};
 use crate::presets::Preset;
 use crate::profile::Profile;
 use crate::spec::{ContainerSpec, EnvValue, EnvVar, Origin};
@@ -141,49 +141,63 @@ impl Resolver<'_> {
         Ok(real)
     }
 
-    /// Refuses a host path that is `/`, the home directory (or above it) or the Docker socket,
-    /// unless the profile accepts it with its `[security] allow_*` field; then returns the
-    /// origin of that field, to be recorded under [`keys::allowed_by`].
+    /// Refuses a host path that hands over the host ([`crate::paths::dangers`]: `/`, the home
+    /// directory or above it, the Docker socket, an engine's data, the host's system
+    /// directories, a credential directory), as written and where its links lead, unless the
+    /// profile accepts every danger with its `[security] allow_*` field; then returns the origin
+    /// of the first such field, to be recorded under [`keys::allowed_by`].
     pub fn refuse_dangerous(&self, field: &str, path: &str) -> Result<Option<Origin>, PolicyError> {
-        let Some(danger) = classify_path(path, Some(&self.inputs.home_dir)) else {
+        let home = normalize_path(&self.inputs.home_dir);
+        let mut found = dangers(path, Some(&home));
+        let real = self.paths.canonical(path);
+        if let Some(real) = &real {
+            for danger in dangers(real, Some(&home)) {
+                if !found.contains(&danger) {
+                    found.push(danger);
+                }
+            }
+        }
+        let Some(&first) = found.first() else {
             return Ok(None);
         };
-        if danger.allowed(&self.profile.security) {
-            return Ok(Some(self.field_origin(danger.allow_field())));
-        }
-        let home = normalize_path(&self.inputs.home_dir);
+        let Some(danger) = found
+            .iter()
+            .copied()
+            .find(|danger| !danger.allowed(&self.profile.security))
+        else {
+            return Ok(Some(self.field_origin(first.allow_field())));
+        };
+        let shown = match &real {
+            Some(real) if real != path => format!("{path} (a link to {real})"),
+            _ => path.to_string(),
+        };
         let (subject, location) = if field == "--workspace" {
             (
-                format!("the workspace {path}"),
+                format!("the workspace {shown}"),
                 Location::Invocation {
                     input: field.to_string(),
                 },
             )
         } else {
-            (format!("{field} {path}"), self.loaded.location(field))
+            (format!("{field} {shown}"), self.loaded.location(field))
         };
-        let (message, why) = match danger {
-            Danger::Root => (
-                format!("{subject} is the host's root directory"),
-                "a bind of / hands the agent the whole host; mount only what it needs",
-            ),
-            Danger::Home if path == home => (
-                format!("{subject} is the whole home directory"),
-                "the home holds your keys and tokens; mount the project or the files the agent needs",
-            ),
-            Danger::Home => (
-                format!("{subject} contains the home directory {home}"),
-                "the home holds your keys and tokens; mount the project or the files the agent needs",
-            ),
-            Danger::DockerSocket => (
-                format!("{subject} resolves to the docker socket or a directory holding it"),
-                "the docker socket makes the agent root on the host; remove the mount",
-            ),
+        let message = match danger {
+            Danger::Root => format!("{subject} is the host's root directory"),
+            Danger::Home if path == home => format!("{subject} is the whole home directory"),
+            Danger::Home => format!("{subject} contains the home directory {home}"),
+            Danger::DockerSocket => {
+                format!("{subject} resolves to the docker socket or a directory holding it")
+            }
+            other => format!("{subject} {}", other.what()),
         };
         Err(PolicyError::Invalid {
             location,
             message,
-            hint: format!("{why}, or set {} to accept it", danger.allow_setting()),
+            hint: format!(
+                "{}, or set {} to accept it",
+                danger.why(),
+                danger.allow_setting()
+            ),
         })
     }
 

@@ -12,6 +12,9 @@
 //! | `docker-socket` | critical | the Docker socket is mounted in any form (the socket, a file named `docker.sock`, a directory holding one such as `/run`), or `DOCKER_HOST` is passed in; needs `security.allow_docker_socket` |
 //! | `bind-root` | critical | a bind of the host's `/`; needs `security.allow_root_bind` |
 //! | `bind-home` | high | a bind of the home directory or a directory above it, read-only or writable; needs `security.allow_home_bind` |
+//! | `bind-engine-data` | critical | a bind of a container engine's data or sockets (`/var/lib/docker`, `/var/lib/containers`, `/run/containerd`, `/run/docker*`, `~/.local/share/containers`), anything in them or a directory above one (`/var/lib`), read-only or writable; needs `security.allow_engine_data_bind` |
+//! | `bind-host-system` | critical | a bind of `/proc`, `/sys`, `/dev`, `/etc`, `/boot` or `/root` (not your home), or of anything in them, read-only or writable; needs `security.allow_host_system_bind` |
+//! | `bind-credential-dir` | critical | a bind of a credential directory (`.ssh`, `.docker`, `.kube`, `.aws`, `.config/gcloud`, `.gnupg`), anything in it, or `~/.config`, read-only or writable; needs `security.allow_credential_dir_bind` |
 //! | `bind-workspace-ancestor` | high | a writable bind of a directory above the workspace |
 //! | `egress-unrestricted` | high | `egress.mode = "unrestricted"` |
 //! | `egress-unenforced` | high | a custom image in `allowlist` mode: nothing enforces the allowlist |
@@ -128,6 +131,9 @@ pub const CODES: &[(&str, Severity)] = &[
     ("docker-socket", Severity::Critical),
     ("bind-root", Severity::Critical),
     ("bind-home", Severity::High),
+    ("bind-engine-data", Severity::Critical),
+    ("bind-host-system", Severity::Critical),
+    ("bind-credential-dir", Severity::Critical),
     ("bind-workspace-ancestor", Severity::High),
     ("egress-unrestricted", Severity::High),
     ("egress-unenforced", Severity::High),
@@ -316,6 +322,6 @@ mod tests {
         assert!(Severity::Critical > Severity::High);
         assert_eq!("HIGH".parse::<Severity>(), Ok(Severity::High));
         assert!("urgent".parse::<Severity>().is_err());
-        assert_eq!(CODES.len(), 25);
+        assert_eq!(CODES.len(), 28);
     }
 }

@@ -32,6 +32,9 @@ pub fn findings(loaded: &LoadedProfile, spec: &LaunchSpec) -> Vec<Finding> {
         rules::resources::findings(&mut report, container);
         rules::logging::findings(&mut report, container);
     }
+    if let Action::Build(build) = &spec.action {
+        rules::image::build_findings(&mut report, build);
+    }
     rules::decant::findings_elsewhere(&mut report);
     let mut list = report.list;
     list.sort_by(|a, b| {

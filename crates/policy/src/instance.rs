@@ -1,17 +1,81 @@
 //! Applying the invocation's [`Instance`] to a resolved launch: the last step of
 //! [`crate::resolve()`], after the spec digest, so every instance of a launch carries its digest
-//! (see [`crate::digest`]).
+//! (see [`crate::digest`]); and the names behind the egress proxy, which must be DNS labels
+//! ([`dns_label_problem`]).
 
+use crate::document::LoadedProfile;
 use crate::error::{Location, PolicyError};
 use crate::inputs::{Instance, Start};
 use crate::keys;
-use crate::spec::{Action, LaunchSpec, Origin, LABEL_PROFILE_FILE, LABEL_PROFILE_SHA256};
+use crate::spec::{
+    Action, ContainerSpec, LaunchSpec, Origin, LABEL_PROFILE_FILE, LABEL_PROFILE_SHA256,
+};
+
+/// The longest DNS label: the longest name a container behind the egress proxy may have.
+pub const MAX_DNS_LABEL: usize = 63;
+
+/// Why a name of a launch behind the egress proxy cannot serve as one DNS label.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NameProblem {
+    /// The name is longer than [`MAX_DNS_LABEL`].
+    TooLong {
+        /// The name.
+        name: String,
+    },
+    /// The name holds a dot (so it is several labels, or has an empty one).
+    Dotted {
+        /// The name.
+        name: String,
+    },
+}
+
+impl std::fmt::Display for NameProblem {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NameProblem::TooLong { name } => write!(
+                formatter,
+                "the name {name:?} is {} characters, more than a DNS label's {MAX_DNS_LABEL}",
+                name.len()
+            ),
+            NameProblem::Dotted { name } => {
+                write!(
+                    formatter,
+                    "the name {name:?} holds a dot, which no DNS label has"
+                )
+            }
+        }
+    }
+}
+
+/// Why the name of a container behind the egress proxy cannot be one DNS label, if it cannot:
+/// the proxy finds its sandbox by that name through the engine's DNS (`agentc_egress::watch`),
+/// and a name longer than 63 characters or with a dot is none (the proxy would end its watch
+/// after a minute, leaving the sandbox without egress). `None` without a companion, without a
+/// name (then nothing is watched), or when the name is one label. The companion's own names
+/// (`NAME-egress-proxy`, `NAME-egress`) are nobody's to look up: the sandbox reaches its proxy
+/// by address.
+pub fn dns_label_problem(container: &ContainerSpec) -> Option<NameProblem> {
+    container.egress.as_ref()?;
+    let name = container.name.as_deref()?;
+    if name.contains('.') {
+        return Some(NameProblem::Dotted {
+            name: name.to_string(),
+        });
+    }
+    (name.len() > MAX_DNS_LABEL).then(|| NameProblem::TooLong {
+        name: name.to_string(),
+    })
+}
 
 /// Starts the container as `instance` asks: in the background (kept after it exits; a
 /// session's without stdin), named, as a copy, without a TTY when stdin is no terminal; and
 /// labels it with its profile file. A build takes only the profile record; a start in the
 /// background or a copy of it is refused, as is a container in the background with no name.
-pub(crate) fn apply(spec: &mut LaunchSpec, instance: &Instance) -> Result<(), PolicyError> {
+pub(crate) fn apply(
+    spec: &mut LaunchSpec,
+    instance: &Instance,
+    loaded: &LoadedProfile,
+) -> Result<(), PolicyError> {
     let refuse = |input: &str, message: String, hint: &str| PolicyError::Unlaunchable {
         location: Location::Invocation {
             input: input.to_string(),
@@ -115,11 +179,82 @@ pub(crate) fn apply(spec: &mut LaunchSpec, instance: &Instance) -> Result<(), Po
         container.name = Some(name);
         origins.insert(keys::NAME.to_string(), invocation("--count"));
     }
+    // The names this instance chooses (`--name`, a copy's `-N`), refused before any copy
+    // starts. A default name is not refused (a resolve that only reads the launch, such as
+    // explain, a lock or a pool's key, launches no name): a launch whose default name is no
+    // DNS label is not watched by its proxy (`agentc_backend_common::egress::prepare`).
+    if instance.name.is_some() || instance.copy.is_some() {
+        if let Some(problem) = dns_label_problem(container) {
+            return Err(name_refusal(&problem, instance, &profile, loaded));
+        }
+    }
     if !instance.stdin_is_terminal && container.tty && !container.detach {
         container.tty = false;
         origins.insert(keys::TTY.to_string(), invocation("stdin (not a terminal)"));
     }
     Ok(())
+}
+
+/// The refusal of a launch whose names behind the egress proxy are no DNS labels, at the input
+/// that chose them: `--name`, else the profile's `name` (which the default names, and their
+/// `--count` copies, hold), with the longest name that input may be.
+fn name_refusal(
+    problem: &NameProblem,
+    instance: &Instance,
+    profile: &str,
+    loaded: &LoadedProfile,
+) -> PolicyError {
+    let (location, input, given) = match &instance.name {
+        Some(name) => (
+            Location::Invocation {
+                input: "--name".to_string(),
+            },
+            format!("{name:?}"),
+            name.clone(),
+        ),
+        None => (
+            loaded.location("name"),
+            format!("the profile's name {profile:?}"),
+            profile.to_string(),
+        ),
+    };
+    let why = "the egress proxy finds its sandbox by name through the engine's DNS, where a \
+               name must be one label";
+    match problem {
+        NameProblem::Dotted { name } => PolicyError::Invalid {
+            location,
+            message: format!("{input} makes the name {name:?}, which holds a dot: {why}"),
+            hint: "use letters, digits, `_` and `-` only".to_string(),
+        },
+        NameProblem::TooLong { name } => {
+            let added = name.len().saturating_sub(given.len());
+            let most = MAX_DNS_LABEL.saturating_sub(added);
+            let hint = if instance.name.is_some() {
+                format!(
+                    "use a --name of at most {most} characters{}",
+                    if added > 0 {
+                        format!(" (agentc adds {added} to it for this copy)")
+                    } else {
+                        String::new()
+                    }
+                )
+            } else {
+                format!(
+                    "shorten the profile's name to at most {most} characters (agentc adds {added} \
+                     to it for this launch), or pass a shorter --name"
+                )
+            };
+            PolicyError::Invalid {
+                location,
+                message: format!(
+                    "{input} makes the name {name:?}, {} characters: {why} of at most \
+                     {MAX_DNS_LABEL} characters",
+                    name.len()
+                ),
+                hint,
+            }
+        }
+    }
 }
 
 /// Whether `name` is a name the engine accepts for a container: `[A-Za-z0-9][A-Za-z0-9_.-]*`,

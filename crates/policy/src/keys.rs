@@ -83,6 +83,8 @@ pub const BUILD_TAG: &str = "build.tag";
 pub const BUILD_CONTEXT: &str = "build.context";
 /// The Dockerfile.
 pub const BUILD_DOCKERFILE: &str = "build.dockerfile";
+/// The `allow_*` field that accepted the build context.
+pub const BUILD_CONTEXT_ALLOWED_BY: &str = "build.context.allowed_by";
 
 /// A tmpfs mount: `tmpfs.<target>`.
 pub fn tmpfs(target: &str) -> String {

@@ -109,6 +109,7 @@ pub use inputs::{
     DecantSource, Instance, Owner, PathKind, PathProbe, ProfileRecord, RealPaths, ResolveInputs,
     Start,
 };
+pub use instance::{dns_label_problem, NameProblem, MAX_DNS_LABEL};
 pub use isolation::{
     choose_runtime, image_firewall_holds_egress, ChosenRuntime, DetectedRuntime, Isolation,
     IsolationPrefer, IsolationShortfall, IsolationTier,
@@ -120,7 +121,8 @@ pub use limits::{
 pub use load::{load, validate};
 pub use overrides::parse_overrides;
 pub use paths::{
-    classify_path, normalize_path, resolve_host_path, Danger, DOCKER_HOST, DOCKER_SOCKETS,
+    classify_path, dangers, normalize_path, resolve_host_path, Danger, ALL_DANGERS,
+    CREDENTIAL_DIRS, DOCKER_HOST, DOCKER_SOCKETS, ENGINE_DATA, HOST_SYSTEM,
 };
 pub use ports::PortSpec;
 pub use profile::{AgentName, EgressEnforce, EgressMode, PodSecurityLevel, Profile};

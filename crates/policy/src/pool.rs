@@ -223,8 +223,9 @@ pub fn claim_secrets(container: &ContainerSpec) -> Vec<crate::spec::EnvVar> {
 /// `suffix`), labelled with `key`, [`POOL_STATE_IDLE`], its name and `credentials` (the
 /// fingerprints of the keys its proxy reads at fill, [`credential_fingerprints`]), running
 /// [`IDLE_SCRIPT`] instead of the launch's command, without the variables passed by name
-/// ([`claim_secrets`]). Refused for a launch that is not in the background, or that
-/// [`cold_reason`] keeps cold.
+/// ([`claim_secrets`]). Refused for a launch that is not in the background, that
+/// [`cold_reason`] keeps cold, or whose names behind the egress proxy (the member's and its
+/// [`claimed_name`]) are no DNS labels ([`crate::dns_label_problem`]).
 pub fn member_spec(
     spec: &LaunchSpec,
     key: &str,
@@ -244,6 +245,16 @@ pub fn member_spec(
     }
     container.egress_for(name, suffix);
     container.name = Some(name.to_string());
+    let mut claimed = container.clone();
+    claimed.name = Some(claimed_name(name));
+    let problem = crate::instance::dns_label_problem(container)
+        .or_else(|| crate::instance::dns_label_problem(&claimed));
+    if let Some(problem) = problem {
+        return Err(format!(
+            "{problem}: the egress proxy finds its pool member by name through the engine's \
+             DNS, where a name must be one label (shorten the profile's name)"
+        ));
+    }
     container.entrypoint = Some("sh".to_string());
     container.command = vec!["-c".to_string(), IDLE_SCRIPT.to_string()];
     container
@@ -415,6 +426,51 @@ mod tests {
             }],
         }));
         container
+    }
+
+    #[test]
+    fn a_member_behind_the_egress_proxy_needs_names_that_are_dns_labels() {
+        let mut container = with_binding(false);
+        container.detach = true;
+        container.name = Some("n".into());
+        let suffix = "0123456789abcdef";
+        let fits = member_name(&"p".repeat(33), suffix);
+        assert_eq!(fits.len(), 62);
+        assert!(member_spec(
+            &spec(container.clone()),
+            "k",
+            &fits,
+            suffix,
+            &BTreeMap::new()
+        )
+        .is_ok());
+        // A profile name of 40 characters makes a member name of 69 (and a claimed one of 70).
+        let long = member_name(&"p".repeat(40), suffix);
+        let error = member_spec(
+            &spec(container.clone()),
+            "k",
+            &long,
+            suffix,
+            &BTreeMap::new(),
+        )
+        .expect_err("refused");
+        assert!(error.contains("more than a DNS label's 63"), "{error}");
+        assert!(error.contains("shorten the profile's name"), "{error}");
+        // A member name of 63 whose claimed name is 64.
+        let edge = member_name(&"p".repeat(63 - 29), suffix);
+        assert_eq!(edge.len(), 63);
+        let error = member_spec(
+            &spec(container.clone()),
+            "k",
+            &edge,
+            suffix,
+            &BTreeMap::new(),
+        )
+        .expect_err("the claimed name is 64");
+        assert!(error.contains("agentc-claim-"), "{error}");
+        // Without the egress proxy nothing looks the name up.
+        container.egress = None;
+        assert!(member_spec(&spec(container), "k", &long, suffix, &BTreeMap::new()).is_ok());
     }
 
     #[test]

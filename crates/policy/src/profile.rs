@@ -544,6 +544,29 @@ pub struct SecurityConfig {
     /// `bind-home` finding naming this field.
     #[serde(default)]
     pub allow_home_bind: bool,
+    /// Accept a bind of a container engine's data or sockets: `/var/lib/docker`,
+    /// `/var/lib/containers`, `/var/lib/containerd`, `/run/containerd`, `/run/docker*` (and
+    /// their `/var/run` spellings), rootless `~/.local/share/containers`, anything in them or a
+    /// directory above one (`/var/lib`), read-only or writable. Off by default: such profiles
+    /// are refused, as the engines' data holds every container's configuration and
+    /// environment (the egress proxy's keys among them). When on, `agentc explain` reports the
+    /// critical `bind-engine-data` finding naming this field.
+    #[serde(default)]
+    pub allow_engine_data_bind: bool,
+    /// Accept a bind of the host's system directories `/proc`, `/sys`, `/dev`, `/etc`, `/boot`
+    /// and `/root` (unless it is your home), or of anything in them, read-only or writable. Off
+    /// by default: such profiles are refused, as they hand over the host's processes (and the
+    /// environment of the shell that ran agentc), devices and configuration. When on, `agentc
+    /// explain` reports the critical `bind-host-system` finding naming this field.
+    #[serde(default)]
+    pub allow_host_system_bind: bool,
+    /// Accept a bind of a credential directory (`.ssh`, `.docker`, `.kube`, `.aws`,
+    /// `.config/gcloud`, `.gnupg`, wherever it is), of anything in it, or of `~/.config`, read-only
+    /// or writable. Off by default: such profiles are refused, as they hold your keys and
+    /// tokens. When on, `agentc explain` reports the critical `bind-credential-dir` finding
+    /// naming this field.
+    #[serde(default)]
+    pub allow_credential_dir_bind: bool,
     /// The OCI runtime the agent's container runs under: `"runc"`, `"runsc"` (gVisor),
     /// `"kata"`, or the name of any runtime registered with the engine. Unset: the engine's
     /// default. agentc asks the engine before creating anything and refuses a runtime it does
@@ -570,6 +593,9 @@ impl Default for SecurityConfig {
             allow_docker_socket: false,
             allow_root_bind: false,
             allow_home_bind: false,
+            allow_engine_data_bind: false,
+            allow_host_system_bind: false,
+            allow_credential_dir_bind: false,
             runtime: None,
             isolation: None,
         }

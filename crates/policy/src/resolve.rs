@@ -95,7 +95,7 @@ pub fn resolve(
     }
     // The digest first, then the instance: every instance of the launch carries its digest.
     let digest = digest::spec_digest(&spec, &LocalRoots::of(inputs, paths));
-    instance::apply(&mut spec, &inputs.instance)?;
+    instance::apply(&mut spec, &inputs.instance, profile)?;
     spec.labels_mut()
         .insert(LABEL_SPEC_DIGEST.to_string(), digest);
     Ok(spec)

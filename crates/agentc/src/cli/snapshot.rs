@@ -97,7 +97,8 @@ pub struct RestoreArgs {
     pub memory: bool,
     /// Name the sandbox N, as `agentc run --name N` does (its egress companion becomes N-egress
     /// and N-egress-proxy; a fork's sandboxes are N-1 to N-COUNT, as `run --count`'s copies).
-    /// A name in use is refused before anything is created (exit 125).
+    /// A name in use is refused before anything is created (exit 125), as is one that is no DNS
+    /// label behind the egress proxy (exit 65: at most 63 characters with a copy's -K, no dots).
     #[arg(long, value_name = "N")]
     pub name: Option<String>,
     /// A snapshot name (PROFILE:TAG) from `agentc snapshot ls`.

@@ -280,12 +280,10 @@ pub fn blanked_env(container_env: &[String], image_env: &[String]) -> Vec<String
         .collect()
 }
 
-/// Creates the snapshot's directory, which must be new.
+/// Creates the snapshot's directory, which must be new, `0700` (and the directories above it
+/// that are missing).
 fn make_dir(dir: &Path) -> Result<(), SnapshotError> {
-    if let Some(parent) = dir.parent() {
-        std::fs::create_dir_all(parent).map_err(|error| SnapshotError::archive(parent, error))?;
-    }
-    std::fs::create_dir(dir).map_err(|error| SnapshotError::archive(dir, error))
+    super::private_dirs(dir, false).map_err(|error| SnapshotError::archive(dir, error))
 }
 
 /// An exec's stdout into a file, hashed and counted; its stderr kept.
@@ -317,7 +315,7 @@ async fn archive<C: SandboxClient>(
     target: &str,
     path: &Path,
 ) -> Result<(u64, String), SnapshotError> {
-    let file = std::fs::File::create(path).map_err(|error| SnapshotError::archive(path, error))?;
+    let file = super::private_file(path).map_err(|error| SnapshotError::archive(path, error))?;
     let mut sink = FileSink {
         file: std::io::BufWriter::new(file),
         hasher: Sha256::new(),

@@ -105,8 +105,12 @@ pub async fn snapshot_memory<C: SandboxClient>(
         });
     }
     let parent = request.dir.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent).map_err(|error| SnapshotError::archive(parent, error))?;
+    super::private_dirs(parent, true).map_err(|error| SnapshotError::archive(parent, error))?;
     let staged: PathBuf = parent.join(format!(".{}.{MEMORY_FILE}", request.tag));
+    // The engine writes the checkpoint into a file made here `0600` (in a `0700` directory);
+    // one that replaces the file instead is brought back to `0600` once it is in place.
+    let _ = std::fs::remove_file(&staged);
+    super::private_file(&staged).map_err(|error| SnapshotError::archive(&staged, error))?;
     let started = Instant::now();
     let taken = async {
         client.checkpoint(sandbox, &staged).await?;
@@ -132,7 +136,13 @@ pub async fn snapshot_memory<C: SandboxClient>(
         )
         .await?;
         let target = request.dir.join(MEMORY_FILE);
-        if let Err(error) = std::fs::rename(&staged, &target) {
+        let placed = std::fs::rename(&staged, &target).and_then(|()| {
+            std::fs::set_permissions(
+                &target,
+                std::os::unix::fs::PermissionsExt::from_mode(super::PRIVATE_FILE_MODE),
+            )
+        });
+        if let Err(error) = placed {
             let _ = client.remove_image(&files.image_id).await;
             let _ = std::fs::remove_dir_all(&request.dir);
             return Err(SnapshotError::archive(&target, error));

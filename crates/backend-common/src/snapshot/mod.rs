@@ -17,12 +17,18 @@
 //! A restore is the profile's own launch (hardened as the profile says, its own egress
 //! companion and credential placeholders) with the snapshot's image in place of the profile's,
 //! made by the caller, after which [`restore::put_back`] puts the archives back.
+//!
+//! The archives hold whatever the sandbox wrote (keys it was handed included), so they are
+//! the caller's alone: every directory this module creates is `0700` and every file `0600`,
+//! set as they are created ([`private_dirs`], [`private_file`]).
 
 pub mod capture;
 pub mod memory;
 pub mod restore;
 
 use std::collections::BTreeMap;
+use std::fs::{DirBuilder, File, OpenOptions};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -32,6 +38,35 @@ use crate::session::{ImageRecord, Sandbox, SandboxClient, SessionError};
 pub use capture::{snapshot, SnapshotReport, SnapshotRequest};
 pub use memory::{restore_memory, snapshot_memory, LABEL_MEMORY};
 pub use restore::{prepare, put_back, RestorePlan, RestoreReport};
+
+/// The mode of every directory a snapshot creates: its owner's alone.
+pub const PRIVATE_DIR_MODE: u32 = 0o700;
+/// The mode of every file a snapshot writes: its owner's alone.
+pub const PRIVATE_FILE_MODE: u32 = 0o600;
+
+/// Creates `dir` and the directories above it that are missing, each `0700` as it is made;
+/// an existing `dir` is an error unless `existing_ok`. Directories that existed keep their mode.
+pub(crate) fn private_dirs(dir: &Path, existing_ok: bool) -> std::io::Result<()> {
+    if let Some(parent) = dir.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+        DirBuilder::new()
+            .recursive(true)
+            .mode(PRIVATE_DIR_MODE)
+            .create(parent)?;
+    }
+    DirBuilder::new()
+        .recursive(existing_ok)
+        .mode(PRIVATE_DIR_MODE)
+        .create(dir)
+}
+
+/// Creates the new file `path`, `0600` as it is made (never one that exists).
+pub(crate) fn private_file(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(PRIVATE_FILE_MODE)
+        .open(path)
+}
 
 /// Label holding a snapshot image's name (`PROFILE:TAG`); only images carrying it are
 /// snapshots. A sandbox restored from a snapshot inherits it from its image.
@@ -475,6 +510,43 @@ pub(crate) fn label_changes(labels: &BTreeMap<String, String>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn archives_are_written_0600_in_directories_made_0700() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        let root = std::env::temp_dir().join(format!("agentc-private-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir(&root).unwrap();
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let dir = root.join("snapshots").join("box").join("t1");
+        private_dirs(&dir, false).unwrap();
+        for made in [
+            root.join("snapshots"),
+            root.join("snapshots/box"),
+            dir.clone(),
+        ] {
+            assert_eq!(mode(&made), 0o700, "{}", made.display());
+        }
+        assert_eq!(
+            mode(&root),
+            0o755,
+            "a directory that existed keeps its mode"
+        );
+        assert!(
+            private_dirs(&dir, false).is_err(),
+            "a snapshot's directory is new"
+        );
+        private_dirs(&dir, true).unwrap();
+        let file = dir.join("0.tar");
+        std::io::Write::write_all(&mut private_file(&file).unwrap(), b"tar").unwrap();
+        assert_eq!(mode(&file), 0o600);
+        assert!(
+            private_file(&file).is_err(),
+            "an archive is never written over"
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 
     #[test]
     fn tags_repositories_and_times_are_docker_s() {

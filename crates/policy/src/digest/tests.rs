@@ -1,6 +1,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::error::{Location, PolicyError};
 use crate::inputs::{Instance, PathKind, ProfileRecord, Start};
 use crate::load::load;
 use crate::resolve::resolve;
@@ -26,8 +27,8 @@ target = "/home/claude/.gitconfig"
 
 [[mounts]]
 type = "directory"
-source = "/etc/ssl/certs"
-target = "/etc/ssl/certs"
+source = "/usr/share/ca-certificates"
+target = "/usr/share/ca-certificates"
 "#;
 
 /// One checkout: the home directory, the profile's directory and the workspace.
@@ -66,7 +67,7 @@ impl Checkout {
             dir(self.workspace.to_string()),
             dir(format!("{}/data", self.profile_dir)),
             dir(format!("{}/image", self.profile_dir)),
-            dir("/etc/ssl/certs".to_string()),
+            dir("/usr/share/ca-certificates".to_string()),
             (format!("{}/.gitconfig", self.home), PathKind::File),
         ]))
     }
@@ -135,7 +136,7 @@ fn the_portable_form_writes_project_paths_relative_and_keeps_system_paths() {
             ("/workspace/{workspace}", "."),
             ("/data", "./data"),
             ("/home/claude/.gitconfig", "~/.gitconfig"),
-            ("/etc/ssl/certs", "/etc/ssl/certs"),
+            ("/usr/share/ca-certificates", "/usr/share/ca-certificates"),
         ]
     );
     assert_eq!(
@@ -209,7 +210,7 @@ fn a_changed_setting_changes_the_digest() {
     let memory = format!("{PROFILE}\n[resources]\nmemory = \"2g\"\n");
     assert_ne!(changed(&memory, &run), base);
     // A bind that leaves the project for a system path.
-    let moved = PROFILE.replace("\"./data\"", "\"/etc/ssl/certs\"");
+    let moved = PROFILE.replace("\"./data\"", "\"/usr/share/ca-certificates\"");
     assert_ne!(changed(&moved, &run), base);
     // The workspace writable or read-only.
     let read_only = format!("{PROFILE}\n[workspace]\nread_only = true\n");
@@ -329,6 +330,75 @@ fn a_copy_behind_the_egress_proxy_gets_a_companion_of_its_own() {
     expected.egress_for(&format!("{base}-2"), "2");
     assert_eq!(c.egress, expected.egress);
     assert_ne!(c.egress, container(&plain).egress);
+}
+
+#[test]
+fn names_behind_the_egress_proxy_are_dns_labels_or_refused_where_chosen() {
+    let text = "name = \"box\"\nagent = \"custom\"\n[image]\nref = \"img:1\"\n\
+                [egress]\nmode = \"allowlist\"\nhosts = [\"example.com\"]\n";
+    let attempt = |name: Option<String>, copy: Option<u16>, text: &str| {
+        let loaded = load("dev.toml", text).unwrap();
+        let mut inputs = ALICE.inputs(LaunchKind::Run);
+        inputs.instance = Instance {
+            start: Start::Detached,
+            name,
+            copy,
+            default_name: Some("agentc-run-box-77".into()),
+            ..Instance::default()
+        };
+        resolve(&loaded, &inputs, &ALICE.paths())
+    };
+    // 63 characters are one label; the proxy's own `NAME-egress-proxy` is nobody's to look up.
+    let fits = attempt(Some("n".repeat(63)), None, text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(container(&fits).name.as_ref().map(String::len), Some(63));
+    let refused =
+        |name: Option<String>, copy: Option<u16>, text: &str| match attempt(name, copy, text) {
+            Err(PolicyError::Invalid {
+                location,
+                message,
+                hint,
+            }) => (location, message, hint),
+            other => panic!("{other:?}"),
+        };
+    let (location, message, hint) = refused(Some("n".repeat(64)), None, text);
+    assert_eq!(
+        location,
+        Location::Invocation {
+            input: "--name".into()
+        }
+    );
+    assert!(message.contains("\", 64 characters"), "{message}");
+    assert!(message.contains("at most 63 characters"), "{message}");
+    assert_eq!(hint, "use a --name of at most 63 characters");
+    // A copy's number counts: NAME-10.
+    assert!(attempt(Some("n".repeat(61)), Some(2), text).is_ok());
+    let (_, _, hint) = refused(Some("n".repeat(61)), Some(10), text);
+    assert_eq!(
+        hint,
+        "use a --name of at most 60 characters (agentc adds 3 to it for this copy)"
+    );
+    // Dots make several labels, or an empty one.
+    for dotted in ["a.b", "a..b", "box."] {
+        let (_, message, hint) = refused(Some(dotted.into()), None, text);
+        assert!(message.contains("holds a dot"), "{dotted}: {message}");
+        assert!(hint.contains("letters, digits, `_` and `-`"), "{hint}");
+    }
+    // The default names hold the profile's name: refused at its field.
+    let long = "p".repeat(60);
+    let long_text = text.replace("name = \"box\"", &format!("name = \"{long}\""));
+    let (location, _, hint) = refused(None, Some(1), &long_text);
+    assert!(
+        matches!(&location, Location::Profile { field, .. } if field == "name"),
+        "{location:?}"
+    );
+    assert!(hint.contains("shorten the profile's name"), "{hint}");
+    // Without the egress proxy nothing looks the names up: docker's own limit holds.
+    let deny = text.replace(
+        "mode = \"allowlist\"\nhosts = [\"example.com\"]",
+        "mode = \"deny\"",
+    );
+    assert!(attempt(Some("n".repeat(100)), None, &deny).is_ok());
+    assert!(attempt(Some("a.b".into()), None, &deny).is_ok());
 }
 
 #[test]

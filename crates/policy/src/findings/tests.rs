@@ -16,13 +16,14 @@ fn abs(path: &Path) -> String {
     normalize_path(&path.to_string_lossy())
 }
 
-/// The disk, plus `/`, `/home` and [`HOME`] as directories on every machine.
+/// The disk, plus `/`, `/home`, [`HOME`] (with a `.ssh`) and the workspace as directories on
+/// every machine.
 struct Disk;
 
 impl PathProbe for Disk {
     fn kind(&self, path: &str) -> PathKind {
         match path {
-            "/" | "/home" | HOME | SRC | WORKSPACE => PathKind::Directory,
+            "/" | "/home" | HOME | SRC | WORKSPACE | SSH => PathKind::Directory,
             _ => RealPaths.kind(path),
         }
     }
@@ -31,6 +32,7 @@ impl PathProbe for Disk {
 const HOME: &str = "/home/dev";
 const SRC: &str = "/home/dev/src";
 const WORKSPACE: &str = "/home/dev/src/project";
+const SSH: &str = "/home/dev/.ssh";
 
 fn inputs(kind: LaunchKind, profile_dir: &str, env: &[(String, String)]) -> ResolveInputs {
     ResolveInputs {
@@ -275,12 +277,15 @@ fn egress_entries_are_classified_precisely() {
 
 #[test]
 fn gateway_bootstrap_ranges_are_reported() {
-    let text = "name = \"dev\"\nagent = \"claude-code\"\n[egress]\nmode = \"deny\"\n\
-                gateway_host = \"gw\"\ngateway_port = 22\n\
-                gateway_bootstrap_allow = [\"192.0.2.1\", \"198.51.100.0/24\"]\n\
-                [[mounts]]\nsource = \"/etc/hostname\"\ntarget = \"/etc/agent/gateway-key\"\n\
-                [[mounts]]\nsource = \"/etc/hostname\"\ntarget = \"/etc/agent/gateway-known-hosts\"\n";
-    let finding = one(text, "egress-ip-range");
+    let file = abs(&repo().join("fixtures/files/gateway/mounted-key"));
+    let text = format!(
+        "name = \"dev\"\nagent = \"claude-code\"\n[egress]\nmode = \"deny\"\n\
+         gateway_host = \"gw\"\ngateway_port = 22\n\
+         gateway_bootstrap_allow = [\"192.0.2.1\", \"198.51.100.0/24\"]\n\
+         [[mounts]]\nsource = {file:?}\ntarget = \"/etc/agent/gateway-key\"\n\
+         [[mounts]]\nsource = {file:?}\ntarget = \"/etc/agent/gateway-known-hosts\"\n"
+    );
+    let finding = one(&text, "egress-ip-range");
     assert_eq!(finding.field, "egress.gateway_bootstrap_allow[1]");
     assert_eq!(finding.position.map(|p| p.0), Some(7));
 }
@@ -405,8 +410,26 @@ fn the_docker_socket_is_refused_in_any_form_unless_allowed() {
         assert_eq!(message, format!("{field} passes DOCKER_HOST into the container"));
         assert!(hint.contains("allow_docker_socket = true"), "{hint}");
     }
+    // `/run` holds the engines' sockets as well (`/run/containerd`): the socket's field alone
+    // does not accept it.
+    let (_, message, hint) = refusal(&with_mount(
+        "/run",
+        "[security]\nallow_docker_socket = true\n",
+    ));
+    assert!(message.contains("container engine's data"), "{message}");
+    assert!(hint.contains("allow_engine_data_bind = true"), "{hint}");
     // Accepted when the profile says so, and reported critical naming the field.
-    let allowed = with_mount("/run", "[security]\nallow_docker_socket = true\n");
+    let allowed = with_mount(
+        "/run",
+        "[security]\nallow_docker_socket = true\nallow_engine_data_bind = true\n",
+    );
+    let engine = one(&allowed, "bind-engine-data");
+    assert_eq!(engine.severity, Severity::Critical);
+    assert_eq!(
+        engine.allowed_by.as_deref(),
+        Some("security.allow_engine_data_bind")
+    );
+    assert!(engine.message.ends_with("(line 9)"), "{}", engine.message);
     let finding = one(&allowed, "docker-socket");
     assert_eq!(finding.severity, Severity::Critical);
     assert_eq!(finding.field, "mounts[0].source");
@@ -508,6 +531,248 @@ fn binds_of_root_and_home_are_refused_unless_allowed() {
     assert!(home
         .message
         .contains("accepted by security.allow_home_bind (line 8)"));
+}
+
+/// [`Disk`], with each key a directory that is, on the disk, its value.
+struct Mapped(BTreeMap<String, String>);
+
+impl PathProbe for Mapped {
+    fn kind(&self, path: &str) -> PathKind {
+        match self.0.get(path) {
+            Some(real) => RealPaths.kind(real),
+            None => Disk.kind(path),
+        }
+    }
+}
+
+/// [`Disk`], with `/home/dev/src/link` a link to `/var/lib/docker` (which then exists) and a
+/// `/root/.ssh`.
+struct Linked;
+
+impl PathProbe for Linked {
+    fn kind(&self, path: &str) -> PathKind {
+        match path {
+            "/var/lib/docker" | "/home/dev/src/link" | "/root/.ssh" => PathKind::Directory,
+            _ => Disk.kind(path),
+        }
+    }
+
+    fn canonical(&self, path: &str) -> Option<String> {
+        path.strip_prefix("/home/dev/src/link")
+            .map(|rest| format!("/var/lib/docker{rest}"))
+    }
+}
+
+#[test]
+fn host_paths_that_hand_over_the_host_are_refused_wherever_they_enter() {
+    // Mounts, read-only or not, in every spelling; the error names the field, the position and
+    // the allow_* setting.
+    for (source, allow) in [
+        ("/var/lib/docker/containers", "allow_engine_data_bind"),
+        ("/var/lib", "allow_engine_data_bind"),
+        ("/proc/1/root/var/lib/docker", "allow_engine_data_bind"),
+        ("/proc/self/root/etc", "allow_host_system_bind"),
+        ("/proc", "allow_host_system_bind"),
+        ("/sys/kernel", "allow_host_system_bind"),
+        ("/dev", "allow_host_system_bind"),
+        ("//etc", "allow_host_system_bind"),
+        ("/boot", "allow_host_system_bind"),
+        ("/root", "allow_host_system_bind"),
+        ("~/.ssh", "allow_credential_dir_bind"),
+        ("~/.ssh/id_ed25519", "allow_credential_dir_bind"),
+        ("/home/dev/.kube", "allow_credential_dir_bind"),
+        ("~/.config/gcloud", "allow_credential_dir_bind"),
+        ("~/.aws", "allow_credential_dir_bind"),
+        ("~/.gnupg", "allow_credential_dir_bind"),
+        ("~/.docker/config.json", "allow_credential_dir_bind"),
+        ("~/.local/share/containers", "allow_engine_data_bind"),
+    ] {
+        for read_only in ["", "read_only = true\n"] {
+            let text = format!(
+                "{CLAUDE}[[mounts]]\ntype = \"directory\"\nsource = {source:?}\ntarget = \"/x\"\n\
+                 {read_only}"
+            );
+            let (field, message, hint) = refusal(&text);
+            assert_eq!(field, "mounts[0].source", "{source}");
+            assert!(message.starts_with("mounts[0].source /"), "{message}");
+            assert!(
+                hint.ends_with(&format!("or set [security] {allow} = true to accept it")),
+                "{source}: {hint}"
+            );
+        }
+    }
+    let error = load("p.toml", &with_mount("/var/lib/docker", "")).expect_err("refused");
+    let error = error.first().to_string();
+    assert!(
+        error.starts_with("p.toml:5:10: mounts[0].source: mounts[0].source /var/lib/docker holds a container engine's data"),
+        "{error}"
+    );
+    // The workspace: inside a credential directory, or a link to the engine's data.
+    let loaded = load("p.toml", CLAUDE).unwrap_or_else(|e| panic!("{e}"));
+    for (workspace, allow) in [
+        ("/home/dev/.ssh", "allow_credential_dir_bind"),
+        ("/home/dev/.ssh/keys", "allow_credential_dir_bind"),
+        ("/etc/app", "allow_host_system_bind"),
+        ("/home/dev/src/link", "allow_engine_data_bind"),
+    ] {
+        let mut run = inputs(LaunchKind::Run, PROFILE_DIR, &[]);
+        run.workspace = workspace.to_string();
+        match resolve(&loaded, &run, &Linked) {
+            Err(PolicyError::Invalid {
+                location: Location::Invocation { input },
+                message,
+                hint,
+            }) => {
+                assert_eq!(input, "--workspace");
+                assert!(
+                    message.starts_with(&format!("the workspace {workspace}")),
+                    "{message}"
+                );
+                assert!(hint.contains(allow), "{workspace}: {hint}");
+            }
+            other => panic!("{workspace}: {other:?}"),
+        }
+    }
+    // A workspace in the home stays an ordinary workspace, and so does root's own project when
+    // the home is /root.
+    let spec = resolve(&loaded, &inputs(LaunchKind::Run, PROFILE_DIR, &[]), &Disk);
+    assert!(spec.is_ok(), "{spec:?}");
+    let mut as_root = inputs(LaunchKind::Run, PROFILE_DIR, &[]);
+    as_root.home_dir = "/root".to_string();
+    as_root.workspace = "/root".to_string();
+    let error = resolve(&loaded, &as_root, &Disk).expect_err("the home itself");
+    assert!(error.to_string().contains("allow_home_bind"), "{error}");
+    // A mount through a link is judged where the link leads.
+    let (field, message, _) = {
+        let loaded = load("p.toml", &with_mount("/home/dev/src/link/containers", ""))
+            .unwrap_or_else(|e| panic!("{e}"));
+        match resolve(&loaded, &inputs(LaunchKind::Run, PROFILE_DIR, &[]), &Linked) {
+            Err(PolicyError::Invalid {
+                location: Location::Profile { field, .. },
+                message,
+                hint,
+            }) => (field, message, hint),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(field, "mounts[0].source");
+    assert!(
+        message
+            .starts_with("mounts[0].source /var/lib/docker/containers holds a container engine's"),
+        "{message}"
+    );
+    // A seed's source.
+    let seed = format!(
+        "{CLAUDE}[[mounts]]\ntype = \"seed\"\nsource = \"~/.ssh/id_ed25519\"\n\
+         target = \"/home/claude/.ssh/id_ed25519\"\n"
+    );
+    let loaded = load("p.toml", &seed).unwrap_or_else(|e| panic!("{e}"));
+    let mut seed_inputs = inputs(LaunchKind::Seed, PROFILE_DIR, &[]);
+    seed_inputs.seed_target = Some("/home/claude/.ssh/id_ed25519".to_string());
+    let error = resolve(&loaded, &seed_inputs, &Disk).expect_err("refused");
+    assert!(
+        error
+            .to_string()
+            .contains("allow_credential_dir_bind = true"),
+        "{error}"
+    );
+    // A build context: absolute as the profile loads, relative or `~` as the launch resolves.
+    let custom = "name = \"dev\"\nagent = \"custom\"\n[image]\nref = \"box:1\"\n";
+    let (field, _, hint) = refusal(&format!("{custom}build_context = \"/etc\"\n"));
+    assert_eq!(field, "image.build_context");
+    assert!(hint.contains("allow_host_system_bind = true"), "{hint}");
+    let loaded = load("p.toml", &format!("{custom}build_context = \"~/.kube\"\n"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let error =
+        resolve(&loaded, &inputs(LaunchKind::Build, PROFILE_DIR, &[]), &Disk).expect_err("refused");
+    assert!(
+        error
+            .to_string()
+            .contains("image.build_context /home/dev/.kube"),
+        "{error}"
+    );
+    // Accepted, the context is the finding of its field (not its bind's).
+    let dir = abs(&repo().join("fixtures/files/sandbox-image"));
+    let text = format!(
+        "{custom}build_context = \"~/.kube/../src/../.kube/../../dev/.kube\"\n\
+         [security]\nallow_credential_dir_bind = true\n"
+    );
+    let loaded = load("p.toml", &text).unwrap_or_else(|e| panic!("{e}"));
+    let mut probe = BTreeMap::new();
+    probe.insert("/home/dev/.kube".to_string(), dir);
+    let spec = resolve(
+        &loaded,
+        &inputs(LaunchKind::Build, PROFILE_DIR, &[]),
+        &Mapped(probe),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let report = findings(&loaded, &spec);
+    let found = report
+        .iter()
+        .find(|f| f.code == "bind-credential-dir")
+        .unwrap_or_else(|| panic!("{report:#?}"));
+    assert_eq!(found.field, "image.build_context");
+    assert_eq!(found.severity, Severity::Critical);
+    assert_eq!(
+        found.allowed_by.as_deref(),
+        Some("security.allow_credential_dir_bind")
+    );
+    // A CA file, and a configuration import.
+    let (field, _, hint) = refusal(&format!(
+        "{CLAUDE}[proxy]\nhttps = \"http://proxy.example:3128\"\nca_file = \"/etc/ssl/private/key.pem\"\n"
+    ));
+    assert_eq!(field, "proxy.ca_file");
+    assert!(hint.contains("allow_host_system_bind"), "{hint}");
+    let (field, _, hint) = refusal(&format!(
+        "{CLAUDE}[configuration_import]\nsource = \"~/.aws/config\"\nformat = \"json\"\n"
+    ));
+    assert_eq!(field, "configuration_import.source");
+    assert!(hint.contains("allow_credential_dir_bind"), "{hint}");
+}
+
+#[test]
+fn an_allowed_host_path_is_a_critical_finding_naming_its_field() {
+    for (source, allow, code) in [
+        ("/etc", "allow_host_system_bind", "bind-host-system"),
+        ("/var/lib", "allow_engine_data_bind", "bind-engine-data"),
+        ("~/.ssh", "allow_credential_dir_bind", "bind-credential-dir"),
+    ] {
+        let finding = one(
+            &with_mount(source, &format!("[security]\n{allow} = true\n")),
+            code,
+        );
+        assert_eq!(finding.severity, Severity::Critical, "{source}");
+        assert_eq!(finding.field, "mounts[0].source");
+        assert_eq!(
+            finding.allowed_by.as_deref(),
+            Some(format!("security.{allow}").as_str())
+        );
+        assert!(
+            finding
+                .message
+                .ends_with(&format!("accepted by security.{allow} (line 8)")),
+            "{}",
+            finding.message
+        );
+    }
+    // /root/.ssh needs both fields, and reports both.
+    let both = with_mount(
+        "/root/.ssh",
+        "[security]\nallow_host_system_bind = true\nallow_credential_dir_bind = true\n",
+    );
+    let loaded = load("p.toml", &both).unwrap_or_else(|e| panic!("{e}"));
+    let spec = resolve(&loaded, &inputs(LaunchKind::Run, PROFILE_DIR, &[]), &Linked)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let codes: Vec<&str> = findings(&loaded, &spec).iter().map(|f| f.code).collect();
+    assert!(
+        codes.contains(&"bind-host-system") && codes.contains(&"bind-credential-dir"),
+        "{codes:?}"
+    );
+    let (_, _, hint) = refusal(&with_mount(
+        "/root/.ssh",
+        "[security]\nallow_host_system_bind = true\n",
+    ));
+    assert!(hint.contains("allow_credential_dir_bind = true"), "{hint}");
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! `[image]`: the image reference, a custom agent's entrypoint, command and user, docker's
-//! init as PID 1, and the image build; the process part of the explanation.
+//! init as PID 1, and the image build (its context judged as a bind is, and its finding when
+//! an `allow_*` field accepts it); the process part of the explanation.
 
 use std::collections::BTreeMap;
 
@@ -7,9 +8,10 @@ use crate::check::Checker;
 use crate::context::{invocation, preset_origin, Resolver};
 use crate::error::{Location, PolicyError};
 use crate::explainer::Explainer;
+use crate::finding::{Report, Severity};
 use crate::inputs::PathKind;
 use crate::keys;
-use crate::paths::resolve_host_path;
+use crate::paths::{dangers, resolve_host_path, Danger, ALL_DANGERS};
 use crate::presets::Preset;
 use crate::profile::Profile;
 use crate::spec::{Action, BuildSpec, ContainerSpec, Origin};
@@ -136,6 +138,11 @@ impl Resolver<'_> {
             ));
         };
         let context = resolve_host_path(context, &self.inputs.home_dir, &self.inputs.profile_dir);
+        // The whole context goes to the engine, and a Dockerfile may copy any of it into the
+        // image: the same host paths are refused as for a bind.
+        if let Some(origin) = self.refuse_dangerous("image.build_context", &context)? {
+            self.set(keys::BUILD_CONTEXT_ALLOWED_BY, origin);
+        }
         if self.paths.kind(&context) != PathKind::Directory {
             return Err(self.unlaunchable(
                 "image.build_context",
@@ -279,4 +286,42 @@ pub(crate) fn explain_process(out: &mut Explainer, c: &ContainerSpec) {
         "kept until removed"
     };
     out.item("lifetime", removal, keys::AUTO_REMOVE);
+}
+
+/// The build context's finding: a context an `allow_*` field accepted is as critical as a bind
+/// of it (`bind-root`, `bind-host-system`, ...), since a Dockerfile may copy any of it into the
+/// image.
+pub(crate) fn build_findings(report: &mut Report, build: &BuildSpec) {
+    let Some(Origin::Profile { field: allow, .. }) = report.origin(keys::BUILD_CONTEXT_ALLOWED_BY)
+    else {
+        return;
+    };
+    let allow = allow.clone();
+    let mut found = dangers(&build.context, None);
+    if let Some(danger) = ALL_DANGERS.iter().find(|d| d.allow_field() == allow) {
+        if !found.contains(danger) {
+            found.push(*danger);
+        }
+    }
+    let at = report.field_of(keys::BUILD_CONTEXT, "image.build_context");
+    for danger in found {
+        let severity = if danger == Danger::Home {
+            Severity::High
+        } else {
+            Severity::Critical
+        };
+        report.push_allowed(
+            danger.finding_code(),
+            severity,
+            at.clone(),
+            danger,
+            format!(
+                "the build context {} {}: the engine receives all of it, and the Dockerfile may \
+                 copy any of it into the image",
+                build.context,
+                danger.what()
+            ),
+            "build from a directory that holds only what the image needs",
+        );
+    }
 }

@@ -12,7 +12,7 @@ use crate::explainer::Explainer;
 use crate::finding::{Report, Severity};
 use crate::inputs::PathKind;
 use crate::keys;
-use crate::paths::{classify_path, contains, normalize_path, Danger};
+use crate::paths::{contains, dangers, normalize_path, Danger, ALL_DANGERS};
 use crate::presets;
 use crate::profile::{MountConfig, MountType, OnConflict, Profile};
 use crate::spec::{ContainerSpec, LaunchKind, Mount, MountSource, Origin};
@@ -369,78 +369,52 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
             "writable"
         };
         let target = &mount.target;
-        let danger = match classify_path(path, None) {
-            Some(danger) => Some(danger),
-            None if allowed_by.as_deref() == Some(Danger::Home.allow_field()) => Some(Danger::Home),
-            None => None,
-        };
-        match danger {
-            Some(Danger::Root) => report.push_allowed(
-                "bind-root",
-                Severity::Critical,
-                at,
-                Danger::Root,
-                format!(
-                    "the host's root directory is mounted {access} at {target}, with every home, \
-                     key and the docker socket in it"
-                ),
-                "mount only the directories the agent needs, and remove allow_root_bind",
-            ),
-            Some(Danger::DockerSocket) => report.push_allowed(
-                "docker-socket",
-                Severity::Critical,
-                at,
-                Danger::DockerSocket,
-                format!(
-                    "{path} exposes the docker socket at {target}: whoever reaches it is root on \
-                     the host"
-                ),
-                "remove the mount and allow_docker_socket; give the agent a rootless or remote \
-                 daemon of its own if it must run containers",
-            ),
-            Some(Danger::Home) => report.push_allowed(
-                "bind-home",
+        // The dangers the path shows by itself, and the one its `allow_*` field was recorded
+        // for where that needs the home (the home, `/root`).
+        let mut found = dangers(path, None);
+        if let Some(danger) = ALL_DANGERS
+            .iter()
+            .find(|danger| allowed_by.as_deref() == Some(danger.allow_field()))
+        {
+            if !found.contains(danger) {
+                found.push(*danger);
+            }
+        }
+        for danger in &found {
+            bind_finding(report, at.clone(), *danger, path, access, target);
+        }
+        if !found.is_empty() {
+            continue;
+        }
+        let is_workspace = workspace
+            .as_ref()
+            .is_some_and(|(_, _, workspace_target)| workspace_target == target);
+        if is_workspace || mount.read_only {
+            continue;
+        }
+        let above = workspace
+            .as_ref()
+            .is_some_and(|(workspace, _, _)| workspace != path && contains(path, workspace));
+        if above {
+            report.push(
+                "bind-workspace-ancestor",
                 Severity::High,
                 at,
-                Danger::Home,
                 format!(
-                    "the home directory {path} is mounted {access} at {target}, with the keys and \
-                     tokens in it"
+                    "{path}, a directory above the workspace, is mounted writable at \
+                     {target}: the agent can change other projects and the files around \
+                     them"
                 ),
-                "mount only the project and the files the agent needs, and remove allow_home_bind",
-            ),
-            None => {
-                let is_workspace = workspace
-                    .as_ref()
-                    .is_some_and(|(_, _, workspace_target)| workspace_target == target);
-                if is_workspace || mount.read_only {
-                    continue;
-                }
-                let above = workspace.as_ref().is_some_and(|(workspace, _, _)| {
-                    workspace != path && contains(path, workspace)
-                });
-                if above {
-                    report.push(
-                        "bind-workspace-ancestor",
-                        Severity::High,
-                        at,
-                        format!(
-                            "{path}, a directory above the workspace, is mounted writable at \
-                             {target}: the agent can change other projects and the files around \
-                             them"
-                        ),
-                        "mount the workspace alone, or mount the directory read-only",
-                    );
-                } else if matches!(report.origin(&key), Some(Origin::Profile { .. })) {
-                    report.push(
-                        "bind-writable",
-                        Severity::Info,
-                        at,
-                        format!("{path} is mounted writable at {target}"),
-                        "set read_only = true unless the agent must write there",
-                    );
-                }
-            }
+                "mount the workspace alone, or mount the directory read-only",
+            );
+        } else if matches!(report.origin(&key), Some(Origin::Profile { .. })) {
+            report.push(
+                "bind-writable",
+                Severity::Info,
+                at,
+                format!("{path} is mounted writable at {target}"),
+                "set read_only = true unless the agent must write there",
+            );
         }
     }
     if let Some((path, false, target)) = workspace {
@@ -457,4 +431,70 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
              for agents that only read",
         );
     }
+}
+
+/// The finding of a bind of `path` that `danger`'s `allow_*` field accepted.
+fn bind_finding(
+    report: &mut Report,
+    at: (String, Option<(usize, usize)>),
+    danger: Danger,
+    path: &str,
+    access: &str,
+    target: &str,
+) {
+    let (severity, message, hint) = match danger {
+        Danger::Root => (
+            Severity::Critical,
+            format!(
+                "the host's root directory is mounted {access} at {target}, with every home, \
+                 key and the docker socket in it"
+            ),
+            "mount only the directories the agent needs, and remove allow_root_bind",
+        ),
+        Danger::DockerSocket => (
+            Severity::Critical,
+            format!(
+                "{path} exposes the docker socket at {target}: whoever reaches it is root on \
+                 the host"
+            ),
+            "remove the mount and allow_docker_socket; give the agent a rootless or remote \
+             daemon of its own if it must run containers",
+        ),
+        Danger::Home => (
+            Severity::High,
+            format!(
+                "the home directory {path} is mounted {access} at {target}, with the keys and \
+                 tokens in it"
+            ),
+            "mount only the project and the files the agent needs, and remove allow_home_bind",
+        ),
+        Danger::EngineData => (
+            Severity::Critical,
+            format!(
+                "{path}, a container engine's data or sockets, is mounted {access} at {target}: \
+                 every container's configuration and environment (the egress proxy's keys \
+                 among them) is readable there"
+            ),
+            "remove the mount and allow_engine_data_bind",
+        ),
+        Danger::HostSystem => (
+            Severity::Critical,
+            format!(
+                "{path}, in the host's system directories, is mounted {access} at {target}: \
+                 the host's processes and their environment, devices or configuration are \
+                 readable there"
+            ),
+            "mount a copy of the file the agent needs instead, and remove \
+             allow_host_system_bind",
+        ),
+        Danger::CredentialDir => (
+            Severity::Critical,
+            format!(
+                "{path}, a credential directory, is mounted {access} at {target}: your keys and \
+                 tokens are readable there"
+            ),
+            "give the agent a key of its own, and remove allow_credential_dir_bind",
+        ),
+    };
+    report.push_allowed(danger.finding_code(), severity, at, danger, message, hint);
 }

@@ -14,7 +14,7 @@ use crate::explainer::{origin_words, Explainer};
 use crate::finding::{Report, Severity};
 use crate::isolation::{IsolationPrefer, IsolationTier};
 use crate::keys;
-use crate::paths::{classify_path, normalize_path, Danger, DOCKER_HOST};
+use crate::paths::{dangers, normalize_path, Danger, DOCKER_HOST};
 use crate::presets::{self, Preset};
 use crate::profile::{AgentName, EgressMode, Profile};
 use crate::rules;
@@ -166,9 +166,10 @@ fn isolation(ck: &mut Checker, profile: &Profile) {
     }
 }
 
-/// The Docker socket in any form and binds of `/`, as far as loading can tell: absolute host
-/// paths (after lexical normalization) and `DOCKER_HOST` among the variables passed in.
-/// Relative and `~` paths, links and the home directory are checked when resolving.
+/// The host paths that hand over the host ([`crate::paths::dangers`]) and `DOCKER_HOST`, as far
+/// as loading can tell: absolute host paths (after lexical normalization) and `DOCKER_HOST`
+/// among the variables passed in. Relative and `~` paths, links, the home directory and
+/// `/root` (which may be the home) are checked when resolving.
 fn dangerous(ck: &mut Checker, profile: &Profile) {
     let security = &profile.security;
     let mut sources: Vec<(String, &str)> = Vec::new();
@@ -199,6 +200,10 @@ fn dangerous(ck: &mut Checker, profile: &Profile) {
                 .as_ref()
                 .map(|i| i.source.as_str()),
         ),
+        (
+            "image.build_context",
+            profile.image.build_context.as_deref(),
+        ),
     ];
     for (field, value) in files {
         if let Some(value) = value {
@@ -211,26 +216,25 @@ fn dangerous(ck: &mut Checker, profile: &Profile) {
             continue;
         }
         let path = normalize_path(source);
-        let Some(danger) = classify_path(&path, None) else {
+        let Some(danger) = dangers(&path, None)
+            .into_iter()
+            .find(|danger| !danger.allowed(security))
+        else {
             continue;
         };
-        if danger.allowed(security) {
-            continue;
-        }
-        let (message, why) = match danger {
-            Danger::Root => (
-                format!("{field} binds the host's root directory /"),
-                "a bind of / hands the agent the whole host; mount only what it needs",
-            ),
-            _ => (
-                format!("{field} exposes the docker socket: {path}"),
-                "the docker socket makes the agent root on the host; remove the mount",
-            ),
+        let message = match danger {
+            Danger::Root => format!("{field} binds the host's root directory /"),
+            Danger::DockerSocket => format!("{field} exposes the docker socket: {path}"),
+            other => format!("{field} {path} {}", other.what()),
         };
         ck.fail(
             &field,
             message,
-            format!("{why}, or set {} to accept it", danger.allow_setting()),
+            format!(
+                "{}, or set {} to accept it",
+                danger.why(),
+                danger.allow_setting()
+            ),
         );
     }
     if security.allow_docker_socket {
