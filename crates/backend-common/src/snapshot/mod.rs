@@ -20,7 +20,7 @@
 //!
 //! The archives hold whatever the sandbox wrote (keys it was handed included), so they are
 //! the caller's alone: every directory this module creates is `0700` and every file `0600`,
-//! set as they are created ([`private_dirs`], [`private_file`]).
+//! set as they are created (`private_dirs`, `private_file`).
 
 pub mod capture;
 pub mod memory;
