@@ -847,8 +847,10 @@ mod localize_tests {
                 .all(|(name, value)| name == "DOCKER_HOST" || value.starts_with("dummy-")));
         }
         assert!(binds > 10, "{binds}");
+        // The finding fixtures that bind `/`, `/home` and the host's own directories
+        // (`finding-bind-*`, issue 36) stay virtual; nothing else does.
         assert!(
-            outside <= 3,
+            outside <= 6,
             "{outside} launches bind paths outside the virtual directories"
         );
     }

@@ -761,7 +761,8 @@ fn the_egress_proxy_is_restricted_and_reached_only_by_its_workload() {
             "serve",
             "--listen=0.0.0.0:3128",
             "--dns=0.0.0.0:53",
-            "--allow=api.example.com"
+            "--allow=api.example.com",
+            "--audit-dir=/var/lib/agentc/egress-audit"
         ])
     );
     assert_eq!(proxy_pod["securityContext"]["runAsUser"], 65534);

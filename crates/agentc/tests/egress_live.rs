@@ -2653,6 +2653,7 @@ fn copies_behind_the_proxy_each_get_their_own_companion() {
             format!("removed {}", copies[0]),
             format!("removed {}", proxies[0]),
             format!("removed network {}-egress", copies[0]),
+            format!("removed volume {}-egress-audit", copies[0]),
         ],
         "{removed}"
     );
@@ -2664,6 +2665,7 @@ fn copies_behind_the_proxy_each_get_their_own_companion() {
         format!("removed {}", copies[1]),
         format!("removed {}", proxies[1]),
         network,
+        format!("removed volume {}-egress-audit", copies[1]),
     ];
     expected.sort_unstable();
     assert_eq!(lines, expected, "{removed}");

@@ -707,7 +707,12 @@ fn live_secrets_are_refused_without_allow_secrets_and_never_stored() {
 
     // Behind the egress proxy the proxy holds the key: only a placeholder is inside, and
     // neither the image nor the archives hold the key.
-    let (profile, path) = lab.profile("proxied", true, "", provider);
+    // The provider's host is allowed, so the proxy can set its key there (issue 36).
+    let egress = format!(
+        "[egress]\nhosts = [\"allowed.test\", \"api.anthropic.com\"]\noutside_network = \"{}\"\n\n{provider}",
+        lab.out
+    );
+    let (profile, path) = lab.profile("proxied", true, "", &egress);
     let out = lab.agentc(&["run", &path, "--detach", "--backend", "api"], &key);
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
     let name = started(&text(&out.stdout)).remove(0);

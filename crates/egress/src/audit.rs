@@ -90,6 +90,8 @@ pub fn is_priority(record: &Record) -> bool {
 /// What lines are counted together: nothing of it is chosen by the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Key {
+    /// The line's event: a request's decision and its close line are counted apart.
+    pub event: Event,
     /// The line's kind.
     pub kind: Kind,
     /// `allow` or `deny`.
@@ -104,6 +106,7 @@ impl Key {
     /// The key of `record`.
     pub fn of(record: &Record) -> Key {
         Key {
+            event: record.event,
             kind: record.kind,
             decision: record.decision,
             reason: record.reason,
@@ -134,6 +137,7 @@ impl Suppressed {
             time,
             id: next_id(),
             event: Event::Summary,
+            of: self.key.event,
             kind: self.key.kind,
             decision: self.key.decision,
             reason: self.key.reason,

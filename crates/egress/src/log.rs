@@ -70,7 +70,7 @@ pub enum Kind {
 }
 
 /// Which line of a request a record is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Event {
     /// The request's one decision, written before anything leaves the proxy for it.
@@ -227,6 +227,8 @@ pub struct Summary {
     pub id: u64,
     /// Always [`Event::Summary`].
     pub event: Event,
+    /// The event of the lines left out (`decision` or `close`).
+    pub of: Event,
     /// The kind of the lines left out.
     pub kind: Kind,
     /// Their decision, `allow` or `deny`.

@@ -48,7 +48,7 @@ use capture::Recording;
 use client_io::ClientIo;
 use conn::Conn;
 use counted::{with_idle, Counted, Counters};
-use forward::forward;
+use forward::forward_screened;
 use intercept::Intercept;
 use tunnel::tunnel;
 
@@ -679,61 +679,7 @@ fn start(
             let permit = permit.clone();
             tokio::spawn(async move {
                 let _permit = permit;
-                let (request, found_later) = match screen {
-                    None => (request.map(boxed), None),
-                    Some(intercept) => {
-                        match intercept::screen(request, &intercept, Vec::new(), "the proxy").await
-                        {
-                            Ok(intercept::Screened::Whole(request)) => {
-                                shared.emit(line.clone());
-                                (request, None)
-                            }
-                            Ok(intercept::Screened::Streaming(request, later)) => {
-                                shared.emit(line.clone());
-                                (request, Some((intercept, later)))
-                            }
-                            Err((deny, Some(found))) => {
-                                let refused = intercept::replay_refusal(
-                                    &shared, &intercept, line, &found, &deny,
-                                );
-                                let _ = answer.send(refused);
-                                return;
-                            }
-                            Err((deny, None)) => {
-                                line.set_reason(deny.reason);
-                                line.detail = Some(deny.detail.clone());
-                                shared.emit(line);
-                                let _ = answer.send(refusal(&deny));
-                                return;
-                            }
-                        }
-                    }
-                };
-                let close = line.clone();
-                let response = forward(request, line, &path, shared.clone()).await;
-                // A placeholder found in the body after its first bytes were sent on.
-                let found = found_later.and_then(|(intercept, later)| {
-                    let found = later.lock().ok().and_then(|mut found| found.take())?;
-                    Some((intercept, found))
-                });
-                let response = match found {
-                    None => response,
-                    Some((intercept, found)) => {
-                        let deny = intercept::replay_deny(
-                            &found,
-                            "the body of a plain-HTTP request",
-                            "the proxy",
-                        );
-                        let mut close = close.close(Reason::CredentialReplay);
-                        close.kind = Kind::CredentialReplay;
-                        close.credential = Some(found.credential.clone());
-                        close.detail = Some(deny.detail.clone());
-                        shared.emit(close);
-                        intercept.replayed();
-                        refusal(&deny)
-                    }
-                };
-                let _ = answer.send(response);
+                let _ = answer.send(forward_screened(request, line, path, shared, screen).await);
             });
             Pending::Later(later)
         }

@@ -10,10 +10,12 @@ use http::{Request, Response, Version};
 use hyper_util::rt::TokioIo;
 
 use super::counted::{with_idle, Counted, Counters};
-use super::{chain, open, refusal, text, Body, Shared};
+use super::{boxed, chain, intercept, open, refusal, text, Body, Intercept, Shared};
+use crate::log::Kind;
 use crate::log::Record;
 use crate::policy::{Deny, Reason};
 use crate::request;
+use hyper::body::Incoming;
 
 /// An allowed forward request after its decision line: resolves, connects, sends the request
 /// upstream and returns the response; the close line (same id) says how it ended.
@@ -111,4 +113,65 @@ pub(super) async fn forward(
         ),
         None => text(504, "agentc egress proxy: upstream idle timeout\n".into()),
     }
+}
+
+/// A forward request after its decision is made or pending: its body searched for
+/// placeholders (`intercept`, when the proxy holds credentials and the request has a body;
+/// its decision line waits for the pre-read), then sent ([`forward`]); a placeholder found
+/// after the pre-read answers `403` and writes the `credential-replay` close line.
+pub(super) async fn forward_screened(
+    request: Request<Incoming>,
+    mut line: Record,
+    path: String,
+    shared: Arc<Shared>,
+    screen: Option<Arc<Intercept>>,
+) -> Response<Body> {
+    let (request, found_later) = match screen {
+        None => (request.map(boxed), None),
+        Some(intercept) => {
+            match intercept::screen(request, &intercept, Vec::new(), "the proxy").await {
+                Ok(intercept::Screened::Whole(request)) => {
+                    shared.emit(line.clone());
+                    (request, None)
+                }
+                Ok(intercept::Screened::Streaming(request, later)) => {
+                    shared.emit(line.clone());
+                    (request, Some((intercept, later)))
+                }
+                Err((deny, Some(found))) => {
+                    let refused =
+                        intercept::replay_refusal(&shared, &intercept, line, &found, &deny);
+                    return refused;
+                }
+                Err((deny, None)) => {
+                    line.set_reason(deny.reason);
+                    line.detail = Some(deny.detail.clone());
+                    shared.emit(line);
+                    return refusal(&deny);
+                }
+            }
+        }
+    };
+    let close = line.clone();
+    let response = forward(request, line, &path, shared.clone()).await;
+    // A placeholder found in the body after its first bytes were sent on.
+    let found = found_later.and_then(|(intercept, later)| {
+        let found = later.lock().ok().and_then(|mut found| found.take())?;
+        Some((intercept, found))
+    });
+    let response = match found {
+        None => response,
+        Some((intercept, found)) => {
+            let deny =
+                intercept::replay_deny(&found, "the body of a plain-HTTP request", "the proxy");
+            let mut close = close.close(Reason::CredentialReplay);
+            close.kind = Kind::CredentialReplay;
+            close.credential = Some(found.credential.clone());
+            close.detail = Some(deny.detail.clone());
+            shared.emit(close);
+            intercept.replayed();
+            refusal(&deny)
+        }
+    };
+    response
 }

@@ -126,6 +126,11 @@ impl<'a> Decoded<'a> {
         }
     }
 
+    /// The bytes as written.
+    pub(super) fn source(&self) -> &[u8] {
+        self.source
+    }
+
     pub(super) fn bytes(&self) -> &[u8] {
         self.units.as_ref().map_or(self.source, |u| &u.bytes)
     }

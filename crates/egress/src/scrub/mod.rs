@@ -231,17 +231,16 @@ impl Needles {
         let Some(matcher) = &self.matcher else {
             return Vec::new();
         };
-        let mut hits = Vec::new();
-        for found in matcher.find_overlapping_iter(decoded.bytes()) {
-            let pattern = &self.patterns[found.pattern().as_usize()];
+        let mut hits: Vec<(Hit, (usize, usize))> = Vec::new();
+        let mut add = |pattern: usize, (start, end): (usize, usize), escaped| {
+            let pattern = &self.patterns[pattern];
             let needle = &self.needles[pattern.needle];
-            if !counts(&needle.credential) {
-                continue;
+            if !counts(&needle.credential) || hits.iter().any(|(_, span)| *span == (start, end)) {
+                return;
             }
-            let (start, end) = decoded.source_span(found.start(), found.end());
             let form = Form {
                 encoding: pattern.encoding,
-                escaped: decoded.escaped_in(start, end),
+                escaped,
             };
             hits.push((
                 Hit {
@@ -251,6 +250,25 @@ impl Needles {
                 },
                 (start, end),
             ));
+        };
+        for found in matcher.find_overlapping_iter(decoded.bytes()) {
+            let span = decoded.source_span(found.start(), found.end());
+            add(
+                found.pattern().as_usize(),
+                span,
+                decoded.escaped_in(span.0, span.1),
+            );
+        }
+        // Decoding can also hide a value written as it is (`%4` before base64 text starting
+        // with `c` reads as `%4c`): the bytes as written are searched too.
+        if decoded.bytes().len() != decoded.source().len() {
+            for found in matcher.find_overlapping_iter(decoded.source()) {
+                add(
+                    found.pattern().as_usize(),
+                    (found.start(), found.end()),
+                    None,
+                );
+            }
         }
         hits
     }
@@ -459,12 +477,18 @@ impl Window {
         } else {
             // An escape cut off at the end is held whole; before it (or the end), the
             // longest suffix that may begin a pattern.
-            let before = decoded.decoded_index(decoded.cut_escape().unwrap_or(self.held.len()));
+            let cut = decoded.cut_escape().unwrap_or(self.held.len());
+            let before = decoded.decoded_index(cut);
             let open = self
                 .needles
                 .open_suffix(&decoded.bytes()[..before])
                 .min(self.longest);
-            decoded.source_span(before - open, before).0
+            // The bytes as written may begin a value too (see `hits_in`).
+            let raw = self.needles.open_suffix(&self.held).min(self.longest);
+            decoded
+                .source_span(before - open, before)
+                .0
+                .min(self.held.len() - raw)
         };
         drop(decoded);
         let mut replaced_to = self.replaced_to;
