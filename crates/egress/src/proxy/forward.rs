@@ -159,7 +159,7 @@ pub(super) async fn forward_screened(
         let found = later.lock().ok().and_then(|mut found| found.take())?;
         Some((intercept, found))
     });
-    let response = match found {
+    match found {
         None => response,
         Some((intercept, found)) => {
             let deny =
@@ -172,6 +172,5 @@ pub(super) async fn forward_screened(
             intercept.replayed();
             refusal(&deny)
         }
-    };
-    response
+    }
 }
