@@ -429,6 +429,7 @@ mod verify_probe {
             interactive: false,
             tty: false,
             auto_remove: false,
+            restart: None,
             detach: true,
             held_secrets: Default::default(),
         };

@@ -239,6 +239,7 @@ fn everything() -> ContainerSpec {
         interactive: true,
         tty: true,
         auto_remove: true,
+        restart: None,
         detach: false,
         held_secrets: Default::default(),
     }
@@ -296,6 +297,8 @@ fn detached_non_interactive_launch_is_equivalent() {
         interactive: false,
         tty: false,
         auto_remove: false,
+        // The egress proxy's restart policy (docker refuses one with `--rm`).
+        restart: Some(agentc_policy::Restart::OnFailure { max_retries: 5 }),
         network: Network::None,
         // docker refuses aliases and a fixed address off a named network (as both backends do).
         network_aliases: Vec::new(),
@@ -305,6 +308,10 @@ fn detached_non_interactive_launch_is_equivalent() {
     };
     let verdict = assert_equivalent(&referee, spec);
     assert_eq!(verdict.cli.body["AttachStdout"], json!(false));
+    assert_eq!(
+        verdict.cli.body["HostConfig"]["RestartPolicy"],
+        json!({"Name": "on-failure", "MaximumRetryCount": 5})
+    );
 }
 
 /// A fixed address without aliases (a workload behind the egress proxy that publishes ports):

@@ -754,6 +754,11 @@ impl Outside {
 
     /// The sandbox's profile: `api.test` gets the key, `other.test` is allowed and unbound.
     fn profile(&mut self, name: &str) -> String {
+        self.profile_with(name, "")
+    }
+
+    /// As [`Outside::profile`], with `credentials` (lines of the `[credentials]` table).
+    fn profile_with(&mut self, name: &str, credentials: &str) -> String {
         let testkit = testkit_image().expect("the testkit image");
         let profile = format!("{}-{name}", self.id);
         let text = format!(
@@ -762,6 +767,7 @@ impl Outside {
              [proxy]\nca_file = \"test-root.pem\"\n\n\
              [egress]\nhosts = [\"api.test\", \"other.test\"]\noutside_network = \"{}\"\n\
              allow_cidrs = [\"{}\"]\n\n\
+             [credentials]\n{credentials}\n\
              [credentials.api]\nfrom_env = \"{KEY_VARIABLE}\"\nhosts = [\"api.test\"]\n\
              header = \"x-api-key\"\nprefix = \"sk-ant-\"\n",
             self.out, self.subnet
@@ -1489,4 +1495,209 @@ fn the_audit_survives_a_flood_through_the_cli_backend() {
 #[test]
 fn the_audit_survives_a_flood_through_the_api_backend() {
     the_audit_survives_a_flood("api");
+}
+
+/// A container's log, stdout and stderr (`docker logs` writes the container's stderr to its own).
+fn both_streams(container: &str) -> String {
+    let output = Command::new("docker")
+        .args(["logs", container])
+        .output()
+        .expect("run docker logs");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// The sandbox's egress cell in `agentc ps --all --format json`.
+fn egress_cell(outside: &Outside, sandbox: &str) -> serde_json::Value {
+    let (ok, output) = outside.agentc(&["ps", "--all", "--format", "json"]);
+    assert!(ok, "{output}");
+    let rows: serde_json::Value = serde_json::from_str(&output).expect("ps json");
+    rows.as_array()
+        .and_then(|rows| rows.iter().find(|row| row["name"] == sandbox))
+        .map(|row| row["egress"].clone())
+        .unwrap_or_else(|| panic!("no {sandbox} in {output}"))
+}
+
+/// Waits until `done` holds for the proxy's `{{.State.Status}} {{.RestartCount}}`.
+fn wait_for_proxy(proxy: &str, what: &str, done: impl Fn(&str, u64) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let seen = inspect(proxy, "{{.State.Status}} {{.RestartCount}}");
+        let (status, count) = seen.split_once(' ').unwrap_or_default();
+        if done(status, count.parse().unwrap_or_default()) {
+            return seen;
+        }
+        assert!(Instant::now() < deadline, "{proxy}: never {what} ({seen})");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A proxy that dies (its process killed from the host, as the kernel's OOM killer would) is
+/// started again by the engine with the launch CA the sandbox trusts, `ps` counts the restart,
+/// and the bound host gets the key again; a proxy stopped by hand (`docker kill`) stays down.
+fn a_dead_proxy_comes_back_with_its_ca(backend: &str) {
+    let test = format!("a_dead_proxy_comes_back_with_its_ca_through_the_{backend}_backend");
+    if !require_daemon(&test) {
+        return;
+    }
+    let mut outside = match Outside::new(&format!("restart-{backend}")) {
+        Ok(outside) => outside,
+        Err(reason) if std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
+            panic!("{test}: {reason}")
+        }
+        Err(reason) => return eprintln!("skipping {test}: {reason}"),
+    };
+    let profile = outside.profile("restart");
+    let (ok, output) = outside.agentc(&["run", &profile, "--backend", backend]);
+    assert!(ok, "{output}");
+    let sandbox = started_name(&output);
+    let proxy = format!("{sandbox}-egress-proxy");
+    assert_eq!(
+        inspect(
+            &proxy,
+            "{{.HostConfig.RestartPolicy.Name}}:{{.HostConfig.RestartPolicy.MaximumRetryCount}}"
+        ),
+        "on-failure:5"
+    );
+    let before = outside.probes(
+        &sandbox,
+        &["cat /etc/agentc/egress-ca/ca.pem", "https api.test /before"],
+    );
+    assert_eq!(before[1], "200 agentc_egress_proxy_launch_CA", "{before:?}");
+    assert_eq!(
+        egress_cell(&outside, &sandbox),
+        serde_json::json!({"state": "up", "proxy": proxy})
+    );
+
+    // Killed from outside the engine: the engine starts it again.
+    let pid = inspect(&proxy, "{{.State.Pid}}");
+    let killed = Command::new("kill")
+        .args(["-KILL", &pid])
+        .status()
+        .expect("run kill");
+    assert!(killed.success(), "kill -KILL {pid} (the test runs as root)");
+    wait_for_proxy(&proxy, "restarted", |status, count| {
+        status == "running" && count == 1
+    });
+    // Its health check passes again before the sandbox asks.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while inspect(&proxy, "{{.State.Health.Status}}") != "healthy" {
+        assert!(Instant::now() < deadline, "{proxy} never healthy again");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let after = outside.probes(
+        &sandbox,
+        &[
+            "cat /etc/agentc/egress-ca/ca.pem",
+            "https api.test /after-restart",
+        ],
+    );
+    assert_eq!(after[0], before[0], "the restarted proxy has another CA");
+    assert_eq!(after[1], "200 agentc_egress_proxy_launch_CA", "{after:?}");
+    let seen = outside.seen();
+    assert!(
+        seen.contains(&format!("SEEN api.test /after-restart {REAL_KEY}")),
+        "{seen}"
+    );
+    assert_eq!(
+        egress_cell(&outside, &sandbox),
+        serde_json::json!({"state": "up", "proxy": proxy, "restarts": 1})
+    );
+    let (ok, table) = outside.agentc(&["ps"]);
+    assert!(ok && table.contains("up (restarted 1x)"), "{table}");
+    // The proxy's log (its stderr) says it went on with its CA.
+    let log = both_streams(&proxy);
+    assert!(
+        log.contains("goes on with the launch CA of its earlier start"),
+        "{log}"
+    );
+    assert!(!log.contains(REAL_KEY), "{log}");
+
+    // Stopped by hand: not started again.
+    docker(&["kill", &proxy]).expect("kill the proxy");
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        inspect(&proxy, "{{.State.Status}} {{.RestartCount}}"),
+        "exited 1"
+    );
+    let (ok, output) = outside.agentc(&["rm", &sandbox]);
+    assert!(ok, "{output}");
+}
+
+#[test]
+fn a_dead_proxy_comes_back_with_its_ca_through_the_cli_backend() {
+    a_dead_proxy_comes_back_with_its_ca("cli");
+}
+
+#[test]
+fn a_dead_proxy_comes_back_with_its_ca_through_the_api_backend() {
+    a_dead_proxy_comes_back_with_its_ca("api");
+}
+
+/// `on_replay = "stop"`: the proxy stops on a replay and stays down, however often the engine
+/// (its restart policy) or a user starts it again; `ps` says why.
+fn a_replay_stop_stays_down(backend: &str) {
+    let test = format!("a_replay_stop_stays_down_through_the_{backend}_backend");
+    if !require_daemon(&test) {
+        return;
+    }
+    let mut outside = match Outside::new(&format!("replay-stop-{backend}")) {
+        Ok(outside) => outside,
+        Err(reason) if std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
+            panic!("{test}: {reason}")
+        }
+        Err(reason) => return eprintln!("skipping {test}: {reason}"),
+    };
+    let profile = outside.profile_with("stop", "on_replay = \"stop\"");
+    let (ok, output) = outside.agentc(&["run", &profile, "--backend", backend]);
+    assert!(ok, "{output}");
+    let sandbox = started_name(&output);
+    let proxy = format!("{sandbox}-egress-proxy");
+    let replay = outside.probes(
+        &sandbox,
+        &[&format!(
+            "get http://other.test/replay?k={{{KEY_VARIABLE}}}"
+        )],
+    );
+    assert_eq!(replay[0], "403", "{replay:?}");
+    // Each restart the policy allows refuses to serve: then it stays exited.
+    wait_for_proxy(&proxy, "spent its restarts", |status, count| {
+        status == "exited" && count == 5
+    });
+    assert_eq!(inspect(&proxy, "{{.State.ExitCode}}"), "3");
+    let dead = outside.probes(&sandbox, &["https api.test /after-replay"]);
+    assert!(dead[0].starts_with("ERROR"), "{dead:?}");
+    assert_eq!(
+        egress_cell(&outside, &sandbox)["state"],
+        "down",
+        "{sandbox}"
+    );
+    let (ok, table) = outside.agentc(&["ps", "--all"]);
+    assert!(
+        ok && table.contains("down (stopped on a replay)"),
+        "{table}"
+    );
+
+    // Started again by hand: it refuses at once, with the same status.
+    docker(&["start", &proxy]).expect("start the proxy");
+    wait_for_proxy(&proxy, "exited again", |status, _| status == "exited");
+    assert_eq!(inspect(&proxy, "{{.State.ExitCode}}"), "3");
+    let log = both_streams(&proxy);
+    assert!(log.contains("stays down, started again or not"), "{log}");
+    assert!(!outside.seen().contains("/after-replay"));
+    let (ok, output) = outside.agentc(&["rm", &sandbox]);
+    assert!(ok, "{output}");
+}
+
+#[test]
+fn a_replay_stop_stays_down_through_the_cli_backend() {
+    a_replay_stop_stays_down("cli");
+}
+
+#[test]
+fn a_replay_stop_stays_down_through_the_api_backend() {
+    a_replay_stop_stays_down("api");
 }

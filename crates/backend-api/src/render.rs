@@ -180,6 +180,7 @@ pub fn render_create(spec: &ContainerSpec) -> Result<CreateRequest, RenderError>
         interactive,
         tty,
         auto_remove,
+        restart,
         detach,
         // Their variables render as the bare `NAME`, like every secret; the launch resolves
         // them from here before the caller's environment (`launch`).
@@ -207,9 +208,16 @@ pub fn render_create(spec: &ContainerSpec) -> Result<CreateRequest, RenderError>
         init: init.then_some(true),
         // The CLI always sends these two (`--memory-swappiness` and `--restart` defaults).
         memory_swappiness: Some(-1),
-        restart_policy: Some(RestartPolicy {
-            name: Some(RestartPolicyNameEnum::NO),
-            maximum_retry_count: None,
+        restart_policy: Some(match restart {
+            None => RestartPolicy {
+                name: Some(RestartPolicyNameEnum::NO),
+                maximum_retry_count: None,
+            },
+            // `--restart=on-failure:N`.
+            Some(agentc_policy::Restart::OnFailure { max_retries }) => RestartPolicy {
+                name: Some(RestartPolicyNameEnum::ON_FAILURE),
+                maximum_retry_count: Some(i64::from(*max_retries)),
+            },
         }),
         ..Default::default()
     };
@@ -721,6 +729,7 @@ mod tests {
             interactive: true,
             tty: true,
             auto_remove: true,
+            restart: None,
             detach: false,
             held_secrets: Default::default(),
         }

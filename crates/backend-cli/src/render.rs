@@ -106,6 +106,7 @@ fn render_container(spec: &ContainerSpec) -> Vec<String> {
         interactive,
         tty,
         auto_remove,
+        restart,
         detach,
         // Never in the argv: their variables render by name (`--env=NAME`) and the launch
         // hands docker their values in its environment.
@@ -139,6 +140,10 @@ fn render_container(spec: &ContainerSpec) -> Vec<String> {
     // `--runtime=NAME`: `HostConfig.Runtime`.
     if let Some(runtime) = runtime {
         argv.push(format!("--runtime={runtime}"));
+    }
+    // `--restart=on-failure:N`: `HostConfig.RestartPolicy`.
+    if let Some(agentc_policy::Restart::OnFailure { max_retries }) = restart {
+        argv.push(format!("--restart=on-failure:{max_retries}"));
     }
     render_network(
         &mut argv,

@@ -92,10 +92,27 @@ pub fn check_container(spec: &ContainerSpec) -> Result<(), ArgvError> {
         isolation,
         interactive: _,
         tty: _,
-        auto_remove: _,
+        auto_remove,
+        restart,
         detach: _,
         held_secrets,
     } = spec;
+    if let Some(agentc_policy::Restart::OnFailure { max_retries }) = restart {
+        refuse(
+            *auto_remove,
+            || "restart".to_owned(),
+            "on_failure",
+            "docker refuses a restart policy on a container it removes when it exits (`--rm`)",
+            "drop auto_remove or the restart policy",
+        )?;
+        refuse(
+            *max_retries == 0,
+            || "restart.max_retries".to_owned(),
+            "0",
+            "docker reads a maximum of 0 retries as no maximum",
+            "set max_retries to at least 1",
+        )?;
+    }
     // Handed to docker's environment, not its argv: a NUL cannot be carried there either
     // (the error names the variable, never the value).
     for (name, value) in held_secrets.iter() {

@@ -24,6 +24,10 @@ pub enum EgressState {
     Up {
         /// The proxy container's name.
         proxy: String,
+        /// How many times the engine started it again after it died (its restart policy,
+        /// [`agentc_policy::PROXY_RESTARTS`] at most), with the same launch CA.
+        #[serde(skip_serializing_if = "is_zero")]
+        restarts: i64,
     },
     /// The proxy exists but does not serve: exited, dead, paused, restarting, never started,
     /// or running unhealthy. The sandbox reaches nothing outside.
@@ -38,6 +42,9 @@ pub enum EgressState {
         /// When it stopped (RFC 3339, as the engine reports it), once it did.
         #[serde(skip_serializing_if = "Option::is_none")]
         since: Option<String>,
+        /// How many times the engine started it again before this.
+        #[serde(skip_serializing_if = "is_zero")]
+        restarts: i64,
     },
     /// No proxy container serves the sandbox's isolated network any more. The sandbox reaches
     /// nothing outside.
@@ -47,17 +54,41 @@ pub enum EgressState {
     },
 }
 
+fn is_zero(count: &i64) -> bool {
+    *count == 0
+}
+
+/// The exit status of a proxy that stopped on a credential replay (`on_replay = "stop"`),
+/// which stays down ([`agentc_egress::credential::REPLAY_EXIT_CODE`]).
+const REPLAY_STOP: i64 = 3;
+
 impl EgressState {
-    /// The word `agentc ps` prints: `up`, `down (exited 137)`, `down (unhealthy)`, `missing`.
+    /// The word `agentc ps` prints: `up`, `up (restarted 1x)`, `down (exited 137)`,
+    /// `down (exited 137, restarted 5x)`, `down (stopped on a replay)`, `down (unhealthy)`,
+    /// `missing`.
     pub fn cell(&self) -> String {
         match self {
-            EgressState::Up { .. } => "up".to_string(),
+            EgressState::Up { restarts: 0, .. } => "up".to_string(),
+            EgressState::Up { restarts, .. } => format!("up (restarted {restarts}x)"),
             EgressState::Down {
-                reason, exit_code, ..
-            } => match exit_code {
-                Some(code) => format!("down ({reason} {code})"),
-                None => format!("down ({reason})"),
-            },
+                reason,
+                exit_code,
+                restarts,
+                ..
+            } => {
+                let restarted = match restarts {
+                    0 => String::new(),
+                    n => format!(", restarted {n}x"),
+                };
+                match exit_code {
+                    // Its restarts after a replay stop are not deaths: each refused to serve.
+                    Some(REPLAY_STOP) if reason == "exited" => {
+                        "down (stopped on a replay)".to_string()
+                    }
+                    Some(code) => format!("down ({reason} {code}{restarted})"),
+                    None => format!("down ({reason}{restarted})"),
+                }
+            }
             EgressState::Missing { .. } => "missing".to_string(),
         }
     }
@@ -76,8 +107,27 @@ impl EgressState {
             EgressState::Down {
                 proxy,
                 reason,
+                exit_code: Some(REPLAY_STOP),
+                since,
+                ..
+            } if reason == "exited" => {
+                let when = since
+                    .as_deref()
+                    .map(|since| format!(" at {since}"))
+                    .unwrap_or_default();
+                Some(format!(
+                    "egress of {sandbox} is down: its egress proxy {proxy} stopped on a \
+                     credential replay{when} (credentials.on_replay = \"stop\") and stays down, \
+                     started again or not; the sandbox reaches nothing outside\n  hint: \
+                     `agentc egress log {sandbox}` shows the replay; {again}"
+                ))
+            }
+            EgressState::Down {
+                proxy,
+                reason,
                 exit_code,
                 since,
+                restarts,
             } => {
                 let code = exit_code
                     .map(|code| format!(" with code {code}"))
@@ -86,10 +136,15 @@ impl EgressState {
                     .as_deref()
                     .map(|since| format!(" at {since}"))
                     .unwrap_or_default();
+                let restarted = match restarts {
+                    0 => String::new(),
+                    1 => " after 1 restart".to_string(),
+                    n => format!(" after {n} restarts"),
+                };
                 let what = match reason.as_str() {
                     "unhealthy" => "runs but is unhealthy".to_string(),
-                    "exited" => format!("exited{code}{when}"),
-                    other => format!("is {other}{code}{when}"),
+                    "exited" => format!("exited{code}{when}{restarted}"),
+                    other => format!("is {other}{code}{when}{restarted}"),
                 };
                 Some(format!(
                     "egress of {sandbox} is down: its egress proxy {proxy} {what}; the sandbox \
@@ -122,6 +177,7 @@ pub fn classify(network: &str, proxy: Option<&ContainerInspectResponse>) -> Egre
         .unwrap_or_default()
         .trim_start_matches('/')
         .to_string();
+    let restarts = proxy.restart_count.unwrap_or_default();
     let state = proxy.state.clone().unwrap_or_default();
     let status = state.status.unwrap_or(ContainerStateStatusEnum::EMPTY);
     let health = state.health.and_then(|health| health.status);
@@ -134,9 +190,13 @@ pub fn classify(network: &str, proxy: Option<&ContainerInspectResponse>) -> Egre
                 reason: "unhealthy".to_string(),
                 exit_code: None,
                 since: None,
+                restarts,
             };
         }
-        return EgressState::Up { proxy: name };
+        return EgressState::Up {
+            proxy: name,
+            restarts,
+        };
     }
     let reason = match status {
         ContainerStateStatusEnum::EMPTY if state.paused == Some(true) => "paused".to_string(),
@@ -155,6 +215,7 @@ pub fn classify(network: &str, proxy: Option<&ContainerInspectResponse>) -> Egre
         since: state
             .finished_at
             .filter(|at| stopped && !at.is_empty() && at != ZERO_TIME),
+        restarts,
     }
 }
 
@@ -583,7 +644,8 @@ mod tests {
         assert_eq!(
             up,
             EgressState::Up {
-                proxy: "box-egress-proxy".into()
+                proxy: "box-egress-proxy".into(),
+                restarts: 0,
             }
         );
         assert_eq!(up.cell(), "up");
@@ -606,6 +668,7 @@ mod tests {
                 reason: "exited".into(),
                 exit_code: Some(137),
                 since: Some("2026-12-01T19:50:00.5Z".into()),
+                restarts: 0,
             }
         );
         assert_eq!(killed.cell(), "down (exited 137)");
@@ -651,6 +714,39 @@ mod tests {
                 }
             ));
         }
+
+        // The engine's restarts (its restart policy) are shown, up or down.
+        let mut restarted = proxy(ContainerStateStatusEnum::RUNNING, 137, None);
+        restarted.restart_count = Some(2);
+        let restarted = classify("n", Some(&restarted));
+        assert_eq!(restarted.cell(), "up (restarted 2x)");
+        assert_eq!(restarted.error_line("box"), None);
+        assert_eq!(
+            serde_json::to_value(&restarted).unwrap(),
+            serde_json::json!({"state": "up", "proxy": "box-egress-proxy", "restarts": 2})
+        );
+        let mut spent = proxy(ContainerStateStatusEnum::EXITED, 137, None);
+        spent.restart_count = Some(5);
+        let spent = classify("n", Some(&spent));
+        assert_eq!(spent.cell(), "down (exited 137, restarted 5x)");
+        assert!(spent
+            .error_line("box")
+            .unwrap()
+            .contains("exited with code 137 at 2026-12-01T19:50:00.5Z after 5 restarts;"));
+
+        // A replay stop stays down, its refused restarts not counted as deaths.
+        let mut replayed = proxy(ContainerStateStatusEnum::EXITED, 3, None);
+        replayed.restart_count = Some(5);
+        let replayed = classify("n", Some(&replayed));
+        assert_eq!(replayed.cell(), "down (stopped on a replay)");
+        assert_eq!(
+            replayed.error_line("box").unwrap(),
+            "egress of box is down: its egress proxy box-egress-proxy stopped on a credential \
+             replay at 2026-12-01T19:50:00.5Z (credentials.on_replay = \"stop\") and stays \
+             down, started again or not; the sandbox reaches nothing outside\n  hint: `agentc \
+             egress log box` shows the replay; `agentc rm box` and a new `agentc run` give it a \
+             new one"
+        );
 
         let missing = classify("box-egress", None);
         assert_eq!(missing.cell(), "missing");

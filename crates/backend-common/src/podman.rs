@@ -194,6 +194,7 @@ pub fn field_meanings() -> Vec<(&'static str, Meaning)> {
         interactive => Same,
         tty => Same,
         auto_remove => Same,
+        restart => Same,
         detach => Same,
         held_secrets => Same,
     }

@@ -18,6 +18,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::sign::CertifiedKey;
 use rustls::RootCertStore;
+use serde::{Deserialize, Serialize};
 
 use crate::credential::{BUNDLE_FILE, CA_FILE};
 use crate::error::EgressError;
@@ -53,21 +54,7 @@ impl LaunchCa {
             now - time::Duration::hours(1),
             now + time::Duration::days(CA_VALIDITY_DAYS),
         );
-        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(ca_error)?;
-        let mut name = DistinguishedName::new();
-        name.push(DnType::CommonName, "agentc egress proxy launch CA");
-        name.push(DnType::OrganizationName, "agentc");
-        params.distinguished_name = name;
-        params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        params.name_constraints = Some(NameConstraints {
-            permitted_subtrees: hosts
-                .iter()
-                .map(|host| GeneralSubtree::DnsName(host.clone()))
-                .collect(),
-            excluded_subtrees: Vec::new(),
-        });
-        (params.not_before, params.not_after) = window;
+        let params = ca_params(hosts, window)?;
         let key = KeyPair::generate().map_err(ca_error)?;
         let certificate = params.self_signed(&key).map_err(ca_error)?;
         Ok(LaunchCa {
@@ -77,6 +64,42 @@ impl LaunchCa {
             window,
             leaves: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The CA a proxy started before on the same state directory made ([`LaunchCa::stored`]),
+    /// when it may still serve: made for the same `hosts`, and valid for at least another
+    /// hour. `None` otherwise (a new CA is made then).
+    pub fn restored(stored: &StoredCa, hosts: &[String]) -> Option<LaunchCa> {
+        let window = (
+            time::OffsetDateTime::from_unix_timestamp(stored.not_before).ok()?,
+            time::OffsetDateTime::from_unix_timestamp(stored.not_after).ok()?,
+        );
+        let now = time::OffsetDateTime::now_utc();
+        if stored.hosts != hosts || window.1 < now + time::Duration::hours(1) || window.0 > now {
+            return None;
+        }
+        let key = KeyPair::from_pem(&stored.key).ok()?;
+        let der = CertificateDer::from_pem_slice(stored.certificate.as_bytes()).ok()?;
+        let params = ca_params(hosts, window).ok()?;
+        Some(LaunchCa {
+            der,
+            pem: stored.certificate.clone(),
+            issuer: Issuer::new(params, key),
+            window,
+            leaves: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// What a proxy started again on the same state directory needs to go on with this CA
+    /// (its key included: kept only where the proxy's user can read it).
+    pub fn stored(&self, hosts: &[String]) -> StoredCa {
+        StoredCa {
+            hosts: hosts.to_vec(),
+            not_before: self.window.0.unix_timestamp(),
+            not_after: self.window.1.unix_timestamp(),
+            certificate: self.pem.clone(),
+            key: self.issuer.key().serialize_pem(),
+        }
     }
 
     /// The CA's certificate, PEM.
@@ -143,6 +166,58 @@ impl LaunchCa {
                 .map_err(|error| ca_error(format!("{}: {error}", path.display())))?;
         }
         Ok(())
+    }
+}
+
+/// The CA's parameters: its name, constraint to `hosts` and validity `window`; the same for a
+/// CA made and one restored, so the leaves a restored CA signs chain to the same certificate.
+fn ca_params(
+    hosts: &[String],
+    window: (time::OffsetDateTime, time::OffsetDateTime),
+) -> Result<CertificateParams, EgressError> {
+    let mut params = CertificateParams::new(Vec::<String>::new()).map_err(ca_error)?;
+    let mut name = DistinguishedName::new();
+    name.push(DnType::CommonName, "agentc egress proxy launch CA");
+    name.push(DnType::OrganizationName, "agentc");
+    params.distinguished_name = name;
+    params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    params.name_constraints = Some(NameConstraints {
+        permitted_subtrees: hosts
+            .iter()
+            .map(|host| GeneralSubtree::DnsName(host.clone()))
+            .collect(),
+        excluded_subtrees: Vec::new(),
+    });
+    (params.not_before, params.not_after) = window;
+    Ok(params)
+}
+
+/// A launch CA as the proxy keeps it in its state directory ([`crate::state`]), so that a
+/// proxy started again (after a crash, by the engine's restart policy) goes on with the CA the
+/// workload already trusts.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoredCa {
+    /// The hosts it may sign for, in the order the CA was made with.
+    pub hosts: Vec<String>,
+    /// Its validity, Unix seconds.
+    pub not_before: i64,
+    /// The end of its validity, Unix seconds.
+    pub not_after: i64,
+    /// Its certificate, PEM.
+    pub certificate: String,
+    /// Its private key, PKCS#8 PEM.
+    pub key: String,
+}
+
+impl std::fmt::Debug for StoredCa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key is never shown.
+        f.debug_struct("StoredCa")
+            .field("hosts", &self.hosts)
+            .field("not_after", &self.not_after)
+            .finish_non_exhaustive()
     }
 }
 

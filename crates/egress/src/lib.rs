@@ -75,6 +75,8 @@ pub mod replay;
 pub mod request;
 pub mod scrub;
 pub mod sni;
+#[cfg(feature = "runtime")]
+pub mod state;
 pub mod upstream;
 pub mod watch;
 pub mod wildcard;

@@ -65,6 +65,7 @@ pub use intercept::{PREREAD, PREREAD_BUDGET};
 mod relay;
 #[cfg(target_os = "linux")]
 mod splice;
+mod start;
 mod tunnel;
 
 /// What a lookup returns.
@@ -207,47 +208,21 @@ pub fn run(config: &Config) -> Result<(), EgressError> {
             server
                 .dns_addr()
                 .map_or_else(|| "none".to_string(), |a| format!("{a} (UDP and TCP)")),
-            counts(
+            start::counts(
                 config.allow.len(),
                 config.allow_cidrs.len(),
                 config.relays.len()
             ),
         );
-        server.run(shutdown_signal()).await
+        server.run(start::shutdown_signal()).await
     })
-}
-
-/// The start line's counts in words: `1 allowlist entry, 0 allowed ranges, 2 relays`.
-fn counts(entries: usize, ranges: usize, relays: usize) -> String {
-    let counted = |count: usize, one: &str, many: &str| {
-        format!("{count} {}", if count == 1 { one } else { many })
-    };
-    format!(
-        "{}, {}, {}",
-        counted(entries, "allowlist entry", "allowlist entries"),
-        counted(ranges, "allowed range", "allowed ranges"),
-        counted(relays, "relay", "relays")
-    )
-}
-
-/// Resolves on SIGTERM or SIGINT.
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
 }
 
 /// The bound listeners, ready to serve.
 #[derive(Debug)]
 pub struct Server {
+    /// The proxy's state directory ([`crate::state`]), where a replay stop is marked.
+    state_dir: Option<std::path::PathBuf>,
     listener: TcpListener,
     dns_udp: Option<UdpSocket>,
     dns_tcp: Option<TcpListener>,
@@ -289,7 +264,12 @@ impl Server {
             }
             other => other,
         };
-        let intercept = Intercept::start(&config.credentials, env)?.map(Arc::new);
+        let state_dir = config.audit_dir.as_deref().map(std::path::Path::new);
+        // A proxy that stopped on a replay stays stopped, whoever starts it again.
+        if let Some(stopped) = crate::state::replay_stop(state_dir) {
+            return Err(stopped);
+        }
+        let intercept = Intercept::start(&config.credentials, env, state_dir)?.map(Arc::new);
         let upstream_tls = chain::tls_client(config)?;
         let upstream_auth = match &config.upstream {
             Some(upstream) => upstream.authorizations(env)?,
@@ -338,6 +318,7 @@ impl Server {
             relays.push((relay, *target));
         }
         Ok(Server {
+            state_dir: config.audit_dir.as_ref().map(std::path::PathBuf::from),
             listener,
             dns_udp,
             dns_tcp,
@@ -441,6 +422,8 @@ impl Server {
         let outcome = tokio::select! {
             _ = shutdown => Ok(()),
             _ = replayed => {
+                // Marked first: a proxy started again on the directory does not serve.
+                crate::state::note_replay_stop(self.state_dir.as_deref());
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 Err(EgressError::Replayed(
                     "a placeholder was sent where its credential is not bound (see the \
@@ -796,7 +779,7 @@ async fn copy_both_ways<C: AsyncRead + AsyncWrite + Unpin>(
 
 #[cfg(test)]
 mod tests {
-    use super::counts;
+    use super::start::counts;
 
     #[test]
     fn the_start_line_counts_in_plurals() {

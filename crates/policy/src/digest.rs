@@ -186,6 +186,7 @@ fn portable_container(container: &mut ContainerSpec, roots: &LocalRoots) {
         interactive: _,
         tty: _,
         auto_remove: _,
+        restart: _,
         detach: _,
         // Never serialized, so never digested: a rotated password is the same launch.
         held_secrets: _,

@@ -261,6 +261,12 @@ pub struct ContainerSpec {
     pub tty: bool,
     /// Remove the container when it exits. `--rm`; `HostConfig.AutoRemove`.
     pub auto_remove: bool,
+    /// Whether the engine starts the container again when it exits: `None` never (the
+    /// engine's default, what every workload gets). agentc sets it on the egress proxy only
+    /// ([`Restart::OnFailure`], [`PROXY_RESTARTS`]). `--restart`; `HostConfig.RestartPolicy`.
+    /// Left out of the serialized spec when unset, so that specs without it keep their digests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart: Option<Restart>,
     /// Start in the background without attaching. `--detach`; `Config.AttachStdout` and
     /// `Config.AttachStderr` false.
     pub detach: bool,
@@ -312,6 +318,7 @@ impl ContainerSpec {
             interactive: false,
             tty: false,
             auto_remove: false,
+            restart: None,
             detach: false,
             held_secrets: HeldSecrets::default(),
         }
@@ -494,6 +501,24 @@ impl Protocol {
         }
     }
 }
+
+/// When the engine starts a container again ([`ContainerSpec::restart`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "when", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Restart {
+    /// After it exits with a status other than 0 (killed, out of memory, crashed), at most
+    /// `max_retries` times in its life; not after `docker stop`/`kill` (a stop by hand).
+    /// `--restart=on-failure:N`; `{"Name": "on-failure", "MaximumRetryCount": N}`.
+    OnFailure {
+        /// How many times at most (at least 1).
+        max_retries: u32,
+    },
+}
+
+/// How many times the engine starts a dead egress proxy again ([`Restart::OnFailure`]): it
+/// keeps its launch CA and its audit across restarts ([`agentc_egress::state`]), and after the
+/// last one it stays down (the sandbox reaches nothing outside; `agentc ps` says so).
+pub const PROXY_RESTARTS: u32 = 5;
 
 /// cgroup limits; `None` leaves the daemon's default (unlimited).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

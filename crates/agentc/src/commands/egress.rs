@@ -27,8 +27,9 @@ const EXIT_USAGE: u8 = 2;
 const EXIT_FAILED: u8 = 1;
 
 /// Exit status of a proxy whose workload never appeared or is gone
-/// ([`agentc_egress::watch`]).
-const EXIT_WORKLOAD_GONE: i32 = 4;
+/// ([`agentc_egress::watch`]): success, its work is done, so the restart policy agentc's
+/// launches give the proxy (on failure) leaves it stopped.
+const EXIT_WORKLOAD_GONE: i32 = 0;
 
 /// Starts the watch on the proxy's workload ([`agentc_egress::watch`]) through this
 /// container's resolver (`/etc/resolv.conf`, else Docker's 127.0.0.11): when it ends, the proxy

@@ -531,6 +531,7 @@ mod tests {
                 "a",
                 Some(EgressState::Up {
                     proxy: "a-egress-proxy".into(),
+                    restarts: 1,
                 }),
             ),
             row(
@@ -540,6 +541,7 @@ mod tests {
                     reason: "exited".into(),
                     exit_code: Some(137),
                     since: Some("2026-12-01T19:50:00Z".into()),
+                    restarts: 0,
                 }),
             ),
             row(
@@ -552,14 +554,14 @@ mod tests {
         assert_eq!(
             render(&rows),
             "NAME  PROFILE  KIND     STATUS  ISOLATION  EGRESS             NETWORK   PORTS  SPEC  PROFILE-FILE\n\
-             a     p        sandbox  Up      -          up                 a-egress               -\n\
+             a     p        sandbox  Up      -          up (restarted 1x)  a-egress               -\n\
              b     p        sandbox  Up      -          down (exited 137)  b-egress               -\n\
              c     p        sandbox  Up      -          missing            c-egress               -\n"
         );
         let json = serde_json::to_value(&rows).unwrap();
         assert_eq!(
             json[0]["egress"],
-            serde_json::json!({"state": "up", "proxy": "a-egress-proxy"})
+            serde_json::json!({"state": "up", "proxy": "a-egress-proxy", "restarts": 1})
         );
         assert_eq!(json[1]["egress"]["state"], "down");
         assert_eq!(json[1]["egress"]["exit_code"], 137);

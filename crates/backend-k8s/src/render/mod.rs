@@ -254,6 +254,7 @@ impl Renderer<'_> {
             interactive,
             tty,
             auto_remove,
+            restart,
             // `--detach` only says how docker attaches: a Pod always runs detached.
             detach: _,
             // Their variables render as keys of the profile's Secret (`secretKeyRef`), which
@@ -261,6 +262,17 @@ impl Renderer<'_> {
             held_secrets: _,
         } = container.as_ref();
 
+        if restart.is_some() {
+            // agentc sets a restart policy on its egress proxy only, whose Pod is rendered
+            // from the profile's policy (`restartPolicy: Always`).
+            let field = self.field("restart");
+            self.refuse(
+                field,
+                "a Pod restarts its containers on failure without a maximum (restartPolicy                  OnFailure, with back-off); docker's on-failure:N stops after N",
+                "drop restart from the container spec",
+            );
+            return None;
+        }
         let base = match &self.options.name {
             Some(name) => name.clone(),
             None => names::base_name(&format!(

@@ -129,6 +129,7 @@ impl Intercept {
     pub(super) fn start(
         config: &CredentialConfig,
         env: &BTreeMap<String, String>,
+        state_dir: Option<&std::path::Path>,
     ) -> Result<Option<Intercept>, EgressError> {
         if config.is_empty() {
             return Ok(None);
@@ -182,7 +183,7 @@ impl Intercept {
             });
         }
         let upstream_cas = read_certificates(&config.upstream_ca)?;
-        let ca = LaunchCa::generate(&hosts)?;
+        let ca = crate::state::launch_ca(state_dir, &hosts)?;
         let bundle = ca.bundle(&upstream_cas);
         if let Some(dir) = &config.ca_dir {
             ca.write(std::path::Path::new(dir), &bundle)?;

@@ -558,6 +558,10 @@ impl Resolver<'_> {
         proxy.no_new_privileges = true;
         proxy.cap_drop_all = true;
         proxy.detach = true;
+        // Started again by the engine if it dies (with its CA and audit, kept on its volume).
+        proxy.restart = Some(crate::spec::Restart::OnFailure {
+            max_retries: crate::spec::PROXY_RESTARTS,
+        });
         proxy.network = match &egress.outside_network {
             Some(name) => Network::Named { name: name.clone() },
             None => Network::Default,
