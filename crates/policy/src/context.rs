@@ -9,7 +9,7 @@ use crate::error::{Location, PolicyError};
 use crate::inputs::{PathKind, PathProbe, ResolveInputs};
 use crate::keys;
 use crate::overrides::Overrides;
-use crate::paths::{dangers, is_profile_relative, normalize_path, resolve_host_path, Danger};
+use crate::paths::{field_dangers, is_profile_relative, normalize_path, resolve_host_path, Danger};
 use crate::presets::Preset;
 use crate::profile::Profile;
 use crate::spec::{ContainerSpec, EnvValue, EnvVar, Origin};
@@ -148,10 +148,10 @@ impl Resolver<'_> {
     /// of the first such field, to be recorded under [`keys::allowed_by`].
     pub fn refuse_dangerous(&self, field: &str, path: &str) -> Result<Option<Origin>, PolicyError> {
         let home = normalize_path(&self.inputs.home_dir);
-        let mut found = dangers(path, Some(&home));
+        let mut found = field_dangers(field, path, Some(&home));
         let real = self.paths.canonical(path);
         if let Some(real) = &real {
-            for danger in dangers(real, Some(&home)) {
+            for danger in field_dangers(field, real, Some(&home)) {
                 if !found.contains(&danger) {
                     found.push(danger);
                 }

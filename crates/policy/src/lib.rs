@@ -121,8 +121,9 @@ pub use limits::{
 pub use load::{load, validate};
 pub use overrides::parse_overrides;
 pub use paths::{
-    classify_path, dangers, normalize_path, resolve_host_path, Danger, ALL_DANGERS,
-    CREDENTIAL_DIRS, DOCKER_HOST, DOCKER_SOCKETS, ENGINE_DATA, HOST_SYSTEM,
+    classify_path, dangers, field_dangers, normalize_path, resolve_host_path, Danger, ALL_DANGERS,
+    CA_FIELDS, CREDENTIAL_DIRS, DOCKER_HOST, DOCKER_SOCKETS, ENGINE_DATA, HOST_SYSTEM,
+    TRUST_STORES,
 };
 pub use ports::PortSpec;
 pub use profile::{AgentName, EgressEnforce, EgressMode, PodSecurityLevel, Profile};

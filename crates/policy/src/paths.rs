@@ -212,6 +212,34 @@ pub const ENGINE_DATA: &[&str] = &[
 /// [`Danger::Home`] like any home, its project directories bindable).
 pub const HOST_SYSTEM: &[&str] = &["/proc", "/sys", "/dev", "/etc", "/boot", "/root"];
 
+/// The directories of the host's store of trusted CA certificates (Debian's, Fedora's,
+/// SUSE's): public certificates, no keys (`/etc/ssl/private` is not one). A CA bundle there
+/// given as `proxy.ca_file` or `proxy.ca_dir` ([`CA_FIELDS`]) is not [`Danger::HostSystem`].
+pub const TRUST_STORES: &[&str] = &[
+    "/etc/ssl/certs",
+    "/etc/ca-certificates",
+    "/etc/pki/tls/certs",
+    "/etc/pki/ca-trust/extracted",
+    "/etc/pki/ca-trust/source/anchors",
+    "/etc/pki/trust/anchors",
+];
+
+/// The profile fields that name a CA bundle: a file or directory of public certificates.
+pub const CA_FIELDS: &[&str] = &["proxy.ca_file", "proxy.ca_dir"];
+
+/// [`dangers`] of `path` as given in `field`: a CA bundle of the host's trust store
+/// ([`TRUST_STORES`], as written, not through `/proc/PID/root`) in one of [`CA_FIELDS`] is not
+/// [`Danger::HostSystem`]. A link is judged again where it leads (by the caller), so a
+/// "certificate" that links to `/etc/shadow` is still refused.
+pub fn field_dangers(field: &str, path: &str, home: Option<&str>) -> Vec<Danger> {
+    let mut found = dangers(path, home);
+    let spelled = normalize_path(path);
+    if CA_FIELDS.contains(&field) && TRUST_STORES.iter().any(|store| contains(store, &spelled)) {
+        found.retain(|danger| *danger != Danger::HostSystem);
+    }
+    found
+}
+
 /// The credential directories, by their names in a home: SSH, Docker's registry logins,
 /// Kubernetes, AWS, Google Cloud and GnuPG. A directory of one of these names is one wherever
 /// it is (a copy of `~/.ssh` holds the same keys).

@@ -999,3 +999,71 @@ fn allowing_ech_is_a_high_finding_at_its_entry() {
     assert_eq!(finding.position.map(|p| p.0), Some(7));
     assert!(finding.message.contains("b.example.com"), "{finding:?}");
 }
+
+/// The host's CA store: `/etc/ssl/certs/corp.pem` and a "certificate" there that links to
+/// `/etc/shadow`; `/etc/ssl/private/corp.pem` beside them.
+struct TrustStore;
+
+impl PathProbe for TrustStore {
+    fn kind(&self, path: &str) -> PathKind {
+        match path {
+            "/etc/ssl/certs/corp.pem"
+            | "/etc/ssl/certs/shadow.pem"
+            | "/etc/shadow"
+            | "/etc/ssl/private/corp.pem" => PathKind::File,
+            "/etc/ssl/certs" | "/etc/ssl" | "/etc/pki/ca-trust/source/anchors" => {
+                PathKind::Directory
+            }
+            _ => Disk.kind(path),
+        }
+    }
+
+    fn canonical(&self, path: &str) -> Option<String> {
+        match path {
+            "/etc/ssl/certs/shadow.pem" => Some("/etc/shadow".to_string()),
+            _ => Some(path.to_string()),
+        }
+    }
+}
+
+#[test]
+fn a_ca_bundle_of_the_hosts_trust_store_is_no_host_system_bind() {
+    let profile = |key: &str, path: &str| {
+        format!("{CLAUDE}[proxy]\nhttps = \"http://proxy.corp:3128/\"\n{key} = {path:?}\n")
+    };
+    let resolved = |text: &str| {
+        let loaded = load("p.toml", text).map_err(|e| e.first().to_string())?;
+        resolve(
+            &loaded,
+            &inputs(LaunchKind::Run, PROFILE_DIR, &[]),
+            &TrustStore,
+        )
+        .map_err(|e| e.to_string())
+    };
+    // Public certificates: accepted as the proxy's CA, as a file or the store's directory.
+    for (key, path) in [
+        ("ca_file", "/etc/ssl/certs/corp.pem"),
+        ("ca_dir", "/etc/ssl/certs"),
+        ("ca_dir", "/etc/pki/ca-trust/source/anchors"),
+    ] {
+        let spec = resolved(&profile(key, path));
+        assert!(spec.is_ok(), "{key} = {path}: {spec:?}");
+    }
+    // Beside the store (keys), above it, through /proc, or a link out of it: refused.
+    for (key, path) in [
+        ("ca_file", "/etc/ssl/private/corp.pem"),
+        ("ca_dir", "/etc/ssl"),
+        ("ca_file", "/proc/self/root/etc/ssl/certs/corp.pem"),
+        ("ca_file", "/etc/ssl/certs/shadow.pem"),
+    ] {
+        let error = resolved(&profile(key, path)).expect_err(path);
+        assert!(
+            error.contains(&format!("proxy.{key}")) && error.contains("allow_host_system_bind"),
+            "{key} = {path}: {error}"
+        );
+    }
+    // The same store path as a mount is still a bind of /etc.
+    let (field, _, hint) = refusal(&with_mount("/etc/ssl/certs", ""));
+    assert_eq!(field, "mounts[0].source");
+    assert!(hint.contains("allow_host_system_bind"), "{hint}");
+}

@@ -14,7 +14,7 @@ use crate::explainer::{origin_words, Explainer};
 use crate::finding::{Report, Severity};
 use crate::isolation::{IsolationPrefer, IsolationTier};
 use crate::keys;
-use crate::paths::{dangers, normalize_path, Danger, DOCKER_HOST};
+use crate::paths::{field_dangers, normalize_path, Danger, DOCKER_HOST};
 use crate::presets::{self, Preset};
 use crate::profile::{AgentName, EgressMode, Profile};
 use crate::rules;
@@ -216,7 +216,7 @@ fn dangerous(ck: &mut Checker, profile: &Profile) {
             continue;
         }
         let path = normalize_path(source);
-        let Some(danger) = dangers(&path, None)
+        let Some(danger) = field_dangers(&field, &path, None)
             .into_iter()
             .find(|danger| !danger.allowed(security))
         else {
