@@ -734,3 +734,91 @@ fn live_a_fill_meets_the_isolation_floor_once() {
         assert_eq!(runtimes[0], runtimes[1]);
     }
 }
+
+/// What is left of a lab's profile: its containers, isolated networks and companion volumes
+/// (the home volume, the lab's own, aside).
+fn leftovers(lab: &Lab) -> Vec<String> {
+    let filter = format!("label=io.agentc.profile={}", lab.id);
+    let mut left = Vec::new();
+    for (what, args) in [
+        ("container", vec!["ps", "-a", "--format", "{{.Names}}"]),
+        ("network", vec!["network", "ls", "--format", "{{.Name}}"]),
+        ("volume", vec!["volume", "ls", "--format", "{{.Name}}"]),
+    ] {
+        let mut args = args.clone();
+        args.extend(["--filter", &filter]);
+        for name in docker(&args).unwrap_or_default().split_whitespace() {
+            if name != lab.home {
+                left.push(format!("{what} {name}"));
+            }
+        }
+    }
+    left
+}
+
+/// The library's `SandboxClient::delete` of a claimed pool member (renamed by the claim)
+/// removes what its launch made, its egress proxy, isolated network and their volumes
+/// included, through both backends (issue 37: they were left running, the report empty).
+#[test]
+fn live_the_librarys_delete_of_a_claimed_member_removes_its_companion() {
+    if !require_daemon("live_the_librarys_delete_of_a_claimed_member_removes_its_companion") {
+        return;
+    }
+    use agentc_backend_common::session::SandboxClient;
+    for backend in ["cli", "api"] {
+        let lab = Lab::new(&format!("delete-{backend}"));
+        let body = format!(
+            "name = \"{}\"\nagent = \"custom\"\n\n[image]\nref = \"{}\"\ncommand = [\"tail\", \"-f\", \"/dev/null\"]\n\n[egress]\nhosts = [\"allowed.test\"]\noutside_network = \"{}\"\n",
+            lab.id,
+            test_image(),
+            lab.out
+        );
+        let path = lab.dir.path().join("box.toml");
+        std::fs::write(&path, body).expect("write the profile");
+        let path = path.to_string_lossy().into_owned();
+        let filled = lab.agentc(&["pool", "fill", &path, "--size", "1", "--backend", backend]);
+        assert_eq!(filled.status.code(), Some(0), "{}", describe(&filled));
+        let claimed = lab.agentc(&["run", &path, "--no-warnings", "--pool", "require"]);
+        assert_eq!(claimed.status.code(), Some(0), "{}", describe(&claimed));
+        let name = text(&claimed.stdout)
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_string();
+        assert!(name.starts_with("agentc-claim-"), "{}", describe(&claimed));
+        assert!(
+            leftovers(&lab).iter().any(|l| l.ends_with("-egress-proxy")),
+            "{backend}: {:?}",
+            leftovers(&lab)
+        );
+
+        let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let engine = agentc_backend_common::Engine::Docker;
+        let report = runtime.block_on(async {
+            match backend {
+                "cli" => {
+                    let port = agentc_backend_cli::exec::port::CliPort::new(engine);
+                    let client = agentc_backend_cli::CliClient::over(port, env);
+                    let sandbox = client.find(&name).await.expect("find the claimed member");
+                    client.delete(&sandbox).await
+                }
+                _ => {
+                    let host = std::env::var("DOCKER_HOST").ok();
+                    let port = agentc_backend_api::connect(engine, host.as_deref())
+                        .await
+                        .expect("connect");
+                    let client = agentc_backend_api::ApiClient::over(port, env);
+                    let sandbox = client.find(&name).await.expect("find the claimed member");
+                    client.delete(&sandbox).await
+                }
+            }
+        });
+        assert!(report.removed, "{backend}: {report:?}");
+        assert!(report.left.is_empty(), "{backend}: {report:?}");
+        assert_eq!(leftovers(&lab), Vec::<String>::new(), "{backend}");
+    }
+}

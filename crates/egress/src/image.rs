@@ -322,6 +322,29 @@ impl ProxyExecutable {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// The variable naming the agentc binary for a program that embeds agentc.
+    pub const VARIABLE: &'static str = "AGENTC_PROXY_EXECUTABLE";
+
+    /// The agentc binary as a program embedding agentc finds it in its environment `env`:
+    /// [`ProxyExecutable::VARIABLE`] when set, else the first `agentc` on `env`'s `PATH` that is
+    /// an executable file; `None` without either. Whether it is the agentc binary of this
+    /// version is checked when its image is made ([`proxy_image`]).
+    pub fn locate(env: &std::collections::BTreeMap<String, String>) -> Option<ProxyExecutable> {
+        use std::os::unix::fs::PermissionsExt;
+        if let Some(named) = env.get(Self::VARIABLE).filter(|path| !path.is_empty()) {
+            return Some(ProxyExecutable::new(named));
+        }
+        env.get("PATH")?
+            .split(':')
+            .filter(|dir| !dir.is_empty())
+            .map(|dir| Path::new(dir).join("agentc"))
+            .find(|path| {
+                std::fs::metadata(path)
+                    .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+            })
+            .map(ProxyExecutable::new)
+    }
 }
 
 impl Default for ProxyExecutable {
@@ -417,13 +440,47 @@ fn image_of(
     health: Option<&[&str]>,
 ) -> Result<Image, EgressError> {
     let inputs = inputs_of(source, executable_path)?;
+    if repository == IMAGE_REPOSITORY && !is_agentc_binary(&inputs.executable) {
+        let path = std::fs::read_link(source.path()).unwrap_or_else(|_| source.path().into());
+        return Err(EgressError::Executable {
+            path,
+            reason: format!(
+                "is not the agentc binary of version {} (an egress proxy is made of it); name \
+                 the agentc binary (AGENTC_PROXY_EXECUTABLE, agentc on PATH, or \
+                 Sandboxes::with_proxy_executable)",
+                env!("CARGO_PKG_VERSION")
+            ),
+        });
+    }
     let tar = rootfs_tar(&inputs);
     let changes = import_changes(purpose, command, health);
     let tag = image_tag(repository, &tar, &changes);
     Ok(Image { tag, tar, changes })
 }
 
-/// Prepares the proxy image of the agentc executable `source` (no daemon contact).
+/// The mark of the agentc binary, written backwards so that no program linking this crate
+/// holds it: only the binary's own `main.rs` spells it forwards (with the version), as the
+/// bytes [`proxy_mark`] returns.
+const PROXY_MARK_BACKWARDS: &str = ":kram-yxorp-sserge-ctnega";
+
+/// The bytes only the agentc binary of this version holds (`agentc-egress-proxy-mark:VERSION;`,
+/// which its `main.rs` keeps in a `#[used]` static): what makes an executable one that answers
+/// `egress-proxy serve` as this library writes it.
+pub fn proxy_mark() -> Vec<u8> {
+    let mut mark: String = PROXY_MARK_BACKWARDS.chars().rev().collect();
+    mark.push_str(env!("CARGO_PKG_VERSION"));
+    mark.push(';');
+    mark.into_bytes()
+}
+
+/// Whether `executable` (its bytes) is the agentc binary of this version ([`proxy_mark`]).
+pub fn is_agentc_binary(executable: &[u8]) -> bool {
+    memchr::memmem::find(executable, &proxy_mark()).is_some()
+}
+
+/// Prepares the proxy image of the agentc executable `source` (no daemon contact); an
+/// executable that is not the agentc binary of this version ([`is_agentc_binary`]: a program
+/// embedding agentc, another version) is refused, never imaged as a proxy that cannot serve.
 pub fn proxy_image(source: &ProxyExecutable) -> Result<Image, EgressError> {
     image_of(
         source,
@@ -504,6 +561,75 @@ pub fn remember_proxy_tag(source: &ProxyExecutable, tag: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_agentc_binary_of_this_version_is_imaged_as_a_proxy() {
+        let mark = proxy_mark();
+        // (Not spelled forwards here: this test binary would hold the mark then.)
+        assert!(mark.starts_with(b"agentc-egress-"));
+        assert!(mark.ends_with(format!("-mark:{};", env!("CARGO_PKG_VERSION")).as_bytes()));
+        let mut binary = b"\x7fELF...".to_vec();
+        assert!(!is_agentc_binary(&binary));
+        binary.extend_from_slice(&mark);
+        assert!(is_agentc_binary(&binary));
+        assert!(!is_agentc_binary(b"agentc-egress-proxy-mark:0.0.0-other;"));
+        // This test binary links the crate and is not the agentc binary: refused, naming it.
+        let error = match proxy_image(&ProxyExecutable::running()) {
+            Ok(image) => panic!("a program embedding agentc imaged as {}", image.tag),
+            Err(error) => error.to_string(),
+        };
+        assert!(
+            error.contains("is not the agentc binary of version"),
+            "{error}"
+        );
+        assert!(error.contains("AGENTC_PROXY_EXECUTABLE"), "{error}");
+    }
+
+    #[test]
+    fn a_program_embedding_agentc_finds_the_binary_by_its_variable_or_path() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("agentc-locate-{}", std::process::id()));
+        let (bin, empty) = (dir.join("bin"), dir.join("empty"));
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::create_dir_all(&empty).unwrap();
+        let agentc = bin.join("agentc");
+        std::fs::write(&agentc, b"").unwrap();
+        let env = |pairs: &[(&str, String)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect::<std::collections::BTreeMap<_, _>>()
+        };
+        let path = format!("{}:{}", empty.display(), bin.display());
+        // Not executable: not taken.
+        std::fs::set_permissions(&agentc, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(
+            ProxyExecutable::locate(&env(&[("PATH", path.clone())])),
+            None
+        );
+        std::fs::set_permissions(&agentc, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(
+            ProxyExecutable::locate(&env(&[("PATH", path.clone())])),
+            Some(ProxyExecutable::new(&agentc))
+        );
+        // The variable first; an empty one is unset.
+        assert_eq!(
+            ProxyExecutable::locate(&env(&[
+                ("PATH", path.clone()),
+                (ProxyExecutable::VARIABLE, "/opt/agentc".into())
+            ])),
+            Some(ProxyExecutable::new("/opt/agentc"))
+        );
+        assert_eq!(
+            ProxyExecutable::locate(&env(&[
+                ("PATH", empty.display().to_string()),
+                (ProxyExecutable::VARIABLE, String::new())
+            ])),
+            None
+        );
+        assert_eq!(ProxyExecutable::locate(&env(&[])), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn only_proxy_tags_are_taken_from_the_cache() {

@@ -11,6 +11,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use agentc_backend_common::egress_state::EgressState;
+use agentc_backend_common::launch::ProxyExecutable;
 use agentc_backend_common::session::target::parse_port;
 use agentc_backend_common::session::{
     parse_since, ExecRequest, ExecStdin, LogsRequest, OutputSink, ProcessStdio, Sandbox,
@@ -42,7 +43,7 @@ pub(crate) fn on_client<S: OnClient>(backend: BackendArg, step: S) -> Result<S::
     let env = launch::process_env();
     launch::runtime()?.block_on(async move {
         launch::over_port!(backend, None, |port| step
-            .run(&Sandboxes::over(port, env))
+            .run(&Sandboxes::over(port, env).with_proxy_executable(ProxyExecutable::running()))
             .await)
     })
 }

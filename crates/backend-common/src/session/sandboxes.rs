@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
-use agentc_policy::{LaunchSpec, LABEL_KIND, LABEL_PROFILE};
+use agentc_policy::{LaunchSpec, LABEL_EGRESS_FOR, LABEL_KIND, LABEL_PROFILE};
 use bollard::models::ContainerInspectResponse;
 
 use super::port::SessionPort;
@@ -35,8 +35,9 @@ pub struct Sandboxes<P> {
     port: P,
     /// The environment secrets are read from, by name.
     env: BTreeMap<String, String>,
-    /// The agentc executable a created sandbox's egress proxy image is made of.
-    proxy_executable: ProxyExecutable,
+    /// The agentc executable a created sandbox's egress proxy image is made of; `None`:
+    /// located when a sandbox needs one ([`ProxyExecutable::locate`]).
+    proxy_executable: Option<ProxyExecutable>,
 }
 
 impl<P: EnginePort> fmt::Debug for Sandboxes<P> {
@@ -93,24 +94,58 @@ pub fn engine_failure(engine: Engine, step: &'static str, error: EngineError) ->
 
 impl<P: SessionPort> Sandboxes<P> {
     /// A client over `port` that reads secrets from `env` (and whose engine commands run with
-    /// it, [`SessionPort::in_env`]); the egress proxies of the sandboxes it creates are images
-    /// of the running executable ([`Sandboxes::with_proxy_executable`] names another).
+    /// it, [`SessionPort::in_env`]). The egress proxies of the sandboxes it creates are images
+    /// of the agentc binary, found when one is needed ([`ProxyExecutable::locate`]:
+    /// `AGENTC_PROXY_EXECUTABLE` in `env`, else `agentc` on its `PATH`) or named
+    /// ([`Sandboxes::with_proxy_executable`]); never of the calling program itself.
     pub fn over(port: P, env: BTreeMap<String, String>) -> Sandboxes<P> {
         Sandboxes {
             port: port.in_env(&env),
             env,
-            proxy_executable: ProxyExecutable::default(),
+            proxy_executable: None,
         }
     }
 
     /// The client whose created sandboxes get egress proxies made of the agentc executable
-    /// `proxy_executable`: what a program embedding agentc names (the agentc binary), since
-    /// its own executable does not answer `egress-proxy serve`.
+    /// `proxy_executable` (the agentc binary passes itself, [`ProxyExecutable::running`]);
+    /// one that is not the agentc binary of this version is refused at the launch that needs
+    /// it ([`agentc_egress::image::is_agentc_binary`]).
     pub fn with_proxy_executable(self, proxy_executable: ProxyExecutable) -> Sandboxes<P> {
         Sandboxes {
-            proxy_executable,
+            proxy_executable: Some(proxy_executable),
             ..self
         }
+    }
+
+    /// The executable the egress proxy of `container` is made of: the one named, else the one
+    /// found ([`ProxyExecutable::locate`]); a container without a proxy to make needs none.
+    fn proxy_executable_for(
+        &self,
+        container: &agentc_policy::ContainerSpec,
+    ) -> Result<ProxyExecutable, SessionError> {
+        if let Some(named) = &self.proxy_executable {
+            return Ok(named.clone());
+        }
+        let needs_one = container
+            .egress
+            .as_ref()
+            .is_some_and(|egress| egress.proxy.image == agentc_policy::PROXY_IMAGE_PLACEHOLDER);
+        if !needs_one {
+            return Ok(ProxyExecutable::running());
+        }
+        ProxyExecutable::locate(&self.env).ok_or_else(|| {
+            SessionError::invalid(
+                format!(
+                    "the egress proxy of {} is made of the agentc binary, and none was found: \
+                     {} is not set and no agentc is on PATH",
+                    container.name.as_deref().unwrap_or("the sandbox"),
+                    ProxyExecutable::VARIABLE
+                ),
+                "install agentc (`cargo install --path crates/agentc`), set \
+                 AGENTC_PROXY_EXECUTABLE=/path/to/agentc in the client's environment, or name \
+                 it with Sandboxes::with_proxy_executable",
+            )
+        })
     }
 
     /// The engine port it drives.
@@ -180,7 +215,7 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
         let container = session_spec(spec)?;
         let mut quiet = |_: &str| {};
         let options = LaunchOptions {
-            proxy_executable: self.proxy_executable.clone(),
+            proxy_executable: self.proxy_executable_for(&container)?,
             ..LaunchOptions::default()
         };
         let started = crate::launch::launch_detached(
@@ -295,11 +330,21 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
 
     async fn delete(&self, sandbox: &Sandbox) -> DeleteReport {
         // A forced removal is silent about a container that is already gone: ask first.
-        if let Err(error) = self.port.inspect(&sandbox.id).await {
-            if error.is_not_found() {
-                return DeleteReport::default();
-            }
-        }
+        let inspect = match self.port.inspect(&sandbox.id).await {
+            Err(error) if error.is_not_found() => return DeleteReport::default(),
+            inspect => inspect.ok(),
+        };
+        // The companion is labelled for the name the sandbox was launched with, which its
+        // isolated network carries: a claimed pool member has been renamed since.
+        let launched_as = match inspect.as_ref().and_then(named_network) {
+            Some(network) => match self.port.network(&network).await {
+                Ok(Some(found)) if is_isolated_network(&found.labels) => {
+                    found.labels.get(LABEL_EGRESS_FOR).cloned()
+                }
+                _ => None,
+            },
+            None => None,
+        };
         let report = match self.port.remove_container(&sandbox.id).await {
             Ok(()) => DeleteReport {
                 removed: true,
@@ -314,7 +359,18 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
                 )],
             },
         };
-        remove_companions_after(self, sandbox, report).await
+        let mut report = remove_companions_after(self, sandbox, report).await;
+        if let Some(workload) = launched_as.filter(|workload| *workload != sandbox.name) {
+            if report.left.is_empty() {
+                if let Err(error) = self.remove_companions(&workload).await {
+                    report.left.push(format!(
+                        "the egress companion of {} (launched as {workload}): {error}",
+                        sandbox.name
+                    ));
+                }
+            }
+        }
+        report
     }
 
     async fn egress(&self, sandbox: &Sandbox) -> Result<Option<SandboxEgress>, SessionError> {
