@@ -341,6 +341,30 @@ fn live_pool_require_with_an_empty_pool_exits_65_with_a_hint() {
         let stderr = text(&output.stderr);
         assert!(stderr.contains("agentc pool fill"), "{stderr}");
         assert!(lab.containers().is_empty(), "{:?}", lab.containers());
+        // A profile no fill can pool (it binds the workspace): the hint is not the fill that
+        // would refuse it (issue 40).
+        let bound = lab.dir.path().join("bound.toml");
+        let text_of = std::fs::read_to_string(&path).expect("the profile");
+        std::fs::write(&bound, text_of.replace("mount = false", "mount = true")).unwrap();
+        let bound = bound.to_string_lossy().into_owned();
+        let output = claim(&lab, &bound, backend, "echo ok");
+        assert_eq!(output.status.code(), Some(65), "{}", describe(&output));
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains("binds a host workspace") && stderr.contains("starts it cold"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("pool fill"), "{stderr}");
+        let image = agent_image();
+        let args = ["pool", "fill", &bound, "--size", "1", "--backend", backend];
+        let refused = lab.agentc(&[&args[..], &["--image", &image]].concat());
+        assert_eq!(refused.status.code(), Some(65), "{}", describe(&refused));
+        assert!(
+            text(&refused.stderr).contains("cannot be pooled"),
+            "{}",
+            describe(&refused)
+        );
+        assert!(lab.containers().is_empty(), "{:?}", lab.containers());
     }
 }
 

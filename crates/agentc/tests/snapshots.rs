@@ -576,6 +576,18 @@ fn live_restore_name_names_the_sandbox_and_its_companion_through_both_backends()
         );
         assert_eq!(left_of(&profile), before);
 
+        // The snapshot its forks run from: agentc names them (issue 40), and keeps it.
+        let in_use = lab.agentc(&["snapshot", "rm", "--backend", backend, &snapshot], &[]);
+        assert_eq!(in_use.status.code(), Some(1), "{}", describe(&in_use));
+        let stderr = text(&in_use.stderr);
+        assert!(
+            stderr.contains(&format!("snapshot {snapshot} is the image of "))
+                && stderr.contains(&format!("{} (running)", forks[0]))
+                && stderr.contains("hint: `agentc rm "),
+            "{stderr}"
+        );
+        assert!(lab.ok(&["snapshot", "ls"]).contains(&snapshot));
+
         // rm leaves nothing of any of them.
         lab.ok(&["rm", &name, &forks[0], &forks[1]]);
         assert!(left_of(&profile).is_empty(), "{:?}", left_of(&profile));
@@ -610,6 +622,14 @@ fn live_a_paused_sandbox_runs_nothing_and_resumes_where_it_was() {
         // Frozen: nothing runs, not even an exec.
         let refused = lab.agentc(&["exec", "--backend", backend, &name, "true"], &[]);
         assert_ne!(refused.status.code(), Some(0), "{}", describe(&refused));
+        // agentc's own words, alike through both backends (issue 40), not the engine's.
+        assert_eq!(
+            text(&refused.stderr).trim(),
+            format!(
+                "agentc: container {name} is paused\n  hint: `agentc resume {name}` resumes it"
+            ),
+            "{backend}"
+        );
         // Read past the freezer: docker cp reaches the writable layer of a paused container.
         let peek = || {
             let dir = tempfile::tempdir().unwrap();

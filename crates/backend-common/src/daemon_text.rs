@@ -19,7 +19,9 @@ pub enum Refusal {
     /// container:path`, `Could not find the file`; podman: `could not be found on container`).
     NoSuchPath,
     /// The container exists but is not running (`is not running`, both engines; podman's exec
-    /// on a stopped container: `can only create exec sessions on running containers`).
+    /// on a stopped container: `can only create exec sessions on running containers`), or is
+    /// paused (docker's exec: `is paused, unpause the container before exec`; the session
+    /// tells the two apart by the container's state).
     NotRunning,
     /// The object is being removed already (docker: `removal of container ... is already in
     /// progress`): it is on its way out.
@@ -69,6 +71,7 @@ pub fn refusal(message: &str) -> Option<Refusal> {
             &[
                 "is not running",
                 "can only create exec sessions on running containers",
+                "is paused, unpause the container",
             ],
         ),
         (Refusal::RemovalInProgress, &["already in progress"]),
@@ -163,6 +166,10 @@ mod tests {
             ),
             (
                 "Error: can only create exec sessions on running containers: container state improper",
+                Some(Refusal::NotRunning),
+            ),
+            (
+                "Error response from daemon: Container abc is paused, unpause the container before exec",
                 Some(Refusal::NotRunning),
             ),
             ("Error response from daemon: conflict", None),

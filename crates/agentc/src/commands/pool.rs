@@ -461,13 +461,18 @@ impl OnClient for ClaimJob<'_> {
         if members.is_empty() && !require {
             return Ok(None);
         }
+        // What no fill can change: the hint says how to start it, not to fill (which refuses).
+        let starts_cold = "  hint: this launch cannot be served by a pool member; `agentc run` \
+                           without `--pool require` starts it cold";
         if let Some(reason) = cold_reason(request.spec) {
-            return cold(reason);
+            return cold_hint(reason, starts_cold);
         }
         if let Some(name) = &request.name {
-            return cold(format!(
-                "--name {name}: a pool member keeps the egress companion of its own name"
-            ));
+            return cold_hint(
+                format!("--name {name}: a pool member keeps the egress companion of its own name"),
+                "  hint: drop --name to claim a member (its name is agentc-claim-...), or run \
+                 without `--pool require` to start it cold under that name",
+            );
         }
         let container = launch::container_of(request.spec)?;
         let (key, facts) = match keyed {

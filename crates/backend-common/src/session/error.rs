@@ -35,6 +35,12 @@ pub enum SessionError {
         /// The container's name.
         name: String,
     },
+    /// The container is paused (`agentc pause`): nothing runs in it until it is resumed.
+    #[error("container {name} is paused\n  hint: `agentc resume {name}` resumes it")]
+    Paused {
+        /// The container's name.
+        name: String,
+    },
     /// A request the sandbox cannot carry (a NUL byte, an empty command, an invalid variable
     /// name).
     #[error("{message}\n  hint: {hint}")]

@@ -190,6 +190,31 @@ impl<P: SessionPort> Sandboxes<P> {
         }
     }
 
+    /// `outcome`, with a refusal of a container that is not running told apart as
+    /// [`SessionError::Paused`] when the container is paused (the engines word both alike, or
+    /// answer 409 to both).
+    async fn paused_or<T>(
+        &self,
+        sandbox: &Sandbox,
+        outcome: Result<T, SessionError>,
+    ) -> Result<T, SessionError> {
+        match outcome {
+            Err(SessionError::NotRunning { name }) => {
+                let paused = self.port.inspect(&sandbox.id).await.is_ok_and(|inspect| {
+                    inspect
+                        .state
+                        .is_some_and(|state| state.paused == Some(true))
+                });
+                Err(if paused {
+                    SessionError::Paused { name }
+                } else {
+                    SessionError::NotRunning { name }
+                })
+            }
+            other => other,
+        }
+    }
+
     /// The inspect of the container `name` (a name or an ID), the name checked first.
     async fn inspect_named(&self, name: &str) -> Result<ContainerInspectResponse, SessionError> {
         check_name(name)?;
@@ -284,7 +309,8 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
         request: &ExecRequest,
         output: &mut dyn OutputSink,
     ) -> Result<i64, SessionError> {
-        self.port.exec(sandbox, request, &self.env, output).await
+        let ran = self.port.exec(sandbox, request, &self.env, output).await;
+        self.paused_or(sandbox, ran).await
     }
 
     async fn upload(
@@ -293,7 +319,8 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
         source: &Path,
         target: &str,
     ) -> Result<CopyReport, SessionError> {
-        super::transfer::upload(self, sandbox, source, target).await
+        let copied = super::transfer::upload(self, sandbox, source, target).await;
+        self.paused_or(sandbox, copied).await
     }
 
     async fn download(
@@ -302,7 +329,8 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
         source: &str,
         target: &Path,
     ) -> Result<CopyReport, SessionError> {
-        super::transfer::download(self, sandbox, source, target).await
+        let copied = super::transfer::download(self, sandbox, source, target).await;
+        self.paused_or(sandbox, copied).await
     }
 
     async fn logs(

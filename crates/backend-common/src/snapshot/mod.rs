@@ -371,6 +371,39 @@ pub async fn remove<C: SandboxClient>(
                 "remove the snapshots whose PARENT it is first (`agentc snapshot ls`), or name them together",
             ))
         }
+        Err(SessionError::Launch(crate::ExecError::Refused { message, .. }))
+            if message.contains("being used by") || message.contains("in use by") =>
+        {
+            // The sandboxes created from it carry its name (an image's labels are its
+            // containers' too).
+            let users = client
+                .list_labelled(&format!("{LABEL_SNAPSHOT}={}", record.name))
+                .await
+                .unwrap_or_default();
+            let mut names: Vec<String> = users
+                .iter()
+                .map(|listed| format!("{} ({})", listed.sandbox.name, listed.state))
+                .collect();
+            if names.is_empty() {
+                names.push("a container agentc did not make".to_string());
+            }
+            let first = users
+                .first()
+                .map_or("NAME".to_string(), |listed| listed.sandbox.name.clone());
+            return Err(SnapshotError::refused(
+                format!(
+                    "snapshot {} is the image of {}: the engine keeps an image its containers \
+                     run from",
+                    record.name,
+                    names.join(", ")
+                ),
+                format!(
+                    "`agentc rm {first}` removes the sandbox (its snapshot stays until then); \
+                     then `agentc snapshot rm {}`",
+                    record.name
+                ),
+            ));
+        }
         other => other?,
     }
     match std::fs::remove_dir_all(dir) {
