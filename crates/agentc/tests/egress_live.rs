@@ -1789,11 +1789,13 @@ fn launched_sandbox_reaches_exactly_its_allowlist(backend: &str) {
         inspect(
             &proxy,
             "{{.Config.User}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.CapDrop}} \
-             {{.HostConfig.SecurityOpt}} {{.HostConfig.RestartPolicy.Name}} \
+             {{.HostConfig.SecurityOpt}} {{.HostConfig.RestartPolicy.Name}}:\
+             {{.HostConfig.RestartPolicy.MaximumRetryCount}} \
              {{index .HostConfig.Sysctls \"net.ipv4.ip_forward\"}} \
              {{index .Config.Labels \"io.agentc.kind\"}}"
         ),
-        "65534:65534 true [ALL] [no-new-privileges] no 0 egress-proxy"
+        // Started again by the engine if it dies, five times at most (issue 36).
+        "65534:65534 true [ALL] [no-new-privileges] on-failure:5 0 egress-proxy"
     );
     assert_eq!(
         inspect(
