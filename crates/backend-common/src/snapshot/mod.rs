@@ -313,32 +313,21 @@ pub async fn list<C: SandboxClient>(client: &C) -> Result<Vec<SnapshotRecord>, S
         .collect())
 }
 
-/// The snapshot named `name`: its name (`PROFILE:TAG`), its image's reference, or a prefix of
-/// its image's ID (at least 12 hex digits, with or without `sha256:`).
+/// The snapshot named `name`: its name (`PROFILE:TAG`), its image's reference, a prefix of
+/// its image's ID (at least 12 hex digits, with or without `sha256:`), or its tag alone when
+/// only one snapshot has it ([`named`]); a name several answer lists them.
 pub async fn find<C: SandboxClient>(
     client: &C,
     name: &str,
 ) -> Result<SnapshotRecord, SnapshotError> {
     let all = list(client).await?;
-    let bare = name.trim_start_matches("sha256:");
-    let found: Vec<&SnapshotRecord> = all
-        .iter()
-        .filter(|record| {
-            record.name == name
-                || record.reference == name
-                || (bare.len() >= 12
-                    && bare.chars().all(|c| c.is_ascii_hexdigit())
-                    && record
-                        .image_id
-                        .trim_start_matches("sha256:")
-                        .starts_with(bare))
-        })
-        .collect();
+    let found = named(&all, name);
     match found.as_slice() {
         [one] => Ok((*one).clone()),
         [] => Err(SnapshotError::refused(
             format!("no such snapshot {name}"),
-            "`agentc snapshot ls` lists the snapshots by name (PROFILE:TAG)",
+            "`agentc snapshot ls` lists the snapshots by name (PROFILE:TAG; a tag alone names \
+             the one snapshot that has it)",
         )),
         many => Err(SnapshotError::refused(
             format!(
@@ -352,6 +341,36 @@ pub async fn find<C: SandboxClient>(
             "name one snapshot by its name (PROFILE:TAG)",
         )),
     }
+}
+
+/// The snapshots of `all` that `name` names ([`find`]): each whose name, reference or image ID
+/// prefix it is; when none is, each whose tag it is (a `--tag` given alone, `before-scan`).
+pub fn named<'a>(all: &'a [SnapshotRecord], name: &str) -> Vec<&'a SnapshotRecord> {
+    let bare = name.trim_start_matches("sha256:");
+    let exact: Vec<&SnapshotRecord> = all
+        .iter()
+        .filter(|record| {
+            record.name == name
+                || record.reference == name
+                || (bare.len() >= 12
+                    && bare.chars().all(|c| c.is_ascii_hexdigit())
+                    && record
+                        .image_id
+                        .trim_start_matches("sha256:")
+                        .starts_with(bare))
+        })
+        .collect();
+    if !exact.is_empty() || name.contains(':') || check_tag(name).is_none() {
+        return exact;
+    }
+    all.iter()
+        .filter(|record| {
+            record
+                .name
+                .rsplit_once(':')
+                .is_some_and(|(_, tag)| tag == name)
+        })
+        .collect()
 }
 
 /// Removes a snapshot: its image, then its archives' directory `dir` (which the caller
@@ -639,7 +658,35 @@ mod tests {
             parent: Some("box:t1".into()),
             ..record.clone()
         };
-        let ordered = children_first(vec![record, child]);
+        let ordered = children_first(vec![record.clone(), child.clone()]);
         assert_eq!(ordered[0].name, "box:child");
+
+        // Named by name, reference, ID prefix, or a tag alone when one snapshot has it.
+        let other = SnapshotRecord {
+            name: "web:child".into(),
+            reference: "agentc-snapshot/web:child".into(),
+            image_id: "sha256:feedfacefeedfacefeed".into(),
+            ..record.clone()
+        };
+        let record = SnapshotRecord {
+            image_id: "sha256:0123456789abcdef0123".into(),
+            ..record
+        };
+        let child = SnapshotRecord {
+            image_id: "sha256:abcdefabcdefabcdef".into(),
+            ..child
+        };
+        let all = [record, child, other];
+        let names = |name: &str| -> Vec<String> {
+            named(&all, name).iter().map(|r| r.name.clone()).collect()
+        };
+        assert_eq!(names("box:t1"), ["box:t1"]);
+        assert_eq!(names("agentc-snapshot/web:child"), ["web:child"]);
+        assert_eq!(names("sha256:0123456789ab"), ["box:t1"]);
+        assert_eq!(names("t1"), ["box:t1"]);
+        assert_eq!(names("child"), ["box:child", "web:child"]);
+        assert!(names("nope").is_empty());
+        assert!(names("box:nope").is_empty());
+        assert!(names("-bad").is_empty());
     }
 }
