@@ -229,8 +229,11 @@ pub fn template(options: &InitOptions) -> Result<String, LifecycleError> {
     }
     if let Some((kind, key)) = provider(options.agent) {
         out.push_str(&format!(
-            "\n# The model provider. Its key is passed by name from your environment at launch,\n\
-             # never written anywhere by agentc:\n\
+            "\n# The model provider. agentc reads its key from your environment at launch, by\n\
+             # name, and hands it to the egress proxy, which sets it on requests to the\n\
+             # provider's host only: the sandbox holds a placeholder, never the key. Without\n\
+             # this block (or a [credentials] table) the agent gets no key at all, and\n\
+             # `agentc explain` says so:\n\
              # [provider]\n\
              # kind = \"{kind}\"\n\
              # api_key_env = \"{key}\"\n"

@@ -100,6 +100,11 @@ pub struct Needles {
     needles: Vec<Needle>,
     patterns: Vec<Pattern>,
     matcher: Option<AhoCorasick>,
+    /// The same patterns for a yes-or-no search with leftmost semantics, which may use the
+    /// crate's vectorised searchers and prefilters (the overlapping search of `matcher` goes
+    /// byte by byte): bytes in which it finds nothing hold no hit at all, and most of a stream
+    /// is such bytes.
+    detector: Option<AhoCorasick>,
     /// The bytes the patterns hold: an escape that stands for another byte (JSON's `\"`) can
     /// neither be nor break a hit, so it is not decoded.
     alphabet: [bool; 256],
@@ -169,6 +174,14 @@ impl Needles {
                     .ok()
             })
             .flatten();
+        let detector = (!patterns.is_empty())
+            .then(|| {
+                AhoCorasickBuilder::new()
+                    .match_kind(MatchKind::LeftmostFirst)
+                    .build(patterns.iter().map(|p| &p.bytes))
+                    .ok()
+            })
+            .flatten();
         let mut alphabet = [false; 256];
         for byte in patterns.iter().flat_map(|p| p.bytes.iter()) {
             alphabet[usize::from(*byte)] = true;
@@ -177,6 +190,7 @@ impl Needles {
             needles,
             patterns,
             matcher,
+            detector,
             alphabet,
         }
     }
@@ -231,6 +245,14 @@ impl Needles {
         let Some(matcher) = &self.matcher else {
             return Vec::new();
         };
+        // Any hit, overlapping or not, is also a leftmost one: none, and there is nothing.
+        if let Some(detector) = &self.detector {
+            let as_written = decoded.bytes().len() != decoded.source().len()
+                && detector.is_match(decoded.source());
+            if !as_written && !detector.is_match(decoded.bytes()) {
+                return Vec::new();
+            }
+        }
         let mut hits: Vec<(Hit, (usize, usize))> = Vec::new();
         let mut add = |pattern: usize, (start, end): (usize, usize), escaped| {
             let pattern = &self.patterns[pattern];
@@ -392,6 +414,9 @@ fn fill(bytes: &mut [u8]) {
     }
 }
 
+/// A hit and the span of source bytes it covers.
+type Spanned = (Hit, (usize, usize));
+
 /// A stream searched and scrubbed as it passes: see the module documentation.
 #[derive(Debug, Clone)]
 pub struct Window {
@@ -436,8 +461,31 @@ impl Window {
         if self.needles.is_empty() {
             return chunk.to_vec();
         }
+        if let Some(release) = self.pass(chunk) {
+            return chunk[..release].to_vec();
+        }
         self.held.extend_from_slice(chunk);
         self.release(false)
+    }
+
+    /// The common case between chunks of a stream, without a copy: when nothing is held and
+    /// `chunk` holds no hit, keeps the end of it that may still begin one and returns how many
+    /// of its first bytes can be released as they are; `None` otherwise (then the chunk is
+    /// [pushed](Window::push)).
+    pub fn pass(&mut self, chunk: &[u8]) -> Option<usize> {
+        if self.needles.is_empty() {
+            return Some(chunk.len());
+        }
+        if !self.held.is_empty() {
+            return None;
+        }
+        let (spans, release) = self.plan(chunk, false);
+        if !spans.is_empty() {
+            return None;
+        }
+        self.held.extend_from_slice(&chunk[release..]);
+        self.replaced_to = 0;
+        Some(release)
     }
 
     /// The end of the stream: the bytes still held, scrubbed.
@@ -461,44 +509,52 @@ impl Window {
     }
 
     fn release(&mut self, end: bool) -> Vec<u8> {
-        let decoded = Decoded::of(&self.held, &self.needles.alphabet);
-        let mut spans = Vec::new();
-        let ignored = &self.ignored;
-        let counts = |credential: &str| !ignored.iter().any(|name| name == credential);
-        for (hit, (start, end)) in self.needles.hits_in(&decoded, &counts) {
-            // A hit within bytes already replaced was counted when they were.
-            if end > self.replaced_to {
-                self.hits.add(hit);
-                spans.push((start, end));
-            }
-        }
-        let release = if end {
-            self.held.len()
-        } else {
-            // An escape cut off at the end is held whole; before it (or the end), the
-            // longest suffix that may begin a pattern.
-            let cut = decoded.cut_escape().unwrap_or(self.held.len());
-            let before = decoded.decoded_index(cut);
-            let open = self
-                .needles
-                .open_suffix(&decoded.bytes()[..before])
-                .min(self.longest);
-            // The bytes as written may begin a value too (see `hits_in`).
-            let raw = self.needles.open_suffix(&self.held).min(self.longest);
-            decoded
-                .source_span(before - open, before)
-                .0
-                .min(self.held.len() - raw)
-        };
-        drop(decoded);
+        let held = std::mem::take(&mut self.held);
+        let (spans, release) = self.plan(&held, end);
+        self.held = held;
         let mut replaced_to = self.replaced_to;
-        for (start, end) in spans {
+        for (hit, (start, end)) in spans {
+            self.hits.add(hit);
             fill(&mut self.held[start..end]);
             replaced_to = replaced_to.max(end);
         }
         let out: Vec<u8> = self.held.drain(..release).collect();
         self.replaced_to = replaced_to.saturating_sub(release);
         out
+    }
+
+    /// What `bytes` (the bytes held, as they would be) holds: each hit not replaced already,
+    /// with its span, and how many bytes can be released (all at the `end`).
+    fn plan(&self, bytes: &[u8], end: bool) -> (Vec<Spanned>, usize) {
+        let decoded = Decoded::of(bytes, &self.needles.alphabet);
+        let ignored = &self.ignored;
+        let counts = |credential: &str| !ignored.iter().any(|name| name == credential);
+        let spans: Vec<Spanned> = self
+            .needles
+            .hits_in(&decoded, &counts)
+            .into_iter()
+            // A hit within bytes already replaced was counted when they were.
+            .filter(|(_, (_, end))| *end > self.replaced_to)
+            .collect();
+        let release = if end {
+            bytes.len()
+        } else {
+            // An escape cut off at the end is held whole; before it (or the end), the
+            // longest suffix that may begin a pattern.
+            let cut = decoded.cut_escape().unwrap_or(bytes.len());
+            let before = decoded.decoded_index(cut);
+            let open = self
+                .needles
+                .open_suffix(&decoded.bytes()[..before])
+                .min(self.longest);
+            // The bytes as written may begin a value too (see `hits_in`).
+            let raw = self.needles.open_suffix(bytes).min(self.longest);
+            decoded
+                .source_span(before - open, before)
+                .0
+                .min(bytes.len() - raw)
+        };
+        (spans, release)
     }
 }
 

@@ -406,6 +406,17 @@ pub(crate) fn explain(out: &mut Explainer, c: &ContainerSpec) {
     }
     let bound = bindings(profile);
     if bound.is_empty() {
+        if profile.agent != crate::profile::AgentName::Custom
+            && profile.provider.is_none()
+            && profile.credentials.bindings.is_empty()
+        {
+            out.line(
+                "  credentials: none: no [provider] or [credentials] block, so agentc gives the \
+                 agent no API key (one that needs a key asks for a login inside the sandbox); a \
+                 [provider] block names the key, which the egress proxy then holds  [default]"
+                    .to_string(),
+            );
+        }
         return;
     }
     let held: Vec<&CredentialSpec> = c
