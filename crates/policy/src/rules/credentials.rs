@@ -413,8 +413,7 @@ pub(crate) fn explain(out: &mut Explainer, c: &ContainerSpec) {
             out.line(
                 "  credentials: none: no [provider] or [credentials] block, so agentc gives the \
                  agent no API key (one that needs a key asks for a login inside the sandbox); a \
-                 [provider] block names the key, which the egress proxy then holds  [default]"
-                    .to_string(),
+                 [provider] block names the key, which the egress proxy then holds  [default]",
             );
         }
         return;
