@@ -626,7 +626,7 @@ fn live_a_paused_sandbox_runs_nothing_and_resumes_where_it_was() {
         assert_eq!(
             text(&refused.stderr).trim(),
             format!(
-                "agentc: container {name} is paused\n  hint: `agentc resume {name}` resumes it"
+                "error: container {name} is paused\n  hint: `agentc resume {name}` resumes it"
             ),
             "{backend}"
         );
