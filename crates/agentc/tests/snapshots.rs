@@ -625,9 +625,7 @@ fn live_a_paused_sandbox_runs_nothing_and_resumes_where_it_was() {
         // agentc's own words, alike through both backends (issue 40), not the engine's.
         assert_eq!(
             text(&refused.stderr).trim(),
-            format!(
-                "error: container {name} is paused\n  hint: `agentc resume {name}` resumes it"
-            ),
+            format!("error: container {name} is paused\n  hint: `agentc resume {name}` resumes it"),
             "{backend}"
         );
         // Read past the freezer: docker cp reaches the writable layer of a paused container.

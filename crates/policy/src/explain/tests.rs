@@ -329,19 +329,26 @@ fn no_section_is_named_like_a_profile_word() {
 #[test]
 fn an_agent_without_a_key_is_said_to_get_none() {
     let line = "credentials: none: no [provider] or [credentials] block";
-    let bare = "name = \"dev\"\nagent = \"claude-code\"\n\n[egress]\nhosts = [\"api.anthropic.com\"]\n";
+    let bare =
+        "name = \"dev\"\nagent = \"claude-code\"\n\n[egress]\nhosts = [\"api.anthropic.com\"]\n";
     assert!(
         explained(bare, LaunchKind::Run, &[]).contains(line),
         "{}",
         explained(bare, LaunchKind::Run, &[])
     );
     // With a provider (its key held by the proxy), or a custom image (no agent to key): not said.
-    let keyed = format!(
-        "{bare}\n[provider]\nkind = \"anthropic\"\napi_key_env = \"ANTHROPIC_API_KEY\"\n"
+    let keyed =
+        format!("{bare}\n[provider]\nkind = \"anthropic\"\napi_key_env = \"ANTHROPIC_API_KEY\"\n");
+    let text = explained(
+        &keyed,
+        LaunchKind::Run,
+        &[("ANTHROPIC_API_KEY", "sk-ant-x")],
     );
-    let text = explained(&keyed, LaunchKind::Run, &[("ANTHROPIC_API_KEY", "sk-ant-x")]);
     assert!(!text.contains(line), "{text}");
-    assert!(text.contains("credential anthropic: the egress proxy holds"), "{text}");
+    assert!(
+        text.contains("credential anthropic: the egress proxy holds"),
+        "{text}"
+    );
     let custom = "name = \"dev\"\nagent = \"custom\"\n[image]\nref = \"box:1\"\n";
     assert!(!explained(custom, LaunchKind::Run, &[]).contains(line));
 }
