@@ -28,25 +28,17 @@ fn spec(profile: &str, image: &str) -> Result<LaunchSpec, String> {
         .map_err(|errors| format!("{:?}", errors.errors()))?;
     let dir = std::env::temp_dir().to_string_lossy().into_owned();
     let inputs = ResolveInputs {
-        kind: LaunchKind::Run,
-        workspace: dir.clone(),
-        profile_dir: dir.clone(),
-        home_dir: dir,
         owner: Some(Owner {
             name: "bench".to_string(),
             uid: 1000,
             gid: 1000,
         }),
-        image: None,
-        seed_target: None,
-        agent_args: Vec::new(),
-        env: BTreeMap::new(),
-        decant_sources: Vec::new(),
         instance: Instance {
             start: Start::Session,
             default_name: Some(session_name(profile)),
             ..Instance::default()
         },
+        ..ResolveInputs::new(LaunchKind::Run, dir.clone(), dir.clone(), dir)
     };
     agentc_policy::resolve(&loaded, &inputs, &RealPaths).map_err(|error| error.to_string())
 }

@@ -31,26 +31,18 @@ fn spec(image: &str) -> Result<agentc_policy::LaunchSpec, String> {
         .map_err(|errors| format!("{:?}", errors.errors()))?;
     let dir = std::env::temp_dir().to_string_lossy().into_owned();
     let inputs = ResolveInputs {
-        kind: LaunchKind::Run,
-        workspace: dir.clone(),
-        profile_dir: dir.clone(),
-        home_dir: dir,
         owner: Some(Owner {
             name: "example".to_string(),
             uid: 1000,
             gid: 1000,
         }),
-        image: None,
-        seed_target: None,
-        agent_args: Vec::new(),
-        env: BTreeMap::new(),
-        decant_sources: Vec::new(),
         // A session's sandbox: in the background, named, kept until deleted, no stdin.
         instance: Instance {
             start: Start::Session,
             default_name: Some(session_name("session-example")),
             ..Instance::default()
         },
+        ..ResolveInputs::new(LaunchKind::Run, dir.clone(), dir.clone(), dir)
     };
     agentc_policy::resolve(&loaded, &inputs, &RealPaths).map_err(|error| error.to_string())
 }

@@ -109,6 +109,43 @@ pub struct ResolveInputs {
     pub instance: Instance,
 }
 
+impl ResolveInputs {
+    /// The inputs of a `kind` launch with `workspace`, a profile in `profile_dir` and the
+    /// caller's `home_dir` (all absolute), and nothing else: no owner (names without a user),
+    /// no image override, seed target, agent arguments, environment or decant sources, the
+    /// default [`Instance`]. Set the rest by field:
+    ///
+    /// ```
+    /// use agentc_policy::{Instance, LaunchKind, ResolveInputs, Start};
+    /// let inputs = ResolveInputs {
+    ///     instance: Instance { start: Start::Session, ..Instance::default() },
+    ///     ..ResolveInputs::new(LaunchKind::Run, "/srv/task", "/srv/profiles", "/home/ci")
+    /// };
+    /// assert_eq!(inputs.profile_dir, "/srv/profiles");
+    /// assert!(inputs.owner.is_none() && inputs.agent_args.is_empty());
+    /// ```
+    pub fn new(
+        kind: LaunchKind,
+        workspace: impl Into<String>,
+        profile_dir: impl Into<String>,
+        home_dir: impl Into<String>,
+    ) -> ResolveInputs {
+        ResolveInputs {
+            kind,
+            workspace: workspace.into(),
+            profile_dir: profile_dir.into(),
+            home_dir: home_dir.into(),
+            owner: None,
+            image: None,
+            seed_target: None,
+            agent_args: Vec::new(),
+            env: BTreeMap::new(),
+            decant_sources: Vec::new(),
+            instance: Instance::default(),
+        }
+    }
+}
+
 /// One instance of a launch: how this invocation starts its container (attached or in the
 /// background, under which name, at a terminal or not) and the profile file it came from.
 ///
