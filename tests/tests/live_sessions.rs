@@ -879,21 +879,17 @@ fn live_a_library_sandbox_behind_the_egress_proxy_holds_its_allowlist_and_delete
         let dir = tempfile::tempdir().expect("tempdir");
         let dir_text = dir.path().to_string_lossy().into_owned();
         let inputs = agentc_policy::ResolveInputs {
-            kind: LaunchKind::Run,
-            workspace: dir_text.clone(),
-            profile_dir: dir_text.clone(),
-            home_dir: dir_text,
-            owner: None,
-            image: None,
-            seed_target: None,
-            agent_args: Vec::new(),
-            env: BTreeMap::new(),
-            decant_sources: Vec::new(),
             instance: agentc_policy::Instance {
                 start: agentc_policy::Start::Session,
                 default_name: Some(agentc_backend_common::session::session_name(&profile)),
                 ..agentc_policy::Instance::default()
             },
+            ..agentc_policy::ResolveInputs::new(
+                LaunchKind::Run,
+                dir_text.clone(),
+                dir_text.clone(),
+                dir_text,
+            )
         };
         let spec = agentc_policy::resolve(&loaded, &inputs, &agentc_policy::RealPaths)
             .expect("the launch resolves");

@@ -109,6 +109,12 @@ pub async fn import_unless_present<P: EnginePort>(
     Ok(image.tag.clone())
 }
 
+/// Whether the proxy image of `egress` is made of the agentc executable at launch: its spec
+/// names no image of its own.
+pub fn makes_proxy_image(egress: &EgressSpec) -> bool {
+    egress.proxy.image == PROXY_IMAGE_PLACEHOLDER
+}
+
 /// The tag of the proxy image: the spec's own when it names one, else the image of the agentc
 /// executable `source` ([`own_proxy_image`]).
 async fn proxy_image<P: EnginePort>(
@@ -116,7 +122,7 @@ async fn proxy_image<P: EnginePort>(
     egress: &EgressSpec,
     source: &ProxyExecutable,
 ) -> Result<String, ExecError> {
-    if egress.proxy.image != PROXY_IMAGE_PLACEHOLDER {
+    if !makes_proxy_image(egress) {
         return Ok(egress.proxy.image.clone());
     }
     own_proxy_image(port, source).await

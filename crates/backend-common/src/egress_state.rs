@@ -59,8 +59,8 @@ fn is_zero(count: &i64) -> bool {
 }
 
 /// The exit status of a proxy that stopped on a credential replay (`on_replay = "stop"`),
-/// which stays down ([`agentc_egress::credential::REPLAY_EXIT_CODE`]).
-const REPLAY_STOP: i64 = 3;
+/// which stays down: [`agentc_egress::credential::REPLAY_EXIT_CODE`] as the engine reports it.
+const REPLAY_STOP: i64 = agentc_egress::credential::REPLAY_EXIT_CODE as i64;
 
 impl EgressState {
     /// The word `agentc ps` prints: `up`, `up (restarted 1x)`, `down (exited 137)`,

@@ -420,42 +420,22 @@ pub fn self_image(
     command: &[&str],
     health: Option<&[&str]>,
 ) -> Result<Image, EgressError> {
-    image_of(
-        &ProxyExecutable::running(),
-        repository,
-        purpose,
-        executable_path,
-        command,
-        health,
-    )
+    let inputs = inputs_of(&ProxyExecutable::running(), executable_path)?;
+    Ok(image_from(&inputs, repository, purpose, command, health))
 }
 
-/// [`self_image`] of the executable `source`.
-fn image_of(
-    source: &ProxyExecutable,
+/// The image of `inputs`: its root filesystem, `docker import` changes and tag.
+fn image_from(
+    inputs: &RootfsInputs,
     repository: &str,
     purpose: &str,
-    executable_path: &str,
     command: &[&str],
     health: Option<&[&str]>,
-) -> Result<Image, EgressError> {
-    let inputs = inputs_of(source, executable_path)?;
-    if repository == IMAGE_REPOSITORY && !is_agentc_binary(&inputs.executable) {
-        let path = std::fs::read_link(source.path()).unwrap_or_else(|_| source.path().into());
-        return Err(EgressError::Executable {
-            path,
-            reason: format!(
-                "is not the agentc binary of version {} (an egress proxy is made of it); name \
-                 the agentc binary (AGENTC_PROXY_EXECUTABLE, agentc on PATH, or \
-                 Sandboxes::with_proxy_executable)",
-                env!("CARGO_PKG_VERSION")
-            ),
-        });
-    }
-    let tar = rootfs_tar(&inputs);
+) -> Image {
+    let tar = rootfs_tar(inputs);
     let changes = import_changes(purpose, command, health);
     let tag = image_tag(repository, &tar, &changes);
-    Ok(Image { tag, tar, changes })
+    Image { tag, tar, changes }
 }
 
 /// The mark of the agentc binary, written backwards so that no program linking this crate
@@ -482,14 +462,26 @@ pub fn is_agentc_binary(executable: &[u8]) -> bool {
 /// executable that is not the agentc binary of this version ([`is_agentc_binary`]: a program
 /// embedding agentc, another version) is refused, never imaged as a proxy that cannot serve.
 pub fn proxy_image(source: &ProxyExecutable) -> Result<Image, EgressError> {
-    image_of(
-        source,
+    let inputs = inputs_of(source, PROXY_BINARY)?;
+    if !is_agentc_binary(&inputs.executable) {
+        let path = std::fs::read_link(source.path()).unwrap_or_else(|_| source.path().into());
+        return Err(EgressError::Executable {
+            path,
+            reason: format!(
+                "is not the agentc binary of version {} (an egress proxy is made of it); name \
+                 the agentc binary ({}, agentc on PATH, or Sandboxes::with_proxy_executable)",
+                env!("CARGO_PKG_VERSION"),
+                ProxyExecutable::VARIABLE
+            ),
+        });
+    }
+    Ok(image_from(
+        &inputs,
         IMAGE_REPOSITORY,
         "egress-proxy",
-        PROXY_BINARY,
         &[PROXY_BINARY, "egress-proxy", "serve"],
         Some(&[PROXY_BINARY, "egress-proxy", "health"]),
-    )
+    ))
 }
 
 /// A file's identity on this machine: its device, inode, size and modification time, in hex.

@@ -396,18 +396,25 @@ pub fn session_name(profile: &str) -> String {
 }
 
 /// `report`, the removal of `sandbox`'s container, completed with the removal of its egress
-/// companions ([`SandboxClient::remove_companions`]) once the container is gone: what cannot
-/// be removed is added to what is left. For the backends' [`SandboxClient::delete`].
+/// companions ([`SandboxClient::remove_companions`]) once the container is gone: those of
+/// `launched_as`, the name it was launched with (a claimed pool member has been renamed
+/// since). What cannot be removed is added to what is left. For [`SandboxClient::delete`].
 pub async fn remove_companions_after<C: SandboxClient>(
     client: &C,
     sandbox: &Sandbox,
+    launched_as: &str,
     mut report: DeleteReport,
 ) -> DeleteReport {
     if report.left.is_empty() {
-        if let Err(error) = client.remove_companions(&sandbox.name).await {
+        if let Err(error) = client.remove_companions(launched_as).await {
+            let name = if launched_as == sandbox.name {
+                sandbox.name.clone()
+            } else {
+                format!("{} (launched as {launched_as})", sandbox.name)
+            };
             report
                 .left
-                .push(format!("the egress companion of {}: {error}", sandbox.name));
+                .push(format!("the egress companion of {name}: {error}"));
         }
     }
     report

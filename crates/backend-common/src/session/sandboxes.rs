@@ -128,8 +128,8 @@ impl<P: SessionPort> Sandboxes<P> {
         }
         let needs_one = container
             .egress
-            .as_ref()
-            .is_some_and(|egress| egress.proxy.image == agentc_policy::PROXY_IMAGE_PLACEHOLDER);
+            .as_deref()
+            .is_some_and(crate::companion::makes_proxy_image);
         if !needs_one {
             return Ok(ProxyExecutable::running());
         }
@@ -372,7 +372,8 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
                 _ => None,
             },
             None => None,
-        };
+        }
+        .unwrap_or_else(|| sandbox.name.clone());
         let report = match self.port.remove_container(&sandbox.id).await {
             Ok(()) => DeleteReport {
                 removed: true,
@@ -387,18 +388,7 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
                 )],
             },
         };
-        let mut report = remove_companions_after(self, sandbox, report).await;
-        if let Some(workload) = launched_as.filter(|workload| *workload != sandbox.name) {
-            if report.left.is_empty() {
-                if let Err(error) = self.remove_companions(&workload).await {
-                    report.left.push(format!(
-                        "the egress companion of {} (launched as {workload}): {error}",
-                        sandbox.name
-                    ));
-                }
-            }
-        }
-        report
+        remove_companions_after(self, sandbox, &launched_as, report).await
     }
 
     async fn egress(&self, sandbox: &Sandbox) -> Result<Option<SandboxEgress>, SessionError> {

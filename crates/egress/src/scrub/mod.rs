@@ -458,9 +458,6 @@ impl Window {
 
     /// Takes the next chunk; returns the bytes that can be released now, scrubbed.
     pub fn push(&mut self, chunk: &[u8]) -> Vec<u8> {
-        if self.needles.is_empty() {
-            return chunk.to_vec();
-        }
         if let Some(release) = self.pass(chunk) {
             return chunk[..release].to_vec();
         }
@@ -509,9 +506,7 @@ impl Window {
     }
 
     fn release(&mut self, end: bool) -> Vec<u8> {
-        let held = std::mem::take(&mut self.held);
-        let (spans, release) = self.plan(&held, end);
-        self.held = held;
+        let (spans, release) = self.plan(&self.held, end);
         let mut replaced_to = self.replaced_to;
         for (hit, (start, end)) in spans {
             self.hits.add(hit);

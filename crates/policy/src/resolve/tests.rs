@@ -24,21 +24,17 @@ pub(crate) fn paths(entries: &[(&str, PathKind)]) -> FakePaths {
 
 pub(crate) fn inputs(kind: LaunchKind) -> ResolveInputs {
     ResolveInputs {
-        kind,
-        workspace: "/home/alice/src/app".to_string(),
-        profile_dir: "/home/alice/profiles".to_string(),
-        home_dir: "/home/alice".to_string(),
         owner: Some(Owner {
             name: "alice".to_string(),
             uid: 1000,
             gid: 1000,
         }),
-        image: None,
-        seed_target: None,
-        agent_args: Vec::new(),
-        env: BTreeMap::new(),
-        decant_sources: Vec::new(),
-        instance: Instance::default(),
+        ..ResolveInputs::new(
+            kind,
+            "/home/alice/src/app",
+            "/home/alice/profiles",
+            "/home/alice",
+        )
     }
 }
 
