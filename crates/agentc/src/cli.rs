@@ -197,6 +197,11 @@ pub enum Command {
     /// Print the man page (roff).
     #[command(after_help = "Example:\n  agentc man > ~/.local/share/man/man1/agentc.1")]
     Man,
+    /// Serve the session operations as JSON-RPC 2.0 on stdin and stdout, for harnesses.
+    #[command(
+        after_help = "Examples:\n  agentc serve --stdio\n  agentc serve --stdio --backend cli\n  agentc serve --schema > agentc-serve.schema.json\n\nOne process, one engine connection: create (a profile's session sandbox, its findings), attach, exec (streamed or captured, with a timeout), read_file, write_file, read_tar, write_tar, endpoint, logs, running, delete, shutdown; one JSON message a line, bytes as base64. When stdin closes, on SIGTERM or SIGINT and on shutdown, the sandboxes it created without keep are deleted with their egress companions. Errors carry the command line's exit status, a kind and the hint. See docs/serve.md; the Python package python/agentc-sandbox is its client."
+    )]
+    Serve(ServeArgs),
     /// The egress proxy of allowlist sandboxes; runs inside its own container (hidden).
     #[command(hide = true, subcommand, name = "egress-proxy")]
     EgressProxy(EgressProxyCommand),
@@ -685,6 +690,20 @@ pub enum KindArg {
     Build,
     /// The Decant companion.
     Decant,
+}
+
+/// `agentc serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Speak JSON-RPC 2.0 on stdin and stdout, one message a line.
+    #[arg(long, conflicts_with = "schema")]
+    pub stdio: bool,
+    /// Print the JSON Schema of every method's params and result, and exit.
+    #[arg(long)]
+    pub schema: bool,
+    /// Which backend talks to the daemon (one connection for the server's life).
+    #[arg(long, value_enum, default_value_t = BackendArg::Api)]
+    pub backend: BackendArg,
 }
 
 /// The backends.

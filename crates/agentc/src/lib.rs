@@ -18,6 +18,7 @@ pub mod cli;
 pub mod commands;
 pub mod context;
 pub mod lifecycle;
+pub mod serve;
 pub mod verbose;
 pub mod verify;
 
@@ -75,6 +76,7 @@ pub fn execute(cli: Cli) -> ExitCode {
         Command::Lock(args) => commands::lock::lock(args),
         Command::Completions(args) => commands::completions::completions(args),
         Command::Man => commands::completions::man(),
+        Command::Serve(args) => serve::serve(args),
         offline => commands::offline::dispatch(offline).map(|output| {
             let mut stdout = std::io::stdout().lock();
             // A closed pipe (`agentc render ... | head`) is not an error worth reporting.

@@ -1,0 +1,729 @@
+//! What each method of `agentc serve` does: a short chain of [`SandboxClient`] calls over the
+//! server's one client. Files and tar streams travel through one exec each (`cat`, `tar`), as
+//! `agentc cp` streams through exec: the image needs `sh`, `cat` and `tar`, and a tmpfs or a
+//! path past the read-only root is reached as the container's user sees it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agentc_backend_common::session::{
+    session_name, Captured, ExecRequest, ExecStdin, LogsRequest, OutputSink, Sandbox,
+    SandboxClient, SessionError, SessionPort, Stream, EXEC_TAG_VAR,
+};
+use agentc_backend_common::ExecError;
+use agentc_policy::profile::{MountConfig, MountType};
+use agentc_policy::{EnvValue, EnvVar, Instance, PortSpec, Protocol, Start};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::protocol::*;
+use super::{Request, Server, Session};
+use crate::cli::{BackendArg, KindArg, LaunchArgs};
+use crate::context::{self, Failure, EXIT_DOCKER, EXIT_INVALID, EXIT_NO_INPUT};
+
+/// The methods a request may name.
+const METHODS: &[&str] = &[
+    "initialize",
+    "create",
+    "attach",
+    "exec",
+    "read_file",
+    "write_file",
+    "read_tar",
+    "write_tar",
+    "endpoint",
+    "logs",
+    "running",
+    "delete",
+    "shutdown",
+];
+
+/// Whether `method` is one of the server's.
+pub fn is_method(method: &str) -> bool {
+    METHODS.contains(&method)
+}
+
+/// Runs `request`'s method.
+pub async fn call<P: SessionPort>(
+    server: &Server<'_, P>,
+    request: Request,
+) -> Result<Value, RpcError> {
+    let params = request.params;
+    match request.method.as_str() {
+        "initialize" => reply(initialize(server, decode::<NoParams>(params)?)),
+        "create" => reply(create(server, decode(params)?).await),
+        "attach" => reply(attach(server, decode(params)?).await),
+        "exec" => {
+            let id = request.id.clone().unwrap_or(Value::Null);
+            reply(exec(server, id, decode(params)?).await)
+        }
+        "read_file" => reply(read_file(server, decode(params)?).await),
+        "write_file" => reply(write_file(server, decode(params)?).await),
+        "read_tar" => reply(read_tar(server, decode(params)?).await),
+        "write_tar" => reply(write_tar(server, decode(params)?).await),
+        "endpoint" => reply(endpoint(server, decode(params)?).await),
+        "logs" => reply(logs(server, decode(params)?).await),
+        "running" => reply(running(server, decode(params)?).await),
+        "delete" => reply(delete(server, decode(params)?).await),
+        other => Err(RpcError::plain(
+            METHOD_NOT_FOUND,
+            format!("no method {other:?}; the methods are {}", METHODS.join(", ")),
+        )),
+    }
+}
+
+fn decode<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
+    serde_json::from_value(params)
+        .map_err(|error| RpcError::plain(INVALID_PARAMS, format!("invalid params: {error}")))
+}
+
+fn reply<T: Serialize>(result: Result<T, RpcError>) -> Result<Value, RpcError> {
+    result.and_then(|value| {
+        serde_json::to_value(value)
+            .map_err(|error| RpcError::plain(INVALID_PARAMS, format!("cannot answer: {error}")))
+    })
+}
+
+/// A session error as agentc's JSON-RPC error: the command line's exit status and message.
+pub fn session_error(error: SessionError) -> RpcError {
+    let kind = match &error {
+        SessionError::NoSuchPath { .. }
+        | SessionError::Launch(ExecError::NoSuchContainer { .. })
+        | SessionError::Launch(ExecError::ImageMissing { .. }) => "not_found",
+        SessionError::NotRunning { .. }
+        | SessionError::Paused { .. }
+        | SessionError::Gone { .. } => "not_running",
+        SessionError::Invalid { .. }
+        | SessionError::BadName { .. }
+        | SessionError::BadContainerPath { .. } => "invalid",
+        other if other.exit_code() == i32::from(EXIT_DOCKER) => "engine",
+        _ => "failed",
+    };
+    let code = u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER);
+    RpcError::agentc(code, kind, &error.to_string())
+}
+
+/// A command line failure as agentc's JSON-RPC error.
+pub fn failure(failure: Failure) -> RpcError {
+    let kind = match failure.code {
+        EXIT_INVALID | 2 => "invalid",
+        EXIT_NO_INPUT => "not_found",
+        EXIT_DOCKER => "engine",
+        _ => "failed",
+    };
+    RpcError::agentc(failure.code, kind, &failure.message)
+}
+
+fn invalid(message: String, hint: &str) -> RpcError {
+    RpcError::agentc(EXIT_INVALID, "invalid", &format!("{message}\n  hint: {hint}"))
+}
+
+fn initialize<P: SessionPort>(
+    server: &Server<'_, P>,
+    _: NoParams,
+) -> Result<Initialized, RpcError> {
+    Ok(Initialized {
+        protocol: PROTOCOL_VERSION,
+        agentc: env!("CARGO_PKG_VERSION").to_string(),
+        backend: match server.backend {
+            BackendArg::Api => "api",
+            BackendArg::Cli => "cli",
+        }
+        .to_string(),
+        engine: crate::engine().as_str().to_string(),
+    })
+}
+
+/// The profile of a request, loaded, and the path its directory is taken from.
+fn load(source: &ProfileSource) -> Result<(agentc_policy::LoadedProfile, PathBuf), RpcError> {
+    match (&source.profile, &source.profile_text) {
+        (Some(path), None) => Ok((context::load_profile(path).map_err(failure)?, path.clone())),
+        (None, Some(text)) => {
+            let dir = match &source.profile_dir {
+                Some(dir) => dir.clone(),
+                None => std::env::current_dir().map_err(|error| {
+                    failure(Failure::new(
+                        EXIT_NO_INPUT,
+                        format!("cannot read the working directory: {error}"),
+                    ))
+                })?,
+            };
+            let loaded = agentc_policy::load("profile_text", text)
+                .map_err(|errors| failure(Failure::invalid_profile(errors)))?;
+            // The directory the profile's relative paths lead from; the file need not exist.
+            Ok((loaded, dir.join("profile_text.toml")))
+        }
+        _ => Err(invalid(
+            "create needs exactly one of profile (a path) and profile_text".to_string(),
+            "give the profile file's path, or its TOML text",
+        )),
+    }
+}
+
+/// `create`: the profile (with the request's mounts and ports) resolved as a session's launch,
+/// its findings, and the sandbox created (egress companion and credentials as it says).
+async fn create<P: SessionPort>(
+    server: &Server<'_, P>,
+    params: CreateParams,
+) -> Result<Created, RpcError> {
+    let (mut loaded, profile_path) = load(&params.source)?;
+    if !params.mounts.is_empty() || !params.publish.is_empty() {
+        for mount in &params.mounts {
+            loaded.profile.mounts.push(MountConfig {
+                kind: MountType::Bind,
+                source: mount.source.clone(),
+                target: mount.target.clone(),
+                read_only: mount.read_only,
+                on_conflict: Default::default(),
+            });
+        }
+        for &number in &params.publish {
+            loaded.profile.network.publish.push(PortSpec {
+                number,
+                protocol: Protocol::Tcp,
+                host_ip: None,
+                host_port: None,
+            });
+        }
+        agentc_policy::validate(&loaded).map_err(|errors| {
+            failure(Failure::new(
+                EXIT_INVALID,
+                format!(
+                    "the profile with create's mounts and publish is invalid:\n{}",
+                    Failure::invalid_profile(errors).message
+                ),
+            ))
+        })?;
+    }
+    let args = LaunchArgs {
+        profile: profile_path.clone(),
+        kind: KindArg::Run,
+        workspace: params.workspace.clone(),
+        image: params.image.clone(),
+        seed_target: None,
+        agent_args: Vec::new(),
+    };
+    let instance = Instance {
+        start: Start::Session,
+        default_name: Some(session_name(&loaded.profile.name)),
+        name: params.name.clone(),
+        copy: None,
+        stdin_is_terminal: false,
+        profile_record: params
+            .source
+            .profile
+            .as_deref()
+            .and_then(context::profile_record),
+    };
+    let spec = context::resolve_instance(&loaded, &args, instance).map_err(failure)?;
+    let findings = agentc_policy::findings(&loaded, &spec)
+        .into_iter()
+        .map(|finding| FindingOut {
+            severity: finding.severity.to_string(),
+            code: finding.code.to_string(),
+            field: finding.field,
+            message: finding.message,
+            hint: finding.hint,
+        })
+        .collect();
+    let sandbox = server
+        .client()
+        .create(&spec)
+        .await
+        .map_err(session_error)?;
+    server.add_session(Session {
+        sandbox: sandbox.clone(),
+        keep: params.keep,
+        env: params.env,
+    });
+    Ok(Created {
+        sandbox: handle(&sandbox),
+        findings,
+    })
+}
+
+fn handle(sandbox: &Sandbox) -> SandboxRef {
+    SandboxRef {
+        name: sandbox.name.clone(),
+        id: sandbox.id.clone(),
+    }
+}
+
+/// `attach`: a sandbox agentc created, adopted as a session of this server.
+async fn attach<P: SessionPort>(
+    server: &Server<'_, P>,
+    params: AttachParams,
+) -> Result<Attached, RpcError> {
+    let sandbox = server
+        .client()
+        .find(&params.sandbox)
+        .await
+        .map_err(session_error)?;
+    let inspect = server
+        .client()
+        .inspect(&sandbox)
+        .await
+        .map_err(session_error)?;
+    server.add_session(Session {
+        sandbox: sandbox.clone(),
+        keep: params.keep,
+        env: params.env,
+    });
+    Ok(Attached {
+        sandbox: handle(&sandbox),
+        running: agentc_backend_common::snapshot::state_of(&inspect) == "running",
+    })
+}
+
+/// The session a request names: one of this server's, else any sandbox agentc created.
+async fn session<P: SessionPort>(server: &Server<'_, P>, name: &str) -> Result<Session, RpcError> {
+    if let Some(session) = server.session(name) {
+        return Ok(session);
+    }
+    let sandbox = server.client().find(name).await.map_err(session_error)?;
+    Ok(Session {
+        sandbox,
+        keep: true,
+        env: BTreeMap::new(),
+    })
+}
+
+/// An exec's output sent as `exec.output` notifications of request `id`, as it arrives.
+struct Notifying {
+    out: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
+    id: Value,
+}
+
+impl OutputSink for Notifying {
+    fn write(&mut self, stream: Stream, bytes: &[u8]) -> std::io::Result<()> {
+        let note = ExecOutputNote {
+            id: self.id.clone(),
+            stream: match stream {
+                Stream::Stdout => "stdout",
+                Stream::Stderr => "stderr",
+            }
+            .to_string(),
+            data: Bytes64(bytes.to_vec()),
+        };
+        let message = serde_json::json!({ "jsonrpc": "2.0", "method": "exec.output", "params": note });
+        let mut line = serde_json::to_vec(&message).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        // A closed writer: the server is ending; the exec is stopped by it.
+        let _ = self.out.send(line);
+        Ok(())
+    }
+}
+
+/// The environment of an exec: the session's, then the request's over it.
+fn exec_env(session: &Session, extra: &BTreeMap<String, String>) -> Vec<EnvVar> {
+    let mut merged = session.env.clone();
+    merged.extend(extra.iter().map(|(name, value)| (name.clone(), value.clone())));
+    merged
+        .into_iter()
+        .map(|(name, value)| EnvVar {
+            name,
+            value: EnvValue::Literal { value },
+        })
+        .collect()
+}
+
+/// A tag unique to one exec of this server, for [`SandboxClient::stop_tagged`].
+fn exec_tag() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!("serve-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// How an exec ended.
+enum Ended {
+    Exited(i64),
+    TimedOut,
+    Stopped,
+}
+
+/// `exec`: the command, its output returned or streamed; on its timeout or the server's stop,
+/// its processes stopped.
+async fn exec<P: SessionPort>(
+    server: &Server<'_, P>,
+    id: Value,
+    params: ExecParams,
+) -> Result<Executed, RpcError> {
+    let command = match (&params.argv, &params.shell) {
+        (Some(argv), None) if !argv.is_empty() => argv.clone(),
+        (None, Some(line)) => vec!["sh".to_string(), "-c".to_string(), line.clone()],
+        _ => {
+            return Err(invalid(
+                "exec needs exactly one of argv (not empty) and shell".to_string(),
+                "give the program and its arguments as argv, or one shell line as shell",
+            ))
+        }
+    };
+    let timeout = match params.timeout {
+        Some(seconds) if !(seconds.is_finite() && seconds > 0.0) => {
+            return Err(invalid(
+                format!("exec timeout {seconds} is not a positive number of seconds"),
+                "give the seconds the command may run, or no timeout",
+            ))
+        }
+        Some(seconds) => Some(Duration::from_secs_f64(seconds.min(1e9))),
+        None => None,
+    };
+    let session = session(server, &params.sandbox).await?;
+    let tag = exec_tag();
+    let mut request = ExecRequest::new(command);
+    request.user = params.user.clone();
+    request.workdir = params.cwd.clone();
+    request.env = exec_env(&session, &params.env);
+    request.env.push(EnvVar {
+        name: EXEC_TAG_VAR.to_string(),
+        value: EnvValue::Literal { value: tag.clone() },
+    });
+    if let Some(stdin) = params.stdin {
+        request.stdin = ExecStdin::Bytes(stdin.0);
+    }
+    let mut streamed = Notifying {
+        out: server.sender(),
+        id,
+    };
+    let mut captured = Captured::default();
+    let sink: &mut dyn OutputSink = if params.stream {
+        &mut streamed
+    } else {
+        &mut captured
+    };
+    let ended = {
+        let run = server.client().exec(&session.sandbox, &request, sink);
+        let mut stopping = server.stopping();
+        let deadline = async {
+            match timeout {
+                Some(timeout) => tokio::time::sleep(timeout).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            code = run => Ended::Exited(code.map_err(session_error)?),
+            () = deadline => Ended::TimedOut,
+            _ = stopping.wait_for(|stop| *stop) => Ended::Stopped,
+        }
+    };
+    let exit_code = match ended {
+        Ended::Exited(code) => Some(code),
+        Ended::TimedOut | Ended::Stopped => {
+            let _ = server
+                .client()
+                .stop_tagged(&session.sandbox, &tag, params.user.as_deref())
+                .await;
+            None
+        }
+    };
+    if matches!(ended, Ended::Stopped) {
+        return Err(RpcError::agentc(
+            143,
+            "failed",
+            "the server stopped before the command ended; its processes were stopped",
+        ));
+    }
+    Ok(Executed {
+        exit_code,
+        timed_out: matches!(ended, Ended::TimedOut),
+        stdout: Bytes64(captured.stdout),
+        stderr: Bytes64(captured.stderr),
+    })
+}
+
+/// An absolute container path, or the refusal of any other.
+fn absolute(path: &str) -> Result<String, RpcError> {
+    if !path.starts_with('/') {
+        return Err(invalid(
+            format!("path {path:?} is not absolute"),
+            "give the container path from `/`",
+        ));
+    }
+    agentc_backend_common::session::copy::container_path(path, None).map_err(session_error)
+}
+
+/// Reads the file `$1` to stdout: 44 when it is missing, 45 when it is a directory.
+const READ_FILE: &str = "[ -d \"$1\" ] && exit 45; [ -e \"$1\" ] || exit 44; exec cat -- \"$1\"";
+/// Writes stdin to the file `$1` with mode `$2`, its directory made first.
+const WRITE_FILE: &str =
+    "d=$(dirname -- \"$1\") && mkdir -p -- \"$d\" && cat > \"$1\" && chmod \"$2\" \"$1\"";
+/// Writes a tar of the directory `$1`'s contents to stdout: 44 when it is missing.
+const READ_TAR: &str = "[ -d \"$1\" ] || exit 44; cd -- \"$1\" && exec tar -c -f - .";
+/// Extracts the tar on stdin into the directory `$1`, made first.
+const WRITE_TAR: &str = "mkdir -p -- \"$1\" && cd -- \"$1\" && exec tar -x -o -f -";
+
+/// Runs one of the file scripts in the sandbox, `stdin` on its input; its stdout on success.
+async fn file_script<P: SessionPort>(
+    server: &Server<'_, P>,
+    sandbox: &str,
+    user: Option<&str>,
+    script: &str,
+    args: &[&str],
+    stdin: Option<Vec<u8>>,
+) -> Result<Vec<u8>, RpcError> {
+    let session = session(server, sandbox).await?;
+    let path = args.first().copied().unwrap_or_default().to_string();
+    let mut command = vec!["sh".to_string(), "-c".to_string(), script.to_string(), "sh".to_string()];
+    command.extend(args.iter().map(|arg| arg.to_string()));
+    let mut request = ExecRequest::new(command);
+    request.user = user.map(str::to_string);
+    if let Some(stdin) = stdin {
+        request.stdin = ExecStdin::Bytes(stdin);
+    }
+    let output = server
+        .client()
+        .exec_output(&session.sandbox, &request)
+        .await
+        .map_err(session_error)?;
+    let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
+    match output.exit_code {
+        0 => Ok(output.stdout),
+        44 => Err(session_error(SessionError::NoSuchPath {
+            name: session.sandbox.name.clone(),
+            path,
+        })),
+        45 => Err(invalid(
+            format!("{path} in {} is a directory", session.sandbox.name),
+            "read a directory with read_tar",
+        )),
+        126 | 127 => Err(session_error(SessionError::TarMissing {
+            name: session.sandbox.name.clone(),
+            path,
+        })),
+        code => Err(session_error(SessionError::CopyFailed {
+            name: session.sandbox.name.clone(),
+            path,
+            message: format!("exited with {code}: {stderr}"),
+        })),
+    }
+}
+
+async fn read_file<P: SessionPort>(server: &Server<'_, P>, params: PathParams) -> Result<Data, RpcError> {
+    let path = absolute(&params.path)?;
+    let bytes = file_script(server, &params.sandbox, params.user.as_deref(), READ_FILE, &[&path], None).await?;
+    Ok(Data { data: Bytes64(bytes) })
+}
+
+async fn write_file<P: SessionPort>(
+    server: &Server<'_, P>,
+    params: WriteParams,
+) -> Result<Written, RpcError> {
+    let path = absolute(&params.path)?;
+    let mode = params.mode.unwrap_or(0o644);
+    if mode > 0o7777 {
+        return Err(invalid(
+            format!("mode {mode:o} is not a file mode"),
+            "give permission bits, such as 0o644 (420)",
+        ));
+    }
+    let bytes = params.data.0.len() as u64;
+    let mode = format!("{mode:o}");
+    file_script(server, &params.sandbox, params.user.as_deref(), WRITE_FILE, &[&path, &mode], Some(params.data.0)).await?;
+    Ok(Written { bytes })
+}
+
+async fn read_tar<P: SessionPort>(server: &Server<'_, P>, params: PathParams) -> Result<Data, RpcError> {
+    let path = absolute(&params.path)?;
+    let bytes = file_script(server, &params.sandbox, params.user.as_deref(), READ_TAR, &[&path], None).await?;
+    Ok(Data { data: Bytes64(bytes) })
+}
+
+async fn write_tar<P: SessionPort>(
+    server: &Server<'_, P>,
+    params: WriteParams,
+) -> Result<Written, RpcError> {
+    let path = absolute(&params.path)?;
+    check_tar(&params.data.0)?;
+    let bytes = params.data.0.len() as u64;
+    file_script(server, &params.sandbox, params.user.as_deref(), WRITE_TAR, &[&path], Some(params.data.0)).await?;
+    Ok(Written { bytes })
+}
+
+/// Refuses a tar whose entries would land outside the directory it is extracted into: an
+/// absolute path, a `..` part, or a link leading out.
+fn check_tar(bytes: &[u8]) -> Result<(), RpcError> {
+    let refuse = |why: String| {
+        invalid(
+            format!("the tar is refused: {why}"),
+            "give a tar whose paths are relative, without `..`, and whose links stay inside",
+        )
+    };
+    let mut archive = tar::Archive::new(bytes);
+    let entries = archive
+        .entries()
+        .map_err(|error| refuse(format!("it cannot be read: {error}")))?;
+    for entry in entries {
+        let entry = entry.map_err(|error| refuse(format!("it cannot be read: {error}")))?;
+        let path = entry
+            .path()
+            .map_err(|error| refuse(format!("an entry's path cannot be read: {error}")))?
+            .into_owned();
+        if escapes(&path) {
+            return Err(refuse(format!("{} leads outside", path.display())));
+        }
+        if let Ok(Some(link)) = entry.link_name() {
+            let base = path.parent().unwrap_or(Path::new(""));
+            let kind = entry.header().entry_type();
+            let resolved = if kind.is_hard_link() { link.to_path_buf() } else { base.join(&link) };
+            if link.is_absolute() || escapes(&resolved) {
+                return Err(refuse(format!("{} links to {} outside", path.display(), link.display())));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether a relative path climbs above its start (or is absolute).
+fn escapes(path: &Path) -> bool {
+    let mut depth: i64 = 0;
+    for part in path.components() {
+        match part {
+            std::path::Component::Normal(_) => depth += 1,
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                depth -= 1;
+                if depth < 0 {
+                    return true;
+                }
+            }
+            std::path::Component::RootDir | std::path::Component::Prefix(_) => return true,
+        }
+    }
+    false
+}
+
+async fn endpoint<P: SessionPort>(
+    server: &Server<'_, P>,
+    params: EndpointParams,
+) -> Result<EndpointOut, RpcError> {
+    let protocol = match params.protocol.as_deref() {
+        None | Some("tcp") => Protocol::Tcp,
+        Some("udp") => Protocol::Udp,
+        Some(other) => {
+            return Err(invalid(
+                format!("protocol {other:?} is neither tcp nor udp"),
+                "give tcp or udp",
+            ))
+        }
+    };
+    let session = session(server, &params.sandbox).await?;
+    let endpoint = server
+        .client()
+        .endpoint(&session.sandbox, params.port, protocol)
+        .await
+        .map_err(session_error)?;
+    Ok(EndpointOut {
+        host: endpoint.host,
+        port: endpoint.port,
+    })
+}
+
+async fn logs<P: SessionPort>(server: &Server<'_, P>, params: LogsParams) -> Result<LogsOut, RpcError> {
+    let session = session(server, &params.sandbox).await?;
+    let mut captured = Captured::default();
+    let request = LogsRequest {
+        follow: false,
+        tail: params.tail,
+        since: None,
+    };
+    server
+        .client()
+        .logs(&session.sandbox, &request, &mut captured)
+        .await
+        .map_err(session_error)?;
+    Ok(LogsOut {
+        stdout: Bytes64(captured.stdout),
+        stderr: Bytes64(captured.stderr),
+    })
+}
+
+async fn running<P: SessionPort>(
+    server: &Server<'_, P>,
+    params: SandboxParams,
+) -> Result<RunningOut, RpcError> {
+    let session = session(server, &params.sandbox).await?;
+    let inspect = server
+        .client()
+        .inspect(&session.sandbox)
+        .await
+        .map_err(session_error)?;
+    let status = agentc_backend_common::snapshot::state_of(&inspect);
+    Ok(RunningOut {
+        running: status == "running",
+        status,
+    })
+}
+
+/// `delete`: the sandbox and what its launch made.
+async fn delete<P: SessionPort>(
+    server: &Server<'_, P>,
+    params: SandboxParams,
+) -> Result<Deleted, RpcError> {
+    let session = session(server, &params.sandbox).await?;
+    let report = server.client().delete(&session.sandbox).await;
+    server.remove_session(&session.sandbox.name);
+    Ok(Deleted {
+        removed: report.removed,
+        left: report.left,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tar_of(entries: &[(&str, Option<&str>)]) -> Vec<u8> {
+        let mut builder = tar::Builder::new(Vec::new());
+        for (path, link) in entries {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(0);
+            header.set_mode(0o644);
+            match link {
+                Some(target) => {
+                    header.set_entry_type(tar::EntryType::Symlink);
+                    builder.append_link(&mut header, path, target).unwrap();
+                }
+                None => {
+                    header.set_entry_type(tar::EntryType::Regular);
+                    builder.append_data(&mut header, path, std::io::empty()).unwrap();
+                }
+            }
+        }
+        builder.into_inner().unwrap()
+    }
+
+    #[test]
+    fn a_tar_that_stays_inside_is_accepted() {
+        let tar = tar_of(&[("a/b.txt", None), ("a/link", Some("b.txt")), ("c/up", Some("../a/b.txt"))]);
+        assert!(check_tar(&tar).is_ok());
+    }
+
+    #[test]
+    fn a_tar_leading_outside_is_refused() {
+        for tar in [
+            tar_of(&[("a/../../etc/passwd", None)]),
+            tar_of(&[("link", Some("/etc"))]),
+            tar_of(&[("a/link", Some("../../etc"))]),
+        ] {
+            let error = check_tar(&tar).unwrap_err();
+            assert_eq!(error.code, AGENTC_ERROR);
+            assert!(error.message.starts_with("the tar is refused: "), "{}", error.message);
+            assert_eq!(error.data.unwrap().exit_code, 65);
+        }
+    }
+
+    #[test]
+    fn a_hint_becomes_the_errors_hint_field() {
+        let error = RpcError::agentc(1, "failed", "no such thing\n  hint: make it");
+        assert_eq!(error.data.unwrap().hint.as_deref(), Some("make it"));
+    }
+
+    #[test]
+    fn only_absolute_paths_are_taken() {
+        assert!(absolute("relative/x").is_err());
+        assert!(absolute("/a/../b").is_err());
+        assert_eq!(absolute("/a//b/").unwrap(), "/a/b");
+    }
+}

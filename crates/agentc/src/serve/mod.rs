@@ -1,0 +1,319 @@
+//! `agentc serve --stdio`: the library's session operations over JSON-RPC 2.0 on stdin and
+//! stdout (docs/serve.md), for harnesses in other languages (the Python package
+//! `agentc_sandbox`).
+//!
+//! One process, one runtime and one engine connection ([`session::on_client`]) for every
+//! request. Requests overlap: each is a future polled beside the others on this one thread
+//! ([`run_loop`]), answering when it is done; their answers and the notifications of streamed
+//! execs go through one writer. When stdin closes, on SIGINT or SIGTERM and on `shutdown`, the
+//! requests in flight are stopped (an exec's processes too) and the sandboxes the server
+//! created without `keep` are deleted with what their launches made ([`Server::close`]).
+//!
+//! [`protocol`] holds the messages; [`methods`] what each method does.
+
+pub mod methods;
+pub mod protocol;
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+
+use agentc_backend_common::session::{Sandbox, SandboxClient, Sandboxes, SessionPort};
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, watch};
+
+use crate::cli::{BackendArg, ServeArgs};
+use crate::commands::session::{self, OnClient, Signals};
+use crate::context::Failure;
+use protocol::{RpcError, INVALID_REQUEST, PARSE_ERROR};
+
+/// The longest request line read (a `write_file` of 192 MiB, as base64); a longer one is
+/// refused and skipped.
+const MAX_LINE: u64 = 256 * 1024 * 1024;
+
+/// Runs `agentc serve`: `--schema` prints the protocol's schema; `--stdio` serves until stdin
+/// closes, a signal or `shutdown`, and exits 0.
+pub fn serve(args: ServeArgs) -> Result<u8, Failure> {
+    if args.schema {
+        let text = serde_json::to_string_pretty(&protocol::schema())
+            .map_err(|error| Failure::new(1, format!("cannot write the schema: {error}")))?;
+        println!("{text}");
+        return Ok(0);
+    }
+    if !args.stdio {
+        return Err(Failure::usage(
+            "agentc serve needs --stdio (or --schema)\n  hint: `agentc serve --stdio` speaks JSON-RPC 2.0 on stdin and stdout; see docs/serve.md",
+        ));
+    }
+    session::on_client(args.backend, Serve { backend: args.backend })
+}
+
+/// The serve loop as a step over the backend's client.
+struct Serve {
+    backend: BackendArg,
+}
+
+impl OnClient for Serve {
+    type Output = u8;
+
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<u8, Failure> {
+        let signals = Signals::new()?;
+        let (out, lines) = mpsc::unbounded_channel::<Vec<u8>>();
+        let writer = tokio::spawn(write_lines(lines));
+        let (stop, stopping) = watch::channel(false);
+        let server = Server {
+            client,
+            backend: self.backend,
+            sessions: RefCell::new(BTreeMap::new()),
+            out,
+            stopping,
+        };
+        let asked = run_loop(&server, signals, &stop).await;
+        let deleted = server.close().await;
+        if let Some(id) = asked {
+            server.answer(id, Ok(serde_json::json!({ "deleted": deleted })));
+        }
+        drop(server);
+        let _ = writer.await;
+        Ok(0)
+    }
+}
+
+/// A sandbox this server drives.
+#[derive(Debug, Clone)]
+pub struct Session {
+    /// Its handle.
+    pub sandbox: Sandbox,
+    /// Kept when the server ends.
+    pub keep: bool,
+    /// The environment of its execs.
+    pub env: BTreeMap<String, String>,
+}
+
+/// What the requests share: the client, the sessions, the writer and the stop signal.
+pub struct Server<'c, P: SessionPort> {
+    client: &'c Sandboxes<P>,
+    backend: BackendArg,
+    /// The sandboxes created or attached, by name.
+    sessions: RefCell<BTreeMap<String, Session>>,
+    out: mpsc::UnboundedSender<Vec<u8>>,
+    /// Turns true when the server stops: requests in flight end.
+    stopping: watch::Receiver<bool>,
+}
+
+type InFlight<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
+
+/// Reads requests until stdin closes, a signal, or `shutdown` (whose id it returns), running
+/// each beside the others; then stops those in flight and waits for them to end.
+async fn run_loop<P: SessionPort>(
+    server: &Server<'_, P>,
+    mut signals: Signals,
+    stop: &watch::Sender<bool>,
+) -> Option<Value> {
+    let mut input = tokio::io::BufReader::new(tokio::io::stdin());
+    let mut in_flight: FuturesUnordered<InFlight<'_>> = FuturesUnordered::new();
+    let mut shutdown = None;
+    loop {
+        tokio::select! {
+            line = read_line(&mut input) => match line {
+                Line::End => break,
+                Line::TooLong => server.answer(
+                    Value::Null,
+                    Err(RpcError::plain(INVALID_REQUEST, format!("a request line is longer than {MAX_LINE} bytes"))),
+                ),
+                Line::Text(text) => match parse(&text) {
+                    Ok(None) => {}
+                    Ok(Some(request)) if request.method == "shutdown" => {
+                        shutdown = Some(request.id.unwrap_or(Value::Null));
+                        break;
+                    }
+                    Ok(Some(request)) => in_flight.push(Box::pin(server.handle(request))),
+                    Err((id, error)) => server.answer(id, Err(error)),
+                },
+            },
+            Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
+            interrupt = signals.recv() => {
+                log::debug!("serve: {interrupt:?}: stopping");
+                break;
+            }
+        }
+    }
+    let _ = stop.send(true);
+    while in_flight.next().await.is_some() {}
+    shutdown
+}
+
+/// One request, as read.
+pub struct Request {
+    /// Its id; `None` for a notification (no answer).
+    pub id: Option<Value>,
+    /// The method.
+    pub method: String,
+    /// Its params (`{}` when absent).
+    pub params: Value,
+}
+
+/// Reads a line as a JSON-RPC 2.0 request: `Ok(None)` for a notification of no method the
+/// server knows (ignored), an error with the id to answer otherwise.
+fn parse(text: &str) -> Result<Option<Request>, (Value, RpcError)> {
+    let value: Value = serde_json::from_str(text)
+        .map_err(|error| (Value::Null, RpcError::plain(PARSE_ERROR, format!("not JSON: {error}"))))?;
+    let Value::Object(mut object) = value else {
+        return Err((Value::Null, RpcError::plain(INVALID_REQUEST, "a request is a JSON object")));
+    };
+    let id = object.remove("id");
+    let answer_to = id.clone().unwrap_or(Value::Null);
+    let invalid = |message: &str| (answer_to.clone(), RpcError::plain(INVALID_REQUEST, message));
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(invalid("\"jsonrpc\" must be \"2.0\""));
+    }
+    if !matches!(id, None | Some(Value::Null | Value::Number(_) | Value::String(_))) {
+        return Err(invalid("\"id\" must be a number, a string or null"));
+    }
+    let Some(Value::String(method)) = object.remove("method") else {
+        return Err(invalid("\"method\" must be a string"));
+    };
+    let params = match object.remove("params") {
+        None => Value::Object(Default::default()),
+        Some(params @ Value::Object(_)) => params,
+        Some(_) => return Err(invalid("\"params\" must be an object")),
+    };
+    if id.is_none() && !methods::is_method(&method) {
+        return Ok(None);
+    }
+    Ok(Some(Request { id, method, params }))
+}
+
+enum Line {
+    Text(String),
+    TooLong,
+    End,
+}
+
+/// The next non-empty line of stdin, at most [`MAX_LINE`] bytes.
+async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(input: &mut R) -> Line {
+    loop {
+        let mut bytes = Vec::new();
+        let read = (&mut *input).take(MAX_LINE + 1).read_until(b'\n', &mut bytes).await;
+        match read {
+            Ok(0) | Err(_) => return Line::End,
+            Ok(_) if bytes.len() as u64 > MAX_LINE && !bytes.ends_with(b"\n") => {
+                // Skip the rest of the oversized line.
+                let mut rest = Vec::new();
+                loop {
+                    rest.clear();
+                    match (&mut *input).take(MAX_LINE).read_until(b'\n', &mut rest).await {
+                        Ok(0) | Err(_) => return Line::End,
+                        Ok(_) if rest.ends_with(b"\n") => return Line::TooLong,
+                        Ok(_) => {}
+                    }
+                }
+            }
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&bytes);
+                let text = text.trim();
+                if !text.is_empty() {
+                    return Line::Text(text.to_string());
+                }
+            }
+        }
+    }
+}
+
+/// Writes each message to stdout as it comes, a line each; a closed stdout drops the rest.
+async fn write_lines(mut lines: mpsc::UnboundedReceiver<Vec<u8>>) {
+    let mut stdout = tokio::io::stdout();
+    let mut open = true;
+    while let Some(line) = lines.recv().await {
+        if open {
+            open = stdout.write_all(&line).await.is_ok() && stdout.flush().await.is_ok();
+        }
+    }
+}
+
+impl<'c, P: SessionPort> Server<'c, P> {
+    /// Sends one JSON-RPC message.
+    fn send(&self, message: &Value) {
+        let mut line = serde_json::to_vec(message).unwrap_or_default();
+        line.push(b'\n');
+        let _ = self.out.send(line);
+    }
+
+    /// Answers request `id`.
+    pub fn answer(&self, id: Value, result: Result<Value, RpcError>) {
+        let message = match result {
+            Ok(result) => serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+            Err(error) => serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": error }),
+        };
+        self.send(&message);
+    }
+
+    /// The writer's queue, for a sink that sends notifications as output arrives.
+    pub fn sender(&self) -> mpsc::UnboundedSender<Vec<u8>> {
+        self.out.clone()
+    }
+
+    /// Runs one request and answers it (a notification gets no answer).
+    async fn handle(&self, request: Request) {
+        let answer_to = request.id.clone();
+        let result = methods::call(self, request).await;
+        if let Some(id) = answer_to {
+            self.answer(id, result);
+        }
+    }
+
+    /// The backend's client.
+    pub fn client(&self) -> &'c Sandboxes<P> {
+        self.client
+    }
+
+    /// Whether the server is stopping.
+    pub fn stopping(&self) -> watch::Receiver<bool> {
+        self.stopping.clone()
+    }
+
+    /// Records a session.
+    pub fn add_session(&self, session: Session) {
+        self.sessions
+            .borrow_mut()
+            .insert(session.sandbox.name.clone(), session);
+    }
+
+    /// The session named `name` (by container name or ID), if this server drives it.
+    pub fn session(&self, name: &str) -> Option<Session> {
+        let sessions = self.sessions.borrow();
+        sessions
+            .get(name)
+            .or_else(|| sessions.values().find(|session| session.sandbox.id == name))
+            .cloned()
+    }
+
+    /// Forgets a session (deleted).
+    pub fn remove_session(&self, name: &str) {
+        self.sessions.borrow_mut().remove(name);
+    }
+
+    /// Deletes every session not kept, with what its launch made; returns their names.
+    async fn close(&self) -> Vec<String> {
+        let doomed: Vec<Session> = self
+            .sessions
+            .borrow()
+            .values()
+            .filter(|session| !session.keep)
+            .cloned()
+            .collect();
+        let mut deleted = Vec::new();
+        for session in doomed {
+            let report = self.client.delete(&session.sandbox).await;
+            for left in &report.left {
+                eprintln!("agentc serve: {}: left {left}", session.sandbox.name);
+            }
+            self.remove_session(&session.sandbox.name);
+            deleted.push(session.sandbox.name);
+        }
+        deleted
+    }
+}
