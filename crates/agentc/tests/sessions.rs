@@ -10,6 +10,7 @@
 //! reason without a daemon; fails instead under `AGENTC_REQUIRE_DOCKER=1`.
 
 mod common;
+mod serve;
 
 use common::{describe, docker, require_daemon, test_image, text};
 

@@ -69,7 +69,10 @@ pub async fn call<P: SessionPort>(
         "delete" => reply(delete(server, decode(params)?).await),
         other => Err(RpcError::plain(
             METHOD_NOT_FOUND,
-            format!("no method {other:?}; the methods are {}", METHODS.join(", ")),
+            format!(
+                "no method {other:?}; the methods are {}",
+                METHODS.join(", ")
+            ),
         )),
     }
 }
@@ -117,7 +120,11 @@ pub fn failure(failure: Failure) -> RpcError {
 }
 
 fn invalid(message: String, hint: &str) -> RpcError {
-    RpcError::agentc(EXIT_INVALID, "invalid", &format!("{message}\n  hint: {hint}"))
+    RpcError::agentc(
+        EXIT_INVALID,
+        "invalid",
+        &format!("{message}\n  hint: {hint}"),
+    )
 }
 
 fn initialize<P: SessionPort>(
@@ -228,11 +235,7 @@ async fn create<P: SessionPort>(
             hint: finding.hint,
         })
         .collect();
-    let sandbox = server
-        .client()
-        .create(&spec)
-        .await
-        .map_err(session_error)?;
+    let sandbox = server.client().create(&spec).await.map_err(session_error)?;
     server.add_session(Session {
         sandbox: sandbox.clone(),
         keep: params.keep,
@@ -307,7 +310,8 @@ impl OutputSink for Notifying {
             .to_string(),
             data: Bytes64(bytes.to_vec()),
         };
-        let message = serde_json::json!({ "jsonrpc": "2.0", "method": "exec.output", "params": note });
+        let message =
+            serde_json::json!({ "jsonrpc": "2.0", "method": "exec.output", "params": note });
         let mut line = serde_json::to_vec(&message).map_err(std::io::Error::other)?;
         line.push(b'\n');
         // A closed writer: the server is ending; the exec is stopped by it.
@@ -319,7 +323,11 @@ impl OutputSink for Notifying {
 /// The environment of an exec: the session's, then the request's over it.
 fn exec_env(session: &Session, extra: &BTreeMap<String, String>) -> Vec<EnvVar> {
     let mut merged = session.env.clone();
-    merged.extend(extra.iter().map(|(name, value)| (name.clone(), value.clone())));
+    merged.extend(
+        extra
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone())),
+    );
     merged
         .into_iter()
         .map(|(name, value)| EnvVar {
@@ -333,7 +341,11 @@ fn exec_env(session: &Session, extra: &BTreeMap<String, String>) -> Vec<EnvVar> 
 fn exec_tag() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);
-    format!("serve-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "serve-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// How an exec ended.
@@ -465,7 +477,12 @@ async fn file_script<P: SessionPort>(
 ) -> Result<Vec<u8>, RpcError> {
     let session = session(server, sandbox).await?;
     let path = args.first().copied().unwrap_or_default().to_string();
-    let mut command = vec!["sh".to_string(), "-c".to_string(), script.to_string(), "sh".to_string()];
+    let mut command = vec![
+        "sh".to_string(),
+        "-c".to_string(),
+        script.to_string(),
+        "sh".to_string(),
+    ];
     command.extend(args.iter().map(|arg| arg.to_string()));
     let mut request = ExecRequest::new(command);
     request.user = user.map(str::to_string);
@@ -500,10 +517,23 @@ async fn file_script<P: SessionPort>(
     }
 }
 
-async fn read_file<P: SessionPort>(server: &Server<'_, P>, params: PathParams) -> Result<Data, RpcError> {
+async fn read_file<P: SessionPort>(
+    server: &Server<'_, P>,
+    params: PathParams,
+) -> Result<Data, RpcError> {
     let path = absolute(&params.path)?;
-    let bytes = file_script(server, &params.sandbox, params.user.as_deref(), READ_FILE, &[&path], None).await?;
-    Ok(Data { data: Bytes64(bytes) })
+    let bytes = file_script(
+        server,
+        &params.sandbox,
+        params.user.as_deref(),
+        READ_FILE,
+        &[&path],
+        None,
+    )
+    .await?;
+    Ok(Data {
+        data: Bytes64(bytes),
+    })
 }
 
 async fn write_file<P: SessionPort>(
@@ -520,14 +550,35 @@ async fn write_file<P: SessionPort>(
     }
     let bytes = params.data.0.len() as u64;
     let mode = format!("{mode:o}");
-    file_script(server, &params.sandbox, params.user.as_deref(), WRITE_FILE, &[&path, &mode], Some(params.data.0)).await?;
+    file_script(
+        server,
+        &params.sandbox,
+        params.user.as_deref(),
+        WRITE_FILE,
+        &[&path, &mode],
+        Some(params.data.0),
+    )
+    .await?;
     Ok(Written { bytes })
 }
 
-async fn read_tar<P: SessionPort>(server: &Server<'_, P>, params: PathParams) -> Result<Data, RpcError> {
+async fn read_tar<P: SessionPort>(
+    server: &Server<'_, P>,
+    params: PathParams,
+) -> Result<Data, RpcError> {
     let path = absolute(&params.path)?;
-    let bytes = file_script(server, &params.sandbox, params.user.as_deref(), READ_TAR, &[&path], None).await?;
-    Ok(Data { data: Bytes64(bytes) })
+    let bytes = file_script(
+        server,
+        &params.sandbox,
+        params.user.as_deref(),
+        READ_TAR,
+        &[&path],
+        None,
+    )
+    .await?;
+    Ok(Data {
+        data: Bytes64(bytes),
+    })
 }
 
 async fn write_tar<P: SessionPort>(
@@ -537,7 +588,15 @@ async fn write_tar<P: SessionPort>(
     let path = absolute(&params.path)?;
     check_tar(&params.data.0)?;
     let bytes = params.data.0.len() as u64;
-    file_script(server, &params.sandbox, params.user.as_deref(), WRITE_TAR, &[&path], Some(params.data.0)).await?;
+    file_script(
+        server,
+        &params.sandbox,
+        params.user.as_deref(),
+        WRITE_TAR,
+        &[&path],
+        Some(params.data.0),
+    )
+    .await?;
     Ok(Written { bytes })
 }
 
@@ -566,9 +625,17 @@ fn check_tar(bytes: &[u8]) -> Result<(), RpcError> {
         if let Ok(Some(link)) = entry.link_name() {
             let base = path.parent().unwrap_or(Path::new(""));
             let kind = entry.header().entry_type();
-            let resolved = if kind.is_hard_link() { link.to_path_buf() } else { base.join(&link) };
+            let resolved = if kind.is_hard_link() {
+                link.to_path_buf()
+            } else {
+                base.join(&link)
+            };
             if link.is_absolute() || escapes(&resolved) {
-                return Err(refuse(format!("{} links to {} outside", path.display(), link.display())));
+                return Err(refuse(format!(
+                    "{} links to {} outside",
+                    path.display(),
+                    link.display()
+                )));
             }
         }
     }
@@ -620,7 +687,10 @@ async fn endpoint<P: SessionPort>(
     })
 }
 
-async fn logs<P: SessionPort>(server: &Server<'_, P>, params: LogsParams) -> Result<LogsOut, RpcError> {
+async fn logs<P: SessionPort>(
+    server: &Server<'_, P>,
+    params: LogsParams,
+) -> Result<LogsOut, RpcError> {
     let session = session(server, &params.sandbox).await?;
     let mut captured = Captured::default();
     let request = LogsRequest {
@@ -674,29 +744,34 @@ async fn delete<P: SessionPort>(
 mod tests {
     use super::*;
 
+    /// A tar of these entries, written as given (the tar crate refuses `..` in paths).
     fn tar_of(entries: &[(&str, Option<&str>)]) -> Vec<u8> {
         let mut builder = tar::Builder::new(Vec::new());
         for (path, link) in entries {
-            let mut header = tar::Header::new_gnu();
+            let mut header = tar::Header::new_old();
+            header.as_old_mut().name[..path.len()].copy_from_slice(path.as_bytes());
             header.set_size(0);
             header.set_mode(0o644);
             match link {
                 Some(target) => {
                     header.set_entry_type(tar::EntryType::Symlink);
-                    builder.append_link(&mut header, path, target).unwrap();
+                    header.as_old_mut().linkname[..target.len()].copy_from_slice(target.as_bytes());
                 }
-                None => {
-                    header.set_entry_type(tar::EntryType::Regular);
-                    builder.append_data(&mut header, path, std::io::empty()).unwrap();
-                }
+                None => header.set_entry_type(tar::EntryType::Regular),
             }
+            header.set_cksum();
+            builder.append(&header, std::io::empty()).unwrap();
         }
         builder.into_inner().unwrap()
     }
 
     #[test]
     fn a_tar_that_stays_inside_is_accepted() {
-        let tar = tar_of(&[("a/b.txt", None), ("a/link", Some("b.txt")), ("c/up", Some("../a/b.txt"))]);
+        let tar = tar_of(&[
+            ("a/b.txt", None),
+            ("a/link", Some("b.txt")),
+            ("c/up", Some("../a/b.txt")),
+        ]);
         assert!(check_tar(&tar).is_ok());
     }
 
@@ -709,7 +784,11 @@ mod tests {
         ] {
             let error = check_tar(&tar).unwrap_err();
             assert_eq!(error.code, AGENTC_ERROR);
-            assert!(error.message.starts_with("the tar is refused: "), "{}", error.message);
+            assert!(
+                error.message.starts_with("the tar is refused: "),
+                "{}",
+                error.message
+            );
             assert_eq!(error.data.unwrap().exit_code, 65);
         }
     }

@@ -22,7 +22,7 @@ use std::pin::Pin;
 use agentc_backend_common::session::{Sandbox, SandboxClient, Sandboxes, SessionPort};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, watch};
 
 use crate::cli::{BackendArg, ServeArgs};
@@ -48,7 +48,12 @@ pub fn serve(args: ServeArgs) -> Result<u8, Failure> {
             "agentc serve needs --stdio (or --schema)\n  hint: `agentc serve --stdio` speaks JSON-RPC 2.0 on stdin and stdout; see docs/serve.md",
         ));
     }
-    session::on_client(args.backend, Serve { backend: args.backend })
+    session::on_client(
+        args.backend,
+        Serve {
+            backend: args.backend,
+        },
+    )
 }
 
 /// The serve loop as a step over the backend's client.
@@ -113,12 +118,12 @@ async fn run_loop<P: SessionPort>(
     mut signals: Signals,
     stop: &watch::Sender<bool>,
 ) -> Option<Value> {
-    let mut input = tokio::io::BufReader::new(tokio::io::stdin());
+    let mut input = read_stdin();
     let mut in_flight: FuturesUnordered<InFlight<'_>> = FuturesUnordered::new();
     let mut shutdown = None;
     loop {
         tokio::select! {
-            line = read_line(&mut input) => match line {
+            line = input.recv() => match line.unwrap_or(Line::End) {
                 Line::End => break,
                 Line::TooLong => server.answer(
                     Value::Null,
@@ -159,10 +164,17 @@ pub struct Request {
 /// Reads a line as a JSON-RPC 2.0 request: `Ok(None)` for a notification of no method the
 /// server knows (ignored), an error with the id to answer otherwise.
 fn parse(text: &str) -> Result<Option<Request>, (Value, RpcError)> {
-    let value: Value = serde_json::from_str(text)
-        .map_err(|error| (Value::Null, RpcError::plain(PARSE_ERROR, format!("not JSON: {error}"))))?;
+    let value: Value = serde_json::from_str(text).map_err(|error| {
+        (
+            Value::Null,
+            RpcError::plain(PARSE_ERROR, format!("not JSON: {error}")),
+        )
+    })?;
     let Value::Object(mut object) = value else {
-        return Err((Value::Null, RpcError::plain(INVALID_REQUEST, "a request is a JSON object")));
+        return Err((
+            Value::Null,
+            RpcError::plain(INVALID_REQUEST, "a request is a JSON object"),
+        ));
     };
     let id = object.remove("id");
     let answer_to = id.clone().unwrap_or(Value::Null);
@@ -170,7 +182,10 @@ fn parse(text: &str) -> Result<Option<Request>, (Value, RpcError)> {
     if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Err(invalid("\"jsonrpc\" must be \"2.0\""));
     }
-    if !matches!(id, None | Some(Value::Null | Value::Number(_) | Value::String(_))) {
+    if !matches!(
+        id,
+        None | Some(Value::Null | Value::Number(_) | Value::String(_))
+    ) {
         return Err(invalid("\"id\" must be a number, a string or null"));
     }
     let Some(Value::String(method)) = object.remove("method") else {
@@ -193,19 +208,40 @@ enum Line {
     End,
 }
 
-/// The next non-empty line of stdin, at most [`MAX_LINE`] bytes.
-async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(input: &mut R) -> Line {
+/// Reads stdin's lines on a thread of its own and hands them over: tokio's stdin would read
+/// on a blocking thread that the runtime waits for when it ends, so a server stopped by a signal
+/// with its stdin still open would never exit. This thread dies with the process.
+fn read_stdin() -> mpsc::Receiver<Line> {
+    let (send, lines) = mpsc::channel(4);
+    std::thread::spawn(move || {
+        let mut input = std::io::BufReader::new(std::io::stdin().lock());
+        loop {
+            let line = read_line(&mut input);
+            let end = matches!(line, Line::End);
+            if send.blocking_send(line).is_err() || end {
+                break;
+            }
+        }
+    });
+    lines
+}
+
+/// The next non-empty line of `input`, at most [`MAX_LINE`] bytes.
+fn read_line<R: std::io::BufRead>(input: &mut R) -> Line {
+    use std::io::{BufRead as _, Read as _};
     loop {
         let mut bytes = Vec::new();
-        let read = (&mut *input).take(MAX_LINE + 1).read_until(b'\n', &mut bytes).await;
-        match read {
+        match (&mut *input)
+            .take(MAX_LINE + 1)
+            .read_until(b'\n', &mut bytes)
+        {
             Ok(0) | Err(_) => return Line::End,
             Ok(_) if bytes.len() as u64 > MAX_LINE && !bytes.ends_with(b"\n") => {
                 // Skip the rest of the oversized line.
                 let mut rest = Vec::new();
                 loop {
                     rest.clear();
-                    match (&mut *input).take(MAX_LINE).read_until(b'\n', &mut rest).await {
+                    match (&mut *input).take(MAX_LINE).read_until(b'\n', &mut rest) {
                         Ok(0) | Err(_) => return Line::End,
                         Ok(_) if rest.ends_with(b"\n") => return Line::TooLong,
                         Ok(_) => {}

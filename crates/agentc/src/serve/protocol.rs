@@ -452,9 +452,7 @@ impl RpcError {
 /// The methods with their params' and results' types: what `--schema` publishes.
 pub fn schema() -> Value {
     use schemars::schema_for;
-    let method = |params: schemars::Schema, result: schemars::Schema| {
-        serde_json::json!({ "params": params, "result": result })
-    };
+    let method = |params: schemars::Schema, result: schemars::Schema| serde_json::json!({ "params": params, "result": result });
     serde_json::json!({
         "protocol": PROTOCOL_VERSION,
         "framing": "JSON-RPC 2.0, one message per line on stdin and stdout; bytes as base64",

@@ -1,0 +1,565 @@
+//! `agentc serve --stdio` on the live daemon, through both backends (part of the `sessions`
+//! test binary): every method against a sandbox of the test's own, the protocol's errors (the
+//! server goes on), and its end (stdin closed by a client that died, SIGTERM) with an exec in
+//! flight: the sandboxes it created without `keep` are gone, a kept one stays.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+
+use crate::common::{docker, require_daemon, test_image};
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn unb64(value: &Value) -> Vec<u8> {
+    base64::engine::general_purpose::STANDARD
+        .decode(value.as_str().expect("base64 text"))
+        .expect("base64")
+}
+
+/// A running `agentc serve --stdio`: requests by id, the lines it wrote collected by a thread.
+struct Served {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Value>,
+    /// Notifications seen so far.
+    notes: Vec<Value>,
+    next: u64,
+}
+
+impl Served {
+    fn start(dir: &Path, backend: &str) -> Served {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentc"))
+            .args(["serve", "--stdio", "--backend", backend])
+            .current_dir(dir)
+            .env("USER", "serve")
+            .env_remove("AGENTC_NETWORK")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("agentc serve starts");
+        let stdout = child.stdout.take().unwrap();
+        let (send, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let value: Value = serde_json::from_str(&line).unwrap_or_else(|error| {
+                    panic!("serve wrote a line that is not JSON ({error}): {line}")
+                });
+                if send.send(value).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Served {
+            child,
+            stdin,
+            lines,
+            notes: Vec::new(),
+            next: 1,
+        }
+    }
+
+    fn write(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Sends a request; its id.
+    fn send(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next;
+        self.next += 1;
+        let line = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        self.write(&line.to_string());
+        id
+    }
+
+    /// The answer to `id` (the whole message), keeping the notifications that come first.
+    fn answer(&mut self, id: &Value) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let message = match self.lines.recv_timeout(left) {
+                Ok(message) => message,
+                Err(RecvTimeoutError::Timeout) => panic!("no answer to {id} in 120 s"),
+                Err(RecvTimeoutError::Disconnected) => panic!("serve ended before answering {id}"),
+            };
+            if message.get("id") == Some(id) {
+                return message;
+            }
+            assert_eq!(
+                message["method"], "exec.output",
+                "an unexpected message: {message}"
+            );
+            self.notes.push(message);
+        }
+    }
+
+    /// Calls `method`: its result, or a panic with the error.
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send(method, params.clone());
+        let answer = self.answer(&json!(id));
+        assert!(
+            answer.get("error").is_none(),
+            "{method} {params} failed: {answer}"
+        );
+        assert_eq!(answer["jsonrpc"], "2.0");
+        answer["result"].clone()
+    }
+
+    /// Calls `method` expecting an error: the error object.
+    fn fails(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send(method, params.clone());
+        let answer = self.answer(&json!(id));
+        assert!(
+            answer.get("result").is_none(),
+            "{method} {params} succeeded: {answer}"
+        );
+        answer["error"].clone()
+    }
+
+    /// Closes stdin and waits (at most `limit`) for the exit status.
+    fn close(mut self, limit: Duration) -> Option<i32> {
+        drop(self.stdin.take());
+        wait(&mut self.child, limit)
+    }
+}
+
+fn wait(child: &mut Child, limit: Duration) -> Option<i32> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("serve did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A test's profile, its directory, and the removal of what is left on drop.
+struct ServeLab {
+    profile: String,
+    dir: tempfile::TempDir,
+}
+
+impl ServeLab {
+    fn new(test: &str, image: &str) -> ServeLab {
+        let lab = ServeLab {
+            profile: format!("serve-{test}-{}", std::process::id()),
+            dir: tempfile::tempdir().unwrap(),
+        };
+        std::fs::write(
+            lab.dir.path().join("box.toml"),
+            format!(
+                "name = \"{}\"\nagent = \"custom\"\n\n[image]\nref = \"{image}\"\ncommand = [\"sh\", \"-c\", \"echo started; exec tail -f /dev/null\"]\n",
+                lab.profile
+            ),
+        )
+        .unwrap();
+        lab
+    }
+
+    fn profile_path(&self) -> String {
+        self.dir.path().join("box.toml").display().to_string()
+    }
+
+    fn containers(&self) -> Vec<String> {
+        let filter = format!("label=io.agentc.profile={}", self.profile);
+        docker(&["ps", "-a", "--filter", &filter, "--format", "{{.Names}}"])
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+impl Drop for ServeLab {
+    fn drop(&mut self) {
+        for container in self.containers() {
+            let _ = docker(&["rm", "--force", &container]);
+        }
+    }
+}
+
+fn every_method(backend: &str) {
+    let image = test_image();
+    let lab = ServeLab::new(&format!("all-{backend}"), &image);
+    let workspace = lab.dir.path().join("workspace");
+    std::fs::create_dir(&workspace).unwrap();
+    // The sandbox runs as root without capabilities: the directory must be root's own.
+    let mut server = Served::start(lab.dir.path(), backend);
+    let hello = server.call("initialize", json!({}));
+    assert_eq!(hello["protocol"], 1);
+    assert_eq!(hello["backend"], backend);
+
+    let created = server.call(
+        "create",
+        json!({
+            "profile": lab.profile_path(),
+            "publish": [8080],
+            "mounts": [{ "source": workspace.display().to_string(), "target": "/workspace", "read_only": false }],
+            "env": { "SESSION_VAR": "from-create" },
+        }),
+    );
+    let name = created["sandbox"]["name"].as_str().unwrap().to_string();
+    assert_eq!(lab.containers(), vec![name.clone()]);
+    let codes: Vec<&str> = created["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|finding| finding["code"].as_str().unwrap())
+        .collect();
+    assert!(codes.contains(&"egress-unenforced"), "{codes:?}");
+    assert!(
+        codes.contains(&"bind-writable") || codes.iter().any(|code| code.contains("writable")),
+        "{codes:?}"
+    );
+
+    // exec: the exit code, the session's environment under the request's, the hardening.
+    let ran = server.call(
+        "exec",
+        json!({ "sandbox": name, "argv": ["sh", "-c", "echo $SESSION_VAR $OWN; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; touch /x 2>/dev/null || echo read-only; exit 3"], "env": { "OWN": "mine" } }),
+    );
+    assert_eq!(ran["exit_code"], 3);
+    assert_eq!(ran["timed_out"], false);
+    assert_eq!(
+        String::from_utf8(unb64(&ran["stdout"])).unwrap(),
+        "from-create mine\nCapEff:\t0000000000000000\nNoNewPrivs:\t1\nread-only\n"
+    );
+
+    // A streamed exec: its output as notifications, in order, then the exit code.
+    let streamed = server.call(
+        "exec",
+        json!({ "sandbox": name, "shell": "for i in 1 2 3; do echo out$i; sleep 0.05; done; echo err >&2", "stream": true }),
+    );
+    assert_eq!(streamed["exit_code"], 0);
+    assert!(unb64(&streamed["stdout"]).is_empty());
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    for note in server.notes.drain(..) {
+        let bytes = unb64(&note["params"]["data"]);
+        match note["params"]["stream"].as_str() {
+            Some("stdout") => out.extend(bytes),
+            Some("stderr") => err.extend(bytes),
+            other => panic!("a stream {other:?}"),
+        }
+    }
+    assert_eq!(out, b"out1\nout2\nout3\n");
+    assert_eq!(err, b"err\n");
+
+    // A timeout stops the command's processes.
+    let started = Instant::now();
+    let timed = server.call(
+        "exec",
+        json!({ "sandbox": name, "argv": ["sleep", "300"], "timeout": 0.5 }),
+    );
+    assert_eq!(timed["timed_out"], true);
+    assert_eq!(timed["exit_code"], Value::Null);
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let left = server.call("exec", json!({ "sandbox": name, "shell": "for p in /proc/[0-9]*; do cat $p/cmdline 2>/dev/null | tr '\\0' ' '; echo; done | grep -c '^sleep 300' || true" }));
+    assert_eq!(
+        String::from_utf8(unb64(&left["stdout"])).unwrap().trim(),
+        "0"
+    );
+
+    // Files: any bytes, parents made, the mode set; on the bind and on the tmpfs.
+    let bytes: Vec<u8> = (0..1024 * 1024).map(|i| (i * 7 % 256) as u8).collect();
+    for path in ["/workspace/deep/dir/blob.bin", "/tmp/blob.bin"] {
+        let written = server.call(
+            "write_file",
+            json!({ "sandbox": name, "path": path, "data": b64(&bytes), "mode": 0o600 }),
+        );
+        assert_eq!(written["bytes"], bytes.len());
+        let read = server.call("read_file", json!({ "sandbox": name, "path": path }));
+        assert!(unb64(&read["data"]) == bytes, "{path} came back changed");
+        let mode = server.call(
+            "exec",
+            json!({ "sandbox": name, "argv": ["stat", "-c", "%a", path] }),
+        );
+        assert_eq!(
+            String::from_utf8(unb64(&mode["stdout"])).unwrap().trim(),
+            "600"
+        );
+    }
+    assert_eq!(
+        std::fs::read(workspace.join("deep/dir/blob.bin")).unwrap(),
+        bytes
+    );
+    let missing = server.fails(
+        "read_file",
+        json!({ "sandbox": name, "path": "/workspace/none" }),
+    );
+    assert_eq!(missing["code"], -32000);
+    assert_eq!(missing["data"]["kind"], "not_found");
+    assert_eq!(missing["data"]["exit_code"], 1);
+    let directory = server.fails(
+        "read_file",
+        json!({ "sandbox": name, "path": "/workspace" }),
+    );
+    assert_eq!(directory["data"]["kind"], "invalid");
+    let root = server.fails(
+        "write_file",
+        json!({ "sandbox": name, "path": "/etc/x", "data": b64(b"x") }),
+    );
+    assert_eq!(root["data"]["kind"], "failed", "{root}");
+    let relative = server.fails(
+        "read_file",
+        json!({ "sandbox": name, "path": "etc/passwd" }),
+    );
+    assert_eq!(relative["data"]["exit_code"], 65);
+
+    // Tars: a directory out and into another.
+    let tar = server.call("read_tar", json!({ "sandbox": name, "path": "/workspace" }));
+    let tar = unb64(&tar["data"]);
+    server.call(
+        "write_tar",
+        json!({ "sandbox": name, "path": "/tmp/copy", "data": b64(&tar) }),
+    );
+    let copied = server.call(
+        "read_file",
+        json!({ "sandbox": name, "path": "/tmp/copy/deep/dir/blob.bin" }),
+    );
+    assert!(unb64(&copied["data"]) == bytes);
+    for (path, link) in [("a/../../../escape", None), ("out", Some("/etc"))] {
+        let mut hostile = tar::Builder::new(Vec::new());
+        let mut header = tar::Header::new_old();
+        header.as_old_mut().name[..path.len()].copy_from_slice(path.as_bytes());
+        header.set_size(0);
+        header.set_mode(0o644);
+        header.set_entry_type(tar::EntryType::Regular);
+        if let Some(link) = link {
+            header.set_entry_type(tar::EntryType::Symlink);
+            header.as_old_mut().linkname[..link.len()].copy_from_slice(link.as_bytes());
+        }
+        header.set_cksum();
+        hostile.append(&header, std::io::empty()).unwrap();
+        let refused = server.fails("write_tar", json!({ "sandbox": name, "path": "/tmp/h", "data": b64(&hostile.into_inner().unwrap()) }));
+        assert_eq!(refused["data"]["exit_code"], 65, "{refused}");
+    }
+
+    // endpoint: a server in the sandbox reached from here.
+    server.call("exec", json!({ "sandbox": name, "shell": "mkdir -p /tmp/www && echo page > /tmp/www/index.html && httpd -p 8080 -h /tmp/www" }));
+    let endpoint = server.call("endpoint", json!({ "sandbox": name, "port": 8080 }));
+    assert_eq!(endpoint["host"], "127.0.0.1");
+    let address = format!("127.0.0.1:{}", endpoint["port"]);
+    let mut page = String::new();
+    let mut stream = TcpStream::connect(&address).unwrap();
+    stream.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+    std::io::Read::read_to_string(&mut stream, &mut page).unwrap();
+    assert!(page.ends_with("page\n"), "{page}");
+    let unpublished = server.fails("endpoint", json!({ "sandbox": name, "port": 9 }));
+    assert_eq!(unpublished["code"], -32000);
+
+    // logs, running.
+    let logs = server.call("logs", json!({ "sandbox": name }));
+    assert_eq!(unb64(&logs["stdout"]), b"started\n");
+    assert_eq!(
+        server.call("running", json!({ "sandbox": name }))["running"],
+        true
+    );
+
+    // attach from a second server, which keeps what it did not create.
+    let mut second = Served::start(lab.dir.path(), backend);
+    let attached = second.call("attach", json!({ "sandbox": name }));
+    assert_eq!(attached["running"], true);
+    let echoed = second.call(
+        "exec",
+        json!({ "sandbox": name, "argv": ["cat", "/tmp/www/index.html"] }),
+    );
+    assert_eq!(unb64(&echoed["stdout"]), b"page\n");
+    assert_eq!(second.close(Duration::from_secs(30)), Some(0));
+    assert_eq!(lab.containers(), vec![name.clone()], "attach kept it");
+
+    // A container agentc did not create is refused.
+    let foreign = server.fails(
+        "exec",
+        json!({ "sandbox": "no-such-sandbox-here", "argv": ["true"] }),
+    );
+    assert_eq!(foreign["data"]["kind"], "not_found", "{foreign}");
+
+    let deleted = server.call("delete", json!({ "sandbox": name }));
+    assert_eq!(deleted["removed"], true);
+    assert_eq!(deleted["left"], json!([]));
+    assert!(lab.containers().is_empty());
+    let shutdown = server.call("shutdown", json!({}));
+    assert_eq!(shutdown["deleted"], json!([]));
+    assert_eq!(wait(&mut server.child, Duration::from_secs(30)), Some(0));
+}
+
+#[test]
+fn live_serve_every_method_through_the_api_backend() {
+    if require_daemon("live_serve_every_method_through_the_api_backend") {
+        every_method("api");
+    }
+}
+
+#[test]
+fn live_serve_every_method_through_the_cli_backend() {
+    if require_daemon("live_serve_every_method_through_the_cli_backend") {
+        every_method("cli");
+    }
+}
+
+#[test]
+fn live_serve_answers_bad_requests_and_goes_on() {
+    if !require_daemon("live_serve_answers_bad_requests_and_goes_on") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Served::start(dir.path(), "api");
+    let answers = |server: &mut Served, line: &str| {
+        server.write(line);
+        server
+            .lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("an answer")
+    };
+    let parse = answers(&mut server, "{not json");
+    assert_eq!(parse["error"]["code"], -32700);
+    assert_eq!(parse["id"], Value::Null);
+    let version = answers(&mut server, r#"{"id":1,"method":"initialize"}"#);
+    assert_eq!(version["error"]["code"], -32600);
+    assert_eq!(version["id"], 1);
+    let array = answers(&mut server, "[1,2]");
+    assert_eq!(array["error"]["code"], -32600);
+    let unknown = server.fails("no_such_method", json!({}));
+    assert_eq!(unknown["code"], -32601);
+    assert!(
+        unknown["message"].as_str().unwrap().contains("exec"),
+        "{unknown}"
+    );
+    let params = server.fails("exec", json!({ "sandbox": "x", "argv": "not a list" }));
+    assert_eq!(params["code"], -32602);
+    let extra = server.fails(
+        "read_file",
+        json!({ "sandbox": "x", "path": "/a", "bogus": 1 }),
+    );
+    assert_eq!(extra["code"], -32602);
+    assert!(
+        extra["message"].as_str().unwrap().contains("bogus"),
+        "{extra}"
+    );
+    let both = server.fails(
+        "exec",
+        json!({ "sandbox": "x", "argv": ["a"], "shell": "a" }),
+    );
+    assert_eq!(both["data"]["kind"], "invalid");
+    let profile = server.fails(
+        "create",
+        json!({ "profile_text": "name = \"x\"\nagent = \"custom\"\n[image]\nref = 3\n" }),
+    );
+    assert_eq!(profile["data"]["exit_code"], 65);
+    assert!(
+        profile["message"].as_str().unwrap().contains("image.ref"),
+        "{profile}"
+    );
+    let no_file = server.fails("create", json!({ "profile": dir.path().join("none.toml") }));
+    assert_eq!(no_file["data"]["exit_code"], 66);
+    assert!(no_file["data"]["hint"].is_string(), "{no_file}");
+    // A notification (no id) gets no answer; the next request still does.
+    server.write(r#"{"jsonrpc":"2.0","method":"initialize"}"#);
+    let after = server.call("initialize", json!({}));
+    assert_eq!(after["protocol"], 1);
+    assert_eq!(server.close(Duration::from_secs(30)), Some(0));
+}
+
+/// Ends a server with an exec in flight, as `end` does; the non-kept sandbox must go, the kept
+/// one stay.
+fn ends_and_cleans(test: &str, end: fn(&mut Served)) {
+    let image = test_image();
+    let lab = ServeLab::new(test, &image);
+    let mut server = Served::start(lab.dir.path(), "api");
+    let doomed = server.call(
+        "create",
+        json!({ "profile": lab.profile_path(), "name": format!("{}-doomed", lab.profile) }),
+    );
+    let kept = server.call("create", json!({ "profile": lab.profile_path(), "name": format!("{}-kept", lab.profile), "keep": true }));
+    let doomed = doomed["sandbox"]["name"].as_str().unwrap().to_string();
+    let kept = kept["sandbox"]["name"].as_str().unwrap().to_string();
+    let mut containers = lab.containers();
+    containers.sort();
+    assert_eq!(containers, vec![doomed.clone(), kept.clone()]);
+    server.send(
+        "exec",
+        json!({ "sandbox": kept, "argv": ["sleep", "300"], "stream": true }),
+    );
+    std::thread::sleep(Duration::from_millis(800));
+    end(&mut server);
+    let status = wait(&mut server.child, Duration::from_secs(60));
+    assert_eq!(status, Some(0));
+    assert_eq!(
+        lab.containers(),
+        vec![kept.clone()],
+        "only the kept sandbox is left"
+    );
+    let sleeping = docker(&["exec", &kept, "sh", "-c", "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^sleep 300' || true"]).unwrap();
+    assert_eq!(sleeping.trim(), "0", "the exec in flight was stopped");
+}
+
+#[test]
+fn live_serve_deletes_its_sandboxes_when_its_client_goes() {
+    if require_daemon("live_serve_deletes_its_sandboxes_when_its_client_goes") {
+        // The client died: its end of the pipe closes.
+        ends_and_cleans("stdin", |server| drop(server.stdin.take()));
+    }
+}
+
+#[test]
+fn live_serve_deletes_its_sandboxes_on_sigterm() {
+    if require_daemon("live_serve_deletes_its_sandboxes_on_sigterm") {
+        ends_and_cleans("sigterm", |server| {
+            // SAFETY: kill with a child's PID and a signal number has no other effect.
+            unsafe { libc::kill(server.child.id() as i32, libc::SIGTERM) };
+        });
+    }
+}
+
+#[test]
+fn serve_publishes_its_schema() {
+    let output = Command::new(env!("CARGO_BIN_EXE_agentc"))
+        .args(["serve", "--schema"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let schema: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let methods = schema["methods"].as_object().unwrap();
+    for method in [
+        "create",
+        "exec",
+        "read_file",
+        "write_file",
+        "read_tar",
+        "write_tar",
+        "endpoint",
+        "logs",
+        "running",
+        "attach",
+        "delete",
+        "shutdown",
+        "initialize",
+    ] {
+        assert!(methods.contains_key(method), "{method} missing");
+    }
+    assert!(schema["methods"]["exec"]["params"]["properties"]["timeout"].is_object());
+    assert!(schema["notifications"]["exec.output"].is_object());
+    let usage = Command::new(env!("CARGO_BIN_EXE_agentc"))
+        .arg("serve")
+        .output()
+        .unwrap();
+    assert_eq!(usage.status.code(), Some(2));
+}
