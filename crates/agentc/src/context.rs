@@ -224,7 +224,17 @@ pub fn launch_inputs(
     args: &LaunchArgs,
     instance: Instance,
 ) -> Result<ResolveInputs, Failure> {
-    let profile_dir = absolute_parent(&args.profile)?;
+    launch_inputs_in(loaded, args, instance, absolute_parent(&args.profile)?)
+}
+
+/// [`launch_inputs`] of a profile whose relative paths lead from `profile_dir` (a profile
+/// given as text, as `agentc serve`'s `create` takes it).
+pub fn launch_inputs_in(
+    loaded: &LoadedProfile,
+    args: &LaunchArgs,
+    instance: Instance,
+    profile_dir: PathBuf,
+) -> Result<ResolveInputs, Failure> {
     let workspace = workspace_dir(args.workspace.as_deref())?;
     let owner = Some(current_owner());
     let kind = match args.kind {

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use agentc_backend_common::session::SandboxClient;
+use agentc_backend_common::session::{Sandbox, SandboxClient};
 use agentc_backend_common::session::{Sandboxes, SessionPort};
 use agentc_backend_common::snapshot::{self, Freeze, SnapshotError, SnapshotRecord};
 use agentc_policy::{ContainerSpec, EnvValue, Instance, LaunchSpec, Start};
@@ -129,87 +129,116 @@ impl OnClient for Take {
         }
         let name = args.name.unwrap_or_default();
         let sandbox = sandbox_named(client, &name, false).await?;
-        let inspect = client
-            .inspect(&sandbox)
-            .await
-            .map_err(crate::commands::session::session_failure)?;
-        let labels = inspect
-            .config
-            .as_ref()
-            .and_then(|config| config.labels.clone())
-            .unwrap_or_default();
-        let Some(profile_file) = labels.get(agentc_policy::LABEL_PROFILE_FILE) else {
-            return Err(Failure::new(
-                EXIT_FAILED,
-                format!(
-                    "refusing to snapshot {}: it records no profile file, which a restore \
-                     launches from\n  hint: snapshot a sandbox started by `agentc run`",
-                    sandbox.name
-                ),
-            ));
-        };
-        // The launch's secrets, as its profile resolves them now (by name only).
-        let loaded = context::load_profile(Path::new(profile_file))?;
-        let spec = context::resolve_instance(
-            &loaded,
-            &launch_args(Path::new(profile_file), None, None),
-            Instance {
-                start: Start::Detached,
-                default_name: Some(sandbox.name.clone()),
-                ..Instance::default()
-            },
-        )?;
-        let secrets = container(&spec)?
-            .env
-            .iter()
-            .filter(|var| matches!(var.value, EnvValue::Secret { .. }))
-            .map(|var| var.name.clone())
-            .collect();
-        let (time, default_tag) = snapshot::now();
-        let tag = args.tag.unwrap_or(default_tag);
-        if snapshot::check_tag(&tag).is_none() {
-            return Err(Failure::usage(format!(
-                "--tag {tag:?} is not an image tag\n  hint: 1 to 128 letters, digits, `_`, `.` \
-                 and `-`, not starting with `.` or `-`"
-            )));
-        }
-        let reference = format!("{}:{tag}", snapshot::repository(&sandbox.profile));
-        let request = snapshot::SnapshotRequest {
-            tag,
-            dir: archive_dir(&reference)?,
-            secrets,
-            allow_secrets: args.allow_secrets,
-            time,
-            labels: Default::default(),
-        };
-        let (report, memory) = if args.memory {
-            let taken = snapshot::snapshot_memory(client, &sandbox, &request)
-                .await
-                .map_err(failure)?;
-            let memory = format!(
-                " and a memory checkpoint of {} bytes ({} ms)",
-                taken.memory.bytes,
-                taken.checkpoint.as_millis()
-            );
-            (taken.files, memory)
-        } else {
-            let report = snapshot::snapshot(client, &sandbox, &request)
-                .await
-                .map_err(failure)?;
-            (report, String::new())
-        };
+        let taken = take(client, &sandbox, args.tag, args.allow_secrets, args.memory).await?;
+        let report = taken.report;
         let bytes: u64 = report.archives.iter().map(|archive| archive.bytes).sum();
         let id = report.image_id.trim_start_matches("sha256:");
         println!(
-            "snapshot {} ({}): the writable layer and {} archive(s) of {bytes} bytes{memory}; \
+            "snapshot {} ({}): the writable layer and {} archive(s) of {bytes} bytes{}; \
              paused {} ms",
             report.name,
             id.get(..12).unwrap_or(id),
             report.archives.len(),
+            taken.memory,
             report.paused_for.as_millis()
         );
         Ok(0)
     }
+}
+
+/// What [`take`] made: the snapshot, and with a memory checkpoint, a phrase saying so.
+pub(crate) struct Taken {
+    /// The snapshot of the files.
+    pub(crate) report: snapshot::SnapshotReport,
+    /// ` and a memory checkpoint of N bytes (M ms)`, or empty.
+    pub(crate) memory: String,
+}
+
+/// Snapshots `sandbox` (`agentc snapshot`, `agentc serve`'s `snapshot`): refused for a sandbox
+/// that records no profile file; the launch's secrets as its profile resolves them now (by
+/// name); the tag given or the time; with `memory`, a checkpoint too.
+pub(crate) async fn take<P: SessionPort>(
+    client: &Sandboxes<P>,
+    sandbox: &Sandbox,
+    tag: Option<String>,
+    allow_secrets: bool,
+    memory: bool,
+) -> Result<Taken, Failure> {
+    let inspect = client
+        .inspect(sandbox)
+        .await
+        .map_err(crate::commands::session::session_failure)?;
+    let labels = inspect
+        .config
+        .as_ref()
+        .and_then(|config| config.labels.clone())
+        .unwrap_or_default();
+    let Some(profile_file) = labels.get(agentc_policy::LABEL_PROFILE_FILE) else {
+        return Err(Failure::new(
+            EXIT_FAILED,
+            format!(
+                "refusing to snapshot {}: it records no profile file, which a restore \
+                 launches from\n  hint: snapshot a sandbox started by `agentc run` (or created \
+                 from a profile file)",
+                sandbox.name
+            ),
+        ));
+    };
+    // The launch's secrets, as its profile resolves them now (by name only).
+    let loaded = context::load_profile(Path::new(profile_file))?;
+    let spec = context::resolve_instance(
+        &loaded,
+        &launch_args(Path::new(profile_file), None, None),
+        Instance {
+            start: Start::Detached,
+            default_name: Some(sandbox.name.clone()),
+            ..Instance::default()
+        },
+    )?;
+    let secrets = container(&spec)?
+        .env
+        .iter()
+        .filter(|var| matches!(var.value, EnvValue::Secret { .. }))
+        .map(|var| var.name.clone())
+        .collect();
+    let (time, default_tag) = snapshot::now();
+    let tag = tag.unwrap_or(default_tag);
+    if snapshot::check_tag(&tag).is_none() {
+        return Err(Failure::usage(format!(
+            "--tag {tag:?} is not an image tag\n  hint: 1 to 128 letters, digits, `_`, `.` \
+             and `-`, not starting with `.` or `-`"
+        )));
+    }
+    let reference = format!("{}:{tag}", snapshot::repository(&sandbox.profile));
+    let request = snapshot::SnapshotRequest {
+        tag,
+        dir: archive_dir(&reference)?,
+        secrets,
+        allow_secrets,
+        time,
+        labels: Default::default(),
+    };
+    if memory {
+        let taken = snapshot::snapshot_memory(client, sandbox, &request)
+            .await
+            .map_err(failure)?;
+        let memory = format!(
+            " and a memory checkpoint of {} bytes ({} ms)",
+            taken.memory.bytes,
+            taken.checkpoint.as_millis()
+        );
+        return Ok(Taken {
+            report: taken.files,
+            memory,
+        });
+    }
+    let report = snapshot::snapshot(client, sandbox, &request)
+        .await
+        .map_err(failure)?;
+    Ok(Taken {
+        report,
+        memory: String::new(),
+    })
 }
 
 struct List(PsFormat);

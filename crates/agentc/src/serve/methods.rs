@@ -19,7 +19,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::protocol::*;
-use super::{Request, Server, Session};
+use super::{snapshots, Request, Server, Session};
 use crate::cli::{BackendArg, KindArg, LaunchArgs};
 use crate::context::{self, Failure, EXIT_DOCKER, EXIT_INVALID, EXIT_NO_INPUT};
 
@@ -36,6 +36,9 @@ const METHODS: &[&str] = &[
     "endpoint",
     "logs",
     "running",
+    "snapshot",
+    "restore",
+    "fork",
     "delete",
     "shutdown",
 ];
@@ -66,6 +69,9 @@ pub async fn call<P: SessionPort>(
         "endpoint" => reply(endpoint(server, decode(params)?).await),
         "logs" => reply(logs(server, decode(params)?).await),
         "running" => reply(running(server, decode(params)?).await),
+        "snapshot" => reply(snapshots::take_snapshot(server, decode(params)?).await),
+        "restore" => reply(snapshots::restore(server, decode(params)?).await),
+        "fork" => reply(snapshots::fork(server, decode(params)?).await),
         "delete" => reply(delete(server, decode(params)?).await),
         other => Err(RpcError::plain(
             METHOD_NOT_FOUND,
@@ -143,10 +149,21 @@ fn initialize<P: SessionPort>(
     })
 }
 
-/// The profile of a request, loaded, and the path its directory is taken from.
-fn load(source: &ProfileSource) -> Result<(agentc_policy::LoadedProfile, PathBuf), RpcError> {
+/// Where a request's profile was read from.
+enum Origin {
+    /// A profile file.
+    File(PathBuf),
+    /// TOML text, its relative paths leading from this directory.
+    Text(PathBuf),
+}
+
+/// The profile of a request, loaded, and where from.
+fn load(source: &ProfileSource) -> Result<(agentc_policy::LoadedProfile, Origin), RpcError> {
     match (&source.profile, &source.profile_text) {
-        (Some(path), None) => Ok((context::load_profile(path).map_err(failure)?, path.clone())),
+        (Some(path), None) => Ok((
+            context::load_profile(path).map_err(failure)?,
+            Origin::File(path.clone()),
+        )),
         (None, Some(text)) => {
             let dir = match &source.profile_dir {
                 Some(dir) => dir.clone(),
@@ -157,10 +174,18 @@ fn load(source: &ProfileSource) -> Result<(agentc_policy::LoadedProfile, PathBuf
                     ))
                 })?,
             };
+            let dir = std::fs::canonicalize(&dir).map_err(|error| {
+                failure(Failure::new(
+                    EXIT_NO_INPUT,
+                    format!(
+                        "profile_dir {}: {error}\n  hint: give an existing directory",
+                        dir.display()
+                    ),
+                ))
+            })?;
             let loaded = agentc_policy::load("profile_text", text)
                 .map_err(|errors| failure(Failure::invalid_profile(errors)))?;
-            // The directory the profile's relative paths lead from; the file need not exist.
-            Ok((loaded, dir.join("profile_text.toml")))
+            Ok((loaded, Origin::Text(dir)))
         }
         _ => Err(invalid(
             "create needs exactly one of profile (a path) and profile_text".to_string(),
@@ -175,7 +200,7 @@ async fn create<P: SessionPort>(
     server: &Server<'_, P>,
     params: CreateParams,
 ) -> Result<Created, RpcError> {
-    let (mut loaded, profile_path) = load(&params.source)?;
+    let (mut loaded, origin) = load(&params.source)?;
     if !params.mounts.is_empty() || !params.publish.is_empty() {
         for mount in &params.mounts {
             loaded.profile.mounts.push(MountConfig {
@@ -204,8 +229,12 @@ async fn create<P: SessionPort>(
             ))
         })?;
     }
+    let profile_path = match &origin {
+        Origin::File(path) => path.clone(),
+        Origin::Text(dir) => dir.join("profile_text"),
+    };
     let args = LaunchArgs {
-        profile: profile_path.clone(),
+        profile: profile_path,
         kind: KindArg::Run,
         workspace: params.workspace.clone(),
         image: params.image.clone(),
@@ -215,7 +244,13 @@ async fn create<P: SessionPort>(
     let instance = Instance {
         start: Start::Session,
         default_name: Some(session_name(&loaded.profile.name)),
-        name: params.name.clone(),
+        // A custom sandbox would keep its profile's one name: each session gets its own.
+        name: Some(
+            params
+                .name
+                .clone()
+                .unwrap_or_else(|| sandbox_name(&loaded.profile.name)),
+        ),
         copy: None,
         stdin_is_terminal: false,
         profile_record: params
@@ -224,7 +259,12 @@ async fn create<P: SessionPort>(
             .as_deref()
             .and_then(context::profile_record),
     };
-    let spec = context::resolve_instance(&loaded, &args, instance).map_err(failure)?;
+    let inputs = match origin {
+        Origin::File(_) => context::launch_inputs(&loaded, &args, instance),
+        Origin::Text(dir) => context::launch_inputs_in(&loaded, &args, instance, dir),
+    }
+    .map_err(failure)?;
+    let spec = context::resolve_inputs(&loaded, &inputs).map_err(failure)?;
     let findings = agentc_policy::findings(&loaded, &spec)
         .into_iter()
         .map(|finding| FindingOut {
@@ -245,6 +285,21 @@ async fn create<P: SessionPort>(
         sandbox: handle(&sandbox),
         findings,
     })
+}
+
+/// A name for a session's sandbox that names none: `PROFILE-sPID-N`, unique in this process,
+/// one DNS label (the profile's name cut as needed), so that an egress proxy can find it.
+pub(crate) fn sandbox_name(profile: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let suffix = format!(
+        "-s{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let room = agentc_policy::MAX_DNS_LABEL.saturating_sub(suffix.len());
+    let stem: String = profile.chars().take(room).collect();
+    format!("{}{suffix}", stem.trim_end_matches(['-', '_', '.']))
 }
 
 fn handle(sandbox: &Sandbox) -> SandboxRef {
@@ -281,7 +336,10 @@ async fn attach<P: SessionPort>(
 }
 
 /// The session a request names: one of this server's, else any sandbox agentc created.
-async fn session<P: SessionPort>(server: &Server<'_, P>, name: &str) -> Result<Session, RpcError> {
+pub(crate) async fn session<P: SessionPort>(
+    server: &Server<'_, P>,
+    name: &str,
+) -> Result<Session, RpcError> {
     if let Some(session) = server.session(name) {
         return Ok(session);
     }

@@ -9,10 +9,12 @@
 //! requests in flight are stopped (an exec's processes too) and the sandboxes the server
 //! created without `keep` are deleted with what their launches made ([`Server::close`]).
 //!
-//! [`protocol`] holds the messages; [`methods`] what each method does.
+//! [`protocol`] holds the messages; [`methods`] what each method does; [`snapshots`] the
+//! snapshot, restore and fork methods.
 
 pub mod methods;
 pub mod protocol;
+pub mod snapshots;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

@@ -384,6 +384,39 @@ pub struct Restored {
     pub sandbox: SandboxRef,
 }
 
+/// `fork`'s params.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ForkParams {
+    /// The sandbox to fork.
+    pub sandbox: String,
+    /// How many new sandboxes (1 to 64; default 1).
+    #[serde(default = "one")]
+    pub count: u16,
+    /// The snapshot's tag (default: the time).
+    #[serde(default)]
+    pub tag: Option<String>,
+    /// Kept when the server ends (default: deleted).
+    #[serde(default)]
+    pub keep: bool,
+    /// The environment of their execs (default: the parent session's).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+fn one() -> u16 {
+    1
+}
+
+/// `fork`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Forked {
+    /// The snapshot they were made from, `PROFILE:TAG`.
+    pub snapshot: String,
+    /// The new sandboxes.
+    pub sandboxes: Vec<SandboxRef>,
+}
+
 /// `shutdown`'s result.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ShutDown {
@@ -470,6 +503,7 @@ pub fn schema() -> Value {
             "running": method(schema_for!(SandboxParams), schema_for!(RunningOut)),
             "snapshot": method(schema_for!(SnapshotParams), schema_for!(SnapshotOut)),
             "restore": method(schema_for!(RestoreParams), schema_for!(Restored)),
+            "fork": method(schema_for!(ForkParams), schema_for!(Forked)),
             "delete": method(schema_for!(SandboxParams), schema_for!(Deleted)),
             "shutdown": method(schema_for!(NoParams), schema_for!(ShutDown)),
         },

@@ -41,6 +41,7 @@ impl Served {
             .args(["serve", "--stdio", "--backend", backend])
             .current_dir(dir)
             .env("USER", "serve")
+            .env("AGENTC_STATE_DIR", dir.join("state"))
             .env_remove("AGENTC_NETWORK")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -192,6 +193,13 @@ impl Drop for ServeLab {
     fn drop(&mut self) {
         for container in self.containers() {
             let _ = docker(&["rm", "--force", &container]);
+        }
+        let snapshots = format!("agentc-snapshot/{}", self.profile);
+        for image in docker(&["images", "--format", "{{.Repository}}:{{.Tag}}", &snapshots])
+            .unwrap_or_default()
+            .lines()
+        {
+            let _ = docker(&["image", "rm", "--force", image]);
         }
     }
 }
@@ -413,6 +421,83 @@ fn live_serve_every_method_through_the_cli_backend() {
     if require_daemon("live_serve_every_method_through_the_cli_backend") {
         every_method("cli");
     }
+}
+
+fn contents(server: &mut Served, name: &str, path: &str) -> String {
+    let read = server.call("read_file", json!({ "sandbox": name, "path": path }));
+    String::from_utf8(unb64(&read["data"])).unwrap()
+}
+
+#[test]
+fn live_serve_snapshots_restores_and_forks() {
+    if !require_daemon("live_serve_snapshots_restores_and_forks") {
+        return;
+    }
+    let image = test_image();
+    let lab = ServeLab::new("snap", &image);
+    let mut server = Served::start(lab.dir.path(), "api");
+    let created = server.call("create", json!({ "profile": lab.profile_path() }));
+    let parent = created["sandbox"]["name"].as_str().unwrap().to_string();
+    server.call(
+        "write_file",
+        json!({ "sandbox": parent, "path": "/tmp/state.txt", "data": b64(b"before") }),
+    );
+    let taken = server.call("snapshot", json!({ "sandbox": parent, "tag": "one" }));
+    assert_eq!(taken["snapshot"], format!("{}:one", lab.profile));
+    server.call(
+        "write_file",
+        json!({ "sandbox": parent, "path": "/tmp/state.txt", "data": b64(b"after") }),
+    );
+
+    let restored = server.call("restore", json!({ "snapshot": taken["snapshot"] }));
+    let restored = restored["sandbox"]["name"].as_str().unwrap().to_string();
+    assert_ne!(restored, parent);
+    assert_eq!(contents(&mut server, &restored, "/tmp/state.txt"), "before");
+    assert_eq!(contents(&mut server, &parent, "/tmp/state.txt"), "after");
+
+    let forked = server.call(
+        "fork",
+        json!({ "sandbox": parent, "count": 2, "tag": "two" }),
+    );
+    let forks: Vec<String> = forked["sandboxes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|sandbox| sandbox["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(forks.len(), 2);
+    server.call(
+        "write_file",
+        json!({ "sandbox": forks[0], "path": "/tmp/state.txt", "data": b64(b"fork 0") }),
+    );
+    assert_eq!(contents(&mut server, &forks[0], "/tmp/state.txt"), "fork 0");
+    assert_eq!(contents(&mut server, &forks[1], "/tmp/state.txt"), "after");
+    let mut expected = vec![
+        parent.clone(),
+        restored.clone(),
+        forks[0].clone(),
+        forks[1].clone(),
+    ];
+    expected.sort();
+    let mut containers = lab.containers();
+    containers.sort();
+    assert_eq!(containers, expected);
+
+    let missing = server.fails("restore", json!({ "snapshot": "no-such-snapshot-tag" }));
+    assert_eq!(missing["code"], -32000, "{missing}");
+    let text = server.call("create", json!({ "profile_text": std::fs::read_to_string(lab.profile_path()).unwrap(), "name": format!("{}-text", lab.profile) }));
+    let unrecorded = server.fails("snapshot", json!({ "sandbox": text["sandbox"]["name"] }));
+    assert!(
+        unrecorded["message"]
+            .as_str()
+            .unwrap()
+            .contains("records no profile file"),
+        "{unrecorded}"
+    );
+
+    // Everything the server made goes when it ends.
+    assert_eq!(server.close(Duration::from_secs(60)), Some(0));
+    assert!(lab.containers().is_empty(), "{:?}", lab.containers());
 }
 
 #[test]

@@ -167,10 +167,14 @@ impl ApiPort {
         sandbox: &Sandbox,
         exec_id: &str,
     ) -> Result<i64, SessionError> {
-        for _ in 0..50 {
+        // The output stream often closes a moment before the daemon records the exit: ask
+        // again soon, then less often (2, 4, 8, 16, then 20 ms; about a second in all).
+        let mut pause = Duration::from_millis(2);
+        for _ in 0..55 {
             match self.docker.inspect_exec(exec_id).await {
                 Ok(inspect) if inspect.running == Some(true) => {
-                    tokio::time::sleep(Duration::from_millis(20)).await
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(20));
                 }
                 Ok(inspect) => {
                     if let Some(code) = inspect.exit_code {
