@@ -4,24 +4,23 @@
 //! path past the read-only root is reached as the container's user sees it.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use agentc_backend_common::session::{
-    session_name, Captured, ExecRequest, ExecStdin, LogsRequest, OutputSink, Sandbox,
-    SandboxClient, SessionError, SessionPort, Stream, EXEC_TAG_VAR,
+    Captured, ExecRequest, ExecStdin, LogsRequest, OutputSink, Sandbox, SandboxClient,
+    SessionError, SessionPort, Stream, EXEC_TAG_VAR,
 };
 use agentc_backend_common::ExecError;
-use agentc_policy::profile::{MountConfig, MountType};
-use agentc_policy::{EnvValue, EnvVar, Instance, PortSpec, Protocol, Start};
+use agentc_policy::{EnvValue, EnvVar, Protocol};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
 use super::protocol::*;
-use super::{snapshots, Request, Server, Session};
-use crate::cli::{BackendArg, KindArg, LaunchArgs};
-use crate::context::{self, Failure, EXIT_DOCKER, EXIT_INVALID, EXIT_NO_INPUT};
+use super::{resolve, snapshots, Request, Server, Session};
+use crate::cli::BackendArg;
+use crate::context::{Failure, EXIT_DOCKER, EXIT_INVALID, EXIT_NO_INPUT};
 
 /// The methods a request may name.
 const METHODS: &[&str] = &[
@@ -39,6 +38,7 @@ const METHODS: &[&str] = &[
     "snapshot",
     "restore",
     "fork",
+    "verify",
     "delete",
     "shutdown",
 ];
@@ -72,6 +72,7 @@ pub async fn call<P: SessionPort>(
         "snapshot" => reply(snapshots::take_snapshot(server, decode(params)?).await),
         "restore" => reply(snapshots::restore(server, decode(params)?).await),
         "fork" => reply(snapshots::fork(server, decode(params)?).await),
+        "verify" => reply(resolve::verify(server, decode(params)?).await),
         "delete" => reply(delete(server, decode(params)?).await),
         other => Err(RpcError::plain(
             METHOD_NOT_FOUND,
@@ -149,122 +150,22 @@ fn initialize<P: SessionPort>(
     })
 }
 
-/// Where a request's profile was read from.
-enum Origin {
-    /// A profile file.
-    File(PathBuf),
-    /// TOML text, its relative paths leading from this directory.
-    Text(PathBuf),
-}
-
-/// The profile of a request, loaded, and where from.
-fn load(source: &ProfileSource) -> Result<(agentc_policy::LoadedProfile, Origin), RpcError> {
-    match (&source.profile, &source.profile_text) {
-        (Some(path), None) => Ok((
-            context::load_profile(path).map_err(failure)?,
-            Origin::File(path.clone()),
-        )),
-        (None, Some(text)) => {
-            let dir = match &source.profile_dir {
-                Some(dir) => dir.clone(),
-                None => std::env::current_dir().map_err(|error| {
-                    failure(Failure::new(
-                        EXIT_NO_INPUT,
-                        format!("cannot read the working directory: {error}"),
-                    ))
-                })?,
-            };
-            let dir = std::fs::canonicalize(&dir).map_err(|error| {
-                failure(Failure::new(
-                    EXIT_NO_INPUT,
-                    format!(
-                        "profile_dir {}: {error}\n  hint: give an existing directory",
-                        dir.display()
-                    ),
-                ))
-            })?;
-            let loaded = agentc_policy::load("profile_text", text)
-                .map_err(|errors| failure(Failure::invalid_profile(errors)))?;
-            Ok((loaded, Origin::Text(dir)))
-        }
-        _ => Err(invalid(
-            "create needs exactly one of profile (a path) and profile_text".to_string(),
-            "give the profile file's path, or its TOML text",
-        )),
-    }
-}
-
 /// `create`: the profile (with the request's mounts and ports) resolved as a session's launch,
 /// its findings, and the sandbox created (egress companion and credentials as it says).
 async fn create<P: SessionPort>(
     server: &Server<'_, P>,
     params: CreateParams,
 ) -> Result<Created, RpcError> {
-    let (mut loaded, origin) = load(&params.source)?;
-    if !params.mounts.is_empty() || !params.publish.is_empty() {
-        for mount in &params.mounts {
-            loaded.profile.mounts.push(MountConfig {
-                kind: MountType::Bind,
-                source: mount.source.clone(),
-                target: mount.target.clone(),
-                read_only: mount.read_only,
-                on_conflict: Default::default(),
-            });
-        }
-        for &number in &params.publish {
-            loaded.profile.network.publish.push(PortSpec {
-                number,
-                protocol: Protocol::Tcp,
-                host_ip: None,
-                host_port: None,
-            });
-        }
-        agentc_policy::validate(&loaded).map_err(|errors| {
-            failure(Failure::new(
-                EXIT_INVALID,
-                format!(
-                    "the profile with create's mounts and publish is invalid:\n{}",
-                    Failure::invalid_profile(errors).message
-                ),
-            ))
-        })?;
-    }
-    let profile_path = match &origin {
-        Origin::File(path) => path.clone(),
-        Origin::Text(dir) => dir.join("profile_text"),
-    };
-    let args = LaunchArgs {
-        profile: profile_path,
-        kind: KindArg::Run,
-        workspace: params.workspace.clone(),
-        image: params.image.clone(),
-        seed_target: None,
-        agent_args: Vec::new(),
-    };
-    let instance = Instance {
-        start: Start::Session,
-        default_name: Some(session_name(&loaded.profile.name)),
-        // A custom sandbox would keep its profile's one name: each session gets its own.
-        name: Some(
-            params
-                .name
-                .clone()
-                .unwrap_or_else(|| sandbox_name(&loaded.profile.name)),
-        ),
-        copy: None,
-        stdin_is_terminal: false,
-        profile_record: params
-            .source
-            .profile
-            .as_deref()
-            .and_then(context::profile_record),
-    };
-    let inputs = match origin {
-        Origin::File(_) => context::launch_inputs(&loaded, &args, instance),
-        Origin::Text(dir) => context::launch_inputs_in(&loaded, &args, instance, dir),
-    }
-    .map_err(failure)?;
-    let spec = context::resolve_inputs(&loaded, &inputs).map_err(failure)?;
+    let (loaded, spec) = resolve::session_launch(&resolve::LaunchRequest {
+        profile: params.profile.as_deref(),
+        profile_text: params.profile_text.as_deref(),
+        profile_dir: params.profile_dir.as_deref(),
+        name: params.name.as_deref(),
+        image: params.image.as_deref(),
+        workspace: params.workspace.as_deref(),
+        mounts: &params.mounts,
+        publish: &params.publish,
+    })?;
     let findings = agentc_policy::findings(&loaded, &spec)
         .into_iter()
         .map(|finding| FindingOut {

@@ -14,6 +14,7 @@
 
 pub mod methods;
 pub mod protocol;
+pub mod resolve;
 pub mod snapshots;
 
 use std::cell::RefCell;

@@ -67,20 +67,6 @@ pub struct Initialized {
     pub engine: String,
 }
 
-/// Where a launch's profile comes from (`create`, `verify`).
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-pub struct ProfileSource {
-    /// A profile file.
-    #[serde(default)]
-    pub profile: Option<PathBuf>,
-    /// The profile's TOML text.
-    #[serde(default)]
-    pub profile_text: Option<String>,
-    /// Where `profile_text`'s relative paths lead (default: the server's working directory).
-    #[serde(default)]
-    pub profile_dir: Option<PathBuf>,
-}
-
 /// A host directory bound into the sandbox, as a profile's own `[[mounts]]`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -102,9 +88,15 @@ fn yes() -> bool {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateParams {
-    /// The profile.
-    #[serde(flatten)]
-    pub source: ProfileSource,
+    /// A profile file.
+    #[serde(default)]
+    pub profile: Option<PathBuf>,
+    /// The profile's TOML text (instead of `profile`).
+    #[serde(default)]
+    pub profile_text: Option<String>,
+    /// Where `profile_text`'s relative paths lead (default: the server's working directory).
+    #[serde(default)]
+    pub profile_dir: Option<PathBuf>,
     /// The container's name (default `agentc-session-PROFILE-PID-N`).
     #[serde(default)]
     pub name: Option<String>,
@@ -127,6 +119,63 @@ pub struct CreateParams {
     /// Kept when the server ends (default: deleted).
     #[serde(default)]
     pub keep: bool,
+}
+
+/// `verify`'s params: the launch to verify, as `create` takes it.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyParams {
+    /// A profile file.
+    #[serde(default)]
+    pub profile: Option<PathBuf>,
+    /// The profile's TOML text (instead of `profile`).
+    #[serde(default)]
+    pub profile_text: Option<String>,
+    /// Where `profile_text`'s relative paths lead (default: the server's working directory).
+    #[serde(default)]
+    pub profile_dir: Option<PathBuf>,
+    /// Replaces the profile's image.
+    #[serde(default)]
+    pub image: Option<String>,
+    /// The host workspace directory.
+    #[serde(default)]
+    pub workspace: Option<PathBuf>,
+    /// More `[[mounts]]`, as `create`'s.
+    #[serde(default)]
+    pub mounts: Vec<MountParam>,
+    /// More published TCP ports, as `create`'s.
+    #[serde(default)]
+    pub publish: Vec<u16>,
+    /// The host the `egress.allowed` check reaches (`HOST[:PORT]`), or `none` to skip it
+    /// (as `agentc verify --egress-probe`).
+    #[serde(default)]
+    pub egress_probe: Option<String>,
+}
+
+/// One check of `verify`, as `agentc verify --format json` prints it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CheckOut {
+    /// What was checked.
+    pub check: String,
+    /// `ok`, `warn`, `fail` or `skip`.
+    pub status: String,
+    /// What the spec asks for.
+    pub expected: String,
+    /// What the kernel or the engine reported.
+    pub seen: String,
+    /// What to do about a failed or warned check.
+    pub hint: Option<String>,
+}
+
+/// `verify`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Verified {
+    /// The profile's name.
+    pub profile: String,
+    /// Every check passed (`ok`, `warn` or `skip`).
+    pub passed: bool,
+    /// The checks.
+    pub checks: Vec<CheckOut>,
 }
 
 /// One security finding of a launch, as `agentc explain` lists it.
@@ -504,6 +553,7 @@ pub fn schema() -> Value {
             "snapshot": method(schema_for!(SnapshotParams), schema_for!(SnapshotOut)),
             "restore": method(schema_for!(RestoreParams), schema_for!(Restored)),
             "fork": method(schema_for!(ForkParams), schema_for!(Forked)),
+            "verify": method(schema_for!(VerifyParams), schema_for!(Verified)),
             "delete": method(schema_for!(SandboxParams), schema_for!(Deleted)),
             "shutdown": method(schema_for!(NoParams), schema_for!(ShutDown)),
         },

@@ -166,7 +166,67 @@ pub fn verify_launch(
     require_probe_room(&spec.profile, container.resources.pids_limit)?;
     // The isolation floor is met as the launch meets it: the probe runs where the sandbox would.
     let placed = launch::meet_floor(container, &spec.profile, backend)?;
-    let mut probe = probe_spec(&placed);
+    // One flow; the backend only picks the engine port it runs over.
+    launch::runtime()?.block_on(async {
+        launch::over_port!(backend, None, |port| {
+            verify_placed(
+                &port,
+                spec,
+                &placed,
+                env,
+                pull,
+                egress_probe,
+                proxy_executable,
+            )
+            .await
+        })
+    })
+}
+
+/// [`verify_launch`] over an engine port the caller holds (`agentc serve`'s `verify`), for a
+/// launch without an isolation floor (whose runtime choice needs the command line's probes):
+/// that one is refused with the command that verifies it.
+pub async fn verify_on<P: EnginePort>(
+    port: &P,
+    spec: &LaunchSpec,
+    env: &BTreeMap<String, String>,
+    egress_probe: &EgressProbe,
+    proxy_executable: &ProxyExecutable,
+) -> Result<Vec<Check>, Failure> {
+    let container = launch::container_of(spec)?;
+    require_probe_room(&spec.profile, container.resources.pids_limit)?;
+    if container.isolation.is_some() {
+        return Err(Failure::new(
+            crate::context::EXIT_INVALID,
+            format!(
+                "profile {:?} sets an isolation floor, which only the command line meets\n  hint: `agentc verify PROFILE` verifies it",
+                spec.profile
+            ),
+        ));
+    }
+    verify_placed(
+        port,
+        spec,
+        container,
+        env,
+        false,
+        egress_probe,
+        proxy_executable,
+    )
+    .await
+}
+
+/// The probe of `placed` (the launch's container, its runtime chosen) and the comparison.
+async fn verify_placed<P: EnginePort>(
+    port: &P,
+    spec: &LaunchSpec,
+    placed: &ContainerSpec,
+    env: &BTreeMap<String, String>,
+    pull: bool,
+    egress_probe: &EgressProbe,
+    proxy_executable: &ProxyExecutable,
+) -> Result<Vec<Check>, Failure> {
+    let mut probe = probe_spec(placed);
     let name = probe
         .name
         .get_or_insert_with(|| format!("agentc-verify-{}-{}", spec.profile, std::process::id()))
@@ -179,12 +239,7 @@ pub fn verify_launch(
         .as_ref()
         .map(|egress| egress_probe.target(&egress.proxy.command));
     let allowed = target.as_ref().and_then(|target| target.as_ref().ok());
-    // One flow; the backend only picks the engine port it runs over.
-    let probed = launch::runtime()?.block_on(async {
-        launch::over_port!(backend, None, |port| {
-            self::probe(&port, &probe, &name, env, pull, proxy_executable, allowed).await
-        })
-    })?;
+    let probed = self::probe(port, &probe, &name, env, pull, proxy_executable, allowed).await?;
     // The network the probe joined is the one to compare (its companion's, not the agent's).
     let container = &ContainerSpec {
         network: probed.network.clone(),

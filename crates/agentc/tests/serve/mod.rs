@@ -393,6 +393,18 @@ fn every_method(backend: &str) {
     assert_eq!(second.close(Duration::from_secs(30)), Some(0));
     assert_eq!(lab.containers(), vec![name.clone()], "attach kept it");
 
+    // verify: the profile's launch probed beside the session, nothing of it left.
+    let verified = server.call("verify", json!({ "profile": lab.profile_path() }));
+    assert_eq!(verified["passed"], true, "{verified}");
+    let checks = verified["checks"].as_array().unwrap();
+    assert!(
+        checks
+            .iter()
+            .any(|check| check["check"] == "root filesystem" && check["status"] == "ok"),
+        "{verified}"
+    );
+    assert_eq!(lab.containers(), vec![name.clone()], "the probe is gone");
+
     // A container agentc did not create is refused.
     let foreign = server.fails(
         "exec",

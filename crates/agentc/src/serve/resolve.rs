@@ -1,0 +1,227 @@
+//! How `agentc serve` makes a launch of a request's profile: read from a file or given as
+//! text, the request's mounts and published ports added to it before it is checked and
+//! resolved (per-invocation inputs of `resolve`: nothing edits the spec afterwards), resolved
+//! as a session's launch with a name of its own; and `verify`, the probe of such a launch.
+
+use std::path::{Path, PathBuf};
+
+use agentc_backend_common::session::{session_name, SessionPort};
+use agentc_egress::image::ProxyExecutable;
+use agentc_policy::profile::{MountConfig, MountType};
+use agentc_policy::{Instance, LaunchSpec, LoadedProfile, PortSpec, Protocol, Start};
+
+use super::methods::{failure, sandbox_name};
+use super::protocol::{CheckOut, MountParam, RpcError, Verified, VerifyParams};
+use super::Server;
+use crate::cli::{KindArg, LaunchArgs};
+use crate::commands::launch;
+use crate::context::{self, Failure, EXIT_INVALID, EXIT_NO_INPUT, EXIT_USAGE};
+
+/// The launch a request asks for (`create`, `verify`).
+pub struct LaunchRequest<'a> {
+    /// A profile file.
+    pub profile: Option<&'a Path>,
+    /// The profile's TOML text.
+    pub profile_text: Option<&'a str>,
+    /// Where the text's relative paths lead.
+    pub profile_dir: Option<&'a Path>,
+    /// The container's name.
+    pub name: Option<&'a str>,
+    /// The image instead of the profile's.
+    pub image: Option<&'a str>,
+    /// The host workspace directory.
+    pub workspace: Option<&'a Path>,
+    /// More `[[mounts]]`.
+    pub mounts: &'a [MountParam],
+    /// More published TCP ports.
+    pub publish: &'a [u16],
+}
+
+/// Where a request's profile was read from.
+enum Origin {
+    /// A profile file.
+    File(PathBuf),
+    /// TOML text, its relative paths leading from this directory.
+    Text(PathBuf),
+}
+
+fn invalid(message: String, hint: &str) -> RpcError {
+    failure(Failure::new(
+        EXIT_INVALID,
+        format!("{message}\n  hint: {hint}"),
+    ))
+}
+
+/// The profile of a request, loaded, and where from.
+fn load(request: &LaunchRequest<'_>) -> Result<(LoadedProfile, Origin), RpcError> {
+    match (request.profile, request.profile_text) {
+        (Some(path), None) => Ok((
+            context::load_profile(path).map_err(failure)?,
+            Origin::File(path.to_path_buf()),
+        )),
+        (None, Some(text)) => {
+            let dir = match request.profile_dir {
+                Some(dir) => dir.to_path_buf(),
+                None => std::env::current_dir().map_err(|error| {
+                    failure(Failure::new(
+                        EXIT_NO_INPUT,
+                        format!("cannot read the working directory: {error}"),
+                    ))
+                })?,
+            };
+            let dir = std::fs::canonicalize(&dir).map_err(|error| {
+                failure(Failure::new(
+                    EXIT_NO_INPUT,
+                    format!(
+                        "profile_dir {}: {error}\n  hint: give an existing directory",
+                        dir.display()
+                    ),
+                ))
+            })?;
+            let loaded = agentc_policy::load("profile_text", text)
+                .map_err(|errors| failure(Failure::invalid_profile(errors)))?;
+            Ok((loaded, Origin::Text(dir)))
+        }
+        _ => Err(invalid(
+            "a launch needs exactly one of profile (a path) and profile_text".to_string(),
+            "give the profile file's path, or its TOML text",
+        )),
+    }
+}
+
+/// Adds the request's mounts and published ports to the profile, checked by its rules.
+fn amend(loaded: &mut LoadedProfile, request: &LaunchRequest<'_>) -> Result<(), RpcError> {
+    if request.mounts.is_empty() && request.publish.is_empty() {
+        return Ok(());
+    }
+    for mount in request.mounts {
+        loaded.profile.mounts.push(MountConfig {
+            kind: MountType::Bind,
+            source: mount.source.clone(),
+            target: mount.target.clone(),
+            read_only: mount.read_only,
+            on_conflict: Default::default(),
+        });
+    }
+    for &number in request.publish {
+        loaded.profile.network.publish.push(PortSpec {
+            number,
+            protocol: Protocol::Tcp,
+            host_ip: None,
+            host_port: None,
+        });
+    }
+    agentc_policy::validate(loaded).map_err(|errors| {
+        failure(Failure::new(
+            EXIT_INVALID,
+            format!(
+                "the profile with the request's mounts and publish is invalid:\n{}",
+                Failure::invalid_profile(errors).message
+            ),
+        ))
+    })
+}
+
+/// The request's profile resolved as a session's launch: in the background, kept until
+/// deleted, without stdin, named as asked or [`sandbox_name`].
+pub fn session_launch(
+    request: &LaunchRequest<'_>,
+) -> Result<(LoadedProfile, LaunchSpec), RpcError> {
+    let (mut loaded, origin) = load(request)?;
+    amend(&mut loaded, request)?;
+    let args = LaunchArgs {
+        profile: match &origin {
+            Origin::File(path) => path.clone(),
+            Origin::Text(dir) => dir.join("profile_text"),
+        },
+        kind: KindArg::Run,
+        workspace: request.workspace.map(Path::to_path_buf),
+        image: request.image.map(str::to_string),
+        seed_target: None,
+        agent_args: Vec::new(),
+    };
+    let profile = loaded.profile.name.clone();
+    let instance = Instance {
+        start: Start::Session,
+        default_name: Some(session_name(&profile)),
+        // A custom sandbox would keep its profile's one name: each session gets its own.
+        name: Some(
+            request
+                .name
+                .map(str::to_string)
+                .unwrap_or_else(|| sandbox_name(&profile)),
+        ),
+        copy: None,
+        stdin_is_terminal: false,
+        profile_record: request.profile.and_then(context::profile_record),
+    };
+    let inputs = match origin {
+        Origin::File(_) => context::launch_inputs(&loaded, &args, instance),
+        Origin::Text(dir) => context::launch_inputs_in(&loaded, &args, instance, dir),
+    }
+    .map_err(failure)?;
+    let spec = context::resolve_inputs(&loaded, &inputs).map_err(failure)?;
+    Ok((loaded, spec))
+}
+
+/// `verify`: the launch's probe over the server's engine port and the comparison with what
+/// the kernel reports, as `agentc verify` makes them.
+pub async fn verify<P: SessionPort>(
+    server: &Server<'_, P>,
+    params: VerifyParams,
+) -> Result<Verified, RpcError> {
+    let egress_probe = match params.egress_probe.as_deref() {
+        None => crate::verify::EgressProbe::Profile,
+        Some(text) => text
+            .parse()
+            .map_err(|error| failure(Failure::new(EXIT_USAGE, format!("egress_probe {error}"))))?,
+    };
+    let (_, spec) = session_launch(&LaunchRequest {
+        profile: params.profile.as_deref(),
+        profile_text: params.profile_text.as_deref(),
+        profile_dir: params.profile_dir.as_deref(),
+        name: None,
+        image: params.image.as_deref(),
+        workspace: params.workspace.as_deref(),
+        mounts: &params.mounts,
+        publish: &params.publish,
+    })?;
+    let checks = crate::verify::probe::verify_on(
+        server.client().port(),
+        &spec,
+        &launch::process_env(),
+        &egress_probe,
+        &ProxyExecutable::running(),
+    )
+    .await
+    .map_err(failure)?;
+    let status = |check: &crate::verify::Check| {
+        if check.skipped {
+            "skip"
+        } else if check.warned {
+            "warn"
+        } else if check.ok {
+            "ok"
+        } else {
+            "fail"
+        }
+    };
+    Ok(Verified {
+        profile: spec.profile.clone(),
+        passed: checks.iter().all(|check| check.ok),
+        checks: checks
+            .iter()
+            .map(|check| CheckOut {
+                check: check.what.clone(),
+                status: status(check).to_string(),
+                expected: check.expected.clone(),
+                seen: check.seen.clone(),
+                hint: if check.ok && !check.warned {
+                    None
+                } else {
+                    check.hint.clone()
+                },
+            })
+            .collect(),
+    })
+}
