@@ -35,6 +35,9 @@ const METHODS: &[&str] = &[
     "endpoint",
     "logs",
     "running",
+    "cancel",
+    "stop",
+    "start",
     "snapshot",
     "restore",
     "fork",
@@ -69,6 +72,9 @@ pub async fn call<P: SessionPort>(
         "endpoint" => reply(endpoint(server, decode(params)?).await),
         "logs" => reply(logs(server, decode(params)?).await),
         "running" => reply(running(server, decode(params)?).await),
+        "cancel" => reply(cancel(server, decode(params)?)),
+        "stop" => reply(stop(server, decode(params)?).await),
+        "start" => reply(start(server, decode(params)?).await),
         "snapshot" => reply(snapshots::take_snapshot(server, decode(params)?).await),
         "restore" => reply(snapshots::restore(server, decode(params)?).await),
         "fork" => reply(snapshots::fork(server, decode(params)?).await),
@@ -312,6 +318,7 @@ enum Ended {
     Exited(i64),
     TimedOut,
     Stopped,
+    Cancelled,
 }
 
 /// `exec`: the command, its output returned or streamed; on its timeout or the server's stop,
@@ -354,6 +361,7 @@ async fn exec<P: SessionPort>(
     if let Some(stdin) = params.stdin {
         request.stdin = ExecStdin::Bytes(stdin.0);
     }
+    let notifying_id = id.clone();
     let mut streamed = Notifying {
         out: server.sender(),
         id,
@@ -364,6 +372,7 @@ async fn exec<P: SessionPort>(
     } else {
         &mut captured
     };
+    let mut cancelled = server.cancellable(&notifying_id);
     let ended = {
         let run = server.client().exec(&session.sandbox, &request, sink);
         let mut stopping = server.stopping();
@@ -377,11 +386,13 @@ async fn exec<P: SessionPort>(
             code = run => Ended::Exited(code.map_err(session_error)?),
             () = deadline => Ended::TimedOut,
             _ = stopping.wait_for(|stop| *stop) => Ended::Stopped,
+            _ = cancelled.wait_for(|cancel| *cancel) => Ended::Cancelled,
         }
     };
+    server.done(&notifying_id);
     let exit_code = match ended {
         Ended::Exited(code) => Some(code),
-        Ended::TimedOut | Ended::Stopped => {
+        Ended::TimedOut | Ended::Stopped | Ended::Cancelled => {
             let _ = server
                 .client()
                 .stop_tagged(&session.sandbox, &tag, params.user.as_deref())
@@ -389,6 +400,17 @@ async fn exec<P: SessionPort>(
             None
         }
     };
+    if matches!(ended, Ended::Cancelled) {
+        return Err(RpcError {
+            code: REQUEST_CANCELLED,
+            message: "the request was cancelled; the command's processes were stopped".to_string(),
+            data: Some(ErrorData {
+                exit_code: 130,
+                kind: "cancelled".to_string(),
+                hint: None,
+            }),
+        });
+    }
     if matches!(ended, Ended::Stopped) {
         return Err(RpcError::agentc(
             143,
@@ -417,9 +439,9 @@ fn absolute(path: &str) -> Result<String, RpcError> {
 
 /// Reads the file `$1` to stdout: 44 when it is missing, 45 when it is a directory.
 const READ_FILE: &str = "[ -d \"$1\" ] && exit 45; [ -e \"$1\" ] || exit 44; exec cat -- \"$1\"";
-/// Writes stdin to the file `$1` with mode `$2`, its directory made first.
-const WRITE_FILE: &str =
-    "d=$(dirname -- \"$1\") && mkdir -p -- \"$d\" && cat > \"$1\" && chmod \"$2\" \"$1\"";
+/// Writes stdin to the file `$1`, its directory made first, with mode `$2` (when empty: a
+/// file that exists keeps its mode, a new one gets 644).
+const WRITE_FILE: &str = "d=$(dirname -- \"$1\") && mkdir -p -- \"$d\" || exit 1; m=$2; [ -z \"$m\" ] && { [ -e \"$1\" ] && m=keep || m=644; }; cat > \"$1\" || exit 1; [ \"$m\" = keep ] || chmod \"$m\" \"$1\"";
 /// Writes a tar of the directory `$1`'s contents to stdout: 44 when it is missing.
 const READ_TAR: &str = "[ -d \"$1\" ] || exit 44; cd -- \"$1\" && exec tar -c -f - .";
 /// Extracts the tar on stdin into the directory `$1`, made first.
@@ -500,15 +522,17 @@ async fn write_file<P: SessionPort>(
     params: WriteParams,
 ) -> Result<Written, RpcError> {
     let path = absolute(&params.path)?;
-    let mode = params.mode.unwrap_or(0o644);
-    if mode > 0o7777 {
+    if let Some(mode) = params.mode.filter(|mode| *mode > 0o7777) {
         return Err(invalid(
             format!("mode {mode:o} is not a file mode"),
             "give permission bits, such as 0o644 (420)",
         ));
     }
     let bytes = params.data.0.len() as u64;
-    let mode = format!("{mode:o}");
+    let mode = params
+        .mode
+        .map(|mode| format!("{mode:o}"))
+        .unwrap_or_default();
     file_script(
         server,
         &params.sandbox,
@@ -683,6 +707,51 @@ async fn running<P: SessionPort>(
         running: status == "running",
         status,
     })
+}
+
+/// `cancel`: stops the exec request `id` (its processes too); it answers with
+/// [`REQUEST_CANCELLED`].
+fn cancel<P: SessionPort>(
+    server: &Server<'_, P>,
+    params: CancelParams,
+) -> Result<Cancelled, RpcError> {
+    Ok(Cancelled {
+        cancelled: server.cancel(&params.id),
+    })
+}
+
+/// `stop`: the sandbox stopped (SIGTERM, then SIGKILL after `timeout` seconds), kept.
+async fn stop<P: SessionPort>(
+    server: &Server<'_, P>,
+    params: StopParams,
+) -> Result<RunningOut, RpcError> {
+    let session = session(server, &params.sandbox).await?;
+    server
+        .client()
+        .stop(&session.sandbox, params.timeout)
+        .await
+        .map_err(session_error)?;
+    running(
+        server,
+        SandboxParams {
+            sandbox: params.sandbox,
+        },
+    )
+    .await
+}
+
+/// `start`: a stopped sandbox started again.
+async fn start<P: SessionPort>(
+    server: &Server<'_, P>,
+    params: SandboxParams,
+) -> Result<RunningOut, RpcError> {
+    let session = session(server, &params.sandbox).await?;
+    server
+        .client()
+        .start(&session.sandbox)
+        .await
+        .map_err(session_error)?;
+    running(server, params).await
 }
 
 /// `delete`: the sandbox and what its launch made.

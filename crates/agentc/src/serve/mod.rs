@@ -78,6 +78,7 @@ impl OnClient for Serve {
             sessions: RefCell::new(BTreeMap::new()),
             out,
             stopping,
+            cancels: RefCell::new(BTreeMap::new()),
         };
         let asked = run_loop(&server, signals, &stop).await;
         let deleted = server.close().await;
@@ -110,6 +111,8 @@ pub struct Server<'c, P: SessionPort> {
     out: mpsc::UnboundedSender<Vec<u8>>,
     /// Turns true when the server stops: requests in flight end.
     stopping: watch::Receiver<bool>,
+    /// The execs in flight that `cancel` may stop, by their request's id (as JSON text).
+    cancels: RefCell<BTreeMap<String, watch::Sender<bool>>>,
 }
 
 type InFlight<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
@@ -312,6 +315,26 @@ impl<'c, P: SessionPort> Server<'c, P> {
     /// Whether the server is stopping.
     pub fn stopping(&self) -> watch::Receiver<bool> {
         self.stopping.clone()
+    }
+
+    /// Registers request `id` as one `cancel` may stop: the receiver turns true when it does.
+    pub fn cancellable(&self, id: &Value) -> watch::Receiver<bool> {
+        let (cancel, cancelled) = watch::channel(false);
+        self.cancels.borrow_mut().insert(id.to_string(), cancel);
+        cancelled
+    }
+
+    /// Request `id` ended: `cancel` can no longer reach it.
+    pub fn done(&self, id: &Value) {
+        self.cancels.borrow_mut().remove(&id.to_string());
+    }
+
+    /// Stops request `id`; whether it was in flight.
+    pub fn cancel(&self, id: &Value) -> bool {
+        match self.cancels.borrow_mut().remove(&id.to_string()) {
+            Some(cancel) => cancel.send(true).is_ok(),
+            None => false,
+        }
     }
 
     /// Records a session.

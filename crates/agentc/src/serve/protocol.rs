@@ -21,6 +21,8 @@ pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 /// JSON-RPC: the params do not fit the method.
 pub const INVALID_PARAMS: i64 = -32602;
+/// The request was cancelled (`cancel`; LSP's code).
+pub const REQUEST_CANCELLED: i64 = -32800;
 /// agentc refused or failed; `data` says how ([`ErrorData`]).
 pub const AGENTC_ERROR: i64 = -32000;
 
@@ -181,7 +183,7 @@ pub struct Verified {
 /// One security finding of a launch, as `agentc explain` lists it.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct FindingOut {
-    /// `low`, `medium`, `high` or `critical`.
+    /// `info`, `low`, `medium`, `high` or `critical`.
     pub severity: String,
     /// Its stable code (`egress-unrestricted`, ...).
     pub code: String,
@@ -312,7 +314,8 @@ pub struct WriteParams {
     pub path: String,
     /// The file's bytes, or the tar.
     pub data: Bytes64,
-    /// The file's mode (`write_file`; default 0o644).
+    /// The file's mode (`write_file`; absent: an existing file keeps its mode, a new one gets
+    /// 0o644).
     #[serde(default)]
     pub mode: Option<u32>,
     /// The user to write as (default: the container's).
@@ -383,6 +386,32 @@ pub struct RunningOut {
     pub running: bool,
     /// The engine's state: `running`, `paused`, `exited`, ...
     pub status: String,
+}
+
+/// `cancel`'s params.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelParams {
+    /// The id of the `exec` request to stop.
+    pub id: Value,
+}
+
+/// `cancel`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Cancelled {
+    /// An exec with that id was running and is being stopped.
+    pub cancelled: bool,
+}
+
+/// `stop`'s params.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StopParams {
+    /// The sandbox.
+    pub sandbox: String,
+    /// Seconds between SIGTERM and SIGKILL (the engine's default, 10, when absent).
+    #[serde(default)]
+    pub timeout: Option<u32>,
 }
 
 /// `delete`'s result.
@@ -484,7 +513,7 @@ pub struct ErrorData {
     /// The exit status the command line would have: 65 invalid input, 66 a file not found, 1
     /// a refusal, 125 the engine failed.
     pub exit_code: u8,
-    /// `invalid`, `not_found`, `not_running`, `engine` or `failed`.
+    /// `invalid`, `not_found`, `not_running`, `engine`, `cancelled` or `failed`.
     pub kind: String,
     /// The fix, when agentc knows one.
     pub hint: Option<String>,
@@ -493,8 +522,8 @@ pub struct ErrorData {
 /// A JSON-RPC error object.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct RpcError {
-    /// [`PARSE_ERROR`], [`INVALID_REQUEST`], [`METHOD_NOT_FOUND`], [`INVALID_PARAMS`] or
-    /// [`AGENTC_ERROR`].
+    /// [`PARSE_ERROR`], [`INVALID_REQUEST`], [`METHOD_NOT_FOUND`], [`INVALID_PARAMS`],
+    /// [`REQUEST_CANCELLED`] or [`AGENTC_ERROR`].
     pub code: i64,
     /// What went wrong (agentc's message, its hint on the last line).
     pub message: String,
@@ -550,6 +579,9 @@ pub fn schema() -> Value {
             "endpoint": method(schema_for!(EndpointParams), schema_for!(EndpointOut)),
             "logs": method(schema_for!(LogsParams), schema_for!(LogsOut)),
             "running": method(schema_for!(SandboxParams), schema_for!(RunningOut)),
+            "cancel": method(schema_for!(CancelParams), schema_for!(Cancelled)),
+            "stop": method(schema_for!(StopParams), schema_for!(RunningOut)),
+            "start": method(schema_for!(SandboxParams), schema_for!(RunningOut)),
             "snapshot": method(schema_for!(SnapshotParams), schema_for!(SnapshotOut)),
             "restore": method(schema_for!(RestoreParams), schema_for!(Restored)),
             "fork": method(schema_for!(ForkParams), schema_for!(Forked)),

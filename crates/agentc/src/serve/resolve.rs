@@ -104,6 +104,13 @@ fn amend(loaded: &mut LoadedProfile, request: &LaunchRequest<'_>) -> Result<(), 
         });
     }
     for &number in request.publish {
+        // A port the profile publishes already counts once.
+        let published = loaded.profile.network.publish.iter().any(|port| {
+            port.number == number && port.protocol == Protocol::Tcp && port.host_port.is_none()
+        });
+        if published {
+            continue;
+        }
         loaded.profile.network.publish.push(PortSpec {
             number,
             protocol: Protocol::Tcp,

@@ -219,7 +219,8 @@ fn every_method(backend: &str) {
         "create",
         json!({
             "profile": lab.profile_path(),
-            "publish": [8080],
+            // A port asked for twice counts once.
+            "publish": [8080, 8080],
             "mounts": [{ "source": workspace.display().to_string(), "target": "/workspace", "read_only": false }],
             "env": { "SESSION_VAR": "from-create" },
         }),
@@ -283,6 +284,27 @@ fn every_method(backend: &str) {
     assert_eq!(
         String::from_utf8(unb64(&left["stdout"])).unwrap().trim(),
         "0"
+    );
+
+    // cancel: the exec answers cancelled, its processes stopped; an id not in flight is not.
+    let slow = server.send(
+        "exec",
+        json!({ "sandbox": name, "argv": ["sleep", "301"], "stream": true }),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let cancel = server.call("cancel", json!({ "id": slow }));
+    assert_eq!(cancel["cancelled"], true);
+    let cancelled = server.answer(&json!(slow));
+    assert_eq!(cancelled["error"]["code"], -32800, "{cancelled}");
+    assert_eq!(cancelled["error"]["data"]["kind"], "cancelled");
+    let left = server.call("exec", json!({ "sandbox": name, "shell": "for p in /proc/[0-9]*; do cat $p/cmdline 2>/dev/null | tr '\\0' ' '; echo; done | grep -c '^sleep 301' || true" }));
+    assert_eq!(
+        String::from_utf8(unb64(&left["stdout"])).unwrap().trim(),
+        "0"
+    );
+    assert_eq!(
+        server.call("cancel", json!({ "id": slow }))["cancelled"],
+        false
     );
 
     // Files: any bytes, parents made, the mode set; on the bind and on the tmpfs.
