@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::protocol::*;
-use super::{resolve, snapshots, Request, Server, Session};
+use super::{resolve, runner, snapshots, Request, Server, Session};
 use crate::cli::BackendArg;
 use crate::context::{Failure, EXIT_DOCKER, EXIT_INVALID, EXIT_NO_INPUT};
 
@@ -187,6 +187,7 @@ async fn create<P: SessionPort>(
         sandbox: sandbox.clone(),
         keep: params.keep,
         env: params.env,
+        runner: params.runner,
     });
     Ok(Created {
         sandbox: handle(&sandbox),
@@ -235,6 +236,7 @@ async fn attach<P: SessionPort>(
         sandbox: sandbox.clone(),
         keep: params.keep,
         env: params.env,
+        runner: params.runner,
     });
     Ok(Attached {
         sandbox: handle(&sandbox),
@@ -255,6 +257,7 @@ pub(crate) async fn session<P: SessionPort>(
         sandbox,
         keep: true,
         env: BTreeMap::new(),
+        runner: false,
     })
 }
 
@@ -361,6 +364,27 @@ async fn exec<P: SessionPort>(
     if let Some(stdin) = params.stdin {
         request.stdin = ExecStdin::Bytes(stdin.0);
     }
+    request.check().map_err(session_error)?;
+    let plain = params.stream || !matches!(request.stdin, ExecStdin::Null) || !session.runner;
+    if !plain {
+        let env: Vec<(String, String)> = exec_env_pairs(&session, &params.env);
+        let script = runner::script(&request.command, request.workdir.as_deref(), &env, &tag);
+        let ran = run_on_runner(
+            server,
+            &id,
+            &session,
+            params.user.as_deref(),
+            &tag,
+            &script,
+            timeout,
+        )
+        .await;
+        match ran {
+            Some(result) => return result,
+            // The runner could not take it: a plain exec does.
+            None => log::debug!("serve: exec {id} through a plain exec"),
+        }
+    }
     let notifying_id = id.clone();
     let mut streamed = Notifying {
         out: server.sender(),
@@ -401,22 +425,10 @@ async fn exec<P: SessionPort>(
         }
     };
     if matches!(ended, Ended::Cancelled) {
-        return Err(RpcError {
-            code: REQUEST_CANCELLED,
-            message: "the request was cancelled; the command's processes were stopped".to_string(),
-            data: Some(ErrorData {
-                exit_code: 130,
-                kind: "cancelled".to_string(),
-                hint: None,
-            }),
-        });
+        return Err(cancelled_error());
     }
     if matches!(ended, Ended::Stopped) {
-        return Err(RpcError::agentc(
-            143,
-            "failed",
-            "the server stopped before the command ended; its processes were stopped",
-        ));
+        return Err(stopped_error());
     }
     Ok(Executed {
         exit_code,
@@ -424,6 +436,109 @@ async fn exec<P: SessionPort>(
         stdout: Bytes64(captured.stdout),
         stderr: Bytes64(captured.stderr),
     })
+}
+
+/// The environment of an exec as name and value pairs: the session's, then the request's.
+fn exec_env_pairs(session: &Session, extra: &BTreeMap<String, String>) -> Vec<(String, String)> {
+    let mut merged = session.env.clone();
+    merged.extend(
+        extra
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone())),
+    );
+    merged.into_iter().collect()
+}
+
+/// Runs an exec's `script` on the session's runner ([`runner`]), stopped by its timeout, its
+/// `cancel` or the server's stop as a plain exec is; `None` when the runner could not take it
+/// (the command did not run).
+async fn run_on_runner<P: SessionPort>(
+    server: &Server<'_, P>,
+    id: &Value,
+    session: &Session,
+    user: Option<&str>,
+    tag: &str,
+    script: &str,
+    timeout: Option<Duration>,
+) -> Option<Result<Executed, RpcError>> {
+    let runner = server.runner(&session.sandbox, user);
+    let mut cancelled = server.cancellable(id);
+    let mut stopping = server.stopping();
+    let run = runner.run(script);
+    tokio::pin!(run);
+    let deadline = async {
+        match timeout {
+            Some(timeout) => tokio::time::sleep(timeout).await,
+            None => std::future::pending().await,
+        }
+    };
+    let ended = tokio::select! {
+        result = &mut run => Ok(result),
+        () = deadline => Err(Ended::TimedOut),
+        _ = stopping.wait_for(|stop| *stop) => Err(Ended::Stopped),
+        _ = cancelled.wait_for(|cancel| *cancel) => Err(Ended::Cancelled),
+    };
+    server.done(id);
+    let result = match ended {
+        Ok(result) => result,
+        Err(why) => {
+            let _ = server
+                .client()
+                .stop_tagged(&session.sandbox, tag, user)
+                .await;
+            // The runner answers for the stopped command too: read, so the next is in step.
+            let _ = tokio::time::timeout(Duration::from_secs(5), &mut run).await;
+            return Some(match why {
+                Ended::TimedOut => Ok(Executed {
+                    exit_code: None,
+                    timed_out: true,
+                    stdout: Bytes64::default(),
+                    stderr: Bytes64::default(),
+                }),
+                Ended::Cancelled => Err(cancelled_error()),
+                _ => Err(stopped_error()),
+            });
+        }
+    };
+    match result {
+        Ok(output) => Some(Ok(Executed {
+            exit_code: Some(output.exit_code),
+            timed_out: false,
+            stdout: Bytes64(output.stdout),
+            stderr: Bytes64(output.stderr),
+        })),
+        Err(runner::RunFailure::NotSent) => None,
+        Err(runner::RunFailure::Lost) => Some(Err(RpcError::agentc(
+            EXIT_DOCKER,
+            "failed",
+            &format!(
+                "the runner in {} ended while the command ran (it may have run)\n  hint: \
+                 the sandbox may have stopped; `running` says, and the next exec starts a new \
+                 runner",
+                session.sandbox.name
+            ),
+        ))),
+    }
+}
+
+fn cancelled_error() -> RpcError {
+    RpcError {
+        code: REQUEST_CANCELLED,
+        message: "the request was cancelled; the command's processes were stopped".to_string(),
+        data: Some(ErrorData {
+            exit_code: 130,
+            kind: "cancelled".to_string(),
+            hint: None,
+        }),
+    }
+}
+
+fn stopped_error() -> RpcError {
+    RpcError::agentc(
+        143,
+        "failed",
+        "the server stopped before the command ended; its processes were stopped",
+    )
 }
 
 /// An absolute container path, or the refusal of any other.
@@ -465,16 +580,41 @@ async fn file_script<P: SessionPort>(
         "sh".to_string(),
     ];
     command.extend(args.iter().map(|arg| arg.to_string()));
-    let mut request = ExecRequest::new(command);
-    request.user = user.map(str::to_string);
-    if let Some(stdin) = stdin {
-        request.stdin = ExecStdin::Bytes(stdin);
-    }
-    let output = server
-        .client()
-        .exec_output(&session.sandbox, &request)
-        .await
-        .map_err(session_error)?;
+    let output = match stdin {
+        // A read through the session's runner, when it has one that takes it.
+        None if session.runner => {
+            let tag = exec_tag();
+            let script = runner::script(&command, None, &[], &tag);
+            let id = Value::String(format!("internal-{tag}"));
+            match run_on_runner(server, &id, &session, user, &tag, &script, None).await {
+                Some(ran) => {
+                    let ran = ran?;
+                    Some(agentc_backend_common::session::ExecOutput {
+                        exit_code: ran.exit_code.unwrap_or(EXIT_DOCKER.into()),
+                        stdout: ran.stdout.0,
+                        stderr: ran.stderr.0,
+                    })
+                }
+                None => None,
+            }
+        }
+        _ => None,
+    };
+    let output = match output {
+        Some(output) => output,
+        None => {
+            let mut request = ExecRequest::new(command);
+            request.user = user.map(str::to_string);
+            if let Some(stdin) = stdin {
+                request.stdin = ExecStdin::Bytes(stdin);
+            }
+            server
+                .client()
+                .exec_output(&session.sandbox, &request)
+                .await
+                .map_err(session_error)?
+        }
+    };
     let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
     match output.exit_code {
         0 => Ok(output.stdout),

@@ -15,12 +15,14 @@
 pub mod methods;
 pub mod protocol;
 pub mod resolve;
+pub mod runner;
 pub mod snapshots;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::rc::Rc;
 
 use agentc_backend_common::session::{Sandbox, SandboxClient, Sandboxes, SessionPort};
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -72,6 +74,7 @@ impl OnClient for Serve {
         let (out, lines) = mpsc::unbounded_channel::<Vec<u8>>();
         let writer = tokio::spawn(write_lines(lines));
         let (stop, stopping) = watch::channel(false);
+        let (spawn, spawned) = mpsc::unbounded_channel();
         let server = Server {
             client,
             backend: self.backend,
@@ -79,8 +82,10 @@ impl OnClient for Serve {
             out,
             stopping,
             cancels: RefCell::new(BTreeMap::new()),
+            runners: RefCell::new(BTreeMap::new()),
+            spawn,
         };
-        let asked = run_loop(&server, signals, &stop).await;
+        let asked = run_loop(&server, signals, &stop, spawned).await;
         let deleted = server.close().await;
         if let Some(id) = asked {
             server.answer(id, Ok(serde_json::json!({ "deleted": deleted })));
@@ -100,6 +105,8 @@ pub struct Session {
     pub keep: bool,
     /// The environment of its execs.
     pub env: BTreeMap<String, String>,
+    /// Its plain execs go through a runner ([`runner`]).
+    pub runner: bool,
 }
 
 /// What the requests share: the client, the sessions, the writer and the stop signal.
@@ -113,16 +120,24 @@ pub struct Server<'c, P: SessionPort> {
     stopping: watch::Receiver<bool>,
     /// The execs in flight that `cancel` may stop, by their request's id (as JSON text).
     cancels: RefCell<BTreeMap<String, watch::Sender<bool>>>,
+    /// The sessions' runners, by sandbox name and user ([`runner`]).
+    runners: RefCell<BTreeMap<RunnerKey, Rc<runner::Runner>>>,
+    /// Futures that run beside the requests for as long as they need (the runners' execs).
+    spawn: mpsc::UnboundedSender<InFlight<'c>>,
 }
 
 type InFlight<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
 
+/// A runner's sandbox name and user.
+type RunnerKey = (String, Option<String>);
+
 /// Reads requests until stdin closes, a signal, or `shutdown` (whose id it returns), running
 /// each beside the others; then stops those in flight and waits for them to end.
-async fn run_loop<P: SessionPort>(
-    server: &Server<'_, P>,
+async fn run_loop<'c, P: SessionPort>(
+    server: &Server<'c, P>,
     mut signals: Signals,
     stop: &watch::Sender<bool>,
+    mut spawned: mpsc::UnboundedReceiver<InFlight<'c>>,
 ) -> Option<Value> {
     let mut input = read_stdin();
     let mut in_flight: FuturesUnordered<InFlight<'_>> = FuturesUnordered::new();
@@ -146,6 +161,7 @@ async fn run_loop<P: SessionPort>(
                 },
             },
             Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
+            Some(future) = spawned.recv() => in_flight.push(future),
             interrupt = signals.recv() => {
                 log::debug!("serve: {interrupt:?}: stopping");
                 break;
@@ -153,7 +169,14 @@ async fn run_loop<P: SessionPort>(
         }
     }
     let _ = stop.send(true);
-    while in_flight.next().await.is_some() {}
+    // The runners' stdin closes: each ends once its command (stopped by its exec) has.
+    server.runners.borrow_mut().clear();
+    loop {
+        tokio::select! {
+            next = in_flight.next() => if next.is_none() { break },
+            Some(future) = spawned.recv() => in_flight.push(future),
+        }
+    }
     shutdown
 }
 
@@ -337,6 +360,41 @@ impl<'c, P: SessionPort> Server<'c, P> {
         }
     }
 
+    /// The runner of `sandbox` for `user`, started when there is none (or the last one broke).
+    pub fn runner(&self, sandbox: &Sandbox, user: Option<&str>) -> Rc<runner::Runner> {
+        let key = (sandbox.name.clone(), user.map(str::to_string));
+        if let Some(runner) = self.runners.borrow().get(&key) {
+            if !runner.is_broken() {
+                return runner.clone();
+            }
+        }
+        // The runner's own exec passes no variable: nothing to read from an environment.
+        let env = BTreeMap::new();
+        let (runner, exec) =
+            runner::Runner::start(self.client.port(), sandbox.clone(), key.1.clone(), env);
+        let mut stopping = self.stopping();
+        let _ = self.spawn.send(Box::pin(async move {
+            tokio::pin!(exec);
+            tokio::select! {
+                () = &mut exec => {}
+                _ = stopping.wait_for(|stop| *stop) => {
+                    // Its stdin is closed now: a few seconds to end on its own.
+                    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), exec).await;
+                }
+            }
+        }));
+        let runner = Rc::new(runner);
+        self.runners.borrow_mut().insert(key, runner.clone());
+        runner
+    }
+
+    /// Forgets the runners of a sandbox (deleted): their execs end with it.
+    pub fn drop_runners(&self, sandbox: &str) {
+        self.runners
+            .borrow_mut()
+            .retain(|(name, _), _| name != sandbox);
+    }
+
     /// Records a session.
     pub fn add_session(&self, session: Session) {
         self.sessions
@@ -353,9 +411,10 @@ impl<'c, P: SessionPort> Server<'c, P> {
             .cloned()
     }
 
-    /// Forgets a session (deleted).
+    /// Forgets a session (deleted), and its runners.
     pub fn remove_session(&self, name: &str) {
         self.sessions.borrow_mut().remove(name);
+        self.drop_runners(name);
     }
 
     /// Deletes every session not kept, with what its launch made; returns their names.

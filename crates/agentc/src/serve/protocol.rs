@@ -121,6 +121,10 @@ pub struct CreateParams {
     /// Kept when the server ends (default: deleted).
     #[serde(default)]
     pub keep: bool,
+    /// Run plain execs through a shell that stays in the sandbox (a few ms each instead of the
+    /// engine's exec start; default true; docs/serve.md says what differs).
+    #[serde(default = "yes")]
+    pub runner: bool,
 }
 
 /// `verify`'s params: the launch to verify, as `create` takes it.
@@ -216,6 +220,9 @@ pub struct AttachParams {
     /// The environment of every exec in this session.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Run plain execs through a runner, as `create`'s (default true).
+    #[serde(default = "yes")]
+    pub runner: bool,
 }
 
 /// `attach`'s result.

@@ -157,6 +157,7 @@ async fn restore_one<P: SessionPort>(
                 sandbox: sandbox.clone(),
                 keep,
                 env: env.clone(),
+                runner: true,
             });
             Ok(sandbox)
         }

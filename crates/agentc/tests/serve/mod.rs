@@ -534,6 +534,104 @@ fn live_serve_snapshots_restores_and_forks() {
     assert!(lab.containers().is_empty(), "{:?}", lab.containers());
 }
 
+/// The runner and a plain exec give the same results; a runner stays in step after a timeout
+/// and a cancel, and one killed from inside is replaced.
+fn runner_matches_plain_execs(backend: &str) {
+    let image = test_image();
+    let lab = ServeLab::new(&format!("runner-{backend}"), &image);
+    let mut server = Served::start(lab.dir.path(), backend);
+    let with = server.call(
+        "create",
+        json!({ "profile": lab.profile_path(), "env": { "SESSION": "s v" } }),
+    );
+    let without = server.call(
+        "create",
+        json!({ "profile": lab.profile_path(), "env": { "SESSION": "s v" }, "runner": false }),
+    );
+    let with = with["sandbox"]["name"].as_str().unwrap().to_string();
+    let without = without["sandbox"]["name"].as_str().unwrap().to_string();
+    let requests = [
+        json!({ "argv": ["sh", "-c", "printf 'a\\000b'; echo err >&2; exit 7"] }),
+        json!({ "argv": ["pwd"], "cwd": "/tmp" }),
+        json!({ "shell": "echo \"$SESSION|$OWN\"; echo 'quote'\\''s'", "env": { "OWN": "it's $x" } }),
+        json!({ "argv": ["id", "-u"], "user": "1000" }),
+        json!({ "shell": "i=0; while [ $i -lt 4000 ]; do echo line $i of some output; i=$((i+1)); done" }),
+        json!({ "argv": ["cat", "/no/such/file"] }),
+        json!({ "shell": "exit 0" }),
+    ];
+    for request in &requests {
+        let mut answers = Vec::new();
+        for name in [&with, &without] {
+            let mut params = request.clone();
+            params["sandbox"] = json!(name);
+            let ran = server.call("exec", params);
+            answers.push((
+                ran["exit_code"].clone(),
+                unb64(&ran["stdout"]),
+                unb64(&ran["stderr"]),
+            ));
+        }
+        assert!(
+            answers[0] == answers[1],
+            "{request}: runner {:?} against plain {:?}",
+            answers[0],
+            answers[1]
+        );
+    }
+    // In step after a timeout and a cancel.
+    let timed = server.call(
+        "exec",
+        json!({ "sandbox": with, "argv": ["sleep", "302"], "timeout": 0.5 }),
+    );
+    assert_eq!(timed["timed_out"], true);
+    let slow = server.send("exec", json!({ "sandbox": with, "argv": ["sleep", "303"] }));
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        server.call("cancel", json!({ "id": slow }))["cancelled"],
+        true
+    );
+    assert_eq!(server.answer(&json!(slow))["error"]["code"], -32800);
+    let after = server.call(
+        "exec",
+        json!({ "sandbox": with, "argv": ["echo", "in step"] }),
+    );
+    assert_eq!(unb64(&after["stdout"]), b"in step\n");
+    let sleeping = server.call("exec", json!({ "sandbox": with, "shell": "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^sleep 30[23]' || true" }));
+    assert_eq!(
+        String::from_utf8(unb64(&sleeping["stdout"]))
+            .unwrap()
+            .trim(),
+        "0"
+    );
+    // A runner killed from inside the sandbox is replaced (one ran as 1000, one as root).
+    let killed = server.call("exec", json!({ "sandbox": with, "shell": "n=0; for p in /proc/[0-9]*; do [ \"${p#/proc/}\" = \"$$\" ] && continue; grep -q agentc-runner $p/cmdline 2>/dev/null && n=$((n+1)); done; exit $n" }));
+    assert_eq!(killed["exit_code"], 2, "two runners (root, 1000)");
+    server.call("exec", json!({ "sandbox": with, "stream": true, "shell": "for p in /proc/[0-9]*; do [ \"${p#/proc/}\" = \"$$\" ] && continue; grep -q agentc-runner $p/cmdline 2>/dev/null && kill -KILL ${p#/proc/}; done; true" }));
+    server.notes.clear();
+    std::thread::sleep(Duration::from_millis(1000));
+    let again = server.call(
+        "exec",
+        json!({ "sandbox": with, "argv": ["echo", "again"] }),
+    );
+    assert_eq!(unb64(&again["stdout"]), b"again\n");
+    assert_eq!(server.close(Duration::from_secs(60)), Some(0));
+    assert!(lab.containers().is_empty());
+}
+
+#[test]
+fn live_serve_runner_matches_plain_execs_through_the_api_backend() {
+    if require_daemon("live_serve_runner_matches_plain_execs_through_the_api_backend") {
+        runner_matches_plain_execs("api");
+    }
+}
+
+#[test]
+fn live_serve_runner_matches_plain_execs_through_the_cli_backend() {
+    if require_daemon("live_serve_runner_matches_plain_execs_through_the_cli_backend") {
+        runner_matches_plain_execs("cli");
+    }
+}
+
 #[test]
 fn live_serve_answers_bad_requests_and_goes_on() {
     if !require_daemon("live_serve_answers_bad_requests_and_goes_on") {

@@ -475,9 +475,21 @@ impl SessionPort for ApiPort {
     ) -> Result<(i64, Captured), SessionError> {
         let mut output = Captured::default();
         let code = self
-            .run_exec(sandbox, request, env, Input::Chunks(chunks), &mut output)
+            .exec_duplex(sandbox, request, env, chunks, &mut output)
             .await?;
         Ok((code, output))
+    }
+
+    async fn exec_duplex(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+        env: &BTreeMap<String, String>,
+        chunks: Receiver<Vec<u8>>,
+        output: &mut dyn OutputSink,
+    ) -> Result<i64, SessionError> {
+        self.run_exec(sandbox, request, env, Input::Chunks(chunks), output)
+            .await
     }
 
     async fn exec_drained(

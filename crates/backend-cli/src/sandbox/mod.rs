@@ -609,12 +609,27 @@ impl SessionPort for CliPort {
         env: &BTreeMap<String, String>,
         chunks: Receiver<Vec<u8>>,
     ) -> Result<(i64, Captured), SessionError> {
+        let mut output = Captured::default();
+        let code = self
+            .exec_duplex(sandbox, request, env, chunks, &mut output)
+            .await?;
+        Ok((code, output))
+    }
+
+    async fn exec_duplex(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+        env: &BTreeMap<String, String>,
+        chunks: Receiver<Vec<u8>>,
+        output: &mut dyn OutputSink,
+    ) -> Result<i64, SessionError> {
         let mut child = self.spawn_exec(sandbox, request, env, Stdio::piped(), true, false)?;
         let feeder = tokio::spawn(feed(chunks, child.stdin.take().expect("piped")));
-        let mut output = Captured::default();
-        let code = self.finish_exec(sandbox, child, &mut output).await;
+        let code = self.finish_exec(sandbox, child, output).await;
+        feeder.abort();
         let _ = feeder.await;
-        Ok((code?, output))
+        code
     }
 
     async fn exec_drained(

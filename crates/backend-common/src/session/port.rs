@@ -88,6 +88,19 @@ pub trait SessionPort: EnginePort {
         chunks: Receiver<Vec<u8>>,
     ) -> impl Future<Output = Result<(i64, Captured), SessionError>> + Send;
 
+    /// Runs `request` (its secrets read from `env`) with `stdin` fed from `chunks` as they come
+    /// (closed when their sender is dropped) and its output handed to `output` as it arrives:
+    /// a conversation with a process that stays, such as `agentc serve`'s runner; returns its
+    /// exit code.
+    fn exec_duplex(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+        env: &BTreeMap<String, String>,
+        chunks: Receiver<Vec<u8>>,
+        output: &mut dyn OutputSink,
+    ) -> impl Future<Output = Result<i64, SessionError>> + Send;
+
     /// Runs `request` (its secrets read from `env`) without stdin, its stdout sent to `sink`
     /// chunk by chunk, and returns its exit code and stderr.
     fn exec_drained(
