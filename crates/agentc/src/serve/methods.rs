@@ -365,10 +365,20 @@ async fn exec<P: SessionPort>(
         request.stdin = ExecStdin::Bytes(stdin.0);
     }
     request.check().map_err(session_error)?;
-    let plain = params.stream || !matches!(request.stdin, ExecStdin::Null) || !session.runner;
-    if !plain {
+    let stdin = match &request.stdin {
+        ExecStdin::Bytes(bytes) if bytes.len() <= runner::MAX_STDIN => Some(Some(bytes.as_slice())),
+        ExecStdin::Null => Some(None),
+        _ => None,
+    };
+    if let (Some(stdin), false, true) = (stdin, params.stream, session.runner) {
         let env: Vec<(String, String)> = exec_env_pairs(&session, &params.env);
-        let script = runner::script(&request.command, request.workdir.as_deref(), &env, &tag);
+        let script = runner::script(
+            &request.command,
+            request.workdir.as_deref(),
+            &env,
+            &tag,
+            stdin,
+        );
         let ran = run_on_runner(
             server,
             &id,
@@ -580,11 +590,11 @@ async fn file_script<P: SessionPort>(
         "sh".to_string(),
     ];
     command.extend(args.iter().map(|arg| arg.to_string()));
-    let output = match stdin {
-        // A read through the session's runner, when it has one that takes it.
-        None if session.runner => {
+    let output = match stdin.as_deref() {
+        // Through the session's runner, when it has one that takes it.
+        small if session.runner && small.is_none_or(|bytes| bytes.len() <= runner::MAX_STDIN) => {
             let tag = exec_tag();
-            let script = runner::script(&command, None, &[], &tag);
+            let script = runner::script(&command, None, &[], &tag, small);
             let id = Value::String(format!("internal-{tag}"));
             match run_on_runner(server, &id, &session, user, &tag, &script, None).await {
                 Some(ran) => {

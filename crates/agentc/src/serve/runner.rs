@@ -12,8 +12,9 @@
 //! that cannot start, dies, or answers out of step is not used again: the command it was given is
 //! reported failed (it may have run), later ones go through plain execs or a new runner.
 //!
-//! Only an exec without stdin, TTY or streaming takes it (what a harness's tool call is); it
-//! needs `sh`, `mktemp`, `head`, `wc` and `cat` in the image and a writable `/tmp`. Unlike a
+//! Only an exec without streaming or a TTY, and with at most [`MAX_STDIN`] bytes of stdin,
+//! takes it (what a harness's tool call and a small file's write are); it needs `sh`,
+//! `mktemp`, `head`, `wc`, `cat` and `printf` in the image and a writable `/tmp`. Unlike a
 //! plain exec, a program that is not found exits 127 with the shell's message (not 126), and
 //! the command's output waits in `/tmp` until it ends.
 //!
@@ -214,13 +215,37 @@ fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
 }
 
+/// The most stdin a command run by the runner takes (written into its script); a command
+/// with more goes through a plain exec.
+pub const MAX_STDIN: usize = 48 * 1024;
+
+/// `bytes` as a `printf` format in single quotes that writes them back: printable ASCII as it
+/// is, `%` doubled, anything else (the quote, the backslash, control and non-ASCII bytes) as
+/// an octal escape.
+fn printf_format(bytes: &[u8]) -> String {
+    let mut format = String::with_capacity(bytes.len() + 2);
+    format.push('\'');
+    for &byte in bytes {
+        match byte {
+            b'%' => format.push_str("%%"),
+            b'\'' | b'\\' => format.push_str(&format!("\\{byte:03o}")),
+            0x20..=0x7e => format.push(char::from(byte)),
+            _ => format.push_str(&format!("\\{byte:03o}")),
+        }
+    }
+    format.push('\'');
+    format
+}
+
 /// The script that runs `command` in `cwd` with `env` (and the exec tag) as a plain exec would:
-/// the program replaces the script's shell, so its exit status is the script's.
+/// the program replaces the script's shell, so its exit status is the script's; with `stdin`
+/// (at most [`MAX_STDIN`] bytes), it reads them from a `printf` through a pipe.
 pub fn script(
     command: &[String],
     cwd: Option<&str>,
     env: &[(String, String)],
     tag: &str,
+    stdin: Option<&[u8]>,
 ) -> String {
     let mut script = String::new();
     if let Some(cwd) = cwd {
@@ -231,7 +256,14 @@ pub fn script(
     }
     script.push_str(&format!("export {EXEC_TAG_VAR}={}\n", quote(tag)));
     let words: Vec<String> = command.iter().map(|word| quote(word)).collect();
-    script.push_str(&format!("exec {}\n", words.join(" ")));
+    match stdin {
+        Some(bytes) => script.push_str(&format!(
+            "printf {} | {}\n",
+            printf_format(bytes),
+            words.join(" ")
+        )),
+        None => script.push_str(&format!("exec {}\n", words.join(" "))),
+    }
     script
 }
 
@@ -240,12 +272,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn stdin_becomes_a_printf_of_its_bytes() {
+        assert_eq!(
+            printf_format(b"a%b'c\\d\n\x00\xff"),
+            "'a%%b\\047c\\134d\\012\\000\\377'"
+        );
+        let script = script(&["cat".into()], None, &[], "t", Some(b"x"));
+        assert!(script.ends_with("printf 'x' | 'cat'\n"), "{script}");
+    }
+
+    #[test]
     fn a_script_quotes_every_word_and_value() {
         let script = script(
             &["sh".into(), "-c".into(), "echo 'it''s' $HOME".into()],
             Some("/tmp/a dir"),
             &[("MODE".into(), "a'b c".into())],
             "t-1",
+            None,
         );
         assert_eq!(
             script,

@@ -558,6 +558,9 @@ fn runner_matches_plain_execs(backend: &str) {
         json!({ "shell": "i=0; while [ $i -lt 4000 ]; do echo line $i of some output; i=$((i+1)); done" }),
         json!({ "argv": ["cat", "/no/such/file"] }),
         json!({ "shell": "exit 0" }),
+        // Stdin, any bytes: through the runner as a printf of them.
+        json!({ "argv": ["sh", "-c", "cat; echo; wc -c"], "stdin": b64(b"line\n\0bin\xff'%s\\n\"q\"") }),
+        json!({ "argv": ["wc", "-c"], "stdin": b64(&vec![b'%'; 40_000]) }),
     ];
     for request in &requests {
         let mut answers = Vec::new();
