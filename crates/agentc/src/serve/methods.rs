@@ -65,9 +65,9 @@ pub async fn call<P: SessionPort>(
             let id = request.id.clone().unwrap_or(Value::Null);
             reply(exec(server, id, decode(params)?).await)
         }
-        "read_file" => reply(read_file(server, decode(params)?).await),
+        "read_file" => reply(read(server, decode(params)?, READ_FILE).await),
         "write_file" => reply(write_file(server, decode(params)?).await),
-        "read_tar" => reply(read_tar(server, decode(params)?).await),
+        "read_tar" => reply(read(server, decode(params)?, READ_TAR).await),
         "write_tar" => reply(write_tar(server, decode(params)?).await),
         "endpoint" => reply(endpoint(server, decode(params)?).await),
         "logs" => reply(logs(server, decode(params)?).await),
@@ -648,20 +648,16 @@ async fn file_script<P: SessionPort>(
     }
 }
 
-async fn read_file<P: SessionPort>(
+/// `read_file` (`script` [`READ_FILE`]) and `read_tar` ([`READ_TAR`]): the bytes the script
+/// writes for the path.
+async fn read<P: SessionPort>(
     server: &Server<'_, P>,
     params: PathParams,
+    script: &str,
 ) -> Result<Data, RpcError> {
     let path = absolute(&params.path)?;
-    let bytes = file_script(
-        server,
-        &params.sandbox,
-        params.user.as_deref(),
-        READ_FILE,
-        &[&path],
-        None,
-    )
-    .await?;
+    let user = params.user.as_deref();
+    let bytes = file_script(server, &params.sandbox, user, script, &[&path], None).await?;
     Ok(Data {
         data: Bytes64(bytes),
     })
@@ -693,25 +689,6 @@ async fn write_file<P: SessionPort>(
     )
     .await?;
     Ok(Written { bytes })
-}
-
-async fn read_tar<P: SessionPort>(
-    server: &Server<'_, P>,
-    params: PathParams,
-) -> Result<Data, RpcError> {
-    let path = absolute(&params.path)?;
-    let bytes = file_script(
-        server,
-        &params.sandbox,
-        params.user.as_deref(),
-        READ_TAR,
-        &[&path],
-        None,
-    )
-    .await?;
-    Ok(Data {
-        data: Bytes64(bytes),
-    })
 }
 
 async fn write_tar<P: SessionPort>(
