@@ -459,9 +459,9 @@ fn exec_env_pairs(session: &Session, extra: &BTreeMap<String, String>) -> Vec<(S
     merged.into_iter().collect()
 }
 
-/// Runs an exec's `script` on the session's runner ([`runner`]), stopped by its timeout, its
-/// `cancel` or the server's stop as a plain exec is; `None` when the runner could not take it
-/// (the command did not run).
+/// Runs an exec's `script` on a free runner of the session ([`runner`]), stopped by its
+/// timeout, its `cancel` or the server's stop as a plain exec is; `None` when no runner could
+/// take it (the command did not run: a plain exec does).
 async fn run_on_runner<P: SessionPort>(
     server: &Server<'_, P>,
     id: &Value,
@@ -471,54 +471,65 @@ async fn run_on_runner<P: SessionPort>(
     script: &str,
     timeout: Option<Duration>,
 ) -> Option<Result<Executed, RpcError>> {
-    let runner = server.runner(&session.sandbox, user);
+    let runner = server.runner(&session.sandbox, user)?;
+    let mut turn = runner.take()?;
     let mut cancelled = server.cancellable(id);
     let mut stopping = server.stopping();
-    let run = runner.run(script);
-    tokio::pin!(run);
-    let deadline = async {
-        match timeout {
-            Some(timeout) => tokio::time::sleep(timeout).await,
-            None => std::future::pending().await,
-        }
-    };
-    let ended = tokio::select! {
-        result = &mut run => Ok(result),
-        () = deadline => Err(Ended::TimedOut),
+    let deadline = tokio::time::sleep(timeout.unwrap_or(Duration::from_secs(u32::MAX.into())));
+    tokio::pin!(deadline);
+    // A new runner says it started first; the command is sent only once it has, and not at
+    // all when the exec ends meanwhile.
+    let ready = tokio::select! {
+        ready = turn.ready() => Ok(ready),
+        () = &mut deadline => Err(Ended::TimedOut),
         _ = stopping.wait_for(|stop| *stop) => Err(Ended::Stopped),
         _ = cancelled.wait_for(|cancel| *cancel) => Err(Ended::Cancelled),
     };
-    server.done(id);
-    let result = match ended {
-        Ok(result) => result,
+    let sent = match ready {
+        Ok(true) => turn.send(script).await,
+        Ok(false) => Err(runner::RunFailure::NotSent),
         Err(why) => {
+            server.done(id);
+            return Some(ended_before(why));
+        }
+    };
+    let number = match sent {
+        Ok(number) => number,
+        Err(_) => {
+            server.done(id);
+            return None;
+        }
+    };
+    let ended = {
+        let answer = turn.answer(number);
+        tokio::pin!(answer);
+        let ended = tokio::select! {
+            result = &mut answer => Ok(result),
+            () = &mut deadline => Err(Ended::TimedOut),
+            _ = stopping.wait_for(|stop| *stop) => Err(Ended::Stopped),
+            _ = cancelled.wait_for(|cancel| *cancel) => Err(Ended::Cancelled),
+        };
+        if ended.is_err() {
             let _ = server
                 .client()
                 .stop_tagged(&session.sandbox, tag, user)
                 .await;
             // The runner answers for the stopped command too: read, so the next is in step.
-            let _ = tokio::time::timeout(Duration::from_secs(5), &mut run).await;
-            return Some(match why {
-                Ended::TimedOut => Ok(Executed {
-                    exit_code: None,
-                    timed_out: true,
-                    stdout: Bytes64::default(),
-                    stderr: Bytes64::default(),
-                }),
-                Ended::Cancelled => Err(cancelled_error()),
-                _ => Err(stopped_error()),
-            });
+            let _ = tokio::time::timeout(Duration::from_secs(5), &mut answer).await;
         }
+        ended
     };
-    match result {
-        Ok(output) => Some(Ok(Executed {
+    server.done(id);
+    Some(match ended {
+        Err(why) => ended_before(why),
+        Ok(Ok(output)) => Ok(Executed {
             exit_code: Some(output.exit_code),
             timed_out: false,
             stdout: Bytes64(output.stdout),
             stderr: Bytes64(output.stderr),
-        })),
-        Err(runner::RunFailure::NotSent) => None,
-        Err(runner::RunFailure::Lost) => Some(Err(RpcError::agentc(
+        }),
+        Ok(Err(runner::RunFailure::NotSent)) => return None,
+        Ok(Err(runner::RunFailure::Lost)) => Err(RpcError::agentc(
             EXIT_DOCKER,
             "failed",
             &format!(
@@ -527,7 +538,21 @@ async fn run_on_runner<P: SessionPort>(
                  runner",
                 session.sandbox.name
             ),
-        ))),
+        )),
+    })
+}
+
+/// What an exec stopped by its timeout, its `cancel` or the server's stop answers.
+fn ended_before(why: Ended) -> Result<Executed, RpcError> {
+    match why {
+        Ended::TimedOut => Ok(Executed {
+            exit_code: None,
+            timed_out: true,
+            stdout: Bytes64::default(),
+            stderr: Bytes64::default(),
+        }),
+        Ended::Cancelled => Err(cancelled_error()),
+        _ => Err(stopped_error()),
     }
 }
 

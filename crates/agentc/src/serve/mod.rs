@@ -121,7 +121,7 @@ pub struct Server<'c, P: SessionPort> {
     /// The execs in flight that `cancel` may stop, by their request's id (as JSON text).
     cancels: RefCell<BTreeMap<String, watch::Sender<bool>>>,
     /// The sessions' runners, by sandbox name and user ([`runner`]).
-    runners: RefCell<BTreeMap<RunnerKey, Rc<runner::Runner>>>,
+    runners: RefCell<BTreeMap<RunnerKey, Vec<Rc<runner::Runner>>>>,
     /// Futures that run beside the requests for as long as they need (the runners' execs).
     spawn: mpsc::UnboundedSender<InFlight<'c>>,
 }
@@ -360,18 +360,23 @@ impl<'c, P: SessionPort> Server<'c, P> {
         }
     }
 
-    /// The runner of `sandbox` for `user`, started when there is none (or the last one broke).
-    pub fn runner(&self, sandbox: &Sandbox, user: Option<&str>) -> Rc<runner::Runner> {
+    /// A free runner of `sandbox` for `user`: one of those it has, or a new one while it has
+    /// fewer than [`runner::MAX_RUNNERS`] (broken ones are dropped); `None` when every one is
+    /// busy.
+    pub fn runner(&self, sandbox: &Sandbox, user: Option<&str>) -> Option<Rc<runner::Runner>> {
         let key = (sandbox.name.clone(), user.map(str::to_string));
-        if let Some(runner) = self.runners.borrow().get(&key) {
-            if !runner.is_broken() {
-                return runner.clone();
-            }
+        let mut runners = self.runners.borrow_mut();
+        let pool = runners.entry(key.clone()).or_default();
+        pool.retain(|runner| !runner.is_broken());
+        if let Some(free) = pool.iter().find(|runner| runner.take().is_some()) {
+            return Some(free.clone());
+        }
+        if pool.len() >= runner::MAX_RUNNERS {
+            return None;
         }
         // The runner's own exec passes no variable: nothing to read from an environment.
-        let env = BTreeMap::new();
         let (runner, exec) =
-            runner::Runner::start(self.client.port(), sandbox.clone(), key.1.clone(), env);
+            runner::Runner::start(self.client.port(), sandbox.clone(), key.1, BTreeMap::new());
         let mut stopping = self.stopping();
         let _ = self.spawn.send(Box::pin(async move {
             tokio::pin!(exec);
@@ -384,8 +389,8 @@ impl<'c, P: SessionPort> Server<'c, P> {
             }
         }));
         let runner = Rc::new(runner);
-        self.runners.borrow_mut().insert(key, runner.clone());
-        runner
+        pool.push(runner.clone());
+        Some(runner)
     }
 
     /// Forgets the runners of a sandbox (deleted): their execs end with it.

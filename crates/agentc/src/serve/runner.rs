@@ -10,7 +10,9 @@
 //! STATUS OUTLEN ERRLEN` followed by the output and the errors. A command stopped (its timeout,
 //! `cancel`) is stopped by its tag as a plain exec is; its answer is read and dropped. A runner
 //! that cannot start, dies, or answers out of step is not used again: the command it was given is
-//! reported failed (it may have run), later ones go through plain execs or a new runner.
+//! reported failed (it may have run), later ones go through plain execs or a new runner. A
+//! command finds a free runner or starts one (up to [`MAX_RUNNERS`] a session and user); with
+//! every one busy it goes through a plain exec: commands run side by side as plain execs do.
 //!
 //! Only an exec without streaming or a TTY, and with at most [`MAX_STDIN`] bytes of stdin,
 //! takes it (what a harness's tool call and a small file's write are); it needs `sh`,
@@ -64,8 +66,9 @@ impl OutputSink for Forward {
     }
 }
 
-/// The server's side of one runner: its stdin, its stdout so far, and the lock that keeps one
-/// command at a time.
+/// The server's side of one runner: its stdin, its stdout so far, and the lock that gives it
+/// to one command at a time (a busy runner is passed over: the server starts another, or
+/// the command goes through a plain exec).
 pub struct Runner {
     io: Mutex<Io>,
 }
@@ -75,7 +78,13 @@ struct Io {
     output: mpsc::UnboundedReceiver<Vec<u8>>,
     buffer: Vec<u8>,
     next: u64,
+    ready: bool,
     broken: bool,
+}
+
+/// A runner taken for one command ([`Runner::take`]).
+pub struct Turn<'a> {
+    io: tokio::sync::MutexGuard<'a, Io>,
 }
 
 impl Runner {
@@ -95,6 +104,7 @@ impl Runner {
                 output,
                 buffer: Vec::new(),
                 next: 1,
+                ready: false,
                 broken: false,
             }),
         };
@@ -113,40 +123,52 @@ impl Runner {
         (runner, exec)
     }
 
-    /// Whether the runner is known to be unusable.
+    /// Whether the runner is known to be unusable (a busy one is not known to be).
     pub fn is_broken(&self) -> bool {
         self.io.try_lock().map(|io| io.broken).unwrap_or(false)
     }
 
-    /// Runs `script` (a shell script: the command with its directory and environment); waits
-    /// for a command before it to end first.
-    pub async fn run(&self, script: &str) -> Result<RunOutput, RunFailure> {
-        let mut io = self.io.lock().await;
-        if io.broken {
-            return Err(RunFailure::NotSent);
-        }
-        if io.next == 1 {
-            // The first answer is the runner saying it is ready: it started, with a /tmp.
-            match io.line().await {
-                Some(line) if line == "AGENTC ready" => {}
-                _ => {
-                    io.broken = true;
-                    return Err(RunFailure::NotSent);
-                }
+    /// The runner for one command, when it is free and not broken.
+    pub fn take(&self) -> Option<Turn<'_>> {
+        let io = self.io.try_lock().ok()?;
+        (!io.broken).then_some(Turn { io })
+    }
+}
+
+impl Turn<'_> {
+    /// Waits for a new runner to say it started (with its `/tmp`); `false` when it did not.
+    pub async fn ready(&mut self) -> bool {
+        if !self.io.ready {
+            match self.io.line().await {
+                Some(line) if line == "AGENTC ready" => self.io.ready = true,
+                _ => self.io.broken = true,
             }
         }
-        let id = io.next;
-        io.next += 1;
+        self.io.ready
+    }
+
+    /// Sends `script` (a shell script: the command with its directory and environment); its
+    /// number, or [`RunFailure::NotSent`].
+    pub async fn send(&mut self, script: &str) -> Result<u64, RunFailure> {
+        let id = self.io.next;
+        self.io.next += 1;
         let mut message = format!("{id} {}\n", script.len()).into_bytes();
         message.extend_from_slice(script.as_bytes());
-        if io.input.send(message).await.is_err() {
-            io.broken = true;
+        if self.io.input.send(message).await.is_err() {
+            self.io.broken = true;
             return Err(RunFailure::NotSent);
         }
-        match io.answer(id).await {
+        Ok(id)
+    }
+
+    /// The answer to command `id`, or [`RunFailure::Lost`] (the runner is then broken). A turn
+    /// given up before its answer leaves the runner out of step: the next turn finds the
+    /// answer it reads not its own, and breaks it.
+    pub async fn answer(&mut self, id: u64) -> Result<RunOutput, RunFailure> {
+        match self.io.answer(id).await {
             Some(output) => Ok(output),
             None => {
-                io.broken = true;
+                self.io.broken = true;
                 Err(RunFailure::Lost)
             }
         }
@@ -214,6 +236,10 @@ impl Io {
 fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
 }
+
+/// The most runners a session keeps for one user: as many commands run side by side through
+/// them; more at once go through plain execs.
+pub const MAX_RUNNERS: usize = 4;
 
 /// The most stdin a command run by the runner takes (written into its script); a command
 /// with more goes through a plain exec.

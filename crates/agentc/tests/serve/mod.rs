@@ -32,6 +32,8 @@ struct Served {
     lines: Receiver<Value>,
     /// Notifications seen so far.
     notes: Vec<Value>,
+    /// Answers read while waiting for another, by id.
+    early: std::collections::HashMap<String, Value>,
     next: u64,
 }
 
@@ -67,6 +69,7 @@ impl Served {
             stdin,
             lines,
             notes: Vec::new(),
+            early: std::collections::HashMap::new(),
             next: 1,
         }
     }
@@ -87,8 +90,12 @@ impl Served {
         id
     }
 
-    /// The answer to `id` (the whole message), keeping the notifications that come first.
+    /// The answer to `id` (the whole message), keeping the notifications and the other
+    /// answers that come first.
     fn answer(&mut self, id: &Value) -> Value {
+        if let Some(answer) = self.early.remove(&id.to_string()) {
+            return answer;
+        }
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -99,6 +106,11 @@ impl Served {
             };
             if message.get("id") == Some(id) {
                 return message;
+            }
+            if let Some(other) = message.get("id") {
+                let other = other.to_string();
+                self.early.insert(other, message);
+                continue;
             }
             assert_eq!(
                 message["method"], "exec.output",
@@ -581,6 +593,31 @@ fn runner_matches_plain_execs(backend: &str) {
             answers[1]
         );
     }
+    // Side by side: a long command does not hold up the session's others.
+    let long = server.send("exec", json!({ "sandbox": with, "argv": ["sleep", "3"] }));
+    let started = Instant::now();
+    let quick: Vec<u64> = (0..6)
+        .map(|i| {
+            server.send(
+                "exec",
+                json!({ "sandbox": with, "argv": ["echo", i.to_string()] }),
+            )
+        })
+        .collect();
+    for (i, id) in quick.iter().enumerate() {
+        let answer = server.answer(&json!(id));
+        assert_eq!(
+            unb64(&answer["result"]["stdout"]),
+            format!("{i}\n").as_bytes()
+        );
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(server.answer(&json!(long))["result"]["exit_code"], 0);
+
     // In step after a timeout and a cancel.
     let timed = server.call(
         "exec",
@@ -608,7 +645,9 @@ fn runner_matches_plain_execs(backend: &str) {
     );
     // A runner killed from inside the sandbox is replaced (one ran as 1000, one as root).
     let killed = server.call("exec", json!({ "sandbox": with, "shell": "n=0; for p in /proc/[0-9]*; do [ \"${p#/proc/}\" = \"$$\" ] && continue; grep -q agentc-runner $p/cmdline 2>/dev/null && n=$((n+1)); done; exit $n" }));
-    assert_eq!(killed["exit_code"], 2, "two runners (root, 1000)");
+    // One as 1000; as root, one a command ran beside others (at most four).
+    let before = killed["exit_code"].as_i64().unwrap();
+    assert!((2..=5).contains(&before), "{before} runners");
     server.call("exec", json!({ "sandbox": with, "stream": true, "shell": "for p in /proc/[0-9]*; do [ \"${p#/proc/}\" = \"$$\" ] && continue; grep -q agentc-runner $p/cmdline 2>/dev/null && kill -KILL ${p#/proc/}; done; true" }));
     server.notes.clear();
     std::thread::sleep(Duration::from_millis(1000));
