@@ -160,3 +160,20 @@ def sandbox_names(binary: str) -> set[str]:
             if isinstance(value, str):
                 names.add(value.lstrip("/"))
     return names
+
+
+#: A command that prints the status of every process in the sandbox (`/proc/PID/status`).
+PROCESSES = ["sh", "-c", 'for f in /proc/[0-9]*/status; do cat "$f"; done 2>/dev/null; true']
+
+
+def live_processes(status: bytes) -> list[str]:
+    """The names of the processes in `PROCESSES`'s output that are not zombies (a process
+    killed in a sandbox whose PID 1 does not reap, `tail` without `init`, stays a zombie)."""
+    names: list[str] = []
+    name = ""
+    for line in status.decode(errors="replace").splitlines():
+        if line.startswith("Name:"):
+            name = line.split(":", 1)[1].strip()
+        elif line.startswith("State:") and not line.split(":", 1)[1].strip().startswith("Z"):
+            names.append(name)
+    return names

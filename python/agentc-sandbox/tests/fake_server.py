@@ -2,8 +2,11 @@
 client's transport is tested with it where no engine is needed.
 
 Methods: initialize; echo {value, delay?} answers after `delay` seconds (so answers overtake
-each other); exec {stream?} sends two exec.output notifications when streamed; fail answers an
-agentc error; die exits 3 without answering; shutdown answers and exits 0.
+each other); exec {stream?} sends two exec.output notifications when streamed; exec {hang: true,
+register_after?} runs until cancelled, registered for `cancel` only after `register_after`
+seconds (as a server still resolving the sandbox), then answers -32800; cancel {id} as the
+server's; cancels lists the ids cancel was asked for; fail answers an agentc error; die exits 3
+without answering; shutdown answers and exits 0.
 """
 
 import base64
@@ -13,6 +16,8 @@ import threading
 import time
 
 lock = threading.Lock()
+hanging = {}  # exec request id -> the event cancel sets
+asked = []  # the ids cancel was asked for, with its answer
 
 
 def send(message):
@@ -37,6 +42,30 @@ def handle(request):
     elif method == "echo":
         time.sleep(params.get("delay", 0))
         answer(request_id, {"value": params.get("value")})
+    elif method == "exec" and params.get("hang"):
+        time.sleep(params.get("register_after", 0))
+        event = threading.Event()
+        with lock:
+            hanging[request_id] = event
+        event.wait(30)
+        time.sleep(0.2)  # stopping the command's processes
+        answer(
+            request_id,
+            error={
+                "code": -32800,
+                "message": "the request was cancelled; the command's processes were stopped",
+                "data": {"exit_code": 130, "kind": "cancelled", "hint": None},
+            },
+        )
+    elif method == "cancel":
+        with lock:
+            event = hanging.pop(params.get("id"), None)
+        if event is not None:
+            event.set()
+        asked.append([params.get("id"), event is not None])
+        answer(request_id, {"cancelled": event is not None})
+    elif method == "cancels":
+        answer(request_id, {"asked": list(asked)})
     elif method == "exec":
         if params.get("stream"):
             for stream, data in (("stdout", b"one\n"), ("stderr", b"two\n")):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import json
 import tarfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 from agents.sandbox import Manifest
@@ -22,7 +22,7 @@ from agentc_sandbox import (
     HostMount,
     default_profile_text,
 )
-from agentc_sandbox.sandbox import _profile_params, _profile_tcp_ports, portable_workspace_tar
+from agentc_sandbox.sandbox import _profile_params, _resolves_inside, portable_workspace_tar
 
 
 def test_options_round_trip_through_the_sdk_registry():
@@ -81,12 +81,42 @@ def test_profile_params(tmp_path: Path):
         _profile_params(str(tmp_path / "missing.toml"), profile_dir=None, image=None)
 
 
-def test_ports_the_profile_already_publishes():
-    text = (
-        '[network]\npublish = [48080, "8443/tcp", "53/udp", "127.0.0.1:18080:9000", " 7000/TCP "]\n'
-    )
-    assert _profile_tcp_ports({"profile_text": text}) == {48080, 8443, 9000, 7000}
-    assert _profile_tcp_ports({"profile_text": "not toml ["}) == set()
+def test_paths_resolved_on_the_host_workspace(tmp_path: Path):
+    host = tmp_path / "workspace"
+    (host / "src" / "pkg").mkdir(parents=True)
+    (host / "src" / "a.txt").write_text("a")
+    (host / "rel").symlink_to("src/pkg")
+    (host / "abs").symlink_to("/workspace/src")
+    (host / "src" / "up").symlink_to("..")
+    (host / "out").symlink_to("/etc")
+    (host / "climb").symlink_to("../..")
+    (host / "loop").symlink_to("loop")
+    root = PurePosixPath("/workspace")
+
+    def inside(path: str) -> bool:
+        return _resolves_inside(PurePosixPath(path), root, str(host))
+
+    # Links that stay in the workspace, and paths not made yet, are decided here.
+    for path in (
+        "/workspace",
+        "/workspace/src/a.txt",
+        "/workspace/new/dir/file.txt",
+        "/workspace/rel/x.py",
+        "/workspace/abs/a.txt",
+        "/workspace/src/up/src/up/abs/new.txt",
+    ):
+        assert inside(path), path
+    # Leaving it, or what the host cannot tell, goes to the SDK's check in the sandbox.
+    for path in (
+        "/workspace/out/passwd",
+        "/workspace/out",
+        "/workspace/climb/etc/passwd",
+        "/workspace/loop",
+        "/etc/passwd",
+        "/workspacex/a",
+    ):
+        assert not inside(path), path
+    assert not _resolves_inside(PurePosixPath("/workspace/a"), root, None)
 
 
 def _tar(members: dict[str, bytes | None], links: dict[str, str] | None = None) -> bytes:

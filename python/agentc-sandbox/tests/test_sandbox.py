@@ -25,7 +25,7 @@ from agentc_sandbox import (
     AgentcSandboxSessionState,
 )
 
-from .conftest import profile_text, sandbox_names
+from .conftest import PROCESSES, live_processes, profile_text, sandbox_names
 
 pytestmark = pytest.mark.live
 
@@ -174,6 +174,20 @@ async def test_exposed_port_reached_from_the_host(live, profile_path):
                 except OSError:
                     await asyncio.sleep(0.1)
             assert body == b"served by busybox\n"
+        finally:
+            await client.delete(session)
+
+
+async def test_a_port_the_profile_publishes_too_is_published_once(live):
+    text = profile_text(live["image"], name="sdk-publish") + "\n[network]\npublish = [8080]\n"
+    async with AgentcSandboxClient() as client:
+        session = await client.create(
+            options=AgentcSandboxClientOptions(profile=text, exposed_ports=(8080,))
+        )
+        try:
+            await session.start()
+            endpoint = await session.resolve_exposed_port(8080)
+            assert endpoint.host == "127.0.0.1" and endpoint.port > 0
         finally:
             await client.delete(session)
 
@@ -379,3 +393,140 @@ async def test_manifest_users_the_image_has_and_run_as(live, profile_path):
                 await missing.start()
         finally:
             await client.delete(missing)
+
+
+def _counting(server) -> list[str]:
+    """Records the method of every request `server` is sent from now on."""
+    sent: list[str] = []
+    original = server.request
+
+    async def request(method, params=None, **kwargs):
+        sent.append(method)
+        return await original(method, params, **kwargs)
+
+    server.request = request
+    return sent
+
+
+async def test_a_read_or_write_is_one_request(live, profile_path):
+    async with AgentcSandboxClient() as client:
+        session = await client.create(options=AgentcSandboxClientOptions(profile=str(profile_path)))
+        try:
+            await session.start()
+            assert (await session.exec("ln -s new/dir inside && ln -s /etc outside")).ok()
+            sent = _counting(await client.server())
+            # No path check, stat or mkdir in the sandbox: write_file makes the parents.
+            await session.write(Path("new/dir/file.txt"), io.BytesIO(b"one"))
+            assert (await session.read(Path("new/dir/file.txt"))).read() == b"one"
+            # A symlink that stays in the workspace is followed, checked on the host.
+            await session.write(Path("inside/via-link.txt"), io.BytesIO(b"two"))
+            assert (await session.read(Path("new/dir/via-link.txt"))).read() == b"two"
+            assert sent == ["write_file", "read_file", "write_file", "read_file"]
+            mode = await session.exec("stat -c %a new/dir/file.txt")
+            assert mode.stdout.strip() == b"644"
+            # One that leads out is refused by the SDK's own check, run in the sandbox.
+            sent.clear()
+            with pytest.raises(InvalidManifestPathError):
+                await session.write(Path("outside/agentc-was-here"), io.BytesIO(b"x"))
+            with pytest.raises(InvalidManifestPathError):
+                await session.read(Path("outside/passwd"))
+            assert "write_file" not in sent and "read_file" not in sent
+        finally:
+            await client.delete(session)
+
+
+async def test_a_cancelled_exec_leaves_no_process(live, profile_path):
+    async with AgentcSandboxClient() as client:
+        session = await client.create(options=AgentcSandboxClientOptions(profile=str(profile_path)))
+        try:
+            await session.start()
+            started = Path(session.state.workspace_dir, "started")
+            task = asyncio.ensure_future(session.exec("touch started; sleep 300 & sleep 301"))
+            # Seen on the host workspace: no exec waits behind the running one.
+            for _ in range(200):
+                if started.exists():
+                    break
+                await asyncio.sleep(0.05)
+            assert started.exists()
+            await asyncio.sleep(0.2)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(task, 60)
+            status = await session.exec(*PROCESSES, shell=False)
+            assert "sleep" not in live_processes(status.stdout)
+            assert (await session.exec("echo still here")).stdout == b"still here\n"
+        finally:
+            await client.delete(session)
+
+
+def _prompt_profile(tmp_path: Path, image: str) -> Path:
+    """The test profile with docker's init as PID 1, which passes SIGTERM on: `tail` alone as
+    PID 1 ignores it, so a stop would wait the engine's 10 s for SIGKILL."""
+    path = tmp_path / "prompt.toml"
+    path.write_text(profile_text(image, user="1000", name="sdk-stop") + "init = true\n")
+    return path
+
+
+async def test_shutdown_stops_and_start_starts_again(live, tmp_path):
+    profile = _prompt_profile(tmp_path, live["image"])
+    async with AgentcSandboxClient() as client:
+        session = await client.create(
+            manifest=_manifest(), options=AgentcSandboxClientOptions(profile=str(profile))
+        )
+        name = session.state.sandbox
+        try:
+            await session.start()
+            await session.write(Path("kept.txt"), io.BytesIO(b"written before the stop\n"))
+            await session.shutdown()
+            # Stopped, not removed.
+            assert not await session.running()
+            assert name in sandbox_names(live["bin"])
+            await session.start()
+            assert await session.running()
+            assert session.state.sandbox == name
+            assert await _text(session, "kept.txt") == "written before the stop\n"
+            assert (await session.exec("echo again")).stdout == b"again\n"
+            # A session's aclose (stop() persists, shutdown() stops), then the client's delete.
+            await session.aclose()
+            assert not await session.running()
+        finally:
+            await client.delete(session)
+        assert name not in sandbox_names(live["bin"])
+
+
+async def test_resume_starts_a_stopped_sandbox_again(live, tmp_path):
+    profile = _prompt_profile(tmp_path, live["image"])
+    first_client = AgentcSandboxClient()
+    session = await first_client.create(
+        manifest=_manifest(), options=AgentcSandboxClientOptions(profile=str(profile), keep=True)
+    )
+    name = session.state.sandbox
+    sandbox_id = session.state.sandbox_id
+    try:
+        await session.start()
+        await session.write(Path("progress.txt"), io.BytesIO(b"step 1 done\n"))
+        await session.shutdown()
+        payload = json.loads(json.dumps(first_client.serialize_session_state(session.state)))
+        await first_client.aclose()
+        assert name in sandbox_names(live["bin"])
+
+        second_client = AgentcSandboxClient()
+        try:
+            resumed = await second_client.resume(second_client.deserialize_session_state(payload))
+            assert not await resumed.running()
+            await resumed.start()
+            # The same container, started again, not a replacement.
+            assert (resumed.state.sandbox, resumed.state.sandbox_id) == (name, sandbox_id)
+            assert await resumed.running()
+            assert await _text(resumed, "progress.txt") == "step 1 done\n"
+            assert await _text(resumed, "README.md") == "# hello from the manifest\n"
+            await second_client.delete(resumed)
+        finally:
+            await second_client.aclose()
+    finally:
+        if name in sandbox_names(live["bin"]):
+            cleanup = AgentcSandboxClient()
+            server = await cleanup.server()
+            await server.request("attach", {"sandbox": name, "keep": False})
+            await cleanup.aclose()
+    assert name not in sandbox_names(live["bin"])

@@ -8,6 +8,7 @@ sandbox launched from an agentc profile. `agentc_sandbox.strix.register()` makes
 
 from .errors import (
     AgentcBinaryNotFound,
+    AgentcCancelledError,
     AgentcEngineError,
     AgentcError,
     AgentcInvalidError,
@@ -30,6 +31,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AgentcBinaryNotFound",
+    "AgentcCancelledError",
     "AgentcEngineError",
     "AgentcError",
     "AgentcInvalidError",

@@ -15,6 +15,7 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
+REQUEST_CANCELLED = -32800
 AGENTC_ERROR = -32000
 
 
@@ -22,12 +23,14 @@ class AgentcError(Exception):
     """A request the agentc server refused or failed.
 
     Attributes:
-        code: the JSON-RPC error code (-32000 for agentc's own failures).
+        code: the JSON-RPC error code (-32000 for agentc's own failures, -32800 for an exec
+            stopped by `cancel`).
         message: the server's message (agentc's, its hint on the last line).
         exit_code: the class the command line would exit with (65 invalid input, 66 a file not
-            found, 1 a refusal, 125 the engine failed); ``None`` for protocol errors.
-        kind: ``invalid``, ``not_found``, ``not_running``, ``engine`` or ``failed``; ``None`` for
-            protocol errors.
+            found, 1 a refusal, 125 the engine failed, 130 cancelled); ``None`` for protocol
+            errors.
+        kind: ``invalid``, ``not_found``, ``not_running``, ``engine``, ``cancelled`` or
+            ``failed``; ``None`` for protocol errors.
         hint: the fix, when agentc knows one.
         method: the request's method.
     """
@@ -97,6 +100,11 @@ class AgentcEngineError(AgentcError):
     """The container engine failed (kind ``engine``, exit 125)."""
 
 
+class AgentcCancelledError(AgentcError):
+    """The request was cancelled (`cancel`; code -32800, kind ``cancelled``): the exec's
+    processes were stopped."""
+
+
 class AgentcProtocolError(AgentcError):
     """The server did not understand the request (no such method, params that do not fit):
     this package and the server disagree on the protocol."""
@@ -115,11 +123,13 @@ _BY_KIND: dict[str, type[AgentcError]] = {
     "not_found": AgentcNotFoundError,
     "not_running": AgentcNotRunningError,
     "engine": AgentcEngineError,
+    "cancelled": AgentcCancelledError,
 }
 
 __all__ = [
     "AGENTC_ERROR",
     "AgentcBinaryNotFound",
+    "AgentcCancelledError",
     "AgentcEngineError",
     "AgentcError",
     "AgentcInvalidError",
@@ -131,4 +141,5 @@ __all__ = [
     "INVALID_REQUEST",
     "METHOD_NOT_FOUND",
     "PARSE_ERROR",
+    "REQUEST_CANCELLED",
 ]

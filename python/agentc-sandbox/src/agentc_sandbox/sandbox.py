@@ -3,14 +3,18 @@
 `AgentcSandboxClient` is a `BaseSandboxClient` (backend id ``"agentc"``): each session is one
 agentc sandbox, created from a profile through one `agentc serve --stdio` process per client
 (per backend and engine pair). The SDK's base session drives the rest: on `start()` it makes the
-manifest's root and writes the manifest's entries through `exec`, `write` and `mkdir`.
+manifest's root and writes the manifest's entries through `exec`, `write` and `mkdir`;
+`shutdown()` stops the sandbox and `start()` (or `resume`) starts it again, as the SDK's Docker
+backend does; `delete` removes it.
 
 A custom agentc profile has a read-only root; only tmpfs ``/tmp`` (noexec) and bound host
 directories are writable. So the manifest's root (``/workspace`` by default) is a host directory
 this client makes per session (a ``mkdtemp`` parent, mode 0700, holding a ``workspace`` directory
 every container user may write) and binds writable at the root through `create`'s ``mounts``; it
-is removed when the session is deleted. The SDK's runtime helper scripts, which other backends
-install under ``/tmp`` and execute, are run inline with ``sh -c`` instead (``/tmp`` is noexec).
+is removed when the session is deleted. Being on the host, it is also where a file path's
+symlinks are checked before a read or write, without a round trip to the sandbox. The SDK's
+runtime helper scripts, which other backends install under ``/tmp`` and execute, are run inline
+with ``sh -c`` instead (``/tmp`` is noexec).
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from agents.sandbox.session.workspace_payloads import coerce_write_payload
 from agents.sandbox.snapshot import SnapshotBase, SnapshotSpec, resolve_snapshot
 from agents.sandbox.types import ExecResult, ExposedPortEndpoint, User
 from agents.sandbox.util.tar_utils import UnsafeTarMemberError, validate_tarfile
-from agents.sandbox.workspace_paths import sandbox_path_str
+from agents.sandbox.workspace_paths import posix_path_as_path, sandbox_path_str
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .errors import AgentcError, AgentcNotFoundError, AgentcServerExited
@@ -84,14 +88,15 @@ class AgentcSandboxClientOptions(BaseSandboxClientOptions):
     Attributes:
         profile: an agentc profile: the path of a TOML file, or TOML text (a string holding a
             newline or ``=``). ``None``: a minimal custom profile running ``image`` kept alive
-            by ``tail -f /dev/null`` (as the SDK's Docker client does), with agentc's default
-            hardening.
+            by ``tail -f /dev/null`` (as the SDK's Docker client does) behind docker's init,
+            with agentc's default hardening.
         image: replaces the profile's image (``agentc run --image``); required without a profile.
         profile_dir: where a TOML text profile's relative paths lead (default: this process's
             working directory).
         backend: ``"api"`` (Engine API) or ``"cli"`` (the docker CLI); ``None``: the client's.
         engine: ``"docker"`` or ``"podman"``; ``None``: the client's.
-        exposed_ports: container TCP ports published on 127.0.0.1 (`resolve_exposed_port`).
+        exposed_ports: container TCP ports published on 127.0.0.1 (`resolve_exposed_port`); a
+            port the profile publishes too is published once.
         keep: keep the sandbox when the server ends (needed to `resume` it from another
             process); `delete` removes it either way.
         name: the container's name (default: agentc's ``agentc-session-PROFILE-PID-N``).
@@ -165,7 +170,10 @@ class AgentcSandboxSessionState(SandboxSessionState):
 
 def default_profile_text(image: str, *, name: str = _DEFAULT_PROFILE_NAME) -> str:
     """The profile used without one: `image` kept alive by ``tail -f /dev/null`` (its
-    ENTRYPOINT replaced, as the SDK's Docker client does) under agentc's default hardening."""
+    ENTRYPOINT replaced, as the SDK's Docker client does) under agentc's default hardening, with
+    docker's init as PID 1: it reaps the processes an exec leaves behind or a timeout kills
+    (``tail`` would leave them zombies, counted against the process limit) and passes SIGTERM
+    on, so that `shutdown()`'s stop is prompt rather than the engine's 10 s."""
     return "\n".join(
         [
             f"name = {json.dumps(name)}",
@@ -175,6 +183,7 @@ def default_profile_text(image: str, *, name: str = _DEFAULT_PROFILE_NAME) -> st
             f"ref = {json.dumps(image)}",
             'entrypoint = "tail"',
             'command = ["-f", "/dev/null"]',
+            "init = true",
             "",
         ]
     )
@@ -206,39 +215,6 @@ def _profile_params(
     if "\n" in profile or "=" in profile:
         return {"profile_text": profile, "profile_dir": profile_dir or os.getcwd()}
     raise FileNotFoundError(f"agentc profile {profile!r} does not exist")
-
-
-def _profile_tcp_ports(params: Mapping[str, Any]) -> set[int]:
-    """The TCP ports the profile's ``[network] publish`` already lists (agentc refuses a port
-    published twice, so `create`'s ``publish`` must leave them out). Empty when the TOML cannot
-    be read here (Python 3.10 without tomli): agentc then says which port is doubled."""
-    try:
-        import tomllib  # Python >= 3.11
-    except ImportError:  # pragma: no cover
-        try:
-            import tomli as tomllib  # type: ignore[no-redef]
-        except ImportError:
-            return set()
-    try:
-        if "profile_text" in params:
-            data = tomllib.loads(params["profile_text"])
-        else:
-            data = tomllib.loads(Path(params["profile"]).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return set()
-    ports: set[int] = set()
-    publish = (data.get("network") or {}).get("publish") or []
-    for entry in publish if isinstance(publish, list) else []:
-        if isinstance(entry, int):
-            ports.add(entry)
-        elif isinstance(entry, str):
-            spec, _, protocol = entry.strip().partition("/")
-            if protocol and protocol.lower() != "tcp":
-                continue
-            last = spec.rsplit(":", 1)[-1]
-            if last.isdigit():
-                ports.add(int(last))
-    return ports
 
 
 def _user_name(user: str | User | None) -> str | None:
@@ -298,6 +274,65 @@ def portable_workspace_tar(data: bytes, *, root: str, skip: set[Path]) -> bytes:
     return out.getvalue()
 
 
+# Symbolic links followed on the way before the host-side check gives up (Linux's own limit).
+_MAX_SYMLINKS = 40
+
+
+def _resolves_inside(path: PurePosixPath, root: PurePosixPath, host_root: str | None) -> bool:
+    """Whether sandbox path `path` (absolute, normalized) resolves, symlinks followed as the
+    sandbox's kernel would, to a place under `root`, shown on `host_root`, the host directory
+    bound at `root`. False when that cannot be shown here: `path` or a link's target outside
+    `root`, a `..` climbing out of it, a directory this user cannot read, too many links. A
+    missing tail is fine (a write makes it). The host directory holds everything under the root
+    (agentc refuses a bind nested in another's target)."""
+    if not host_root:
+        return False
+    try:
+        pending = list(path.relative_to(root).parts)
+    except ValueError:
+        return False
+    resolved: list[str] = []
+    links = 0
+    while pending:
+        part = pending.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not resolved:
+                return False
+            resolved.pop()
+            continue
+        candidate = os.path.join(host_root, *resolved, part)
+        try:
+            info = os.lstat(candidate)
+        except FileNotFoundError:
+            # The rest does not exist yet: it lies under what is resolved, unless it climbs.
+            return ".." not in pending
+        except OSError:
+            return False
+        if stat.S_ISLNK(info.st_mode):
+            links += 1
+            if links > _MAX_SYMLINKS:
+                return False
+            try:
+                target = PurePosixPath(os.readlink(candidate))
+            except OSError:
+                return False
+            if target.is_absolute():
+                try:
+                    target = target.relative_to(root)
+                except ValueError:
+                    return False
+                resolved = []
+            pending = list(target.parts) + pending
+            continue
+        resolved.append(part)
+        if pending and not stat.S_ISDIR(info.st_mode):
+            # Not a directory, and more to come: the I/O fails in the sandbox, inside the root.
+            return ".." not in pending
+    return True
+
+
 def _remove_tree(path: str) -> None:
     """Removes a workspace directory whatever modes the container left on it."""
 
@@ -312,6 +347,23 @@ def _remove_tree(path: str) -> None:
             pass
 
     shutil.rmtree(path, onerror=_on_error)
+
+
+def _has_foreign_entries(workspace: str | None) -> bool:
+    """Whether this (non-root) user may be unable to remove `workspace`: an entry in it belongs
+    to another uid (the container's users), or a directory cannot be read."""
+    if not workspace or os.geteuid() == 0 or not os.path.isdir(workspace):
+        return False
+    uid = os.geteuid()
+    unreadable: list[OSError] = []
+    for top, dirs, files in os.walk(workspace, onerror=unreadable.append):
+        for name in dirs + files:
+            try:
+                if os.lstat(os.path.join(top, name)).st_uid != uid:
+                    return True
+            except OSError:
+                return True
+    return bool(unreadable)
 
 
 class AgentcSandboxSession(BaseSandboxSession):
@@ -330,6 +382,12 @@ class AgentcSandboxSession(BaseSandboxSession):
         self.state = state
         self.findings: list[dict[str, Any]] = [dict(f) for f in findings]
         self._inline_helpers: dict[str, str] = {}
+        # True while the sandbox is known to run (just launched, attached running, started):
+        # `start()` then asks the server nothing. After `shutdown()` (which stops it) and for a
+        # resumed sandbox found stopped, `start()` asks and starts it again.
+        self._known_running = False
+        # Set by the client's `delete`: `shutdown()` then leaves the stop to the delete.
+        self._deleting = False
 
     @property
     def server(self) -> AgentcServer:
@@ -465,8 +523,15 @@ class AgentcSandboxSession(BaseSandboxSession):
     # -- files -----------------------------------------------------------------------------
 
     async def _validate_path_access(self, path: Path | str, *, for_write: bool = False) -> Path:
-        # As the Docker backend: the path must resolve, inside the sandbox, within the workspace
-        # (or an extra path grant), symlinks included.
+        # The SDK's own checks first (under the workspace root or an extra path grant, no `..`
+        # out, read-only grants), then, as the Docker backend, that the path resolves inside,
+        # symlinks included. The workspace is a host directory, so that is checked here without
+        # a round trip; where the host cannot tell (a path outside the root, a link leading out
+        # of it, a directory this user cannot read), the SDK's check runs in the sandbox.
+        policy = self._workspace_path_policy()
+        workspace_path = policy.normalize_sandbox_path(path, for_write=for_write)
+        if _resolves_inside(workspace_path, policy.sandbox_root(), self.state.workspace_dir):
+            return posix_path_as_path(workspace_path)
         return await self._validate_remote_path_access(path, for_write=for_write)
 
     async def read(self, path: Path, *, user: str | User | None = None) -> io.IOBase:
@@ -492,23 +557,15 @@ class AgentcSandboxSession(BaseSandboxSession):
     ) -> None:
         payload = coerce_write_payload(path=path, data=data)
         workspace_path = await self._validate_path_access(path, for_write=True)
-        path_arg = sandbox_path_str(workspace_path)
         content = _read_all(payload.stream)
-        user_name = _user_name(user)
-        # write_file gives a file 0o644 unless told otherwise, also one that exists: keep an
-        # existing file's mode (an edited script stays executable), as the Docker backend does.
-        mode: int | None = None
-        existing = await self._exec_as(
-            ["stat", "-L", "-c", "%a", "--", path_arg], timeout=30, user=user_name
-        )
-        if existing.ok():
-            try:
-                mode = int(existing.stdout.strip(), 8)
-            except ValueError:
-                mode = None
+        # One request: write_file makes the parent directories, keeps an existing file's mode
+        # (an edited script stays executable) and gives a new one 0o644.
         try:
             await self._server.write_file(
-                self.state.sandbox, path_arg, content, mode=mode, user=user_name
+                self.state.sandbox,
+                sandbox_path_str(workspace_path),
+                content,
+                user=_user_name(user),
             )
         except AgentcError as error:
             raise WorkspaceArchiveWriteError(
@@ -517,12 +574,61 @@ class AgentcSandboxSession(BaseSandboxSession):
                 cause=error,
             ) from error
 
+    async def _write_new_file(
+        self,
+        path: Path,
+        data: io.IOBase,
+        *,
+        user: str | User | None = None,
+    ) -> None:
+        # apply_patch's creation of a file (openai-agents >= 0.24): the SDK's default makes the
+        # parent with a mkdir exec first, which write_file does itself.
+        await self.write(self.normalize_path(path), data, user=user)
+
     async def running(self) -> bool:
         try:
             result = await self._server.request("running", {"sandbox": self.state.sandbox})
         except AgentcError:
             return False
         return bool((result or {}).get("running"))
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def _ensure_backend_started(self) -> None:
+        # As the Docker backend: a stopped sandbox (a session shut down, a resumed sandbox found
+        # stopped) is started again, its container and workspace as they were.
+        if self._known_running:
+            return
+        try:
+            result = await self._server.request("running", {"sandbox": self.state.sandbox})
+            if not (result or {}).get("running"):
+                await self._server.request("start", {"sandbox": self.state.sandbox})
+        except AgentcError as error:
+            raise ExecTransportError(
+                command=("start", self.state.sandbox),
+                context={
+                    "backend": "agentc",
+                    "sandbox": self.state.sandbox,
+                    "kind": error.kind,
+                    "hint": error.hint,
+                },
+                cause=error,
+                message=str(error),
+            ) from error
+        self._known_running = True
+
+    async def _shutdown_backend(self) -> None:
+        # As the Docker backend: the sandbox is stopped and kept (`start()` or a `resume` starts
+        # it again; `client.delete()` removes it). Best effort. The stop is the engine's (SIGTERM,
+        # then SIGKILL after 10 s). Not when the client deletes the session: it removes the
+        # sandbox straight away.
+        self._known_running = False
+        if self._deleting or not self.state.sandbox or not self._server.alive:
+            return
+        try:
+            await self._server.request("stop", {"sandbox": self.state.sandbox})
+        except AgentcError as error:
+            logger.debug("stopping agentc sandbox %s: %s", self.state.sandbox, error)
 
     async def persist_workspace(self) -> io.IOBase:
         root = self._workspace_root_path()
@@ -735,10 +841,9 @@ class AgentcSandboxClient(BaseSandboxClient[AgentcSandboxClientOptions]):
         mounts = [{"source": state.workspace_dir, "target": root, "read_only": False}]
         mounts += [mount.to_param() for mount in state.mounts]
         params["mounts"] = mounts
-        already = _profile_tcp_ports(params)
-        publish = [port for port in state.exposed_ports if port not in already]
-        if publish:
-            params["publish"] = publish
+        if state.exposed_ports:
+            # A port the profile publishes already counts once.
+            params["publish"] = list(state.exposed_ports)
         env = await self._session_env(state.manifest, state.env)
         if env:
             params["env"] = env
@@ -812,6 +917,7 @@ class AgentcSandboxClient(BaseSandboxClient[AgentcSandboxClientOptions]):
         inner = AgentcSandboxSession(
             server=server, state=state, findings=result.get("findings") or ()
         )
+        inner._known_running = True
         self._sessions[state.sandbox] = inner
         return self._wrap_session(inner, instrumentation=self._instrumentation)
 
@@ -821,15 +927,20 @@ class AgentcSandboxClient(BaseSandboxClient[AgentcSandboxClientOptions]):
             raise TypeError("AgentcSandboxClient.delete expects a session of AgentcSandboxClient")
         state = inner.state
         cleanup_error: BaseException | None = None
+        # The sandbox is removed below: the session's shutdown need not stop it first.
+        inner._deleting = True
         try:
             await inner.shutdown()
         except Exception as error:
             cleanup_error = error
         server = inner.server
         if state.sandbox:
-            if server.alive and state.workspace_owned and os.geteuid() != 0:
-                # Files the container made under other uids: let this (non-root) user remove them.
+            if server.alive and state.workspace_owned and _has_foreign_entries(state.workspace_dir):
+                # Files the container made under other uids: let this (non-root) user remove
+                # them, through the sandbox (started again if a shutdown stopped it).
                 try:
+                    if not await inner.running():
+                        await server.request("start", {"sandbox": state.sandbox})
                     await inner.exec(
                         "chmod", "-R", "a+rwX", state.manifest.root, shell=False, timeout=60
                     )
@@ -868,6 +979,7 @@ class AgentcSandboxClient(BaseSandboxClient[AgentcSandboxClientOptions]):
         server = await self.server(state.backend, state.engine)
         env = await self._session_env(state.manifest, state.env)
         reused = False
+        running = False
         if state.sandbox:
             try:
                 attached = await server.request(
@@ -882,11 +994,14 @@ class AgentcSandboxClient(BaseSandboxClient[AgentcSandboxClientOptions]):
                     error,
                 )
             else:
-                if attached.get("running"):
+                running = bool(attached.get("running"))
+                if running or (state.workspace_dir and os.path.isdir(state.workspace_dir)):
+                    # As the Docker backend: the sandbox is reused, a stopped one started again
+                    # by the session's `start()`.
                     reused = True
                 else:
-                    # The protocol cannot start a stopped sandbox: replace it (the workspace is a
-                    # host directory, so it survives).
+                    # Stopped, and the host directory bound as its workspace is gone: it could
+                    # not start again. Replaced by a new one.
                     try:
                         await server.request("delete", {"sandbox": state.sandbox})
                     except AgentcError as error:
@@ -906,6 +1021,7 @@ class AgentcSandboxClient(BaseSandboxClient[AgentcSandboxClientOptions]):
                     self._remove_workspace(state)
                 raise
         inner = AgentcSandboxSession(server=server, state=state)
+        inner._known_running = running or not reused
         inner._set_start_state_preserved(workspace_preserved, system=reused)
         self._sessions[state.sandbox] = inner
         return self._wrap_session(inner, instrumentation=self._instrumentation)

@@ -4,9 +4,10 @@ The protocol is docs/serve.md of the agentc repository: one JSON message per lin
 server's stdin and stdout, requests answered by id in any order, `exec.output` notifications for
 streamed execs, bytes as base64. `AgentcServer` starts the process, writes requests, and runs
 one reader task that resolves each request's future by id and hands `exec.output` chunks to the
-callback of the exec they belong to. Closing it sends `shutdown`, closes stdin and waits: the
-server then deletes the sandboxes it created without `keep` (it does the same when stdin closes
-because this process died).
+callback of the exec they belong to. An exec whose awaiting task is cancelled is cancelled in the
+server too (`cancel`: its processes are stopped). Closing it sends `shutdown`, closes stdin and
+waits: the server then deletes the sandboxes it created without `keep` (it does the same when
+stdin closes because this process died).
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ BINARY_ENV = "AGENTC_BIN"
 # as long. asyncio's StreamReader refuses a line longer than its limit, so allow that much.
 _LINE_LIMIT = 512 * 1024 * 1024
 _STDERR_TAIL_BYTES = 64 * 1024
+# How long a cancelled exec's task waits for the server to confirm that the command's processes
+# were stopped (the exec's own answer, -32800) before it gives up waiting.
+_CANCEL_WAIT_S = 30.0
+# An exec the server has not registered yet answers `cancel` with false: asked again this often.
+_CANCEL_RETRY_S = 0.02
 
 OutputCallback = Callable[[str, bytes], None]
 
@@ -110,6 +116,7 @@ class AgentcServer:
         self._pending: dict[int, tuple[str, asyncio.Future[Any]]] = {}
         self._output: dict[int, OutputCallback] = {}
         self._write_lock: asyncio.Lock | None = None
+        self._cancelling: set[asyncio.Task[None]] = set()
         self._closed = False
         self._exit_error: AgentcServerExited | None = None
         self.info: dict[str, Any] = {}
@@ -229,6 +236,8 @@ class AgentcServer:
                 except (asyncio.TimeoutError, asyncio.CancelledError):
                     task.cancel()
         self._fail_pending(AgentcServerExited("agentc serve was closed"))
+        if self._cancelling:
+            await asyncio.wait(list(self._cancelling), timeout=5)
         return result
 
     def terminate_nowait(self) -> None:
@@ -281,6 +290,8 @@ class AgentcServer:
         """Sends one request and waits for its answer; raises `AgentcError` for an error.
 
         `on_output(stream, data)` receives the `exec.output` notifications of a streamed exec.
+        When the task awaiting an `exec` is cancelled, the server is sent `cancel` for it (which
+        stops the command's processes) before the `CancelledError` goes on.
         """
         if self._proc is None or self._proc.stdin is None:
             raise AgentcServerExited("agentc serve is not started", method=method)
@@ -303,17 +314,65 @@ class AgentcServer:
         self._pending[request_id] = (method, future)
         if on_output is not None:
             self._output[request_id] = on_output
+        sent = cancelling = False
         try:
             assert self._write_lock is not None
             async with self._write_lock:
                 self._proc.stdin.write(line)
+                sent = True
                 await self._proc.stdin.drain()
+            if method == "exec":
+                # Shielded: a cancelled task leaves the future to the exec's own answer, which
+                # `_cancel_exec` waits for.
+                return await asyncio.shield(future)
             return await future
+        except asyncio.CancelledError:
+            if sent and method == "exec":
+                self._output.pop(request_id, None)
+                cancelling = True  # the exec's entry is `_cancel_exec`'s to remove
+                await self._cancel_exec(request_id, future)
+            raise
         except (BrokenPipeError, ConnectionResetError) as error:
             raise self._exited(method) from error
         finally:
-            self._pending.pop(request_id, None)
+            if not cancelling:
+                self._pending.pop(request_id, None)
             self._output.pop(request_id, None)
+
+    async def _cancel_exec(self, request_id: int, future: asyncio.Future[Any]) -> None:
+        """`cancel` for exec `request_id`, whose awaiting task was cancelled; returns once the
+        exec has answered (the server answers it after stopping its processes), or after
+        `_CANCEL_WAIT_S`; the exec's entry in `_pending` goes then. A second cancellation of the
+        caller stops only the waiting."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _CANCEL_WAIT_S
+
+        async def _cancel() -> None:
+            try:
+                # `cancel` answers false for an exec the server has not registered yet (its
+                # request still on the way in): asked again until it is registered or answered.
+                while self.alive and not future.done():
+                    try:
+                        result = await self.request("cancel", {"id": request_id})
+                    except AgentcError as error:
+                        logger.debug("cancel of exec %s: %s", request_id, error)
+                        return
+                    if (result or {}).get("cancelled") or loop.time() >= deadline:
+                        break
+                    await asyncio.sleep(_CANCEL_RETRY_S)
+                await asyncio.wait_for(asyncio.shield(future), max(0.0, deadline - loop.time()))
+            except (AgentcError, asyncio.TimeoutError, asyncio.CancelledError):
+                pass
+            finally:
+                self._pending.pop(request_id, None)
+
+        task = loop.create_task(_cancel(), name=f"agentc-serve-cancel-{request_id}")
+        self._cancelling.add(task)
+        task.add_done_callback(self._cancelling.discard)
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            pass  # cancelled again: the cancel goes on without this task
 
     def _exited(self, method: str | None) -> AgentcServerExited:
         code = self.returncode
