@@ -156,7 +156,13 @@ async fn run_loop<'c, P: SessionPort>(
                         shutdown = Some(request.id.unwrap_or(Value::Null));
                         break;
                     }
-                    Ok(Some(request)) => in_flight.push(Box::pin(server.handle(request))),
+                    Ok(Some(request)) => {
+                        if let (Some(id), "exec") = (&request.id, request.method.as_str()) {
+                            // A `cancel` read next finds it, whenever it starts.
+                            server.cancellable(id);
+                        }
+                        in_flight.push(Box::pin(server.handle(request)))
+                    }
                     Err((id, error)) => server.answer(id, Err(error)),
                 },
             },
@@ -324,8 +330,12 @@ impl<'c, P: SessionPort> Server<'c, P> {
     /// Runs one request and answers it (a notification gets no answer).
     async fn handle(&self, request: Request) {
         let answer_to = request.id.clone();
+        let exec = request.method == "exec";
         let result = methods::call(self, request).await;
         if let Some(id) = answer_to {
+            if exec {
+                self.done(&id);
+            }
             self.answer(id, result);
         }
     }
@@ -340,11 +350,19 @@ impl<'c, P: SessionPort> Server<'c, P> {
         self.stopping.clone()
     }
 
-    /// Registers request `id` as one `cancel` may stop: the receiver turns true when it does.
+    /// Registers request `id` as one `cancel` may stop (once: the serve loop registers an exec
+    /// as it reads it, so that a `cancel` read right after finds it): the receiver turns true
+    /// when it does.
     pub fn cancellable(&self, id: &Value) -> watch::Receiver<bool> {
-        let (cancel, cancelled) = watch::channel(false);
-        self.cancels.borrow_mut().insert(id.to_string(), cancel);
-        cancelled
+        let mut cancels = self.cancels.borrow_mut();
+        match cancels.get(&id.to_string()) {
+            Some(cancel) => cancel.subscribe(),
+            None => {
+                let (cancel, cancelled) = watch::channel(false);
+                cancels.insert(id.to_string(), cancel);
+                cancelled
+            }
+        }
     }
 
     /// Request `id` ended: `cancel` can no longer reach it.
@@ -352,10 +370,14 @@ impl<'c, P: SessionPort> Server<'c, P> {
         self.cancels.borrow_mut().remove(&id.to_string());
     }
 
-    /// Stops request `id`; whether it was in flight.
+    /// Stops request `id`, now or when it starts waiting; whether it was in flight.
     pub fn cancel(&self, id: &Value) -> bool {
-        match self.cancels.borrow_mut().remove(&id.to_string()) {
-            Some(cancel) => cancel.send(true).is_ok(),
+        match self.cancels.borrow().get(&id.to_string()) {
+            Some(cancel) => {
+                // Kept, not sent: an exec that subscribes later still sees it.
+                cancel.send_replace(true);
+                true
+            }
             None => false,
         }
     }
