@@ -306,6 +306,27 @@ async def test_hardening_seen_from_inside(live, profile_path):
             await client.delete(session)
 
 
+async def test_the_sdks_docker_client_shows_none_of_it(live):
+    """The same probe through the SDK's own DockerSandboxClient on the same image: full default
+    capabilities, privileges can be gained, a writable root (what agentc's sandbox refuses)."""
+    import docker
+    from agents.sandbox.sandboxes.docker import DockerSandboxClient, DockerSandboxClientOptions
+
+    engine = docker.from_env()
+    client = DockerSandboxClient(engine)
+    session = await client.create(options=DockerSandboxClientOptions(image=live["image"]))
+    try:
+        await session.start()
+        status = (await session.exec("cat /proc/self/status")).stdout.decode()
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        assert fields["CapEff"].strip() != "0000000000000000"
+        assert fields["NoNewPrivs"].strip() == "0"
+        assert (await session.exec("touch /sdk-was-here")).ok()
+    finally:
+        await client.delete(session)
+        engine.close()
+
+
 async def test_profile_as_toml_text_and_default_profile(live):
     async with AgentcSandboxClient() as client:
         from_text = await client.create(
