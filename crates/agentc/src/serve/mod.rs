@@ -2,12 +2,12 @@
 //! stdout (docs/serve.md), for harnesses in other languages (the Python package
 //! `agentc_sandbox`).
 //!
-//! One process, one runtime and one engine connection ([`session::on_client`]) for every
+//! One process, one runtime and one engine connection (`session::on_client`) for every
 //! request. Requests overlap: each is a future polled beside the others on this one thread
-//! ([`run_loop`]), answering when it is done; their answers and the notifications of streamed
+//! (`run_loop`), answering when it is done; their answers and the notifications of streamed
 //! execs go through one writer. When stdin closes, on SIGINT or SIGTERM and on `shutdown`, the
 //! requests in flight are stopped (an exec's processes too) and the sandboxes the server
-//! created without `keep` are deleted with what their launches made ([`Server::close`]).
+//! created without `keep` are deleted with what their launches made (`Server::close`).
 //!
 //! [`protocol`] holds the messages; [`methods`] what each method does; [`snapshots`] the
 //! snapshot, restore and fork methods.

@@ -130,7 +130,7 @@ fn amend(loaded: &mut LoadedProfile, request: &LaunchRequest<'_>) -> Result<(), 
 }
 
 /// The request's profile resolved as a session's launch: in the background, kept until
-/// deleted, without stdin, named as asked or [`sandbox_name`].
+/// deleted, without stdin, named as asked or `PROFILE-sPID-N`.
 pub fn session_launch(
     request: &LaunchRequest<'_>,
 ) -> Result<(LoadedProfile, LaunchSpec), RpcError> {

@@ -1,5 +1,5 @@
 //! `agentc serve`'s `snapshot`, `restore` and `fork`: `agentc snapshot`'s own
-//! [`take`](crate::commands::snapshot::take), and a restore as a session: the snapshot's
+//! `take` (`commands::snapshot`), and a restore as a session: the snapshot's
 //! profile resolved as a session's launch with the snapshot's image, the library's
 //! [`prepare`](snapshot::prepare), the create, then [`put_back`](snapshot::put_back); a failed
 //! put-back deletes the new sandbox and the volumes its launch created.
