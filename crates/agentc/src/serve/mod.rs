@@ -9,9 +9,13 @@
 //! requests in flight are stopped (an exec's processes too) and the sandboxes the server
 //! created without `keep` are deleted with what their launches made (`Server::close`).
 //!
-//! [`protocol`] holds the messages; [`methods`] what each method does; [`snapshots`] the
-//! snapshot, restore and fork methods.
+//! [`protocol`] holds the messages; [`methods`] the dispatch and the short methods; [`exec`],
+//! [`files`], [`resolve`] (`create`'s and `verify`'s launch), [`snapshots`] and [`runner`] the
+//! others; [`common`] what they share.
 
+pub mod common;
+pub mod exec;
+pub mod files;
 pub mod methods;
 pub mod protocol;
 pub mod resolve;

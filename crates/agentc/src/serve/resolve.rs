@@ -10,7 +10,7 @@ use agentc_egress::image::ProxyExecutable;
 use agentc_policy::profile::{MountConfig, MountType};
 use agentc_policy::{Instance, LaunchSpec, LoadedProfile, PortSpec, Protocol, Start};
 
-use super::methods::{failure, sandbox_name};
+use super::common::{failure, sandbox_name};
 use super::protocol::{CheckOut, MountParam, RpcError, Verified, VerifyParams};
 use super::Server;
 use crate::cli::{KindArg, LaunchArgs};

@@ -11,7 +11,7 @@ use agentc_backend_common::session::{session_name, Sandbox, SandboxClient, Sessi
 use agentc_backend_common::snapshot;
 use agentc_policy::{Instance, Start};
 
-use super::methods::{failure, sandbox_name, session, session_error};
+use super::common::{failure, sandbox_name, session, session_error};
 use super::protocol::*;
 use super::{Server, Session};
 use crate::commands::snapshot::{archive_dir, container, launch_args, take};

@@ -1,0 +1,332 @@
+//! `agentc serve`'s `exec`: the command captured or streamed, through a free runner of the
+//! session ([`super::runner`]) or a plain exec, stopped by its timeout, its `cancel` or the
+//! server's stop (its processes by their exec tag).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use agentc_backend_common::session::{
+    Captured, ExecRequest, ExecStdin, OutputSink, SandboxClient, SessionPort, Stream, EXEC_TAG_VAR,
+};
+use agentc_policy::{EnvValue, EnvVar};
+use serde_json::Value;
+
+use super::common::{invalid, session, session_error};
+use super::protocol::*;
+use super::{runner, Server, Session};
+use crate::context::EXIT_DOCKER;
+
+/// An exec's output sent as `exec.output` notifications of request `id`, as it arrives.
+struct Notifying {
+    out: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
+    id: Value,
+}
+
+impl OutputSink for Notifying {
+    fn write(&mut self, stream: Stream, bytes: &[u8]) -> std::io::Result<()> {
+        let note = ExecOutputNote {
+            id: self.id.clone(),
+            stream: match stream {
+                Stream::Stdout => "stdout",
+                Stream::Stderr => "stderr",
+            }
+            .to_string(),
+            data: Bytes64(bytes.to_vec()),
+        };
+        let message =
+            serde_json::json!({ "jsonrpc": "2.0", "method": "exec.output", "params": note });
+        let mut line = serde_json::to_vec(&message).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        // A closed writer: the server is ending; the exec is stopped by it.
+        let _ = self.out.send(line);
+        Ok(())
+    }
+}
+
+/// The environment of an exec: the session's, then the request's over it.
+fn exec_env(session: &Session, extra: &BTreeMap<String, String>) -> Vec<EnvVar> {
+    let mut merged = session.env.clone();
+    merged.extend(
+        extra
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone())),
+    );
+    merged
+        .into_iter()
+        .map(|(name, value)| EnvVar {
+            name,
+            value: EnvValue::Literal { value },
+        })
+        .collect()
+}
+
+/// A tag unique to one exec of this server, for [`SandboxClient::stop_tagged`].
+pub fn exec_tag() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!(
+        "serve-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// How an exec ended.
+enum Ended {
+    Exited(i64),
+    TimedOut,
+    Stopped,
+    Cancelled,
+}
+
+/// `exec`: the command, its output returned or streamed; on its timeout or the server's stop,
+/// its processes stopped.
+pub async fn exec<P: SessionPort>(
+    server: &Server<'_, P>,
+    id: Value,
+    params: ExecParams,
+) -> Result<Executed, RpcError> {
+    let command = match (&params.argv, &params.shell) {
+        (Some(argv), None) if !argv.is_empty() => argv.clone(),
+        (None, Some(line)) => vec!["sh".to_string(), "-c".to_string(), line.clone()],
+        _ => {
+            return Err(invalid(
+                "exec needs exactly one of argv (not empty) and shell".to_string(),
+                "give the program and its arguments as argv, or one shell line as shell",
+            ))
+        }
+    };
+    let timeout = match params.timeout {
+        Some(seconds) if !(seconds.is_finite() && seconds > 0.0) => {
+            return Err(invalid(
+                format!("exec timeout {seconds} is not a positive number of seconds"),
+                "give the seconds the command may run, or no timeout",
+            ))
+        }
+        Some(seconds) => Some(Duration::from_secs_f64(seconds.min(1e9))),
+        None => None,
+    };
+    let session = session(server, &params.sandbox).await?;
+    let tag = exec_tag();
+    let mut request = ExecRequest::new(command);
+    request.user = params.user.clone();
+    request.workdir = params.cwd.clone();
+    request.env = exec_env(&session, &params.env);
+    request.env.push(EnvVar {
+        name: EXEC_TAG_VAR.to_string(),
+        value: EnvValue::Literal { value: tag.clone() },
+    });
+    if let Some(stdin) = params.stdin {
+        request.stdin = ExecStdin::Bytes(stdin.0);
+    }
+    request.check().map_err(session_error)?;
+    let stdin = match &request.stdin {
+        ExecStdin::Bytes(bytes) if bytes.len() <= runner::MAX_STDIN => Some(Some(bytes.as_slice())),
+        ExecStdin::Null => Some(None),
+        _ => None,
+    };
+    if let (Some(stdin), false, true) = (stdin, params.stream, session.runner) {
+        let env: Vec<(String, String)> = exec_env_pairs(&session, &params.env);
+        let script = runner::script(
+            &request.command,
+            request.workdir.as_deref(),
+            &env,
+            &tag,
+            stdin,
+        );
+        let ran = run_on_runner(
+            server,
+            &id,
+            &session,
+            params.user.as_deref(),
+            &tag,
+            &script,
+            timeout,
+        )
+        .await;
+        match ran {
+            Some(result) => return result,
+            // The runner could not take it: a plain exec does.
+            None => log::debug!("serve: exec {id} through a plain exec"),
+        }
+    }
+    let notifying_id = id.clone();
+    let mut streamed = Notifying {
+        out: server.sender(),
+        id,
+    };
+    let mut captured = Captured::default();
+    let sink: &mut dyn OutputSink = if params.stream {
+        &mut streamed
+    } else {
+        &mut captured
+    };
+    let mut cancelled = server.cancellable(&notifying_id);
+    let ended = {
+        let run = server.client().exec(&session.sandbox, &request, sink);
+        let mut stopping = server.stopping();
+        let deadline = async {
+            match timeout {
+                Some(timeout) => tokio::time::sleep(timeout).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            code = run => Ended::Exited(code.map_err(session_error)?),
+            () = deadline => Ended::TimedOut,
+            _ = stopping.wait_for(|stop| *stop) => Ended::Stopped,
+            _ = cancelled.wait_for(|cancel| *cancel) => Ended::Cancelled,
+        }
+    };
+    server.done(&notifying_id);
+    let exit_code = match ended {
+        Ended::Exited(code) => Some(code),
+        Ended::TimedOut | Ended::Stopped | Ended::Cancelled => {
+            let _ = server
+                .client()
+                .stop_tagged(&session.sandbox, &tag, params.user.as_deref())
+                .await;
+            None
+        }
+    };
+    if matches!(ended, Ended::Cancelled) {
+        return Err(cancelled_error());
+    }
+    if matches!(ended, Ended::Stopped) {
+        return Err(stopped_error());
+    }
+    Ok(Executed {
+        exit_code,
+        timed_out: matches!(ended, Ended::TimedOut),
+        stdout: Bytes64(captured.stdout),
+        stderr: Bytes64(captured.stderr),
+    })
+}
+
+/// The environment of an exec as name and value pairs: the session's, then the request's.
+fn exec_env_pairs(session: &Session, extra: &BTreeMap<String, String>) -> Vec<(String, String)> {
+    let mut merged = session.env.clone();
+    merged.extend(
+        extra
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone())),
+    );
+    merged.into_iter().collect()
+}
+
+/// Runs an exec's `script` on a free runner of the session ([`runner`]), stopped by its
+/// timeout, its `cancel` or the server's stop as a plain exec is; `None` when no runner could
+/// take it (the command did not run: a plain exec does).
+pub async fn run_on_runner<P: SessionPort>(
+    server: &Server<'_, P>,
+    id: &Value,
+    session: &Session,
+    user: Option<&str>,
+    tag: &str,
+    script: &str,
+    timeout: Option<Duration>,
+) -> Option<Result<Executed, RpcError>> {
+    let runner = server.runner(&session.sandbox, user)?;
+    let mut turn = runner.take()?;
+    let mut cancelled = server.cancellable(id);
+    let mut stopping = server.stopping();
+    let deadline = tokio::time::sleep(timeout.unwrap_or(Duration::from_secs(u32::MAX.into())));
+    tokio::pin!(deadline);
+    // A new runner says it started first; the command is sent only once it has, and not at
+    // all when the exec ends meanwhile.
+    let ready = tokio::select! {
+        ready = turn.ready() => Ok(ready),
+        () = &mut deadline => Err(Ended::TimedOut),
+        _ = stopping.wait_for(|stop| *stop) => Err(Ended::Stopped),
+        _ = cancelled.wait_for(|cancel| *cancel) => Err(Ended::Cancelled),
+    };
+    let sent = match ready {
+        Ok(true) => turn.send(script).await,
+        Ok(false) => Err(runner::RunFailure::NotSent),
+        Err(why) => {
+            server.done(id);
+            return Some(ended_before(why));
+        }
+    };
+    let number = match sent {
+        Ok(number) => number,
+        Err(_) => {
+            server.done(id);
+            return None;
+        }
+    };
+    let ended = {
+        let answer = turn.answer(number);
+        tokio::pin!(answer);
+        let ended = tokio::select! {
+            result = &mut answer => Ok(result),
+            () = &mut deadline => Err(Ended::TimedOut),
+            _ = stopping.wait_for(|stop| *stop) => Err(Ended::Stopped),
+            _ = cancelled.wait_for(|cancel| *cancel) => Err(Ended::Cancelled),
+        };
+        if ended.is_err() {
+            let _ = server
+                .client()
+                .stop_tagged(&session.sandbox, tag, user)
+                .await;
+            // The runner answers for the stopped command too: read, so the next is in step.
+            let _ = tokio::time::timeout(Duration::from_secs(5), &mut answer).await;
+        }
+        ended
+    };
+    server.done(id);
+    Some(match ended {
+        Err(why) => ended_before(why),
+        Ok(Ok(output)) => Ok(Executed {
+            exit_code: Some(output.exit_code),
+            timed_out: false,
+            stdout: Bytes64(output.stdout),
+            stderr: Bytes64(output.stderr),
+        }),
+        Ok(Err(runner::RunFailure::NotSent)) => return None,
+        Ok(Err(runner::RunFailure::Lost)) => Err(RpcError::agentc(
+            EXIT_DOCKER,
+            "failed",
+            &format!(
+                "the runner in {} ended while the command ran (it may have run)\n  hint: \
+                 the sandbox may have stopped; `running` says, and the next exec starts a new \
+                 runner",
+                session.sandbox.name
+            ),
+        )),
+    })
+}
+
+/// What an exec stopped by its timeout, its `cancel` or the server's stop answers.
+fn ended_before(why: Ended) -> Result<Executed, RpcError> {
+    match why {
+        Ended::TimedOut => Ok(Executed {
+            exit_code: None,
+            timed_out: true,
+            stdout: Bytes64::default(),
+            stderr: Bytes64::default(),
+        }),
+        Ended::Cancelled => Err(cancelled_error()),
+        _ => Err(stopped_error()),
+    }
+}
+
+fn cancelled_error() -> RpcError {
+    RpcError {
+        code: REQUEST_CANCELLED,
+        message: "the request was cancelled; the command's processes were stopped".to_string(),
+        data: Some(ErrorData {
+            exit_code: 130,
+            kind: "cancelled".to_string(),
+            hint: None,
+        }),
+    }
+}
+
+fn stopped_error() -> RpcError {
+    RpcError::agentc(
+        143,
+        "failed",
+        "the server stopped before the command ended; its processes were stopped",
+    )
+}
