@@ -20,8 +20,8 @@ use copy::{chunk_stream, copy_error, MODE_DIR};
 
 use agentc_backend_common::session::target::is_running;
 use agentc_backend_common::session::{
-    Captured, ExecRequest, ExecStdin, LogsRequest, OutputSink, PathKind, Sandbox, Sandboxes,
-    SessionError, Stream,
+    ExecRequest, ExecStdin, LogsRequest, OutputSink, PathKind, Sandbox, Sandboxes, SessionError,
+    Stream,
 };
 use agentc_backend_common::{resolve_vars, Engine, ExecError};
 use bollard::container::LogOutput;
@@ -464,20 +464,6 @@ impl SessionPort for ApiPort {
             }
         }
         Ok(())
-    }
-
-    async fn exec_fed(
-        &self,
-        sandbox: &Sandbox,
-        request: &ExecRequest,
-        env: &BTreeMap<String, String>,
-        chunks: Receiver<Vec<u8>>,
-    ) -> Result<(i64, Captured), SessionError> {
-        let mut output = Captured::default();
-        let code = self
-            .exec_duplex(sandbox, request, env, chunks, &mut output)
-            .await?;
-        Ok((code, output))
     }
 
     async fn exec_duplex(

@@ -21,8 +21,8 @@ use copy::{drain, feed};
 
 use agentc_backend_common::session::target::{check_name, is_running};
 use agentc_backend_common::session::{
-    Captured, ExecRequest, ExecStdin, LogsRequest, OutputSink, PathKind, Sandbox, Sandboxes,
-    SessionError, Stream,
+    ExecRequest, ExecStdin, LogsRequest, OutputSink, PathKind, Sandbox, Sandboxes, SessionError,
+    Stream,
 };
 use agentc_backend_common::{resolve_vars, ExecError};
 use agentc_policy::EnvValue;
@@ -600,20 +600,6 @@ impl SessionPort for CliPort {
                 message: daemon_message(&stderr),
             })
         }
-    }
-
-    async fn exec_fed(
-        &self,
-        sandbox: &Sandbox,
-        request: &ExecRequest,
-        env: &BTreeMap<String, String>,
-        chunks: Receiver<Vec<u8>>,
-    ) -> Result<(i64, Captured), SessionError> {
-        let mut output = Captured::default();
-        let code = self
-            .exec_duplex(sandbox, request, env, chunks, &mut output)
-            .await?;
-        Ok((code, output))
     }
 
     async fn exec_duplex(

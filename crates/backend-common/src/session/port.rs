@@ -79,14 +79,22 @@ pub trait SessionPort: EnginePort {
 
     /// Runs `request` (its secrets read from `env`) with `stdin` fed from `chunks` (closed at
     /// their end) and returns its exit code and captured output; the container stopping
-    /// meanwhile is [`SessionError::Gone`].
+    /// meanwhile is [`SessionError::Gone`]: [`SessionPort::exec_duplex`] into a capture.
     fn exec_fed(
         &self,
         sandbox: &Sandbox,
         request: &ExecRequest,
         env: &BTreeMap<String, String>,
         chunks: Receiver<Vec<u8>>,
-    ) -> impl Future<Output = Result<(i64, Captured), SessionError>> + Send;
+    ) -> impl Future<Output = Result<(i64, Captured), SessionError>> + Send {
+        async move {
+            let mut output = Captured::default();
+            let code = self
+                .exec_duplex(sandbox, request, env, chunks, &mut output)
+                .await?;
+            Ok((code, output))
+        }
+    }
 
     /// Runs `request` (its secrets read from `env`) with `stdin` fed from `chunks` as they come
     /// (closed when their sender is dropped) and its output handed to `output` as it arrives:
