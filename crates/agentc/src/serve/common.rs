@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use agentc_backend_common::session::{SandboxClient, SessionError, SessionPort};
+use agentc_backend_common::session::{Sandbox, SandboxClient, SessionError, SessionPort};
 use agentc_backend_common::ExecError;
 
 use super::protocol::*;
@@ -78,6 +78,31 @@ pub async fn session<P: SessionPort>(
         keep: true,
         env: BTreeMap::new(),
         runner: false,
+    })
+}
+
+/// A sandbox's handle as results carry it.
+pub fn sandbox_ref(sandbox: &Sandbox) -> SandboxRef {
+    SandboxRef {
+        name: sandbox.name.clone(),
+        id: sandbox.id.clone(),
+    }
+}
+
+/// Whether `sandbox` runs, and the engine's word for its state.
+pub async fn running_of<P: SessionPort>(
+    server: &Server<'_, P>,
+    sandbox: &Sandbox,
+) -> Result<RunningOut, RpcError> {
+    let inspect = server
+        .client()
+        .inspect(sandbox)
+        .await
+        .map_err(session_error)?;
+    let status = agentc_backend_common::snapshot::state_of(&inspect);
+    Ok(RunningOut {
+        running: status == "running",
+        status,
     })
 }
 

@@ -35,29 +35,10 @@ impl OutputSink for Notifying {
         };
         let message =
             serde_json::json!({ "jsonrpc": "2.0", "method": "exec.output", "params": note });
-        let mut line = serde_json::to_vec(&message).map_err(std::io::Error::other)?;
-        line.push(b'\n');
         // A closed writer: the server is ending; the exec is stopped by it.
-        let _ = self.out.send(line);
+        let _ = self.out.send(super::message_line(&message));
         Ok(())
     }
-}
-
-/// The environment of an exec: the session's, then the request's over it.
-fn exec_env(session: &Session, extra: &BTreeMap<String, String>) -> Vec<EnvVar> {
-    let mut merged = session.env.clone();
-    merged.extend(
-        extra
-            .iter()
-            .map(|(name, value)| (name.clone(), value.clone())),
-    );
-    merged
-        .into_iter()
-        .map(|(name, value)| EnvVar {
-            name,
-            value: EnvValue::Literal { value },
-        })
-        .collect()
 }
 
 /// A tag unique to one exec of this server, for [`SandboxClient::stop_tagged`].
@@ -108,10 +89,19 @@ pub async fn exec<P: SessionPort>(
     };
     let session = session(server, &params.sandbox).await?;
     let tag = exec_tag();
+    let env = exec_env(&session, &params.env);
     let mut request = ExecRequest::new(command);
     request.user = params.user.clone();
     request.workdir = params.cwd.clone();
-    request.env = exec_env(&session, &params.env);
+    request.env = env
+        .iter()
+        .map(|(name, value)| EnvVar {
+            name: name.clone(),
+            value: EnvValue::Literal {
+                value: value.clone(),
+            },
+        })
+        .collect();
     request.env.push(EnvVar {
         name: EXEC_TAG_VAR.to_string(),
         value: EnvValue::Literal { value: tag.clone() },
@@ -120,37 +110,15 @@ pub async fn exec<P: SessionPort>(
         request.stdin = ExecStdin::Bytes(stdin.0);
     }
     request.check().map_err(session_error)?;
-    let stdin = match &request.stdin {
-        ExecStdin::Bytes(bytes) if bytes.len() <= runner::MAX_STDIN => Some(Some(bytes.as_slice())),
-        ExecStdin::Null => Some(None),
-        _ => None,
-    };
-    if let (Some(stdin), false, true) = (stdin, params.stream, session.runner) {
-        let env: Vec<(String, String)> = exec_env_pairs(&session, &params.env);
-        let script = runner::script(
-            &request.command,
-            request.workdir.as_deref(),
-            &env,
-            &tag,
-            stdin,
-        );
-        let ran = run_on_runner(
-            server,
-            &id,
-            &session,
-            params.user.as_deref(),
-            &tag,
-            &script,
-            timeout,
-        )
-        .await;
+    if !params.stream {
+        let ran = run_on_runner(server, &id, &session, &request, &env, &tag, timeout).await;
         match ran {
             Some(result) => return result,
-            // The runner could not take it: a plain exec does.
+            // No runner could take it: a plain exec does.
             None => log::debug!("serve: exec {id} through a plain exec"),
         }
     }
-    let notifying_id = id.clone();
+    let mut cancelled = server.cancellable(&id);
     let mut streamed = Notifying {
         out: server.sender(),
         id,
@@ -161,50 +129,40 @@ pub async fn exec<P: SessionPort>(
     } else {
         &mut captured
     };
-    let mut cancelled = server.cancellable(&notifying_id);
     let ended = {
         let run = server.client().exec(&session.sandbox, &request, sink);
         let mut stopping = server.stopping();
-        let deadline = async {
-            match timeout {
-                Some(timeout) => tokio::time::sleep(timeout).await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
             code = run => Ended::Exited(code.map_err(session_error)?),
-            () = deadline => Ended::TimedOut,
+            () = deadline(timeout) => Ended::TimedOut,
             _ = stopping.wait_for(|stop| *stop) => Ended::Stopped,
             _ = cancelled.wait_for(|cancel| *cancel) => Ended::Cancelled,
         }
     };
-    server.done(&notifying_id);
     let exit_code = match ended {
         Ended::Exited(code) => Some(code),
-        Ended::TimedOut | Ended::Stopped | Ended::Cancelled => {
+        why => {
             let _ = server
                 .client()
                 .stop_tagged(&session.sandbox, &tag, params.user.as_deref())
                 .await;
+            if !matches!(why, Ended::TimedOut) {
+                return ended_before(why);
+            }
+            // A timed-out command answers with what it wrote before it was stopped.
             None
         }
     };
-    if matches!(ended, Ended::Cancelled) {
-        return Err(cancelled_error());
-    }
-    if matches!(ended, Ended::Stopped) {
-        return Err(stopped_error());
-    }
     Ok(Executed {
         exit_code,
-        timed_out: matches!(ended, Ended::TimedOut),
+        timed_out: exit_code.is_none(),
         stdout: Bytes64(captured.stdout),
         stderr: Bytes64(captured.stderr),
     })
 }
 
-/// The environment of an exec as name and value pairs: the session's, then the request's.
-fn exec_env_pairs(session: &Session, extra: &BTreeMap<String, String>) -> Vec<(String, String)> {
+/// The environment of an exec: the session's, then the request's over it.
+fn exec_env(session: &Session, extra: &BTreeMap<String, String>) -> Vec<(String, String)> {
     let mut merged = session.env.clone();
     merged.extend(
         extra
@@ -214,23 +172,49 @@ fn exec_env_pairs(session: &Session, extra: &BTreeMap<String, String>) -> Vec<(S
     merged.into_iter().collect()
 }
 
-/// Runs an exec's `script` on a free runner of the session ([`runner`]), stopped by its
-/// timeout, its `cancel` or the server's stop as a plain exec is; `None` when no runner could
-/// take it (the command did not run: a plain exec does).
+/// A future that ends after `timeout`, or never.
+async fn deadline(timeout: Option<Duration>) {
+    match timeout {
+        Some(timeout) => tokio::time::sleep(timeout).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Runs `request` (its environment `env` and exec tag `tag` written into the runner's script)
+/// on a free runner of the session ([`runner`]), stopped by its timeout, its `cancel` or the
+/// server's stop as a plain exec is; `None` when no runner takes it: the session has runners
+/// off, its stdin is over [`runner::MAX_STDIN`], or every runner is busy (the command did not
+/// run: a plain exec does).
 pub async fn run_on_runner<P: SessionPort>(
     server: &Server<'_, P>,
     id: &Value,
     session: &Session,
-    user: Option<&str>,
+    request: &ExecRequest,
+    env: &[(String, String)],
     tag: &str,
-    script: &str,
     timeout: Option<Duration>,
 ) -> Option<Result<Executed, RpcError>> {
+    let stdin = match &request.stdin {
+        ExecStdin::Bytes(bytes) if bytes.len() <= runner::MAX_STDIN => Some(bytes.as_slice()),
+        ExecStdin::Null => None,
+        _ => return None,
+    };
+    if !session.runner {
+        return None;
+    }
+    let user = request.user.as_deref();
+    let script = runner::script(
+        &request.command,
+        request.workdir.as_deref(),
+        env,
+        tag,
+        stdin,
+    );
     let runner = server.runner(&session.sandbox, user)?;
     let mut turn = runner.take()?;
     let mut cancelled = server.cancellable(id);
     let mut stopping = server.stopping();
-    let deadline = tokio::time::sleep(timeout.unwrap_or(Duration::from_secs(u32::MAX.into())));
+    let deadline = deadline(timeout);
     tokio::pin!(deadline);
     // A new runner says it started first; the command is sent only once it has, and not at
     // all when the exec ends meanwhile.
@@ -241,7 +225,7 @@ pub async fn run_on_runner<P: SessionPort>(
         _ = cancelled.wait_for(|cancel| *cancel) => Err(Ended::Cancelled),
     };
     let sent = match ready {
-        Ok(true) => turn.send(script).await,
+        Ok(true) => turn.send(&script).await,
         Ok(false) => Err(runner::RunFailure::NotSent),
         Err(why) => {
             server.done(id);

@@ -6,14 +6,14 @@
 use std::path::Path;
 
 use agentc_backend_common::session::{
-    ExecRequest, ExecStdin, SandboxClient, SessionError, SessionPort,
+    ExecOutput, ExecRequest, ExecStdin, SandboxClient, SessionError, SessionPort,
 };
 use serde_json::Value;
 
 use super::common::{invalid, session, session_error};
 use super::exec::{exec_tag, run_on_runner};
 use super::protocol::*;
-use super::{runner, Server};
+use super::Server;
 use crate::context::EXIT_DOCKER;
 
 /// An absolute container path, or the refusal of any other.
@@ -56,40 +56,25 @@ async fn file_script<P: SessionPort>(
         "sh".to_string(),
     ];
     command.extend(args.iter().map(|arg| arg.to_string()));
-    let output = match stdin.as_deref() {
-        // Through the session's runner, when it has one that takes it.
-        small if session.runner && small.is_none_or(|bytes| bytes.len() <= runner::MAX_STDIN) => {
-            let tag = exec_tag();
-            let script = runner::script(&command, None, &[], &tag, small);
-            let id = Value::String(format!("internal-{tag}"));
-            match run_on_runner(server, &id, &session, user, &tag, &script, None).await {
-                Some(ran) => {
-                    let ran = ran?;
-                    Some(agentc_backend_common::session::ExecOutput {
-                        exit_code: ran.exit_code.unwrap_or(EXIT_DOCKER.into()),
-                        stdout: ran.stdout.0,
-                        stderr: ran.stderr.0,
-                    })
-                }
-                None => None,
-            }
-        }
-        _ => None,
-    };
-    let output = match output {
-        Some(output) => output,
-        None => {
-            let mut request = ExecRequest::new(command);
-            request.user = user.map(str::to_string);
-            if let Some(stdin) = stdin {
-                request.stdin = ExecStdin::Bytes(stdin);
-            }
-            server
-                .client()
-                .exec_output(&session.sandbox, &request)
-                .await
-                .map_err(session_error)?
-        }
+    let mut request = ExecRequest::new(command);
+    request.user = user.map(str::to_string);
+    if let Some(stdin) = stdin {
+        request.stdin = ExecStdin::Bytes(stdin);
+    }
+    let tag = exec_tag();
+    let id = Value::String(format!("internal-{tag}"));
+    let output = match run_on_runner(server, &id, &session, &request, &[], &tag, None).await {
+        // No timeout: it has an exit code.
+        Some(ran) => ran.map(|ran| ExecOutput {
+            exit_code: ran.exit_code.unwrap_or(EXIT_DOCKER.into()),
+            stdout: ran.stdout.0,
+            stderr: ran.stderr.0,
+        })?,
+        None => server
+            .client()
+            .exec_output(&session.sandbox, &request)
+            .await
+            .map_err(session_error)?,
     };
     let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
     match output.exit_code {

@@ -3,13 +3,13 @@
 //! in [`super::files`], the launch of `create` and `verify` in [`super::resolve`], snapshots in
 //! [`super::snapshots`].
 
-use agentc_backend_common::session::{Captured, LogsRequest, Sandbox, SandboxClient, SessionPort};
+use agentc_backend_common::session::{Captured, LogsRequest, SandboxClient, SessionPort};
 use agentc_policy::Protocol;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::common::{invalid, session, session_error};
+use super::common::{invalid, running_of, sandbox_ref, session, session_error};
 use super::protocol::*;
 use super::{exec, files, resolve, snapshots, Request, Server, Session};
 use crate::cli::BackendArg;
@@ -144,16 +144,9 @@ async fn create<P: SessionPort>(
         runner: params.runner,
     });
     Ok(Created {
-        sandbox: handle(&sandbox),
+        sandbox: sandbox_ref(&sandbox),
         findings,
     })
-}
-
-fn handle(sandbox: &Sandbox) -> SandboxRef {
-    SandboxRef {
-        name: sandbox.name.clone(),
-        id: sandbox.id.clone(),
-    }
 }
 
 /// `attach`: a sandbox agentc created, adopted as a session of this server.
@@ -166,11 +159,7 @@ async fn attach<P: SessionPort>(
         .find(&params.sandbox)
         .await
         .map_err(session_error)?;
-    let inspect = server
-        .client()
-        .inspect(&sandbox)
-        .await
-        .map_err(session_error)?;
+    let running = running_of(server, &sandbox).await?.running;
     server.add_session(Session {
         sandbox: sandbox.clone(),
         keep: params.keep,
@@ -178,8 +167,8 @@ async fn attach<P: SessionPort>(
         runner: params.runner,
     });
     Ok(Attached {
-        sandbox: handle(&sandbox),
-        running: agentc_backend_common::snapshot::state_of(&inspect) == "running",
+        sandbox: sandbox_ref(&sandbox),
+        running,
     })
 }
 
@@ -236,16 +225,7 @@ async fn running<P: SessionPort>(
     params: SandboxParams,
 ) -> Result<RunningOut, RpcError> {
     let session = session(server, &params.sandbox).await?;
-    let inspect = server
-        .client()
-        .inspect(&session.sandbox)
-        .await
-        .map_err(session_error)?;
-    let status = agentc_backend_common::snapshot::state_of(&inspect);
-    Ok(RunningOut {
-        running: status == "running",
-        status,
-    })
+    running_of(server, &session.sandbox).await
 }
 
 /// `cancel`: stops the exec request `id` (its processes too); it answers with
@@ -270,13 +250,7 @@ async fn stop<P: SessionPort>(
         .stop(&session.sandbox, params.timeout)
         .await
         .map_err(session_error)?;
-    running(
-        server,
-        SandboxParams {
-            sandbox: params.sandbox,
-        },
-    )
-    .await
+    running_of(server, &session.sandbox).await
 }
 
 /// `start`: a stopped sandbox started again.
@@ -290,7 +264,7 @@ async fn start<P: SessionPort>(
         .start(&session.sandbox)
         .await
         .map_err(session_error)?;
-    running(server, params).await
+    running_of(server, &session.sandbox).await
 }
 
 /// `delete`: the sandbox and what its launch made.

@@ -298,6 +298,13 @@ fn read_line<R: std::io::BufRead>(input: &mut R) -> Line {
     }
 }
 
+/// A JSON-RPC message as the line the writer sends.
+pub fn message_line(message: &Value) -> Vec<u8> {
+    let mut line = serde_json::to_vec(message).unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
 /// Writes each message to stdout as it comes, a line each; a closed stdout drops the rest.
 async fn write_lines(mut lines: mpsc::UnboundedReceiver<Vec<u8>>) {
     let mut stdout = tokio::io::stdout();
@@ -312,9 +319,7 @@ async fn write_lines(mut lines: mpsc::UnboundedReceiver<Vec<u8>>) {
 impl<'c, P: SessionPort> Server<'c, P> {
     /// Sends one JSON-RPC message.
     fn send(&self, message: &Value) {
-        let mut line = serde_json::to_vec(message).unwrap_or_default();
-        line.push(b'\n');
-        let _ = self.out.send(line);
+        let _ = self.out.send(message_line(message));
     }
 
     /// Answers request `id`.

@@ -202,17 +202,6 @@ pub async fn verify<P: SessionPort>(
     )
     .await
     .map_err(failure)?;
-    let status = |check: &crate::verify::Check| {
-        if check.skipped {
-            "skip"
-        } else if check.warned {
-            "warn"
-        } else if check.ok {
-            "ok"
-        } else {
-            "fail"
-        }
-    };
     Ok(Verified {
         profile: spec.profile.clone(),
         passed: checks.iter().all(|check| check.ok),
@@ -220,14 +209,10 @@ pub async fn verify<P: SessionPort>(
             .iter()
             .map(|check| CheckOut {
                 check: check.what.clone(),
-                status: status(check).to_string(),
+                status: check.status().to_string(),
                 expected: check.expected.clone(),
                 seen: check.seen.clone(),
-                hint: if check.ok && !check.warned {
-                    None
-                } else {
-                    check.hint.clone()
-                },
+                hint: check.shown_hint().map(str::to_string),
             })
             .collect(),
     })

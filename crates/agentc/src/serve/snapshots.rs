@@ -11,7 +11,7 @@ use agentc_backend_common::session::{session_name, Sandbox, SandboxClient, Sessi
 use agentc_backend_common::snapshot;
 use agentc_policy::{Instance, Start};
 
-use super::common::{failure, sandbox_name, session, session_error};
+use super::common::{failure, sandbox_name, sandbox_ref, session, session_error};
 use super::protocol::*;
 use super::{Server, Session};
 use crate::commands::snapshot::{archive_dir, container, launch_args, take};
@@ -38,10 +38,7 @@ pub async fn restore<P: SessionPort>(
 ) -> Result<Restored, RpcError> {
     let sandbox = restore_one(server, &params.snapshot, params.keep, &params.env).await?;
     Ok(Restored {
-        sandbox: SandboxRef {
-            name: sandbox.name,
-            id: sandbox.id,
-        },
+        sandbox: sandbox_ref(&sandbox),
     })
 }
 
@@ -86,13 +83,7 @@ pub async fn fork<P: SessionPort>(
     }
     Ok(Forked {
         snapshot: taken.report.name,
-        sandboxes: sandboxes
-            .into_iter()
-            .map(|sandbox| SandboxRef {
-                name: sandbox.name,
-                id: sandbox.id,
-            })
-            .collect(),
+        sandboxes: sandboxes.iter().map(sandbox_ref).collect(),
     })
 }
 

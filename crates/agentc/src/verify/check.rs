@@ -23,6 +23,30 @@ pub struct Check {
     pub fact: Option<Fact>,
 }
 
+impl Check {
+    /// `ok`, `warn`, `fail` or `skip`, as the table and `--format json` report it.
+    pub fn status(&self) -> &'static str {
+        if self.skipped {
+            "skip"
+        } else if self.warned {
+            "warn"
+        } else if self.ok {
+            "ok"
+        } else {
+            "fail"
+        }
+    }
+
+    /// The hint shown for it: a failed or warned check's, none for one that passed.
+    pub fn shown_hint(&self) -> Option<&str> {
+        if self.ok && !self.warned {
+            None
+        } else {
+            self.hint.as_deref()
+        }
+    }
+}
+
 /// The checks that another part of verify finds again by what they are about, not by their
 /// label: each one's label is written only here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -554,21 +554,10 @@ fn compare_metadata(
 /// being `ok`, `warn`, `fail` or `skip` and `hint` `null` unless a failed or warned check has
 /// one; the counts add up to the number of checks.
 pub fn report_json(profile: &str, checks: &[Check]) -> serde_json::Value {
-    let status = |check: &Check| {
-        if check.skipped {
-            "skip"
-        } else if check.warned {
-            "warn"
-        } else if check.ok {
-            "ok"
-        } else {
-            "fail"
-        }
-    };
     let count = |wanted: &str| {
         checks
             .iter()
-            .filter(|check| status(check) == wanted)
+            .filter(|check| check.status() == wanted)
             .count()
     };
     serde_json::json!({
@@ -577,10 +566,10 @@ pub fn report_json(profile: &str, checks: &[Check]) -> serde_json::Value {
             .iter()
             .map(|check| serde_json::json!({
                 "check": check.what,
-                "status": status(check),
+                "status": check.status(),
                 "expected": check.expected,
                 "seen": check.seen,
-                "hint": if check.ok && !check.warned { None } else { check.hint.as_deref() },
+                "hint": check.shown_hint(),
             }))
             .collect::<Vec<_>>(),
         "ok": count("ok"),
@@ -600,14 +589,9 @@ pub fn render_table(checks: &[Check]) -> String {
         .iter()
         .map(|check| {
             [
-                if check.skipped {
-                    "skip"
-                } else if check.warned {
-                    "warn"
-                } else if check.ok {
-                    "ok"
-                } else {
-                    "FAIL"
+                match check.status() {
+                    "fail" => "FAIL",
+                    status => status,
                 },
                 check.what.as_str(),
                 check.expected.as_str(),
