@@ -197,22 +197,18 @@ fn discard(name: &str, plan: &RestorePlan, backend: BackendArg) {
     }
 }
 
-/// Runs `agentc restore` and `agentc fork`.
-pub fn restore(args: RestoreArgs, count: u16) -> Result<u8, Failure> {
-    let backend = args.target.backend;
-    if args.memory {
-        on_client(backend, MemorySupport)?;
-    }
-    let record = on_client(backend, Find(args.snapshot.clone()))?;
-    if args.memory {
-        snapshot::memory::memory_of(&record).map_err(failure)?;
-    }
+/// The profile file a snapshot records and the profile it holds now: refused when it records
+/// none, or when the file now names another profile.
+pub(crate) fn snapshot_profile(
+    record: &SnapshotRecord,
+) -> Result<(PathBuf, LoadedProfile), Failure> {
     let Some(file) = record.profile_file.clone() else {
         return Err(Failure::new(
             EXIT_FAILED,
             format!(
                 "snapshot {} records no profile file to launch from\n  hint: snapshots of \
-                 sandboxes started by `agentc run` record theirs",
+                 sandboxes launched from a profile file (`agentc run`, `agentc serve`'s create \
+                 with a profile path) record theirs",
                 record.name
             ),
         ));
@@ -233,6 +229,20 @@ pub fn restore(args: RestoreArgs, count: u16) -> Result<u8, Failure> {
             ),
         ));
     }
+    Ok((file, loaded))
+}
+
+/// Runs `agentc restore` and `agentc fork`.
+pub fn restore(args: RestoreArgs, count: u16) -> Result<u8, Failure> {
+    let backend = args.target.backend;
+    if args.memory {
+        on_client(backend, MemorySupport)?;
+    }
+    let record = on_client(backend, Find(args.snapshot.clone()))?;
+    if args.memory {
+        snapshot::memory::memory_of(&record).map_err(failure)?;
+    }
+    let (file, loaded) = snapshot_profile(&record)?;
     let dir = archive_dir(&record.reference)?;
     let args_of = launch_args(
         &file,

@@ -5,17 +5,17 @@
 //! put-back deletes the new sandbox and the volumes its launch created.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use agentc_backend_common::session::{session_name, Sandbox, SandboxClient, SessionPort};
 use agentc_backend_common::snapshot;
 use agentc_policy::{Instance, Start};
 
-use super::common::{failure, sandbox_name, sandbox_ref, session, session_error};
+use super::common::{failure, invalid, sandbox_name, sandbox_ref, session, session_error};
 use super::protocol::*;
 use super::{Server, Session};
+use crate::commands::restore::snapshot_profile;
 use crate::commands::snapshot::{archive_dir, container, launch_args, take};
-use crate::context::{self, Failure, EXIT_FAILED};
+use crate::context;
 
 /// `snapshot`: the sandbox's writable layer, tmpfs mounts and volumes, as `agentc snapshot`.
 pub async fn take_snapshot<P: SessionPort>(
@@ -48,13 +48,9 @@ pub async fn fork<P: SessionPort>(
     params: ForkParams,
 ) -> Result<Forked, RpcError> {
     if params.count == 0 || params.count > 64 {
-        return Err(RpcError::agentc(
-            65,
-            "invalid",
-            &format!(
-                "fork count {} is not between 1 and 64\n  hint: ask for fewer forks",
-                params.count
-            ),
+        return Err(invalid(
+            format!("fork count {} is not between 1 and 64", params.count),
+            "ask for 1 to 64 forks",
         ));
     }
     let parent = session(server, &params.sandbox).await?;
@@ -87,6 +83,11 @@ pub async fn fork<P: SessionPort>(
     })
 }
 
+/// A snapshot error as agentc's JSON-RPC error, with `agentc snapshot`'s exit status.
+fn snapshot_error(error: snapshot::SnapshotError) -> RpcError {
+    failure(crate::commands::snapshot::failure(error))
+}
+
 /// One restored sandbox, recorded as a session.
 async fn restore_one<P: SessionPort>(
     server: &Server<'_, P>,
@@ -95,34 +96,8 @@ async fn restore_one<P: SessionPort>(
     env: &BTreeMap<String, String>,
 ) -> Result<Sandbox, RpcError> {
     let client = server.client();
-    let record = snapshot::find(client, name)
-        .await
-        .map_err(|error| failure(crate::commands::snapshot::failure(error)))?;
-    let Some(file) = record.profile_file.clone().map(PathBuf::from) else {
-        return Err(failure(Failure::new(
-            EXIT_FAILED,
-            format!(
-                "snapshot {} records no profile file to launch from\n  hint: snapshots of \
-                 sandboxes created from a profile file record theirs",
-                record.name
-            ),
-        )));
-    };
-    let loaded = context::load_profile(&file).map_err(failure)?;
-    if loaded.profile.name != record.profile {
-        return Err(failure(Failure::new(
-            EXIT_FAILED,
-            format!(
-                "snapshot {} is of profile {}, but {} now names profile {}\n  hint: restore it \
-                 from a profile file named {}",
-                record.name,
-                record.profile,
-                file.display(),
-                loaded.profile.name,
-                record.profile
-            ),
-        )));
-    }
+    let record = snapshot::find(client, name).await.map_err(snapshot_error)?;
+    let (file, loaded) = snapshot_profile(&record).map_err(failure)?;
     let dir = archive_dir(&record.reference).map_err(failure)?;
     let args = launch_args(&file, None, Some(record.reference.clone()));
     let instance = Instance {
@@ -137,7 +112,7 @@ async fn restore_one<P: SessionPort>(
     let launch = container(&spec).map_err(failure)?;
     let plan = snapshot::prepare(client, &record, &dir, launch)
         .await
-        .map_err(|error| failure(crate::commands::snapshot::failure(error)))?;
+        .map_err(snapshot_error)?;
     let sandbox = client.create(&spec).await.map_err(session_error)?;
     match snapshot::put_back(client, &sandbox, &record, &dir, launch, &plan).await {
         Ok(report) => {
@@ -160,7 +135,7 @@ async fn restore_one<P: SessionPort>(
             {
                 log::warn!("could not remove the volumes of {}: {left}", sandbox.name);
             }
-            Err(failure(crate::commands::snapshot::failure(error)))
+            Err(snapshot_error(error))
         }
     }
 }
