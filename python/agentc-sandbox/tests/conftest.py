@@ -9,11 +9,13 @@ fails. The tests connect only to the containers they create, on 127.0.0.1.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -177,3 +179,30 @@ def live_processes(status: bytes) -> list[str]:
         elif line.startswith("State:") and not line.split(":", 1)[1].strip().startswith("Z"):
             names.append(name)
     return names
+
+
+async def fetch_page(endpoint, path: str = "/index.html") -> bytes:
+    """The page at `path` of a server in a sandbox, through the endpoint its session resolved
+    (only ever that address), retried for up to about 5 seconds while the server starts."""
+    url = f"http://{endpoint.host}:{endpoint.port}{path}"
+    body = b""
+    for _ in range(50):
+        try:
+            body = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read())
+            break
+        except OSError:
+            await asyncio.sleep(0.1)
+    return body
+
+
+async def remove_if_left(binary: str, name: str) -> None:
+    """Deletes the sandbox `name` a failed test left (kept), through a server that adopts it
+    without `keep`, so that its end deletes it."""
+    if name not in sandbox_names(binary):
+        return
+    from agentc_sandbox import AgentcSandboxClient
+
+    cleanup = AgentcSandboxClient()
+    server = await cleanup.server()
+    await server.request("attach", {"sandbox": name, "keep": False})
+    await cleanup.aclose()

@@ -7,7 +7,6 @@ import io
 import json
 import os
 import tarfile
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,14 @@ from agentc_sandbox import (
     AgentcSandboxSessionState,
 )
 
-from .conftest import PROCESSES, live_processes, profile_text, sandbox_names
+from .conftest import (
+    PROCESSES,
+    fetch_page,
+    live_processes,
+    profile_text,
+    remove_if_left,
+    sandbox_names,
+)
 
 pytestmark = pytest.mark.live
 
@@ -163,16 +169,7 @@ async def test_exposed_port_reached_from_the_host(live, profile_path):
             endpoint = await session.resolve_exposed_port(port)
             # Only ever connect to the endpoint the session resolved, and only on loopback.
             assert endpoint.host == "127.0.0.1", endpoint
-            url = f"http://{endpoint.host}:{endpoint.port}/index.html"
-            body = b""
-            for _ in range(50):
-                try:
-                    body = await asyncio.to_thread(
-                        lambda: urllib.request.urlopen(url, timeout=5).read()
-                    )
-                    break
-                except OSError:
-                    await asyncio.sleep(0.1)
+            body = await fetch_page(endpoint)
             assert body == b"served by busybox\n"
         finally:
             await client.delete(session)
@@ -221,11 +218,7 @@ async def test_resume_from_serialized_state_reattaches(live, profile_path):
         finally:
             await second_client.aclose()
     finally:
-        if name in sandbox_names(live["bin"]):
-            cleanup = AgentcSandboxClient()
-            server = await cleanup.server()
-            await server.request("attach", {"sandbox": name, "keep": False})
-            await cleanup.aclose()
+        await remove_if_left(live["bin"], name)
     assert name not in sandbox_names(live["bin"])
     assert not os.path.exists(session.state.workspace_dir)
 
@@ -545,9 +538,5 @@ async def test_resume_starts_a_stopped_sandbox_again(live, tmp_path):
         finally:
             await second_client.aclose()
     finally:
-        if name in sandbox_names(live["bin"]):
-            cleanup = AgentcSandboxClient()
-            server = await cleanup.server()
-            await server.request("attach", {"sandbox": name, "keep": False})
-            await cleanup.aclose()
+        await remove_if_left(live["bin"], name)
     assert name not in sandbox_names(live["bin"])

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
-import urllib.request
 
 import pytest
 
@@ -15,7 +13,7 @@ from agents.sandbox.manifest import Environment, Manifest  # noqa: E402
 
 from agentc_sandbox import strix as agentc_strix  # noqa: E402
 
-from .conftest import sandbox_names  # noqa: E402
+from .conftest import fetch_page, sandbox_names  # noqa: E402
 
 pytestmark = pytest.mark.live
 
@@ -85,16 +83,7 @@ async def test_registry_returns_a_working_agentc_backend(live, tmp_path, monkeyp
         assert started.ok(), started.stderr
         endpoint = await session.resolve_exposed_port(agentc_strix.CAIDO_PORT)
         assert endpoint.host == "127.0.0.1"
-        url = f"http://{endpoint.host}:{endpoint.port}/index.html"
-        body = b""
-        for _ in range(50):
-            try:
-                body = await asyncio.to_thread(
-                    lambda: urllib.request.urlopen(url, timeout=5).read()
-                )
-                break
-            except OSError:
-                await asyncio.sleep(0.1)
+        body = await fetch_page(endpoint)
         assert body == b"caido\n"
     finally:
         # What Strix's cleanup does: delete through the client it got back.
