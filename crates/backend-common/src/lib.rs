@@ -73,6 +73,8 @@ pub mod hints;
 pub mod image;
 pub mod inspect;
 pub mod launch;
+#[cfg(any(test, feature = "memory-port"))]
+pub mod memory;
 pub mod pause;
 pub mod podman;
 pub mod pool;
