@@ -164,7 +164,7 @@ pub fn template(options: &InitOptions) -> Result<String, LifecycleError> {
          #   agentc plan {name}.toml        what its launches would create, offline\n\
          #   agentc doctor {name}.toml      whether this machine can run it\n\
          #\n\
-         # Every field is in `agentc schema` and the README's \"Profiles\" section.\n\n\
+         # Every field is in `agentc schema` and docs/profiles.md (in agentc's repository).\n\n\
          name = {}\nagent = {}\n",
         title(options.agent),
         quoted(name),

@@ -549,7 +549,7 @@ fn compare_metadata(
     }
 }
 
-/// The checks as JSON, in stable field names (README, "verify"): `{"profile", "checks":
+/// The checks as JSON, in stable field names (docs/commands.md, "verify"): `{"profile", "checks":
 /// [{"check", "status", "expected", "seen", "hint"}], "ok", "warn", "fail", "skip"}`, `status`
 /// being `ok`, `warn`, `fail` or `skip` and `hint` `null` unless a failed or warned check has
 /// one; the counts add up to the number of checks.
