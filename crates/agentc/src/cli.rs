@@ -1,5 +1,6 @@
 //! The command-line surface: clap definitions only, one struct per subcommand.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -357,6 +358,11 @@ pub struct LaunchArgs {
     /// Arguments passed to the agent, after `--`.
     #[arg(last = true)]
     pub agent_args: Vec<String>,
+    /// `AGENTC_*` overrides this invocation's options give (`run --isolation-min`), in place
+    /// of the environment's: inputs of resolve like the rest, never set in the process's
+    /// environment.
+    #[arg(skip)]
+    pub overrides: BTreeMap<String, String>,
 }
 
 /// `agentc explain`.

@@ -147,6 +147,7 @@ pub fn every_launch(loaded: &LoadedProfile, profile: &Path) -> Vec<LaunchArgs> {
         image: None,
         seed_target,
         agent_args: Vec::new(),
+        overrides: Default::default(),
     };
     let profile_fields = &loaded.profile;
     let mut launches = vec![launch(KindArg::Run, None)];
@@ -248,7 +249,7 @@ pub fn launch_inputs_in(
     } else {
         Vec::new()
     };
-    let env = agentc_environment()?;
+    let env = agentc_environment(&args.overrides)?;
     for (name, value) in &env {
         log::debug!("environment override {name}={value:?}");
     }
@@ -333,8 +334,11 @@ fn log_resolved(spec: &LaunchSpec) {
 /// The override variables the policy reads (`AGENTC_MEM_LIMIT`, ...) only: the policy never
 /// sees the rest of the environment, so no secret can reach it, not even one whose name
 /// starts with `AGENTC_`. An `AGENTC_*` name a typo away from an override is refused first
-/// (by name; its value is never read).
-pub fn agentc_environment() -> Result<BTreeMap<String, String>, Failure> {
+/// (by name; its value is never read). `given` (the invocation's own, such as `run
+/// --isolation-min`) replaces the environment's value of a variable.
+pub fn agentc_environment(
+    given: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, Failure> {
     for (name, _) in std::env::vars_os() {
         agentc_policy::overrides::check_variable_name(&name.to_string_lossy())
             .map_err(Failure::invalid)?;
@@ -347,6 +351,7 @@ pub fn agentc_environment() -> Result<BTreeMap<String, String>, Failure> {
             let value = std::env::var_os(name)?.to_string_lossy().into_owned();
             Some((name.to_string(), value))
         })
+        .chain(given.clone())
         .collect())
 }
 

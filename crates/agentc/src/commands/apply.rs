@@ -98,7 +98,7 @@ fn source_hash(source: &str) -> Result<String, Failure> {
 /// Runs `agentc apply`.
 pub fn apply(args: ApplyArgs) -> Result<u8, Failure> {
     let loaded = context::load_profile(&args.profile)?;
-    let launches = gather::launches(&loaded, &args.profile, None)?;
+    let launches = gather::launches(&loaded, &args.profile, None, &BTreeMap::new())?;
     let name = loaded.profile.name.clone();
     let image = run_image(&launches).ok_or_else(|| {
         Failure::unlaunchable(format!("{}: the profile has no run launch", loaded.file))

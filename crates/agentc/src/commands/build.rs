@@ -23,6 +23,7 @@ pub fn build(args: BuildArgs) -> Result<u8, Failure> {
         image: args.image,
         seed_target: None,
         agent_args: Vec::new(),
+        overrides: Default::default(),
     };
     let loaded = context::load_profile(&launch_args.profile)?;
     let spec = context::resolve_launch(&loaded, &launch_args)?;

@@ -8,6 +8,7 @@ use agentc_lifecycle::doctor::{
 use agentc_lifecycle::lock::compare;
 use agentc_lifecycle::plan::{Part, Role};
 use agentc_lifecycle::state::State;
+use std::collections::BTreeMap;
 
 use crate::cli::{BackendArg, DoctorArgs, ExplainFormat};
 use crate::commands::{launch, plan};
@@ -67,7 +68,7 @@ fn profile_facts(
     workspace: Option<&std::path::Path>,
     reachable: bool,
 ) -> Result<(ProfileFacts, Vec<Part>), Failure> {
-    let launches = gather::launches(loaded, profile, workspace)?;
+    let launches = gather::launches(loaded, profile, workspace, &BTreeMap::new())?;
     let planned = agentc_lifecycle::plan::plan(&loaded.profile.name, &loaded.file, &launches, None);
     let mut facts = ProfileFacts {
         file: loaded.file.clone(),
@@ -179,7 +180,8 @@ fn profile_facts(
     match gather::read_lock(profile) {
         Ok(None) => {}
         Ok(Some((path, locked))) => {
-            let (current, _) = gather::current_lock(loaded, &launches, engine.as_mut())?;
+            let (current, _) =
+                gather::current_lock(loaded, &launches, &BTreeMap::new(), engine.as_mut())?;
             facts.lock = Some((path.display().to_string(), Ok(compare(&locked, &current))));
         }
         Err(failure) => {

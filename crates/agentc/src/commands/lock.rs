@@ -2,6 +2,7 @@
 //! `--check`, lists the drift between the lock and the machine (exit 65 on any).
 
 use agentc_lifecycle::lock::compare;
+use std::collections::BTreeMap;
 
 use crate::cli::{ExplainFormat, LockArgs};
 use crate::context::{self, Failure, EXIT_INVALID};
@@ -10,7 +11,12 @@ use crate::lifecycle::{engine, gather, store};
 /// Runs `agentc lock`.
 pub fn lock(args: LockArgs) -> Result<u8, Failure> {
     let loaded = context::load_profile(&args.profile)?;
-    let launches = gather::launches(&loaded, &args.profile, args.workspace.as_deref())?;
+    let launches = gather::launches(
+        &loaded,
+        &args.profile,
+        args.workspace.as_deref(),
+        &BTreeMap::new(),
+    )?;
     if args.check {
         let Some((path, locked)) = gather::read_lock(&args.profile)? else {
             return Err(Failure::new(
@@ -23,7 +29,8 @@ pub fn lock(args: LockArgs) -> Result<u8, Failure> {
             ));
         };
         let mut engine = engine::connect(args.backend)?;
-        let (current, _) = gather::current_lock(&loaded, &launches, engine.as_mut())?;
+        let (current, _) =
+            gather::current_lock(&loaded, &launches, &BTreeMap::new(), engine.as_mut())?;
         let drifts = compare(&locked, &current);
         if args.format == ExplainFormat::Json {
             let report = serde_json::json!({
@@ -65,7 +72,8 @@ pub fn lock(args: LockArgs) -> Result<u8, Failure> {
         return Ok(0);
     }
     let mut engine = engine::connect(args.backend)?;
-    let (lock, missing) = gather::current_lock(&loaded, &launches, engine.as_mut())?;
+    let (lock, missing) =
+        gather::current_lock(&loaded, &launches, &BTreeMap::new(), engine.as_mut())?;
     gather::require_images(&missing, &launches)?;
     let path = store::lock_file(&args.profile);
     store::write_atomic(&path, &lock.to_toml())?;

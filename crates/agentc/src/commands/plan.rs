@@ -2,6 +2,7 @@
 //! daemon): the parts of each launch, its findings, and what changed since the last apply.
 
 use agentc_lifecycle::state::State;
+use std::collections::BTreeMap;
 
 use crate::cli::{ExplainFormat, PlanArgs};
 use crate::context::{self, Failure};
@@ -10,7 +11,12 @@ use crate::lifecycle::{gather, store};
 /// Runs `agentc plan`.
 pub fn plan(args: PlanArgs) -> Result<u8, Failure> {
     let loaded = context::load_profile(&args.profile)?;
-    let launches = gather::launches(&loaded, &args.profile, args.workspace.as_deref())?;
+    let launches = gather::launches(
+        &loaded,
+        &args.profile,
+        args.workspace.as_deref(),
+        &BTreeMap::new(),
+    )?;
     let state = read_state(&loaded.profile.name)?;
     let recorded = state
         .as_ref()

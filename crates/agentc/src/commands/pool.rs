@@ -60,12 +60,14 @@ fn random_hex() -> String {
     format!("{:08x}", hasher.finish() as u32)
 }
 
-/// The launch `agentc run --detach PROFILE` resolves, with the claim's `agent_args`.
+/// The launch `agentc run --detach PROFILE` resolves, with the claim's `agent_args` and the
+/// invocation's `overrides`.
 fn detached_launch(
     loaded: &LoadedProfile,
     profile: &Path,
     image: Option<String>,
     agent_args: Vec<String>,
+    overrides: &BTreeMap<String, String>,
     start: Start,
 ) -> Result<LaunchSpec, Failure> {
     let args = LaunchArgs {
@@ -75,6 +77,7 @@ fn detached_launch(
         image,
         seed_target: None,
         agent_args,
+        overrides: overrides.clone(),
     };
     let detach = start != Start::AsLaunched;
     let instance = Instance {
@@ -190,6 +193,7 @@ fn fill(args: PoolFillArgs) -> Result<u8, Failure> {
         &args.profile,
         args.image.clone(),
         Vec::new(),
+        &BTreeMap::new(),
         Start::Detached,
     )?;
     if let Some(reason) = cold_reason(&base) {
@@ -350,6 +354,8 @@ pub struct ClaimRequest<'a> {
     pub profile: &'a Path,
     /// `--image`.
     pub image: Option<String>,
+    /// The invocation's `AGENTC_*` overrides ([`LaunchArgs::overrides`]).
+    pub overrides: &'a BTreeMap<String, String>,
     /// The claim's launch, as `run` resolved it (with the agent arguments).
     pub spec: &'a LaunchSpec,
     /// `--pool`.
@@ -383,6 +389,7 @@ pub fn try_claim(request: ClaimRequest<'_>) -> Result<Claimed, Failure> {
         request.profile,
         request.image.clone(),
         Vec::new(),
+        request.overrides,
         Start::Detached,
     )?;
     let backend = request.backend;

@@ -12,11 +12,18 @@ use crate::lifecycle::gather;
 
 /// Runs `agentc run`; returns the container's exit code (0 for a started detached launch).
 pub fn run(args: RunArgs) -> Result<u8, Failure> {
-    if let Some(tier) = &args.isolation_min {
-        // An input of resolve, read from the environment map with the other overrides: set
-        // before anything reads it, while this process has one thread.
-        std::env::set_var(agentc_policy::overrides::ISOLATION_MIN, tier);
-    }
+    // An input of resolve, with the environment's overrides (in place of its
+    // AGENTC_ISOLATION_MIN).
+    let overrides = args
+        .isolation_min
+        .iter()
+        .map(|tier| {
+            (
+                agentc_policy::overrides::ISOLATION_MIN.to_string(),
+                tier.clone(),
+            )
+        })
+        .collect();
     let launch_args = LaunchArgs {
         profile: args.profile,
         kind: KindArg::Run,
@@ -24,6 +31,7 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
         image: args.image,
         seed_target: None,
         agent_args: args.agent_args,
+        overrides,
     };
     let loaded = context::load_profile(&launch_args.profile)?;
     gather::refuse_unlocked(
@@ -32,6 +40,7 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
         &launch_args.profile,
         gather::Workspace::Given(launch_args.workspace.as_deref()),
         launch_args.image.as_deref(),
+        &launch_args.overrides,
         args.backend,
     )?;
     // How this invocation starts the container is an input of resolve: the spec it returns
@@ -70,6 +79,7 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
             loaded: &loaded,
             profile: &launch_args.profile,
             image: launch_args.image.clone(),
+            overrides: &launch_args.overrides,
             spec: &spec,
             mode: args.pool,
             backend: args.backend,

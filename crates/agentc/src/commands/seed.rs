@@ -15,6 +15,7 @@ pub fn seed(args: SeedArgs) -> Result<u8, Failure> {
         &args.profile,
         gather::Workspace::Locked,
         args.image.as_deref(),
+        &std::collections::BTreeMap::new(),
         args.backend,
     )?;
     let targets = match &args.target {
@@ -43,6 +44,7 @@ pub fn seed(args: SeedArgs) -> Result<u8, Failure> {
             image: args.image.clone(),
             seed_target: Some(target.clone()),
             agent_args: Vec::new(),
+            overrides: Default::default(),
         };
         specs.push((target, context::resolve_launch(&loaded, &launch_args)?));
     }

@@ -110,6 +110,7 @@ pub(crate) fn launch_args(
         image,
         seed_target: None,
         agent_args: Vec::new(),
+        overrides: Default::default(),
     }
 }
 

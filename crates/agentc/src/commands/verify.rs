@@ -23,6 +23,7 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
         image: args.image,
         seed_target: None,
         agent_args: Vec::new(),
+        overrides: Default::default(),
     };
     let loaded = context::load_profile(&launch_args.profile)?;
     gather::refuse_unlocked(
@@ -31,6 +32,7 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
         &launch_args.profile,
         gather::Workspace::Given(launch_args.workspace.as_deref()),
         launch_args.image.as_deref(),
+        &launch_args.overrides,
         args.backend,
     )?;
     let spec = context::resolve_launch(&loaded, &launch_args)?;

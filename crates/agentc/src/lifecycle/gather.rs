@@ -22,10 +22,12 @@ pub fn launches(
     loaded: &LoadedProfile,
     profile: &Path,
     workspace: Option<&Path>,
+    overrides: &BTreeMap<String, String>,
 ) -> Result<Vec<Launch>, Failure> {
     let mut launches = Vec::new();
     for mut args in context::every_launch(loaded, profile) {
         args.workspace = workspace.map(Path::to_path_buf);
+        args.overrides = overrides.clone();
         let inputs = context::launch_inputs(loaded, &args, Instance::default())?;
         let spec = context::resolve_inputs(loaded, &inputs)?;
         let kind = match args.kind {
@@ -49,6 +51,7 @@ pub fn launches(
 pub fn current_lock(
     loaded: &LoadedProfile,
     launches: &[Launch],
+    overrides: &BTreeMap<String, String>,
     engine: &mut dyn Engine,
 ) -> Result<(Lock, Vec<String>), Failure> {
     let mut images = BTreeMap::new();
@@ -65,7 +68,7 @@ pub fn current_lock(
         .into_iter()
         .map(files::lock_entry)
         .collect::<Result<Vec<_>, _>>()?;
-    let environment = context::agentc_environment()?;
+    let environment = context::agentc_environment(overrides)?;
     let lock = Lock::current(LockInputs {
         agentc_version: VERSION,
         profile: &loaded.profile,
@@ -129,6 +132,7 @@ pub fn check_locked(
     loaded: &LoadedProfile,
     profile: &Path,
     workspace: Workspace<'_>,
+    overrides: &BTreeMap<String, String>,
     engine: &mut dyn Engine,
 ) -> Result<(), Failure> {
     let Some((path, locked)) = read_lock(profile)? else {
@@ -149,8 +153,8 @@ pub fn check_locked(
             .and_then(|workspace| context::locked_path(profile, workspace))
             .filter(|dir| dir.is_dir()),
     };
-    let launches = launches(loaded, profile, workspace.as_deref())?;
-    let (current, _) = current_lock(loaded, &launches, engine)?;
+    let launches = launches(loaded, profile, workspace.as_deref(), overrides)?;
+    let (current, _) = current_lock(loaded, &launches, overrides, engine)?;
     let drifts = compare(&locked, &current);
     if drifts.is_empty() {
         log::debug!("{}: no drift", path.display());
@@ -182,6 +186,7 @@ pub fn refuse_unlocked(
     profile: &Path,
     workspace: Workspace<'_>,
     image: Option<&str>,
+    overrides: &BTreeMap<String, String>,
     backend: crate::cli::BackendArg,
 ) -> Result<(), Failure> {
     if !locked {
@@ -193,5 +198,5 @@ pub fn refuse_unlocked(
         ));
     }
     let mut engine = crate::lifecycle::engine::connect(backend)?;
-    check_locked(loaded, profile, workspace, engine.as_mut())
+    check_locked(loaded, profile, workspace, overrides, engine.as_mut())
 }

@@ -146,6 +146,7 @@ pub fn session_launch(
         image: request.image.map(str::to_string),
         seed_target: None,
         agent_args: Vec::new(),
+        overrides: Default::default(),
     };
     let profile = loaded.profile.name.clone();
     let instance = Instance {
