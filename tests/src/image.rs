@@ -20,7 +20,10 @@ pub const TEST_IMAGE_REPOSITORY: &str = "agentc-test/busybox";
 /// The label the script sets on the test image, which marks tags that are safe to move.
 pub const TEST_IMAGE_LABEL: &str = "agentc-test.image";
 
-/// The tags agentc's agent presets launch by default (`<image-name>:latest`).
+/// The tags agentc's agent presets launch by default (`<image-name>:latest`): no test makes
+/// them (a machine that ran the tests keeps no `claude-code:latest` it did not have, which a
+/// later `agentc doctor` would report present); [`remove_agent_image_tags`] removes those that
+/// earlier versions of the tests left pointing at the test image.
 pub const AGENT_IMAGE_TAGS: [&str; 4] = [
     "claude-code:latest",
     "codex:latest",
@@ -105,39 +108,8 @@ pub fn ensure_test_image() -> Result<String, String> {
     Ok(tag)
 }
 
-/// Also tags the test image as each of [`AGENT_IMAGE_TAGS`], so a launch of an agent preset
-/// (`claude-code:latest`, ...) runs busybox; the live tests then replace the agent's command
-/// with a probe. Returns the test image's tag.
-///
-/// Only for tests: a tag that names an image which is not a test image (a real agent image on a
-/// developer's machine) is never moved, and an error says so; the test should then skip. The
-/// tags are left in place afterwards (tests run concurrently and share them); remove them with
-/// [`remove_agent_image_tags`].
-pub fn tag_agent_images() -> Result<String, String> {
-    let tag = ensure_test_image()?;
-    let _build = BUILD
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let id = image_id(&tag).ok_or_else(|| format!("the test image {tag} disappeared"))?;
-    for alias in AGENT_IMAGE_TAGS {
-        match image_id(alias) {
-            Some(existing) if existing == id => continue,
-            Some(existing) if !is_test_image(alias) => {
-                return Err(format!(
-                    "{alias} is a real image here ({existing}): not retagging it\n  hint: run the \
-                     agent-preset live tests where {alias} does not exist"
-                ));
-            }
-            _ => {
-                run("docker", &["tag", &tag, alias])?;
-            }
-        }
-    }
-    Ok(tag)
-}
-
 /// Whether `reference` carries the label the build script sets.
-fn is_test_image(reference: &str) -> bool {
+pub(crate) fn is_test_image(reference: &str) -> bool {
     let format = format!("{{{{index .Config.Labels \"{TEST_IMAGE_LABEL}\"}}}}");
     run(
         "docker",
@@ -146,8 +118,8 @@ fn is_test_image(reference: &str) -> bool {
     .is_ok_and(|value| value == "busybox")
 }
 
-/// Removes those of [`AGENT_IMAGE_TAGS`] that point at a test image (never a real one); returns
-/// the tags removed.
+/// Removes those of [`AGENT_IMAGE_TAGS`] that point at a test image (never a real one): what
+/// earlier versions of the tests left; returns the tags removed.
 pub fn remove_agent_image_tags() -> Vec<String> {
     AGENT_IMAGE_TAGS
         .iter()

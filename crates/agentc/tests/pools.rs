@@ -846,3 +846,91 @@ fn live_the_librarys_delete_of_a_claimed_member_removes_its_companion() {
         assert_eq!(leftovers(&lab), Vec::<String>::new(), "{backend}");
     }
 }
+
+/// Waits up to 20 s for `container`'s logs to hold `wanted`; returns them.
+fn logs_holding(container: &str, wanted: &str) -> String {
+    let started = Instant::now();
+    let mut logs = String::new();
+    while !logs.contains(wanted) && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(100));
+        logs = docker(&["logs", container]).unwrap_or_default();
+    }
+    logs
+}
+
+/// A warm claim runs the invocation's arguments as the cold launch does: appended to the
+/// custom sandbox's command (its `"$@"` here), nothing dropped, through either backend.
+fn a_claim_runs_the_arguments_a_cold_launch_runs(backend: &str) {
+    let lab = Lab::new(&format!("args-{backend}"));
+    let body = format!(
+        "name = \"{}\"\nagent = \"custom\"\n\n[image]\nref = \"{}\"\ncommand = [\"sh\", \"-c\", \"echo \\\"args: $# $*\\\"; exec tail -f /dev/null\", \"sh\"]\n\n[egress]\nhosts = [\"allowed.test\"]\noutside_network = \"{}\"\n",
+        lab.id,
+        test_image(),
+        lab.out
+    );
+    let path = lab.dir.path().join("sandbox.toml");
+    std::fs::write(&path, body).expect("write the profile");
+    let path = path.to_string_lossy().into_owned();
+    let run = |pool: &str| {
+        let output = lab.agentc(&[
+            "run",
+            &path,
+            "--backend",
+            backend,
+            "--no-warnings",
+            "--pool",
+            pool,
+            "--",
+            "one",
+            "two words",
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        let name = text(&output.stdout)
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_string();
+        (output, name)
+    };
+    let (cold, name) = run("off");
+    assert!(
+        !text(&cold.stderr).contains("warm start"),
+        "{}",
+        describe(&cold)
+    );
+    let logs = logs_holding(&name, "args: ");
+    assert_eq!(logs.trim(), "args: 2 one two words", "cold: {logs}");
+    lab.agentc(&["rm", &name]);
+    let filled = lab.agentc(&["pool", "fill", &path, "--size", "1", "--backend", backend]);
+    assert_eq!(filled.status.code(), Some(0), "{}", describe(&filled));
+    let (warm, name) = run("require");
+    assert!(
+        text(&warm.stderr).contains("warm start from pool"),
+        "{}",
+        describe(&warm)
+    );
+    assert!(name.starts_with("agentc-claim-"), "{}", describe(&warm));
+    let logs = logs_holding(&name, "args: ");
+    assert_eq!(logs.trim(), "args: 2 one two words", "warm: {logs}");
+    let removed = lab.agentc(&["rm", &name]);
+    assert_eq!(removed.status.code(), Some(0), "{}", describe(&removed));
+    assert_eq!(lab.containers(), Vec::<String>::new());
+}
+
+#[test]
+fn live_a_claim_runs_the_arguments_a_cold_launch_runs_through_the_cli_backend() {
+    if !require_daemon("live_a_claim_runs_the_arguments_a_cold_launch_runs_through_the_cli_backend")
+    {
+        return;
+    }
+    a_claim_runs_the_arguments_a_cold_launch_runs("cli");
+}
+
+#[test]
+fn live_a_claim_runs_the_arguments_a_cold_launch_runs_through_the_api_backend() {
+    if !require_daemon("live_a_claim_runs_the_arguments_a_cold_launch_runs_through_the_api_backend")
+    {
+        return;
+    }
+    a_claim_runs_the_arguments_a_cold_launch_runs("api");
+}
