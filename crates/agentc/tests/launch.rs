@@ -339,6 +339,64 @@ fn live_run_returns_the_exit_code_through_both_backends_and_leaves_nothing() {
     lab.finish();
 }
 
+/// A preset runs with an init as PID 1 (`image.init` unset): `agentc stop` ends its agent with
+/// the SIGTERM (exit 143, the init passing the agent's status on) instead of the engine killing
+/// a PID 1 that ignores it after the timeout (137); `image.init = false` keeps the agent PID 1,
+/// and so that kill. Through both backends.
+#[test]
+fn live_a_preset_runs_with_an_init_so_stop_ends_its_agent_with_sigterm() {
+    if !require_daemon("live_a_preset_runs_with_an_init_so_stop_ends_its_agent_with_sigterm") {
+        return;
+    }
+    let image = agent_image();
+    let mut lab = Lab::new("launcher-init");
+    lab.volume("launcher-init-home");
+    for backend in ["cli", "api"] {
+        for (image_table, exit_code) in [("", "143"), ("[image]\ninit = false\n", "137")] {
+            let profile = lab.profile(&format!(
+                "agent = \"claude-code\"\nhome_volume = \"launcher-init-home\"\n{image_table}"
+            ));
+            let name = format!("launcher-init-{backend}");
+            let started = lab.run(&[
+                "run",
+                &profile,
+                "--backend",
+                backend,
+                "--image",
+                &image,
+                "--detach",
+                "--name",
+                &name,
+                "--no-warnings",
+                "--",
+                "-c",
+                "sleep 600",
+            ]);
+            assert_eq!(started.status.code(), Some(0), "{}", describe(&started));
+            let stopped = lab.run(&["stop", "--backend", backend, "--time", "2", &name]);
+            assert_eq!(stopped.status.code(), Some(0), "{}", describe(&stopped));
+            let state = docker(&[
+                "inspect",
+                "--format",
+                "{{.State.Status}} {{.State.ExitCode}} {{.HostConfig.Init}}",
+                &name,
+            ])
+            .unwrap();
+            // Without an init the engines differ in saying so (`false`, or no value).
+            let state = state.trim().replace("<nil>", "false");
+            let init = if exit_code == "143" { "true" } else { "false" };
+            assert_eq!(
+                state,
+                format!("exited {exit_code} {init}"),
+                "{backend} {image_table:?}"
+            );
+            let removed = lab.run(&["rm", &name]);
+            assert_eq!(removed.status.code(), Some(0), "{}", describe(&removed));
+        }
+    }
+    lab.finish();
+}
+
 /// An attached `--rm` run whose allowlist is enforced outside it: the workload runs on its
 /// isolated network with the proxy as its DNS server, its exit code comes back, and the proxy
 /// and the network are gone afterwards, through both backends.
@@ -1269,6 +1327,7 @@ fn live_verify_fails_when_the_container_disagrees_with_the_spec() {
         image: None,
         seed_target: None,
         agent_args: Vec::new(),
+        overrides: Default::default(),
     };
     let loaded = agentc::context::load_profile(&launch.profile).unwrap();
     let spec = agentc::context::resolve_launch(&loaded, &launch).unwrap();

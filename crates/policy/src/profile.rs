@@ -430,9 +430,12 @@ pub struct ImageConfig {
     pub user: Option<String>,
     /// Run docker's init (tini) as PID 1 of the agent's container, before the entrypoint: it
     /// reaps orphaned processes, which would otherwise linger as zombies and count against
-    /// `resources.pids_limit`, and passes signals on. Off by default, as in the seeds.
+    /// `resources.pids_limit`, and passes signals on, so that `agentc stop` ends the agent at
+    /// once instead of killing it after the engine's timeout. On by default for the agent
+    /// presets, off for a custom sandbox (its image's entrypoint may be an init already);
+    /// `false` turns it off.
     #[serde(default)]
-    pub init: bool,
+    pub init: Option<bool>,
     /// Build context directory, relative to the profile, for `agentc build`.
     pub build_context: Option<String>,
     /// Dockerfile, relative to the build context.

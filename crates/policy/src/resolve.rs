@@ -157,7 +157,7 @@ impl Resolver<'_> {
         for key in [keys::INTERACTIVE, keys::TTY, keys::AUTO_REMOVE] {
             self.set(key, preset_origin(preset));
         }
-        self.init_process(&mut container);
+        self.init_process(&mut container, Some(preset));
         self.harden(&mut container, Some(preset));
         self.security(&mut container, Some(preset));
 
@@ -219,7 +219,7 @@ impl Resolver<'_> {
         container.detach = true;
         self.set(keys::DETACH, Origin::Default);
         self.custom_process(&mut container);
-        self.init_process(&mut container);
+        self.init_process(&mut container, None);
         self.harden(&mut container, None);
         self.security(&mut container, None);
         let workspace = self.workspace(&mut container, false, Origin::Default)?;

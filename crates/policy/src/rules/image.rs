@@ -88,11 +88,20 @@ impl Resolver<'_> {
         }
     }
 
-    /// docker's init as PID 1 of the agent's container, when the profile asks (`image.init`).
-    pub fn init_process(&mut self, container: &mut ContainerSpec) {
-        if self.profile.image.init {
-            container.init = true;
-            self.set(keys::INIT, self.field_origin("image.init"));
+    /// docker's init as PID 1 of the agent's container: as the profile says (`image.init`),
+    /// else for an agent `preset` (whose agent, PID 1 without it, ignores `agentc stop`'s
+    /// SIGTERM), not for a custom sandbox.
+    pub fn init_process(&mut self, container: &mut ContainerSpec, preset: Option<&Preset>) {
+        match (self.profile.image.init, preset) {
+            (Some(init), _) => {
+                container.init = init;
+                self.set(keys::INIT, self.field_origin("image.init"));
+            }
+            (None, Some(preset)) => {
+                container.init = true;
+                self.set(keys::INIT, preset_origin(preset));
+            }
+            (None, None) => {}
         }
     }
 
@@ -237,7 +246,7 @@ pub(crate) fn explain_process(out: &mut Explainer, c: &ContainerSpec) {
             keys::INIT,
         );
     } else {
-        out.line("  PID 1: the entrypoint, no init");
+        out.item("PID 1", "the entrypoint, no init", keys::INIT);
     }
     if c.command.is_empty() {
         out.line("  command: the image's");
