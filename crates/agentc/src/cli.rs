@@ -646,6 +646,11 @@ pub struct RmArgs {
     /// home volumes: what the agent kept there is lost.
     #[arg(long)]
     pub volumes: bool,
+    /// With --profile: also remove what `agentc apply` keeps for it, its deployment state
+    /// (what `rollback` reads) and the previous images it kept for a rollback (the tags
+    /// REF-agentc-previous-PROFILE); the profile's image and its lock file stay.
+    #[arg(long, requires = "profile")]
+    pub state: bool,
     /// Which backend asks the engine.
     #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
     pub backend: BackendArg,

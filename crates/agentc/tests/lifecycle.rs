@@ -558,6 +558,35 @@ fn live_apply_keeps_the_previous_image_and_rollback_returns_to_it_once() {
             .unwrap_or_else(|| panic!("{id}: {report}"));
         assert_eq!(check["status"], "ok", "{id}: {report}");
     }
+
+    // What apply keeps goes with `rm --profile P --state`: the retained image and the state;
+    // the profile's image and its lock stay.
+    let retained = format!("{tag}-agentc-previous-{}", lab.profile);
+    let removed = lab.expect(&["rm", "--profile", &file, "--state"], 0);
+    let shown = text(&removed.stdout);
+    assert!(
+        shown.contains(&format!("removed image {retained}"))
+            && shown.contains(&format!("removed state {}", lab.state_file().display())),
+        "{}",
+        describe(&removed)
+    );
+    assert_eq!(image_id(&retained), None);
+    assert_eq!(image_id(&tag), Some(first));
+    assert!(!lab.state_file().exists());
+    assert!(lab.lock_path().exists());
+    assert!(lab.containers().is_empty());
+    let again = lab.expect(&["rm", "--profile", &file, "--state"], 0);
+    assert!(
+        text(&again.stderr).contains("nothing agentc made for profile"),
+        "{}",
+        describe(&again)
+    );
+    let refused = lab.expect(&["rollback", &file], 1);
+    assert!(
+        text(&refused.stderr).contains("has no deployment to roll back"),
+        "{}",
+        describe(&refused)
+    );
 }
 
 #[test]

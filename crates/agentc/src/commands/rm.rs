@@ -11,6 +11,8 @@ use crate::cli::RmArgs;
 use crate::commands::launch;
 use crate::commands::session::{is_profile_path, on_client, sandbox_named, OnClient};
 use crate::context::{self, Failure};
+use crate::lifecycle::store;
+use agentc_lifecycle::state::State;
 
 /// The containers NAMEs mean, as the session commands read them: a profile file, or a profile's
 /// name that no container has (and that leaves nothing of a killed launch to remove), is its
@@ -64,14 +66,26 @@ pub fn rm(args: RmArgs) -> Result<u8, Failure> {
         RemoveTarget::Profile(profile) => Some(profile.clone()),
         _ => None,
     };
-    let (removed, volumes) = on_client(
+    // What `apply` keeps, under its lock: no apply or rollback runs meanwhile.
+    let kept = match (&profile, args.state) {
+        (Some(profile), true) => Some(Kept::read(profile)?),
+        _ => None,
+    };
+    let images = kept.as_ref().map(Kept::retained).unwrap_or_default();
+    let (removed, volumes, images) = on_client(
         args.backend,
         Removal {
             target,
             volumes: args.volumes,
+            images,
         },
     )?;
-    if let (Some(profile), true) = (profile, removed.is_empty() && volumes.is_empty()) {
+    let state = match kept {
+        Some(kept) => kept.remove()?,
+        None => None,
+    };
+    let nothing = removed.is_empty() && volumes.is_empty() && images.is_empty() && state.is_none();
+    if let (Some(profile), true) = (profile, nothing) {
         eprintln!("agentc: nothing agentc made for profile {profile} is left to remove");
     }
     for name in removed {
@@ -80,7 +94,71 @@ pub fn rm(args: RmArgs) -> Result<u8, Failure> {
     for volume in volumes {
         println!("removed volume {volume}");
     }
+    for image in images {
+        println!("removed image {image}");
+    }
+    if let Some(state) = state {
+        println!("removed state {}", state.display());
+    }
     Ok(0)
+}
+
+/// A profile's deployment state as `agentc apply` keeps it, read under its lock
+/// (`rm --state`).
+struct Kept {
+    path: std::path::PathBuf,
+    _guard: store::StateLock,
+    state: Option<State>,
+}
+
+impl Kept {
+    fn read(profile: &str) -> Result<Kept, Failure> {
+        let path = store::state_file(profile)?;
+        let guard = store::lock_state(&path)?;
+        let state = match store::read_text(&path)? {
+            Some(text) => Some(
+                State::parse(&path.display().to_string(), &text, profile)
+                    .map_err(Failure::unlaunchable)?,
+            ),
+            None => None,
+        };
+        Ok(Kept {
+            path,
+            _guard: guard,
+            state,
+        })
+    }
+
+    /// The tags of the previous images its deployments kept for a rollback, each once.
+    fn retained(&self) -> Vec<String> {
+        let mut tags: Vec<String> = self
+            .state
+            .iter()
+            .flat_map(|state| &state.deployments)
+            .filter_map(|deployment| deployment.retained_tag.clone())
+            .collect();
+        tags.sort();
+        tags.dedup();
+        tags
+    }
+
+    /// Removes the state file (and its lock file); its path when there was one.
+    fn remove(self) -> Result<Option<std::path::PathBuf>, Failure> {
+        let lock = self.path.with_extension("toml.flock");
+        let removed = match std::fs::remove_file(&self.path) {
+            Ok(()) => Some(self.path.clone()),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+            Err(error) => {
+                return Err(Failure::new(
+                    context::EXIT_FAILED,
+                    format!("cannot remove {}: {error}", self.path.display()),
+                ))
+            }
+        };
+        drop(self);
+        let _ = std::fs::remove_file(lock);
+        Ok(removed)
+    }
 }
 
 /// Removes `target` through the client's port ([`admin::remove`], written once for both
@@ -88,13 +166,19 @@ pub fn rm(args: RmArgs) -> Result<u8, Failure> {
 struct Removal {
     target: RemoveTarget,
     volumes: bool,
+    /// Image tags to remove (`--state`: the previous images `apply` kept).
+    images: Vec<String>,
 }
 
 impl OnClient for Removal {
-    type Output = (Vec<String>, Vec<String>);
+    type Output = (Vec<String>, Vec<String>, Vec<String>);
 
     async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<Self::Output, Failure> {
-        let Removal { target, volumes } = self;
+        let Removal {
+            target,
+            volumes,
+            images,
+        } = self;
         let port = client.port();
         let target = match target {
             RemoveTarget::Names(names) => RemoveTarget::Names(resolve_names(client, names).await?),
@@ -123,6 +207,19 @@ impl OnClient for Removal {
         let volumes = admin::remove_volumes(port, &volumes, skip_in_use)
             .await
             .map_err(launch::exec_failure)?;
-        Ok((removed, volumes))
+        let mut removed_images = Vec::new();
+        for image in images {
+            let present = port
+                .image_exists(&image)
+                .await
+                .map_err(|error| launch::exec_failure(error.at("inspect a retained image")))?;
+            if present {
+                port.remove_image(&image)
+                    .await
+                    .map_err(|error| launch::exec_failure(error.at("remove a retained image")))?;
+                removed_images.push(image);
+            }
+        }
+        Ok((removed, volumes, removed_images))
     }
 }
