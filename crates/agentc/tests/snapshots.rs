@@ -410,6 +410,83 @@ fn live_two_forks_diverge() {
     );
 }
 
+/// The named volume `container` mounts at `target`.
+fn volume_at(container: &str, target: &str) -> String {
+    let format = format!(
+        "{{{{range .Mounts}}}}{{{{if eq .Destination \"{target}\"}}}}{{{{.Name}}}}{{{{end}}}}{{{{end}}}}"
+    );
+    docker(&["inspect", "--format", &format, container])
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// Forks of a preset's snapshot each get a home of their own, filled from the snapshot
+/// (`NAME-home`), so they diverge there too and the profile's home is untouched; `agentc rm`
+/// removes a fork's home with it; `--share-home` mounts the profile's, kept as it is, and
+/// says so. Through both backends.
+#[test]
+fn live_forks_of_a_preset_diverge_in_homes_of_their_own_through_both_backends() {
+    if !require_daemon("live_forks_of_a_preset_diverge_in_homes_of_their_own") {
+        return;
+    }
+    let mut lab = Lab::new("homes");
+    for backend in ["cli", "api"] {
+        let (profile, path) = lab.profile(&format!("h-{backend}"), true, "", "");
+        let home = format!("{profile}-home");
+        let name = started(&lab.ok(&["run", &path, "--detach", "--backend", backend])).remove(0);
+        lab.sh(backend, &name, "echo base > /home/claude/base");
+        let snapshot = format!("{profile}:h");
+        lab.ok(&["snapshot", "--backend", backend, &name, "--tag", "h"]);
+        let out = lab.ok(&["fork", "--backend", backend, &snapshot, "--count", "2"]);
+        let forks = started(&out);
+        assert_eq!(forks.len(), 2, "{out}");
+        for (fork, word) in forks.iter().zip(["one", "two"]) {
+            assert_eq!(volume_at(fork, "/home/claude"), format!("{fork}-home"));
+            lab.sh(backend, fork, &format!("echo {word} > /home/claude/mine"));
+        }
+        for (fork, word) in forks.iter().zip(["one", "two"]) {
+            let seen = lab.sh(backend, fork, "cat /home/claude/base /home/claude/mine");
+            assert_eq!(seen, format!("base\n{word}\n"), "{backend} {fork}");
+        }
+        // The profile's home is the source's alone.
+        assert_eq!(volume_at(&name, "/home/claude"), home);
+        let seen = lab.sh(backend, &name, "ls /home/claude/mine 2>&1 || true");
+        assert!(seen.contains("No such file"), "{backend}: {seen}");
+        // A fork's home goes with it.
+        let removed = lab.ok(&["rm", "--backend", backend, &forks[0]]);
+        assert!(
+            removed.contains(&format!("removed volume {}-home", forks[0])),
+            "{removed}"
+        );
+        assert!(docker(&["volume", "inspect", &format!("{}-home", forks[0])]).is_err());
+        // Asked to share, a restore mounts the profile's home and leaves it as it is.
+        let shared = lab.agentc(
+            &["restore", "--backend", backend, "--share-home", &snapshot],
+            &[],
+        );
+        assert_eq!(shared.status.code(), Some(0), "{}", describe(&shared));
+        let restored = started(&text(&shared.stdout)).remove(0);
+        assert_eq!(volume_at(&restored, "/home/claude"), home);
+        assert!(
+            text(&shared.stderr).contains(&format!(
+                "volume {home} existed already (the profile's sandboxes share it); kept as it is"
+            )),
+            "{}",
+            describe(&shared)
+        );
+        for container in [&name, &forks[1], &restored] {
+            lab.ok(&["rm", "--backend", backend, container]);
+        }
+        assert!(docker(&["volume", "inspect", &format!("{}-home", forks[1])]).is_err());
+        assert!(
+            docker(&["volume", "inspect", &home]).is_ok(),
+            "the profile's home stays"
+        );
+        lab.ok(&["snapshot", "rm", "--backend", backend, &snapshot]);
+    }
+}
+
 /// The names of the containers, networks and volumes labelled for `profile`, sorted.
 fn left_of(profile: &str) -> Vec<String> {
     let filter = format!("label=io.agentc.profile={profile}");

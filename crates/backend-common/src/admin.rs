@@ -117,22 +117,29 @@ pub async fn remove<P: EnginePort>(
     };
     let results: Vec<Result<Vec<String>, ExecError>> = stream::iter(&names)
         .map(|name| async move {
-            // A claimed pool member's companion is labelled for the name it had at fill.
-            let member = match port.inspect(name).await {
+            let labels: BTreeMap<String, String> = match port.inspect(name).await {
                 Ok(inspect) => inspect
                     .config
                     .and_then(|config| config.labels)
-                    .and_then(|labels| labels.get(agentc_policy::pool::LABEL_POOL_MEMBER).cloned())
-                    .filter(|member| member != name),
-                Err(_) => None,
+                    .map(|labels| labels.into_iter().collect())
+                    .unwrap_or_default(),
+                Err(_) => BTreeMap::new(),
             };
+            // A claimed pool member's companion is labelled for the name it had at fill.
+            let member = labels
+                .get(agentc_policy::pool::LABEL_POOL_MEMBER)
+                .filter(|member| *member != name);
             port.remove_container(name)
                 .await
                 .map_err(failed(port, "remove the container"))?;
             // Its egress proxy and isolated network, if its allowlist is enforced outside it.
             let mut removed = companion::remove_companions(port, name).await?;
             if let Some(member) = member {
-                removed.extend(companion::remove_companions(port, &member).await?);
+                removed.extend(companion::remove_companions(port, member).await?);
+            }
+            // The home it had for itself alone (a restored or forked sandbox's).
+            if let Some(volume) = crate::volumes::remove_own_volume(port, &labels).await? {
+                removed.push(format!("volume {volume}"));
             }
             Ok(removed)
         })

@@ -46,3 +46,28 @@ pub async fn ensure_volumes<P: EnginePort>(
     }
     Ok(())
 }
+
+/// The volume a container had for itself alone (its [`agentc_policy::LABEL_OWN_VOLUME`]
+/// label: a restored or forked sandbox's own home), read from its `labels`.
+pub fn own_volume(labels: &BTreeMap<String, String>) -> Option<&str> {
+    labels
+        .get(agentc_policy::LABEL_OWN_VOLUME)
+        .map(String::as_str)
+        .filter(|volume| !volume.is_empty())
+}
+
+/// Removes the volume a removed container had for itself alone ([`own_volume`]); its name
+/// when it was there. One another container still mounts is the engine's conflict.
+pub async fn remove_own_volume<P: EnginePort>(
+    port: &P,
+    labels: &BTreeMap<String, String>,
+) -> Result<Option<String>, ExecError> {
+    let Some(volume) = own_volume(labels) else {
+        return Ok(None);
+    };
+    match port.remove_volume(volume).await {
+        Ok(()) => Ok(Some(volume.to_string())),
+        Err(error) if error.is_not_found() => Ok(None),
+        Err(error) => Err(error.at("remove the sandbox's own volume")),
+    }
+}

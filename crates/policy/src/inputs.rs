@@ -180,6 +180,10 @@ pub struct Instance {
     pub stdin_is_terminal: bool,
     /// The profile file the launch came from, recorded in labels for `agentc ps`.
     pub profile_record: Option<ProfileRecord>,
+    /// A home volume of its own (an agent preset's): `NAME-home` after the container's name,
+    /// labelled [`crate::LABEL_OWN_VOLUME`] on the container, instead of the profile's shared
+    /// one, so that a restored or forked sandbox diverges on its own. Needs a name.
+    pub own_home: bool,
 }
 
 impl Default for Instance {
@@ -193,6 +197,7 @@ impl Default for Instance {
             copy: None,
             stdin_is_terminal: true,
             profile_record: None,
+            own_home: false,
         }
     }
 }

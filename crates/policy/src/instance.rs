@@ -8,7 +8,8 @@ use crate::error::{Location, PolicyError};
 use crate::inputs::{Instance, Start};
 use crate::keys;
 use crate::spec::{
-    Action, ContainerSpec, LaunchSpec, Origin, LABEL_PROFILE_FILE, LABEL_PROFILE_SHA256,
+    Action, ContainerSpec, LaunchSpec, MountSource, Origin, LABEL_OWN_VOLUME, LABEL_PROFILE_FILE,
+    LABEL_PROFILE_SHA256,
 };
 
 /// The longest DNS label: the longest name a container behind the egress proxy may have.
@@ -188,9 +189,52 @@ pub(crate) fn apply(
             return Err(name_refusal(&problem, instance, &profile, loaded));
         }
     }
+    if instance.own_home {
+        own_home(container, origins, loaded)?;
+    }
     if !instance.stdin_is_terminal && container.tty && !container.detach {
         container.tty = false;
         origins.insert(keys::TTY.to_string(), invocation("stdin (not a terminal)"));
+    }
+    Ok(())
+}
+
+/// Gives a named container of an agent preset a home volume of its own, `NAME-home`, in place of
+/// the profile's (a custom sandbox has none: nothing changes), and the label that names it.
+fn own_home(
+    container: &mut ContainerSpec,
+    origins: &mut std::collections::BTreeMap<String, Origin>,
+    loaded: &LoadedProfile,
+) -> Result<(), PolicyError> {
+    let Some(preset) = crate::presets::preset(loaded.profile.agent) else {
+        return Ok(());
+    };
+    let Some(name) = container.name.clone() else {
+        return Err(PolicyError::Unlaunchable {
+            location: Location::Invocation {
+                input: "own home".to_string(),
+            },
+            message: "a home volume of its own is named after its container, which has no name"
+                .to_string(),
+            hint: "name the instance".to_string(),
+        });
+    };
+    let volume = format!("{name}-home");
+    for mount in &mut container.mounts {
+        if mount.target != preset.home_path {
+            continue;
+        }
+        if let MountSource::Volume { name, .. } = &mut mount.source {
+            *name = volume.clone();
+            container
+                .labels
+                .insert(LABEL_OWN_VOLUME.to_string(), volume.clone());
+            let origin = Origin::Invocation {
+                input: "a home of its own".to_string(),
+            };
+            origins.insert(keys::mount(preset.home_path), origin.clone());
+            origins.insert(keys::label(LABEL_OWN_VOLUME), origin);
+        }
     }
     Ok(())
 }

@@ -43,6 +43,9 @@ pub const LABEL_SPEC_DIGEST: &str = "io.agentc.spec-digest";
 pub const LABEL_PROFILE_FILE: &str = "io.agentc.profile-file";
 /// Label holding the sha256 (hex) of that profile file's text at launch.
 pub const LABEL_PROFILE_SHA256: &str = "io.agentc.profile-sha256";
+/// Label naming the volume a container has for itself alone ([`crate::Instance::own_home`]:
+/// `NAME-home`), which is removed with it.
+pub const LABEL_OWN_VOLUME: &str = "io.agentc.own-volume";
 
 /// Which launch of a profile a spec describes.
 #[derive(

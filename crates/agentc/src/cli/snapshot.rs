@@ -101,6 +101,11 @@ pub struct RestoreArgs {
     /// label behind the egress proxy (exit 65: at most 63 characters with a copy's -K, no dots).
     #[arg(long, value_name = "N")]
     pub name: Option<String>,
+    /// Mount the profile's home volume, shared with its other sandboxes and kept as it is,
+    /// instead of a home of the sandbox's own (`NAME-home`, filled from the snapshot and
+    /// removed with the sandbox).
+    #[arg(long)]
+    pub share_home: bool,
     /// A snapshot name (PROFILE:TAG) from `agentc snapshot ls`.
     pub snapshot: String,
 }

@@ -88,6 +88,7 @@ fn detached_launch(
         copy: None,
         stdin_is_terminal: std::io::stdin().is_terminal(),
         profile_record: context::profile_record(profile),
+        own_home: false,
     };
     context::resolve_instance(loaded, &args, instance)
 }

@@ -261,6 +261,7 @@ pub fn restore(args: RestoreArgs, count: u16) -> Result<u8, Failure> {
         copy: (!asked || count > 1).then_some(copy),
         stdin_is_terminal: false,
         profile_record: profile_record.clone(),
+        own_home: !args.share_home,
     };
     if asked {
         let names = (1..=count)

@@ -60,6 +60,7 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
         copy,
         stdin_is_terminal,
         profile_record: profile_record.clone(),
+        own_home: false,
     };
     let spec = context::resolve_instance(&loaded, &launch_args, instance(None))?;
     if !args.no_warnings {

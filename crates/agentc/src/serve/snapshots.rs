@@ -107,6 +107,8 @@ async fn restore_one<P: SessionPort>(
         copy: None,
         stdin_is_terminal: false,
         profile_record: context::profile_record(&file),
+        // Each restored or forked session diverges on its own, its home included.
+        own_home: true,
     };
     let spec = context::resolve_instance(&loaded, &args, instance).map_err(failure)?;
     let launch = container(&spec).map_err(failure)?;

@@ -388,7 +388,21 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
                 )],
             },
         };
-        remove_companions_after(self, sandbox, &launched_as, report).await
+        let mut report = remove_companions_after(self, sandbox, &launched_as, report).await;
+        // The home it had for itself alone (a restored or forked sandbox's).
+        if report.removed {
+            let labels: BTreeMap<String, String> = inspect
+                .and_then(|inspect| inspect.config)
+                .and_then(|config| config.labels)
+                .map(|labels| labels.into_iter().collect())
+                .unwrap_or_default();
+            if let Err(error) = crate::volumes::remove_own_volume(&self.port, &labels).await {
+                report
+                    .left
+                    .push(format!("the own volume of {}: {error}", sandbox.name));
+            }
+        }
+        report
     }
 
     async fn egress(&self, sandbox: &Sandbox) -> Result<Option<SandboxEgress>, SessionError> {
