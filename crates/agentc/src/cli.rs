@@ -212,7 +212,7 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct SessionTarget {
     /// Which backend talks to the daemon.
-    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
 }
 
@@ -501,7 +501,7 @@ pub struct RunArgs {
     /// The profile (TOML).
     pub profile: PathBuf,
     /// Which backend launches it.
-    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
     /// The workspace directory mounted into the agent [default: the current directory].
     #[arg(long)]
@@ -564,7 +564,7 @@ pub struct SeedArgs {
     #[arg(long)]
     pub all: bool,
     /// Which backend launches the helper.
-    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
     /// Use this image for the helper instead of the profile's.
     #[arg(long)]
@@ -587,7 +587,7 @@ pub struct BuildArgs {
     #[arg(long)]
     pub image: Option<String>,
     /// Which backend builds it (only `cli` can).
-    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
 }
 
@@ -613,7 +613,7 @@ pub struct PsArgs {
     #[arg(long, value_name = "KEY=VALUE")]
     pub filter: Vec<String>,
     /// Which backend asks the engine.
-    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
 }
 
@@ -652,7 +652,7 @@ pub struct RmArgs {
     #[arg(long, requires = "profile")]
     pub state: bool,
     /// Which backend asks the engine.
-    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
 }
 
@@ -662,7 +662,7 @@ pub struct VerifyArgs {
     /// The profile (TOML).
     pub profile: PathBuf,
     /// Which backend creates and starts the probe.
-    #[arg(long, value_enum, default_value_t = BackendArg::Api)]
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
     /// The workspace directory mounted into the agent [default: the current directory].
     #[arg(long)]
@@ -713,13 +713,17 @@ pub struct ServeArgs {
     #[arg(long)]
     pub schema: bool,
     /// Which backend talks to the daemon (one connection for the server's life).
-    #[arg(long, value_enum, default_value_t = BackendArg::Api)]
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
 }
 
 /// The backends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BackendArg {
+    /// Docker's Engine API where it answers (`DOCKER_HOST`, else the docker command's current
+    /// context), the command line otherwise and for Podman; `--verbose` and `agentc doctor`
+    /// say which.
+    Auto,
     /// The `docker` command line.
     Cli,
     /// The Docker Engine API.

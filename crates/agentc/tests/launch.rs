@@ -339,6 +339,86 @@ fn live_run_returns_the_exit_code_through_both_backends_and_leaves_nothing() {
     lab.finish();
 }
 
+/// A docker configuration directory whose current context is `name`, with its endpoint `host`.
+fn docker_context(dir: &Path, name: &str, host: &str) -> PathBuf {
+    use sha2::{Digest, Sha256};
+    let config = dir.join("docker-config");
+    let digest: String = Sha256::digest(name.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    let meta = config.join("contexts").join("meta").join(digest);
+    std::fs::create_dir_all(&meta).unwrap();
+    std::fs::write(
+        config.join("config.json"),
+        format!("{{\"currentContext\": \"{name}\"}}"),
+    )
+    .unwrap();
+    std::fs::write(
+        meta.join("meta.json"),
+        format!("{{\"Name\": \"{name}\", \"Metadata\": {{}}, \"Endpoints\": {{\"docker\": {{\"Host\": \"{host}\", \"SkipTLSVerify\": false}}}}}}"),
+    )
+    .unwrap();
+    config
+}
+
+/// Without `--backend`, a command drives the Engine API where it answers, found as the docker
+/// command finds it (here the current context of DOCKER_CONFIG, a socket of the test's own
+/// leading to the daemon), and says so with `--verbose`; where that endpoint does not answer it
+/// falls back to the command line, which meets the same endpoint. `doctor` names the choice.
+#[test]
+fn live_the_default_backend_is_the_engine_api_of_the_docker_context() {
+    if !require_daemon("live_the_default_backend_is_the_engine_api_of_the_docker_context") {
+        return;
+    }
+    let lab = Lab::new("launcher-context");
+    let socket = lab.dir.path().join("engine.sock");
+    std::os::unix::fs::symlink("/var/run/docker.sock", &socket).unwrap();
+    let host = format!("unix://{}", socket.display());
+    let config = docker_context(lab.dir.path(), "agentc-test", &host);
+    let config = config.to_string_lossy().into_owned();
+    let env = [("DOCKER_CONFIG", config.as_str()), ("DOCKER_HOST", "")];
+    let profile = lab.profile(&format!(
+        "agent = \"custom\"\n[image]\nref = \"{}\"\ncommand = [\"tail\", \"-f\", \"/dev/null\"]\n[egress]\nmode = \"deny\"\n",
+        test_image()
+    ));
+    let started = agentc_in(lab.dir.path(), &["--verbose", "run", &profile], &env);
+    assert_eq!(started.status.code(), Some(0), "{}", describe(&started));
+    assert!(
+        text(&started.stderr).contains(&format!(
+            "backend: api (the docker Engine API at {host} answers)"
+        )),
+        "{}",
+        describe(&started)
+    );
+    assert_eq!(lab.containers().len(), 1);
+    let doctor = agentc_in(lab.dir.path(), &["doctor"], &env);
+    assert!(
+        text(&doctor.stdout).contains(&format!(
+            "--backend auto (the default) uses api (the docker Engine API at {host} answers)"
+        )),
+        "{}",
+        describe(&doctor)
+    );
+    let removed = agentc_in(lab.dir.path(), &["rm", &profile], &env);
+    assert_eq!(removed.status.code(), Some(0), "{}", describe(&removed));
+    // A context whose endpoint does not answer: the command line, which says why it failed.
+    let missing = format!("unix://{}", lab.dir.path().join("missing.sock").display());
+    let config = docker_context(&lab.dir.path().join("other"), "agentc-gone", &missing);
+    let config = config.to_string_lossy().into_owned();
+    let env = [("DOCKER_CONFIG", config.as_str()), ("DOCKER_HOST", "")];
+    let listed = agentc_in(lab.dir.path(), &["--verbose", "ps"], &env);
+    assert!(
+        text(&listed.stderr).contains(&format!(
+            "backend: cli (the docker Engine API cannot be reached: {missing}:"
+        )),
+        "{}",
+        describe(&listed)
+    );
+    assert_ne!(listed.status.code(), Some(0), "{}", describe(&listed));
+    lab.finish();
+}
+
 /// A preset runs with an init as PID 1 (`image.init` unset): `agentc stop` ends its agent with
 /// the SIGTERM (exit 143, the init passing the agent's status on) instead of the engine killing
 /// a PID 1 that ignores it after the timeout (137); `image.init = false` keeps the agent PID 1,

@@ -70,9 +70,90 @@ pub fn api_host(engine: Engine, env: &BTreeMap<String, String>, root: bool) -> O
         Engine::Docker => env
             .get("DOCKER_HOST")
             .filter(|host| !host.is_empty())
-            .cloned(),
+            .cloned()
+            .or_else(|| docker_context_host(env, &|path| std::fs::read_to_string(path).ok())),
         Engine::Podman => Some(podman_socket(env, root)),
     }
+}
+
+/// The endpoint of the docker command's current context, as `docker` finds it when
+/// `DOCKER_HOST` is not set: the context `DOCKER_CONTEXT` names, else `currentContext` in
+/// `config.json` of `DOCKER_CONFIG` (default `$HOME/.docker`); the `default` context, or none,
+/// is the local socket (`None`). A context's endpoint is `Endpoints.docker.Host` in
+/// `contexts/meta/SHA256(NAME)/meta.json`. `read` reads a file (`None`: missing or unreadable).
+pub fn docker_context_host(
+    env: &BTreeMap<String, String>,
+    read: &dyn Fn(&std::path::Path) -> Option<String>,
+) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    let config = match env.get("DOCKER_CONFIG").filter(|dir| !dir.is_empty()) {
+        Some(dir) => std::path::PathBuf::from(dir),
+        None => {
+            std::path::Path::new(env.get("HOME").filter(|home| !home.is_empty())?).join(".docker")
+        }
+    };
+    let json = |path: std::path::PathBuf| -> Option<serde_json::Value> {
+        serde_json::from_str(&read(&path)?).ok()
+    };
+    let name = match env.get("DOCKER_CONTEXT").filter(|name| !name.is_empty()) {
+        Some(name) => name.clone(),
+        None => json(config.join("config.json"))?
+            .get("currentContext")?
+            .as_str()?
+            .to_string(),
+    };
+    if name.is_empty() || name == "default" {
+        return None;
+    }
+    let digest: String = Sha256::digest(name.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    let meta = json(
+        config
+            .join("contexts")
+            .join("meta")
+            .join(digest)
+            .join("meta.json"),
+    )?;
+    meta.pointer("/Endpoints/docker/Host")?
+        .as_str()
+        .filter(|host| !host.is_empty())
+        .map(str::to_string)
+}
+
+/// Whether agentc's Engine API client can reach the engine at `host` (`None`: Docker's local
+/// socket), asked without an HTTP request: a unix socket that accepts a connection, a
+/// `tcp://` address that accepts one within a second. `Ok` names the endpoint, `Err` says why
+/// not; an `ssh://` endpoint is never reachable here (the docker command reaches it).
+pub fn api_reachable(host: Option<&str>) -> Result<String, String> {
+    let host = host.unwrap_or("unix:///var/run/docker.sock");
+    if let Some(path) = host
+        .strip_prefix("unix://")
+        .or_else(|| host.strip_prefix('/').map(|_| host))
+    {
+        return std::os::unix::net::UnixStream::connect(path)
+            .map(|_| host.to_string())
+            .map_err(|error| format!("{host}: {error}"));
+    }
+    if let Some(address) = host.strip_prefix("tcp://") {
+        use std::net::ToSocketAddrs;
+        let address = address.trim_end_matches('/');
+        let addresses = address
+            .to_socket_addrs()
+            .map_err(|error| format!("{host}: {error}"))?;
+        let mut last = format!("{host}: no address");
+        for socket in addresses {
+            match std::net::TcpStream::connect_timeout(&socket, std::time::Duration::from_secs(1)) {
+                Ok(_) => return Ok(host.to_string()),
+                Err(error) => last = format!("{host}: {error}"),
+            }
+        }
+        return Err(last);
+    }
+    Err(format!(
+        "{host}: agentc's Engine API client does not speak this scheme (the docker command does)"
+    ))
 }
 
 /// Where Podman's API socket is, by Podman's conventions: `CONTAINER_HOST`, else
@@ -130,6 +211,82 @@ mod tests {
             api_host(Engine::Podman, &env(&[]), true).as_deref(),
             Some("unix:///run/podman/podman.sock")
         );
+    }
+
+    #[test]
+    fn the_docker_context_is_read_as_the_docker_command_reads_it() {
+        let mut files = BTreeMap::from([(
+            "/home/u/.docker/config.json".to_string(),
+            r#"{"auths": {}, "currentContext": "remote"}"#.to_string(),
+        )]);
+        let digest = |name: &str| -> String {
+            use sha2::{Digest, Sha256};
+            Sha256::digest(name.as_bytes())
+                .iter()
+                .map(|byte| format!("{byte:02x}"))
+                .collect()
+        };
+        for (name, host) in [
+            ("remote", "tcp://10.0.0.5:2375"),
+            ("colima", "unix:///c.sock"),
+        ] {
+            files.insert(
+                format!("/home/u/.docker/contexts/meta/{}/meta.json", digest(name)),
+                format!(r#"{{"Name": "{name}", "Endpoints": {{"docker": {{"Host": "{host}"}}}}}}"#),
+            );
+        }
+        let read = |path: &std::path::Path| files.get(&path.display().to_string()).cloned();
+        let env = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let home = ("HOME", "/home/u");
+        assert_eq!(
+            docker_context_host(&env(&[home]), &read).as_deref(),
+            Some("tcp://10.0.0.5:2375")
+        );
+        assert_eq!(
+            docker_context_host(&env(&[home, ("DOCKER_CONTEXT", "colima")]), &read).as_deref(),
+            Some("unix:///c.sock")
+        );
+        assert_eq!(
+            docker_context_host(&env(&[home, ("DOCKER_CONTEXT", "default")]), &read),
+            None
+        );
+        assert_eq!(
+            docker_context_host(&env(&[("HOME", "/nowhere")]), &read),
+            None
+        );
+        assert_eq!(
+            docker_context_host(
+                &env(&[
+                    ("DOCKER_CONFIG", "/home/u/.docker"),
+                    ("DOCKER_CONTEXT", "colima")
+                ]),
+                &read
+            )
+            .as_deref(),
+            Some("unix:///c.sock")
+        );
+        // An unknown context: the docker command refuses it; here it names no endpoint.
+        assert_eq!(
+            docker_context_host(&env(&[home, ("DOCKER_CONTEXT", "gone")]), &read),
+            None
+        );
+    }
+
+    #[test]
+    fn only_what_answers_is_reachable() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("engine.sock");
+        let missing = format!("unix://{}", socket.display());
+        assert!(api_reachable(Some(&missing)).is_err());
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        assert_eq!(api_reachable(Some(&missing)), Ok(missing.clone()));
+        let error = api_reachable(Some("ssh://user@host")).unwrap_err();
+        assert!(error.contains("does not speak this scheme"), "{error}");
     }
 
     #[test]

@@ -98,6 +98,8 @@ pub struct EngineFacts {
     pub api_version: Option<String>,
     /// The `docker` CLI's version, or why it cannot run.
     pub cli: Option<Result<String, String>>,
+    /// What `--backend auto` (every command's default) chooses here, and why, in words.
+    pub backend: Option<String>,
     /// The runtimes registered, the default first.
     pub runtimes: Vec<String>,
     /// The default runtime.
@@ -145,6 +147,7 @@ pub const ENGINE_CHECKS: &[EngineCheck] = &[
     ("engine", engine),
     ("api-version", api_version),
     ("docker-cli", docker_cli),
+    ("backend", backend),
     ("runtimes", runtimes),
     ("gvisor", gvisor),
     ("rlimits", rlimits),
@@ -261,9 +264,19 @@ fn docker_cli(facts: &EngineFacts) -> Option<Check> {
                 "the {} CLI cannot run: {error}",
                 facts.engine.unwrap_or(Engine::Docker).as_str()
             ),
-            Some("install the docker CLI for `--backend cli` (the default) and for builds; `--backend api` works without it"),
+            Some("install the docker CLI for `--backend cli` and for builds; the Engine API backend works without it"),
         ),
     })
+}
+
+fn backend(facts: &EngineFacts) -> Option<Check> {
+    let words = facts.backend.as_ref()?;
+    Some(check(
+        "backend",
+        Status::Ok,
+        format!("--backend auto (the default) uses {words}"),
+        None,
+    ))
 }
 
 fn runtimes(facts: &EngineFacts) -> Option<Check> {

@@ -95,7 +95,7 @@ pub struct ApplyArgs {
     pub profile: PathBuf,
     /// Which backend asks the engine and runs the seed helpers (builds always use the docker
     /// CLI).
-    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
     /// Pull a profile image the daemon lacks (when the profile does not build it).
     #[arg(long)]
@@ -108,7 +108,7 @@ pub struct RollbackArgs {
     /// The profile (TOML).
     pub profile: PathBuf,
     /// Which backend moves the tags.
-    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
 }
 
@@ -125,7 +125,7 @@ pub struct LockArgs {
     #[arg(long)]
     pub workspace: Option<PathBuf>,
     /// Which backend asks the engine for image IDs.
-    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
     /// With --check: `text`, or `json` (`{"lock", "drift": [{"field", "locked", "current"}],
     /// "launches", "images", "files"}`; exit 65 on drift either way).

@@ -30,7 +30,7 @@ pub struct PoolFillArgs {
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub size: u16,
     /// Which backend launches the members.
-    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
     /// Use this image instead of the profile's.
     #[arg(long)]
@@ -44,7 +44,7 @@ pub struct PoolFillArgs {
 #[derive(Debug, Args)]
 pub struct PoolLsArgs {
     /// Which backend asks the daemon.
-    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
     /// A table, or one JSON array.
     #[arg(long, value_enum, default_value_t = PoolFormat::Table)]
@@ -57,7 +57,7 @@ pub struct PoolDrainArgs {
     /// The profile (TOML) or a profile's name; every pool without it.
     pub profile: Option<String>,
     /// Which backend removes the members.
-    #[arg(long, value_enum, default_value_t = BackendArg::Cli)]
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
 }
 

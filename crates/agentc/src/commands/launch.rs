@@ -100,12 +100,12 @@ pub async fn cli_port_reaping(own: Option<&str>) -> CliPort {
 /// the same before they run.
 macro_rules! over_port {
     ($backend:expr, $own:expr, |$port:ident| $body:expr) => {
-        match $backend {
-            $crate::cli::BackendArg::Cli => {
+        match $crate::commands::launch::chosen($backend) {
+            $crate::commands::launch::Backend::Cli => {
                 let $port = $crate::commands::launch::cli_port_reaping($own).await;
                 $body
             }
-            $crate::cli::BackendArg::Api => {
+            $crate::commands::launch::Backend::Api => {
                 let $port = $crate::commands::launch::connect_reaping($own).await?;
                 $body
             }
@@ -113,6 +113,55 @@ macro_rules! over_port {
     };
 }
 pub(crate) use over_port;
+
+/// The backend a command drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The engine's command line.
+    Cli,
+    /// The Engine API.
+    Api,
+}
+
+/// The backend `--backend` means: `auto` is Docker's Engine API when it answers at
+/// [`engine_host`] ([`agentc_backend_common::engine::api_reachable`], a connection and no
+/// request), else the command line ([`auto_backend`]); decided once a process and said with
+/// `--verbose`.
+pub fn chosen(backend: BackendArg) -> Backend {
+    static AUTO: std::sync::OnceLock<Backend> = std::sync::OnceLock::new();
+    match backend {
+        BackendArg::Cli => Backend::Cli,
+        BackendArg::Api => Backend::Api,
+        BackendArg::Auto => *AUTO.get_or_init(|| {
+            let (chosen, why) = auto_backend();
+            log::info!("backend: {why}");
+            chosen
+        }),
+    }
+}
+
+/// What `--backend auto` chooses here, and why, in words (`agentc doctor` shows them). Podman
+/// is driven through its command line: its API socket ignores `HostConfig.Runtime` (an
+/// isolation floor could not be met through it) and exports no memory checkpoints.
+pub fn auto_backend() -> (Backend, String) {
+    let engine = crate::engine();
+    if engine == agentc_backend_common::Engine::Podman {
+        return (
+            Backend::Cli,
+            "cli (Podman's API socket selects no runtime and exports no checkpoints: the podman command runs each step; --backend api uses the socket)".to_string(),
+        );
+    }
+    match agentc_backend_common::engine::api_reachable(engine_host().as_deref()) {
+        Ok(endpoint) => (
+            Backend::Api,
+            format!("api (the {engine} Engine API at {endpoint} answers)"),
+        ),
+        Err(why) => (
+            Backend::Cli,
+            format!("cli (the {engine} Engine API cannot be reached: {why}; the {engine} command runs each step)"),
+        ),
+    }
+}
 
 /// Whether this process looked for the leftovers of killed launches already: a command that
 /// asks the engine several times reaps once, unless it names the workload it launches next
@@ -211,8 +260,8 @@ pub fn isolation_port(
     use super::isolation::port::OverPort;
     let local = !engine_is_remote();
     let runtime = runtime()?;
-    Ok(match backend {
-        BackendArg::Cli => {
+    Ok(match chosen(backend) {
+        Backend::Cli => {
             let port = runtime.block_on(cli_port_reaping(None));
             Box::new(OverPort {
                 runtime,
@@ -220,7 +269,7 @@ pub fn isolation_port(
                 local,
             })
         }
-        BackendArg::Api => {
+        Backend::Api => {
             let port = runtime.block_on(connect())?;
             Box::new(OverPort {
                 runtime,

@@ -234,7 +234,7 @@ pub(crate) fn snapshot_profile(
 
 /// Runs `agentc restore` and `agentc fork`.
 pub fn restore(args: RestoreArgs, count: u16) -> Result<u8, Failure> {
-    let backend = args.target.backend;
+    let backend = super::snapshot::memory_backend(args.target.backend, args.memory);
     if args.memory {
         on_client(backend, MemorySupport)?;
     }

@@ -12,7 +12,7 @@ use agentc_backend_common::snapshot::{self, Freeze, SnapshotError, SnapshotRecor
 use agentc_policy::{ContainerSpec, EnvValue, Instance, LaunchSpec, Start};
 
 use crate::cli::{
-    KindArg, LaunchArgs, PauseArgs, PsFormat, SnapshotArgs, SnapshotCommand, TakeArgs,
+    BackendArg, KindArg, LaunchArgs, PauseArgs, PsFormat, SnapshotArgs, SnapshotCommand, TakeArgs,
 };
 use crate::commands::launch;
 use crate::commands::session::sandbox_named;
@@ -93,7 +93,19 @@ pub fn snapshot(args: SnapshotArgs) -> Result<u8, Failure> {
     match args.command {
         Some(SnapshotCommand::Ls(ls)) => on_client(ls.target.backend, List(ls.format)),
         Some(SnapshotCommand::Rm(rm)) => on_client(rm.target.backend, Remove(rm.names)),
-        None => on_client(args.take.target.backend, Take(args.take)),
+        None => on_client(
+            memory_backend(args.take.target.backend, args.take.memory),
+            Take(args.take),
+        ),
+    }
+}
+
+/// The backend of a snapshot or restore: `--backend auto` with `--memory` is the command
+/// line, the only one that checkpoints and restores a sandbox's memory.
+pub(crate) fn memory_backend(backend: BackendArg, memory: bool) -> BackendArg {
+    match backend {
+        BackendArg::Auto if memory => BackendArg::Cli,
+        other => other,
     }
 }
 

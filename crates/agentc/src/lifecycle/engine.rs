@@ -32,12 +32,12 @@ pub trait Engine {
 /// line or the Engine API, each query written once ([`PortEngine`]).
 pub fn connect(backend: BackendArg) -> Result<Box<dyn Engine>, Failure> {
     let runtime = launch::runtime()?;
-    Ok(match backend {
-        BackendArg::Cli => {
+    Ok(match launch::chosen(backend) {
+        launch::Backend::Cli => {
             let port = runtime.block_on(launch::cli_port_reaping(None));
             Box::new(PortEngine { runtime, port })
         }
-        BackendArg::Api => {
+        launch::Backend::Api => {
             let port = runtime.block_on(launch::connect())?;
             Box::new(PortEngine { runtime, port })
         }

@@ -57,6 +57,7 @@ pub async fn engine_facts(port: Result<ApiPort, String>) -> EngineFacts {
         rlimits_raisable: rlimits_raisable(),
         endpoint: endpoint(),
         cli: Some(docker_cli()),
+        backend: Some(crate::commands::launch::auto_backend().1),
         max_user_namespaces: std::fs::read_to_string("/proc/sys/user/max_user_namespaces")
             .ok()
             .and_then(|text| text.trim().parse().ok()),

@@ -12,7 +12,6 @@ use serde_json::Value;
 use super::common::{invalid, running_of, sandbox_ref, session, session_error};
 use super::protocol::*;
 use super::{exec, files, resolve, snapshots, Request, Server, Session};
-use crate::cli::BackendArg;
 
 /// The methods a request may name.
 const METHODS: &[&str] = &[
@@ -101,11 +100,7 @@ fn initialize<P: SessionPort>(
     Ok(Initialized {
         protocol: PROTOCOL_VERSION,
         agentc: env!("CARGO_PKG_VERSION").to_string(),
-        backend: match server.backend {
-            BackendArg::Api => "api",
-            BackendArg::Cli => "cli",
-        }
-        .to_string(),
+        backend: server.client.backend().to_string(),
         engine: crate::engine().as_str().to_string(),
     })
 }

@@ -34,7 +34,7 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, watch};
 
-use crate::cli::{BackendArg, ServeArgs};
+use crate::cli::ServeArgs;
 use crate::commands::session::{self, OnClient, Signals};
 use crate::context::Failure;
 use protocol::{RpcError, INVALID_REQUEST, PARSE_ERROR};
@@ -57,18 +57,11 @@ pub fn serve(args: ServeArgs) -> Result<u8, Failure> {
             "agentc serve needs --stdio (or --schema)\n  hint: `agentc serve --stdio` speaks JSON-RPC 2.0 on stdin and stdout; see docs/serve.md",
         ));
     }
-    session::on_client(
-        args.backend,
-        Serve {
-            backend: args.backend,
-        },
-    )
+    session::on_client(args.backend, Serve)
 }
 
 /// The serve loop as a step over the backend's client.
-struct Serve {
-    backend: BackendArg,
-}
+struct Serve;
 
 impl OnClient for Serve {
     type Output = u8;
@@ -81,7 +74,6 @@ impl OnClient for Serve {
         let (spawn, spawned) = mpsc::unbounded_channel();
         let server = Server {
             client,
-            backend: self.backend,
             sessions: RefCell::new(BTreeMap::new()),
             out,
             stopping,
@@ -116,7 +108,6 @@ pub struct Session {
 /// What the requests share: the client, the sessions, the writer and the stop signal.
 pub struct Server<'c, P: SessionPort> {
     client: &'c Sandboxes<P>,
-    backend: BackendArg,
     /// The sandboxes created or attached, by name.
     sessions: RefCell<BTreeMap<String, Session>>,
     out: mpsc::UnboundedSender<Vec<u8>>,

@@ -9,6 +9,7 @@ fn healthy() -> EngineFacts {
         version: Some("27.3.1".into()),
         api_version: Some("1.47".into()),
         cli: Some(Ok("27.3.1".into())),
+        backend: Some("api (the docker Engine API at unix:///var/run/docker.sock answers)".into()),
         runtimes: vec!["runc".into(), "runsc".into()],
         default_runtime: Some("runc".into()),
         cgroup_version: Some("2".into()),
