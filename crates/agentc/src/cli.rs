@@ -659,7 +659,10 @@ pub struct RmArgs {
 /// `agentc verify`.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// The profile (TOML).
+    /// The profile (TOML): its launch, verified in a probe launch of its own; or the NAME of a
+    /// running sandbox (`agentc ps`), read from the host side (its process's capabilities,
+    /// seccomp, no-new-privileges, cgroup limits, mounts, networks; its proxy) and compared
+    /// with its profile as it resolves now, without running anything in it.
     pub profile: PathBuf,
     /// Which backend creates and starts the probe.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]

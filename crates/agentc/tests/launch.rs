@@ -12,6 +12,7 @@ mod common;
 
 use common::{describe, docker, repo_root, require_daemon, test_image, text, IMAGES};
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -336,6 +337,103 @@ fn live_run_returns_the_exit_code_through_both_backends_and_leaves_nothing() {
             lab.containers()
         );
     }
+    lab.finish();
+}
+
+/// The rows of `agentc verify NAME --format json`, as `CHECK -> STATUS SEEN`, and its exit code.
+fn verify_rows(lab: &Lab, name: &str, backend: &str) -> (Option<i32>, BTreeMap<String, String>) {
+    let output = lab.run(&["verify", name, "--backend", backend, "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|error| panic!("{error}: {}", describe(&output)));
+    let rows = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                row["check"].as_str().unwrap_or_default().to_string(),
+                format!(
+                    "{} {}",
+                    row["status"].as_str().unwrap_or_default(),
+                    row["seen"].as_str().unwrap_or_default()
+                ),
+            )
+        })
+        .collect();
+    (output.status.code(), rows)
+}
+
+/// `agentc verify NAME` reads a running sandbox from the host side (nothing runs in it) and
+/// compares it with its profile: every row passes after the launch; a limit changed behind
+/// agentc's back, a proxy stopped and a profile edited since are each a failed row (exit 1).
+/// Through both backends.
+#[test]
+fn live_verify_name_reads_a_running_sandbox_from_the_host_and_fails_on_drift() {
+    if !require_daemon("live_verify_name_reads_a_running_sandbox_from_the_host") {
+        return;
+    }
+    let lab = Lab::new("launcher-verify-name");
+    for backend in ["cli", "api"] {
+        let body = |memory: &str| {
+            format!(
+                "agent = \"custom\"\n[image]\nref = \"{}\"\ncommand = [\"tail\", \"-f\", \"/dev/null\"]\n\
+                 [resources]\nmemory = \"{memory}\"\n[egress]\nhosts = [\"allowed.test\"]\n",
+                test_image()
+            )
+        };
+        let profile = lab.profile(&body("512m"));
+        let started = lab.run(&["run", &profile, "--backend", backend, "--no-warnings"]);
+        assert_eq!(started.status.code(), Some(0), "{}", describe(&started));
+        let name = text(&started.stdout)
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_string();
+        let (code, rows) = verify_rows(&lab, &name, backend);
+        assert_eq!(code, Some(0), "{backend}: {rows:#?}");
+        for row in [
+            "spec digest",
+            "no new privileges",
+            "pids limit",
+            "egress proxy",
+            "root filesystem",
+        ] {
+            assert!(
+                rows.get(row).is_some_and(|seen| seen.starts_with("ok ")),
+                "{backend} {row}: {rows:#?}"
+            );
+        }
+        // A limit changed behind agentc's back.
+        docker(&["update", "--pids-limit", "100", &name]).unwrap();
+        let (code, rows) = verify_rows(&lab, &name, backend);
+        assert_eq!(code, Some(1), "{backend}: {rows:#?}");
+        assert_eq!(rows["pids limit"], "fail 100", "{backend}: {rows:#?}");
+        // Its proxy stopped by hand (its restart policy leaves it stopped).
+        docker(&["stop", &format!("{name}-egress-proxy")]).unwrap();
+        let (_, rows) = verify_rows(&lab, &name, backend);
+        assert!(
+            rows["egress proxy"].starts_with("fail down"),
+            "{backend}: {rows:#?}"
+        );
+        // The profile edited since the launch.
+        lab.profile(&body("256m"));
+        let (code, rows) = verify_rows(&lab, &name, backend);
+        assert_eq!(code, Some(1));
+        assert!(
+            rows["spec digest"].starts_with("fail "),
+            "{backend}: {rows:#?}"
+        );
+        assert_eq!(
+            rows["memory limit (bytes)"], "fail 536870912",
+            "{backend}: {rows:#?}"
+        );
+        lab.profile(&body("512m"));
+        let removed = lab.run(&["rm", &name]);
+        assert_eq!(removed.status.code(), Some(0), "{}", describe(&removed));
+    }
+    // No such sandbox, and no profile file: the session commands' refusal.
+    let missing = lab.run(&["verify", "launcher-verify-name-nothing"]);
+    assert_ne!(missing.status.code(), Some(0), "{}", describe(&missing));
     lab.finish();
 }
 

@@ -1,15 +1,27 @@
 //! `agentc verify`: launches the profile's run with the probe in place of the agent and
 //! compares what the kernel reports with the spec (see [`crate::verify`]).
 
+use agentc_backend_common::session::{
+    Sandbox, SandboxClient, SandboxEgress, Sandboxes, SessionPort,
+};
+use agentc_policy::{Instance, Start};
+
 use crate::cli::{ExplainFormat, KindArg, LaunchArgs, VerifyArgs};
 use crate::commands::launch;
+use crate::commands::session::{
+    is_profile_path, on_client, sandbox_named, session_failure, OnClient,
+};
 use crate::context::{self, Failure, EXIT_FAILED, EXIT_USAGE};
 use crate::lifecycle::gather;
 use crate::verify;
 
 /// Runs `agentc verify`: prints the table (or its JSON); 0 when every check passed, 1
-/// otherwise.
+/// otherwise. A NAME that is no profile file is a running sandbox ([`verify_running`]).
 pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
+    let target = args.profile.to_string_lossy().into_owned();
+    if !is_profile_path(&target) && !args.profile.is_file() {
+        return verify_running(args, &target);
+    }
     let egress_probe = match args.egress_probe.as_deref() {
         None => verify::EgressProbe::Profile,
         Some(text) => text
@@ -45,17 +57,121 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
         // The probe's egress proxy is an image of this binary.
         &agentc_egress::image::ProxyExecutable::running(),
     )?;
-    match args.format {
-        ExplainFormat::Text => print!("{}", verify::render_table(&checks)),
+    Ok(report(args.format, &spec.profile, &checks))
+}
+
+/// Prints the checks as `format` says; the exit status: 0 when every check passed, 1 otherwise.
+fn report(format: ExplainFormat, profile: &str, checks: &[verify::Check]) -> u8 {
+    match format {
+        ExplainFormat::Text => print!("{}", verify::render_table(checks)),
         ExplainFormat::Json => println!(
             "{}",
-            serde_json::to_string_pretty(&verify::report_json(&spec.profile, &checks))
-                .unwrap_or_default()
+            serde_json::to_string_pretty(&verify::report_json(profile, checks)).unwrap_or_default()
         ),
     }
-    Ok(if checks.iter().all(|check| check.ok) {
+    if checks.iter().all(|check| check.ok) {
         0
     } else {
         EXIT_FAILED
-    })
+    }
+}
+
+/// What the engine says of a running sandbox: its inspect and its egress.
+struct Running(String);
+
+impl OnClient for Running {
+    type Output = (Sandbox, serde_json::Value, Option<SandboxEgress>);
+
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<Self::Output, Failure> {
+        let sandbox = sandbox_named(client, &self.0, false).await?;
+        let inspect = client
+            .port()
+            .inspect_json(&sandbox.id)
+            .await
+            .map_err(|error| launch::exec_failure(error.at("inspect the sandbox")))?;
+        let egress = client.egress(&sandbox).await.map_err(session_failure)?;
+        Ok((sandbox, inspect, egress))
+    }
+}
+
+/// `agentc verify NAME`: the running sandbox NAME read from the host side and compared with
+/// its profile as it resolves now ([`verify::host`]); nothing runs in it. Refused where the
+/// host cannot see its processes: a remote engine, or gVisor's kernel.
+fn verify_running(args: VerifyArgs, name: &str) -> Result<u8, Failure> {
+    let refuse = |why: String| {
+        Failure::new(
+            context::EXIT_INVALID,
+            format!(
+                "cannot verify the running sandbox {name}: {why}\n  hint: `agentc verify \
+                 PROFILE.toml` checks its launch in a probe of its own"
+            ),
+        )
+    };
+    if launch::engine_is_remote() {
+        return Err(refuse(
+            "the engine runs on another machine, whose processes this host cannot read".into(),
+        ));
+    }
+    let (sandbox, inspect, egress) = on_client(args.backend, Running(name.to_string()))?;
+    let text = |pointer: &str| inspect.pointer(pointer).and_then(|value| value.as_str());
+    let label = |key: &str| text(&format!("/Config/Labels/{}", key.replace('/', "~1")));
+    if text("/HostConfig/Runtime").is_some_and(|runtime| runtime.contains("runsc")) {
+        return Err(refuse(
+            "it runs under gVisor, whose kernel keeps its processes from the host's /proc".into(),
+        ));
+    }
+    let Some(file) = label(agentc_policy::LABEL_PROFILE_FILE) else {
+        return Err(refuse(format!(
+            "it records no profile file (label {})",
+            agentc_policy::LABEL_PROFILE_FILE
+        )));
+    };
+    let pid = inspect
+        .pointer("/State/Pid")
+        .and_then(|pid| pid.as_u64())
+        .and_then(|pid| u32::try_from(pid).ok())
+        .filter(|pid| *pid > 0)
+        .ok_or_else(|| refuse("the engine reports no process for it".into()))?;
+    let launch_args = LaunchArgs {
+        profile: file.into(),
+        kind: KindArg::Run,
+        workspace: args.workspace.clone(),
+        image: args.image.clone(),
+        seed_target: None,
+        agent_args: Vec::new(),
+        overrides: Default::default(),
+    };
+    let loaded = context::load_profile(&launch_args.profile)?;
+    let instance = |named: bool| Instance {
+        start: Start::Detached,
+        default_name: Some(sandbox.name.clone()),
+        name: named.then(|| sandbox.name.clone()),
+        own_home: label(agentc_policy::LABEL_OWN_VOLUME).is_some(),
+        stdin_is_terminal: false,
+        ..Instance::default()
+    };
+    // Its own name when it has the profile's; asked for (`--name`, a copy's) otherwise.
+    let mut spec = context::resolve_instance(&loaded, &launch_args, instance(false))?;
+    if launch::container_of(&spec)?.name.as_deref() != Some(sandbox.name.as_str()) {
+        spec = context::resolve_instance(&loaded, &launch_args, instance(true))?;
+    }
+    let observed = verify::host::observe(
+        std::path::Path::new("/proc"),
+        std::path::Path::new("/sys/fs/cgroup"),
+        pid,
+    )
+    .map_err(|error| {
+        refuse(format!(
+            "{error} (run agentc as root, or as the engine's user)"
+        ))
+    })?;
+    let checks = verify::host::compare_running(
+        launch::container_of(&spec)?,
+        spec.digest(),
+        label(agentc_policy::LABEL_SPEC_DIGEST),
+        &observed,
+        &inspect,
+        egress.as_ref().map(|egress| &egress.state),
+    );
+    Ok(report(args.format, &spec.profile, &checks))
 }

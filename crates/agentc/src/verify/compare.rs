@@ -123,7 +123,9 @@ fn compare_filesystems(spec: &ContainerSpec, observed: &Observation, checks: &mu
     for tmpfs in &spec.tmpfs {
         let expected = format!(
             "tmpfs, {}, {}",
-            if observed.uid == Some(0) {
+            if observed.from_host {
+                "rw"
+            } else if observed.uid == Some(0) {
                 "writable"
             } else {
                 "writable by root"
@@ -160,9 +162,10 @@ fn compare_filesystems(spec: &ContainerSpec, observed: &Observation, checks: &mu
         );
         // docker copies the image directory's mode onto a tmpfs (`/run` is often root's 0755),
         // so only root's write attempt says anything about the mount itself.
-        let must_write = observed.uid == Some(0);
+        let must_write = observed.uid == Some(0) && !observed.from_host;
         let ok = entry.fstype == "tmpfs"
             && (writable == Some(true) || !must_write)
+            && !(observed.from_host && entry.has("ro"))
             && option_exec == tmpfs.exec
             && ran.is_none_or(|ran| ran == tmpfs.exec);
         checks.push(check(what, expected, seen, ok));

@@ -29,6 +29,7 @@ mod check_run;
 pub mod compare;
 pub mod egress;
 mod gvisor;
+pub mod host;
 pub mod host_path;
 pub mod parse;
 pub mod probe;

@@ -93,6 +93,9 @@ pub struct Observation {
     pub env_names: Option<BTreeSet<String>>,
     /// The probe ran under gVisor's kernel (`KERNEL=gvisor`).
     pub gvisor: bool,
+    /// Read from the host side of a running sandbox (`agentc verify NAME`), where no write
+    /// is tried: a mount's options are the facts.
+    pub from_host: bool,
 }
 
 /// Parses the probe's output; `\r\n` line ends (a TTY) and unknown lines are accepted.
@@ -190,7 +193,7 @@ pub(crate) fn words(text: &str) -> BTreeSet<String> {
 }
 
 /// Decodes the octal escapes `/proc/mounts` uses for space, tab, newline and backslash.
-fn decode_mount_path(text: &str) -> String {
+pub(crate) fn decode_mount_path(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut index = 0;
