@@ -504,7 +504,15 @@ fn messages_name_the_engine_in_use() {
     let profile = "fixtures/valid/sandbox-minimal.toml";
     for engine in ["docker", "podman"] {
         let run = agentc(
-            &["--engine", engine, "run", profile, "--no-warnings"],
+            &[
+                "--engine",
+                engine,
+                "run",
+                profile,
+                "--backend",
+                "cli",
+                "--no-warnings",
+            ],
             &[("PATH", &path)],
         );
         assert_eq!(run.status.code(), Some(125), "{engine}");
@@ -551,7 +559,15 @@ fn messages_name_the_engine_in_use() {
     let path = format!("{}:/usr/bin:/bin", fake.display());
     for (engine, other) in [("docker", "podman"), ("podman", "docker")] {
         let run = agentc(
-            &["--engine", engine, "run", profile, "--no-warnings"],
+            &[
+                "--engine",
+                engine,
+                "run",
+                profile,
+                "--backend",
+                "cli",
+                "--no-warnings",
+            ],
             &[("PATH", &path)],
         );
         assert_eq!(

@@ -86,14 +86,50 @@ fn title(agent: AgentName) -> &'static str {
     }
 }
 
-/// The provider example of each preset: kind and key variable.
-fn provider(agent: AgentName) -> Option<(&'static str, &'static str)> {
+/// The provider example of each preset: kind, key variable, and the host the key is for.
+fn provider(agent: AgentName) -> Option<(&'static str, &'static str, &'static str)> {
     match agent {
-        AgentName::ClaudeCode => Some(("anthropic", "ANTHROPIC_API_KEY")),
-        AgentName::Codex | AgentName::Opencode => Some(("openai", "OPENAI_API_KEY")),
-        AgentName::Hermes => Some(("anthropic", "ANTHROPIC_API_KEY")),
+        AgentName::ClaudeCode | AgentName::Hermes => {
+            Some(("anthropic", "ANTHROPIC_API_KEY", "api.anthropic.com"))
+        }
+        AgentName::Codex | AgentName::Opencode => {
+            Some(("openai", "OPENAI_API_KEY", "api.openai.com"))
+        }
         AgentName::Custom => None,
     }
+}
+
+/// The commented `[provider]` block, its words saying what this egress does with the key: the
+/// proxy holds it when an allowlist with hosts runs it (the key's host among them, or to be
+/// added, since the proxy lets only listed hosts through), else the key would enter the
+/// sandbox's environment.
+fn provider_block(kind: &str, key: &str, host: &str, proxy: bool, hosts: &[String]) -> String {
+    let held = if !proxy {
+        format!(
+            "# name. With this [egress] agentc's egress proxy does not run, so the key would be\n\
+             # passed into the sandbox's environment (`agentc explain` lists it there); an\n\
+             # allowlist with hosts, {host} among them, has the proxy hold it instead. Without\n"
+        )
+    } else if hosts.iter().any(|listed| listed == host) {
+        "# name, and hands it to the egress proxy, which sets it on requests to the\n\
+         # provider's host only: the sandbox holds a placeholder, never the key. Without\n"
+            .to_string()
+    } else {
+        format!(
+            "# name, and hands it to the egress proxy, which sets it on requests to the\n\
+             # provider's host only: the sandbox holds a placeholder, never the key. Add\n\
+             # \"{host}\" to the hosts above with it (the proxy lets only those through). Without\n"
+        )
+    };
+    format!(
+        "\n# The model provider. agentc reads its key from your environment at launch, by\n\
+         {held}\
+         # this block (or a [credentials] table) the agent gets no key at all, and\n\
+         # `agentc explain` says so:\n\
+         # [provider]\n\
+         # kind = \"{kind}\"\n\
+         # api_key_env = \"{key}\"\n"
+    )
 }
 
 /// The starter profile's text, or why the options cannot make one.
@@ -227,17 +263,9 @@ pub fn template(options: &InitOptions) -> Result<String, LifecycleError> {
              hosts = []\n",
         ),
     }
-    if let Some((kind, key)) = provider(options.agent) {
-        out.push_str(&format!(
-            "\n# The model provider. agentc reads its key from your environment at launch, by\n\
-             # name, and hands it to the egress proxy, which sets it on requests to the\n\
-             # provider's host only: the sandbox holds a placeholder, never the key. Without\n\
-             # this block (or a [credentials] table) the agent gets no key at all, and\n\
-             # `agentc explain` says so:\n\
-             # [provider]\n\
-             # kind = \"{kind}\"\n\
-             # api_key_env = \"{key}\"\n"
-        ));
+    if let Some((kind, key, host)) = provider(options.agent) {
+        let proxy = egress == EgressChoice::Allowlist && !hosts.is_empty();
+        out.push_str(&provider_block(kind, key, host, proxy, &hosts));
     }
     out.push_str(
         "\n# Limits; the defaults are shown. \"off\" removes one, and `agentc explain` reports it.\n\

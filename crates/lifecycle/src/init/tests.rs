@@ -88,6 +88,7 @@ fn every_flag_combination_validates_as_written_or_is_refused_by_option() {
                     let spec = agentc_policy::resolve(&loaded, &inputs, &NoFiles)
                         .unwrap_or_else(|error| panic!("{options:?}: {error}"));
                     says_where_egress_is_enforced(&options, &text, &loaded, &spec);
+                    says_who_holds_the_key(&options, &text, &inputs);
                     written += 1;
                 }
             }
@@ -95,6 +96,44 @@ fn every_flag_combination_validates_as_written_or_is_refused_by_option() {
     }
     // 60 combinations; 15 refused: custom without --image (6), --host under deny (10), both (1).
     assert_eq!(written, 45);
+}
+
+/// The template's `[provider]` block, uncommented as its words say (with the host they ask to
+/// add), validates, and the key goes where they say: held by the egress proxy, or passed into
+/// the sandbox's environment.
+fn says_who_holds_the_key(options: &InitOptions, text: &str, inputs: &ResolveInputs) {
+    if !text.contains("# [provider]") {
+        return;
+    }
+    let mut uncommented = text
+        .replace("# [provider]\n# kind = ", "[provider]\nkind = ")
+        .replace("\n# api_key_env = ", "\napi_key_env = ");
+    if let Some(host) = text
+        .split("# \"")
+        .nth(1)
+        .and_then(|rest| rest.split_once("\" to the hosts above"))
+        .map(|(host, _)| host.to_string())
+    {
+        uncommented = uncommented.replacen("hosts = [", &format!("hosts = [\"{host}\", "), 1);
+    }
+    let loaded = agentc_policy::load("starter.toml", &uncommented)
+        .unwrap_or_else(|errors| panic!("{options:?}:\n{errors}\n{uncommented}"));
+    let spec = agentc_policy::resolve(&loaded, inputs, &NoFiles)
+        .unwrap_or_else(|error| panic!("{options:?}: {error}\n{uncommented}"));
+    let agentc_policy::Action::Container(container) = &spec.action else {
+        panic!("{options:?}: a run launches a container");
+    };
+    let held = container
+        .egress
+        .as_ref()
+        .is_some_and(|egress| !egress.credentials.is_empty());
+    let says_held = text.contains("hands it to the egress proxy");
+    assert_eq!(held, says_held, "{options:?}\n{uncommented}");
+    let in_sandbox = container.env.iter().any(|var| {
+        var.name.ends_with("_API_KEY")
+            && matches!(var.value, agentc_policy::EnvValue::Secret { .. })
+    });
+    assert_eq!(in_sandbox, !says_held, "{options:?}\n{uncommented}");
 }
 
 /// The template's words on egress agree with what `agentc explain` says of the launch: the
