@@ -56,7 +56,7 @@ struct Runnable {
 impl Runnable {
     fn localized(&self, backend: BackendArg) -> &Localized {
         match backend {
-            BackendArg::Api => &self.api,
+            BackendArg::Api | BackendArg::Auto => &self.api,
             BackendArg::Cli => &self.cli,
         }
     }
