@@ -690,7 +690,9 @@ fn agent_body(lab: &Lab, proxied: bool, seed: bool) -> String {
 const LAUNCH: &[Want] = &[
     ("run attached: exit 3", 3, "none", &[]),
     ("run attached (egress denied): exit 0", 0, "none", &[]),
-    ("run attached: failed start", 125, "start refused", &[]),
+    // A preset runs under an init, which starts and then fails to run the agent's program:
+    // the init's exit status (docker's tini: 127), nothing left.
+    ("run attached: failed start", 127, "none", &[]),
     ("run attached: image missing", 125, "image missing", &[]),
     (
         "run detached (another profile)",
@@ -737,6 +739,13 @@ const NO_PROXY: &str = "refused before anything exists: the proxy's isolated net
 
 /// Where the launch rows on Podman differ from Docker's.
 const PODMAN_LAUNCH: &[Differs] = &[
+    (
+        "run attached: failed start",
+        1,
+        "none",
+        &[],
+        "Podman's init (catatonit) exits 1 when it cannot run the agent's program (Docker's tini: 127)",
+    ),
     (
         "run --count 2 behind the proxy",
         65,

@@ -5,12 +5,15 @@
 //! image tags, removes exactly what it created, and never prunes. Interruptions are real: the
 //! process aborts at a named point (`AGENTC_TEST_INTERRUPT`), as a crash would.
 
+#[path = "common/agent_image.rs"]
+mod agent_image;
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::{describe, docker, repo_root, require_daemon, test_image, text};
+use agent_image::agent_image;
+use common::{describe, docker, repo_root, require_daemon, test_image, text, IMAGES};
 
 /// A test's directory, state directory and what it created.
 struct Lab {
@@ -1083,6 +1086,95 @@ fn live_walkthrough_runs_as_the_readme_shows() {
         commands >= 6,
         "{commands} commands in the README's walkthrough"
     );
+}
+
+/// The README's "First run", run as written: each of its commands in order, with what its words
+/// ask the reader to change (the preset's image named in `[image] ref`: here the test's agent
+/// image) and what keeps a test on this machine (the profile named after the lab, an outside
+/// network of the test's own for the egress proxy, verify's egress probe off, the workspace a
+/// directory of the test's).
+#[test]
+fn live_the_readmes_first_run_runs_as_written() {
+    if !require_daemon("live_the_readmes_first_run_runs_as_written") {
+        return;
+    }
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let section = readme
+        .split("\n## First run")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("the README has a First run section");
+    let commands: Vec<String> = section
+        .lines()
+        .filter_map(|line| line.strip_prefix("agentc "))
+        .map(|command| {
+            command
+                .split("  #")
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        })
+        .collect();
+    let verbs: Vec<&str> = commands
+        .iter()
+        .filter_map(|command| command.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        verbs,
+        ["init", "doctor", "explain", "run", "verify"],
+        "{section}"
+    );
+    let lab = Lab::new("firstrun");
+    let outside = format!("{}-out", lab.profile);
+    docker(&["network", "create", "--internal", &outside]).unwrap();
+    let workspace = lab.path("app");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let file = format!("{}.toml", lab.profile);
+    for command in &commands {
+        let mut args: Vec<String> = command
+            .split_whitespace()
+            .map(|arg| match arg {
+                "box.toml" => file.clone(),
+                "~/src/app" => workspace.display().to_string(),
+                other => other.to_string(),
+            })
+            .collect();
+        if args[0] == "verify" {
+            args.extend(["--egress-probe".to_string(), "none".to_string()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = lab.expect(&args, 0);
+        if args[0] == "init" {
+            let written = std::fs::read_to_string(lab.path(&file)).unwrap();
+            let edited = written
+                .replacen(
+                    "# ref = \"claude-code:latest\"",
+                    &format!("ref = \"{}\"", agent_image()),
+                    1,
+                )
+                .replacen(
+                    "[egress]\n",
+                    &format!("[egress]\noutside_network = \"{outside}\"\n"),
+                    1,
+                );
+            assert_ne!(
+                edited, written,
+                "the template names the image and egress to edit"
+            );
+            std::fs::write(lab.path(&file), edited).unwrap();
+        }
+        if args[0] == "verify" {
+            assert!(
+                text(&output.stdout).contains(", 0 failed"),
+                "{}",
+                describe(&output)
+            );
+        }
+    }
+    assert!(lab.containers().is_empty(), "{:?}", lab.containers());
+    let _ = lab.run(&["rm", "--profile", &lab.profile, "--volumes"]);
+    let _ = docker(&["network", "rm", &outside]);
 }
 
 /// A user who may not open the daemon's socket is told so, with the fix for that (not "is

@@ -468,8 +468,12 @@ fn live_forks_of_a_preset_diverge_in_homes_of_their_own_through_both_backends() 
         assert_eq!(shared.status.code(), Some(0), "{}", describe(&shared));
         let restored = started(&text(&shared.stdout)).remove(0);
         assert_eq!(volume_at(&restored, "/home/claude"), home);
+        let said = text(&shared.stderr);
         assert!(
-            text(&shared.stderr).contains(&format!(
+            said.contains(&format!(
+                "{restored} mounts the profile's home volume {home}, shared with its other \
+                 sandboxes (--share-home)"
+            )) && said.contains(&format!(
                 "volume {home} existed already (the profile's sandboxes share it); kept as it is"
             )),
             "{}",
@@ -484,6 +488,61 @@ fn live_forks_of_a_preset_diverge_in_homes_of_their_own_through_both_backends() 
             "the profile's home stays"
         );
         lab.ok(&["snapshot", "rm", "--backend", backend, &snapshot]);
+    }
+}
+
+/// A snapshot is named by its tag alone when exactly one snapshot has it (restore, fork,
+/// snapshot rm); a tag two snapshots have is refused with both names. Through both backends.
+#[test]
+fn live_a_bare_tag_names_the_one_snapshot_that_has_it_through_both_backends() {
+    if !require_daemon("live_a_bare_tag_names_the_one_snapshot_that_has_it") {
+        return;
+    }
+    let mut lab = Lab::new("bare");
+    for backend in ["cli", "api"] {
+        let tag = format!("bare-{backend}-{}", std::process::id());
+        let command = "[\"tail\", \"-f\", \"/dev/null\"]";
+        let (first, first_path) = lab.profile(&format!("a-{backend}"), false, command, "");
+        let (second, second_path) = lab.profile(&format!("b-{backend}"), false, command, "");
+        let mut sources = Vec::new();
+        for path in [&first_path, &second_path] {
+            let name = started(&lab.ok(&["run", path, "--backend", backend])).remove(0);
+            lab.ok(&["snapshot", "--backend", backend, &name, "--tag", &tag]);
+            sources.push(name);
+        }
+        let ambiguous = lab.agentc(&["restore", "--backend", backend, &tag], &[]);
+        assert_ne!(ambiguous.status.code(), Some(0), "{}", describe(&ambiguous));
+        let said = text(&ambiguous.stderr);
+        assert!(
+            said.contains(&format!("{tag} names 2 snapshots: "))
+                && said.contains(&format!("{first}:{tag}"))
+                && said.contains(&format!("{second}:{tag}")),
+            "{}",
+            describe(&ambiguous)
+        );
+        // Once one of them is gone, the tag names the other.
+        lab.ok(&[
+            "snapshot",
+            "rm",
+            "--backend",
+            backend,
+            &format!("{first}:{tag}"),
+        ]);
+        let out = lab.ok(&["restore", "--backend", backend, &tag]);
+        let restored = started(&out).remove(0);
+        assert!(
+            out.contains(&format!("restored {restored} from {second}:{tag}")),
+            "{out}"
+        );
+        lab.ok(&["rm", "--backend", backend, &restored]);
+        for source in &sources {
+            lab.ok(&["rm", "--backend", backend, source]);
+        }
+        let removed = lab.ok(&["snapshot", "rm", "--backend", backend, &tag]);
+        assert!(
+            removed.contains(&format!("removed snapshot {second}:{tag}")),
+            "{removed}"
+        );
     }
 }
 

@@ -197,6 +197,23 @@ fn discard(name: &str, plan: &RestorePlan, backend: BackendArg) {
     }
 }
 
+/// The volume an agent preset's `container` mounts as its home (`None` for a custom sandbox).
+fn shared_home<'a>(
+    loaded: &LoadedProfile,
+    container: &'a agentc_policy::ContainerSpec,
+) -> Option<&'a str> {
+    let preset = agentc_policy::presets::preset(loaded.profile.agent)?;
+    container
+        .mounts
+        .iter()
+        .find_map(|mount| match &mount.source {
+            agentc_policy::MountSource::Volume { name, .. } if mount.target == preset.home_path => {
+                Some(name.as_str())
+            }
+            _ => None,
+        })
+}
+
 /// The profile file a snapshot records and the profile it holds now: refused when it records
 /// none, or when the file now names another profile.
 pub(crate) fn snapshot_profile(
@@ -287,6 +304,14 @@ pub fn restore(args: RestoreArgs, count: u16) -> Result<u8, Failure> {
             },
         )?;
         let name = container(&spec)?.name.clone().unwrap_or_default();
+        if args.share_home {
+            if let Some(volume) = shared_home(&loaded, container(&spec)?) {
+                eprintln!(
+                    "agentc: {name} mounts the profile's home volume {volume}, shared with its \
+                     other sandboxes (--share-home)"
+                );
+            }
+        }
         if args.memory {
             let restore = MemoryRestore {
                 record: &record,
