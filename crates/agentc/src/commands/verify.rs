@@ -16,7 +16,8 @@ use crate::lifecycle::gather;
 use crate::verify;
 
 /// Runs `agentc verify`: prints the table (or its JSON); 0 when every check passed, 1
-/// otherwise. A NAME that is no profile file is a running sandbox ([`verify_running`]).
+/// otherwise. A NAME that is no profile file is a running sandbox, read from the host side
+/// ([`verify::host`]).
 pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
     let target = args.profile.to_string_lossy().into_owned();
     if !is_profile_path(&target) && !args.profile.is_file() {
