@@ -1,6 +1,7 @@
 //! Warm pools through the library (issue 22): time from a claim to the first output of a
-//! command (`echo ok`) in it, warm (an idle member claimed: `pool::members`, `pool::claim`,
-//! one exec) against cold (`SandboxClient::create`, then the exec), alternated; p50 and p90.
+//! command (`echo ok`) in it, warm (an idle member claimed: `pool::claim_member` of the
+//! launch's `pool::Pool` that `pool::fill` keeps, then one exec) against cold
+//! (`SandboxClient::create`, then the exec), alternated; p50 and p90.
 //!
 //! ```sh
 //! cargo run --release -p agentc --example pool_claims -- IMAGE [ROUNDS] [api|cli]
@@ -17,7 +18,6 @@ use std::time::Instant;
 use agentc_backend_common::pool;
 use agentc_backend_common::session::{session_name, ExecRequest, SandboxClient};
 use agentc_backend_common::Engine;
-use agentc_policy::pool::{member_name, member_spec, pool_key};
 use agentc_policy::{Instance, LaunchKind, LaunchSpec, Owner, RealPaths, ResolveInputs, Start};
 
 fn spec(profile: &str, image: &str) -> Result<LaunchSpec, String> {
@@ -52,37 +52,23 @@ fn percentile(values: &[f64], q: f64) -> f64 {
 async fn bench<C: SandboxClient>(client: C, image: &str, rounds: usize) -> Result<(), String> {
     let profile = format!("pool-bench-{}", std::process::id());
     let fail = |error: agentc_backend_common::session::SessionError| error.to_string();
-    let facts = client.image_facts(image).await.map_err(fail)?;
     let (mut warm, mut cold) = (Vec::new(), Vec::new());
     let echo = ExecRequest::new(["echo", "ok"]);
-    for round in 0..=rounds {
-        // Untimed: one idle member.
-        let base = spec(&profile, image)?;
-        let key = pool_key(base.digest().unwrap_or_default(), &facts.id, None);
-        let suffix = format!("{round:04}{:04x}", std::process::id() & 0xffff);
-        let member = member_spec(
-            &base,
-            &key,
-            &member_name(&profile, &suffix),
-            &suffix,
-            &BTreeMap::new(),
-        )?;
-        let created = client.create(&member).await.map_err(fail)?;
-        // Warm: list, claim, exec.
-        let started = Instant::now();
-        let found = pool::members(&client, Some(&profile)).await.map_err(fail)?;
-        let claim = pool::claim(
-            &client,
-            found,
-            &pool::Wanted {
-                key: &key,
-                credentials: &BTreeMap::new(),
-            },
-            0,
-        )
+    let base = spec(&profile, image)?;
+    // The pool of the launch: its key (spec digest, image, runtime) and, with credential
+    // bindings, the fingerprints of the keys (none here) under the caller's own secret.
+    let pool = pool::Pool::of(&client, &base, &BTreeMap::new(), b"pool-bench")
         .await
         .map_err(fail)?;
-        let claimed = claim.claimed.ok_or("no member claimed")?;
+    for round in 0..=rounds {
+        // Untimed: one idle member.
+        pool::fill(&client, &base, &pool, 1).await.map_err(fail)?;
+        // Warm: claim, exec.
+        let started = Instant::now();
+        let claimed = pool::claim_member(&client, &pool)
+            .await
+            .map_err(fail)?
+            .ok_or("no member claimed")?;
         let output = client
             .exec_output(&claimed.sandbox, &echo)
             .await
@@ -90,7 +76,6 @@ async fn bench<C: SandboxClient>(client: C, image: &str, rounds: usize) -> Resul
         let warm_ms = started.elapsed().as_secs_f64() * 1000.0;
         assert_eq!(output.stdout, b"ok\n");
         client.delete(&claimed.sandbox).await;
-        let _ = created;
         // Cold: create, exec.
         let fresh = spec(&profile, image)?;
         let started = Instant::now();

@@ -2,16 +2,18 @@
 //! claim of an idle member of a key (one rename, which only one claim of a member can win),
 //! and the removal of stale and orphaned members with their egress companions.
 //!
-//! What a member is and its key come from [`agentc_policy::pool`]; filling a pool is the
-//! caller's (a member is the profile's detached launch, started by the launch path `run`
-//! takes).
+//! What a member is and its key come from [`agentc_policy::pool`]. A library caller's warm
+//! path is two calls, as on the command line: [`fill`] (the pool of a launch, [`Pool::of`],
+//! kept at a size) and [`claim_member`]; `agentc pool fill` starts its members through the
+//! launch path `run` takes (the isolation floor met once for the fill).
 
 use std::collections::BTreeMap;
 
 use agentc_policy::pool::{
-    changed_credentials, claimed_name, is_idle_name, LABEL_POOL, LABEL_POOL_CREDENTIAL,
-    LABEL_POOL_MEMBER,
+    changed_credentials, claimed_name, cold_reason, credential_fingerprints, is_idle_name,
+    member_name, member_spec, pool_key, LABEL_POOL, LABEL_POOL_CREDENTIAL, LABEL_POOL_MEMBER,
 };
+use agentc_policy::{Action, LaunchSpec};
 
 use crate::session::{Sandbox, SandboxClient, SessionError};
 
@@ -190,4 +192,129 @@ pub async fn claim<C: SandboxClient>(
         claimed: None,
         drained,
     })
+}
+
+/// The pool of one launch: its profile, its key (the spec digest, the image's ID, the runtime:
+/// [`pool_key`]) and the fingerprints of the keys its egress proxy reads
+/// ([`credential_fingerprints`]), what every member of it carries and every claim asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pool {
+    /// The profile's name.
+    pub profile: String,
+    /// The pool key.
+    pub key: String,
+    /// The fingerprints of the keys a member's proxy holds, by label.
+    pub credentials: BTreeMap<String, String>,
+}
+
+impl Pool {
+    /// The pool of `spec` (a launch in the background, resolved with `Start::Detached` or
+    /// `Start::Session`, its runtime chosen) on `client`'s engine: the image must be present.
+    /// `env` is what the proxy reads its keys from, `secret` the caller's own random key for
+    /// their fingerprints (never in a label; agentc's is in its state directory).
+    pub async fn of<C: SandboxClient>(
+        client: &C,
+        spec: &LaunchSpec,
+        env: &BTreeMap<String, String>,
+        secret: &[u8],
+    ) -> Result<Pool, SessionError> {
+        let container = poolable(spec)?;
+        let facts = client.image_facts(&container.image).await?;
+        Ok(Pool {
+            profile: spec.profile.clone(),
+            key: pool_key(
+                spec.digest().unwrap_or_default(),
+                &facts.id,
+                container.runtime.as_deref(),
+            ),
+            credentials: credential_fingerprints(container, env, secret),
+        })
+    }
+
+    /// What its members must carry.
+    pub fn wanted(&self) -> Wanted<'_> {
+        Wanted {
+            key: &self.key,
+            credentials: &self.credentials,
+        }
+    }
+}
+
+/// The container of a launch a pool can serve, or why not.
+fn poolable(spec: &LaunchSpec) -> Result<&agentc_policy::ContainerSpec, SessionError> {
+    if let Some(reason) = cold_reason(spec) {
+        return Err(SessionError::invalid(
+            format!("profile {}: cannot be pooled: {reason}", spec.profile),
+            "create the sandbox cold (SandboxClient::create)",
+        ));
+    }
+    match &spec.action {
+        Action::Container(container) => Ok(container),
+        Action::Build(_) => Err(SessionError::invalid(
+            format!(
+                "profile {}: a build launch starts no container",
+                spec.profile
+            ),
+            "pool a run or sandbox launch",
+        )),
+    }
+}
+
+/// Eight random hexadecimal digits, a member's suffix.
+fn random_suffix() -> Result<String, SessionError> {
+    let mut bytes = [0u8; 4];
+    getrandom::fill(&mut bytes).map_err(|error| {
+        SessionError::invalid(
+            format!("no random bytes for a pool member's name: {error}"),
+            "the operating system's random source must be readable",
+        )
+    })?;
+    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+/// Keeps `pool` (the pool of `spec`, [`Pool::of`]) at `size` idle running members: drains its
+/// profile's stale and stopped members first, then creates the missing ones
+/// ([`member_spec`]: the launch idling, named `agentc-pool-PROFILE-RANDOM`, its egress
+/// companion its own); returns the members created. Nothing is created when `spec` cannot be
+/// pooled.
+pub async fn fill<C: SandboxClient>(
+    client: &C,
+    spec: &LaunchSpec,
+    pool: &Pool,
+    size: usize,
+) -> Result<Vec<Sandbox>, SessionError> {
+    poolable(spec)?;
+    drain(client, Some(&pool.profile), Some(&pool.wanted())).await?;
+    let idle = members(client, Some(&pool.profile))
+        .await?
+        .iter()
+        .filter(|member| member.idle && member.running() && !member.stale(&pool.wanted()))
+        .count();
+    let mut created = Vec::new();
+    for _ in idle..size {
+        let suffix = random_suffix()?;
+        let name = member_name(&pool.profile, &suffix);
+        let member =
+            member_spec(spec, &pool.key, &name, &suffix, &pool.credentials).map_err(|reason| {
+                SessionError::invalid(
+                    format!("profile {}: {reason}", pool.profile),
+                    "create the sandbox cold (SandboxClient::create)",
+                )
+            })?;
+        created.push(client.create(&member).await?);
+    }
+    Ok(created)
+}
+
+/// Claims an idle member of `pool` ([`claim`], from a random member on, so that concurrent
+/// claims spread): the member renamed and never returned to the pool, or `None` when none is
+/// idle. The stale members met are removed on the way. Run the launch's command in it through
+/// exec ([`agentc_policy::pool::claim_command`]), and delete it as any sandbox.
+pub async fn claim_member<C: SandboxClient>(
+    client: &C,
+    pool: &Pool,
+) -> Result<Option<Member>, SessionError> {
+    let found = members(client, Some(&pool.profile)).await?;
+    let start = usize::from_str_radix(&random_suffix()?, 16).unwrap_or_default();
+    Ok(claim(client, found, &pool.wanted(), start).await?.claimed)
 }

@@ -506,3 +506,57 @@ fn a_pool_claim_takes_each_member_once_and_delete_removes_a_claimed_members_comp
     let left = client.port().world().added_since(&before);
     assert_eq!(left, Vec::<String>::new());
 }
+
+#[test]
+fn a_pool_is_two_calls_fill_and_claim_and_a_rotated_key_drains_it() {
+    use crate::pool::{claim_member, fill, Pool};
+
+    let client = Sandboxes::over(engine(), env());
+    let before = client.port().world();
+    let spec = launch_spec(Start::Detached, "memo");
+    let pool = block_on(Pool::of(&client, &spec, &env(), b"the caller's key")).expect("a pool");
+    assert_eq!(pool.credentials.len(), 1, "{pool:?}");
+    let created = block_on(fill(&client, &spec, &pool, 2)).expect("filled");
+    assert_eq!(created.len(), 2);
+    assert!(created
+        .iter()
+        .all(|member| agentc_policy::pool::is_idle_name(&member.name)));
+    // Full already: nothing more.
+    assert!(block_on(fill(&client, &spec, &pool, 2)).unwrap().is_empty());
+    let first = block_on(claim_member(&client, &pool))
+        .unwrap()
+        .expect("a member");
+    let second = block_on(claim_member(&client, &pool))
+        .unwrap()
+        .expect("another");
+    assert_ne!(first.sandbox.name, second.sandbox.name);
+    assert!(block_on(claim_member(&client, &pool)).unwrap().is_none());
+    // A rotated key: the member filled with the old one is drained, a new one made.
+    let old = block_on(fill(&client, &spec, &pool, 1)).unwrap().remove(0);
+    let rotated_env = BTreeMap::from([(TOKEN.to_string(), "gw-rotated".to_string())]);
+    let rotated = block_on(Pool::of(&client, &spec, &rotated_env, b"the caller's key")).unwrap();
+    assert_eq!(rotated.key, pool.key);
+    assert_ne!(rotated.credentials, pool.credentials);
+    let new = block_on(fill(&client, &spec, &rotated, 1))
+        .unwrap()
+        .remove(0);
+    let world = client.port().world();
+    assert!(
+        !world.containers.contains_key(&old.name),
+        "{:?}",
+        world.containers.keys()
+    );
+    assert!(world.containers.contains_key(&new.name));
+    let last = block_on(claim_member(&client, &rotated))
+        .unwrap()
+        .expect("the new one");
+    assert!(block_on(claim_member(&client, &pool)).unwrap().is_none());
+    for claimed in [first, second, last] {
+        let report = block_on(client.delete(&claimed.sandbox));
+        assert!(report.removed && report.left.is_empty(), "{report:?}");
+    }
+    assert_eq!(
+        client.port().world().added_since(&before),
+        Vec::<String>::new()
+    );
+}
