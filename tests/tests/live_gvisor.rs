@@ -282,12 +282,22 @@ fn live_both_backends_detect_the_same_runtimes() {
     if !require_daemon(test) {
         return;
     }
-    let runtimes = |backend| {
-        let mut port = agentc::commands::launch::isolation_port(backend).expect("the port");
-        port.runtimes().expect("the engine's runtimes")
-    };
-    let cli = runtimes(BackendArg::Cli);
-    let api = runtimes(BackendArg::Api);
+    use agentc_backend_common::port::EnginePort;
+    let runtime = agentc::commands::launch::runtime().expect("a runtime");
+    let cli = runtime
+        .block_on(async {
+            let port = agentc::commands::launch::cli_port_reaping(None).await;
+            port.runtimes().await
+        })
+        .expect("the engine's runtimes through the command line");
+    let api = runtime
+        .block_on(async {
+            let port = agentc::commands::launch::connect()
+                .await
+                .expect("the Engine API");
+            port.runtimes().await
+        })
+        .expect("the engine's runtimes through the Engine API");
     assert_eq!(cli, api);
     assert!(
         cli.runtimes["runc"].version.starts_with("runc commit "),

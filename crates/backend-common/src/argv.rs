@@ -153,8 +153,8 @@ pub fn check_container(spec: &ContainerSpec) -> Result<(), ArgvError> {
             isolation.min.as_str(),
             "the runtime meeting an isolation floor is chosen at launch from the engine's \
              runtimes; without one the engine's default would run it",
-            "launch with `agentc run` (which detects and probes the engine's runtimes), or name \
-             a runtime at the floor in security.runtime to render it",
+            "launch it with `agentc run` or a session's create (which detect and probe the \
+             engine's runtimes), or name a runtime at the floor in security.runtime to render it",
         )?;
     }
     check_env(env)?;

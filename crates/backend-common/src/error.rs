@@ -303,6 +303,19 @@ pub enum ExecError {
         /// How to register it.
         hint: String,
     },
+    /// No runtime of the engine meets the launch's isolation floor (`security.isolation.min`,
+    /// [`crate::isolation`]); nothing was created.
+    #[error("no runtime of the {engine} engine meets security.isolation.min = {min:?}; nothing was created\n  found: {found}\n  hint: {hint}")]
+    FloorNotMet {
+        /// The engine asked.
+        engine: crate::engine::Engine,
+        /// The floor.
+        min: String,
+        /// What the engine has, each runtime with its proven tier.
+        found: String,
+        /// How to get a runtime at the floor.
+        hint: String,
+    },
     /// The engine cannot carry a field of the launch faithfully (a row of the Podman
     /// difference table that refuses); nothing was created.
     #[error("{field} cannot be launched on {engine}: {reason}\n  hint: {hint}")]
@@ -359,6 +372,7 @@ impl ExecError {
             ExecError::NotAgentc { .. } | ExecError::NoSuchContainer { .. } => EXIT_REFUSED,
             ExecError::Argv(_)
             | ExecError::RuntimeMissing { .. }
+            | ExecError::FloorNotMet { .. }
             | ExecError::EngineUnsupported { .. } => EXIT_UNLAUNCHABLE,
             _ => EXIT_DOCKER,
         }

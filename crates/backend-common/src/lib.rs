@@ -72,6 +72,7 @@ pub mod error;
 pub mod hints;
 pub mod image;
 pub mod inspect;
+pub mod isolation;
 pub mod launch;
 #[cfg(any(test, feature = "memory-port"))]
 pub mod memory;

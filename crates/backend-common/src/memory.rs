@@ -81,6 +81,8 @@ pub struct MemoryContainer {
     pub volumes: Vec<String>,
     /// What it wrote (its logs).
     pub logs: String,
+    /// The runtime it runs under, when it names one.
+    pub runtime: Option<String>,
 }
 
 /// An image of a [`World`].
@@ -179,6 +181,11 @@ struct Behaviour {
     subnets_taken: u32,
     /// What an exec prints and exits with, by its command line joined with spaces.
     execs: BTreeMap<String, (i64, String)>,
+    /// The runtimes the engine has ([`EnginePort::runtimes`](crate::port::EnginePort::runtimes)).
+    runtimes: crate::EngineRuntimes,
+    /// What an isolation probe under each runtime prints (`Ok`), or why it fails (`Err`);
+    /// a runtime not listed prints this machine's kernel.
+    probes: BTreeMap<String, Result<String, String>>,
 }
 
 /// An engine in memory; see the module documentation.
@@ -287,6 +294,20 @@ impl MemoryEngine {
         lock(&self.behaviour)
             .execs
             .insert(command.to_string(), (code, stdout.to_string()));
+        self
+    }
+
+    /// Sets the runtimes the engine reports (also between the calls of a test).
+    pub fn set_runtimes(&self, runtimes: crate::EngineRuntimes) {
+        lock(&self.behaviour).runtimes = runtimes;
+    }
+
+    /// Makes an isolation probe under `runtime` print `seen` (`Ok`) or fail with the reason.
+    pub fn with_probe(self, runtime: &str, seen: Result<&str, &str>) -> MemoryEngine {
+        lock(&self.behaviour).probes.insert(
+            runtime.to_string(),
+            seen.map(str::to_string).map_err(str::to_string),
+        );
         self
     }
 
@@ -404,18 +425,37 @@ impl MemoryEngine {
             networks,
             volumes,
             logs: String::new(),
+            runtime: spec.runtime.clone(),
         };
         world.containers.insert(name, container.clone());
         Ok(container)
     }
 
-    /// Starts the container `key`: a dying proxy exits at once.
+    /// Starts the container `key`: a dying proxy exits at once, an isolation probe prints
+    /// what the engine was told it sees and exits.
     fn start_container(&self, key: &str) -> Result<(), EngineError> {
-        let proxy_exits = lock(&self.behaviour).proxy_exits;
+        let (proxy_exits, probes) = {
+            let behaviour = lock(&self.behaviour);
+            (behaviour.proxy_exits, behaviour.probes.clone())
+        };
         let mut world = lock(&self.world);
         let container = world
             .container_mut(key)
             .ok_or_else(|| not_found("container", key))?;
+        if container
+            .labels
+            .contains_key(crate::isolation::probe::LABEL_PROBE)
+        {
+            let runtime = container.runtime.clone().unwrap_or_default();
+            let seen = probes.get(&runtime).cloned().unwrap_or_else(|| {
+                Ok(std::fs::read_to_string("/proc/version").unwrap_or_default())
+            });
+            (container.state, container.logs) = match seen {
+                Ok(seen) => (RunState::Exited(0), seen),
+                Err(reason) => (RunState::Exited(127), reason),
+            };
+            return Ok(());
+        }
         let is_proxy =
             container.labels.get(LABEL_KIND).map(String::as_str) == Some(KIND_EGRESS_PROXY);
         container.state = match (is_proxy, proxy_exits) {

@@ -100,12 +100,7 @@ fn profile_facts(
                 _ => None,
             })
             .find_map(|container| {
-                let mut port = crate::commands::launch::isolation_port(BackendArg::Cli).ok()?;
-                crate::commands::isolation::doctor_fact(
-                    container,
-                    &loaded.profile.name,
-                    port.as_mut(),
-                )
+                crate::commands::isolation::doctor_fact(container, &loaded.profile.name)
             });
     }
     let mut engine = if reachable {

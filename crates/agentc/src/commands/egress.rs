@@ -147,7 +147,7 @@ pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
             Ok(0)
         }
         EgressProxyCommand::Kernel => {
-            print!("{}", super::isolation::port::kernel_seen());
+            print!("{}", super::isolation::kernel_seen());
             Ok(0)
         }
         EgressProxyCommand::Probe(args) => probe(&args),

@@ -252,34 +252,6 @@ pub fn container_of(spec: &LaunchSpec) -> Result<&ContainerSpec, Failure> {
     }
 }
 
-/// The engine port the isolation floor asks through `backend`: the command line, or the
-/// Engine API on a connection of its own.
-pub fn isolation_port(
-    backend: BackendArg,
-) -> Result<Box<dyn super::isolation::port::RuntimePort>, Failure> {
-    use super::isolation::port::OverPort;
-    let local = !engine_is_remote();
-    let runtime = runtime()?;
-    Ok(match chosen(backend) {
-        Backend::Cli => {
-            let port = runtime.block_on(cli_port_reaping(None));
-            Box::new(OverPort {
-                runtime,
-                port,
-                local,
-            })
-        }
-        Backend::Api => {
-            let port = runtime.block_on(connect())?;
-            Box::new(OverPort {
-                runtime,
-                port,
-                local,
-            })
-        }
-    })
-}
-
 /// Meets the container's isolation floor through `backend`'s own engine port
 /// ([`super::isolation::meet_floor`]); a container without a floor is returned unchanged,
 /// without asking the engine.
@@ -288,10 +260,7 @@ pub fn meet_floor(
     profile: &str,
     backend: BackendArg,
 ) -> Result<ContainerSpec, Failure> {
-    if container.isolation.is_none() {
-        return Ok(container.clone());
-    }
-    super::isolation::meet_floor(container, profile, isolation_port(backend)?.as_mut())
+    super::isolation::meet_floor(container, profile, backend)
 }
 
 /// Executes a container launch through `backend` and returns the exit status: the container's

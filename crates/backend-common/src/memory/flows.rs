@@ -14,7 +14,7 @@ use super::{MemoryEngine, RunState, World};
 use crate::companion;
 use crate::launch::{self, LaunchOptions};
 use crate::port::{EngineError, EngineErrorKind};
-use crate::session::{session_spec, SandboxClient, Sandboxes};
+use crate::session::{session_spec, SandboxClient, Sandboxes, SessionError};
 use crate::signals::{Interrupts, NoInterrupts};
 use crate::{ExecError, Interrupt};
 
@@ -559,4 +559,54 @@ fn a_pool_is_two_calls_fill_and_claim_and_a_rotated_key_drains_it() {
         client.port().world().added_since(&before),
         Vec::<String>::new()
     );
+}
+
+#[test]
+fn a_sessions_create_meets_the_isolation_floor_or_creates_nothing() {
+    let text = "name = \"floor\"\nagent = \"custom\"\n\n[image]\nref = \"busybox:memory\"\n\n\
+                [workspace]\nmount = false\n\n[egress]\nmode = \"deny\"\n\n\
+                [security]\nisolation = { min = \"gvisor\" }\n";
+    let loaded = agentc_policy::load("floor.toml", text).expect("the profile loads");
+    let inputs = ResolveInputs {
+        instance: Instance {
+            start: Start::Session,
+            default_name: Some("floor-1".to_string()),
+            ..Instance::default()
+        },
+        ..ResolveInputs::new(LaunchKind::Run, "/srv/task", "/srv/profiles", "/home/dev")
+    };
+    let spec = agentc_policy::resolve(&loaded, &inputs, &Directories).expect("it resolves");
+    let host = std::fs::read_to_string("/proc/version").unwrap_or_default();
+    let gvisor = "Linux version 4.4.0\n[ 0.0] Starting gVisor...\n";
+    let runtimes = |names: &[&str]| crate::EngineRuntimes {
+        engine: "memory 1".into(),
+        default: Some("runc".into()),
+        runtimes: names
+            .iter()
+            .map(|name| (name.to_string(), crate::RuntimeFacts::default()))
+            .collect(),
+    };
+    let port = engine()
+        .with_probe("runc", Ok(&host))
+        .with_probe("runsc", Ok(gvisor));
+    port.set_runtimes(runtimes(&["runc", "runsc"]));
+    let env = BTreeMap::from([("AGENTC_ISOLATION_CACHE".to_string(), "off".to_string())]);
+    let client = Sandboxes::over(port, env.clone());
+    let sandbox = block_on(client.create(&spec)).expect("created under gVisor");
+    let world = client.port().world();
+    let created = &world.containers[&sandbox.name];
+    assert_eq!(created.runtime.as_deref(), Some("runsc"));
+    assert_eq!(created.labels[crate::isolation::LABEL_ISOLATION], "gvisor");
+    assert_eq!(world.containers.len(), 1, "the probes are gone");
+    // An engine without gVisor: refused by the floor, nothing created.
+    let port = engine().with_probe("runc", Ok(&host));
+    port.set_runtimes(runtimes(&["runc"]));
+    let client = Sandboxes::over(port, env);
+    let refused = block_on(client.create(&spec)).expect_err("no runtime at the floor");
+    assert!(
+        matches!(&refused, SessionError::Launch(ExecError::FloorNotMet { found, .. }) if found == "runc: container"),
+        "{refused}"
+    );
+    assert_eq!(refused.exit_code(), 65);
+    assert!(client.port().world().containers.is_empty());
 }

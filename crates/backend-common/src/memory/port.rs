@@ -222,6 +222,10 @@ impl EnginePort for MemoryEngine {
     async fn runtimes(&self) -> Result<EngineRuntimes, ExecError> {
         self.enter("runtimes", "")
             .map_err(|error| error.in_launch(self.engine, "list the runtimes"))?;
+        let runtimes = lock(&self.behaviour).runtimes.clone();
+        if !runtimes.runtimes.is_empty() {
+            return Ok(runtimes);
+        }
         Ok(EngineRuntimes {
             engine: "memory 1".to_string(),
             default: Some("runc".to_string()),

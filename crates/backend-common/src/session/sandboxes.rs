@@ -243,6 +243,23 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
             proxy_executable: self.proxy_executable_for(&container)?,
             ..LaunchOptions::default()
         };
+        // The isolation floor, met over this client's port as `agentc run` meets it.
+        let floor =
+            crate::isolation::FloorOptions::from_env(&self.env, options.proxy_executable.clone());
+        let container = crate::isolation::meet_floor(&self.port, &container, &spec.profile, &floor)
+            .await
+            .map_err(|error| match error {
+                crate::isolation::FloorError::Engine(error) => SessionError::Launch(error),
+                crate::isolation::FloorError::Shortfall(shortfall) => {
+                    SessionError::Launch(ExecError::FloorNotMet {
+                        engine: self.port.engine(),
+                        min: shortfall.min.as_str().to_string(),
+                        found: crate::isolation::found(&shortfall),
+                        hint: shortfall.hint,
+                    })
+                }
+            })?
+            .container;
         let started = crate::launch::launch_detached(
             &self.port,
             &container,

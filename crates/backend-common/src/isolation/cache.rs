@@ -57,8 +57,8 @@ struct CacheFile {
     entries: Vec<Entry>,
 }
 
-/// The cache file, or `None` when it is bypassed or there is no cache directory. `env` is the
-/// process environment's `XDG_CACHE_HOME`, `HOME` and [`BYPASS_VARIABLE`].
+/// The cache file, or `None` when it is bypassed or there is no cache directory. `env` reads
+/// the caller's environment: `XDG_CACHE_HOME`, `HOME` and [`BYPASS_VARIABLE`].
 pub fn location(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
     let set = |name: &str| env(name).filter(|value| !value.is_empty());
     if set(BYPASS_VARIABLE).is_some_and(|value| value.eq_ignore_ascii_case("off")) {
