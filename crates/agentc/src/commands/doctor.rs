@@ -100,7 +100,7 @@ fn profile_facts(
                 _ => None,
             })
             .find_map(|container| {
-                crate::commands::isolation::doctor_fact(container, &loaded.profile.name)
+                crate::commands::launch::doctor_fact(container, &loaded.profile.name)
             });
     }
     let mut engine = if reachable {

@@ -147,7 +147,7 @@ pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
             Ok(0)
         }
         EgressProxyCommand::Kernel => {
-            print!("{}", super::isolation::kernel_seen());
+            print!("{}", kernel_seen());
             Ok(0)
         }
         EgressProxyCommand::Probe(args) => probe(&args),
@@ -242,4 +242,33 @@ fn probe(args: &EgressProbeArgs) -> Result<u8, Failure> {
     }
     let _ = out.flush();
     Ok(0)
+}
+
+/// What the probe prints from inside its container (`agentc egress-proxy kernel`): the first
+/// line of `/proc/version`, then the first five lines of the kernel log (`syslog(2)`, as
+/// `dmesg` reads it; gVisor answers with its own boot log, a runc container without
+/// `CAP_SYSLOG` with nothing).
+pub fn kernel_seen() -> String {
+    let mut seen = std::fs::read_to_string("/proc/version").unwrap_or_default();
+    if !seen.ends_with('\n') {
+        seen.push('\n');
+    }
+    let mut buffer = vec![0u8; 64 * 1024];
+    // SAFETY: the buffer is valid for its length; SYSLOG_ACTION_READ_ALL (3) only writes
+    // into it and returns how many bytes it wrote, or -1.
+    let read = unsafe {
+        libc::klogctl(
+            3,
+            buffer.as_mut_ptr().cast(),
+            i32::try_from(buffer.len()).unwrap_or(i32::MAX),
+        )
+    };
+    if let Ok(read) = usize::try_from(read) {
+        let log = String::from_utf8_lossy(&buffer[..read.min(buffer.len())]).into_owned();
+        for line in log.lines().take(5) {
+            seen.push_str(line);
+            seen.push('\n');
+        }
+    }
+    seen
 }

@@ -22,6 +22,8 @@ use futures_util::StreamExt;
 
 use crate::cli::BackendArg;
 use crate::context::{Failure, EXIT_DOCKER, EXIT_INVALID};
+use agentc_backend_common::isolation::{self as floor, FloorError, FloorOptions};
+use agentc_policy::IsolationShortfall;
 
 /// A current-thread tokio runtime with I/O and timers, for one launching command.
 pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
@@ -252,15 +254,124 @@ pub fn container_of(spec: &LaunchSpec) -> Result<&ContainerSpec, Failure> {
     }
 }
 
-/// Meets the container's isolation floor through `backend`'s own engine port
-/// ([`super::isolation::meet_floor`]); a container without a floor is returned unchanged,
-/// without asking the engine.
+/// The floor's options in this process: the cache under its environment (bypassed with
+/// `AGENTC_ISOLATION_CACHE=off`), the probe image made of this binary, this machine's kernel.
+fn options() -> FloorOptions {
+    let mut options = FloorOptions::from_env(&process_env(), ProxyExecutable::running());
+    options.local = !engine_is_remote();
+    options
+}
+
+/// Forgets the cached proof of the runtime a failed launch ran under (`io.agentc.runtime`),
+/// so that the next launch probes it again.
+pub fn forget_on_failure(container: &ContainerSpec) {
+    if container.isolation.is_none() {
+        return;
+    }
+    if let (Some(runtime), Some(location)) = (&container.runtime, options().cache) {
+        floor::cache::forget(&location, runtime);
+    }
+}
+
+/// The refusal of a floor the engine cannot meet (exit 65), naming what it has.
+fn refusal(shortfall: &IsolationShortfall, profile: &str) -> Failure {
+    let named = match &shortfall.runtime {
+        Some(runtime) => format!(" with security.runtime {runtime:?}"),
+        None => String::new(),
+    };
+    Failure::unlaunchable(format!(
+        "profile {profile:?}: no runtime of the {} engine meets security.isolation.min = {:?}{named} ({}); nothing was created\n  found: {}\n  hint: {}",
+        crate::engine(),
+        shortfall.min.as_str(),
+        shortfall.min.words(),
+        floor::found(shortfall),
+        shortfall.hint
+    ))
+}
+
+/// Meets the container's isolation floor through `backend`'s own engine port, when it has one
+/// ([`floor::meet_floor`]: the engine's runtimes detected and probed, one chosen), and says on
+/// stderr what was chosen; a container without a floor is
+/// returned unchanged, without asking the engine.
 pub fn meet_floor(
     container: &ContainerSpec,
     profile: &str,
     backend: BackendArg,
 ) -> Result<ContainerSpec, Failure> {
-    super::isolation::meet_floor(container, profile, backend)
+    let Some(isolation) = container.isolation else {
+        return Ok(container.clone());
+    };
+    let options = options();
+    let met = runtime()?.block_on(async {
+        over_port!(backend, None, |port| {
+            floor::meet_floor(&port, container, profile, &options)
+                .await
+                .map_err(|error| match error {
+                    FloorError::Shortfall(shortfall) => refusal(&shortfall, profile),
+                    FloorError::Engine(error) => exec_failure(error),
+                })
+        })
+    })?;
+    if let Some(chosen) = &met.chosen {
+        eprintln!(
+            "agentc: isolation: {} under runtime {} (security.isolation.min = {}, prefer {})",
+            chosen.tier,
+            chosen.name,
+            isolation.min,
+            isolation.prefer.as_str()
+        );
+        if let Some(reason) = &chosen.above_floor {
+            eprintln!(
+                "agentc: isolation: {} is above the floor {}: {reason}",
+                chosen.tier, isolation.min
+            );
+        }
+    }
+    Ok(met.container)
+}
+
+/// What `agentc doctor` says of a container's isolation floor: the runtime a launch would
+/// take and its tier, or what the engine has and how to get what is missing (the same
+/// detection and probes as a launch, through the command line). `None` without a floor.
+pub fn doctor_fact(
+    container: &ContainerSpec,
+    profile: &str,
+) -> Option<Result<String, (String, String)>> {
+    let isolation = container.isolation?;
+    let options = options();
+    let choice = runtime().ok()?.block_on(async {
+        let port = cli_port_reaping(None).await;
+        floor::choose(&port, container, isolation, profile, &options).await
+    });
+    Some(match choice {
+        Ok(Ok(chosen)) => Ok(format!(
+            "{} under runtime {} (min {}, prefer {}){}",
+            chosen.tier,
+            chosen.name,
+            isolation.min,
+            isolation.prefer.as_str(),
+            chosen
+                .above_floor
+                .map(|reason| format!("; above the floor: {reason}"))
+                .unwrap_or_default()
+        )),
+        Ok(Err(shortfall)) => Err((
+            format!(
+                "no runtime meets min {} ({}); found: {}",
+                shortfall.min.as_str(),
+                shortfall.min.words(),
+                floor::found(&shortfall)
+            ),
+            shortfall.hint.clone(),
+        )),
+        Err(error) => Err((
+            format!(
+                "the engine's runtimes cannot be read: {}",
+                error.to_string().lines().next().unwrap_or_default()
+            ),
+            "`agentc doctor` without a profile checks the engine".to_string(),
+        )),
+    })
 }
 
 /// Executes a container launch through `backend` and returns the exit status: the container's
@@ -326,7 +437,7 @@ async fn launch_over<P: EnginePort>(
         &mut signals,
     )
     .await
-    .inspect_err(|_| super::isolation::forget_on_failure(container))
+    .inspect_err(|_| forget_on_failure(container))
     .map_err(exec_failure)?;
     match launched {
         Launched::Started(started) => {
@@ -340,7 +451,7 @@ async fn launch_over<P: EnginePort>(
             if exited.exit_code == 125 {
                 // The engine's own failure, which a broken runtime gives: probe it again next
                 // time.
-                super::isolation::forget_on_failure(container);
+                forget_on_failure(container);
             }
             if let Some(explanation) = exited.explanation() {
                 eprintln!("agentc: {explanation}");
@@ -444,7 +555,7 @@ async fn copies_over<P: EnginePort>(
     )
     .await
     .map_err(|error| {
-        super::isolation::forget_on_failure(container);
+        forget_on_failure(container);
         let message = match error.unreachable() {
             Some(unreachable) => unreachable.to_string(),
             None => error.to_string(),
@@ -490,7 +601,7 @@ fn floor_for_all(
     profile: &str,
     backend: BackendArg,
 ) -> Result<Vec<ContainerSpec>, Failure> {
-    use super::isolation::{LABEL_ISOLATION, LABEL_RUNTIME};
+    use agentc_backend_common::isolation::{LABEL_ISOLATION, LABEL_RUNTIME};
     let Some(first) = copies.first().filter(|first| first.isolation.is_some()) else {
         return Ok(copies.to_vec());
     };

@@ -11,7 +11,6 @@ pub mod doctor;
 pub mod egress;
 pub mod host_ports;
 pub mod init;
-pub mod isolation;
 pub mod launch;
 pub mod lock;
 pub mod offline;

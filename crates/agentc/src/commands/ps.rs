@@ -329,13 +329,16 @@ fn row(summary: Summary, network: String, ports: Vec<PortRow>, egress: Option<Eg
         profile_state: profile_state(&summary),
         isolation: summary
             .labels
-            .get(super::isolation::LABEL_ISOLATION)
-            .map(
-                |tier| match summary.labels.get(super::isolation::LABEL_RUNTIME) {
+            .get(agentc_backend_common::isolation::LABEL_ISOLATION)
+            .map(|tier| {
+                match summary
+                    .labels
+                    .get(agentc_backend_common::isolation::LABEL_RUNTIME)
+                {
                     Some(runtime) => format!("{tier} ({runtime})"),
                     None => tier.clone(),
-                },
-            ),
+                }
+            }),
         id: summary.id,
         name: summary.name,
         profile: summary.profile,
