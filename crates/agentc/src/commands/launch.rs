@@ -289,6 +289,15 @@ fn refusal(shortfall: &IsolationShortfall, profile: &str) -> Failure {
     ))
 }
 
+/// A floor not met, as a command reports it: the refusal naming what the engine has (exit 65),
+/// or the engine's failure.
+pub fn floor_failure(error: FloorError, profile: &str) -> Failure {
+    match error {
+        FloorError::Shortfall(shortfall) => refusal(&shortfall, profile),
+        FloorError::Engine(error) => exec_failure(error),
+    }
+}
+
 /// Meets the container's isolation floor through `backend`'s own engine port, when it has one
 /// ([`floor::meet_floor`]: the engine's runtimes detected and probed, one chosen), and says on
 /// stderr what was chosen; a container without a floor is
@@ -306,10 +315,7 @@ pub fn meet_floor(
         over_port!(backend, None, |port| {
             floor::meet_floor(&port, container, profile, &options)
                 .await
-                .map_err(|error| match error {
-                    FloorError::Shortfall(shortfall) => refusal(&shortfall, profile),
-                    FloorError::Engine(error) => exec_failure(error),
-                })
+                .map_err(|error| floor_failure(error, profile))
         })
     })?;
     if let Some(chosen) = &met.chosen {

@@ -183,9 +183,9 @@ pub fn verify_launch(
     })
 }
 
-/// [`verify_launch`] over an engine port the caller holds (`agentc serve`'s `verify`), for a
-/// launch without an isolation floor (whose runtime choice needs the command line's probes):
-/// that one is refused with the command that verifies it.
+/// [`verify_launch`] over an engine port the caller holds (`agentc serve`'s `verify`): the
+/// isolation floor met over that port first, with the options `env` gives
+/// ([`agentc_backend_common::isolation::FloorOptions::from_env`]).
 pub async fn verify_on<P: EnginePort>(
     port: &P,
     spec: &LaunchSpec,
@@ -195,19 +195,17 @@ pub async fn verify_on<P: EnginePort>(
 ) -> Result<Vec<Check>, Failure> {
     let container = launch::container_of(spec)?;
     require_probe_room(&spec.profile, container.resources.pids_limit)?;
-    if container.isolation.is_some() {
-        return Err(Failure::new(
-            crate::context::EXIT_INVALID,
-            format!(
-                "profile {:?} sets an isolation floor, which only the command line meets\n  hint: `agentc verify PROFILE` verifies it",
-                spec.profile
-            ),
-        ));
-    }
+    let options =
+        agentc_backend_common::isolation::FloorOptions::from_env(env, proxy_executable.clone());
+    let placed =
+        agentc_backend_common::isolation::meet_floor(port, container, &spec.profile, &options)
+            .await
+            .map_err(|error| launch::floor_failure(error, &spec.profile))?
+            .container;
     verify_placed(
         port,
         spec,
-        container,
+        &placed,
         env,
         false,
         egress_probe,

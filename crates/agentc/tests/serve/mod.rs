@@ -822,3 +822,61 @@ fn serve_publishes_its_schema() {
         .unwrap();
     assert_eq!(usage.status.code(), Some(2));
 }
+
+/// A session's create meets the profile's isolation floor as `agentc run` does (the library's
+/// floor: the engine's runtimes probed, one at the floor chosen), through both backends: the
+/// sandbox runs under gVisor, labelled so, and goes with `delete`; `verify` of the profile passes.
+#[test]
+fn live_serve_creates_a_sandbox_at_its_isolation_floor() {
+    if !require_daemon("live_serve_creates_a_sandbox_at_its_isolation_floor") {
+        return;
+    }
+    if !docker(&["info", "--format", "{{json .Runtimes}}"])
+        .is_ok_and(|runtimes| runtimes.contains("\"runsc\""))
+    {
+        assert!(
+            std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() != Ok("1"),
+            "AGENTC_REQUIRE_DOCKER=1 but runsc is not registered (scripts/setup-engines.sh)"
+        );
+        eprintln!("skipping live_serve_creates_a_sandbox_at_its_isolation_floor: no runsc");
+        return;
+    }
+    for backend in ["cli", "api"] {
+        let lab = ServeLab::new(&format!("floor-{backend}"), &test_image());
+        let profile = lab.dir.path().join("floor.toml");
+        std::fs::write(
+            &profile,
+            format!(
+                "name = \"{}\"\nagent = \"custom\"\n\n[image]\nref = \"{}\"\ncommand = [\"tail\", \"-f\", \"/dev/null\"]\n\n\
+                 [egress]\nmode = \"deny\"\n\n[security]\nisolation = {{ min = \"gvisor\" }}\n",
+                lab.profile,
+                test_image()
+            ),
+        )
+        .unwrap();
+        let mut server = Served::start(lab.dir.path(), backend);
+        let created = server.call(
+            "create",
+            json!({ "profile": profile.display().to_string() }),
+        );
+        let name = created["sandbox"]["name"].as_str().unwrap().to_string();
+        let placed = docker(&[
+            "inspect",
+            "--format",
+            "{{.HostConfig.Runtime}} {{index .Config.Labels \"io.agentc.isolation\"}}",
+            &name,
+        ])
+        .unwrap();
+        assert_eq!(placed.trim(), "runsc gvisor", "{backend}");
+        server.call("delete", json!({ "sandbox": name }));
+        assert_eq!(lab.containers(), Vec::<String>::new(), "{backend}");
+        // verify meets the floor too: its probe runs under gVisor, and every row passes.
+        let verified = server.call(
+            "verify",
+            json!({ "profile": profile.display().to_string(), "egress_probe": "none" }),
+        );
+        assert_eq!(verified["passed"], true, "{backend}: {verified}");
+        assert_eq!(lab.containers(), Vec::<String>::new(), "{backend}");
+        assert_eq!(server.close(Duration::from_secs(20)), Some(0));
+    }
+}
