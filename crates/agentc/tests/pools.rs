@@ -443,12 +443,7 @@ fn live_a_sandbox_claim_starts_its_command_in_the_background_and_rm_removes_it_w
         .unwrap_or_default()
         .to_string();
     assert!(name.starts_with("agentc-claim-"), "{}", describe(&claimed));
-    let started = Instant::now();
-    let mut logs = String::new();
-    while !logs.contains("serving") && started.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(100));
-        logs = docker(&["logs", &name]).unwrap_or_default();
-    }
+    let logs = logs_holding(&name, "serving");
     assert!(logs.contains("serving"), "{logs}");
     let ps = docker(&["exec", &name, "ps"]).expect("ps");
     assert!(ps.contains("tail -f /dev/null"), "{ps}");

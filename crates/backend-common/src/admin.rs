@@ -10,7 +10,7 @@ use futures_util::{stream, StreamExt};
 
 use crate::companion;
 use crate::egress_state::{Leftover, LeftoverKind};
-use crate::port::{EngineError, EngineErrorKind, EnginePort, Filter};
+use crate::port::{EngineError, EngineErrorKind, EnginePort, Filter, ListedContainer};
 use crate::ExecError;
 
 /// One agentc container, as `agentc ps` shows it.
@@ -117,12 +117,8 @@ pub async fn remove<P: EnginePort>(
     };
     let results: Vec<Result<Vec<String>, ExecError>> = stream::iter(&names)
         .map(|name| async move {
-            let labels: BTreeMap<String, String> = match port.inspect(name).await {
-                Ok(inspect) => inspect
-                    .config
-                    .and_then(|config| config.labels)
-                    .map(|labels| labels.into_iter().collect())
-                    .unwrap_or_default(),
+            let labels = match port.inspect(name).await {
+                Ok(inspect) => ListedContainer::from_inspect(&inspect).labels,
                 Err(_) => BTreeMap::new(),
             };
             // A claimed pool member's companion is labelled for the name it had at fill.

@@ -569,5 +569,15 @@ impl MemoryEngine {
     }
 }
 
+/// Runs `future` to its end on a runtime of its own with a clock (the flows' tests).
+#[cfg(test)]
+pub(crate) fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a runtime")
+        .block_on(future)
+}
+
 #[cfg(test)]
 mod flows;

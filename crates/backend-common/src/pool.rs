@@ -260,8 +260,9 @@ fn poolable(spec: &LaunchSpec) -> Result<&agentc_policy::ContainerSpec, SessionE
     }
 }
 
-/// Eight random hexadecimal digits, a member's suffix.
-fn random_suffix() -> Result<String, SessionError> {
+/// Eight random hexadecimal digits from the operating system: a member's suffix, or where a
+/// claim begins among the members.
+pub fn random_suffix() -> Result<String, SessionError> {
     let mut bytes = [0u8; 4];
     getrandom::fill(&mut bytes).map_err(|error| {
         SessionError::invalid(

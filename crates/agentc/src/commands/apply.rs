@@ -23,8 +23,11 @@ fn now() -> u64 {
         .unwrap_or_default()
 }
 
-/// Reads the state of a profile under its lock, or a new one.
-fn locked_state(profile: &str) -> Result<(std::path::PathBuf, store::StateLock, State), Failure> {
+/// Reads the state of a profile under its lock, or a new one (`apply`, `rollback`, and
+/// `rm --state`).
+pub(crate) fn locked_state(
+    profile: &str,
+) -> Result<(std::path::PathBuf, store::StateLock, State), Failure> {
     let path = store::state_file(profile)?;
     let guard = store::lock_state(&path)?;
     let state = match store::read_text(&path)? {

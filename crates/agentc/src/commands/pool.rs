@@ -47,19 +47,6 @@ pub fn pool(command: PoolCommand) -> Result<u8, Failure> {
     }
 }
 
-/// Eight random hex digits (the hasher's keys are random per process).
-fn random_hex() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|since| since.as_nanos())
-        .unwrap_or_default();
-    hasher.write_u128(nanos);
-    hasher.write_u32(std::process::id());
-    format!("{:08x}", hasher.finish() as u32)
-}
-
 /// The launch `agentc run --detach PROFILE` resolves, with the claim's `agent_args` and the
 /// invocation's `overrides`.
 fn detached_launch(
@@ -223,7 +210,7 @@ fn fill(args: PoolFillArgs) -> Result<u8, Failure> {
     placed_base.action = Action::Container(Box::new(placed));
     let size = usize::from(args.size);
     for _ in idle..size {
-        let suffix = random_hex();
+        let suffix = pool::random_suffix().map_err(session_failure)?;
         let name = member_name(&loaded.profile.name, &suffix);
         let member =
             member_spec(&placed_base, &key, &name, &suffix, &credentials).map_err(|reason| {
@@ -521,7 +508,8 @@ impl OnClient for ClaimJob<'_> {
             .flat_map(|member| member.changed_credentials(&wanted))
             .collect();
         let mut signals = Signals::new()?;
-        let start = usize::from_str_radix(&random_hex(), 16).unwrap_or_default();
+        let start = usize::from_str_radix(&pool::random_suffix().map_err(session_failure)?, 16)
+            .unwrap_or_default();
         let claim = pool::claim(client, members, &wanted, start)
             .await
             .map_err(session_failure)?;

@@ -108,20 +108,12 @@ pub fn rm(args: RmArgs) -> Result<u8, Failure> {
 struct Kept {
     path: std::path::PathBuf,
     _guard: store::StateLock,
-    state: Option<State>,
+    state: State,
 }
 
 impl Kept {
     fn read(profile: &str) -> Result<Kept, Failure> {
-        let path = store::state_file(profile)?;
-        let guard = store::lock_state(&path)?;
-        let state = match store::read_text(&path)? {
-            Some(text) => Some(
-                State::parse(&path.display().to_string(), &text, profile)
-                    .map_err(Failure::unlaunchable)?,
-            ),
-            None => None,
-        };
+        let (path, guard, state) = super::apply::locked_state(profile)?;
         Ok(Kept {
             path,
             _guard: guard,
@@ -133,8 +125,8 @@ impl Kept {
     fn retained(&self) -> Vec<String> {
         let mut tags: Vec<String> = self
             .state
+            .deployments
             .iter()
-            .flat_map(|state| &state.deployments)
             .filter_map(|deployment| deployment.retained_tag.clone())
             .collect();
         tags.sort();
@@ -144,7 +136,7 @@ impl Kept {
 
     /// Removes the state file (and its lock file); its path when there was one.
     fn remove(self) -> Result<Option<std::path::PathBuf>, Failure> {
-        let lock = self.path.with_extension("toml.flock");
+        let lock = store::state_lock_file(&self.path);
         let removed = match std::fs::remove_file(&self.path) {
             Ok(()) => Some(self.path.clone()),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,

@@ -109,7 +109,8 @@ pub(crate) fn memory_backend(backend: BackendArg, memory: bool) -> BackendArg {
     }
 }
 
-/// The launch arguments of a snapshot's profile: its run launch (a custom profile's sandbox).
+/// The run launch (a custom profile's sandbox) of the profile file `profile`, with `workspace`
+/// and `image` and nothing else: a snapshot's restore, `agentc serve`'s, and `verify`'s.
 pub(crate) fn launch_args(
     profile: &Path,
     workspace: Option<PathBuf>,

@@ -6,11 +6,12 @@ use agentc_backend_common::session::{
 };
 use agentc_policy::{Instance, Start};
 
-use crate::cli::{ExplainFormat, KindArg, LaunchArgs, VerifyArgs};
+use crate::cli::{ExplainFormat, VerifyArgs};
 use crate::commands::launch;
 use crate::commands::session::{
     is_profile_path, on_client, sandbox_named, session_failure, OnClient,
 };
+use crate::commands::snapshot::launch_args;
 use crate::context::{self, Failure, EXIT_FAILED, EXIT_USAGE};
 use crate::lifecycle::gather;
 use crate::verify;
@@ -29,15 +30,7 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
             .parse()
             .map_err(|error| Failure::new(EXIT_USAGE, format!("--egress-probe {error}")))?,
     };
-    let launch_args = LaunchArgs {
-        profile: args.profile,
-        kind: KindArg::Run,
-        workspace: args.workspace,
-        image: args.image,
-        seed_target: None,
-        agent_args: Vec::new(),
-        overrides: Default::default(),
-    };
+    let launch_args = launch_args(&args.profile, args.workspace, args.image);
     let loaded = context::load_profile(&launch_args.profile)?;
     gather::refuse_unlocked(
         args.locked,
@@ -133,15 +126,11 @@ fn verify_running(args: VerifyArgs, name: &str) -> Result<u8, Failure> {
         .and_then(|pid| u32::try_from(pid).ok())
         .filter(|pid| *pid > 0)
         .ok_or_else(|| refuse("the engine reports no process for it".into()))?;
-    let launch_args = LaunchArgs {
-        profile: file.into(),
-        kind: KindArg::Run,
-        workspace: args.workspace.clone(),
-        image: args.image.clone(),
-        seed_target: None,
-        agent_args: Vec::new(),
-        overrides: Default::default(),
-    };
+    let launch_args = launch_args(
+        std::path::Path::new(file),
+        args.workspace.clone(),
+        args.image.clone(),
+    );
     let loaded = context::load_profile(&launch_args.profile)?;
     let instance = |named: bool| Instance {
         start: Start::Detached,

@@ -188,13 +188,18 @@ pub struct StateLock {
     _file: File,
 }
 
+/// The file whose `flock` guards the state file `state`: `<state>.flock`.
+pub fn state_lock_file(state: &Path) -> PathBuf {
+    state.with_extension("toml.flock")
+}
+
 /// Takes the exclusive lock of `state` (`<state>.flock`), or fails at once (exit 75) when
 /// another `apply` or `rollback` holds it.
 pub fn lock_state(state: &Path) -> Result<StateLock, Failure> {
     if let Some(dir) = state.parent() {
         std::fs::create_dir_all(dir).map_err(|error| write_failure(dir, error))?;
     }
-    let path = state.with_extension("toml.flock");
+    let path = state_lock_file(state);
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)

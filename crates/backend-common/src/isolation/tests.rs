@@ -2,7 +2,7 @@
 //! remembered until the engine or a runtime changes, failures never remembered.
 
 use super::*;
-use crate::memory::MemoryEngine;
+use crate::memory::{block_on, MemoryEngine};
 use crate::RuntimeFacts;
 
 const HOST: &str = "Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org) #1 SMP\n";
@@ -69,13 +69,6 @@ fn options(cache: Option<&std::path::Path>) -> FloorOptions {
         local: false,
         search: None,
     }
-}
-
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("a runtime")
-        .block_on(future)
 }
 
 /// How many probe containers were started since the last call.

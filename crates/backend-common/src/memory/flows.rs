@@ -10,7 +10,7 @@ use agentc_policy::{
     ContainerSpec, Instance, LaunchKind, LaunchSpec, Owner, PathProbe, ResolveInputs, Start,
 };
 
-use super::{MemoryEngine, RunState, World};
+use super::{block_on, MemoryEngine, RunState, World};
 use crate::companion;
 use crate::launch::{self, LaunchOptions};
 use crate::port::{EngineError, EngineErrorKind};
@@ -107,14 +107,6 @@ fn engine() -> MemoryEngine {
 
 fn injected() -> EngineError {
     EngineError::new(EngineErrorKind::Failed, "injected failure")
-}
-
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .expect("a runtime")
-        .block_on(future)
 }
 
 /// What `world` holds of a launch that started: the workload and its proxy running, the proxy

@@ -25,7 +25,7 @@ use super::{
 use crate::daemon_text::{daemon_message, Refusal};
 use crate::egress_state::{is_isolated_network, proxy_kind_filter};
 use crate::launch::{LaunchOptions, ProxyExecutable};
-use crate::port::{EngineError, EngineErrorKind, EnginePort, Filter};
+use crate::port::{EngineError, EngineErrorKind, EnginePort, Filter, ListedContainer};
 use crate::{Engine, ExecError};
 
 /// The sessions' client over the engine port `P`: what [`SandboxClient`] does, once for both
@@ -408,10 +408,8 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
         let mut report = remove_companions_after(self, sandbox, &launched_as, report).await;
         // The home it had for itself alone (a restored or forked sandbox's).
         if report.removed {
-            let labels: BTreeMap<String, String> = inspect
-                .and_then(|inspect| inspect.config)
-                .and_then(|config| config.labels)
-                .map(|labels| labels.into_iter().collect())
+            let labels = inspect
+                .map(|inspect| ListedContainer::from_inspect(&inspect).labels)
                 .unwrap_or_default();
             if let Err(error) = crate::volumes::remove_own_volume(&self.port, &labels).await {
                 report
