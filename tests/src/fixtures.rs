@@ -119,6 +119,7 @@ pub fn inputs(kind: LaunchKind) -> ResolveInputs {
         env: BTreeMap::new(),
         decant_sources: Vec::new(),
         instance: agentc_policy::Instance::default(),
+        build: Default::default(),
     }
 }
 

@@ -22,13 +22,14 @@ use serde_json::{json, Value};
 #[derive(Debug, Default, PartialEq)]
 struct BuildArgv {
     tag: Option<String>,
+    force_rm: bool,
     file: Option<String>,
     build_args: BTreeMap<String, String>,
     labels: BTreeMap<String, String>,
     context: Option<String>,
 }
 
-/// Reads `docker build --tag=T [--file=F] [--build-arg=K=V]... [--label=K=V]... CONTEXT`
+/// Reads `docker build --tag=T [--force-rm] [--file=F] [--build-arg=K=V]... [--label=K=V]... CONTEXT`
 /// the way docker's flag parser does: attached values, split at the first `=`.
 fn parse_build_argv(argv: &[String]) -> Result<BuildArgv, String> {
     let rest = match argv {
@@ -45,6 +46,8 @@ fn parse_build_argv(argv: &[String]) -> Result<BuildArgv, String> {
         };
         if let Some(value) = arg.strip_prefix("--tag=") {
             parsed.tag = Some(value.to_string());
+        } else if arg == "--force-rm" {
+            parsed.force_rm = true;
         } else if let Some(value) = arg.strip_prefix("--file=") {
             parsed.file = Some(value.to_string());
         } else if let Some(value) = arg.strip_prefix("--build-arg=") {
@@ -67,7 +70,7 @@ fn parse_build_argv(argv: &[String]) -> Result<BuildArgv, String> {
 /// The build has no create body, so the referee cannot judge it. Instead the CLI argv and the
 /// API backend's classic build query (`POST /build?t=&dockerfile=&buildargs=&labels=`, the
 /// context sent as a tar body) must agree on every field both carry:
-/// - `--tag` = `t`;
+/// - `--tag` = `t`, `--force-rm` = `forcerm`;
 /// - `--file` = the context joined with `dockerfile` (the CLI resolves `--file` against its own
 ///   working directory, so the CLI backend joins it; the query names it relative to the
 ///   context, `Dockerfile` by default, which is what the CLI sends when `--file` is absent);
@@ -101,6 +104,7 @@ fn build_disagreements(argv: &[String], api: &Value, context: &str) -> Result<Ve
         }
     };
     check("tag", json!(cli.tag), &query["t"]);
+    check("forcerm", json!(cli.force_rm), &query["forcerm"]);
     let cli_dockerfile = match &cli.file {
         Some(file) => Path::new(file)
             .strip_prefix(context)

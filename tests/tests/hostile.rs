@@ -108,6 +108,7 @@ fn inputs(case: &Case) -> ResolveInputs {
         env: case.env.iter().cloned().collect(),
         decant_sources: Vec::new(),
         instance: agentc_policy::Instance::default(),
+        build: Default::default(),
     }
 }
 

@@ -499,6 +499,7 @@ fn run_inputs(dir: &Path) -> ResolveInputs {
         env: BTreeMap::new(),
         decant_sources: Vec::new(),
         instance: agentc_policy::Instance::default(),
+        build: Default::default(),
     }
 }
 

@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub mod complete;
 mod egress_log;
 mod egress_proxy;
+mod image;
 mod lifecycle;
 mod pool;
 mod probe;
@@ -16,6 +17,7 @@ pub use egress_log::{EgressCommand, EgressLogArgs, EgressLogFormat};
 pub use egress_proxy::{
     EgressFetchCaArgs, EgressHealthArgs, EgressImageArgs, EgressProxyCommand, EgressServeArgs,
 };
+pub use image::{ImageCommand, ImageContextArgs};
 pub use lifecycle::{
     AgentArg, ApplyArgs, CompletionsArgs, DoctorArgs, EgressArg, EngineArg, InitArgs, LockArgs,
     PlanArgs, RollbackArgs, ShellArg,
@@ -79,9 +81,12 @@ pub enum Command {
     Seed(SeedArgs),
     /// Build the profile's image from its `[image] build_context` with `docker build`.
     #[command(
-        after_help = "Example:\n  agentc build fixtures/valid/sandbox-build.toml --image agentc/sandbox:dev\n\nBuilds run through the docker CLI only: the Engine API's build endpoint takes one tar context and cannot carry the named build contexts BuildKit gives `docker build --build-context`, so `--backend api` is refused."
+        after_help = "Examples:\n  agentc build fixtures/valid/sandbox-build.toml --image agentc/sandbox:dev\n  agentc build claude-dev.toml --build-arg AGENT_VERSION=2.0.14\n\nA profile of an agent preset without `[image] build_context` builds agentc's bundled image of the agent (`agentc image context AGENT DIR` writes it out), for your uid and gid (1000 when you are root). Builds run through the docker CLI only: the Engine API's build endpoint takes one tar context and cannot carry the named build contexts BuildKit gives `docker build --build-context`, so `--backend api` is refused."
     )]
     Build(BuildArgs),
+    /// The bundled build contexts of the agent presets' images.
+    #[command(subcommand)]
+    Image(ImageCommand),
     /// List the containers agentc launched (label io.agentc.profile).
     #[command(
         after_help = "Examples:\n  agentc ps\n  agentc ps --all --format json\n  agentc ps --volumes\n\nColumns: the container's name, profile, launch kind and status; ISOLATION, for a sandbox launched with an isolation floor: the tier and runtime it got (`gvisor (runsc)`), `-` otherwise; EGRESS, for a sandbox behind agentc's egress proxy: `up`, `down (REASON [CODE])` when the proxy exited, was killed or is unhealthy (the sandbox then reaches nothing outside; `agentc egress log NAME` says when), `missing` when no proxy serves it, `-` for other containers; its network; where each container port is reachable from the host (PORT -> ADDRESS: 127.0.0.1 for published ports, the container's address on a named network for exposed ones); the first 12 digits of its spec digest; and PROFILE: `current` when the profile file it was launched from (`agentc run`) still has the text it had then, `changed` when it was edited since (the sandbox no longer matches it: rerun it), `missing` when the file is gone, `-` when unknown."
@@ -363,6 +368,9 @@ pub struct LaunchArgs {
     /// environment.
     #[arg(skip)]
     pub overrides: BTreeMap<String, String>,
+    /// `agentc build --build-arg NAME=VALUE`: build arguments of a build launch.
+    #[arg(skip)]
+    pub build_args: BTreeMap<String, String>,
 }
 
 /// `agentc explain`.
@@ -586,6 +594,10 @@ pub struct BuildArgs {
     /// Tag the image with this reference instead of the profile's.
     #[arg(long)]
     pub image: Option<String>,
+    /// A build argument, `NAME=VALUE` (repeatable): for a preset's bundled image `BASE_IMAGE`,
+    /// `AGENT_PACKAGE` and `AGENT_VERSION` (`agentc image context AGENT DIR` lists them).
+    #[arg(long = "build-arg", value_name = "NAME=VALUE", value_parser = parse_build_arg)]
+    pub build_args: Vec<(String, String)>,
     /// Which backend builds it (only `cli` can).
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
@@ -742,4 +754,22 @@ pub enum FormatArg {
     Json,
     /// A multi-document YAML stream (k8s).
     Yaml,
+}
+
+/// A `--build-arg` value: `NAME=VALUE` with a name docker accepts.
+fn parse_build_arg(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text:?} is not NAME=VALUE"))?;
+    let valid = !name.is_empty()
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_')
+        && !name.as_bytes()[0].is_ascii_digit();
+    if !valid {
+        return Err(format!(
+            "{name:?} is not a build argument name (letters, digits and _, not first a digit)"
+        ));
+    }
+    Ok((name.to_string(), value.to_string()))
 }

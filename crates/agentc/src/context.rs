@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use agentc_policy::profile::MountType;
 use agentc_policy::LoadedProfile;
 use agentc_policy::{
-    Action, DecantSource, EnvValue, Instance, LaunchKind, LaunchSpec, Owner, PolicyError,
-    ProfileRecord, RealPaths, ResolveInputs,
+    Action, BuildInputs, DecantSource, EnvValue, Instance, LaunchKind, LaunchSpec, Owner,
+    PolicyError, ProfileRecord, RealPaths, ResolveInputs,
 };
 
 use crate::cli::{KindArg, LaunchArgs};
@@ -148,6 +148,7 @@ pub fn every_launch(loaded: &LoadedProfile, profile: &Path) -> Vec<LaunchArgs> {
         seed_target,
         agent_args: Vec::new(),
         overrides: Default::default(),
+        build_args: Default::default(),
     };
     let profile_fields = &loaded.profile;
     let mut launches = vec![launch(KindArg::Run, None)];
@@ -265,7 +266,33 @@ pub fn launch_inputs_in(
         env,
         decant_sources,
         instance,
+        build: if kind == LaunchKind::Build {
+            let mut args = args.build_args.clone();
+            BuildInputs {
+                bundled_context: bundled_context_dir(loaded, &mut args)?,
+                args,
+            }
+        } else {
+            BuildInputs::default()
+        },
     })
+}
+
+/// Where agentc's bundled build context of the profile's agent is written for a build, in
+/// agentc's cache ([`crate::commands::image::Bundled`]); `None` for a profile with a build
+/// context of its own, or a custom one. An `AGENT_PACKAGE` naming a file on this machine is
+/// copied into the context's `packages/`, and the argument rewritten to name it there.
+fn bundled_context_dir(
+    loaded: &LoadedProfile,
+    build_args: &mut BTreeMap<String, String>,
+) -> Result<Option<String>, Failure> {
+    let Some(bundled) = crate::commands::image::Bundled::of(loaded, build_args)? else {
+        return Ok(None);
+    };
+    if let Some(name) = bundled.package_argument() {
+        build_args.insert(crate::commands::image::PACKAGE_ARG.to_string(), name);
+    }
+    path_text(&bundled.dir, "agentc's cache directory").map(Some)
 }
 
 /// A host path as a lock writes it (relative to the profile's directory, `~/...`, or absolute:
@@ -356,7 +383,7 @@ pub fn agentc_environment(
 }
 
 /// The user running agentc.
-fn current_owner() -> Owner {
+pub fn current_owner() -> Owner {
     // SAFETY: getuid and getgid cannot fail and have no preconditions.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let name = std::env::var("USER")

@@ -49,6 +49,7 @@ pub fn execute(cli: Cli) -> ExitCode {
         Command::Run(args) => commands::run::run(args),
         Command::Seed(args) => commands::seed::seed(args),
         Command::Build(args) => commands::build::build(args),
+        Command::Image(command) => commands::image::image(command),
         Command::Ps(args) => commands::ps::ps(args),
         Command::Rm(args) => commands::rm::rm(args),
         Command::Verify(args) => commands::verify::verify(args),

@@ -1506,6 +1506,7 @@ fn live_verify_fails_when_the_container_disagrees_with_the_spec() {
         seed_target: None,
         agent_args: Vec::new(),
         overrides: Default::default(),
+        build_args: Default::default(),
     };
     let loaded = agentc::context::load_profile(&launch.profile).unwrap();
     let spec = agentc::context::resolve_launch(&loaded, &launch).unwrap();

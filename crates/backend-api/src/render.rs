@@ -261,8 +261,8 @@ pub fn render_create(spec: &ContainerSpec) -> Result<CreateRequest, RenderError>
     })
 }
 
-/// `docker build` → the classic build query: `--tag` → `t`, `--file` → `dockerfile`,
-/// `--build-arg` → `buildargs`, `--label` → `labels`; the context directory is sent as a tar
+/// `docker build` → the classic build query: `--tag` → `t`, `--force-rm` → `forcerm`,
+/// `--file` → `dockerfile`, `--build-arg` → `buildargs`, `--label` → `labels`; the context directory is sent as a tar
 /// body. `--build-context` has no classic equivalent and is refused.
 pub(crate) fn render_build(build: &BuildSpec) -> Result<serde_json::Value, RenderError> {
     let BuildSpec {
@@ -281,6 +281,7 @@ pub(crate) fn render_build(build: &BuildSpec) -> Result<serde_json::Value, Rende
     }
     let mut query = serde_json::Map::new();
     query.insert("t".into(), json!(tag));
+    query.insert("forcerm".into(), json!(true));
     query.insert(
         "dockerfile".into(),
         json!(dockerfile.as_deref().unwrap_or("Dockerfile")),
@@ -1215,6 +1216,7 @@ mod tests {
             json!({
                 "query": {
                     "t": "agentc/demo:1",
+                    "forcerm": true,
                     "dockerfile": "images/Dockerfile",
                     "buildargs": { "BASE": "debian" },
                     "labels": { "io.agentc.profile": "demo" }

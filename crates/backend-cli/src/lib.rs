@@ -26,8 +26,8 @@
 //!     origins: Default::default(),
 //! };
 //! let argv = render_argv(&spec)?;
-//! assert_eq!(argv, ["docker", "build", "--tag=agentc/demo:1", "/src/ctx"]);
-//! assert_eq!(shell_line(&argv), "docker build --tag=agentc/demo:1 /src/ctx");
+//! assert_eq!(argv, ["docker", "build", "--tag=agentc/demo:1", "--force-rm", "/src/ctx"]);
+//! assert_eq!(shell_line(&argv), "docker build --tag=agentc/demo:1 --force-rm /src/ctx");
 //! # Ok::<(), agentc_backend_cli::ArgvError>(())
 //! ```
 #![deny(missing_docs)]

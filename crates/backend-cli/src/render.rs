@@ -23,7 +23,7 @@
 //!             [--device=]...                                                 (devices)
 //!             [--label=]...                                                  (labels, sorted)
 //!             IMAGE [COMMAND]...
-//! docker build --tag= [--file=] [--build-context=]... [--build-arg=]... [--label=]... CONTEXT
+//! docker build --tag= --force-rm [--file=] [--build-context=]... [--build-arg=]... [--label=]... CONTEXT
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -461,7 +461,7 @@ fn render_labels(argv: &mut Vec<String>, labels: &BTreeMap<String, String>) {
     }
 }
 
-/// `docker build --tag=T [--file=F] [--build-context=NAME=DIR]... [--build-arg=K=V]...
+/// `docker build --tag=T --force-rm [--file=F] [--build-context=NAME=DIR]... [--build-arg=K=V]...
 /// [--label=K=V]... CONTEXT`.
 ///
 /// The docker CLI resolves a relative `--file` against its own working directory, not the
@@ -479,6 +479,8 @@ fn render_build(spec: &BuildSpec) -> Vec<String> {
         "docker".to_owned(),
         "build".to_owned(),
         format!("--tag={tag}"),
+        // The legacy builder keeps a failed step's container without it: nothing is left.
+        "--force-rm".to_owned(),
     ];
     if let Some(dockerfile) = dockerfile {
         // Both are UTF-8, so the joined path is too.
@@ -1060,7 +1062,13 @@ mod tests {
     fn build_minimal_and_full() {
         assert_eq!(
             render_build_spec(build()).unwrap(),
-            ["docker", "build", "--tag=agentc/demo:1", "/ctx"]
+            [
+                "docker",
+                "build",
+                "--tag=agentc/demo:1",
+                "--force-rm",
+                "/ctx"
+            ]
         );
         let mut spec = build();
         spec.dockerfile = Some("images/Dockerfile.claude".into());
@@ -1076,6 +1084,7 @@ mod tests {
                 "docker",
                 "build",
                 "--tag=agentc/demo:1",
+                "--force-rm",
                 "--file=/ctx/images/Dockerfile.claude",
                 "--build-context=shared=/ctx shared",
                 "--build-arg=GID=-1=x",

@@ -422,6 +422,7 @@ mod tests {
             env: Default::default(),
             decant_sources: Vec::new(),
             instance: agentc_policy::Instance::default(),
+            build: Default::default(),
         };
         let spec = agentc_policy::resolve(&loaded, &inputs, &NoPaths).unwrap();
         let agentc_policy::Action::Container(container) = spec.action else {

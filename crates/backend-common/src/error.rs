@@ -76,6 +76,14 @@ pub enum ExecError {
         /// The image reference.
         image: String,
     },
+    /// The launch leaves its egress allowlist to the image's own firewall (the agent presets'
+    /// entrypoint iptables), and the image says it has none (`io.agentc.image.firewall=none`,
+    /// as agentc's bundled images do): it would run open; nothing was created.
+    #[error("image {image} has no egress firewall of its own (label io.agentc.image.firewall=none), and this launch leaves its allowlist to the image's firewall, so it would run open; nothing was created\n  hint: let agentc's egress proxy enforce the allowlist (egress.enforce = \"outside\" with the hosts to allow), or set egress.mode = \"deny\"")]
+    ImageWithoutFirewall {
+        /// The image reference.
+        image: String,
+    },
     /// Pulling the image failed (registry unreachable, no such repository or tag, credentials
     /// wanted); nothing was created.
     #[error("cannot pull image {image}: {message}\n  hint: {hint}")]
@@ -373,6 +381,7 @@ impl ExecError {
             ExecError::Argv(_)
             | ExecError::RuntimeMissing { .. }
             | ExecError::FloorNotMet { .. }
+            | ExecError::ImageWithoutFirewall { .. }
             | ExecError::EngineUnsupported { .. } => EXIT_UNLAUNCHABLE,
             _ => EXIT_DOCKER,
         }

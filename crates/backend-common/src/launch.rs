@@ -116,8 +116,9 @@ pub async fn launch_detached<P: EnginePort, S: Interrupts>(
 }
 
 /// What comes before anything is created: the secrets resolved (only names logged), the
-/// argv's refusals, the image made present (`pull`: `None` when the caller made it so), the
-/// engine's refusals of the spec, the named volumes; a signal between the steps ends it.
+/// argv's refusals, the image made present (`pull`: `None` when the caller made it so) and
+/// refused where it lacks the firewall the launch leaves egress to, the engine's refusals of
+/// the spec, the named volumes; a signal between the steps ends it.
 async fn prepare<P: EnginePort, S: Interrupts>(
     port: &P,
     spec: &ContainerSpec,
@@ -138,6 +139,7 @@ async fn prepare<P: EnginePort, S: Interrupts>(
     if let Some(pull) = pull {
         crate::image::ensure_image(port, &spec.image, pull, notify).await?;
     }
+    crate::image::refuse_missing_firewall(port, spec).await?;
     between_steps(signals)?;
     // The runtime asked for and Podman's rows applied before anything is created.
     port.check_launch(spec).await?;

@@ -1,7 +1,7 @@
 //! The lifecycle of agentc deployments as plain data: starter profiles ([`init`]), what a
 //! profile's launches create ([`plan`]), the lock file and its drift ([`lock`]), the
-//! deployment state that `apply` and `rollback` keep ([`state`]), and the judgement of a
-//! machine ([`doctor`]).
+//! deployment state that `apply` and `rollback` keep ([`state`]), the judgement of a
+//! machine ([`doctor`]), and the build contexts of the presets' images ([`images`]).
 //!
 //! Like the policy crate, this crate reads nothing from the process: the binary reads the
 //! profile, the files, the engine and the clock, and hands the values in; the state and lock
@@ -34,6 +34,7 @@
 #![deny(missing_docs)]
 
 pub mod doctor;
+pub mod images;
 pub mod init;
 pub mod lock;
 pub mod plan;

@@ -107,6 +107,20 @@ pub struct ResolveInputs {
     /// spec digest. [`Instance::default`] is the launch as the profile says, at a terminal
     /// (what `plan`, `render` and `lock` show).
     pub instance: Instance,
+    /// What an image build takes besides the profile; read only by a build launch.
+    pub build: BuildInputs,
+}
+
+/// The inputs of an image build ([`crate::LaunchKind::Build`]) that come from the invocation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BuildInputs {
+    /// The directory holding agentc's bundled build context of the profile's agent, written
+    /// there by the caller (`agentc build` writes `agentc_lifecycle::images::build_context`
+    /// into its cache): a preset's profile without an `image.build_context` of its own builds
+    /// from it. `None`: such a profile has nothing to build.
+    pub bundled_context: Option<String>,
+    /// `--build-arg NAME=VALUE`: build arguments, over the `UID` and `GID` agentc passes.
+    pub args: BTreeMap<String, String>,
 }
 
 impl ResolveInputs {
@@ -142,6 +156,7 @@ impl ResolveInputs {
             env: BTreeMap::new(),
             decant_sources: Vec::new(),
             instance: Instance::default(),
+            build: BuildInputs::default(),
         }
     }
 }

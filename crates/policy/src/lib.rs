@@ -106,8 +106,8 @@ pub use explainer::origin_words;
 pub use finding::{deny, highest, report_json, report_text, Finding, Severity, CODES};
 pub use findings::{explain_json, findings};
 pub use inputs::{
-    DecantSource, Instance, Owner, PathKind, PathProbe, ProfileRecord, RealPaths, ResolveInputs,
-    Start,
+    BuildInputs, DecantSource, Instance, Owner, PathKind, PathProbe, ProfileRecord, RealPaths,
+    ResolveInputs, Start,
 };
 pub use instance::{dns_label_problem, NameProblem, MAX_DNS_LABEL};
 pub use isolation::{

@@ -44,6 +44,20 @@ pub enum AgentArg {
     Custom,
 }
 
+impl AgentArg {
+    /// The profile's `agent` this argument names.
+    pub fn name(self) -> agentc_policy::AgentName {
+        use agentc_policy::AgentName;
+        match self {
+            AgentArg::ClaudeCode => AgentName::ClaudeCode,
+            AgentArg::Codex => AgentName::Codex,
+            AgentArg::Opencode => AgentName::Opencode,
+            AgentArg::Hermes => AgentName::Hermes,
+            AgentArg::Custom => AgentName::Custom,
+        }
+    }
+}
+
 /// The egress modes of a starter profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EgressArg {

@@ -1,13 +1,18 @@
-//! `agentc build`: builds the profile's image with `docker build`.
+//! `agentc build`: builds the profile's image with `docker build`: from the profile's own
+//! `[image] build_context`, or, for an agent preset without one, from agentc's bundled context
+//! of the agent ([`crate::commands::image`] writes it into agentc's cache).
 //!
 //! Only the cli backend builds: the Engine API's `/build` endpoint takes a single tar context,
 //! while a profile's named build contexts (`docker build --build-context NAME=DIR`) need
 //! BuildKit's session protocol, which bollard does not speak. `--backend api` is refused.
 
+use agentc_lifecycle::images::{self, CONTEXT_LABEL};
+use agentc_policy::{Action, LaunchSpec};
+
 use crate::cli::{BackendArg, BuildArgs, KindArg, LaunchArgs};
+use crate::commands::image::Bundled;
 use crate::commands::launch;
 use crate::context::{self, Failure};
-use agentc_policy::Action;
 
 /// Runs `agentc build`; returns `docker build`'s exit code.
 pub fn build(args: BuildArgs) -> Result<u8, Failure> {
@@ -24,16 +29,47 @@ pub fn build(args: BuildArgs) -> Result<u8, Failure> {
         seed_target: None,
         agent_args: Vec::new(),
         overrides: Default::default(),
+        build_args: args.build_args.into_iter().collect(),
     };
     let loaded = context::load_profile(&launch_args.profile)?;
     let spec = context::resolve_launch(&loaded, &launch_args)?;
+    let bundled = Bundled::of(&loaded, &launch_args.build_args)?;
+    let code = build_spec(spec, bundled.as_ref())?;
+    Ok(agentc_backend_common::exit_status(i64::from(code)))
+}
+
+/// Builds a resolved build launch in the foreground (`docker build`'s progress on the
+/// terminal); returns `docker build`'s exit code. A `bundled` context (that of the launch's
+/// resolve: [`Bundled::of`] with the same build arguments) is written into agentc's cache first
+/// and its digest recorded in the image's [`CONTEXT_LABEL`]; building as root is said once
+/// (the agent user is then 1000:1000).
+pub fn build_spec(mut spec: LaunchSpec, bundled: Option<&Bundled>) -> Result<i32, Failure> {
+    let Action::Build(build) = &mut spec.action else {
+        return Err(Failure::unlaunchable("not a build launch".to_string()));
+    };
+    if let Some(bundled) = bundled {
+        bundled.ensure_written()?;
+        build
+            .labels
+            .insert(CONTEXT_LABEL.to_string(), bundled.context.digest());
+        eprintln!(
+            "agentc: building {} from agentc's bundled {} context ({})",
+            build.tag,
+            bundled.context.agent.as_str(),
+            build.context
+        );
+    }
+    let owner = context::current_owner();
+    let root = images::agent_ids(owner.uid, owner.gid).2;
+    if root && build.build_args.contains_key("UID") {
+        eprintln!("agentc: building as root: the image's agent user is 1000:1000 (build as the user who runs the agent to get your own ids)");
+    }
+    let tag = build.tag.clone();
     let argv = agentc_backend_cli::render_argv(&spec).map_err(Failure::unlaunchable)?;
     let code = agentc_backend_cli::exec::docker::run_foreground(crate::engine(), &argv)
         .map_err(launch::exec_failure)?;
     if code == 0 {
-        if let Action::Build(build) = &spec.action {
-            println!("built {}", build.tag);
-        }
+        println!("built {tag}");
     }
-    Ok(agentc_backend_common::exit_status(i64::from(code)))
+    Ok(code)
 }

@@ -3,9 +3,8 @@
 
 use agentc_lifecycle::init::{name_from_stem, template, EgressChoice, InitOptions};
 use agentc_lifecycle::LifecycleError;
-use agentc_policy::AgentName;
 
-use crate::cli::{AgentArg, EgressArg, InitArgs};
+use crate::cli::{EgressArg, InitArgs};
 use crate::context::{Failure, EXIT_FAILED};
 use crate::lifecycle::store;
 
@@ -34,13 +33,7 @@ pub fn init(args: InitArgs) -> Result<u8, Failure> {
         }
     };
     let options = InitOptions {
-        agent: match args.agent {
-            AgentArg::ClaudeCode => AgentName::ClaudeCode,
-            AgentArg::Codex => AgentName::Codex,
-            AgentArg::Opencode => AgentName::Opencode,
-            AgentArg::Hermes => AgentName::Hermes,
-            AgentArg::Custom => AgentName::Custom,
-        },
+        agent: args.agent.name(),
         name,
         image: args.image.clone(),
         egress: args.egress.map(|egress| match egress {

@@ -10,6 +10,7 @@ pub mod completions;
 pub mod doctor;
 pub mod egress;
 pub mod host_ports;
+pub mod image;
 pub mod init;
 pub mod launch;
 pub mod lock;

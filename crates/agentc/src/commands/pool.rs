@@ -65,6 +65,7 @@ fn detached_launch(
         seed_target: None,
         agent_args,
         overrides: overrides.clone(),
+        build_args: Default::default(),
     };
     let detach = start != Start::AsLaunched;
     let instance = Instance {

@@ -32,6 +32,7 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
         seed_target: None,
         agent_args: args.agent_args,
         overrides,
+        build_args: Default::default(),
     };
     let loaded = context::load_profile(&launch_args.profile)?;
     gather::refuse_unlocked(

@@ -45,6 +45,7 @@ pub fn seed(args: SeedArgs) -> Result<u8, Failure> {
             seed_target: Some(target.clone()),
             agent_args: Vec::new(),
             overrides: Default::default(),
+            build_args: Default::default(),
         };
         specs.push((target, context::resolve_launch(&loaded, &launch_args)?));
     }

@@ -124,6 +124,7 @@ pub(crate) fn launch_args(
         seed_target: None,
         agent_args: Vec::new(),
         overrides: Default::default(),
+        build_args: Default::default(),
     }
 }
 

@@ -147,6 +147,7 @@ pub fn session_launch(
         seed_target: None,
         agent_args: Vec::new(),
         overrides: Default::default(),
+        build_args: Default::default(),
     };
     let profile = loaded.profile.name.clone();
     let instance = Instance {

@@ -84,6 +84,7 @@ fn every_flag_combination_validates_as_written_or_is_refused_by_option() {
                         env: BTreeMap::new(),
                         decant_sources: Vec::new(),
                         instance: agentc_policy::Instance::default(),
+                        build: Default::default(),
                     };
                     let spec = agentc_policy::resolve(&loaded, &inputs, &NoFiles)
                         .unwrap_or_else(|error| panic!("{options:?}: {error}"));

@@ -49,6 +49,7 @@ pub(crate) fn launch_at(
         env: BTreeMap::new(),
         decant_sources: Vec::new(),
         instance: agentc_policy::Instance::default(),
+        build: Default::default(),
     };
     let spec = agentc_policy::resolve(&loaded, &inputs, &Everything).expect("it resolves");
     let findings = agentc_policy::findings(&loaded, &spec);

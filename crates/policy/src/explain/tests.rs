@@ -240,6 +240,7 @@ fn control_characters_in_values_are_escaped() {
         env: Default::default(),
         decant_sources: Vec::new(),
         instance: Instance::default(),
+        build: Default::default(),
     };
     let spec = crate::resolve::resolve(&loaded, &inputs, &Everything).unwrap();
     let explained = explain(&loaded, &spec);

@@ -55,6 +55,7 @@ fn inputs(kind: LaunchKind, profile_dir: &str, env: &[(String, String)]) -> Reso
             home_volume: "claude-code-home-dev-1000-claude-minimal".to_string(),
         }],
         instance: Instance::default(),
+        build: Default::default(),
     }
 }
 

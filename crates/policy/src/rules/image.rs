@@ -133,19 +133,92 @@ impl Resolver<'_> {
         }
     }
 
-    /// The image build: the same tag a run uses, from `image.build_context`.
+    /// The image build: the same tag a run uses, from the profile's `image.build_context`,
+    /// else (an agent preset's) from agentc's bundled context the caller wrote
+    /// (`inputs.build.bundled_context`). Build arguments: the agent user's `UID` and `GID`
+    /// (the owner's, 1000 for root) where the image is built for them, then
+    /// `inputs.build.args` over them.
     pub fn build(&mut self, preset: Option<&Preset>) -> Result<Action, PolicyError> {
         let profile = self.profile;
         let tag = self.agent_image(preset)?;
         let origin = self.origins.remove(keys::IMAGE).unwrap_or(Origin::Default);
         self.set(keys::BUILD_TAG, origin);
-        let Some(context) = &profile.image.build_context else {
-            return Err(self.unlaunchable(
-                "image.build_context",
-                "the profile has no build context".to_string(),
-                "set [image] build_context to the directory holding the Dockerfile",
-            ));
+        let (context, bundled) = match (&profile.image.build_context, preset) {
+            (Some(context), _) => (self.profile_context(context)?, false),
+            (None, Some(preset)) => {
+                let Some(context) = self.inputs.build.bundled_context.clone() else {
+                    return Err(self.unlaunchable(
+                        "image.build_context",
+                        format!(
+                            "the profile has no build context, and agentc's bundled {} context \
+                             was not given",
+                            preset.agent.as_str()
+                        ),
+                        "run `agentc build PROFILE`, which writes it; a library caller passes \
+                         the directory it wrote agentc_lifecycle::images::build_context to as \
+                         ResolveInputs.build.bundled_context",
+                    ));
+                };
+                self.set(keys::BUILD_CONTEXT, preset_origin(preset));
+                (context, true)
+            }
+            (None, None) => {
+                return Err(self.unlaunchable(
+                    "image.build_context",
+                    "the profile has no build context".to_string(),
+                    "set [image] build_context to the directory holding the Dockerfile",
+                ))
+            }
         };
+        if profile.image.dockerfile.is_some() {
+            self.set(
+                keys::BUILD_DOCKERFILE,
+                self.field_origin("image.dockerfile"),
+            );
+        }
+        let mut build_args = BTreeMap::new();
+        if let Some(preset) = preset.filter(|preset| bundled || preset.build_user_args) {
+            let Some(owner) = &self.inputs.owner else {
+                return Err(PolicyError::Unlaunchable {
+                    location: Location::Invocation {
+                        input: "user".to_string(),
+                    },
+                    message: format!(
+                        "the {} image is built for your uid and gid, and this resolution has no \
+                         user",
+                        preset.agent.as_str()
+                    ),
+                    hint: "build it with agentc build on the machine that runs the agent"
+                        .to_string(),
+                });
+            };
+            // Root's files must not belong to the agent: root builds for 1000:1000.
+            let (uid, gid, origin) = if owner.uid == 0 || owner.gid == 0 {
+                (1000, 1000, invocation("user root, so 1000"))
+            } else {
+                (owner.uid, owner.gid, invocation("user"))
+            };
+            build_args.insert("UID".to_string(), uid.to_string());
+            build_args.insert("GID".to_string(), gid.to_string());
+            self.set(keys::build_arg("UID"), origin.clone());
+            self.set(keys::build_arg("GID"), origin);
+        }
+        for (name, value) in &self.inputs.build.args {
+            build_args.insert(name.clone(), value.clone());
+            self.set(keys::build_arg(name), invocation("--build-arg"));
+        }
+        Ok(Action::Build(BuildSpec {
+            tag,
+            context,
+            dockerfile: profile.image.dockerfile.clone(),
+            named_contexts: BTreeMap::new(),
+            build_args,
+            labels: BTreeMap::new(),
+        }))
+    }
+
+    /// The profile's own build context: resolved, judged as a bind is, and a directory.
+    fn profile_context(&mut self, context: &str) -> Result<String, PolicyError> {
         let context = resolve_host_path(context, &self.inputs.home_dir, &self.inputs.profile_dir);
         // The whole context goes to the engine, and a Dockerfile may copy any of it into the
         // image: the same host paths are refused as for a bind.
@@ -163,53 +236,7 @@ impl Resolver<'_> {
             keys::BUILD_CONTEXT,
             self.field_origin("image.build_context"),
         );
-        if profile.image.dockerfile.is_some() {
-            self.set(
-                keys::BUILD_DOCKERFILE,
-                self.field_origin("image.dockerfile"),
-            );
-        }
-        let mut build_args = BTreeMap::new();
-        if let Some(preset) = preset.filter(|preset| preset.build_user_args) {
-            let Some(owner) = &self.inputs.owner else {
-                return Err(PolicyError::Unlaunchable {
-                    location: Location::Invocation {
-                        input: "user".to_string(),
-                    },
-                    message: format!(
-                        "the {} image is built for your uid and gid, and this resolution has no \
-                         user",
-                        preset.agent.as_str()
-                    ),
-                    hint: "build it with agentc build on the machine that runs the agent"
-                        .to_string(),
-                });
-            };
-            if owner.uid == 0 || owner.gid == 0 {
-                return Err(PolicyError::Unlaunchable {
-                    location: Location::Invocation {
-                        input: "user".to_string(),
-                    },
-                    message: format!(
-                        "the {} image is built for your uid and gid, which must not be 0 (root)",
-                        preset.agent.as_str()
-                    ),
-                    hint: "build as the non-root user who will run the agent".to_string(),
-                });
-            }
-            build_args.insert("UID".to_string(), owner.uid.to_string());
-            build_args.insert("GID".to_string(), owner.gid.to_string());
-            self.set(keys::build_arg("UID"), invocation("user"));
-            self.set(keys::build_arg("GID"), invocation("user"));
-        }
-        Ok(Action::Build(BuildSpec {
-            tag,
-            context,
-            dockerfile: profile.image.dockerfile.clone(),
-            named_contexts: BTreeMap::new(),
-            build_args,
-            labels: BTreeMap::new(),
-        }))
+        Ok(context)
     }
 }
 
