@@ -466,6 +466,7 @@ mod tests {
             env: Default::default(),
             decant_sources: Vec::new(),
             instance,
+            build: Default::default(),
         };
         let spec = agentc_policy::resolve(&loaded, &inputs, &NoPaths).unwrap();
         let agentc_policy::Action::Container(container) = spec.action else {
