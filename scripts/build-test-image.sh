@@ -20,7 +20,7 @@
 #   /etc/passwd and /etc/group with root (0), claude, opencode and codex (1000, sharing the uid
 #   as the agent images do), hermes (10000), nobody (65534);
 #   homes /home/claude, /home/opencode, /home/codex, /opt/data (hermes), owned by their users;
-#   /tmp (1777), /run, /workspace, /proc, /sys, /dev mount points; CMD ["/bin/sh"].
+#   /tmp and /run (1777), /workspace, /proc, /sys, /dev mount points; CMD ["/bin/sh"].
 set -euo pipefail
 
 script_path=$(readlink -f "${BASH_SOURCE[0]}")
@@ -60,7 +60,9 @@ for applet in $("$rootfs/bin/busybox" --list); do
     ln -s busybox "$rootfs/bin/$applet"
 done
 ln -s ../../bin/busybox "$rootfs/usr/bin/env"
-chmod 1777 "$rootfs/tmp"
+# /tmp and /run writable by the agent users under any runtime (runc before 1.1.8 gives a tmpfs
+# the directory's mode over agentc's mode=1777), as agentc's bundled images ship them.
+chmod 1777 "$rootfs/tmp" "$rootfs/run"
 chmod 0700 "$rootfs/root"
 
 cat >"$rootfs/etc/passwd" <<'EOF'

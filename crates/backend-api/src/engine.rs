@@ -257,10 +257,10 @@ pub fn podman_body(spec: &ContainerSpec, request: &mut CreateRequest) {
     let mut tmpfs: HashMap<String, String> = spec
         .tmpfs
         .iter()
-        .map(|tmpfs| (tmpfs.target.clone(), tmpfs_options(tmpfs.exec).to_string()))
+        .map(|tmpfs| (tmpfs.target.clone(), tmpfs_options(tmpfs.exec)))
         .collect();
     if spec.read_only_root && !tmpfs.contains_key("/var/tmp") {
-        tmpfs.insert("/var/tmp".to_string(), tmpfs_options(false).to_string());
+        tmpfs.insert("/var/tmp".to_string(), tmpfs_options(false));
     }
     host.tmpfs = (!tmpfs.is_empty()).then_some(tmpfs);
     host.ipc_mode = Some("private".to_string());
@@ -308,8 +308,8 @@ mod tests {
         podman_body(&spec, &mut request);
         let host = request.body.host_config.unwrap();
         let tmpfs = host.tmpfs.unwrap();
-        assert_eq!(tmpfs["/run"], "rw,exec,nosuid,nodev");
-        assert_eq!(tmpfs["/var/tmp"], "rw,noexec,nosuid,nodev");
+        assert_eq!(tmpfs["/run"], "rw,exec,nosuid,nodev,mode=1777");
+        assert_eq!(tmpfs["/var/tmp"], "rw,noexec,nosuid,nodev,mode=1777");
         assert_eq!(host.ipc_mode.as_deref(), Some("private"));
         assert_eq!(host.pids_limit, Some(-1));
     }

@@ -338,13 +338,18 @@ fn render_mount(mount: &Mount) -> ApiMount {
     }
 }
 
-/// `--tmpfs PATH[:exec]` → `HostConfig.Tmpfs` `{PATH: "exec" | ""}`.
+/// `--tmpfs PATH:[exec,]mode=1777` → `HostConfig.Tmpfs` `{PATH: "[exec,]mode=1777"}`.
 fn render_tmpfs(tmpfs: &[Tmpfs]) -> HashMap<String, String> {
+    let mode = agentc_policy::presets::TMPFS_MODE;
     tmpfs
         .iter()
         .map(|Tmpfs { target, exec }| {
-            let options = if *exec { "exec" } else { "" };
-            (target.clone(), options.to_string())
+            let options = if *exec {
+                format!("exec,mode={mode}")
+            } else {
+                format!("mode={mode}")
+            };
+            (target.clone(), options)
         })
         .collect()
 }
@@ -901,8 +906,8 @@ mod tests {
                 ],
                 "ShmSize": 268435456,
                 "Tmpfs": {
-                    "/run": "",
-                    "/tmp": "exec"
+                    "/run": "mode=1777",
+                    "/tmp": "exec,mode=1777"
                 }
             },
             "Image": "agentc/demo:1",

@@ -284,12 +284,17 @@ fn render_mounts(argv: &mut Vec<String>, mounts: &[Mount], tmpfs: &[Tmpfs]) {
         }
         argv.push(format!("--mount={}", fields.join(",")));
     }
-    for Tmpfs { target, exec } in tmpfs {
-        argv.push(if *exec {
-            format!("--tmpfs={target}:exec")
-        } else {
-            format!("--tmpfs={target}")
-        });
+    argv.extend(tmpfs.iter().map(tmpfs_flag));
+}
+
+/// `--tmpfs=PATH:[exec,]mode=1777` ([`agentc_policy::presets::TMPFS_MODE`]).
+pub fn tmpfs_flag(tmpfs: &Tmpfs) -> String {
+    let mode = agentc_policy::presets::TMPFS_MODE;
+    let Tmpfs { target, exec } = tmpfs;
+    if *exec {
+        format!("--tmpfs={target}:exec,mode={mode}")
+    } else {
+        format!("--tmpfs={target}:mode={mode}")
     }
 }
 
@@ -734,7 +739,7 @@ mod tests {
                 exec: true,
             },
         ];
-        assert_eq!(flags(spec.clone()), ["--tmpfs=/tmp", "--tmpfs=/run,x:exec"]);
+        assert_eq!(flags(spec.clone()), ["--tmpfs=/tmp:mode=1777", "--tmpfs=/run,x:exec,mode=1777"]);
         spec.tmpfs[1].target = "/a:b".into();
         assert_eq!(field_of(render(spec)), "tmpfs[1].target");
     }
@@ -1045,7 +1050,7 @@ mod tests {
                 "--name=n",
                 "--env=A",
                 "--mount=type=volume,source=v,target=/t",
-                "--tmpfs=/tmp",
+                "--tmpfs=/tmp:mode=1777",
                 "--read-only",
                 "--network=none",
                 "--pids-limit=1",

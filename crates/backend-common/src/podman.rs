@@ -354,13 +354,14 @@ fn size_bytes(text: &str) -> Option<u64> {
 }
 
 /// The tmpfs options agentc spells out on Podman: Docker's defaults
-/// (`rw,noexec,nosuid,nodev`), or with `exec`.
-pub fn tmpfs_options(exec: bool) -> &'static str {
-    if exec {
-        "rw,exec,nosuid,nodev"
-    } else {
-        "rw,noexec,nosuid,nodev"
-    }
+/// (`rw,noexec,nosuid,nodev`), or with `exec`, and agentc's mode
+/// ([`agentc_policy::presets::TMPFS_MODE`]).
+pub fn tmpfs_options(exec: bool) -> String {
+    let exec = if exec { "exec" } else { "noexec" };
+    format!(
+        "rw,{exec},nosuid,nodev,mode={}",
+        agentc_policy::presets::TMPFS_MODE
+    )
 }
 
 #[cfg(test)]

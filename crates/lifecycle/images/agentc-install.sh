@@ -77,7 +77,8 @@ command -v "$executable" >/dev/null || fail "the package installed no $executabl
 
 # The agent needs no privilege: strip every setuid and setgid bit on the root filesystem.
 find / -xdev -type f -perm /6000 -exec chmod ug-s {} + 2>/dev/null || true
-# /tmp and /run are agentc's tmpfs at run time; make the image's own writable too, for other
-# launchers.
-chmod 1777 /tmp
+# /tmp and /run: agentc mounts a tmpfs mode=1777 on each, but runc before 1.1.8 and crun before
+# 1.12 give a tmpfs the directory's mode instead: both 1777 here, so the agent can write them
+# under any runtime and any launcher.
+chmod 1777 /tmp /run
 rm -rf "$shared/packages"

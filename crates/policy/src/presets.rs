@@ -145,6 +145,13 @@ pub const CA_BUNDLE_TARGET: &str = "/etc/ssl/certs/ca-certificates.crt";
 /// tmpfs mounts of every hardened container (the root filesystem is read-only).
 pub const TMPFS_TARGETS: &[&str] = &["/tmp", "/run"];
 
+/// The mode of every tmpfs agentc mounts (`mode=1777`: writable by any user, sticky), so that
+/// a non-root agent can write `/tmp` and `/run` whatever the image's directories' modes.
+/// Runtimes that take the directory's mode over the option (runc before 1.1.8, crun before
+/// 1.12) do not honour it; `agentc verify` shows it (its tmpfs rows write as the container's
+/// user), and agentc's bundled images ship both directories 1777.
+pub const TMPFS_MODE: &str = "1777";
+
 /// The extra host mapped to the host gateway by `[network] host_gateway`.
 pub const HOST_GATEWAY_NAME: &str = "host.docker.internal";
 

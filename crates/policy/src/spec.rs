@@ -405,7 +405,7 @@ pub enum MountSource {
     },
 }
 
-/// A tmpfs mount.
+/// A tmpfs mount, mode [`crate::presets::TMPFS_MODE`] (`mode=1777`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Tmpfs {
     /// Absolute path in the container.

@@ -123,13 +123,7 @@ fn compare_filesystems(spec: &ContainerSpec, observed: &Observation, checks: &mu
     for tmpfs in &spec.tmpfs {
         let expected = format!(
             "tmpfs, {}, {}",
-            if observed.from_host {
-                "rw"
-            } else if observed.uid == Some(0) {
-                "writable"
-            } else {
-                "writable by root"
-            },
+            if observed.from_host { "rw" } else { "writable" },
             if tmpfs.exec { "exec" } else { "noexec" }
         );
         let what = format!("tmpfs {}", tmpfs.target);
@@ -160,9 +154,10 @@ fn compare_filesystems(spec: &ContainerSpec, observed: &Observation, checks: &mu
                 (false, _) => "noexec",
             }
         );
-        // docker copies the image directory's mode onto a tmpfs (`/run` is often root's 0755),
-        // so only root's write attempt says anything about the mount itself.
-        let must_write = observed.uid == Some(0) && !observed.from_host;
+        // The probe writes as the container's user: a tmpfs it cannot write (a runtime that
+        // copies the image directory's mode over agentc's `mode=1777`, `/run` often root's
+        // 0755) fails the row, since the agent cannot write there either.
+        let must_write = !observed.from_host;
         let ok = entry.fstype == "tmpfs"
             && (writable == Some(true) || !must_write)
             && !(observed.from_host && entry.has("ro"))
@@ -730,7 +725,7 @@ mod tests {
     }
 
     #[test]
-    fn tmpfs_write_and_exec_attempts_are_judged_by_who_tried() {
+    fn a_tmpfs_the_containers_user_cannot_write_fails_whoever_tried() {
         let refused = HARDENED.replace("TMPFS_WRITE=/run ok exec", "TMPFS_WRITE=/run denied");
         let checks = compare(
             &hardened_spec(),
@@ -738,18 +733,25 @@ mod tests {
             &hardened_inspect(),
         );
         assert_eq!(failures(&checks), vec!["tmpfs /run"]);
-        // A non-root user cannot write where the image's directory is root's 0755.
+        // A non-root agent cannot write where the runtime kept the image directory's 0755
+        // over agentc's mode=1777: the agent could not either, so the row fails.
         let non_root = refused.replace("UID=0", "UID=1000");
         let checks = compare(
             &hardened_spec(),
             &parse_probe(&non_root).unwrap(),
             &hardened_inspect(),
         );
-        assert_eq!(failures(&checks), Vec::<&str>::new());
-        assert_eq!(
-            find(&checks, "tmpfs /run").seen,
-            "tmpfs, write refused, exec"
+        assert_eq!(failures(&checks), vec!["tmpfs /run"]);
+        let run = find(&checks, "tmpfs /run");
+        assert_eq!(run.expected, "tmpfs, writable, exec");
+        assert_eq!(run.seen, "tmpfs, write refused, exec");
+        let written = non_root.replace("TMPFS_WRITE=/run denied", "TMPFS_WRITE=/run ok exec");
+        let checks = compare(
+            &hardened_spec(),
+            &parse_probe(&written).unwrap(),
+            &hardened_inspect(),
         );
+        assert_eq!(failures(&checks), Vec::<&str>::new());
         // A script that runs from a mount marked noexec contradicts the option.
         let ran = HARDENED.replace("TMPFS_WRITE=/tmp ok noexec", "TMPFS_WRITE=/tmp ok exec");
         let checks = compare(

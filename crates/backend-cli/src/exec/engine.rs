@@ -231,13 +231,8 @@ pub fn podman_argv(spec: &ContainerSpec) -> Result<Vec<String>, agentc_backend_c
         .tmpfs
         .iter()
         .map(|tmpfs| {
-            let docker = if tmpfs.exec {
-                format!("--tmpfs={}:exec", tmpfs.target)
-            } else {
-                format!("--tmpfs={}", tmpfs.target)
-            };
             (
-                docker,
+                crate::render::tmpfs_flag(tmpfs),
                 format!("--tmpfs={}:{}", tmpfs.target, tmpfs_options(tmpfs.exec)),
             )
         })
@@ -318,8 +313,8 @@ mod tests {
                 "podman",
                 "run",
                 "--mount=type=volume,source=home,target=/home/a,ro",
-                "--tmpfs=/tmp:rw,noexec,nosuid,nodev",
-                "--tmpfs=/run:rw,exec,nosuid,nodev",
+                "--tmpfs=/tmp:rw,noexec,nosuid,nodev,mode=1777",
+                "--tmpfs=/run:rw,exec,nosuid,nodev,mode=1777",
                 "--read-only",
                 "--read-only-tmpfs=false",
                 "--ipc=private",
