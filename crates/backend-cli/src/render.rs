@@ -739,7 +739,10 @@ mod tests {
                 exec: true,
             },
         ];
-        assert_eq!(flags(spec.clone()), ["--tmpfs=/tmp:mode=1777", "--tmpfs=/run,x:exec,mode=1777"]);
+        assert_eq!(
+            flags(spec.clone()),
+            ["--tmpfs=/tmp:mode=1777", "--tmpfs=/run,x:exec,mode=1777"]
+        );
         spec.tmpfs[1].target = "/a:b".into();
         assert_eq!(field_of(render(spec)), "tmpfs[1].target");
     }

@@ -154,6 +154,16 @@ pub fn build_context(agent: AgentName) -> Option<BuildContext> {
         PackageKind::Npm => ("Node.js and npm", "tgz"),
         PackageKind::Pip => ("Python 3 and its venv module", "whl"),
     };
+    // A preset with a command (`claude`) runs it after the entrypoint; one without (Hermes)
+    // runs the image's, so its arguments follow the executable in the entrypoint.
+    let entry = "\"/usr/local/lib/agentc/agentc-entrypoint.sh\"";
+    let (entrypoint, cmd) = match preset.command {
+        Some(_) => (format!("[{entry}]"), format!("[\"{}\"]", image.executable)),
+        None => (
+            format!("[{entry}, \"{}\"]", image.executable),
+            "[]".to_string(),
+        ),
+    };
     let dockerfile = [
         ("@TITLE@", image.title),
         ("@AGENT@", agent.as_str()),
@@ -165,6 +175,8 @@ pub fn build_context(agent: AgentName) -> Option<BuildContext> {
         ("@PACKAGE@", image.package),
         ("@EXT@", ext),
         ("@EXECUTABLE@", image.executable),
+        ("@ENTRYPOINT@", &entrypoint),
+        ("@CMD@", &cmd),
     ]
     .iter()
     .fold(DOCKERFILE_TEMPLATE.to_string(), |text, (from, to)| {
@@ -230,7 +242,12 @@ mod tests {
             let preset = presets::preset(agent).unwrap();
             assert!(dockerfile.contains(&format!("WORKDIR {}\n", preset.home_path)));
             let image = agent_image(agent).unwrap();
-            assert!(dockerfile.contains(&format!("CMD [\"{}\"]", image.executable)));
+            // The executable runs with the invocation's arguments either way.
+            let runs = match preset.command {
+                Some(_) => format!("CMD [\"{}\"]", image.executable),
+                None => format!("agentc-entrypoint.sh\", \"{}\"]\nCMD []", image.executable),
+            };
+            assert!(dockerfile.contains(&runs), "{agent:?}: {dockerfile}");
             assert!(dockerfile.contains(&format!("ARG AGENT_PACKAGE={}\n", image.package)));
             // The preset's command is the executable the package installs.
             if let Some(command) = preset.command {

@@ -222,8 +222,12 @@ pub fn template(options: &InitOptions) -> Result<String, LifecycleError> {
         ));
     } else {
         out.push_str(&format!(
-            "# The agent's image; `{agent}:latest` unless set. To build it from a directory beside\n\
-             # this file, add build_context = \"image\" and run `agentc apply`.\n"
+            "# The agent's image; `{agent}:latest` unless set. `agentc build` (or `agentc apply`,\n\
+             # when it is missing) builds it from agentc's bundled {agent} context, for your uid:\n\
+             # the agent as a non-root user, no firewall, no capability (`agentc image context\n\
+             # {agent} DIR` writes the context out; `--build-arg AGENT_VERSION=X` pins the agent).\n\
+             # To extend it, put a Dockerfile `FROM {agent}:latest` in a directory beside this\n\
+             # file, add build_context = \"image\", and set ref to a tag of your own.\n"
         ));
         match &options.image {
             Some(image) => out.push_str(&format!("ref = {}\n", quoted(image))),

@@ -8,7 +8,7 @@ use std::path::Path;
 use agentc_lifecycle::plan::{parts, Launch, Part};
 use agentc_lifecycle::reference::{retained_tag, short_id, split};
 use agentc_lifecycle::state::{seeds_to_copy, Applied, State};
-use agentc_policy::{Action, LaunchKind};
+use agentc_policy::{Action, LaunchKind, LoadedProfile};
 
 use crate::cli::{ApplyArgs, RollbackArgs};
 use crate::commands::launch;
@@ -52,9 +52,12 @@ fn run_image(launches: &[Launch]) -> Option<String> {
         })
 }
 
-/// Makes sure the profile's image is present: builds it, or checks it (pulling with `pull`).
-/// Returns whether it was built.
+/// Makes sure the profile's image is present: builds it, or checks it (pulling with `pull`);
+/// an agent preset's own image, when missing, is built from agentc's bundled context (as
+/// `agentc build` does). Returns whether it was built.
 fn provide_image(
+    loaded: &LoadedProfile,
+    profile: &Path,
     launches: &[Launch],
     image: &str,
     engine: &mut dyn Engine,
@@ -77,6 +80,16 @@ fn provide_image(
         return Ok(true);
     }
     if engine.image(image)?.is_none() {
+        if let Some(built) = super::build::build_missing_preset_image(loaded, profile)? {
+            if built != 0 {
+                return Err(Failure::new(
+                    agentc_backend_common::exit_status(i64::from(built)),
+                    format!("the build of {image} failed (docker build exited {built}); nothing was recorded"),
+                ));
+            }
+            store::interruption_point("apply:after-build");
+            return Ok(true);
+        }
         if !pull {
             return Err(Failure::new(
                 EXIT_DOCKER,
@@ -121,7 +134,14 @@ pub fn apply(args: ApplyArgs) -> Result<u8, Failure> {
             );
         }
     }
-    let built = provide_image(&launches, &image, engine.as_mut(), args.pull)?;
+    let built = provide_image(
+        &loaded,
+        &args.profile,
+        &launches,
+        &image,
+        engine.as_mut(),
+        args.pull,
+    )?;
     let image_id = engine
         .image(&image)?
         .ok_or_else(|| {

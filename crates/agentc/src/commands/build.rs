@@ -6,8 +6,11 @@
 //! while a profile's named build contexts (`docker build --build-context NAME=DIR`) need
 //! BuildKit's session protocol, which bollard does not speak. `--backend api` is refused.
 
+use std::collections::BTreeMap;
+use std::path::Path;
+
 use agentc_lifecycle::images::{self, CONTEXT_LABEL};
-use agentc_policy::{Action, LaunchSpec};
+use agentc_policy::{Action, LaunchSpec, LoadedProfile};
 
 use crate::cli::{BackendArg, BuildArgs, KindArg, LaunchArgs};
 use crate::commands::image::Bundled;
@@ -72,4 +75,31 @@ pub fn build_spec(mut spec: LaunchSpec, bundled: Option<&Bundled>) -> Result<i32
         println!("built {tag}");
     }
     Ok(code)
+}
+
+/// Builds the image of an agent preset's profile that names no image of its own (neither
+/// `image.ref` nor `build_context`) from agentc's bundled context, as `agentc build PROFILE`
+/// does: `docker build`'s exit code, or `None` when the profile's image is not the preset's.
+pub fn build_missing_preset_image(
+    loaded: &LoadedProfile,
+    profile: &Path,
+) -> Result<Option<i32>, Failure> {
+    if loaded.profile.image.reference.is_some() {
+        return Ok(None);
+    }
+    let Some(bundled) = Bundled::of(loaded, &BTreeMap::new())? else {
+        return Ok(None);
+    };
+    let launch_args = LaunchArgs {
+        profile: profile.to_path_buf(),
+        kind: KindArg::Build,
+        workspace: None,
+        image: None,
+        seed_target: None,
+        agent_args: Vec::new(),
+        overrides: Default::default(),
+        build_args: BTreeMap::new(),
+    };
+    let spec = context::resolve_launch(loaded, &launch_args)?;
+    build_spec(spec, Some(&bundled)).map(Some)
 }

@@ -3,15 +3,15 @@
 
 use std::io::IsTerminal;
 
-use agentc_policy::{Instance, Start};
+use agentc_policy::{Action, Instance, LaunchSpec, LoadedProfile, Start};
 
-use crate::cli::{KindArg, LaunchArgs, RunArgs};
+use crate::cli::{BackendArg, KindArg, LaunchArgs, RunArgs};
 use crate::commands::launch;
-use crate::context::{self, Failure};
+use crate::context::{self, Failure, EXIT_DOCKER};
 use crate::lifecycle::gather;
 
 /// Runs `agentc run`; returns the container's exit code (0 for a started detached launch).
-pub fn run(args: RunArgs) -> Result<u8, Failure> {
+pub fn run(mut args: RunArgs) -> Result<u8, Failure> {
     // An input of resolve, with the environment's overrides (in place of its
     // AGENTC_ISOLATION_MIN).
     let overrides = args
@@ -25,12 +25,12 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
         })
         .collect();
     let launch_args = LaunchArgs {
-        profile: args.profile,
+        profile: std::mem::take(&mut args.profile),
         kind: KindArg::Run,
-        workspace: args.workspace,
-        image: args.image,
+        workspace: args.workspace.take(),
+        image: args.image.take(),
         seed_target: None,
-        agent_args: args.agent_args,
+        agent_args: std::mem::take(&mut args.agent_args),
         overrides,
         build_args: Default::default(),
     };
@@ -75,6 +75,19 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
             .collect::<Result<Vec<_>, Failure>>()?;
         return launch::execute_copies(&copies, args.backend, args.pull, usize::from(args.jobs));
     }
+    launch_one(&args, &launch_args, &loaded, &spec).map_err(|failure| {
+        missing_preset_image(failure, &launch_args, &loaded, &spec, args.backend)
+    })
+}
+
+/// The one launch of `agentc run`: a warm claim where a pool of the spec's key has a member,
+/// else a cold launch at the isolation floor.
+fn launch_one(
+    args: &RunArgs,
+    launch_args: &LaunchArgs,
+    loaded: &LoadedProfile,
+    spec: &LaunchSpec,
+) -> Result<u8, Failure> {
     let mut placed = None;
     if args.count == 1 {
         let claimed = super::pool::try_claim(super::pool::ClaimRequest {
@@ -93,5 +106,42 @@ pub fn run(args: RunArgs) -> Result<u8, Failure> {
             super::pool::Claimed::Cold(met) => placed = met.map(|met| *met),
         }
     }
-    launch::execute_placed(&spec, placed, args.backend, args.pull)
+    launch::execute_placed(spec, placed, args.backend, args.pull)
+}
+
+/// A launch that failed because the preset's own image is missing (`claude-code:latest`, not
+/// an image the profile or `--image` names) says which command builds it: `agentc build
+/// PROFILE`, from agentc's bundled context. Any other failure is returned as it is.
+fn missing_preset_image(
+    failure: Failure,
+    launch_args: &LaunchArgs,
+    loaded: &LoadedProfile,
+    spec: &LaunchSpec,
+    backend: BackendArg,
+) -> Failure {
+    let preset_image = loaded.profile.image.reference.is_none() && launch_args.image.is_none();
+    let bundled = loaded.profile.image.build_context.is_none()
+        && agentc_lifecycle::images::agent_image(loaded.profile.agent).is_some();
+    if failure.code != EXIT_DOCKER || !preset_image || !bundled {
+        return failure;
+    }
+    let Action::Container(container) = &spec.action else {
+        return failure;
+    };
+    let missing = crate::lifecycle::engine::connect(backend)
+        .and_then(|mut engine| engine.image(&container.image))
+        .is_ok_and(|facts| facts.is_none());
+    if !missing {
+        return failure;
+    }
+    Failure::new(
+        EXIT_DOCKER,
+        format!(
+            "image {} is not present\n  hint: `agentc build {}` builds it from agentc's bundled {} image (`agentc image context {} DIR` writes it out)",
+            container.image,
+            launch_args.profile.display(),
+            loaded.profile.agent.as_str(),
+            loaded.profile.agent.as_str(),
+        ),
+    )
 }
