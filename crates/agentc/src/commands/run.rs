@@ -91,11 +91,11 @@ fn launch_one(
     let mut placed = None;
     if args.count == 1 {
         let claimed = super::pool::try_claim(super::pool::ClaimRequest {
-            loaded: &loaded,
+            loaded,
             profile: &launch_args.profile,
             image: launch_args.image.clone(),
             overrides: &launch_args.overrides,
-            spec: &spec,
+            spec,
             mode: args.pool,
             backend: args.backend,
             name: args.name.clone(),
