@@ -367,6 +367,10 @@ async fn probe<P: EnginePort>(
     agentc_backend_common::image::ensure_image(port, &probe.image, pull, &mut launch::notify)
         .await
         .map_err(launch::exec_failure)?;
+    // An image without the firewall the launch leaves egress to is refused as the launch is.
+    agentc_backend_common::image::refuse_missing_firewall(port, probe)
+        .await
+        .map_err(launch::exec_failure)?;
     // What the engine cannot run as asked (a runtime it lacks, a Podman row that refuses) is
     // refused before anything is created: no volume, no companion.
     port.check_launch(probe)

@@ -1,0 +1,547 @@
+//! Live tests of agentc's bundled agent images (issue 39): each of the four presets' images
+//! built from a local base (`scripts/build-agent-base.sh`: Debian from this machine's mirror,
+//! with Node.js, npm and Python) and a stub package of the agent's real name and executable,
+//! through `agentc image context` + `docker build` and through `agentc build`; then `agentc
+//! verify` of the preset's profile, and `agentc run PROFILE -- --version --fetch=api.test`:
+//! the stub reports its arguments, its ids and capabilities, what it can write, and fetches
+//! `https://api.test/` through agentc's egress proxy (trusting the launch CA from the
+//! environment alone), with the key held by the proxy.
+//!
+//! The outside is an `--internal` network of the test's own, where a Python server answers
+//! HTTPS as `api.test` with a certificate of a test root (the profile's `proxy.ca_file`) and
+//! logs the `x-api-key` it receives. Network rule: these tests connect only to containers and
+//! networks they created.
+//!
+//! Needs the daemon and the base image (made by `.ci/run`; made here when missing, which needs
+//! root and Debian's mirror): skips with a printed reason without them, fails instead when
+//! `AGENTC_REQUIRE_DOCKER=1`.
+
+#[allow(dead_code)]
+mod common;
+#[allow(dead_code)]
+#[path = "common/lab.rs"]
+mod lab;
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use lab::Lab;
+use common::{describe, docker, require_daemon, text};
+
+/// The key of the tests, given to agentc in its environment; never inside the sandbox.
+const REAL_KEY: &str = "sk-test-REALKEY-images-0123456789";
+const KEY_VARIABLE: &str = "AGENTC_IMAGES_KEY";
+
+/// The local base, made by `scripts/build-agent-base.sh` once per machine (cached by tag).
+fn base_image(test: &str) -> Option<String> {
+    static BASE: OnceLock<Result<String, String>> = OnceLock::new();
+    let made = BASE.get_or_init(|| {
+        let script = common::repo_root().join("scripts/build-agent-base.sh");
+        let output = Command::new("bash")
+            .arg(&script)
+            .output()
+            .map_err(|error| format!("cannot run {}: {error}", script.display()))?;
+        if !output.status.success() {
+            return Err(describe(&output));
+        }
+        Ok(text(&output.stdout)
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .to_string())
+    });
+    match made {
+        Ok(tag) => Some(tag.clone()),
+        Err(reason) if std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
+            panic!("{test}: AGENTC_REQUIRE_DOCKER=1 but the agent base image cannot be made: {reason}")
+        }
+        Err(reason) => {
+            eprintln!("skipping {test}: no agent base image (scripts/build-agent-base.sh failed: {reason})");
+            None
+        }
+    }
+}
+
+/// What the stubs print, the same in Node.js and Python: `STUB` with the arguments, ids and
+/// effective capabilities; `WRITE DIR ok|ERROR` for /tmp, /run, the home and the root; and
+/// with `--fetch=HOST`, `TLS verified` or `TLS error ...` and `HTTP STATUS BODY` of
+/// `https://HOST/stub` through `HTTPS_PROXY`, sending the key variable as `x-api-key`.
+const NODE_STUB: &str = r#"#!/usr/bin/env node
+const fs = require('fs'), http = require('http'), tls = require('tls');
+const args = process.argv.slice(2);
+const status = fs.readFileSync('/proc/self/status', 'utf8');
+const cap = (status.match(/^CapEff:\s*(\S+)/m) || [])[1];
+console.log(`STUB args=${JSON.stringify(args)} uid=${process.getuid()} gid=${process.getgid()} capeff=${cap}`);
+for (const dir of ['/tmp', '/run', process.env.HOME, '']) {
+  try { fs.writeFileSync(`${dir}/stub-write`, 'x'); console.log(`WRITE ${dir || '/'} ok`); }
+  catch (e) { console.log(`WRITE ${dir || '/'} ${e.code}`); }
+}
+const fetch = args.find((a) => a.startsWith('--fetch='));
+if (fetch) {
+  const host = fetch.slice('--fetch='.length);
+  const proxy = new URL(process.env.HTTPS_PROXY || process.env.https_proxy);
+  const req = http.request({ host: proxy.hostname, port: proxy.port, method: 'CONNECT', path: `${host}:443` });
+  req.on('connect', (res, socket) => {
+    if (res.statusCode !== 200) { console.log(`TLS error CONNECT ${res.statusCode}`); socket.destroy(); return; }
+    const s = tls.connect({ socket, servername: host }, () => {
+      console.log('TLS verified');
+      s.write(`GET /stub HTTP/1.1\r\nHost: ${host}\r\nx-api-key: ${process.env.AGENTC_IMAGES_KEY}\r\nConnection: close\r\n\r\n`);
+    });
+    let body = '';
+    s.on('data', (d) => { body += d; });
+    s.on('end', () => { const [head, rest] = body.split('\r\n\r\n'); console.log(`HTTP ${head.split(' ')[1]} ${rest}`); });
+    s.on('error', (e) => console.log(`TLS error ${e.code || e.message}`));
+  });
+  req.on('error', (e) => console.log(`TLS error proxy ${e.code}`));
+  req.end();
+}
+"#;
+
+const PYTHON_STUB: &str = r#"import json, os, ssl, sys, urllib.error, urllib.request
+
+def main():
+    args = sys.argv[1:]
+    cap = next(l.split()[1] for l in open('/proc/self/status') if l.startswith('CapEff:'))
+    print(f"STUB args={json.dumps(args, separators=(',', ':'))} uid={os.getuid()} gid={os.getgid()} capeff={cap}")
+    for d in ['/tmp', '/run', os.environ.get('HOME', ''), '']:
+        try:
+            open(f"{d}/stub-write", 'w').write('x')
+            print(f"WRITE {d or '/'} ok")
+        except OSError as e:
+            import errno
+            print(f"WRITE {d or '/'} {errno.errorcode.get(e.errno, e.errno)}")
+    for a in args:
+        if a.startswith('--fetch='):
+            host = a[len('--fetch='):]
+            request = urllib.request.Request(f"https://{host}/stub", headers={'x-api-key': os.environ.get('AGENTC_IMAGES_KEY', '')})
+            try:
+                with urllib.request.urlopen(request, timeout=30) as r:
+                    print('TLS verified')
+                    print(f"HTTP {r.status} {r.read().decode()}")
+            except urllib.error.URLError as e:
+                print(f"TLS error {e.reason}")
+    sys.stdout.flush()
+"#;
+
+/// The Python server of the outside: HTTPS on 443 as whatever name it is reached by, each
+/// request logged as `SEEN PATH KEY`, answered `hello-from-upstream`.
+const SERVER: &str = r#"import http.server, ssl
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        print('SEEN', self.path, self.headers.get('x-api-key', ''), flush=True)
+        body = b'hello-from-upstream'
+        self.send_response(200)
+        self.send_header('content-length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(('0.0.0.0', 443), H)
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain('/certs/cert.pem', '/certs/key.pem')
+server.socket = context.wrap_socket(server.socket, server_side=True)
+print('READY', flush=True)
+server.serve_forever()
+"#;
+
+/// One agent's stub package, written into `dir`: an npm tarball or a wheel of the real
+/// package's name, installing the real executable. Returns its file name.
+fn stub_package(agent: &str, dir: &Path, base: &str) -> String {
+    let image = agentc_lifecycle::images::AGENT_IMAGES
+        .iter()
+        .find(|image| image.agent.as_str() == agent)
+        .expect("a bundled image");
+    let work = tempfile::tempdir().unwrap();
+    match image.kind {
+        agentc_lifecycle::images::PackageKind::Npm => {
+            let package = work.path().join("package");
+            std::fs::create_dir_all(&package).unwrap();
+            std::fs::write(
+                package.join("package.json"),
+                format!(
+                    "{{\"name\":\"{}\",\"version\":\"0.0.1-agentc-stub\",\"bin\":{{\"{}\":\"cli.js\"}}}}\n",
+                    image.package, image.executable
+                ),
+            )
+            .unwrap();
+            std::fs::write(package.join("cli.js"), NODE_STUB).unwrap();
+            let file = format!("{agent}-stub.tgz");
+            let status = Command::new("tar")
+                .args(["-czf"])
+                .arg(dir.join(&file))
+                .arg("-C")
+                .arg(work.path())
+                .arg("package")
+                .status()
+                .unwrap();
+            assert!(status.success());
+            file
+        }
+        agentc_lifecycle::images::PackageKind::Pip => {
+            // A wheel is a zip: made by the base's Python, so the host needs none.
+            let module = image.package.replace('-', "_");
+            let dist = format!("{module}-0.0.1.dist-info");
+            let file = format!("{module}-0.0.1-py3-none-any.whl");
+            let files = [
+                (format!("{module}_stub/__init__.py"), PYTHON_STUB.to_string()),
+                (
+                    format!("{dist}/METADATA"),
+                    format!("Metadata-Version: 2.1\nName: {}\nVersion: 0.0.1\n", image.package),
+                ),
+                (
+                    format!("{dist}/WHEEL"),
+                    "Wheel-Version: 1.0\nGenerator: agentc-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+                        .to_string(),
+                ),
+                (
+                    format!("{dist}/entry_points.txt"),
+                    format!("[console_scripts]\n{} = {module}_stub:main\n", image.executable),
+                ),
+            ];
+            let mut record = String::new();
+            for (path, contents) in &files {
+                let target = work.path().join(path);
+                std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+                std::fs::write(&target, contents).unwrap();
+                record.push_str(&format!("{path},,\n"));
+            }
+            record.push_str(&format!("{dist}/RECORD,,\n"));
+            std::fs::write(work.path().join(&dist).join("RECORD"), record).unwrap();
+            let script = format!(
+                "import os, zipfile\nz = zipfile.ZipFile('/out/{file}', 'w')\n\
+                 for root, _, names in os.walk('/src'):\n    for n in names:\n        \
+                 p = os.path.join(root, n)\n        z.write(p, os.path.relpath(p, '/src'))\nz.close()\n"
+            );
+            docker(&[
+                "run",
+                "--rm",
+                "--network=none",
+                "-v",
+                &format!("{}:/src:ro", work.path().display()),
+                "-v",
+                &format!("{}:/out", dir.display()),
+                base,
+                "python3",
+                "-c",
+                &script,
+            ])
+            .expect("make the wheel");
+            file
+        }
+    }
+}
+
+/// The outside of one test: the lab's network with the HTTPS server as `api.test`, and the
+/// test root the proxy trusts for it (`test-root.pem` in the lab's directory).
+struct Server {
+    name: String,
+    subnet: String,
+}
+
+impl Server {
+    fn start(lab: &Lab, base: &str) -> Server {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "agentc images test root");
+        let root_key = rcgen::KeyPair::generate().unwrap();
+        let root = params.self_signed(&root_key).unwrap();
+        let issuer = rcgen::Issuer::new(params, root_key);
+        let leaf_params = rcgen::CertificateParams::new(vec!["api.test".to_string()]).unwrap();
+        let leaf_key = rcgen::KeyPair::generate().unwrap();
+        let leaf = leaf_params.signed_by(&leaf_key, &issuer).unwrap();
+        let dir = lab.dir.path();
+        std::fs::write(dir.join("test-root.pem"), root.pem()).unwrap();
+        let certs = dir.join("certs");
+        std::fs::create_dir_all(&certs).unwrap();
+        std::fs::write(certs.join("cert.pem"), leaf.pem()).unwrap();
+        std::fs::write(certs.join("key.pem"), leaf_key.serialize_pem()).unwrap();
+        std::fs::write(certs.join("server.py"), SERVER).unwrap();
+        let name = format!("{}-server", lab.id);
+        docker(&[
+            "run",
+            "--detach",
+            &format!("--name={name}"),
+            &format!("--network={}", lab.out),
+            "--network-alias=api.test",
+            "-v",
+            &format!("{}:/certs:ro", certs.display()),
+            base,
+            "python3",
+            "-u",
+            "/certs/server.py",
+        ])
+        .expect("start the server");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !docker(&["logs", &name]).unwrap_or_default().contains("READY") {
+            assert!(Instant::now() < deadline, "the server did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let subnet = docker(&[
+            "network",
+            "inspect",
+            &lab.out,
+            "--format",
+            "{{(index .IPAM.Config 0).Subnet}}",
+        ])
+        .unwrap();
+        Server { name, subnet }
+    }
+
+    fn seen(&self) -> String {
+        docker(&["logs", &self.name]).unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = docker(&["rm", "--force", &self.name]);
+    }
+}
+
+/// Removes the test's images when it ends.
+struct Images(Vec<String>);
+
+impl Drop for Images {
+    fn drop(&mut self) {
+        for image in &self.0 {
+            let _ = docker(&["image", "rm", "--force", image]);
+        }
+    }
+}
+
+/// The uid and gid the bundled image is built for by this user: its own, 1000 for root.
+fn agent_ids() -> (u32, u32) {
+    // SAFETY: getuid and getgid cannot fail and have no preconditions.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let (uid, gid, _) = agentc_lifecycle::images::agent_ids(uid, gid);
+    (uid, gid)
+}
+
+fn label(image: &str, key: &str) -> String {
+    docker(&[
+        "image",
+        "inspect",
+        "--format",
+        &format!("{{{{index .Config.Labels \"{key}\"}}}}"),
+        image,
+    ])
+    .unwrap_or_default()
+}
+
+/// Builds `agent`'s bundled image both ways, verifies the preset's profile, runs the stub
+/// behind the proxy and checks what it reports.
+fn a_bundled_image_builds_and_runs_hardened(agent: &str) {
+    let test = format!("a_bundled_{agent}_image_builds_and_runs_hardened");
+    if !require_daemon(&test) {
+        return;
+    }
+    let Some(base) = base_image(&test) else {
+        return;
+    };
+    let mut lab = Lab::new("images", agent);
+    let server = Server::start(&lab, &base);
+    let dir = lab.dir.path().to_path_buf();
+    let package = stub_package(agent, &dir, &base);
+    let suffix = format!("{}-{}", std::process::id(), agent);
+    let by_context = format!("agentc-test/agent-image:{suffix}-context");
+    let by_build = format!("agentc-test/agent-image:{suffix}-build");
+    let _images = Images(vec![by_context.clone(), by_build.clone()]);
+    let (uid, gid) = agent_ids();
+
+    // 1. `agentc image context` writes the context; `docker build` builds it.
+    let context = dir.join("context");
+    let context_text = context.to_string_lossy().into_owned();
+    let written = lab.agentc(&["image", "context", agent, &context_text], &[]);
+    assert!(written.status.success(), "{}", describe(&written));
+    assert!(text(&written.stdout).contains("wrote "), "{}", describe(&written));
+    let again = lab.agentc(&["image", "context", agent, &context_text], &[]);
+    assert_eq!(again.status.code(), Some(1), "{}", describe(&again));
+    assert!(text(&again.stderr).contains("is not empty"), "{}", describe(&again));
+    std::fs::copy(dir.join(&package), context.join("packages").join(&package)).unwrap();
+    docker(&[
+        "build",
+        "-q",
+        "--force-rm",
+        "-t",
+        &by_context,
+        "--build-arg",
+        &format!("BASE_IMAGE={base}"),
+        "--build-arg",
+        &format!("AGENT_PACKAGE=packages/{package}"),
+        "--build-arg",
+        &format!("UID={uid}"),
+        "--build-arg",
+        &format!("GID={gid}"),
+        &context_text,
+    ])
+    .expect("docker build of the written context");
+
+    // 2. `agentc build` of the preset's profile, the package a file of this machine.
+    let (profile, path) = lab.write_profile(
+        "agent",
+        &format!(
+            "agent = \"{agent}\"\n\n[image]\nref = \"{by_build}\"\n\n\
+             [proxy]\nca_file = \"test-root.pem\"\n\n\
+             [egress]\nhosts = [\"api.test\"]\noutside_network = \"{}\"\nallow_cidrs = [\"{}\"]\n\n\
+             [credentials.api]\nfrom_env = \"{KEY_VARIABLE}\"\nhosts = [\"api.test\"]\n\
+             header = \"x-api-key\"\nprefix = \"sk-test-\"\n",
+            lab.out, server.subnet
+        ),
+    );
+    let built = lab.agentc(
+        &[
+            "build",
+            &path,
+            "--build-arg",
+            &format!("BASE_IMAGE={base}"),
+            "--build-arg",
+            &format!("AGENT_PACKAGE={}", dir.join(&package).display()),
+        ],
+        &[],
+    );
+    assert!(built.status.success(), "{}", describe(&built));
+    let stderr = text(&built.stderr);
+    assert!(
+        stderr.contains(&format!("from agentc's bundled {agent} context")),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.contains("building as root"),
+        unsafe { libc::getuid() } == 0,
+        "{stderr}"
+    );
+    assert!(text(&built.stdout).contains(&format!("built {by_build}")));
+
+    for image in [&by_context, &by_build] {
+        assert_eq!(label(image, "io.agentc.image.agent"), agent, "{image}");
+        assert_eq!(label(image, "io.agentc.image.firewall"), "none", "{image}");
+        assert_eq!(label(image, "io.agentc.image.user"), format!("{uid}:{gid}"));
+        assert_eq!(
+            label(image, "io.agentc.image.package"),
+            format!("packages/{package}")
+        );
+        // No setuid or setgid file is left, and the image runs as the agent user.
+        let privileged = docker(&[
+            "run",
+            "--rm",
+            "--network=none",
+            "--user=0:0",
+            "--entrypoint=find",
+            image,
+            "/",
+            "-xdev",
+            "-type",
+            "f",
+            "-perm",
+            "/6000",
+        ])
+        .expect("find setuid files");
+        assert_eq!(privileged, "", "{image}: setuid or setgid files");
+        let user = docker(&["image", "inspect", "--format", "{{.Config.User}}", image]).unwrap();
+        assert_eq!(user, format!("{uid}:{gid}"));
+    }
+    let digest = agentc_lifecycle::images::build_context(
+        agentc_lifecycle::images::AGENT_IMAGES
+            .iter()
+            .find(|image| image.agent.as_str() == agent)
+            .unwrap()
+            .agent,
+    )
+    .unwrap()
+    .digest();
+    assert_eq!(label(&by_build, "io.agentc.image.context"), digest);
+
+    // 3. `agentc verify` of the profile: every row holds, /tmp and /run written by the agent.
+    let verified = lab.agentc(&["verify", &path], &[(KEY_VARIABLE, REAL_KEY)]);
+    assert!(verified.status.success(), "{}", describe(&verified));
+    let report = text(&verified.stdout);
+    for row in ["tmpfs /tmp", "tmpfs /run", "root filesystem", "effective capabilities"] {
+        let line = report
+            .lines()
+            .find(|line| line.contains(row))
+            .unwrap_or_else(|| panic!("no {row} row in {report}"));
+        assert!(line.starts_with("ok"), "{line}");
+    }
+
+    // 4. `agentc run PROFILE -- --version`: the stub as the agent user behind the proxy, for
+    // both images.
+    for image in [&by_build, &by_context] {
+        let run = lab.agentc(
+            &[
+                "run",
+                "--image",
+                image,
+                &path,
+                "--",
+                "--version",
+                "--fetch=api.test",
+            ],
+            &[(KEY_VARIABLE, REAL_KEY)],
+        );
+        let out = text(&run.stdout);
+        assert!(run.status.success(), "{image}: {}", describe(&run));
+        assert!(
+            out.contains(&format!(
+                "STUB args=[\"--version\",\"--fetch=api.test\"] uid={uid} gid={gid} capeff=0000000000000000"
+            )),
+            "{image}: {out}"
+        );
+        for line in ["WRITE /tmp ok", "WRITE /run ok", "WRITE / EROFS"] {
+            assert!(out.contains(line), "{image}: {line} in {out}");
+        }
+        let home = agentc_policy::presets::preset(
+            agentc_lifecycle::images::AGENT_IMAGES
+                .iter()
+                .find(|image| image.agent.as_str() == agent)
+                .unwrap()
+                .agent,
+        )
+        .unwrap()
+        .home_path;
+        assert!(out.contains(&format!("WRITE {home} ok")), "{image}: {out}");
+        assert!(out.contains("TLS verified"), "{image}: {out}");
+        assert!(out.contains("HTTP 200 hello-from-upstream"), "{image}: {out}");
+        assert!(
+            !out.contains(REAL_KEY) && !text(&run.stderr).contains(REAL_KEY),
+            "{image}: the key reached the sandbox's output"
+        );
+    }
+    // The server received the real key, put in by the proxy, for both runs.
+    let seen = server.seen();
+    assert_eq!(
+        seen.matches(&format!("SEEN /stub {REAL_KEY}")).count(),
+        2,
+        "{seen}"
+    );
+    assert!(
+        lab.settled(&profile, Duration::from_secs(30))
+            .iter()
+            .all(|left| left.starts_with("volume ")),
+        "a run left containers or networks: {:?}",
+        lab.left(&profile)
+    );
+}
+
+#[test]
+fn live_the_bundled_claude_code_image_builds_and_runs_hardened() {
+    a_bundled_image_builds_and_runs_hardened("claude-code");
+}
+
+#[test]
+fn live_the_bundled_codex_image_builds_and_runs_hardened() {
+    a_bundled_image_builds_and_runs_hardened("codex");
+}
+
+#[test]
+fn live_the_bundled_opencode_image_builds_and_runs_hardened() {
+    a_bundled_image_builds_and_runs_hardened("opencode");
+}
+
+#[test]
+fn live_the_bundled_hermes_image_builds_and_runs_hardened() {
+    a_bundled_image_builds_and_runs_hardened("hermes");
+}
