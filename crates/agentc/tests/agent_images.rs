@@ -16,114 +16,23 @@
 //! root and Debian's mirror): skips with a printed reason without them, fails instead when
 //! `AGENTC_REQUIRE_DOCKER=1`.
 
+#[path = "common/agent_base.rs"]
+mod agent_base;
 #[allow(dead_code)]
 mod common;
 #[allow(dead_code)]
 #[path = "common/lab.rs"]
 mod lab;
 
-use std::path::Path;
-use std::process::Command;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use lab::Lab;
+use agent_base::{base_image, stub_package};
 use common::{describe, docker, require_daemon, text};
+use lab::Lab;
 
 /// The key of the tests, given to agentc in its environment; never inside the sandbox.
 const REAL_KEY: &str = "sk-test-REALKEY-images-0123456789";
 const KEY_VARIABLE: &str = "AGENTC_IMAGES_KEY";
-
-/// The local base, made by `scripts/build-agent-base.sh` once per machine (cached by tag).
-fn base_image(test: &str) -> Option<String> {
-    static BASE: OnceLock<Result<String, String>> = OnceLock::new();
-    let made = BASE.get_or_init(|| {
-        let script = common::repo_root().join("scripts/build-agent-base.sh");
-        let output = Command::new("bash")
-            .arg(&script)
-            .output()
-            .map_err(|error| format!("cannot run {}: {error}", script.display()))?;
-        if !output.status.success() {
-            return Err(describe(&output));
-        }
-        Ok(text(&output.stdout)
-            .lines()
-            .last()
-            .unwrap_or_default()
-            .to_string())
-    });
-    match made {
-        Ok(tag) => Some(tag.clone()),
-        Err(reason) if std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() == Ok("1") => {
-            panic!("{test}: AGENTC_REQUIRE_DOCKER=1 but the agent base image cannot be made: {reason}")
-        }
-        Err(reason) => {
-            eprintln!("skipping {test}: no agent base image (scripts/build-agent-base.sh failed: {reason})");
-            None
-        }
-    }
-}
-
-/// What the stubs print, the same in Node.js and Python: `STUB` with the arguments, ids and
-/// effective capabilities; `WRITE DIR ok|ERROR` for /tmp, /run, the home and the root; and
-/// with `--fetch=HOST`, `TLS verified` or `TLS error ...` and `HTTP STATUS BODY` of
-/// `https://HOST/stub` through `HTTPS_PROXY`, sending the key variable as `x-api-key`.
-const NODE_STUB: &str = r#"#!/usr/bin/env node
-const fs = require('fs'), http = require('http'), tls = require('tls');
-const args = process.argv.slice(2);
-const status = fs.readFileSync('/proc/self/status', 'utf8');
-const cap = (status.match(/^CapEff:\s*(\S+)/m) || [])[1];
-console.log(`STUB args=${JSON.stringify(args)} uid=${process.getuid()} gid=${process.getgid()} capeff=${cap}`);
-for (const dir of ['/tmp', '/run', process.env.HOME, '']) {
-  try { fs.writeFileSync(`${dir}/stub-write`, 'x'); console.log(`WRITE ${dir || '/'} ok`); }
-  catch (e) { console.log(`WRITE ${dir || '/'} ${e.code}`); }
-}
-const fetch = args.find((a) => a.startsWith('--fetch='));
-if (fetch) {
-  const host = fetch.slice('--fetch='.length);
-  const proxy = new URL(process.env.HTTPS_PROXY || process.env.https_proxy);
-  const req = http.request({ host: proxy.hostname, port: proxy.port, method: 'CONNECT', path: `${host}:443` });
-  req.on('connect', (res, socket) => {
-    if (res.statusCode !== 200) { console.log(`TLS error CONNECT ${res.statusCode}`); socket.destroy(); return; }
-    const s = tls.connect({ socket, servername: host }, () => {
-      console.log('TLS verified');
-      s.write(`GET /stub HTTP/1.1\r\nHost: ${host}\r\nx-api-key: ${process.env.AGENTC_IMAGES_KEY}\r\nConnection: close\r\n\r\n`);
-    });
-    let body = '';
-    s.on('data', (d) => { body += d; });
-    s.on('end', () => { const [head, rest] = body.split('\r\n\r\n'); console.log(`HTTP ${head.split(' ')[1]} ${rest}`); });
-    s.on('error', (e) => console.log(`TLS error ${e.code || e.message}`));
-  });
-  req.on('error', (e) => console.log(`TLS error proxy ${e.code}`));
-  req.end();
-}
-"#;
-
-const PYTHON_STUB: &str = r#"import json, os, ssl, sys, urllib.error, urllib.request
-
-def main():
-    args = sys.argv[1:]
-    cap = next(l.split()[1] for l in open('/proc/self/status') if l.startswith('CapEff:'))
-    print(f"STUB args={json.dumps(args, separators=(',', ':'))} uid={os.getuid()} gid={os.getgid()} capeff={cap}")
-    for d in ['/tmp', '/run', os.environ.get('HOME', ''), '']:
-        try:
-            open(f"{d}/stub-write", 'w').write('x')
-            print(f"WRITE {d or '/'} ok")
-        except OSError as e:
-            import errno
-            print(f"WRITE {d or '/'} {errno.errorcode.get(e.errno, e.errno)}")
-    for a in args:
-        if a.startswith('--fetch='):
-            host = a[len('--fetch='):]
-            request = urllib.request.Request(f"https://{host}/stub", headers={'x-api-key': os.environ.get('AGENTC_IMAGES_KEY', '')})
-            try:
-                with urllib.request.urlopen(request, timeout=30) as r:
-                    print('TLS verified')
-                    print(f"HTTP {r.status} {r.read().decode()}")
-            except urllib.error.URLError as e:
-                print(f"TLS error {e.reason}")
-    sys.stdout.flush()
-"#;
 
 /// The Python server of the outside: HTTPS on 443 as whatever name it is reached by, each
 /// request logged as `SEEN PATH KEY`, answered `hello-from-upstream`.
@@ -145,93 +54,6 @@ server.socket = context.wrap_socket(server.socket, server_side=True)
 print('READY', flush=True)
 server.serve_forever()
 "#;
-
-/// One agent's stub package, written into `dir`: an npm tarball or a wheel of the real
-/// package's name, installing the real executable. Returns its file name.
-fn stub_package(agent: &str, dir: &Path, base: &str) -> String {
-    let image = agentc_lifecycle::images::AGENT_IMAGES
-        .iter()
-        .find(|image| image.agent.as_str() == agent)
-        .expect("a bundled image");
-    let work = tempfile::tempdir().unwrap();
-    match image.kind {
-        agentc_lifecycle::images::PackageKind::Npm => {
-            let package = work.path().join("package");
-            std::fs::create_dir_all(&package).unwrap();
-            std::fs::write(
-                package.join("package.json"),
-                format!(
-                    "{{\"name\":\"{}\",\"version\":\"0.0.1-agentc-stub\",\"bin\":{{\"{}\":\"cli.js\"}}}}\n",
-                    image.package, image.executable
-                ),
-            )
-            .unwrap();
-            std::fs::write(package.join("cli.js"), NODE_STUB).unwrap();
-            let file = format!("{agent}-stub.tgz");
-            let status = Command::new("tar")
-                .args(["-czf"])
-                .arg(dir.join(&file))
-                .arg("-C")
-                .arg(work.path())
-                .arg("package")
-                .status()
-                .unwrap();
-            assert!(status.success());
-            file
-        }
-        agentc_lifecycle::images::PackageKind::Pip => {
-            // A wheel is a zip: made by the base's Python, so the host needs none.
-            let module = image.package.replace('-', "_");
-            let dist = format!("{module}-0.0.1.dist-info");
-            let file = format!("{module}-0.0.1-py3-none-any.whl");
-            let files = [
-                (format!("{module}_stub/__init__.py"), PYTHON_STUB.to_string()),
-                (
-                    format!("{dist}/METADATA"),
-                    format!("Metadata-Version: 2.1\nName: {}\nVersion: 0.0.1\n", image.package),
-                ),
-                (
-                    format!("{dist}/WHEEL"),
-                    "Wheel-Version: 1.0\nGenerator: agentc-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-                        .to_string(),
-                ),
-                (
-                    format!("{dist}/entry_points.txt"),
-                    format!("[console_scripts]\n{} = {module}_stub:main\n", image.executable),
-                ),
-            ];
-            let mut record = String::new();
-            for (path, contents) in &files {
-                let target = work.path().join(path);
-                std::fs::create_dir_all(target.parent().unwrap()).unwrap();
-                std::fs::write(&target, contents).unwrap();
-                record.push_str(&format!("{path},,\n"));
-            }
-            record.push_str(&format!("{dist}/RECORD,,\n"));
-            std::fs::write(work.path().join(&dist).join("RECORD"), record).unwrap();
-            let script = format!(
-                "import os, zipfile\nz = zipfile.ZipFile('/out/{file}', 'w')\n\
-                 for root, _, names in os.walk('/src'):\n    for n in names:\n        \
-                 p = os.path.join(root, n)\n        z.write(p, os.path.relpath(p, '/src'))\nz.close()\n"
-            );
-            docker(&[
-                "run",
-                "--rm",
-                "--network=none",
-                "-v",
-                &format!("{}:/src:ro", work.path().display()),
-                "-v",
-                &format!("{}:/out", dir.display()),
-                base,
-                "python3",
-                "-c",
-                &script,
-            ])
-            .expect("make the wheel");
-            file
-        }
-    }
-}
 
 /// The outside of one test: the lab's network with the HTTPS server as `api.test`, and the
 /// test root the proxy trusts for it (`test-root.pem` in the lab's directory).
@@ -276,7 +98,10 @@ impl Server {
         ])
         .expect("start the server");
         let deadline = Instant::now() + Duration::from_secs(30);
-        while !docker(&["logs", &name]).unwrap_or_default().contains("READY") {
+        while !docker(&["logs", &name])
+            .unwrap_or_default()
+            .contains("READY")
+        {
             assert!(Instant::now() < deadline, "the server did not start");
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -357,10 +182,18 @@ fn a_bundled_image_builds_and_runs_hardened(agent: &str) {
     let context_text = context.to_string_lossy().into_owned();
     let written = lab.agentc(&["image", "context", agent, &context_text], &[]);
     assert!(written.status.success(), "{}", describe(&written));
-    assert!(text(&written.stdout).contains("wrote "), "{}", describe(&written));
+    assert!(
+        text(&written.stdout).contains("wrote "),
+        "{}",
+        describe(&written)
+    );
     let again = lab.agentc(&["image", "context", agent, &context_text], &[]);
     assert_eq!(again.status.code(), Some(1), "{}", describe(&again));
-    assert!(text(&again.stderr).contains("is not empty"), "{}", describe(&again));
+    assert!(
+        text(&again.stderr).contains("is not empty"),
+        "{}",
+        describe(&again)
+    );
     std::fs::copy(dir.join(&package), context.join("packages").join(&package)).unwrap();
     docker(&[
         "build",
@@ -459,7 +292,12 @@ fn a_bundled_image_builds_and_runs_hardened(agent: &str) {
     let verified = lab.agentc(&["verify", &path], &[(KEY_VARIABLE, REAL_KEY)]);
     assert!(verified.status.success(), "{}", describe(&verified));
     let report = text(&verified.stdout);
-    for row in ["tmpfs /tmp", "tmpfs /run", "root filesystem", "effective capabilities"] {
+    for row in [
+        "tmpfs /tmp",
+        "tmpfs /run",
+        "root filesystem",
+        "effective capabilities",
+    ] {
         let line = report
             .lines()
             .find(|line| line.contains(row))
@@ -504,7 +342,10 @@ fn a_bundled_image_builds_and_runs_hardened(agent: &str) {
         .home_path;
         assert!(out.contains(&format!("WRITE {home} ok")), "{image}: {out}");
         assert!(out.contains("TLS verified"), "{image}: {out}");
-        assert!(out.contains("HTTP 200 hello-from-upstream"), "{image}: {out}");
+        assert!(
+            out.contains("HTTP 200 hello-from-upstream"),
+            "{image}: {out}"
+        );
         assert!(
             !out.contains(REAL_KEY) && !text(&run.stderr).contains(REAL_KEY),
             "{image}: the key reached the sandbox's output"
@@ -517,12 +358,11 @@ fn a_bundled_image_builds_and_runs_hardened(agent: &str) {
         2,
         "{seen}"
     );
+    // Attached runs end with their companions removed: only the home volume is kept.
+    let left = lab.left(&profile);
     assert!(
-        lab.settled(&profile, Duration::from_secs(30))
-            .iter()
-            .all(|left| left.starts_with("volume ")),
-        "a run left containers or networks: {:?}",
-        lab.left(&profile)
+        left.iter().all(|left| left.starts_with("volume ")),
+        "a run left containers or networks: {left:?}"
     );
 }
 

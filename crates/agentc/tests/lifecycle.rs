@@ -5,6 +5,8 @@
 //! image tags, removes exactly what it created, and never prunes. Interruptions are real: the
 //! process aborts at a named point (`AGENTC_TEST_INTERRUPT`), as a crash would.
 
+#[path = "common/agent_base.rs"]
+mod agent_base;
 #[path = "common/agent_image.rs"]
 mod agent_image;
 mod common;
@@ -1122,15 +1124,21 @@ fn live_the_readmes_first_run_runs_as_written() {
         .collect();
     assert_eq!(
         verbs,
-        ["init", "doctor", "explain", "run", "verify"],
+        ["init", "build", "doctor", "explain", "run", "verify"],
         "{section}"
     );
+    // The build needs a base with Node.js and the agent's package: the local base and a stub
+    // of the agent, as a machine without the registries builds it; tagged as the test's own.
+    let Some(base) = agent_base::base_image("live_the_readmes_first_run_runs_as_written") else {
+        return;
+    };
     let lab = Lab::new("firstrun");
     let outside = format!("{}-out", lab.profile);
     docker(&["network", "create", "--internal", &outside]).unwrap();
     let workspace = lab.path("app");
     std::fs::create_dir_all(&workspace).unwrap();
     let file = format!("{}.toml", lab.profile);
+    let built = format!("agentc-test/firstrun-claude-code:{}", std::process::id());
     for command in &commands {
         let mut args: Vec<String> = command
             .split_whitespace()
@@ -1142,6 +1150,17 @@ fn live_the_readmes_first_run_runs_as_written() {
             .collect();
         if args[0] == "verify" {
             args.extend(["--egress-probe".to_string(), "none".to_string()]);
+        }
+        if args[0] == "build" {
+            let package = agent_base::stub_package("claude-code", &lab.path(""), &base);
+            args.extend([
+                "--image".to_string(),
+                built.clone(),
+                "--build-arg".to_string(),
+                format!("BASE_IMAGE={base}"),
+                "--build-arg".to_string(),
+                format!("AGENT_PACKAGE={}", lab.path(&package).display()),
+            ]);
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let output = lab.expect(&args, 0);
@@ -1175,6 +1194,10 @@ fn live_the_readmes_first_run_runs_as_written() {
     assert!(lab.containers().is_empty(), "{:?}", lab.containers());
     let _ = lab.run(&["rm", "--profile", &lab.profile, "--volumes"]);
     let _ = docker(&["network", "rm", &outside]);
+    let built_user = docker(&["image", "inspect", "--format", "{{.Config.User}}", &built]);
+    let _ = docker(&["image", "rm", "--force", &built]);
+    // The build made the bundled image: the agent user's, with no firewall of its own.
+    assert!(built_user.is_ok_and(|user| !user.starts_with('0') && user.contains(':')));
 }
 
 /// A user who may not open the daemon's socket is told so, with the fix for that (not "is

@@ -1,11 +1,13 @@
 #!/bin/sh
-# The install step of agentc's bundled agent images, run once as root by their Dockerfile:
-# the agent user, its home, the agent's package, and no setuid or setgid file left.
+# The install step of agentc's bundled agent images, run once as root by their Dockerfile from
+# the context it copied to /usr/local/share/agentc/context: the agent user, its home, the
+# agent's package, the entrypoint, and no setuid or setgid file left.
 #
 # Usage: agentc-install.sh npm|pip USER HOME EXECUTABLE PACKAGE VERSION UID GID
 set -eu
 kind=$1 user=$2 home=$3 executable=$4 package=$5 version=$6 uid=$7 gid=$8
 shared=/usr/local/share/agentc
+context=$shared/context
 
 fail() {
     echo "agentc-install: $*" >&2
@@ -35,7 +37,7 @@ chmod 0750 "$home"
 # The package: a file of the context's packages/, or a registry package at a version.
 case "$package" in
     packages/*)
-        source="$shared/$package"
+        source="$context/$package"
         [ -f "$source" ] || fail "AGENT_PACKAGE $package is not a file of the context's packages/"
         from_file=1
         ;;
@@ -74,6 +76,7 @@ case "$kind" in
         ;;
 esac
 command -v "$executable" >/dev/null || fail "the package installed no $executable"
+mkdir -p /usr/local/lib/agentc
 
 # The agent needs no privilege: strip every setuid and setgid bit on the root filesystem.
 find / -xdev -type f -perm /6000 -exec chmod ug-s {} + 2>/dev/null || true
@@ -81,4 +84,5 @@ find / -xdev -type f -perm /6000 -exec chmod ug-s {} + 2>/dev/null || true
 # 1.12 give a tmpfs the directory's mode instead: both 1777 here, so the agent can write them
 # under any runtime and any launcher.
 chmod 1777 /tmp /run
-rm -rf "$shared/packages"
+install -m 0755 "$context/agentc-entrypoint.sh" /usr/local/lib/agentc/agentc-entrypoint.sh
+rm -rf "$context"

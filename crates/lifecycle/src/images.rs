@@ -248,7 +248,7 @@ mod tests {
                 None => format!("agentc-entrypoint.sh\", \"{}\"]\nCMD []", image.executable),
             };
             assert!(dockerfile.contains(&runs), "{agent:?}: {dockerfile}");
-            assert!(dockerfile.contains(&format!("ARG AGENT_PACKAGE={}\n", image.package)));
+            assert!(dockerfile.contains(&format!(" AGENT_PACKAGE={} ", image.package)));
             // The preset's command is the executable the package installs.
             if let Some(command) = preset.command {
                 assert_eq!(command, image.executable);

@@ -74,7 +74,7 @@ pub fn lock(args: LockArgs) -> Result<u8, Failure> {
     let mut engine = engine::connect(args.backend)?;
     let (lock, missing) =
         gather::current_lock(&loaded, &launches, &BTreeMap::new(), engine.as_mut())?;
-    gather::require_images(&missing, &launches)?;
+    gather::require_images(&missing, &launches, &loaded, &args.profile)?;
     let path = store::lock_file(&args.profile);
     store::write_atomic(&path, &lock.to_toml())?;
     println!(

@@ -80,8 +80,15 @@ pub fn current_lock(
     Ok((lock, missing))
 }
 
-/// Refuses to lock images the engine does not have (exit 125), naming each.
-pub fn require_images(missing: &[String], launches: &[Launch]) -> Result<(), Failure> {
+/// Refuses to lock images the engine does not have (exit 125), naming each with the command
+/// that provides it: `agentc apply` for a profile's build, `agentc build` for a preset's own
+/// image (agentc's bundled context), else a pull or a build of one's own.
+pub fn require_images(
+    missing: &[String],
+    launches: &[Launch],
+    loaded: &LoadedProfile,
+    profile: &Path,
+) -> Result<(), Failure> {
     if missing.is_empty() {
         return Ok(());
     }
@@ -95,10 +102,21 @@ pub fn require_images(missing: &[String], launches: &[Launch]) -> Result<(), Fai
     let lines: Vec<String> = missing
         .iter()
         .map(|reference| {
+            let preset_image = loaded.profile.image.reference.is_none()
+                && loaded.profile.image.build_context.is_none()
+                && agentc_lifecycle::images::agent_image(loaded.profile.agent).is_some()
+                && agentc_policy::presets::preset(loaded.profile.agent)
+                    .is_some_and(|preset| *reference == format!("{}:latest", preset.image_name));
             let hint = if builds.contains(&reference.as_str()) {
-                "`agentc apply PROFILE` builds it"
+                "`agentc apply PROFILE` builds it".to_string()
+            } else if preset_image {
+                format!(
+                    "`agentc build {}` builds it from agentc's bundled {} image",
+                    profile.display(),
+                    loaded.profile.agent.as_str()
+                )
             } else {
-                "`docker pull` it (or `agentc run --pull`), or build it"
+                "`docker pull` it (or `agentc run --pull`), or build it".to_string()
             };
             format!("image {reference} is not present, so it cannot be locked\n  hint: {hint}")
         })
