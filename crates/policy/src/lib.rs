@@ -48,6 +48,7 @@
 //!     env: BTreeMap::from([("AGENTC_MEM_LIMIT".into(), "2g".into())]),
 //!     decant_sources: Vec::new(),
 //!     instance: Instance::default(),
+//!     build: Default::default(),
 //! };
 //! let spec = resolve(&profile, &inputs, &NoFiles)?;
 //! assert_eq!(spec.kind, LaunchKind::Sandbox);

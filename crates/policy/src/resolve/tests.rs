@@ -1120,9 +1120,81 @@ fn builds_use_the_run_tag_and_a_checked_context() {
         panic!("build expected")
     };
     assert!(build.build_args.is_empty());
+    // Root builds for 1000:1000: the agent must not own root's files, nor run as root.
     let mut root = inputs(LaunchKind::Build);
-    root.owner.as_mut().expect("an owner").uid = 0;
-    assert!(resolve_with(&text, &root, &probe).is_err());
+    let owner = root.owner.as_mut().expect("an owner");
+    owner.uid = 0;
+    owner.gid = 0;
+    let spec = resolve_with(&text, &root, &probe).unwrap();
+    let Action::Build(build) = &spec.action else {
+        panic!("build expected")
+    };
+    assert_eq!(
+        build.build_args,
+        BTreeMap::from([("GID".into(), "1000".into()), ("UID".into(), "1000".into())])
+    );
+    assert_eq!(
+        spec.origins[&keys::build_arg("UID")],
+        Origin::Invocation {
+            input: "user root, so 1000".into()
+        }
+    );
+}
+
+#[test]
+fn a_preset_without_a_build_context_builds_the_bundled_one_it_is_given() {
+    // Without the bundled context's directory there is nothing to build, and the error says
+    // how to get one.
+    let error = resolve_with(CLAUDE, &inputs(LaunchKind::Build), &paths(&[])).unwrap_err();
+    let PolicyError::Unlaunchable { hint, .. } = &error else {
+        panic!("unlaunchable expected, found {error:?}")
+    };
+    assert!(hint.contains("agentc build"), "{hint}");
+    assert_eq!(unlaunchable_field(error).0, "image.build_context");
+    let mut given = inputs(LaunchKind::Build);
+    given.build.bundled_context = Some("/cache/agentc/images/claude-code-0123".into());
+    given.build.args = BTreeMap::from([
+        ("AGENT_VERSION".into(), "2.0.14".into()),
+        ("UID".into(), "4242".into()),
+    ]);
+    let spec = resolve_with(CLAUDE, &given, &paths(&[])).unwrap();
+    let Action::Build(build) = &spec.action else {
+        panic!("build expected")
+    };
+    assert_eq!(build.context, "/cache/agentc/images/claude-code-0123");
+    assert_eq!(build.tag, "claude-code:latest");
+    // The invocation's arguments over agentc's, each with its origin; the bundled Hermes
+    // image is built for the user too, unlike agent-containers' own.
+    assert_eq!(
+        build.build_args,
+        BTreeMap::from([
+            ("AGENT_VERSION".into(), "2.0.14".into()),
+            ("GID".into(), "1000".into()),
+            ("UID".into(), "4242".into()),
+        ])
+    );
+    assert_eq!(
+        spec.origins[&keys::build_arg("UID")],
+        Origin::Invocation {
+            input: "--build-arg".into()
+        }
+    );
+    assert_eq!(
+        spec.origins[keys::BUILD_CONTEXT],
+        Origin::Preset {
+            agent: "claude-code".into()
+        }
+    );
+    let hermes = CLAUDE.replace("claude-code", "hermes");
+    let spec = resolve_with(&hermes, &given, &paths(&[])).unwrap();
+    let Action::Build(build) = &spec.action else {
+        panic!("build expected")
+    };
+    assert_eq!(build.build_args["GID"], "1000");
+    // A custom profile has no bundled context to take.
+    let custom = "name = \"box\"\nagent = \"custom\"\n[image]\nref = \"busybox:1\"\n";
+    let error = resolve_with(custom, &given, &paths(&[])).unwrap_err();
+    assert_eq!(unlaunchable_field(error).0, "image.build_context");
 }
 
 #[test]
