@@ -586,3 +586,74 @@ fn messages_name_the_engine_in_use() {
     }
     let _ = std::fs::remove_dir_all(&nowhere);
 }
+
+#[test]
+fn image_context_writes_a_presets_context_once_and_refuses_custom() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("hermes-image");
+    let target_text = target.to_string_lossy().into_owned();
+    let written = agentc(&["image", "context", "hermes", &target_text], &[]);
+    assert!(written.status.success(), "{written:?}");
+    let stdout = text(&written.stdout);
+    for file in [
+        "Dockerfile",
+        "agentc-install.sh",
+        "agentc-entrypoint.sh",
+        "packages/README.md",
+    ] {
+        assert!(target.join(file).is_file(), "{file}");
+        assert!(stdout.contains(&format!("wrote {}", target.join(file).display())));
+    }
+    assert!(
+        stdout.contains("next: docker build -t hermes:latest"),
+        "{stdout}"
+    );
+    let dockerfile = std::fs::read_to_string(target.join("Dockerfile")).unwrap();
+    assert!(dockerfile.contains("WORKDIR /opt/data\n"), "{dockerfile}");
+    // Never over files of its own or the user's unless asked.
+    let again = agentc(&["image", "context", "hermes", &target_text], &[]);
+    assert_eq!(again.status.code(), Some(1), "{again:?}");
+    assert!(text(&again.stderr).contains("is not empty"));
+    std::fs::write(target.join("Dockerfile"), "edited").unwrap();
+    let forced = agentc(
+        &["image", "context", "hermes", &target_text, "--force"],
+        &[],
+    );
+    assert!(forced.status.success(), "{forced:?}");
+    assert_eq!(
+        std::fs::read_to_string(target.join("Dockerfile")).unwrap(),
+        dockerfile
+    );
+    let custom = agentc(
+        &[
+            "image",
+            "context",
+            "custom",
+            &dir.path().join("c").to_string_lossy(),
+        ],
+        &[],
+    );
+    assert_eq!(custom.status.code(), Some(65), "{custom:?}");
+    assert!(text(&custom.stderr).contains("no bundled image"));
+    assert!(!dir.path().join("c").exists());
+}
+
+#[test]
+fn a_build_arg_that_is_not_name_equals_value_is_a_usage_error() {
+    for bad in ["NOEQUALS", "=x", "1X=y", "A-B=c"] {
+        let output = agentc(
+            &[
+                "build",
+                "fixtures/valid/claude-minimal.toml",
+                "--build-arg",
+                bad,
+            ],
+            &[],
+        );
+        assert_eq!(output.status.code(), Some(2), "{bad}: {output:?}");
+        assert!(
+            text(&output.stderr).contains("--build-arg"),
+            "{bad}: {output:?}"
+        );
+    }
+}

@@ -51,8 +51,17 @@ pub fn init(args: InitArgs) -> Result<u8, Failure> {
     let shown = path.display().to_string();
     let loaded = agentc_policy::load(&shown, &text).map_err(Failure::invalid_profile)?;
     store::write_new(path, &text)?;
+    // A preset's image comes from agentc's bundled context: the build is the first step.
+    let build = if agentc_lifecycle::images::agent_image(loaded.profile.agent).is_some() {
+        format!(
+            "agentc build {shown} (the {} image); ",
+            loaded.profile.agent.as_str()
+        )
+    } else {
+        String::new()
+    };
     println!(
-        "wrote {shown}: profile {:?} (agent {})\nnext: agentc doctor {shown}; agentc plan {shown}; agentc apply {shown}",
+        "wrote {shown}: profile {:?} (agent {})\nnext: {build}agentc doctor {shown}; agentc plan {shown}; agentc apply {shown}",
         loaded.profile.name,
         loaded.profile.agent.as_str()
     );
