@@ -385,3 +385,68 @@ fn live_the_bundled_opencode_image_builds_and_runs_hardened() {
 fn live_the_bundled_hermes_image_builds_and_runs_hardened() {
     a_bundled_image_builds_and_runs_hardened("hermes");
 }
+
+/// An image whose `/run` is root's 0755, run as a non-root user: where the runtime gives the
+/// tmpfs the directory's mode over agentc's `mode=1777` (runc before 1.1.8), the user cannot
+/// write it and `verify`'s row fails; where the runtime honours the mode, the row holds. The
+/// referee is a plain `docker run` of the same mount as that user.
+#[test]
+fn live_verify_fails_a_tmpfs_the_agent_user_cannot_write() {
+    let test = "live_verify_fails_a_tmpfs_the_agent_user_cannot_write";
+    if !require_daemon(test) {
+        return;
+    }
+    let mut lab = Lab::new("images", "runmode");
+    let tag = format!("agentc-test/narrow-run:{}", std::process::id());
+    let _images = Images(vec![tag.clone()]);
+    let context = lab.dir.path().join("narrow");
+    std::fs::create_dir_all(&context).unwrap();
+    std::fs::write(
+        context.join("Dockerfile"),
+        format!("FROM {}\nRUN chmod 0755 /run\n", common::test_image()),
+    )
+    .unwrap();
+    docker(&[
+        "build",
+        "-q",
+        "--force-rm",
+        "-t",
+        &tag,
+        &context.to_string_lossy(),
+    ])
+    .expect("build the narrow image");
+    let writable = docker(&[
+        "run",
+        "--rm",
+        "--network=none",
+        "--read-only",
+        "--user=1000:1000",
+        "--tmpfs=/run:mode=1777",
+        &tag,
+        "sh",
+        "-c",
+        "touch /run/x",
+    ])
+    .is_ok();
+    let (_, path) = lab.write_profile(
+        "narrow",
+        &format!(
+            "agent = \"custom\"\n\n[image]\nref = \"{tag}\"\nuser = \"1000:1000\"\n\
+             command = [\"tail\", \"-f\", \"/dev/null\"]\n\n[egress]\nmode = \"deny\"\n"
+        ),
+    );
+    let verified = lab.agentc(&["verify", &path], &[]);
+    let report = text(&verified.stdout);
+    let row = report
+        .lines()
+        .find(|line| line.contains("tmpfs /run"))
+        .unwrap_or_else(|| panic!("no tmpfs /run row: {}", describe(&verified)));
+    if writable {
+        assert!(row.starts_with("ok"), "{row}");
+        assert_eq!(verified.status.code(), Some(0), "{}", describe(&verified));
+    } else {
+        assert!(row.starts_with("FAIL"), "{row}");
+        assert!(row.contains("write refused"), "{row}");
+        assert_eq!(verified.status.code(), Some(1), "{}", describe(&verified));
+    }
+}
