@@ -146,6 +146,15 @@ fn agent_ids() -> (u32, u32) {
     (uid, gid)
 }
 
+/// The agent a preset's name (`claude-code`) names.
+fn agent_name(agent: &str) -> agentc_policy::AgentName {
+    agentc_lifecycle::images::AGENT_IMAGES
+        .iter()
+        .find(|image| image.agent.as_str() == agent)
+        .expect("a bundled image")
+        .agent
+}
+
 fn label(image: &str, key: &str) -> String {
     docker(&[
         "image",
@@ -277,15 +286,9 @@ fn a_bundled_image_builds_and_runs_hardened(agent: &str) {
         let user = docker(&["image", "inspect", "--format", "{{.Config.User}}", image]).unwrap();
         assert_eq!(user, format!("{uid}:{gid}"));
     }
-    let digest = agentc_lifecycle::images::build_context(
-        agentc_lifecycle::images::AGENT_IMAGES
-            .iter()
-            .find(|image| image.agent.as_str() == agent)
-            .unwrap()
-            .agent,
-    )
-    .unwrap()
-    .digest();
+    let digest = agentc_lifecycle::images::build_context(agent_name(agent))
+        .unwrap()
+        .digest();
     assert_eq!(label(&by_build, "io.agentc.image.context"), digest);
 
     // 3. `agentc verify` of the profile: every row holds, /tmp and /run written by the agent.
@@ -331,15 +334,9 @@ fn a_bundled_image_builds_and_runs_hardened(agent: &str) {
         for line in ["WRITE /tmp ok", "WRITE /run ok", "WRITE / EROFS"] {
             assert!(out.contains(line), "{image}: {line} in {out}");
         }
-        let home = agentc_policy::presets::preset(
-            agentc_lifecycle::images::AGENT_IMAGES
-                .iter()
-                .find(|image| image.agent.as_str() == agent)
-                .unwrap()
-                .agent,
-        )
-        .unwrap()
-        .home_path;
+        let home = agentc_policy::presets::preset(agent_name(agent))
+            .unwrap()
+            .home_path;
         assert!(out.contains(&format!("WRITE {home} ok")), "{image}: {out}");
         assert!(out.contains("TLS verified"), "{image}: {out}");
         assert!(

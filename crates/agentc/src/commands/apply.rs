@@ -70,25 +70,11 @@ fn provide_image(
         let argv = agentc_backend_cli::render_argv(&build.spec).map_err(Failure::unlaunchable)?;
         let code = agentc_backend_cli::exec::docker::run_foreground(crate::engine(), &argv)
             .map_err(launch::exec_failure)?;
-        if code != 0 {
-            return Err(Failure::new(
-                agentc_backend_common::exit_status(i64::from(code)),
-                format!("the build of {image} failed (docker build exited {code}); nothing was recorded"),
-            ));
-        }
-        store::interruption_point("apply:after-build");
-        return Ok(true);
+        return built(image, code);
     }
     if engine.image(image)?.is_none() {
-        if let Some(built) = super::build::build_missing_preset_image(loaded, profile)? {
-            if built != 0 {
-                return Err(Failure::new(
-                    agentc_backend_common::exit_status(i64::from(built)),
-                    format!("the build of {image} failed (docker build exited {built}); nothing was recorded"),
-                ));
-            }
-            store::interruption_point("apply:after-build");
-            return Ok(true);
+        if let Some(code) = super::build::build_missing_preset_image(loaded, profile)? {
+            return built(image, code);
         }
         if !pull {
             return Err(Failure::new(
@@ -99,6 +85,21 @@ fn provide_image(
         engine.pull(image)?;
     }
     Ok(false)
+}
+
+/// The outcome of `docker build` of `image`: built (`Ok(true)`), or its exit status with
+/// nothing recorded.
+fn built(image: &str, code: i32) -> Result<bool, Failure> {
+    if code != 0 {
+        return Err(Failure::new(
+            agentc_backend_common::exit_status(i64::from(code)),
+            format!(
+                "the build of {image} failed (docker build exited {code}); nothing was recorded"
+            ),
+        ));
+    }
+    store::interruption_point("apply:after-build");
+    Ok(true)
 }
 
 /// The hash of a seed's source now (a file's contents or a directory's tree).
