@@ -16,6 +16,7 @@ const BARE_FLAGS: &[&str] = &[
     "--rm",
     "--init",
     "--read-only",
+    "--force-rm",
 ];
 
 /// docker's flags the CLI renderer writes with a value, always attached (`--flag=value`).

@@ -14,6 +14,17 @@ use agentc_policy::{
 
 use crate::cli::{KindArg, LaunchArgs};
 
+impl From<crate::bundled::BundledError> for Failure {
+    /// A wrong input is a usage error (exit 2), a context that cannot be written a failure
+    /// (exit 1).
+    fn from(error: crate::bundled::BundledError) -> Failure {
+        match error {
+            crate::bundled::BundledError::Input(message) => Failure::usage(message),
+            crate::bundled::BundledError::Write(message) => Failure::new(EXIT_FAILED, message),
+        }
+    }
+}
+
 /// Exit status for an invalid profile or an unlaunchable request (`EX_DATAERR`).
 pub const EXIT_INVALID: u8 = 65;
 /// Exit status for a profile file that cannot be read (`EX_NOINPUT`).
@@ -279,18 +290,18 @@ pub fn launch_inputs_in(
 }
 
 /// Where agentc's bundled build context of the profile's agent is written for a build, in
-/// agentc's cache ([`crate::commands::image::Bundled`]); `None` for a profile with a build
+/// agentc's cache ([`crate::bundled::Bundled`]); `None` for a profile with a build
 /// context of its own, or a custom one. An `AGENT_PACKAGE` naming a file on this machine is
 /// copied into the context's `packages/`, and the argument rewritten to name it there.
 fn bundled_context_dir(
     loaded: &LoadedProfile,
     build_args: &mut BTreeMap<String, String>,
 ) -> Result<Option<String>, Failure> {
-    let Some(bundled) = crate::commands::image::Bundled::of(loaded, build_args)? else {
+    let Some(bundled) = crate::bundled::Bundled::of(loaded, build_args)? else {
         return Ok(None);
     };
     if let Some(name) = bundled.package_argument() {
-        build_args.insert(crate::commands::image::PACKAGE_ARG.to_string(), name);
+        build_args.insert(crate::bundled::PACKAGE_ARG.to_string(), name);
     }
     path_text(&bundled.dir, "agentc's cache directory").map(Some)
 }

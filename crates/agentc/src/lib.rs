@@ -14,6 +14,7 @@
 //! container) starts its own.
 #![deny(missing_docs)]
 
+pub mod bundled;
 pub mod cli;
 pub mod commands;
 pub mod context;

@@ -12,8 +12,8 @@ use std::path::Path;
 use agentc_lifecycle::images::{self, CONTEXT_LABEL};
 use agentc_policy::{Action, LaunchSpec, LoadedProfile};
 
+use crate::bundled::Bundled;
 use crate::cli::{BackendArg, BuildArgs, KindArg, LaunchArgs};
-use crate::commands::image::Bundled;
 use crate::commands::launch;
 use crate::context::{self, Failure};
 

@@ -121,9 +121,10 @@ fn profile_facts(
             } => {
                 if let Some(engine) = engine.as_mut() {
                     let present = engine.image(reference)?.is_some();
-                    facts
-                        .images
-                        .push((reference.clone(), present, *built_by_profile));
+                    // A preset's own image is built from agentc's bundled context.
+                    let built =
+                        *built_by_profile || crate::bundled::is_bundled_image(loaded, reference);
+                    facts.images.push((reference.clone(), present, built));
                 }
             }
             Part::Network {

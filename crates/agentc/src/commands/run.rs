@@ -119,15 +119,14 @@ fn missing_preset_image(
     spec: &LaunchSpec,
     backend: BackendArg,
 ) -> Failure {
-    let preset_image = loaded.profile.image.reference.is_none() && launch_args.image.is_none();
-    let bundled = loaded.profile.image.build_context.is_none()
-        && agentc_lifecycle::images::agent_image(loaded.profile.agent).is_some();
-    if failure.code != EXIT_DOCKER || !preset_image || !bundled {
-        return failure;
-    }
     let Action::Container(container) = &spec.action else {
         return failure;
     };
+    let bundled =
+        launch_args.image.is_none() && crate::bundled::is_bundled_image(loaded, &container.image);
+    if failure.code != EXIT_DOCKER || !bundled {
+        return failure;
+    }
     let missing = crate::lifecycle::engine::connect(backend)
         .and_then(|mut engine| engine.image(&container.image))
         .is_ok_and(|facts| facts.is_none());

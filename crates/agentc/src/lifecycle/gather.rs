@@ -102,14 +102,9 @@ pub fn require_images(
     let lines: Vec<String> = missing
         .iter()
         .map(|reference| {
-            let preset_image = loaded.profile.image.reference.is_none()
-                && loaded.profile.image.build_context.is_none()
-                && agentc_lifecycle::images::agent_image(loaded.profile.agent).is_some()
-                && agentc_policy::presets::preset(loaded.profile.agent)
-                    .is_some_and(|preset| *reference == format!("{}:latest", preset.image_name));
             let hint = if builds.contains(&reference.as_str()) {
                 "`agentc apply PROFILE` builds it".to_string()
-            } else if preset_image {
+            } else if crate::bundled::is_bundled_image(loaded, reference) {
                 format!(
                     "`agentc build {}` builds it from agentc's bundled {} image",
                     profile.display(),
