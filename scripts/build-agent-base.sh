@@ -12,8 +12,8 @@
 # Then: agentc build PROFILE --build-arg BASE_IMAGE=TAG (see docs/images.md).
 #
 # Needs root, debootstrap (installed with apt-get when missing), the Debian mirror of
-# /etc/apt/sources.list.d or /etc/apt/sources.list, and a running Docker daemon. About two
-# minutes and 700 MB.
+# /etc/apt/sources.list.d or /etc/apt/sources.list, and a running Docker daemon. About a
+# minute and 370 MB.
 set -euo pipefail
 
 script_path=$(readlink -f "${BASH_SOURCE[0]}")
