@@ -447,3 +447,55 @@ fn live_verify_fails_a_tmpfs_the_agent_user_cannot_write() {
         assert_eq!(verified.status.code(), Some(1), "{}", describe(&verified));
     }
 }
+
+/// A bundled build on a base without the agent's runtime (the busybox test image: no npm, no
+/// useradd) fails in its install step: agentc exits with docker build's status, says how to
+/// build without the registries, and the failed step leaves no container (`--force-rm`).
+#[test]
+fn live_a_failed_bundled_build_says_how_and_leaves_no_container() {
+    let test = "live_a_failed_bundled_build_says_how_and_leaves_no_container";
+    if !require_daemon(test) {
+        return;
+    }
+    let mut lab = Lab::new("images", "failed");
+    let tag = format!("agentc-test/failed-build:{}", std::process::id());
+    let _images = Images(vec![tag.clone()]);
+    let (_, path) = lab.write_profile(
+        "failed",
+        &format!("agent = \"codex\"\n\n[image]\nref = \"{tag}\"\n"),
+    );
+    // The failed step's container would run the install step on the test image; no other
+    // test does.
+    let base = common::test_image();
+    let install_steps = || {
+        docker(&[
+            "ps",
+            "-a",
+            "--no-trunc",
+            "--filter",
+            &format!("ancestor={base}"),
+            "--format",
+            "{{.Command}}",
+        ])
+        .unwrap_or_default()
+        .lines()
+        .filter(|command| command.contains("agentc-install.sh"))
+        .count()
+    };
+    let built = lab.agentc(
+        &["build", &path, "--build-arg", &format!("BASE_IMAGE={base}")],
+        &[],
+    );
+    // The install step's shell finds no npm (127): docker build's status is agentc's.
+    let code = built.status.code().unwrap_or_default();
+    assert_ne!(code, 0, "{}", describe(&built));
+    let stderr = text(&built.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "agentc: the bundled build failed (docker build exited {code})"
+        )) && stderr.contains("--build-arg BASE_IMAGE=IMAGE (one with Node.js and npm)"),
+        "{stderr}"
+    );
+    assert!(docker(&["image", "inspect", &tag]).is_err());
+    assert_eq!(install_steps(), 0, "the failed step's container was kept");
+}

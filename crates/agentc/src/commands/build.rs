@@ -73,6 +73,15 @@ pub fn build_spec(mut spec: LaunchSpec, bundled: Option<&Bundled>) -> Result<i32
         .map_err(launch::exec_failure)?;
     if code == 0 {
         println!("built {tag}");
+    } else if let Some(bundled) = bundled {
+        // The defaults need Docker Hub (the base) and the agent's registry (the package).
+        let runtime = match images::agent_image(bundled.context.agent).map(|image| image.kind) {
+            Some(images::PackageKind::Pip) => "Python 3",
+            _ => "Node.js and npm",
+        };
+        eprintln!(
+            "agentc: the bundled build failed (docker build exited {code})\n  hint: on a machine without Docker Hub or the package registry, pass --build-arg BASE_IMAGE=IMAGE (one with {runtime}) and --build-arg AGENT_PACKAGE=FILE (docs/images.md, \"Without a registry\")"
+        );
     }
     Ok(code)
 }
