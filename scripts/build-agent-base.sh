@@ -45,7 +45,10 @@ if [[ $(id -u) != 0 ]]; then
     exit 1
 fi
 if ! command -v debootstrap >/dev/null 2>&1; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null 2>&1 || {
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+    }
 fi
 
 # The mirror this machine's apt uses (deb822 sources first, then the one-line format).
