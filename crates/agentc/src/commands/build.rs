@@ -1,6 +1,6 @@
 //! `agentc build`: builds the profile's image with `docker build`: from the profile's own
 //! `[image] build_context`, or, for an agent preset without one, from agentc's bundled context
-//! of the agent ([`crate::commands::image`] writes it into agentc's cache).
+//! of the agent ([`crate::bundled`] writes it into agentc's cache).
 //!
 //! Only the cli backend builds: the Engine API's `/build` endpoint takes a single tar context,
 //! while a profile's named build contexts (`docker build --build-context NAME=DIR`) need
