@@ -31,16 +31,6 @@ impl std::fmt::Display for BundledError {
     }
 }
 
-/// The sha256 (hex) of a file's bytes.
-fn file_digest(path: &Path) -> std::io::Result<String> {
-    use sha2::{Digest, Sha256};
-    let bytes = std::fs::read(path)?;
-    Ok(Sha256::digest(&bytes)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect())
-}
-
 /// Whether `reference` is the preset's own image of `loaded` (`claude-code:latest`, the
 /// profile naming neither an image nor a build context), which `agentc build` (and `agentc
 /// apply`, when it is missing) builds from agentc's bundled context.
@@ -92,9 +82,10 @@ impl Bundled {
                     .file_name()
                     .map(|name| name.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                let digest = file_digest(&path).map_err(|error| {
+                let bytes = std::fs::read(&path).map_err(|error| {
                     BundledError::Input(format!("{PACKAGE_ARG} {value}: {error}"))
                 })?;
+                let digest = agentc_lifecycle::tree::sha256_hex(&bytes);
                 Some((path, name, digest))
             }
             _ => None,
@@ -106,7 +97,7 @@ impl Bundled {
             leaf.push_str(short(digest));
         }
         Ok(Some(Bundled {
-            dir: cache_base()?.join("agentc").join("images").join(leaf),
+            dir: cache_dir()?.join("images").join(leaf),
             context,
             package: package.map(|(path, name, _)| (path, name)),
         }))
@@ -165,17 +156,13 @@ fn short(digest: &str) -> &str {
     hex.get(..12).unwrap_or(hex)
 }
 
-/// `$XDG_CACHE_HOME`, else `~/.cache`.
-fn cache_base() -> Result<PathBuf, BundledError> {
-    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|dir| !dir.is_empty()) {
-        return Ok(PathBuf::from(dir));
-    }
-    match std::env::var_os("HOME").filter(|dir| !dir.is_empty()) {
-        Some(home) => Ok(PathBuf::from(home).join(".cache")),
-        None => Err(BundledError::Input(
+/// agentc's cache directory ([`agentc_egress::image::agentc_cache_dir`]).
+fn cache_dir() -> Result<PathBuf, BundledError> {
+    agentc_egress::image::agentc_cache_dir(|name| std::env::var(name).ok()).ok_or_else(|| {
+        BundledError::Input(
             "no cache directory for agentc's bundled build contexts: HOME and XDG_CACHE_HOME are unset\n  hint: set XDG_CACHE_HOME to a directory agentc may write".to_string(),
-        )),
-    }
+        )
+    })
 }
 
 /// Writes every file of `context` under `dir` (created when missing) with its mode.

@@ -328,14 +328,8 @@ pub fn profile_record(profile: &Path) -> Option<ProfileRecord> {
 
 /// The sha256 (hex) of a file's bytes, or `None` when it cannot be read.
 pub fn file_sha256(path: &Path) -> Option<String> {
-    use sha2::{Digest, Sha256};
     let bytes = std::fs::read(path).ok()?;
-    Some(
-        Sha256::digest(&bytes)
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect(),
-    )
+    Some(agentc_lifecycle::tree::sha256_hex(&bytes))
 }
 
 /// One `--verbose` line saying what a launch resolved to; secrets by name only.

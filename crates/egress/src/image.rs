@@ -505,11 +505,21 @@ pub fn file_identity(path: &Path) -> Option<String> {
 /// rebuilt or replaced binary misses).
 fn tag_cache_path(source: &ProxyExecutable) -> Option<PathBuf> {
     let key = file_identity(source.path())?;
-    let base = match std::env::var_os("XDG_CACHE_HOME").filter(|dir| !dir.is_empty()) {
+    let dir = agentc_cache_dir(|name| std::env::var(name).ok())?;
+    Some(dir.join(format!("egress-image-{key}")))
+}
+
+/// agentc's cache directory, as `env` (the caller's environment) names it:
+/// `$XDG_CACHE_HOME/agentc`, else `$HOME/.cache/agentc`; `None` when neither is set (an empty
+/// value counts as unset). The proxy image's tag, the isolation probes and the bundled build
+/// contexts are kept there.
+pub fn agentc_cache_dir(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let set = |name: &str| env(name).filter(|value| !value.is_empty());
+    let base = match set("XDG_CACHE_HOME") {
         Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(std::env::var_os("HOME")?).join(".cache"),
+        None => PathBuf::from(set("HOME")?).join(".cache"),
     };
-    Some(base.join("agentc").join(format!("egress-image-{key}")))
+    Some(base.join("agentc"))
 }
 
 /// Whether `tag` is a proxy image tag (`agentc-egress:` and 12 lower-case hex digits).

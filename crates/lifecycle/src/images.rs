@@ -131,12 +131,7 @@ impl BuildContext {
             hasher.update((file.contents.len() as u64).to_be_bytes());
             hasher.update(file.contents.as_bytes());
         }
-        let hex: String = hasher
-            .finalize()
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect();
-        format!("sha256:{hex}")
+        format!("sha256:{}", crate::tree::hex(&hasher.finalize()))
     }
 }
 

@@ -60,15 +60,10 @@ struct CacheFile {
 /// The cache file, or `None` when it is bypassed or there is no cache directory. `env` reads
 /// the caller's environment: `XDG_CACHE_HOME`, `HOME` and [`BYPASS_VARIABLE`].
 pub fn location(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    let set = |name: &str| env(name).filter(|value| !value.is_empty());
-    if set(BYPASS_VARIABLE).is_some_and(|value| value.eq_ignore_ascii_case("off")) {
+    if env(BYPASS_VARIABLE).is_some_and(|value| value.eq_ignore_ascii_case("off")) {
         return None;
     }
-    let base = match set("XDG_CACHE_HOME") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(set("HOME")?).join(".cache"),
-    };
-    Some(base.join("agentc").join(FILE))
+    Some(agentc_egress::image::agentc_cache_dir(env)?.join(FILE))
 }
 
 /// The entries of the file; a missing file has none, and an unreadable one (with a debug line)
