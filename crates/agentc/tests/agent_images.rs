@@ -142,7 +142,7 @@ impl Drop for Images {
 fn agent_ids() -> (u32, u32) {
     // SAFETY: getuid and getgid cannot fail and have no preconditions.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-    let (uid, gid, _) = agentc_lifecycle::images::agent_ids(uid, gid);
+    let (uid, gid, _) = agentc_policy::presets::build_ids(uid, gid);
     (uid, gid)
 }
 

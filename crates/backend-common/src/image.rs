@@ -56,13 +56,9 @@ pub async fn ensure_image<P: EnginePort>(
     }
 }
 
-/// The label by which an image says it has no egress firewall of its own (agentc's bundled
-/// agent images: `agentc_lifecycle::images`).
-pub const FIREWALL_LABEL: &str = "io.agentc.image.firewall";
-
 /// Refuses `container` ([`ExecError::ImageWithoutFirewall`]) when its egress allowlist is left
 /// to the image's own firewall ([`agentc_policy::image_firewall_holds_egress`]) and its image
-/// says it has none ([`FIREWALL_LABEL`] `none`): the launch would run open. Asks the engine
+/// says it has none ([`agentc_policy::presets::IMAGE_FIREWALL_LABEL`] `none`): the launch would run open. Asks the engine
 /// only for such a launch.
 pub async fn refuse_missing_firewall<P: EnginePort>(
     port: &P,
@@ -78,7 +74,11 @@ pub async fn refuse_missing_firewall<P: EnginePort>(
     let none = inspect
         .and_then(|inspect| inspect.config)
         .and_then(|config| config.labels)
-        .and_then(|labels| labels.get(FIREWALL_LABEL).cloned())
+        .and_then(|labels| {
+            labels
+                .get(agentc_policy::presets::IMAGE_FIREWALL_LABEL)
+                .cloned()
+        })
         .is_some_and(|value| value == "none");
     if none {
         return Err(ExecError::ImageWithoutFirewall {

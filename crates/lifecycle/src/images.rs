@@ -13,13 +13,8 @@ const INSTALL_SCRIPT: &str = include_str!("../images/agentc-install.sh");
 /// The entrypoint: refuses a launch that leaves an allowlist to an in-image firewall.
 const ENTRYPOINT_SCRIPT: &str = include_str!("../images/agentc-entrypoint.sh");
 
-/// The label every bundled image carries to say it has no egress firewall of its own; agentc
-/// refuses to launch such an image where the launch leaves egress to the image's firewall.
-pub const FIREWALL_LABEL: &str = "io.agentc.image.firewall";
 /// The label `agentc build` sets to the digest of the bundled context it built from.
 pub const CONTEXT_LABEL: &str = "io.agentc.image.context";
-/// The label naming the agent of a bundled image.
-pub const AGENT_LABEL: &str = "io.agentc.image.agent";
 
 /// How an agent's package is installed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,16 +199,6 @@ pub fn build_context(agent: AgentName) -> Option<BuildContext> {
     })
 }
 
-/// The agent user's ids a bundled image is built for: the owner's, or 1000:1000 when the
-/// owner is root (whose files the agent must not own), with whether it fell back.
-pub fn agent_ids(owner_uid: u32, owner_gid: u32) -> (u32, u32, bool) {
-    if owner_uid == 0 || owner_gid == 0 {
-        (1000, 1000, true)
-    } else {
-        (owner_uid, owner_gid, false)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,7 +242,8 @@ mod tests {
         let context = build_context(AgentName::ClaudeCode).unwrap();
         let dockerfile = &context.files[0].contents;
         assert!(dockerfile.contains("USER ${UID}:${GID}\n"));
-        assert!(dockerfile.contains("io.agentc.image.firewall=\"none\""));
+        let firewall = agentc_policy::presets::IMAGE_FIREWALL_LABEL;
+        assert!(dockerfile.contains(&format!("{firewall}=\"none\"")));
         for absent in ["iptables", "NET_ADMIN", "update-ca-certificates", "ca.pem"] {
             assert!(!dockerfile.contains(absent), "{absent}");
         }
@@ -280,12 +266,5 @@ mod tests {
         changed.files[2].mode = 0o644;
         assert_ne!(one.digest(), changed.digest());
         assert!(one.digest().starts_with("sha256:") && one.digest().len() == 71);
-    }
-
-    #[test]
-    fn root_builds_for_1000_and_anyone_else_for_themselves() {
-        assert_eq!(agent_ids(0, 0), (1000, 1000, true));
-        assert_eq!(agent_ids(1001, 0), (1000, 1000, true));
-        assert_eq!(agent_ids(1001, 1002), (1001, 1002, false));
     }
 }

@@ -100,6 +100,22 @@ pub const HERMES: Preset = Preset {
     build_user_args: false,
 };
 
+/// The ids an agent image is built for, for an owner with `owner_uid` and `owner_gid`: the
+/// owner's, or 1000:1000 when either is 0 (root's files must not belong to the agent, nor the
+/// agent run as root); with whether it fell back.
+pub fn build_ids(owner_uid: u32, owner_gid: u32) -> (u32, u32, bool) {
+    if owner_uid == 0 || owner_gid == 0 {
+        (1000, 1000, true)
+    } else {
+        (owner_uid, owner_gid, false)
+    }
+}
+
+/// The label by which an image says it has no egress firewall of its own (`none`: agentc's
+/// bundled agent images); a launch that leaves its allowlist to the image's firewall is
+/// refused with such an image.
+pub const IMAGE_FIREWALL_LABEL: &str = "io.agentc.image.firewall";
+
 /// The preset of an agent; `None` for `custom`, whose profile describes its own image.
 pub fn preset(agent: AgentName) -> Option<&'static Preset> {
     match agent {
@@ -269,6 +285,13 @@ mod tests {
         ] {
             assert_eq!(preset(agent).map(|p| p.agent), Some(agent));
         }
+    }
+
+    #[test]
+    fn root_builds_for_1000_and_anyone_else_for_themselves() {
+        assert_eq!(build_ids(0, 0), (1000, 1000, true));
+        assert_eq!(build_ids(1001, 0), (1000, 1000, true));
+        assert_eq!(build_ids(1001, 1002), (1001, 1002, false));
     }
 
     #[test]

@@ -63,7 +63,7 @@ pub fn build_spec(mut spec: LaunchSpec, bundled: Option<&Bundled>) -> Result<i32
         );
     }
     let owner = context::current_owner();
-    let root = images::agent_ids(owner.uid, owner.gid).2;
+    let root = agentc_policy::presets::build_ids(owner.uid, owner.gid).2;
     if root && build.build_args.contains_key("UID") {
         eprintln!("agentc: building as root: the image's agent user is 1000:1000 (build as the user who runs the agent to get your own ids)");
     }

@@ -192,11 +192,11 @@ impl Resolver<'_> {
                         .to_string(),
                 });
             };
-            // Root's files must not belong to the agent: root builds for 1000:1000.
-            let (uid, gid, origin) = if owner.uid == 0 || owner.gid == 0 {
-                (1000, 1000, invocation("user root, so 1000"))
+            let (uid, gid, root) = crate::presets::build_ids(owner.uid, owner.gid);
+            let origin = if root {
+                invocation("user root, so 1000")
             } else {
-                (owner.uid, owner.gid, invocation("user"))
+                invocation("user")
             };
             build_args.insert("UID".to_string(), uid.to_string());
             build_args.insert("GID".to_string(), gid.to_string());
