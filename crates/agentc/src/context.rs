@@ -12,6 +12,7 @@ use agentc_policy::{
     PolicyError, ProfileRecord, RealPaths, ResolveInputs,
 };
 
+use crate::bundled::Bundled;
 use crate::cli::{KindArg, LaunchArgs};
 
 impl From<crate::bundled::BundledError> for Failure {
@@ -248,6 +249,40 @@ pub fn launch_inputs_in(
     instance: Instance,
     profile_dir: PathBuf,
 ) -> Result<ResolveInputs, Failure> {
+    let bundled = match args.kind {
+        KindArg::Build => Bundled::of(loaded, &args.build_args)?,
+        _ => None,
+    };
+    inputs_with(loaded, args, instance, profile_dir, bundled.as_ref())
+}
+
+/// Resolves a build launch of a loaded profile (the default instance) with the bundled build
+/// it takes, found once: `agentc build` writes that context and builds from the spec.
+pub fn resolve_build(
+    loaded: &LoadedProfile,
+    args: &LaunchArgs,
+) -> Result<(LaunchSpec, Option<Bundled>), Failure> {
+    let bundled = Bundled::of(loaded, &args.build_args)?;
+    let profile_dir = absolute_parent(&args.profile)?;
+    let inputs = inputs_with(
+        loaded,
+        args,
+        Instance::default(),
+        profile_dir,
+        bundled.as_ref(),
+    )?;
+    Ok((resolve_inputs(loaded, &inputs)?, bundled))
+}
+
+/// [`launch_inputs_in`] with the bundled build of a build launch (`None`: none, or not a
+/// build).
+fn inputs_with(
+    loaded: &LoadedProfile,
+    args: &LaunchArgs,
+    instance: Instance,
+    profile_dir: PathBuf,
+    bundled: Option<&Bundled>,
+) -> Result<ResolveInputs, Failure> {
     let workspace = workspace_dir(args.workspace.as_deref())?;
     let owner = Some(current_owner());
     let kind = match args.kind {
@@ -278,32 +313,34 @@ pub fn launch_inputs_in(
         decant_sources,
         instance,
         build: if kind == LaunchKind::Build {
-            let mut args = args.build_args.clone();
-            BuildInputs {
-                bundled_context: bundled_context_dir(loaded, &mut args)?,
-                args,
-            }
+            build_inputs(&args.build_args, bundled)?
         } else {
             BuildInputs::default()
         },
     })
 }
 
-/// Where agentc's bundled build context of the profile's agent is written for a build, in
-/// agentc's cache ([`crate::bundled::Bundled`]); `None` for a profile with a build
-/// context of its own, or a custom one. An `AGENT_PACKAGE` naming a file on this machine is
-/// copied into the context's `packages/`, and the argument rewritten to name it there.
-fn bundled_context_dir(
-    loaded: &LoadedProfile,
-    build_args: &mut BTreeMap<String, String>,
-) -> Result<Option<String>, Failure> {
-    let Some(bundled) = crate::bundled::Bundled::of(loaded, build_args)? else {
-        return Ok(None);
+/// A build's inputs: `build_args`, and with a `bundled` build the directory of agentc's cache
+/// its context is written to ([`Bundled`]), an `AGENT_PACKAGE` naming a file on this machine
+/// rewritten to name its copy in the context's `packages/`.
+fn build_inputs(
+    build_args: &BTreeMap<String, String>,
+    bundled: Option<&Bundled>,
+) -> Result<BuildInputs, Failure> {
+    let mut args = build_args.clone();
+    let Some(bundled) = bundled else {
+        return Ok(BuildInputs {
+            bundled_context: None,
+            args,
+        });
     };
     if let Some(name) = bundled.package_argument() {
-        build_args.insert(crate::bundled::PACKAGE_ARG.to_string(), name);
+        args.insert(crate::bundled::PACKAGE_ARG.to_string(), name);
     }
-    path_text(&bundled.dir, "agentc's cache directory").map(Some)
+    Ok(BuildInputs {
+        bundled_context: Some(path_text(&bundled.dir, "agentc's cache directory")?),
+        args,
+    })
 }
 
 /// A host path as a lock writes it (relative to the profile's directory, `~/...`, or absolute:

@@ -73,7 +73,7 @@ fn provide_image(
         return built(image, code);
     }
     if engine.image(image)?.is_none() {
-        if let Some(code) = super::build::build_missing_preset_image(loaded, profile)? {
+        if let Some(code) = super::build::build_missing_preset_image(loaded, profile, image)? {
             return built(image, code);
         }
         if !pull {

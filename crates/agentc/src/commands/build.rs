@@ -35,15 +35,14 @@ pub fn build(args: BuildArgs) -> Result<u8, Failure> {
         build_args: args.build_args.into_iter().collect(),
     };
     let loaded = context::load_profile(&launch_args.profile)?;
-    let spec = context::resolve_launch(&loaded, &launch_args)?;
-    let bundled = Bundled::of(&loaded, &launch_args.build_args)?;
+    let (spec, bundled) = context::resolve_build(&loaded, &launch_args)?;
     let code = build_spec(spec, bundled.as_ref())?;
     Ok(agentc_backend_common::exit_status(i64::from(code)))
 }
 
 /// Builds a resolved build launch in the foreground (`docker build`'s progress on the
-/// terminal); returns `docker build`'s exit code. A `bundled` context (that of the launch's
-/// resolve: [`Bundled::of`] with the same build arguments) is written into agentc's cache first
+/// terminal); returns `docker build`'s exit code. Its `bundled` context (as
+/// [`context::resolve_build`] returns it with the spec) is written into agentc's cache first
 /// and its digest recorded in the image's [`CONTEXT_LABEL`]; building as root is said once
 /// (the agent user is then 1000:1000).
 pub fn build_spec(mut spec: LaunchSpec, bundled: Option<&Bundled>) -> Result<i32, Failure> {
@@ -86,19 +85,17 @@ pub fn build_spec(mut spec: LaunchSpec, bundled: Option<&Bundled>) -> Result<i32
     Ok(code)
 }
 
-/// Builds the image of an agent preset's profile that names no image of its own (neither
-/// `image.ref` nor `build_context`) from agentc's bundled context, as `agentc build PROFILE`
-/// does: `docker build`'s exit code, or `None` when the profile's image is not the preset's.
+/// Builds `image`, the preset's own image of `loaded` (`crate::bundled::is_bundled_image`),
+/// from agentc's bundled context, as `agentc build PROFILE` does: `docker build`'s exit code,
+/// or `None` when `image` is not the preset's.
 pub fn build_missing_preset_image(
     loaded: &LoadedProfile,
     profile: &Path,
+    image: &str,
 ) -> Result<Option<i32>, Failure> {
-    if loaded.profile.image.reference.is_some() {
+    if !crate::bundled::is_bundled_image(loaded, image) {
         return Ok(None);
     }
-    let Some(bundled) = Bundled::of(loaded, &BTreeMap::new())? else {
-        return Ok(None);
-    };
     let launch_args = LaunchArgs {
         profile: profile.to_path_buf(),
         kind: KindArg::Build,
@@ -109,6 +106,6 @@ pub fn build_missing_preset_image(
         overrides: Default::default(),
         build_args: BTreeMap::new(),
     };
-    let spec = context::resolve_launch(loaded, &launch_args)?;
-    build_spec(spec, Some(&bundled)).map(Some)
+    let (spec, bundled) = context::resolve_build(loaded, &launch_args)?;
+    build_spec(spec, bundled.as_ref()).map(Some)
 }
