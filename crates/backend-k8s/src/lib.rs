@@ -40,6 +40,7 @@ mod explain;
 mod level;
 mod names;
 mod notes;
+pub mod play;
 mod pool;
 pub mod pss;
 mod render;
