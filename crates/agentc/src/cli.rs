@@ -676,15 +676,20 @@ pub struct VerifyArgs {
     /// seccomp, no-new-privileges, cgroup limits, mounts, networks; its proxy) and compared
     /// with its profile as it resolves now, without running anything in it.
     pub profile: PathBuf,
-    /// Which backend creates and starts the probe.
-    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
-    pub backend: BackendArg,
+    /// Which backend creates and starts the probe; `k8s` plays the profile's Kubernetes
+    /// rendering with `podman kube play` instead (the options of `agentc render --backend
+    /// k8s` apply).
+    #[arg(long, value_enum, default_value_t = VerifyBackendArg::Auto)]
+    pub backend: VerifyBackendArg,
     /// The workspace directory mounted into the agent [default: the current directory].
     #[arg(long)]
     pub workspace: Option<PathBuf>,
     /// Use this image instead of the profile's.
     #[arg(long)]
     pub image: Option<String>,
+    /// The Kubernetes rendering's options (with `--backend k8s`).
+    #[command(flatten)]
+    pub k8s: K8sArgs,
     /// Pull the image from its registry when the daemon lacks it, before creating anything
     /// (progress on stderr; no registry credentials are sent).
     #[arg(long)]
@@ -743,6 +748,32 @@ pub enum BackendArg {
     Cli,
     /// The Docker Engine API.
     Api,
+}
+
+/// The backends `agentc verify` verifies through: an engine's container launch, or the
+/// Kubernetes rendering played locally.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum VerifyBackendArg {
+    /// As for `agentc run`: the Engine API where it answers, else the command line.
+    Auto,
+    /// The `docker` command line.
+    Cli,
+    /// The Docker Engine API.
+    Api,
+    /// The profile's Kubernetes Pod (or Sandbox) rendering, played by `podman kube play`.
+    K8s,
+}
+
+impl VerifyBackendArg {
+    /// The engine backend, or `None` for `k8s`.
+    pub fn engine(self) -> Option<BackendArg> {
+        match self {
+            VerifyBackendArg::Auto => Some(BackendArg::Auto),
+            VerifyBackendArg::Cli => Some(BackendArg::Cli),
+            VerifyBackendArg::Api => Some(BackendArg::Api),
+            VerifyBackendArg::K8s => None,
+        }
+    }
 }
 
 /// Output formats of `agentc render`.

@@ -14,8 +14,13 @@
 //!   named volume of it, which two pods of one name would share;
 //! - a `Sandbox` is played as the Pod its controller makes of `spec.podTemplate` (the
 //!   Sandbox's name, the template's labels, annotations and spec);
+//! - `containers[].ports` are left out: Podman publishes a containerPort on the host (and
+//!   refuses one without a bridge network), where Kubernetes only documents it;
 //! - with a command given (verify's probe), the workload container runs it, `restartPolicy:
 //!   Never`.
+//!
+//! The Secrets the pods read are listed ([`Play::secrets`]): Podman reads them from its own
+//! secret store, where the player puts them.
 //!
 //! NetworkPolicies and Services are not played (Podman skips both kinds): the executor's
 //! networks stand in for them ([`NotPlayed`]); PersistentVolumeClaims become Podman volumes
@@ -122,6 +127,9 @@ pub struct Play {
     pub claims: Vec<String>,
     /// The volumes Podman makes of the pods' `emptyDir`s (renamed apart).
     pub empty_dirs: Vec<String>,
+    /// The Secrets the pods read, with the keys they read: Podman looks each up in its own
+    /// secret store, as a JSON object of base64 values by key.
+    pub secrets: BTreeMap<String, Vec<String>>,
     /// What differs from the rendering.
     pub adaptations: Vec<Adaptation>,
     /// What is not played.
@@ -149,14 +157,17 @@ impl Play {
 /// arguments. A warm pool's objects are refused (its template is the Sandbox's pod: play that).
 pub fn play(rendering: &Rendering, command: Option<Vec<String>>) -> Result<Play, String> {
     if let ObjectKind::Pool { .. } = rendering.kind {
-        return Err("a warm pool's members are made by the agent-sandbox controller: play the \
+        return Err(
+            "a warm pool's members are made by the agent-sandbox controller: play the \
                     Sandbox rendering (--k8s-kind sandbox), whose pod template is the pool's"
-            .to_string());
+                .to_string(),
+        );
     }
     let mut play = Play {
         pods: Vec::new(),
         claims: Vec::new(),
         empty_dirs: Vec::new(),
+        secrets: BTreeMap::new(),
         adaptations: Vec::new(),
         not_played: Vec::new(),
     };
@@ -179,8 +190,7 @@ pub fn play(rendering: &Rendering, command: Option<Vec<String>>) -> Result<Play,
                     .to_string(),
             }),
             Object::PersistentVolumeClaim(claim) => {
-                play.claims
-                    .extend(claim.metadata.name.clone().into_iter());
+                play.claims.extend(claim.metadata.name.clone().into_iter());
             }
             Object::ConfigMap(map) => {
                 config_maps.insert(object.name().to_string(), map.clone());
@@ -291,7 +301,23 @@ fn played(
             .security_context
             .as_ref()
             .and_then(|context| context.seccomp_profile.as_ref());
-        for container in spec.init_containers.iter().flatten().chain(&spec.containers) {
+        for container in spec
+            .init_containers
+            .iter()
+            .flatten()
+            .chain(&spec.containers)
+        {
+            for reference in container
+                .env
+                .iter()
+                .flatten()
+                .filter_map(|var| var.value_from.as_ref()?.secret_key_ref.as_ref())
+            {
+                let keys = play.secrets.entry(reference.name.clone()).or_default();
+                if !keys.contains(&reference.key) {
+                    keys.push(reference.key.clone());
+                }
+            }
             let profile = container
                 .security_context
                 .as_ref()
@@ -315,6 +341,22 @@ fn played(
             });
             annotations.insert(key, value);
         }
+        for container in spec
+            .init_containers
+            .iter_mut()
+            .flatten()
+            .chain(spec.containers.iter_mut())
+        {
+            if container.ports.take().is_some() {
+                play.adaptations.push(Adaptation {
+                    field: format!("Pod/{name} spec.containers[{}].ports", container.name),
+                    change: "left out: Podman 4.x publishes a containerPort on the host (and \
+                             refuses it without a bridge network), where Kubernetes only \
+                             documents it"
+                        .to_string(),
+                });
+            }
+        }
         for (index, volume) in spec.volumes.iter_mut().flatten().enumerate() {
             if let Some(map) = volume
                 .config_map
@@ -327,6 +369,13 @@ fn played(
                     object.insert("kind".into(), "ConfigMap".into());
                 }
                 companions.push(json);
+            }
+            if let Some(secret) = &volume.secret {
+                let keys = play
+                    .secrets
+                    .entry(secret.secret_name.clone().unwrap_or_default())
+                    .or_default();
+                keys.extend(secret.items.iter().flatten().map(|item| item.key.clone()));
             }
             if let Some(claim) = &volume.persistent_volume_claim {
                 if !play.claims.contains(&claim.claim_name) {

@@ -257,7 +257,7 @@ fn render_podman(
 }
 
 /// Refuses the Kubernetes options outside `--backend k8s`, where they would be ignored.
-fn refuse_k8s_options(args: &K8sArgs) -> Result<(), Failure> {
+pub fn refuse_k8s_options(args: &K8sArgs) -> Result<(), Failure> {
     match args.first_given() {
         Some(option) => Err(Failure::usage(format!(
             "{option} is an option of the Kubernetes rendering: add --backend k8s"
@@ -273,7 +273,19 @@ fn render_k8s(
     spec: &LaunchSpec,
     args: &K8sArgs,
 ) -> Result<agentc_backend_k8s::Rendering, Failure> {
-    let options = agentc_backend_k8s::Options {
+    let options = k8s_options(loaded, spec, args)?;
+    agentc_backend_k8s::render(spec, &options)
+        .map_err(|errors| Failure::unlaunchable(format!("{}: {errors}", loaded.file)))
+}
+
+/// The Kubernetes rendering's options: the command line's (`K8sArgs`) and the profile's
+/// egress policy, Pod Security level and upstream CA files.
+pub fn k8s_options(
+    loaded: &LoadedProfile,
+    spec: &LaunchSpec,
+    args: &K8sArgs,
+) -> Result<agentc_backend_k8s::Options, Failure> {
+    Ok(agentc_backend_k8s::Options {
         kind: match args.k8s_kind {
             Some(K8sKindArg::Sandbox) => agentc_backend_k8s::ObjectKind::Sandbox,
             Some(K8sKindArg::Pool) => agentc_backend_k8s::ObjectKind::Pool {
@@ -291,9 +303,7 @@ fn render_k8s(
         runtime_classes: agentc_backend_k8s::RuntimeClasses::with_overrides(&args.runtime_class)
             .map_err(Failure::usage)?,
         upstream_ca: upstream_ca_files(spec)?,
-    };
-    agentc_backend_k8s::render(spec, &options)
-        .map_err(|errors| Failure::unlaunchable(format!("{}: {errors}", loaded.file)))
+    })
 }
 
 /// The certificates of the profile's CA that the egress proxy trusts for its upstreams (the

@@ -7,11 +7,11 @@ use agentc_backend_common::session::{
 use agentc_policy::{Instance, Start};
 
 use crate::cli::{ExplainFormat, VerifyArgs};
-use crate::commands::launch;
 use crate::commands::session::{
     is_profile_path, on_client, sandbox_named, session_failure, OnClient,
 };
 use crate::commands::snapshot::launch_args;
+use crate::commands::{launch, offline};
 use crate::context::{self, Failure, EXIT_FAILED, EXIT_USAGE};
 use crate::lifecycle::gather;
 use crate::verify;
@@ -30,6 +30,10 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
             .parse()
             .map_err(|error| Failure::new(EXIT_USAGE, format!("--egress-probe {error}")))?,
     };
+    let Some(backend) = args.backend.engine() else {
+        return verify_k8s(args);
+    };
+    offline::refuse_k8s_options(&args.k8s)?;
     let launch_args = launch_args(&args.profile, args.workspace, args.image);
     let loaded = context::load_profile(&launch_args.profile)?;
     gather::refuse_unlocked(
@@ -39,18 +43,42 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
         gather::Workspace::Given(launch_args.workspace.as_deref()),
         launch_args.image.as_deref(),
         &launch_args.overrides,
-        args.backend,
+        backend,
     )?;
     let spec = context::resolve_launch(&loaded, &launch_args)?;
     let checks = verify::verify_launch(
         &spec,
-        args.backend,
+        backend,
         &launch::process_env(),
         args.pull,
         &egress_probe,
         // The probe's egress proxy is an image of this binary.
         &agentc_egress::image::ProxyExecutable::running(),
     )?;
+    Ok(report(args.format, &spec.profile, &checks))
+}
+
+/// `agentc verify PROFILE --backend k8s`: the profile's Kubernetes rendering (as `agentc
+/// render --backend k8s` renders it, with the same options) played by `podman kube play` with
+/// the probe as its workload ([`verify::kube`]).
+fn verify_k8s(args: VerifyArgs) -> Result<u8, Failure> {
+    for (given, option) in [
+        (args.pull, "--pull"),
+        (args.locked, "--locked"),
+        (args.egress_probe.is_some(), "--egress-probe"),
+    ] {
+        if given {
+            return Err(Failure::usage(format!(
+                "{option} is an option of a container launch's verify: the k8s play copies \
+                 images from Docker's store, checks no lock and plays no egress proxy"
+            )));
+        }
+    }
+    let launch_args = launch_args(&args.profile, args.workspace, args.image);
+    let loaded = context::load_profile(&launch_args.profile)?;
+    let spec = context::resolve_launch_unowned(&loaded, &launch_args)?;
+    let options = offline::k8s_options(&loaded, &spec, &args.k8s)?;
+    let checks = verify::kube::verify_kube(&spec, &options)?;
     Ok(report(args.format, &spec.profile, &checks))
 }
 
@@ -106,7 +134,12 @@ fn verify_running(args: VerifyArgs, name: &str) -> Result<u8, Failure> {
             "the engine runs on another machine, whose processes this host cannot read".into(),
         ));
     }
-    let (sandbox, inspect, egress) = on_client(args.backend, Running(name.to_string()))?;
+    let (sandbox, inspect, egress) = on_client(
+        args.backend
+            .engine()
+            .unwrap_or(crate::cli::BackendArg::Auto),
+        Running(name.to_string()),
+    )?;
     let text = |pointer: &str| inspect.pointer(pointer).and_then(|value| value.as_str());
     let label = |key: &str| text(&format!("/Config/Labels/{}", key.replace('/', "~1")));
     if text("/HostConfig/Runtime").is_some_and(|runtime| runtime.contains("runsc")) {

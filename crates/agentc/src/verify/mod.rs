@@ -21,6 +21,9 @@
 //!   gateway (UDP, TCP, a route with `NET_ADMIN`, ARP with `NET_RAW`, IPv6), where verify
 //!   listens; nothing may arrive.
 //!
+//! - [`kube`](mod@kube): `--backend k8s`, the Kubernetes rendering played by `podman kube
+//!   play` with the probe as its workload's command, compared with the rendered pod.
+//!
 //! What is not checked: published ports, extra hosts, devices, the seccomp profile, and
 //! environment values (only names are observed, so a secret's value never leaves the container).
 
@@ -31,6 +34,7 @@ pub mod egress;
 mod gvisor;
 pub mod host;
 pub mod host_path;
+pub mod kube;
 pub mod parse;
 pub mod probe;
 #[cfg(test)]
