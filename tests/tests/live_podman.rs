@@ -534,3 +534,6 @@ fn live_gvisor_through_podman_runs_by_its_cli_and_is_refused_by_its_socket() {
     let leaks = podman_leaks(&unique);
     assert!(leaks.is_empty(), "left behind on podman: {leaks:?}");
 }
+
+#[path = "live_podman/kube_play.rs"]
+mod kube_play;

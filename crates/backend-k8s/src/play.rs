@@ -190,7 +190,7 @@ pub fn play(rendering: &Rendering, command: Option<Vec<String>>) -> Result<Play,
                     .to_string(),
             }),
             Object::PersistentVolumeClaim(claim) => {
-                play.claims.extend(claim.metadata.name.clone().into_iter());
+                play.claims.extend(claim.metadata.name.clone());
             }
             Object::ConfigMap(map) => {
                 config_maps.insert(object.name().to_string(), map.clone());
