@@ -182,7 +182,7 @@ fn empty_dir_mounts(rendering: &agentc_backend_k8s::Rendering) -> Vec<String> {
 type Probed = (i64, String);
 
 impl KubePlay {
-    /// Plays the workload with the probe, waits for it (at most [`PROBE_TIMEOUT`]), reads
+    /// Plays the workload with the probe, waits for it (at most two minutes), reads
     /// its output, removes everything the play made (also on error and on SIGINT or SIGTERM:
     /// 130, 143), and compares the rendered workload container with what the probe saw.
     pub fn run(self) -> Result<Vec<Check>, Failure> {
