@@ -657,3 +657,66 @@ fn a_build_arg_that_is_not_name_equals_value_is_a_usage_error() {
         );
     }
 }
+
+#[test]
+fn verify_refuses_options_that_do_not_fit_its_backend_before_anything_runs() {
+    // The Kubernetes rendering's options belong to --backend k8s.
+    let output = agentc(
+        &[
+            "verify",
+            "fixtures/valid/sandbox-minimal.toml",
+            "--backend",
+            "cli",
+            "--k8s-kind",
+            "sandbox",
+        ],
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("--k8s-kind is an option of the Kubernetes rendering"),
+        "{}",
+        text(&output.stderr)
+    );
+    // A container launch's options do not apply to the play.
+    for option in ["--pull", "--locked"] {
+        let output = agentc(
+            &[
+                "verify",
+                "fixtures/valid/sandbox-minimal.toml",
+                "--backend",
+                "k8s",
+                option,
+            ],
+            &[],
+        );
+        assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+        assert!(
+            text(&output.stderr).contains(&format!(
+                "{option} is an option of a container launch's verify"
+            )),
+            "{}",
+            text(&output.stderr)
+        );
+    }
+}
+
+#[test]
+fn verify_through_k8s_without_podman_fails_closed_with_the_fix() {
+    let output = agentc(
+        &[
+            "verify",
+            "fixtures/valid/sandbox-minimal.toml",
+            "--backend",
+            "k8s",
+        ],
+        &[("AGENTC_PODMAN", "/nonexistent/podman")],
+    );
+    assert_eq!(output.status.code(), Some(125), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("cannot play the Kubernetes rendering: podman is not installed")
+            && stderr.contains("hint: install Podman 4.3 or later"),
+        "{stderr}"
+    );
+}
