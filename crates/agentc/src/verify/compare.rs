@@ -191,6 +191,63 @@ fn compare_filesystems(spec: &ContainerSpec, observed: &Observation, checks: &mu
     }
 }
 
+/// The capability names of `set`, comma-separated, or `none`.
+pub(super) fn capability_list(set: &BTreeSet<String>) -> String {
+    if set.is_empty() {
+        "none".to_string()
+    } else {
+        set.iter().cloned().collect::<Vec<_>>().join(",")
+    }
+}
+
+/// The capability rows: the bounding set against `declared` (exactly, under `drop_all`; else
+/// as a subset of `default`, such as "daemon default", plus them), then the permitted and
+/// effective sets within the bounding set. The bounding set unobserved fails its row.
+pub(super) fn capability_checks(
+    declared: &BTreeSet<String>,
+    drop_all: bool,
+    default: &str,
+    observed: &Observation,
+) -> Vec<Check> {
+    let Some(bounding) = observed.cap_bounding.map(capability_names) else {
+        return vec![fact_check(
+            Fact::CapabilityBounding,
+            capability_list(declared),
+            NOT_OBSERVED,
+            false,
+        )];
+    };
+    let (expected, ok) = if drop_all {
+        (capability_list(declared), &bounding == declared)
+    } else {
+        (
+            format!("{default} plus {}", capability_list(declared)),
+            declared.is_subset(&bounding),
+        )
+    };
+    let mut checks = vec![fact_check(
+        Fact::CapabilityBounding,
+        expected,
+        capability_list(&bounding),
+        ok,
+    )];
+    for (what, mask) in [
+        ("permitted capabilities", observed.cap_permitted),
+        ("effective capabilities", observed.cap_effective),
+    ] {
+        if let Some(set) = mask.map(capability_names) {
+            let ok = set.is_subset(&bounding);
+            checks.push(check(
+                what,
+                "within the bounding set",
+                capability_list(&set),
+                ok,
+            ));
+        }
+    }
+    checks
+}
+
 /// Capabilities, no-new-privileges and AppArmor.
 fn compare_privileges(
     spec: &ContainerSpec,
@@ -203,59 +260,21 @@ fn compare_privileges(
         .iter()
         .map(|cap| cap.as_str().to_string())
         .collect();
-    let list = |set: &BTreeSet<String>| {
-        if set.is_empty() {
-            "none".to_string()
-        } else {
-            set.iter().cloned().collect::<Vec<_>>().join(",")
-        }
-    };
     // The bounding set is what docker's --cap-drop/--cap-add write; a non-root user's effective
     // set is empty even when the bounding set is not, so the effective set is checked as a
     // subset.
-    match observed.cap_bounding.map(capability_names) {
-        None => checks.push(fact_check(
-            Fact::CapabilityBounding,
-            list(&declared),
-            NOT_OBSERVED,
-            false,
-        )),
-        Some(bounding) => {
-            if spec.cap_drop_all {
-                let ok = bounding == declared;
-                checks.push(fact_check(
-                    Fact::CapabilityBounding,
-                    list(&declared),
-                    list(&bounding),
-                    ok,
-                ));
-            } else {
-                let ok = declared.is_subset(&bounding);
-                let expected = format!("daemon default plus {}", list(&declared));
-                checks.push(fact_check(
-                    Fact::CapabilityBounding,
-                    expected,
-                    list(&bounding),
-                    ok,
-                ));
-            }
-            for (what, mask) in [
-                ("permitted capabilities", observed.cap_permitted),
-                ("effective capabilities", observed.cap_effective),
-            ] {
-                if let Some(set) = mask.map(capability_names) {
-                    let ok = set.is_subset(&bounding);
-                    checks.push(check(what, "within the bounding set", list(&set), ok));
-                }
-            }
-        }
-    }
+    checks.extend(capability_checks(
+        &declared,
+        spec.cap_drop_all,
+        "daemon default",
+        observed,
+    ));
     if let Some(ambient) = observed.cap_ambient.map(capability_names) {
         let ok = ambient.is_subset(&declared) || !spec.cap_drop_all;
         checks.push(check(
             "ambient capabilities",
             "within the declared set",
-            list(&ambient),
+            capability_list(&ambient),
             ok,
         ));
     }

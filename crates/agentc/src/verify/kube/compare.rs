@@ -10,7 +10,8 @@ use agentc_backend_k8s::k8s_openapi::api::core::v1::{Container, PodSpec, Volume}
 use agentc_backend_k8s::play::Play;
 
 use crate::verify::check::{check, fact_check, Check, Fact, NOT_OBSERVED};
-use crate::verify::parse::{capability_names, Limit, Observation};
+use crate::verify::compare::capability_checks;
+use crate::verify::parse::{Limit, Observation};
 
 /// Where Kubernetes mounts a service account's token; absent when the pod mounts none.
 const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -218,7 +219,7 @@ fn volume_kind(volume: &Volume) -> &'static str {
     }
 }
 
-/// A capability as the kernel tables and Kubernetes both spell it: without `CAP_`.
+/// A capability of the rendering as the kernel's table spells it: without `CAP_`.
 fn bare(name: &str) -> String {
     name.trim_start_matches("CAP_").to_string()
 }
@@ -236,52 +237,12 @@ fn privileges(pod: &PodSpec, agent: &Container, observed: &Observation, checks: 
         .flatten()
         .map(|cap| bare(cap))
         .collect();
-    let list = |set: &BTreeSet<String>| {
-        if set.is_empty() {
-            "none".to_string()
-        } else {
-            set.iter().cloned().collect::<Vec<_>>().join(",")
-        }
-    };
-    match observed.cap_bounding.map(capability_names) {
-        None => checks.push(fact_check(
-            Fact::CapabilityBounding,
-            list(&added),
-            NOT_OBSERVED,
-            false,
-        )),
-        Some(bounding) => {
-            let bounding: BTreeSet<String> = bounding.iter().map(|cap| bare(cap)).collect();
-            let (expected, ok) = if drops_all {
-                (list(&added), bounding == added)
-            } else {
-                (
-                    format!("the runtime's default plus {}", list(&added)),
-                    added.is_subset(&bounding),
-                )
-            };
-            checks.push(fact_check(
-                Fact::CapabilityBounding,
-                expected,
-                list(&bounding),
-                ok,
-            ));
-            for (what, mask) in [
-                ("permitted capabilities", observed.cap_permitted),
-                ("effective capabilities", observed.cap_effective),
-            ] {
-                if let Some(set) = mask.map(capability_names) {
-                    let set: BTreeSet<String> = set.iter().map(|cap| bare(cap)).collect();
-                    checks.push(check(
-                        what,
-                        "within the bounding set",
-                        list(&set),
-                        set.is_subset(&bounding),
-                    ));
-                }
-            }
-        }
-    }
+    checks.extend(capability_checks(
+        &added,
+        drops_all,
+        "the runtime's default",
+        observed,
+    ));
     let escalation = context.and_then(|context| context.allow_privilege_escalation);
     let seen = match observed.no_new_privs {
         Some(true) => "NoNewPrivs 1",
