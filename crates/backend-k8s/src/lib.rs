@@ -52,7 +52,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, PodSpec,
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use serde::Serialize;
 
-pub use egress::{egress_proxy_argv, host_spec_problem, EgressMode, EgressPolicy};
+pub use egress::{
+    egress_proxy_argv, host_spec_problem, EgressMode, EgressPolicy, PROXY_PORT, PROXY_UID,
+};
 pub use error::{RenderError, RenderErrors};
 pub use explain::explain;
 pub use k8s_openapi;
@@ -69,7 +71,7 @@ pub use pss::PodSecurityLevel;
 pub use render::{
     is_config_map_key, preset_uid, render, secret_name, CaFiles, CA_INIT_CONTAINER, CA_VOLUME,
     CONTAINER_NAME, LABEL_KIND, LABEL_MANAGED_BY, LABEL_NAME, LABEL_NETWORK, LABEL_PROFILE,
-    MAX_UPSTREAM_CA_BYTES, UPSTREAM_CA_VOLUME, VOLUME_SIZE,
+    MAX_UPSTREAM_CA_BYTES, PROXY_CONTAINER, UPSTREAM_CA_VOLUME, VOLUME_SIZE,
 };
 pub use sandbox::{
     PodTemplate, PodTemplateMetadata, Sandbox, SandboxSpec, SANDBOX_API_VERSION, SANDBOX_KIND,

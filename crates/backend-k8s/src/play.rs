@@ -14,6 +14,9 @@
 //!   named volume of it, which two pods of one name would share;
 //! - a `Sandbox` is played as the Pod its controller makes of `spec.podTemplate` (the
 //!   Sandbox's name, the template's labels, annotations and spec);
+//! - a pod that lowers `net.ipv4.ip_unprivileged_port_start` (the egress proxy, for its DNS
+//!   stub on 53) gets `NET_BIND_SERVICE` in its containers instead, since Podman 4.3 applies
+//!   no pod sysctl;
 //! - `containers[].ports` are left out: Podman publishes a containerPort on the host (and
 //!   refuses one without a bridge network), where Kubernetes only documents it;
 //! - with a command given (verify's probe), the workload container runs it, `restartPolicy:
@@ -185,8 +188,9 @@ pub fn play(rendering: &Rendering, command: Option<Vec<String>>) -> Result<Play,
             }),
             Object::Service(_) => play.not_played.push(NotPlayed {
                 object: reference,
-                reason: "Podman plays no Service: the proxy Pod takes the Service's address \
-                         on the internal network"
+                reason: "Podman plays no Service: the proxy Pod has the Service's name, \
+                         which Podman's resolver answers with the pod's address on the \
+                         network they share"
                     .to_string(),
             }),
             Object::PersistentVolumeClaim(claim) => {
@@ -261,6 +265,53 @@ pub fn play(rendering: &Rendering, command: Option<Vec<String>>) -> Result<Play,
     let workload = played(&mut play, PlayedRole::Workload, pod, &config_maps);
     play.pods.push(workload);
     Ok(play)
+}
+
+/// The sysctl that lets a pod's non-root processes bind ports from its value up.
+pub const UNPRIVILEGED_PORT_START: &str = "net.ipv4.ip_unprivileged_port_start";
+
+/// Podman 4.3 applies no pod sysctl, so `net.ipv4.ip_unprivileged_port_start` (the egress
+/// proxy's, for its DNS stub on 53) does not hold: each container of a pod that lowers it below
+/// 1024 gets `NET_BIND_SERVICE` instead, which lets it bind what the sysctl would.
+fn unprivileged_ports(play: &mut Play, name: &str, spec: &mut PodSpec) {
+    let lowered = spec
+        .security_context
+        .as_ref()
+        .and_then(|context| context.sysctls.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|sysctl| {
+            sysctl.name == UNPRIVILEGED_PORT_START
+                && sysctl.value.parse::<u32>().is_ok_and(|start| start < 1024)
+        });
+    if !lowered {
+        return;
+    }
+    for container in spec.containers.iter_mut() {
+        let capabilities = container
+            .security_context
+            .get_or_insert_with(Default::default)
+            .capabilities
+            .get_or_insert_with(Default::default);
+        let add = capabilities.add.get_or_insert_with(Vec::new);
+        if add
+            .iter()
+            .any(|capability| capability == "NET_BIND_SERVICE")
+        {
+            continue;
+        }
+        add.push("NET_BIND_SERVICE".to_string());
+        play.adaptations.push(Adaptation {
+            field: format!(
+                "Pod/{name} spec.containers[{}].securityContext.capabilities.add",
+                container.name
+            ),
+            change: format!(
+                "NET_BIND_SERVICE: Podman 4.3 applies no pod sysctl, and the capability lets the \
+                 container bind the ports {UNPRIVILEGED_PORT_START} opens to it"
+            ),
+        });
+    }
 }
 
 /// Whether `object` is the rendering's workload pod (the last object), not its egress proxy.
@@ -357,6 +408,7 @@ fn played(
                 });
             }
         }
+        unprivileged_ports(play, &name, spec);
         for (index, volume) in spec.volumes.iter_mut().flatten().enumerate() {
             if let Some(map) = volume
                 .config_map
@@ -534,5 +586,64 @@ mod tests {
     fn a_pool_is_refused_with_the_sandbox_to_play_instead() {
         let error = play(&rendering(ObjectKind::Pool { replicas: 1 }), None).unwrap_err();
         assert!(error.contains("--k8s-kind sandbox"), "{error}");
+    }
+
+    #[test]
+    fn the_egress_proxy_binds_its_dns_stub_by_capability_since_podman_applies_no_sysctl() {
+        let mut container = ContainerSpec::empty("registry.example/sandbox:1");
+        container.user = Some("1000:1000".into());
+        container.network = Network::Default;
+        let spec = LaunchSpec {
+            kind: LaunchKind::Sandbox,
+            profile: "demo".into(),
+            action: Action::Container(Box::new(container)),
+            origins: Default::default(),
+        };
+        let options = Options {
+            egress: EgressPolicy {
+                mode: EgressMode::Allowlist,
+                hosts: vec!["api.example.com".into()],
+                ..EgressPolicy::default()
+            },
+            egress_proxy_image: Some("registry.example/agentc:1".into()),
+            ..Options::default()
+        };
+        let rendering = render(&spec, &options).expect("renders");
+        let play = play(&rendering, probe()).expect("plays");
+        let proxy = play.egress_proxy().expect("the proxy is played");
+        let added = |pod: &PlayedPod| -> Vec<String> {
+            pod.spec()
+                .into_iter()
+                .flat_map(|spec| &spec.containers)
+                .filter_map(|c| {
+                    c.security_context
+                        .as_ref()?
+                        .capabilities
+                        .as_ref()?
+                        .add
+                        .clone()
+                })
+                .flatten()
+                .collect()
+        };
+        assert_eq!(added(proxy), vec!["NET_BIND_SERVICE".to_string()]);
+        assert!(added(play.workload().expect("workload")).is_empty());
+        let field = format!(
+            "Pod/{} spec.containers[egress-proxy].securityContext.capabilities.add",
+            proxy.name
+        );
+        assert!(
+            play.adaptations
+                .iter()
+                .any(|a| a.field == field && a.change.contains(UNPRIVILEGED_PORT_START)),
+            "{:?}",
+            play.adaptations
+        );
+        // The sysctl stays as rendered, for an executor that applies it.
+        let sysctls = proxy
+            .spec()
+            .and_then(|spec| spec.security_context.as_ref()?.sysctls.clone())
+            .unwrap_or_default();
+        assert!(sysctls.iter().any(|s| s.name == UNPRIVILEGED_PORT_START));
     }
 }

@@ -172,6 +172,9 @@ impl fmt::Display for Target {
 pub struct ProbeConfig {
     /// The proxy on the isolated network (`IP:3128`).
     pub proxy: SocketAddr,
+    /// The name the sandbox's proxy variables give the proxy (`HOST:PORT`: a Kubernetes
+    /// Service's), when they name it by host rather than by [`ProbeConfig::proxy`]'s address.
+    pub proxy_name: Option<String>,
     /// The allowlisted host `egress.allowed` reaches, or `None` to skip that check.
     pub allowed: Option<Target>,
     /// The proxy's address on the outside network: `egress.direct` connects to it (it must
@@ -202,7 +205,11 @@ pub fn run(config: &ProbeConfig, env: &BTreeMap<String, String>) -> Vec<CheckLin
         });
         (outside, attempt)
     });
-    let mut lines = vec![proxy_variables(env, config.proxy)];
+    let named = config
+        .proxy_name
+        .clone()
+        .unwrap_or_else(|| config.proxy.to_string());
+    let mut lines = vec![proxy_variables(env, &named)];
     lines.push(match &config.allowed {
         None => CheckLine {
             check: CHECKS[1].to_string(),
@@ -275,8 +282,8 @@ pub fn run(config: &ProbeConfig, env: &BTreeMap<String, String>) -> Vec<CheckLin
 }
 
 /// `egress.proxy-variables`: every one of [`PROXY_VARIABLES`] is `http://PROXY` (a trailing
-/// `/` allowed).
-pub fn proxy_variables(env: &BTreeMap<String, String>, proxy: SocketAddr) -> CheckLine {
+/// `/` allowed), `proxy` being the proxy's `IP:PORT` or `HOST:PORT`.
+pub fn proxy_variables(env: &BTreeMap<String, String>, proxy: &str) -> CheckLine {
     let url = format!("http://{proxy}");
     let wrong: Vec<String> = PROXY_VARIABLES
         .iter()
@@ -940,7 +947,7 @@ mod tests {
 
     #[test]
     fn proxy_variables_must_all_name_the_proxy() {
-        let proxy: SocketAddr = "10.213.0.2:3128".parse().unwrap();
+        let proxy = "10.213.0.2:3128";
         let mut env: BTreeMap<String, String> = PROXY_VARIABLES
             .iter()
             .map(|name| (name.to_string(), "http://10.213.0.2:3128".to_string()))
@@ -954,6 +961,16 @@ mod tests {
         assert_eq!(line.result, Outcome::Fail);
         assert_eq!(line.seen, "HTTP_PROXY=http://evil:3128, http_proxy unset");
         assert!(line.hint.is_some());
+        // A proxy named by its Service (a Kubernetes pod's variables).
+        let named: BTreeMap<String, String> = PROXY_VARIABLES
+            .iter()
+            .map(|name| (name.to_string(), "http://run-egress:3128".to_string()))
+            .collect();
+        assert_eq!(
+            proxy_variables(&named, "run-egress:3128").result,
+            Outcome::Pass
+        );
+        assert_eq!(proxy_variables(&named, proxy).result, Outcome::Fail);
     }
 
     #[test]

@@ -6,8 +6,9 @@ use clap::Args;
 /// isolated network ([`agentc_egress::probe`]); one JSON line per check on stdout.
 #[derive(Debug, Args)]
 pub struct EgressProbeArgs {
-    /// The proxy on the isolated network.
-    #[arg(long, value_name = "IP:PORT")]
+    /// The proxy on the isolated network: its address, or the name the sandbox's proxy
+    /// variables give it (a Kubernetes Service's), which `egress.proxy-variables` then expects.
+    #[arg(long, value_name = "IP:PORT|HOST:PORT")]
     pub proxy: String,
     /// The allowlisted host to reach through the proxy (`HOST` means port 443); without it
     /// `egress.allowed` is skipped.

@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 use agentc_egress::image::ProxyExecutable;
@@ -210,11 +211,11 @@ fn probe(args: &EgressProbeArgs) -> Result<u8, Failure> {
     let usage = |what: &str, value: &str| {
         Failure::new(EXIT_USAGE, format!("{what} {value:?} is not an IP:PORT"))
     };
+    let timeout = Duration::from_millis(args.timeout_ms.clamp(100, 30_000));
+    let (proxy, proxy_name) = probe_proxy(&args.proxy, timeout)?;
     let config = ProbeConfig {
-        proxy: args
-            .proxy
-            .parse()
-            .map_err(|_| usage("--proxy", &args.proxy))?,
+        proxy,
+        proxy_name,
         allowed: args
             .allowed
             .as_deref()
@@ -226,7 +227,7 @@ fn probe(args: &EgressProbeArgs) -> Result<u8, Failure> {
             .as_deref()
             .map(|outside| outside.parse().map_err(|_| usage("--outside", outside)))
             .transpose()?,
-        timeout: Duration::from_millis(args.timeout_ms.clamp(100, 30_000)),
+        timeout,
         bound: args
             .bound
             .as_deref()
@@ -242,6 +243,39 @@ fn probe(args: &EgressProbeArgs) -> Result<u8, Failure> {
     }
     let _ = out.flush();
     Ok(0)
+}
+
+/// The probe's `--proxy`: an `IP:PORT`, or a `HOST:PORT` (a Kubernetes Service's name, which
+/// the sandbox's variables use) resolved to its first address, asked again for up to ten
+/// bounds while the name is not known yet (the proxy's pod may still be starting).
+fn probe_proxy(text: &str, timeout: Duration) -> Result<(SocketAddr, Option<String>), Failure> {
+    if let Ok(address) = text.parse::<SocketAddr>() {
+        return Ok((address, None));
+    }
+    let usage = |why: String| {
+        Failure::new(
+            EXIT_USAGE,
+            format!("--proxy {text:?} is not an IP:PORT or a HOST:PORT that resolves: {why}"),
+        )
+    };
+    let Some((host, port)) = text.rsplit_once(':') else {
+        return Err(usage("it has no port".to_string()));
+    };
+    if host.is_empty() || port.parse::<u16>().is_err() {
+        return Err(usage("it has no host or no port".to_string()));
+    }
+    let deadline = std::time::Instant::now() + timeout * 10;
+    loop {
+        let resolved = text
+            .to_socket_addrs()
+            .map_err(|error| error.to_string())
+            .and_then(|mut addresses| addresses.next().ok_or_else(|| "no address".to_string()));
+        match resolved {
+            Ok(address) => return Ok((address, Some(text.to_string()))),
+            Err(why) if std::time::Instant::now() >= deadline => return Err(usage(why)),
+            Err(_) => std::thread::sleep(Duration::from_millis(200)),
+        }
+    }
 }
 
 /// What the probe prints from inside its container (`agentc egress-proxy kernel`): the first

@@ -31,7 +31,7 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
             .map_err(|error| Failure::new(EXIT_USAGE, format!("--egress-probe {error}")))?,
     };
     let Some(backend) = args.backend.engine() else {
-        return verify_k8s(args);
+        return verify_k8s(args, egress_probe);
     };
     offline::refuse_k8s_options(&args.k8s)?;
     let launch_args = launch_args(&args.profile, args.workspace, args.image);
@@ -61,16 +61,12 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
 /// `agentc verify PROFILE --backend k8s`: the profile's Kubernetes rendering (as `agentc
 /// render --backend k8s` renders it, with the same options) played by `podman kube play` with
 /// the probe as its workload ([`verify::kube`]).
-fn verify_k8s(args: VerifyArgs) -> Result<u8, Failure> {
-    for (given, option) in [
-        (args.pull, "--pull"),
-        (args.locked, "--locked"),
-        (args.egress_probe.is_some(), "--egress-probe"),
-    ] {
+fn verify_k8s(args: VerifyArgs, egress_probe: verify::EgressProbe) -> Result<u8, Failure> {
+    for (given, option) in [(args.pull, "--pull"), (args.locked, "--locked")] {
         if given {
             return Err(Failure::usage(format!(
                 "{option} is an option of a container launch's verify: the k8s play copies \
-                 images from Docker's store, checks no lock and plays no egress proxy"
+                 images from Docker's store and checks no lock"
             )));
         }
     }
@@ -78,7 +74,12 @@ fn verify_k8s(args: VerifyArgs) -> Result<u8, Failure> {
     let loaded = context::load_profile(&launch_args.profile)?;
     let spec = context::resolve_launch_unowned(&loaded, &launch_args)?;
     let options = offline::k8s_options(&loaded, &spec, &args.k8s)?;
-    let checks = verify::kube::verify_kube(&spec, &options)?;
+    let inputs = verify::kube::PlayInputs {
+        egress_probe,
+        // The played egress proxy is an image of this binary, as a container launch's is.
+        proxy_executable: agentc_egress::image::ProxyExecutable::running(),
+    };
+    let checks = verify::kube::verify_kube(&spec, &options, &inputs)?;
     Ok(report(args.format, &spec.profile, &checks))
 }
 

@@ -67,13 +67,26 @@ impl EgressProbe {
 }
 
 /// The first exact (non-wildcard) host of the proxy's allowlist (its `--allow=SPEC`
-/// arguments, in the profile's order): a bare host means port 443, `host:port` that port.
+/// arguments, in the profile's order) whose key the proxy does not hold: a bound host's TLS
+/// the proxy answers itself (it holds the key and terminates the tunnel), so its answer would
+/// not show that upstream was reached. A bound host only when every exact host is bound. A
+/// bare host means port 443, `host:port` that port.
 pub fn default_target(proxy_command: &[String]) -> Option<Target> {
-    proxy_command
+    let bound: Vec<Target> = proxy_command
+        .iter()
+        .filter_map(|arg| arg.strip_prefix("--credential="))
+        .filter_map(|spec| {
+            spec.split(',')
+                .find_map(|part| part.strip_prefix("host="))?
+                .parse()
+                .ok()
+        })
+        .collect();
+    let exact: Vec<Target> = proxy_command
         .iter()
         .filter_map(|arg| arg.strip_prefix("--allow="))
         .filter_map(|spec| HostSpec::parse(spec).ok())
-        .find_map(|spec| match spec.pattern {
+        .filter_map(|spec| match spec.pattern {
             agentc_egress::host::HostPattern::Exact(host) => Some(Target {
                 host,
                 port: spec.port.unwrap_or(443),
@@ -81,6 +94,12 @@ pub fn default_target(proxy_command: &[String]) -> Option<Target> {
             agentc_egress::host::HostPattern::Subdomains(_)
             | agentc_egress::host::HostPattern::Addresses(_) => None,
         })
+        .collect();
+    exact
+        .iter()
+        .find(|target| !bound.contains(target))
+        .or(exact.first())
+        .cloned()
 }
 
 /// What `docker inspect` of the proxy container says.
@@ -433,6 +452,19 @@ mod tests {
         assert!(EgressProbe::Skip.target(&argv).is_err());
         let wildcards = EgressProbe::Profile.target(&command(&["*.w.test"]));
         assert!(wildcards.unwrap_err().contains("--egress-probe"));
+        // A host whose key the proxy holds is answered by the proxy itself: the next one.
+        let mut bound = command(&["api.anthropic.com", "gw.test:8443", "registry.npmjs.org"]);
+        bound.push("--credential=name=a,header=x-api-key,env=K,host=api.anthropic.com".to_string());
+        bound.push("--credential=name=g,header=authorization,env=G,host=gw.test:8443".to_string());
+        assert_eq!(
+            default_target(&bound).unwrap().to_string(),
+            "registry.npmjs.org:443"
+        );
+        bound.retain(|word| word != "--allow=registry.npmjs.org");
+        assert_eq!(
+            default_target(&bound).unwrap().to_string(),
+            "api.anthropic.com:443"
+        );
     }
 
     fn line(check: &str, result: Outcome) -> String {

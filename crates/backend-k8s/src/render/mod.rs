@@ -48,6 +48,7 @@ pub use credentials::{CA_INIT_CONTAINER, CA_VOLUME};
 pub use env::secret_name;
 pub use labels::{LABEL_KIND, LABEL_MANAGED_BY, LABEL_NAME, LABEL_NETWORK, LABEL_PROFILE};
 pub use process::preset_uid;
+pub use proxy::PROXY_CONTAINER;
 pub use upstream_ca::{is_config_map_key, CaFiles, MAX_UPSTREAM_CA_BYTES, UPSTREAM_CA_VOLUME};
 pub use volumes::VOLUME_SIZE;
 

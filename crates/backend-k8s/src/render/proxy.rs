@@ -17,10 +17,12 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use super::context::Renderer;
 use super::labels::{LABEL_KIND, LABEL_MANAGED_BY, LABEL_NAME, LABEL_PROFILE};
 use super::network::NetworkPlan;
-
 use crate::egress::{self, DNS_PORT, PROXY_PORT, PROXY_UID};
 use crate::error::RenderError;
 use crate::Object;
+
+/// The egress proxy's container in its pod.
+pub const PROXY_CONTAINER: &str = "egress-proxy";
 
 /// The egress proxy Pod's volume of its audit files ([`agentc_egress::audit::AUDIT_DIR`]).
 pub const AUDIT_VOLUME: &str = "egress-audit";
@@ -321,7 +323,7 @@ impl Renderer<'_> {
                 }),
                 volumes: proxy_volumes,
                 containers: vec![Container {
-                    name: "egress-proxy".to_string(),
+                    name: PROXY_CONTAINER.to_string(),
                     image: Some(image.clone()),
                     command: Some(command),
                     env: proxy_env,

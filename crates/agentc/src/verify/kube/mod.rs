@@ -3,29 +3,42 @@
 //! and the kernel's answers compared with the rendered pod.
 //!
 //! - [`podman`]: the executor's commands (images copied from Docker's store, the pod's
-//!   network, play, wait, output, inspect, `podman kube down`).
+//!   network, play, wait, output, inspect, `podman kube down`), in a network namespace of the
+//!   play's own where it plays an egress proxy.
 //! - [`compare`](mod@compare): the rendered workload container against the probe's
 //!   observation; each field Podman does not enforce is a `skip` with why.
+//! - [`egress`](mod@egress): verify's egress checks as a container of the workload pod.
 //!
 //! The rendering is `agentc render --backend k8s`'s, made playable by
-//! [`agentc_backend_k8s::play`] (every change a `played:` row). The workload plays alone:
-//! with `--network none` when its NetworkPolicy denies all egress, else on an internal network
-//! of its own; the egress proxy Pod of an allowlist is not played (a `not played:` row), so
-//! nothing the play starts reaches beyond this machine. Everything the play made (pods,
-//! volumes, the network) is removed on every way out, SIGINT and SIGTERM included.
+//! [`agentc_backend_k8s::play`] (every change a `played:` row). Where its NetworkPolicy lets
+//! nothing out, the workload plays alone with `--network none`. Where an allowlist has an egress
+//! proxy, the proxy Pod plays first and the workload after it, both on an internal network of
+//! the play's own; played as root, that network lives in a network namespace of the play's
+//! own (`ip netns add`), which has no way out at all, so nothing the play starts reaches beyond
+//! it (an allowlisted host is let through by the proxy but does not answer: `egress.allowed`
+//! warns), and no rule of the host's firewall stands between the two pods. Everything the play
+//! made (pods, volumes, secrets, the network, the namespace) is removed on every way out, SIGINT
+//! and SIGTERM included.
 
 pub mod compare;
+pub mod egress;
 pub mod podman;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use std::path::PathBuf;
+
 use agentc_backend_common::signals::Signals;
-use agentc_backend_k8s::play::{Adaptation, NotPlayed, Play};
-use agentc_backend_k8s::{EgressMode, Options, CA_INIT_CONTAINER, CONTAINER_NAME};
+use agentc_backend_k8s::play::{Play, PlayedPod};
+use agentc_backend_k8s::{EgressMode, Options, CONTAINER_NAME};
+use agentc_egress::image::ProxyExecutable;
 use agentc_policy::LaunchSpec;
 
+use self::egress::EgressPlay;
+use self::podman::Podman;
 use super::check::Check;
+use super::egress::{egress_checks, EgressProbe};
 use super::parse::parse_probe;
 use super::probe::PROBE_SCRIPT;
 use crate::commands::launch;
@@ -35,6 +48,12 @@ pub use compare::compare_pod;
 
 /// How long the played probe may run.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How long the egress proxy may take to answer its health check.
+const PROXY_READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The image the rendering names for a proxy it does not play (none is made).
+const UNPLAYED_PROXY_IMAGE: &str = "agentc-egress:not-played";
 
 /// The value of every key of the Podman secrets a play makes for the Secrets its pod reads.
 pub const SECRET_PLACEHOLDER: &str = "agentc-verify-placeholder";
@@ -78,10 +97,24 @@ fn network_for(options: &Options, name: &str) -> Option<String> {
     (!none).then(|| format!("{name}-net"))
 }
 
+/// What the play is told beyond the rendering's options.
+#[derive(Debug, Clone, Default)]
+pub struct PlayInputs {
+    /// Which allowlisted host `egress.allowed` reaches (`--egress-probe`).
+    pub egress_probe: EgressProbe,
+    /// The agentc binary the egress proxy's image is made of (imported into Docker, then
+    /// copied into Podman's store) when the options name no `egress_proxy_image`.
+    pub proxy_executable: ProxyExecutable,
+}
+
 /// Verifies the Kubernetes rendering of `spec` (with `options`, the rendering's own) by
 /// playing it with `podman kube play`: [`prepare`], then [`KubePlay::run`].
-pub fn verify_kube(spec: &LaunchSpec, options: &Options) -> Result<Vec<Check>, Failure> {
-    prepare(spec, options)?.run()
+pub fn verify_kube(
+    spec: &LaunchSpec,
+    options: &Options,
+    inputs: &PlayInputs,
+) -> Result<Vec<Check>, Failure> {
+    prepare(spec, options, inputs)?.run()
 }
 
 /// A rendering ready to play: what is played, and the rendering it is compared with.
@@ -96,12 +129,21 @@ pub struct KubePlay {
     pub name: String,
     /// The internal network the workload plays on, or `None` for `--network none`.
     pub network: Option<String>,
+    /// The network namespace the play runs in (`/run/netns/NAME`), when it plays an egress
+    /// proxy as root; `None` plays in Podman's own (the host's, or rootless Podman's).
+    pub namespace: Option<String>,
+    /// The egress proxy played with the workload, and the check container beside the probe.
+    pub egress: Option<EgressPlay>,
 }
 
 /// Renders `spec` for the play and makes it playable; refused before anything is created: no
 /// Podman (exit 125), a rendering refused (65, by field), a warm pool (play its Sandbox), a
-/// pids limit that leaves the probe no room (1).
-pub fn prepare(spec: &LaunchSpec, options: &Options) -> Result<KubePlay, Failure> {
+/// pids limit that leaves the probe no room (1), no proxy image to play (125).
+pub fn prepare(
+    spec: &LaunchSpec,
+    options: &Options,
+    inputs: &PlayInputs,
+) -> Result<KubePlay, Failure> {
     podman::version().map_err(|why| {
         Failure::new(
             EXIT_DOCKER,
@@ -136,26 +178,88 @@ pub fn prepare(spec: &LaunchSpec, options: &Options) -> Result<KubePlay, Failure
     let mut options = options.clone();
     options.name = Some(name.clone());
     options.namespace = None;
-    // The proxy Pod is not played: its image is named, never pulled or run.
-    if options.egress_proxy_image.is_none() {
-        options.egress_proxy_image = Some("agentc-egress:not-played".to_string());
+    let given_proxy_image = options.egress_proxy_image.is_some();
+    if !given_proxy_image {
+        options.egress_proxy_image = Some(UNPLAYED_PROXY_IMAGE.to_string());
     }
-    let rendering = agentc_backend_k8s::render(spec, &options)
+    let (mut rendering, mut play) = render_for_play(spec, &options)?;
+    if play.egress_proxy().is_some() && !given_proxy_image {
+        // The proxy plays: its image is agentc's own, as a container launch's is.
+        let tag = agentc_backend_cli::exec::egress::own_proxy_image(
+            agentc_backend_common::Engine::Docker,
+            &inputs.proxy_executable,
+        )
+        .map_err(|error| {
+            Failure::new(
+                EXIT_DOCKER,
+                format!(
+                    "cannot make the egress proxy's image to play: {error}\n  hint: pass \
+                     --egress-proxy-image REF naming an image in Podman's or Docker's store \
+                     (`agentc egress-proxy image` makes one in Docker's)"
+                ),
+            )
+        })?;
+        options.egress_proxy_image = Some(tag);
+        (rendering, play) = render_for_play(spec, &options)?;
+    }
+    let egress = egress::add_check(&mut play, &inputs.egress_probe);
+    let network = network_for(&options, &name);
+    // Root plays an egress proxy in a network namespace of its own; rootless Podman already
+    // plays in one of its own.
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let namespace = (egress.is_some() && root).then(|| name.clone());
+    for not_played in play
+        .not_played
+        .iter_mut()
+        .filter(|object| object.object.starts_with("NetworkPolicy/"))
+    {
+        not_played.reason =
+            network_reason(network.is_some(), egress.is_some(), namespace.is_some());
+    }
+    Ok(KubePlay {
+        network,
+        namespace,
+        egress,
+        rendering,
+        play,
+        name,
+    })
+}
+
+/// The rendering of `spec` with `options`, and the play of it with verify's probe.
+fn render_for_play(
+    spec: &LaunchSpec,
+    options: &Options,
+) -> Result<(agentc_backend_k8s::Rendering, Play), Failure> {
+    let rendering = agentc_backend_k8s::render(spec, options)
         .map_err(|errors| Failure::unlaunchable(format!("profile {:?}: {errors}", spec.profile)))?;
     let command = vec![
         "/bin/sh".to_string(),
         "-c".to_string(),
         probe_script(&empty_dir_mounts(&rendering)),
     ];
-    let mut play = agentc_backend_k8s::play::play(&rendering, Some(command))
+    let play = agentc_backend_k8s::play::play(&rendering, Some(command))
         .map_err(|why| Failure::new(EXIT_INVALID, format!("cannot play the rendering: {why}")))?;
-    unplay_egress_proxy(&mut play);
-    Ok(KubePlay {
-        network: network_for(&options, &name),
-        rendering,
-        play,
-        name,
-    })
+    Ok((rendering, play))
+}
+
+/// What stands in for the NetworkPolicies in the play.
+fn network_reason(network: bool, proxy: bool, namespace: bool) -> String {
+    let stands_in = match (network, proxy, namespace) {
+        (false, _, _) => "the workload plays with --network none: no interface but loopback",
+        (true, true, true) => {
+            "the workload and the egress proxy play on an internal network in a network \
+             namespace of the play's own, which has no way out at all: the proxy is the \
+             workload's only peer, and an allowlisted host does not answer"
+        }
+        (true, true, false) => {
+            "the workload and the egress proxy play on an internal network of the play's \
+             own: the proxy is the workload's only peer"
+        }
+        (true, false, _) => "the workload plays on an internal network of its own, alone",
+    };
+    format!("Podman does not enforce NetworkPolicy: {stands_in}")
 }
 
 /// Where the workload container mounts an `emptyDir`.
@@ -178,22 +282,30 @@ fn empty_dir_mounts(rendering: &agentc_backend_k8s::Rendering) -> Vec<String> {
         .collect()
 }
 
-/// What the probe reported: its exit code and output.
-type Probed = (i64, String);
+/// What the play reported: the probe's exit code and output, and the egress checks' output.
+struct Observed {
+    exit: i64,
+    logs: String,
+    egress: Option<String>,
+}
 
 impl KubePlay {
-    /// Plays the workload with the probe, waits for it (at most two minutes), reads
-    /// its output, removes everything the play made (also on error and on SIGINT or SIGTERM:
-    /// 130, 143), and compares the rendered workload container with what the probe saw.
+    /// Plays the egress proxy (when there is one) and waits until it answers its health check,
+    /// then the workload with the probe; waits for the probe (at most two minutes), reads its
+    /// output, removes everything the play made (also on error and on SIGINT or SIGTERM: 130,
+    /// 143), and compares the rendered workload container with what the probe saw, followed by
+    /// the egress checks.
     pub fn run(self) -> Result<Vec<Check>, Failure> {
         let workload = self
             .play
             .workload()
             .ok_or_else(|| Failure::new(EXIT_INVALID, "the rendering has no workload pod"))?
             .clone();
-        for image in workload
-            .spec()
-            .into_iter()
+        for image in self
+            .play
+            .pods
+            .iter()
+            .filter_map(PlayedPod::spec)
             .flat_map(|spec| {
                 spec.init_containers
                     .iter()
@@ -215,13 +327,17 @@ impl KubePlay {
         let dir = tempfile::tempdir().map_err(|error| {
             Failure::new(EXIT_FAILED, format!("cannot make a directory: {error}"))
         })?;
-        let file = dir.path().join(format!("{}.yaml", self.name));
-        std::fs::write(&file, workload.to_yaml()).map_err(|error| {
-            Failure::new(
-                EXIT_FAILED,
-                format!("cannot write {}: {error}", file.display()),
-            )
-        })?;
+        let mut files = Vec::new();
+        for pod in &self.play.pods {
+            let file = dir.path().join(format!("{}.yaml", pod.name));
+            std::fs::write(&file, pod.to_yaml()).map_err(|error| {
+                Failure::new(
+                    EXIT_FAILED,
+                    format!("cannot write {}: {error}", file.display()),
+                )
+            })?;
+            files.push(file);
+        }
         // Volumes the play makes: the emptyDirs, and each claim that does not exist yet.
         let mut volumes = self.play.empty_dirs.clone();
         volumes.extend(
@@ -231,7 +347,7 @@ impl KubePlay {
                 .filter(|claim| !podman::volume_exists(claim))
                 .cloned(),
         );
-        // The Secrets the pod reads, each a Podman secret of a placeholder per key: the probe
+        // The Secrets the pods read, each a Podman secret of a placeholder per key: the probe
         // observes names only, and no value of the caller's is read. One that exists is used
         // as it is, and kept.
         let mut secrets = Vec::new();
@@ -246,22 +362,30 @@ impl KubePlay {
             }
             secrets.push(secret.clone());
         }
+        let executor = match &self.namespace {
+            Some(namespace) => Podman::in_namespace(namespace),
+            None => Podman::host(),
+        };
         let agent = workload.agent_container();
         let observed = match made {
-            Ok(()) => self.observe(&file, &agent),
+            Ok(()) => self.observe(&executor, &files, &agent),
             Err(why) => Err(Failure::new(EXIT_DOCKER, why)),
         };
-        let left = podman::tear_down(&file, &volumes, &secrets, self.network.as_deref());
+        let mut left = executor.tear_down(&files, &volumes, &secrets, self.network.as_deref());
+        if let Some(namespace) = &self.namespace {
+            left.extend(podman::delete_namespace(namespace).err());
+        }
         for what in &left {
             log::warn!("could not remove what the play made: {what}");
         }
-        let (exit, logs) = observed?;
-        let observation = parse_probe(&logs).map_err(|error| {
+        let observed = observed?;
+        let observation = parse_probe(&observed.logs).map_err(|error| {
             Failure::new(
                 EXIT_FAILED,
                 format!(
-                    "the probe in {agent} did not report (exit {exit}): {error}\n  hint: the \
-                     image needs /bin/sh and busybox or coreutils"
+                    "the probe in {agent} did not report (exit {}): {error}\n  hint: the \
+                     image needs /bin/sh and busybox or coreutils",
+                    observed.exit
                 ),
             )
         })?;
@@ -275,30 +399,79 @@ impl KubePlay {
             .iter()
             .find(|container| container.name == CONTAINER_NAME)
             .ok_or_else(|| Failure::new(EXIT_INVALID, "the workload pod has no agent container"))?;
-        Ok(compare_pod(
+        let mut checks = compare_pod(
             pod,
             container,
             &observation,
             &self.play,
             self.network.as_deref().unwrap_or("none"),
-        ))
+        );
+        if let (Some(egress), Some(output)) = (&self.egress, &observed.egress) {
+            checks.extend(egress_checks(
+                Ok(output),
+                egress.allowed_skip.as_deref(),
+                egress.credentials,
+            ));
+        }
+        Ok(checks)
     }
 
-    /// The play itself, raced against SIGINT and SIGTERM; the caller tears it down.
-    fn observe(&self, file: &std::path::Path, agent: &str) -> Result<Probed, Failure> {
+    /// The play itself (the namespace, the network, each pod in turn), raced against SIGINT
+    /// and SIGTERM; the caller tears it down.
+    fn observe(
+        &self,
+        executor: &Podman,
+        files: &[PathBuf],
+        agent: &str,
+    ) -> Result<Observed, Failure> {
         let runtime = launch::runtime()?;
-        let (file, network, agent) = (file.to_path_buf(), self.network.clone(), agent.to_string());
+        let (executor, files, agent) = (executor.clone(), files.to_vec(), agent.to_string());
+        let (network, namespace) = (self.network.clone(), self.namespace.clone());
+        let egress = self.egress.clone();
         let name = self.name.clone();
         runtime.block_on(async move {
             let mut signals = Signals::new().map_err(launch::exec_failure)?;
-            let work = tokio::task::spawn_blocking(move || -> Result<Probed, String> {
-                if let Some(network) = &network {
-                    podman::create_internal_network(network)?;
+            let work = tokio::task::spawn_blocking(move || -> Result<Observed, String> {
+                if let Some(namespace) = &namespace {
+                    podman::create_namespace(namespace).map_err(|why| {
+                        format!(
+                            "cannot make the play's network namespace: {why} (the egress \
+                             proxy plays in one of its own: run as root with iproute2)"
+                        )
+                    })?;
                 }
-                podman::play(&file, network.as_deref().unwrap_or("none"))
-                    .map_err(|why| format!("podman kube play refused the rendering: {why}"))?;
-                let exit = podman::wait(&agent, PROBE_TIMEOUT)?;
-                Ok((exit, podman::logs(&agent)?))
+                if let Some(network) = &network {
+                    executor.create_internal_network(network)?;
+                }
+                let on = network.as_deref().unwrap_or("none");
+                // The proxy's pod first: the workload's init container fetches its CA.
+                for file in &files {
+                    executor
+                        .play(file, on)
+                        .map_err(|why| format!("podman kube play refused the rendering: {why}"))?;
+                    if let Some(egress) = egress.as_ref().filter(|egress| {
+                        file.file_stem().and_then(|stem| stem.to_str())
+                            == Some(egress.proxy_pod.as_str())
+                    }) {
+                        executor
+                            .wait_ready(
+                                &egress.proxy_container,
+                                &[agentc_egress::PROXY_BINARY, "egress-proxy", "health"],
+                                PROXY_READY_TIMEOUT,
+                            )
+                            .map_err(|why| format!("the egress proxy did not start: {why}"))?;
+                    }
+                }
+                let exit = executor.wait(&agent, PROBE_TIMEOUT)?;
+                let logs = executor.logs(&agent)?;
+                let egress = match &egress {
+                    Some(egress) => {
+                        executor.wait(&egress.check_container, PROBE_TIMEOUT)?;
+                        Some(executor.logs(&egress.check_container)?)
+                    }
+                    None => None,
+                };
+                Ok(Observed { exit, logs, egress })
             });
             tokio::select! {
                 result = work => result
@@ -311,44 +484,6 @@ impl KubePlay {
                 )),
             }
         })
-    }
-}
-
-/// The egress proxy is not played: its pod leaves the play (a `not played:` row) and so
-/// does the workload's init container that fetches the proxy's CA.
-fn unplay_egress_proxy(play: &mut Play) {
-    let Some(proxy) = play.egress_proxy().map(|pod| pod.name.clone()) else {
-        return;
-    };
-    play.pods.retain(|pod| pod.name != proxy);
-    play.not_played.push(NotPlayed {
-        object: format!("Pod/{proxy}"),
-        reason: "the egress proxy is not played: the workload plays on an internal network \
-                 of its own, with no way out at all (stricter than its allowlist)"
-            .to_string(),
-    });
-    let Some(workload) = play
-        .pods
-        .iter_mut()
-        .find(|pod| pod.role == agentc_backend_k8s::play::PlayedRole::Workload)
-    else {
-        return;
-    };
-    let name = workload.name.clone();
-    if let Some(spec) = workload.pod.spec.as_mut() {
-        if let Some(init) = spec.init_containers.as_mut() {
-            let before = init.len();
-            init.retain(|container| container.name != CA_INIT_CONTAINER);
-            if init.len() != before {
-                play.adaptations.push(Adaptation {
-                    field: format!("Pod/{name} spec.initContainers[{CA_INIT_CONTAINER}]"),
-                    change: "left out with the egress proxy it fetches the CA from".to_string(),
-                });
-            }
-            if init.is_empty() {
-                spec.init_containers = None;
-            }
-        }
     }
 }
 

@@ -1,15 +1,104 @@
 //! The local Kubernetes-YAML executor: `podman kube play` and the Podman commands around it
 //! (images copied from Docker's store, the pod's network, its container's exit, output and
-//! inspect, and `podman kube down` with the volumes the play made). Synchronous: each step is
+//! inspect, and `podman kube down` with the volumes the play made), optionally inside a
+//! network namespace of the play's own ([`Podman::in_namespace`]). Synchronous: each step is
 //! one `podman` command.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The Podman executable, `AGENTC_PODMAN` or `podman` on `PATH`.
-fn podman() -> Command {
-    Command::new(std::env::var_os("AGENTC_PODMAN").unwrap_or_else(|| "podman".into()))
+fn program() -> std::ffi::OsString {
+    std::env::var_os("AGENTC_PODMAN").unwrap_or_else(|| "podman".into())
+}
+
+/// Where `ip netns` keeps the network namespace `name`.
+pub fn namespace_path(name: &str) -> PathBuf {
+    Path::new("/run/netns").join(name)
+}
+
+/// Creates the network namespace `name` (`ip netns add`, root only): its own interfaces (only
+/// a loopback, down) and its own firewall, so the bridges Podman makes there reach nothing
+/// outside it and no rule of the host's (Docker's `FORWARD` policy `DROP`) stands between the
+/// play's pods.
+pub fn create_namespace(name: &str) -> Result<(), String> {
+    let output = Command::new("ip")
+        .args(["netns", "add", name])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|error| format!("cannot run ip (iproute2): {error}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(failed(&format!("ip netns add {name}"), &output))
+    }
+}
+
+/// Deletes the network namespace `name` (`ip netns del`).
+pub fn delete_namespace(name: &str) -> Result<(), String> {
+    if !namespace_path(name).exists() {
+        return Ok(());
+    }
+    let output = Command::new("ip")
+        .args(["netns", "del", name])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|error| format!("cannot run ip (iproute2): {error}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(failed(&format!("ip netns del {name}"), &output))
+    }
+}
+
+/// Runs Podman: in the host's network namespace, or in one of the play's own.
+#[derive(Debug, Clone, Default)]
+pub struct Podman {
+    namespace: Option<String>,
+}
+
+impl Podman {
+    /// Podman as it is.
+    pub fn host() -> Podman {
+        Podman { namespace: None }
+    }
+
+    /// Podman inside the network namespace `name` (`nsenter --net=/run/netns/NAME`): the
+    /// networks it makes, their bridges and rules, are that namespace's.
+    pub fn in_namespace(name: &str) -> Podman {
+        Podman {
+            namespace: Some(name.to_string()),
+        }
+    }
+
+    fn command(&self) -> Command {
+        match &self.namespace {
+            None => Command::new(program()),
+            Some(name) => {
+                let mut command = Command::new("nsenter");
+                command
+                    .arg(format!("--net={}", namespace_path(name).display()))
+                    .arg(program());
+                command
+            }
+        }
+    }
+
+    /// Runs `podman ARGS`, returning its stdout, or why it failed.
+    fn run(&self, args: &[&str]) -> Result<String, String> {
+        let output = self
+            .command()
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|error| format!("cannot run podman: {error}"))?;
+        if output.status.success() {
+            Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+        } else {
+            Err(failed(&format!("podman {}", args.join(" ")), &output))
+        }
+    }
 }
 
 /// What a `podman` command said when it failed: its stderr's last lines, or its status.
@@ -28,18 +117,10 @@ fn failed(what: &str, output: &std::process::Output) -> String {
     }
 }
 
-/// Runs `podman ARGS`, returning its stdout, or why it failed.
+/// Runs `podman ARGS` in the host's network namespace (images, volumes and secrets are
+/// Podman's whichever namespace it runs in).
 fn run(args: &[&str]) -> Result<String, String> {
-    let output = podman()
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|error| format!("cannot run podman: {error}"))?;
-    if output.status.success() {
-        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-    } else {
-        Err(failed(&format!("podman {}", args.join(" ")), &output))
-    }
+    Podman::host().run(args)
 }
 
 /// Podman's version, or why there is none (not installed, not runnable).
@@ -87,7 +168,7 @@ pub fn ensure_image(image: &str) -> Result<(), String> {
         .take()
         .map(Stdio::from)
         .unwrap_or_else(Stdio::null);
-    let load = podman()
+    let load = Command::new(program())
         .args(["load", "--quiet"])
         .stdin(stdout)
         .output()
@@ -109,48 +190,6 @@ pub fn volume_exists(name: &str) -> bool {
     run(&["volume", "exists", name]).is_ok()
 }
 
-/// Creates an internal network (no way out) for the play.
-pub fn create_internal_network(name: &str) -> Result<(), String> {
-    run(&["network", "create", "--internal", name]).map(drop)
-}
-
-/// Plays `file` on `network` (`none`, or a network's name).
-pub fn play(file: &Path, network: &str) -> Result<(), String> {
-    let file = file.to_string_lossy();
-    run(&["kube", "play", "--network", network, &file]).map(drop)
-}
-
-/// Waits at most `timeout` for `container` to exit; its exit code.
-pub fn wait(container: &str, timeout: Duration) -> Result<i64, String> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let state = run(&[
-            "inspect",
-            "--format",
-            "{{.State.Status}} {{.State.ExitCode}}",
-            container,
-        ])?;
-        let mut words = state.split_whitespace();
-        if let (Some("exited" | "stopped"), Some(code)) = (words.next(), words.next()) {
-            return code
-                .parse()
-                .map_err(|_| format!("podman reports exit code {code:?} for {container}"));
-        }
-        if Instant::now() >= deadline {
-            return Err(format!(
-                "the probe in {container} did not finish within {} seconds",
-                timeout.as_secs()
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// The output of `container` (stdout and stderr).
-pub fn logs(container: &str) -> Result<String, String> {
-    run(&["logs", container])
-}
-
 /// Whether a Podman secret `name` exists.
 pub fn secret_exists(name: &str) -> bool {
     run(&["secret", "inspect", "--format", "{{.ID}}", name]).is_ok()
@@ -165,7 +204,7 @@ pub fn create_secret(name: &str, keys: &[String], value: &str) -> Result<(), Str
         .iter()
         .map(|key| (key.clone(), serde_json::Value::String(encoded.clone())))
         .collect();
-    let mut child = podman()
+    let mut child = Command::new(program())
         .args(["secret", "create", name, "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -188,34 +227,115 @@ pub fn create_secret(name: &str, keys: &[String], value: &str) -> Result<(), Str
     }
 }
 
-/// Removes what a play of `file` made: its pods (`podman kube down`), then `secrets`,
-/// `volumes` and `network` (when given). Each failure is returned by name; the rest still goes.
-pub fn tear_down(
-    file: &Path,
-    volumes: &[String],
-    secrets: &[String],
-    network: Option<&str>,
-) -> Vec<String> {
-    let mut left = Vec::new();
-    if let Err(error) = run(&["kube", "down", &file.to_string_lossy()]) {
-        left.push(error);
+impl Podman {
+    /// Creates an internal network (no way out) for the play.
+    pub fn create_internal_network(&self, name: &str) -> Result<(), String> {
+        self.run(&["network", "create", "--internal", name])
+            .map(drop)
     }
-    for secret in secrets {
-        if let Err(error) = run(&["secret", "rm", secret]) {
-            left.push(error);
+
+    /// Plays `file` on `network` (`none`, or a network's name).
+    pub fn play(&self, file: &Path, network: &str) -> Result<(), String> {
+        let file = file.to_string_lossy();
+        self.run(&["kube", "play", "--network", network, &file])
+            .map(drop)
+    }
+
+    /// Waits at most `timeout` for `container` to exit; its exit code.
+    pub fn wait(&self, container: &str, timeout: Duration) -> Result<i64, String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let state = self.run(&[
+                "inspect",
+                "--format",
+                "{{.State.Status}} {{.State.ExitCode}}",
+                container,
+            ])?;
+            let mut words = state.split_whitespace();
+            if let (Some("exited" | "stopped"), Some(code)) = (words.next(), words.next()) {
+                return code
+                    .parse()
+                    .map_err(|_| format!("podman reports exit code {code:?} for {container}"));
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "{container} did not finish within {} seconds",
+                    timeout.as_secs()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
         }
     }
-    for volume in volumes {
-        if volume_exists(volume) {
-            if let Err(error) = run(&["volume", "rm", "--force", volume]) {
+
+    /// Waits at most `timeout` for `command` to succeed in `container` (`podman exec`, as a
+    /// kubelet's exec probe); `Err` with the container's last output lines when it does not.
+    pub fn wait_ready(
+        &self,
+        container: &str,
+        command: &[&str],
+        timeout: Duration,
+    ) -> Result<Duration, String> {
+        let started = Instant::now();
+        loop {
+            let mut args = vec!["exec", container];
+            args.extend(command);
+            if self.run(&args).is_ok() {
+                return Ok(started.elapsed());
+            }
+            if started.elapsed() >= timeout {
+                let logs = self.logs(container).unwrap_or_default();
+                let tail: Vec<&str> = logs
+                    .lines()
+                    .filter(|line| !line.trim().is_empty())
+                    .collect();
+                return Err(format!(
+                    "{container} was not ready within {} seconds; its output ended: {}",
+                    timeout.as_secs(),
+                    tail[tail.len().saturating_sub(3)..].join("; ")
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// The output of `container` (stdout and stderr).
+    pub fn logs(&self, container: &str) -> Result<String, String> {
+        self.run(&["logs", container])
+    }
+
+    /// Removes what the play of `files` made: their pods (`podman kube down`, the last file
+    /// first), then `secrets`, `volumes` and `network` (when given). Each failure is returned
+    /// by name; the rest still goes.
+    pub fn tear_down(
+        &self,
+        files: &[PathBuf],
+        volumes: &[String],
+        secrets: &[String],
+        network: Option<&str>,
+    ) -> Vec<String> {
+        let mut left = Vec::new();
+        for file in files.iter().rev() {
+            if let Err(error) = self.run(&["kube", "down", &file.to_string_lossy()]) {
                 left.push(error);
             }
         }
-    }
-    if let Some(network) = network {
-        if let Err(error) = run(&["network", "rm", "--force", network]) {
-            left.push(error);
+        for secret in secrets {
+            if let Err(error) = self.run(&["secret", "rm", secret]) {
+                left.push(error);
+            }
         }
+        for volume in volumes {
+            if volume_exists(volume) {
+                if let Err(error) = self.run(&["volume", "rm", "--force", volume]) {
+                    left.push(error);
+                }
+            }
+        }
+        if let Some(network) = network {
+            if let Err(error) = self.run(&["network", "rm", "--force", network]) {
+                left.push(error);
+            }
+        }
+        left
     }
-    left
 }
