@@ -130,6 +130,9 @@ pub struct Play {
     pub claims: Vec<String>,
     /// The volumes Podman makes of the pods' `emptyDir`s (renamed apart).
     pub empty_dirs: Vec<String>,
+    /// The ConfigMaps played with the pods that mount them: Podman 4.3 makes a volume of each
+    /// ConfigMap's name, which `podman kube down` leaves.
+    pub config_maps: Vec<String>,
     /// The Secrets the pods read, with the keys they read: Podman looks each up in its own
     /// secret store, as a JSON object of base64 values by key.
     pub secrets: BTreeMap<String, Vec<String>>,
@@ -170,6 +173,7 @@ pub fn play(rendering: &Rendering, command: Option<Vec<String>>) -> Result<Play,
         pods: Vec::new(),
         claims: Vec::new(),
         empty_dirs: Vec::new(),
+        config_maps: Vec::new(),
         secrets: BTreeMap::new(),
         adaptations: Vec::new(),
         not_played: Vec::new(),
@@ -421,6 +425,11 @@ fn played(
                     object.insert("kind".into(), "ConfigMap".into());
                 }
                 companions.push(json);
+                if let Some(map_name) = volume.config_map.as_ref().map(|source| &source.name) {
+                    if !play.config_maps.contains(map_name) {
+                        play.config_maps.push(map_name.clone());
+                    }
+                }
             }
             if let Some(secret) = &volume.secret {
                 let keys = play

@@ -1,7 +1,9 @@
 //! Proof that the Kubernetes renderings run: every valid fixture's Pod and Sandbox rendering
 //! played by `podman kube play` through `agentc verify --backend k8s` (the binary, as a user
-//! runs it), the hardening read back from the kernel; a rendering changed behind verify's back
-//! fails exactly its rows; nothing of the plays is left.
+//! runs it), the hardening read back from the kernel and, where an allowlist has one, the
+//! egress proxy Pod played beside the workload with verify's egress checks; the allowlist
+//! holds behind the played proxy, an allowlisted host answering through it; a rendering
+//! changed behind verify's back fails exactly its rows; nothing of the plays is left.
 
 use std::path::Path;
 use std::process::Command;
@@ -36,11 +38,12 @@ fn non_root_image() -> Result<String, String> {
     Ok(tag)
 }
 
-/// What the plays of this process left: pods, containers, volumes, networks and secrets
-/// named `agentc-verify-PID-…`, and the workspace claim's volume.
-fn leftovers(claim: &str) -> Vec<String> {
-    let prefix = format!("agentc-verify-{}-", std::process::id());
-    let mut left = Vec::new();
+/// The Podman objects (pods, containers, volumes, networks, secrets) and network namespaces
+/// whose name starts `agentc-verify-` (a play's, whichever process made it) or is one of
+/// `names` (a workspace claim, a test's upstream pod).
+fn play_objects(names: &[&str]) -> std::collections::BTreeSet<String> {
+    let mut found = std::collections::BTreeSet::new();
+    let ours = |name: &str| name.starts_with("agentc-verify-") || names.contains(&name);
     for (what, args) in [
         ("pod", vec!["pod", "ps", "--format", "{{.Name}}"]),
         ("container", vec!["ps", "-a", "--format", "{{.Names}}"]),
@@ -49,14 +52,31 @@ fn leftovers(claim: &str) -> Vec<String> {
         ("secret", vec!["secret", "ls", "--format", "{{.Name}}"]),
     ] {
         let listed = podman(&args).unwrap_or_default();
-        left.extend(
+        found.extend(
             listed
                 .lines()
-                .filter(|name| name.starts_with(&prefix) || *name == claim)
+                .filter(|name| ours(name))
                 .map(|name| format!("{what} {name}")),
         );
     }
-    left
+    let namespaces = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .map(|output| String::from_utf8_lossy(&output.stdout).into_owned())
+        .unwrap_or_default();
+    found.extend(
+        namespaces
+            .lines()
+            .filter_map(|line| line.split_whitespace().next())
+            .filter(|name| ours(name))
+            .map(|name| format!("network namespace {name}")),
+    );
+    found
+}
+
+/// What the plays since `before` ([`play_objects`]) left.
+fn leftovers(before: &std::collections::BTreeSet<String>, names: &[&str]) -> Vec<String> {
+    play_objects(names).difference(before).cloned().collect()
 }
 
 /// `agentc verify FILE --backend k8s ARGS --format json` in `workspace`.
@@ -88,10 +108,12 @@ fn live_every_pod_and_sandbox_rendering_plays_and_its_hardening_holds() {
     let image = non_root_image().expect("the non-root test image");
     let workspace = tempfile::tempdir().expect("workspace");
     let claim = format!("agentc-verify-{}-workspace", std::process::id());
+    let before = play_objects(&[]);
     let mut played = 0;
     let mut not_rendered = Vec::new();
     let mut failures = Vec::new();
     let mut skipped_rows = std::collections::BTreeMap::<String, usize>::new();
+    let mut proxied = Vec::new();
     for file in fixture_files("valid") {
         let name = fixtures::display_name(&file);
         for kind in ["pod", "sandbox"] {
@@ -140,6 +162,23 @@ fn live_every_pod_and_sandbox_rendering_plays_and_its_hardening_holds() {
                         "{name}"
                     );
                     assert_eq!(row("pids limit").as_deref(), Some("skip"), "{name}");
+                    // Where the allowlist has an egress proxy, it played and every egress
+                    // check held (egress.allowed warns: the play has no way out).
+                    if row("egress.proxy-variables").is_some() {
+                        proxied.push(format!("{name} {kind}"));
+                        for check in agentc_egress::probe::CHECKS {
+                            let status = row(check).unwrap_or_default();
+                            let expected = match check {
+                                // The play's resolver is not the cluster's.
+                                "egress.dns" | "egress.unset-proxy" => status == "skip",
+                                // Warned (nothing answers from the play), or skipped
+                                // for an allowlist of wildcards only.
+                                "egress.allowed" => status != "fail",
+                                _ => status == "ok",
+                            };
+                            assert!(expected, "{name} {kind}: {check} {status}: {report:#}");
+                        }
+                    }
                 }
                 (65, _) => not_rendered.push(format!(
                     "{name} {kind}: {}",
@@ -157,11 +196,16 @@ fn live_every_pod_and_sandbox_rendering_plays_and_its_hardening_holds() {
         }
     }
     println!("played and verified {played} renderings; rows skipped by group: {skipped_rows:?}");
+    println!(
+        "with the egress proxy played ({}): {}",
+        proxied.len(),
+        proxied.join(", ")
+    );
     println!("not rendered ({}):", not_rendered.len());
     for line in &not_rendered {
         println!("  {line}");
     }
-    let left = leftovers(&claim);
+    let left = leftovers(&before, &[&claim]);
     assert!(
         failures.is_empty(),
         "{} failed:\n{}",
@@ -170,6 +214,11 @@ fn live_every_pod_and_sandbox_rendering_plays_and_its_hardening_holds() {
     );
     assert!(left.is_empty(), "left behind: {left:?}");
     assert!(played >= 100, "only {played} renderings played");
+    assert!(
+        proxied.len() >= 20,
+        "only {} renderings played an egress proxy",
+        proxied.len()
+    );
     for group in [
         "runAsNonRoot",
         "appArmorProfile",
@@ -194,6 +243,7 @@ fn live_a_rendering_changed_behind_verifys_back_fails_its_rows() {
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let image = non_root_image().expect("the non-root test image");
+    let before = play_objects(&[]);
     let file = fixtures::fixtures_dir().join("valid/sandbox-minimal.toml");
     let loaded = load_fixture(&file).expect("loads");
     let launch = &fixtures::launches(&loaded)[0];
@@ -207,7 +257,8 @@ fn live_a_rendering_changed_behind_verifys_back_fails_its_rows() {
     };
     let tampered =
         |change: &dyn Fn(&mut agentc_backend_k8s::k8s_openapi::api::core::v1::Container)| {
-            let mut play = agentc::verify::kube::prepare(&spec, &options).expect("prepares");
+            let mut play = agentc::verify::kube::prepare(&spec, &options, &Default::default())
+                .expect("prepares");
             let pod = play
                 .play
                 .pods
@@ -255,5 +306,149 @@ fn live_a_rendering_changed_behind_verifys_back_fails_its_rows() {
         failed.iter().any(|row| row.starts_with("runAsNonRoot: 0:")),
         "{failed:?}"
     );
-    assert!(leftovers("").is_empty(), "{:?}", leftovers(""));
+    let left = leftovers(&before, &[]);
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// An upstream for the played proxy, in the play's own network namespace: busybox's httpd on
+/// 8080 in a pod of `name` (Podman's resolver answers that name on the play's network), played
+/// after the proxy and before the workload.
+fn upstream_pod(name: &str, image: &str) -> agentc_backend_k8s::play::PlayedPod {
+    let pod: agentc_backend_k8s::k8s_openapi::api::core::v1::Pod =
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name},
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [{
+                    "name": "httpd",
+                    "image": image,
+                    "command": ["/bin/sh", "-c",
+                        "mkdir -p /tmp/www && echo hello-from-upstream > /tmp/www/index.html \
+                         && exec httpd -f -p 8080 -h /tmp/www"],
+                }],
+            },
+        }))
+        .expect("a pod");
+    agentc_backend_k8s::play::PlayedPod {
+        role: agentc_backend_k8s::play::PlayedRole::EgressProxy,
+        name: name.to_string(),
+        pod,
+        companions: Vec::new(),
+    }
+}
+
+#[test]
+fn live_the_allowlist_holds_behind_the_played_egress_proxy() {
+    let test = "live_the_allowlist_holds_behind_the_played_egress_proxy";
+    if !require_podman(test) {
+        return;
+    }
+    let _one = PLAYS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let image = non_root_image().expect("the non-root test image");
+    let base = ensure_test_image().expect("the test image");
+    let upstream = format!("agentc-upstream-{}", std::process::id());
+    let before = play_objects(&[]);
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("allowlist.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"k8s-allowlist\"\nagent = \"custom\"\n\n[image]\nref = \"{image}\"\n\
+             command = [\"sleep\", \"1\"]\n\n[egress]\nhosts = [\"{upstream}:8080\"]\n\
+             allow_cidrs = [\"10.89.0.0/16\"]\n"
+        ),
+    )
+    .expect("write the profile");
+    let loaded = load_fixture(&file).expect("loads");
+    let launch = &fixtures::launches(&loaded)[0];
+    let spec = fixtures::resolve(&loaded, launch).expect("resolves");
+    let options = agentc_backend_k8s::Options {
+        egress: agentc_backend_k8s::EgressPolicy::from_profile(&loaded.profile),
+        ..agentc_backend_k8s::Options::default()
+    };
+    let inputs = |probe: &str| agentc::verify::kube::PlayInputs {
+        egress_probe: probe.parse().expect("a probe"),
+        proxy_executable: agentc_egress::image::ProxyExecutable::new(
+            agentc_conformance::binary::agentc_binary(),
+        ),
+    };
+    let played = |probe: &str,
+                  change: &dyn Fn(&mut agentc::verify::kube::KubePlay)|
+     -> Vec<agentc::verify::Check> {
+        let mut play =
+            agentc::verify::kube::prepare(&spec, &options, &inputs(probe)).expect("prepares");
+        assert!(play.egress.is_some(), "the proxy plays");
+        play.play.pods.insert(1, upstream_pod(&upstream, &base));
+        change(&mut play);
+        play.run().expect("plays")
+    };
+    let row = |checks: &[agentc::verify::Check], what: &str| {
+        checks
+            .iter()
+            .find(|check| check.what == what)
+            .map(|check| (check.ok, check.warned, check.seen.clone()))
+            .unwrap_or_else(|| panic!("no row {what}: {checks:#?}"))
+    };
+    let failed = |checks: &[agentc::verify::Check]| {
+        checks
+            .iter()
+            .filter(|check| !check.ok)
+            .map(|check| check.what.clone())
+            .collect::<Vec<_>>()
+    };
+
+    // The allowlisted host answers through the proxy; every other way out is closed. The
+    // resolver rows need a cluster's DNS (here the upstream's name resolves on the play's
+    // network, as a cluster DNS resolves public names: the rendering's egress-dns note).
+    let checks = played(&format!("{upstream}:8080"), &|_| {});
+    assert!(failed(&checks).is_empty(), "{checks:#?}");
+    for check in agentc_egress::probe::CHECKS {
+        let skipped = checks.iter().any(|c| c.what == check && c.skipped);
+        let (ok, warned, seen) = row(&checks, check);
+        assert!(ok && !warned, "{check}: {seen}");
+        assert_eq!(
+            skipped,
+            check == "egress.dns" || check == "egress.unset-proxy",
+            "{check}: {seen}"
+        );
+        if skipped {
+            assert!(seen.starts_with("needs a cluster: "), "{seen}");
+        }
+    }
+    let (_, _, seen) = row(&checks, "egress.allowed");
+    assert!(seen.contains("200 from upstream"), "{seen}");
+    let (_, _, seen) = row(&checks, "egress.proxy-variables");
+    assert!(
+        seen.contains("-egress:3128"),
+        "named by the Service: {seen}"
+    );
+
+    // A host on no allowlist, asked for as the allowed one: refused by the proxy, and only
+    // that row fails.
+    let checks = played("forbidden.test:80", &|_| {});
+    assert_eq!(failed(&checks), vec!["egress.allowed".to_string()]);
+    let (_, _, seen) = row(&checks, "egress.allowed");
+    assert!(seen.contains("403 host-not-allowed"), "{seen}");
+
+    // The proxy's allowlist widened behind verify's back: egress.denied fails, alone.
+    let checks = played(&format!("{upstream}:8080"), &|play| {
+        let proxy = play
+            .play
+            .pods
+            .iter_mut()
+            .find(|pod| pod.name.ends_with("-egress"))
+            .expect("the proxy pod");
+        let serve = &mut proxy.pod.spec.as_mut().expect("a spec").containers[0];
+        serve
+            .command
+            .as_mut()
+            .expect("a command")
+            .push(format!("--allow={}", agentc_egress::probe::DENIED_HOST));
+    });
+    assert_eq!(failed(&checks), vec!["egress.denied".to_string()]);
+
+    let left = leftovers(&before, &[&upstream]);
+    assert!(left.is_empty(), "left behind: {left:?}");
 }

@@ -303,17 +303,23 @@ impl Podman {
         self.run(&["logs", container])
     }
 
-    /// Removes what the play of `files` made: their pods (`podman kube down`, the last file
-    /// first), then `secrets`, `volumes` and `network` (when given). Each failure is returned
-    /// by name; the rest still goes.
+    /// Removes what the play of `files` made: their `pods` (stopped within a second, then
+    /// `podman kube down`, the last file first), then `secrets`, `volumes` and `network` (when
+    /// given). Each failure is returned by name; the rest still goes.
     pub fn tear_down(
         &self,
+        pods: &[String],
         files: &[PathBuf],
         volumes: &[String],
         secrets: &[String],
         network: Option<&str>,
     ) -> Vec<String> {
         let mut left = Vec::new();
+        // A proxy still resolving a name for the checks would hold its graceful stop for
+        // seconds; nothing of the play needs one. A pod never played is no failure.
+        for pod in pods.iter().rev() {
+            let _ = self.run(&["pod", "stop", "--time", "1", pod]);
+        }
         for file in files.iter().rev() {
             if let Err(error) = self.run(&["kube", "down", &file.to_string_lossy()]) {
                 left.push(error);
