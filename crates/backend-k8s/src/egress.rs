@@ -56,6 +56,9 @@ pub struct EgressPolicy {
     /// The upstream proxy the egress proxy chains through (`[proxy] http`/`https`;
     /// [`agentc_policy::upstream_proxy`]).
     pub upstream: Option<agentc_policy::Chained>,
+    /// The Docker network the proxy reaches out through (`egress.outside_network`), which has
+    /// no pod equivalent: the proxy Pod reaches out through the pod network, said in a note.
+    pub outside_network: Option<String>,
 }
 
 impl EgressPolicy {
@@ -71,6 +74,7 @@ impl EgressPolicy {
             allow_ech: egress.allow_ech.clone(),
             endpoints: agentc_policy::endpoint_specs(profile),
             upstream: agentc_policy::upstream_proxy(profile),
+            outside_network: egress.outside_network.clone(),
         }
     }
 }

@@ -188,6 +188,10 @@ pub struct ProbeConfig {
     /// The proxy passes every destination no entry holds to its upstream proxy
     /// (`--upstream-all`): `egress.denied` expects the CONNECT accepted for the upstream.
     pub upstream_all: bool,
+    /// The address ranges the proxy's allowlist holds (its `--allow=CIDR` entries): where the
+    /// proxy's own address lies in one, `egress.ip-literal` warns instead of connecting, since
+    /// the profile lets an IP literal there through.
+    pub allowed_ranges: Vec<crate::addr::Cidr>,
 }
 
 /// Runs every check (see the module documentation) and returns one line per check, in the
@@ -238,7 +242,25 @@ pub fn run(config: &ProbeConfig, env: &BTreeMap<String, String>) -> Vec<CheckLin
     // Behind an upstream that decides every destination, an address is passed on too (as
     // agent-containers' image firewall allowing only the proxy would let it through).
     let own_address = format!("{}:443", config.proxy.ip());
-    lines.push(if config.upstream_all {
+    let holding = config
+        .allowed_ranges
+        .iter()
+        .find(|range| range.contains(config.proxy.ip()));
+    lines.push(if let Some(range) = holding {
+        CheckLine {
+            check: CHECKS[3].to_string(),
+            result: Outcome::Warn,
+            expected: format!("CONNECT {own_address} refused by the proxy (4xx)"),
+            seen: format!(
+                "not tried: the proxy's own address lies in the allowed range {range}, so the \
+                 profile lets an IP literal there through"
+            ),
+            hint: Some(format!(
+                "egress.hosts allows {range}, which holds the sandbox's own network: list host \
+                 names, or narrower ranges, to keep IP literals refused"
+            )),
+        }
+    } else if config.upstream_all {
         passed_upstream(CHECKS[3], config.proxy, &own_address, timeout)
     } else {
         refused(CHECKS[3], config.proxy, &own_address, timeout)

@@ -30,6 +30,10 @@ pub struct EgressProbeArgs {
     /// upstream, which decides, instead of refused.
     #[arg(long)]
     pub upstream_all: bool,
+    /// An address range the proxy's allowlist holds (its `--allow=CIDR`): where the proxy's
+    /// own address lies in one, `egress.ip-literal` warns instead of connecting.
+    #[arg(long, value_name = "CIDR")]
+    pub allowed_range: Vec<String>,
 }
 
 /// `agentc egress-proxy host-path`: `agentc verify`'s host-path check

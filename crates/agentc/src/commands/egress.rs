@@ -235,6 +235,18 @@ fn probe(args: &EgressProbeArgs) -> Result<u8, Failure> {
             .transpose()
             .map_err(|error: String| Failure::new(EXIT_USAGE, format!("--bound {error}")))?,
         upstream_all: args.upstream_all,
+        allowed_ranges: args
+            .allowed_range
+            .iter()
+            .map(|range| {
+                range.parse().map_err(|_| {
+                    Failure::new(
+                        EXIT_USAGE,
+                        format!("--allowed-range {range:?} is not an address range"),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?,
     };
     let env: BTreeMap<String, String> = std::env::vars().collect();
     let mut out = std::io::stdout().lock();

@@ -102,6 +102,22 @@ pub fn default_target(proxy_command: &[String]) -> Option<Target> {
         .cloned()
 }
 
+/// The address ranges of the proxy's allowlist (its `--allow=CIDR` arguments, a bare address
+/// as its /32 or /128), as the check program's `--allowed-range=` arguments.
+pub fn allowed_range_args(proxy_command: &[String]) -> Vec<String> {
+    proxy_command
+        .iter()
+        .filter_map(|arg| arg.strip_prefix("--allow="))
+        .filter_map(|spec| HostSpec::parse(spec).ok())
+        .filter_map(|spec| match spec.pattern {
+            agentc_egress::host::HostPattern::Addresses(range) => {
+                Some(format!("--allowed-range={range}"))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// What `docker inspect` of the proxy container says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProxyFacts {
@@ -306,6 +322,8 @@ pub fn check_spec(
     {
         spec.command.push("--upstream-all".to_string());
     }
+    spec.command
+        .extend(allowed_range_args(&egress.proxy.command));
     spec.mounts = egress
         .proxy
         .mounts
@@ -465,6 +483,19 @@ mod tests {
             default_target(&bound).unwrap().to_string(),
             "api.anthropic.com:443"
         );
+    }
+
+    #[test]
+    fn the_allowlists_address_ranges_are_told_to_the_check() {
+        let argv = command(&["api.test", "10.0.0.0/8", "192.0.2.10", "*.w.test"]);
+        assert_eq!(
+            allowed_range_args(&argv),
+            vec![
+                "--allowed-range=10.0.0.0/8".to_string(),
+                "--allowed-range=192.0.2.10/32".to_string(),
+            ]
+        );
+        assert!(allowed_range_args(&command(&["api.test"])).is_empty());
     }
 
     fn line(check: &str, result: Outcome) -> String {

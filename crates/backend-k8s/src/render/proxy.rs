@@ -400,6 +400,17 @@ impl Renderer<'_> {
                 proxy_name.clone()
             }
         };
+        if let Some(network) = self.options.egress.outside_network.clone() {
+            self.notes.approximation(
+                "egress-outside-network",
+                "egress.outside_network",
+                format!(
+                    "the Docker network {network} the proxy reaches out through has no pod \
+                     equivalent: the proxy Pod reaches out through the pod network, to public \
+                     addresses and the allowed ranges its NetworkPolicy lists"
+                ),
+            );
+        }
         if self.held_credentials().is_some() {
             plan.ca_fetch = Some((image, format!("{address}:{PROXY_PORT}")));
         }

@@ -16,7 +16,7 @@ use agentc_egress::probe::PROXY_VARIABLES;
 use agentc_egress::PROXY_BINARY;
 use agentc_policy::{CA_BUNDLE_PATH, CA_DIR_TARGET};
 
-use super::super::egress::EgressProbe;
+use super::super::egress::{allowed_range_args, EgressProbe};
 
 /// The name of the check container in the workload pod.
 pub const CHECK_CONTAINER: &str = "egress-check";
@@ -113,6 +113,7 @@ pub fn add_check(play: &mut Play, probe: &EgressProbe) -> Option<EgressPlay> {
     if command.iter().any(|word| word == "--upstream-all") {
         args.push("--upstream-all".to_string());
     }
+    args.extend(allowed_range_args(&command));
     let mounts: Vec<VolumeMount> = agent
         .volume_mounts
         .iter()
