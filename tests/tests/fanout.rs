@@ -62,7 +62,7 @@ fn a_detached_launch_pings_inspects_once_and_reuses_one_connection() {
     let referee = Referee::start_engine("1.41").expect("start the stand-in");
     let host = referee.docker_host();
     let outcome = runtime().block_on(async {
-        let docker = connect(agentc_backend_common::Engine::Docker, Some(&host))
+        let docker = connect(agentc_engine::Engine::Docker, Some(&host))
             .await
             .expect("connects");
         let version = docker.docker.client_version();
@@ -106,7 +106,7 @@ fn launch_many_starts_every_copy_at_most_jobs_at_a_time_on_one_pool() {
         .collect();
     let host = referee.docker_host();
     let launched = runtime().block_on(async {
-        let docker = connect(agentc_backend_common::Engine::Docker, Some(&host))
+        let docker = connect(agentc_engine::Engine::Docker, Some(&host))
             .await
             .expect("connects");
         launch_many(&docker, &specs, &options(), 3)
@@ -159,7 +159,7 @@ fn a_failed_copy_rolls_the_fleet_back_and_names_every_failure() {
         .collect();
     let host = referee.docker_host();
     let error = runtime().block_on(async {
-        let docker = connect(agentc_backend_common::Engine::Docker, Some(&host))
+        let docker = connect(agentc_engine::Engine::Docker, Some(&host))
             .await
             .expect("connects");
         launch_many(&docker, &specs, &options(), 1)
@@ -202,7 +202,7 @@ fn a_missing_image_fails_every_copy_before_anything_is_created() {
         .collect();
     let host = referee.docker_host();
     let error = runtime().block_on(async {
-        let docker = connect(agentc_backend_common::Engine::Docker, Some(&host))
+        let docker = connect(agentc_engine::Engine::Docker, Some(&host))
             .await
             .expect("connects");
         launch_many(&docker, &specs, &options(), 2)
@@ -231,18 +231,15 @@ fn removing_a_profile_removes_its_containers_only() {
     specs.push(detached("theirs-1", "fanout-theirs"));
     let host = referee.docker_host();
     let removed = runtime().block_on(async {
-        let docker = connect(agentc_backend_common::Engine::Docker, Some(&host))
+        let docker = connect(agentc_engine::Engine::Docker, Some(&host))
             .await
             .expect("connects");
         launch_many(&docker, &specs, &options(), 4)
             .await
             .unwrap_or_else(|error| panic!("{error}"));
-        agentc_backend_common::admin::remove(
-            &docker,
-            &RemoveTarget::Profile("fanout-ours".to_string()),
-        )
-        .await
-        .expect("removes")
+        agentc_engine::admin::remove(&docker, &RemoveTarget::Profile("fanout-ours".to_string()))
+            .await
+            .expect("removes")
     });
     assert_eq!(removed, copy_names("ours", 4));
     assert_eq!(engine.container_names(), ["theirs-1"]);
@@ -269,13 +266,13 @@ fn removals_run_one_at_a_time_on_a_daemon_older_than_api_1_42() {
             .collect();
         let host = referee.docker_host();
         runtime().block_on(async {
-            let docker = connect(agentc_backend_common::Engine::Docker, Some(&host))
+            let docker = connect(agentc_engine::Engine::Docker, Some(&host))
                 .await
                 .expect("connects");
             launch_many(&docker, &specs, &options(), 4)
                 .await
                 .unwrap_or_else(|error| panic!("{error}"));
-            agentc_backend_common::admin::remove(
+            agentc_engine::admin::remove(
                 &docker,
                 &RemoveTarget::Profile("fanout-fleet".to_string()),
             )

@@ -19,7 +19,6 @@ use std::process::{Command, Stdio};
 use agentc_backend_api::connect;
 use agentc_backend_api::render_create;
 use agentc_backend_cli::render_argv;
-use agentc_backend_common::resolve_env;
 use agentc_conformance::fixtures::{self, fixture_files, load_fixture};
 use agentc_conformance::image::ensure_test_image;
 use agentc_conformance::live::{
@@ -27,6 +26,7 @@ use agentc_conformance::live::{
     LocalMachine, Localized, REQUIRE_DOCKER_VAR,
 };
 use agentc_conformance::referee::{apply_run_semantics, split_run_argv};
+use agentc_engine::resolve_env;
 use agentc_policy::{Action, LaunchSpec};
 use bollard::query_parameters::CreateContainerOptionsBuilder;
 use bollard::Docker;
@@ -101,10 +101,7 @@ fn live_cli_and_api_create_identical_containers_for_every_runnable_fixture() {
         .expect("tokio runtime");
     let host = std::env::var("DOCKER_HOST").ok();
     let client = runtime
-        .block_on(connect(
-            agentc_backend_common::Engine::Docker,
-            host.as_deref(),
-        ))
+        .block_on(connect(agentc_engine::Engine::Docker, host.as_deref()))
         .expect("connect to the daemon")
         .docker;
 

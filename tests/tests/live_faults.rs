@@ -132,7 +132,7 @@ fn runtime() -> tokio::runtime::Runtime {
 fn launch_api(container: &ContainerSpec) -> Result<Outcome, ExecError> {
     runtime().block_on(async {
         let host = std::env::var("DOCKER_HOST").ok();
-        let docker = connect(agentc_backend_common::Engine::Docker, host.as_deref()).await?;
+        let docker = connect(agentc_engine::Engine::Docker, host.as_deref()).await?;
         launch(&docker, container, &LaunchOptions::default()).await
     })
 }
@@ -146,7 +146,7 @@ fn live_a_missing_daemon_socket_is_a_clear_error_and_creates_nothing() {
     let host = "unix:///nonexistent/agentc/docker.sock";
 
     let error = runtime()
-        .block_on(connect(agentc_backend_common::Engine::Docker, Some(host)))
+        .block_on(connect(agentc_engine::Engine::Docker, Some(host)))
         .unwrap_err();
     let message = error.to_string();
     assert!(matches!(error, ExecError::Connect { .. }), "{message}");
@@ -715,7 +715,7 @@ fn launch_through_a_failing_proxy(
     let (sender, outcome) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let result = runtime().block_on(async {
-            let docker = connect(agentc_backend_common::Engine::Docker, Some(&host)).await?;
+            let docker = connect(agentc_engine::Engine::Docker, Some(&host)).await?;
             launch(&docker, &container, &LaunchOptions::default()).await
         });
         let _ = sender.send(result);

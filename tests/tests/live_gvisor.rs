@@ -11,7 +11,6 @@ use std::collections::BTreeMap;
 
 use agentc::cli::BackendArg;
 use agentc::verify::{render_table, verify_launch, EgressProbe};
-use agentc_backend_common::ExecError;
 use agentc_conformance::engines::require_runsc;
 use agentc_conformance::fixtures::{self, load_fixture};
 use agentc_conformance::image::ensure_test_image;
@@ -20,6 +19,7 @@ use agentc_conformance::live::{
     LeakGuard, LocalMachine, Localized, PROFILE_LABEL,
 };
 use agentc_egress::image::ProxyExecutable;
+use agentc_engine::ExecError;
 use agentc_policy::{Action, LaunchSpec};
 
 fn run_spec(name: &str, machine: &LocalMachine, unique: &str) -> (LaunchSpec, Localized) {
@@ -159,7 +159,7 @@ fn live_a_missing_runtime_is_refused_before_anything_exists() {
     // Nothing here is behind the egress proxy: its executable is the default.
     let no_proxy = ProxyExecutable::default();
     let cli = agentc_backend_cli::launch(
-        agentc_backend_common::Engine::Docker,
+        agentc_engine::Engine::Docker,
         container,
         &env,
         false,
@@ -172,10 +172,9 @@ fn live_a_missing_runtime_is_refused_before_anything_exists() {
         .expect("tokio runtime");
     let api = runtime.block_on(async {
         let host = std::env::var("DOCKER_HOST").ok();
-        let docker =
-            agentc_backend_api::connect(agentc_backend_common::Engine::Docker, host.as_deref())
-                .await
-                .expect("connect");
+        let docker = agentc_backend_api::connect(agentc_engine::Engine::Docker, host.as_deref())
+            .await
+            .expect("connect");
         let options = agentc_backend_api::LaunchOptions {
             env: env.clone(),
             stdin_is_terminal: false,
@@ -282,7 +281,7 @@ fn live_both_backends_detect_the_same_runtimes() {
     if !require_daemon(test) {
         return;
     }
-    use agentc_backend_common::port::EnginePort;
+    use agentc_engine::port::EnginePort;
     let runtime = agentc::commands::launch::runtime().expect("a runtime");
     let cli = runtime
         .block_on(async {

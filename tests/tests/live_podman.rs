@@ -5,7 +5,7 @@
 //!   Docker proofs do), the container `podman create` makes from the CLI backend's argv and
 //!   the one the API backend creates through the socket inspect the same on every security
 //!   field ([`SECURITY_FIELDS`]), both with the Docker/Podman difference table applied
-//!   (`agentc_backend_common::podman`).
+//!   (`agentc_engine::podman`).
 //! - `agentc verify` (its library entry point) passes through both for a set of fixtures, one
 //!   of them at a non-root user with preset capabilities (the row that rewrites `--cap-add`).
 //! - gVisor through Podman: the CLI launches and verifies a runsc profile; the API socket,
@@ -23,7 +23,6 @@ use agentc::cli::BackendArg;
 use agentc::set_engine;
 use agentc::verify::{render_table, verify_launch, EgressProbe};
 use agentc_backend_cli::exec::engine::podman_argv;
-use agentc_backend_common::{podman::adapt, resolve_env, Engine, ExecError};
 use agentc_conformance::engines::{
     ensure_podman_image, podman, podman_containers, podman_leaks, require_podman, PODMAN_SOCKET,
 };
@@ -31,6 +30,7 @@ use agentc_conformance::fixtures::{self, fixture_files, load_fixture};
 use agentc_conformance::image::ensure_test_image;
 use agentc_conformance::live::{daemon_cpus, localize, LocalMachine, Localized};
 use agentc_egress::image::ProxyExecutable;
+use agentc_engine::{podman::adapt, resolve_env, Engine, ExecError};
 use agentc_policy::{Action, LaunchSpec};
 use bollard::query_parameters::CreateContainerOptionsBuilder;
 use serde_json::Value;
@@ -118,7 +118,7 @@ async fn create_with_api(
     container.name = Some(name.to_string());
     let mut request = agentc_backend_api::engine::create_request(
         client,
-        agentc_backend_common::Engine::Podman,
+        agentc_engine::Engine::Podman,
         &container,
     )
     .await
@@ -263,7 +263,7 @@ fn live_podman_cli_and_api_create_the_same_containers_for_every_runnable_fixture
                     let runtime = tokio();
                     let client = runtime
                         .block_on(agentc_backend_api::connect(
-                            agentc_backend_common::Engine::Podman,
+                            agentc_engine::Engine::Podman,
                             Some(PODMAN_SOCKET),
                         ))
                         .expect("connect to podman's socket")
@@ -514,14 +514,14 @@ fn live_gvisor_through_podman_runs_by_its_cli_and_is_refused_by_its_socket() {
         let runtime = tokio();
         let client = runtime
             .block_on(agentc_backend_api::connect(
-                agentc_backend_common::Engine::Podman,
+                agentc_engine::Engine::Podman,
                 Some(PODMAN_SOCKET),
             ))
             .expect("connect to podman's socket")
             .docker;
         let refused = runtime.block_on(agentc_backend_api::engine::create_request(
             &client,
-            agentc_backend_common::Engine::Podman,
+            agentc_engine::Engine::Podman,
             &localized.container,
         ));
         assert!(

@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use agentc_backend_cli::exec::port::CliPort;
-use agentc_backend_common::port::{EngineError, EnginePort, Filter};
-use agentc_backend_common::Engine;
 use agentc_conformance::image::ensure_test_image;
 use agentc_conformance::live::{docker, require_daemon};
+use agentc_engine::port::{EngineError, EnginePort, Filter};
+use agentc_engine::Engine;
 use agentc_policy::{ContainerSpec, EgressSpec, IsolatedNetwork, Network};
 
 const LABEL: &str = "io.agentc.port-test";

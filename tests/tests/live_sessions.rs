@@ -18,14 +18,14 @@ use std::time::Duration;
 
 use agentc_backend_api::ApiClient;
 use agentc_backend_cli::CliClient;
-use agentc_backend_common::session::{
-    ExecRequest, ExecStdin, LogsRequest, Sandbox, SandboxClient, SessionError, Transport,
-};
 use agentc_conformance::image::ensure_test_image;
 use agentc_conformance::live::{
     docker, require_daemon, LeakGuard, PROFILE_LABEL, REQUIRE_DOCKER_VAR,
 };
 use agentc_egress::image::ProxyExecutable;
+use agentc_engine::session::{
+    ExecRequest, ExecStdin, LogsRequest, Sandbox, SandboxClient, SessionError, Transport,
+};
 use agentc_policy::{
     Action, ContainerSpec, EnvValue, EnvVar, LaunchKind, LaunchSpec, Mount, MountSource, Network,
     Protocol, PublishedPort, Resources, Tmpfs,
@@ -64,14 +64,14 @@ fn client_env() -> BTreeMap<String, String> {
 
 fn cli_client(env: BTreeMap<String, String>) -> CliClient {
     CliClient::over(
-        agentc_backend_cli::exec::port::CliPort::new(agentc_backend_common::Engine::Docker),
+        agentc_backend_cli::exec::port::CliPort::new(agentc_engine::Engine::Docker),
         env,
     )
 }
 
 async fn api_client(env: BTreeMap<String, String>) -> ApiClient {
     let host = env.get("DOCKER_HOST").cloned();
-    let port = agentc_backend_api::connect(agentc_backend_common::Engine::Docker, host.as_deref())
+    let port = agentc_backend_api::connect(agentc_engine::Engine::Docker, host.as_deref())
         .await
         .expect("connect to the daemon");
     ApiClient::over(port, env)
@@ -243,7 +243,7 @@ impl Transcript {
     }
 }
 
-fn exec_text(output: &agentc_backend_common::session::ExecOutput) -> (i64, String, String) {
+fn exec_text(output: &agentc_engine::session::ExecOutput) -> (i64, String, String) {
     (
         output.exit_code,
         String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -452,7 +452,7 @@ async fn script<C: SandboxClient>(
     t.push("endpoints", client.endpoints(&sandbox).await.unwrap().len());
 
     // Logs, stop, start.
-    let mut logs = agentc_backend_common::session::Captured::default();
+    let mut logs = agentc_engine::session::Captured::default();
     client
         .logs(&sandbox, &LogsRequest::default(), &mut logs)
         .await
@@ -464,7 +464,7 @@ async fn script<C: SandboxClient>(
             String::from_utf8_lossy(&logs.stderr).into_owned(),
         ),
     );
-    let mut tail = agentc_backend_common::session::Captured::default();
+    let mut tail = agentc_engine::session::Captured::default();
     let request = LogsRequest {
         tail: Some(0),
         ..LogsRequest::default()
@@ -706,7 +706,7 @@ async fn exec_under<C: SandboxClient>(
     fault: impl std::future::Future<Output = ()>,
 ) -> Result<i64, SessionError> {
     let request = ExecRequest::new(["sleep", "30"]);
-    let mut output = agentc_backend_common::session::Captured::default();
+    let mut output = agentc_engine::session::Captured::default();
     let exec = client.exec(sandbox, &request, &mut output);
     let started = std::time::Instant::now();
     let (result, ()) = tokio::join!(exec, fault);
@@ -881,7 +881,7 @@ fn live_a_library_sandbox_behind_the_egress_proxy_holds_its_allowlist_and_delete
         let inputs = agentc_policy::ResolveInputs {
             instance: agentc_policy::Instance {
                 start: agentc_policy::Start::Session,
-                default_name: Some(agentc_backend_common::session::session_name(&profile)),
+                default_name: Some(agentc_engine::session::session_name(&profile)),
                 ..agentc_policy::Instance::default()
             },
             ..agentc_policy::ResolveInputs::new(
@@ -955,7 +955,7 @@ async fn egress_script<C: SandboxClient>(
     String,
     (i64, String),
     (i64, String),
-    agentc_backend_common::session::DeleteReport,
+    agentc_engine::session::DeleteReport,
 ) {
     let sandbox = client.create(spec).await.expect("create behind the proxy");
     let state = match client.egress(&sandbox).await {
@@ -965,7 +965,7 @@ async fn egress_script<C: SandboxClient>(
     let fetch = |address: &str| {
         ExecRequest::new(["sh", "-c", &format!("wget -q -O- http://{address}/ 2>&1")])
     };
-    let output = |result: Result<agentc_backend_common::session::ExecOutput, SessionError>| {
+    let output = |result: Result<agentc_engine::session::ExecOutput, SessionError>| {
         let output = result.expect("exec");
         (
             output.exit_code,

@@ -4,7 +4,7 @@
 //! the content of a gateway key file), no byte sequence of a value appears in the spec, the
 //! CLI argv, the shell line, `explain`, any renderer's output (the Kubernetes objects and their
 //! explanation too), or an error raised next to the secret; only the API backend's run path
-//! (`agentc_backend_common::resolve_env`) holds it. The same holds for the `agentc` binary's stdout and stderr of `validate`,
+//! (`agentc_engine::resolve_env`) holds it. The same holds for the `agentc` binary's stdout and stderr of `validate`,
 //! `render` and `explain` with the secrets in its process environment and `--verbose` on
 //! (the step log names secrets, never their values; `crates/agentc/tests/launch.rs` checks the
 //! log of a real launch through both backends).
@@ -163,13 +163,13 @@ fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<St
     let Action::Container(held_container) = &held_spec.action else {
         return Err("a container launch was expected".to_string());
     };
-    let held_workload = agentc_backend_common::resolve_env(held_container, &secrets.env())
-        .map_err(|e| e.to_string())?;
+    let held_workload =
+        agentc_engine::resolve_env(held_container, &secrets.env()).map_err(|e| e.to_string())?;
     outputs.push(held_workload.join("\n"));
     let proxy_env = held_container
         .egress
         .as_ref()
-        .map(|egress| agentc_backend_common::resolve_vars(&egress.proxy.env, &secrets.env()))
+        .map(|egress| agentc_engine::resolve_vars(&egress.proxy.env, &secrets.env()))
         .transpose()
         .map_err(|e| e.to_string())?
         .ok_or("the egress proxy was expected")?;
@@ -215,7 +215,7 @@ fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<St
         return Err("a container launch was expected".to_string());
     };
     let resolved =
-        agentc_backend_common::resolve_env(container, &secrets.env()).map_err(|e| e.to_string())?;
+        agentc_engine::resolve_env(container, &secrets.env()).map_err(|e| e.to_string())?;
     Ok((outputs, resolved))
 }
 
@@ -585,17 +585,16 @@ fn proxy_url_credentials_reach_only_the_launch_environment() {
                     // The proxy's environment holds `user:password`, decoded; the
                     // workload's holds nothing of it.
                     let egress = container.egress.as_ref().expect("the egress proxy");
-                    let proxy = agentc_backend_common::resolve_env(&egress.proxy, &empty)
+                    let proxy = agentc_engine::resolve_env(&egress.proxy, &empty)
                         .map_err(|e| TestCaseError::fail(e.to_string()))?;
                     let auth = format!("{}={user}:{password}", agentc_policy::UPSTREAM_AUTH_ENV);
                     prop_assert!(proxy.contains(&auth), "{proxy:?}");
-                    let values =
-                        agentc_backend_common::secrets::secret_values(&egress.proxy, &empty);
+                    let values = agentc_engine::secrets::secret_values(&egress.proxy, &empty);
                     prop_assert_eq!(
                         values.get(agentc_policy::UPSTREAM_AUTH_ENV),
                         Some(&format!("{user}:{password}"))
                     );
-                    let workload = agentc_backend_common::resolve_env(container, &empty)
+                    let workload = agentc_engine::resolve_env(container, &empty)
                         .map_err(|e| TestCaseError::fail(e.to_string()))?;
                     prop_assert!(
                         !workload
@@ -604,7 +603,7 @@ fn proxy_url_credentials_reach_only_the_launch_environment() {
                         "{workload:?}"
                     );
                 } else {
-                    let workload = agentc_backend_common::resolve_env(container, &empty)
+                    let workload = agentc_engine::resolve_env(container, &empty)
                         .map_err(|e| TestCaseError::fail(e.to_string()))?;
                     let url = format!("http://{user}:{encoded}@proxy.corp.example:3128");
                     for name in ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"] {

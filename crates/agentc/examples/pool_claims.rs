@@ -15,9 +15,9 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use agentc_backend_common::pool;
-use agentc_backend_common::session::{session_name, ExecRequest, SandboxClient};
-use agentc_backend_common::Engine;
+use agentc_engine::pool;
+use agentc_engine::session::{session_name, ExecRequest, SandboxClient};
+use agentc_engine::Engine;
 use agentc_policy::{Instance, LaunchKind, LaunchSpec, Owner, RealPaths, ResolveInputs, Start};
 
 fn spec(profile: &str, image: &str) -> Result<LaunchSpec, String> {
@@ -51,7 +51,7 @@ fn percentile(values: &[f64], q: f64) -> f64 {
 
 async fn bench<C: SandboxClient>(client: C, image: &str, rounds: usize) -> Result<(), String> {
     let profile = format!("pool-bench-{}", std::process::id());
-    let fail = |error: agentc_backend_common::session::SessionError| error.to_string();
+    let fail = |error: agentc_engine::session::SessionError| error.to_string();
     let (mut warm, mut cold) = (Vec::new(), Vec::new());
     let echo = ExecRequest::new(["echo", "ok"]);
     let base = spec(&profile, image)?;
@@ -126,7 +126,7 @@ fn main() -> std::process::ExitCode {
         .unwrap_or_default();
     // SAFETY: geteuid has no preconditions and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
-    let host = agentc_backend_common::engine::api_host(engine, &env, root);
+    let host = agentc_engine::engine::api_host(engine, &env, root);
     let result = runtime.block_on(async {
         match backend.as_str() {
             "cli" => {

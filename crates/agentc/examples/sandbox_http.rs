@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
-use agentc_backend_common::session::{session_name, ExecRequest, SandboxClient, SessionError};
-use agentc_backend_common::Engine;
+use agentc_engine::session::{session_name, ExecRequest, SandboxClient, SessionError};
+use agentc_engine::Engine;
 use agentc_policy::{Instance, LaunchKind, Owner, Protocol, RealPaths, ResolveInputs, Start};
 
 /// The sandbox: hardened as every custom profile is (read-only root, tmpfs /tmp, no
@@ -50,7 +50,7 @@ fn spec(image: &str) -> Result<agentc_policy::LaunchSpec, String> {
 /// Starts the server in the sandbox and fetches its page through the endpoint.
 async fn serve_and_fetch<C: SandboxClient>(
     client: &C,
-    sandbox: &agentc_backend_common::session::Sandbox,
+    sandbox: &agentc_engine::session::Sandbox,
 ) -> Result<String, SessionError> {
     let start = ExecRequest::new([
         "sh",
@@ -128,7 +128,7 @@ fn main() -> std::process::ExitCode {
         .unwrap_or_default();
     // SAFETY: geteuid has no preconditions and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
-    let host = agentc_backend_common::engine::api_host(engine, &env, root);
+    let host = agentc_engine::engine::api_host(engine, &env, root);
     let result = runtime.block_on(async {
         match backend.as_str() {
             "cli" => {

@@ -20,8 +20,8 @@ pub use egress_proxy::{
 };
 pub use image::{ImageCommand, ImageContextArgs};
 pub use lifecycle::{
-    AgentArg, ApplyArgs, CompletionsArgs, DoctorArgs, EgressArg, EngineArg, InitArgs, LockArgs,
-    PlanArgs, RollbackArgs, ShellArg,
+    AgentArg, ApplyArgs, CompletionsArgs, DoctorArgs, EgressArg, InitArgs, LockArgs, PlanArgs,
+    RollbackArgs, ShellArg,
 };
 pub use pool::{PoolCommand, PoolDrainArgs, PoolFillArgs, PoolFormat, PoolLsArgs, PoolMode};
 pub use probe::{EgressHostPathArgs, EgressProbeArgs};
@@ -45,8 +45,8 @@ pub struct Cli {
     pub verbose: bool,
     /// The container engine: `docker` (the default) or `podman` (its command line, or with
     /// `--backend api` its Docker-compatible socket). Default: `AGENTC_ENGINE`, else docker.
-    #[arg(long, global = true, value_enum)]
-    pub engine: Option<EngineArg>,
+    #[arg(long, global = true, value_parser = lifecycle::engine_value())]
+    pub engine: Option<agentc_policy::Engine>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,

@@ -4,7 +4,7 @@
 //! This is the only place that reads `std::env`, the file system or the terminal's state; the
 //! policy crate and the renderers receive everything as values, and executing a launch (the
 //! docker CLI, the Engine API) is the backends' (`agentc_backend_cli::exec`,
-//! `agentc_backend_api`), with what they share in `agentc_backend_common`. The
+//! `agentc_backend_api`), with what they share in `agentc_engine`. The
 //! offline commands (`validate`, `schema`, `explain`, `render`, `init`, `plan`,
 //! `completions`, `man`) never start a runtime or connect to a daemon; the launching and
 //! lifecycle commands (`run`, `seed`, `build`, `ps`, `rm`, `verify`, `apply`, `rollback`,
@@ -35,9 +35,9 @@ pub fn execute(cli: Cli) -> ExitCode {
     if cli.verbose {
         verbose::enable();
     }
-    // Test-only: pause the launch at a named step (see `agentc_backend_common::pause`).
+    // Test-only: pause the launch at a named step (see `agentc_engine::pause`).
     if let Ok(step) = std::env::var("AGENTC_TEST_PAUSE_AT") {
-        agentc_backend_common::pause::set_pause_at(&step);
+        agentc_engine::pause::set_pause_at(&step);
     }
     match choose_engine(cli.engine) {
         Ok(engine) => set_engine(engine),
@@ -103,32 +103,29 @@ static ENGINE: AtomicU8 = AtomicU8::new(0);
 
 /// Chooses the engine the commands of this process drive, as [`execute`] does from `--engine`
 /// or `AGENTC_ENGINE`; for a program that calls the commands in-process (the tests).
-pub fn set_engine(engine: agentc_backend_common::Engine) {
+pub fn set_engine(engine: agentc_engine::Engine) {
     let code = match engine {
-        agentc_backend_common::Engine::Docker => 0,
-        agentc_backend_common::Engine::Podman => 1,
+        agentc_engine::Engine::Docker => 0,
+        agentc_engine::Engine::Podman => 1,
     };
     ENGINE.store(code, Ordering::SeqCst);
 }
 
 /// The engine the commands of this process drive ([`set_engine`]; Docker until then).
-pub fn engine() -> agentc_backend_common::Engine {
+pub fn engine() -> agentc_engine::Engine {
     match ENGINE.load(Ordering::SeqCst) {
-        1 => agentc_backend_common::Engine::Podman,
-        _ => agentc_backend_common::Engine::Docker,
+        1 => agentc_engine::Engine::Podman,
+        _ => agentc_engine::Engine::Docker,
     }
 }
 
 /// The engine: `--engine`, else `AGENTC_ENGINE` (read here only), else docker.
 pub(crate) fn choose_engine(
-    flag: Option<cli::EngineArg>,
-) -> Result<agentc_backend_common::Engine, context::Failure> {
-    use agentc_backend_common::Engine;
-    if let Some(flag) = flag {
-        return Ok(match flag {
-            cli::EngineArg::Docker => Engine::Docker,
-            cli::EngineArg::Podman => Engine::Podman,
-        });
+    flag: Option<agentc_engine::Engine>,
+) -> Result<agentc_engine::Engine, context::Failure> {
+    use agentc_engine::Engine;
+    if let Some(engine) = flag {
+        return Ok(engine);
     }
     match std::env::var("AGENTC_ENGINE") {
         Ok(text) if !text.trim().is_empty() => Engine::parse(&text).ok_or_else(|| {

@@ -649,7 +649,7 @@ fn testkit_image() -> Result<&'static str, String> {
                 changes,
             };
             agentc_backend_cli::exec::egress::import_unless_present(
-                agentc_backend_common::Engine::Docker,
+                agentc_engine::Engine::Docker,
                 &built,
             )
             .map_err(|e| e.to_string())

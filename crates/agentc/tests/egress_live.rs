@@ -654,7 +654,7 @@ fn images() -> &'static (String, String) {
         )
         .expect("testkit image");
         let tag = agentc_backend_cli::exec::egress::import_unless_present(
-            agentc_backend_common::Engine::Docker,
+            agentc_engine::Engine::Docker,
             &testkit,
         )
         .expect("import the testkit image");
@@ -1474,11 +1474,10 @@ fn the_image_imports_through_the_engine_api_as_through_the_cli() {
         .expect("runtime");
     let imported = runtime.block_on(async {
         let docker = bollard::Docker::connect_with_local_defaults().expect("daemon");
-        let port =
-            agentc_backend_api::port::ApiPort::new(docker, agentc_backend_common::Engine::Docker);
-        let first = agentc_backend_common::companion::import_unless_present(&port, &built).await;
+        let port = agentc_backend_api::port::ApiPort::new(docker, agentc_engine::Engine::Docker);
+        let first = agentc_engine::companion::import_unless_present(&port, &built).await;
         // Idempotent: the second call finds the tag.
-        let second = agentc_backend_common::companion::import_unless_present(&port, &built).await;
+        let second = agentc_engine::companion::import_unless_present(&port, &built).await;
         (first, second)
     });
     let config = docker(&[

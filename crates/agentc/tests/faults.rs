@@ -30,7 +30,7 @@ use agent_image::agent_image;
 use common::{describe, docker, require_daemon, test_image, text, IMAGES};
 use lab::{interrupted_class, Lab, Launch};
 
-/// The pause points a launch names ([`agentc_backend_common::pause::STEPS`]).
+/// The pause points a launch names ([`agentc_engine::pause::STEPS`]).
 const STEPS: [&str; 2] = ["network", "proxy"];
 
 /// Waits (up to 150 s) for the profile's workload (`io.agentc.kind=run`) to run.

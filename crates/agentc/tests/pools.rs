@@ -783,7 +783,7 @@ fn live_the_librarys_delete_of_a_claimed_member_removes_its_companion() {
     if !require_daemon("live_the_librarys_delete_of_a_claimed_member_removes_its_companion") {
         return;
     }
-    use agentc_backend_common::session::SandboxClient;
+    use agentc_engine::session::SandboxClient;
     for backend in ["cli", "api"] {
         let lab = Lab::new(&format!("delete-{backend}"));
         let body = format!(
@@ -816,7 +816,7 @@ fn live_the_librarys_delete_of_a_claimed_member_removes_its_companion() {
             .enable_all()
             .build()
             .expect("a runtime");
-        let engine = agentc_backend_common::Engine::Docker;
+        let engine = agentc_engine::Engine::Docker;
         let report = runtime.block_on(async {
             match backend {
                 "cli" => {

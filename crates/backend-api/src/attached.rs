@@ -3,13 +3,13 @@
 //! applied first), the attached session (`session`), and on any failure or signal the
 //! container killed and removed, or named as left behind.
 //!
-//! [`EnginePort::run_attached`]: agentc_backend_common::port::EnginePort::run_attached
+//! [`EnginePort::run_attached`]: agentc_engine::port::EnginePort::run_attached
 
 use std::collections::BTreeMap;
 
-use agentc_backend_common::launch::Exited;
-use agentc_backend_common::signals::Interrupts;
-use agentc_backend_common::{resolve_env, Engine, ExecError};
+use agentc_engine::launch::Exited;
+use agentc_engine::signals::Interrupts;
+use agentc_engine::{resolve_env, Engine, ExecError};
 use agentc_policy::ContainerSpec;
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, KillContainerOptionsBuilder, RemoveContainerOptionsBuilder,
@@ -25,7 +25,7 @@ use crate::session::{run_attached, Step};
 /// session ([`run_attached`]), and on any failure or signal the container killed and removed,
 /// or named as left behind.
 ///
-/// [`EnginePort::run_attached`]: agentc_backend_common::port::EnginePort::run_attached
+/// [`EnginePort::run_attached`]: agentc_engine::port::EnginePort::run_attached
 pub(crate) async fn attached<S: Interrupts>(
     docker: &Docker,
     engine: Engine,

@@ -15,7 +15,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agentc_backend_common::{Engine, ExecError};
+use agentc_engine::{Engine, ExecError};
 use bollard::errors::Error as BollardError;
 use bollard::{ClientVersion, Docker, API_DEFAULT_VERSION};
 use http_body_util::BodyExt;

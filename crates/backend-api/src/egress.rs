@@ -69,7 +69,7 @@ pub fn render_egress(
     egress: &EgressSpec,
     proxy_image: Option<&str>,
 ) -> Result<EgressRequests, RenderError> {
-    let proxy = agentc_backend_common::egress::proxy_as_created(egress, proxy_image)?;
+    let proxy = agentc_engine::companion::prepare::proxy_as_created(egress, proxy_image)?;
     let EgressSpec {
         network,
         outside: _,

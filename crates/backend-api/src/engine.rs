@@ -1,11 +1,11 @@
 //! The engine behind the socket: that it is the one asked for (`--engine`), the runtimes it
 //! has (the fail-closed check before anything is created), and the create body on Podman's
-//! Docker-compatible socket (the rows of [`agentc_backend_common::podman`] applied).
+//! Docker-compatible socket (the rows of [`agentc_engine::podman`] applied).
 
 use std::collections::{BTreeMap, HashMap};
 
-use agentc_backend_common::podman::{self, tmpfs_options};
-use agentc_backend_common::{
+use agentc_engine::podman::{self, tmpfs_options};
+use agentc_engine::{
     check_runtime, docker_info_runtimes, Engine, EngineRuntimes, ExecError, Runtimes,
 };
 use agentc_policy::{ContainerSpec, MountSource};

@@ -1,10 +1,10 @@
 //! Launching a container through the Engine API: [`launch`], the library's call, runs the
-//! launch written once over the engine port ([`agentc_backend_common::launch`]) through
+//! launch written once over the engine port ([`agentc_engine::launch`]) through
 //! [`crate::port::ApiPort`], as [`launch_many`] runs the copies of `--count`; the port's
 //! attached run is [`crate::attached`].
 //!
 //! What `docker run` does beyond the API call, decided here explicitly: agentc pulls only when
-//! asked (`--pull`, [`agentc_backend_common::image::ensure_image`]; otherwise a missing
+//! asked (`--pull`, [`agentc_engine::image::ensure_image`]; otherwise a missing
 //! image is an error that says how to build it); it does not inject the CLI config's
 //! proxy variables (the profile's egress policy owns the environment); secrets are read from
 //! the environment map handed in, and an unset optional secret is left out rather than sent
@@ -15,9 +15,9 @@ use std::fmt;
 use std::io::IsTerminal;
 
 use crate::port::ApiPort;
-use agentc_backend_common::launch::{Exited, LaunchManyError, ProxyExecutable, Started};
-use agentc_backend_common::signals::Signals;
-use agentc_backend_common::ExecError;
+use agentc_engine::launch::{Exited, LaunchManyError, ProxyExecutable, Started};
+use agentc_engine::signals::Signals;
+use agentc_engine::ExecError;
 use agentc_policy::ContainerSpec;
 
 /// How to run a launch, beyond the spec.
@@ -82,7 +82,7 @@ impl Outcome {
     }
 }
 
-/// Launches a container through `docker` ([`agentc_backend_common::launch::launch`] over the
+/// Launches a container through `docker` ([`agentc_engine::launch::launch`] over the
 /// Engine API's [port](crate::port::ApiPort)): resolves secrets and checks the image before
 /// creating anything, creates it, then either starts it detached or attaches, starts, waits and
 /// removes it. SIGINT or SIGTERM at any step kills and removes what was created.
@@ -91,7 +91,7 @@ pub async fn launch(
     spec: &ContainerSpec,
     options: &LaunchOptions,
 ) -> Result<Outcome, ExecError> {
-    use agentc_backend_common::launch::{self, Launched};
+    use agentc_engine::launch::{self, Launched};
     let mut signals = Signals::new()?;
     let how = launch::LaunchOptions {
         pull: false,
@@ -115,7 +115,7 @@ pub async fn launch(
 }
 
 /// Launches every spec detached through `docker`, at most `jobs` at a time, started whole or
-/// not at all ([`agentc_backend_common::launch::launch_copies`] over the Engine API's port,
+/// not at all ([`agentc_engine::launch::launch_copies`] over the Engine API's port,
 /// each image inspected once for the fleet, one connection pool); the started sandboxes in
 /// the order given.
 pub async fn launch_many(
@@ -132,11 +132,11 @@ pub async fn launch_many(
         left: Vec::new(),
     };
     let mut signals = Signals::new().map_err(unlistened)?;
-    let how = agentc_backend_common::launch::LaunchOptions {
+    let how = agentc_engine::launch::LaunchOptions {
         proxy_executable: options.proxy_executable.clone(),
         ..Default::default()
     };
-    agentc_backend_common::launch::launch_copies(
+    agentc_engine::launch::launch_copies(
         port,
         specs,
         &options.env,

@@ -10,7 +10,7 @@
 //! session (terminal, stdin and output, signals, resize, OOM watch); [`admin`] re-exports what `agentc ps`
 //! and `agentc rm` use, written once over the port, with the daemon's removal concurrency; [`pull`] pulls a missing image when asked; [`signals`] listens for SIGINT and SIGTERM.
 //! What the CLI backend shares (the refusals of values docker's argv cannot carry, secret
-//! resolution, the launch error) is in [`agentc_backend_common`].
+//! resolution, the launch error) is in [`agentc_engine`].
 //!
 //! ```
 //! use agentc_backend_api::render_create;
@@ -37,8 +37,8 @@ mod session;
 pub mod signals;
 
 pub use admin::{RemoveTarget, Summary};
-pub use agentc_backend_common::launch::{copy_names, LaunchManyError, DEFAULT_JOBS};
-pub use agentc_backend_common::ExecError;
+pub use agentc_engine::launch::{copy_names, LaunchManyError, DEFAULT_JOBS};
+pub use agentc_engine::ExecError;
 pub use json::render_json;
 pub use launch::launch_many;
 pub use launch::{launch, LaunchOptions, Outcome};

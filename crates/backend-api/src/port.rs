@@ -1,4 +1,4 @@
-//! The [engine port](agentc_backend_common::port) through the Engine API: each operation one
+//! The [engine port](agentc_engine::port) through the Engine API: each operation one
 //! or two bollard calls, the companion's objects built from [`crate::egress::render_egress`]'s
 //! bodies (the requests the docker CLI would send for the CLI backend's argv). Refusals are
 //! read from the HTTP status (404, 409) and the daemon's message is kept as the detail.
@@ -7,11 +7,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentc_backend_common::egress_state;
-use agentc_backend_common::port::{
+use agentc_engine::companion::state;
+use agentc_engine::port::{
     EngineError, EngineErrorKind, EnginePort, Filter, ImportRequest, ListedContainer, ListedObject,
 };
-use agentc_backend_common::Engine;
+use agentc_engine::Engine;
 use agentc_policy::{ContainerSpec, EgressSpec, IsolatedNetwork};
 use bollard::errors::Error as BollardError;
 use bollard::exec::{CreateExecOptions, StartExecOptions};
@@ -33,7 +33,7 @@ use futures_util::{StreamExt, TryStreamExt};
 use crate::daemon::{daemon_error, status, Ping, Waits};
 use crate::egress::{network_create_body, render_egress};
 use crate::pull::{split_reference, PullProgress};
-use agentc_backend_common::ExecError;
+use agentc_engine::ExecError;
 
 /// The engine port over one Engine API connection.
 #[derive(Debug, Clone)]
@@ -106,7 +106,7 @@ impl ApiPort {
         };
         let mut request = crate::engine::create_request(&self.docker, self.engine, spec).await?;
         request.body.env =
-            Some(agentc_backend_common::resolve_env(spec, env)?).filter(|env| !env.is_empty());
+            Some(agentc_engine::resolve_env(spec, env)?).filter(|env| !env.is_empty());
         crate::engine::check_subpaths(&self.docker, spec)?;
         let mut options = CreateContainerOptionsBuilder::new();
         if let Some(name) = &request.name {
@@ -124,7 +124,7 @@ pub fn engine_error(error: BollardError) -> EngineError {
             status_code,
             message,
         } => {
-            let kind = if agentc_backend_common::daemon_text::is_not_running(&message) {
+            let kind = if agentc_engine::daemon_text::is_not_running(&message) {
                 EngineErrorKind::NotRunning
             } else {
                 match status_code {
@@ -290,7 +290,7 @@ impl EnginePort for ApiPort {
             .map_err(|error| failed(error.to_string()))?
             .proxy;
         proxy.body.env = Some(
-            agentc_backend_common::resolve_env(&egress.proxy, secrets)
+            agentc_engine::resolve_env(&egress.proxy, secrets)
                 .map_err(|error| failed(error.to_string()))?,
         )
         .filter(|env| !env.is_empty());
@@ -313,10 +313,7 @@ impl EnginePort for ApiPort {
             .map_err(engine_error)
     }
 
-    async fn check_launch(
-        &self,
-        spec: &ContainerSpec,
-    ) -> Result<(), agentc_backend_common::ExecError> {
+    async fn check_launch(&self, spec: &ContainerSpec) -> Result<(), agentc_engine::ExecError> {
         let spec = &ContainerSpec {
             detach: true,
             ..spec.clone()
@@ -351,7 +348,7 @@ impl EnginePort for ApiPort {
         &self,
         spec: &ContainerSpec,
         env: &BTreeMap<String, String>,
-    ) -> Result<String, agentc_backend_common::ExecError> {
+    ) -> Result<String, agentc_engine::ExecError> {
         let (request, options) = self.detached_create(spec, env).await?;
         let id = self
             .docker
@@ -364,7 +361,7 @@ impl EnginePort for ApiPort {
             // Leave nothing behind a failed launch, or say what is left.
             return Err(match self.remove_container(&id).await {
                 Ok(()) => cause,
-                Err(removal) => agentc_backend_common::ExecError::NotRemoved {
+                Err(removal) => agentc_engine::ExecError::NotRemoved {
                     cause: Box::new(cause),
                     container: request.name.unwrap_or(id),
                     message: removal.to_string(),
@@ -374,13 +371,13 @@ impl EnginePort for ApiPort {
         Ok(id)
     }
 
-    async fn run_attached<S: agentc_backend_common::signals::Interrupts>(
+    async fn run_attached<S: agentc_engine::signals::Interrupts>(
         &self,
         spec: &ContainerSpec,
         env: &BTreeMap<String, String>,
         terminal: bool,
         signals: &mut S,
-    ) -> Result<agentc_backend_common::launch::Exited, agentc_backend_common::ExecError> {
+    ) -> Result<agentc_engine::launch::Exited, agentc_engine::ExecError> {
         crate::attached::attached(
             &self.docker,
             self.engine,
@@ -393,9 +390,7 @@ impl EnginePort for ApiPort {
         .await
     }
 
-    async fn runtimes(
-        &self,
-    ) -> Result<agentc_backend_common::EngineRuntimes, agentc_backend_common::ExecError> {
+    async fn runtimes(&self) -> Result<agentc_engine::EngineRuntimes, agentc_engine::ExecError> {
         crate::engine::registered_runtimes(&self.docker, self.engine).await
     }
 
@@ -578,10 +573,7 @@ impl EnginePort for ApiPort {
                 internal: Some(network.internal.unwrap_or(false)),
                 name: network.name.unwrap_or_else(|| name.to_string()),
                 labels: sorted(network.labels),
-                created: network
-                    .created
-                    .as_deref()
-                    .and_then(egress_state::unix_seconds),
+                created: network.created.as_deref().and_then(state::unix_seconds),
             })),
             Err(error) if status(&error) == Some(404) => Ok(None),
             Err(error) => Err(engine_error(error)),
@@ -603,10 +595,7 @@ impl EnginePort for ApiPort {
                     internal: Some(network.internal.unwrap_or(false)),
                     name: network.name?,
                     labels: sorted(network.labels),
-                    created: network
-                        .created
-                        .as_deref()
-                        .and_then(egress_state::unix_seconds),
+                    created: network.created.as_deref().and_then(state::unix_seconds),
                 })
             })
             .collect())
@@ -655,10 +644,7 @@ impl EnginePort for ApiPort {
             .into_iter()
             .map(|volume| ListedObject {
                 internal: None,
-                created: volume
-                    .created_at
-                    .as_deref()
-                    .and_then(egress_state::unix_seconds),
+                created: volume.created_at.as_deref().and_then(state::unix_seconds),
                 labels: volume.labels.into_iter().collect(),
                 name: volume.name,
             })

@@ -2,7 +2,7 @@
 //! the image reference split into the Engine API's `fromImage` and `tag`, and a compact
 //! progress report (one line each time a layer changes status). The pull itself is the port's
 //! ([`crate::port::ApiPort`]), and the decision to pull is written once for both backends
-//! ([`agentc_backend_common::image::ensure_image`], whose errors say what went wrong: registry
+//! ([`agentc_engine::image::ensure_image`], whose errors say what went wrong: registry
 //! unreachable, repository or tag not found, credentials wanted).
 //!
 //! No registry credentials are sent: registry auth from the docker config (`docker login`) is

@@ -19,7 +19,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use agentc_backend_common::{check_build, check_container, ArgvError, ExecError};
+use agentc_engine::{check_build, check_container, ArgvError, ExecError};
 use agentc_policy::spec::{
     AppArmor, BuildSpec, ContainerSpec, Device, EnvValue, EnvVar, ExposedPort, ExtraHost,
     HostTarget, LogConfig, Mount, MountSource, Network, PublishedPort, Resources, Tmpfs,
@@ -127,7 +127,7 @@ impl From<RenderError> for ExecError {
 }
 
 impl RenderError {
-    /// The spec field path the error is about (`agentc_backend_common::ArgvError::field` names
+    /// The spec field path the error is about (`agentc_engine::ArgvError::field` names
     /// the same path for the same value).
     pub fn field(&self) -> &str {
         match self {
@@ -485,7 +485,7 @@ fn render_resources(resources: &Resources, host: &mut HostConfig) -> Result<(), 
         nano_cpus,
         pids_limit,
     } = resources;
-    // Sizes above MAX_SIZE_BYTES were refused by `agentc_backend_common::check_container`.
+    // Sizes above MAX_SIZE_BYTES were refused by `agentc_engine::check_container`.
     host.memory = signed("resources.memory_bytes", *memory_bytes)?;
     host.memory_swap = signed("resources.memory_swap_bytes", *memory_swap_bytes)?;
     host.shm_size = signed("resources.shm_size_bytes", *shm_size_bytes)?;

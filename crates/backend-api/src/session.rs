@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use agentc_backend_common::{Engine, ExecError, Interrupt};
+use agentc_engine::{Engine, ExecError, Interrupt};
 use agentc_policy::ContainerSpec;
 use bollard::errors::Error as BollardError;
 use bollard::query_parameters::{
@@ -20,7 +20,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use crate::daemon::daemon_error;
 use crate::daemon::{remove_quietly, wait_removed};
-use agentc_backend_common::signals::Interrupts;
+use agentc_engine::signals::Interrupts;
 
 /// How an attached container ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,4 +1,4 @@
 //! SIGINT and SIGTERM for the whole launch: [`Signals`], the process's own, written once in
-//! [`agentc_backend_common::signals`] and used by the launch, the session and verify.
+//! [`agentc_engine::signals`] and used by the launch, the session and verify.
 
-pub use agentc_backend_common::signals::{Interrupts, Signals};
+pub use agentc_engine::signals::{Interrupts, Signals};

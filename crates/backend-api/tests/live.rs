@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use agentc_backend_api::{connect, launch, ExecError, LaunchOptions};
-use agentc_backend_common::Engine;
+use agentc_engine::Engine;
 use agentc_policy::spec::{ContainerSpec, EnvValue, EnvVar, Network, Resources, Tmpfs};
 
 fn unavailable(reason: String) {

@@ -8,7 +8,7 @@
 //! docker start PROXY
 //! ```
 
-use agentc_backend_common::ArgvError;
+use agentc_engine::ArgvError;
 use agentc_policy::{EgressSpec, IsolatedNetwork};
 
 use crate::render::container_argv;
@@ -50,7 +50,7 @@ pub fn setup_argvs(
     egress: &EgressSpec,
     proxy_image: Option<&str>,
 ) -> Result<Vec<Vec<String>>, ArgvError> {
-    let proxy = agentc_backend_common::egress::proxy_as_created(egress, proxy_image)?;
+    let proxy = agentc_engine::companion::prepare::proxy_as_created(egress, proxy_image)?;
     let EgressSpec {
         network,
         outside: _,

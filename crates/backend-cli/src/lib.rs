@@ -6,7 +6,7 @@
 //! form `--flag=value` as one argv element, so no value can ever be read as a flag, and every
 //! value that survives rendering reaches docker unchanged: values docker's syntax cannot carry
 //! are refused with an [`ArgvError`] naming the spec field, by the checks the API backend
-//! shares ([`agentc_backend_common::argv`]).
+//! shares ([`agentc_engine::argv`]).
 //!
 //! ```
 //! use agentc_backend_cli::{render_argv, shell_line};
@@ -39,7 +39,7 @@ mod render;
 pub mod sandbox;
 mod shell;
 
-pub use agentc_backend_common::{ArgvError, ExecError};
+pub use agentc_engine::{ArgvError, ExecError};
 pub use exec::{launch, Outcome};
 pub use render::render_argv;
 pub use sandbox::CliClient;

@@ -7,7 +7,7 @@
 //! or tab, quoted for readability), in which case the whole field is wrapped in double quotes
 //! and inner quotes are doubled. Go's reader turns CR LF into LF even inside a quoted field,
 //! so a value holding CR LF cannot be carried; the shared checks
-//! ([`agentc_backend_common::check_container`]) refuse it before anything is rendered.
+//! ([`agentc_engine::check_container`]) refuse it before anything is rendered.
 
 /// Encodes one `key=value` field of a `--mount` record.
 pub(crate) fn field(key: &str, value: &str) -> String {

@@ -5,7 +5,7 @@
 //! Every flag is one argv element in the attached form `--flag=value`, so a value starting
 //! with `-` is never read as a flag. What docker's syntax cannot carry is refused before
 //! anything is formatted, by the checks both backends share
-//! ([`agentc_backend_common::check_container`], [`agentc_backend_common::check_build`]); the
+//! ([`agentc_engine::check_container`], [`agentc_engine::check_build`]); the
 //! helpers below then only format. The order is fixed:
 //!
 //! ```text
@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::path::Path;
 
-use agentc_backend_common::{check_build, check_container, ArgvError};
+use agentc_engine::{check_build, check_container, ArgvError};
 use agentc_policy::{
     Action, AppArmor, BuildSpec, Capability, ContainerSpec, Device, EnvValue, EnvVar, ExposedPort,
     ExtraHost, HostTarget, LaunchSpec, LogConfig, Mount, MountSource, Network, PublishedPort,

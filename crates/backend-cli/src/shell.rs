@@ -1,6 +1,6 @@
 //! argv -> one POSIX shell line, for display and copy-paste (`agentc run --dry-run`).
 
-use agentc_backend_common::ArgvError;
+use agentc_engine::ArgvError;
 
 /// Quotes argv as one shell line (shlex, POSIX `sh` compatible): `shlex::split` of the line
 /// returns the argv.

@@ -292,6 +292,8 @@ fn options() -> impl Strategy<Value = Options> {
                     upstream_ca: Default::default(),
                     egress: EgressPolicy {
                         mode,
+                        // A hostile string as the Docker network's name, in the note.
+                        outside_network: hosts.first().cloned(),
                         hosts,
                         gateway,
                         allow_cidrs: Vec::new(),

@@ -12,7 +12,7 @@
 //!
 //! [`rootfs_tar`], [`mapped_libraries`] and [`elf_interpreter`] are pure; [`self_inputs`] reads
 //! `/proc/self`, [`proxy_image`] the executable it is given and `/proc/self/maps`. The import
-//! is an operation of the engine port (`agentc_backend_common::companion::import_unless_present`:
+//! is an operation of the engine port (`agentc_engine::companion::import_unless_present`:
 //! `docker import` or `POST /images/create?fromSrc=-`, written once for both backends). Verified on Debian 12 (glibc
 //! 2.36): in this image the proxy resolves names through docker's embedded DNS with nothing but
 //! libc.

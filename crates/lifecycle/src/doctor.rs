@@ -8,25 +8,8 @@
 
 use serde::Serialize;
 
-/// The engines doctor knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Engine {
-    /// The Docker Engine.
-    Docker,
-    /// Podman: its command line, and its Docker-compatible API socket.
-    Podman,
-}
-
-impl Engine {
-    /// Its name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Engine::Docker => "docker",
-            Engine::Podman => "podman",
-        }
-    }
-}
+/// The engines doctor knows: the one engine value of every crate.
+pub use agentc_policy::Engine;
 
 /// The oldest Engine API version agentc's launches are tested with (Docker 20.10).
 pub const MIN_API_VERSION: (u32, u32) = (1, 41);

@@ -164,7 +164,7 @@ pub fn parts(spec: &LaunchSpec) -> Vec<Part> {
         Action::Container(container) => {
             // A launch without a container name gets its egress set per run, named with a
             // suffix of that run, and the container is named after it
-            // (`backend_common::egress::prepare`): shown with RUN_SUFFIX.
+            // (`agentc_engine::companion::prepare::prepare`): shown with RUN_SUFFIX.
             let per_run = match (&container.name, &container.egress) {
                 (None, Some(egress)) => {
                     let mut per_run = container.clone();

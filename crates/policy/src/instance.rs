@@ -183,7 +183,7 @@ pub(crate) fn apply(
     // The names this instance chooses (`--name`, a copy's `-N`), refused before any copy
     // starts. A default name is not refused (a resolve that only reads the launch, such as
     // explain, a lock or a pool's key, launches no name): a launch whose default name is no
-    // DNS label is not watched by its proxy (`agentc_backend_common::egress::prepare`).
+    // DNS label is not watched by its proxy (`agentc_engine::companion::prepare::prepare`).
     if instance.name.is_some() || instance.copy.is_some() {
         if let Some(problem) = dns_label_problem(container) {
             return Err(name_refusal(&problem, instance, &profile, loaded));

@@ -80,13 +80,14 @@ pub struct DoctorArgs {
     pub format: ExplainFormat,
 }
 
-/// The container engines (`--engine`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EngineArg {
-    /// The Docker Engine (`docker`; `DOCKER_HOST`, or the local socket).
-    Docker,
-    /// Podman (`podman`; `CONTAINER_HOST`, `DOCKER_HOST`, or `/run/podman/podman.sock`).
-    Podman,
+/// The values of `--engine`: `docker` or `podman`, read as the one engine value of every
+/// crate ([`agentc_policy::Engine`]).
+pub fn engine_value() -> impl clap::builder::TypedValueParser<Value = agentc_policy::Engine> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(
+        agentc_policy::Engine::ALL.map(|engine| engine.as_str()),
+    )
+    .map(|name| agentc_policy::Engine::parse(&name).unwrap_or_default())
 }
 
 /// `agentc plan`.

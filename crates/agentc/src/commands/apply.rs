@@ -92,7 +92,7 @@ fn provide_image(
 fn built(image: &str, code: i32) -> Result<bool, Failure> {
     if code != 0 {
         return Err(Failure::new(
-            agentc_backend_common::exit_status(i64::from(code)),
+            agentc_engine::exit_status(i64::from(code)),
             format!(
                 "the build of {image} failed (docker build exited {code}); nothing was recorded"
             ),

@@ -37,7 +37,7 @@ pub fn build(args: BuildArgs) -> Result<u8, Failure> {
     let loaded = context::load_profile(&launch_args.profile)?;
     let (spec, bundled) = context::resolve_build(&loaded, &launch_args)?;
     let code = build_spec(spec, bundled.as_ref())?;
-    Ok(agentc_backend_common::exit_status(i64::from(code)))
+    Ok(agentc_engine::exit_status(i64::from(code)))
 }
 
 /// Builds a resolved build launch in the foreground (`docker build`'s progress on the

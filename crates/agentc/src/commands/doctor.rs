@@ -44,8 +44,8 @@ pub fn doctor(args: DoctorArgs) -> Result<u8, Failure> {
     }
     let report = Report {
         engine: match crate::engine() {
-            agentc_backend_common::Engine::Docker => Engine::Docker,
-            agentc_backend_common::Engine::Podman => Engine::Podman,
+            agentc_engine::Engine::Docker => Engine::Docker,
+            agentc_engine::Engine::Podman => Engine::Podman,
         },
         checks,
     };
@@ -77,9 +77,7 @@ fn profile_facts(
     if let Some(runtime) = &loaded.profile.security.runtime {
         // Asked through the engine's command line: Podman's socket cannot tell.
         let available = agentc_backend_cli::exec::engine::runtimes(crate::engine(), runtime)
-            .and_then(|found| {
-                agentc_backend_common::check_runtime(crate::engine(), runtime, &found)
-            })
+            .and_then(|found| agentc_engine::check_runtime(crate::engine(), runtime, &found))
             .map_err(|error| {
                 error
                     .to_string()

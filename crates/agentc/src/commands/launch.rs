@@ -12,17 +12,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use agentc_backend_api::port::ApiPort;
 use agentc_backend_cli::exec::port::CliPort;
-use agentc_backend_common::launch::ProxyExecutable;
-use agentc_backend_common::port::EnginePort;
-use agentc_backend_common::signals::Signals;
-use agentc_backend_common::{exit_status, published_addresses, ExecError};
+use agentc_engine::launch::ProxyExecutable;
+use agentc_engine::port::EnginePort;
+use agentc_engine::signals::Signals;
+use agentc_engine::{exit_status, published_addresses, ExecError};
 use agentc_policy::{Action, ContainerSpec, LaunchSpec, Network};
 use bollard::models::ContainerInspectResponse;
 use futures_util::StreamExt;
 
 use crate::cli::BackendArg;
 use crate::context::{Failure, EXIT_DOCKER, EXIT_INVALID};
-use agentc_backend_common::isolation::{self as floor, FloorError, FloorOptions};
+use agentc_engine::isolation::{self as floor, FloorError, FloorOptions};
 use agentc_policy::IsolationShortfall;
 
 /// A current-thread tokio runtime with I/O and timers, for one launching command.
@@ -50,7 +50,7 @@ pub fn process_env() -> BTreeMap<String, String> {
 pub fn engine_host() -> Option<String> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
-    agentc_backend_common::engine::api_host(crate::engine(), &process_env(), root)
+    agentc_engine::engine::api_host(crate::engine(), &process_env(), root)
 }
 
 /// Whether the engine runs on another machine (`DOCKER_HOST=tcp://…` or `ssh://…`): its
@@ -126,7 +126,7 @@ pub enum Backend {
 }
 
 /// The backend `--backend` means: `auto` is Docker's Engine API when it answers at
-/// [`engine_host`] ([`agentc_backend_common::engine::api_reachable`], a connection and no
+/// [`engine_host`] ([`agentc_engine::engine::api_reachable`], a connection and no
 /// request), else the command line ([`auto_backend`]); decided once a process and said with
 /// `--verbose`.
 pub fn chosen(backend: BackendArg) -> Backend {
@@ -147,13 +147,13 @@ pub fn chosen(backend: BackendArg) -> Backend {
 /// isolation floor could not be met through it) and exports no memory checkpoints.
 pub fn auto_backend() -> (Backend, String) {
     let engine = crate::engine();
-    if engine == agentc_backend_common::Engine::Podman {
+    if engine == agentc_engine::Engine::Podman {
         return (
             Backend::Cli,
             "cli (Podman's API socket selects no runtime and exports no checkpoints: the podman command runs each step; --backend api uses the socket)".to_string(),
         );
     }
-    match agentc_backend_common::engine::api_reachable(engine_host().as_deref()) {
+    match agentc_engine::engine::api_reachable(engine_host().as_deref()) {
         Ok(endpoint) => (
             Backend::Api,
             format!("api (the {engine} Engine API at {endpoint} answers)"),
@@ -186,7 +186,7 @@ pub async fn reap<P: EnginePort>(port: &P, own: Option<&str>) {
 async fn reap_now<P: EnginePort>(port: &P, own: Option<&str>) {
     // Test-only: a fault test has its own profile's killed launches judged at once.
     let at_once = std::env::var("AGENTC_TEST_REAP_AT_ONCE").ok();
-    match agentc_backend_common::companion::reap(port, own, at_once.as_deref()).await {
+    match agentc_engine::companion::reap(port, own, at_once.as_deref()).await {
         Ok(found) => {
             for orphans in found {
                 eprintln!("agentc: {}", orphans.removed_line());
@@ -391,7 +391,7 @@ pub fn execute(spec: &LaunchSpec, backend: BackendArg, pull: bool) -> Result<u8,
 /// [`execute`], with the launch's container as [`meet_floor`] already returned it for this
 /// `backend` (`placed`: the pool claim of `agentc run` met the floor first), so that the
 /// engine is asked once per launch; `None` meets it here. The launch is written once over the
-/// engine port ([`agentc_backend_common::launch::launch`]); `backend` chooses the port.
+/// engine port ([`agentc_engine::launch::launch`]); `backend` chooses the port.
 pub fn execute_placed(
     spec: &LaunchSpec,
     placed: Option<ContainerSpec>,
@@ -407,7 +407,7 @@ pub fn execute_placed(
     };
     let container = &placed;
     let env = process_env();
-    let options = agentc_backend_common::launch::LaunchOptions {
+    let options = agentc_engine::launch::LaunchOptions {
         pull,
         terminal: std::io::stdin().is_terminal(),
         // The egress proxy is an image of this binary.
@@ -422,7 +422,7 @@ pub fn execute_placed(
     })
 }
 
-/// [`agentc_backend_common::launch::launch`] over `port`, SIGINT and SIGTERM listened to from
+/// [`agentc_engine::launch::launch`] over `port`, SIGINT and SIGTERM listened to from
 /// before its first step; prints a started sandbox's name and where it can be reached, or an
 /// attached container's abnormal exit, and returns the exit status. A failure makes the
 /// isolation floor's choice be probed again next time.
@@ -430,9 +430,9 @@ async fn launch_over<P: EnginePort>(
     port: &P,
     container: &ContainerSpec,
     env: &BTreeMap<String, String>,
-    options: &agentc_backend_common::launch::LaunchOptions,
+    options: &agentc_engine::launch::LaunchOptions,
 ) -> Result<u8, Failure> {
-    use agentc_backend_common::launch::{self, Launched};
+    use agentc_engine::launch::{self, Launched};
     let mut signals = Signals::new().map_err(exec_failure)?;
     let launched = launch::launch(
         port,
@@ -478,7 +478,7 @@ fn cannot_inspect(id: &str, error: &ExecError) -> Failure {
 /// Launches the detached copies of `agentc run --count`, each resolved as its own instance
 /// (named NAME-1 to NAME-COUNT, [`agentc_policy::Instance::copy`]), through `backend`'s
 /// engine port, `jobs` launches at a time
-/// ([`agentc_backend_common::launch::launch_copies`]): either all start, or none is left
+/// ([`agentc_engine::launch::launch_copies`]): either all start, or none is left
 /// running and every failure is named. Prints each started copy, in order.
 pub fn execute_copies(
     copies: &[LaunchSpec],
@@ -530,7 +530,7 @@ pub fn execute_copies(
     })
 }
 
-/// [`agentc_backend_common::launch::launch_copies`] over `port`; prints each started copy, in
+/// [`agentc_engine::launch::launch_copies`] over `port`; prints each started copy, in
 /// order. An engine out of reach before any copy was created is the whole launch's error, as
 /// for a single launch.
 async fn copies_over<P: EnginePort>(
@@ -544,13 +544,13 @@ async fn copies_over<P: EnginePort>(
         return Ok(0);
     };
     let mut signals = Signals::new().map_err(exec_failure)?;
-    let options = agentc_backend_common::launch::LaunchOptions {
+    let options = agentc_engine::launch::LaunchOptions {
         pull,
         // The egress proxies are images of this binary.
         proxy_executable: ProxyExecutable::running(),
         ..Default::default()
     };
-    let launched = agentc_backend_common::launch::launch_copies(
+    let launched = agentc_engine::launch::launch_copies(
         port,
         copies,
         env,
@@ -583,7 +583,7 @@ async fn copies_over<P: EnginePort>(
         return Ok(0);
     }
     let inspects: Vec<_> = futures_util::stream::iter(&launched)
-        .map(|copy| agentc_backend_common::launch::reachable(port, copy))
+        .map(|copy| agentc_engine::launch::reachable(port, copy))
         .buffered(jobs.max(1))
         .collect()
         .await;
@@ -607,7 +607,7 @@ fn floor_for_all(
     profile: &str,
     backend: BackendArg,
 ) -> Result<Vec<ContainerSpec>, Failure> {
-    use agentc_backend_common::isolation::{LABEL_ISOLATION, LABEL_RUNTIME};
+    use agentc_engine::isolation::{LABEL_ISOLATION, LABEL_RUNTIME};
     let Some(first) = copies.first().filter(|first| first.isolation.is_some()) else {
         return Ok(copies.to_vec());
     };
@@ -754,7 +754,7 @@ mod tests {
             refused.message
         );
         let missing = exec_failure(ExecError::ImageMissing {
-            engine: agentc_backend_common::Engine::Docker,
+            engine: agentc_engine::Engine::Docker,
             image: "x:1".into(),
         });
         assert_eq!(missing.code, 125);

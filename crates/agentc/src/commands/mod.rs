@@ -2,7 +2,7 @@
 //! launching commands share (the runtime, the environment and daemon address read from the
 //! machine, a launch through either backend and what it prints, the exit status of a launch
 //! error); [`session`] the commands that drive a running sandbox through either backend's
-//! [`SandboxClient`](agentc_backend_common::session::SandboxClient).
+//! [`SandboxClient`](agentc_engine::session::SandboxClient).
 
 pub mod apply;
 pub mod build;

@@ -171,7 +171,7 @@ fn render(
     backend: RenderBackendArg,
     format: FormatArg,
 ) -> Result<String, Failure> {
-    if let (agentc_backend_common::Engine::Podman, agentc_policy::Action::Container(container)) =
+    if let (agentc_engine::Engine::Podman, agentc_policy::Action::Container(container)) =
         (crate::engine(), &spec.action)
     {
         return render_podman(container, backend, format);
@@ -219,7 +219,7 @@ fn render(
 }
 
 /// Renders a container launch for Podman (`--engine podman`): the difference table applied
-/// (`agentc_backend_common::podman`), then `podman` argv or the body for its socket. Offline,
+/// (`agentc_engine::podman`), then `podman` argv or the body for its socket. Offline,
 /// the image's `USER` is unknown: a launch without `--user` keeps its `--cap-add` here, and a
 /// note on stderr says they are dropped at launch when the image's user is not root.
 fn render_podman(
@@ -227,8 +227,7 @@ fn render_podman(
     backend: RenderBackendArg,
     format: FormatArg,
 ) -> Result<String, Failure> {
-    let adapted =
-        agentc_backend_common::podman::adapt(container, None).map_err(Failure::unlaunchable)?;
+    let adapted = agentc_engine::podman::adapt(container, None).map_err(Failure::unlaunchable)?;
     if container.user.is_none() && !adapted.cap_add.is_empty() {
         eprintln!(
             "agentc: note: on podman, --cap-add is dropped at launch when the image's USER is not root (podman would make the capabilities effective; docker keeps them out of reach)"

@@ -5,7 +5,7 @@
 //! [`agentc_policy::pool::member_spec`]: named `agentc-pool-PROFILE-RANDOM`, labelled with
 //! the pool key, idling instead of running the launch's command. A claim renames an idle
 //! member of the launch's key and runs the launch's command in it through exec
-//! ([`agentc_backend_common::pool`], written once over [`SandboxClient`]).
+//! ([`agentc_engine::pool`], written once over [`SandboxClient`]).
 //!
 //! The keys a member's egress proxy holds are read at fill, from the filler's environment:
 //! the member carries their fingerprints under the user's own key ([`pool_secret`]), and a
@@ -16,11 +16,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::path::Path;
 
-use agentc_backend_common::pool::{self, Member, Wanted};
-use agentc_backend_common::session::{
+use agentc_engine::pool::{self, Member, Wanted};
+use agentc_engine::session::{
     ExecRequest, ExecStdin, SandboxClient, Sandboxes, SessionError, SessionPort,
 };
-use agentc_backend_common::ExecError;
+use agentc_engine::ExecError;
 use agentc_policy::pool::{
     claim_command, claim_secrets, cold_reason, credential_fingerprints, member_name, member_spec,
     pool_key,
@@ -107,7 +107,7 @@ async fn key_of<C: SandboxClient>(
     client: &C,
     base: &LaunchSpec,
     runtime: Option<&str>,
-) -> Result<(String, agentc_backend_common::session::ImageFacts), SessionError> {
+) -> Result<(String, agentc_engine::session::ImageFacts), SessionError> {
     let image = match &base.action {
         agentc_policy::Action::Container(container) => container.image.clone(),
         agentc_policy::Action::Build(build) => build.tag.clone(),
@@ -138,14 +138,9 @@ impl OnClient for Prepare<'_> {
         let container = launch::container_of(self.base)?;
         if self.pull {
             let mut notify = launch::notify;
-            agentc_backend_common::image::ensure_image(
-                client.port(),
-                &container.image,
-                true,
-                &mut notify,
-            )
-            .await
-            .map_err(launch::exec_failure)?;
+            agentc_engine::image::ensure_image(client.port(), &container.image, true, &mut notify)
+                .await
+                .map_err(launch::exec_failure)?;
         }
         let (key, _) = key_of(client, self.base, self.runtime.as_deref())
             .await

@@ -5,12 +5,12 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use agentc_backend_common::admin::{self, Summary};
-use agentc_backend_common::egress_state::EgressState;
-use agentc_backend_common::launch::reachable_inspect;
-use agentc_backend_common::session::{Sandbox, SandboxClient};
-use agentc_backend_common::session::{Sandboxes, SessionPort};
-use agentc_backend_common::{network_of, published_addresses};
+use agentc_engine::admin::{self, Summary};
+use agentc_engine::companion::state::EgressState;
+use agentc_engine::launch::reachable_inspect;
+use agentc_engine::session::{Sandbox, SandboxClient};
+use agentc_engine::session::{Sandboxes, SessionPort};
+use agentc_engine::{network_of, published_addresses};
 use agentc_policy::{
     Network, KIND_EGRESS_PROXY, LABEL_KIND, LABEL_PROFILE_FILE, LABEL_PROFILE_SHA256,
     LABEL_SPEC_DIGEST,
@@ -233,7 +233,7 @@ fn network_name(network: &Network) -> String {
 /// [`SandboxClient::egress`] as `agentc egress log`); a proxy itself, a container removed
 /// meanwhile, or one the daemon cannot tell about, has none.
 /// What `agentc ps` prints: its rows and volumes, asked of the engine through the client's port
-/// ([`agentc_backend_common::admin`], written once for both backends).
+/// ([`agentc_engine::admin`], written once for both backends).
 struct Listing<'a> {
     args: &'a PsArgs,
     filters: &'a Filters,
@@ -329,16 +329,13 @@ fn row(summary: Summary, network: String, ports: Vec<PortRow>, egress: Option<Eg
         profile_state: profile_state(&summary),
         isolation: summary
             .labels
-            .get(agentc_backend_common::isolation::LABEL_ISOLATION)
-            .map(|tier| {
-                match summary
-                    .labels
-                    .get(agentc_backend_common::isolation::LABEL_RUNTIME)
-                {
+            .get(agentc_engine::isolation::LABEL_ISOLATION)
+            .map(
+                |tier| match summary.labels.get(agentc_engine::isolation::LABEL_RUNTIME) {
                     Some(runtime) => format!("{tier} ({runtime})"),
                     None => tier.clone(),
-                }
-            }),
+                },
+            ),
         id: summary.id,
         name: summary.name,
         profile: summary.profile,

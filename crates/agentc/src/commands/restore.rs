@@ -12,10 +12,10 @@
 use std::path::{Path, PathBuf};
 
 use agentc_backend_api::RemoveTarget;
-use agentc_backend_common::session::{SandboxClient, SessionError};
-use agentc_backend_common::session::{Sandboxes, SessionPort};
-use agentc_backend_common::snapshot::{self, RestorePlan, SnapshotRecord};
-use agentc_backend_common::ExecError;
+use agentc_engine::session::{SandboxClient, SessionError};
+use agentc_engine::session::{Sandboxes, SessionPort};
+use agentc_engine::snapshot::{self, RestorePlan, SnapshotRecord};
+use agentc_engine::ExecError;
 use agentc_policy::{Instance, LaunchSpec, LoadedProfile, Start};
 
 use super::snapshot::{
@@ -180,13 +180,11 @@ fn discard(name: &str, plan: &RestorePlan, backend: BackendArg) {
     let reached: Result<(), Failure> = runtime.block_on(async {
         launch::over_port!(backend, None, |port| {
             let target = RemoveTarget::Names(vec![name.to_string()]);
-            if let Err(error) = agentc_backend_common::admin::remove(&port, &target).await {
+            if let Err(error) = agentc_engine::admin::remove(&port, &target).await {
                 eprintln!("agentc: could not remove {name}: {error}");
             }
             let volumes: Vec<String> = plan.fresh_volumes.iter().cloned().collect();
-            if let Err(error) =
-                agentc_backend_common::admin::remove_volumes(&port, &volumes, true).await
-            {
+            if let Err(error) = agentc_engine::admin::remove_volumes(&port, &volumes, true).await {
                 eprintln!("agentc: could not remove the volumes of {name}: {error}");
             }
             Ok(())

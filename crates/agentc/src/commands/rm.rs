@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use agentc_backend_common::admin::{self, RemoveTarget};
-use agentc_backend_common::session::{Sandboxes, SessionPort};
-use agentc_backend_common::ExecError;
+use agentc_engine::admin::{self, RemoveTarget};
+use agentc_engine::session::{Sandboxes, SessionPort};
+use agentc_engine::ExecError;
 
 use crate::cli::RmArgs;
 use crate::commands::launch;

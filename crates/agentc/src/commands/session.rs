@@ -10,15 +10,15 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use agentc_backend_common::egress_state::EgressState;
-use agentc_backend_common::launch::ProxyExecutable;
-use agentc_backend_common::session::target::parse_port;
-use agentc_backend_common::session::{
+use agentc_engine::companion::state::EgressState;
+use agentc_engine::launch::ProxyExecutable;
+use agentc_engine::session::target::parse_port;
+use agentc_engine::session::{
     parse_since, ExecRequest, ExecStdin, LogsRequest, OutputSink, ProcessStdio, Sandbox,
     SandboxClient, SandboxEgress, SessionError, Stream, EXEC_TAG_VAR,
 };
-use agentc_backend_common::session::{Sandboxes, SessionPort, Unseen};
-use agentc_backend_common::{exit_status, ExecError, Interrupt};
+use agentc_engine::session::{Sandboxes, SessionPort, Unseen};
+use agentc_engine::{exit_status, ExecError, Interrupt};
 use agentc_policy::{EnvValue, EnvVar};
 
 use crate::cli::{
@@ -352,7 +352,7 @@ fn write_tar(landing: &Path) -> Result<(), Failure> {
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_else(|| ".".to_string());
     let stdout = std::io::stdout().lock();
-    agentc_backend_common::session::tarball::pack(landing, &name, std::io::BufWriter::new(stdout))
+    agentc_engine::session::tarball::pack(landing, &name, std::io::BufWriter::new(stdout))
         .map_err(session_failure)
 }
 

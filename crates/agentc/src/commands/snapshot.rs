@@ -1,14 +1,14 @@
 //! `agentc pause`, `resume`, `snapshot` (and `snapshot ls`, `snapshot rm`), `restore` and
-//! `fork`: short chains of [`agentc_backend_common::snapshot`] calls over either backend's
+//! `fork`: short chains of [`agentc_engine::snapshot`] calls over either backend's
 //! [`SandboxClient`]. A restore is `agentc run --detach`'s own launch
 //! ([`launch::execute`]) of the snapshot's profile with the snapshot's image, between the
 //! library's [`prepare`](snapshot::prepare) and [`put_back`](snapshot::put_back).
 
 use std::path::{Path, PathBuf};
 
-use agentc_backend_common::session::{Sandbox, SandboxClient};
-use agentc_backend_common::session::{Sandboxes, SessionPort};
-use agentc_backend_common::snapshot::{self, Freeze, SnapshotError, SnapshotRecord};
+use agentc_engine::session::{Sandbox, SandboxClient};
+use agentc_engine::session::{Sandboxes, SessionPort};
+use agentc_engine::snapshot::{self, Freeze, SnapshotError, SnapshotRecord};
 use agentc_policy::{ContainerSpec, EnvValue, Instance, LaunchSpec, Start};
 
 use crate::cli::{

@@ -1,9 +1,7 @@
 //! `agentc verify`: launches the profile's run with the probe in place of the agent and
 //! compares what the kernel reports with the spec (see [`crate::verify`]).
 
-use agentc_backend_common::session::{
-    Sandbox, SandboxClient, SandboxEgress, Sandboxes, SessionPort,
-};
+use agentc_engine::session::{Sandbox, SandboxClient, SandboxEgress, Sandboxes, SessionPort};
 use agentc_policy::{Instance, Start};
 
 use crate::cli::{ExplainFormat, VerifyArgs};

@@ -3,7 +3,7 @@
 //! engine port, which the cli backend answers through the engine's command line and the api
 //! backend through the Engine API.
 
-use agentc_backend_common::port::{EngineError, EnginePort};
+use agentc_engine::port::{EngineError, EnginePort};
 use agentc_lifecycle::lock::ImageFacts;
 use bollard::models::ImageInspect;
 
@@ -16,7 +16,7 @@ pub trait Engine {
     /// The image `reference` names, or `None` when the engine has no such image.
     fn image(&mut self, reference: &str) -> Result<Option<ImageFacts>, Failure>;
     /// Pulls `reference`, unless the engine has it already; says so on stderr
-    /// ([`agentc_backend_common::image::ensure_image`]).
+    /// ([`agentc_engine::image::ensure_image`]).
     fn pull(&mut self, reference: &str) -> Result<(), Failure>;
     /// Points `reference` at the image `source` (an ID or a reference).
     fn tag(&mut self, source: &str, reference: &str) -> Result<(), Failure>;
@@ -28,7 +28,7 @@ pub trait Engine {
     fn network_internal(&mut self, name: &str) -> Result<Option<bool>, Failure>;
 }
 
-/// The engine through `backend`: its [engine port](agentc_backend_common::port), the command
+/// The engine through `backend`: its [engine port](agentc_engine::port), the command
 /// line or the Engine API, each query written once ([`PortEngine`]).
 pub fn connect(backend: BackendArg) -> Result<Box<dyn Engine>, Failure> {
     let runtime = launch::runtime()?;
@@ -81,7 +81,7 @@ impl<P: EnginePort> Engine for PortEngine<P> {
     fn pull(&mut self, reference: &str) -> Result<(), Failure> {
         let mut notify = launch::notify;
         self.runtime
-            .block_on(agentc_backend_common::image::ensure_image(
+            .block_on(agentc_engine::image::ensure_image(
                 &self.port,
                 reference,
                 true,

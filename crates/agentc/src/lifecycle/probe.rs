@@ -6,10 +6,11 @@ use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 
 use agentc_backend_api::ApiPort;
-use agentc_backend_common::daemon_text::Refusal;
-use agentc_backend_common::egress::SUBNET_RETRIES;
-use agentc_backend_common::port::EnginePort;
-use agentc_lifecycle::doctor::{Engine as EngineName, EngineFacts};
+use agentc_engine::companion::prepare::SUBNET_RETRIES;
+use agentc_engine::daemon_text::Refusal;
+use agentc_engine::port::EnginePort;
+use agentc_engine::Engine;
+use agentc_lifecycle::doctor::EngineFacts;
 use agentc_policy::IsolatedNetwork;
 
 /// Where the engine is: its socket by `--engine` (`DOCKER_HOST`, or for Podman
@@ -48,10 +49,7 @@ fn podman_ulimits_configured() -> bool {
 
 /// Gathers the engine's facts; an unreachable engine is a fact too.
 pub async fn engine_facts(port: Result<ApiPort, String>) -> EngineFacts {
-    let engine = match crate::engine() {
-        agentc_backend_common::Engine::Docker => EngineName::Docker,
-        agentc_backend_common::Engine::Podman => EngineName::Podman,
-    };
+    let engine = crate::engine();
     let mut facts = EngineFacts {
         engine: Some(engine),
         rlimits_raisable: rlimits_raisable(),
@@ -84,7 +82,7 @@ pub async fn engine_facts(port: Result<ApiPort, String>) -> EngineFacts {
     if let Ok(info) = docker.info().await {
         facts.default_runtime = info.default_runtime.clone();
         let registered = info.runtimes.unwrap_or_default();
-        if engine == EngineName::Docker {
+        if engine == Engine::Docker {
             facts.gvisor = registered.get("runsc").map(|runsc| {
                 let mut text = runsc.path.clone().unwrap_or_default();
                 for arg in runsc.runtime_args.clone().unwrap_or_default() {
@@ -109,7 +107,7 @@ pub async fn engine_facts(port: Result<ApiPort, String>) -> EngineFacts {
     }
     facts.isolated_network = Some(isolated_network(&port).await);
     facts.egress_leftovers = Some(
-        agentc_backend_common::companion::leftovers(&port, None, None)
+        agentc_engine::companion::leftovers(&port, None, None)
             .await
             .map(|found| {
                 found
@@ -125,16 +123,16 @@ pub async fn engine_facts(port: Result<ApiPort, String>) -> EngineFacts {
 /// The `docker` command's client version, or why it cannot run.
 fn docker_cli() -> Result<String, String> {
     agentc_backend_cli::exec::docker::output(
-        agentc_backend_common::Engine::Docker,
+        agentc_engine::Engine::Docker,
         &["version", "--format", "{{.Client.Version}}"],
     )
     .map(|text| text.trim().to_string())
     .or_else(|error| {
         // `docker version` exits 1 when the daemon is down but still prints the client.
         match &error {
-            agentc_backend_common::ExecError::DockerFailed { .. } => {
+            agentc_engine::ExecError::DockerFailed { .. } => {
                 agentc_backend_cli::exec::docker::output(
-                    agentc_backend_common::Engine::Docker,
+                    agentc_engine::Engine::Docker,
                     &["--version"],
                 )
                 .map(|text| text.trim().to_string())

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use agentc_backend_common::session::{Sandbox, SandboxClient, SessionError, SessionPort};
-use agentc_backend_common::ExecError;
+use agentc_engine::session::{Sandbox, SandboxClient, SessionError, SessionPort};
+use agentc_engine::ExecError;
 
 use super::protocol::*;
 use super::{Server, Session};
@@ -99,7 +99,7 @@ pub async fn running_of<P: SessionPort>(
         .inspect(sandbox)
         .await
         .map_err(session_error)?;
-    let status = agentc_backend_common::snapshot::state_of(&inspect);
+    let status = agentc_engine::snapshot::state_of(&inspect);
     Ok(RunningOut {
         running: status == "running",
         status,

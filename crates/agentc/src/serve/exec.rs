@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use agentc_backend_common::session::{
+use agentc_engine::session::{
     Captured, ExecRequest, ExecStdin, OutputSink, SandboxClient, SessionPort, Stream, EXEC_TAG_VAR,
 };
 use agentc_policy::{EnvValue, EnvVar};

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use agentc_backend_common::session::{
+use agentc_engine::session::{
     ExecOutput, ExecRequest, ExecStdin, SandboxClient, SessionError, SessionPort,
 };
 use serde_json::Value;
@@ -24,7 +24,7 @@ fn absolute(path: &str) -> Result<String, RpcError> {
             "give the container path from `/`",
         ));
     }
-    agentc_backend_common::session::copy::container_path(path, None).map_err(session_error)
+    agentc_engine::session::copy::container_path(path, None).map_err(session_error)
 }
 
 /// Reads the file `$1` to stdout: 44 when it is missing, 45 when it is a directory.

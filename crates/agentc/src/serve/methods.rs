@@ -3,7 +3,7 @@
 //! in [`super::files`], the launch of `create` and `verify` in [`super::resolve`], snapshots in
 //! [`super::snapshots`].
 
-use agentc_backend_common::session::{Captured, LogsRequest, SandboxClient, SessionPort};
+use agentc_engine::session::{Captured, LogsRequest, SandboxClient, SessionPort};
 use agentc_policy::Protocol;
 use serde::de::DeserializeOwned;
 use serde::Serialize;

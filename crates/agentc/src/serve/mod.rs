@@ -28,7 +28,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 
-use agentc_backend_common::session::{Sandbox, SandboxClient, Sandboxes, SessionPort};
+use agentc_engine::session::{Sandbox, SandboxClient, Sandboxes, SessionPort};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;

@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use agentc_backend_common::session::{session_name, SessionPort};
 use agentc_egress::image::ProxyExecutable;
+use agentc_engine::session::{session_name, SessionPort};
 use agentc_policy::profile::{MountConfig, MountType};
 use agentc_policy::{Instance, LaunchSpec, LoadedProfile, PortSpec, Protocol, Start};
 

@@ -20,13 +20,11 @@
 //! plain exec, a program that is not found exits 127 with the shell's message (not 126), and
 //! the command's output waits in `/tmp` until it ends.
 //!
-//! [`exec_duplex`]: agentc_backend_common::session::SessionPort::exec_duplex
+//! [`exec_duplex`]: agentc_engine::session::SessionPort::exec_duplex
 
 use std::collections::BTreeMap;
 
-use agentc_backend_common::session::{
-    ExecRequest, OutputSink, Sandbox, SessionPort, Stream, EXEC_TAG_VAR,
-};
+use agentc_engine::session::{ExecRequest, OutputSink, Sandbox, SessionPort, Stream, EXEC_TAG_VAR};
 use tokio::sync::{mpsc, Mutex};
 
 /// The runner's loop: a header `ID LENGTH`, then the script; the answer's header, the output,

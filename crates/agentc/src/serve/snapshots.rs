@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use agentc_backend_common::session::{session_name, Sandbox, SandboxClient, SessionPort};
-use agentc_backend_common::snapshot;
+use agentc_engine::session::{session_name, Sandbox, SandboxClient, SessionPort};
+use agentc_engine::snapshot;
 use agentc_policy::{Instance, Start};
 
 use super::common::{failure, invalid, sandbox_name, sandbox_ref, session, session_error};
@@ -133,7 +133,7 @@ async fn restore_one<P: SessionPort>(
             client.delete(&sandbox).await;
             let volumes: Vec<String> = plan.fresh_volumes.iter().cloned().collect();
             if let Err(left) =
-                agentc_backend_common::admin::remove_volumes(client.port(), &volumes, true).await
+                agentc_engine::admin::remove_volumes(client.port(), &volumes, true).await
             {
                 log::warn!("could not remove the volumes of {}: {left}", sandbox.name);
             }

@@ -1,12 +1,12 @@
 //! Running one check container to its end and reading its stdout, over the [engine
-//! port](agentc_backend_common::port): the egress checks ([`super::egress`]) and the host-path
+//! port](agentc_engine::port): the egress checks ([`super::egress`]) and the host-path
 //! row ([`super::host_path`]) both run their containers this way. A leaf: it depends on
 //! neither.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use agentc_backend_common::port::EnginePort;
+use agentc_engine::port::EnginePort;
 use agentc_policy::ContainerSpec;
 
 /// How long a check container may run (its checks are bounded by a few seconds each).

@@ -81,7 +81,7 @@ fn tier(
     use agentc_policy::IsolationTier;
     let chosen = spec
         .labels
-        .get(agentc_backend_common::isolation::LABEL_ISOLATION)
+        .get(agentc_engine::isolation::LABEL_ISOLATION)
         .map(String::as_str)
         .unwrap_or("unchosen");
     let runtime = inspect

@@ -120,7 +120,7 @@ pub fn compare_running(
     launched: Option<&str>,
     observed: &Observation,
     inspect: &serde_json::Value,
-    egress: Option<&agentc_backend_common::egress_state::EgressState>,
+    egress: Option<&agentc_engine::companion::state::EgressState>,
 ) -> Vec<super::Check> {
     let mut checks = vec![{
         let seen = launched.unwrap_or("no io.agentc.spec-digest label");

@@ -11,10 +11,10 @@
 use std::io::ErrorKind;
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, UdpSocket};
 
-use agentc_backend_common::port::EnginePort;
 use agentc_egress::host_path::{CHECK, MARK};
 use agentc_egress::probe::{CheckLine, Outcome};
 use agentc_egress::PROXY_BINARY;
+use agentc_engine::port::EnginePort;
 use agentc_policy::{ContainerSpec, EgressSpec, Network, LABEL_KIND, NET_CAPABILITIES};
 
 use super::check::Check;

@@ -1,7 +1,7 @@
 //! The probe and how it is launched: the shell script that reports kernel facts, the launch
 //! that runs it in place of the agent (same hardening, mounts and limits), and the whole flow
 //! for one resolved launch, written once over the [engine
-//! port](agentc_backend_common::port) (the backend picks the port): start it, wait, read its
+//! port](agentc_engine::port) (the backend picks the port): start it, wait, read its
 //! output and `docker inspect`, remove it (also on error and on SIGINT or SIGTERM), compare.
 //!
 //! For an allowlist enforced outside, the egress checks ([`super::egress`]) run after the probe,
@@ -15,11 +15,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use agentc_backend_api::signals::Signals;
-use agentc_backend_common::companion;
-use agentc_backend_common::port::{EngineError, EngineErrorKind, EnginePort};
-use agentc_backend_common::{ExecError, Interrupt};
 use agentc_egress::image::ProxyExecutable;
 use agentc_egress::probe::Target;
+use agentc_engine::companion;
+use agentc_engine::port::{EngineError, EngineErrorKind, EnginePort};
+use agentc_engine::{ExecError, Interrupt};
 use agentc_policy::{ContainerSpec, EgressSpec, LaunchSpec, Network};
 use futures_util::FutureExt;
 
@@ -185,7 +185,7 @@ pub fn verify_launch(
 
 /// [`verify_launch`] over an engine port the caller holds (`agentc serve`'s `verify`): the
 /// isolation floor met over that port first, with the options `env` gives
-/// ([`agentc_backend_common::isolation::FloorOptions::from_env`]).
+/// ([`agentc_engine::isolation::FloorOptions::from_env`]).
 pub async fn verify_on<P: EnginePort>(
     port: &P,
     spec: &LaunchSpec,
@@ -195,13 +195,11 @@ pub async fn verify_on<P: EnginePort>(
 ) -> Result<Vec<Check>, Failure> {
     let container = launch::container_of(spec)?;
     require_probe_room(&spec.profile, container.resources.pids_limit)?;
-    let options =
-        agentc_backend_common::isolation::FloorOptions::from_env(env, proxy_executable.clone());
-    let placed =
-        agentc_backend_common::isolation::meet_floor(port, container, &spec.profile, &options)
-            .await
-            .map_err(|error| launch::floor_failure(error, &spec.profile))?
-            .container;
+    let options = agentc_engine::isolation::FloorOptions::from_env(env, proxy_executable.clone());
+    let placed = agentc_engine::isolation::meet_floor(port, container, &spec.profile, &options)
+        .await
+        .map_err(|error| launch::floor_failure(error, &spec.profile))?
+        .container;
     verify_placed(
         port,
         spec,
@@ -286,21 +284,20 @@ fn proxy_on(network: &str) -> String {
 }
 
 /// What the engine was asked for: the spec itself on Docker; on Podman the spec with the
-/// difference table's rewrites ([`agentc_backend_common::podman::adapt`]), the image's
+/// difference table's rewrites ([`agentc_engine::podman::adapt`]), the image's
 /// `USER` read from the container's inspect.
 fn expected(
     container: &ContainerSpec,
     inspect: &serde_json::Value,
 ) -> Result<ContainerSpec, Failure> {
     match crate::engine() {
-        agentc_backend_common::Engine::Docker => Ok(container.clone()),
-        agentc_backend_common::Engine::Podman => {
+        agentc_engine::Engine::Docker => Ok(container.clone()),
+        agentc_engine::Engine::Podman => {
             let user = inspect
                 .pointer("/Config/User")
                 .and_then(|user| user.as_str())
                 .unwrap_or_default();
-            agentc_backend_common::podman::adapt(container, Some(user))
-                .map_err(launch::exec_failure)
+            agentc_engine::podman::adapt(container, Some(user)).map_err(launch::exec_failure)
         }
     }
 }
@@ -362,13 +359,13 @@ async fn probe<P: EnginePort>(
     proxy_executable: &ProxyExecutable,
     allowed: Option<&Target>,
 ) -> Result<Probed, Failure> {
-    agentc_backend_common::resolve_env(probe, env).map_err(launch::exec_failure)?;
-    agentc_backend_common::argv::check_container(probe).map_err(Failure::unlaunchable)?;
-    agentc_backend_common::image::ensure_image(port, &probe.image, pull, &mut launch::notify)
+    agentc_engine::resolve_env(probe, env).map_err(launch::exec_failure)?;
+    agentc_engine::argv::check_container(probe).map_err(Failure::unlaunchable)?;
+    agentc_engine::image::ensure_image(port, &probe.image, pull, &mut launch::notify)
         .await
         .map_err(launch::exec_failure)?;
     // An image without the firewall the launch leaves egress to is refused as the launch is.
-    agentc_backend_common::image::refuse_missing_firewall(port, probe)
+    agentc_engine::image::refuse_missing_firewall(port, probe)
         .await
         .map_err(launch::exec_failure)?;
     // What the engine cannot run as asked (a runtime it lacks, a Podman row that refuses) is
@@ -378,7 +375,7 @@ async fn probe<P: EnginePort>(
         .map_err(|error| not_started(name, EngineError::of_launch(error)))?;
     // Listen before anything is created: a signal between steps is then never lost.
     let mut signals = Signals::new().map_err(launch::exec_failure)?;
-    agentc_backend_common::volumes::ensure_volumes(port, probe)
+    agentc_engine::volumes::ensure_volumes(port, probe)
         .await
         .map_err(launch::exec_failure)?;
     // The egress companion first; it may move to an instance of its own, which the probe

@@ -1,9 +1,9 @@
 //! The helpers of the Engine API port's archive operations (the archive endpoint, `HEAD`/`PUT`/
 //! `GET /containers/{id}/archive`, and an exec streaming a tar;
-//! [`SessionPort`](agentc_backend_common::session::SessionPort) in the parent module). The copy
-//! itself is [`agentc_backend_common::session::transfer`], the same for both backends.
+//! [`SessionPort`](agentc_engine::session::SessionPort) in the parent module). The copy
+//! itself is [`agentc_engine::session::transfer`], the same for both backends.
 
-use agentc_backend_common::session::SessionError;
+use agentc_engine::session::SessionError;
 use tokio::sync::mpsc::Receiver;
 
 use super::session_error;
@@ -12,7 +12,7 @@ use super::session_error;
 pub(super) const MODE_DIR: u32 = 1 << 31;
 
 pub(super) fn copy_error(
-    engine: agentc_backend_common::Engine,
+    engine: agentc_engine::Engine,
     name: &str,
     path: &str,
     error: bollard::errors::Error,

@@ -1,4 +1,4 @@
-//! [`ApiClient`]: the sessions' [`SandboxClient`](agentc_backend_common::session::SandboxClient)
+//! [`ApiClient`]: the sessions' [`SandboxClient`](agentc_engine::session::SandboxClient)
 //! over the Engine API's [engine port](ApiPort) ([`Sandboxes`], written once for both
 //! backends), and the port's session primitives that stream: an exec (its output, its stdin,
 //! the terminal), the logs, and the copies' archive operations (the private `copy` module).
@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use agentc_backend_common::session::SessionPort;
+use agentc_engine::session::SessionPort;
 use bollard::query_parameters::{
     ContainerArchiveInfoOptionsBuilder, DownloadFromContainerOptionsBuilder,
     UploadToContainerOptionsBuilder,
@@ -18,12 +18,12 @@ use tokio::sync::mpsc::{Receiver, Sender};
 
 use copy::{chunk_stream, copy_error, MODE_DIR};
 
-use agentc_backend_common::session::target::is_running;
-use agentc_backend_common::session::{
+use agentc_engine::session::target::is_running;
+use agentc_engine::session::{
     ExecRequest, ExecStdin, LogsRequest, OutputSink, PathKind, Sandbox, Sandboxes, SessionError,
     Stream,
 };
-use agentc_backend_common::{resolve_vars, Engine, ExecError};
+use agentc_engine::{resolve_vars, Engine, ExecError};
 use bollard::container::LogOutput;
 use bollard::errors::Error as BollardError;
 use bollard::exec::{CreateExecOptions, ResizeExecOptions, StartExecOptions, StartExecResults};
@@ -39,8 +39,8 @@ use crate::session::{spawn_stdin_reader, terminal_size, RawMode};
 ///
 /// ```no_run
 /// use agentc_backend_api::ApiClient;
-/// use agentc_backend_common::session::{SandboxClient, SessionError};
-/// use agentc_backend_common::Engine;
+/// use agentc_engine::session::{SandboxClient, SessionError};
+/// use agentc_engine::Engine;
 /// use agentc_policy::Protocol;
 ///
 /// # async fn demo() -> Result<(), SessionError> {
@@ -126,7 +126,7 @@ impl ApiPort {
             // Podman answers 500 `container state improper`, in its own words.
             Err(error)
                 if status(&error) == Some(409)
-                    || agentc_backend_common::daemon_text::is_not_running(&error.to_string()) =>
+                    || agentc_engine::daemon_text::is_not_running(&error.to_string()) =>
             {
                 return Err(SessionError::NotRunning {
                     name: sandbox.name.clone(),

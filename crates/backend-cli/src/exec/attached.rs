@@ -14,16 +14,16 @@
 //! has not ended 10 s later. (Forwarding the signal would not do: a container's PID 1 without a
 //! handler ignores SIGINT and SIGTERM.)
 //!
-//! [`EnginePort::run_attached`]: agentc_backend_common::port::EnginePort::run_attached
+//! [`EnginePort::run_attached`]: agentc_engine::port::EnginePort::run_attached
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use agentc_backend_common::launch::Exited;
-use agentc_backend_common::port::EnginePort;
-use agentc_backend_common::signals::Interrupts;
-use agentc_backend_common::{Engine, ExecError};
+use agentc_engine::launch::Exited;
+use agentc_engine::port::EnginePort;
+use agentc_engine::signals::Interrupts;
+use agentc_engine::{Engine, ExecError};
 use agentc_policy::ContainerSpec;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
@@ -42,11 +42,11 @@ pub(crate) async fn run_attached<P: EnginePort, S: Interrupts>(
     env: &BTreeMap<String, String>,
     signals: &mut S,
 ) -> Result<Exited, ExecError> {
-    agentc_backend_common::resolve_env(spec, env)?;
+    agentc_engine::resolve_env(spec, env)?;
     let mut argv = super::engine::launch_argv_as(port.engine(), spec).await?;
     let cid = CidFile::new()?;
     argv.insert(2, format!("--cidfile={}", cid.path().display()));
-    let secrets = agentc_backend_common::secrets::secret_values(spec, env);
+    let secrets = agentc_engine::secrets::secret_values(spec, env);
     log::debug!("running {}", crate::shell_line(&argv));
     let program = port.engine().program();
     let mut child = tokio::process::Command::new(program)

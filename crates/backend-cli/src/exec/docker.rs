@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use agentc_backend_common::{Engine, ExecError};
+use agentc_engine::{Engine, ExecError};
 
 use super::process;
 use super::signals::SignalShield;
@@ -158,12 +158,10 @@ pub fn output(engine: Engine, args: &[&str]) -> Result<String, ExecError> {
 /// reach the daemon at all (`Cannot connect to the Docker daemon at ...`): the error, and
 /// hint, the API backend reports for the same daemon.
 pub fn unreachable(engine: Engine, stderr: &str) -> Option<ExecError> {
-    let error = agentc_backend_common::port::EngineError::from_text(stderr);
-    (error.kind == agentc_backend_common::port::EngineErrorKind::Unavailable).then(|| {
-        ExecError::Connect {
-            engine,
-            message: error.detail,
-        }
+    let error = agentc_engine::port::EngineError::from_text(stderr);
+    (error.kind == agentc_engine::port::EngineErrorKind::Unavailable).then(|| ExecError::Connect {
+        engine,
+        message: error.detail,
     })
 }
 

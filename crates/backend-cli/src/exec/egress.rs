@@ -1,12 +1,12 @@
 //! The engine port through the command line for blocking callers: [`block_on`], which runs an orchestration written once over
-//! it ([`agentc_backend_common::companion`]: the proxy image's import) on a runtime of its
+//! it ([`agentc_engine::companion`]: the proxy image's import) on a runtime of its
 //! own.
 
 use std::future::Future;
 
-use agentc_backend_common::companion;
-use agentc_backend_common::{Engine, ExecError};
 use agentc_egress::image::ProxyExecutable;
+use agentc_engine::companion;
+use agentc_engine::{Engine, ExecError};
 
 use super::port::CliPort;
 

@@ -1,12 +1,12 @@
 //! The engine a launch runs on, through its command line: the argv for Docker or Podman (the
-//! Podman rows of [`agentc_backend_common::podman`] applied), and the fail-closed runtime
+//! Podman rows of [`agentc_engine::podman`] applied), and the fail-closed runtime
 //! check, asked of the engine before anything is created.
 
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use agentc_backend_common::podman::{self, tmpfs_options};
-use agentc_backend_common::{
+use agentc_engine::podman::{self, tmpfs_options};
+use agentc_engine::{
     check_runtime, docker_info_runtimes, Engine, EngineRuntimes, ExecError, RuntimeFacts, Runtimes,
     PODMAN_RUNTIME_CANDIDATES,
 };
@@ -224,7 +224,7 @@ pub fn launch_argv(engine: Engine, spec: &ContainerSpec) -> Result<Vec<String>, 
 /// the program, explicit tmpfs options, `ro` for read-only volumes, and
 /// `--read-only-tmpfs=false`, `--ipc=private` and `--pids-limit=-1` (when off) before the
 /// image.
-pub fn podman_argv(spec: &ContainerSpec) -> Result<Vec<String>, agentc_backend_common::ArgvError> {
+pub fn podman_argv(spec: &ContainerSpec) -> Result<Vec<String>, agentc_engine::ArgvError> {
     let mut argv = container_argv(spec)?;
     argv[0] = Engine::Podman.program().to_string();
     let tmpfs: BTreeMap<String, String> = spec

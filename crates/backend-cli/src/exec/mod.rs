@@ -8,8 +8,8 @@
 //!   refusal lines, the `--cidfile`).
 //! - [`port`]: the engine port through the command line (`CliPort`), over which every
 //!   orchestration is written once (the launch, attached, detached and `--count`:
-//!   [`agentc_backend_common::launch`]; the egress companion and the leftovers' removal:
-//!   [`agentc_backend_common::companion`]); `attached` is its attached run (`docker run` in the
+//!   [`agentc_engine::launch`]; the egress companion and the leftovers' removal:
+//!   [`agentc_engine::companion`]); `attached` is its attached run (`docker run` in the
 //!   foreground).
 //! - [`egress`]: the companion's helpers for blocking callers (the proxy image's import).
 //! - [`engine`](mod@engine): the argv for the engine in use (Docker or Podman) and the
@@ -27,9 +27,9 @@ pub mod signals;
 
 use std::collections::BTreeMap;
 
-use agentc_backend_common::launch::{self as common, LaunchOptions, Launched, ProxyExecutable};
-use agentc_backend_common::signals::Signals;
-use agentc_backend_common::{Engine, ExecError};
+use agentc_engine::launch::{self as common, LaunchOptions, Launched, ProxyExecutable};
+use agentc_engine::signals::Signals;
+use agentc_engine::{Engine, ExecError};
 use agentc_policy::ContainerSpec;
 use bollard::models::ContainerInspectResponse;
 
@@ -60,7 +60,7 @@ impl Outcome {
 }
 
 /// Launches a container through the docker CLI from blocking code: the launch written once over
-/// the engine port ([`agentc_backend_common::launch::launch`] through [`port::CliPort`]) on a
+/// the engine port ([`agentc_engine::launch::launch`] through [`port::CliPort`]) on a
 /// runtime of its own. Refuses an unset required secret, a value docker's argv cannot carry and
 /// a missing image unless `pull` (`notify` is told when it is pulled) before anything is
 /// created; a SIGINT or SIGTERM at any step ends the launch with [`ExecError::Interrupted`]

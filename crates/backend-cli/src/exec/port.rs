@@ -1,4 +1,4 @@
-//! The [engine port](agentc_backend_common::port) through the engine's command line
+//! The [engine port](agentc_engine::port) through the engine's command line
 //! (`docker`, or `podman`), run through `tokio::process`: each operation one or two commands,
 //! the companion's objects created with [`crate::egress`]'s argv (what the docker CLI referee
 //! judges). A refusal's kind is read from the engine's stderr
@@ -9,12 +9,12 @@
 use std::collections::BTreeMap;
 use std::process::Stdio;
 
-use agentc_backend_common::daemon_text::Refusal;
-use agentc_backend_common::egress_state;
-use agentc_backend_common::port::{
+use agentc_engine::companion::state;
+use agentc_engine::daemon_text::Refusal;
+use agentc_engine::port::{
     EngineError, EngineErrorKind, EnginePort, Filter, ImportRequest, ListedContainer, ListedObject,
 };
-use agentc_backend_common::{Engine, ExecError};
+use agentc_engine::{Engine, ExecError};
 use agentc_policy::{ContainerSpec, EgressSpec, IsolatedNetwork};
 use bollard::models::{ContainerInspectResponse, ImageInspect};
 use serde::Deserialize;
@@ -178,10 +178,7 @@ fn read_objects(text: &[u8]) -> Result<Vec<ListedObject>, EngineError> {
         .map(|object| ListedObject {
             name: object.name,
             labels: object.labels.unwrap_or_default(),
-            created: object
-                .created
-                .as_deref()
-                .and_then(egress_state::unix_seconds),
+            created: object.created.as_deref().and_then(state::unix_seconds),
             internal: object.internal,
         })
         .collect())
@@ -222,15 +219,11 @@ async fn detached_run(
     ),
     ExecError,
 > {
-    agentc_backend_common::resolve_env(spec, env)?;
+    agentc_engine::resolve_env(spec, env)?;
     let mut argv = launch_argv_of(engine, spec).await?;
     let cid = super::docker::CidFile::new()?;
     argv.insert(2, format!("--cidfile={}", cid.path().display()));
-    Ok((
-        argv,
-        cid,
-        agentc_backend_common::secrets::secret_values(spec, env),
-    ))
+    Ok((argv, cid, agentc_engine::secrets::secret_values(spec, env)))
 }
 
 impl EnginePort for CliPort {
@@ -451,18 +444,18 @@ impl EnginePort for CliPort {
         )
     }
 
-    async fn run_attached<S: agentc_backend_common::signals::Interrupts>(
+    async fn run_attached<S: agentc_engine::signals::Interrupts>(
         &self,
         spec: &ContainerSpec,
         env: &BTreeMap<String, String>,
         _terminal: bool,
         signals: &mut S,
-    ) -> Result<agentc_backend_common::launch::Exited, ExecError> {
+    ) -> Result<agentc_engine::launch::Exited, ExecError> {
         // docker itself sees whether its stdin is a terminal.
         super::attached::run_attached(self, spec, env, signals).await
     }
 
-    async fn runtimes(&self) -> Result<agentc_backend_common::EngineRuntimes, ExecError> {
+    async fn runtimes(&self) -> Result<agentc_engine::EngineRuntimes, ExecError> {
         let engine = self.engine;
         tokio::task::spawn_blocking(move || super::engine::registered_runtimes(engine))
             .await
@@ -509,8 +502,7 @@ impl EnginePort for CliPort {
         let text = self
             .output(&["inspect", "--type", "container", container])
             .await?;
-        let mut found =
-            agentc_backend_common::inspect::read_inspect_list(&text).map_err(unreadable)?;
+        let mut found = agentc_engine::inspect::read_inspect_list(&text).map_err(unreadable)?;
         if found.is_empty() {
             return Err(EngineError::new(
                 EngineErrorKind::NotFound,
@@ -613,7 +605,7 @@ impl EnginePort for CliPort {
         let text = self
             .inspect_all(&["inspect", "--type", "container"], &ids)
             .await?;
-        let found = agentc_backend_common::inspect::read_inspect_list(&text).map_err(unreadable)?;
+        let found = agentc_engine::inspect::read_inspect_list(&text).map_err(unreadable)?;
         Ok(found
             .iter()
             .map(|inspect| {

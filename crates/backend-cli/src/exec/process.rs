@@ -10,7 +10,7 @@
 use std::ffi::{OsStr, OsString};
 use std::process::{Child, Command, ExitStatus};
 
-use agentc_backend_common::ExecError;
+use agentc_engine::ExecError;
 
 /// Runs `program` with `argv[1..]` (argv as rendered: `argv[0]` is the display name `docker`),
 /// stdin, stdout and stderr inherited and the environment inherited (secrets rendered as

@@ -1,8 +1,8 @@
 //! The helpers of the docker CLI port's archive operations (`docker cp` with a tar on stdin
 //! or stdout for the archive endpoint, `docker exec -i CONTAINER tar` for a tar through exec;
-//! [`SessionPort`](agentc_backend_common::session::SessionPort) in the parent module): a tar
+//! [`SessionPort`](agentc_engine::session::SessionPort) in the parent module): a tar
 //! stream carried between a docker child and the copy's channel. The copy itself is
-//! [`agentc_backend_common::session::transfer`], the same for both backends.
+//! [`agentc_engine::session::transfer`], the same for both backends.
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc::{Receiver, Sender};

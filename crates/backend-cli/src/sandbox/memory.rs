@@ -5,9 +5,9 @@
 use std::path::Path;
 use std::process::Stdio;
 
-use agentc_backend_common::session::{Sandbox, SessionError};
-use agentc_backend_common::snapshot::memory::{criu_version, MIN_CRIU};
-use agentc_backend_common::Engine;
+use agentc_engine::session::{Sandbox, SessionError};
+use agentc_engine::snapshot::memory::{criu_version, MIN_CRIU};
+use agentc_engine::Engine;
 use tokio::process::Command;
 
 use crate::exec::port::CliPort;

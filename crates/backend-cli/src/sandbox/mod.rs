@@ -1,4 +1,4 @@
-//! [`CliClient`]: the sessions' [`SandboxClient`](agentc_backend_common::session::SandboxClient)
+//! [`CliClient`]: the sessions' [`SandboxClient`](agentc_engine::session::SandboxClient)
 //! over the docker CLI's [engine port](CliPort) ([`Sandboxes`], written once for both
 //! backends), and the port's session primitives that stream: `docker exec` (its output, its
 //! stdin, docker's own refusals), `docker logs`, the copies' archive operations (the private
@@ -11,20 +11,20 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 
-use agentc_backend_common::daemon_text::Refusal;
-use agentc_backend_common::port::EngineError;
-use agentc_backend_common::session::sandboxes::engine_failure;
-use agentc_backend_common::session::SessionPort;
+use agentc_engine::daemon_text::Refusal;
+use agentc_engine::port::EngineError;
+use agentc_engine::session::sandboxes::engine_failure;
+use agentc_engine::session::SessionPort;
 use tokio::sync::mpsc::{Receiver, Sender};
 
 use copy::{drain, feed};
 
-use agentc_backend_common::session::target::{check_name, is_running};
-use agentc_backend_common::session::{
+use agentc_engine::session::target::{check_name, is_running};
+use agentc_engine::session::{
     ExecRequest, ExecStdin, LogsRequest, OutputSink, PathKind, Sandbox, Sandboxes, SessionError,
     Stream,
 };
-use agentc_backend_common::{resolve_vars, ExecError};
+use agentc_engine::{resolve_vars, ExecError};
 use agentc_policy::EnvValue;
 use bollard::models::ContainerInspectResponse;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
@@ -37,10 +37,10 @@ use crate::exec::port::CliPort;
 /// ```no_run
 /// use agentc_backend_cli::exec::port::CliPort;
 /// use agentc_backend_cli::CliClient;
-/// use agentc_backend_common::session::{ExecRequest, SandboxClient};
-/// use agentc_backend_common::Engine;
+/// use agentc_engine::session::{ExecRequest, SandboxClient};
+/// use agentc_engine::Engine;
 ///
-/// # async fn demo() -> Result<(), agentc_backend_common::session::SessionError> {
+/// # async fn demo() -> Result<(), agentc_engine::session::SessionError> {
 /// // `podman` with Engine::Podman.
 /// let client = CliClient::over(CliPort::new(Engine::Docker), std::env::vars().collect());
 /// let sandbox = client.find("agentc-sandbox-dev-1000-pentest").await?;
@@ -50,9 +50,9 @@ use crate::exec::port::CliPort;
 /// ```
 pub type CliClient = Sandboxes<CliPort>;
 
-/// docker's own message from its stderr ([`agentc_backend_common::daemon_text::daemon_message`]).
+/// docker's own message from its stderr ([`agentc_engine::daemon_text::daemon_message`]).
 pub(crate) fn daemon_message(stderr: &[u8]) -> String {
-    agentc_backend_common::daemon_text::daemon_message(&String::from_utf8_lossy(stderr))
+    agentc_engine::daemon_text::daemon_message(&String::from_utf8_lossy(stderr))
 }
 
 fn exit_code(status: ExitStatus) -> i64 {
@@ -157,7 +157,7 @@ impl CliPort {
                 return Err(self.cannot_run_docker(std::io::Error::other(message)))
             }
             Err((Some(_), message))
-                if agentc_backend_common::daemon_text::is_no_such_container(&message) =>
+                if agentc_engine::daemon_text::is_no_such_container(&message) =>
             {
                 return Err(ExecError::NoSuchContainer {
                     name: name.to_string(),
@@ -167,7 +167,7 @@ impl CliPort {
             Err((Some(_), message)) => return Err(self.daemon("inspect the container", message)),
         };
         let mut found: Vec<ContainerInspectResponse> =
-            agentc_backend_common::inspect::read_inspect_list(&text).map_err(|message| {
+            agentc_engine::inspect::read_inspect_list(&text).map_err(|message| {
                 SessionError::from(ExecError::ConnectionLost {
                     engine: self.engine,
                     step: "read `docker inspect`",
@@ -253,7 +253,7 @@ impl CliPort {
         let mut out_buffer = vec![0u8; 64 * 1024];
         let mut err_buffer = vec![0u8; 64 * 1024];
         let mut first_err = true;
-        let podman = self.engine == agentc_backend_common::Engine::Podman;
+        let podman = self.engine == agentc_engine::Engine::Podman;
         while stdout.is_some() || stderr.is_some() {
             tokio::select! {
                 read = read_some(&mut stdout, &mut out_buffer), if stdout.is_some() => match read {
@@ -290,24 +290,22 @@ impl CliPort {
             // Podman's own failure exits 125 (255 for a container in the wrong state); a
             // command that ran and wrote `Error: ` first keeps its words and its status.
             let message = daemon_message(&held);
-            let known = agentc_backend_common::daemon_text::is_not_running(&message)
-                || agentc_backend_common::daemon_text::is_no_such_container(&message);
+            let known = agentc_engine::daemon_text::is_not_running(&message)
+                || agentc_engine::daemon_text::is_no_such_container(&message);
             let engines = !podman || code == 125 || (code == 255 && known);
             if code != 0 && engines {
-                return Err(
-                    if agentc_backend_common::daemon_text::is_not_running(&message) {
-                        SessionError::NotRunning {
-                            name: sandbox.name.clone(),
-                        }
-                    } else if agentc_backend_common::daemon_text::is_no_such_container(&message) {
-                        SessionError::Gone {
-                            name: sandbox.name.clone(),
-                            step: "run the command",
-                        }
-                    } else {
-                        self.daemon("run the command", message)
-                    },
-                );
+                return Err(if agentc_engine::daemon_text::is_not_running(&message) {
+                    SessionError::NotRunning {
+                        name: sandbox.name.clone(),
+                    }
+                } else if agentc_engine::daemon_text::is_no_such_container(&message) {
+                    SessionError::Gone {
+                        name: sandbox.name.clone(),
+                        step: "run the command",
+                    }
+                } else {
+                    self.daemon("run the command", message)
+                });
             }
             write(output, Stream::Stderr, &held)?;
         }
@@ -385,9 +383,7 @@ impl CliPort {
     ) -> SessionError {
         match failure {
             (None, message) => self.cannot_run_docker(std::io::Error::other(message)),
-            (Some(_), message)
-                if agentc_backend_common::daemon_text::is_no_such_container(&message) =>
-            {
+            (Some(_), message) if agentc_engine::daemon_text::is_no_such_container(&message) => {
                 ExecError::NoSuchContainer {
                     name: sandbox.name.clone(),
                 }
@@ -536,7 +532,7 @@ impl SessionPort for CliPort {
             .await
             .map_err(|source| self.cannot_run_docker(source))?;
         let message = daemon_message(&output.stderr);
-        if agentc_backend_common::daemon_text::refusal(&message) == Some(Refusal::NoSuchPath) {
+        if agentc_engine::daemon_text::refusal(&message) == Some(Refusal::NoSuchPath) {
             Ok(PathKind::Missing)
         } else {
             Err(self.daemon("stat a container path", message))

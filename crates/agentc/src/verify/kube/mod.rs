@@ -29,10 +29,10 @@ use std::time::Duration;
 
 use std::path::PathBuf;
 
-use agentc_backend_common::signals::Signals;
 use agentc_backend_k8s::play::{Play, PlayedPod};
 use agentc_backend_k8s::{EgressMode, Options, CONTAINER_NAME};
 use agentc_egress::image::ProxyExecutable;
+use agentc_engine::signals::Signals;
 use agentc_policy::LaunchSpec;
 
 use self::egress::EgressPlay;
@@ -186,7 +186,7 @@ pub fn prepare(
     if play.egress_proxy().is_some() && !given_proxy_image {
         // The proxy plays: its image is agentc's own, as a container launch's is.
         let tag = agentc_backend_cli::exec::egress::own_proxy_image(
-            agentc_backend_common::Engine::Docker,
+            agentc_engine::Engine::Docker,
             &inputs.proxy_executable,
         )
         .map_err(|error| {

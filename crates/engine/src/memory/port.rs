@@ -133,7 +133,7 @@ impl EnginePort for MemoryEngine {
         let name = egress.proxy.name.clone().unwrap_or_default();
         self.enter("create_proxy", &name)?;
         let _ = secrets;
-        let proxy = crate::egress::proxy_as_created(egress, Some(image))
+        let proxy = crate::companion::prepare::proxy_as_created(egress, Some(image))
             .map_err(|error| EngineError::new(EngineErrorKind::Unsupported, error.to_string()))?;
         self.create(&proxy).map(|_| ())
     }

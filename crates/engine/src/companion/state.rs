@@ -2,7 +2,7 @@
 //! whether a sandbox's egress proxy is up, down or missing ([`classify`], shown by `agentc ps`
 //! and `agentc egress log`), and what a launch killed before it finished left behind: an
 //! isolated network or a proxy without their workload, or a workload without its proxy
-//! ([`leftovers`], listed by `agentc doctor`; [`existing_network`], the error of a launch whose
+//! ([`unpaired`], listed by `agentc doctor`; [`existing_network`], the error of a launch whose
 //! isolated network already exists).
 //!
 //! Each backend gathers the facts with its own engine calls (the docker CLI or the Engine API)
@@ -357,7 +357,7 @@ impl Leftover {
 /// first, in the order given, then proxies, then workloads; each with the command that removes
 /// it (the exact `docker` commands for a network or a proxy, since a workload name may be shared
 /// by the per-run instances of unnamed launches; `agentc rm` for a workload).
-pub fn leftovers(networks: &[IsolatedNetworkUse], proxies: &[ProxyUse]) -> Vec<Leftover> {
+pub fn unpaired(networks: &[IsolatedNetworkUse], proxies: &[ProxyUse]) -> Vec<Leftover> {
     let mut found = Vec::new();
     let in_use = |name: &str| {
         networks
@@ -780,7 +780,7 @@ mod tests {
     }
 
     #[test]
-    fn leftovers_are_sets_without_their_workload_or_workloads_without_their_proxy() {
+    fn unpaired_are_sets_without_their_workload_or_workloads_without_their_proxy() {
         let live = network(
             "live-egress",
             "live",
@@ -814,7 +814,7 @@ mod tests {
                 networks: vec!["bridge".into()],
             },
         ];
-        let found = leftovers(&[live, killed, bare, orphan], &proxies);
+        let found = unpaired(&[live, killed, bare, orphan], &proxies);
         let lines: Vec<(LeftoverKind, &str, &str)> = found
             .iter()
             .map(|left| (left.kind, left.name.as_str(), left.remove.as_str()))

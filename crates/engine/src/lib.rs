@@ -1,10 +1,11 @@
-//! What every Docker-engine backend of agentc shares.
+//! The engine core of agentc: the engine port and every orchestration written once over it.
 //!
 //! agentc launches a [`agentc_policy::LaunchSpec`] two ways: as `docker` argv
-//! (`agentc-backend-cli`) and through the Engine API (`agentc-backend-api`). Both talk to the
-//! same daemon, must accept exactly the same specs, and must fail the same way. What they share
-//! lives here, in a crate of its own rather than in either backend, so that neither backend
-//! depends on the other and the binary can treat them alike:
+//! (`agentc-backend-cli`) and through the Engine API (`agentc-backend-api`). Each of them
+//! renders and implements the engine port; everything a launch, a session, a pool, a snapshot
+//! or the isolation floor does with the engine is written once here, over that port, so that
+//! both backends behave the same and an in-memory engine (`memory`, for tests) runs it without a
+//! daemon:
 //!
 //! - [`argv`]: the refusals of values docker's command line cannot carry
 //!   ([`check_container`], [`check_build`], and [`check_egress`] for an egress companion). The CLI renderer runs them before formatting; the
@@ -12,17 +13,15 @@
 //!   accepts too.
 //! - [`port`]: the engine port, one async trait of the engine operations agentc uses, which
 //!   the docker/podman command line and the Engine API implement; [`companion`]: the egress
-//!   companion's set-up, health, removal and the reaping of killed launches' leftovers,
-//!   written once over it; [`image`]: a launch's image made present (pulled when asked),
-//!   written once over it; [`launch`](mod@launch): the launch itself (attached, detached and
-//!   the copies of `--count`), written once over it; [`signals`]: the SIGINT and SIGTERM a
-//!   launch listens for.
+//!   companion, all of it: its spec prepared for a run ([`companion::prepare`]), its set-up,
+//!   health and removal over the port, its state as the engine holds it
+//!   ([`companion::state`]: up, down or missing) and the reaping of killed launches'
+//!   leftovers ([`companion::leftovers`](mod@companion::leftovers)); [`image`]: a launch's image made present (pulled
+//!   when asked), written once over it; [`launch`](mod@launch): the launch itself (attached,
+//!   detached and the copies of `--count`), written once over it; [`signals`]: the SIGINT and
+//!   SIGTERM a launch listens for.
 //! - [`admin`]: what `agentc ps` and `agentc rm` do (listing and removing agentc's containers,
 //!   volumes and companions), written once over the port.
-//! - [`egress`]: the steps both executors take around an egress companion's set-up (the
-//!   per-run instance, a taken subnet).
-//! - [`egress_state`]: egress companions as the engine holds them: a sandbox's proxy up, down
-//!   or missing, and the leftovers of launches killed before they finished.
 //! - [`engine`](mod@engine): which engine (Docker or Podman) the process drives.
 //! - [`runtime`]: the fail-closed check of a launch's runtime against what the engine has
 //!   ([`check_runtime`]).
@@ -49,7 +48,7 @@
 //! passes.
 //!
 //! ```
-//! use agentc_backend_common::{check_container, ArgvError};
+//! use agentc_engine::{check_container, ArgvError};
 //! use agentc_policy::ContainerSpec;
 //!
 //! let mut spec = ContainerSpec::empty("agentc/demo:1");
@@ -65,8 +64,6 @@ pub mod argv;
 pub mod companion;
 pub mod credentials;
 pub mod daemon_text;
-pub mod egress;
-pub mod egress_state;
 pub mod engine;
 pub mod error;
 pub mod hints;

@@ -32,7 +32,7 @@ use crate::engine::Engine;
 use crate::port::{EngineError, EngineErrorKind, Filter, ListedContainer, ListedObject};
 
 /// The wording of a subnet another network holds, as Docker says it (what
-/// [`crate::egress::move_if_subnet_taken`] reads).
+/// [`crate::companion::prepare::move_if_subnet_taken`] reads).
 pub const SUBNET_TAKEN: &str =
     "Error response from daemon: Pool overlaps with other one on this address space";
 

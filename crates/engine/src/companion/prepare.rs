@@ -1,9 +1,9 @@
-//! The steps both executors take around setting up an egress companion
+//! The egress companion's spec prepared for a run, pure: the steps both backends take around its set-up
 //! ([`agentc_policy::EgressSpec`]): preparing the spec (a per-run instance, the engines it
 //! cannot run on), moving it to another subnet when the daemon says its subnet is taken, and
 //! checking that the proxy published the ports it relays; the proxy container as both renderers
 //! create it ([`proxy_as_created`]); and how a workload's relayed ports
-//! are read back (its proxy's host bindings, [`add_relayed_ports`]) for `agentc port`, `ps`
+//! are read back (its proxy's host bindings, [`merge_relayed_ports`]) for `agentc port`, `ps`
 //! and the lines `run` prints. The set-up itself (network, proxy, health check) is each
 //! backend's own.
 
@@ -233,7 +233,7 @@ pub fn check_relays_published(
 
 /// The workload's fixed IPv4 address on one of its networks (`--ip`): only a workload whose
 /// published ports an egress proxy relays has one, so only such a workload needs its proxy
-/// looked up ([`proxy_label_filter`], [`add_relayed_ports`]).
+/// looked up ([`proxy_label_filter`], [`merge_relayed_ports`]).
 pub fn fixed_address(workload: &ContainerInspectResponse) -> Option<IpAddr> {
     workload
         .network_settings
@@ -263,7 +263,7 @@ pub fn proxy_label_filter(name: &str) -> String {
 /// makes the proxy's bindings of `LISTEN/tcp` those of the workload's `PORT/tcp`, so where a
 /// port is reachable ([`crate::published_addresses`], the session endpoints) reads as if the
 /// workload published it.
-pub fn add_relayed_ports(
+pub fn merge_relayed_ports(
     workload: &mut ContainerInspectResponse,
     proxy: &ContainerInspectResponse,
 ) {
@@ -367,7 +367,7 @@ mod tests {
             ("20000/tcp".to_string(), binding("49200")),
             ("20001/tcp".to_string(), binding("49201")),
         ]));
-        add_relayed_ports(&mut inspect, &proxy);
+        merge_relayed_ports(&mut inspect, &proxy);
         let network = Network::Named {
             name: "box-egress".into(),
         };
@@ -396,7 +396,7 @@ mod tests {
         );
         // A container without a fixed address is left alone.
         let mut plain = ContainerInspectResponse::default();
-        add_relayed_ports(&mut plain, &proxy);
+        merge_relayed_ports(&mut plain, &proxy);
         assert_eq!(plain, ContainerInspectResponse::default());
     }
 

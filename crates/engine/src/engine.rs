@@ -10,55 +10,17 @@
 
 use std::collections::BTreeMap;
 
-/// A container engine agentc can drive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Engine {
-    /// The Docker Engine (`docker`, `/var/run/docker.sock`).
-    #[default]
-    Docker,
-    /// Podman (`podman`, and its Docker-compatible API socket from `podman system service`).
-    Podman,
-}
+pub use agentc_policy::Engine;
 
-impl Engine {
-    /// `docker` or `podman`: its name, and the program the CLI backend runs.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Engine::Docker => "docker",
-            Engine::Podman => "podman",
-        }
-    }
-
-    /// The program the CLI backend runs.
-    pub fn program(self) -> &'static str {
-        self.as_str()
-    }
-
-    /// Reads `docker` or `podman` (any case, surrounding blanks ignored).
-    pub fn parse(text: &str) -> Option<Engine> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "docker" => Some(Engine::Docker),
-            "podman" => Some(Engine::Podman),
-            _ => None,
-        }
-    }
-
-    /// How to register a runtime with this engine, for a refusal's hint.
-    pub fn register_hint(self, runtime: &str) -> String {
-        match self {
-            Engine::Docker => format!(
-                "register it in /etc/docker/daemon.json (\"runtimes\": {{\"{runtime}\": {{\"path\": \"/usr/bin/{runtime}\"}}}}) and reload dockerd (`kill -HUP $(pidof dockerd)`), or remove security.runtime to use the engine's default; see docs/engines.md"
-            ),
-            Engine::Podman => format!(
-                "install it, or name it in containers.conf ([engine.runtimes] {runtime} = [\"/usr/bin/{runtime}\"]), or remove security.runtime to use the engine's default; see docs/engines.md"
-            ),
-        }
-    }
-}
-
-impl std::fmt::Display for Engine {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+/// How to register `runtime` with `engine`, for a refusal's hint.
+pub fn register_hint(engine: Engine, runtime: &str) -> String {
+    match engine {
+        Engine::Docker => format!(
+            "register it in /etc/docker/daemon.json (\"runtimes\": {{\"{runtime}\": {{\"path\": \"/usr/bin/{runtime}\"}}}}) and reload dockerd (`kill -HUP $(pidof dockerd)`), or remove security.runtime to use the engine's default; see docs/engines.md"
+        ),
+        Engine::Podman => format!(
+            "install it, or name it in containers.conf ([engine.runtimes] {runtime} = [\"/usr/bin/{runtime}\"]), or remove security.runtime to use the engine's default; see docs/engines.md"
+        ),
     }
 }
 

@@ -287,7 +287,7 @@ pub enum ExecError {
     },
     /// The isolated network of an egress companion exists already: a leftover of a launch
     /// killed before it finished, the network of a sandbox of that name, or another's network
-    /// ([`crate::egress_state::existing_network`]). Nothing of the launch was created, nothing
+    /// ([`crate::companion::state::existing_network`]). Nothing of the launch was created, nothing
     /// was removed.
     #[error("cannot create the isolated network {network} for the egress allowlist: {found}\n  hint: {hint}")]
     EgressNetworkExists {

@@ -23,7 +23,7 @@ pub async fn ensure_volumes<P: EnginePort>(
     let ca_volume = spec
         .egress
         .as_ref()
-        .and_then(|egress| crate::egress::ca_volume(egress));
+        .and_then(|egress| crate::companion::prepare::ca_volume(egress));
     for mount in &spec.mounts {
         let MountSource::Volume { name, .. } = &mount.source else {
             continue;

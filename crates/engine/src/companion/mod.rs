@@ -14,6 +14,8 @@
 //! [`ExecError::Interrupted`].
 
 pub mod leftovers;
+pub mod prepare;
+pub mod state;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -22,8 +24,8 @@ use agentc_egress::image::ProxyExecutable;
 use agentc_policy::{ContainerSpec, EgressSpec, LABEL_KIND, PROXY_IMAGE_PLACEHOLDER};
 use bollard::models::ContainerInspectResponse;
 
-use crate::egress::{self, CREATE_NETWORK};
-use crate::egress_state::{self, IsolatedNetworkUse, Member};
+use self::prepare::CREATE_NETWORK;
+use self::state::{IsolatedNetworkUse, Member};
 use crate::port::{
     EngineError, EngineErrorKind, EnginePort, Filter, ImportRequest, ListedContainer,
 };
@@ -143,7 +145,7 @@ pub async fn setup_for<P: EnginePort>(
     if let Some(egress) = &spec.egress {
         secrets::resolve_env(&egress.proxy, env)?;
     }
-    if !egress::prepare(port.engine(), spec)? {
+    if !prepare::prepare(port.engine(), spec)? {
         return Ok(None);
     }
     let mut attempt = 0;
@@ -155,7 +157,7 @@ pub async fn setup_for<P: EnginePort>(
             Ok(set) => return Ok(Some(set)),
             Err(error) => {
                 attempt += 1;
-                egress::move_if_subnet_taken(spec, error, attempt)?;
+                prepare::move_if_subnet_taken(spec, error, attempt)?;
             }
         }
     }
@@ -173,7 +175,7 @@ pub async fn setup<P: EnginePort>(
     secrets::resolve_env(&egress.proxy, env)?;
     let image = proxy_image(port, egress, source).await?;
     // What both renderers refuse, before anything is created.
-    crate::argv::check_container(&egress::proxy_as_created(egress, Some(&image))?)?;
+    crate::argv::check_container(&prepare::proxy_as_created(egress, Some(&image))?)?;
     let mut set = EgressSet {
         network: egress.network.name.clone(),
         proxy: egress.proxy.name.clone().unwrap_or_default(),
@@ -185,25 +187,25 @@ pub async fn setup<P: EnginePort>(
     // Nothing of this launch exists yet: a network of that name is another's (both ports
     // refuse a second network of one name as a conflict).
     if let Err(error) = port.create_isolated_network(&egress.network).await {
-        if error.kind == EngineErrorKind::Conflict && egress_state::network_exists(&error.detail) {
+        if error.kind == EngineErrorKind::Conflict && state::network_exists(&error.detail) {
             return Err(existing_network(port, egress).await);
         }
         return Err(failed(CREATE_NETWORK, error));
     }
     let result = async {
         // The CA volume after the network, before the proxy that writes it.
-        if let Some(volume) = egress::ca_volume(egress) {
+        if let Some(volume) = prepare::ca_volume(egress) {
             set.volumes.push(volume.clone());
             port.create_volume(&volume, &egress.network.labels)
                 .await
-                .map_err(|error| failed(egress::CREATE_CA_VOLUME, error))?;
+                .map_err(|error| failed(prepare::CREATE_CA_VOLUME, error))?;
         }
         // The audit volume, labelled as the CA volume (removed with the companion).
-        if let Some(volume) = egress::audit_volume(egress) {
+        if let Some(volume) = prepare::audit_volume(egress) {
             set.volumes.push(volume.clone());
             port.create_volume(&volume, &egress.network.labels)
                 .await
-                .map_err(|error| failed(egress::CREATE_AUDIT_VOLUME, error))?;
+                .map_err(|error| failed(prepare::CREATE_AUDIT_VOLUME, error))?;
         }
         pause_at(pause::NETWORK, &mut *interrupted).await?;
         let secrets = secrets::secret_values(&egress.proxy, env);
@@ -222,8 +224,8 @@ pub async fn setup<P: EnginePort>(
             let inspect = port
                 .inspect(&set.proxy)
                 .await
-                .map_err(|error| failed(egress::PUBLISH_RELAYS, error))?;
-            egress::check_relays_published(port.engine(), egress, &inspect)?;
+                .map_err(|error| failed(prepare::PUBLISH_RELAYS, error))?;
+            prepare::check_relays_published(port.engine(), egress, &inspect)?;
         }
         pause_at(pause::PROXY, &mut *interrupted).await
     }
@@ -291,7 +293,7 @@ pub async fn teardown<P: EnginePort>(port: &P, set: &EgressSet) {
 }
 
 /// The error of a launch whose isolated network exists already, naming whose it is and how to
-/// remove it ([`egress_state::existing_network`]); nothing is removed.
+/// remove it ([`state::existing_network`]); nothing is removed.
 async fn existing_network<P: EnginePort>(port: &P, egress: &EgressSpec) -> ExecError {
     let name = &egress.network.name;
     let found = match network_use(port, name).await {
@@ -317,7 +319,7 @@ async fn existing_network<P: EnginePort>(port: &P, egress: &EgressSpec) -> ExecE
             .map(|inspect| member_of_inspect(&inspect)),
         None => None,
     };
-    egress_state::existing_network(egress, &found, proxy.as_ref())
+    state::existing_network(egress, &found, proxy.as_ref())
 }
 
 /// A container's name, `io.agentc.kind` label and state, from its inspect.
@@ -402,17 +404,17 @@ async fn wait_healthy<P: EnginePort>(
 }
 
 /// Gives the inspect of the workload `name` the host bindings its egress proxy holds for it
-/// ([`egress::add_relayed_ports`]); nothing changes for a workload without a fixed address
+/// ([`prepare::merge_relayed_ports`]); nothing changes for a workload without a fixed address
 /// (no relayed ports) or whose proxy is gone.
 pub async fn add_relayed_ports<P: EnginePort>(
     port: &P,
     name: &str,
     workload: &mut ContainerInspectResponse,
 ) {
-    if egress::fixed_address(workload).is_none() {
+    if prepare::fixed_address(workload).is_none() {
         return;
     }
-    let filter = Filter::labels([egress::proxy_label_filter(name)]);
+    let filter = Filter::labels([prepare::proxy_label_filter(name)]);
     let Ok(proxies) = port.list_containers(&filter).await else {
         return;
     };
@@ -420,6 +422,6 @@ pub async fn add_relayed_ports<P: EnginePort>(
         return;
     };
     if let Ok(proxy) = port.inspect(&proxy.id).await {
-        egress::add_relayed_ports(workload, &proxy);
+        prepare::merge_relayed_ports(workload, &proxy);
     }
 }

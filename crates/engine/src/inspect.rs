@@ -117,7 +117,7 @@ pub struct PublishedAddress {
 /// host IP becomes the loopback address), then, on a named network, the container's IP on
 /// that network with the container port for each port without a host binding (as the Strix
 /// seed's `_resolve_exposed_port` does). A port relayed by an egress proxy has the proxy's
-/// bindings ([`crate::egress::add_relayed_ports`]), never the isolated network's address,
+/// bindings ([`crate::companion::prepare::merge_relayed_ports`]), never the isolated network's address,
 /// which the host cannot reach.
 pub fn published_addresses(
     inspect: &ContainerInspectResponse,

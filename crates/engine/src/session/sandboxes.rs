@@ -22,8 +22,8 @@ use super::{
     ImageFacts, ImageRecord, Listed, LogsRequest, OutputSink, Sandbox, SandboxClient,
     SandboxEgress, SessionError,
 };
+use crate::companion::state::{is_isolated_network, proxy_kind_filter};
 use crate::daemon_text::{daemon_message, Refusal};
-use crate::egress_state::{is_isolated_network, proxy_kind_filter};
 use crate::launch::{LaunchOptions, ProxyExecutable};
 use crate::port::{EngineError, EngineErrorKind, EnginePort, Filter, ListedContainer};
 use crate::{Engine, ExecError};

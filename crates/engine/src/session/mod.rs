@@ -17,14 +17,14 @@
 //! copy travels ([`copy`]) and its host side ([`tarball`]).
 //!
 //! ```no_run
-//! use agentc_backend_common::session::{ExecRequest, SandboxClient};
+//! use agentc_engine::session::{ExecRequest, SandboxClient};
 //! use agentc_policy::Protocol;
 //!
 //! /// Runs `uname -a` in a fresh sandbox of `spec`, then deletes it, whatever happened.
 //! async fn uname<C: SandboxClient>(
 //!     client: &C,
 //!     spec: &agentc_policy::LaunchSpec,
-//! ) -> Result<String, agentc_backend_common::session::SessionError> {
+//! ) -> Result<String, agentc_engine::session::SessionError> {
 //!     let sandbox = client.create(spec).await?;
 //!     let result = client.exec_output(&sandbox, &ExecRequest::new(["uname", "-a"])).await;
 //!     let report = client.delete(&sandbox).await;
@@ -74,7 +74,7 @@ pub struct SandboxEgress {
     /// the session operations, such as [`SandboxClient::logs`], take it).
     pub proxy: Option<Sandbox>,
     /// Whether egress is up, down or missing.
-    pub state: crate::egress_state::EgressState,
+    pub state: crate::companion::state::EgressState,
 }
 
 impl SandboxEgress {
@@ -84,7 +84,7 @@ impl SandboxEgress {
         SandboxEgress {
             network: network.to_string(),
             proxy: proxy.and_then(|inspect| target::sandbox_of(inspect, "").ok()),
-            state: crate::egress_state::classify(network, proxy),
+            state: crate::companion::state::classify(network, proxy),
         }
     }
 }
@@ -197,7 +197,7 @@ pub trait SandboxClient: Send + Sync {
     /// (its network is not an isolated network agentc made); otherwise its isolated network,
     /// the proxy serving it (the container labelled `io.agentc.kind=egress-proxy` on that
     /// network, running or not) and the state of egress it makes
-    /// ([`crate::egress_state::classify`]: up, down or missing).
+    /// ([`crate::companion::state::classify`]: up, down or missing).
     fn egress(
         &self,
         sandbox: &Sandbox,

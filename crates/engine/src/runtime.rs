@@ -36,7 +36,7 @@ pub fn check_runtime(engine: Engine, wanted: &str, runtimes: &Runtimes) -> Resul
                 if path.contains("runsc") && !agentc_policy::is_gvisor(wanted) {
                     return Err(missing(
                         format!("{wanted} is registered as gVisor ({path})"),
-                        format!("register it under a name containing runsc or gvisor, so that agentc applies gVisor's limits (the image's egress firewall does not run under it); {}", engine.register_hint(wanted)),
+                        format!("register it under a name containing runsc or gvisor, so that agentc applies gVisor's limits (the image's egress firewall does not run under it); {}", crate::engine::register_hint(engine, wanted)),
                     ));
                 }
                 Ok(())
@@ -45,13 +45,13 @@ pub fn check_runtime(engine: Engine, wanted: &str, runtimes: &Runtimes) -> Resul
                 let names: Vec<&str> = registered.keys().map(String::as_str).collect();
                 Err(missing(
                     format!("it has {}", names.join(", ")),
-                    engine.register_hint(wanted),
+                    crate::engine::register_hint(engine, wanted),
                 ))
             }
         },
         Runtimes::Usable(Ok(())) => Ok(()),
         Runtimes::Usable(Err(message)) => {
-            Err(missing(message.clone(), engine.register_hint(wanted)))
+            Err(missing(message.clone(), crate::engine::register_hint(engine, wanted)))
         }
         Runtimes::DefaultOnly(default) if default.as_deref() == Some(wanted) => Ok(()),
         Runtimes::DefaultOnly(default) => Err(missing(

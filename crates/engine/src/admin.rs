@@ -9,7 +9,7 @@ use agentc_policy::LABEL_PROFILE;
 use futures_util::{stream, StreamExt};
 
 use crate::companion;
-use crate::egress_state::{Leftover, LeftoverKind};
+use crate::companion::state::{Leftover, LeftoverKind};
 use crate::port::{EngineError, EngineErrorKind, EnginePort, Filter, ListedContainer};
 use crate::ExecError;
 

@@ -8,14 +8,14 @@ use std::time::Duration;
 
 use agentc_policy::{KIND_EGRESS_PROXY, LABEL_EGRESS_FOR, LABEL_KIND, LABEL_PROFILE};
 
+use super::prepare;
+use super::state::{self, CompanionKind, CompanionObject, Leftover, ProxyUse};
 use super::{failed, member_of, network_use};
-use crate::egress;
-use crate::egress_state::{self, CompanionKind, CompanionObject, Leftover, ProxyUse};
 use crate::port::{EnginePort, Filter, ListedObject};
 use crate::ExecError;
 
 /// The leftovers of killed launches among agentc's isolated networks and egress proxies
-/// ([`egress_state::leftovers`]), those of the workload `workload` or of the profile `profile`
+/// ([`state::unpaired`]), those of the workload `workload` or of the profile `profile`
 /// when given: what `agentc doctor` lists and `agentc rm` of a gone workload or of a profile
 /// removes.
 pub async fn leftovers<P: EnginePort>(
@@ -23,9 +23,9 @@ pub async fn leftovers<P: EnginePort>(
     workload: Option<&str>,
     profile: Option<&str>,
 ) -> Result<Vec<Leftover>, ExecError> {
-    let mut labels = vec![egress_state::proxy_kind_filter(), LABEL_PROFILE.to_string()];
+    let mut labels = vec![state::proxy_kind_filter(), LABEL_PROFILE.to_string()];
     if let Some(workload) = workload {
-        labels.push(egress::proxy_label_filter(workload));
+        labels.push(prepare::proxy_label_filter(workload));
     }
     if let Some(profile) = profile {
         labels.push(format!("{LABEL_PROFILE}={profile}"));
@@ -56,7 +56,7 @@ pub async fn leftovers<P: EnginePort>(
             proxy: member_of(&container),
         })
         .collect();
-    Ok(egress_state::leftovers(&networks, &proxies))
+    Ok(state::unpaired(&networks, &proxies))
 }
 
 fn label(labels: &std::collections::BTreeMap<String, String>, key: &str) -> String {
@@ -141,7 +141,7 @@ pub async fn remove_orphan_networks<P: EnginePort>(port: &P) -> Result<Vec<Strin
 }
 
 /// Removes the egress companions (proxies, isolated networks, CA and audit volumes) whose
-/// workload is gone ([`egress_state::orphans`]: past the grace, or with their proxy ended, or of `own`,
+/// workload is gone ([`state::orphans`]: past the grace, or with their proxy ended, or of `own`,
 /// the workload the caller launches next, or of the profile `at_once`, a fault test's; and no
 /// set whose network a container other than a proxy is on) and returns what it removed, per
 /// workload: what every agentc command that talks to the engine does first, so that a launch
@@ -150,8 +150,8 @@ pub async fn reap<P: EnginePort>(
     port: &P,
     own: Option<&str>,
     at_once: Option<&str>,
-) -> Result<Vec<egress_state::Orphans>, ExecError> {
-    let filter = Filter::labels([egress_state::proxy_kind_filter(), LABEL_PROFILE.to_string()]);
+) -> Result<Vec<state::Orphans>, ExecError> {
+    let filter = Filter::labels([state::proxy_kind_filter(), LABEL_PROFILE.to_string()]);
     let mut objects = Vec::new();
     for proxy in port
         .list_containers(&filter)
@@ -217,7 +217,7 @@ pub async fn reap<P: EnginePort>(
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |since| since.as_secs() as i64);
-    let mut found = egress_state::orphans(&objects, &existing, own, at_once, now);
+    let mut found = state::orphans(&objects, &existing, own, at_once, now);
     // Best effort, object by object: what could not be removed is logged and left out of
     // what is reported removed.
     for orphans in &mut found {
@@ -276,7 +276,7 @@ pub async fn remove_labelled<P: EnginePort>(
             Err(_) => {}
         }
     }
-    let volumes = Filter::labels([profile_label, egress_state::proxy_kind_filter()]);
+    let volumes = Filter::labels([profile_label, state::proxy_kind_filter()]);
     remove_ca_volumes(port, &volumes, &mut removed).await?;
     Ok(removed)
 }
