@@ -7,6 +7,7 @@ pub mod engines;
 pub mod fixtures;
 pub mod image;
 pub mod k8s;
+pub mod launch;
 pub mod live;
 pub mod referee;
 pub mod referee_egress;

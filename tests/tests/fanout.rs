@@ -9,9 +9,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use agentc_backend_api::{connect, copy_names, launch, launch_many, LaunchOptions, RemoveTarget};
+use agentc_backend_api::{connect, copy_names, RemoveTarget};
+use agentc_conformance::launch::{launch, launch_many};
 use agentc_conformance::referee::{RecordedRequest, Referee};
 use agentc_conformance::stand_in::Faults;
+use agentc_engine::launch::LaunchOptions;
 use agentc_policy::{ContainerSpec, LABEL_PROFILE};
 
 const IMAGE: &str = "agentc-test/busybox:fanout";
@@ -33,11 +35,7 @@ fn detached(name: &str, profile: &str) -> ContainerSpec {
 }
 
 fn options() -> LaunchOptions {
-    LaunchOptions {
-        env: BTreeMap::new(),
-        stdin_is_terminal: false,
-        ..LaunchOptions::default()
-    }
+    LaunchOptions::default()
 }
 
 fn lines(requests: &[RecordedRequest]) -> Vec<String> {
@@ -67,9 +65,14 @@ fn a_detached_launch_pings_inspects_once_and_reuses_one_connection() {
             .expect("connects");
         let version = docker.docker.client_version();
         assert_eq!((version.major_version, version.minor_version), (1, 41));
-        launch(&docker, &detached("one", "fanout-one"), &options())
-            .await
-            .expect("launches")
+        launch(
+            &docker,
+            &detached("one", "fanout-one"),
+            &BTreeMap::new(),
+            &options(),
+        )
+        .await
+        .expect("launches")
     });
     assert_eq!(outcome.exit_code, 0);
     let requests = referee.requests();
@@ -109,7 +112,7 @@ fn launch_many_starts_every_copy_at_most_jobs_at_a_time_on_one_pool() {
         let docker = connect(agentc_engine::Engine::Docker, Some(&host))
             .await
             .expect("connects");
-        launch_many(&docker, &specs, &options(), 3)
+        launch_many(&docker, &specs, &BTreeMap::new(), &options(), 3)
             .await
             .unwrap_or_else(|error| panic!("{error}"))
     });
@@ -162,7 +165,7 @@ fn a_failed_copy_rolls_the_fleet_back_and_names_every_failure() {
         let docker = connect(agentc_engine::Engine::Docker, Some(&host))
             .await
             .expect("connects");
-        launch_many(&docker, &specs, &options(), 1)
+        launch_many(&docker, &specs, &BTreeMap::new(), &options(), 1)
             .await
             .expect_err("copy 2 cannot start")
     });
@@ -205,7 +208,7 @@ fn a_missing_image_fails_every_copy_before_anything_is_created() {
         let docker = connect(agentc_engine::Engine::Docker, Some(&host))
             .await
             .expect("connects");
-        launch_many(&docker, &specs, &options(), 2)
+        launch_many(&docker, &specs, &BTreeMap::new(), &options(), 2)
             .await
             .expect_err("the image is missing")
     });
@@ -234,7 +237,7 @@ fn removing_a_profile_removes_its_containers_only() {
         let docker = connect(agentc_engine::Engine::Docker, Some(&host))
             .await
             .expect("connects");
-        launch_many(&docker, &specs, &options(), 4)
+        launch_many(&docker, &specs, &BTreeMap::new(), &options(), 4)
             .await
             .unwrap_or_else(|error| panic!("{error}"));
         agentc_engine::admin::remove(&docker, &RemoveTarget::Profile("fanout-ours".to_string()))
@@ -269,7 +272,7 @@ fn removals_run_one_at_a_time_on_a_daemon_older_than_api_1_42() {
             let docker = connect(agentc_engine::Engine::Docker, Some(&host))
                 .await
                 .expect("connects");
-            launch_many(&docker, &specs, &options(), 4)
+            launch_many(&docker, &specs, &BTreeMap::new(), &options(), 4)
                 .await
                 .unwrap_or_else(|error| panic!("{error}"));
             agentc_engine::admin::remove(

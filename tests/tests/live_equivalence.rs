@@ -297,7 +297,7 @@ fn create_with_cli(
 }
 
 /// `POST /containers/create` through bollard with `render_create`'s body, secrets resolved the
-/// way `agentc_backend_api::launch` resolves them.
+/// way `agentc_engine::launch` resolves them.
 async fn create_with_api(
     client: &Docker,
     localized: &Localized,

@@ -1,5 +1,6 @@
 //! Fault tests on the live daemon, for both executors: the API backend's
-//! `agentc_backend_api::launch` and the CLI backend's `docker` with `render_argv`'s argv.
+//! the launch `agentc run` makes through the API backend's port (`agentc_engine::launch`) and
+//! the CLI backend's `docker` with `render_argv`'s argv.
 //!
 //! Covered: the daemon socket missing, the image missing, the name already in use, a container
 //! killed by the OOM killer (exit 137 reported as such), SIGINT (Ctrl-C) or SIGTERM during
@@ -19,13 +20,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use agentc_backend_api::{connect, launch, ExecError, LaunchOptions, Outcome};
+use agentc_backend_api::{connect, ExecError};
 use agentc_backend_cli::render_argv;
 use agentc_conformance::image::ensure_test_image;
+use agentc_conformance::launch::{launch, Outcome};
 use agentc_conformance::live::{
     containers_with_label, docker, inspect, require_daemon, LeakGuard, PROFILE_LABEL,
     REQUIRE_DOCKER_VAR,
 };
+use agentc_engine::launch::LaunchOptions;
 use agentc_policy::{Action, ContainerSpec, LaunchKind, LaunchSpec, Network, Resources, Tmpfs};
 
 /// Set in a child process to the JSON of the [`ContainerSpec`] that [`child_launch`] launches.
@@ -133,7 +136,13 @@ fn launch_api(container: &ContainerSpec) -> Result<Outcome, ExecError> {
     runtime().block_on(async {
         let host = std::env::var("DOCKER_HOST").ok();
         let docker = connect(agentc_engine::Engine::Docker, host.as_deref()).await?;
-        launch(&docker, container, &LaunchOptions::default()).await
+        launch(
+            &docker,
+            container,
+            &Default::default(),
+            &LaunchOptions::default(),
+        )
+        .await
     })
 }
 
@@ -716,7 +725,13 @@ fn launch_through_a_failing_proxy(
     std::thread::spawn(move || {
         let result = runtime().block_on(async {
             let docker = connect(agentc_engine::Engine::Docker, Some(&host)).await?;
-            launch(&docker, &container, &LaunchOptions::default()).await
+            launch(
+                &docker,
+                &container,
+                &Default::default(),
+                &LaunchOptions::default(),
+            )
+            .await
         });
         let _ = sender.send(result);
     });

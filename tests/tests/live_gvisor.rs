@@ -158,13 +158,15 @@ fn live_a_missing_runtime_is_refused_before_anything_exists() {
 
     // Nothing here is behind the egress proxy: its executable is the default.
     let no_proxy = ProxyExecutable::default();
-    let cli = agentc_backend_cli::launch(
+    let options = agentc_engine::launch::LaunchOptions {
+        proxy_executable: no_proxy,
+        ..Default::default()
+    };
+    let cli = agentc_conformance::launch::launch_cli(
         agentc_engine::Engine::Docker,
         container,
         &env,
-        false,
-        &no_proxy,
-        |_| {},
+        &options,
     );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -175,12 +177,7 @@ fn live_a_missing_runtime_is_refused_before_anything_exists() {
         let docker = agentc_backend_api::connect(agentc_engine::Engine::Docker, host.as_deref())
             .await
             .expect("connect");
-        let options = agentc_backend_api::LaunchOptions {
-            env: env.clone(),
-            stdin_is_terminal: false,
-            ..Default::default()
-        };
-        agentc_backend_api::launch(&docker, container, &options).await
+        agentc_conformance::launch::launch(&docker, container, &env, &options).await
     });
     for (backend, result) in [("cli", cli.map(|_| ())), ("api", api.map(|_| ()))] {
         let error = result.expect_err("refused");

@@ -48,7 +48,7 @@ mod tests {
         for target in [
             "agentc",
             "agentc::commands::launch",
-            "agentc_backend_api::launch",
+            "agentc_engine::launch",
             "agentc_policy",
         ] {
             assert!(is_agentc_target(target), "{target}");

@@ -4,9 +4,8 @@
 //! [`render`] is pure: it turns a spec into the create body the docker CLI would send for the
 //! same launch. The rest talks to the daemon, one module one job: [`daemon`] connects and turns
 //! bollard's errors into launch errors (one pooled connection per port, the version from
-//! `/_ping`); [`launch`](mod@launch) resolves secrets, creates and starts a container and
-//! removes it on failure or interrupt, and launches many copies at once, whole or not at all
-//! ([`launch_many`]), both written once over the engine port; `session` is the attached
+//! `/_ping`); [`port`] implements the engine port over which the launch, its copies and every
+//! other orchestration are written once ([`agentc_engine`]); `session` is the attached
 //! session (terminal, stdin and output, signals, resize, OOM watch); [`admin`] re-exports what `agentc ps`
 //! and `agentc rm` use, written once over the port, with the daemon's removal concurrency; [`pull`] pulls a missing image when asked; [`signals`] listens for SIGINT and SIGTERM.
 //! What the CLI backend shares (the refusals of values docker's argv cannot carry, secret
@@ -28,7 +27,6 @@ pub mod daemon;
 pub mod egress;
 pub mod engine;
 mod json;
-pub mod launch;
 pub mod port;
 pub mod pull;
 pub mod render;
@@ -40,8 +38,6 @@ pub use admin::{RemoveTarget, Summary};
 pub use agentc_engine::launch::{copy_names, LaunchManyError, DEFAULT_JOBS};
 pub use agentc_engine::ExecError;
 pub use json::render_json;
-pub use launch::launch_many;
-pub use launch::{launch, LaunchOptions, Outcome};
 pub use port::{connect, ApiPort};
 pub use pull::{split_reference, ImageReference};
 pub use render::{render_create, CreateRequest, RenderError};

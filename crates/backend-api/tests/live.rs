@@ -7,9 +7,28 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
-use agentc_backend_api::{connect, launch, ExecError, LaunchOptions};
+use agentc_backend_api::{connect, ApiPort, ExecError};
+use agentc_engine::launch::{LaunchOptions, Launched};
+use agentc_engine::signals::Signals;
 use agentc_engine::Engine;
 use agentc_policy::spec::{ContainerSpec, EnvValue, EnvVar, Network, Resources, Tmpfs};
+
+/// The launch `agentc run` makes ([`agentc_engine::launch::launch`]) through this backend's
+/// port, with `env` the caller's environment: the exit code (0 once a detached one started).
+async fn launch(
+    port: &ApiPort,
+    spec: &ContainerSpec,
+    env: &BTreeMap<String, String>,
+) -> Result<i64, ExecError> {
+    let mut signals = Signals::new()?;
+    let options = LaunchOptions::default();
+    let launched =
+        agentc_engine::launch::launch(port, spec, env, &options, &mut |_| {}, &mut signals).await?;
+    Ok(match launched {
+        Launched::Exited(exited) => exited.exit_code,
+        Launched::Started(_) => 0,
+    })
+}
 
 fn unavailable(reason: String) {
     if std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() == Ok("1") {
@@ -92,36 +111,28 @@ async fn launch_runs_waits_propagates_the_exit_code_and_removes() {
         .await
         .expect("connects");
     let name = format!("agentc-backend-api-live-{}", std::process::id());
-    let options = LaunchOptions {
-        env: BTreeMap::from([("TOKEN".into(), "s3cret".into())]),
-        stdin_is_terminal: false,
-        ..LaunchOptions::default()
-    };
+    let options = BTreeMap::from([("TOKEN".to_string(), "s3cret".to_string())]);
 
     // The secret arrives, the exit code comes back, nothing is left behind.
     let probe = r#"test "$TOKEN" = s3cret && test "$(id -u)" = 65534 && exit 3"#;
-    let outcome = launch(&docker, &spec(&image, &name, probe), &options)
+    let exit_code = launch(&docker, &spec(&image, &name, probe), &options)
         .await
         .expect("launches");
-    assert_eq!(outcome.exit_code, 3);
+    assert_eq!(exit_code, 3);
     assert!(!exists(&name), "{name} was not removed");
 
     // --rm and the default network (the "default" endpoint the CLI sends) on this daemon.
     let mut removed = spec(&image, &name, "exit 0");
     removed.auto_remove = true;
     removed.network = Network::Default;
-    let outcome = launch(&docker, &removed, &options).await.expect("launches");
-    assert_eq!(outcome.exit_code, 0);
+    let exit_code = launch(&docker, &removed, &options).await.expect("launches");
+    assert_eq!(exit_code, 0);
     assert!(!exists(&name), "{name} was not auto-removed");
 
     // A missing secret or image fails before anything is created.
-    let error = launch(
-        &docker,
-        &spec(&image, &name, "exit 0"),
-        &LaunchOptions::default(),
-    )
-    .await
-    .unwrap_err();
+    let error = launch(&docker, &spec(&image, &name, "exit 0"), &BTreeMap::new())
+        .await
+        .unwrap_err();
     assert!(
         matches!(error, ExecError::MissingSecret { ref variable } if variable == "TOKEN"),
         "{error}"

@@ -40,7 +40,6 @@ pub mod sandbox;
 mod shell;
 
 pub use agentc_engine::{ArgvError, ExecError};
-pub use exec::{launch, Outcome};
 pub use render::render_argv;
 pub use sandbox::CliClient;
 pub use shell::{shell_line, try_shell_line};

@@ -46,7 +46,7 @@ use crate::mount_csv;
 /// The spec's `kind`, `profile` and `origins` do not reach docker (agentc's own labels are
 /// already in the spec's `labels`). Secrets are rendered by name only (`--env=NAME`): the docker
 /// CLI reads their values from its own environment, so the caller must launch docker with them
-/// set (see [`crate::exec::launch()`]).
+/// set (as the command line's port does: [`crate::exec::port::CliPort`]).
 pub fn render_argv(spec: &LaunchSpec) -> Result<Vec<String>, ArgvError> {
     let LaunchSpec {
         kind: _,
