@@ -84,7 +84,7 @@ pub async fn launch_many<P: EnginePort>(
     launch::launch_copies(port, specs, env, options, jobs, &mut |_| {}, &mut signals).await
 }
 
-/// [`launch`] through the command line's port (`docker` or `podman`), on a runtime of its own.
+/// [`launch()`] through the command line's port (`docker` or `podman`), on a runtime of its own.
 pub fn launch_cli(
     engine: Engine,
     spec: &ContainerSpec,
