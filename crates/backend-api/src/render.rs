@@ -142,7 +142,7 @@ impl RenderError {
 /// Renders the create request for a container launch.
 ///
 /// Secrets render as the bare `NAME` in `Env`, the way the CLI sends an `--env NAME` it
-/// cannot resolve; [`crate::launch::launch`] substitutes the values just before creating.
+/// cannot resolve; [`agentc_engine::launch::launch`] substitutes the values just before creating.
 pub fn render_create(spec: &ContainerSpec) -> Result<CreateRequest, RenderError> {
     let ContainerSpec {
         name,
