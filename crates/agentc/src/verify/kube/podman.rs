@@ -23,32 +23,28 @@ pub fn namespace_path(name: &str) -> PathBuf {
 /// outside it and no rule of the host's (Docker's `FORWARD` policy `DROP`) stands between the
 /// play's pods.
 pub fn create_namespace(name: &str) -> Result<(), String> {
-    let output = Command::new("ip")
-        .args(["netns", "add", name])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|error| format!("cannot run ip (iproute2): {error}"))?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        Err(failed(&format!("ip netns add {name}"), &output))
-    }
+    ip_netns("add", name)
 }
 
-/// Deletes the network namespace `name` (`ip netns del`).
+/// Deletes the network namespace `name` (`ip netns del`), if it exists.
 pub fn delete_namespace(name: &str) -> Result<(), String> {
     if !namespace_path(name).exists() {
         return Ok(());
     }
+    ip_netns("del", name)
+}
+
+/// Runs `ip netns VERB NAME`.
+fn ip_netns(verb: &str, name: &str) -> Result<(), String> {
     let output = Command::new("ip")
-        .args(["netns", "del", name])
+        .args(["netns", verb, name])
         .stdin(Stdio::null())
         .output()
         .map_err(|error| format!("cannot run ip (iproute2): {error}"))?;
     if output.status.success() {
         Ok(())
     } else {
-        Err(failed(&format!("ip netns del {name}"), &output))
+        Err(failed(&format!("ip netns {verb} {name}"), &output))
     }
 }
 
