@@ -17,7 +17,8 @@ pub struct VerifyArgs {
     pub profile: PathBuf,
     /// Which backend creates and starts the probe; `k8s` plays the profile's Kubernetes
     /// rendering with `podman kube play` instead (the options of `agentc render --backend
-    /// k8s` apply).
+    /// k8s` apply; an allowlist's egress proxy Pod plays beside the workload, as root in a
+    /// network namespace of the play's own).
     #[arg(long, value_enum, default_value_t = VerifyBackendArg::Auto)]
     pub backend: VerifyBackendArg,
     /// The workspace directory mounted into the agent [default: the current directory].
