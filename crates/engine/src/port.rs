@@ -46,22 +46,29 @@ pub enum EngineErrorKind {
     Failed,
 }
 
-/// A failed engine operation: its kind and the engine's own words.
+/// A failed engine operation: its kind, the refusal its wording states, and the engine's own
+/// words. The port classifies the wording once, when it makes the error ([`EngineError::new`],
+/// [`EngineError::from_text`]); nothing reads the text again to decide.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{detail}")]
 pub struct EngineError {
     /// What kind of refusal it is.
     pub kind: EngineErrorKind,
+    /// The refusal the engine's wording states, if agentc acts on it
+    /// ([`crate::daemon_text::refusal`]), read once from `detail`.
+    pub refusal: Option<crate::daemon_text::Refusal>,
     /// The engine's own wording (docker's stderr, the daemon's message), for the user.
     pub detail: String,
 }
 
 impl EngineError {
-    /// An error of `kind` with the engine's `detail`.
+    /// An error of `kind` with the engine's `detail` (its refusal read from it once).
     pub fn new(kind: EngineErrorKind, detail: impl Into<String>) -> EngineError {
+        let detail = detail.into();
         EngineError {
             kind,
-            detail: detail.into(),
+            refusal: crate::daemon_text::refusal(&detail),
+            detail,
         }
     }
 
@@ -75,7 +82,8 @@ impl EngineError {
     pub fn from_text(detail: impl Into<String>) -> EngineError {
         use crate::daemon_text::Refusal;
         let detail = detail.into();
-        let kind = match crate::daemon_text::refusal(&detail) {
+        let refusal = crate::daemon_text::refusal(&detail);
+        let kind = match refusal {
             Some(
                 Refusal::NoSuchContainer
                 | Refusal::NoSuchImage
@@ -90,13 +98,17 @@ impl EngineError {
             Some(Refusal::Unreachable) => EngineErrorKind::Unavailable,
             Some(Refusal::SubnetTaken) | None => EngineErrorKind::Failed,
         };
-        EngineError { kind, detail }
+        EngineError {
+            kind,
+            refusal,
+            detail,
+        }
     }
 
-    /// The refusal the engine's wording states, if agentc acts on it
-    /// ([`crate::daemon_text::refusal`]).
+    /// The refusal the engine's wording states, if agentc acts on it (classified when the
+    /// error was made).
     pub fn refusal(&self) -> Option<crate::daemon_text::Refusal> {
-        crate::daemon_text::refusal(&self.detail)
+        self.refusal
     }
 }
 

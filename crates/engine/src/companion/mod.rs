@@ -187,7 +187,9 @@ pub async fn setup<P: EnginePort>(
     // Nothing of this launch exists yet: a network of that name is another's (both ports
     // refuse a second network of one name as a conflict).
     if let Err(error) = port.create_isolated_network(&egress.network).await {
-        if error.kind == EngineErrorKind::Conflict && state::network_exists(&error.detail) {
+        if error.kind == EngineErrorKind::Conflict
+            && error.refusal() == Some(crate::daemon_text::Refusal::NameInUse)
+        {
             return Err(existing_network(port, egress).await);
         }
         return Err(failed(CREATE_NETWORK, error));
