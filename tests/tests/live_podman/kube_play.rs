@@ -464,3 +464,71 @@ fn live_the_allowlist_holds_behind_the_played_egress_proxy() {
     let left = leftovers(&before, &[&upstream]);
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// The objects of `play_objects` a process `pid` named (`agentc-verify-PID-…`).
+fn named_by(pid: u32) -> Vec<String> {
+    let prefix = format!("agentc-verify-{pid}-");
+    play_objects(&[])
+        .into_iter()
+        .filter(|object| object.contains(&prefix))
+        .collect()
+}
+
+#[test]
+fn live_what_a_killed_play_left_is_removed_by_the_next() {
+    let test = "live_what_a_killed_play_left_is_removed_by_the_next";
+    if !require_podman(test) {
+        return;
+    }
+    let _one = PLAYS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let image = non_root_image().expect("the non-root test image");
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("killed.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"k8s-killed\"\nagent = \"custom\"\n\n[image]\nref = \"{image}\"\n\
+             command = [\"sleep\", \"1\"]\n\n[egress]\nhosts = [\"allowed.test:80\"]\n"
+        ),
+    )
+    .expect("write the profile");
+    // SIGKILL once its proxy pod exists: the play is in its namespace, on its network.
+    let mut child = Command::new(agentc_conformance::binary::agentc_binary())
+        .arg("verify")
+        .arg(&file)
+        .args(["--backend", "k8s"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("agentc verify");
+    let pid = child.id();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !named_by(pid)
+        .iter()
+        .any(|object| object.starts_with("pod "))
+    {
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "verify ended before its pod was seen"
+        );
+        assert!(std::time::Instant::now() < deadline, "no pod within 120 s");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    let left = named_by(pid);
+    assert!(
+        left.iter()
+            .any(|object| object.starts_with("network namespace ")),
+        "the killed play left its namespace: {left:?}"
+    );
+    // The next play, of any profile, removes it all before its own.
+    let minimal = fixtures::fixtures_dir().join("valid/sandbox-minimal.toml");
+    let (code, report, stderr) = verify_k8s(&minimal, dir.path(), &["--image", &image]);
+    assert_eq!(code, 0, "{stderr}{report:?}");
+    let left = named_by(pid);
+    assert!(left.is_empty(), "still left of the killed play: {left:?}");
+}

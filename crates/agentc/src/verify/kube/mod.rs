@@ -8,6 +8,7 @@
 //! - [`compare`](mod@compare): the rendered workload container against the probe's
 //!   observation; each field Podman does not enforce is a `skip` with why.
 //! - [`egress`](mod@egress): verify's egress checks as a container of the workload pod.
+//! - [`reap`](mod@reap): what plays of killed verify processes left, removed before a play.
 //!
 //! The rendering is `agentc render --backend k8s`'s, made playable by
 //! [`agentc_backend_k8s::play`] (every change a `played:` row). Where its NetworkPolicy lets
@@ -23,6 +24,7 @@
 pub mod compare;
 pub mod egress;
 pub mod podman;
+pub mod reap;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -154,6 +156,8 @@ pub fn prepare(
             ),
         )
     })?;
+    // What plays of killed verify processes left, before this one adds its own.
+    reap::reap();
     let container = launch::container_of(spec)?;
     if container
         .resources

@@ -81,6 +81,11 @@ impl Podman {
         }
     }
 
+    /// Runs `podman ARGS` (a listing, a removal), returning its stdout, or why it failed.
+    pub fn list(&self, args: &[&str]) -> Result<String, String> {
+        self.run(args)
+    }
+
     /// Runs `podman ARGS`, returning its stdout, or why it failed.
     fn run(&self, args: &[&str]) -> Result<String, String> {
         let output = self
