@@ -38,6 +38,19 @@ fn non_root_image() -> Result<String, String> {
     Ok(tag)
 }
 
+/// A play test's start: Podman required (without it `test` is skipped, saying why), the plays
+/// of this process one at a time, and the non-root test image.
+fn begin(test: &str) -> Option<(std::sync::MutexGuard<'static, ()>, String)> {
+    if !require_podman(test) {
+        return None;
+    }
+    let one = PLAYS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let image = non_root_image().expect("the non-root test image");
+    Some((one, image))
+}
+
 /// The Podman objects (pods, containers, volumes, networks, secrets) and network namespaces
 /// whose name starts `agentc-verify-` (a play's, whichever process made it) or is one of
 /// `names` (a workspace claim, a test's upstream pod).
@@ -99,13 +112,9 @@ fn verify_k8s(file: &Path, workspace: &Path, args: &[&str]) -> (i32, Option<Valu
 #[test]
 fn live_every_pod_and_sandbox_rendering_plays_and_its_hardening_holds() {
     let test = "live_every_pod_and_sandbox_rendering_plays_and_its_hardening_holds";
-    if !require_podman(test) {
+    let Some((_one, image)) = begin(test) else {
         return;
-    }
-    let _one = PLAYS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let image = non_root_image().expect("the non-root test image");
+    };
     let workspace = tempfile::tempdir().expect("workspace");
     let claim = format!("agentc-verify-{}-workspace", std::process::id());
     let before = play_objects(&[]);
@@ -248,13 +257,9 @@ fn live_every_pod_and_sandbox_rendering_plays_and_its_hardening_holds() {
 #[test]
 fn live_a_rendering_changed_behind_verifys_back_fails_its_rows() {
     let test = "live_a_rendering_changed_behind_verifys_back_fails_its_rows";
-    if !require_podman(test) {
+    let Some((_one, image)) = begin(test) else {
         return;
-    }
-    let _one = PLAYS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let image = non_root_image().expect("the non-root test image");
+    };
     let before = play_objects(&[]);
     let file = fixtures::fixtures_dir().join("valid/sandbox-minimal.toml");
     let loaded = load_fixture(&file).expect("loads");
@@ -352,13 +357,9 @@ fn upstream_pod(name: &str, image: &str) -> agentc_backend_k8s::play::PlayedPod 
 #[test]
 fn live_the_allowlist_holds_behind_the_played_egress_proxy() {
     let test = "live_the_allowlist_holds_behind_the_played_egress_proxy";
-    if !require_podman(test) {
+    let Some((_one, image)) = begin(test) else {
         return;
-    }
-    let _one = PLAYS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let image = non_root_image().expect("the non-root test image");
+    };
     let base = ensure_test_image().expect("the test image");
     let upstream = format!("agentc-upstream-{}", std::process::id());
     let before = play_objects(&[]);
@@ -477,13 +478,9 @@ fn named_by(pid: u32) -> Vec<String> {
 #[test]
 fn live_what_a_killed_play_left_is_removed_by_the_next() {
     let test = "live_what_a_killed_play_left_is_removed_by_the_next";
-    if !require_podman(test) {
+    let Some((_one, image)) = begin(test) else {
         return;
-    }
-    let _one = PLAYS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let image = non_root_image().expect("the non-root test image");
+    };
     let dir = tempfile::tempdir().expect("dir");
     let file = dir.path().join("killed.toml");
     std::fs::write(

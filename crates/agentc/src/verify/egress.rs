@@ -12,6 +12,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
 
+use agentc_egress::credential::Credential;
 use agentc_egress::probe::credentials::{CREDENTIAL_CHECKS, PLACEHOLDER_VARIABLE};
 use agentc_egress::probe::{CheckLine, Outcome, Target, CHECKS, PROXY_VARIABLES};
 use agentc_egress::{HostSpec, PROXY_BINARY};
@@ -66,26 +67,32 @@ impl EgressProbe {
     }
 }
 
-/// The first exact (non-wildcard) host of the proxy's allowlist (its `--allow=SPEC`
-/// arguments, in the profile's order) whose key the proxy does not hold: a bound host's TLS
-/// the proxy answers itself (it holds the key and terminates the tunnel), so its answer would
-/// not show that upstream was reached. A bound host only when every exact host is bound. A
-/// bare host means port 443, `host:port` that port.
-pub fn default_target(proxy_command: &[String]) -> Option<Target> {
-    let bound: Vec<Target> = proxy_command
-        .iter()
-        .filter_map(|arg| arg.strip_prefix("--credential="))
-        .filter_map(|spec| {
-            spec.split(',')
-                .find_map(|part| part.strip_prefix("host="))?
-                .parse()
-                .ok()
-        })
-        .collect();
-    let exact: Vec<Target> = proxy_command
+/// The allowlist entries of the proxy whose command is `proxy_command` (its `--allow=SPEC`
+/// words, in the profile's order).
+fn allow_specs(proxy_command: &[String]) -> impl Iterator<Item = HostSpec> + '_ {
+    proxy_command
         .iter()
         .filter_map(|arg| arg.strip_prefix("--allow="))
         .filter_map(|spec| HostSpec::parse(spec).ok())
+}
+
+/// The keys the proxy whose command is `proxy_command` holds (its `--credential=` words, read
+/// by the proxy's own parser), in its order.
+pub fn held_credentials(proxy_command: &[String]) -> Vec<Credential> {
+    proxy_command
+        .iter()
+        .filter_map(|arg| arg.strip_prefix("--credential="))
+        .filter_map(|word| Credential::parse(word).ok())
+        .collect()
+}
+
+/// The first exact (non-wildcard) host of the proxy's allowlist (in the profile's order) whose
+/// key the proxy does not hold: a bound host's TLS the proxy answers itself (it holds the key
+/// and terminates the tunnel), so its answer would not show that upstream was reached. A bound
+/// host only when every exact host is bound. A bare host means port 443, `host:port` that port.
+pub fn default_target(proxy_command: &[String]) -> Option<Target> {
+    let held = held_credentials(proxy_command);
+    let exact: Vec<Target> = allow_specs(proxy_command)
         .filter_map(|spec| match spec.pattern {
             agentc_egress::host::HostPattern::Exact(host) => Some(Target {
                 host,
@@ -97,7 +104,7 @@ pub fn default_target(proxy_command: &[String]) -> Option<Target> {
         .collect();
     exact
         .iter()
-        .find(|target| !bound.contains(target))
+        .find(|target| !held.iter().any(|key| key.binds(&target.host, target.port)))
         .or(exact.first())
         .cloned()
 }
@@ -105,10 +112,7 @@ pub fn default_target(proxy_command: &[String]) -> Option<Target> {
 /// The address ranges of the proxy's allowlist (its `--allow=CIDR` arguments, a bare address
 /// as its /32 or /128), as the check program's `--allowed-range=` arguments.
 pub fn allowed_range_args(proxy_command: &[String]) -> Vec<String> {
-    proxy_command
-        .iter()
-        .filter_map(|arg| arg.strip_prefix("--allow="))
-        .filter_map(|spec| HostSpec::parse(spec).ok())
+    allow_specs(proxy_command)
         .filter_map(|spec| match spec.pattern {
             agentc_egress::host::HostPattern::Addresses(range) => {
                 Some(format!("--allowed-range={range}"))
@@ -116,6 +120,33 @@ pub fn allowed_range_args(proxy_command: &[String]) -> Vec<String> {
             _ => None,
         })
         .collect()
+}
+
+/// The command of the check program (`agentc egress-proxy probe`) against the proxy whose own
+/// command is `proxy_command`, reached at `proxy` (`IP:PORT`, or a Service's `HOST:PORT`):
+/// `--allowed` for `target`, `--bound` for `bound` (a host whose key the proxy holds),
+/// `--upstream-all` for a proxy that passes every other destination to its upstream (the
+/// denied host goes there too, by the profile's choice), and the allowlist's address ranges.
+/// What only one caller knows (`--outside`, `--timeout-ms`) it appends.
+pub fn probe_command(
+    proxy_command: &[String],
+    proxy: &str,
+    target: Option<&Target>,
+    bound: Option<&str>,
+) -> Vec<String> {
+    let mut command = vec![
+        PROXY_BINARY.to_string(),
+        "egress-proxy".to_string(),
+        "probe".to_string(),
+        format!("--proxy={proxy}"),
+    ];
+    command.extend(target.map(|target| format!("--allowed={target}")));
+    command.extend(bound.map(|host| format!("--bound={host}")));
+    if proxy_command.iter().any(|word| word == "--upstream-all") {
+        command.push("--upstream-all".to_string());
+    }
+    command.extend(allowed_range_args(proxy_command));
+    command
 }
 
 /// What `docker inspect` of the proxy container says.
@@ -292,38 +323,21 @@ pub fn check_spec(
     spec.name = Some(format!("{probe_name}{CHECK_SUFFIX}"));
     spec.image = facts.image.clone();
     spec.entrypoint = None;
-    spec.command = vec![
-        PROXY_BINARY.to_string(),
-        "egress-proxy".to_string(),
-        "probe".to_string(),
-        format!("--proxy={}", SocketAddr::new(facts.address, PROXY_PORT)),
-    ];
-    if let Some(target) = target {
-        spec.command.push(format!("--allowed={target}"));
-    }
+    // Behind a proxy that holds keys: its first bound host, and its CA read-only, as the
+    // sandbox has it.
+    let bound = egress.credentials.first().and_then(|c| c.hosts.first());
+    spec.command = probe_command(
+        &egress.proxy.command,
+        &SocketAddr::new(facts.address, PROXY_PORT).to_string(),
+        target,
+        bound.map(String::as_str),
+    );
     if let Some(outside) = facts.outside {
         spec.command.push(format!(
             "--outside={}",
             SocketAddr::new(outside, PROXY_PORT)
         ));
     }
-    // Behind a proxy that holds keys: its first bound host, and its CA read-only, as the
-    // sandbox has it.
-    if let Some(host) = egress.credentials.first().and_then(|c| c.hosts.first()) {
-        spec.command.push(format!("--bound={host}"));
-    }
-    // A proxy that passes every other destination to its upstream (the allowlist names only
-    // the upstream's host): the denied host goes there too, by the profile's choice.
-    if egress
-        .proxy
-        .command
-        .iter()
-        .any(|word| word == "--upstream-all")
-    {
-        spec.command.push("--upstream-all".to_string());
-    }
-    spec.command
-        .extend(allowed_range_args(&egress.proxy.command));
     spec.mounts = egress
         .proxy
         .mounts
@@ -483,6 +497,40 @@ mod tests {
             default_target(&bound).unwrap().to_string(),
             "api.anthropic.com:443"
         );
+    }
+
+    #[test]
+    fn the_check_is_told_the_proxy_its_target_its_bound_host_and_its_ranges() {
+        let mut argv = command(&["api.test", "10.0.0.0/8"]);
+        argv.push(
+            "--credential=name=gw,header=authorization,scheme=bearer,env=GATEWAY_TOKEN,host=gw.test:8443"
+                .to_string(),
+        );
+        let held = held_credentials(&argv);
+        assert_eq!(held.len(), 1);
+        assert_eq!(held[0].env, "GATEWAY_TOKEN");
+        assert_eq!(held[0].hosts, vec![("gw.test".to_string(), 8443)]);
+        let target: Target = "api.test".parse().unwrap();
+        assert_eq!(
+            probe_command(
+                &argv,
+                "run-egress:3128",
+                Some(&target),
+                Some("gw.test:8443")
+            ),
+            [
+                PROXY_BINARY,
+                "egress-proxy",
+                "probe",
+                "--proxy=run-egress:3128",
+                "--allowed=api.test:443",
+                "--bound=gw.test:8443",
+                "--allowed-range=10.0.0.0/8",
+            ]
+        );
+        argv.push("--upstream-all".to_string());
+        assert!(probe_command(&argv, "10.0.0.2:3128", None, None)
+            .contains(&"--upstream-all".to_string()));
     }
 
     #[test]

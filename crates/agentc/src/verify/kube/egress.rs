@@ -13,10 +13,9 @@ use agentc_backend_k8s::play::{Adaptation, Play, PlayedRole};
 use agentc_backend_k8s::{CONTAINER_NAME, PROXY_CONTAINER, PROXY_UID};
 use agentc_egress::probe::credentials::PLACEHOLDER_VARIABLE;
 use agentc_egress::probe::PROXY_VARIABLES;
-use agentc_egress::PROXY_BINARY;
 use agentc_policy::{CA_BUNDLE_PATH, CA_DIR_TARGET};
 
-use super::super::egress::{allowed_range_args, EgressProbe};
+use super::super::egress::{held_credentials, probe_command, EgressProbe};
 
 /// The name of the check container in the workload pod.
 pub const CHECK_CONTAINER: &str = "egress-check";
@@ -81,17 +80,22 @@ pub fn add_check(play: &mut Play, probe: &EgressProbe) -> Option<EgressPlay> {
                 .to_string()
         })
         .unwrap_or_else(|| format!("{proxy_pod}:{}", agentc_backend_k8s::PROXY_PORT));
-    let mut args = vec![
-        PROXY_BINARY.to_string(),
-        "egress-proxy".to_string(),
-        "probe".to_string(),
-        format!("--proxy={named}"),
-        format!("--timeout-ms={CHECK_TIMEOUT_MS}"),
-    ];
     let target = probe.target(&command);
-    if let Ok(target) = &target {
-        args.push(format!("--allowed={target}"));
-    }
+    // Behind a proxy that holds keys: its first key's variable and first bound host.
+    let credential = held_credentials(&command)
+        .into_iter()
+        .next()
+        .and_then(|key| {
+            let (host, port) = key.hosts.first()?;
+            Some((key.env, format!("{host}:{port}")))
+        });
+    let mut args = probe_command(
+        &command,
+        &named,
+        target.as_ref().ok(),
+        credential.as_ref().map(|(_, host)| host.as_str()),
+    );
+    args.push(format!("--timeout-ms={CHECK_TIMEOUT_MS}"));
     let mut env: Vec<EnvVar> = PROXY_VARIABLES
         .iter()
         .filter_map(|name| {
@@ -102,18 +106,12 @@ pub fn add_check(play: &mut Play, probe: &EgressProbe) -> Option<EgressPlay> {
             })
         })
         .collect();
-    let credential = first_credential(&command);
-    if let Some((variable, host)) = &credential {
-        args.push(format!("--bound={host}"));
+    if let Some((variable, _)) = &credential {
         env.push(literal("SSL_CERT_FILE", CA_BUNDLE_PATH));
         if let Some(placeholder) = agent_env(variable) {
             env.push(literal(PLACEHOLDER_VARIABLE, &placeholder));
         }
     }
-    if command.iter().any(|word| word == "--upstream-all") {
-        args.push("--upstream-all".to_string());
-    }
-    args.extend(allowed_range_args(&command));
     let mounts: Vec<VolumeMount> = agent
         .volume_mounts
         .iter()
@@ -193,47 +191,5 @@ fn literal(name: &str, value: &str) -> EnvVar {
         name: name.to_string(),
         value: Some(value.to_string()),
         value_from: None,
-    }
-}
-
-/// The first key the proxy holds, from its command (`--credential=…,env=VAR,…,host=HOST`):
-/// the variable the sandbox holds a placeholder in, and the host the key is bound to.
-fn first_credential(command: &[String]) -> Option<(String, String)> {
-    command
-        .iter()
-        .filter_map(|word| word.strip_prefix("--credential="))
-        .find_map(|spec| {
-            let field = |key: &str| {
-                spec.split(',')
-                    .find_map(|part| part.strip_prefix(key)?.strip_prefix('='))
-                    .map(str::to_string)
-            };
-            Some((field("env")?, field("host")?))
-        })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_first_credential_names_its_variable_and_host() {
-        let command: Vec<String> = [
-            "/usr/local/bin/agentc",
-            "egress-proxy",
-            "serve",
-            "--credential=name=gw,header=authorization,scheme=bearer,env=GATEWAY_TOKEN,host=gw.example.com:8443",
-            "--credential=name=a,header=x-api-key,env=ANTHROPIC_API_KEY,host=api.anthropic.com",
-        ]
-        .map(String::from)
-        .to_vec();
-        assert_eq!(
-            first_credential(&command),
-            Some((
-                "GATEWAY_TOKEN".to_string(),
-                "gw.example.com:8443".to_string()
-            ))
-        );
-        assert_eq!(first_credential(&command[..3]), None);
     }
 }

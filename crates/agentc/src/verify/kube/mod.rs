@@ -450,16 +450,18 @@ impl KubePlay {
                     egress.credentials,
                 )
                 .into_iter()
-                .map(|check| match DNS_CHECKS.contains(&check.what.as_str()) {
-                    true => Check {
+                .map(|check| {
+                    if !DNS_CHECKS.contains(&check.what.as_str()) {
+                        return check;
+                    }
+                    Check {
                         seen: resolver.clone(),
                         ok: true,
                         skipped: true,
                         warned: false,
                         hint: None,
                         ..check
-                    },
-                    false => check,
+                    }
                 }),
             );
         }

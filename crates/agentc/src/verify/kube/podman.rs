@@ -49,7 +49,7 @@ fn ip_netns(verb: &str, name: &str) -> Result<(), String> {
 }
 
 /// Runs Podman: in the host's network namespace, or in one of the play's own.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Podman {
     namespace: Option<String>,
 }
@@ -81,13 +81,8 @@ impl Podman {
         }
     }
 
-    /// Runs `podman ARGS` (a listing, a removal), returning its stdout, or why it failed.
-    pub fn list(&self, args: &[&str]) -> Result<String, String> {
-        self.run(args)
-    }
-
     /// Runs `podman ARGS`, returning its stdout, or why it failed.
-    fn run(&self, args: &[&str]) -> Result<String, String> {
+    pub(super) fn run(&self, args: &[&str]) -> Result<String, String> {
         let output = self
             .command()
             .args(args)
@@ -99,6 +94,123 @@ impl Podman {
         } else {
             Err(failed(&format!("podman {}", args.join(" ")), &output))
         }
+    }
+
+    /// Creates an internal network (no way out) for the play.
+    pub fn create_internal_network(&self, name: &str) -> Result<(), String> {
+        self.run(&["network", "create", "--internal", name])
+            .map(drop)
+    }
+
+    /// Plays `file` on `network` (`none`, or a network's name).
+    pub fn play(&self, file: &Path, network: &str) -> Result<(), String> {
+        let file = file.to_string_lossy();
+        self.run(&["kube", "play", "--network", network, &file])
+            .map(drop)
+    }
+
+    /// Waits at most `timeout` for `container` to exit; its exit code.
+    pub fn wait(&self, container: &str, timeout: Duration) -> Result<i64, String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let state = self.run(&[
+                "inspect",
+                "--format",
+                "{{.State.Status}} {{.State.ExitCode}}",
+                container,
+            ])?;
+            let mut words = state.split_whitespace();
+            if let (Some("exited" | "stopped"), Some(code)) = (words.next(), words.next()) {
+                return code
+                    .parse()
+                    .map_err(|_| format!("podman reports exit code {code:?} for {container}"));
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "{container} did not finish within {} seconds",
+                    timeout.as_secs()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Waits at most `timeout` for `command` to succeed in `container` (`podman exec`, as a
+    /// kubelet's exec probe); `Err` with the container's last output lines when it does not.
+    pub fn wait_ready(
+        &self,
+        container: &str,
+        command: &[&str],
+        timeout: Duration,
+    ) -> Result<Duration, String> {
+        let started = Instant::now();
+        loop {
+            let mut args = vec!["exec", container];
+            args.extend(command);
+            if self.run(&args).is_ok() {
+                return Ok(started.elapsed());
+            }
+            if started.elapsed() >= timeout {
+                let logs = self.logs(container).unwrap_or_default();
+                let tail: Vec<&str> = logs
+                    .lines()
+                    .filter(|line| !line.trim().is_empty())
+                    .collect();
+                return Err(format!(
+                    "{container} was not ready within {} seconds; its output ended: {}",
+                    timeout.as_secs(),
+                    tail[tail.len().saturating_sub(3)..].join("; ")
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// The output of `container` (stdout and stderr).
+    pub fn logs(&self, container: &str) -> Result<String, String> {
+        self.run(&["logs", container])
+    }
+
+    /// Removes what the play of `files` made: their `pods` (stopped within a second, then
+    /// `podman kube down`, the last file first), then `secrets`, `volumes` and `network` (when
+    /// given). Each failure is returned by name; the rest still goes.
+    pub fn tear_down(
+        &self,
+        pods: &[String],
+        files: &[PathBuf],
+        volumes: &[String],
+        secrets: &[String],
+        network: Option<&str>,
+    ) -> Vec<String> {
+        let mut left = Vec::new();
+        // A proxy still resolving a name for the checks would hold its graceful stop for
+        // seconds; nothing of the play needs one. A pod never played is no failure.
+        for pod in pods.iter().rev() {
+            let _ = self.run(&["pod", "stop", "--time", "1", pod]);
+        }
+        for file in files.iter().rev() {
+            if let Err(error) = self.run(&["kube", "down", &file.to_string_lossy()]) {
+                left.push(error);
+            }
+        }
+        for secret in secrets {
+            if let Err(error) = self.run(&["secret", "rm", secret]) {
+                left.push(error);
+            }
+        }
+        for volume in volumes {
+            if volume_exists(volume) {
+                if let Err(error) = self.run(&["volume", "rm", "--force", volume]) {
+                    left.push(error);
+                }
+            }
+        }
+        if let Some(network) = network {
+            if let Err(error) = self.run(&["network", "rm", "--force", network]) {
+                left.push(error);
+            }
+        }
+        left
     }
 }
 
@@ -225,124 +337,5 @@ pub fn create_secret(name: &str, keys: &[String], value: &str) -> Result<(), Str
         Ok(())
     } else {
         Err(failed(&format!("podman secret create {name}"), &output))
-    }
-}
-
-impl Podman {
-    /// Creates an internal network (no way out) for the play.
-    pub fn create_internal_network(&self, name: &str) -> Result<(), String> {
-        self.run(&["network", "create", "--internal", name])
-            .map(drop)
-    }
-
-    /// Plays `file` on `network` (`none`, or a network's name).
-    pub fn play(&self, file: &Path, network: &str) -> Result<(), String> {
-        let file = file.to_string_lossy();
-        self.run(&["kube", "play", "--network", network, &file])
-            .map(drop)
-    }
-
-    /// Waits at most `timeout` for `container` to exit; its exit code.
-    pub fn wait(&self, container: &str, timeout: Duration) -> Result<i64, String> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let state = self.run(&[
-                "inspect",
-                "--format",
-                "{{.State.Status}} {{.State.ExitCode}}",
-                container,
-            ])?;
-            let mut words = state.split_whitespace();
-            if let (Some("exited" | "stopped"), Some(code)) = (words.next(), words.next()) {
-                return code
-                    .parse()
-                    .map_err(|_| format!("podman reports exit code {code:?} for {container}"));
-            }
-            if Instant::now() >= deadline {
-                return Err(format!(
-                    "{container} did not finish within {} seconds",
-                    timeout.as_secs()
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// Waits at most `timeout` for `command` to succeed in `container` (`podman exec`, as a
-    /// kubelet's exec probe); `Err` with the container's last output lines when it does not.
-    pub fn wait_ready(
-        &self,
-        container: &str,
-        command: &[&str],
-        timeout: Duration,
-    ) -> Result<Duration, String> {
-        let started = Instant::now();
-        loop {
-            let mut args = vec!["exec", container];
-            args.extend(command);
-            if self.run(&args).is_ok() {
-                return Ok(started.elapsed());
-            }
-            if started.elapsed() >= timeout {
-                let logs = self.logs(container).unwrap_or_default();
-                let tail: Vec<&str> = logs
-                    .lines()
-                    .filter(|line| !line.trim().is_empty())
-                    .collect();
-                return Err(format!(
-                    "{container} was not ready within {} seconds; its output ended: {}",
-                    timeout.as_secs(),
-                    tail[tail.len().saturating_sub(3)..].join("; ")
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-
-    /// The output of `container` (stdout and stderr).
-    pub fn logs(&self, container: &str) -> Result<String, String> {
-        self.run(&["logs", container])
-    }
-
-    /// Removes what the play of `files` made: their `pods` (stopped within a second, then
-    /// `podman kube down`, the last file first), then `secrets`, `volumes` and `network` (when
-    /// given). Each failure is returned by name; the rest still goes.
-    pub fn tear_down(
-        &self,
-        pods: &[String],
-        files: &[PathBuf],
-        volumes: &[String],
-        secrets: &[String],
-        network: Option<&str>,
-    ) -> Vec<String> {
-        let mut left = Vec::new();
-        // A proxy still resolving a name for the checks would hold its graceful stop for
-        // seconds; nothing of the play needs one. A pod never played is no failure.
-        for pod in pods.iter().rev() {
-            let _ = self.run(&["pod", "stop", "--time", "1", pod]);
-        }
-        for file in files.iter().rev() {
-            if let Err(error) = self.run(&["kube", "down", &file.to_string_lossy()]) {
-                left.push(error);
-            }
-        }
-        for secret in secrets {
-            if let Err(error) = self.run(&["secret", "rm", secret]) {
-                left.push(error);
-            }
-        }
-        for volume in volumes {
-            if volume_exists(volume) {
-                if let Err(error) = self.run(&["volume", "rm", "--force", volume]) {
-                    left.push(error);
-                }
-            }
-        }
-        if let Some(network) = network {
-            if let Err(error) = self.run(&["network", "rm", "--force", network]) {
-                left.push(error);
-            }
-        }
-        left
     }
 }

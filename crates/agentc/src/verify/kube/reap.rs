@@ -29,10 +29,10 @@ fn alive(pid: u32) -> bool {
     std::path::Path::new("/proc").join(pid.to_string()).exists()
 }
 
-/// The names of `listed` (one a line) that a dead process's play made.
-fn dead(listed: &str) -> Vec<String> {
-    listed
-        .lines()
+/// Those of `names` that a dead process's play made.
+fn dead<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    names
+        .into_iter()
         .map(str::trim)
         .filter(|name| owner(name).is_some_and(|pid| !alive(pid)))
         .map(str::to_string)
@@ -43,7 +43,7 @@ fn dead(listed: &str) -> Vec<String> {
 /// logs what could not be.
 pub fn reap() -> Vec<String> {
     let host = Podman::host();
-    let list = |args: &[&str]| dead(&host.list(args).unwrap_or_default());
+    let list = |args: &[&str]| dead(host.run(args).unwrap_or_default().lines());
     let mut reaped = Vec::new();
     // Pods first, each through its play's namespace when that exists (its network is torn down
     // there), then networks, volumes and the namespaces themselves.
@@ -52,7 +52,7 @@ pub fn reap() -> Vec<String> {
             Some(play) if podman::namespace_path(&play).exists() => Podman::in_namespace(&play),
             _ => Podman::host(),
         };
-        match executor.list(&["pod", "rm", "--force", "--time", "0", &pod]) {
+        match executor.run(&["pod", "rm", "--force", "--time", "0", &pod]) {
             Ok(_) => reaped.push(format!("pod {pod}")),
             Err(why) => log::warn!("could not remove a killed play's pod: {why}"),
         }
@@ -62,21 +62,18 @@ pub fn reap() -> Vec<String> {
         ("volume", ["volume", "ls", "--format", "{{.Name}}"]),
     ] {
         for name in list(&listing) {
-            match host.list(&[kind, "rm", "--force", &name]) {
+            match host.run(&[kind, "rm", "--force", &name]) {
                 Ok(_) => reaped.push(format!("{kind} {name}")),
                 Err(why) => log::warn!("could not remove a killed play's {kind}: {why}"),
             }
         }
     }
-    let namespaces = std::fs::read_dir("/run/netns")
-        .map(|entries| {
-            entries
-                .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default();
-    for namespace in dead(&namespaces) {
+    let namespaces: Vec<String> = std::fs::read_dir("/run/netns")
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .collect();
+    for namespace in dead(namespaces.iter().map(String::as_str)) {
         match podman::delete_namespace(&namespace) {
             Ok(()) => reaped.push(format!("network namespace {namespace}")),
             Err(why) => log::warn!("could not remove a killed play's namespace: {why}"),
@@ -113,7 +110,7 @@ mod tests {
             u32::MAX
         );
         assert_eq!(
-            dead(&listed),
+            dead(listed.lines()),
             vec![format!("agentc-verify-{}-1-net", u32::MAX)]
         );
     }
