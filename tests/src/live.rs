@@ -349,8 +349,8 @@ mod verify_probe {
 
     use super::{docker, inspect, require_daemon};
     use crate::image::ensure_test_image;
-    use agentc::verify;
     use agentc_policy::{Capability, ContainerSpec, MountSource, Network, Resources, Tmpfs};
+    use agentc_verify as verify;
 
     #[test]
     fn live_probe_of_a_hardened_container_matches_its_spec() {

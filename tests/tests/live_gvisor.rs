@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use agentc::cli::BackendArg;
-use agentc::verify::{render_table, verify_launch, EgressProbe};
+use agentc::commands::verify::verify_launch;
 use agentc_conformance::engines::require_runsc;
 use agentc_conformance::fixtures::{self, load_fixture};
 use agentc_conformance::image::ensure_test_image;
@@ -21,6 +21,7 @@ use agentc_conformance::live::{
 use agentc_egress::image::ProxyExecutable;
 use agentc_engine::ExecError;
 use agentc_policy::{Action, LaunchSpec};
+use agentc_verify::{render_table, EgressProbe};
 
 fn run_spec(name: &str, machine: &LocalMachine, unique: &str) -> (LaunchSpec, Localized) {
     let file = fixtures::fixtures_dir()

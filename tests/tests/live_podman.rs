@@ -20,8 +20,8 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use agentc::cli::BackendArg;
+use agentc::commands::verify::verify_launch;
 use agentc::set_engine;
-use agentc::verify::{render_table, verify_launch, EgressProbe};
 use agentc_backend_cli::exec::engine::podman_argv;
 use agentc_conformance::engines::{
     ensure_podman_image, podman, podman_containers, podman_leaks, require_podman, PODMAN_SOCKET,
@@ -32,6 +32,7 @@ use agentc_conformance::live::{daemon_cpus, localize, LocalMachine, Localized};
 use agentc_egress::image::ProxyExecutable;
 use agentc_engine::{podman::adapt, resolve_env, Engine, ExecError};
 use agentc_policy::{Action, LaunchSpec};
+use agentc_verify::{render_table, EgressProbe};
 use bollard::query_parameters::CreateContainerOptionsBuilder;
 use serde_json::Value;
 
@@ -376,7 +377,7 @@ fn verify(
     spec: &LaunchSpec,
     localized: &Localized,
     backend: BackendArg,
-) -> Result<Vec<agentc::verify::Check>, String> {
+) -> Result<Vec<agentc_verify::Check>, String> {
     for network in &localized.networks {
         podman(&["network", "create", network])?;
     }

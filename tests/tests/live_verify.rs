@@ -2,7 +2,7 @@
 //! here: the run (or sandbox) and each seed launch of every valid fixture is made runnable with
 //! `live::localize` (the test image, real paths, unique volume and network names, dummy
 //! secrets), then verified through the same library entry point the `agentc verify` command
-//! uses, `agentc::verify::verify_launch`: the probe replaces the agent, the kernel's
+//! uses, `agentc::commands::verify::verify_launch` (the floor met, then `agentc_verify::verify_placed`): the probe replaces the agent, the kernel's
 //! and `docker inspect`'s answers are compared with the spec, and every check must pass.
 //!
 //! Every launch is verified through the API backend and through the CLI backend, the two side
@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use agentc::cli::BackendArg;
-use agentc::verify::{render_table, verify_launch, Check, EgressProbe, PROBE_PIDS};
+use agentc::commands::verify::verify_launch;
 use agentc_conformance::fixtures::{self, fixture_files, load_fixture};
 use agentc_conformance::image::ensure_test_image;
 use agentc_conformance::live::{
@@ -41,6 +41,7 @@ use agentc_conformance::live::{
 };
 use agentc_egress::image::ProxyExecutable;
 use agentc_policy::{Action, LaunchSpec};
+use agentc_verify::{render_table, Check, EgressProbe, PROBE_PIDS};
 
 /// One fixture launch that can run here.
 struct Runnable {

@@ -9,7 +9,7 @@
 //! 3. `egress`: behind agentc's egress proxy, with a key bound to one host, the sandbox holds a
 //!    placeholder, never the key (this program's own, in its clients' environment by name, never
 //!    printed);
-//! 4. `verify`: `agentc::verify::probe::verify_on` of that launch passes every check;
+//! 4. `verify`: `agentc_verify::verify_on` of that launch passes every check;
 //! 5. `snapshot`, `fork`: `snapshot::snapshot` of it, then a fork (`snapshot::prepare`, `create`
 //!    with the snapshot's image, `snapshot::put_back`) answering `echo ok`, with its parent's file;
 //! 6. `cleanup`: every sandbox, pool member, snapshot image and archive made is deleted, and no
@@ -32,13 +32,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use agentc::verify::{probe::verify_on, EgressProbe};
 use agentc_egress::image::ProxyExecutable;
 use agentc_engine::isolation::{LABEL_ISOLATION, LABEL_RUNTIME};
 use agentc_engine::session::{session_name, session_spec, ExecRequest, Sandbox, SandboxClient};
 use agentc_engine::session::{Sandboxes, SessionPort};
 use agentc_engine::{pool, snapshot, Engine};
 use agentc_policy::{EnvValue, Instance, LaunchKind, LaunchSpec, RealPaths, ResolveInputs, Start};
+use agentc_verify::{verify_on, EgressProbe, VerifyInputs};
 
 type Env = BTreeMap<String, String>;
 
@@ -197,8 +197,11 @@ async fn steps<P: SessionPort>(
 
     // 4. Its launch verified: a probe of it over the same engine port, compared with the spec.
     made.begin("verify");
-    let verified = verify_on(client.port(), &spec, env, &EgressProbe::Skip, proxy).await;
-    let checks = verified.map_err(|failure| Failed(failure.message))?;
+    let inputs = VerifyInputs {
+        egress_probe: &EgressProbe::Skip,
+        ..VerifyInputs::new(env, proxy)
+    };
+    let checks = verify_on(client.port(), &spec, &inputs).await?;
     let failed: Vec<String> = checks
         .iter()
         .filter(|check| !check.ok)
@@ -326,8 +329,6 @@ fn main() -> ExitCode {
     let mut env: Env = std::env::vars().collect();
     let named = env.get("AGENTC_ENGINE").map_or("", String::as_str);
     let engine = Engine::parse(named).unwrap_or_default();
-    // What verify expects differs on Podman: it reads the engine this process drives.
-    agentc::set_engine(engine);
     // The agentc binary the proxy's image is made of: AGENTC_PROXY_EXECUTABLE, else on PATH.
     let Some(proxy) = ProxyExecutable::locate(&env) else {
         let variable = ProxyExecutable::VARIABLE;

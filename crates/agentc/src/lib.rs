@@ -21,7 +21,6 @@ pub mod context;
 pub mod lifecycle;
 pub mod serve;
 pub mod verbose;
-pub mod verify;
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -1513,7 +1513,7 @@ fn live_verify_fails_when_the_container_disagrees_with_the_spec() {
     let agentc_policy::Action::Container(container) = &spec.action else {
         panic!("a container launch");
     };
-    let probe = agentc::verify::probe_spec(container);
+    let probe = agentc_verify::probe_spec(container);
     let name = probe.name.clone().unwrap();
     let probe_launch = agentc_policy::LaunchSpec {
         action: agentc_policy::Action::Container(Box::new(probe)),
@@ -1541,9 +1541,9 @@ fn live_verify_fails_when_the_container_disagrees_with_the_spec() {
     let _ = docker(&["rm", "--force", &name]);
     assert_eq!(waited.unwrap(), "0");
     let inspect: serde_json::Value = serde_json::from_str(&inspect.unwrap()).unwrap();
-    let observed = agentc::verify::parse_probe(&logs.unwrap()).unwrap();
-    let checks = agentc::verify::compare(container, &observed, &inspect[0]);
-    let table = agentc::verify::render_table(&checks);
+    let observed = agentc_verify::parse_probe(&logs.unwrap()).unwrap();
+    let checks = agentc_verify::compare(container, &observed, &inspect[0]);
+    let table = agentc_verify::render_table(&checks);
     let failed: Vec<&str> = checks
         .iter()
         .filter(|check| !check.ok)

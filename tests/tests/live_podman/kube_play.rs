@@ -274,7 +274,7 @@ fn live_a_rendering_changed_behind_verifys_back_fails_its_rows() {
     };
     let tampered =
         |change: &dyn Fn(&mut agentc_backend_k8s::k8s_openapi::api::core::v1::Container)| {
-            let mut play = agentc::verify::kube::prepare(&spec, &options, &Default::default())
+            let mut play = agentc_verify::kube::prepare(&spec, &options, &Default::default())
                 .expect("prepares");
             let pod = play
                 .play
@@ -284,9 +284,9 @@ fn live_a_rendering_changed_behind_verifys_back_fails_its_rows() {
                 .expect("a workload");
             let spec = pod.pod.spec.as_mut().expect("a spec");
             change(&mut spec.containers[0]);
-            play.run().expect("plays")
+            super::tokio().block_on(play.run()).expect("plays")
         };
-    let failed = |checks: &[agentc::verify::Check]| {
+    let failed = |checks: &[agentc_verify::Check]| {
         checks
             .iter()
             .filter(|check| !check.ok)
@@ -381,30 +381,30 @@ fn live_the_allowlist_holds_behind_the_played_egress_proxy() {
         egress: agentc_backend_k8s::EgressPolicy::from_profile(&loaded.profile),
         ..agentc_backend_k8s::Options::default()
     };
-    let inputs = |probe: &str| agentc::verify::kube::PlayInputs {
+    let inputs = |probe: &str| agentc_verify::kube::PlayInputs {
         egress_probe: probe.parse().expect("a probe"),
         proxy_executable: agentc_egress::image::ProxyExecutable::new(
             agentc_conformance::binary::agentc_binary(),
         ),
     };
     let played = |probe: &str,
-                  change: &dyn Fn(&mut agentc::verify::kube::KubePlay)|
-     -> Vec<agentc::verify::Check> {
+                  change: &dyn Fn(&mut agentc_verify::kube::KubePlay)|
+     -> Vec<agentc_verify::Check> {
         let mut play =
-            agentc::verify::kube::prepare(&spec, &options, &inputs(probe)).expect("prepares");
+            agentc_verify::kube::prepare(&spec, &options, &inputs(probe)).expect("prepares");
         assert!(play.egress.is_some(), "the proxy plays");
         play.play.pods.insert(1, upstream_pod(&upstream, &base));
         change(&mut play);
-        play.run().expect("plays")
+        super::tokio().block_on(play.run()).expect("plays")
     };
-    let row = |checks: &[agentc::verify::Check], what: &str| {
+    let row = |checks: &[agentc_verify::Check], what: &str| {
         checks
             .iter()
             .find(|check| check.what == what)
             .map(|check| (check.ok, check.warned, check.seen.clone()))
             .unwrap_or_else(|| panic!("no row {what}: {checks:#?}"))
     };
-    let failed = |checks: &[agentc::verify::Check]| {
+    let failed = |checks: &[agentc_verify::Check]| {
         checks
             .iter()
             .filter(|check| !check.ok)

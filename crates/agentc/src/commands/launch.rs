@@ -23,7 +23,6 @@ use futures_util::StreamExt;
 use crate::cli::BackendArg;
 use crate::context::{Failure, EXIT_DOCKER, EXIT_INVALID};
 use agentc_engine::isolation::{self as floor, FloorError, FloorOptions};
-use agentc_policy::IsolationShortfall;
 
 /// A current-thread tokio runtime with I/O and timers, for one launching command.
 pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
@@ -273,27 +272,13 @@ pub fn forget_on_failure(container: &ContainerSpec) {
     }
 }
 
-/// The refusal of a floor the engine cannot meet (exit 65), naming what it has.
-fn refusal(shortfall: &IsolationShortfall, profile: &str) -> Failure {
-    let named = match &shortfall.runtime {
-        Some(runtime) => format!(" with security.runtime {runtime:?}"),
-        None => String::new(),
-    };
-    Failure::unlaunchable(format!(
-        "profile {profile:?}: no runtime of the {} engine meets security.isolation.min = {:?}{named} ({}); nothing was created\n  found: {}\n  hint: {}",
-        crate::engine(),
-        shortfall.min.as_str(),
-        shortfall.min.words(),
-        floor::found(shortfall),
-        shortfall.hint
-    ))
-}
-
 /// A floor not met, as a command reports it: the refusal naming what the engine has (exit 65),
 /// or the engine's failure.
 pub fn floor_failure(error: FloorError, profile: &str) -> Failure {
     match error {
-        FloorError::Shortfall(shortfall) => refusal(&shortfall, profile),
+        FloorError::Shortfall(shortfall) => {
+            Failure::unlaunchable(floor::refusal(&shortfall, crate::engine(), profile))
+        }
         FloorError::Engine(error) => exec_failure(error),
     }
 }

@@ -1,10 +1,14 @@
 //! `agentc verify`: launches the profile's run with the probe in place of the agent and
-//! compares what the kernel reports with the spec (see [`crate::verify`]).
+//! compares what the kernel reports with the spec (see [`agentc_verify`]).
 
+use std::collections::BTreeMap;
+
+use agentc_egress::image::ProxyExecutable;
 use agentc_engine::session::{Sandbox, SandboxClient, SandboxEgress, Sandboxes, SessionPort};
-use agentc_policy::{Instance, Start};
+use agentc_policy::{Instance, LaunchSpec, Start};
+use agentc_verify::{self as verify, Check, EgressProbe, VerifyError, VerifyInputs};
 
-use crate::cli::{ExplainFormat, VerifyArgs};
+use crate::cli::{BackendArg, ExplainFormat, VerifyArgs};
 use crate::commands::session::{
     is_profile_path, on_client, sandbox_named, session_failure, OnClient,
 };
@@ -12,7 +16,6 @@ use crate::commands::snapshot::launch_args;
 use crate::commands::{launch, offline};
 use crate::context::{self, Failure, EXIT_FAILED, EXIT_USAGE};
 use crate::lifecycle::gather;
-use crate::verify;
 
 /// Runs `agentc verify`: prints the table (or its JSON); 0 when every check passed, 1
 /// otherwise. A NAME that is no profile file is a running sandbox, read from the host side
@@ -23,7 +26,7 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
         return verify_running(args, &target);
     }
     let egress_probe = match args.egress_probe.as_deref() {
-        None => verify::EgressProbe::Profile,
+        None => EgressProbe::Profile,
         Some(text) => text
             .parse()
             .map_err(|error| Failure::new(EXIT_USAGE, format!("--egress-probe {error}")))?,
@@ -44,22 +47,57 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
         backend,
     )?;
     let spec = context::resolve_launch(&loaded, &launch_args)?;
-    let checks = verify::verify_launch(
+    let checks = verify_launch(
         &spec,
         backend,
         &launch::process_env(),
         args.pull,
         &egress_probe,
         // The probe's egress proxy is an image of this binary.
-        &agentc_egress::image::ProxyExecutable::running(),
+        &ProxyExecutable::running(),
     )?;
     Ok(report(args.format, &spec.profile, &checks))
+}
+
+/// Verifies one resolved container launch through `backend`, as `agentc verify` does: the
+/// isolation floor met as `agentc run` meets it (and said on stderr), then
+/// [`agentc_verify::verify_placed`] over the backend's engine port, pulling first with `pull`
+/// and saying so on stderr.
+pub fn verify_launch(
+    spec: &LaunchSpec,
+    backend: BackendArg,
+    env: &BTreeMap<String, String>,
+    pull: bool,
+    egress_probe: &EgressProbe,
+    proxy_executable: &ProxyExecutable,
+) -> Result<Vec<Check>, Failure> {
+    let container = verify::probe::container_of(spec).map_err(failure)?;
+    let placed = launch::meet_floor(container, &spec.profile, backend)?;
+    let inputs = VerifyInputs {
+        pull,
+        egress_probe,
+        notify: launch::notify,
+        ..VerifyInputs::new(env, proxy_executable)
+    };
+    launch::runtime()?.block_on(async {
+        launch::over_port!(backend, None, |port| {
+            verify::verify_placed(&port, spec, &placed, &inputs)
+                .await
+                .map_err(failure)
+        })
+    })
+}
+
+/// A verify that produced no checks, as the command reports it.
+pub fn failure(error: VerifyError) -> Failure {
+    let code = u8::try_from(error.exit_code()).unwrap_or(EXIT_FAILED);
+    Failure::new(code, error.to_string())
 }
 
 /// `agentc verify PROFILE --backend k8s`: the profile's Kubernetes rendering (as `agentc
 /// render --backend k8s` renders it, with the same options) played by `podman kube play` with
 /// the probe as its workload ([`verify::kube`]).
-fn verify_k8s(args: VerifyArgs, egress_probe: verify::EgressProbe) -> Result<u8, Failure> {
+fn verify_k8s(args: VerifyArgs, egress_probe: EgressProbe) -> Result<u8, Failure> {
     for (given, option) in [(args.pull, "--pull"), (args.locked, "--locked")] {
         if given {
             return Err(Failure::usage(format!(
@@ -75,14 +113,15 @@ fn verify_k8s(args: VerifyArgs, egress_probe: verify::EgressProbe) -> Result<u8,
     let inputs = verify::kube::PlayInputs {
         egress_probe,
         // The played egress proxy is an image of this binary, as a container launch's is.
-        proxy_executable: agentc_egress::image::ProxyExecutable::running(),
+        proxy_executable: ProxyExecutable::running(),
     };
-    let checks = verify::kube::verify_kube(&spec, &options, &inputs)?;
+    let play = verify::kube::verify_kube(&spec, &options, &inputs);
+    let checks = launch::runtime()?.block_on(play).map_err(failure)?;
     Ok(report(args.format, &spec.profile, &checks))
 }
 
 /// Prints the checks as `format` says; the exit status: 0 when every check passed, 1 otherwise.
-fn report(format: ExplainFormat, profile: &str, checks: &[verify::Check]) -> u8 {
+fn report(format: ExplainFormat, profile: &str, checks: &[Check]) -> u8 {
     match format {
         ExplainFormat::Text => print!("{}", verify::render_table(checks)),
         ExplainFormat::Json => println!(

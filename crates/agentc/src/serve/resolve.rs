@@ -181,7 +181,7 @@ pub async fn verify<P: SessionPort>(
     params: VerifyParams,
 ) -> Result<Verified, RpcError> {
     let egress_probe = match params.egress_probe.as_deref() {
-        None => crate::verify::EgressProbe::Profile,
+        None => agentc_verify::EgressProbe::Profile,
         Some(text) => text
             .parse()
             .map_err(|error| failure(Failure::new(EXIT_USAGE, format!("egress_probe {error}"))))?,
@@ -196,15 +196,14 @@ pub async fn verify<P: SessionPort>(
         mounts: &params.mounts,
         publish: &params.publish,
     })?;
-    let checks = crate::verify::probe::verify_on(
-        server.client().port(),
-        &spec,
-        &launch::process_env(),
-        &egress_probe,
-        &ProxyExecutable::running(),
-    )
-    .await
-    .map_err(failure)?;
+    let (env, proxy) = (launch::process_env(), ProxyExecutable::running());
+    let inputs = agentc_verify::VerifyInputs {
+        egress_probe: &egress_probe,
+        ..agentc_verify::VerifyInputs::new(&env, &proxy)
+    };
+    let checks = agentc_verify::verify_on(server.client().port(), &spec, &inputs)
+        .await
+        .map_err(|error| failure(crate::commands::verify::failure(error)))?;
     Ok(Verified {
         profile: spec.profile.clone(),
         passed: checks.iter().all(|check| check.ok),

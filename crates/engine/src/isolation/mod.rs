@@ -19,7 +19,7 @@ use agentc_policy::{
 };
 
 use crate::port::EnginePort;
-use crate::{EngineRuntimes, ExecError};
+use crate::{Engine, EngineRuntimes, ExecError};
 
 /// The label naming the tier a sandbox runs under (`container`, `gvisor`, `microvm`).
 pub const LABEL_ISOLATION: &str = "io.agentc.isolation";
@@ -95,6 +95,22 @@ pub fn found(shortfall: &IsolationShortfall) -> String {
     } else {
         shortfall.found.join("; ")
     }
+}
+
+/// The refusal of a floor `engine` cannot meet for `profile`, as `agentc run`, verify and a
+/// session's create report it: what was asked, what the engine has, and how to get it.
+pub fn refusal(shortfall: &IsolationShortfall, engine: Engine, profile: &str) -> String {
+    let named = match &shortfall.runtime {
+        Some(runtime) => format!(" with security.runtime {runtime:?}"),
+        None => String::new(),
+    };
+    format!(
+        "profile {profile:?}: no runtime of the {engine} engine meets security.isolation.min = {:?}{named} ({}); nothing was created\n  found: {}\n  hint: {}",
+        shortfall.min.as_str(),
+        shortfall.min.words(),
+        found(shortfall),
+        shortfall.hint
+    )
 }
 
 /// A floor met: the container with the chosen runtime and the [`LABEL_ISOLATION`] and

@@ -339,7 +339,7 @@ pub fn capability_names(mask: u64) -> BTreeSet<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::recorded::HARDENED;
+    use crate::recorded::HARDENED;
 
     #[test]
     fn recorded_hardened_output_parses_into_kernel_facts() {

@@ -659,8 +659,8 @@ mod tests {
     use agentc_policy::{Capability, EnvVar, LogConfig};
 
     use super::*;
-    use crate::verify::parse::{parse_probe, words};
-    use crate::verify::recorded::{
+    use crate::parse::{parse_probe, words};
+    use crate::recorded::{
         failures, find, hardened_inspect, hardened_spec, non_root_inspect, non_root_spec, HARDENED,
         NON_ROOT,
     };

@@ -14,13 +14,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use agentc_backend_api::signals::Signals;
 use agentc_egress::image::ProxyExecutable;
 use agentc_egress::probe::Target;
 use agentc_engine::companion;
+use agentc_engine::isolation::FloorError;
 use agentc_engine::port::{EngineError, EngineErrorKind, EnginePort};
+use agentc_engine::signals::Signals;
 use agentc_engine::{ExecError, Interrupt};
-use agentc_policy::{ContainerSpec, EgressSpec, LaunchSpec, Network};
+use agentc_policy::{Action, ContainerSpec, EgressSpec, LaunchSpec, Network};
 use futures_util::FutureExt;
 
 use super::check::Check;
@@ -30,11 +31,9 @@ use super::egress::{
     check_spec, credential_environment, egress_checks, proxy_env, EgressProbe, ProxyFacts,
     CHECK_SUFFIX,
 };
+use super::error::VerifyError;
 use super::host_path::{HostPathRun, HOST_PATH_SUFFIX};
 use super::parse::parse_probe;
-use crate::cli::BackendArg;
-use crate::commands::launch;
-use crate::context::{Failure, EXIT_DOCKER, EXIT_FAILED, EXIT_INVALID};
 
 /// How long the probe may run before verify gives up.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(120);
@@ -136,92 +135,99 @@ struct Probed {
     host_path: Option<Check>,
 }
 
-/// Verifies one resolved container launch (a run, a sandbox or a seed) through `backend`:
-/// starts [`probe_spec`] of it, waits for the probe, reads its output and `docker inspect`,
-/// removes the container, and returns [`compare`]'s checks.
-///
-/// `env` is where secrets are resolved from, exactly as a launch resolves them: `agentc
-/// verify` passes the process environment; the values are handed to the engine by name (the
-/// cli backend's `docker run` gets them in its environment, never in its argv). The flow is
-/// one, over `backend`'s engine port: the command line or the Engine API. The probe container is named after the spec (`NAME-verify`) or
-/// `agentc-verify-<profile>-<pid>`; it is removed on success, on error and on SIGINT or
-/// SIGTERM (a failure with exit 130 or 143). A build launch is refused. With `pull`, a
-/// missing image is pulled first, as `agentc run --pull` does; without, it is refused.
-///
-/// When the allowlist is enforced outside, the egress checks follow the probe's (see
-/// [`super::egress`]); `egress_probe` names the host `egress.allowed` reaches, or skips it
-/// ([`EgressProbe::Skip`]: then no check reaches beyond the proxy). The probe's egress proxy,
-/// whose image the check containers run too, is an image of the agentc executable
-/// `proxy_executable` (the agentc binary passes itself, [`ProxyExecutable::running`]; a
-/// program embedding agentc names the agentc binary).
-pub fn verify_launch(
-    spec: &LaunchSpec,
-    backend: BackendArg,
-    env: &BTreeMap<String, String>,
-    pull: bool,
-    egress_probe: &EgressProbe,
-    proxy_executable: &ProxyExecutable,
-) -> Result<Vec<Check>, Failure> {
-    let container = launch::container_of(spec)?;
-    require_probe_room(&spec.profile, container.resources.pids_limit)?;
-    // The isolation floor is met as the launch meets it: the probe runs where the sandbox would.
-    let placed = launch::meet_floor(container, &spec.profile, backend)?;
-    // One flow; the backend only picks the engine port it runs over.
-    launch::runtime()?.block_on(async {
-        launch::over_port!(backend, None, |port| {
-            verify_placed(
-                &port,
-                spec,
-                &placed,
-                env,
-                pull,
-                egress_probe,
-                proxy_executable,
-            )
-            .await
-        })
-    })
+/// What a verify is given beside the launch.
+#[derive(Debug, Clone, Copy)]
+pub struct VerifyInputs<'a> {
+    /// Where secrets are resolved from, exactly as a launch resolves them: `agentc verify`
+    /// passes the process environment; the values are handed to the engine by name (the cli
+    /// backend's `docker run` gets them in its environment, never in its argv).
+    pub env: &'a BTreeMap<String, String>,
+    /// Pull a missing image first, as `agentc run --pull` does; without, it is refused.
+    pub pull: bool,
+    /// Which host `egress.allowed` reaches, or [`EgressProbe::Skip`]: then no check reaches
+    /// beyond the proxy.
+    pub egress_probe: &'a EgressProbe,
+    /// The agentc executable the probe's egress proxy image (which the check containers run
+    /// too) and the isolation floor's probe image are made of: the agentc binary passes itself
+    /// ([`ProxyExecutable::running`]); a program embedding agentc names the agentc binary.
+    pub proxy_executable: &'a ProxyExecutable,
+    /// Told each line of progress while an image is pulled.
+    pub notify: fn(&str),
 }
 
-/// [`verify_launch`] over an engine port the caller holds (`agentc serve`'s `verify`): the
-/// isolation floor met over that port first, with the options `env` gives
-/// ([`agentc_engine::isolation::FloorOptions::from_env`]).
+impl<'a> VerifyInputs<'a> {
+    /// Inputs with `env` and `proxy_executable`, no pull, the profile's first allowed host
+    /// probed, and progress lines dropped.
+    pub fn new(env: &'a BTreeMap<String, String>, proxy_executable: &'a ProxyExecutable) -> Self {
+        VerifyInputs {
+            env,
+            pull: false,
+            egress_probe: &EgressProbe::Profile,
+            proxy_executable,
+            notify: |_| {},
+        }
+    }
+}
+
+/// Verifies one resolved container launch (a run, a sandbox or a seed) over the engine `port`
+/// the caller holds, either backend's: meets the isolation floor as the launch meets it
+/// ([`agentc_engine::isolation::meet_floor`], with the options `inputs.env` gives), so the
+/// probe runs where the sandbox would, then [`verify_placed`]. A build launch is refused.
 pub async fn verify_on<P: EnginePort>(
     port: &P,
     spec: &LaunchSpec,
-    env: &BTreeMap<String, String>,
-    egress_probe: &EgressProbe,
-    proxy_executable: &ProxyExecutable,
-) -> Result<Vec<Check>, Failure> {
-    let container = launch::container_of(spec)?;
+    inputs: &VerifyInputs<'_>,
+) -> Result<Vec<Check>, VerifyError> {
+    let container = container_of(spec)?;
     require_probe_room(&spec.profile, container.resources.pids_limit)?;
-    let options = agentc_engine::isolation::FloorOptions::from_env(env, proxy_executable.clone());
+    let options = agentc_engine::isolation::FloorOptions::from_env(
+        inputs.env,
+        inputs.proxy_executable.clone(),
+    );
     let placed = agentc_engine::isolation::meet_floor(port, container, &spec.profile, &options)
         .await
-        .map_err(|error| launch::floor_failure(error, &spec.profile))?
+        .map_err(|error| floor_error(error, port.engine(), &spec.profile))?
         .container;
-    verify_placed(
-        port,
-        spec,
-        &placed,
-        env,
-        false,
-        egress_probe,
-        proxy_executable,
-    )
-    .await
+    verify_placed(port, spec, &placed, inputs).await
 }
 
-/// The probe of `placed` (the launch's container, its runtime chosen) and the comparison.
-async fn verify_placed<P: EnginePort>(
+/// The container launch of a spec; a build is refused.
+pub fn container_of(spec: &LaunchSpec) -> Result<&ContainerSpec, VerifyError> {
+    match &spec.action {
+        Action::Container(container) => Ok(container),
+        Action::Build(_) => Err(VerifyError::Unverifiable(format!(
+            "profile {:?}: a {} launch builds an image and starts no container\n  hint: use `agentc build`",
+            spec.profile,
+            spec.kind.as_str()
+        ))),
+    }
+}
+
+/// A floor not met: the refusal naming what the engine has (exit 65), or the engine's failure.
+pub fn floor_error(error: FloorError, engine: agentc_engine::Engine, profile: &str) -> VerifyError {
+    match error {
+        FloorError::Shortfall(shortfall) => VerifyError::Unverifiable(
+            agentc_engine::isolation::refusal(&shortfall, engine, profile),
+        ),
+        FloorError::Engine(error) => VerifyError::Launch(error),
+    }
+}
+
+/// Verifies `placed`, the container of `spec` with its runtime chosen (the floor met by the
+/// caller), over `port`: starts [`probe_spec`] of it, waits for the probe, reads its output and
+/// `docker inspect`, removes the container, and returns [`compare`]'s checks, followed, for an
+/// allowlist enforced outside, by the egress checks (see [`super::egress`]).
+///
+/// The probe container is named after the spec (`NAME-verify`) or
+/// `agentc-verify-<profile>-<pid>`; it is removed on success, on error and on SIGINT or
+/// SIGTERM ([`VerifyError::Interrupted`]).
+pub async fn verify_placed<P: EnginePort>(
     port: &P,
     spec: &LaunchSpec,
     placed: &ContainerSpec,
-    env: &BTreeMap<String, String>,
-    pull: bool,
-    egress_probe: &EgressProbe,
-    proxy_executable: &ProxyExecutable,
-) -> Result<Vec<Check>, Failure> {
+    inputs: &VerifyInputs<'_>,
+) -> Result<Vec<Check>, VerifyError> {
+    require_probe_room(&spec.profile, placed.resources.pids_limit)?;
     let mut probe = probe_spec(placed);
     let name = probe
         .name
@@ -233,9 +239,9 @@ async fn verify_placed<P: EnginePort>(
     let target = probe
         .egress
         .as_ref()
-        .map(|egress| egress_probe.target(&egress.proxy.command));
+        .map(|egress| inputs.egress_probe.target(&egress.proxy.command));
     let allowed = target.as_ref().and_then(|target| target.as_ref().ok());
-    let probed = self::probe(port, &probe, &name, env, pull, proxy_executable, allowed).await?;
+    let probed = self::probe(port, &probe, &name, inputs, allowed).await?;
     // The network the probe joined is the one to compare (its companion's, not the agent's).
     let container = &ContainerSpec {
         network: probed.network.clone(),
@@ -243,17 +249,14 @@ async fn verify_placed<P: EnginePort>(
         ..placed.clone()
     };
     let observed = parse_probe(&probed.logs).map_err(|error| {
-        Failure::new(
-            EXIT_FAILED,
-            format!(
-                "the probe in {name} did not report (exit {}): {error}\n  hint: the image needs /bin/sh and busybox or coreutils; its output was:\n{}",
-                probed.exit_code,
-                tail(&probed.logs)
-            ),
-        )
+        VerifyError::Probe(format!(
+            "the probe in {name} did not report (exit {}): {error}\n  hint: the image needs /bin/sh and busybox or coreutils; its output was:\n{}",
+            probed.exit_code,
+            tail(&probed.logs)
+        ))
     })?;
     let mut checks = compare(
-        &expected(container, &probed.inspect)?,
+        &expected(port.engine(), container, &probed.inspect)?,
         &observed,
         &probed.inspect,
     );
@@ -272,7 +275,11 @@ async fn verify_placed<P: EnginePort>(
             credentials,
         ));
     }
-    checks.extend(credential_environment(container, &probed.inspect, env));
+    checks.extend(credential_environment(
+        container,
+        &probed.inspect,
+        inputs.env,
+    ));
     checks.extend(probed.host_path);
     Ok(checks)
 }
@@ -287,32 +294,30 @@ fn proxy_on(network: &str) -> String {
 /// difference table's rewrites ([`agentc_engine::podman::adapt`]), the image's
 /// `USER` read from the container's inspect.
 fn expected(
+    engine: agentc_engine::Engine,
     container: &ContainerSpec,
     inspect: &serde_json::Value,
-) -> Result<ContainerSpec, Failure> {
-    match crate::engine() {
+) -> Result<ContainerSpec, VerifyError> {
+    match engine {
         agentc_engine::Engine::Docker => Ok(container.clone()),
         agentc_engine::Engine::Podman => {
             let user = inspect
                 .pointer("/Config/User")
                 .and_then(|user| user.as_str())
                 .unwrap_or_default();
-            agentc_engine::podman::adapt(container, Some(user)).map_err(launch::exec_failure)
+            Ok(agentc_engine::podman::adapt(container, Some(user))?)
         }
     }
 }
 
 /// Refuses, before anything is created, a launch whose pids limit leaves the probe no room to
 /// fork: it would stop after its first line and say nothing about the container.
-fn require_probe_room(profile: &str, pids_limit: Option<u32>) -> Result<(), Failure> {
+fn require_probe_room(profile: &str, pids_limit: Option<u32>) -> Result<(), VerifyError> {
     match pids_limit {
-        Some(limit) if limit < PROBE_PIDS => Err(Failure::new(
-            EXIT_FAILED,
-            format!(
+        Some(limit) if limit < PROBE_PIDS => Err(VerifyError::Probe(format!(
                 "profile {:?}: resources.pids_limit = {limit} leaves the probe no process to run its commands (it needs {PROBE_PIDS})\n  hint: verify cannot observe this launch; verify a copy of the profile with pids_limit = {PROBE_PIDS} to check everything else",
                 profile
-            ),
-        )),
+        ))),
         _ => Ok(()),
     }
 }
@@ -325,21 +330,18 @@ fn tail(logs: &str) -> String {
         .collect()
 }
 
-fn interrupted(signal: Interrupt, name: &str) -> Failure {
-    Failure::new(
-        u8::try_from(signal.exit_code()).unwrap_or(EXIT_FAILED),
-        format!("interrupted by {signal}; removed container {name}"),
-    )
+fn interrupted(signal: Interrupt, name: &str) -> VerifyError {
+    VerifyError::Interrupted {
+        signal,
+        removed: format!("container {name}"),
+    }
 }
 
 /// A probe the engine did not start: what it cannot run as asked exits 65, as a launch does.
-fn not_started(name: &str, error: EngineError) -> Failure {
+fn not_started(name: &str, error: EngineError) -> VerifyError {
     match error.kind {
-        EngineErrorKind::Unsupported => Failure::new(EXIT_INVALID, error.detail),
-        _ => Failure::new(
-            EXIT_DOCKER,
-            format!("cannot start the probe {name}: {error}"),
-        ),
+        EngineErrorKind::Unsupported => VerifyError::Unverifiable(error.detail),
+        _ => VerifyError::Engine(format!("cannot start the probe {name}: {error}")),
     }
 }
 
@@ -354,41 +356,43 @@ async fn probe<P: EnginePort>(
     port: &P,
     probe: &ContainerSpec,
     name: &str,
-    env: &BTreeMap<String, String>,
-    pull: bool,
-    proxy_executable: &ProxyExecutable,
+    inputs: &VerifyInputs<'_>,
     allowed: Option<&Target>,
-) -> Result<Probed, Failure> {
-    agentc_engine::resolve_env(probe, env).map_err(launch::exec_failure)?;
-    agentc_engine::argv::check_container(probe).map_err(Failure::unlaunchable)?;
-    agentc_engine::image::ensure_image(port, &probe.image, pull, &mut launch::notify)
-        .await
-        .map_err(launch::exec_failure)?;
+) -> Result<Probed, VerifyError> {
+    let env = inputs.env;
+    agentc_engine::resolve_env(probe, env)?;
+    agentc_engine::argv::check_container(probe)
+        .map_err(|error| VerifyError::Unverifiable(error.to_string()))?;
+    let mut notify = inputs.notify;
+    agentc_engine::image::ensure_image(port, &probe.image, inputs.pull, &mut notify).await?;
     // An image without the firewall the launch leaves egress to is refused as the launch is.
-    agentc_engine::image::refuse_missing_firewall(port, probe)
-        .await
-        .map_err(launch::exec_failure)?;
+    agentc_engine::image::refuse_missing_firewall(port, probe).await?;
     // What the engine cannot run as asked (a runtime it lacks, a Podman row that refuses) is
     // refused before anything is created: no volume, no companion.
     port.check_launch(probe)
         .await
         .map_err(|error| not_started(name, EngineError::of_launch(error)))?;
     // Listen before anything is created: a signal between steps is then never lost.
-    let mut signals = Signals::new().map_err(launch::exec_failure)?;
-    agentc_engine::volumes::ensure_volumes(port, probe)
-        .await
-        .map_err(launch::exec_failure)?;
+    let mut signals = Signals::new()?;
+    agentc_engine::volumes::ensure_volumes(port, probe).await?;
     // The egress companion first; it may move to an instance of its own, which the probe
     // follows. A failed or interrupted set-up removes what it created.
     let mut placed = probe.clone();
     let companion = {
         let mut pending = || signals.recv().now_or_never();
-        companion::setup_for(port, &mut placed, env, proxy_executable, &mut pending).await
+        companion::setup_for(
+            port,
+            &mut placed,
+            env,
+            inputs.proxy_executable,
+            &mut pending,
+        )
+        .await
     };
     let companion = match companion {
         Ok(set) => set,
         Err(ExecError::Interrupted { signal, .. }) => return Err(interrupted(signal, name)),
-        Err(error) => return Err(launch::exec_failure(error)),
+        Err(error) => return Err(VerifyError::Launch(error)),
     };
     let check_name = format!("{name}{CHECK_SUFFIX}");
     let host_path_name = format!("{name}{HOST_PATH_SUFFIX}");
@@ -400,24 +404,20 @@ async fn probe<P: EnginePort>(
         let exit_code = tokio::time::timeout(PROBE_TIMEOUT, port.wait(name))
             .await
             .map_err(|_| {
-                Failure::new(
-                    EXIT_FAILED,
-                    format!(
-                        "the probe in {name} did not finish within {} seconds",
-                        PROBE_TIMEOUT.as_secs()
-                    ),
-                )
+                VerifyError::Probe(format!(
+                    "the probe in {name} did not finish within {} seconds",
+                    PROBE_TIMEOUT.as_secs()
+                ))
             })?
-            .map_err(|error| {
-                Failure::new(EXIT_DOCKER, format!("cannot wait for {name}: {error}"))
-            })?;
+            .map_err(|error| VerifyError::Engine(format!("cannot wait for {name}: {error}")))?;
         let logs = port
             .logs(name, true)
             .await
             .map_err(|error| cannot_read_logs(name, &error.to_string()))?;
-        let inspect = port.inspect_json(name).await.map_err(|error| {
-            Failure::new(EXIT_DOCKER, format!("cannot inspect {name}: {error}"))
-        })?;
+        let inspect = port
+            .inspect_json(name)
+            .await
+            .map_err(|error| VerifyError::Engine(format!("cannot inspect {name}: {error}")))?;
         let egress = match (&placed.egress, &placed.network) {
             (Some(egress), Network::Named { name: network }) => {
                 // The host-path row first: it reads the proxy's address from its inspect, and
@@ -513,19 +513,16 @@ impl EgressRun<'_> {
     }
 }
 
-fn cannot_read_logs(name: &str, message: &str) -> Failure {
-    Failure::new(
-        EXIT_FAILED,
-        format!(
+fn cannot_read_logs(name: &str, message: &str) -> VerifyError {
+    VerifyError::Probe(format!(
             "cannot read the probe's output from {name}: {message}\n  hint: verify reads `docker logs`; a log driver that keeps no logs cannot be verified"
-        ),
-    )
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::recorded::hardened_spec;
+    use crate::recorded::hardened_spec;
 
     /// Regression: `agentc verify fixtures/valid/sandbox-cpus-max.toml` (pids_limit = 1)
     /// reported "the probe was cut short" after the shell's first fork failed.
@@ -556,13 +553,11 @@ mod tests {
     #[test]
     fn a_pids_limit_below_the_probes_needs_is_refused_before_launch() {
         let failure = require_probe_room("tiny", Some(1)).unwrap_err();
-        assert_eq!(failure.code, EXIT_FAILED);
+        assert_eq!(failure.exit_code(), 1);
+        let message = failure.to_string();
         assert!(
-            failure
-                .message
-                .starts_with("profile \"tiny\": resources.pids_limit = 1 leaves the probe"),
-            "{}",
-            failure.message
+            message.starts_with("profile \"tiny\": resources.pids_limit = 1 leaves the probe"),
+            "{message}"
         );
         for pids in [None, Some(PROBE_PIDS), Some(512)] {
             assert!(require_probe_room("tiny", pids).is_ok(), "{pids:?}");

@@ -41,10 +41,9 @@ use self::egress::EgressPlay;
 use self::podman::Podman;
 use super::check::Check;
 use super::egress::{egress_checks, EgressProbe};
+use super::error::VerifyError;
 use super::parse::parse_probe;
-use super::probe::PROBE_SCRIPT;
-use crate::commands::launch;
-use crate::context::{Failure, EXIT_DOCKER, EXIT_FAILED, EXIT_INVALID};
+use super::probe::{container_of, PROBE_SCRIPT};
 
 pub use compare::compare_pod;
 
@@ -111,12 +110,12 @@ pub struct PlayInputs {
 
 /// Verifies the Kubernetes rendering of `spec` (with `options`, the rendering's own) by
 /// playing it with `podman kube play`: [`prepare`], then [`KubePlay::run`].
-pub fn verify_kube(
+pub async fn verify_kube(
     spec: &LaunchSpec,
     options: &Options,
     inputs: &PlayInputs,
-) -> Result<Vec<Check>, Failure> {
-    prepare(spec, options, inputs)?.run()
+) -> Result<Vec<Check>, VerifyError> {
+    prepare(spec, options, inputs)?.run().await
 }
 
 /// A rendering ready to play: what is played, and the rendering it is compared with.
@@ -145,34 +144,28 @@ pub fn prepare(
     spec: &LaunchSpec,
     options: &Options,
     inputs: &PlayInputs,
-) -> Result<KubePlay, Failure> {
+) -> Result<KubePlay, VerifyError> {
     podman::version().map_err(|why| {
-        Failure::new(
-            EXIT_DOCKER,
-            format!(
-                "cannot play the Kubernetes rendering: {why}\n  hint: install Podman 4.3 or \
-                 later (scripts/setup-engines.sh does), or verify a container launch with \
-                 --backend cli or api"
-            ),
-        )
+        VerifyError::Engine(format!(
+            "cannot play the Kubernetes rendering: {why}\n  hint: install Podman 4.3 or \
+             later (scripts/setup-engines.sh does), or verify a container launch with \
+             --backend cli or api"
+        ))
     })?;
     // What plays of killed verify processes left, before this one adds its own.
     reap::reap();
-    let container = launch::container_of(spec)?;
+    let container = container_of(spec)?;
     if container
         .resources
         .pids_limit
         .is_some_and(|limit| limit < super::PROBE_PIDS)
     {
-        return Err(Failure::new(
-            EXIT_FAILED,
-            format!(
-                "profile {:?}: resources.pids_limit leaves the probe no process to run its \
-                 commands (it needs {})",
-                spec.profile,
-                super::PROBE_PIDS
-            ),
-        ));
+        return Err(VerifyError::Probe(format!(
+            "profile {:?}: resources.pids_limit leaves the probe no process to run its \
+             commands (it needs {})",
+            spec.profile,
+            super::PROBE_PIDS
+        )));
     }
     let name = format!(
         "agentc-verify-{}-{}",
@@ -194,14 +187,11 @@ pub fn prepare(
             &inputs.proxy_executable,
         )
         .map_err(|error| {
-            Failure::new(
-                EXIT_DOCKER,
-                format!(
-                    "cannot make the egress proxy's image to play: {error}\n  hint: pass \
-                     --egress-proxy-image REF naming an image in Podman's or Docker's store \
-                     (`agentc egress-proxy image` makes one in Docker's)"
-                ),
-            )
+            VerifyError::Engine(format!(
+                "cannot make the egress proxy's image to play: {error}\n  hint: pass \
+                 --egress-proxy-image REF naming an image in Podman's or Docker's store \
+                 (`agentc egress-proxy image` makes one in Docker's)"
+            ))
         })?;
         options.egress_proxy_image = Some(tag);
         (rendering, play) = render_for_play(spec, &options)?;
@@ -235,16 +225,17 @@ pub fn prepare(
 fn render_for_play(
     spec: &LaunchSpec,
     options: &Options,
-) -> Result<(agentc_backend_k8s::Rendering, Play), Failure> {
-    let rendering = agentc_backend_k8s::render(spec, options)
-        .map_err(|errors| Failure::unlaunchable(format!("profile {:?}: {errors}", spec.profile)))?;
+) -> Result<(agentc_backend_k8s::Rendering, Play), VerifyError> {
+    let rendering = agentc_backend_k8s::render(spec, options).map_err(|errors| {
+        VerifyError::Unverifiable(format!("profile {:?}: {errors}", spec.profile))
+    })?;
     let command = vec![
         "/bin/sh".to_string(),
         "-c".to_string(),
         probe_script(&empty_dir_mounts(&rendering)),
     ];
     let play = agentc_backend_k8s::play::play(&rendering, Some(command))
-        .map_err(|why| Failure::new(EXIT_INVALID, format!("cannot play the rendering: {why}")))?;
+        .map_err(|why| VerifyError::Unverifiable(format!("cannot play the rendering: {why}")))?;
     Ok((rendering, play))
 }
 
@@ -326,12 +317,9 @@ impl KubePlay {
     /// output, removes everything the play made (also on error and on SIGINT or SIGTERM: 130,
     /// 143), and compares the rendered workload container with what the probe saw, followed by
     /// the egress checks.
-    pub fn run(self) -> Result<Vec<Check>, Failure> {
-        let workload = self
-            .play
-            .workload()
-            .ok_or_else(|| Failure::new(EXIT_INVALID, "the rendering has no workload pod"))?
-            .clone();
+    pub async fn run(self) -> Result<Vec<Check>, VerifyError> {
+        let no_workload = || VerifyError::Unverifiable("the rendering has no workload pod".into());
+        let workload = self.play.workload().ok_or_else(no_workload)?.clone();
         for image in self
             .play
             .pods
@@ -346,26 +334,19 @@ impl KubePlay {
             .filter_map(|container| container.image.clone())
         {
             podman::ensure_image(&image).map_err(|why| {
-                Failure::new(
-                    EXIT_DOCKER,
-                    format!(
-                        "cannot play the rendering: {why}\n  hint: build or pull it with \
-                         docker, or pass --image"
-                    ),
-                )
+                VerifyError::Engine(format!(
+                    "cannot play the rendering: {why}\n  hint: build or pull it with docker, \
+                     or pass --image"
+                ))
             })?;
         }
-        let dir = tempfile::tempdir().map_err(|error| {
-            Failure::new(EXIT_FAILED, format!("cannot make a directory: {error}"))
-        })?;
+        let dir = tempfile::tempdir()
+            .map_err(|error| VerifyError::Probe(format!("cannot make a directory: {error}")))?;
         let mut files = Vec::new();
         for pod in &self.play.pods {
             let file = dir.path().join(format!("{}.yaml", pod.name));
             std::fs::write(&file, pod.to_yaml()).map_err(|error| {
-                Failure::new(
-                    EXIT_FAILED,
-                    format!("cannot write {}: {error}", file.display()),
-                )
+                VerifyError::Probe(format!("cannot write {}: {error}", file.display()))
             })?;
             files.push(file);
         }
@@ -401,8 +382,8 @@ impl KubePlay {
         };
         let agent = workload.agent_container();
         let observed = match made {
-            Ok(()) => self.observe(&executor, &files, &agent),
-            Err(why) => Err(Failure::new(EXIT_DOCKER, why)),
+            Ok(()) => self.observe(&executor, &files, &agent).await,
+            Err(why) => Err(VerifyError::Engine(why)),
         };
         let pods: Vec<String> = self.play.pods.iter().map(|pod| pod.name.clone()).collect();
         let mut left =
@@ -415,25 +396,21 @@ impl KubePlay {
         }
         let observed = observed?;
         let observation = parse_probe(&observed.logs).map_err(|error| {
-            Failure::new(
-                EXIT_FAILED,
-                format!(
-                    "the probe in {agent} did not report (exit {}): {error}\n  hint: the \
-                     image needs /bin/sh and busybox or coreutils",
-                    observed.exit
-                ),
-            )
+            VerifyError::Probe(format!(
+                "the probe in {agent} did not report (exit {}): {error}\n  hint: the image \
+                 needs /bin/sh and busybox or coreutils",
+                observed.exit
+            ))
         })?;
         // The expectation is the rendering's pod, not the played one.
-        let pod = self
-            .rendering
-            .workload()
-            .ok_or_else(|| Failure::new(EXIT_INVALID, "the rendering has no workload pod"))?;
+        let pod = self.rendering.workload().ok_or_else(no_workload)?;
         let container = pod
             .containers
             .iter()
             .find(|container| container.name == CONTAINER_NAME)
-            .ok_or_else(|| Failure::new(EXIT_INVALID, "the workload pod has no agent container"))?;
+            .ok_or_else(|| {
+                VerifyError::Unverifiable("the workload pod has no agent container".into())
+            })?;
         let mut checks = compare_pod(
             pod,
             container,
@@ -470,19 +447,18 @@ impl KubePlay {
 
     /// The play itself (the namespace, the network, each pod in turn), raced against SIGINT
     /// and SIGTERM; the caller tears it down.
-    fn observe(
+    async fn observe(
         &self,
         executor: &Podman,
         files: &[PathBuf],
         agent: &str,
-    ) -> Result<Observed, Failure> {
-        let runtime = launch::runtime()?;
+    ) -> Result<Observed, VerifyError> {
         let (executor, files, agent) = (executor.clone(), files.to_vec(), agent.to_string());
         let (network, namespace) = (self.network.clone(), self.namespace.clone());
         let egress = self.egress.clone();
         let name = self.name.clone();
-        runtime.block_on(async move {
-            let mut signals = Signals::new().map_err(launch::exec_failure)?;
+        {
+            let mut signals = Signals::new()?;
             let work = tokio::task::spawn_blocking(move || -> Result<Observed, String> {
                 if let Some(namespace) = &namespace {
                     podman::create_namespace(namespace).map_err(|why| {
@@ -529,13 +505,13 @@ impl KubePlay {
                 result = work => result
                     .map_err(|error| error.to_string())
                     .and_then(|result| result)
-                    .map_err(|why| Failure::new(EXIT_DOCKER, why)),
-                signal = signals.recv() => Err(Failure::new(
-                    u8::try_from(signal.exit_code()).unwrap_or(EXIT_FAILED),
-                    format!("interrupted by {signal}; removed the pod {name}"),
-                )),
+                    .map_err(VerifyError::Engine),
+                signal = signals.recv() => Err(VerifyError::Interrupted {
+                    signal,
+                    removed: format!("the pod {name}"),
+                }),
             }
-        })
+        }
     }
 }
 

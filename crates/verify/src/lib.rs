@@ -1,10 +1,14 @@
-//! `agentc verify`: runs a probe in place of the agent and compares what the kernel and
-//! `docker inspect` report with the [`ContainerSpec`](agentc_policy::ContainerSpec) that was
-//! asked for.
+//! agentc's verify, for the `agentc verify` command and any library caller alike: runs a probe
+//! in place of the agent and compares what the kernel and `docker inspect` report with the
+//! [`ContainerSpec`](agentc_policy::ContainerSpec) that was asked for.
 //!
 //! - [`probe`]: the probe script, the launch that runs it ([`probe_spec`]: the same hardening,
 //!   mounts and limits, with the agent replaced by [`PROBE_SCRIPT`]) and the whole flow for one
-//!   resolved launch through either backend ([`verify_launch`]).
+//!   resolved launch, written once over the [engine port](agentc_engine::port) the caller
+//!   holds ([`verify_on`]: the isolation floor met first; [`verify_placed`]: a container whose
+//!   runtime is chosen).
+//! - [`error`](mod@error): why verify produced no checks ([`VerifyError`], one variant per
+//!   cause, with its exit status).
 //! - [`parse`]: the parser of the probe's output ([`parse_probe`] into an [`Observation`]).
 //! - [`compare`](mod@compare): the comparison with the spec ([`compare()`]) and the table
 //!   ([`render_table`]). Parser and comparison do no I/O.
@@ -26,11 +30,13 @@
 //!
 //! What is not checked: published ports, extra hosts, devices, the seccomp profile, and
 //! environment values (only names are observed, so a secret's value never leaves the container).
+#![deny(missing_docs)]
 
 mod check;
 mod check_run;
 pub mod compare;
 pub mod egress;
+pub mod error;
 mod gvisor;
 pub mod host;
 pub mod host_path;
@@ -43,5 +49,6 @@ mod recorded;
 pub use check::Check;
 pub use compare::{compare, render_table, report_json};
 pub use egress::EgressProbe;
+pub use error::VerifyError;
 pub use parse::{capability_names, parse_probe, Limit, MountEntry, Observation, TmpfsWrite};
-pub use probe::{probe_spec, verify_launch, PROBE_PIDS, PROBE_SCRIPT};
+pub use probe::{probe_spec, verify_on, verify_placed, VerifyInputs, PROBE_PIDS, PROBE_SCRIPT};

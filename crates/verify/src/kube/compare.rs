@@ -2,16 +2,16 @@
 //! workload container (and its pod) that the kernel can show, checked as verify checks a
 //! container launch; each field Podman does not enforce reported `skip` with why.
 //!
-//! A fact that could not be observed fails its check, as in [`crate::verify::compare()`].
+//! A fact that could not be observed fails its check, as in [`crate::compare()`].
 
 use std::collections::BTreeSet;
 
 use agentc_backend_k8s::k8s_openapi::api::core::v1::{Container, PodSpec, Volume};
 use agentc_backend_k8s::play::Play;
 
-use crate::verify::check::{check, fact_check, Check, Fact, NOT_OBSERVED};
-use crate::verify::compare::capability_checks;
-use crate::verify::parse::{Limit, Observation};
+use crate::check::{check, fact_check, Check, Fact, NOT_OBSERVED};
+use crate::compare::capability_checks;
+use crate::parse::{Limit, Observation};
 
 /// Where Kubernetes mounts a service account's token; absent when the pod mounts none.
 const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";

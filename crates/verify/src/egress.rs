@@ -413,7 +413,7 @@ pub fn egress_checks(
                 warned: false,
                 fact: None,
                 hint: Some(
-                    "the check container runs the proxy image's `agentc egress-proxy probe`: a program embedding agentc must pass a current agentc binary as verify_launch's ProxyExecutable; rerun with -v for the steps"
+                    "the check container runs the proxy image's `agentc egress-proxy probe`: a program embedding agentc must pass a current agentc binary as VerifyInputs' proxy_executable; rerun with -v for the steps"
                         .to_string(),
                 ),
             },
