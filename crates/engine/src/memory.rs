@@ -291,10 +291,16 @@ impl MemoryEngine {
     /// The engine whose exec of `command` (joined with spaces) prints `stdout` and exits `code`
     /// (any other exec prints nothing and exits 0).
     pub fn with_exec(self, command: &str, code: i64, stdout: &str) -> MemoryEngine {
+        self.set_exec(command, code, stdout);
+        self
+    }
+
+    /// Scripts the exec of `command` as [`MemoryEngine::with_exec`] does, between the calls
+    /// of a test.
+    pub fn set_exec(&self, command: &str, code: i64, stdout: &str) {
         lock(&self.behaviour)
             .execs
             .insert(command.to_string(), (code, stdout.to_string()));
-        self
     }
 
     /// Sets the runtimes the engine reports (also between the calls of a test).
@@ -581,3 +587,5 @@ pub(crate) fn block_on<F: std::future::Future>(future: F) -> F::Output {
 
 #[cfg(test)]
 mod flows;
+#[cfg(test)]
+mod warm_flows;

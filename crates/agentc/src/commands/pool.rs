@@ -12,20 +12,18 @@
 //! claim takes only a member whose fingerprints are those of its own environment; the others
 //! are drained, as members of another key are.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::Path;
 
-use agentc_engine::pool::{self, Member, Wanted};
+use agentc_engine::pool::warm::{self, Cold, LaunchClaim, WarmStart};
+use agentc_engine::pool::{self, Member, Pool};
 use agentc_engine::session::{
     ExecRequest, ExecStdin, SandboxClient, Sandboxes, SessionError, SessionPort,
 };
 use agentc_engine::ExecError;
-use agentc_policy::pool::{
-    claim_command, claim_secrets, cold_reason, credential_fingerprints, member_name, member_spec,
-    pool_key,
-};
-use agentc_policy::{Action, ContainerSpec, EnvValue, Instance, LaunchSpec, LoadedProfile, Start};
+use agentc_policy::pool::{cold_reason, member_name, member_spec};
+use agentc_policy::{Action, ContainerSpec, Instance, LaunchSpec, LoadedProfile, Start};
 use futures_util::FutureExt;
 
 use crate::cli::{
@@ -81,76 +79,59 @@ fn detached_launch(
     context::resolve_instance(loaded, &args, instance)
 }
 
-/// The fingerprints of the keys `container`'s egress proxy reads from `env`
-/// ([`credential_fingerprints`] under the user's [`pool_secret`]); none, and the user's key
-/// not read, without a credential binding.
-fn fingerprints(
-    container: &ContainerSpec,
-    env: &BTreeMap<String, String>,
-) -> Result<BTreeMap<String, String>, Failure> {
+/// The user's key for the fingerprints of the keys `container`'s egress proxy reads
+/// ([`pool_secret`]); empty, and the user's key not read, without a credential binding.
+fn secret_for(container: &ContainerSpec) -> Result<Vec<u8>, Failure> {
     let bound = container
         .egress
         .as_ref()
         .is_some_and(|egress| !egress.credentials.is_empty());
     if !bound {
-        return Ok(BTreeMap::new());
+        return Ok(Vec::new());
     }
-    let secret = pool_secret::load_or_create()?;
-    Ok(credential_fingerprints(container, env, &secret))
+    pool_secret::load_or_create()
 }
 
 /// Why a member was removed as stale, as fill and claim say it.
 const STALE: &str = "the profile, image, runtime or a credential's key changed, or it stopped";
-
-/// The pool key of `base` (the launch without the claim's arguments) on this engine.
-async fn key_of<C: SandboxClient>(
-    client: &C,
-    base: &LaunchSpec,
-    runtime: Option<&str>,
-) -> Result<(String, agentc_engine::session::ImageFacts), SessionError> {
-    let image = match &base.action {
-        agentc_policy::Action::Container(container) => container.image.clone(),
-        agentc_policy::Action::Build(build) => build.tag.clone(),
-    };
-    let facts = client.image_facts(&image).await?;
-    let key = pool_key(base.digest().unwrap_or_default(), &facts.id, runtime);
-    Ok((key, facts))
-}
 
 /// The first 12 characters of a key, as `pool ls` shows it.
 fn short(key: &str) -> &str {
     &key[..key.len().min(12)]
 }
 
-/// Phase one of a fill: the key, the stale members drained, the idle members of the key
-/// (and of the filler's keys, `credentials`).
+/// Phase one of a fill: the pool (its key, [`Pool::placed`]), its stale members drained, and
+/// how many idle members of it there are.
 struct Prepare<'a> {
     base: &'a LaunchSpec,
-    runtime: Option<String>,
-    credentials: &'a BTreeMap<String, String>,
+    placed: &'a ContainerSpec,
+    secret: &'a [u8],
     pull: bool,
 }
 
 impl OnClient for Prepare<'_> {
-    type Output = (String, usize);
+    type Output = (Pool, usize);
 
-    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<(String, usize), Failure> {
-        let container = launch::container_of(self.base)?;
+    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<(Pool, usize), Failure> {
         if self.pull {
             let mut notify = launch::notify;
-            agentc_engine::image::ensure_image(client.port(), &container.image, true, &mut notify)
-                .await
-                .map_err(launch::exec_failure)?;
+            agentc_engine::image::ensure_image(
+                client.port(),
+                &self.placed.image,
+                true,
+                &mut notify,
+            )
+            .await
+            .map_err(launch::exec_failure)?;
         }
-        let (key, _) = key_of(client, self.base, self.runtime.as_deref())
+        // The keys the members' proxies read: the filler's, from the environment they launch
+        // with.
+        let env = launch::process_env();
+        let pool = Pool::placed(client, self.base, self.placed, &env, self.secret)
             .await
             .map_err(session_failure)?;
         let profile = &self.base.profile;
-        let wanted = Wanted {
-            key: &key,
-            credentials: self.credentials,
-        };
-        let (removed, failed) = pool::drain(client, Some(profile), Some(&wanted))
+        let (removed, failed) = pool::drain(client, Some(profile), Some(&pool.wanted()))
             .await
             .map_err(session_failure)?;
         for names in removed {
@@ -163,9 +144,9 @@ impl OnClient for Prepare<'_> {
             .await
             .map_err(session_failure)?
             .iter()
-            .filter(|member| member.idle && member.running() && !member.stale(&wanted))
+            .filter(|member| member.idle && member.running() && !member.stale(&pool.wanted()))
             .count();
-        Ok((key, idle))
+        Ok((pool, idle))
     }
 }
 
@@ -191,17 +172,17 @@ fn fill(args: PoolFillArgs) -> Result<u8, Failure> {
     }
     // The isolation floor, met once for the fill: the key's runtime and every member's.
     let placed = launch::meet_floor(launch::container_of(&base)?, &base.profile, args.backend)?;
-    // The keys the members' proxies read: the filler's, from the environment they launch with.
-    let credentials = fingerprints(&placed, &launch::process_env())?;
-    let (key, idle) = on_client(
+    let secret = secret_for(&placed)?;
+    let (pool, idle) = on_client(
         args.backend,
         Prepare {
             base: &base,
-            runtime: placed.runtime.clone(),
-            credentials: &credentials,
+            placed: &placed,
+            secret: &secret,
             pull: args.pull,
         },
     )?;
+    let (key, credentials) = (&pool.key, &pool.credentials);
     let mut placed_base = base.clone();
     placed_base.action = Action::Container(Box::new(placed));
     let size = usize::from(args.size);
@@ -209,7 +190,7 @@ fn fill(args: PoolFillArgs) -> Result<u8, Failure> {
         let suffix = pool::random_suffix().map_err(session_failure)?;
         let name = member_name(&loaded.profile.name, &suffix);
         let member =
-            member_spec(&placed_base, &key, &name, &suffix, &credentials).map_err(|reason| {
+            member_spec(&placed_base, key, &name, &suffix, credentials).map_err(|reason| {
                 Failure::new(
                     EXIT_INVALID,
                     format!("profile {}: {reason}", loaded.profile.name),
@@ -222,7 +203,7 @@ fn fill(args: PoolFillArgs) -> Result<u8, Failure> {
         "agentc: pool of {} holds {} idle member(s) (key {})",
         loaded.profile.name,
         size.max(idle),
-        short(&key)
+        short(key)
     );
     Ok(0)
 }
@@ -363,7 +344,8 @@ pub enum Claimed {
 
 /// The claim of `agentc run`: [`Claimed::Warm`] when a warm member served the launch,
 /// [`Claimed::Cold`] when it starts cold (said on stderr when the profile has a pool, or with
-/// `--pool require`, which fails instead with exit 65 and a hint).
+/// `--pool require`, which fails instead with exit 65 and a hint). The claim is the library's
+/// ([`warm::claim_launch`]); this prints what it found and runs the command.
 pub fn try_claim(request: ClaimRequest<'_>) -> Result<Claimed, Failure> {
     if request.mode == PoolMode::Off {
         return Ok(Claimed::Cold(None));
@@ -384,13 +366,12 @@ pub fn try_claim(request: ClaimRequest<'_>) -> Result<Claimed, Failure> {
         &request.spec.profile,
         backend,
     )?;
-    let runtime = placed.runtime.clone();
     let warm = on_client(
         backend,
         ClaimJob {
             request,
             base: &base,
-            runtime,
+            placed: &placed,
         },
     )?;
     Ok(match warm {
@@ -402,186 +383,95 @@ pub fn try_claim(request: ClaimRequest<'_>) -> Result<Claimed, Failure> {
 struct ClaimJob<'a> {
     request: ClaimRequest<'a>,
     base: &'a LaunchSpec,
-    runtime: Option<String>,
+    placed: &'a ContainerSpec,
+}
+
+impl ClaimJob<'_> {
+    /// A cold start: said on stderr when the profile has pool members (`pooled`), or with
+    /// `--pool require` the failure (exit 65) with a hint.
+    fn cold(&self, why: &Cold, pooled: bool) -> Result<Option<u8>, Failure> {
+        let path = self.request.profile.display();
+        let hint = match why {
+            // What no fill can change: the hint says how to start it, not to fill.
+            Cold::Unpoolable(_) => "this launch cannot be served by a pool member; `agentc run` \
+                                    without `--pool require` starts it cold"
+                .to_string(),
+            Cold::Named(_) => "drop --name to claim a member (its name is agentc-claim-...), or \
+                               run without `--pool require` to start it cold under that name"
+                .to_string(),
+            Cold::Unlisted(_) => "`agentc doctor` checks the engine".to_string(),
+            Cold::CredentialsChanged(_) => format!(
+                "`agentc pool fill {path} --size N` fills the pool again with the keys of this \
+                 environment"
+            ),
+            _ => format!("`agentc pool fill {path} --size N` starts idle members"),
+        };
+        let reason = why.reason();
+        if self.request.mode == PoolMode::Require {
+            let profile = &self.request.loaded.profile.name;
+            return Err(Failure::new(
+                EXIT_INVALID,
+                format!("--pool require: no warm start for {profile}: {reason}\n  hint: {hint}"),
+            ));
+        }
+        if pooled {
+            eprintln!("agentc: cold start: {reason}");
+        } else {
+            // No pool: nothing to say; the cold launch reports what is wrong with the engine.
+            log::debug!("no warm start: {reason}");
+        }
+        Ok(None)
+    }
 }
 
 impl OnClient for ClaimJob<'_> {
     type Output = Option<u8>;
 
     async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<Option<u8>, Failure> {
-        let ClaimJob {
-            request,
-            base,
-            runtime,
-        } = self;
-        let profile = request.loaded.profile.name.clone();
-        let require = request.mode == PoolMode::Require;
-        let fill_hint = format!(
-            "  hint: `agentc pool fill {} --size N` starts idle members",
-            request.profile.display()
-        );
-        let cold_hint = |reason: String, hint: &str| -> Result<Option<u8>, Failure> {
-            if require {
-                Err(Failure::new(
-                    EXIT_INVALID,
-                    format!("--pool require: no warm start for {profile}: {reason}\n{hint}"),
-                ))
-            } else {
-                eprintln!("agentc: cold start: {reason}");
-                Ok(None)
-            }
-        };
-        let cold = |reason: String| cold_hint(reason, &fill_hint);
-        // The members' list and the image's inspect (its ID is part of the key) do not
-        // depend on each other: asked at once (two `docker` processes side by side through
-        // the CLI backend), the claim waits for the slower, not for both.
-        let (listed, keyed) = futures_util::future::join(
-            pool::members(client, Some(&profile)),
-            key_of(client, base, runtime.as_deref()),
+        let placed = self.placed;
+        let secret = move || secret_for(placed).map_err(|failure| failure.message);
+        let env = launch::process_env();
+        let found = warm::claim_launch(
+            client,
+            &LaunchClaim {
+                base: self.base,
+                spec: self.request.spec,
+                placed: self.placed,
+                env: &env,
+                secret: &secret,
+                name: self.request.name.as_deref(),
+            },
         )
-        .await;
-        let members = match listed {
-            Ok(members) => members,
-            // With auto, the cold launch reports what is wrong with the engine itself.
-            Err(error) if !require => {
-                log::debug!("no warm start: cannot list the pool members: {error}");
-                return Ok(None);
-            }
-            Err(error) => return Err(session_failure(error)),
+        .await
+        .map_err(session_failure)?;
+        let claimed = match found {
+            WarmStart::Cold { why, pooled } => return self.cold(&why, pooled),
+            WarmStart::Claimed(claimed) => claimed,
         };
-        if members.is_empty() && !require {
-            return Ok(None);
-        }
-        // What no fill can change: the hint says how to start it, not to fill (which refuses).
-        let starts_cold = "  hint: this launch cannot be served by a pool member; `agentc run` \
-                           without `--pool require` starts it cold";
-        if let Some(reason) = cold_reason(request.spec) {
-            return cold_hint(reason, starts_cold);
-        }
-        if let Some(name) = &request.name {
-            return cold_hint(
-                format!("--name {name}: a pool member keeps the egress companion of its own name"),
-                "  hint: drop --name to claim a member (its name is agentc-claim-...), or run \
-                 without `--pool require` to start it cold under that name",
-            );
-        }
-        let container = launch::container_of(request.spec)?;
-        let (key, facts) = match keyed {
-            Ok(found) => found,
-            Err(error) => return cold(format!("cannot compute the pool key: {error}")),
-        };
-        let secrets = claim_secrets(container);
-        // A secret the profile holds (a proxy URL's credentials) before the environment's.
-        let env = container.held_secrets.over(&launch::process_env());
-        if let Some(missing) = secrets.iter().find(|var| {
-            matches!(var.value, EnvValue::Secret { required: true }) && !env.contains_key(&var.name)
-        }) {
-            return Err(Failure::new(
-                EXIT_INVALID,
-                format!(
-                    "the launch passes {} from the environment, which is not set\n  hint: export it before `agentc run`",
-                    missing.name
-                ),
-            ));
-        }
-        // The keys a member's proxy holds must be the ones this environment has.
-        let credentials = match fingerprints(container, &launch::process_env()) {
-            Ok(credentials) => credentials,
-            Err(failure) => {
-                return cold(format!(
-                    "cannot fingerprint the egress proxy's keys: {}",
-                    failure.message
-                ))
-            }
-        };
-        let wanted = Wanted {
-            key: &key,
-            credentials: &credentials,
-        };
-        let changed: BTreeSet<String> = members
-            .iter()
-            .filter(|member| member.idle && member.running() && member.key == key)
-            .flat_map(|member| member.changed_credentials(&wanted))
-            .collect();
         let mut signals = Signals::new()?;
-        let start = usize::from_str_radix(&pool::random_suffix().map_err(session_failure)?, 16)
-            .unwrap_or_default();
-        let claim = pool::claim(client, members, &wanted, start)
-            .await
-            .map_err(session_failure)?;
-        for name in &claim.drained {
+        for name in &claimed.drained {
             eprintln!("agentc: removed stale pool member {name} ({STALE})");
         }
-        let Some(member) = claim.claimed else {
-            if !changed.is_empty() {
-                let names: Vec<String> = changed.into_iter().collect();
-                return cold_hint(
-                    format!(
-                        "the credential{} {} changed since the pool was filled (its proxies hold another key: another user's, or one rotated since); those members were removed",
-                        if names.len() == 1 { "" } else { "s" },
-                        names.join(", ")
-                    ),
-                    &format!(
-                        "  hint: `agentc pool fill {} --size N` fills the pool again with the keys of this environment",
-                        request.profile.display()
-                    ),
-                );
-            }
-            return cold(format!(
-                "the pool of {profile} has no idle member of key {}",
-                short(&key)
-            ));
-        };
+        let member = &claimed.member;
         eprintln!(
             "agentc: warm start from pool (member {}, now {})",
             member.member_name, member.sandbox.name
         );
         if let Some(signal) = signals.recv().now_or_never() {
-            let _ = pool::discard(client, &member).await;
-            return Err(session_failure(SessionError::Launch(
-                ExecError::Interrupted {
-                    signal,
-                    cleanup: Some(format!(
-                        "removed the claimed member {}",
-                        member.sandbox.name
-                    )),
-                },
-            )));
+            let _ = pool::discard(client, member).await;
+            let cleanup = Some(format!(
+                "removed the claimed member {}",
+                member.sandbox.name
+            ));
+            let interrupted = ExecError::Interrupted { signal, cleanup };
+            return Err(session_failure(SessionError::Launch(interrupted)));
         }
-        let command = claim_command(container, &facts.entrypoint, &facts.cmd);
-        if command.is_empty() {
-            let _ = pool::discard(client, &member).await;
-            return cold("the launch has no command to run".to_string());
-        }
+        let container = launch::container_of(self.request.spec)?;
         if container.detach {
             // The launch's command in the background, its output in the container's logs.
-            let mut exec = ExecRequest::new(
-                [
-                    "sh",
-                    "-c",
-                    "if [ -w /proc/1/fd/1 ]; then \"$@\" </dev/null >/proc/1/fd/1 2>/proc/1/fd/2 & else \"$@\" </dev/null >/dev/null 2>&1 & fi",
-                    "sh",
-                ]
-                .into_iter()
-                .map(str::to_string)
-                .chain(command),
-            );
-            exec.env = secrets;
-            let output = client
-                .exec_output(&member.sandbox, &exec)
+            warm::start_detached(client, &claimed)
                 .await
                 .map_err(session_failure)?;
-            if output.exit_code != 0 {
-                let _ = pool::discard(client, &member).await;
-                return Err(Failure::new(
-                    context::EXIT_DOCKER,
-                    format!(
-                        "could not start the command in {}: {}",
-                        member.sandbox.name,
-                        String::from_utf8_lossy(&output.stderr).trim()
-                    ),
-                ));
-            }
             let inspect = client
                 .inspect(&member.sandbox)
                 .await
@@ -590,14 +480,14 @@ impl OnClient for ClaimJob<'_> {
             return Ok(Some(0));
         }
         // Attached: the command on this terminal, then the member removed, as `--rm` does.
-        let mut exec = ExecRequest::new(command);
-        exec.env = secrets;
+        let mut exec = ExecRequest::new(claimed.command.iter().cloned());
+        exec.env = claimed.secrets.clone();
         if container.interactive {
             exec.stdin = ExecStdin::Terminal;
         }
         exec.tty = container.tty && std::io::stdin().is_terminal();
         let status = run_exec(client, &member.sandbox, exec).await;
-        if let Err(left) = pool::discard(client, &member).await {
+        if let Err(left) = pool::discard(client, member).await {
             eprintln!("agentc: warning: could not remove the claimed member: {left}");
         }
         status.map(Some)

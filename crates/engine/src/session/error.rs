@@ -121,6 +121,14 @@ pub enum SessionError {
         /// What to do.
         hint: String,
     },
+    /// A claimed pool member did not start the launch's command (it was removed).
+    #[error("could not start the command in {name}: {message}")]
+    NotStarted {
+        /// The member's name.
+        name: String,
+        /// What the exec said.
+        message: String,
+    },
     /// The container went away while the operation ran.
     #[error("container {name} went away while trying to {step}")]
     Gone {

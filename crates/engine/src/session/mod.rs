@@ -121,6 +121,19 @@ pub trait SandboxClient: Send + Sync {
         spec: &LaunchSpec,
     ) -> impl Future<Output = Result<Sandbox, SessionError>> + Send;
 
+    /// Meets `container`'s isolation floor over this client's engine, as [`create`] does
+    /// ([`crate::isolation::meet_floor`], the options from the client's environment): the
+    /// container with the runtime chosen and its labels, and the choice; a container without a
+    /// floor comes back unchanged, without asking the engine. A floor no runtime meets is
+    /// [`ExecError::FloorNotMet`](crate::ExecError::FloorNotMet).
+    ///
+    /// [`create`]: SandboxClient::create
+    fn meet_floor(
+        &self,
+        container: &agentc_policy::ContainerSpec,
+        profile: &str,
+    ) -> impl Future<Output = Result<crate::isolation::Met, SessionError>> + Send;
+
     /// The agentc container with this name or ID; any other container is refused
     /// ([`ExecError::NotAgentc`](crate::ExecError::NotAgentc)).
     fn find(&self, name: &str) -> impl Future<Output = Result<Sandbox, SessionError>> + Send;

@@ -244,22 +244,7 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
             ..LaunchOptions::default()
         };
         // The isolation floor, met over this client's port as `agentc run` meets it.
-        let floor =
-            crate::isolation::FloorOptions::from_env(&self.env, options.proxy_executable.clone());
-        let container = crate::isolation::meet_floor(&self.port, &container, &spec.profile, &floor)
-            .await
-            .map_err(|error| match error {
-                crate::isolation::FloorError::Engine(error) => SessionError::Launch(error),
-                crate::isolation::FloorError::Shortfall(shortfall) => {
-                    SessionError::Launch(ExecError::FloorNotMet {
-                        engine: self.port.engine(),
-                        min: shortfall.min.as_str().to_string(),
-                        found: crate::isolation::found(&shortfall),
-                        hint: shortfall.hint,
-                    })
-                }
-            })?
-            .container;
+        let container = self.meet_floor(&container, &spec.profile).await?.container;
         let started = crate::launch::launch_detached(
             &self.port,
             &container,
@@ -274,6 +259,34 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
             name: started.placed.name.unwrap_or_default(),
             profile: spec.profile.clone(),
         })
+    }
+
+    async fn meet_floor(
+        &self,
+        container: &agentc_policy::ContainerSpec,
+        profile: &str,
+    ) -> Result<crate::isolation::Met, SessionError> {
+        if container.isolation.is_none() {
+            return Ok(crate::isolation::Met {
+                container: container.clone(),
+                chosen: None,
+            });
+        }
+        let proxy_executable = self.proxy_executable_for(container)?;
+        let floor = crate::isolation::FloorOptions::from_env(&self.env, proxy_executable);
+        crate::isolation::meet_floor(&self.port, container, profile, &floor)
+            .await
+            .map_err(|error| match error {
+                crate::isolation::FloorError::Engine(error) => SessionError::Launch(error),
+                crate::isolation::FloorError::Shortfall(shortfall) => {
+                    SessionError::Launch(ExecError::FloorNotMet {
+                        engine: self.port.engine(),
+                        min: shortfall.min.as_str().to_string(),
+                        found: crate::isolation::found(&shortfall),
+                        hint: shortfall.hint,
+                    })
+                }
+            })
     }
 
     async fn find(&self, name: &str) -> Result<Sandbox, SessionError> {

@@ -5,7 +5,12 @@
 //! What a member is and its key come from [`agentc_policy::pool`]. A library caller's warm
 //! path is two calls, as on the command line: [`fill`] (the pool of a launch, [`Pool::of`],
 //! kept at a size) and [`claim_member`]; `agentc pool fill` starts its members through the
-//! launch path `run` takes (the isolation floor met once for the fill).
+//! launch path `run` takes (the isolation floor met once for the fill). The key is computed in
+//! one place, [`Pool::placed`], for the command line and library callers alike, so a pool one
+//! fills the other claims from. [`warm`] serves a launch from a member: the claim `agentc run`
+//! makes before it starts cold.
+
+pub mod warm;
 
 use std::collections::BTreeMap;
 
@@ -13,9 +18,9 @@ use agentc_policy::pool::{
     changed_credentials, claimed_name, cold_reason, credential_fingerprints, is_idle_name,
     member_name, member_spec, pool_key, LABEL_POOL, LABEL_POOL_CREDENTIAL, LABEL_POOL_MEMBER,
 };
-use agentc_policy::{Action, LaunchSpec};
+use agentc_policy::{Action, ContainerSpec, LaunchSpec};
 
-use crate::session::{Sandbox, SandboxClient, SessionError};
+use crate::session::{ImageFacts, Sandbox, SandboxClient, SessionError};
 
 /// A container of a pool, idle or claimed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -194,9 +199,10 @@ pub async fn claim<C: SandboxClient>(
     })
 }
 
-/// The pool of one launch: its profile, its key (the spec digest, the image's ID, the runtime:
-/// [`pool_key`]) and the fingerprints of the keys its egress proxy reads
-/// ([`credential_fingerprints`]), what every member of it carries and every claim asks for.
+/// The pool of one launch: its profile, its key (the spec digest, the image's ID, the runtime
+/// its isolation floor chose: [`pool_key`]) and the fingerprints of the keys its egress proxy
+/// reads ([`credential_fingerprints`]), what every member of it carries and every claim asks
+/// for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pool {
     /// The profile's name.
@@ -205,13 +211,19 @@ pub struct Pool {
     pub key: String,
     /// The fingerprints of the keys a member's proxy holds, by label.
     pub credentials: BTreeMap<String, String>,
+    /// The runtime the launch runs under (its isolation floor's choice, or
+    /// `security.runtime`): part of the key, and every member's.
+    pub runtime: Option<String>,
+    /// The image's ID, entrypoint and command (a claim runs the launch's command).
+    pub image: ImageFacts,
 }
 
 impl Pool {
     /// The pool of `spec` (a launch in the background, resolved with `Start::Detached` or
-    /// `Start::Session`, its runtime chosen) on `client`'s engine: the image must be present.
-    /// `env` is what the proxy reads its keys from, `secret` the caller's own random key for
-    /// their fingerprints (never in a label; agentc's is in its state directory).
+    /// `Start::Session`) on `client`'s engine: its isolation floor met first
+    /// ([`SandboxClient::meet_floor`]), then [`Pool::placed`]. `env` is what the proxy reads
+    /// its keys from, `secret` the caller's own random key for their fingerprints (never in a
+    /// label; agentc's is in its state directory).
     pub async fn of<C: SandboxClient>(
         client: &C,
         spec: &LaunchSpec,
@@ -219,15 +231,34 @@ impl Pool {
         secret: &[u8],
     ) -> Result<Pool, SessionError> {
         let container = poolable(spec)?;
-        let facts = client.image_facts(&container.image).await?;
+        let placed = client.meet_floor(container, &spec.profile).await?.container;
+        Pool::placed(client, spec, &placed, env, secret).await
+    }
+
+    /// The pool of `spec` whose container the caller placed already: `placed` is the
+    /// container of `spec`, or of another launch of the same profile (a claim's, with its own
+    /// arguments), with its isolation floor met ([`SandboxClient::meet_floor`]). The image
+    /// must be present.
+    pub async fn placed<C: SandboxClient>(
+        client: &C,
+        spec: &LaunchSpec,
+        placed: &ContainerSpec,
+        env: &BTreeMap<String, String>,
+        secret: &[u8],
+    ) -> Result<Pool, SessionError> {
+        poolable(spec)?;
+        let image = client.image_facts(&placed.image).await?;
+        let runtime = placed.runtime.clone();
         Ok(Pool {
             profile: spec.profile.clone(),
             key: pool_key(
                 spec.digest().unwrap_or_default(),
-                &facts.id,
-                container.runtime.as_deref(),
+                &image.id,
+                runtime.as_deref(),
             ),
-            credentials: credential_fingerprints(container, env, secret),
+            credentials: credential_fingerprints(placed, env, secret),
+            runtime,
+            image,
         })
     }
 
@@ -295,13 +326,17 @@ pub async fn fill<C: SandboxClient>(
     for _ in idle..size {
         let suffix = random_suffix()?;
         let name = member_name(&pool.profile, &suffix);
-        let member =
+        let mut member =
             member_spec(spec, &pool.key, &name, &suffix, &pool.credentials).map_err(|reason| {
                 SessionError::invalid(
                     format!("profile {}: {reason}", pool.profile),
                     "create the sandbox cold (SandboxClient::create)",
                 )
             })?;
+        // Every member under the key's runtime (its floor then only checks that runtime).
+        if let (Action::Container(container), Some(runtime)) = (&mut member.action, &pool.runtime) {
+            container.runtime.get_or_insert_with(|| runtime.clone());
+        }
         created.push(client.create(&member).await?);
     }
     Ok(created)
