@@ -20,6 +20,7 @@ pub fn placeholder(prefix: &str) -> Result<String, ExecError> {
     getrandom::fill(&mut bytes).map_err(|error| ExecError::Egress {
         step: "make the credential placeholders",
         message: error.to_string(),
+        refusal: None,
     })?;
     // 248 is the largest multiple of 62 below 256: redraw above it, so every character is as
     // likely as any other.
@@ -34,6 +35,7 @@ pub fn placeholder(prefix: &str) -> Result<String, ExecError> {
                 getrandom::fill(&mut more).map_err(|error| ExecError::Egress {
                     step: "make the credential placeholders",
                     message: error.to_string(),
+                    refusal: None,
                 })?;
                 pool.extend_from_slice(&more);
             }

@@ -31,6 +31,9 @@ pub enum Refusal {
     /// The object is still used by another (a network with active endpoints, a volume in use, an
     /// image with dependent child images).
     InUse,
+    /// The object is used by a container (docker: an image `being used by` a container;
+    /// podman: `in use by` a container).
+    UsedByContainer,
     /// The engine cannot be reached (`Cannot connect to the Docker daemon`, podman's
     /// `unable to connect to Podman socket`).
     Unreachable,
@@ -80,6 +83,7 @@ pub fn refusal(message: &str) -> Option<Refusal> {
             Refusal::InUse,
             &["active endpoints", "volume is in use", "dependent child"],
         ),
+        (Refusal::UsedByContainer, &["being used by", "in use by"]),
         (
             Refusal::Unreachable,
             &[
@@ -173,6 +177,18 @@ mod tests {
                 Some(Refusal::NotRunning),
             ),
             ("Error response from daemon: conflict", None),
+            (
+                "Error response from daemon: conflict: unable to delete 0123abcd (must be forced) - image is being used by stopped container 4567ef",
+                Some(Refusal::UsedByContainer),
+            ),
+            (
+                "Error: image used by 4567ef: image is in use by a container: consider listing external containers and force-removing image",
+                Some(Refusal::UsedByContainer),
+            ),
+            (
+                "Error response from daemon: conflict: unable to delete 0123abcd (cannot be forced) - image has dependent child images",
+                Some(Refusal::InUse),
+            ),
             (
                 "Error response from daemon: network agentc-x-egress not found",
                 Some(Refusal::NoSuchNetwork),

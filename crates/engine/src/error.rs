@@ -148,6 +148,9 @@ pub enum ExecError {
         step: &'static str,
         /// The engine's message.
         message: String,
+        /// What the refusal is, where agentc acts on it, classified once where the error is
+        /// made ([`crate::daemon_text::refusal`]).
+        refusal: Option<crate::daemon_text::Refusal>,
     },
     /// The connection to the daemon (or its command line) failed mid-operation.
     #[error(
@@ -272,6 +275,9 @@ pub enum ExecError {
         step: &'static str,
         /// Why.
         message: String,
+        /// The engine's refusal, where the engine refused the step, classified once by the
+        /// port ([`EngineError::refusal`](crate::port::EngineError::refusal)).
+        refusal: Option<crate::daemon_text::Refusal>,
     },
     /// The egress proxy started but docker did not publish a sandbox port on it: its outside
     /// network is `--internal` (docker publishes no port through internal networks only). The

@@ -92,9 +92,12 @@ impl EngineError {
                 | Refusal::NoSuchPath,
             ) => EngineErrorKind::NotFound,
             Some(Refusal::NotRunning) => EngineErrorKind::NotRunning,
-            Some(Refusal::RemovalInProgress | Refusal::NameInUse | Refusal::InUse) => {
-                EngineErrorKind::Conflict
-            }
+            Some(
+                Refusal::RemovalInProgress
+                | Refusal::NameInUse
+                | Refusal::InUse
+                | Refusal::UsedByContainer,
+            ) => EngineErrorKind::Conflict,
             Some(Refusal::Unreachable) => EngineErrorKind::Unavailable,
             Some(Refusal::SubnetTaken) | None => EngineErrorKind::Failed,
         };

@@ -70,6 +70,7 @@ pub(crate) fn session_error(
         BollardError::DockerResponseServerError { message, .. } => ExecError::Refused {
             engine,
             step,
+            refusal: agentc_engine::daemon_text::refusal(&message),
             message,
         },
         other => ExecError::ConnectionLost {

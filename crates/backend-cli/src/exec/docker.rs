@@ -78,6 +78,7 @@ pub(crate) fn launch_refused(
         } else {
             "create the container"
         },
+        refusal: agentc_engine::daemon_text::refusal(&message),
         message,
     })
 }

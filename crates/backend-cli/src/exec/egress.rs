@@ -59,5 +59,6 @@ pub fn import_unless_present(
     .map_err(|error| ExecError::Egress {
         step: companion::BUILD_PROXY_IMAGE,
         message: format!("cannot import {}: {error}", image.tag),
+        refusal: None,
     })
 }

@@ -66,6 +66,16 @@ fn failed(step: &'static str, message: impl ToString) -> ExecError {
     ExecError::Egress {
         step,
         message: message.to_string(),
+        refusal: None,
+    }
+}
+
+/// The engine's refusal of `step`, its kind kept as the port classified it.
+fn refused(step: &'static str, error: EngineError) -> ExecError {
+    ExecError::Egress {
+        step,
+        refusal: error.refusal(),
+        message: error.to_string(),
     }
 }
 
@@ -192,7 +202,7 @@ pub async fn setup<P: EnginePort>(
         {
             return Err(existing_network(port, egress).await);
         }
-        return Err(failed(CREATE_NETWORK, error));
+        return Err(refused(CREATE_NETWORK, error));
     }
     let result = async {
         // The CA volume after the network, before the proxy that writes it.

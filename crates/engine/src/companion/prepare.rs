@@ -13,7 +13,7 @@ use agentc_policy::{relays_of, ContainerSpec, EgressSpec, Network, LABEL_EGRESS_
 use bollard::models::ContainerInspectResponse;
 
 use crate::argv::{check_egress, ArgvError};
-use crate::daemon_text::{self, Refusal};
+use crate::daemon_text::Refusal;
 use crate::engine::Engine;
 use crate::error::ExecError;
 
@@ -65,6 +65,7 @@ pub fn prepare(engine: Engine, spec: &mut ContainerSpec) -> Result<bool, ExecErr
             step: "set up the egress proxy",
             message: "egress.enforce = \"outside\" is not available with --engine podman yet"
                 .to_string(),
+            refusal: None,
         });
     }
     if spec.name.is_none() {
@@ -176,11 +177,11 @@ pub fn move_if_subnet_taken(
     attempt: u32,
 ) -> Result<(), ExecError> {
     match error {
-        ExecError::Egress { step, message }
-            if step == CREATE_NETWORK
-                && daemon_text::refusal(&message) == Some(Refusal::SubnetTaken)
-                && attempt <= SUBNET_RETRIES =>
-        {
+        ExecError::Egress {
+            step,
+            message,
+            refusal: Some(Refusal::SubnetTaken),
+        } if step == CREATE_NETWORK && attempt <= SUBNET_RETRIES => {
             log::debug!("the isolated network's subnet is taken ({message}); trying another");
             spec.egress_instance(&format!("n{attempt}"));
             Ok(())

@@ -378,7 +378,7 @@ fn a_taken_subnet_moves_the_companion_and_a_dying_proxy_stops_the_launch() {
     let before = port.world();
     let error = detached_launch(&port, &container("memo-1")).expect_err("no healthy proxy");
     assert!(
-        matches!(&error, ExecError::Egress { step, message } if *step == companion::START_PROXY && message.contains("address in use")),
+        matches!(&error, ExecError::Egress { step, message, .. } if *step == companion::START_PROXY && message.contains("address in use")),
         "{error}"
     );
     assert!(port

@@ -86,6 +86,7 @@ pub fn engine_failure(engine: Engine, step: &'static str, error: EngineError) ->
                     engine,
                     step,
                     message,
+                    refusal: error.refusal(),
                 }
             }
         }

@@ -33,6 +33,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::daemon_text::Refusal;
 use crate::session::{ImageRecord, Sandbox, SandboxClient, SessionError};
 
 pub use capture::{snapshot, SnapshotReport, SnapshotRequest};
@@ -382,17 +383,19 @@ pub async fn remove<C: SandboxClient>(
     dir: &Path,
 ) -> Result<(), SnapshotError> {
     match client.remove_image(&record.image_id).await {
-        Err(SessionError::Launch(crate::ExecError::Refused { message, .. }))
-            if crate::daemon_text::refusal(&message) == Some(crate::daemon_text::Refusal::InUse) =>
-        {
+        Err(SessionError::Launch(crate::ExecError::Refused {
+            refusal: Some(Refusal::InUse),
+            ..
+        })) => {
             return Err(SnapshotError::refused(
                 format!("snapshot {}: another snapshot was taken of a sandbox restored from it", record.name),
                 "remove the snapshots whose PARENT it is first (`agentc snapshot ls`), or name them together",
             ))
         }
-        Err(SessionError::Launch(crate::ExecError::Refused { message, .. }))
-            if message.contains("being used by") || message.contains("in use by") =>
-        {
+        Err(SessionError::Launch(crate::ExecError::Refused {
+            refusal: Some(Refusal::UsedByContainer),
+            ..
+        })) => {
             // The sandboxes created from it carry its name (an image's labels are its
             // containers' too).
             let users = client
