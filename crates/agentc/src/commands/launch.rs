@@ -284,25 +284,38 @@ pub fn floor_failure(error: FloorError, profile: &str) -> Failure {
 }
 
 /// Meets the container's isolation floor through `backend`'s own engine port, when it has one
-/// ([`floor::meet_floor`]: the engine's runtimes detected and probed, one chosen), and says on
-/// stderr what was chosen; a container without a floor is
-/// returned unchanged, without asking the engine.
+/// ([`meet_floor_on`]); a container without a floor is returned unchanged, without asking the
+/// engine.
 pub fn meet_floor(
     container: &ContainerSpec,
     profile: &str,
     backend: BackendArg,
 ) -> Result<ContainerSpec, Failure> {
+    if container.isolation.is_none() {
+        return Ok(container.clone());
+    }
+    runtime()?.block_on(async {
+        over_port!(backend, None, |port| meet_floor_on(
+            &port, container, profile
+        )
+        .await)
+    })
+}
+
+/// Meets the container's isolation floor over `port` ([`floor::meet_floor`]: the engine's
+/// runtimes detected and probed, one chosen), and says on stderr what was chosen; a container
+/// without a floor is returned unchanged, without asking the engine.
+pub async fn meet_floor_on<P: EnginePort>(
+    port: &P,
+    container: &ContainerSpec,
+    profile: &str,
+) -> Result<ContainerSpec, Failure> {
     let Some(isolation) = container.isolation else {
         return Ok(container.clone());
     };
-    let options = options();
-    let met = runtime()?.block_on(async {
-        over_port!(backend, None, |port| {
-            floor::meet_floor(&port, container, profile, &options)
-                .await
-                .map_err(|error| floor_failure(error, profile))
-        })
-    })?;
+    let met = floor::meet_floor(port, container, profile, &options())
+        .await
+        .map_err(|error| floor_failure(error, profile))?;
     if let Some(chosen) = &met.chosen {
         eprintln!(
             "agentc: isolation: {} under runtime {} (security.isolation.min = {}, prefer {})",
@@ -374,8 +387,8 @@ pub fn execute(spec: &LaunchSpec, backend: BackendArg, pull: bool) -> Result<u8,
 }
 
 /// [`execute`], with the launch's container as [`meet_floor`] already returned it for this
-/// `backend` (`placed`: the pool claim of `agentc run` met the floor first), so that the
-/// engine is asked once per launch; `None` meets it here. The launch is written once over the
+/// `backend` (`placed`: `agentc pool fill` met the floor once for all its members), so that
+/// the engine is asked once per launch; `None` meets it here. The launch is written once over the
 /// engine port ([`agentc_engine::launch::launch`]); `backend` chooses the port.
 pub fn execute_placed(
     spec: &LaunchSpec,
@@ -390,21 +403,28 @@ pub fn execute_placed(
         Some(placed) => placed,
         None => meet_floor(container, &spec.profile, backend)?,
     };
-    let container = &placed;
-    let env = process_env();
+    let own = placed.name.as_deref();
+    runtime()?.block_on(async {
+        over_port!(backend, own, |port| launch_placed_on(&port, &placed, pull)
+            .await)
+    })
+}
+
+/// The launch of `placed` (a container with its isolation floor met) over `port`, as
+/// [`execute_placed`] makes it: secrets from the process environment, the egress proxy an
+/// image of this binary, the terminal this process has.
+pub async fn launch_placed_on<P: EnginePort>(
+    port: &P,
+    placed: &ContainerSpec,
+    pull: bool,
+) -> Result<u8, Failure> {
     let options = agentc_engine::launch::LaunchOptions {
         pull,
         terminal: std::io::stdin().is_terminal(),
         // The egress proxy is an image of this binary.
         proxy_executable: ProxyExecutable::running(),
     };
-    let own = container.name.as_deref();
-    runtime()?.block_on(async {
-        over_port!(backend, own, |port| launch_over(
-            &port, container, &env, &options
-        )
-        .await)
-    })
+    launch_over(port, placed, &process_env(), &options).await
 }
 
 /// [`agentc_engine::launch::launch`] over `port`, SIGINT and SIGTERM listened to from

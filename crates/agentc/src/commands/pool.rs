@@ -27,8 +27,7 @@ use agentc_policy::{Action, ContainerSpec, Instance, LaunchSpec, LoadedProfile, 
 use futures_util::FutureExt;
 
 use crate::cli::{
-    BackendArg, KindArg, LaunchArgs, PoolCommand, PoolDrainArgs, PoolFillArgs, PoolFormat,
-    PoolLsArgs, PoolMode,
+    KindArg, LaunchArgs, PoolCommand, PoolDrainArgs, PoolFillArgs, PoolFormat, PoolLsArgs, PoolMode,
 };
 use crate::commands::session::{
     is_profile_path, on_client, run_exec, session_failure, OnClient, Signals,
@@ -325,30 +324,23 @@ pub struct ClaimRequest<'a> {
     pub spec: &'a LaunchSpec,
     /// `--pool`.
     pub mode: PoolMode,
-    /// `--backend`.
-    pub backend: BackendArg,
     /// `--name`: a member cannot take it (its egress companion is named after the member),
     /// so a named run starts cold.
     pub name: Option<String>,
 }
 
-/// What [`try_claim`] found.
-pub enum Claimed {
-    /// A warm member served the launch: its exit status.
-    Warm(u8),
-    /// The launch starts cold; with the launch's container as [`launch::meet_floor`]
-    /// returned it when the claim met the floor (`None` with `--pool off`), for
-    /// [`launch::execute_placed`].
-    Cold(Option<Box<ContainerSpec>>),
-}
-
-/// The claim of `agentc run`: [`Claimed::Warm`] when a warm member served the launch,
-/// [`Claimed::Cold`] when it starts cold (said on stderr when the profile has a pool, or with
-/// `--pool require`, which fails instead with exit 65 and a hint). The claim is the library's
+/// The claim of `agentc run` over `client` (the launch's own engine port), for the launch
+/// whose container the isolation floor placed (`placed`): `Some(status)` when a warm member
+/// served it, `None` when it starts cold (said on stderr when the profile has a pool; with
+/// `--pool require` a failure instead, exit 65 with a hint). The claim is the library's
 /// ([`warm::claim_launch`]); this prints what it found and runs the command.
-pub fn try_claim(request: ClaimRequest<'_>) -> Result<Claimed, Failure> {
+pub async fn claim_on<P: SessionPort>(
+    client: &Sandboxes<P>,
+    request: ClaimRequest<'_>,
+    placed: &ContainerSpec,
+) -> Result<Option<u8>, Failure> {
     if request.mode == PoolMode::Off {
-        return Ok(Claimed::Cold(None));
+        return Ok(None);
     }
     let base = detached_launch(
         request.loaded,
@@ -358,26 +350,12 @@ pub fn try_claim(request: ClaimRequest<'_>) -> Result<Claimed, Failure> {
         request.overrides,
         Start::Detached,
     )?;
-    let backend = request.backend;
-    // The floor of the claim's own launch (the runtime it chooses is the profile's, the same
-    // for `base`): the pool key's runtime, and the cold launch's container.
-    let placed = launch::meet_floor(
-        launch::container_of(request.spec)?,
-        &request.spec.profile,
-        backend,
-    )?;
-    let warm = on_client(
-        backend,
-        ClaimJob {
-            request,
-            base: &base,
-            placed: &placed,
-        },
-    )?;
-    Ok(match warm {
-        Some(status) => Claimed::Warm(status),
-        None => Claimed::Cold(Some(Box::new(placed))),
-    })
+    let job = ClaimJob {
+        request,
+        base: &base,
+        placed,
+    };
+    job.run(client).await
 }
 
 struct ClaimJob<'a> {
@@ -468,12 +446,14 @@ impl OnClient for ClaimJob<'_> {
         }
         let container = launch::container_of(self.request.spec)?;
         if container.detach {
-            // The launch's command in the background, its output in the container's logs.
-            warm::start_detached(client, &claimed)
-                .await
-                .map_err(session_failure)?;
+            // What is printed of it first: the exec's attach takes its connection to the Engine
+            // API for itself, so a request after it would open another.
             let inspect = client
                 .inspect(&member.sandbox)
+                .await
+                .map_err(session_failure)?;
+            // The launch's command in the background, its output in the container's logs.
+            warm::start_detached(client, &claimed)
                 .await
                 .map_err(session_failure)?;
             launch::print_started(&inspect, &container.network);

@@ -5,6 +5,9 @@ use std::io::IsTerminal;
 
 use agentc_policy::{Action, Instance, LaunchSpec, LoadedProfile, Start};
 
+use agentc_egress::image::ProxyExecutable;
+use agentc_engine::session::Sandboxes;
+
 use crate::cli::{BackendArg, KindArg, LaunchArgs, RunArgs};
 use crate::commands::launch;
 use crate::context::{self, Failure, EXIT_DOCKER};
@@ -80,33 +83,39 @@ pub fn run(mut args: RunArgs) -> Result<u8, Failure> {
     })
 }
 
-/// The one launch of `agentc run`: a warm claim where a pool of the spec's key has a member,
-/// else a cold launch at the isolation floor.
+/// The one launch of `agentc run`, over one engine port (one connection through the Engine
+/// API): the isolation floor met, then a warm claim where a pool of the spec's key has a
+/// member, else a cold launch of the container the floor placed.
 fn launch_one(
     args: &RunArgs,
     launch_args: &LaunchArgs,
     loaded: &LoadedProfile,
     spec: &LaunchSpec,
 ) -> Result<u8, Failure> {
-    let mut placed = None;
-    if args.count == 1 {
-        let claimed = super::pool::try_claim(super::pool::ClaimRequest {
-            loaded,
-            profile: &launch_args.profile,
-            image: launch_args.image.clone(),
-            overrides: &launch_args.overrides,
-            spec,
-            mode: args.pool,
-            backend: args.backend,
-            name: args.name.clone(),
-        })?;
-        match claimed {
-            super::pool::Claimed::Warm(status) => return Ok(status),
-            // The floor the claim met, not asked of the engine again.
-            super::pool::Claimed::Cold(met) => placed = met.map(|met| *met),
-        }
-    }
-    launch::execute_placed(spec, placed, args.backend, args.pull)
+    let container = launch::container_of(spec)?;
+    let own = container.name.as_deref();
+    launch::runtime()?.block_on(async {
+        launch::over_port!(args.backend, own, |port| {
+            // The floor, met once: the pool key's runtime, and the cold launch's container.
+            let placed = launch::meet_floor_on(&port, container, &spec.profile).await?;
+            let client = Sandboxes::over(port, launch::process_env())
+                .with_proxy_executable(ProxyExecutable::running());
+            let request = super::pool::ClaimRequest {
+                loaded,
+                profile: &launch_args.profile,
+                image: launch_args.image.clone(),
+                overrides: &launch_args.overrides,
+                spec,
+                mode: args.pool,
+                name: args.name.clone(),
+            };
+            if let Some(status) = super::pool::claim_on(&client, request, &placed).await? {
+                return Ok(status);
+            }
+            super::host_ports::check_free(container, &spec.origins, launch::engine_is_remote())?;
+            launch::launch_placed_on(client.port(), &placed, args.pull).await
+        })
+    })
 }
 
 /// A launch that failed because the preset's own image is missing (`claude-code:latest`, not

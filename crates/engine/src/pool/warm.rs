@@ -119,13 +119,18 @@ pub async fn claim_launch<C: SandboxClient>(
 ) -> Result<WarmStart, SessionError> {
     let profile = &claim.spec.profile;
     // The members' list and the image's inspect (its ID is part of the key) do not depend on
-    // each other: asked at once (two `docker` processes side by side through the CLI backend),
-    // the claim waits for the slower, not for both. The key's fingerprints come after.
-    let (listed, keyed) = futures_util::future::join(
-        members(client, Some(profile)),
-        Pool::placed(client, claim.base, claim.placed, claim.env, &[]),
-    )
-    .await;
+    // each other: through the command line they are asked at once (two `docker` processes side
+    // by side), so the claim waits for the slower, not for both; through the Engine API one
+    // after the other, over the one connection the launch uses (a request there takes about a
+    // millisecond, a second connection as long). The key's fingerprints come after.
+    let listing = members(client, Some(profile));
+    let keying = Pool::placed(client, claim.base, claim.placed, claim.env, &[]);
+    let (listed, keyed) = if client.backend() == "cli" {
+        futures_util::future::join(listing, keying).await
+    } else {
+        let listed = listing.await;
+        (listed, keying.await)
+    };
     let found = match listed {
         Ok(found) => found,
         Err(error) => {
