@@ -46,8 +46,9 @@ pub fn classify_probe(host_version: &str, seen: &str) -> IsolationTier {
 pub struct FloorOptions {
     /// The proofs' file ([`cache::location`]); `None` probes every time.
     pub cache: Option<PathBuf>,
-    /// The agentc executable the probe's image is made of.
-    pub proxy: ProxyExecutable,
+    /// The agentc executable the probe's image is made of; `None` (a library caller that named
+    /// none and has none on its `PATH`): the probe runs in the launch's own image instead.
+    pub proxy: Option<ProxyExecutable>,
     /// This machine's kernel (`/proc/version`), which a container's probe sees too.
     pub host_kernel: String,
     /// Whether the engine runs on this machine (a runtime's program then identifies it).
@@ -69,7 +70,7 @@ impl FloorOptions {
             .is_none_or(|host| host.is_empty() || host.starts_with("unix://"));
         FloorOptions {
             cache: cache::location(|name| env.get(name).cloned()),
-            proxy,
+            proxy: Some(proxy),
             host_kernel: std::fs::read_to_string("/proc/version").unwrap_or_default(),
             local,
             search: env.get("PATH").cloned(),
@@ -239,7 +240,7 @@ async fn detect<P: EnginePort>(
             });
             continue;
         }
-        let runtime = match probe::probe(port, name, image, profile, &options.proxy).await {
+        let runtime = match probe::probe(port, name, image, profile, options.proxy.as_ref()).await {
             Ok(seen) => DetectedRuntime {
                 name: name.clone(),
                 tier: Some(classify_probe(&options.host_kernel, &seen)),

@@ -58,11 +58,14 @@ pub async fn probe<P: EnginePort>(
     runtime: &str,
     image: &str,
     profile: &str,
-    proxy: &ProxyExecutable,
+    proxy: Option<&ProxyExecutable>,
 ) -> Result<String, String> {
-    let own = crate::companion::own_proxy_image(port, proxy)
-        .await
-        .map_err(|error| error.to_string());
+    let own = match proxy {
+        Some(proxy) => crate::companion::own_proxy_image(port, proxy)
+            .await
+            .map_err(|error| error.to_string()),
+        None => Err("no agentc executable was named or found".to_string()),
+    };
     let (image, entrypoint, args) = probe_command(own, image);
     let mut spec = ContainerSpec::empty(image);
     spec.entrypoint = Some(entrypoint);

@@ -64,7 +64,7 @@ fn floor(min: IsolationTier) -> ContainerSpec {
 fn options(cache: Option<&std::path::Path>) -> FloorOptions {
     FloorOptions {
         cache: cache.map(std::path::Path::to_path_buf),
-        proxy: ProxyExecutable::running(),
+        proxy: Some(ProxyExecutable::running()),
         host_kernel: HOST.to_string(),
         local: false,
         search: None,

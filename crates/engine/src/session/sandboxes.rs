@@ -149,6 +149,16 @@ impl<P: SessionPort> Sandboxes<P> {
         })
     }
 
+    /// The agentc executable an isolation probe's image is made of: the one named, else the
+    /// one found ([`ProxyExecutable::locate`]); never the calling program, which is no agentc.
+    /// `None`: the probe runs in the launch's own image.
+    fn probe_executable(&self) -> Option<ProxyExecutable> {
+        match &self.proxy_executable {
+            Some(named) => Some(named.clone()),
+            None => ProxyExecutable::locate(&self.env),
+        }
+    }
+
     /// The engine port it drives.
     pub fn port(&self) -> &P {
         &self.port
@@ -273,8 +283,9 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
                 chosen: None,
             });
         }
-        let proxy_executable = self.proxy_executable_for(container)?;
-        let floor = crate::isolation::FloorOptions::from_env(&self.env, proxy_executable);
+        let mut floor =
+            crate::isolation::FloorOptions::from_env(&self.env, ProxyExecutable::running());
+        floor.proxy = self.probe_executable();
         crate::isolation::meet_floor(&self.port, container, profile, &floor)
             .await
             .map_err(|error| match error {
@@ -636,5 +647,35 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
 
     async fn remove_companions(&self, workload: &str) -> Result<Vec<String>, SessionError> {
         Ok(crate::companion::remove_companions(&self.port, workload).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::MemoryEngine;
+
+    /// Regression: a library caller that named no agentc executable had its own program
+    /// imported as agentc's image for the isolation probe, which then ran the caller's `main`
+    /// with `egress-proxy kernel`.
+    #[test]
+    fn the_floors_probe_is_made_of_agentc_never_of_the_calling_program() {
+        let env = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(key, value)| (key.to_string(), value.to_string()))
+                .collect()
+        };
+        let client = |env: BTreeMap<String, String>| Sandboxes::over(MemoryEngine::default(), env);
+        assert_eq!(
+            client(env(&[("PATH", "/nonexistent")])).probe_executable(),
+            None
+        );
+        let variable = env(&[(ProxyExecutable::VARIABLE, "/opt/agentc")]);
+        let found = client(variable).probe_executable().expect("the variable's");
+        assert_eq!(found.path(), Path::new("/opt/agentc"));
+        let named = client(env(&[])).with_proxy_executable(ProxyExecutable::new("/usr/bin/agentc"));
+        let named = named.probe_executable().expect("the one named");
+        assert_eq!(named.path(), Path::new("/usr/bin/agentc"));
     }
 }
