@@ -655,9 +655,11 @@ mod tests {
     use super::*;
     use crate::memory::MemoryEngine;
 
-    /// Regression: a library caller that named no agentc executable had its own program
-    /// imported as agentc's image for the isolation probe, which then ran the caller's `main`
-    /// with `egress-proxy kernel`.
+    /// A library caller that names no agentc executable gets the isolation probe made of the
+    /// agentc it has (its variable, its `PATH`), as its proxies are; before, the probe was
+    /// made of the calling program, which no agentc image can be made of (it lacks agentc's
+    /// mark), so it always fell back to the launch's own image (which needs `sh`, `cat` and
+    /// `dmesg`).
     #[test]
     fn the_floors_probe_is_made_of_agentc_never_of_the_calling_program() {
         let env = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
