@@ -40,6 +40,10 @@ pub enum Refusal {
     /// A network's subnet overlaps another network's (docker: `Pool overlaps with other one
     /// on this address space`): an isolated network moves to another subnet.
     SubnetTaken,
+    /// The connection to the engine broke mid-operation (`error during connect`, `connection
+    /// reset`, an `EOF`, or a socket it may not use: `permission denied while trying to
+    /// connect`).
+    ConnectionLost,
 }
 
 /// The refusal `message` (an engine's stderr, or the daemon's message in it) states, if it is
@@ -93,6 +97,14 @@ pub fn refusal(message: &str) -> Option<Refusal> {
             ],
         ),
         (Refusal::SubnetTaken, &["overlaps"]),
+        (
+            Refusal::ConnectionLost,
+            &[
+                "error during connect",
+                "permission denied while trying to connect",
+                "connection reset",
+            ],
+        ),
     ];
     let lower = message.to_ascii_lowercase();
     let found = WORDINGS
@@ -100,10 +112,13 @@ pub fn refusal(message: &str) -> Option<Refusal> {
         .find(|(_, words)| words.iter().any(|word| lower.contains(word)))
         .map(|(refusal, _)| *refusal);
     // Docker's `network rm`/`inspect` of a missing network: `network NAME not found`.
-    found.or_else(|| {
-        (lower.contains("network ") && lower.contains(" not found"))
-            .then_some(Refusal::NoSuchNetwork)
-    })
+    found
+        .or_else(|| {
+            (lower.contains("network ") && lower.contains(" not found"))
+                .then_some(Refusal::NoSuchNetwork)
+        })
+        // A stream cut short: `EOF`, `unexpected EOF` (in capitals, so no word is taken for it).
+        .or_else(|| message.contains("EOF").then_some(Refusal::ConnectionLost))
 }
 
 /// The engine's own message from the command line's stderr: without `docker: `, `Error
@@ -177,6 +192,13 @@ mod tests {
                 Some(Refusal::NotRunning),
             ),
             ("Error response from daemon: conflict", None),
+            (
+                "error during connect: Get \"http://%2Fvar%2Frun%2Fdocker.sock/v1.41/containers/json\": EOF",
+                Some(Refusal::ConnectionLost),
+            ),
+            ("read unix @->/var/run/docker.sock: read: connection reset by peer", Some(Refusal::ConnectionLost)),
+            ("unexpected EOF", Some(Refusal::ConnectionLost)),
+            ("the profile thereof", None),
             (
                 "Error response from daemon: conflict: unable to delete 0123abcd (must be forced) - image is being used by stopped container 4567ef",
                 Some(Refusal::UsedByContainer),

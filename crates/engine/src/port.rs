@@ -99,7 +99,7 @@ impl EngineError {
                 | Refusal::UsedByContainer,
             ) => EngineErrorKind::Conflict,
             Some(Refusal::Unreachable) => EngineErrorKind::Unavailable,
-            Some(Refusal::SubnetTaken) | None => EngineErrorKind::Failed,
+            Some(Refusal::SubnetTaken | Refusal::ConnectionLost) | None => EngineErrorKind::Failed,
         };
         EngineError {
             kind,

@@ -68,28 +68,17 @@ pub fn engine_failure(engine: Engine, step: &'static str, error: EngineError) ->
             step,
             message,
         },
-        _ => {
-            let lost = [
-                "error during connect",
-                "permission denied while trying to connect",
-                "connection reset",
-                "EOF",
-            ];
-            if lost.iter().any(|sign| message.contains(sign)) {
-                ExecError::ConnectionLost {
-                    engine,
-                    step,
-                    message,
-                }
-            } else {
-                ExecError::Refused {
-                    engine,
-                    step,
-                    message,
-                    refusal: error.refusal(),
-                }
-            }
-        }
+        _ if error.refusal() == Some(Refusal::ConnectionLost) => ExecError::ConnectionLost {
+            engine,
+            step,
+            message,
+        },
+        _ => ExecError::Refused {
+            engine,
+            step,
+            message,
+            refusal: error.refusal(),
+        },
     })
 }
 
@@ -654,6 +643,33 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
 mod tests {
     use super::*;
     use crate::memory::MemoryEngine;
+
+    #[test]
+    fn a_session_failure_keeps_the_refusal_the_port_classified() {
+        let failure = |text: &str| {
+            engine_failure(
+                Engine::Docker,
+                "run a command",
+                EngineError::from_text(text),
+            )
+        };
+        let lost = failure("error during connect: Get \"http://docker/v1.41/_ping\": EOF");
+        assert!(
+            matches!(&lost, SessionError::Launch(ExecError::ConnectionLost { step, .. }) if *step == "run a command"),
+            "{lost}"
+        );
+        let used = failure("Error response from daemon: conflict: unable to delete abc (must be forced) - image is being used by stopped container def");
+        assert!(
+            matches!(
+                &used,
+                SessionError::Launch(ExecError::Refused {
+                    refusal: Some(Refusal::UsedByContainer),
+                    ..
+                })
+            ),
+            "{used}"
+        );
+    }
 
     /// A library caller that names no agentc executable gets the isolation probe made of the
     /// agentc it has (its variable, its `PATH`), as its proxies are; before, the probe was
