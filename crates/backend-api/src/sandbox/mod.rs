@@ -109,45 +109,16 @@ impl ApiPort {
         ),
         SessionError,
     > {
-        request.check()?;
-        let env = resolve_vars(&request.env, env)?;
-        let options = CreateExecOptions {
-            attach_stdin: Some(attach_stdin),
-            attach_stdout: Some(true),
-            attach_stderr: Some(true),
-            tty: Some(request.tty),
-            env: Some(env).filter(|env| !env.is_empty()),
-            cmd: Some(request.command.clone()),
-            user: request.user.clone(),
-            working_dir: request.workdir.clone(),
-            ..Default::default()
-        };
-        let created = match self.docker.create_exec(&sandbox.id, options).await {
-            Ok(created) => created,
-            // Podman answers 500 `container state improper`, in its own words.
-            Err(error)
-                if status(&error) == Some(409)
-                    || agentc_engine::daemon_text::is_not_running(&error.to_string()) =>
-            {
-                return Err(SessionError::NotRunning {
-                    name: sandbox.name.clone(),
-                })
-            }
-            Err(error) if is_not_found(&error) => {
-                return Err(ExecError::NoSuchContainer {
-                    name: sandbox.name.clone(),
-                }
-                .into())
-            }
-            Err(error) => return Err(session_error(self.engine, "create the exec", error)),
-        };
+        let id = self
+            .create_exec(sandbox, request, env, attach_stdin, true)
+            .await?;
         let start = StartExecOptions {
             detach: false,
             tty: request.tty,
             output_capacity: Some(256 * 1024),
         };
-        match self.docker.start_exec(&created.id, Some(start)).await {
-            Ok(StartExecResults::Attached { output, input }) => Ok((output, input, created.id)),
+        match self.docker.start_exec(&id, Some(start)).await {
+            Ok(StartExecResults::Attached { output, input }) => Ok((output, input, id)),
             Ok(StartExecResults::Detached) => Err(ExecError::ConnectionLost {
                 engine: self.engine,
                 step: "start the exec",
@@ -158,6 +129,48 @@ impl ApiPort {
                 name: sandbox.name.clone(),
             }),
             Err(error) => Err(session_error(self.engine, "start the exec", error)),
+        }
+    }
+
+    /// Creates the exec of `request` (stdin attached with `attach_stdin`, its output with
+    /// `attach_output`); returns its ID.
+    async fn create_exec(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+        env: &BTreeMap<String, String>,
+        attach_stdin: bool,
+        attach_output: bool,
+    ) -> Result<String, SessionError> {
+        request.check()?;
+        let env = resolve_vars(&request.env, env)?;
+        let options = CreateExecOptions {
+            attach_stdin: Some(attach_stdin),
+            attach_stdout: Some(attach_output),
+            attach_stderr: Some(attach_output),
+            tty: Some(request.tty),
+            env: Some(env).filter(|env| !env.is_empty()),
+            cmd: Some(request.command.clone()),
+            user: request.user.clone(),
+            working_dir: request.workdir.clone(),
+            ..Default::default()
+        };
+        match self.docker.create_exec(&sandbox.id, options).await {
+            Ok(created) => Ok(created.id),
+            // Podman answers 500 `container state improper`, in its own words.
+            Err(error)
+                if status(&error) == Some(409)
+                    || agentc_engine::daemon_text::is_not_running(&error.to_string()) =>
+            {
+                Err(SessionError::NotRunning {
+                    name: sandbox.name.clone(),
+                })
+            }
+            Err(error) if is_not_found(&error) => Err(ExecError::NoSuchContainer {
+                name: sandbox.name.clone(),
+            }
+            .into()),
+            Err(error) => Err(session_error(self.engine, "create the exec", error)),
         }
     }
 
@@ -358,6 +371,29 @@ pub(crate) fn no_memory() -> SessionError {
 }
 
 impl SessionPort for ApiPort {
+    async fn exec_detached(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+        env: &BTreeMap<String, String>,
+    ) -> Result<(), SessionError> {
+        let id = self
+            .create_exec(sandbox, request, env, false, false)
+            .await?;
+        let start = StartExecOptions {
+            detach: true,
+            tty: request.tty,
+            output_capacity: None,
+        };
+        match self.docker.start_exec(&id, Some(start)).await {
+            Ok(_) => Ok(()),
+            Err(error) if status(&error) == Some(409) => Err(SessionError::NotRunning {
+                name: sandbox.name.clone(),
+            }),
+            Err(error) => Err(session_error(self.engine, "start the command", error)),
+        }
+    }
+
     async fn exec(
         &self,
         sandbox: &Sandbox,

@@ -194,12 +194,34 @@ impl CliPort {
         interactive: bool,
         inherit_output: bool,
     ) -> Result<Child, SessionError> {
+        let interactive: &[&str] = if interactive { &["--interactive"] } else { &[] };
+        let args = self.exec_args(sandbox, request, env, interactive)?;
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut command = self.session_command(&refs, env);
+        command.stdin(stdin);
+        if inherit_output {
+            command.stdout(Stdio::inherit()).stderr(Stdio::inherit());
+        } else {
+            command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
+        command
+            .spawn()
+            .map_err(|source| self.cannot_run_docker(source))
+    }
+
+    /// The argv of `docker exec` for `request` with `flags` first; it holds no secret value (a
+    /// secret is `--env=NAME`, read by docker from its environment).
+    fn exec_args(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+        env: &BTreeMap<String, String>,
+        flags: &[&str],
+    ) -> Result<Vec<String>, SessionError> {
         request.check()?;
         resolve_vars(&request.env, env)?;
         let mut args: Vec<String> = vec!["exec".to_string()];
-        if interactive {
-            args.push("--interactive".to_string());
-        }
+        args.extend(flags.iter().map(|flag| flag.to_string()));
         if request.tty {
             args.push("--tty".to_string());
         }
@@ -225,17 +247,7 @@ impl CliPort {
         }
         args.push(sandbox.id.clone());
         args.extend(request.command.iter().cloned());
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut command = self.session_command(&refs, env);
-        command.stdin(stdin);
-        if inherit_output {
-            command.stdout(Stdio::inherit()).stderr(Stdio::inherit());
-        } else {
-            command.stdout(Stdio::piped()).stderr(Stdio::piped());
-        }
-        command
-            .spawn()
-            .map_err(|source| self.cannot_run_docker(source))
+        Ok(args)
     }
 
     /// Waits for an exec's docker, handing its piped output to `output`; docker's own
@@ -397,6 +409,32 @@ impl CliPort {
 impl SessionPort for CliPort {
     fn in_env(self, env: &BTreeMap<String, String>) -> CliPort {
         CliPort::in_env(self, env)
+    }
+
+    async fn exec_detached(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+        env: &BTreeMap<String, String>,
+    ) -> Result<(), SessionError> {
+        let args = self.exec_args(sandbox, request, env, &["--detach"])?;
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = self
+            .session_command(&refs, env)
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .map_err(|source| self.cannot_run_docker(source))?;
+        if output.status.success() {
+            return Ok(());
+        }
+        let error = EngineError::from_text(daemon_message(&output.stderr));
+        if error.refusal() == Some(Refusal::NotRunning) {
+            return Err(SessionError::NotRunning {
+                name: sandbox.name.clone(),
+            });
+        }
+        Err(engine_failure(self.engine, "start the command", error))
     }
 
     async fn exec(

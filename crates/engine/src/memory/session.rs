@@ -60,6 +60,16 @@ impl MemoryEngine {
 }
 
 impl SessionPort for MemoryEngine {
+    async fn exec_detached(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+        _env: &BTreeMap<String, String>,
+    ) -> Result<(), SessionError> {
+        self.session_exec(sandbox, request, &mut crate::session::Captured::default())
+            .map(|_| ())
+    }
+
     async fn exec(
         &self,
         sandbox: &Sandbox,

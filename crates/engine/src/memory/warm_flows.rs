@@ -11,6 +11,7 @@ use agentc_policy::{Action, Instance, LaunchKind, LaunchSpec, ResolveInputs, Sta
 use super::{block_on, MemoryEngine};
 use crate::pool::warm::{claim_launch, start_detached, Cold, LaunchClaim, WarmStart};
 use crate::pool::{fill, members, Pool};
+use crate::port::{EngineError, EngineErrorKind};
 use crate::session::{SandboxClient, Sandboxes, SessionError};
 
 const IMAGE: &str = "busybox:memory";
@@ -202,9 +203,11 @@ fn a_launch_claims_a_member_or_says_why_it_starts_cold() {
     let WarmStart::Claimed(second) = found else {
         panic!("{found:?}")
     };
-    let script = "sh -c if [ -w /proc/1/fd/1 ]; then \"$@\" </dev/null >/proc/1/fd/1 \
-                  2>/proc/1/fd/2 & else \"$@\" </dev/null >/dev/null 2>&1 & fi sh sleep 600";
-    client.port().set_exec(script, 127, "");
+    let missing = EngineError::new(
+        EngineErrorKind::Failed,
+        "exec: \"sh\": executable file not found",
+    );
+    client.port().fail_operation("exec", missing);
     let refused = block_on(start_detached(&client, &second)).expect_err("not started");
     assert!(
         matches!(&refused, SessionError::NotStarted { name, .. } if *name == second.member.sandbox.name),

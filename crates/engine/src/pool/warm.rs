@@ -207,8 +207,9 @@ pub async fn claim_launch<C: SandboxClient>(
 }
 
 /// Starts the launch's command in the member `claimed` in the background, its output in the
-/// member's logs (as a detached launch's is), its secrets passed by name; a command that
-/// does not start removes the member ([`SessionError::NotStarted`]).
+/// member's logs (as a detached launch's is), its secrets passed by name, through a detached
+/// exec ([`SandboxClient::exec_detached`]: through the Engine API no stream takes a connection);
+/// a command the engine does not start removes the member ([`SessionError::NotStarted`]).
 pub async fn start_detached<C: SandboxClient>(
     client: &C,
     claimed: &Claimed,
@@ -217,8 +218,8 @@ pub async fn start_detached<C: SandboxClient>(
         [
             "sh",
             "-c",
-            "if [ -w /proc/1/fd/1 ]; then \"$@\" </dev/null >/proc/1/fd/1 2>/proc/1/fd/2 & \
-             else \"$@\" </dev/null >/dev/null 2>&1 & fi",
+            "if [ -w /proc/1/fd/1 ]; then exec \"$@\" </dev/null >/proc/1/fd/1 2>/proc/1/fd/2; \
+             else exec \"$@\" </dev/null >/dev/null 2>&1; fi",
             "sh",
         ]
         .into_iter()
@@ -227,13 +228,12 @@ pub async fn start_detached<C: SandboxClient>(
     );
     exec.env = claimed.secrets.clone();
     let sandbox = &claimed.member.sandbox;
-    let output = client.exec_output(sandbox, &exec).await?;
-    if output.exit_code == 0 {
+    let Err(error) = client.exec_detached(sandbox, &exec).await else {
         return Ok(());
-    }
+    };
     let _ = discard(client, &claimed.member).await;
     Err(SessionError::NotStarted {
         name: sandbox.name.clone(),
-        message: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+        message: error.to_string(),
     })
 }

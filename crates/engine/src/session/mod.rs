@@ -153,6 +153,16 @@ pub trait SandboxClient: Send + Sync {
         sandbox: &Sandbox,
     ) -> impl Future<Output = Result<ContainerInspectResponse, SessionError>> + Send;
 
+    /// Starts a command in a running sandbox without attaching to it or waiting for its end
+    /// (`docker exec --detach`): its output goes nowhere unless the command sends it somewhere
+    /// (`pool::warm::start_detached` sends it to the container's logs). Through the Engine API
+    /// no stream takes a connection, so the client's one connection serves what follows.
+    fn exec_detached(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+    ) -> impl Future<Output = Result<(), SessionError>> + Send;
+
     /// Runs a command in the running sandbox, its output handed to `output` as it arrives,
     /// and returns its exit code.
     fn exec(

@@ -40,6 +40,17 @@ pub trait SessionPort: EnginePort {
         output: &mut dyn OutputSink,
     ) -> impl Future<Output = Result<i64, SessionError>> + Send;
 
+    /// Starts `request` in the running sandbox (its secrets read from `env` by name) without
+    /// attaching to it or waiting for its end ([`SandboxClient::exec_detached`](super::SandboxClient::exec_detached)):
+    /// `docker exec --detach`. An exec the engine does not start (the container not running,
+    /// the program missing) is the error.
+    fn exec_detached(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+        env: &BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<(), SessionError>> + Send;
+
     /// Writes the container's logs to `output` ([`SandboxClient::logs`](super::SandboxClient::logs)).
     fn follow_logs(
         &self,

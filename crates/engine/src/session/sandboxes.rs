@@ -334,6 +334,15 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
         Ok(inspect)
     }
 
+    async fn exec_detached(
+        &self,
+        sandbox: &Sandbox,
+        request: &ExecRequest,
+    ) -> Result<(), SessionError> {
+        let started = self.port.exec_detached(sandbox, request, &self.env).await;
+        self.paused_or(sandbox, started).await
+    }
+
     async fn exec(
         &self,
         sandbox: &Sandbox,
