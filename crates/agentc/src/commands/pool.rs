@@ -310,7 +310,7 @@ fn drain(args: PoolDrainArgs) -> Result<u8, Failure> {
     }
 }
 
-/// What `agentc run` hands [`try_claim`].
+/// What `agentc run` hands [`claim_on`].
 pub struct ClaimRequest<'a> {
     /// The loaded profile.
     pub loaded: &'a LoadedProfile,

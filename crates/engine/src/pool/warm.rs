@@ -108,9 +108,9 @@ impl std::fmt::Debug for LaunchClaim<'_> {
 }
 
 /// Claims an idle member of the launch's pool for `claim.spec`: the profile's members and the
-/// pool key ([`Pool::placed`] of `claim.base` under `claim.placed`'s runtime) asked at once;
-/// then the launch checked (poolable, unnamed, its required secrets set in `claim.env`), the
-/// stale members removed and one member renamed ([`claim`]). A member that has no command to
+/// pool key ([`Pool::placed`] of `claim.base` under `claim.placed`'s runtime) asked; then the
+/// launch checked (poolable, unnamed, its required secrets set in `claim.env`), the stale
+/// members removed and one member renamed ([`super::claim`]). A member that has no command to
 /// run is removed again. A required secret missing from `claim.env` is the error a cold launch
 /// would meet ([`ExecError::MissingSecret`]).
 pub async fn claim_launch<C: SandboxClient>(
