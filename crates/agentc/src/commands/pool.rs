@@ -4,8 +4,9 @@
 //! (through [`launch::execute`], its egress companion included), made a member by
 //! [`agentc_policy::pool::member_spec`]: named `agentc-pool-PROFILE-RANDOM`, labelled with
 //! the pool key, idling instead of running the launch's command. A claim renames an idle
-//! member of the launch's key and runs the launch's command in it through exec
-//! ([`agentc_engine::pool`], written once over [`SandboxClient`]).
+//! member of the launch's key and runs the launch's command in it through exec: the library's
+//! ([`agentc_engine::pool::warm::claim_launch`], written once over [`SandboxClient`]); this
+//! module prints what it found and runs an attached command on the terminal.
 //!
 //! The keys a member's egress proxy holds are read at fill, from the filler's environment:
 //! the member carries their fingerprints under the user's own key ([`pool_secret`]), and a
