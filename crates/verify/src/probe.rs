@@ -178,8 +178,7 @@ pub async fn verify_on<P: EnginePort>(
     spec: &LaunchSpec,
     inputs: &VerifyInputs<'_>,
 ) -> Result<Vec<Check>, VerifyError> {
-    let container = container_of(spec)?;
-    require_probe_room(&spec.profile, container.resources.pids_limit)?;
+    let container = verifiable(spec)?;
     let options = agentc_engine::isolation::FloorOptions::from_env(
         inputs.env,
         inputs.proxy_executable.clone(),
@@ -191,16 +190,21 @@ pub async fn verify_on<P: EnginePort>(
     verify_placed(port, spec, &placed, inputs).await
 }
 
-/// The container launch of a spec; a build is refused.
-pub fn container_of(spec: &LaunchSpec) -> Result<&ContainerSpec, VerifyError> {
-    match &spec.action {
-        Action::Container(container) => Ok(container),
-        Action::Build(_) => Err(VerifyError::Unverifiable(format!(
-            "profile {:?}: a {} launch builds an image and starts no container\n  hint: use `agentc build`",
-            spec.profile,
-            spec.kind.as_str()
-        ))),
-    }
+/// The container launch of a spec the probe can observe, refused before anything is created:
+/// a build, or a pids limit that leaves the probe no room to fork.
+pub fn verifiable(spec: &LaunchSpec) -> Result<&ContainerSpec, VerifyError> {
+    let container = match &spec.action {
+        Action::Container(container) => container,
+        Action::Build(_) => {
+            return Err(VerifyError::Unverifiable(format!(
+                "profile {:?}: a {} launch builds an image and starts no container\n  hint: use `agentc build`",
+                spec.profile,
+                spec.kind.as_str()
+            )))
+        }
+    };
+    require_probe_room(&spec.profile, container.resources.pids_limit)?;
+    Ok(container)
 }
 
 /// A floor not met: the refusal naming what the engine has (exit 65), or the engine's failure.

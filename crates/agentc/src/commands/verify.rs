@@ -59,10 +59,10 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
     Ok(report(args.format, &spec.profile, &checks))
 }
 
-/// Verifies one resolved container launch through `backend`, as `agentc verify` does: the
-/// isolation floor met as `agentc run` meets it (and said on stderr), then
-/// [`agentc_verify::verify_placed`] over the backend's engine port, pulling first with `pull`
-/// and saying so on stderr.
+/// Verifies one resolved container launch through `backend`, as `agentc verify` does: refused
+/// first when the probe cannot observe it, then over the backend's engine port the isolation
+/// floor met as `agentc run` meets it (and said on stderr) and
+/// [`agentc_verify::verify_placed`], pulling first with `pull` and saying so on stderr.
 pub fn verify_launch(
     spec: &LaunchSpec,
     backend: BackendArg,
@@ -71,8 +71,7 @@ pub fn verify_launch(
     egress_probe: &EgressProbe,
     proxy_executable: &ProxyExecutable,
 ) -> Result<Vec<Check>, Failure> {
-    let container = verify::probe::container_of(spec).map_err(failure)?;
-    let placed = launch::meet_floor(container, &spec.profile, backend)?;
+    let container = verify::probe::verifiable(spec).map_err(failure)?;
     let inputs = VerifyInputs {
         pull,
         egress_probe,
@@ -81,6 +80,8 @@ pub fn verify_launch(
     };
     launch::runtime()?.block_on(async {
         launch::over_port!(backend, None, |port| {
+            // The floor over the probe's own port: one connection for both.
+            let placed = launch::meet_floor_on(&port, container, &spec.profile).await?;
             verify::verify_placed(&port, spec, &placed, &inputs)
                 .await
                 .map_err(failure)

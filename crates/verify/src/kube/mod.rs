@@ -43,7 +43,7 @@ use super::check::Check;
 use super::egress::{egress_checks, EgressProbe};
 use super::error::VerifyError;
 use super::parse::parse_probe;
-use super::probe::{container_of, PROBE_SCRIPT};
+use super::probe::{verifiable, PROBE_SCRIPT};
 
 pub use compare::compare_pod;
 
@@ -154,19 +154,7 @@ pub fn prepare(
     })?;
     // What plays of killed verify processes left, before this one adds its own.
     reap::reap();
-    let container = container_of(spec)?;
-    if container
-        .resources
-        .pids_limit
-        .is_some_and(|limit| limit < super::PROBE_PIDS)
-    {
-        return Err(VerifyError::Probe(format!(
-            "profile {:?}: resources.pids_limit leaves the probe no process to run its \
-             commands (it needs {})",
-            spec.profile,
-            super::PROBE_PIDS
-        )));
-    }
+    verifiable(spec)?;
     let name = format!(
         "agentc-verify-{}-{}",
         std::process::id(),
