@@ -181,7 +181,7 @@ pub async fn verify_on<P: EnginePort>(
     let container = verifiable(spec)?;
     let options = agentc_engine::isolation::FloorOptions::from_env(
         inputs.env,
-        inputs.proxy_executable.clone(),
+        Some(inputs.proxy_executable.clone()),
     );
     let placed = agentc_engine::isolation::meet_floor(port, container, &spec.profile, &options)
         .await

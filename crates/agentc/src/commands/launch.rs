@@ -256,7 +256,7 @@ pub fn container_of(spec: &LaunchSpec) -> Result<&ContainerSpec, Failure> {
 /// The floor's options in this process: the cache under its environment (bypassed with
 /// `AGENTC_ISOLATION_CACHE=off`), the probe image made of this binary, this machine's kernel.
 fn options() -> FloorOptions {
-    let mut options = FloorOptions::from_env(&process_env(), ProxyExecutable::running());
+    let mut options = FloorOptions::from_env(&process_env(), Some(ProxyExecutable::running()));
     options.local = !engine_is_remote();
     options
 }

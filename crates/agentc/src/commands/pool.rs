@@ -18,7 +18,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 use agentc_engine::pool::warm::{self, Cold, LaunchClaim, WarmStart};
-use agentc_engine::pool::{self, Member, Pool};
+use agentc_engine::pool::{self, short_key, Member, Pool};
 use agentc_engine::session::{
     ExecRequest, ExecStdin, SandboxClient, Sandboxes, SessionError, SessionPort,
 };
@@ -94,11 +94,6 @@ fn secret_for(container: &ContainerSpec) -> Result<Vec<u8>, Failure> {
 
 /// Why a member was removed as stale, as fill and claim say it.
 const STALE: &str = "the profile, image, runtime or a credential's key changed, or it stopped";
-
-/// The first 12 characters of a key, as `pool ls` shows it.
-fn short(key: &str) -> &str {
-    &key[..key.len().min(12)]
-}
 
 /// Phase one of a fill: the pool (its key, [`Pool::placed`]), its stale members drained, and
 /// how many idle members of it there are.
@@ -203,7 +198,7 @@ fn fill(args: PoolFillArgs) -> Result<u8, Failure> {
         "agentc: pool of {} holds {} idle member(s) (key {})",
         loaded.profile.name,
         size.max(idle),
-        short(key)
+        short_key(key)
     );
     Ok(0)
 }
@@ -250,7 +245,7 @@ fn ls(args: PoolLsArgs) -> Result<u8, Failure> {
                     [
                         member.sandbox.name.clone(),
                         member.sandbox.profile.clone(),
-                        short(&member.key).to_string(),
+                        short_key(&member.key).to_string(),
                         state(member).to_string(),
                         member.state.clone(),
                     ]
@@ -401,12 +396,12 @@ impl ClaimJob<'_> {
         }
         Ok(None)
     }
-}
 
-impl OnClient for ClaimJob<'_> {
-    type Output = Option<u8>;
-
+    /// The claim over `client`, printed; the command run in the member claimed.
     async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<Option<u8>, Failure> {
+        // Listen before the claim renames a member: a signal then is never lost, and the
+        // member claimed is removed again.
+        let mut signals = Signals::new()?;
         let placed = self.placed;
         let secret = move || secret_for(placed).map_err(|failure| failure.message);
         let env = launch::process_env();
@@ -427,7 +422,6 @@ impl OnClient for ClaimJob<'_> {
             WarmStart::Cold { why, pooled } => return self.cold(&why, pooled),
             WarmStart::Claimed(claimed) => claimed,
         };
-        let mut signals = Signals::new()?;
         for name in &claimed.drained {
             eprintln!("agentc: removed stale pool member {name} ({STALE})");
         }

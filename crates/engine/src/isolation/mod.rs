@@ -60,17 +60,18 @@ pub struct FloorOptions {
 impl FloorOptions {
     /// The options of a caller whose environment is `env`: the cache under its
     /// `XDG_CACHE_HOME` or `HOME` (none with `AGENTC_ISOLATION_CACHE=off`), its `PATH`, this
-    /// machine's kernel, and a local engine unless `DOCKER_HOST` names another machine.
+    /// machine's kernel, a local engine unless `DOCKER_HOST` names another machine, and the
+    /// probe's image made of `proxy` ([`FloorOptions::proxy`]).
     pub fn from_env(
         env: &std::collections::BTreeMap<String, String>,
-        proxy: ProxyExecutable,
+        proxy: Option<ProxyExecutable>,
     ) -> FloorOptions {
         let local = env
             .get("DOCKER_HOST")
             .is_none_or(|host| host.is_empty() || host.starts_with("unix://"));
         FloorOptions {
             cache: cache::location(|name| env.get(name).cloned()),
-            proxy: Some(proxy),
+            proxy,
             host_kernel: std::fs::read_to_string("/proc/version").unwrap_or_default(),
             local,
             search: env.get("PATH").cloned(),

@@ -304,6 +304,16 @@ pub fn random_suffix() -> Result<String, SessionError> {
     Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
+/// Where a claim begins among the members: a random number, so that concurrent claims spread.
+fn random_start() -> Result<usize, SessionError> {
+    Ok(usize::from_str_radix(&random_suffix()?, 16).unwrap_or_default())
+}
+
+/// The first 12 characters of a pool key, as `agentc pool ls` and a cold start show it.
+pub fn short_key(key: &str) -> &str {
+    &key[..key.len().min(12)]
+}
+
 /// Keeps `pool` (the pool of `spec`, [`Pool::of`]) at `size` idle running members: drains its
 /// profile's stale and stopped members first, then creates the missing ones
 /// ([`member_spec`]: the launch idling, named `agentc-pool-PROFILE-RANDOM`, its egress
@@ -351,6 +361,7 @@ pub async fn claim_member<C: SandboxClient>(
     pool: &Pool,
 ) -> Result<Option<Member>, SessionError> {
     let found = members(client, Some(&pool.profile)).await?;
-    let start = usize::from_str_radix(&random_suffix()?, 16).unwrap_or_default();
-    Ok(claim(client, found, &pool.wanted(), start).await?.claimed)
+    Ok(claim(client, found, &pool.wanted(), random_start()?)
+        .await?
+        .claimed)
 }

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use agentc_policy::pool::{claim_command, claim_secrets, cold_reason};
 use agentc_policy::{ContainerSpec, EnvValue, EnvVar, LaunchSpec};
 
-use super::{discard, members, random_suffix, Member, Pool};
+use super::{discard, members, random_start, short_key, Member, Pool};
 use crate::session::{ExecRequest, SandboxClient, SessionError};
 use crate::ExecError;
 
@@ -154,7 +154,7 @@ pub async fn claim_launch<C: SandboxClient>(
             )))
         }
     };
-    let short = &pool.key[..pool.key.len().min(12)];
+    let short = short_key(&pool.key);
     let empty = format!("the pool of {profile} has no idle member of key {short}");
     if !pooled {
         return cold(Cold::Unfilled(empty));
@@ -183,8 +183,7 @@ pub async fn claim_launch<C: SandboxClient>(
         .filter(|member| member.idle && member.running() && member.key == pool.key)
         .flat_map(|member| member.changed_credentials(&wanted))
         .collect();
-    let start = usize::from_str_radix(&random_suffix()?, 16).unwrap_or_default();
-    let taken = super::claim(client, found, &wanted, start).await?;
+    let taken = super::claim(client, found, &wanted, random_start()?).await?;
     let Some(member) = taken.claimed else {
         if !changed.is_empty() {
             return cold(Cold::CredentialsChanged(changed.into_iter().collect()));

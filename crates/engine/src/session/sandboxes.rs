@@ -272,9 +272,7 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
                 chosen: None,
             });
         }
-        let mut floor =
-            crate::isolation::FloorOptions::from_env(&self.env, ProxyExecutable::running());
-        floor.proxy = self.probe_executable();
+        let floor = crate::isolation::FloorOptions::from_env(&self.env, self.probe_executable());
         crate::isolation::meet_floor(&self.port, container, profile, &floor)
             .await
             .map_err(|error| match error {
