@@ -125,23 +125,14 @@ impl OnClient for Prepare<'_> {
         let pool = Pool::placed(client, self.base, self.placed, &env, self.secret)
             .await
             .map_err(session_failure)?;
-        let profile = &self.base.profile;
-        let (removed, failed) = pool::drain(client, Some(profile), Some(&pool.wanted()))
-            .await
-            .map_err(session_failure)?;
-        for names in removed {
+        let tended = pool::tend(client, &pool).await.map_err(session_failure)?;
+        for names in tended.removed {
             eprintln!("agentc: removed stale pool member {names} ({STALE})");
         }
-        for left in failed {
+        for left in tended.failed {
             eprintln!("agentc: warning: could not remove a stale pool member: {left}");
         }
-        let idle = pool::members(client, Some(profile))
-            .await
-            .map_err(session_failure)?
-            .iter()
-            .filter(|member| member.idle && member.running() && !member.stale(&pool.wanted()))
-            .count();
-        Ok((pool, idle))
+        Ok((pool, tended.idle))
     }
 }
 

@@ -314,6 +314,34 @@ pub fn short_key(key: &str) -> &str {
     &key[..key.len().min(12)]
 }
 
+/// What [`tend`] did to a pool before a fill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tended {
+    /// The stale and stopped members removed, each with its companion ([`drain`]).
+    pub removed: Vec<String>,
+    /// What could not be removed.
+    pub failed: Vec<String>,
+    /// How many idle running members of the pool are left.
+    pub idle: usize,
+}
+
+/// Drains `pool`'s profile of its stale and stopped members ([`drain`]) and counts its idle
+/// running members: the first step of a fill, the command line's and [`fill`]'s.
+pub async fn tend<C: SandboxClient>(client: &C, pool: &Pool) -> Result<Tended, SessionError> {
+    let wanted = pool.wanted();
+    let (removed, failed) = drain(client, Some(&pool.profile), Some(&wanted)).await?;
+    let idle = members(client, Some(&pool.profile))
+        .await?
+        .iter()
+        .filter(|member| member.idle && member.running() && !member.stale(&wanted))
+        .count();
+    Ok(Tended {
+        removed,
+        failed,
+        idle,
+    })
+}
+
 /// Keeps `pool` (the pool of `spec`, [`Pool::of`]) at `size` idle running members: drains its
 /// profile's stale and stopped members first, then creates the missing ones
 /// ([`member_spec`]: the launch idling, named `agentc-pool-PROFILE-RANDOM`, its egress
@@ -326,14 +354,9 @@ pub async fn fill<C: SandboxClient>(
     size: usize,
 ) -> Result<Vec<Sandbox>, SessionError> {
     poolable(spec)?;
-    drain(client, Some(&pool.profile), Some(&pool.wanted())).await?;
-    let idle = members(client, Some(&pool.profile))
-        .await?
-        .iter()
-        .filter(|member| member.idle && member.running() && !member.stale(&pool.wanted()))
-        .count();
+    let tended = tend(client, pool).await?;
     let mut created = Vec::new();
-    for _ in idle..size {
+    for _ in tended.idle..size {
         let suffix = random_suffix()?;
         let name = member_name(&pool.profile, &suffix);
         let mut member =
