@@ -125,11 +125,23 @@ impl ApiPort {
                 message: "the daemon did not attach".to_string(),
             }
             .into()),
-            Err(error) if status(&error) == Some(409) => Err(SessionError::NotRunning {
-                name: sandbox.name.clone(),
-            }),
-            Err(error) => Err(session_error(self.engine, "start the exec", error)),
+            Err(error) => Err(self.start_refused(sandbox, "start the exec", error)),
         }
+    }
+
+    /// An exec's start the engine refused: the container not running (409), else the refusal.
+    fn start_refused(
+        &self,
+        sandbox: &Sandbox,
+        step: &'static str,
+        error: BollardError,
+    ) -> SessionError {
+        if status(&error) == Some(409) {
+            return SessionError::NotRunning {
+                name: sandbox.name.clone(),
+            };
+        }
+        session_error(self.engine, step, error)
     }
 
     /// Creates the exec of `request` (stdin attached with `attach_stdin`, its output with
@@ -387,10 +399,7 @@ impl SessionPort for ApiPort {
         };
         match self.docker.start_exec(&id, Some(start)).await {
             Ok(_) => Ok(()),
-            Err(error) if status(&error) == Some(409) => Err(SessionError::NotRunning {
-                name: sandbox.name.clone(),
-            }),
-            Err(error) => Err(session_error(self.engine, "start the command", error)),
+            Err(error) => Err(self.start_refused(sandbox, "start the command", error)),
         }
     }
 
