@@ -1323,7 +1323,7 @@ fn a_flood_neither_kills_nor_grows_the_proxy_through_the_api_backend() {
     a_flood_neither_kills_nor_grows_the_proxy("api");
 }
 
-/// The value of `key=` in a probe's result (`answered=1500000 sent=...`).
+/// The value of `key=` in a probe's result (`answered=300000 sent=...`).
 fn figure(result: &str, key: &str) -> f64 {
     result
         .split(' ')
@@ -1395,10 +1395,14 @@ fn the_audit_survives_a_flood(backend: &str) {
         )],
     );
     assert_eq!(results[0], "403", "{results:?}");
-    let floods = outside.probes(&sandbox, &["dns-flood 1500000", "refused 20000"]);
+    // 300,000 queries: written a line each without the limiter (about 200 bytes a line), they
+    // would be twice the audit's disk bound; the limiter makes their count irrelevant to what
+    // is kept. (The same proof with 1.5 million, the size of the attack that rotated the old
+    // log away, is measured in docs/egress-proxy.md; it takes six minutes a backend.)
+    let floods = outside.probes(&sandbox, &["dns-flood 300000", "refused 20000"]);
     eprintln!("{test}: dns {}; http {}", floods[0], floods[1]);
     let answered = figure(&floods[0], "answered") as u64;
-    assert!(answered >= 1_500_000, "{floods:?}");
+    assert!(answered >= 300_000, "{floods:?}");
     assert_eq!(figure(&floods[1], "refused") as u64, 20_000, "{floods:?}");
 
     // The replay line is in `agentc egress log`, and every query and refusal is counted: the

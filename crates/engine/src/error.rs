@@ -319,12 +319,18 @@ pub enum ExecError {
     },
     /// No runtime of the engine meets the launch's isolation floor (`security.isolation.min`,
     /// [`crate::isolation`]); nothing was created.
-    #[error("no runtime of the {engine} engine meets security.isolation.min = {min:?}; nothing was created\n  found: {found}\n  hint: {hint}")]
+    #[error("profile {profile:?}: no runtime of the {engine} engine meets security.isolation.min = {min:?}{named} ({words}); nothing was created\n  found: {found}\n  hint: {hint}")]
     FloorNotMet {
+        /// The launch's profile.
+        profile: String,
         /// The engine asked.
         engine: crate::engine::Engine,
-        /// The floor.
+        /// The floor (`gvisor`).
         min: String,
+        /// What the floor means (`a user-space kernel`).
+        words: String,
+        /// ` with security.runtime "NAME"` when the profile names the runtime, else empty.
+        named: String,
         /// What the engine has, each runtime with its proven tier.
         found: String,
         /// How to get a runtime at the floor.

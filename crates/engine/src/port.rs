@@ -505,6 +505,14 @@ pub trait EnginePort: Send + Sync {
     /// The backend's name: `cli` or `api` (what a session client says it drives).
     fn backend(&self) -> &'static str;
 
+    /// Whether requests asked at once run side by side at no cost beyond their own (the
+    /// command line: a `docker` process each). `false` where each would take a connection of
+    /// its own (the Engine API: one connection serves one request at a time), so an
+    /// orchestration that wants one connection asks them one after the other.
+    fn asks_side_by_side(&self) -> bool {
+        false
+    }
+
     /// Stops the running container: SIGTERM, then SIGKILL after `timeout` seconds (the
     /// engine's default when `None`); a stopped one is left alone.
     fn stop(

@@ -211,7 +211,7 @@ pub fn verifiable(spec: &LaunchSpec) -> Result<&ContainerSpec, VerifyError> {
 pub fn floor_error(error: FloorError, engine: agentc_engine::Engine, profile: &str) -> VerifyError {
     match error {
         FloorError::Shortfall(shortfall) => VerifyError::Unverifiable(
-            agentc_engine::isolation::refusal(&shortfall, engine, profile),
+            agentc_engine::isolation::not_met(shortfall, engine, profile).to_string(),
         ),
         FloorError::Engine(error) => VerifyError::Launch(error),
     }

@@ -277,7 +277,7 @@ pub fn forget_on_failure(container: &ContainerSpec) {
 pub fn floor_failure(error: FloorError, profile: &str) -> Failure {
     match error {
         FloorError::Shortfall(shortfall) => {
-            Failure::unlaunchable(floor::refusal(&shortfall, crate::engine(), profile))
+            Failure::unlaunchable(floor::not_met(shortfall, crate::engine(), profile).to_string())
         }
         FloorError::Engine(error) => exec_failure(error),
     }

@@ -688,6 +688,10 @@ impl EnginePort for CliPort {
         "cli"
     }
 
+    fn asks_side_by_side(&self) -> bool {
+        true
+    }
+
     async fn stop(&self, container: &str, timeout: Option<u32>) -> Result<(), EngineError> {
         let time = timeout.map(|timeout| format!("--time={timeout}"));
         let mut args = vec!["stop"];

@@ -101,18 +101,19 @@ pub fn found(shortfall: &IsolationShortfall) -> String {
 
 /// The refusal of a floor `engine` cannot meet for `profile`, as `agentc run`, verify and a
 /// session's create report it: what was asked, what the engine has, and how to get it.
-pub fn refusal(shortfall: &IsolationShortfall, engine: Engine, profile: &str) -> String {
-    let named = match &shortfall.runtime {
-        Some(runtime) => format!(" with security.runtime {runtime:?}"),
-        None => String::new(),
-    };
-    format!(
-        "profile {profile:?}: no runtime of the {engine} engine meets security.isolation.min = {:?}{named} ({}); nothing was created\n  found: {}\n  hint: {}",
-        shortfall.min.as_str(),
-        shortfall.min.words(),
-        found(shortfall),
-        shortfall.hint
-    )
+pub fn not_met(shortfall: IsolationShortfall, engine: Engine, profile: &str) -> ExecError {
+    ExecError::FloorNotMet {
+        profile: profile.to_string(),
+        engine,
+        min: shortfall.min.as_str().to_string(),
+        words: shortfall.min.words().to_string(),
+        named: match &shortfall.runtime {
+            Some(runtime) => format!(" with security.runtime {runtime:?}"),
+            None => String::new(),
+        },
+        found: found(&shortfall),
+        hint: shortfall.hint,
+    }
 }
 
 /// A floor met: the container with the chosen runtime and the [`LABEL_ISOLATION`] and

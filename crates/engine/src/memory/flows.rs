@@ -600,5 +600,15 @@ fn a_sessions_create_meets_the_isolation_floor_or_creates_nothing() {
         "{refused}"
     );
     assert_eq!(refused.exit_code(), 65);
+    // Worded as `agentc run` and verify word it: the profile, the floor and what it means.
+    let message = refused.to_string();
+    assert!(
+        message.starts_with(&format!(
+            "profile {:?}: no runtime of the docker engine meets security.isolation.min = \"gvisor\" (",
+            spec.profile
+        )),
+        "{message}"
+    );
+    assert!(message.contains("nothing was created\n  found: runc: container\n  hint: "));
     assert!(client.port().world().containers.is_empty());
 }

@@ -246,6 +246,18 @@ impl Pool {
         env: &BTreeMap<String, String>,
         secret: &[u8],
     ) -> Result<Pool, SessionError> {
+        let mut pool = Pool::keyed(client, spec, placed).await?;
+        pool.credentials = credential_fingerprints(placed, env, secret);
+        Ok(pool)
+    }
+
+    /// [`Pool::placed`] without the fingerprints of the proxy's keys (`credentials` empty):
+    /// a claim computes them only when there is a member to claim.
+    pub(crate) async fn keyed<C: SandboxClient>(
+        client: &C,
+        spec: &LaunchSpec,
+        placed: &ContainerSpec,
+    ) -> Result<Pool, SessionError> {
         poolable(spec)?;
         let image = client.image_facts(&placed.image).await?;
         let runtime = placed.runtime.clone();
@@ -256,7 +268,7 @@ impl Pool {
                 &image.id,
                 runtime.as_deref(),
             ),
-            credentials: credential_fingerprints(placed, env, secret),
+            credentials: BTreeMap::new(),
             runtime,
             image,
         })

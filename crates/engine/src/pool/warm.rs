@@ -124,8 +124,8 @@ pub async fn claim_launch<C: SandboxClient>(
     // after the other, over the one connection the launch uses (a request there takes about a
     // millisecond, a second connection as long). The key's fingerprints come after.
     let listing = members(client, Some(profile));
-    let keying = Pool::placed(client, claim.base, claim.placed, claim.env, &[]);
-    let (listed, keyed) = if client.backend() == "cli" {
+    let keying = Pool::keyed(client, claim.base, claim.placed);
+    let (listed, keyed) = if client.asks_side_by_side() {
         futures_util::future::join(listing, keying).await
     } else {
         let listed = listing.await;

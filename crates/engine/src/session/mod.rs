@@ -111,6 +111,10 @@ pub trait SandboxClient: Send + Sync {
     /// The backend's name: `cli` or `api`.
     fn backend(&self) -> &'static str;
 
+    /// Whether requests asked at once run side by side at no cost beyond their own
+    /// ([`crate::port::EnginePort::asks_side_by_side`]).
+    fn asks_side_by_side(&self) -> bool;
+
     /// Creates and starts a sandbox from a session's launch, exactly as resolved
     /// ([`session_spec`]: in the background, named, kept after it exits until
     /// [`SandboxClient::delete`], without stdin; resolve it with

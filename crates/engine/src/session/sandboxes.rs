@@ -236,6 +236,10 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
         self.port.backend()
     }
 
+    fn asks_side_by_side(&self) -> bool {
+        self.port.asks_side_by_side()
+    }
+
     async fn create(&self, spec: &LaunchSpec) -> Result<Sandbox, SessionError> {
         let container = session_spec(spec)?;
         let mut quiet = |_: &str| {};
@@ -277,14 +281,9 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
             .await
             .map_err(|error| match error {
                 crate::isolation::FloorError::Engine(error) => SessionError::Launch(error),
-                crate::isolation::FloorError::Shortfall(shortfall) => {
-                    SessionError::Launch(ExecError::FloorNotMet {
-                        engine: self.port.engine(),
-                        min: shortfall.min.as_str().to_string(),
-                        found: crate::isolation::found(&shortfall),
-                        hint: shortfall.hint,
-                    })
-                }
+                crate::isolation::FloorError::Shortfall(shortfall) => SessionError::Launch(
+                    crate::isolation::not_met(shortfall, self.port.engine(), profile),
+                ),
             })
     }
 

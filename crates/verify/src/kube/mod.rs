@@ -373,6 +373,10 @@ impl KubePlay {
             Ok(()) => self.observe(&executor, &files, &agent).await,
             Err(why) => Err(VerifyError::Engine(why)),
         };
+        if let Err(VerifyError::Interrupted { .. }) = &observed {
+            // The play's blocking work still runs its command: ended before the tear-down.
+            reap::end_commands_of(&self.name);
+        }
         let pods: Vec<String> = self.play.pods.iter().map(|pod| pod.name.clone()).collect();
         let mut left =
             executor.tear_down(&pods, &files, &volumes, &secrets, self.network.as_deref());
