@@ -81,7 +81,7 @@ fn resolve(profile: &str, tables: &str, image: &str, instead: Option<&str>) -> S
     let dir = std::env::temp_dir().to_string_lossy().into_owned();
     let name = session_name(profile);
     let inputs = ResolveInputs {
-        owner: Some(agentc::context::current_owner()),
+        owner: Some(agentc_engine::owner::current()),
         image: instead.map(str::to_string),
         instance: Instance {
             start: Start::Session,

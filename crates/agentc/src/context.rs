@@ -424,43 +424,9 @@ pub fn agentc_environment(
         .collect())
 }
 
-/// The user running agentc.
+/// The user running agentc ([`agentc_engine::owner::current`]).
 pub fn current_owner() -> Owner {
-    // SAFETY: getuid and getgid cannot fail and have no preconditions.
-    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-    let name = std::env::var("USER")
-        .or_else(|_| std::env::var("LOGNAME"))
-        .ok()
-        .filter(|name| !name.is_empty())
-        .or_else(|| account_name(uid))
-        .unwrap_or_default();
-    Owner { name, uid, gid }
-}
-
-/// The login name of `uid` from the password database, when it has one (a shell without
-/// `USER`, such as a container or a cron job).
-fn account_name(uid: libc::uid_t) -> Option<String> {
-    let mut buffer = vec![0 as libc::c_char; 4096];
-    // SAFETY: getpwuid_r writes at most `buffer.len()` bytes into `buffer` and fills `entry`
-    // with pointers into it; both outlive every read below, and `result` is null or `&entry`.
-    unsafe {
-        let mut entry: libc::passwd = std::mem::zeroed();
-        let mut result: *mut libc::passwd = std::ptr::null_mut();
-        let status = libc::getpwuid_r(
-            uid,
-            &mut entry,
-            buffer.as_mut_ptr(),
-            buffer.len(),
-            &mut result,
-        );
-        if status != 0 || result.is_null() || entry.pw_name.is_null() {
-            return None;
-        }
-        std::ffi::CStr::from_ptr(entry.pw_name)
-            .to_str()
-            .ok()
-            .map(str::to_string)
-    }
+    agentc_engine::owner::current()
 }
 
 fn workspace_dir(requested: Option<&Path>) -> Result<PathBuf, Failure> {
@@ -538,15 +504,4 @@ fn decant_sources(
         }
     }
     Ok(sources)
-}
-
-#[cfg(test)]
-mod owner_tests {
-    use super::account_name;
-
-    #[test]
-    fn the_password_database_names_root_and_not_an_unused_uid() {
-        assert_eq!(account_name(0).as_deref(), Some("root"));
-        assert_eq!(account_name(4_000_000_000), None);
-    }
 }

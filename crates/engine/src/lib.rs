@@ -73,6 +73,7 @@ pub mod isolation;
 pub mod launch;
 #[cfg(any(test, feature = "memory-port"))]
 pub mod memory;
+pub mod owner;
 pub mod pause;
 pub mod podman;
 pub mod pool;
