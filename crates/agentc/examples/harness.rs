@@ -8,7 +8,8 @@
 //!    (`pool::claim_member`), and the member answers `echo ok`;
 //! 3. `egress`: behind agentc's egress proxy, with a key bound to one host, the sandbox holds a
 //!    placeholder, never the key (this program's own, in its clients' environment by name, never
-//!    printed);
+//!    printed); created with its findings (`session::create_with_findings`), none of them
+//!    medium or above;
 //! 4. `verify`: `agentc_verify::verify_on` of that launch passes every check;
 //! 5. `snapshot`, `fork`: `snapshot::snapshot` of it, then a fork (`snapshot::prepare`, `create`
 //!    with the snapshot's image, `snapshot::put_back`) answering `echo ok`, with its parent's file;
@@ -34,10 +35,12 @@ use std::time::Instant;
 
 use agentc_egress::image::ProxyExecutable;
 use agentc_engine::isolation::{LABEL_ISOLATION, LABEL_RUNTIME};
-use agentc_engine::session::{session_name, session_spec, ExecRequest, Sandbox, SandboxClient};
+use agentc_engine::session::{create_with_findings, session_name, session_spec};
+use agentc_engine::session::{ExecRequest, Sandbox, SandboxClient};
 use agentc_engine::session::{Sandboxes, SessionPort};
 use agentc_engine::{pool, snapshot, Engine};
-use agentc_policy::{EnvValue, Instance, LaunchKind, LaunchSpec, RealPaths, ResolveInputs, Start};
+use agentc_policy::{EnvValue, Instance, LaunchKind, LaunchSpec, LoadedProfile, RealPaths};
+use agentc_policy::{ResolveInputs, Severity, Start};
 use agentc_verify::{verify_on, EgressProbe, VerifyInputs};
 
 type Env = BTreeMap<String, String>;
@@ -75,6 +78,16 @@ fn ensure(holds: bool, why: String) -> Step<()> {
 /// The session launch of `profile` with `tables`, named apart (a fork runs beside its parent),
 /// from `image` or, when given, a snapshot's image `instead`.
 fn resolve(profile: &str, tables: &str, image: &str, instead: Option<&str>) -> Step<LaunchSpec> {
+    Ok(resolve_loaded(profile, tables, image, instead)?.1)
+}
+
+/// [`resolve`], with the profile it loaded (for the launch's findings).
+fn resolve_loaded(
+    profile: &str,
+    tables: &str,
+    image: &str,
+    instead: Option<&str>,
+) -> Step<(LoadedProfile, LaunchSpec)> {
     let custom = CUSTOM.replace("{image}", image);
     let text = format!("name = \"{profile}\"\n{custom}{tables}");
     let loaded = agentc_policy::load(&format!("{profile}.toml"), &text)?;
@@ -92,7 +105,8 @@ fn resolve(profile: &str, tables: &str, image: &str, instead: Option<&str>) -> S
         },
         ..ResolveInputs::new(LaunchKind::Run, dir.clone(), dir.clone(), dir)
     };
-    Ok(agentc_policy::resolve(&loaded, &inputs, &RealPaths)?)
+    let spec = agentc_policy::resolve(&loaded, &inputs, &RealPaths)?;
+    Ok((loaded, spec))
 }
 
 /// Runs `command` in `sandbox`: its stdout, once it exited 0.
@@ -182,9 +196,18 @@ async fn steps<P: SessionPort>(
     // 3. Behind the egress proxy, with a key bound to one host.
     made.begin("egress");
     let profile = made.profile();
-    let spec = resolve(&profile, EGRESS, image, None)?;
-    let sandbox = client.create(&spec).await?;
+    let (loaded, spec) = resolve_loaded(&profile, EGRESS, image, None)?;
+    let created = create_with_findings(client, &loaded, &spec).await?;
+    let sandbox = created.sandbox;
     made.sandboxes.push(sandbox.clone());
+    // The launch's findings, as `agentc run` would warn of them: this profile widens nothing.
+    let widening: Vec<&str> = created
+        .findings
+        .iter()
+        .filter(|finding| finding.severity >= Severity::Medium)
+        .map(|finding| finding.code)
+        .collect();
+    ensure(widening.is_empty(), format!("findings: {widening:?}"))?;
     let egress = client.egress(&sandbox).await?.ok_or("no egress proxy")?;
     let state = egress.state.cell();
     ensure(egress.state.is_up(), format!("its proxy is {state}"))?;
@@ -193,7 +216,10 @@ async fn steps<P: SessionPort>(
     let placeholder = held.starts_with("hx-") && !held.contains(env[KEY].as_str());
     ensure(placeholder, format!("{KEY} is no placeholder"))?;
     let name = &sandbox.name;
-    made.done(format!("{name}: proxy {state}, {KEY} a placeholder"));
+    let findings = created.findings.len();
+    made.done(format!(
+        "{name}: proxy {state}, {KEY} a placeholder, {findings} finding(s) below medium"
+    ));
 
     // 4. Its launch verified: a probe of it over the same engine port, compared with the spec.
     made.begin("verify");

@@ -121,7 +121,11 @@ async fn create<P: SessionPort>(
         mounts: &params.mounts,
         publish: &params.publish,
     })?;
-    let findings = agentc_policy::findings(&loaded, &spec)
+    let made = agentc_engine::session::create_with_findings(server.client(), &loaded, &spec)
+        .await
+        .map_err(session_error)?;
+    let findings = made
+        .findings
         .into_iter()
         .map(|finding| FindingOut {
             severity: finding.severity.to_string(),
@@ -131,7 +135,7 @@ async fn create<P: SessionPort>(
             hint: finding.hint,
         })
         .collect();
-    let sandbox = server.client().create(&spec).await.map_err(session_error)?;
+    let sandbox = made.sandbox;
     server.add_session(Session {
         sandbox: sandbox.clone(),
         keep: params.keep,

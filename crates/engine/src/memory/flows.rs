@@ -612,3 +612,41 @@ fn a_sessions_create_meets_the_isolation_floor_or_creates_nothing() {
     assert!(message.contains("nothing was created\n  found: runc: container\n  hint: "));
     assert!(client.port().world().containers.is_empty());
 }
+
+#[test]
+fn a_create_from_a_profile_returns_its_launchs_findings() {
+    // A custom profile without `[egress]`: an allowlist no firewall enforces, a high finding,
+    // as `agentc run` warns.
+    let text = "name = \"open\"\nagent = \"custom\"\n\n[image]\nref = \"busybox:memory\"\n\n\
+                [workspace]\nmount = false\n";
+    let loaded = agentc_policy::load("open.toml", text).expect("the profile loads");
+    let inputs = ResolveInputs {
+        instance: Instance {
+            start: Start::Session,
+            default_name: Some("open-1".to_string()),
+            ..Instance::default()
+        },
+        ..ResolveInputs::new(LaunchKind::Run, "/srv/task", "/srv/profiles", "/home/dev")
+    };
+    let spec = agentc_policy::resolve(&loaded, &inputs, &Directories).expect("it resolves");
+    let client = Sandboxes::over(engine(), env());
+    let created = block_on(crate::session::create_with_findings(
+        &client, &loaded, &spec,
+    ))
+    .expect("created");
+    assert_eq!(created.findings, agentc_policy::findings(&loaded, &spec));
+    assert!(
+        created
+            .findings
+            .iter()
+            .any(|finding| finding.code == "egress-unenforced"
+                && finding.severity == agentc_policy::Severity::High),
+        "{:?}",
+        created.findings
+    );
+    assert!(client
+        .port()
+        .world()
+        .containers
+        .contains_key(&created.sandbox.name));
+}

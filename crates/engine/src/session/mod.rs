@@ -57,8 +57,8 @@ pub use images::{CommitRequest, ImageRecord};
 pub use port::SessionPort;
 pub use sandboxes::Sandboxes;
 pub use types::{
-    parse_since, Captured, DeleteReport, Endpoint, ExecOutput, ExecRequest, ExecStdin, ImageFacts,
-    Listed, LogsRequest, OutputSink, PathKind, ProcessStdio, Sandbox, Stream,
+    parse_since, Captured, Created, DeleteReport, Endpoint, ExecOutput, ExecRequest, ExecStdin,
+    ImageFacts, Listed, LogsRequest, OutputSink, PathKind, ProcessStdio, Sandbox, Stream,
 };
 
 /// The variable [`SandboxClient::stop_tagged`] finds an exec's processes by: a caller that may
@@ -420,6 +420,18 @@ pub fn session_name(profile: &str) -> String {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// Creates a sandbox of `spec`, resolved from `loaded` ([`SandboxClient::create`]), with the
+/// launch's findings, so a library caller sees what `agentc run` would warn of.
+pub async fn create_with_findings<C: SandboxClient>(
+    client: &C,
+    loaded: &agentc_policy::LoadedProfile,
+    spec: &LaunchSpec,
+) -> Result<Created, SessionError> {
+    let findings = agentc_policy::findings(loaded, spec);
+    let sandbox = client.create(spec).await?;
+    Ok(Created { sandbox, findings })
 }
 
 /// `report`, the removal of `sandbox`'s container, completed with the removal of its egress

@@ -21,6 +21,17 @@ pub struct Sandbox {
     pub profile: String,
 }
 
+/// A sandbox created from a profile ([`super::create_with_findings`]), with its launch's
+/// findings: what `agentc run` warns of and `agentc explain` lists (a custom profile without
+/// `[egress]` reaches any host: a `high` one).
+#[derive(Debug, Clone)]
+pub struct Created {
+    /// The sandbox.
+    pub sandbox: Sandbox,
+    /// The launch's findings, every severity ([`agentc_policy::findings`]).
+    pub findings: Vec<agentc_policy::Finding>,
+}
+
 /// What the executed command reads on stdin.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExecStdin {
