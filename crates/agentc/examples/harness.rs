@@ -218,7 +218,7 @@ async fn steps<P: SessionPort>(
     let name = &sandbox.name;
     let findings = created.findings.len();
     made.done(format!(
-        "{name}: proxy {state}, {KEY} a placeholder, {findings} finding(s) below medium"
+        "{name}: proxy {state}, {KEY} a placeholder, {findings} finding(s), none medium or above"
     ));
 
     // 4. Its launch verified: a probe of it over the same engine port, compared with the spec.
