@@ -24,6 +24,16 @@ pub fn register_hint(engine: Engine, runtime: &str) -> String {
     }
 }
 
+/// Whether the engine runs on another machine (`DOCKER_HOST=tcp://…` or `ssh://…`, Podman's
+/// `CONTAINER_HOST`): its published ports are that machine's, not this one's. `env` is the
+/// process's environment.
+pub fn is_remote(engine: Engine, env: &BTreeMap<String, String>) -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    api_host(engine, env, root)
+        .is_some_and(|host| !host.starts_with("unix://") && !host.starts_with('/'))
+}
+
 /// The Engine API endpoint of `engine` for a process with environment `env` (`root`: whether
 /// it runs as root): Docker's `DOCKER_HOST` when set and not empty (else `None`, the local
 /// socket), Podman's socket by [`podman_socket`]. What `agentc_backend_api::connect` is given.

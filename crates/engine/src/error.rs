@@ -336,6 +336,14 @@ pub enum ExecError {
         /// How to get a runtime at the floor.
         hint: String,
     },
+    /// Host ports the launch chooses are in use on this machine
+    /// ([`crate::host_ports::check_free`]): each named with its profile field and, where this
+    /// machine says, the process holding it; nothing was created.
+    #[error("{message}")]
+    HostPortsInUse {
+        /// One error per port, the first saying that nothing was created, each with its hint.
+        message: String,
+    },
     /// The engine cannot carry a field of the launch faithfully (a row of the Podman
     /// difference table that refuses); nothing was created.
     #[error("{field} cannot be launched on {engine}: {reason}\n  hint: {hint}")]

@@ -67,6 +67,7 @@ pub mod daemon_text;
 pub mod engine;
 pub mod error;
 pub mod hints;
+pub mod host_ports;
 pub mod image;
 pub mod inspect;
 pub mod isolation;

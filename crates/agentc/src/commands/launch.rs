@@ -55,7 +55,7 @@ pub fn engine_host() -> Option<String> {
 /// Whether the engine runs on another machine (`DOCKER_HOST=tcp://…` or `ssh://…`): its
 /// published ports are that machine's.
 pub fn engine_is_remote() -> bool {
-    engine_host().is_some_and(|host| !host.starts_with("unix://") && !host.starts_with('/'))
+    agentc_engine::engine::is_remote(crate::engine(), &process_env())
 }
 
 /// Connects to the engine's API ([`engine_host`]) and checks that the engine answering is the
@@ -397,7 +397,13 @@ pub fn execute_placed(
     pull: bool,
 ) -> Result<u8, Failure> {
     let container = container_of(spec)?;
-    super::host_ports::check_free(container, &spec.origins, engine_is_remote())?;
+    agentc_engine::host_ports::check_free(
+        container,
+        &spec.origins,
+        crate::engine(),
+        engine_is_remote(),
+    )
+    .map_err(exec_failure)?;
     // The isolation floor: the engine's runtimes probed and one chosen, before anything.
     let placed = match placed {
         Some(placed) => placed,

@@ -9,7 +9,6 @@ pub mod build;
 pub mod completions;
 pub mod doctor;
 pub mod egress;
-pub mod host_ports;
 pub mod image;
 pub mod init;
 pub mod launch;

@@ -112,7 +112,13 @@ fn launch_one(
             if let Some(status) = super::pool::claim_on(&client, request, &placed).await? {
                 return Ok(status);
             }
-            super::host_ports::check_free(container, &spec.origins, launch::engine_is_remote())?;
+            agentc_engine::host_ports::check_free(
+                container,
+                &spec.origins,
+                crate::engine(),
+                launch::engine_is_remote(),
+            )
+            .map_err(launch::exec_failure)?;
             launch::launch_placed_on(client.port(), &placed, args.pull).await
         })
     })

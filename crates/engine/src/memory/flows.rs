@@ -650,3 +650,43 @@ fn a_create_from_a_profile_returns_its_launchs_findings() {
         .containers
         .contains_key(&created.sandbox.name));
 }
+
+#[test]
+fn a_sessions_create_refuses_a_host_port_in_use_and_creates_nothing() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    let port = listener.local_addr().expect("bound").port();
+    let text = format!(
+        "name = \"ported\"\nagent = \"custom\"\n\n[image]\nref = \"busybox:memory\"\n\n\
+         [workspace]\nmount = false\n\n[egress]\nmode = \"deny\"\n\n\
+         [network]\npublish = [\"127.0.0.1:{port}:8080\"]\n"
+    );
+    let loaded = agentc_policy::load("ported.toml", &text).expect("the profile loads");
+    let inputs = ResolveInputs {
+        instance: Instance {
+            start: Start::Session,
+            default_name: Some("ported-1".to_string()),
+            ..Instance::default()
+        },
+        ..ResolveInputs::new(LaunchKind::Run, "/srv/task", "/srv/profiles", "/home/dev")
+    };
+    let mut spec = agentc_policy::resolve(&loaded, &inputs, &Directories).expect("it resolves");
+    // The port is published by the egress proxy (a deny launch's relay); its image named.
+    if let agentc_policy::Action::Container(container) = &mut spec.action {
+        with_proxy_image(container);
+    }
+    let client = Sandboxes::over(engine(), env());
+    let refused = block_on(client.create(&spec)).expect_err("the port is held");
+    assert!(
+        matches!(
+            &refused,
+            SessionError::Launch(ExecError::HostPortsInUse { message })
+                if message.starts_with(&format!("network.publish[0]: host port {port}/tcp on 127.0.0.1 is in use"))
+                    && message.contains("; nothing was created\n  hint: ")
+        ),
+        "{refused}"
+    );
+    assert_eq!(refused.exit_code(), 125);
+    assert!(client.port().world().containers.is_empty());
+    assert!(client.port().world().networks.is_empty());
+    drop(listener);
+}

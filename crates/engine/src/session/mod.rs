@@ -119,7 +119,10 @@ pub trait SandboxClient: Send + Sync {
     /// ([`session_spec`]: in the background, named, kept after it exits until
     /// [`SandboxClient::delete`], without stdin; resolve it with
     /// [`agentc_policy::Start::Session`] and a [`session_name`]), and returns its handle.
-    /// Secrets are resolved from the client's environment; the image must be present.
+    /// Secrets are resolved from the client's environment; the image must be present. The
+    /// isolation floor is met first; then a host port the launch chooses that is in use on
+    /// this machine is refused, nothing created ([`crate::ExecError::HostPortsInUse`]),
+    /// unless the client's environment names a remote engine ([`crate::engine::is_remote`]).
     fn create(
         &self,
         spec: &LaunchSpec,

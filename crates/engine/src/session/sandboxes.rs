@@ -249,6 +249,12 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
         };
         // The isolation floor, met over this client's port as `agentc run` meets it.
         let container = self.meet_floor(&container, &spec.profile).await?.container;
+        // A host port the launch chooses, in use on this machine: refused before anything is
+        // created, as `agentc run` refuses it.
+        let engine = self.port.engine();
+        let remote = crate::engine::is_remote(engine, &self.env);
+        crate::host_ports::check_free(&container, &spec.origins, engine, remote)
+            .map_err(SessionError::Launch)?;
         let started = crate::launch::launch_detached(
             &self.port,
             &container,

@@ -2,6 +2,7 @@
 //! this machine before anything is created, so that a port in use is an error naming the port
 //! and, where this machine says, the process holding it, instead of a daemon failure after the
 //! network and the egress proxy exist. Reads `/proc` (Linux); elsewhere the holder is unknown.
+//! `agentc run` and a library caller's [`crate::session::SandboxClient::create`] check alike.
 
 use std::collections::BTreeMap;
 use std::io::ErrorKind;
@@ -9,7 +10,7 @@ use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
 
 use agentc_policy::{ContainerSpec, Origin, Protocol, PublishedPort};
 
-use crate::context::{Failure, EXIT_DOCKER};
+use crate::{Engine, ExecError};
 
 /// A host binding the launch asks for, with the profile field that chose it.
 struct Chosen {
@@ -54,13 +55,16 @@ fn chosen(container: &ContainerSpec, origins: &BTreeMap<String, Origin>) -> Vec<
         .collect()
 }
 
-/// Refuses the launch when a host port it chooses is in use on this machine. Skipped when the
-/// engine is not on this machine (`remote`): its ports are another host's.
+/// Refuses the launch when a host port it chooses is in use on this machine
+/// ([`ExecError::HostPortsInUse`], every port at once, each with the process holding it where
+/// this machine says). Skipped when the engine is not on this machine (`remote`,
+/// [`crate::engine::is_remote`]): its ports are another host's.
 pub fn check_free(
     container: &ContainerSpec,
     origins: &BTreeMap<String, Origin>,
+    engine: Engine,
     remote: bool,
-) -> Result<(), Failure> {
+) -> Result<(), ExecError> {
     if remote {
         return Ok(());
     }
@@ -79,7 +83,7 @@ pub fn check_free(
                     let container = if name == "docker-proxy" || name == "rootlessport" {
                         format!(
                             ": a container publishes it (`{} ps --filter publish={}` names it)",
-                            crate::engine().program(),
+                            engine.program(),
                             chosen.port
                         )
                     } else {
@@ -108,7 +112,9 @@ pub fn check_free(
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(Failure::new(EXIT_DOCKER, errors.join("\nerror: ")))
+        Err(ExecError::HostPortsInUse {
+            message: errors.join("\nerror: "),
+        })
     }
 }
 
@@ -223,34 +229,32 @@ mod tests {
                 column: Some(12),
             },
         );
-        let failure = check_free(&container, &origins, false).expect_err("in use");
-        assert_eq!(failure.code, EXIT_DOCKER);
+        let error = check_free(&container, &origins, Engine::Docker, false).expect_err("in use");
+        assert_eq!(error.exit_code(), 125);
+        let failure = error.to_string();
         let holder = format!("by {} (pid {})", test_process_name(), std::process::id());
         assert!(
-            failure.message.starts_with(&format!(
+            failure.starts_with(&format!(
                 "network.publish[0]: host port {port}/tcp on 127.0.0.1 is in use {holder}"
             )),
             "{}",
-            failure.message
+            failure
         );
         // One error with its hint last, as every error is written.
         assert!(
-            failure
-                .message
-                .contains("; nothing was created\n  hint: stop what holds it")
+            failure.contains("; nothing was created\n  hint: stop what holds it")
                 && failure
-                    .message
                     .lines()
                     .last()
                     .unwrap_or_default()
                     .starts_with("  hint: "),
             "{}",
-            failure.message
+            failure
         );
         // A remote engine's ports are not this machine's.
-        assert!(check_free(&container, &origins, true).is_ok());
+        assert!(check_free(&container, &origins, Engine::Docker, true).is_ok());
         drop(listener);
-        assert!(check_free(&container, &origins, false).is_ok());
+        assert!(check_free(&container, &origins, Engine::Docker, false).is_ok());
     }
 
     fn test_process_name() -> String {
