@@ -206,6 +206,18 @@ async fn connect_only() -> Result<ApiPort, Failure> {
     Ok(port)
 }
 
+/// Refuses a launch whose chosen host ports are in use on this machine
+/// ([`agentc_engine::host_ports::check_free`]), unless the engine is remote.
+pub fn check_host_ports(container: &ContainerSpec, spec: &LaunchSpec) -> Result<(), Failure> {
+    agentc_engine::host_ports::check_free(
+        container,
+        &spec.origins,
+        crate::engine(),
+        engine_is_remote(),
+    )
+    .map_err(exec_failure)
+}
+
 /// A launch failure, with its exit status ([`ExecError::exit_code`]).
 pub fn exec_failure(error: ExecError) -> Failure {
     let code = u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER);
@@ -397,13 +409,7 @@ pub fn execute_placed(
     pull: bool,
 ) -> Result<u8, Failure> {
     let container = container_of(spec)?;
-    agentc_engine::host_ports::check_free(
-        container,
-        &spec.origins,
-        crate::engine(),
-        engine_is_remote(),
-    )
-    .map_err(exec_failure)?;
+    check_host_ports(container, spec)?;
     // The isolation floor: the engine's runtimes probed and one chosen, before anything.
     let placed = match placed {
         Some(placed) => placed,

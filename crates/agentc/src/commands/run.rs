@@ -112,13 +112,7 @@ fn launch_one(
             if let Some(status) = super::pool::claim_on(&client, request, &placed).await? {
                 return Ok(status);
             }
-            agentc_engine::host_ports::check_free(
-                container,
-                &spec.origins,
-                crate::engine(),
-                launch::engine_is_remote(),
-            )
-            .map_err(launch::exec_failure)?;
+            launch::check_host_ports(container, spec)?;
             launch::launch_placed_on(client.port(), &placed, args.pull).await
         })
     })

@@ -75,6 +75,22 @@ fn launch_spec(start: Start, name: &str) -> LaunchSpec {
     spec
 }
 
+/// The profile `text` (file `NAME.toml`) loaded and resolved as a session's launch named
+/// `NAME-1`.
+fn session_launch(name: &str, text: &str) -> (agentc_policy::LoadedProfile, LaunchSpec) {
+    let loaded = agentc_policy::load(&format!("{name}.toml"), text).expect("the profile loads");
+    let inputs = ResolveInputs {
+        instance: Instance {
+            start: Start::Session,
+            default_name: Some(format!("{name}-1")),
+            ..Instance::default()
+        },
+        ..ResolveInputs::new(LaunchKind::Run, "/srv/task", "/srv/profiles", "/home/dev")
+    };
+    let spec = agentc_policy::resolve(&loaded, &inputs, &Directories).expect("it resolves");
+    (loaded, spec)
+}
+
 /// The proxy image named, so that no agentc executable is imaged.
 fn with_proxy_image(container: &mut ContainerSpec) {
     if let Some(egress) = &mut container.egress {
@@ -558,16 +574,7 @@ fn a_sessions_create_meets_the_isolation_floor_or_creates_nothing() {
     let text = "name = \"floor\"\nagent = \"custom\"\n\n[image]\nref = \"busybox:memory\"\n\n\
                 [workspace]\nmount = false\n\n[egress]\nmode = \"deny\"\n\n\
                 [security]\nisolation = { min = \"gvisor\" }\n";
-    let loaded = agentc_policy::load("floor.toml", text).expect("the profile loads");
-    let inputs = ResolveInputs {
-        instance: Instance {
-            start: Start::Session,
-            default_name: Some("floor-1".to_string()),
-            ..Instance::default()
-        },
-        ..ResolveInputs::new(LaunchKind::Run, "/srv/task", "/srv/profiles", "/home/dev")
-    };
-    let spec = agentc_policy::resolve(&loaded, &inputs, &Directories).expect("it resolves");
+    let (_, spec) = session_launch("floor", text);
     let host = std::fs::read_to_string("/proc/version").unwrap_or_default();
     let gvisor = "Linux version 4.4.0\n[ 0.0] Starting gVisor...\n";
     let runtimes = |names: &[&str]| crate::EngineRuntimes {
@@ -619,16 +626,7 @@ fn a_create_from_a_profile_returns_its_launchs_findings() {
     // as `agentc run` warns.
     let text = "name = \"open\"\nagent = \"custom\"\n\n[image]\nref = \"busybox:memory\"\n\n\
                 [workspace]\nmount = false\n";
-    let loaded = agentc_policy::load("open.toml", text).expect("the profile loads");
-    let inputs = ResolveInputs {
-        instance: Instance {
-            start: Start::Session,
-            default_name: Some("open-1".to_string()),
-            ..Instance::default()
-        },
-        ..ResolveInputs::new(LaunchKind::Run, "/srv/task", "/srv/profiles", "/home/dev")
-    };
-    let spec = agentc_policy::resolve(&loaded, &inputs, &Directories).expect("it resolves");
+    let (loaded, spec) = session_launch("open", text);
     let client = Sandboxes::over(engine(), env());
     let created = block_on(crate::session::create_with_findings(
         &client, &loaded, &spec,
@@ -660,16 +658,7 @@ fn a_sessions_create_refuses_a_host_port_in_use_and_creates_nothing() {
          [workspace]\nmount = false\n\n[egress]\nmode = \"deny\"\n\n\
          [network]\npublish = [\"127.0.0.1:{port}:8080\"]\n"
     );
-    let loaded = agentc_policy::load("ported.toml", &text).expect("the profile loads");
-    let inputs = ResolveInputs {
-        instance: Instance {
-            start: Start::Session,
-            default_name: Some("ported-1".to_string()),
-            ..Instance::default()
-        },
-        ..ResolveInputs::new(LaunchKind::Run, "/srv/task", "/srv/profiles", "/home/dev")
-    };
-    let mut spec = agentc_policy::resolve(&loaded, &inputs, &Directories).expect("it resolves");
+    let (_, mut spec) = session_launch("ported", &text);
     // The port is published by the egress proxy (a deny launch's relay); its image named.
     if let agentc_policy::Action::Container(container) = &mut spec.action {
         with_proxy_image(container);

@@ -4,8 +4,9 @@
 //! for a process that no longer runs are removed ([`reap`]). A killed play's `podman` commands
 //! outlive it (a SIGKILL reaches the process, not its children) and go on making what it
 //! asked for, so they are waited for (and killed after [`ORPHAN_GRACE`]) before anything is
-//! removed: an object they made after the removal would be left for good. The secrets a play makes are named
-//! by the rendering (a Secret's name, perhaps one of the user's own), so they are not reaped.
+//! removed: an object they made after the removal would be left for good. The secrets a play
+//! makes are named by the rendering (a Secret's name, perhaps one of the user's own), so they
+//! are not reaped.
 
 use super::podman::{self, Podman};
 
