@@ -1,8 +1,9 @@
 //! The `agentc` command line: parses the arguments, reads the disk, the environment and the
 //! terminal, calls the libraries and prints.
 //!
-//! This is the only place that reads `std::env`, the file system or the terminal's state; the
-//! policy crate and the renderers receive everything as values, and executing a launch (the
+//! What a launch depends on from the machine (the profile file, the workspace, the user, the
+//! `AGENTC_*` environment) is read by `agentc_host`, for this binary and library callers alike;
+//! the policy crate and the renderers receive everything as values, and executing a launch (the
 //! docker CLI, the Engine API) is the backends' (`agentc_backend_cli::exec`,
 //! `agentc_backend_api`), with what they share in `agentc_engine`. The
 //! offline commands (`validate`, `schema`, `explain`, `render`, `init`, `plan`,
@@ -14,13 +15,14 @@
 //! container) starts its own.
 #![deny(missing_docs)]
 
-pub mod bundled;
 pub mod cli;
 pub mod commands;
 pub mod context;
 pub mod lifecycle;
 pub mod serve;
 pub mod verbose;
+
+pub use agentc_host::bundled;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -45,7 +47,18 @@ pub fn execute(cli: Cli) -> ExitCode {
             return ExitCode::from(failure.code);
         }
     }
-    let result = match cli.command {
+    match dispatch(cli.command) {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => {
+            eprintln!("error: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+/// Runs one command: its exit status, or the failure [`execute`] reports.
+fn dispatch(command: Command) -> Result<u8, context::Failure> {
+    match command {
         Command::Run(args) => commands::run::run(args),
         Command::Seed(args) => commands::seed::seed(args),
         Command::Build(args) => commands::build::build(args),
@@ -84,13 +97,6 @@ pub fn execute(cli: Cli) -> ExitCode {
             let _ = stdout.write_all(output.as_bytes());
             0
         }),
-    };
-    match result {
-        Ok(code) => ExitCode::from(code),
-        Err(failure) => {
-            eprintln!("error: {}", failure.message);
-            ExitCode::from(failure.code)
-        }
     }
 }
 

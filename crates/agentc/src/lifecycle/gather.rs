@@ -8,7 +8,6 @@ use agentc_lifecycle::lock::{compare, files_to_hash, images_to_pin, Lock, LockIn
 use agentc_lifecycle::plan::Launch;
 use agentc_policy::{Instance, LaunchKind, LoadedProfile, LocalRoots, RealPaths};
 
-use crate::cli::KindArg;
 use crate::context::{self, Failure, EXIT_DOCKER, EXIT_INVALID};
 use crate::lifecycle::engine::Engine;
 use crate::lifecycle::{files, store};
@@ -30,12 +29,7 @@ pub fn launches(
         args.overrides = overrides.clone();
         let inputs = context::launch_inputs(loaded, &args, Instance::default())?;
         let spec = context::resolve_inputs(loaded, &inputs)?;
-        let kind = match args.kind {
-            KindArg::Run => LaunchKind::Run,
-            KindArg::Seed => LaunchKind::Seed,
-            KindArg::Build => LaunchKind::Build,
-            KindArg::Decant => LaunchKind::Decant,
-        };
+        let kind = LaunchKind::from(args.kind);
         launches.push(Launch {
             label: agentc_lifecycle::plan::label(kind, args.seed_target.as_deref()),
             findings: agentc_policy::findings(loaded, &spec),

@@ -1,8 +1,8 @@
 //! agentc's bundled build contexts on disk: where a build finds a preset's context (agentc's
 //! cache, one directory per digest of the context and of a package file of this machine), how
 //! a context is written (each file with its mode, the cache's directory renamed into place
-//! whole), and which image is a preset's own. A leaf: the commands and
-//! [`crate::context`] use it.
+//! whole), and which image is a preset's own. A leaf: a build launch's inputs
+//! ([`crate::resolve_build`]) and `agentc build` use it.
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -1,0 +1,38 @@
+//! What an agentc launch depends on from the machine it runs on, read once for the command
+//! line and library callers alike: the profile file ([`load_profile`]), the workspace, the
+//! user, the `AGENTC_*` environment and Decant's source profiles ([`launch_inputs`]), the
+//! presets' bundled build contexts in agentc's cache ([`bundled`]), and the launch resolved
+//! from them ([`resolve_instance`]). A launch is asked for by a [`LaunchRequest`], what
+//! `agentc run`'s arguments say.
+//!
+//! The policy crate reads nothing from the process; this crate is where the file system, the
+//! environment and the user are read, and nothing else: no engine is asked.
+//!
+//! ```no_run
+//! use agentc_host::{load_profile, resolve_instance, LaunchRequest};
+//! use agentc_policy::{Instance, Start};
+//!
+//! let request = LaunchRequest::new("fixtures/sandbox-minimal.toml");
+//! let loaded = load_profile(&request.profile)?;
+//! let instance = Instance { start: Start::Session, ..Instance::default() };
+//! let spec = resolve_instance(&loaded, &request, instance)?;
+//! println!("{}", spec.profile);
+//! # Ok::<(), agentc_host::Failure>(())
+//! ```
+#![deny(missing_docs)]
+
+pub mod bundled;
+mod failure;
+mod request;
+mod resolve;
+
+pub use failure::{Failure, EXIT_DOCKER, EXIT_FAILED, EXIT_INVALID, EXIT_NO_INPUT, EXIT_USAGE};
+pub use request::{every_launch, load_profile, seed_targets, LaunchRequest};
+pub use resolve::{
+    agentc_environment, current_owner, file_sha256, launch_inputs, launch_inputs_in, locked_path,
+    profile_record, resolve_build, resolve_inputs, resolve_instance, resolve_launch,
+    resolve_launch_unowned,
+};
+
+#[cfg(test)]
+mod tests;
