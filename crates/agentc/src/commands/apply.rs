@@ -10,7 +10,7 @@ use agentc_lifecycle::reference::{retained_tag, short_id, split};
 use agentc_lifecycle::state::{seeds_to_copy, Applied, State};
 use agentc_policy::{Action, LaunchKind, LoadedProfile};
 
-use crate::cli::{ApplyArgs, RollbackArgs};
+use crate::cli::{ApplyArgs, BackendArg, RollbackArgs};
 use crate::commands::launch;
 use crate::context::{self, Failure, EXIT_DOCKER, EXIT_FAILED};
 use crate::lifecycle::engine::{self, Engine};
@@ -124,8 +124,74 @@ pub fn apply(args: ApplyArgs) -> Result<u8, Failure> {
     let mut engine = engine::connect(args.backend)?;
     let retained = retained_tag(&image, &name);
 
-    // Keep the current deployment's image before the build moves the tag off it.
-    if let (Some(current), Some(tag)) = (state.image_to_retain().map(str::to_string), &retained) {
+    retain_current(&state, engine.as_mut(), retained.as_deref())?;
+    let built = provide_image(
+        &loaded,
+        &args.profile,
+        &launches,
+        &image,
+        engine.as_mut(),
+        args.pull,
+    )?;
+    let image_id = image_id_after_build(engine.as_mut(), &image)?;
+    let (sources, home_volume) = copy_seeds(&launches, &state, engine.as_mut(), args.backend)?;
+
+    let deployment = state.record_apply(Applied {
+        unix_seconds: now(),
+        agentc_version: gather::VERSION.to_string(),
+        profile_file: std::fs::canonicalize(&args.profile)
+            .unwrap_or_else(|_| args.profile.clone())
+            .display()
+            .to_string(),
+        image: image.clone(),
+        image_id: image_id.clone(),
+        built,
+        retained_tag: retained.clone(),
+        spec_digests: spec_digests(&launches),
+        seeds: sources,
+        home_volume,
+    });
+    let number = deployment.number;
+    let previous = deployment.previous_image_id.clone();
+    // The retained tag keeps what a rollback returns to.
+    if let (Some(previous), Some(tag)) = (&previous, &retained) {
+        if engine.image(previous)?.is_some() {
+            engine.tag(previous, tag)?;
+        }
+    }
+    store::interruption_point("apply:before-state");
+    store::write_atomic(&state_path, &state.to_toml())?;
+    println!(
+        "applied profile {name:?}: deployment {number}, {image} is image {}{}",
+        short_id(&image_id),
+        if built { " (built)" } else { "" }
+    );
+    print_rollback_hint(previous.as_deref(), retained.as_deref(), &args.profile);
+    println!("state: {}", state_path.display());
+    Ok(0)
+}
+
+/// Prints which image `agentc rollback` returns to (`previous`, kept as `retained`), or that
+/// there is none yet.
+fn print_rollback_hint(previous: Option<&str>, retained: Option<&str>, profile: &Path) {
+    match (previous, retained) {
+        (Some(previous), Some(tag)) => println!(
+            "previous image {} kept as {tag}: `agentc rollback {}` returns to it",
+            short_id(previous),
+            profile.display()
+        ),
+        _ => println!("no previous image to roll back to yet"),
+    }
+}
+
+/// Keeps the current deployment's image under the retained tag before the build moves the
+/// image's tag off it; says so on stderr when that image is gone.
+fn retain_current(
+    state: &State,
+    engine: &mut dyn Engine,
+    retained: Option<&str>,
+) -> Result<(), Failure> {
+    if let (Some(current), Some(tag)) = (state.image_to_retain().map(str::to_string), retained) {
         if engine.image(&current)?.is_some() {
             engine.tag(&current, tag)?;
         } else {
@@ -135,29 +201,34 @@ pub fn apply(args: ApplyArgs) -> Result<u8, Failure> {
             );
         }
     }
-    let built = provide_image(
-        &loaded,
-        &args.profile,
-        &launches,
-        &image,
-        engine.as_mut(),
-        args.pull,
-    )?;
-    let image_id = engine
-        .image(&image)?
+    Ok(())
+}
+
+/// The ID of `image` once it is provided (built, checked or pulled).
+fn image_id_after_build(engine: &mut dyn Engine, image: &str) -> Result<String, Failure> {
+    Ok(engine
+        .image(image)?
         .ok_or_else(|| {
             Failure::new(
                 EXIT_DOCKER,
                 format!("image {image} is not present after the build"),
             )
         })?
-        .id;
+        .id)
+}
 
-    // Seeds: new ones, changed ones, and all of them when the home volume is gone.
+/// Copies the seeds that need it: new ones, changed ones, and all of them when the home volume
+/// is gone. Returns the hash of each seed's source by target, and the home volume.
+fn copy_seeds(
+    launches: &[Launch],
+    state: &State,
+    engine: &mut dyn Engine,
+    backend: BackendArg,
+) -> Result<(BTreeMap<String, String>, Option<String>), Failure> {
     let mut sources = BTreeMap::new();
     let mut home_volume = None;
     let mut seed_specs = BTreeMap::new();
-    for launch in &launches {
+    for launch in launches {
         for part in parts(&launch.spec) {
             if let Part::Seed {
                 source,
@@ -186,7 +257,7 @@ pub fn apply(args: ApplyArgs) -> Result<u8, Failure> {
             println!("seed {target}: unchanged since the last apply");
             continue;
         }
-        let code = launch::execute(spec, args.backend, false)?;
+        let code = launch::execute(spec, backend, false)?;
         if code != 0 {
             return Err(Failure::new(
                 code,
@@ -196,55 +267,20 @@ pub fn apply(args: ApplyArgs) -> Result<u8, Failure> {
         println!("seeded {target}");
         store::interruption_point("apply:after-seed");
     }
+    Ok((sources, home_volume))
+}
 
-    let deployment = state.record_apply(Applied {
-        unix_seconds: now(),
-        agentc_version: gather::VERSION.to_string(),
-        profile_file: std::fs::canonicalize(&args.profile)
-            .unwrap_or_else(|_| args.profile.clone())
-            .display()
-            .to_string(),
-        image: image.clone(),
-        image_id: image_id.clone(),
-        built,
-        retained_tag: retained.clone(),
-        spec_digests: launches
-            .iter()
-            .map(|launch| {
-                (
-                    launch.label.clone(),
-                    launch.spec.digest().unwrap_or_default().to_string(),
-                )
-            })
-            .collect(),
-        seeds: sources,
-        home_volume,
-    });
-    let number = deployment.number;
-    let previous = deployment.previous_image_id.clone();
-    // The retained tag keeps what a rollback returns to.
-    if let (Some(previous), Some(tag)) = (&previous, &retained) {
-        if engine.image(previous)?.is_some() {
-            engine.tag(previous, tag)?;
-        }
-    }
-    store::interruption_point("apply:before-state");
-    store::write_atomic(&state_path, &state.to_toml())?;
-    println!(
-        "applied profile {name:?}: deployment {number}, {image} is image {}{}",
-        short_id(&image_id),
-        if built { " (built)" } else { "" }
-    );
-    match (&previous, &retained) {
-        (Some(previous), Some(tag)) => println!(
-            "previous image {} kept as {tag}: `agentc rollback {}` returns to it",
-            short_id(previous),
-            args.profile.display()
-        ),
-        _ => println!("no previous image to roll back to yet"),
-    }
-    println!("state: {}", state_path.display());
-    Ok(0)
+/// The digest of each launch's spec, by the launch's label.
+fn spec_digests(launches: &[Launch]) -> BTreeMap<String, String> {
+    launches
+        .iter()
+        .map(|launch| {
+            (
+                launch.label.clone(),
+                launch.spec.digest().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
 }
 
 /// Runs `agentc rollback`.

@@ -6,7 +6,7 @@ use agentc_lifecycle::doctor::{
     engine_checks, profile_checks, require_for, Engine, ProfileFacts, Report,
 };
 use agentc_lifecycle::lock::compare;
-use agentc_lifecycle::plan::{Part, Role};
+use agentc_lifecycle::plan::{Launch, Part, Role};
 use agentc_lifecycle::state::State;
 use std::collections::BTreeMap;
 
@@ -75,31 +75,10 @@ fn profile_facts(
         ..ProfileFacts::default()
     };
     if let Some(runtime) = &loaded.profile.security.runtime {
-        // Asked through the engine's command line: Podman's socket cannot tell.
-        let available = agentc_backend_cli::exec::engine::runtimes(crate::engine(), runtime)
-            .and_then(|found| agentc_engine::check_runtime(crate::engine(), runtime, &found))
-            .map_err(|error| {
-                error
-                    .to_string()
-                    .lines()
-                    .next()
-                    .unwrap_or_default()
-                    .to_string()
-            });
-        facts.runtime = Some((runtime.clone(), available));
+        facts.runtime = Some((runtime.clone(), runtime_available(runtime)));
     }
     if reachable {
-        // The floor of the first launch that has one: the same detection and probes as
-        // `agentc run`, so doctor says what the launch will do.
-        facts.isolation = launches
-            .iter()
-            .filter_map(|launch| match &launch.spec.action {
-                agentc_policy::Action::Container(container) => Some(container),
-                _ => None,
-            })
-            .find_map(|container| {
-                crate::commands::launch::doctor_fact(container, &loaded.profile.name)
-            });
+        facts.isolation = isolation_fact(&launches, &loaded.profile.name);
     }
     let mut engine = if reachable {
         Some(engine::connect(BackendArg::Api)?)
@@ -107,42 +86,7 @@ fn profile_facts(
         None
     };
     for (part, _) in planned.distinct_parts() {
-        match part {
-            Part::Secret { name, required } => facts.secrets.push((
-                name.clone(),
-                *required,
-                std::env::var_os(name).is_some_and(|value| !value.is_empty()),
-            )),
-            Part::Image {
-                reference,
-                built_by_profile,
-            } => {
-                if let Some(engine) = engine.as_mut() {
-                    let present = engine.image(reference)?.is_some();
-                    // A preset's own image is built from agentc's bundled context.
-                    let built =
-                        *built_by_profile || crate::bundled::is_bundled_image(loaded, reference);
-                    facts.images.push((reference.clone(), present, built));
-                }
-            }
-            Part::Network {
-                name,
-                created: false,
-                publishes,
-                ..
-            } => {
-                if let Some(engine) = engine.as_mut() {
-                    let internal = engine.network_internal(name)?;
-                    facts.networks.push((name.clone(), internal.is_some()));
-                    if internal == Some(true) && !publishes.is_empty() {
-                        facts
-                            .internal_outside
-                            .push((name.clone(), publishes.clone()));
-                    }
-                }
-            }
-            _ => {}
-        }
+        part_facts(part, engine.as_mut(), loaded, &mut facts)?;
     }
     let runs_proxy = planned.distinct_parts().into_iter().any(|(part, _)| {
         matches!(
@@ -163,9 +107,95 @@ fn profile_facts(
         .into_iter()
         .map(|(part, _)| part.clone())
         .collect();
-    let Some(engine) = engine.as_mut() else {
-        return Ok((facts, parts));
-    };
+    if let Some(engine) = engine.as_mut() {
+        deployment_facts(loaded, profile, &launches, engine.as_mut(), &mut facts)?;
+    }
+    Ok((facts, parts))
+}
+
+/// Whether the engine has the profile's `runtime`, or the first line of why not. Asked
+/// through the engine's command line: Podman's socket cannot tell.
+fn runtime_available(runtime: &str) -> Result<(), String> {
+    agentc_backend_cli::exec::engine::runtimes(crate::engine(), runtime)
+        .and_then(|found| agentc_engine::check_runtime(crate::engine(), runtime, &found))
+        .map_err(|error| {
+            error
+                .to_string()
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        })
+}
+
+/// The isolation floor of the first launch that has one: the same detection and probes as
+/// `agentc run`, so doctor says what the launch will do.
+fn isolation_fact(launches: &[Launch], profile: &str) -> Option<Result<String, (String, String)>> {
+    launches
+        .iter()
+        .filter_map(|launch| match &launch.spec.action {
+            agentc_policy::Action::Container(container) => Some(container),
+            _ => None,
+        })
+        .find_map(|container| crate::commands::launch::doctor_fact(container, profile))
+}
+
+/// Records what one planned part needs: a secret's presence in the environment, and with an
+/// engine an image's presence or an existing network's.
+fn part_facts(
+    part: &Part,
+    engine: Option<&mut Box<dyn engine::Engine>>,
+    loaded: &agentc_policy::LoadedProfile,
+    facts: &mut ProfileFacts,
+) -> Result<(), Failure> {
+    match part {
+        Part::Secret { name, required } => facts.secrets.push((
+            name.clone(),
+            *required,
+            std::env::var_os(name).is_some_and(|value| !value.is_empty()),
+        )),
+        Part::Image {
+            reference,
+            built_by_profile,
+        } => {
+            if let Some(engine) = engine {
+                let present = engine.image(reference)?.is_some();
+                // A preset's own image is built from agentc's bundled context.
+                let built =
+                    *built_by_profile || crate::bundled::is_bundled_image(loaded, reference);
+                facts.images.push((reference.clone(), present, built));
+            }
+        }
+        Part::Network {
+            name,
+            created: false,
+            publishes,
+            ..
+        } => {
+            if let Some(engine) = engine {
+                let internal = engine.network_internal(name)?;
+                facts.networks.push((name.clone(), internal.is_some()));
+                if internal == Some(true) && !publishes.is_empty() {
+                    facts
+                        .internal_outside
+                        .push((name.clone(), publishes.clone()));
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Records the profile's deployment (its image then and now) and its lock compared with what
+/// the launches would pin now.
+fn deployment_facts(
+    loaded: &agentc_policy::LoadedProfile,
+    profile: &std::path::Path,
+    launches: &[Launch],
+    engine: &mut dyn engine::Engine,
+    facts: &mut ProfileFacts,
+) -> Result<(), Failure> {
     let state: Option<State> = plan::read_state(&loaded.profile.name)?;
     if let Some(current) = state.as_ref().and_then(State::current) {
         let now = engine.image(&current.image)?.map(|facts| facts.id);
@@ -174,8 +204,7 @@ fn profile_facts(
     match gather::read_lock(profile) {
         Ok(None) => {}
         Ok(Some((path, locked))) => {
-            let (current, _) =
-                gather::current_lock(loaded, &launches, &BTreeMap::new(), engine.as_mut())?;
+            let (current, _) = gather::current_lock(loaded, launches, &BTreeMap::new(), engine)?;
             facts.lock = Some((path.display().to_string(), Ok(compare(&locked, &current))));
         }
         Err(failure) => {
@@ -183,7 +212,7 @@ fn profile_facts(
             facts.lock = Some((path.display().to_string(), Err(failure.message)));
         }
     }
-    Ok((facts, parts))
+    Ok(())
 }
 
 /// The egress proxy's image tag for this binary and whether the engine has it: the tag a

@@ -18,7 +18,10 @@ use agentc_egress::image::ProxyExecutable;
 use agentc_egress::probe::ProbeConfig;
 use agentc_egress::{Config, EgressError};
 
-use crate::cli::{EgressHostPathArgs, EgressProbeArgs, EgressProxyCommand};
+use crate::cli::{
+    EgressHealthArgs, EgressHostPathArgs, EgressImageArgs, EgressProbeArgs, EgressProxyCommand,
+    EgressServeArgs,
+};
 use crate::context::Failure;
 
 /// Exit status of a usage error (a malformed host spec, CIDR, address or relay).
@@ -61,92 +64,9 @@ fn watch_workload(workload: &str, mode: &str) -> Result<(), Failure> {
 /// Runs one `agentc egress-proxy` subcommand.
 pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
     match command {
-        EgressProxyCommand::Serve(args) => {
-            let config = Config::from_args(
-                &args.listen,
-                args.dns.as_deref(),
-                &args.allow,
-                &args.allow_cidr,
-            )
-            .and_then(|config| config.with_allow_ech(&args.allow_ech))
-            .and_then(|config| config.with_relays(&args.relay))
-            .and_then(|config| match &args.audit_dir {
-                Some(dir) => config.with_audit_dir(dir),
-                None => Ok(config),
-            })
-            .and_then(|mut config| {
-                config.limits.wildcard_names_per_minute = args.wildcard_names_per_minute;
-                config.limits.check().map(|()| config)
-            })
-            .and_then(|config| match &args.upstream {
-                Some(upstream) => config.with_upstream(upstream, args.upstream_all, &args.direct),
-                None => Ok(config),
-            })
-            .and_then(|config| match &args.upstream_http {
-                Some(http) => config.with_upstream_http(http),
-                None => Ok(config),
-            })
-            .and_then(|config| match &args.upstream {
-                Some(_) => config.with_upstream_auth(
-                    args.upstream_auth_env.as_deref(),
-                    args.upstream_http_auth_env.as_deref(),
-                ),
-                None => Ok(config),
-            })
-            // After the upstream: a key may be bound to a host only its `--upstream-all` passes.
-            .and_then(|config| {
-                let credentials = agentc_egress::credential::CredentialConfig::from_args(
-                    &args.credential,
-                    args.ca_dir.as_deref(),
-                    &args.upstream_ca,
-                    args.on_replay.as_deref(),
-                )?;
-                config.with_credentials(credentials)
-            })
-            .map_err(|error| Failure::new(EXIT_USAGE, error.to_string()))?;
-            if let Some(workload) = &args.workload {
-                watch_workload(workload, &args.workload_watch)?;
-            }
-            agentc_egress::proxy::run(&config).map_err(|error| {
-                let status = match error {
-                    EgressError::Replayed(_) => agentc_egress::credential::REPLAY_EXIT_CODE,
-                    _ => EXIT_FAILED,
-                };
-                Failure::new(status, error.to_string())
-            })?;
-            Ok(0)
-        }
-        EgressProxyCommand::Health(args) => {
-            let address = match &args.proxy {
-                Some(proxy) => proxy.parse().map_err(|_| {
-                    Failure::new(
-                        EXIT_USAGE,
-                        EgressError::ListenAddress {
-                            address: proxy.clone(),
-                        }
-                        .to_string(),
-                    )
-                })?,
-                None => own_proxy(),
-            };
-            agentc_egress::health::check(address, Duration::from_secs(3))
-                .map_err(|error| Failure::new(EXIT_FAILED, error.to_string()))?;
-            Ok(0)
-        }
-        EgressProxyCommand::Image(args) => {
-            // The image of this binary itself.
-            let own = ProxyExecutable::running();
-            let tag = if args.print_tag {
-                agentc_egress::image::proxy_image(&own)
-                    .map_err(|error| Failure::new(EXIT_FAILED, error.to_string()))?
-                    .tag
-            } else {
-                agentc_backend_cli::exec::egress::own_proxy_image(crate::engine(), &own)
-                    .map_err(|error| Failure::new(125, error.to_string()))?
-            };
-            println!("{tag}");
-            Ok(0)
-        }
+        EgressProxyCommand::Serve(args) => serve(&args),
+        EgressProxyCommand::Health(args) => health(&args),
+        EgressProxyCommand::Image(args) => image(&args),
         EgressProxyCommand::Kernel => {
             print!("{}", kernel_seen());
             Ok(0)
@@ -163,6 +83,104 @@ pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
             Ok(0)
         }
     }
+}
+
+/// Runs `agentc egress-proxy serve`: the proxy, with the watch on its workload when it has one.
+fn serve(args: &EgressServeArgs) -> Result<u8, Failure> {
+    let config = serve_config(args)?;
+    if let Some(workload) = &args.workload {
+        watch_workload(workload, &args.workload_watch)?;
+    }
+    agentc_egress::proxy::run(&config).map_err(|error| {
+        let status = match error {
+            EgressError::Replayed(_) => agentc_egress::credential::REPLAY_EXIT_CODE,
+            _ => EXIT_FAILED,
+        };
+        Failure::new(status, error.to_string())
+    })?;
+    Ok(0)
+}
+
+/// The proxy's configuration from `agentc egress-proxy serve`'s arguments; a usage error when
+/// one is malformed.
+fn serve_config(args: &EgressServeArgs) -> Result<Config, Failure> {
+    Config::from_args(
+        &args.listen,
+        args.dns.as_deref(),
+        &args.allow,
+        &args.allow_cidr,
+    )
+    .and_then(|config| config.with_allow_ech(&args.allow_ech))
+    .and_then(|config| config.with_relays(&args.relay))
+    .and_then(|config| match &args.audit_dir {
+        Some(dir) => config.with_audit_dir(dir),
+        None => Ok(config),
+    })
+    .and_then(|mut config| {
+        config.limits.wildcard_names_per_minute = args.wildcard_names_per_minute;
+        config.limits.check().map(|()| config)
+    })
+    .and_then(|config| match &args.upstream {
+        Some(upstream) => config.with_upstream(upstream, args.upstream_all, &args.direct),
+        None => Ok(config),
+    })
+    .and_then(|config| match &args.upstream_http {
+        Some(http) => config.with_upstream_http(http),
+        None => Ok(config),
+    })
+    .and_then(|config| match &args.upstream {
+        Some(_) => config.with_upstream_auth(
+            args.upstream_auth_env.as_deref(),
+            args.upstream_http_auth_env.as_deref(),
+        ),
+        None => Ok(config),
+    })
+    // After the upstream: a key may be bound to a host only its `--upstream-all` passes.
+    .and_then(|config| {
+        let credentials = agentc_egress::credential::CredentialConfig::from_args(
+            &args.credential,
+            args.ca_dir.as_deref(),
+            &args.upstream_ca,
+            args.on_replay.as_deref(),
+        )?;
+        config.with_credentials(credentials)
+    })
+    .map_err(|error| Failure::new(EXIT_USAGE, error.to_string()))
+}
+
+/// Runs `agentc egress-proxy health`: checks the proxy at `--proxy`, else this container's own.
+fn health(args: &EgressHealthArgs) -> Result<u8, Failure> {
+    let address = match &args.proxy {
+        Some(proxy) => proxy.parse().map_err(|_| {
+            Failure::new(
+                EXIT_USAGE,
+                EgressError::ListenAddress {
+                    address: proxy.clone(),
+                }
+                .to_string(),
+            )
+        })?,
+        None => own_proxy(),
+    };
+    agentc_egress::health::check(address, Duration::from_secs(3))
+        .map_err(|error| Failure::new(EXIT_FAILED, error.to_string()))?;
+    Ok(0)
+}
+
+/// Runs `agentc egress-proxy image`: prints the tag of this binary's own proxy image, imported
+/// unless the engine has it, or with `--print-tag` computed without contacting the daemon.
+fn image(args: &EgressImageArgs) -> Result<u8, Failure> {
+    let own = ProxyExecutable::running();
+    let tag = if args.print_tag {
+        agentc_egress::image::proxy_image(&own)
+            .map_err(|error| Failure::new(EXIT_FAILED, error.to_string()))?
+            .tag
+    } else {
+        agentc_backend_cli::exec::egress::own_proxy_image(crate::engine(), &own)
+            .map_err(|error| Failure::new(125, error.to_string()))?
+    };
+    println!("{tag}");
+    Ok(0)
 }
 
 /// The address the proxy of this container listens on, for a health check run inside it

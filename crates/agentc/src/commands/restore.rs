@@ -250,13 +250,7 @@ pub(crate) fn snapshot_profile(
 /// Runs `agentc restore` and `agentc fork`.
 pub fn restore(args: RestoreArgs, count: u16) -> Result<u8, Failure> {
     let backend = super::snapshot::memory_backend(args.target.backend, args.memory);
-    if args.memory {
-        on_client(backend, MemorySupport)?;
-    }
-    let record = on_client(backend, Find(args.snapshot.clone()))?;
-    if args.memory {
-        snapshot::memory::memory_of(&record).map_err(failure)?;
-    }
+    let record = find_snapshot(backend, &args)?;
     let (file, loaded) = snapshot_profile(&record)?;
     let dir = archive_dir(&record.reference)?;
     let args_of = launch_args(
@@ -303,57 +297,98 @@ pub fn restore(args: RestoreArgs, count: u16) -> Result<u8, Failure> {
         )?;
         let name = container(&spec)?.name.clone().unwrap_or_default();
         if args.share_home {
-            if let Some(volume) = shared_home(&loaded, container(&spec)?) {
-                eprintln!(
-                    "agentc: {name} mounts the profile's home volume {volume}, shared with its \
-                     other sandboxes (--share-home)"
-                );
-            }
+            warn_shared_home(&loaded, &spec, &name)?;
         }
         if args.memory {
-            let restore = MemoryRestore {
-                record: &record,
-                dir: &dir,
-                name: &name,
-            };
-            let took = on_client(backend, restore)?;
-            println!(
-                "restored {name} from {} with its memory in {} ms",
-                record.name, took
-            );
-            continue;
-        }
-        let code = launch::execute(&spec, backend, false)?;
-        if code != 0 {
-            discard(&name, &plan, backend);
-            return Err(Failure::new(
-                code,
-                format!("the restored sandbox {name} did not start"),
-            ));
-        }
-        let put = PutBack {
-            record: &record,
-            dir: &dir,
-            spec: &spec,
-            plan: &plan,
-        };
-        match on_client(backend, put) {
-            Ok(report) => {
-                println!(
-                    "restored {name} from {}: {} path(s), {} bytes",
-                    record.name,
-                    report.restored.len(),
-                    report.bytes
-                );
-                for kept in report.kept {
-                    eprintln!("agentc: {kept}");
-                }
-            }
-            Err(failure) => {
-                discard(&name, &plan, backend);
-                return Err(failure);
-            }
+            restore_memory(backend, &record, &dir, &name)?;
+        } else {
+            start_and_put_back(backend, &record, &dir, &spec, &plan, &name)?;
         }
     }
     Ok(0)
+}
+
+/// The snapshot `--snapshot` names; with `--memory`, refused unless the engine can restore
+/// memory and the snapshot holds it.
+fn find_snapshot(backend: BackendArg, args: &RestoreArgs) -> Result<SnapshotRecord, Failure> {
+    if args.memory {
+        on_client(backend, MemorySupport)?;
+    }
+    let record = on_client(backend, Find(args.snapshot.clone()))?;
+    if args.memory {
+        snapshot::memory::memory_of(&record).map_err(failure)?;
+    }
+    Ok(record)
+}
+
+/// Says on stderr that the restored sandbox `name` mounts the profile's home volume, shared
+/// with its other sandboxes (`--share-home`), when it does.
+fn warn_shared_home(loaded: &LoadedProfile, spec: &LaunchSpec, name: &str) -> Result<(), Failure> {
+    if let Some(volume) = shared_home(loaded, container(spec)?) {
+        eprintln!(
+            "agentc: {name} mounts the profile's home volume {volume}, shared with its \
+             other sandboxes (--share-home)"
+        );
+    }
+    Ok(())
+}
+
+/// Restores a memory snapshot as the sandbox `name` and says how long it took.
+fn restore_memory(
+    backend: BackendArg,
+    record: &SnapshotRecord,
+    dir: &Path,
+    name: &str,
+) -> Result<(), Failure> {
+    let restore = MemoryRestore { record, dir, name };
+    let took = on_client(backend, restore)?;
+    println!(
+        "restored {name} from {} with its memory in {} ms",
+        record.name, took
+    );
+    Ok(())
+}
+
+/// Launches the restored sandbox `name` and puts the snapshot's contents back into it; on
+/// either failing, removes it with the volumes its launch created.
+fn start_and_put_back(
+    backend: BackendArg,
+    record: &SnapshotRecord,
+    dir: &Path,
+    spec: &LaunchSpec,
+    plan: &RestorePlan,
+    name: &str,
+) -> Result<(), Failure> {
+    let code = launch::execute(spec, backend, false)?;
+    if code != 0 {
+        discard(name, plan, backend);
+        return Err(Failure::new(
+            code,
+            format!("the restored sandbox {name} did not start"),
+        ));
+    }
+    let put = PutBack {
+        record,
+        dir,
+        spec,
+        plan,
+    };
+    match on_client(backend, put) {
+        Ok(report) => {
+            println!(
+                "restored {name} from {}: {} path(s), {} bytes",
+                record.name,
+                report.restored.len(),
+                report.bytes
+            );
+            for kept in report.kept {
+                eprintln!("agentc: {kept}");
+            }
+            Ok(())
+        }
+        Err(failure) => {
+            discard(name, plan, backend);
+            Err(failure)
+        }
+    }
 }
