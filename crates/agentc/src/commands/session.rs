@@ -17,7 +17,7 @@ use agentc_engine::session::{
     parse_since, ExecRequest, ExecStdin, LogsRequest, OutputSink, ProcessStdio, Sandbox,
     SandboxClient, SandboxEgress, SessionError, Stream, EXEC_TAG_VAR,
 };
-use agentc_engine::session::{Sandboxes, SessionPort, Unseen};
+use agentc_engine::session::{EgressHistory, Sandboxes, SessionPort, Unseen};
 use agentc_engine::{exit_status, ExecError, Interrupt};
 use agentc_policy::{EnvValue, EnvVar};
 
@@ -280,56 +280,16 @@ impl OnClient for Copy {
             (Side::Container { .. }, Side::Host(to)) if to.as_os_str() == "-"
         );
         let staging = if to_stdout {
-            Some(
-                tempfile::Builder::new()
-                    .prefix("agentc-cp-")
-                    .tempdir()
-                    .map_err(|error| {
-                        Failure::new(
-                            EXIT_FAILED,
-                            format!("cannot make a directory for the copy: {error}"),
-                        )
-                    })?,
-            )
+            Some(staging_dir()?)
         } else {
             None
         };
-        let copy = async {
-            match (&source, &destination) {
-                (Side::Container { name, path }, Side::Host(_)) if staging.is_some() => {
-                    let sandbox = sandbox_named(client, name, true).await?;
-                    let staging = staging.as_ref().map(|dir| dir.path()).unwrap_or(Path::new("."));
-                    let report = client
-                        .download(&sandbox, path, staging)
-                        .await
-                        .map_err(session_failure)?;
-                    let landing = PathBuf::from(&report.destination);
-                    tokio::task::spawn_blocking(move || write_tar(&landing))
-                        .await
-                        .map_err(|error| Failure::new(EXIT_FAILED, error.to_string()))??;
-                    Ok("stdout (a tar stream)".to_string())
-                }
-                (Side::Host(from), Side::Container { name, path }) => {
-                    let sandbox = sandbox_named(client, name, true).await?;
-                    let report = client
-                        .upload(&sandbox, from, path)
-                        .await
-                        .map_err(session_failure)?;
-                    Ok(format!("{}:{}", sandbox.name, report.destination))
-                }
-                (Side::Container { name, path }, Side::Host(to)) => {
-                    let sandbox = sandbox_named(client, name, true).await?;
-                    let report = client
-                        .download(&sandbox, path, to)
-                        .await
-                        .map_err(session_failure)?;
-                    Ok(report.destination)
-                }
-                _ => Err(Failure::usage(
-                    "one side of `agentc cp` must be NAME:PATH and the other a host path\n  hint: agentc cp ./file NAME:/tmp, or agentc cp NAME:/tmp/file .",
-                )),
-            }
-        };
+        let copy = copy_between(
+            client,
+            &source,
+            &destination,
+            staging.as_ref().map(|dir| dir.path()),
+        );
         tokio::select! {
             copied = copy => {
                 eprintln!("agentc: copied {} to {}", args.source, copied?);
@@ -340,6 +300,64 @@ impl OnClient for Copy {
                 cleanup: Some("the copy was stopped and what it had written on the host removed".to_string()),
             }))),
         }
+    }
+}
+
+/// A directory of its own for `agentc cp NAME:PATH -`'s copy, removed when dropped.
+fn staging_dir() -> Result<tempfile::TempDir, Failure> {
+    tempfile::Builder::new()
+        .prefix("agentc-cp-")
+        .tempdir()
+        .map_err(|error| {
+            Failure::new(
+                EXIT_FAILED,
+                format!("cannot make a directory for the copy: {error}"),
+            )
+        })
+}
+
+/// Copies `source` to `destination`, one a container's path and the other a host path; from a
+/// container to stdout (a tar stream) through `staging`, when given. Returns where the copy
+/// went.
+async fn copy_between<C: SandboxClient>(
+    client: &C,
+    source: &Side,
+    destination: &Side,
+    staging: Option<&Path>,
+) -> Result<String, Failure> {
+    match (source, destination) {
+        (Side::Container { name, path }, Side::Host(_)) if staging.is_some() => {
+            let sandbox = sandbox_named(client, name, true).await?;
+            let staging = staging.unwrap_or(Path::new("."));
+            let report = client
+                .download(&sandbox, path, staging)
+                .await
+                .map_err(session_failure)?;
+            let landing = PathBuf::from(&report.destination);
+            tokio::task::spawn_blocking(move || write_tar(&landing))
+                .await
+                .map_err(|error| Failure::new(EXIT_FAILED, error.to_string()))??;
+            Ok("stdout (a tar stream)".to_string())
+        }
+        (Side::Host(from), Side::Container { name, path }) => {
+            let sandbox = sandbox_named(client, name, true).await?;
+            let report = client
+                .upload(&sandbox, from, path)
+                .await
+                .map_err(session_failure)?;
+            Ok(format!("{}:{}", sandbox.name, report.destination))
+        }
+        (Side::Container { name, path }, Side::Host(to)) => {
+            let sandbox = sandbox_named(client, name, true).await?;
+            let report = client
+                .download(&sandbox, path, to)
+                .await
+                .map_err(session_failure)?;
+            Ok(report.destination)
+        }
+        _ => Err(Failure::usage(
+            "one side of `agentc cp` must be NAME:PATH and the other a host path\n  hint: agentc cp ./file NAME:/tmp, or agentc cp NAME:/tmp/file .",
+        )),
     }
 }
 
@@ -501,45 +519,12 @@ impl OnClient for EgressLog {
             },
             signal = signals.recv() => return Ok(u8::try_from(signal.exit_code()).unwrap_or(130)),
         };
-        let mut text = String::new();
-        for line in &history.lines {
-            text.push_str(line);
-            text.push('\n');
-        }
-        let written = output
-            .write(Stream::Stderr, &history.stderr)
-            .and_then(|()| output.write(Stream::Stdout, text.as_bytes()));
-        if let Err(error) = written {
-            return Err(Failure::new(
-                EXIT_FAILED,
-                format!("cannot write the log: {error}"),
-            ));
-        }
+        write_history(output, &history)?;
         let follow = args.follow && egress.state.is_up();
-        // Followed: the container log from the second of the last line printed on, without
-        // the lines printed already.
-        let since = history.since();
-        let request = LogsRequest {
-            follow,
-            tail: if since.is_some() { None } else { Some(0) },
-            since,
-        };
-        let mut unseen = Unseen::new(&history.lines, output);
-        tokio::select! {
-            result = async {
-                if follow {
-                    client.logs(&proxy, &request, &mut unseen).await
-                } else {
-                    Ok(())
-                }
-            } => {
-                match result {
-                    Ok(()) | Err(SessionError::Launch(ExecError::NoSuchContainer { .. })) => {}
-                    Err(error) => return Err(session_failure(error)),
-                }
-            }
-            // Ctrl-C is how `--follow` ends: quietly.
-            signal = signals.recv() => return Ok(u8::try_from(signal.exit_code()).unwrap_or(130)),
+        if let Some(code) =
+            follow_proxy(client, &proxy, &history, output, follow, &mut signals).await?
+        {
+            return Ok(code);
         }
         // The lines are out; now whether the proxy still serves (a followed one stopped).
         let now = egress_of(client, &sandbox).await?;
@@ -547,6 +532,61 @@ impl OnClient for EgressLog {
             Some(failure) => Err(failure),
             None => Ok(0),
         }
+    }
+}
+
+/// Writes the proxy's history: its stderr, then its decision lines.
+fn write_history(output: &mut dyn OutputSink, history: &EgressHistory) -> Result<(), Failure> {
+    let mut text = String::new();
+    for line in &history.lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    let written = output
+        .write(Stream::Stderr, &history.stderr)
+        .and_then(|()| output.write(Stream::Stdout, text.as_bytes()));
+    if let Err(error) = written {
+        return Err(Failure::new(
+            EXIT_FAILED,
+            format!("cannot write the log: {error}"),
+        ));
+    }
+    Ok(())
+}
+
+/// With `follow`, follows the proxy's container log from the second of the last line of
+/// `history` on, without the lines printed already, until the proxy is gone; `Some(status)`
+/// when Ctrl-C (or SIGTERM) ended it, quietly.
+async fn follow_proxy<P: SessionPort>(
+    client: &Sandboxes<P>,
+    proxy: &Sandbox,
+    history: &EgressHistory,
+    output: &mut dyn OutputSink,
+    follow: bool,
+    signals: &mut Signals,
+) -> Result<Option<u8>, Failure> {
+    let since = history.since();
+    let request = LogsRequest {
+        follow,
+        tail: if since.is_some() { None } else { Some(0) },
+        since,
+    };
+    let mut unseen = Unseen::new(&history.lines, output);
+    tokio::select! {
+        result = async {
+            if follow {
+                client.logs(proxy, &request, &mut unseen).await
+            } else {
+                Ok(())
+            }
+        } => {
+            match result {
+                Ok(()) | Err(SessionError::Launch(ExecError::NoSuchContainer { .. })) => Ok(None),
+                Err(error) => Err(session_failure(error)),
+            }
+        }
+        // Ctrl-C is how `--follow` ends: quietly.
+        signal = signals.recv() => Ok(Some(u8::try_from(signal.exit_code()).unwrap_or(130))),
     }
 }
 

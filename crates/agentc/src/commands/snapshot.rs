@@ -179,43 +179,7 @@ pub(crate) async fn take<P: SessionPort>(
     allow_secrets: bool,
     memory: bool,
 ) -> Result<Taken, Failure> {
-    let inspect = client
-        .inspect(sandbox)
-        .await
-        .map_err(crate::commands::session::session_failure)?;
-    let labels = inspect
-        .config
-        .as_ref()
-        .and_then(|config| config.labels.clone())
-        .unwrap_or_default();
-    let Some(profile_file) = labels.get(agentc_policy::LABEL_PROFILE_FILE) else {
-        return Err(Failure::new(
-            EXIT_FAILED,
-            format!(
-                "refusing to snapshot {}: it records no profile file, which a restore \
-                 launches from\n  hint: snapshot a sandbox started by `agentc run` (or created \
-                 from a profile file)",
-                sandbox.name
-            ),
-        ));
-    };
-    // The launch's secrets, as its profile resolves them now (by name only).
-    let loaded = context::load_profile(Path::new(profile_file))?;
-    let spec = context::resolve_instance(
-        &loaded,
-        &launch_args(Path::new(profile_file), None, None),
-        Instance {
-            start: Start::Detached,
-            default_name: Some(sandbox.name.clone()),
-            ..Instance::default()
-        },
-    )?;
-    let secrets = container(&spec)?
-        .env
-        .iter()
-        .filter(|var| matches!(var.value, EnvValue::Secret { .. }))
-        .map(|var| var.name.clone())
-        .collect();
+    let secrets = launch_secrets(client, sandbox).await?;
     let (time, default_tag) = snapshot::now();
     let tag = tag.unwrap_or(default_tag);
     if snapshot::check_tag(&tag).is_none() {
@@ -254,6 +218,51 @@ pub(crate) async fn take<P: SessionPort>(
         report,
         memory: String::new(),
     })
+}
+
+/// The names of the secrets of `sandbox`'s launch, as the profile file it records resolves
+/// them now (names only); refused for a sandbox that records no profile file.
+async fn launch_secrets<P: SessionPort>(
+    client: &Sandboxes<P>,
+    sandbox: &Sandbox,
+) -> Result<Vec<String>, Failure> {
+    let inspect = client
+        .inspect(sandbox)
+        .await
+        .map_err(crate::commands::session::session_failure)?;
+    let labels = inspect
+        .config
+        .as_ref()
+        .and_then(|config| config.labels.clone())
+        .unwrap_or_default();
+    let Some(profile_file) = labels.get(agentc_policy::LABEL_PROFILE_FILE) else {
+        return Err(Failure::new(
+            EXIT_FAILED,
+            format!(
+                "refusing to snapshot {}: it records no profile file, which a restore \
+                 launches from\n  hint: snapshot a sandbox started by `agentc run` (or created \
+                 from a profile file)",
+                sandbox.name
+            ),
+        ));
+    };
+    // The launch's secrets, as its profile resolves them now (by name only).
+    let loaded = context::load_profile(Path::new(profile_file))?;
+    let spec = context::resolve_instance(
+        &loaded,
+        &launch_args(Path::new(profile_file), None, None),
+        Instance {
+            start: Start::Detached,
+            default_name: Some(sandbox.name.clone()),
+            ..Instance::default()
+        },
+    )?;
+    Ok(container(&spec)?
+        .env
+        .iter()
+        .filter(|var| matches!(var.value, EnvValue::Secret { .. }))
+        .map(|var| var.name.clone())
+        .collect())
 }
 
 struct List(PsFormat);

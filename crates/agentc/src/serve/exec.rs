@@ -65,31 +65,58 @@ enum Ended {
 pub async fn exec<P: SessionPort>(
     server: &Server<'_, P>,
     id: Value,
-    params: ExecParams,
+    mut params: ExecParams,
 ) -> Result<Executed, RpcError> {
-    let command = match (&params.argv, &params.shell) {
-        (Some(argv), None) if !argv.is_empty() => argv.clone(),
-        (None, Some(line)) => vec!["sh".to_string(), "-c".to_string(), line.clone()],
-        _ => {
-            return Err(invalid(
-                "exec needs exactly one of argv (not empty) and shell".to_string(),
-                "give the program and its arguments as argv, or one shell line as shell",
-            ))
-        }
-    };
-    let timeout = match params.timeout {
-        Some(seconds) if !(seconds.is_finite() && seconds > 0.0) => {
-            return Err(invalid(
-                format!("exec timeout {seconds} is not a positive number of seconds"),
-                "give the seconds the command may run, or no timeout",
-            ))
-        }
-        Some(seconds) => Some(Duration::from_secs_f64(seconds.min(1e9))),
-        None => None,
-    };
+    let command = exec_command(&params)?;
+    let timeout = exec_timeout(params.timeout)?;
     let session = session(server, &params.sandbox).await?;
     let tag = exec_tag();
     let env = exec_env(&session, &params.env);
+    let request = exec_request(command, &mut params, &env, &tag)?;
+    if !params.stream {
+        let ran = run_on_runner(server, &id, &session, &request, &env, &tag, timeout).await;
+        match ran {
+            Some(result) => return result,
+            // No runner could take it: a plain exec does.
+            None => log::debug!("serve: exec {id} through a plain exec"),
+        }
+    }
+    plain_exec(server, id, &session, &request, &tag, timeout, params.stream).await
+}
+
+/// The command an exec runs: its `argv`, or its `shell` line run by `sh -c`; refused unless it
+/// has exactly one of them.
+fn exec_command(params: &ExecParams) -> Result<Vec<String>, RpcError> {
+    match (&params.argv, &params.shell) {
+        (Some(argv), None) if !argv.is_empty() => Ok(argv.clone()),
+        (None, Some(line)) => Ok(vec!["sh".to_string(), "-c".to_string(), line.clone()]),
+        _ => Err(invalid(
+            "exec needs exactly one of argv (not empty) and shell".to_string(),
+            "give the program and its arguments as argv, or one shell line as shell",
+        )),
+    }
+}
+
+/// An exec's timeout from its seconds; refused unless they are a positive number.
+fn exec_timeout(seconds: Option<f64>) -> Result<Option<Duration>, RpcError> {
+    match seconds {
+        Some(seconds) if !(seconds.is_finite() && seconds > 0.0) => Err(invalid(
+            format!("exec timeout {seconds} is not a positive number of seconds"),
+            "give the seconds the command may run, or no timeout",
+        )),
+        Some(seconds) => Ok(Some(Duration::from_secs_f64(seconds.min(1e9)))),
+        None => Ok(None),
+    }
+}
+
+/// The exec request of `command`: the user, working directory and stdin `params` give (its
+/// stdin taken from them), the environment `env` and the exec tag `tag`; checked.
+fn exec_request(
+    command: Vec<String>,
+    params: &mut ExecParams,
+    env: &[(String, String)],
+    tag: &str,
+) -> Result<ExecRequest, RpcError> {
     let mut request = ExecRequest::new(command);
     request.user = params.user.clone();
     request.workdir = params.cwd.clone();
@@ -104,33 +131,37 @@ pub async fn exec<P: SessionPort>(
         .collect();
     request.env.push(EnvVar {
         name: EXEC_TAG_VAR.to_string(),
-        value: EnvValue::Literal { value: tag.clone() },
+        value: EnvValue::Literal {
+            value: tag.to_string(),
+        },
     });
-    if let Some(stdin) = params.stdin {
+    if let Some(stdin) = params.stdin.take() {
         request.stdin = ExecStdin::Bytes(stdin.0);
     }
     request.check().map_err(session_error)?;
-    if !params.stream {
-        let ran = run_on_runner(server, &id, &session, &request, &env, &tag, timeout).await;
-        match ran {
-            Some(result) => return result,
-            // No runner could take it: a plain exec does.
-            None => log::debug!("serve: exec {id} through a plain exec"),
-        }
-    }
+    Ok(request)
+}
+
+/// Runs `request` as a plain exec, its output captured or (with `stream`) sent as it arrives;
+/// on its timeout, its `cancel` or the server's stop, its processes (tagged `tag`) stopped.
+async fn plain_exec<P: SessionPort>(
+    server: &Server<'_, P>,
+    id: Value,
+    session: &Session,
+    request: &ExecRequest,
+    tag: &str,
+    timeout: Option<Duration>,
+    stream: bool,
+) -> Result<Executed, RpcError> {
     let mut cancelled = server.cancellable(&id);
     let mut streamed = Notifying {
         out: server.sender(),
         id,
     };
     let mut captured = Captured::default();
-    let sink: &mut dyn OutputSink = if params.stream {
-        &mut streamed
-    } else {
-        &mut captured
-    };
+    let sink: &mut dyn OutputSink = if stream { &mut streamed } else { &mut captured };
     let ended = {
-        let run = server.client().exec(&session.sandbox, &request, sink);
+        let run = server.client().exec(&session.sandbox, request, sink);
         let mut stopping = server.stopping();
         tokio::select! {
             code = run => Ended::Exited(code.map_err(session_error)?),
@@ -144,7 +175,7 @@ pub async fn exec<P: SessionPort>(
         why => {
             let _ = server
                 .client()
-                .stop_tagged(&session.sandbox, &tag, params.user.as_deref())
+                .stop_tagged(&session.sandbox, tag, request.user.as_deref())
                 .await;
             if !matches!(why, Ended::TimedOut) {
                 return ended_before(why);
@@ -194,22 +225,8 @@ pub async fn run_on_runner<P: SessionPort>(
     tag: &str,
     timeout: Option<Duration>,
 ) -> Option<Result<Executed, RpcError>> {
-    let stdin = match &request.stdin {
-        ExecStdin::Bytes(bytes) if bytes.len() <= runner::MAX_STDIN => Some(bytes.as_slice()),
-        ExecStdin::Null => None,
-        _ => return None,
-    };
-    if !session.runner {
-        return None;
-    }
+    let script = runner_script(session, request, env, tag)?;
     let user = request.user.as_deref();
-    let script = runner::script(
-        &request.command,
-        request.workdir.as_deref(),
-        env,
-        tag,
-        stdin,
-    );
     let runner = server.runner(&session.sandbox, user)?;
     let mut turn = runner.take()?;
     let mut cancelled = server.cancellable(id);
@@ -232,12 +249,9 @@ pub async fn run_on_runner<P: SessionPort>(
             return Some(ended_before(why));
         }
     };
-    let number = match sent {
-        Ok(number) => number,
-        Err(_) => {
-            server.done(id);
-            return None;
-        }
+    let Ok(number) = sent else {
+        server.done(id);
+        return None;
     };
     let ended = {
         let answer = turn.answer(number);
@@ -259,6 +273,41 @@ pub async fn run_on_runner<P: SessionPort>(
         ended
     };
     server.done(id);
+    runner_answered(ended, &session.sandbox.name)
+}
+
+/// The script a runner runs for `request` (its environment `env` and exec tag `tag` written
+/// into it); `None` when the session has runners off or the request's stdin is over
+/// [`runner::MAX_STDIN`].
+fn runner_script(
+    session: &Session,
+    request: &ExecRequest,
+    env: &[(String, String)],
+    tag: &str,
+) -> Option<String> {
+    let stdin = match &request.stdin {
+        ExecStdin::Bytes(bytes) if bytes.len() <= runner::MAX_STDIN => Some(bytes.as_slice()),
+        ExecStdin::Null => None,
+        _ => return None,
+    };
+    if !session.runner {
+        return None;
+    }
+    Some(runner::script(
+        &request.command,
+        request.workdir.as_deref(),
+        env,
+        tag,
+        stdin,
+    ))
+}
+
+/// What an exec on a runner of the sandbox `sandbox` answers, from how it ended; `None` when
+/// the command was not sent (a plain exec runs it).
+fn runner_answered(
+    ended: Result<Result<runner::RunOutput, runner::RunFailure>, Ended>,
+    sandbox: &str,
+) -> Option<Result<Executed, RpcError>> {
     Some(match ended {
         Err(why) => ended_before(why),
         Ok(Ok(output)) => Ok(Executed {
@@ -272,10 +321,9 @@ pub async fn run_on_runner<P: SessionPort>(
             EXIT_DOCKER,
             "failed",
             &format!(
-                "the runner in {} ended while the command ran (it may have run)\n  hint: \
+                "the runner in {sandbox} ended while the command ran (it may have run)\n  hint: \
                  the sandbox may have stopped; `running` says, and the next exec starts a new \
-                 runner",
-                session.sandbox.name
+                 runner"
             ),
         )),
     })
