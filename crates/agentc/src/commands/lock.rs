@@ -1,8 +1,11 @@
 //! `agentc lock`: writes the profile's lock file from the machine as it is, or, with
 //! `--check`, lists the drift between the lock and the machine (exit 65 on any).
 
-use agentc_lifecycle::lock::compare;
+use agentc_lifecycle::lock::{compare, Drift, Lock};
+use agentc_lifecycle::plan::Launch;
+use agentc_policy::LoadedProfile;
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use crate::cli::{ExplainFormat, LockArgs};
 use crate::context::{self, Failure, EXIT_INVALID};
@@ -18,58 +21,7 @@ pub fn lock(args: LockArgs) -> Result<u8, Failure> {
         &BTreeMap::new(),
     )?;
     if args.check {
-        let Some((path, locked)) = gather::read_lock(&args.profile)? else {
-            return Err(Failure::new(
-                EXIT_INVALID,
-                format!(
-                    "{}: no lock file to check\n  hint: `agentc lock {}` writes it",
-                    store::lock_file(&args.profile).display(),
-                    args.profile.display()
-                ),
-            ));
-        };
-        let mut engine = engine::connect(args.backend)?;
-        let (current, _) =
-            gather::current_lock(&loaded, &launches, &BTreeMap::new(), engine.as_mut())?;
-        let drifts = compare(&locked, &current);
-        if args.format == ExplainFormat::Json {
-            let report = serde_json::json!({
-                "lock": path.display().to_string(),
-                "drift": drifts,
-                "launches": locked.launches.len(),
-                "images": locked.images.len(),
-                "files": locked.files.len(),
-            });
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&report).unwrap_or_default()
-            );
-            if !drifts.is_empty() {
-                return Err(Failure::new(
-                    EXIT_INVALID,
-                    format!(
-                        "{}: {} field{} drifted (listed on stdout)",
-                        path.display(),
-                        drifts.len(),
-                        if drifts.len() == 1 { "" } else { "s" }
-                    ),
-                ));
-            }
-            return Ok(0);
-        }
-        if !drifts.is_empty() {
-            return Err(gather::drift_failure(&path, &drifts));
-        }
-        println!(
-            "{}: no drift ({})",
-            path.display(),
-            pinned(
-                locked.launches.len(),
-                locked.images.len(),
-                locked.files.len()
-            )
-        );
-        return Ok(0);
+        return check(&args, &loaded, &launches);
     }
     let mut engine = engine::connect(args.backend)?;
     let (lock, missing) =
@@ -82,6 +34,68 @@ pub fn lock(args: LockArgs) -> Result<u8, Failure> {
         path.display(),
         pinned(lock.launches.len(), lock.images.len(), lock.files.len())
     );
+    Ok(0)
+}
+
+/// Runs `agentc lock --check`: the drift between the profile's lock file and the machine,
+/// printed as text or JSON; refused (exit 65) on any drift or without a lock file.
+fn check(args: &LockArgs, loaded: &LoadedProfile, launches: &[Launch]) -> Result<u8, Failure> {
+    let Some((path, locked)) = gather::read_lock(&args.profile)? else {
+        return Err(Failure::new(
+            EXIT_INVALID,
+            format!(
+                "{}: no lock file to check\n  hint: `agentc lock {}` writes it",
+                store::lock_file(&args.profile).display(),
+                args.profile.display()
+            ),
+        ));
+    };
+    let mut engine = engine::connect(args.backend)?;
+    let (current, _) = gather::current_lock(loaded, launches, &BTreeMap::new(), engine.as_mut())?;
+    let drifts = compare(&locked, &current);
+    if args.format == ExplainFormat::Json {
+        return check_json(&path, &locked, &drifts);
+    }
+    if !drifts.is_empty() {
+        return Err(gather::drift_failure(&path, &drifts));
+    }
+    println!(
+        "{}: no drift ({})",
+        path.display(),
+        pinned(
+            locked.launches.len(),
+            locked.images.len(),
+            locked.files.len()
+        )
+    );
+    Ok(0)
+}
+
+/// Prints `agentc lock --check`'s JSON report of the lock at `path`; refused (exit 65) when
+/// anything drifted.
+fn check_json(path: &Path, locked: &Lock, drifts: &[Drift]) -> Result<u8, Failure> {
+    let report = serde_json::json!({
+        "lock": path.display().to_string(),
+        "drift": drifts,
+        "launches": locked.launches.len(),
+        "images": locked.images.len(),
+        "files": locked.files.len(),
+    });
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&report).unwrap_or_default()
+    );
+    if !drifts.is_empty() {
+        return Err(Failure::new(
+            EXIT_INVALID,
+            format!(
+                "{}: {} field{} drifted (listed on stdout)",
+                path.display(),
+                drifts.len(),
+                if drifts.len() == 1 { "" } else { "s" }
+            ),
+        ));
+    }
     Ok(0)
 }
 

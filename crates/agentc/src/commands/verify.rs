@@ -198,6 +198,40 @@ fn verify_running(args: VerifyArgs, name: &str) -> Result<u8, Failure> {
         .and_then(|pid| u32::try_from(pid).ok())
         .filter(|pid| *pid > 0)
         .ok_or_else(|| refuse("the engine reports no process for it".into()))?;
+    let own_home = label(agentc_policy::LABEL_OWN_VOLUME).is_some();
+    let spec = running_spec(&args, &sandbox, file, own_home)?;
+    let observed = observe(pid).map_err(refuse)?;
+    let checks = verify::host::compare_running(
+        launch::container_of(&spec)?,
+        spec.digest(),
+        label(agentc_policy::LABEL_SPEC_DIGEST),
+        &observed,
+        &inspect,
+        egress.as_ref().map(|egress| &egress.state),
+    );
+    Ok(report(args.format, &spec.profile, &checks))
+}
+
+/// What the host's `/proc` and cgroup tree show of the process `pid`, or why they cannot be
+/// read.
+fn observe(pid: u32) -> Result<verify::parse::Observation, String> {
+    verify::host::observe(
+        std::path::Path::new("/proc"),
+        std::path::Path::new("/sys/fs/cgroup"),
+        pid,
+    )
+    .map_err(|error| format!("{error} (run agentc as root, or as the engine's user)"))
+}
+
+/// The spec of the running `sandbox` as its profile `file` resolves now (with `--workspace`
+/// and `--image` from `args`): under its own name when it has the profile's, else asked for
+/// (`--name`, a copy's); its own home volume when `own_home`.
+fn running_spec(
+    args: &VerifyArgs,
+    sandbox: &Sandbox,
+    file: &str,
+    own_home: bool,
+) -> Result<LaunchSpec, Failure> {
     let launch_args = launch_args(
         std::path::Path::new(file),
         args.workspace.clone(),
@@ -208,7 +242,7 @@ fn verify_running(args: VerifyArgs, name: &str) -> Result<u8, Failure> {
         start: Start::Detached,
         default_name: Some(sandbox.name.clone()),
         name: named.then(|| sandbox.name.clone()),
-        own_home: label(agentc_policy::LABEL_OWN_VOLUME).is_some(),
+        own_home,
         stdin_is_terminal: false,
         ..Instance::default()
     };
@@ -217,23 +251,5 @@ fn verify_running(args: VerifyArgs, name: &str) -> Result<u8, Failure> {
     if launch::container_of(&spec)?.name.as_deref() != Some(sandbox.name.as_str()) {
         spec = context::resolve_instance(&loaded, &launch_args, instance(true))?;
     }
-    let observed = verify::host::observe(
-        std::path::Path::new("/proc"),
-        std::path::Path::new("/sys/fs/cgroup"),
-        pid,
-    )
-    .map_err(|error| {
-        refuse(format!(
-            "{error} (run agentc as root, or as the engine's user)"
-        ))
-    })?;
-    let checks = verify::host::compare_running(
-        launch::container_of(&spec)?,
-        spec.digest(),
-        label(agentc_policy::LABEL_SPEC_DIGEST),
-        &observed,
-        &inspect,
-        egress.as_ref().map(|egress| &egress.state),
-    );
-    Ok(report(args.format, &spec.profile, &checks))
+    Ok(spec)
 }

@@ -80,30 +80,7 @@ pub async fn engine_facts(port: Result<ApiPort, String>) -> EngineFacts {
         }
     }
     if let Ok(info) = docker.info().await {
-        facts.default_runtime = info.default_runtime.clone();
-        let registered = info.runtimes.unwrap_or_default();
-        if engine == Engine::Docker {
-            facts.gvisor = registered.get("runsc").map(|runsc| {
-                let mut text = runsc.path.clone().unwrap_or_default();
-                for arg in runsc.runtime_args.clone().unwrap_or_default() {
-                    text.push(' ');
-                    text.push_str(&arg);
-                }
-                text
-            });
-        }
-        let mut runtimes: Vec<String> = registered.into_keys().collect();
-        runtimes.sort();
-        if let Some(default) = &info.default_runtime {
-            runtimes.retain(|name| name != default);
-            runtimes.insert(0, default.clone());
-        }
-        facts.runtimes = runtimes;
-        facts.cgroup_version = info
-            .cgroup_version
-            .map(|version| version.to_string().trim_start_matches('v').to_string());
-        facts.security_options = info.security_options.unwrap_or_default();
-        facts.disk = Some(free_disk(info.docker_root_dir.as_deref()));
+        info_facts(info, engine, &mut facts);
     }
     facts.isolated_network = Some(isolated_network(&port).await);
     facts.egress_leftovers = Some(
@@ -118,6 +95,35 @@ pub async fn engine_facts(port: Result<ApiPort, String>) -> EngineFacts {
             .map_err(|error| error.to_string()),
     );
     facts
+}
+
+/// Records what the engine's info says: its runtimes (the default first, and on Docker
+/// gVisor's `runsc` with its arguments), cgroup version, security options and free disk.
+fn info_facts(info: bollard::models::SystemInfo, engine: Engine, facts: &mut EngineFacts) {
+    facts.default_runtime = info.default_runtime.clone();
+    let registered = info.runtimes.unwrap_or_default();
+    if engine == Engine::Docker {
+        facts.gvisor = registered.get("runsc").map(|runsc| {
+            let mut text = runsc.path.clone().unwrap_or_default();
+            for arg in runsc.runtime_args.clone().unwrap_or_default() {
+                text.push(' ');
+                text.push_str(&arg);
+            }
+            text
+        });
+    }
+    let mut runtimes: Vec<String> = registered.into_keys().collect();
+    runtimes.sort();
+    if let Some(default) = &info.default_runtime {
+        runtimes.retain(|name| name != default);
+        runtimes.insert(0, default.clone());
+    }
+    facts.runtimes = runtimes;
+    facts.cgroup_version = info
+        .cgroup_version
+        .map(|version| version.to_string().trim_start_matches('v').to_string());
+    facts.security_options = info.security_options.unwrap_or_default();
+    facts.disk = Some(free_disk(info.docker_root_dir.as_deref()));
 }
 
 /// The `docker` command's client version, or why it cannot run.
