@@ -199,11 +199,18 @@ pub struct Instance {
     /// labelled [`crate::LABEL_OWN_VOLUME`] on the container, instead of the profile's shared
     /// one, so that a restored or forked sandbox diverges on its own. Needs a name.
     pub own_home: bool,
+    /// The runtime the engine was found to meet the launch's isolation floor with
+    /// (`[security] isolation`, chosen by [`crate::choose_runtime`] from the probes of the
+    /// engine's runtimes): the container runs under it, labelled [`crate::LABEL_ISOLATION`]
+    /// and [`crate::LABEL_RUNTIME`] ([`crate::isolation::placed`]). `None`: the floor is not
+    /// met yet, and a launch of the spec meets it first. Refused for a launch without a floor,
+    /// and for one whose `security.runtime` names another runtime.
+    pub floor: Option<crate::ChosenRuntime>,
 }
 
 impl Default for Instance {
     /// The launch as the profile says: attached as its kind is, its own name, at a terminal,
-    /// no profile record.
+    /// no profile record, an isolation floor not yet met.
     fn default() -> Instance {
         Instance {
             start: Start::AsLaunched,
@@ -213,6 +220,7 @@ impl Default for Instance {
             stdin_is_terminal: true,
             profile_record: None,
             own_home: false,
+            floor: None,
         }
     }
 }

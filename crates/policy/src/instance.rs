@@ -192,9 +192,64 @@ pub(crate) fn apply(
     if instance.own_home {
         own_home(container, origins, loaded)?;
     }
+    if let Some(chosen) = &instance.floor {
+        place(container, origins, chosen, &profile)?;
+    }
     if !instance.stdin_is_terminal && container.tty && !container.detach {
         container.tty = false;
         origins.insert(keys::TTY.to_string(), invocation("stdin (not a terminal)"));
+    }
+    Ok(())
+}
+
+/// Puts the container under the runtime `chosen` for its isolation floor
+/// ([`crate::isolation::placed`]); refused for a container without a floor, or whose
+/// `security.runtime` names another runtime.
+fn place(
+    container: &mut ContainerSpec,
+    origins: &mut std::collections::BTreeMap<String, Origin>,
+    chosen: &crate::ChosenRuntime,
+    profile: &str,
+) -> Result<(), PolicyError> {
+    let refuse = |message: String, hint: &str| PolicyError::Unlaunchable {
+        location: Location::Invocation {
+            input: "the isolation floor's runtime".to_string(),
+        },
+        message: format!("profile {profile:?}: {message}"),
+        hint: hint.to_string(),
+    };
+    if container.isolation.is_none() {
+        return Err(refuse(
+            format!(
+                "a runtime ({}) was chosen for an isolation floor the launch does not have",
+                chosen.name
+            ),
+            "resolve it without Instance::floor, or give the profile [security] isolation",
+        ));
+    }
+    if let Some(named) = container
+        .runtime
+        .as_deref()
+        .filter(|named| *named != chosen.name)
+    {
+        return Err(refuse(
+            format!(
+                "security.runtime names {named:?}, but the isolation floor's runtime chosen is {:?}",
+                chosen.name
+            ),
+            "choose the floor's runtime for this launch (it keeps security.runtime)",
+        ));
+    }
+    let named = container.runtime.is_some();
+    *container = crate::isolation::placed(container, chosen);
+    let invocation = Origin::Invocation {
+        input: "the isolation floor".to_string(),
+    };
+    if !named {
+        origins.insert(keys::RUNTIME.to_string(), invocation.clone());
+    }
+    for label in [crate::LABEL_ISOLATION, crate::LABEL_RUNTIME] {
+        origins.insert(keys::label(label), invocation.clone());
     }
     Ok(())
 }

@@ -162,6 +162,33 @@ pub struct ChosenRuntime {
     pub above_floor: Option<String>,
 }
 
+/// `container` under the runtime `chosen` for its isolation floor: that runtime, and the
+/// [`crate::LABEL_ISOLATION`] and [`crate::LABEL_RUNTIME`] labels naming the tier and the
+/// runtime. The one rule of a floor's placement: [`crate::resolve()`] applies it for
+/// [`crate::Instance::floor`], and a launch of a spec resolved without one applies it to the
+/// runtime it chose. Pure.
+pub fn placed(container: &crate::ContainerSpec, chosen: &ChosenRuntime) -> crate::ContainerSpec {
+    let mut placed = container.clone();
+    placed.runtime = Some(chosen.name.clone());
+    placed.labels.insert(
+        crate::LABEL_ISOLATION.to_string(),
+        chosen.tier.as_str().to_string(),
+    );
+    placed
+        .labels
+        .insert(crate::LABEL_RUNTIME.to_string(), chosen.name.clone());
+    placed
+}
+
+/// The runtime `container` was placed under for its isolation floor ([`placed`]), with the
+/// tier its label names; `None` when it was not placed.
+pub fn placement(container: &crate::ContainerSpec) -> Option<(&str, &str)> {
+    container.isolation?;
+    let runtime = container.labels.get(crate::LABEL_RUNTIME)?;
+    let tier = container.labels.get(crate::LABEL_ISOLATION)?;
+    (container.runtime.as_deref() == Some(runtime.as_str())).then_some((runtime, tier))
+}
+
 /// Whether the container's egress policy is held only by the image's own firewall (the
 /// agent presets' entrypoint iptables, which needs `NET_ADMIN`): it has `NET_ADMIN`, no
 /// agentc egress proxy, a network, and an allowlist handed to the image

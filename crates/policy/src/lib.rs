@@ -87,7 +87,7 @@ mod finding;
 mod findings;
 mod inputs;
 mod instance;
-mod isolation;
+pub mod isolation;
 mod keys;
 mod limits;
 mod load;

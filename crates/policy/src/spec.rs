@@ -43,6 +43,11 @@ pub const LABEL_SPEC_DIGEST: &str = "io.agentc.spec-digest";
 pub const LABEL_PROFILE_FILE: &str = "io.agentc.profile-file";
 /// Label holding the sha256 (hex) of that profile file's text at launch.
 pub const LABEL_PROFILE_SHA256: &str = "io.agentc.profile-sha256";
+/// Label naming the isolation tier a container with an isolation floor runs under (`container`,
+/// `gvisor`, `microvm`): set by [`crate::resolve()`] from [`crate::Instance::floor`].
+pub const LABEL_ISOLATION: &str = "io.agentc.isolation";
+/// Label naming the runtime chosen for a container's isolation floor.
+pub const LABEL_RUNTIME: &str = "io.agentc.runtime";
 /// Label naming the volume a container has for itself alone ([`crate::Instance::own_home`]:
 /// `NAME-home`), which is removed with it.
 pub const LABEL_OWN_VOLUME: &str = "io.agentc.own-volume";

@@ -75,6 +75,7 @@ fn detached_launch(
         stdin_is_terminal: std::io::stdin().is_terminal(),
         profile_record: context::profile_record(profile),
         own_home: false,
+        floor: None,
     };
     context::resolve_instance(loaded, &args, instance)
 }

@@ -271,6 +271,7 @@ pub fn restore(args: RestoreArgs, count: u16) -> Result<u8, Failure> {
         stdin_is_terminal: false,
         profile_record: profile_record.clone(),
         own_home: !args.share_home,
+        floor: None,
     };
     if asked {
         let names = (1..=count)

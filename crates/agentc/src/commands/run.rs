@@ -65,6 +65,7 @@ pub fn run(mut args: RunArgs) -> Result<u8, Failure> {
         stdin_is_terminal,
         profile_record: profile_record.clone(),
         own_home: false,
+        floor: None,
     };
     let spec = context::resolve_instance(&loaded, &launch_args, instance(None))?;
     if !args.no_warnings {

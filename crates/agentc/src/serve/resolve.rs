@@ -164,6 +164,7 @@ pub fn session_launch(
         stdin_is_terminal: false,
         profile_record: request.profile.and_then(context::profile_record),
         own_home: false,
+        floor: None,
     };
     let inputs = match origin {
         Origin::File(_) => context::launch_inputs(&loaded, &args, instance),

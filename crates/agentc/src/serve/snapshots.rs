@@ -109,6 +109,7 @@ async fn restore_one<P: SessionPort>(
         profile_record: context::profile_record(&file),
         // Each restored or forked session diverges on its own, its home included.
         own_home: true,
+        floor: None,
     };
     let spec = context::resolve_instance(&loaded, &args, instance).map_err(failure)?;
     let launch = container(&spec).map_err(failure)?;

@@ -21,10 +21,7 @@ use agentc_policy::{
 use crate::port::EnginePort;
 use crate::{Engine, EngineRuntimes, ExecError};
 
-/// The label naming the tier a sandbox runs under (`container`, `gvisor`, `microvm`).
-pub const LABEL_ISOLATION: &str = "io.agentc.isolation";
-/// The label naming the runtime chosen for the floor.
-pub const LABEL_RUNTIME: &str = "io.agentc.runtime";
+pub use agentc_policy::{LABEL_ISOLATION, LABEL_RUNTIME};
 
 /// The tier a probe proves, from the kernel the probe container saw (`/proc/version`, then
 /// `dmesg`) against the host's: gVisor says so in its boot log; a kernel other than the
@@ -127,9 +124,12 @@ pub struct Met {
 }
 
 /// Meets `container`'s isolation floor through `port`, when it has one: detects and probes
-/// the engine's runtimes, chooses one, and returns the container placed under it; a container
-/// without a floor comes back unchanged, the engine not asked. Nothing of the launch is
-/// created before (the probe containers are removed as they exit).
+/// the engine's runtimes, chooses one, and returns the container placed under it
+/// ([`agentc_policy::isolation::placed`], the rule `resolve` applies for
+/// [`agentc_policy::Instance::floor`]). A container resolved with the floor met already
+/// (placed under a runtime) is proven again (its runtime's probe, remembered) and comes back
+/// as it was; one without a floor comes back unchanged, the engine not asked. Nothing of the
+/// launch is created before (the probe containers are removed as they exit).
 pub async fn meet_floor<P: EnginePort>(
     port: &P,
     container: &ContainerSpec,
@@ -145,15 +145,12 @@ pub async fn meet_floor<P: EnginePort>(
     let chosen = choose(port, container, isolation, profile, options)
         .await?
         .map_err(FloorError::Shortfall)?;
-    let mut placed = container.clone();
-    placed.runtime = Some(chosen.name.clone());
-    placed.labels.insert(
-        LABEL_ISOLATION.to_string(),
-        chosen.tier.as_str().to_string(),
-    );
-    placed
-        .labels
-        .insert(LABEL_RUNTIME.to_string(), chosen.name.clone());
+    let proven = Some((chosen.name.as_str(), chosen.tier.as_str()));
+    let placed = if agentc_policy::isolation::placement(container) == proven {
+        container.clone()
+    } else {
+        agentc_policy::isolation::placed(container, &chosen)
+    };
     log::info!(
         "isolation: {} under runtime {} (security.isolation.min = {})",
         chosen.tier,

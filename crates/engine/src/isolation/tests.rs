@@ -197,3 +197,26 @@ fn a_floor_met_places_the_container_and_one_not_met_creates_nothing() {
     let met = block_on(meet_floor(&port, &plain, "p", &options(None))).unwrap();
     assert!(met.chosen.is_none() && met.container == plain);
 }
+
+#[test]
+fn a_container_resolved_with_its_floor_met_is_proven_again_and_left_as_it_was() {
+    let port = engine_with(&[("runc", "1.1.5"), ("runsc", "20221219")]);
+    let gvisor = |runtime: &str| ChosenRuntime {
+        name: runtime.into(),
+        tier: IsolationTier::Gvisor,
+        above_floor: None,
+    };
+    let resolved =
+        agentc_policy::isolation::placed(&floor(IsolationTier::Gvisor), &gvisor("runsc"));
+    let met = block_on(meet_floor(&port, &resolved, "p", &options(None))).unwrap();
+    assert_eq!(met.container, resolved);
+    assert_eq!(
+        met.chosen.map(|chosen| chosen.name).as_deref(),
+        Some("runsc")
+    );
+    // A placement the engine does not prove (runc said to be gVisor) is refused, not trusted.
+    let claimed = agentc_policy::isolation::placed(&floor(IsolationTier::Gvisor), &gvisor("runc"));
+    let refused = block_on(meet_floor(&port, &claimed, "p", &options(None))).unwrap_err();
+    assert!(matches!(refused, FloorError::Shortfall(_)), "{refused}");
+    assert!(port.world().containers.is_empty());
+}

@@ -1964,3 +1964,83 @@ fn behind_an_upstream_that_gets_every_destination_the_default_provider_host_gets
         "{error}"
     );
 }
+
+/// A custom sandbox with an isolation floor of gVisor, and `extra` in its `[security]`.
+fn floored(extra: &str) -> String {
+    format!(
+        "name = \"floored\"\nagent = \"custom\"\n\n[image]\nref = \"busybox:1.36\"\n\n\
+         [security]\nisolation = {{ min = \"gvisor\" }}\n{extra}"
+    )
+}
+
+/// The instance whose floor the engine met with `runtime` at `tier`.
+fn met_with(runtime: &str, tier: IsolationTier) -> ResolveInputs {
+    let mut inputs = inputs(LaunchKind::Run);
+    inputs.instance.floor = Some(ChosenRuntime {
+        name: runtime.to_string(),
+        tier,
+        above_floor: None,
+    });
+    inputs
+}
+
+#[test]
+fn a_floor_met_by_the_instance_places_the_container_and_keeps_the_digest() {
+    let unmet = run(&floored(""));
+    assert_eq!(container(&unmet).runtime, None);
+    assert_eq!(isolation::placement(container(&unmet)), None);
+    let met = resolve_with(
+        &floored(""),
+        &met_with("runsc", IsolationTier::Gvisor),
+        &paths(&[]),
+    )
+    .unwrap();
+    let placed = container(&met);
+    assert_eq!(placed.runtime.as_deref(), Some("runsc"));
+    assert_eq!(placed.labels[LABEL_ISOLATION], "gvisor");
+    assert_eq!(placed.labels[LABEL_RUNTIME], "runsc");
+    assert_eq!(isolation::placement(placed), Some(("runsc", "gvisor")));
+    // The same launch: one digest whichever runtime met its floor.
+    assert_eq!(met.digest(), unmet.digest());
+    assert_eq!(
+        met.origins[keys::RUNTIME],
+        Origin::Invocation {
+            input: "the isolation floor".into()
+        }
+    );
+    assert!(met.origins.contains_key(&keys::label(LABEL_ISOLATION)));
+}
+
+#[test]
+fn a_floor_runtime_for_a_launch_without_a_floor_or_against_its_named_runtime_is_refused() {
+    let plain = "name = \"plain\"\nagent = \"custom\"\n\n[image]\nref = \"busybox:1.36\"\n";
+    let error = resolve_with(
+        plain,
+        &met_with("runsc", IsolationTier::Gvisor),
+        &paths(&[]),
+    )
+    .unwrap_err();
+    assert!(matches!(error, PolicyError::Unlaunchable { .. }));
+    assert!(error
+        .to_string()
+        .contains("a runtime (runsc) was chosen for an isolation floor the launch does not have"));
+    let named = floored("runtime = \"kata\"\n");
+    let error = resolve_with(
+        &named,
+        &met_with("runsc", IsolationTier::Gvisor),
+        &paths(&[]),
+    )
+    .unwrap_err();
+    assert!(error.to_string().contains(
+        "security.runtime names \"kata\", but the isolation floor's runtime chosen is \"runsc\""
+    ));
+    // The runtime it names, chosen: placed, the runtime's origin still the profile's line.
+    let met = resolve_with(
+        &named,
+        &met_with("kata", IsolationTier::Microvm),
+        &paths(&[]),
+    )
+    .unwrap();
+    assert_eq!(container(&met).labels[LABEL_ISOLATION], "microvm");
+    assert!(matches!(met.origins[keys::RUNTIME], Origin::Profile { .. }));
+}
