@@ -586,20 +586,32 @@ async fn copies_over<P: EnginePort>(
         let code = u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER);
         Failure::new(code, message)
     })?;
+    print_copies(port, &launched, container, jobs).await;
+    Ok(0)
+}
+
+/// Prints each started copy, in order: its name and ID, or, when it publishes ports or joins
+/// a named network, where it is (inspected `jobs` at a time).
+async fn print_copies<P: EnginePort>(
+    port: &P,
+    launched: &[agentc_engine::launch::Started],
+    container: &ContainerSpec,
+    jobs: usize,
+) {
     // Only published ports and named networks need the inspect that says where a copy is.
     let reachable =
         !container.ports.is_empty() || matches!(container.network, Network::Named { .. });
     if !reachable {
-        for copy in &launched {
+        for copy in launched {
             let id: String = copy.id.chars().take(12).collect();
             println!(
                 "started {} ({id})",
                 copy.placed.name.as_deref().unwrap_or_default()
             );
         }
-        return Ok(0);
+        return;
     }
-    let inspects: Vec<_> = futures_util::stream::iter(&launched)
+    let inspects: Vec<_> = futures_util::stream::iter(launched)
         .map(|copy| agentc_engine::launch::reachable(port, copy))
         .buffered(jobs.max(1))
         .collect()
@@ -613,7 +625,6 @@ async fn copies_over<P: EnginePort>(
             ),
         }
     }
-    Ok(0)
 }
 
 /// `copies` with the isolation floor met: asked of the engine once, for the first copy

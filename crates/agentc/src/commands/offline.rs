@@ -7,7 +7,7 @@ use agentc_policy::LoadedProfile;
 
 use crate::cli::{
     Command, ExplainArgs, ExplainBackendArg, ExplainFormat, FormatArg, K8sArgs, K8sKindArg,
-    RenderBackendArg,
+    ProfileArgs, RenderArgs, RenderBackendArg,
 };
 use crate::context::{self, Failure};
 
@@ -77,66 +77,74 @@ pub fn explain(args: ExplainArgs) -> Result<u8, Failure> {
 /// subcommands are refused (they print as they go and have their own entry points).
 pub fn dispatch(command: Command) -> Result<String, Failure> {
     match command {
-        Command::Validate(args) => {
-            let loaded = context::load_profile(&args.profile)?;
-            let launches = context::every_launch(&loaded, &args.profile);
-            let mut notes = std::collections::BTreeSet::new();
-            for launch in &launches {
-                let spec = context::resolve_launch(&loaded, launch)?;
-                notes.extend(engine_requirements(&spec));
-            }
-            let mut out = format!(
-                "{}: valid profile {:?} (agent {}; {} launch{} checked)\n",
-                loaded.file,
-                loaded.profile.name,
-                loaded.profile.agent.as_str(),
-                launches.len(),
-                if launches.len() == 1 { "" } else { "es" },
-            );
-            for note in notes {
-                out.push_str(&format!("  note: {note}\n"));
-            }
-            Ok(out)
-        }
+        Command::Validate(args) => validate(&args),
         Command::Schema => {
             let schema = agentc_policy::profile_schema();
             Ok(format!("{}\n", to_pretty_json(&schema)))
         }
-        Command::Render(args) => {
-            if args.backend != RenderBackendArg::K8s {
-                refuse_k8s_options(&args.k8s)?;
-            }
-            let loaded = context::load_profile(&args.launch.profile)?;
-            let spec = if args.backend == RenderBackendArg::K8s {
-                context::resolve_launch_unowned(&loaded, &args.launch)?
-            } else {
-                context::resolve_launch(&loaded, &args.launch)?
-            };
-            if args.backend == RenderBackendArg::K8s {
-                let rendering = render_k8s(&loaded, &spec, &args.k8s)?;
-                // A Pod that may not start is worth a line before anyone applies it.
-                for note in rendering.notes.start_blockers() {
-                    eprintln!(
-                        "agentc: warning: {}: {}\n  hint: set [image] user to a numeric uid other \
-                         than 0, such as \"1000:1000\", to render runAsUser, or make sure the \
-                         image's USER is one",
-                        note.field, note.detail
-                    );
-                }
-                return match args.format {
-                    FormatArg::Json => Ok(format!("{}\n", to_pretty_json(&rendering.to_json()))),
-                    FormatArg::Yaml => Ok(rendering.to_yaml()),
-                    FormatArg::Shell => Err(Failure::usage(
-                        "the k8s backend renders objects: use --format yaml or --format json",
-                    )),
-                };
-            }
-            render(&spec, args.backend, args.format)
-        }
+        Command::Render(args) => render_command(&args),
         _ => Err(Failure::usage(
             "this command has its own entry point and is not dispatched here",
         )),
     }
+}
+
+/// `agentc validate`: the profile loaded and every launch of it resolved; a line saying so,
+/// with a note for each thing a launch needs of the engine.
+fn validate(args: &ProfileArgs) -> Result<String, Failure> {
+    let loaded = context::load_profile(&args.profile)?;
+    let launches = context::every_launch(&loaded, &args.profile);
+    let mut notes = std::collections::BTreeSet::new();
+    for launch in &launches {
+        let spec = context::resolve_launch(&loaded, launch)?;
+        notes.extend(engine_requirements(&spec));
+    }
+    let mut out = format!(
+        "{}: valid profile {:?} (agent {}; {} launch{} checked)\n",
+        loaded.file,
+        loaded.profile.name,
+        loaded.profile.agent.as_str(),
+        launches.len(),
+        if launches.len() == 1 { "" } else { "es" },
+    );
+    for note in notes {
+        out.push_str(&format!("  note: {note}\n"));
+    }
+    Ok(out)
+}
+
+/// `agentc render`: the profile's launch rendered for the backend asked for; for k8s, a
+/// warning on stderr for each thing that may keep the Pod from starting.
+fn render_command(args: &RenderArgs) -> Result<String, Failure> {
+    if args.backend != RenderBackendArg::K8s {
+        refuse_k8s_options(&args.k8s)?;
+    }
+    let loaded = context::load_profile(&args.launch.profile)?;
+    let spec = if args.backend == RenderBackendArg::K8s {
+        context::resolve_launch_unowned(&loaded, &args.launch)?
+    } else {
+        context::resolve_launch(&loaded, &args.launch)?
+    };
+    if args.backend == RenderBackendArg::K8s {
+        let rendering = render_k8s(&loaded, &spec, &args.k8s)?;
+        // A Pod that may not start is worth a line before anyone applies it.
+        for note in rendering.notes.start_blockers() {
+            eprintln!(
+                "agentc: warning: {}: {}\n  hint: set [image] user to a numeric uid other \
+                 than 0, such as \"1000:1000\", to render runAsUser, or make sure the \
+                 image's USER is one",
+                note.field, note.detail
+            );
+        }
+        return match args.format {
+            FormatArg::Json => Ok(format!("{}\n", to_pretty_json(&rendering.to_json()))),
+            FormatArg::Yaml => Ok(rendering.to_yaml()),
+            FormatArg::Shell => Err(Failure::usage(
+                "the k8s backend renders objects: use --format yaml or --format json",
+            )),
+        };
+    }
+    render(&spec, args.backend, args.format)
 }
 
 /// What a launch needs of the engine that an offline check cannot see, in words: an outside
