@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::Path;
 
-use agentc_engine::pool::warm::{self, Cold, LaunchClaim, WarmStart};
+use agentc_engine::pool::warm::{self, Claimed, Cold, LaunchClaim, WarmStart};
 use agentc_engine::pool::{self, short_key, Member, Pool};
 use agentc_engine::session::{
     ExecRequest, ExecStdin, SandboxClient, Sandboxes, SessionError, SessionPort,
@@ -431,6 +431,18 @@ impl ClaimJob<'_> {
             let interrupted = ExecError::Interrupted { signal, cleanup };
             return Err(session_failure(SessionError::Launch(interrupted)));
         }
+        self.run_claimed(client, &claimed).await
+    }
+
+    /// The launch's command run in the member `claimed`: for a detached launch in the
+    /// background (printed as a started launch is), else on this terminal, the member then
+    /// removed as `--rm` does.
+    async fn run_claimed<P: SessionPort>(
+        &self,
+        client: &Sandboxes<P>,
+        claimed: &Claimed,
+    ) -> Result<Option<u8>, Failure> {
+        let member = &claimed.member;
         let container = launch::container_of(self.request.spec)?;
         if container.detach {
             // What is printed of it first: the exec's attach takes its connection to the Engine
@@ -440,7 +452,7 @@ impl ClaimJob<'_> {
                 .await
                 .map_err(session_failure)?;
             // The launch's command in the background, its output in the container's logs.
-            warm::start_detached(client, &claimed)
+            warm::start_detached(client, claimed)
                 .await
                 .map_err(session_failure)?;
             launch::print_started(&inspect, &container.network);

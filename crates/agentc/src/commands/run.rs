@@ -15,28 +15,7 @@ use crate::lifecycle::gather;
 
 /// Runs `agentc run`; returns the container's exit code (0 for a started detached launch).
 pub fn run(mut args: RunArgs) -> Result<u8, Failure> {
-    // An input of resolve, with the environment's overrides (in place of its
-    // AGENTC_ISOLATION_MIN).
-    let overrides = args
-        .isolation_min
-        .iter()
-        .map(|tier| {
-            (
-                agentc_policy::overrides::ISOLATION_MIN.to_string(),
-                tier.clone(),
-            )
-        })
-        .collect();
-    let launch_args = LaunchArgs {
-        profile: std::mem::take(&mut args.profile),
-        kind: KindArg::Run,
-        workspace: args.workspace.take(),
-        image: args.image.take(),
-        seed_target: None,
-        agent_args: std::mem::take(&mut args.agent_args),
-        overrides,
-        build_args: Default::default(),
-    };
+    let launch_args = run_launch_args(&mut args);
     let loaded = context::load_profile(&launch_args.profile)?;
     gather::refuse_unlocked(
         args.locked,
@@ -82,6 +61,32 @@ pub fn run(mut args: RunArgs) -> Result<u8, Failure> {
     launch_one(&args, &launch_args, &loaded, &spec).map_err(|failure| {
         missing_preset_image(failure, &launch_args, &loaded, &spec, args.backend)
     })
+}
+
+/// The run launch's arguments, taken from `agentc run`'s (its profile, workspace, image and
+/// agent arguments moved out of `args`); `--isolation-min` an override of resolve, with the
+/// environment's (in place of its AGENTC_ISOLATION_MIN).
+fn run_launch_args(args: &mut RunArgs) -> LaunchArgs {
+    let overrides = args
+        .isolation_min
+        .iter()
+        .map(|tier| {
+            (
+                agentc_policy::overrides::ISOLATION_MIN.to_string(),
+                tier.clone(),
+            )
+        })
+        .collect();
+    LaunchArgs {
+        profile: std::mem::take(&mut args.profile),
+        kind: KindArg::Run,
+        workspace: args.workspace.take(),
+        image: args.image.take(),
+        seed_target: None,
+        agent_args: std::mem::take(&mut args.agent_args),
+        overrides,
+        build_args: Default::default(),
+    }
 }
 
 /// The one launch of `agentc run`, over one engine port (one connection through the Engine
