@@ -231,7 +231,8 @@ fn live_an_isolation_floor_chooses_a_proven_runtime_or_refuses() {
             "iso",
             agentc::cli::BackendArg::Cli,
         )
-        .expect("runsc meets the floor");
+        .expect("runsc meets the floor")
+        .container;
         assert_eq!(placed.runtime.as_deref(), Some("runsc"), "{min} {prefer:?}");
         assert_eq!(
             placed.labels.get("io.agentc.isolation").map(String::as_str),
@@ -243,7 +244,8 @@ fn live_an_isolation_floor_chooses_a_proven_runtime_or_refuses() {
         "iso",
         agentc::cli::BackendArg::Cli,
     )
-    .expect("the engine's default meets the container floor");
+    .expect("the engine's default meets the container floor")
+    .container;
     assert_eq!(
         placed.labels.get("io.agentc.isolation").map(String::as_str),
         Some("container")

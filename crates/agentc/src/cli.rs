@@ -375,38 +375,6 @@ pub struct LaunchArgs {
     pub build_args: BTreeMap<String, String>,
 }
 
-impl LaunchArgs {
-    /// The launch these arguments ask for, as the library takes it.
-    pub fn request(&self) -> agentc_host::LaunchRequest {
-        agentc_host::LaunchRequest {
-            profile: self.profile.clone(),
-            kind: self.kind.into(),
-            workspace: self.workspace.clone(),
-            image: self.image.clone(),
-            seed_target: self.seed_target.clone(),
-            agent_args: self.agent_args.clone(),
-            overrides: self.overrides.clone(),
-            build_args: self.build_args.clone(),
-        }
-    }
-}
-
-impl From<agentc_host::LaunchRequest> for LaunchArgs {
-    /// The arguments that ask for `request`.
-    fn from(request: agentc_host::LaunchRequest) -> LaunchArgs {
-        LaunchArgs {
-            profile: request.profile,
-            kind: KindArg::from(request.kind),
-            workspace: request.workspace,
-            image: request.image,
-            seed_target: request.seed_target,
-            agent_args: request.agent_args,
-            overrides: request.overrides,
-            build_args: request.build_args,
-        }
-    }
-}
-
 /// `agentc explain`.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
@@ -713,29 +681,6 @@ pub enum KindArg {
     Build,
     /// The Decant companion.
     Decant,
-}
-
-impl From<KindArg> for agentc_policy::LaunchKind {
-    fn from(kind: KindArg) -> agentc_policy::LaunchKind {
-        match kind {
-            KindArg::Run => agentc_policy::LaunchKind::Run,
-            KindArg::Seed => agentc_policy::LaunchKind::Seed,
-            KindArg::Build => agentc_policy::LaunchKind::Build,
-            KindArg::Decant => agentc_policy::LaunchKind::Decant,
-        }
-    }
-}
-
-impl From<agentc_policy::LaunchKind> for KindArg {
-    /// A custom agent's sandbox is asked for as its run.
-    fn from(kind: agentc_policy::LaunchKind) -> KindArg {
-        match kind {
-            agentc_policy::LaunchKind::Run | agentc_policy::LaunchKind::Sandbox => KindArg::Run,
-            agentc_policy::LaunchKind::Seed => KindArg::Seed,
-            agentc_policy::LaunchKind::Build => KindArg::Build,
-            agentc_policy::LaunchKind::Decant => KindArg::Decant,
-        }
-    }
 }
 
 /// `agentc serve`.

@@ -13,7 +13,7 @@ pub use agentc_host::{
 };
 
 use crate::bundled::Bundled;
-use crate::cli::LaunchArgs;
+use crate::cli::{KindArg, LaunchArgs};
 
 /// Every launch a profile supports ([`agentc_host::every_launch`]); `agentc validate` checks
 /// them all.
@@ -71,4 +71,70 @@ pub fn resolve_build(
     args: &LaunchArgs,
 ) -> Result<(LaunchSpec, Option<Bundled>), Failure> {
     agentc_host::resolve_build(loaded, &args.request())
+}
+
+impl LaunchArgs {
+    /// The launch these arguments ask for, as the library takes it.
+    pub fn request(&self) -> agentc_host::LaunchRequest {
+        agentc_host::LaunchRequest {
+            profile: self.profile.clone(),
+            kind: self.kind.into(),
+            workspace: self.workspace.clone(),
+            image: self.image.clone(),
+            seed_target: self.seed_target.clone(),
+            agent_args: self.agent_args.clone(),
+            overrides: self.overrides.clone(),
+            build_args: self.build_args.clone(),
+        }
+    }
+}
+
+impl From<agentc_host::LaunchRequest> for LaunchArgs {
+    /// The arguments that ask for `request`.
+    fn from(request: agentc_host::LaunchRequest) -> LaunchArgs {
+        LaunchArgs {
+            profile: request.profile,
+            kind: KindArg::from(request.kind),
+            workspace: request.workspace,
+            image: request.image,
+            seed_target: request.seed_target,
+            agent_args: request.agent_args,
+            overrides: request.overrides,
+            build_args: request.build_args,
+        }
+    }
+}
+
+impl From<KindArg> for agentc_policy::LaunchKind {
+    fn from(kind: KindArg) -> agentc_policy::LaunchKind {
+        match kind {
+            KindArg::Run => agentc_policy::LaunchKind::Run,
+            KindArg::Seed => agentc_policy::LaunchKind::Seed,
+            KindArg::Build => agentc_policy::LaunchKind::Build,
+            KindArg::Decant => agentc_policy::LaunchKind::Decant,
+        }
+    }
+}
+
+impl From<agentc_policy::LaunchKind> for KindArg {
+    /// A custom agent's sandbox is asked for as its run.
+    fn from(kind: agentc_policy::LaunchKind) -> KindArg {
+        match kind {
+            agentc_policy::LaunchKind::Run | agentc_policy::LaunchKind::Sandbox => KindArg::Run,
+            agentc_policy::LaunchKind::Seed => KindArg::Seed,
+            agentc_policy::LaunchKind::Build => KindArg::Build,
+            agentc_policy::LaunchKind::Decant => KindArg::Decant,
+        }
+    }
+}
+
+impl From<crate::cli::BackendArg> for agentc_host::backend::BackendChoice {
+    fn from(backend: crate::cli::BackendArg) -> agentc_host::backend::BackendChoice {
+        use agentc_host::backend::BackendChoice;
+        match backend {
+            crate::cli::BackendArg::Auto => BackendChoice::Auto,
+            crate::cli::BackendArg::Cli => BackendChoice::Cli,
+            crate::cli::BackendArg::Api => BackendChoice::Api,
+        }
+    }
 }

@@ -3,10 +3,11 @@
 //! user, the `AGENTC_*` environment and Decant's source profiles ([`launch_inputs`]), the
 //! presets' bundled build contexts in agentc's cache ([`bundled`]), and the launch resolved
 //! from them ([`resolve_instance`]). A launch is asked for by a [`LaunchRequest`], what
-//! `agentc run`'s arguments say.
+//! `agentc run`'s arguments say. And the engine port this machine's engine is driven through,
+//! chosen and opened as the command line does it ([`backend`]).
 //!
 //! The policy crate reads nothing from the process; this crate is where the file system, the
-//! environment and the user are read, and nothing else: no engine is asked.
+//! environment and the user are read. Only [`backend`] asks the engine anything.
 //!
 //! ```no_run
 //! use agentc_host::{load_profile, resolve_instance, LaunchRequest};
@@ -21,6 +22,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod backend;
 pub mod bundled;
 mod failure;
 mod request;

@@ -8,8 +8,6 @@ use std::collections::BTreeMap;
 
 use std::io::IsTerminal;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use agentc_backend_api::port::ApiPort;
 use agentc_backend_cli::exec::port::CliPort;
 use agentc_engine::launch::ProxyExecutable;
@@ -22,188 +20,54 @@ use futures_util::StreamExt;
 
 use crate::cli::BackendArg;
 use crate::context::{Failure, EXIT_DOCKER, EXIT_INVALID};
-use agentc_engine::isolation::{self as floor, FloorError, FloorOptions};
+use agentc_engine::isolation::{self as floor, FloorError, FloorOptions, Met};
 
-/// A current-thread tokio runtime with I/O and timers, for one launching command.
-pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|error| {
-            Failure::new(
-                EXIT_DOCKER,
-                format!("cannot start the async runtime: {error}"),
-            )
-        })
-}
+pub use agentc_host::backend::{exec_failure, process_env, reap, runtime, Backend};
 
-/// The whole process environment: where secrets are resolved from, at launch only.
-pub fn process_env() -> BTreeMap<String, String> {
-    std::env::vars_os()
-        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
-        .collect()
-}
-
-/// Where the engine's API is: for Docker `DOCKER_HOST` (`None`: the local socket); for
-/// Podman `CONTAINER_HOST`, `DOCKER_HOST`, else its socket by Podman's conventions.
+/// Where the engine's API is ([`agentc_host::backend::engine_host`] of this process's engine).
 pub fn engine_host() -> Option<String> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
-    agentc_engine::engine::api_host(crate::engine(), &process_env(), root)
+    agentc_host::backend::engine_host(crate::engine())
 }
 
-/// Whether the engine runs on another machine (`DOCKER_HOST=tcp://…` or `ssh://…`): its
-/// published ports are that machine's.
+/// Whether the engine runs on another machine ([`agentc_host::backend::engine_is_remote`]).
 pub fn engine_is_remote() -> bool {
-    agentc_engine::engine::is_remote(crate::engine(), &process_env())
+    agentc_host::backend::engine_is_remote(crate::engine())
 }
 
-/// Connects to the engine's API ([`engine_host`]) and checks that the engine answering is the
-/// one asked for (`--engine`): the engine port over that connection, after the leftovers of
-/// killed launches are reaped ([`connect_reaping`]).
+/// Connects to this process's engine ([`agentc_host::backend::connect`]).
 pub async fn connect() -> Result<ApiPort, Failure> {
-    connect_reaping(None).await
+    agentc_host::backend::connect(crate::engine()).await
 }
 
-/// [`connect`], then the egress companions of launches killed before they finished removed
-/// ([`reap`]), those of `own` (the workload the caller launches next) at once.
-pub async fn connect_reaping(own: Option<&str>) -> Result<ApiPort, Failure> {
-    let port = connect_only().await?;
-    reap(&port, own).await;
-    Ok(port)
-}
-
-/// The command line's engine port, after the leftovers of killed launches are reaped
-/// ([`reap`]) as [`connect_reaping`] reaps them: through the Engine API when it answers (one
-/// request a listing), else, Podman without its service, through the command line itself.
+/// This process's engine's command line port, the leftovers of killed launches reaped first
+/// ([`agentc_host::backend::cli_port_reaping`]).
 pub async fn cli_port_reaping(own: Option<&str>) -> CliPort {
-    let port = CliPort::new(crate::engine());
-    if reaped_already(own) {
-        return port;
-    }
-    match connect_only().await {
-        Ok(api) => reap_now(&api, own).await,
-        Err(failure) => {
-            log::debug!(
-                "looking for the leftovers of killed launches through the command line: {}",
-                failure.message
-            );
-            reap_now(&port, own).await
-        }
-    }
-    port
+    agentc_host::backend::cli_port_reaping(crate::engine(), own).await
 }
 
-/// Evaluates `$body` with `$port` bound to `$backend`'s engine port, in an async block whose
-/// error is a [`Failure`]: the command line's ([`cli_port_reaping`]) or the Engine API's over a
-/// checked connection ([`connect_reaping`]), the leftovers of killed launches reaped first
-/// either way, `$own`'s at once. The one place a command picks its port, so both backends do
-/// the same before they run.
+/// Evaluates `$body` with `$port` bound to `$backend`'s engine port for this process's engine
+/// ([`agentc_host::over_port!`]): the one place a command picks its port.
 macro_rules! over_port {
     ($backend:expr, $own:expr, |$port:ident| $body:expr) => {
-        match $crate::commands::launch::chosen($backend) {
-            $crate::commands::launch::Backend::Cli => {
-                let $port = $crate::commands::launch::cli_port_reaping($own).await;
-                $body
-            }
-            $crate::commands::launch::Backend::Api => {
-                let $port = $crate::commands::launch::connect_reaping($own).await?;
-                $body
-            }
-        }
+        agentc_host::over_port!(
+            agentc_host::backend::BackendChoice::from($backend),
+            $crate::engine(),
+            $own,
+            |$port| $body
+        )
     };
 }
 pub(crate) use over_port;
 
-/// The backend a command drives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// The engine's command line.
-    Cli,
-    /// The Engine API.
-    Api,
-}
-
-/// The backend `--backend` means: `auto` is Docker's Engine API when it answers at
-/// [`engine_host`] ([`agentc_engine::engine::api_reachable`], a connection and no
-/// request), else the command line ([`auto_backend`]); decided once a process and said with
-/// `--verbose`.
+/// The backend `--backend` means for this process's engine
+/// ([`agentc_host::backend::chosen`]).
 pub fn chosen(backend: BackendArg) -> Backend {
-    static AUTO: std::sync::OnceLock<Backend> = std::sync::OnceLock::new();
-    match backend {
-        BackendArg::Cli => Backend::Cli,
-        BackendArg::Api => Backend::Api,
-        BackendArg::Auto => *AUTO.get_or_init(|| {
-            let (chosen, why) = auto_backend();
-            log::info!("backend: {why}");
-            chosen
-        }),
-    }
+    agentc_host::backend::chosen(backend.into(), crate::engine())
 }
 
-/// What `--backend auto` chooses here, and why, in words (`agentc doctor` shows them). Podman
-/// is driven through its command line: its API socket ignores `HostConfig.Runtime` (an
-/// isolation floor could not be met through it) and exports no memory checkpoints.
+/// What `--backend auto` chooses here, and why ([`agentc_host::backend::auto_backend`]).
 pub fn auto_backend() -> (Backend, String) {
-    let engine = crate::engine();
-    if engine == agentc_engine::Engine::Podman {
-        return (
-            Backend::Cli,
-            "cli (Podman's API socket selects no runtime and exports no checkpoints: the podman command runs each step; --backend api uses the socket)".to_string(),
-        );
-    }
-    match agentc_engine::engine::api_reachable(engine_host().as_deref()) {
-        Ok(endpoint) => (
-            Backend::Api,
-            format!("api (the {engine} Engine API at {endpoint} answers)"),
-        ),
-        Err(why) => (
-            Backend::Cli,
-            format!("cli (the {engine} Engine API cannot be reached: {why}; the {engine} command runs each step)"),
-        ),
-    }
-}
-
-/// Whether this process looked for the leftovers of killed launches already: a command that
-/// asks the engine several times reaps once, unless it names the workload it launches next
-/// (`own`), whose killed launch's leftovers go at once.
-fn reaped_already(own: Option<&str>) -> bool {
-    static REAPED: AtomicBool = AtomicBool::new(false);
-    REAPED.swap(true, Ordering::SeqCst) && own.is_none()
-}
-
-/// Removes the egress companions whose workload is gone and says so on stderr, once a process
-/// (unless it names `own`, the workload launched next); a failure is logged only (the command
-/// goes on).
-pub async fn reap<P: EnginePort>(port: &P, own: Option<&str>) {
-    if !reaped_already(own) {
-        reap_now(port, own).await;
-    }
-}
-
-/// [`reap`] whether or not this process reaped already.
-async fn reap_now<P: EnginePort>(port: &P, own: Option<&str>) {
-    // Test-only: a fault test has its own profile's killed launches judged at once.
-    let at_once = std::env::var("AGENTC_TEST_REAP_AT_ONCE").ok();
-    match agentc_engine::companion::reap(port, own, at_once.as_deref()).await {
-        Ok(found) => {
-            for orphans in found {
-                eprintln!("agentc: {}", orphans.removed_line());
-            }
-        }
-        Err(error) => log::warn!("could not look for the leftovers of killed launches: {error}"),
-    }
-}
-
-/// Connects to the engine and checks it is the one chosen, nothing more.
-async fn connect_only() -> Result<ApiPort, Failure> {
-    let host = engine_host();
-    let port = agentc_backend_api::connect(crate::engine(), host.as_deref())
-        .await
-        .map_err(exec_failure)?;
-    let endpoint = host.unwrap_or_else(|| "the local docker socket".to_string());
-    port.check_engine(&endpoint).await.map_err(exec_failure)?;
-    Ok(port)
+    agentc_host::backend::auto_backend(crate::engine())
 }
 
 /// Refuses a launch whose chosen host ports are in use on this machine
@@ -216,12 +80,6 @@ pub fn check_host_ports(container: &ContainerSpec, spec: &LaunchSpec) -> Result<
         engine_is_remote(),
     )
     .map_err(exec_failure)
-}
-
-/// A launch failure, with its exit status ([`ExecError::exit_code`]).
-pub fn exec_failure(error: ExecError) -> Failure {
-    let code = u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER);
-    Failure::new(code, error.to_string())
 }
 
 /// The line `agentc run` prints on stderr for each finding at or above
@@ -296,15 +154,18 @@ pub fn floor_failure(error: FloorError, profile: &str) -> Failure {
 }
 
 /// Meets the container's isolation floor through `backend`'s own engine port, when it has one
-/// ([`meet_floor_on`]); a container without a floor is returned unchanged, without asking the
+/// ([`meet_floor_on`]); a container without a floor comes back unchanged, without asking the
 /// engine.
 pub fn meet_floor(
     container: &ContainerSpec,
     profile: &str,
     backend: BackendArg,
-) -> Result<ContainerSpec, Failure> {
+) -> Result<Met, Failure> {
     if container.isolation.is_none() {
-        return Ok(container.clone());
+        return Ok(Met {
+            container: container.clone(),
+            chosen: None,
+        });
     }
     runtime()?.block_on(async {
         over_port!(backend, None, |port| meet_floor_on(
@@ -315,20 +176,19 @@ pub fn meet_floor(
 }
 
 /// Meets the container's isolation floor over `port` ([`floor::meet_floor`]: the engine's
-/// runtimes detected and probed, one chosen), and says on stderr what was chosen; a container
-/// without a floor is returned unchanged, without asking the engine.
+/// runtimes detected and probed, one chosen), and says on stderr what was chosen: the runtime
+/// chosen ([`Met::chosen`], which a command resolves its launch with,
+/// [`agentc_policy::Instance::floor`]) and the container placed under it. A container without
+/// a floor comes back unchanged, without asking the engine.
 pub async fn meet_floor_on<P: EnginePort>(
     port: &P,
     container: &ContainerSpec,
     profile: &str,
-) -> Result<ContainerSpec, Failure> {
-    let Some(isolation) = container.isolation else {
-        return Ok(container.clone());
-    };
+) -> Result<Met, Failure> {
     let met = floor::meet_floor(port, container, profile, &options())
         .await
         .map_err(|error| floor_failure(error, profile))?;
-    if let Some(chosen) = &met.chosen {
+    if let (Some(chosen), Some(isolation)) = (&met.chosen, container.isolation) {
         eprintln!(
             "agentc: isolation: {} under runtime {} (security.isolation.min = {}, prefer {})",
             chosen.tier,
@@ -343,7 +203,7 @@ pub async fn meet_floor_on<P: EnginePort>(
             );
         }
     }
-    Ok(met.container)
+    Ok(met)
 }
 
 /// What `agentc doctor` says of a container's isolation floor: the runtime a launch would
@@ -413,7 +273,7 @@ pub fn execute_placed(
     // The isolation floor: the engine's runtimes probed and one chosen, before anything.
     let placed = match placed {
         Some(placed) => placed,
-        None => meet_floor(container, &spec.profile, backend)?,
+        None => meet_floor(container, &spec.profile, backend)?.container,
     };
     let own = placed.name.as_deref();
     runtime()?.block_on(async {
@@ -492,6 +352,32 @@ fn cannot_inspect(id: &str, error: &ExecError) -> Failure {
     )
 }
 
+/// `--count`'s refusal of a launch that publishes on a fixed host port, which only one of its
+/// `count` copies could hold: asked before the engine is.
+pub fn refuse_fixed_host_ports(count: u16, container: &ContainerSpec) -> Result<(), Failure> {
+    let fixed = container
+        .ports
+        .iter()
+        .chain(
+            container
+                .egress
+                .iter()
+                .flat_map(|egress| &egress.proxy.ports),
+        )
+        .find_map(|port| port.host_port);
+    if let Some(port) = fixed {
+        return Err(Failure::new(
+            EXIT_INVALID,
+            format!(
+                "--count {count} starts {count} copies, but the profile publishes on host port \
+                 {port}, which only one of them can hold\n  hint: write only the container \
+                 port in network.publish (each copy then gets a free port), or run one copy"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Launches the detached copies of `agentc run --count`, each resolved as its own instance
 /// (named NAME-1 to NAME-COUNT, [`agentc_policy::Instance::copy`]), through `backend`'s
 /// engine port, `jobs` launches at a time
@@ -515,29 +401,22 @@ pub fn execute_copies(
     let Some(container) = copies.first() else {
         return Ok(0);
     };
-    let fixed = container
-        .ports
-        .iter()
-        .chain(
-            container
-                .egress
-                .iter()
-                .flat_map(|egress| &egress.proxy.ports),
-        )
-        .find_map(|port| port.host_port);
-    if let Some(port) = fixed {
+    refuse_fixed_host_ports(u16::try_from(count).unwrap_or(u16::MAX), container)?;
+
+    // Each copy was resolved with the runtime its isolation floor was met with
+    // ([`agentc_policy::Instance::floor`]); a copy resolved without it is refused, not placed.
+    if let Some(unmet) = copies.iter().find(|copy| {
+        copy.isolation.is_some() && agentc_policy::isolation::placement(copy).is_none()
+    }) {
         return Err(Failure::new(
             EXIT_INVALID,
             format!(
-                "--count {count} starts {count} copies, but the profile publishes on host port \
-                 {port}, which only one of them can hold\n  hint: write only the container \
-                 port in network.publish (each copy then gets a free port), or run one copy"
+                "profile {profile}: copy {} was resolved without the runtime of its isolation                  floor
+  hint: meet the floor first (`meet_floor`) and resolve each copy with                  Instance::floor",
+                unmet.name.as_deref().unwrap_or_default()
             ),
         ));
     }
-    // The isolation floor, met once for the fleet through the backend's own engine port and
-    // applied to every copy (the copies differ only in their names and egress companions).
-    let copies = floor_for_all(&copies, &profile, backend)?;
     let env = process_env();
     runtime()?.block_on(async {
         over_port!(backend, None, |port| copies_over(
@@ -625,34 +504,6 @@ async fn print_copies<P: EnginePort>(
             ),
         }
     }
-}
-
-/// `copies` with the isolation floor met: asked of the engine once, for the first copy
-/// ([`meet_floor`] through `backend`), and its runtime and labels given to every copy. Copies
-/// without a floor are returned unchanged.
-fn floor_for_all(
-    copies: &[ContainerSpec],
-    profile: &str,
-    backend: BackendArg,
-) -> Result<Vec<ContainerSpec>, Failure> {
-    use agentc_engine::isolation::{LABEL_ISOLATION, LABEL_RUNTIME};
-    let Some(first) = copies.first().filter(|first| first.isolation.is_some()) else {
-        return Ok(copies.to_vec());
-    };
-    let placed = meet_floor(first, profile, backend)?;
-    Ok(copies
-        .iter()
-        .map(|copy| {
-            let mut copy = copy.clone();
-            copy.runtime.clone_from(&placed.runtime);
-            for label in [LABEL_ISOLATION, LABEL_RUNTIME] {
-                if let Some(value) = placed.labels.get(label) {
-                    copy.labels.insert(label.to_string(), value.clone());
-                }
-            }
-            copy
-        })
-        .collect())
 }
 
 /// The `  PORT  ADDRESS` lines of a started container: where each published port is

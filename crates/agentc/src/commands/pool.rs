@@ -24,7 +24,7 @@ use agentc_engine::session::{
 };
 use agentc_engine::ExecError;
 use agentc_policy::pool::{cold_reason, member_name, member_spec};
-use agentc_policy::{Action, ContainerSpec, Instance, LaunchSpec, LoadedProfile, Start};
+use agentc_policy::{ChosenRuntime, ContainerSpec, Instance, LaunchSpec, LoadedProfile, Start};
 use futures_util::FutureExt;
 
 use crate::cli::{
@@ -46,7 +46,7 @@ pub fn pool(command: PoolCommand) -> Result<u8, Failure> {
 }
 
 /// The launch `agentc run --detach PROFILE` resolves, with the claim's `agent_args` and the
-/// invocation's `overrides`.
+/// invocation's `overrides`, and the runtime its isolation floor was met with (`floor`).
 fn detached_launch(
     loaded: &LoadedProfile,
     profile: &Path,
@@ -54,6 +54,7 @@ fn detached_launch(
     agent_args: Vec<String>,
     overrides: &BTreeMap<String, String>,
     start: Start,
+    floor: Option<ChosenRuntime>,
 ) -> Result<LaunchSpec, Failure> {
     let args = LaunchArgs {
         profile: profile.to_path_buf(),
@@ -75,7 +76,7 @@ fn detached_launch(
         stdin_is_terminal: std::io::stdin().is_terminal(),
         profile_record: context::profile_record(profile),
         own_home: false,
-        floor: None,
+        floor,
     };
     context::resolve_instance(loaded, &args, instance)
 }
@@ -137,18 +138,25 @@ impl OnClient for Prepare<'_> {
     }
 }
 
-/// Runs `agentc pool fill`.
-fn fill(args: PoolFillArgs) -> Result<u8, Failure> {
-    let loaded = context::load_profile(&args.profile)?;
-    let base = detached_launch(
-        &loaded,
-        &args.profile,
-        args.image.clone(),
-        Vec::new(),
-        &BTreeMap::new(),
-        Start::Detached,
-    )?;
-    if let Some(reason) = cold_reason(&base) {
+/// The pool's launch of `agentc pool fill`: the profile's launch in the background, refused
+/// when no member could serve it, resolved with the runtime its isolation floor was met with
+/// (met once for the fill: the key's runtime and every member's).
+fn fill_launch(loaded: &LoadedProfile, args: &PoolFillArgs) -> Result<LaunchSpec, Failure> {
+    let resolve = |floor| {
+        let overrides = BTreeMap::new();
+        let image = args.image.clone();
+        detached_launch(
+            loaded,
+            &args.profile,
+            image,
+            Vec::new(),
+            &overrides,
+            Start::Detached,
+            floor,
+        )
+    };
+    let unmet = resolve(None)?;
+    if let Some(reason) = cold_reason(&unmet) {
         return Err(Failure::new(
             EXIT_INVALID,
             format!(
@@ -157,32 +165,39 @@ fn fill(args: PoolFillArgs) -> Result<u8, Failure> {
             ),
         ));
     }
-    // The isolation floor, met once for the fill: the key's runtime and every member's.
-    let placed = launch::meet_floor(launch::container_of(&base)?, &base.profile, args.backend)?;
-    let secret = secret_for(&placed)?;
+    let met = launch::meet_floor(launch::container_of(&unmet)?, &unmet.profile, args.backend)?;
+    match met.chosen {
+        None => Ok(unmet),
+        floor => resolve(floor),
+    }
+}
+
+/// Runs `agentc pool fill`.
+fn fill(args: PoolFillArgs) -> Result<u8, Failure> {
+    let loaded = context::load_profile(&args.profile)?;
+    let base = fill_launch(&loaded, &args)?;
+    let placed = launch::container_of(&base)?;
+    let secret = secret_for(placed)?;
     let (pool, idle) = on_client(
         args.backend,
         Prepare {
             base: &base,
-            placed: &placed,
+            placed,
             secret: &secret,
             pull: args.pull,
         },
     )?;
     let (key, credentials) = (&pool.key, &pool.credentials);
-    let mut placed_base = base.clone();
-    placed_base.action = Action::Container(Box::new(placed));
     let size = usize::from(args.size);
     for _ in idle..size {
         let suffix = pool::random_suffix().map_err(session_failure)?;
         let name = member_name(&loaded.profile.name, &suffix);
-        let member =
-            member_spec(&placed_base, key, &name, &suffix, credentials).map_err(|reason| {
-                Failure::new(
-                    EXIT_INVALID,
-                    format!("profile {}: {reason}", loaded.profile.name),
-                )
-            })?;
+        let member = member_spec(&base, key, &name, &suffix, credentials).map_err(|reason| {
+            Failure::new(
+                EXIT_INVALID,
+                format!("profile {}: {reason}", loaded.profile.name),
+            )
+        })?;
         let placed = launch::container_of(&member)?.clone();
         launch::execute_placed(&member, Some(placed), args.backend, false)?;
     }
@@ -308,7 +323,8 @@ pub struct ClaimRequest<'a> {
     pub image: Option<String>,
     /// The invocation's `AGENTC_*` overrides ([`LaunchArgs::overrides`]).
     pub overrides: &'a BTreeMap<String, String>,
-    /// The claim's launch, as `run` resolved it (with the agent arguments).
+    /// The claim's launch, as `run` resolved it (with the agent arguments and the runtime its
+    /// isolation floor was met with).
     pub spec: &'a LaunchSpec,
     /// `--pool`.
     pub mode: PoolMode,
@@ -317,19 +333,19 @@ pub struct ClaimRequest<'a> {
     pub name: Option<String>,
 }
 
-/// The claim of `agentc run` over `client` (the launch's own engine port), for the launch
-/// whose container the isolation floor placed (`placed`): `Some(status)` when a warm member
+/// The claim of `agentc run` over `client` (the launch's own engine port), for its launch
+/// resolved with the runtime its isolation floor was met with: `Some(status)` when a warm member
 /// served it, `None` when it starts cold (said on stderr when the profile has a pool; with
 /// `--pool require` a failure instead, exit 65 with a hint). The claim is the library's
 /// ([`warm::claim_launch`]); this prints what it found and runs the command.
 pub async fn claim_on<P: SessionPort>(
     client: &Sandboxes<P>,
     request: ClaimRequest<'_>,
-    placed: &ContainerSpec,
 ) -> Result<Option<u8>, Failure> {
     if request.mode == PoolMode::Off {
         return Ok(None);
     }
+    let placed = launch::container_of(request.spec)?;
     let base = detached_launch(
         request.loaded,
         request.profile,
@@ -337,6 +353,7 @@ pub async fn claim_on<P: SessionPort>(
         Vec::new(),
         request.overrides,
         Start::Detached,
+        None,
     )?;
     let job = ClaimJob {
         request,

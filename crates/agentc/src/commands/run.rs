@@ -3,7 +3,7 @@
 
 use std::io::IsTerminal;
 
-use agentc_policy::{Action, Instance, LaunchSpec, LoadedProfile, Start};
+use agentc_policy::{Action, ChosenRuntime, Instance, LaunchSpec, LoadedProfile, Start};
 
 use agentc_egress::image::ProxyExecutable;
 use agentc_engine::session::Sandboxes;
@@ -31,7 +31,7 @@ pub fn run(mut args: RunArgs) -> Result<u8, Failure> {
     let detach = args.detach || args.count > 1;
     let stdin_is_terminal = std::io::stdin().is_terminal();
     let profile_record = context::profile_record(&launch_args.profile);
-    let instance = |copy: Option<u16>| Instance {
+    let instance = |copy: Option<u16>, floor: Option<ChosenRuntime>| Instance {
         start: if detach {
             Start::Detached
         } else {
@@ -44,21 +44,33 @@ pub fn run(mut args: RunArgs) -> Result<u8, Failure> {
         stdin_is_terminal,
         profile_record: profile_record.clone(),
         own_home: false,
-        floor: None,
+        floor,
     };
-    let spec = context::resolve_instance(&loaded, &launch_args, instance(None))?;
+    let spec = context::resolve_instance(&loaded, &launch_args, instance(None, None))?;
     if !args.no_warnings {
         for line in launch::finding_warnings(&agentc_policy::findings(&loaded, &spec)) {
             eprintln!("{line}");
         }
     }
     if args.count > 1 {
+        // The isolation floor, met once for the fleet through the backend's own engine port;
+        // each copy resolved with its runtime (the copies differ only in their names and
+        // egress companions).
+        let container = launch::container_of(&spec)?;
+        launch::refuse_fixed_host_ports(args.count, container)?;
+        let floor = launch::meet_floor(container, &spec.profile, args.backend)?.chosen;
         let copies = (1..=args.count)
-            .map(|copy| context::resolve_instance(&loaded, &launch_args, instance(Some(copy))))
+            .map(|copy| {
+                let instance = instance(Some(copy), floor.clone());
+                context::resolve_instance(&loaded, &launch_args, instance)
+            })
             .collect::<Result<Vec<_>, Failure>>()?;
         return launch::execute_copies(&copies, args.backend, args.pull, usize::from(args.jobs));
     }
-    launch_one(&args, &launch_args, &loaded, &spec).map_err(|failure| {
+    let resolve_met = |floor: ChosenRuntime| {
+        context::resolve_instance(&loaded, &launch_args, instance(None, Some(floor)))
+    };
+    launch_one(&args, &launch_args, &loaded, &spec, &resolve_met).map_err(|failure| {
         missing_preset_image(failure, &launch_args, &loaded, &spec, args.backend)
     })
 }
@@ -90,20 +102,24 @@ fn run_launch_args(args: &mut RunArgs) -> LaunchArgs {
 }
 
 /// The one launch of `agentc run`, over one engine port (one connection through the Engine
-/// API): the isolation floor met, then a warm claim where a pool of the spec's key has a
-/// member, else a cold launch of the container the floor placed.
+/// API): the isolation floor met and the launch resolved with its runtime (`resolve_met`),
+/// then a warm claim where a pool of the spec's key has a member, else a cold launch.
 fn launch_one(
     args: &RunArgs,
     launch_args: &LaunchArgs,
     loaded: &LoadedProfile,
     spec: &LaunchSpec,
+    resolve_met: &dyn Fn(ChosenRuntime) -> Result<LaunchSpec, Failure>,
 ) -> Result<u8, Failure> {
     let container = launch::container_of(spec)?;
     let own = container.name.as_deref();
     launch::runtime()?.block_on(async {
         launch::over_port!(args.backend, own, |port| {
-            // The floor, met once: the pool key's runtime, and the cold launch's container.
-            let placed = launch::meet_floor_on(&port, container, &spec.profile).await?;
+            // The floor, met once: the pool key's runtime, and the cold launch's.
+            let met = launch::meet_floor_on(&port, container, &spec.profile).await?;
+            let resolved = met.chosen.map(resolve_met).transpose()?;
+            let spec = resolved.as_ref().unwrap_or(spec);
+            let placed = launch::container_of(spec)?;
             let client = Sandboxes::over(port, launch::process_env())
                 .with_proxy_executable(ProxyExecutable::running());
             let request = super::pool::ClaimRequest {
@@ -115,11 +131,11 @@ fn launch_one(
                 mode: args.pool,
                 name: args.name.clone(),
             };
-            if let Some(status) = super::pool::claim_on(&client, request, &placed).await? {
+            if let Some(status) = super::pool::claim_on(&client, request).await? {
                 return Ok(status);
             }
-            launch::check_host_ports(container, spec)?;
-            launch::launch_placed_on(client.port(), &placed, args.pull).await
+            launch::check_host_ports(placed, spec)?;
+            launch::launch_placed_on(client.port(), placed, args.pull).await
         })
     })
 }

@@ -18,34 +18,26 @@ use agentc_engine::session::{
     SandboxClient, SandboxEgress, SessionError, Stream, EXEC_TAG_VAR,
 };
 use agentc_engine::session::{EgressHistory, Sandboxes, SessionPort, Unseen};
-use agentc_engine::{exit_status, ExecError, Interrupt};
+use agentc_engine::{exit_status, ExecError};
 use agentc_policy::{EnvValue, EnvVar};
 
 use crate::cli::{
     BackendArg, CpArgs, EgressLogArgs, EgressLogFormat, ExecArgs, LogsArgs, PortArgs, ShellArgs,
     StartArgs, StopArgs,
 };
-use crate::commands::launch;
 use crate::context::{self, Failure, EXIT_DOCKER, EXIT_FAILED};
 
-/// One step run against either backend's sessions client ([`Sandboxes`] over the command
-/// line's or the Engine API's port): a session command, `snapshot`, `restore`, `ps`, `rm`, or
-/// a pool's fill, listing, drain and claim.
-pub(crate) trait OnClient {
-    /// What the step gives back.
-    type Output;
-    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<Self::Output, Failure>;
-}
+pub(crate) use agentc_host::backend::{OnClient, Signals};
 
-/// Runs `step` through `backend`'s client, in a runtime of its own, after the leftovers of
-/// killed launches are reaped ([`launch::over_port`]).
+/// Runs `step` through `backend`'s client for this process's engine, the egress proxy an image
+/// of this binary ([`agentc_host::backend::on_client`]).
 pub(crate) fn on_client<S: OnClient>(backend: BackendArg, step: S) -> Result<S::Output, Failure> {
-    let env = launch::process_env();
-    launch::runtime()?.block_on(async move {
-        launch::over_port!(backend, None, |port| step
-            .run(&Sandboxes::over(port, env).with_proxy_executable(ProxyExecutable::running()))
-            .await)
-    })
+    let driver = agentc_host::backend::Driver {
+        engine: crate::engine(),
+        backend: backend.into(),
+        proxy: ProxyExecutable::running(),
+    };
+    agentc_host::backend::on_client(&driver, step)
 }
 
 /// A session error, with its exit status ([`SessionError::exit_code`]).
@@ -94,34 +86,6 @@ pub(crate) async fn sandbox_named<C: SandboxClient>(
         }
     };
     found.map_err(session_failure)
-}
-
-/// SIGINT and SIGTERM, listened to while a command runs.
-pub(crate) struct Signals {
-    interrupt: tokio::signal::unix::Signal,
-    terminate: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    pub(crate) fn new() -> Result<Signals, Failure> {
-        use tokio::signal::unix::{signal, SignalKind};
-        let listen = |kind| {
-            signal(kind).map_err(|error| {
-                Failure::new(EXIT_DOCKER, format!("cannot listen for signals: {error}"))
-            })
-        };
-        Ok(Signals {
-            interrupt: listen(SignalKind::interrupt())?,
-            terminate: listen(SignalKind::terminate())?,
-        })
-    }
-
-    pub(crate) async fn recv(&mut self) -> Interrupt {
-        tokio::select! {
-            _ = self.interrupt.recv() => Interrupt::Sigint,
-            _ = self.terminate.recv() => Interrupt::Sigterm,
-        }
-    }
 }
 
 /// A tag unique to this exec, for [`SandboxClient::stop_tagged`].

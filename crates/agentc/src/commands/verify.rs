@@ -82,7 +82,7 @@ pub fn verify_launch(
         launch::over_port!(backend, None, |port| {
             // The floor over the probe's own port: one connection for both.
             let placed = launch::meet_floor_on(&port, container, &spec.profile).await?;
-            verify::verify_placed(&port, spec, &placed, &inputs)
+            verify::verify_placed(&port, spec, &placed.container, &inputs)
                 .await
                 .map_err(failure)
         })

@@ -1,0 +1,287 @@
+//! The engine port a process drives, chosen and opened as the command line does it, for
+//! library callers alike: the backend (`auto`: Docker's Engine API where it answers, else
+//! the engine's command line; [`chosen`]), where the engine's API is ([`engine_host`]), the
+//! connection checked to be the engine asked for ([`connect`]), and the leftovers of killed
+//! launches reaped first ([`reap`]) before anything else is asked. [`on_client`] runs one
+//! step against either backend's sessions client ([`Sandboxes`]), in a runtime of its own.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use agentc_backend_api::port::ApiPort;
+use agentc_backend_cli::exec::port::CliPort;
+use agentc_egress::image::ProxyExecutable;
+use agentc_engine::port::EnginePort;
+use agentc_engine::session::{Sandboxes, SessionPort};
+use agentc_engine::{Engine, ExecError};
+
+use crate::failure::{Failure, EXIT_DOCKER};
+
+/// Which backend to drive, as asked (`--backend`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// Docker's Engine API where it answers ([`engine_host`]), the command line otherwise and
+    /// for Podman ([`auto_backend`]).
+    #[default]
+    Auto,
+    /// The engine's command line.
+    Cli,
+    /// The Engine API.
+    Api,
+}
+
+/// The backend a process drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The engine's command line.
+    Cli,
+    /// The Engine API.
+    Api,
+}
+
+/// A current-thread tokio runtime with I/O and timers, for one command.
+pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| {
+            Failure::new(
+                EXIT_DOCKER,
+                format!("cannot start the async runtime: {error}"),
+            )
+        })
+}
+
+/// The whole process environment: where secrets are resolved from, at launch only.
+pub fn process_env() -> BTreeMap<String, String> {
+    std::env::vars_os()
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .collect()
+}
+
+/// Where `engine`'s API is: for Docker `DOCKER_HOST` (`None`: the local socket); for Podman
+/// `CONTAINER_HOST`, `DOCKER_HOST`, else its socket by Podman's conventions.
+pub fn engine_host(engine: Engine) -> Option<String> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    agentc_engine::engine::api_host(engine, &process_env(), root)
+}
+
+/// Whether `engine` runs on another machine (`DOCKER_HOST=tcp://…` or `ssh://…`): its
+/// published ports are that machine's.
+pub fn engine_is_remote(engine: Engine) -> bool {
+    agentc_engine::engine::is_remote(engine, &process_env())
+}
+
+/// A launch failure, with its exit status ([`ExecError::exit_code`]).
+pub fn exec_failure(error: ExecError) -> Failure {
+    let code = u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER);
+    Failure::new(code, error.to_string())
+}
+
+/// The backend `choice` means for `engine`: `auto` is Docker's Engine API when it answers at
+/// [`engine_host`] ([`agentc_engine::engine::api_reachable`], a connection and no request),
+/// else the command line ([`auto_backend`]); decided once a process and logged.
+pub fn chosen(choice: BackendChoice, engine: Engine) -> Backend {
+    static AUTO: std::sync::OnceLock<Backend> = std::sync::OnceLock::new();
+    match choice {
+        BackendChoice::Cli => Backend::Cli,
+        BackendChoice::Api => Backend::Api,
+        BackendChoice::Auto => *AUTO.get_or_init(|| {
+            let (chosen, why) = auto_backend(engine);
+            log::info!("backend: {why}");
+            chosen
+        }),
+    }
+}
+
+/// What `auto` chooses for `engine` here, and why, in words (`agentc doctor` shows them).
+/// Podman is driven through its command line: its API socket ignores `HostConfig.Runtime` (an
+/// isolation floor could not be met through it) and exports no memory checkpoints.
+pub fn auto_backend(engine: Engine) -> (Backend, String) {
+    if engine == Engine::Podman {
+        return (
+            Backend::Cli,
+            "cli (Podman's API socket selects no runtime and exports no checkpoints: the podman command runs each step; --backend api uses the socket)".to_string(),
+        );
+    }
+    match agentc_engine::engine::api_reachable(engine_host(engine).as_deref()) {
+        Ok(endpoint) => (
+            Backend::Api,
+            format!("api (the {engine} Engine API at {endpoint} answers)"),
+        ),
+        Err(why) => (
+            Backend::Cli,
+            format!("cli (the {engine} Engine API cannot be reached: {why}; the {engine} command runs each step)"),
+        ),
+    }
+}
+
+/// Connects to `engine`'s API ([`engine_host`]) and checks that the engine answering is the
+/// one asked for: the engine port over that connection, after the leftovers of killed launches
+/// are reaped ([`connect_reaping`]).
+pub async fn connect(engine: Engine) -> Result<ApiPort, Failure> {
+    connect_reaping(engine, None).await
+}
+
+/// [`connect`], then the egress companions of launches killed before they finished removed
+/// ([`reap`]), those of `own` (the workload the caller launches next) at once.
+pub async fn connect_reaping(engine: Engine, own: Option<&str>) -> Result<ApiPort, Failure> {
+    let port = connect_only(engine).await?;
+    reap(&port, own).await;
+    Ok(port)
+}
+
+/// The command line's engine port, after the leftovers of killed launches are reaped
+/// ([`reap`]) as [`connect_reaping`] reaps them: through the Engine API when it answers (one
+/// request a listing), else, Podman without its service, through the command line itself.
+pub async fn cli_port_reaping(engine: Engine, own: Option<&str>) -> CliPort {
+    let port = CliPort::new(engine);
+    if reaped_already(own) {
+        return port;
+    }
+    match connect_only(engine).await {
+        Ok(api) => reap_now(&api, own).await,
+        Err(failure) => {
+            log::debug!(
+                "looking for the leftovers of killed launches through the command line: {}",
+                failure.message
+            );
+            reap_now(&port, own).await
+        }
+    }
+    port
+}
+
+/// Evaluates `$body` with `$port` bound to the engine port `$choice` means for `$engine`, in an
+/// async block whose error is a [`Failure`]: the command line's ([`cli_port_reaping`]) or the
+/// Engine API's over a checked connection ([`connect_reaping`]), the leftovers of killed
+/// launches reaped first either way, `$own`'s at once. The one place a port is picked, so both
+/// backends do the same before they run.
+#[macro_export]
+macro_rules! over_port {
+    ($choice:expr, $engine:expr, $own:expr, |$port:ident| $body:expr) => {
+        match $crate::backend::chosen($choice, $engine) {
+            $crate::backend::Backend::Cli => {
+                let $port = $crate::backend::cli_port_reaping($engine, $own).await;
+                $body
+            }
+            $crate::backend::Backend::Api => {
+                let $port = $crate::backend::connect_reaping($engine, $own).await?;
+                $body
+            }
+        }
+    };
+}
+
+/// Whether this process looked for the leftovers of killed launches already: a command that
+/// asks the engine several times reaps once, unless it names the workload it launches next
+/// (`own`), whose killed launch's leftovers go at once.
+fn reaped_already(own: Option<&str>) -> bool {
+    static REAPED: AtomicBool = AtomicBool::new(false);
+    REAPED.swap(true, Ordering::SeqCst) && own.is_none()
+}
+
+/// Removes the egress companions whose workload is gone and says so on stderr, once a process
+/// (unless it names `own`, the workload launched next); a failure is logged only (the caller
+/// goes on).
+pub async fn reap<P: EnginePort>(port: &P, own: Option<&str>) {
+    if !reaped_already(own) {
+        reap_now(port, own).await;
+    }
+}
+
+/// [`reap`] whether or not this process reaped already.
+async fn reap_now<P: EnginePort>(port: &P, own: Option<&str>) {
+    // Test-only: a fault test has its own profile's killed launches judged at once.
+    let at_once = std::env::var("AGENTC_TEST_REAP_AT_ONCE").ok();
+    match agentc_engine::companion::reap(port, own, at_once.as_deref()).await {
+        Ok(found) => {
+            for orphans in found {
+                eprintln!("agentc: {}", orphans.removed_line());
+            }
+        }
+        Err(error) => log::warn!("could not look for the leftovers of killed launches: {error}"),
+    }
+}
+
+/// Connects to the engine and checks it is the one chosen, nothing more.
+async fn connect_only(engine: Engine) -> Result<ApiPort, Failure> {
+    let host = engine_host(engine);
+    let port = agentc_backend_api::connect(engine, host.as_deref())
+        .await
+        .map_err(exec_failure)?;
+    let endpoint = host.unwrap_or_else(|| "the local docker socket".to_string());
+    port.check_engine(&endpoint).await.map_err(exec_failure)?;
+    Ok(port)
+}
+
+/// One step run against either backend's sessions client ([`Sandboxes`] over the command
+/// line's or the Engine API's port): written once, run through the backend asked for
+/// ([`on_client`]).
+pub trait OnClient {
+    /// What the step gives back.
+    type Output;
+    /// The step over `client`.
+    fn run<P: SessionPort>(
+        self,
+        client: &Sandboxes<P>,
+    ) -> impl Future<Output = Result<Self::Output, Failure>>;
+}
+
+/// How [`on_client`] reaches the engine: which engine, through which backend, and the agentc
+/// executable the egress proxy's image is made of.
+#[derive(Debug, Clone)]
+pub struct Driver {
+    /// The engine.
+    pub engine: Engine,
+    /// The backend asked for.
+    pub backend: BackendChoice,
+    /// The agentc executable of the egress proxy's image ([`ProxyExecutable::locate`] for a
+    /// library caller, [`ProxyExecutable::running`] for agentc itself).
+    pub proxy: ProxyExecutable,
+}
+
+/// Runs `step` through `driver`'s backend and engine, in a runtime of its own, after the
+/// leftovers of killed launches are reaped ([`over_port!`]); the client's environment is the
+/// process's ([`process_env`]).
+pub fn on_client<S: OnClient>(driver: &Driver, step: S) -> Result<S::Output, Failure> {
+    let env = process_env();
+    let proxy = driver.proxy.clone();
+    runtime()?.block_on(async move {
+        over_port!(driver.backend, driver.engine, None, |port| step
+            .run(&Sandboxes::over(port, env).with_proxy_executable(proxy))
+            .await)
+    })
+}
+
+/// SIGINT and SIGTERM, listened to while a command runs.
+pub struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Listens for SIGINT and SIGTERM (inside a tokio runtime).
+    pub fn new() -> Result<Signals, Failure> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let listen = |kind| {
+            signal(kind).map_err(|error| {
+                Failure::new(EXIT_DOCKER, format!("cannot listen for signals: {error}"))
+            })
+        };
+        Ok(Signals {
+            interrupt: listen(SignalKind::interrupt())?,
+            terminate: listen(SignalKind::terminate())?,
+        })
+    }
+
+    /// The next signal received.
+    pub async fn recv(&mut self) -> agentc_engine::Interrupt {
+        tokio::select! {
+            _ = self.interrupt.recv() => agentc_engine::Interrupt::Sigint,
+            _ = self.terminate.recv() => agentc_engine::Interrupt::Sigterm,
+        }
+    }
+}
