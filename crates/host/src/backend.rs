@@ -13,7 +13,7 @@ use agentc_backend_api::port::ApiPort;
 use agentc_backend_cli::exec::port::CliPort;
 use agentc_egress::image::ProxyExecutable;
 use agentc_engine::port::EnginePort;
-use agentc_engine::session::{Sandboxes, SessionPort};
+use agentc_engine::session::{Sandboxes, SessionError, SessionPort};
 use agentc_engine::{Engine, ExecError};
 
 use crate::failure::{Failure, EXIT_DOCKER};
@@ -78,6 +78,14 @@ pub fn engine_is_remote(engine: Engine) -> bool {
 pub fn exec_failure(error: ExecError) -> Failure {
     let code = u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER);
     Failure::new(code, error.to_string())
+}
+
+/// A session error, with its exit status ([`SessionError::exit_code`]).
+pub fn session_failure(error: SessionError) -> Failure {
+    Failure::new(
+        u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER),
+        error.to_string(),
+    )
 }
 
 /// The backend `choice` means for `engine`: `auto` is Docker's Engine API when it answers at

@@ -27,12 +27,13 @@ pub mod bundled;
 mod failure;
 mod request;
 mod resolve;
+pub mod snapshots;
 
 pub use failure::{Failure, EXIT_DOCKER, EXIT_FAILED, EXIT_INVALID, EXIT_NO_INPUT, EXIT_USAGE};
 pub use request::{every_launch, load_profile, seed_targets, LaunchRequest};
 pub use resolve::{
-    agentc_environment, current_owner, file_sha256, launch_inputs, launch_inputs_in, locked_path,
-    profile_record, resolve_build, resolve_inputs, resolve_instance, resolve_launch,
+    agentc_environment, container_of, current_owner, file_sha256, launch_inputs, launch_inputs_in,
+    locked_path, profile_record, resolve_build, resolve_inputs, resolve_instance, resolve_launch,
     resolve_launch_unowned,
 };
 

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use agentc_policy::{
-    Action, BuildInputs, DecantSource, EnvValue, Instance, LaunchKind, LaunchSpec, LoadedProfile,
-    Owner, ProfileRecord, RealPaths, ResolveInputs,
+    Action, BuildInputs, ContainerSpec, DecantSource, EnvValue, Instance, LaunchKind, LaunchSpec,
+    LoadedProfile, Owner, ProfileRecord, RealPaths, ResolveInputs,
 };
 
 use crate::bundled::Bundled;
@@ -334,4 +334,19 @@ fn decant_sources(
         }
     }
     Ok(sources)
+}
+
+/// The container launch of a spec; a build is refused (exit 65).
+pub fn container_of(spec: &LaunchSpec) -> Result<&ContainerSpec, Failure> {
+    match &spec.action {
+        Action::Container(container) => Ok(container),
+        Action::Build(_) => Err(Failure::new(
+            EXIT_INVALID,
+            format!(
+                "profile {:?}: a {} launch builds an image and starts no container\n  hint: use `agentc build`",
+                spec.profile,
+                spec.kind.as_str()
+            ),
+        )),
+    }
 }

@@ -14,7 +14,7 @@ use agentc_engine::launch::ProxyExecutable;
 use agentc_engine::port::EnginePort;
 use agentc_engine::signals::Signals;
 use agentc_engine::{exit_status, published_addresses, ExecError};
-use agentc_policy::{Action, ContainerSpec, LaunchSpec, Network};
+use agentc_policy::{ContainerSpec, LaunchSpec, Network};
 use bollard::models::ContainerInspectResponse;
 use futures_util::StreamExt;
 
@@ -23,6 +23,7 @@ use crate::context::{Failure, EXIT_DOCKER, EXIT_INVALID};
 use agentc_engine::isolation::{self as floor, FloorError, FloorOptions, Met};
 
 pub use agentc_host::backend::{exec_failure, process_env, reap, runtime, Backend};
+pub use agentc_host::container_of;
 
 /// Where the engine's API is ([`agentc_host::backend::engine_host`] of this process's engine).
 pub fn engine_host() -> Option<String> {
@@ -106,21 +107,6 @@ pub fn finding_warnings(findings: &[agentc_policy::Finding]) -> Vec<String> {
 /// Prints a line a backend hands over while it prepares a launch (an image being pulled).
 pub fn notify(line: &str) {
     eprintln!("agentc: {line}");
-}
-
-/// The container launch of a spec; a build is refused.
-pub fn container_of(spec: &LaunchSpec) -> Result<&ContainerSpec, Failure> {
-    match &spec.action {
-        Action::Container(container) => Ok(container),
-        Action::Build(_) => Err(Failure::new(
-            EXIT_INVALID,
-            format!(
-                "profile {:?}: a {} launch builds an image and starts no container\n  hint: use `agentc build`",
-                spec.profile,
-                spec.kind.as_str()
-            ),
-        )),
-    }
 }
 
 /// The floor's options in this process: the cache under its environment (bypassed with

@@ -9,7 +9,7 @@
 //! N-1 to N-COUNT, each with its egress companion named after it. Every name asked for is
 //! checked before anything is created; one in use is refused (exit 125, as run's launch is).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use agentc_backend_api::RemoveTarget;
 use agentc_engine::session::{SandboxClient, SessionError};
@@ -212,40 +212,7 @@ fn shared_home<'a>(
         })
 }
 
-/// The profile file a snapshot records and the profile it holds now: refused when it records
-/// none, or when the file now names another profile.
-pub(crate) fn snapshot_profile(
-    record: &SnapshotRecord,
-) -> Result<(PathBuf, LoadedProfile), Failure> {
-    let Some(file) = record.profile_file.clone() else {
-        return Err(Failure::new(
-            EXIT_FAILED,
-            format!(
-                "snapshot {} records no profile file to launch from\n  hint: snapshots of \
-                 sandboxes launched from a profile file (`agentc run`, `agentc serve`'s create \
-                 with a profile path) record theirs",
-                record.name
-            ),
-        ));
-    };
-    let file = PathBuf::from(file);
-    let loaded = context::load_profile(&file)?;
-    if loaded.profile.name != record.profile {
-        return Err(Failure::new(
-            EXIT_FAILED,
-            format!(
-                "snapshot {} is of profile {}, but {} now names profile {}\n  hint: restore it \
-                 from a profile file named {}",
-                record.name,
-                record.profile,
-                file.display(),
-                loaded.profile.name,
-                record.profile
-            ),
-        ));
-    }
-    Ok((file, loaded))
-}
+pub(crate) use agentc_host::snapshots::snapshot_profile;
 
 /// Runs `agentc restore` and `agentc fork`.
 pub fn restore(args: RestoreArgs, count: u16) -> Result<u8, Failure> {

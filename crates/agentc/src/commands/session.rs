@@ -25,7 +25,7 @@ use crate::cli::{
     BackendArg, CpArgs, EgressLogArgs, EgressLogFormat, ExecArgs, LogsArgs, PortArgs, ShellArgs,
     StartArgs, StopArgs,
 };
-use crate::context::{self, Failure, EXIT_DOCKER, EXIT_FAILED};
+use crate::context::{self, Failure, EXIT_FAILED};
 
 pub(crate) use agentc_host::backend::{OnClient, Signals};
 
@@ -40,13 +40,7 @@ pub(crate) fn on_client<S: OnClient>(backend: BackendArg, step: S) -> Result<S::
     agentc_host::backend::on_client(&driver, step)
 }
 
-/// A session error, with its exit status ([`SessionError::exit_code`]).
-pub fn session_failure(error: SessionError) -> Failure {
-    Failure::new(
-        u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER),
-        error.to_string(),
-    )
-}
+pub use agentc_host::backend::session_failure;
 
 /// Whether NAME names a profile file rather than a container.
 pub(crate) fn is_profile_path(name: &str) -> bool {

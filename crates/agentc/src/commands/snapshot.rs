@@ -6,10 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use agentc_engine::session::{Sandbox, SandboxClient};
 use agentc_engine::session::{Sandboxes, SessionPort};
-use agentc_engine::snapshot::{self, Freeze, SnapshotError, SnapshotRecord};
-use agentc_policy::{ContainerSpec, EnvValue, Instance, LaunchSpec, Start};
+use agentc_engine::snapshot::{self, Freeze, SnapshotRecord};
+use agentc_policy::{ContainerSpec, LaunchSpec};
 
 use crate::cli::{
     BackendArg, KindArg, LaunchArgs, PauseArgs, PsFormat, SnapshotArgs, SnapshotCommand, TakeArgs,
@@ -17,17 +16,9 @@ use crate::cli::{
 use crate::commands::launch;
 use crate::commands::session::sandbox_named;
 pub(crate) use crate::commands::session::{on_client, OnClient};
-use crate::context::{self, Failure, EXIT_DOCKER, EXIT_FAILED};
-use crate::lifecycle::store::state_dir;
+use crate::context::Failure;
 
-/// A snapshot error, with its exit status ([`SnapshotError::exit_code`]).
-pub(crate) fn failure(error: impl Into<SnapshotError>) -> Failure {
-    let error = error.into();
-    Failure::new(
-        u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER),
-        error.to_string(),
-    )
-}
+pub(crate) use agentc_host::snapshots::{archive_dir, snapshot_failure as failure, take};
 
 /// The probe of memory snapshots on this engine and backend: their refusal (exit 65, naming
 /// what would do them) where it fails.
@@ -38,16 +29,6 @@ impl OnClient for MemorySupport {
     async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<(), Failure> {
         snapshot::memory::support(client).await.map_err(failure)
     }
-}
-
-/// Where a snapshot's archives are kept: `STATE/snapshots/NAME/TAG`, for the image reference
-/// `agentc-snapshot/NAME:TAG`.
-pub(crate) fn archive_dir(reference: &str) -> Result<PathBuf, Failure> {
-    let rest = reference
-        .strip_prefix(&format!("{}/", snapshot::REPOSITORY))
-        .unwrap_or(reference);
-    let (name, tag) = rest.rsplit_once(':').unwrap_or((rest, "latest"));
-    Ok(state_dir()?.join("snapshots").join(name).join(tag))
 }
 
 struct Pause {
@@ -159,110 +140,6 @@ impl OnClient for Take {
         );
         Ok(0)
     }
-}
-
-/// What [`take`] made: the snapshot, and with a memory checkpoint, a phrase saying so.
-pub(crate) struct Taken {
-    /// The snapshot of the files.
-    pub(crate) report: snapshot::SnapshotReport,
-    /// ` and a memory checkpoint of N bytes (M ms)`, or empty.
-    pub(crate) memory: String,
-}
-
-/// Snapshots `sandbox` (`agentc snapshot`, `agentc serve`'s `snapshot`): refused for a sandbox
-/// that records no profile file; the launch's secrets as its profile resolves them now (by
-/// name); the tag given or the time; with `memory`, a checkpoint too.
-pub(crate) async fn take<P: SessionPort>(
-    client: &Sandboxes<P>,
-    sandbox: &Sandbox,
-    tag: Option<String>,
-    allow_secrets: bool,
-    memory: bool,
-) -> Result<Taken, Failure> {
-    let secrets = launch_secrets(client, sandbox).await?;
-    let (time, default_tag) = snapshot::now();
-    let tag = tag.unwrap_or(default_tag);
-    if snapshot::check_tag(&tag).is_none() {
-        return Err(Failure::usage(format!(
-            "--tag {tag:?} is not an image tag\n  hint: 1 to 128 letters, digits, `_`, `.` \
-             and `-`, not starting with `.` or `-`"
-        )));
-    }
-    let reference = format!("{}:{tag}", snapshot::repository(&sandbox.profile));
-    let request = snapshot::SnapshotRequest {
-        tag,
-        dir: archive_dir(&reference)?,
-        secrets,
-        allow_secrets,
-        time,
-        labels: Default::default(),
-    };
-    if memory {
-        let taken = snapshot::snapshot_memory(client, sandbox, &request)
-            .await
-            .map_err(failure)?;
-        let memory = format!(
-            " and a memory checkpoint of {} bytes ({} ms)",
-            taken.memory.bytes,
-            taken.checkpoint.as_millis()
-        );
-        return Ok(Taken {
-            report: taken.files,
-            memory,
-        });
-    }
-    let report = snapshot::snapshot(client, sandbox, &request)
-        .await
-        .map_err(failure)?;
-    Ok(Taken {
-        report,
-        memory: String::new(),
-    })
-}
-
-/// The names of the secrets of `sandbox`'s launch, as the profile file it records resolves
-/// them now (names only); refused for a sandbox that records no profile file.
-async fn launch_secrets<P: SessionPort>(
-    client: &Sandboxes<P>,
-    sandbox: &Sandbox,
-) -> Result<Vec<String>, Failure> {
-    let inspect = client
-        .inspect(sandbox)
-        .await
-        .map_err(crate::commands::session::session_failure)?;
-    let labels = inspect
-        .config
-        .as_ref()
-        .and_then(|config| config.labels.clone())
-        .unwrap_or_default();
-    let Some(profile_file) = labels.get(agentc_policy::LABEL_PROFILE_FILE) else {
-        return Err(Failure::new(
-            EXIT_FAILED,
-            format!(
-                "refusing to snapshot {}: it records no profile file, which a restore \
-                 launches from\n  hint: snapshot a sandbox started by `agentc run` (or created \
-                 from a profile file)",
-                sandbox.name
-            ),
-        ));
-    };
-    // The launch's secrets, as its profile resolves them now (by name only).
-    let loaded = context::load_profile(Path::new(profile_file))?;
-    let spec = context::resolve_instance(
-        &loaded,
-        &launch_args(Path::new(profile_file), None, None),
-        Instance {
-            start: Start::Detached,
-            default_name: Some(sandbox.name.clone()),
-            ..Instance::default()
-        },
-    )?;
-    Ok(container(&spec)?
-        .env
-        .iter()
-        .filter(|var| matches!(var.value, EnvValue::Secret { .. }))
-        .map(|var| var.name.clone())
-        .collect())
 }
 
 struct List(PsFormat);

@@ -30,23 +30,7 @@ pub fn interruption_point(point: &str) {
     }
 }
 
-/// Where states are kept: `$AGENTC_STATE_DIR`, else `$XDG_STATE_HOME/agentc`, else
-/// `~/.local/state/agentc`.
-pub fn state_dir() -> Result<PathBuf, Failure> {
-    let non_empty = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
-    if let Some(dir) = non_empty("AGENTC_STATE_DIR") {
-        return Ok(PathBuf::from(dir));
-    }
-    if let Some(dir) = non_empty("XDG_STATE_HOME") {
-        return Ok(PathBuf::from(dir).join("agentc"));
-    }
-    match non_empty("HOME") {
-        Some(home) => Ok(PathBuf::from(home).join(".local/state/agentc")),
-        None => Err(Failure::usage(
-            "no state directory: HOME, XDG_STATE_HOME and AGENTC_STATE_DIR are unset\n  hint: set AGENTC_STATE_DIR to a directory agentc may write",
-        )),
-    }
-}
+pub use agentc_host::snapshots::state_dir;
 
 /// The state file of a profile, `<state dir>/profiles/<name>.toml`.
 pub fn state_file(profile: &str) -> Result<PathBuf, Failure> {
