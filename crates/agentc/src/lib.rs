@@ -19,7 +19,6 @@ pub mod cli;
 pub mod commands;
 pub mod context;
 pub mod lifecycle;
-pub mod serve;
 pub mod verbose;
 
 pub use agentc_host::bundled;
@@ -90,7 +89,7 @@ fn dispatch(command: Command) -> Result<u8, context::Failure> {
         Command::Lock(args) => commands::lock::lock(args),
         Command::Completions(args) => commands::completions::completions(args),
         Command::Man => commands::completions::man(),
-        Command::Serve(args) => serve::serve(args),
+        Command::Serve(args) => commands::serve::serve(args),
         offline => commands::offline::dispatch(offline).map(|output| {
             let mut stdout = std::io::stdout().lock();
             // A closed pipe (`agentc render ... | head`) is not an error worth reporting.

@@ -22,6 +22,7 @@ pub mod restore;
 pub mod rm;
 pub mod run;
 pub mod seed;
+pub mod serve;
 pub mod session;
 pub mod snapshot;
 pub mod verify;

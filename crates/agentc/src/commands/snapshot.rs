@@ -1,8 +1,9 @@
 //! `agentc pause`, `resume`, `snapshot` (and `snapshot ls`, `snapshot rm`), `restore` and
 //! `fork`: short chains of [`agentc_engine::snapshot`] calls over either backend's
-//! [`SandboxClient`]. A restore is `agentc run --detach`'s own launch
-//! ([`launch::execute`]) of the snapshot's profile with the snapshot's image, between the
-//! library's [`prepare`](snapshot::prepare) and [`put_back`](snapshot::put_back).
+//! [`SandboxClient`](agentc_engine::session::SandboxClient). A restore is `agentc run
+//! --detach`'s own launch ([`launch::execute`]) of the snapshot's profile with the snapshot's
+//! image, between the library's [`prepare`](snapshot::prepare) and
+//! [`put_back`](snapshot::put_back).
 
 use std::path::{Path, PathBuf};
 

@@ -14,7 +14,7 @@ use super::common::{invalid, session, session_error};
 use super::exec::{exec_tag, run_on_runner};
 use super::protocol::*;
 use super::Server;
-use crate::context::EXIT_DOCKER;
+use agentc_host::EXIT_DOCKER;
 
 /// An absolute container path, or the refusal of any other.
 fn absolute(path: &str) -> Result<String, RpcError> {

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::common::{invalid, session, session_error};
 use super::protocol::*;
 use super::{runner, Server, Session};
-use crate::context::EXIT_DOCKER;
+use agentc_host::EXIT_DOCKER;
 
 /// An exec's output sent as `exec.output` notifications of request `id`, as it arrives.
 struct Notifying {

@@ -13,9 +13,8 @@ use agentc_policy::{Instance, Start};
 use super::common::{failure, invalid, sandbox_name, sandbox_ref, session, session_error};
 use super::protocol::*;
 use super::{Server, Session};
-use crate::commands::restore::snapshot_profile;
-use crate::commands::snapshot::{archive_dir, container, launch_args, take};
-use crate::context;
+use agentc_host::snapshots::{archive_dir, snapshot_failure, snapshot_profile, take};
+use agentc_host::{container_of as container, LaunchRequest};
 
 /// `snapshot`: the sandbox's writable layer, tmpfs mounts and volumes, as `agentc snapshot`.
 pub async fn take_snapshot<P: SessionPort>(
@@ -85,7 +84,7 @@ pub async fn fork<P: SessionPort>(
 
 /// A snapshot error as agentc's JSON-RPC error, with `agentc snapshot`'s exit status.
 fn snapshot_error(error: snapshot::SnapshotError) -> RpcError {
-    failure(crate::commands::snapshot::failure(error))
+    failure(snapshot_failure(error))
 }
 
 /// One restored sandbox, recorded as a session.
@@ -99,19 +98,22 @@ async fn restore_one<P: SessionPort>(
     let record = snapshot::find(client, name).await.map_err(snapshot_error)?;
     let (file, loaded) = snapshot_profile(&record).map_err(failure)?;
     let dir = archive_dir(&record.reference).map_err(failure)?;
-    let args = launch_args(&file, None, Some(record.reference.clone()));
+    let asked = LaunchRequest {
+        image: Some(record.reference.clone()),
+        ..LaunchRequest::new(&file)
+    };
     let instance = Instance {
         start: Start::Session,
         default_name: Some(session_name(&record.profile)),
         name: Some(sandbox_name(&record.profile)),
         copy: None,
         stdin_is_terminal: false,
-        profile_record: context::profile_record(&file),
+        profile_record: agentc_host::profile_record(&file),
         // Each restored or forked session diverges on its own, its home included.
         own_home: true,
         floor: None,
     };
-    let spec = context::resolve_instance(&loaded, &args, instance).map_err(failure)?;
+    let spec = agentc_host::resolve_instance(&loaded, &asked, instance).map_err(failure)?;
     let launch = container(&spec).map_err(failure)?;
     let plan = snapshot::prepare(client, &record, &dir, launch)
         .await

@@ -101,7 +101,7 @@ fn initialize<P: SessionPort>(
         protocol: PROTOCOL_VERSION,
         agentc: env!("CARGO_PKG_VERSION").to_string(),
         backend: server.client.backend().to_string(),
-        engine: crate::engine().as_str().to_string(),
+        engine: server.client.port().engine().as_str().to_string(),
     })
 }
 

@@ -8,7 +8,7 @@ use agentc_engine::ExecError;
 
 use super::protocol::*;
 use super::{Server, Session};
-use crate::context::{Failure, EXIT_DOCKER, EXIT_INVALID, EXIT_NO_INPUT};
+use agentc_host::{Failure, EXIT_DOCKER, EXIT_INVALID, EXIT_NO_INPUT};
 
 /// A session error as agentc's JSON-RPC error: the command line's exit status and message.
 pub fn session_error(error: SessionError) -> RpcError {

@@ -1,8 +1,8 @@
 //! `agentc serve --stdio`: the library's session operations over JSON-RPC 2.0 on stdin and
 //! stdout (docs/serve.md), for harnesses in other languages (the Python package
-//! `agentc_sandbox`).
+//! `agentc_sandbox`): [`serve_stdio`], and the protocol's schema, [`schema_text`].
 //!
-//! One process, one runtime and one engine connection (`session::on_client`) for every
+//! One process, one runtime and one engine connection (`agentc_host::backend::on_client`) for every
 //! request. Requests overlap: each is a future polled beside the others on this one thread
 //! (`run_loop`), answering when it is done; their answers and the notifications of streamed
 //! execs go through one writer. When stdin closes, on SIGINT or SIGTERM and on `shutdown`, the
@@ -12,6 +12,8 @@
 //! [`protocol`] holds the messages; [`methods`] the dispatch and the short methods; [`exec`],
 //! [`files`], [`resolve`] (`create`'s and `verify`'s launch), [`snapshots`] and [`runner`] the
 //! others; [`common`] what they share.
+
+#![deny(missing_docs)]
 
 pub mod common;
 pub mod exec;
@@ -28,40 +30,43 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 
+use agentc_egress::image::ProxyExecutable;
 use agentc_engine::session::{Sandbox, SandboxClient, Sandboxes, SessionPort};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, watch};
 
-use crate::cli::ServeArgs;
-use crate::commands::session::{self, OnClient, Signals};
-use crate::context::Failure;
+use agentc_host::backend::{Driver, OnClient, Signals};
+use agentc_host::Failure;
 use protocol::{RpcError, INVALID_REQUEST, PARSE_ERROR};
 
 /// The longest request line read (a `write_file` of 192 MiB, as base64); a longer one is
 /// refused and skipped.
 const MAX_LINE: u64 = 256 * 1024 * 1024;
 
-/// Runs `agentc serve`: `--schema` prints the protocol's schema; `--stdio` serves until stdin
-/// closes, a signal or `shutdown`, and exits 0.
-pub fn serve(args: ServeArgs) -> Result<u8, Failure> {
-    if args.schema {
-        let text = serde_json::to_string_pretty(&protocol::schema())
-            .map_err(|error| Failure::new(1, format!("cannot write the schema: {error}")))?;
-        println!("{text}");
-        return Ok(0);
-    }
-    if !args.stdio {
-        return Err(Failure::usage(
-            "agentc serve needs --stdio (or --schema)\n  hint: `agentc serve --stdio` speaks JSON-RPC 2.0 on stdin and stdout; see docs/serve.md",
-        ));
-    }
-    session::on_client(args.backend, Serve)
+/// The protocol's schema (`agentc serve --schema`): every request's parameters and result,
+/// as pretty JSON.
+pub fn schema_text() -> Result<String, Failure> {
+    serde_json::to_string_pretty(&protocol::schema())
+        .map_err(|error| Failure::new(1, format!("cannot write the schema: {error}")))
+}
+
+/// Serves JSON-RPC on stdin and stdout (`agentc serve --stdio`) through `driver`'s engine and
+/// backend until stdin closes, a signal or `shutdown`; 0 then. The sandboxes created without
+/// `keep` are deleted with what their launches made.
+pub fn serve_stdio(driver: &Driver) -> Result<u8, Failure> {
+    let step = Serve {
+        proxy: driver.proxy.clone(),
+    };
+    agentc_host::backend::on_client(driver, step)
 }
 
 /// The serve loop as a step over the backend's client.
-struct Serve;
+struct Serve {
+    /// The agentc executable the egress proxy's image and verify's probe are made of.
+    proxy: ProxyExecutable,
+}
 
 impl OnClient for Serve {
     type Output = u8;
@@ -74,6 +79,7 @@ impl OnClient for Serve {
         let (spawn, spawned) = mpsc::unbounded_channel();
         let server = Server {
             client,
+            proxy: self.proxy,
             sessions: RefCell::new(BTreeMap::new()),
             out,
             stopping,
@@ -108,6 +114,8 @@ pub struct Session {
 /// What the requests share: the client, the sessions, the writer and the stop signal.
 pub struct Server<'c, P: SessionPort> {
     client: &'c Sandboxes<P>,
+    /// The agentc executable verify's probe is made of.
+    proxy: ProxyExecutable,
     /// The sandboxes created or attached, by name.
     sessions: RefCell<BTreeMap<String, Session>>,
     out: mpsc::UnboundedSender<Vec<u8>>,

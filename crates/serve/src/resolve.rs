@@ -5,7 +5,6 @@
 
 use std::path::{Path, PathBuf};
 
-use agentc_egress::image::ProxyExecutable;
 use agentc_engine::session::{session_name, SessionPort};
 use agentc_policy::profile::{MountConfig, MountType};
 use agentc_policy::{Instance, LaunchSpec, LoadedProfile, PortSpec, Protocol, Start};
@@ -13,9 +12,7 @@ use agentc_policy::{Instance, LaunchSpec, LoadedProfile, PortSpec, Protocol, Sta
 use super::common::{failure, sandbox_name};
 use super::protocol::{CheckOut, MountParam, RpcError, Verified, VerifyParams};
 use super::Server;
-use crate::cli::{KindArg, LaunchArgs};
-use crate::commands::launch;
-use crate::context::{self, Failure, EXIT_INVALID, EXIT_NO_INPUT, EXIT_USAGE};
+use agentc_host::{Failure, EXIT_INVALID, EXIT_NO_INPUT, EXIT_USAGE};
 
 /// The launch a request asks for (`create`, `verify`).
 pub struct LaunchRequest<'a> {
@@ -56,7 +53,7 @@ fn invalid(message: String, hint: &str) -> RpcError {
 fn load(request: &LaunchRequest<'_>) -> Result<(LoadedProfile, Origin), RpcError> {
     match (request.profile, request.profile_text) {
         (Some(path), None) => Ok((
-            context::load_profile(path).map_err(failure)?,
+            agentc_host::load_profile(path).map_err(failure)?,
             Origin::File(path.to_path_buf()),
         )),
         (None, Some(text)) => {
@@ -136,18 +133,13 @@ pub fn session_launch(
 ) -> Result<(LoadedProfile, LaunchSpec), RpcError> {
     let (mut loaded, origin) = load(request)?;
     amend(&mut loaded, request)?;
-    let args = LaunchArgs {
-        profile: match &origin {
-            Origin::File(path) => path.clone(),
-            Origin::Text(dir) => dir.join("profile_text"),
-        },
-        kind: KindArg::Run,
+    let asked = agentc_host::LaunchRequest {
         workspace: request.workspace.map(Path::to_path_buf),
         image: request.image.map(str::to_string),
-        seed_target: None,
-        agent_args: Vec::new(),
-        overrides: Default::default(),
-        build_args: Default::default(),
+        ..agentc_host::LaunchRequest::new(match &origin {
+            Origin::File(path) => path.clone(),
+            Origin::Text(dir) => dir.join("profile_text"),
+        })
     };
     let profile = loaded.profile.name.clone();
     let instance = Instance {
@@ -162,16 +154,16 @@ pub fn session_launch(
         ),
         copy: None,
         stdin_is_terminal: false,
-        profile_record: request.profile.and_then(context::profile_record),
+        profile_record: request.profile.and_then(agentc_host::profile_record),
         own_home: false,
         floor: None,
     };
     let inputs = match origin {
-        Origin::File(_) => context::launch_inputs(&loaded, &args, instance),
-        Origin::Text(dir) => context::launch_inputs_in(&loaded, &args, instance, dir),
+        Origin::File(_) => agentc_host::launch_inputs(&loaded, &asked, instance),
+        Origin::Text(dir) => agentc_host::launch_inputs_in(&loaded, &asked, instance, dir),
     }
     .map_err(failure)?;
-    let spec = context::resolve_inputs(&loaded, &inputs).map_err(failure)?;
+    let spec = agentc_host::resolve_inputs(&loaded, &inputs).map_err(failure)?;
     Ok((loaded, spec))
 }
 
@@ -197,14 +189,17 @@ pub async fn verify<P: SessionPort>(
         mounts: &params.mounts,
         publish: &params.publish,
     })?;
-    let (env, proxy) = (launch::process_env(), ProxyExecutable::running());
+    let (env, proxy) = (agentc_host::backend::process_env(), &server.proxy);
     let inputs = agentc_verify::VerifyInputs {
         egress_probe: &egress_probe,
-        ..agentc_verify::VerifyInputs::new(&env, &proxy)
+        ..agentc_verify::VerifyInputs::new(&env, proxy)
     };
     let checks = agentc_verify::verify_on(server.client().port(), &spec, &inputs)
         .await
-        .map_err(|error| failure(crate::commands::verify::failure(error)))?;
+        .map_err(|error| {
+            let code = u8::try_from(error.exit_code()).unwrap_or(agentc_host::EXIT_FAILED);
+            failure(Failure::new(code, error.to_string()))
+        })?;
     Ok(Verified {
         profile: spec.profile.clone(),
         passed: checks.iter().all(|check| check.ok),
