@@ -25,6 +25,7 @@
 pub mod backend;
 pub mod bundled;
 mod failure;
+pub mod pool_secret;
 mod request;
 mod resolve;
 pub mod snapshots;

@@ -16,7 +16,6 @@ pub mod lock;
 pub mod offline;
 pub mod plan;
 pub mod pool;
-pub mod pool_secret;
 pub mod ps;
 pub mod restore;
 pub mod rm;

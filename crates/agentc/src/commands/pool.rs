@@ -30,11 +30,12 @@ use futures_util::FutureExt;
 use crate::cli::{
     KindArg, LaunchArgs, PoolCommand, PoolDrainArgs, PoolFillArgs, PoolFormat, PoolLsArgs, PoolMode,
 };
+use crate::commands::launch;
 use crate::commands::session::{
     is_profile_path, on_client, run_exec, session_failure, OnClient, Signals,
 };
-use crate::commands::{launch, pool_secret};
 use crate::context::{self, Failure, EXIT_INVALID};
+use agentc_host::pool_secret;
 
 /// Runs `agentc pool ...`.
 pub fn pool(command: PoolCommand) -> Result<u8, Failure> {

@@ -1,18 +1,20 @@
 //! The user's own key for the warm pools' credential fingerprints
 //! ([`agentc_policy::pool::credential_fingerprints`]): 32 random bytes in
-//! `<state dir>/pool-credential.key` ([`crate::lifecycle::store::state_dir`]), readable by its
+//! `<state dir>/pool-credential.key` ([`crate::snapshots::state_dir`]), readable by its
 //! owner only (mode 0600, in a directory made 0700), made on first use. A fingerprint is an
 //! HMAC under it: equal for the same key of the same user, and telling nothing of a value to
 //! whoever cannot read this file (another user of the daemon, who reads the labels).
 //!
 //! Losing the file loses nothing but the pools' members: none fits a claim any more, and the
-//! next fill or claim drains them.
+//! next fill or claim drains them. A library caller that fills or claims with this key
+//! ([`load_or_create`], for [`agentc_engine::pool::Pool::of`]) shares the pools of `agentc pool
+//! fill` and `agentc run`: their members carry the same fingerprints.
 
 use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::context::{Failure, EXIT_FAILED};
+use crate::failure::{Failure, EXIT_FAILED};
 
 /// The file's name in the state directory.
 pub const FILE: &str = "pool-credential.key";
@@ -21,7 +23,7 @@ const LENGTH: usize = 32;
 
 /// The key in the state directory, made there when missing.
 pub fn load_or_create() -> Result<Vec<u8>, Failure> {
-    load_or_create_in(&crate::lifecycle::store::state_dir()?)
+    load_or_create_in(&crate::snapshots::state_dir()?)
 }
 
 /// The key in `dir` ([`FILE`]), made there when missing: written whole to a file of its own
