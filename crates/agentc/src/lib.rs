@@ -18,10 +18,9 @@
 pub mod cli;
 pub mod commands;
 pub mod context;
-pub mod lifecycle;
 pub mod verbose;
 
-pub use agentc_host::bundled;
+pub use agentc_host::{bundled, lifecycle};
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -4,10 +4,12 @@
 //! presets' bundled build contexts in agentc's cache ([`bundled`]), and the launch resolved
 //! from them ([`resolve_instance`]). A launch is asked for by a [`LaunchRequest`], what
 //! `agentc run`'s arguments say. And the engine port this machine's engine is driven through,
-//! chosen and opened as the command line does it ([`backend`]).
+//! chosen and opened as the command line does it ([`backend`]); snapshots of sandboxes
+//! launched from profile files ([`snapshots`]); the pools' credential key ([`pool_secret`]);
+//! the lifecycle's I/O around the pure `agentc_lifecycle` crate ([`lifecycle`]).
 //!
 //! The policy crate reads nothing from the process; this crate is where the file system, the
-//! environment and the user are read. Only [`backend`] asks the engine anything.
+//! environment and the user are read. It asks the engine only through [`backend`]'s ports.
 //!
 //! ```no_run
 //! use agentc_host::{load_profile, resolve_instance, LaunchRequest};
@@ -25,6 +27,7 @@
 pub mod backend;
 pub mod bundled;
 mod failure;
+pub mod lifecycle;
 pub mod pool_secret;
 mod request;
 mod resolve;

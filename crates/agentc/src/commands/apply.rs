@@ -13,7 +13,7 @@ use agentc_policy::{Action, LaunchKind, LoadedProfile};
 use crate::cli::{ApplyArgs, BackendArg, RollbackArgs};
 use crate::commands::launch;
 use crate::context::{self, Failure, EXIT_DOCKER, EXIT_FAILED};
-use crate::lifecycle::engine::{self, Engine};
+use crate::lifecycle::engine::Engine;
 use crate::lifecycle::{files, gather, store};
 
 fn now() -> u64 {
@@ -121,7 +121,7 @@ pub fn apply(args: ApplyArgs) -> Result<u8, Failure> {
         Failure::unlaunchable(format!("{}: the profile has no run launch", loaded.file))
     })?;
     let (state_path, _guard, mut state) = locked_state(&name)?;
-    let mut engine = engine::connect(args.backend)?;
+    let mut engine = crate::context::lifecycle_engine(args.backend)?;
     let retained = retained_tag(&image, &name);
 
     retain_current(&state, engine.as_mut(), retained.as_deref())?;
@@ -298,7 +298,7 @@ pub fn rollback(args: RollbackArgs) -> Result<u8, Failure> {
             format!("{shown}: {} is pinned by digest and cannot be moved\n  hint: change the profile's image reference instead", plan.image),
         ));
     }
-    let mut engine = engine::connect(args.backend)?;
+    let mut engine = crate::context::lifecycle_engine(args.backend)?;
     if engine.image(&plan.to)?.is_none() {
         return Err(Failure::new(
             EXIT_FAILED,

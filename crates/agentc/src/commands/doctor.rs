@@ -32,7 +32,7 @@ pub fn doctor(args: DoctorArgs) -> Result<u8, Failure> {
                 .unwrap_or_default()
                 .to_string()
         });
-        probe::engine_facts(port).await
+        probe::engine_facts(crate::engine(), port).await
     });
     drop(runtime);
     let reachable = facts.unreachable.is_none();
@@ -81,7 +81,7 @@ fn profile_facts(
         facts.isolation = isolation_fact(&launches, &loaded.profile.name);
     }
     let mut engine = if reachable {
-        Some(engine::connect(BackendArg::Api)?)
+        Some(crate::context::lifecycle_engine(BackendArg::Api)?)
     } else {
         None
     };

@@ -44,7 +44,7 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
         gather::Workspace::Given(launch_args.workspace.as_deref()),
         launch_args.image.as_deref(),
         &launch_args.overrides,
-        backend,
+        || crate::context::lifecycle_engine(backend),
     )?;
     let spec = context::resolve_launch(&loaded, &launch_args)?;
     let checks = verify_launch(

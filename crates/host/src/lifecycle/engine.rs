@@ -7,9 +7,8 @@ use agentc_engine::port::{EngineError, EnginePort};
 use agentc_lifecycle::lock::ImageFacts;
 use bollard::models::ImageInspect;
 
-use crate::cli::BackendArg;
-use crate::commands::launch;
-use crate::context::{Failure, EXIT_DOCKER};
+use crate::backend::{self, Backend, BackendChoice};
+use crate::{Failure, EXIT_DOCKER};
 
 /// What the lifecycle asks of the engine.
 pub trait Engine {
@@ -28,17 +27,20 @@ pub trait Engine {
     fn network_internal(&mut self, name: &str) -> Result<Option<bool>, Failure>;
 }
 
-/// The engine through `backend`: its [engine port](agentc_engine::port), the command
-/// line or the Engine API, each query written once ([`PortEngine`]).
-pub fn connect(backend: BackendArg) -> Result<Box<dyn Engine>, Failure> {
-    let runtime = launch::runtime()?;
-    Ok(match launch::chosen(backend) {
-        launch::Backend::Cli => {
-            let port = runtime.block_on(launch::cli_port_reaping(None));
+/// `engine` through `backend`: its [engine port](agentc_engine::port), the command line or
+/// the Engine API, each query written once ([`PortEngine`]).
+pub fn connect(
+    engine: agentc_engine::Engine,
+    backend: BackendChoice,
+) -> Result<Box<dyn Engine>, Failure> {
+    let runtime = backend::runtime()?;
+    Ok(match backend::chosen(backend, engine) {
+        Backend::Cli => {
+            let port = runtime.block_on(backend::cli_port_reaping(engine, None));
             Box::new(PortEngine { runtime, port })
         }
-        launch::Backend::Api => {
-            let port = runtime.block_on(launch::connect())?;
+        Backend::Api => {
+            let port = runtime.block_on(backend::connect(engine))?;
             Box::new(PortEngine { runtime, port })
         }
     })
@@ -79,7 +81,7 @@ impl<P: EnginePort> Engine for PortEngine<P> {
     }
 
     fn pull(&mut self, reference: &str) -> Result<(), Failure> {
-        let mut notify = launch::notify;
+        let mut notify = |line: &str| eprintln!("agentc: {line}");
         self.runtime
             .block_on(agentc_engine::image::ensure_image(
                 &self.port,
@@ -87,7 +89,7 @@ impl<P: EnginePort> Engine for PortEngine<P> {
                 true,
                 &mut notify,
             ))
-            .map_err(launch::exec_failure)
+            .map_err(backend::exec_failure)
     }
 
     fn tag(&mut self, source: &str, reference: &str) -> Result<(), Failure> {

@@ -12,7 +12,7 @@ use std::io::Write;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use crate::context::{Failure, EXIT_FAILED, EXIT_INVALID, EXIT_NO_INPUT};
+use crate::{Failure, EXIT_FAILED, EXIT_INVALID, EXIT_NO_INPUT};
 
 /// Exit status when another `apply` or `rollback` of the profile holds its lock
 /// (`EX_TEMPFAIL`).
@@ -30,7 +30,7 @@ pub fn interruption_point(point: &str) {
     }
 }
 
-pub use agentc_host::snapshots::state_dir;
+pub use crate::snapshots::state_dir;
 
 /// The state file of a profile, `<state dir>/profiles/<name>.toml`.
 pub fn state_file(profile: &str) -> Result<PathBuf, Failure> {

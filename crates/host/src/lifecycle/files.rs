@@ -11,7 +11,7 @@ use agentc_lifecycle::lock::{FileKind, FileLock, FileUse};
 use agentc_lifecycle::tree::{hex, tree_sha256, EntryKind, TreeEntry};
 use sha2::{Digest, Sha256};
 
-use crate::context::{Failure, EXIT_INVALID};
+use crate::{Failure, EXIT_INVALID};
 
 fn unreadable(path: &Path, error: std::io::Error) -> Failure {
     Failure::new(

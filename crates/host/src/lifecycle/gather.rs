@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 
 use agentc_lifecycle::lock::{compare, files_to_hash, images_to_pin, Lock, LockInputs};
 use agentc_lifecycle::plan::Launch;
-use agentc_policy::{Instance, LaunchKind, LoadedProfile, LocalRoots, RealPaths};
+use agentc_policy::{Instance, LoadedProfile, LocalRoots, RealPaths};
 
-use crate::context::{self, Failure, EXIT_DOCKER, EXIT_INVALID};
 use crate::lifecycle::engine::Engine;
 use crate::lifecycle::{files, store};
+use crate::{Failure, EXIT_DOCKER, EXIT_INVALID};
 
 /// agentc's version, as locks and states record it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -24,12 +24,12 @@ pub fn launches(
     overrides: &BTreeMap<String, String>,
 ) -> Result<Vec<Launch>, Failure> {
     let mut launches = Vec::new();
-    for mut args in context::every_launch(loaded, profile) {
+    for mut args in crate::every_launch(loaded, profile) {
         args.workspace = workspace.map(Path::to_path_buf);
         args.overrides = overrides.clone();
-        let inputs = context::launch_inputs(loaded, &args, Instance::default())?;
-        let spec = context::resolve_inputs(loaded, &inputs)?;
-        let kind = LaunchKind::from(args.kind);
+        let inputs = crate::launch_inputs(loaded, &args, Instance::default())?;
+        let spec = crate::resolve_inputs(loaded, &inputs)?;
+        let kind = args.kind;
         launches.push(Launch {
             label: agentc_lifecycle::plan::label(kind, args.seed_target.as_deref()),
             findings: agentc_policy::findings(loaded, &spec),
@@ -62,7 +62,7 @@ pub fn current_lock(
         .into_iter()
         .map(files::lock_entry)
         .collect::<Result<Vec<_>, _>>()?;
-    let environment = context::agentc_environment(overrides)?;
+    let environment = crate::agentc_environment(overrides)?;
     let lock = Lock::current(LockInputs {
         agentc_version: VERSION,
         profile: &loaded.profile,
@@ -157,7 +157,7 @@ pub fn check_locked(
         Workspace::Locked => locked
             .workspace
             .as_deref()
-            .and_then(|workspace| context::locked_path(profile, workspace))
+            .and_then(|workspace| crate::locked_path(profile, workspace))
             .filter(|dir| dir.is_dir()),
     };
     let launches = launches(loaded, profile, workspace.as_deref(), overrides)?;
@@ -194,7 +194,7 @@ pub fn refuse_unlocked(
     workspace: Workspace<'_>,
     image: Option<&str>,
     overrides: &BTreeMap<String, String>,
-    backend: crate::cli::BackendArg,
+    connect: impl FnOnce() -> Result<Box<dyn Engine>, Failure>,
 ) -> Result<(), Failure> {
     if !locked {
         return Ok(());
@@ -204,6 +204,6 @@ pub fn refuse_unlocked(
             "--image cannot be combined with --locked: the lock names the image each launch runs\n  hint: change the profile's [image] ref, review it, and `agentc lock` it",
         ));
     }
-    let mut engine = crate::lifecycle::engine::connect(backend)?;
+    let mut engine = connect()?;
     check_locked(loaded, profile, workspace, overrides, engine.as_mut())
 }
