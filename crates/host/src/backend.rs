@@ -4,7 +4,45 @@
 //! connection checked to be the engine asked for ([`connect`]), and the leftovers of killed
 //! launches reaped first ([`reap`]) before anything else is asked. [`on_client`] runs one
 //! step against either backend's sessions client ([`Sandboxes`]), in a runtime of its own.
-
+//!
+//! ```no_run
+//! use agentc_egress::image::ProxyExecutable;
+//! use agentc_engine::session::{create_with_findings, Sandboxes, SessionPort};
+//! use agentc_host::backend::{on_client, BackendChoice, Driver, OnClient};
+//! use agentc_host::{load_profile, resolve_instance, Failure, LaunchRequest};
+//! use agentc_policy::{Instance, Start};
+//!
+//! /// Creates the sandbox of a profile file, as `agentc run --detach` resolves it.
+//! struct Create;
+//!
+//! impl OnClient for Create {
+//!     type Output = String;
+//!     async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<String, Failure> {
+//!         let request = LaunchRequest::new("profiles/pentest.toml");
+//!         let loaded = load_profile(&request.profile)?;
+//!         let instance = Instance {
+//!             start: Start::Session,
+//!             default_name: Some("pentest-1".into()),
+//!             ..Instance::default()
+//!         };
+//!         let spec = resolve_instance(&loaded, &request, instance)?;
+//!         let created = create_with_findings(client, &loaded, &spec)
+//!             .await
+//!             .map_err(agentc_host::backend::session_failure)?;
+//!         Ok(created.sandbox.name)
+//!     }
+//! }
+//!
+//! let env = agentc_host::backend::process_env();
+//! let driver = Driver {
+//!     engine: agentc_engine::Engine::Docker,
+//!     backend: BackendChoice::Auto,
+//!     // The agentc binary the egress proxy's image is made of: never the calling program.
+//!     proxy: ProxyExecutable::locate(&env).expect("agentc on PATH"),
+//! };
+//! let name = on_client(&driver, Create)?;
+//! # Ok::<(), Failure>(())
+//! ```
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
