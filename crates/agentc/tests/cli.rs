@@ -720,3 +720,36 @@ fn verify_through_k8s_without_podman_fails_closed_with_the_fix() {
         "{stderr}"
     );
 }
+
+#[test]
+fn run_count_refuses_a_fixed_host_port_before_it_asks_the_engine_for_the_floor() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("fleet.toml");
+    std::fs::write(
+        &profile,
+        "name = \"fleet\"\nagent = \"custom\"\n\n[image]\nref = \"busybox:1.36\"\n\n\
+         [network]\npublish = [\"18080:8080\"]\n\n[security]\nisolation = { min = \"gvisor\" }\n",
+    )
+    .unwrap();
+    // No engine answers there: meeting the floor would fail with exit 125.
+    let output = agentc(
+        &[
+            "run",
+            profile.to_str().unwrap(),
+            "--count",
+            "2",
+            "--backend",
+            "api",
+            "--workspace",
+            dir.path().to_str().unwrap(),
+        ],
+        &[("DOCKER_HOST", "unix:///nonexistent/docker.sock")],
+    );
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(65), "{stderr}");
+    assert!(
+        stderr.contains("--count 2 starts 2 copies, but the profile publishes on host port 18080"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("isolation"), "{stderr}");
+}

@@ -22,13 +22,8 @@ use crate::cli::BackendArg;
 use crate::context::{Failure, EXIT_DOCKER, EXIT_INVALID};
 use agentc_engine::isolation::{self as floor, FloorError, FloorOptions, Met};
 
-pub use agentc_host::backend::{exec_failure, process_env, reap, runtime, Backend};
+pub use agentc_host::backend::{exec_failure, process_env, runtime};
 pub use agentc_host::container_of;
-
-/// Where the engine's API is ([`agentc_host::backend::engine_host`] of this process's engine).
-pub fn engine_host() -> Option<String> {
-    agentc_host::backend::engine_host(crate::engine())
-}
 
 /// Whether the engine runs on another machine ([`agentc_host::backend::engine_is_remote`]).
 pub fn engine_is_remote() -> bool {
@@ -59,17 +54,6 @@ macro_rules! over_port {
     };
 }
 pub(crate) use over_port;
-
-/// The backend `--backend` means for this process's engine
-/// ([`agentc_host::backend::chosen`]).
-pub fn chosen(backend: BackendArg) -> Backend {
-    agentc_host::backend::chosen(backend.into(), crate::engine())
-}
-
-/// What `--backend auto` chooses here, and why ([`agentc_host::backend::auto_backend`]).
-pub fn auto_backend() -> (Backend, String) {
-    agentc_host::backend::auto_backend(crate::engine())
-}
 
 /// Refuses a launch whose chosen host ports are in use on this machine
 /// ([`agentc_engine::host_ports::check_free`]), unless the engine is remote.
@@ -368,14 +352,14 @@ pub fn refuse_fixed_host_ports(count: u16, container: &ContainerSpec) -> Result<
 /// (named NAME-1 to NAME-COUNT, [`agentc_policy::Instance::copy`]), through `backend`'s
 /// engine port, `jobs` launches at a time
 /// ([`agentc_engine::launch::launch_copies`]): either all start, or none is left
-/// running and every failure is named. Prints each started copy, in order.
+/// running and every failure is named. Prints each started copy, in order. The caller refused
+/// a fixed host port first ([`refuse_fixed_host_ports`], before the floor asked the engine).
 pub fn execute_copies(
     copies: &[LaunchSpec],
     backend: BackendArg,
     pull: bool,
     jobs: usize,
 ) -> Result<u8, Failure> {
-    let count = copies.len();
     let profile = copies
         .first()
         .map(|spec| spec.profile.clone())
@@ -384,11 +368,9 @@ pub fn execute_copies(
         .iter()
         .map(|copy| container_of(copy).cloned())
         .collect::<Result<Vec<ContainerSpec>, Failure>>()?;
-    let Some(container) = copies.first() else {
+    if copies.is_empty() {
         return Ok(0);
-    };
-    refuse_fixed_host_ports(u16::try_from(count).unwrap_or(u16::MAX), container)?;
-
+    }
     // Each copy was resolved with the runtime its isolation floor was met with
     // ([`agentc_policy::Instance::floor`]); a copy resolved without it is refused, not placed.
     if let Some(unmet) = copies.iter().find(|copy| {
@@ -397,8 +379,9 @@ pub fn execute_copies(
         return Err(Failure::new(
             EXIT_INVALID,
             format!(
-                "profile {profile}: copy {} was resolved without the runtime of its isolation                  floor
-  hint: meet the floor first (`meet_floor`) and resolve each copy with                  Instance::floor",
+                "profile {profile}: copy {} was resolved without the runtime of its isolation \
+                 floor\n  hint: meet the floor first (`meet_floor`) and resolve each copy with \
+                 Instance::floor",
                 unmet.name.as_deref().unwrap_or_default()
             ),
         ));
