@@ -126,6 +126,15 @@ pub fn session_failure(error: SessionError) -> Failure {
     )
 }
 
+/// A verify that produced no checks, with its exit status
+/// ([`agentc_verify::VerifyError::exit_code`]): `agentc verify`'s and `agentc serve`'s.
+pub fn verify_failure(error: agentc_verify::VerifyError) -> Failure {
+    Failure::new(
+        u8::try_from(error.exit_code()).unwrap_or(crate::failure::EXIT_FAILED),
+        error.to_string(),
+    )
+}
+
 /// The backend `choice` means for `engine`: `auto` is Docker's Engine API when it answers at
 /// [`engine_host`] ([`agentc_engine::engine::api_reachable`], a connection and no request),
 /// else the command line ([`auto_backend`]); decided once a process and logged.

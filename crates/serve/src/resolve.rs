@@ -196,10 +196,7 @@ pub async fn verify<P: SessionPort>(
     };
     let checks = agentc_verify::verify_on(server.client().port(), &spec, &inputs)
         .await
-        .map_err(|error| {
-            let code = u8::try_from(error.exit_code()).unwrap_or(agentc_host::EXIT_FAILED);
-            failure(Failure::new(code, error.to_string()))
-        })?;
+        .map_err(|error| failure(agentc_host::backend::verify_failure(error)))?;
     Ok(Verified {
         profile: spec.profile.clone(),
         passed: checks.iter().all(|check| check.ok),

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use agentc_egress::image::ProxyExecutable;
 use agentc_engine::session::{Sandbox, SandboxClient, SandboxEgress, Sandboxes, SessionPort};
 use agentc_policy::{Instance, LaunchSpec, Start};
-use agentc_verify::{self as verify, Check, EgressProbe, VerifyError, VerifyInputs};
+use agentc_verify::{self as verify, Check, EgressProbe, VerifyInputs};
 
 use crate::cli::{BackendArg, ExplainFormat, VerifyArgs};
 use crate::commands::session::{
@@ -89,11 +89,7 @@ pub fn verify_launch(
     })
 }
 
-/// A verify that produced no checks, as the command reports it.
-pub fn failure(error: VerifyError) -> Failure {
-    let code = u8::try_from(error.exit_code()).unwrap_or(EXIT_FAILED);
-    Failure::new(code, error.to_string())
-}
+pub use agentc_host::backend::verify_failure as failure;
 
 /// `agentc verify PROFILE --backend k8s`: the profile's Kubernetes rendering (as `agentc
 /// render --backend k8s` renders it, with the same options) played by `podman kube play` with
