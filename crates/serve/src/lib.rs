@@ -2,8 +2,8 @@
 //! stdout (docs/serve.md), for harnesses in other languages (the Python package
 //! `agentc_sandbox`): [`serve_stdio`], and the protocol's schema, [`schema_text`].
 //!
-//! One process, one runtime and one engine connection (`agentc_host::backend::on_client`) for every
-//! request. Requests overlap: each is a future polled beside the others on this one thread
+//! One process, one runtime and one engine connection (`agentc_host::backend::on_client`) for
+//! every request. Requests overlap: each is a future polled beside the others on this one thread
 //! (`run_loop`), answering when it is done; their answers and the notifications of streamed
 //! execs go through one writer. When stdin closes, on SIGINT or SIGTERM and on `shutdown`, the
 //! requests in flight are stopped (an exec's processes too) and the sandboxes the server

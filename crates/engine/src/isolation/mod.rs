@@ -145,12 +145,8 @@ pub async fn meet_floor<P: EnginePort>(
     let chosen = choose(port, container, isolation, profile, options)
         .await?
         .map_err(FloorError::Shortfall)?;
-    let proven = Some((chosen.name.as_str(), chosen.tier.as_str()));
-    let placed = if agentc_policy::isolation::placement(container) == proven {
-        container.clone()
-    } else {
-        agentc_policy::isolation::placed(container, &chosen)
-    };
+    // Placing a container resolved with this very runtime changes nothing of it.
+    let placed = agentc_policy::isolation::placed(container, &chosen);
     log::info!(
         "isolation: {} under runtime {} (security.isolation.min = {})",
         chosen.tier,
