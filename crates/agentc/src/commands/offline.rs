@@ -7,24 +7,36 @@ use agentc_policy::LoadedProfile;
 
 use crate::cli::{
     Command, ExplainArgs, ExplainBackendArg, ExplainFormat, FormatArg, K8sArgs, K8sKindArg,
-    ProfileArgs, RenderArgs, RenderBackendArg,
+    LaunchArgs, ProfileArgs, RenderArgs, RenderBackendArg,
 };
 use crate::context::{self, Failure};
+
+/// The profile `launch` names, loaded and resolved for `explain` and `render`: for the
+/// Kubernetes rendering (`k8s`) without a local user, so that its objects are the same on
+/// every machine; otherwise the Kubernetes options are refused first.
+fn profile_launch(
+    launch: &LaunchArgs,
+    k8s: bool,
+    options: &K8sArgs,
+) -> Result<(LoadedProfile, LaunchSpec), Failure> {
+    if !k8s {
+        refuse_k8s_options(options)?;
+    }
+    let loaded = context::load_profile(&launch.profile)?;
+    let spec = if k8s {
+        context::resolve_launch_unowned(&loaded, launch)?
+    } else {
+        context::resolve_launch(&loaded, launch)?
+    };
+    Ok((loaded, spec))
+}
 
 /// `agentc explain`: prints the explanation (or its JSON report), then, with `--deny LEVEL`,
 /// exits 1 when any finding is at or above LEVEL.
 pub fn explain(args: ExplainArgs) -> Result<u8, Failure> {
-    if args.backend != ExplainBackendArg::K8s {
-        refuse_k8s_options(&args.k8s)?;
-    }
-    let loaded = context::load_profile(&args.launch.profile)?;
-    // The cluster's objects hold no local user: the same on every machine.
-    let spec = if args.backend == ExplainBackendArg::K8s {
-        context::resolve_launch_unowned(&loaded, &args.launch)?
-    } else {
-        context::resolve_launch(&loaded, &args.launch)?
-    };
-    if args.backend == ExplainBackendArg::K8s {
+    let k8s = args.backend == ExplainBackendArg::K8s;
+    let (loaded, spec) = profile_launch(&args.launch, k8s, &args.k8s)?;
+    if k8s {
         if args.deny.is_some() {
             return Err(Failure::usage(
                 "--deny reads the launch's findings: use it without --backend k8s",
@@ -116,16 +128,9 @@ fn validate(args: &ProfileArgs) -> Result<String, Failure> {
 /// `agentc render`: the profile's launch rendered for the backend asked for; for k8s, a
 /// warning on stderr for each thing that may keep the Pod from starting.
 fn render_command(args: &RenderArgs) -> Result<String, Failure> {
-    if args.backend != RenderBackendArg::K8s {
-        refuse_k8s_options(&args.k8s)?;
-    }
-    let loaded = context::load_profile(&args.launch.profile)?;
-    let spec = if args.backend == RenderBackendArg::K8s {
-        context::resolve_launch_unowned(&loaded, &args.launch)?
-    } else {
-        context::resolve_launch(&loaded, &args.launch)?
-    };
-    if args.backend == RenderBackendArg::K8s {
+    let k8s = args.backend == RenderBackendArg::K8s;
+    let (loaded, spec) = profile_launch(&args.launch, k8s, &args.k8s)?;
+    if k8s {
         let rendering = render_k8s(&loaded, &spec, &args.k8s)?;
         // A Pod that may not start is worth a line before anyone applies it.
         for note in rendering.notes.start_blockers() {
