@@ -459,13 +459,26 @@ fn a_leftover_isolated_network_is_named_listed_and_removed() {
 }
 
 /// `agentc run --name N`: a second sandbox of one profile beside the first, each with its own
-/// companion; `agentc rm N` removes N's set and leaves the first running.
+/// companion; `agentc rm N` removes N's set and leaves the first running. Another network
+/// holds the /28 block of N's name, so the daemon refuses N's isolated network there: the
+/// companion moves to another block and keeps its names (`N-egress`, `N-egress-proxy`).
 fn a_named_second_sandbox_runs_beside_the_first(backend: &str) {
     let mut lab = Lab::new(&format!("named-{backend}"));
     let profile_file = lab.profile("named", "");
     let profile = lab.profiles.last().unwrap().clone();
     let first = launch(&profile_file, backend);
     let second_name = format!("{}-second", lab.id);
+    let held = agentc_policy::spec::isolated_subnet(&second_name).1;
+    let holder = Holder(format!("{}-holder", lab.id));
+    docker(&[
+        "network",
+        "create",
+        "--internal",
+        "--subnet",
+        &held,
+        &holder.0,
+    ])
+    .expect("hold the block of the second sandbox's name");
     let output = agentc(&[
         "run",
         &profile_file,
@@ -492,6 +505,18 @@ fn a_named_second_sandbox_runs_beside_the_first(backend: &str) {
         [format!("{first}-egress"), format!("{second_name}-egress")],
         "each sandbox has its own isolated network"
     );
+    let subnet = docker(&[
+        "network",
+        "inspect",
+        "--format",
+        "{{range .IPAM.Config}}{{.Subnet}}{{end}}",
+        &format!("{second_name}-egress"),
+    ])
+    .expect("inspect the second sandbox's network");
+    assert!(
+        subnet.trim() != held && subnet.trim().starts_with("10.213."),
+        "{subnet} (the held block is {held})"
+    );
     // A bad name is refused before anything is created.
     let bad = agentc(&["run", &profile_file, "--backend", backend, "--name=a/b"]);
     assert_eq!(bad.status.code(), Some(65), "{}", describe(&bad));
@@ -511,6 +536,15 @@ fn a_named_second_sandbox_runs_beside_the_first(backend: &str) {
         "only the first sandbox's set is left"
     );
     assert_eq!(networks.trim(), format!("{first}-egress"));
+}
+
+/// A network a test made to hold a subnet, removed on drop.
+struct Holder(String);
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = docker(&["network", "rm", &self.0]);
+    }
 }
 
 #[test]

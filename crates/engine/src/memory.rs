@@ -177,8 +177,11 @@ struct Behaviour {
     attached_exit: i64,
     /// A started egress proxy exits at once with this code (its logs say why).
     proxy_exits: Option<i64>,
-    /// How many isolated networks are refused with [`SUBNET_TAKEN`] before one is made.
-    subnets_taken: u32,
+    /// The subnets other networks hold: an isolated network in one of them is refused with
+    /// [`SUBNET_TAKEN`], as Docker refuses an overlapping pool.
+    subnets_held: BTreeSet<String>,
+    /// The subnet of each isolated network made here, by network name.
+    subnets: BTreeMap<String, String>,
     /// What an exec prints and exits with, by its command line joined with spaces.
     execs: BTreeMap<String, (i64, String)>,
     /// The runtimes the engine has ([`EnginePort::runtimes`](crate::port::EnginePort::runtimes)).
@@ -282,10 +285,18 @@ impl MemoryEngine {
         self
     }
 
-    /// The engine that refuses the first `count` isolated networks' subnets ([`SUBNET_TAKEN`]).
-    pub fn with_subnets_taken(self, count: u32) -> MemoryEngine {
-        lock(&self.behaviour).subnets_taken = count;
+    /// The engine where networks not made here hold `subnets`: an isolated network in one of
+    /// them, or in the subnet of a network made here, is refused ([`SUBNET_TAKEN`]).
+    pub fn with_subnets_held<'a>(self, subnets: impl IntoIterator<Item = &'a str>) -> MemoryEngine {
+        lock(&self.behaviour)
+            .subnets_held
+            .extend(subnets.into_iter().map(str::to_string));
         self
+    }
+
+    /// The subnet of the isolated network `name` made here, while it exists.
+    pub fn subnet_of(&self, name: &str) -> Option<String> {
+        lock(&self.behaviour).subnets.get(name).cloned()
     }
 
     /// The engine whose exec of `command` (joined with spaces) prints `stdout` and exits `code`

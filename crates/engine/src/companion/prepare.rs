@@ -170,7 +170,8 @@ pub const CREATE_CA_VOLUME: &str = "create the egress proxy's CA volume";
 
 /// After set-up attempt number `attempt` (from 1) failed with `error`: when the daemon said the
 /// isolated network's subnet overlaps another network's and retries remain, moves the
-/// companion to another subnet (the caller sets up again); otherwise returns the error.
+/// companion to another subnet under the same names ([`ContainerSpec::egress_resubnet`]; the
+/// caller sets up again); otherwise returns the error.
 pub fn move_if_subnet_taken(
     spec: &mut ContainerSpec,
     error: ExecError,
@@ -183,7 +184,7 @@ pub fn move_if_subnet_taken(
             refusal: Some(Refusal::SubnetTaken),
         } if step == CREATE_NETWORK && attempt <= SUBNET_RETRIES => {
             log::debug!("the isolated network's subnet is taken ({message}); trying another");
-            spec.egress_instance(&format!("n{attempt}"));
+            spec.egress_resubnet(attempt);
             Ok(())
         }
         error => Err(error),

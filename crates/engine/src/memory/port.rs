@@ -98,19 +98,24 @@ impl EnginePort for MemoryEngine {
 
     async fn create_isolated_network(&self, network: &IsolatedNetwork) -> Result<(), EngineError> {
         self.enter("create_isolated_network", &network.name)?;
-        {
-            let mut behaviour = lock(&self.behaviour);
-            if behaviour.subnets_taken > 0 {
-                behaviour.subnets_taken -= 1;
-                return Err(EngineError::new(EngineErrorKind::Failed, SUBNET_TAKEN));
-            }
-        }
         let mut world = lock(&self.world);
         if world.networks.contains_key(&network.name) {
             return Err(conflict(format!(
                 "Error response from daemon: network with name {} already exists",
                 network.name
             )));
+        }
+        {
+            let mut behaviour = lock(&self.behaviour);
+            let subnet = &network.subnet;
+            if behaviour.subnets_held.contains(subnet)
+                || behaviour.subnets.values().any(|held| held == subnet)
+            {
+                return Err(EngineError::new(EngineErrorKind::Failed, SUBNET_TAKEN));
+            }
+            behaviour
+                .subnets
+                .insert(network.name.clone(), subnet.clone());
         }
         world.networks.insert(
             network.name.clone(),
@@ -364,6 +369,7 @@ impl EnginePort for MemoryEngine {
             )));
         }
         world.networks.remove(name);
+        lock(&self.behaviour).subnets.remove(name);
         Ok(())
     }
 

@@ -1542,6 +1542,55 @@ fn the_proxy_listens_on_its_isolated_address_which_moves_with_its_instance() {
     );
 }
 
+#[test]
+fn a_taken_subnet_moves_the_companion_to_another_block_under_the_same_names() {
+    let text = "name = \"resub\"\nagent = \"custom\"\n[image]\nref = \"busybox:1.36\"\n\
+                [egress]\nhosts = [\"api.example.com\"]\n[network]\npublish = [8080]\n";
+    let spec = resolve_with(text, &inputs(LaunchKind::Sandbox), &paths(&[])).unwrap();
+    let before = container(&spec).clone();
+    let mut moved = before.clone();
+    moved.egress_resubnet(1);
+    let (old, new) = (
+        before.egress.as_ref().unwrap(),
+        moved.egress.as_ref().unwrap(),
+    );
+    // The names a user, `agentc ps` and the documentation use stay.
+    assert_eq!(new.network.name, old.network.name);
+    assert_eq!(new.proxy.name, old.proxy.name);
+    assert_eq!(moved.network, before.network);
+    let volumes = |c: &ContainerSpec| -> Vec<String> {
+        c.mounts
+            .iter()
+            .chain(c.egress.as_ref().unwrap().proxy.mounts.iter())
+            .filter_map(|m| match &m.source {
+                crate::spec::MountSource::Volume { name, .. } => Some(name.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(volumes(&moved), volumes(&before));
+    // The block is the one of `NAME#1`, and every address follows it.
+    let base = old.network.name.strip_suffix("-egress").unwrap();
+    let (block, subnet) = crate::spec::isolated_subnet(&format!("{base}#1"));
+    assert_eq!(new.network.subnet, subnet);
+    assert_ne!(new.network.subnet, old.network.subnet);
+    let address = crate::spec::proxy_address(block);
+    assert_eq!(new.proxy_address, address);
+    assert_eq!(moved.dns, [IpAddr::V4(address)]);
+    assert_eq!(
+        moved.ipv4_address,
+        Some(crate::spec::workload_address(block))
+    );
+    let text = format!("{:?} {:?}", new.proxy.command, moved.env);
+    assert!(!text.contains(&old.proxy_address.to_string()), "{text}");
+    assert!(text.contains(&format!("--listen={address}:3128")), "{text}");
+    assert!(text.contains(&format!("http://{address}:3128")), "{text}");
+    assert_eq!(
+        new.relays()[0].target.ip(),
+        IpAddr::V4(crate::spec::workload_address(block))
+    );
+}
+
 /// The egress proxy's argv of a resolved launch.
 fn proxy_argv(spec: &LaunchSpec) -> Vec<String> {
     container(spec)

@@ -229,16 +229,32 @@ impl ContainerSpec {
         self.egress_move(workload);
     }
 
+    /// Moves the companion to another /28 block when the engine says its subnet is taken
+    /// (attempt number `attempt`, from 1), keeping every name: the block [`isolated_subnet`]
+    /// picks for `NAME#ATTEMPT`, with the addresses that follow it (as
+    /// [`ContainerSpec::egress_instance`] moves them). So `NAME-egress` and
+    /// `NAME-egress-proxy` stay what the documentation, `agentc ps` and a user's scripts name,
+    /// whichever block the engine had free. Nothing changes without a companion.
+    pub fn egress_resubnet(&mut self, attempt: u32) {
+        let Some(egress) = self.egress.as_ref() else {
+            return;
+        };
+        let base = egress
+            .network
+            .name
+            .strip_suffix("-egress")
+            .unwrap_or(&egress.network.name);
+        let (block, subnet) = isolated_subnet(&format!("{base}#{attempt}"));
+        self.egress_readdress(block, subnet);
+    }
+
     /// Moves the companion to the set named `name` (`NAME-egress`, `NAME-egress-proxy`,
     /// `NAME-egress-ca`, `NAME-egress-audit`) and the subnet of that name.
     fn egress_move(&mut self, name: &str) {
         let Some(egress) = self.egress.as_mut() else {
             return;
         };
-        let old = egress.proxy_address;
         let name = name.to_string();
-        let (block, subnet) = isolated_subnet(&name);
-        let address = proxy_address(block);
         let renamed = [
             (
                 format!("{}-ca", egress.network.name),
@@ -257,8 +273,22 @@ impl ContainerSpec {
             }
         }
         egress.network.name = format!("{name}-egress");
-        egress.network.subnet = subnet;
         egress.proxy.name = Some(format!("{name}-egress-proxy"));
+        let (block, subnet) = isolated_subnet(&name);
+        self.egress_readdress(block, subnet);
+    }
+
+    /// Moves the companion to the /28 block starting at `block` (its text `subnet`): the
+    /// proxy's address (and so its `--listen` and `--dns` addresses), the container's DNS
+    /// server, its proxy variables, its fixed address (when it has one), the proxy's relays to
+    /// it, and the container's network, which is the companion's isolated network.
+    fn egress_readdress(&mut self, block: Ipv4Addr, subnet: String) {
+        let Some(egress) = self.egress.as_mut() else {
+            return;
+        };
+        let old = egress.proxy_address;
+        let address = proxy_address(block);
+        egress.network.subnet = subnet;
         egress.proxy_address = address;
         // The proxy listens (and its DNS stub answers) on its isolated-network address.
         for word in &mut egress.proxy.command {
