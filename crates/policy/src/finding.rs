@@ -113,17 +113,87 @@ pub struct Finding {
     pub code: &'static str,
     /// How serious it is.
     pub severity: Severity,
-    /// What causes it: a profile field path (`mounts[0].source`), an environment override
-    /// (`$AGENTC_MEM_LIMIT`) or an invocation input (`--workspace`).
-    pub field: String,
-    /// 1-based line and column of the field in the profile, where known.
-    pub position: Option<(usize, usize)>,
+    /// What causes it: a profile field, an environment override or an invocation input.
+    pub source: FindingSource,
     /// What is wrong, lower case.
     pub message: String,
     /// What to do about it.
     pub hint: String,
     /// The `security.allow_*` field that accepted this request, for the findings that need one.
     pub allowed_by: Option<String>,
+}
+
+impl Finding {
+    /// What causes it, as one text: the profile field path (`mounts[0].source`), the
+    /// environment override (`$AGENTC_MEM_LIMIT`) or the invocation input (`--workspace`); the
+    /// `field` of [`report_json`].
+    pub fn field(&self) -> String {
+        match &self.source {
+            FindingSource::Field { field, .. } => field.clone(),
+            FindingSource::Environment { variable } => format!("${variable}"),
+            FindingSource::Invocation { input } => input.clone(),
+        }
+    }
+
+    /// The 1-based line and column in the profile of the field that causes it, where the
+    /// profile writes it (or its nearest written ancestor).
+    pub fn position(&self) -> Option<(usize, usize)> {
+        match &self.source {
+            FindingSource::Field { position, .. } => *position,
+            _ => None,
+        }
+    }
+}
+
+/// What causes a finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FindingSource {
+    /// A profile field (`mounts[0].source`): at its 1-based line and column where the profile
+    /// writes it (or its nearest written ancestor), else `None`, a value the profile leaves to
+    /// its default or its preset.
+    Field {
+        /// The field's path.
+        field: String,
+        /// Its line and column, where the profile writes it.
+        position: Option<(usize, usize)>,
+    },
+    /// An environment override, such as `AGENTC_MEM_LIMIT` (named without `$`).
+    Environment {
+        /// The variable's name.
+        variable: String,
+    },
+    /// An input of the invocation, such as `--workspace`.
+    Invocation {
+        /// The input, as the command line spells it.
+        input: String,
+    },
+}
+
+impl From<(String, Option<(usize, usize)>)> for FindingSource {
+    /// A profile field and its position.
+    fn from((field, position): (String, Option<(usize, usize)>)) -> FindingSource {
+        FindingSource::Field { field, position }
+    }
+}
+
+impl fmt::Display for FindingSource {
+    /// Where a report says the finding is: `profile line 5 (egress.mode)`, `default
+    /// (egress.mode)` for a field the profile does not write, `$AGENTC_MEM_LIMIT` or
+    /// `--workspace`.
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FindingSource::Field {
+                field,
+                position: Some((line, _)),
+            } => write!(formatter, "profile line {line} ({field})"),
+            FindingSource::Field {
+                field,
+                position: None,
+            } => write!(formatter, "default ({field})"),
+            FindingSource::Environment { variable } => write!(formatter, "${variable}"),
+            FindingSource::Invocation { input } => formatter.write_str(input),
+        }
+    }
 }
 
 /// Every finding code with its severity, in the order of the table above.
@@ -177,9 +247,9 @@ pub fn report_json(findings: &[Finding]) -> Value {
             json!({
                 "code": finding.code,
                 "severity": finding.severity,
-                "field": finding.field,
-                "line": finding.position.map(|p| p.0),
-                "column": finding.position.map(|p| p.1),
+                "field": finding.field(),
+                "line": finding.position().map(|p| p.0),
+                "column": finding.position().map(|p| p.1),
                 "message": finding.message,
                 "hint": finding.hint,
                 "allowed_by": finding.allowed_by,
@@ -208,14 +278,9 @@ pub fn report_text(findings: &[Finding]) -> String {
         text.push_str("  (none)\n");
     }
     for finding in findings {
-        let at = match (finding.position, finding.field.starts_with(['$', '-'])) {
-            (_, true) => finding.field.clone(),
-            (Some((line, _)), false) => format!("profile line {line} ({})", finding.field),
-            (None, false) => format!("default ({})", finding.field),
-        };
         text.push_str(&format!(
-            "  - {} {} at {at}: {}\n",
-            finding.severity, finding.code, finding.message
+            "  - {} {} at {}: {}\n",
+            finding.severity, finding.code, finding.source, finding.message
         ));
         text.push_str(&format!("    hint: {}\n", finding.hint));
     }
@@ -238,9 +303,9 @@ impl Report<'_> {
         self.spec.origins.get(key)
     }
 
-    /// The field and position an origin names; `fallback` (a profile field) when it names
-    /// none (a default or a preset).
-    pub fn field_of(&self, key: &str, fallback: &str) -> (String, Option<(usize, usize)>) {
+    /// What the origin recorded at `key` names as a finding's source; the profile field
+    /// `fallback` when it names none (a default or a preset).
+    pub fn field_of(&self, key: &str, fallback: &str) -> FindingSource {
         match self.origin(key) {
             Some(Origin::Profile {
                 field,
@@ -248,11 +313,15 @@ impl Report<'_> {
                 column,
             }) => {
                 let position = line.zip(*column).or_else(|| self.position(field));
-                (field.clone(), position)
+                (field.clone(), position).into()
             }
-            Some(Origin::Environment { variable }) => (format!("${variable}"), None),
-            Some(Origin::Invocation { input }) => (input.clone(), None),
-            _ => (fallback.to_string(), self.position(fallback)),
+            Some(Origin::Environment { variable }) => FindingSource::Environment {
+                variable: variable.clone(),
+            },
+            Some(Origin::Invocation { input }) => FindingSource::Invocation {
+                input: input.clone(),
+            },
+            _ => (fallback.to_string(), self.position(fallback)).into(),
         }
     }
 
@@ -264,20 +333,20 @@ impl Report<'_> {
         }
     }
 
-    /// Adds a finding at a field and position.
+    /// Adds a finding caused by `source`: a [`FindingSource`], or a profile field and its
+    /// position.
     pub fn push(
         &mut self,
         code: &'static str,
         severity: Severity,
-        (field, position): (String, Option<(usize, usize)>),
+        source: impl Into<FindingSource>,
         message: String,
         hint: &str,
     ) {
         self.list.push(Finding {
             code,
             severity,
-            field,
-            position,
+            source: source.into(),
             message,
             hint: hint.to_string(),
             allowed_by: None,
@@ -289,7 +358,7 @@ impl Report<'_> {
         &mut self,
         code: &'static str,
         severity: Severity,
-        at: (String, Option<(usize, usize)>),
+        at: impl Into<FindingSource>,
         danger: Danger,
         message: String,
         hint: &str,

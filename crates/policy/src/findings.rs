@@ -41,7 +41,7 @@ pub fn findings(loaded: &LoadedProfile, spec: &LaunchSpec) -> Vec<Finding> {
         b.severity
             .cmp(&a.severity)
             .then_with(|| a.code.cmp(b.code))
-            .then_with(|| a.field.cmp(&b.field))
+            .then_with(|| a.field().cmp(&b.field()))
     });
     list.dedup();
     list

@@ -106,7 +106,9 @@ pub use engine::Engine;
 pub use error::{Location, PolicyError, PolicyErrors, MAX_REPORTED_ERRORS};
 pub use explain::explain;
 pub use explainer::origin_words;
-pub use finding::{deny, highest, report_json, report_text, Finding, Severity, CODES};
+pub use finding::{
+    deny, highest, report_json, report_text, Finding, FindingSource, Severity, CODES,
+};
 pub use findings::{explain_json, findings};
 pub use inputs::{
     BuildInputs, DecantSource, Instance, Owner, PathKind, PathProbe, ProfileRecord, RealPaths,

@@ -130,7 +130,7 @@ async fn create<P: SessionPort>(
         .map(|finding| FindingOut {
             severity: finding.severity.to_string(),
             code: finding.code.to_string(),
-            field: finding.field,
+            field: finding.field(),
             message: finding.message,
             hint: finding.hint,
         })

@@ -75,14 +75,9 @@ pub fn finding_warnings(findings: &[agentc_policy::Finding]) -> Vec<String> {
         .iter()
         .filter(|finding| finding.severity >= agentc_policy::Severity::High)
         .map(|finding| {
-            let at = match (finding.position, finding.field.starts_with(['$', '-'])) {
-                (_, true) => finding.field.clone(),
-                (Some((line, _)), false) => format!("profile line {line} ({})", finding.field),
-                (None, false) => format!("default ({})", finding.field),
-            };
             format!(
-                "agentc: warning: {} {} at {at}: {}",
-                finding.severity, finding.code, finding.message
+                "agentc: warning: {} {} at {}: {}",
+                finding.severity, finding.code, finding.source, finding.message
             )
         })
         .collect()

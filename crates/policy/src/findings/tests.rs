@@ -287,8 +287,8 @@ fn gateway_bootstrap_ranges_are_reported() {
          [[mounts]]\nsource = {file:?}\ntarget = \"/etc/agent/gateway-known-hosts\"\n"
     );
     let finding = one(&text, "egress-ip-range");
-    assert_eq!(finding.field, "egress.gateway_bootstrap_allow[1]");
-    assert_eq!(finding.position.map(|p| p.0), Some(7));
+    assert_eq!(finding.field(), "egress.gateway_bootstrap_allow[1]");
+    assert_eq!(finding.position().map(|p| p.0), Some(7));
 }
 
 #[test]
@@ -433,8 +433,8 @@ fn the_docker_socket_is_refused_in_any_form_unless_allowed() {
     assert!(engine.message.ends_with("(line 9)"), "{}", engine.message);
     let finding = one(&allowed, "docker-socket");
     assert_eq!(finding.severity, Severity::Critical);
-    assert_eq!(finding.field, "mounts[0].source");
-    assert_eq!(finding.position.map(|p| p.0), Some(5));
+    assert_eq!(finding.field(), "mounts[0].source");
+    assert_eq!(finding.position().map(|p| p.0), Some(5));
     assert_eq!(
         finding.allowed_by.as_deref(),
         Some("security.allow_docker_socket")
@@ -451,7 +451,7 @@ fn the_docker_socket_is_refused_in_any_form_unless_allowed() {
          [security]\nallow_docker_socket = true\n"
     );
     let finding = one(&host, "docker-socket");
-    assert_eq!(finding.field, "provider.api_key_env");
+    assert_eq!(finding.field(), "provider.api_key_env");
     assert!(
         finding.message.contains("DOCKER_HOST is passed through"),
         "{}",
@@ -527,7 +527,7 @@ fn binds_of_root_and_home_are_refused_unless_allowed() {
         "bind-home",
     );
     assert_eq!(home.severity, Severity::High);
-    assert_eq!(home.field, "mounts[0].source");
+    assert_eq!(home.field(), "mounts[0].source");
     assert_eq!(home.allowed_by.as_deref(), Some("security.allow_home_bind"));
     assert!(home
         .message
@@ -712,7 +712,7 @@ fn host_paths_that_hand_over_the_host_are_refused_wherever_they_enter() {
         .iter()
         .find(|f| f.code == "bind-credential-dir")
         .unwrap_or_else(|| panic!("{report:#?}"));
-    assert_eq!(found.field, "image.build_context");
+    assert_eq!(found.field(), "image.build_context");
     assert_eq!(found.severity, Severity::Critical);
     assert_eq!(
         found.allowed_by.as_deref(),
@@ -743,7 +743,7 @@ fn an_allowed_host_path_is_a_critical_finding_naming_its_field() {
             code,
         );
         assert_eq!(finding.severity, Severity::Critical, "{source}");
-        assert_eq!(finding.field, "mounts[0].source");
+        assert_eq!(finding.field(), "mounts[0].source");
         assert_eq!(
             finding.allowed_by.as_deref(),
             Some(format!("security.{allow}").as_str())
@@ -804,7 +804,7 @@ fn the_home_as_workspace_is_refused_at_the_invocation_unless_allowed() {
         .iter()
         .find(|finding| finding.code == "bind-home")
         .unwrap_or_else(|| panic!("{report:?}"));
-    assert_eq!(home.field, "--workspace");
+    assert_eq!(home.field(), "--workspace");
 }
 
 #[test]
@@ -857,13 +857,13 @@ fn writable_binds_above_the_workspace_and_elsewhere_are_told_apart() {
         .filter(|f| f.code == "bind-workspace-ancestor")
         .collect();
     assert_eq!(ancestor.len(), 1, "{report:#?}");
-    assert_eq!(ancestor[0].field, "mounts[0].source");
+    assert_eq!(ancestor[0].field(), "mounts[0].source");
     let writable: Vec<&Finding> = report
         .iter()
         .filter(|f| f.code == "bind-writable")
         .collect();
     assert_eq!(writable.len(), 1, "{report:#?}");
-    assert_eq!(writable[0].field, "mounts[1].source");
+    assert_eq!(writable[0].field(), "mounts[1].source");
     let door = report
         .iter()
         .find(|f| f.code == "workspace-writable")
@@ -884,15 +884,24 @@ fn limits_removed_by_the_environment_name_the_variable() {
             ("AGENTC_LOG_MAX_SIZE".to_string(), "off".to_string()),
         ],
     );
-    let fields: BTreeMap<&str, &str> = report
+    let sources: BTreeMap<&str, &crate::FindingSource> = report
         .iter()
-        .map(|finding| (finding.code, finding.field.as_str()))
+        .map(|finding| (finding.code, &finding.source))
         .collect();
-    assert_eq!(fields.get("memory-unlimited"), Some(&"$AGENTC_MEM_LIMIT"));
-    assert_eq!(fields.get("pids-unlimited"), Some(&"$AGENTC_PIDS_LIMIT"));
+    for (code, variable) in [
+        ("memory-unlimited", "AGENTC_MEM_LIMIT"),
+        ("pids-unlimited", "AGENTC_PIDS_LIMIT"),
+        ("log-rotation-off", "AGENTC_LOG_MAX_SIZE"),
+    ] {
+        let expected = crate::FindingSource::Environment {
+            variable: variable.to_string(),
+        };
+        assert_eq!(sources.get(code), Some(&&expected), "{code}");
+    }
+    let memory = report.iter().find(|f| f.code == "memory-unlimited");
     assert_eq!(
-        fields.get("log-rotation-off"),
-        Some(&"$AGENTC_LOG_MAX_SIZE")
+        memory.map(|f| (f.field(), f.position())),
+        Some(("$AGENTC_MEM_LIMIT".to_string(), None))
     );
     let text = report_text(&report);
     assert!(
@@ -909,17 +918,23 @@ fn limits_removed_by_the_environment_name_the_variable() {
 fn capabilities_beyond_the_preset_are_graded_and_preset_ones_are_not() {
     let text = format!("{CLAUDE}[security]\nadd_capabilities = [\"SYS_ADMIN\", \"NET_BIND_SERVICE\", \"NET_ADMIN\"]\n");
     let report = all_findings(&text, PROFILE_DIR, &[]);
-    let caps: Vec<(&str, &str)> = report
+    let caps: Vec<(&str, String)> = report
         .iter()
         .filter(|f| f.code.starts_with("capability"))
-        .map(|f| (f.code, f.field.as_str()))
+        .map(|f| (f.code, f.field()))
         .collect();
     // NET_ADMIN is in the Claude Code preset already.
     assert_eq!(
         caps,
         vec![
-            ("capability-dangerous", "security.add_capabilities[0]"),
-            ("capability-added", "security.add_capabilities[1]"),
+            (
+                "capability-dangerous",
+                "security.add_capabilities[0]".to_string()
+            ),
+            (
+                "capability-added",
+                "security.add_capabilities[1]".to_string()
+            ),
         ]
     );
     assert!(codes_of(CLAUDE, &[])
@@ -933,10 +948,10 @@ fn decant_off_loopback_is_reported_on_every_launch_and_loopback_is_not() {
         "{CLAUDE}[decant]\nenabled = true\nsource_profiles = [\"claude-minimal\"]\nbind_address = \"::\"\n"
     );
     let report = all_findings(&public, PROFILE_DIR, &[]);
-    let fields: Vec<&str> = report
+    let fields: Vec<String> = report
         .iter()
         .filter(|f| f.code == "port-public")
-        .map(|f| f.field.as_str())
+        .map(|f| f.field())
         .collect();
     assert_eq!(fields, vec!["decant.bind_address", "decant.bind_address"]);
     let local =
@@ -962,7 +977,7 @@ fn a_port_the_egress_proxy_publishes_off_loopback_is_public() {
             "{sandbox}{egress}[network]\npublish = [\"18080:8080\", \"0.0.0.0:18081:8081\"]\n"
         );
         let finding = one(&public, "port-public");
-        assert_eq!(finding.field, "network.publish[1]", "{egress}");
+        assert_eq!(finding.field(), "network.publish[1]", "{egress}");
         assert!(
             finding
                 .message
@@ -996,8 +1011,8 @@ fn allowing_ech_is_a_high_finding_at_its_entry() {
                 allow_ech = [\"b.example.com\"]\n";
     let finding = one(text, "egress-ech");
     assert_eq!(finding.severity, Severity::High);
-    assert_eq!(finding.field, "egress.allow_ech[0]");
-    assert_eq!(finding.position.map(|p| p.0), Some(7));
+    assert_eq!(finding.field(), "egress.allow_ech[0]");
+    assert_eq!(finding.position().map(|p| p.0), Some(7));
     assert!(finding.message.contains("b.example.com"), "{finding:?}");
 }
 

@@ -9,7 +9,7 @@ use crate::check::Checker;
 use crate::context::{invocation, Resolver};
 use crate::error::{Location, PolicyError};
 use crate::explainer::Explainer;
-use crate::finding::{Report, Severity};
+use crate::finding::{FindingSource, Report, Severity};
 use crate::inputs::PathKind;
 use crate::keys;
 use crate::paths::{contains, dangers, normalize_path, Danger, ALL_DANGERS};
@@ -353,12 +353,13 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
             continue;
         };
         let key = keys::mount(&mount.target);
-        let (mut field, mut position) = report.field_of(&key, "mounts");
-        if field.starts_with("mounts[") || field.starts_with("configuration_mounts[") {
-            field = format!("{field}.source");
-            position = report.position(&field).or(position);
+        let mut at = report.field_of(&key, "mounts");
+        if let FindingSource::Field { field, position } = &mut at {
+            if field.starts_with("mounts[") || field.starts_with("configuration_mounts[") {
+                *field = format!("{field}.source");
+                *position = report.position(field).or(*position);
+            }
         }
-        let at = (field, position);
         let allowed_by = match report.origin(&keys::allowed_by(&mount.target)) {
             Some(Origin::Profile { field, .. }) => Some(field.clone()),
             _ => None,
@@ -436,7 +437,7 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
 /// The finding of a bind of `path` that `danger`'s `allow_*` field accepted.
 fn bind_finding(
     report: &mut Report,
-    at: (String, Option<(usize, usize)>),
+    at: FindingSource,
     danger: Danger,
     path: &str,
     access: &str,

@@ -369,7 +369,7 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
         let at = if decant {
             let field = "decant.bind_address".to_string();
             let position = report.position(&field);
-            (field, position)
+            (field, position).into()
         } else {
             report.field_of(
                 &keys::port(port.container_port, port.protocol),

@@ -7,7 +7,7 @@
 
 use crate::context::{env_origin, Resolver};
 use crate::explainer::Explainer;
-use crate::finding::{Report, Severity};
+use crate::finding::{FindingSource, Report, Severity};
 use crate::keys;
 use crate::limits::{format_cpus, format_size, Limit};
 use crate::overrides;
@@ -161,7 +161,7 @@ pub(crate) fn added_by_agentc(out: &Explainer, notes: &mut Vec<String>) {
 pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
     if c.resources.memory_bytes.is_none() {
         let at = report.field_of(keys::MEMORY, "resources.memory");
-        let hint = if at.0.starts_with('$') {
+        let hint = if matches!(at, FindingSource::Environment { .. }) {
             "unset AGENTC_MEM_LIMIT=off, or set resources.memory"
         } else {
             "set resources.memory to a size such as \"4g\" instead of \"off\""
@@ -176,7 +176,7 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
     }
     if c.resources.pids_limit.is_none() {
         let at = report.field_of(keys::PIDS_LIMIT, "resources.pids_limit");
-        let hint = if at.0.starts_with('$') {
+        let hint = if matches!(at, FindingSource::Environment { .. }) {
             "unset AGENTC_PIDS_LIMIT=off, or set resources.pids_limit"
         } else {
             "set resources.pids_limit to a count such as 512 instead of \"off\""

@@ -118,8 +118,8 @@ fn the_escape_hatch_keeps_the_old_behaviour_as_a_high_finding() {
         .find(|finding| finding.code == "egress-host-path")
         .expect("the host-path finding");
     assert_eq!(finding.severity, Severity::High);
-    assert_eq!(finding.field, "egress.allow_net_capabilities");
-    assert_eq!(finding.position.map(|(line, _)| line), Some(5));
+    assert_eq!(finding.field(), "egress.allow_net_capabilities");
+    assert_eq!(finding.position().map(|(line, _)| line), Some(5));
     assert!(
         finding.message.contains("NET_ADMIN and NET_RAW"),
         "{}",
