@@ -201,7 +201,7 @@ async fn steps<P: SessionPort>(
     let sandbox = created.sandbox;
     made.sandboxes.push(sandbox.clone());
     // The launch's findings, as `agentc run` would warn of them: this profile widens nothing.
-    let widening: Vec<&str> = created
+    let widening: Vec<agentc_policy::FindingCode> = created
         .findings
         .iter()
         .filter(|finding| finding.severity >= Severity::Medium)

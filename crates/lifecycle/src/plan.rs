@@ -419,7 +419,7 @@ impl FindingsSummary {
     pub fn of(findings: &[Finding]) -> FindingsSummary {
         let mut codes = Vec::new();
         for finding in findings {
-            if !codes.iter().any(|code: &String| code == finding.code) {
+            if !codes.iter().any(|code: &String| finding.code == *code) {
                 codes.push(finding.code.to_string());
             }
         }

@@ -23,6 +23,7 @@
 //! | `egress-domain` | medium | an allowlist entry for a whole domain: a leading `.` or `*.`, or a `*` anywhere |
 //! | `egress-ip-range` | medium | an allowlist or gateway bootstrap entry that is a CIDR range wider than one address |
 //! | `egress-ech` | high | `egress.allow_ech`: the egress proxy lets Encrypted Client Hello through for a host, hiding the name asked for (fronting through a shared CDN) |
+//! | `credentials-env` | medium | behind the egress proxy, the sandbox holds a real key in its environment: `credentials.mode = "env"`, or a provider key agentc cannot bind to a host |
 //! | `isolation-lowered` | high | `AGENTC_ISOLATION_MIN` (`--isolation-min`) below the profile's `security.isolation.min` |
 //! | `fuse` | high | `security.fuse`: `/dev/fuse`, `SYS_ADMIN` and AppArmor unconfined |
 //! | `capability-dangerous` | high | an added capability that approaches root (`SYS_ADMIN`, `SYS_MODULE`, `SYS_PTRACE`, ...) |
@@ -109,9 +110,9 @@ impl FromStr for Severity {
 /// One weakness of a launch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
-    /// Stable identifier, such as `egress-unrestricted` (see the module's table).
-    pub code: &'static str,
-    /// How serious it is.
+    /// Its stable identifier, such as `egress-unrestricted` (see the module's table).
+    pub code: FindingCode,
+    /// How serious it is: its code's severity.
     pub severity: Severity,
     /// What causes it: a profile field, an environment override or an invocation input.
     pub source: FindingSource,
@@ -196,37 +197,124 @@ impl fmt::Display for FindingSource {
     }
 }
 
-/// Every finding code with its severity, in the order of the table above.
-pub const CODES: &[(&str, Severity)] = &[
-    ("docker-socket", Severity::Critical),
-    ("bind-root", Severity::Critical),
-    ("bind-home", Severity::High),
-    ("bind-engine-data", Severity::Critical),
-    ("bind-host-system", Severity::Critical),
-    ("bind-credential-dir", Severity::Critical),
-    ("bind-workspace-ancestor", Severity::High),
-    ("egress-unrestricted", Severity::High),
-    ("egress-unenforced", Severity::High),
-    ("egress-host-path", Severity::High),
-    ("egress-tld", Severity::High),
-    ("egress-domain", Severity::Medium),
-    ("egress-ip-range", Severity::Medium),
-    ("egress-ech", Severity::High),
-    ("credentials-env", Severity::Medium),
-    ("isolation-lowered", Severity::High),
-    ("fuse", Severity::High),
-    ("capability-dangerous", Severity::High),
-    ("capability-added", Severity::Medium),
-    ("port-public", Severity::High),
-    ("memory-unlimited", Severity::Medium),
-    ("pids-unlimited", Severity::Medium),
-    ("root-writable", Severity::Medium),
-    ("log-rotation-off", Severity::Low),
-    ("network-named", Severity::Low),
-    ("host-gateway", Severity::Low),
-    ("workspace-writable", Severity::Low),
-    ("bind-writable", Severity::Info),
-];
+/// Declares [`FindingCode`]: each code once, with its text and its severity.
+macro_rules! finding_codes {
+    ($($(#[$doc:meta])* $variant:ident = $text:literal, $severity:ident;)*) => {
+        /// A finding's stable identifier (the module's table), with its one severity.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum FindingCode {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl FindingCode {
+            /// Every code, in the order of the module's table.
+            pub const ALL: &'static [FindingCode] = &[$(FindingCode::$variant,)*];
+
+            /// The code as reports and `--format json` spell it (`egress-unrestricted`).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(FindingCode::$variant => $text,)*
+                }
+            }
+
+            /// How serious a finding of this code is.
+            pub fn severity(self) -> Severity {
+                match self {
+                    $(FindingCode::$variant => Severity::$severity,)*
+                }
+            }
+        }
+    };
+}
+
+finding_codes! {
+    /// The Docker socket is mounted in any form, or `DOCKER_HOST` is passed in.
+    DockerSocket = "docker-socket", Critical;
+    /// A bind of the host"s `/`.
+    BindRoot = "bind-root", Critical;
+    /// A bind of the home directory or a directory above it.
+    BindHome = "bind-home", High;
+    /// A bind of a container engine"s data or sockets, anything in them or a directory above one.
+    BindEngineData = "bind-engine-data", Critical;
+    /// A bind of `/proc`, `/sys`, `/dev`, `/etc`, `/boot` or `/root`, or of anything in them.
+    BindHostSystem = "bind-host-system", Critical;
+    /// A bind of a credential directory, anything in it, or `~/.config`.
+    BindCredentialDir = "bind-credential-dir", Critical;
+    /// A writable bind of a directory above the workspace.
+    BindWorkspaceAncestor = "bind-workspace-ancestor", High;
+    /// `egress.mode = "unrestricted"`.
+    EgressUnrestricted = "egress-unrestricted", High;
+    /// A custom image in `allowlist` mode: nothing enforces the allowlist.
+    EgressUnenforced = "egress-unenforced", High;
+    /// Behind the egress proxy, the sandbox holds `NET_ADMIN` or `NET_RAW`.
+    EgressHostPath = "egress-host-path", High;
+    /// An allowlist entry that is one label after a leading `.` or `*.`.
+    EgressTld = "egress-tld", High;
+    /// An allowlist entry for a whole domain.
+    EgressDomain = "egress-domain", Medium;
+    /// An allowlist or gateway bootstrap entry that is a range wider than one address.
+    EgressIpRange = "egress-ip-range", Medium;
+    /// `egress.allow_ech`: Encrypted Client Hello let through for a host.
+    EgressEch = "egress-ech", High;
+    /// Behind the egress proxy, the sandbox holds a real key in its environment.
+    CredentialsEnv = "credentials-env", Medium;
+    /// `AGENTC_ISOLATION_MIN` (`--isolation-min`) below the profile"s floor.
+    IsolationLowered = "isolation-lowered", High;
+    /// `security.fuse`: `/dev/fuse`, `SYS_ADMIN` and AppArmor unconfined.
+    Fuse = "fuse", High;
+    /// An added capability that approaches root.
+    CapabilityDangerous = "capability-dangerous", High;
+    /// Any other capability beyond the agent preset.
+    CapabilityAdded = "capability-added", Medium;
+    /// A port published on a non-loopback address.
+    PortPublic = "port-public", High;
+    /// No memory limit.
+    MemoryUnlimited = "memory-unlimited", Medium;
+    /// No process limit.
+    PidsUnlimited = "pids-unlimited", Medium;
+    /// The root filesystem is writable.
+    RootWritable = "root-writable", Medium;
+    /// Container logs grow without bound.
+    LogRotationOff = "log-rotation-off", Low;
+    /// The container joins a named network shared with other containers.
+    NetworkNamed = "network-named", Low;
+    /// `host.docker.internal` reaches the host"s services.
+    HostGateway = "host-gateway", Low;
+    /// The workspace mount is writable: the two-way door.
+    WorkspaceWritable = "workspace-writable", Low;
+    /// Any other writable bind mount the profile asks for.
+    BindWritable = "bind-writable", Info;
+}
+
+impl fmt::Display for FindingCode {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
+impl Serialize for FindingCode {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for FindingCode {
+    fn eq(&self, text: &&str) -> bool {
+        self.as_str() == *text
+    }
+}
+
+impl PartialEq<str> for FindingCode {
+    fn eq(&self, text: &str) -> bool {
+        self.as_str() == text
+    }
+}
+
+impl PartialEq<String> for FindingCode {
+    fn eq(&self, text: &String) -> bool {
+        self.as_str() == text
+    }
+}
 
 /// Whether any finding is at or above `level` (for `--deny LEVEL`).
 pub fn deny(findings: &[Finding], level: Severity) -> bool {
@@ -337,15 +425,14 @@ impl Report<'_> {
     /// position.
     pub fn push(
         &mut self,
-        code: &'static str,
-        severity: Severity,
+        code: FindingCode,
         source: impl Into<FindingSource>,
         message: String,
         hint: &str,
     ) {
         self.list.push(Finding {
             code,
-            severity,
+            severity: code.severity(),
             source: source.into(),
             message,
             hint: hint.to_string(),
@@ -356,8 +443,7 @@ impl Report<'_> {
     /// Adds a finding that an `allow_*` field accepted, naming it.
     pub fn push_allowed(
         &mut self,
-        code: &'static str,
-        severity: Severity,
+        code: FindingCode,
         at: impl Into<FindingSource>,
         danger: Danger,
         message: String,
@@ -370,7 +456,7 @@ impl Report<'_> {
             }
             _ => format!("{message}; accepted by {allow}"),
         };
-        self.push(code, severity, at, allowed, hint);
+        self.push(code, at, allowed, hint);
         if let Some(last) = self.list.last_mut() {
             last.allowed_by = Some(allow.to_string());
         }
@@ -391,6 +477,9 @@ mod tests {
         assert!(Severity::Critical > Severity::High);
         assert_eq!("HIGH".parse::<Severity>(), Ok(Severity::High));
         assert!("urgent".parse::<Severity>().is_err());
-        assert_eq!(CODES.len(), 28);
+        assert_eq!(FindingCode::ALL.len(), 28);
+        let texts: std::collections::BTreeSet<&str> =
+            FindingCode::ALL.iter().map(|code| code.as_str()).collect();
+        assert_eq!(texts.len(), 28, "each code is spelled once");
     }
 }

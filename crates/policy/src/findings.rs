@@ -40,7 +40,7 @@ pub fn findings(loaded: &LoadedProfile, spec: &LaunchSpec) -> Vec<Finding> {
     list.sort_by(|a, b| {
         b.severity
             .cmp(&a.severity)
-            .then_with(|| a.code.cmp(b.code))
+            .then_with(|| a.code.as_str().cmp(b.code.as_str()))
             .then_with(|| a.field().cmp(&b.field()))
     });
     list.dedup();

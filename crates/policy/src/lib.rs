@@ -107,7 +107,7 @@ pub use error::{Location, PolicyError, PolicyErrors, MAX_REPORTED_ERRORS};
 pub use explain::explain;
 pub use explainer::origin_words;
 pub use finding::{
-    deny, highest, report_json, report_text, Finding, FindingSource, Severity, CODES,
+    deny, highest, report_json, report_text, Finding, FindingCode, FindingSource, Severity,
 };
 pub use findings::{explain_json, findings};
 pub use inputs::{

@@ -175,14 +175,15 @@ impl Danger {
     }
 
     /// The finding of a bind it accepted: `bind-root`, `docker-socket`, ...
-    pub fn finding_code(self) -> &'static str {
+    pub fn finding_code(self) -> crate::FindingCode {
+        use crate::FindingCode;
         match self {
-            Danger::Root => "bind-root",
-            Danger::Home => "bind-home",
-            Danger::DockerSocket => "docker-socket",
-            Danger::EngineData => "bind-engine-data",
-            Danger::HostSystem => "bind-host-system",
-            Danger::CredentialDir => "bind-credential-dir",
+            Danger::Root => FindingCode::BindRoot,
+            Danger::Home => FindingCode::BindHome,
+            Danger::DockerSocket => FindingCode::DockerSocket,
+            Danger::EngineData => FindingCode::BindEngineData,
+            Danger::HostSystem => FindingCode::BindHostSystem,
+            Danger::CredentialDir => FindingCode::BindCredentialDir,
         }
     }
 }

@@ -28,7 +28,7 @@ use crate::check::Checker;
 use crate::context::Resolver;
 use crate::error::PolicyError;
 use crate::explainer::Explainer;
-use crate::finding::{Report, Severity};
+use crate::finding::{FindingCode, Report};
 use crate::keys;
 use crate::profile::{CredentialMode, CredentialScheme, EgressMode, Profile, ReplayAction};
 use crate::rules::egress::outside::enforced_outside;
@@ -521,8 +521,7 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
     };
     let position = report.position(field);
     report.push(
-        "credentials-env",
-        Severity::Medium,
+        FindingCode::CredentialsEnv,
         (field.to_string(), position),
         message,
         hint,

@@ -9,7 +9,7 @@ use crate::check::Checker;
 use crate::context::{invocation, Resolver};
 use crate::error::PolicyError;
 use crate::explainer::Explainer;
-use crate::finding::{Report, Severity};
+use crate::finding::{FindingCode, Report};
 use crate::keys;
 use crate::presets;
 use crate::profile::{AgentName, Profile};
@@ -251,8 +251,7 @@ pub(crate) fn findings_elsewhere(report: &mut Report) {
     let port = decant.port;
     let position = report.position("decant.bind_address");
     report.push(
-        "port-public",
-        Severity::High,
+        FindingCode::PortPublic,
         ("decant.bind_address".to_string(), position),
         format!(
             "decant (`--kind decant`) publishes port {port} on {address}, reachable beyond this \

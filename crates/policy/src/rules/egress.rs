@@ -17,7 +17,7 @@ use crate::check::Checker;
 use crate::context::{EnvBuilder, Resolver};
 use crate::error::PolicyError;
 use crate::explainer::Explainer;
-use crate::finding::{Report, Severity};
+use crate::finding::{FindingCode, Report};
 use crate::inputs::PathKind;
 use crate::keys;
 use crate::presets;
@@ -467,14 +467,14 @@ pub(crate) fn widens(out: &Explainer, items: &mut Vec<String>) {
 }
 
 /// How much of the network an allowlist entry opens, when it is more than one host:
-/// `(code, severity, what)`.
+/// `(code, what)`.
 ///
 /// - an IP network in CIDR form wider than one address (`10.0.0.0/8`; not `/32` or `/128`):
 ///   `egress-ip-range`;
 /// - after removing a leading `*.` or `.`, a single label (`com`, `.io`, `*.dev`):
 ///   `egress-tld`; `localhost` alone is not reported;
 /// - a leading `.` or `*.` before two or more labels, or a `*` anywhere: `egress-domain`.
-pub fn host_scope(entry: &str) -> Option<(&'static str, Severity, String)> {
+pub fn host_scope(entry: &str) -> Option<(FindingCode, String)> {
     let host = entry.trim().trim_end_matches('.').to_ascii_lowercase();
     // An address or a range as the egress proxy reads it (`[fd00::5]:443`, `10.0.0.0/8:8000`).
     if let Ok(agentc_egress::HostSpec {
@@ -483,13 +483,7 @@ pub fn host_scope(entry: &str) -> Option<(&'static str, Severity, String)> {
     }) = agentc_egress::HostSpec::parse(&host)
     {
         let single = range.prefix == if range.network.is_ipv4() { 32 } else { 128 };
-        return (!single).then(|| {
-            (
-                "egress-ip-range",
-                Severity::Medium,
-                format!("the network {range}"),
-            )
-        });
+        return (!single).then(|| (FindingCode::EgressIpRange, format!("the network {range}")));
     }
     if let Some((address, prefix)) = host.split_once('/') {
         let address: IpAddr = address.parse().ok()?;
@@ -498,13 +492,7 @@ pub fn host_scope(entry: &str) -> Option<(&'static str, Severity, String)> {
             IpAddr::V4(_) => prefix >= 32,
             IpAddr::V6(_) => prefix >= 128,
         };
-        return (!single).then(|| {
-            (
-                "egress-ip-range",
-                Severity::Medium,
-                format!("the network {host}"),
-            )
-        });
+        return (!single).then(|| (FindingCode::EgressIpRange, format!("the network {host}")));
     }
     if host.parse::<IpAddr>().is_ok() {
         return None;
@@ -515,16 +503,11 @@ pub fn host_scope(entry: &str) -> Option<(&'static str, Severity, String)> {
     };
     let labels = rest.split('.').filter(|label| !label.is_empty()).count();
     if labels <= 1 && rest != "localhost" {
-        return Some((
-            "egress-tld",
-            Severity::High,
-            format!("every host under {rest}"),
-        ));
+        return Some((FindingCode::EgressTld, format!("every host under {rest}")));
     }
     if wild || rest.contains('*') {
         return Some((
-            "egress-domain",
-            Severity::Medium,
+            FindingCode::EgressDomain,
             format!("every host under {}", rest.trim_start_matches("*.")),
         ));
     }
@@ -539,8 +522,7 @@ pub(crate) fn findings(report: &mut Report) {
     let at = ("egress.mode".to_string(), report.position("egress.mode"));
     if mode == EgressMode::Unrestricted {
         report.push(
-            "egress-unrestricted",
-            Severity::High,
+            FindingCode::EgressUnrestricted,
             at,
             "egress is unrestricted: the agent can reach any host and send it anything it can read"
                 .to_string(),
@@ -551,8 +533,7 @@ pub(crate) fn findings(report: &mut Report) {
     if profile.agent == AgentName::Custom && !enforced_outside(profile) {
         if mode != EgressMode::Deny {
             report.push(
-                "egress-unenforced",
-                Severity::High,
+                FindingCode::EgressUnenforced,
                 at,
                 format!(
                     "egress mode {} is not enforced: a custom image has no egress firewall, \
@@ -575,11 +556,10 @@ pub(crate) fn findings(report: &mut Report) {
         for (index, entry) in egress.allow_ech.iter().enumerate() {
             let field = format!("egress.allow_ech[{index}]");
             let position = report.position(&field);
+            // High: behind a shared front (a CDN), a hidden inner name reaches every site the
+            // front serves, an attacker's included, and no log line names it.
             report.push(
-                "egress-ech",
-                // High: behind a shared front (a CDN), a hidden inner name reaches every site
-                // the front serves, an attacker's included, and no log line names it.
-                Severity::High,
+                FindingCode::EgressEch,
                 (field, position),
                 format!(
                     "ECH is allowed for {:?}: the name inside the encrypted ClientHello is \
@@ -595,12 +575,11 @@ pub(crate) fn findings(report: &mut Report) {
     }
     if mode == EgressMode::Allowlist {
         for (index, host) in hosts.iter().enumerate() {
-            if let Some((code, severity, what)) = host_scope(host) {
+            if let Some((code, what)) = host_scope(host) {
                 let field = format!("egress.hosts[{index}]");
                 let position = report.position(&field);
                 report.push(
                     code,
-                    severity,
                     (field, position),
                     format!("allowlist entry {:?} opens {what}", host.trim()),
                     "name each host the agent needs instead of a domain or a network",
@@ -610,12 +589,11 @@ pub(crate) fn findings(report: &mut Report) {
     }
     if gateway {
         for (index, entry) in bootstrap.iter().enumerate() {
-            if let Some(("egress-ip-range", severity, what)) = host_scope(entry) {
+            if let Some((FindingCode::EgressIpRange, what)) = host_scope(entry) {
                 let field = format!("egress.gateway_bootstrap_allow[{index}]");
                 let position = report.position(&field);
                 report.push(
-                    "egress-ip-range",
-                    severity,
+                    FindingCode::EgressIpRange,
                     (field, position),
                     format!(
                         "gateway bootstrap entry {:?} opens {what} before the gateway is up",

@@ -8,10 +8,10 @@ use crate::check::Checker;
 use crate::context::{invocation, preset_origin, Resolver};
 use crate::error::{Location, PolicyError};
 use crate::explainer::Explainer;
-use crate::finding::{Report, Severity};
+use crate::finding::Report;
 use crate::inputs::PathKind;
 use crate::keys;
-use crate::paths::{dangers, resolve_host_path, Danger, ALL_DANGERS};
+use crate::paths::{dangers, resolve_host_path, ALL_DANGERS};
 use crate::presets::Preset;
 use crate::profile::Profile;
 use crate::spec::{Action, BuildSpec, ContainerSpec, Origin};
@@ -341,14 +341,8 @@ pub(crate) fn build_findings(report: &mut Report, build: &BuildSpec) {
     }
     let at = report.field_of(keys::BUILD_CONTEXT, "image.build_context");
     for danger in found {
-        let severity = if danger == Danger::Home {
-            Severity::High
-        } else {
-            Severity::Critical
-        };
         report.push_allowed(
             danger.finding_code(),
-            severity,
             at.clone(),
             danger,
             format!(

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use crate::check::Checker;
 use crate::context::{env_origin, Resolver};
 use crate::explainer::Explainer;
-use crate::finding::{Report, Severity};
+use crate::finding::{FindingCode, Report};
 use crate::keys;
 use crate::limits::{format_size, Limit};
 use crate::overrides;
@@ -95,8 +95,7 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
     if c.log.is_none() {
         let at = report.field_of(keys::LOG, "logging.max_size");
         report.push(
-            "log-rotation-off",
-            Severity::Low,
+            FindingCode::LogRotationOff,
             at,
             "log rotation is off: the container's log grows without bound on the host's disk"
                 .to_string(),

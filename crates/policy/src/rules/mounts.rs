@@ -9,7 +9,7 @@ use crate::check::Checker;
 use crate::context::{invocation, Resolver};
 use crate::error::{Location, PolicyError};
 use crate::explainer::Explainer;
-use crate::finding::{FindingSource, Report, Severity};
+use crate::finding::{FindingCode, FindingSource, Report};
 use crate::inputs::PathKind;
 use crate::keys;
 use crate::paths::{contains, dangers, normalize_path, Danger, ALL_DANGERS};
@@ -398,8 +398,7 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
             .is_some_and(|(workspace, _, _)| workspace != path && contains(path, workspace));
         if above {
             report.push(
-                "bind-workspace-ancestor",
-                Severity::High,
+                FindingCode::BindWorkspaceAncestor,
                 at,
                 format!(
                     "{path}, a directory above the workspace, is mounted writable at \
@@ -410,8 +409,7 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
             );
         } else if matches!(report.origin(&key), Some(Origin::Profile { .. })) {
             report.push(
-                "bind-writable",
-                Severity::Info,
+                FindingCode::BindWritable,
                 at,
                 format!("{path} is mounted writable at {target}"),
                 "set read_only = true unless the agent must write there",
@@ -421,8 +419,7 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
     if let Some((path, false, target)) = workspace {
         let position = report.position("workspace.read_only");
         report.push(
-            "workspace-writable",
-            Severity::Low,
+            FindingCode::WorkspaceWritable,
             ("workspace.read_only".to_string(), position),
             format!(
                 "the workspace {path} is mounted writable at {target}: the two-way door, as files \
@@ -443,9 +440,8 @@ fn bind_finding(
     access: &str,
     target: &str,
 ) {
-    let (severity, message, hint) = match danger {
+    let (message, hint) = match danger {
         Danger::Root => (
-            Severity::Critical,
             format!(
                 "the host's root directory is mounted {access} at {target}, with every home, \
                  key and the docker socket in it"
@@ -453,7 +449,6 @@ fn bind_finding(
             "mount only the directories the agent needs, and remove allow_root_bind",
         ),
         Danger::DockerSocket => (
-            Severity::Critical,
             format!(
                 "{path} exposes the docker socket at {target}: whoever reaches it is root on \
                  the host"
@@ -462,7 +457,6 @@ fn bind_finding(
              daemon of its own if it must run containers",
         ),
         Danger::Home => (
-            Severity::High,
             format!(
                 "the home directory {path} is mounted {access} at {target}, with the keys and \
                  tokens in it"
@@ -470,7 +464,6 @@ fn bind_finding(
             "mount only the project and the files the agent needs, and remove allow_home_bind",
         ),
         Danger::EngineData => (
-            Severity::Critical,
             format!(
                 "{path}, a container engine's data or sockets, is mounted {access} at {target}: \
                  every container's configuration and environment (the egress proxy's keys \
@@ -479,7 +472,6 @@ fn bind_finding(
             "remove the mount and allow_engine_data_bind",
         ),
         Danger::HostSystem => (
-            Severity::Critical,
             format!(
                 "{path}, in the host's system directories, is mounted {access} at {target}: \
                  the host's processes and their environment, devices or configuration are \
@@ -489,7 +481,6 @@ fn bind_finding(
              allow_host_system_bind",
         ),
         Danger::CredentialDir => (
-            Severity::Critical,
             format!(
                 "{path}, a credential directory, is mounted {access} at {target}: your keys and \
                  tokens are readable there"
@@ -497,5 +488,5 @@ fn bind_finding(
             "give the agent a key of its own, and remove allow_credential_dir_bind",
         ),
     };
-    report.push_allowed(danger.finding_code(), severity, at, danger, message, hint);
+    report.push_allowed(danger.finding_code(), at, danger, message, hint);
 }

@@ -8,7 +8,7 @@ use crate::check::Checker;
 use crate::context::{env_origin, Resolver};
 use crate::error::PolicyError;
 use crate::explainer::{origin_words, Explainer};
-use crate::finding::{Report, Severity};
+use crate::finding::{FindingCode, Report};
 use crate::keys;
 use crate::overrides;
 use crate::presets;
@@ -342,8 +342,7 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
     if let (Network::Named { name }, None) = (&c.network, &c.egress) {
         let at = report.field_of(keys::NETWORK, "network.name");
         report.push(
-            "network-named",
-            Severity::Low,
+            FindingCode::NetworkNamed,
             at,
             format!("the container joins the named network {name}, shared with other containers"),
             "use a network that only this sandbox and what it must reach are on",
@@ -353,8 +352,7 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
         if host.target == HostTarget::HostGateway {
             let at = report.field_of(&keys::extra_host(&host.host), "network.host_gateway");
             report.push(
-                "host-gateway",
-                Severity::Low,
+                FindingCode::HostGateway,
                 at,
                 format!("{} reaches the host's services", host.host),
                 "remove network.host_gateway unless the sandbox must reach a host service",
@@ -377,8 +375,7 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
             )
         };
         report.push(
-            "port-public",
-            Severity::High,
+            FindingCode::PortPublic,
             at,
             format!(
                 "port {}/{} is published on {}, reachable beyond this machine",

@@ -7,7 +7,7 @@
 
 use crate::context::{env_origin, Resolver};
 use crate::explainer::Explainer;
-use crate::finding::{FindingSource, Report, Severity};
+use crate::finding::{FindingCode, FindingSource, Report};
 use crate::keys;
 use crate::limits::{format_cpus, format_size, Limit};
 use crate::overrides;
@@ -167,8 +167,7 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
             "set resources.memory to a size such as \"4g\" instead of \"off\""
         };
         report.push(
-            "memory-unlimited",
-            Severity::Medium,
+            FindingCode::MemoryUnlimited,
             at,
             "no memory limit: the agent can exhaust the host's memory".to_string(),
             hint,
@@ -182,8 +181,7 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
             "set resources.pids_limit to a count such as 512 instead of \"off\""
         };
         report.push(
-            "pids-unlimited",
-            Severity::Medium,
+            FindingCode::PidsUnlimited,
             at,
             "no process limit: a fork bomb in the sandbox reaches the host".to_string(),
             hint,

@@ -11,7 +11,7 @@ use crate::capability::Capability;
 use crate::check::Checker;
 use crate::context::{preset_origin, Resolver};
 use crate::explainer::{origin_words, Explainer};
-use crate::finding::{Report, Severity};
+use crate::finding::{FindingCode, Report};
 use crate::isolation::{IsolationPrefer, IsolationTier};
 use crate::keys;
 use crate::paths::{field_dangers, normalize_path, Danger, DOCKER_HOST};
@@ -467,8 +467,7 @@ pub(crate) fn docker_host_findings(report: &mut Report, c: &ContainerSpec) {
             EnvValue::Placeholder { .. } => continue,
         };
         report.push_allowed(
-            "docker-socket",
-            Severity::Critical,
+            FindingCode::DockerSocket,
             at,
             Danger::DockerSocket,
             format!("{DOCKER_HOST} is {how}: it points the agent at your docker daemon"),
@@ -484,8 +483,7 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
         if launched.min < written.min {
             let position = report.position("security.isolation");
             report.push(
-                "isolation-lowered",
-                Severity::High,
+                FindingCode::IsolationLowered,
                 ("security.isolation.min".to_string(), position),
                 format!(
                     "the invocation lowers the isolation floor from {} to {} ({}): the sandbox \
@@ -502,8 +500,7 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
     if profile.security.fuse && c.devices.iter().any(|d| d.host_path == "/dev/fuse") {
         let position = report.position("security.fuse");
         report.push(
-            "fuse",
-            Severity::High,
+            FindingCode::Fuse,
             ("security.fuse".to_string(), position),
             "fuse adds /dev/fuse, SYS_ADMIN and AppArmor unconfined: the kernel's mount surface \
              and most of root's powers"
@@ -522,16 +519,14 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
         let at = report.field_of(&key, "security.add_capabilities");
         if DANGEROUS_CAPABILITIES.contains(capability) {
             report.push(
-                "capability-dangerous",
-                Severity::High,
+                FindingCode::CapabilityDangerous,
                 at,
                 format!("capability {capability} is added: it comes close to root on the host"),
                 "remove it; grant the narrowest capability the tool needs",
             );
         } else {
             report.push(
-                "capability-added",
-                Severity::Medium,
+                FindingCode::CapabilityAdded,
                 at,
                 format!("capability {capability} is added beyond the agent preset"),
                 "remove it unless the agent needs it",
@@ -542,8 +537,7 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
         let at = report.field_of(keys::READ_ONLY_ROOT, "decant.enabled");
         if report.spec.kind == LaunchKind::Decant {
             report.push(
-                "root-writable",
-                Severity::Medium,
+                FindingCode::RootWritable,
                 at,
                 "decant's root filesystem is writable: the companion is not hardened, as in \
                  agent-containers"
@@ -552,8 +546,7 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
             );
         } else {
             report.push(
-                "root-writable",
-                Severity::Medium,
+                FindingCode::RootWritable,
                 at,
                 "the root filesystem is writable: the agent can change the image's programs for \
                  the rest of the container's life"

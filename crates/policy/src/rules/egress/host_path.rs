@@ -24,7 +24,7 @@
 use crate::capability::Capability;
 use crate::check::Checker;
 use crate::explainer::Explainer;
-use crate::finding::{Report, Severity};
+use crate::finding::{FindingCode, Report};
 use crate::keys;
 use crate::profile::{AgentName, Profile};
 use crate::spec::ContainerSpec;
@@ -168,8 +168,7 @@ pub(crate) fn findings(report: &mut Report, c: &ContainerSpec) {
     }
     let position = report.position(ALLOW_FIELD);
     report.push(
-        "egress-host-path",
-        Severity::High,
+        FindingCode::EgressHostPath,
         (ALLOW_FIELD.to_string(), position),
         format!(
             "the sandbox holds {} behind the egress proxy ({ALLOW_FIELD} = true): a root \

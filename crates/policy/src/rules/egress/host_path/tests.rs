@@ -36,7 +36,7 @@ fn allowed_egress(c: &ContainerSpec) -> String {
 fn codes(loaded: &LoadedProfile, spec: &LaunchSpec) -> Vec<(&'static str, Severity)> {
     findings(loaded, spec)
         .iter()
-        .map(|finding| (finding.code, finding.severity))
+        .map(|finding| (finding.code.as_str(), finding.severity))
         .collect()
 }
 
