@@ -13,6 +13,7 @@ mod lifecycle;
 mod pool;
 mod probe;
 mod snapshot;
+mod sub;
 mod verify;
 pub use egress_log::{EgressCommand, EgressLogArgs, EgressLogFormat};
 pub use egress_proxy::{
@@ -29,6 +30,7 @@ pub use snapshot::{
     ForkArgs, PauseArgs, RestoreArgs, SnapshotArgs, SnapshotCommand, SnapshotLsArgs,
     SnapshotRmArgs, TakeArgs,
 };
+pub use sub::Sub;
 pub use verify::{VerifyArgs, VerifyBackendArg};
 
 /// Turns a declarative sandbox profile into a hardened container launch for AI agents.
@@ -54,10 +56,11 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Check that a profile is valid and can be launched here.
     #[command(after_help = "Example:\n  agentc validate fixtures/valid/claude-minimal.toml")]
-    Validate(ProfileArgs),
+    Validate(Sub<ProfileArgs>),
     /// Print the JSON Schema of profiles, for editors.
     #[command(after_help = "Example:\n  agentc schema > agentc-profile.schema.json")]
     Schema,
@@ -65,27 +68,27 @@ pub enum Command {
     #[command(
         after_help = "Examples:\n  agentc explain fixtures/valid/sandbox-pentest.toml --kind run\n  agentc explain fixtures/valid/claude-minimal.toml --format json --deny high\n  agentc explain fixtures/valid/sandbox-minimal.toml --backend k8s\n\nThe explanation ends with the security findings: a stable code, a severity and the profile field that causes each. With --deny LEVEL the command still prints everything, then exits 1 when any finding is at or above LEVEL (for CI of your own repositories). With --backend k8s it explains the Kubernetes rendering instead: its objects, its approximations of the Docker launch and the duties it leaves to the cluster (exit 65 with every refused field when it cannot be rendered)."
     )]
-    Explain(ExplainArgs),
+    Explain(Sub<ExplainArgs>),
     /// Render a launch as docker argv, a shell line, or an Engine API body, without running it.
     #[command(
         after_help = "Examples:\n  agentc render fixtures/valid/claude-minimal.toml --backend cli --format shell\n  agentc render fixtures/valid/claude-minimal.toml --backend api --format json --workspace ~/src/app\n  agentc render fixtures/valid/claude-seeds.toml --kind seed --seed-target /home/claude/.claude/settings.json\n  agentc render fixtures/valid/sandbox-minimal.toml --backend k8s --format yaml --k8s-kind sandbox --namespace agents | kubectl apply -f -\n\nThe k8s backend renders NetworkPolicies, PersistentVolumeClaims, the egress proxy and the workload (a Pod or a Sandbox), restricted by Pod Security; what it cannot render faithfully is refused by field (exit 65), and `agentc explain --backend k8s` lists its approximations and cluster duties."
     )]
-    Render(RenderArgs),
+    Render(Sub<RenderArgs>),
     /// Launch a profile's agent (or a custom profile's long-lived sandbox) and wait for it.
     #[command(
         after_help = "Examples:\n  agentc run fixtures/valid/claude-minimal.toml --workspace ~/src/app\n  agentc run fixtures/valid/codex-minimal.toml --backend api -- --help\n  agentc run fixtures/valid/sandbox-pentest.toml    # custom agents start detached\n  agentc run fixtures/valid/claude-minimal.toml --pull --image registry.example:5000/claude-code:1\n  agentc run fixtures/valid/sandbox-minimal.toml --backend api --detach --count 32 --jobs 8\n\nAn attached run exits with the container's exit code. A detached launch (custom agents, or --detach) prints the container's name and the addresses its published ports are reachable at, then exits 0; `agentc ps` lists it and `agentc rm` removes it. The cli backend runs the `docker` command `agentc render` prints; the api backend talks to the daemon directly. Neither pulls an image unless --pull is given: then a missing image is pulled before anything is created (`docker pull` for the cli backend, the Engine API for the api backend), with progress on stderr; a failed pull exits 125. --pull sends no registry credentials (those of `docker login` are not read): pull a private image with `docker pull` first. Before it launches, each high or critical finding of the launch (those `agentc explain` lists) is printed on stderr, one line each (--no-warnings hides them). --count N starts N detached copies named NAME-1 to NAME-N, --jobs at a time through either backend (the api backend on one daemon connection pool); if any copy fails, none is left running: the started ones are removed and every failure is named."
     )]
-    Run(RunArgs),
+    Run(Sub<RunArgs>),
     /// Copy a seed mount's source into the profile's home volume (copy-once).
     #[command(
         after_help = "Examples:\n  agentc seed fixtures/valid/claude-seeds.toml --target /home/claude/.claude/settings.json\n  agentc seed fixtures/valid/claude-seeds.toml --all\n\nAn identical target is left alone; a different one fails with `on_conflict = \"keep\"` (exit 1, the helper says why) and is replaced, after a `.agent-containers.bak` backup, with `on_conflict = \"replace\"`. With --all the seed mounts run in profile order and the first failure stops."
     )]
-    Seed(SeedArgs),
+    Seed(Sub<SeedArgs>),
     /// Build the profile's image from its `[image] build_context` with `docker build`.
     #[command(
         after_help = "Examples:\n  agentc build fixtures/valid/sandbox-build.toml --image agentc/sandbox:dev\n  agentc build claude-dev.toml --build-arg AGENT_VERSION=2.0.14\n\nA profile of an agent preset without `[image] build_context` builds agentc's bundled image of the agent (`agentc image context AGENT DIR` writes it out), for your uid and gid (1000 when you are root). Builds run through the docker CLI only: the Engine API's build endpoint takes one tar context and cannot carry the named build contexts BuildKit gives `docker build --build-context`, so `--backend api` is refused."
     )]
-    Build(BuildArgs),
+    Build(Sub<BuildArgs>),
     /// The bundled build contexts of the agent presets' images.
     #[command(subcommand)]
     Image(ImageCommand),
@@ -93,37 +96,37 @@ pub enum Command {
     #[command(
         after_help = "Examples:\n  agentc ps\n  agentc ps --all --format json\n  agentc ps --volumes\n\nColumns: the container's name, profile, launch kind and status; ISOLATION, for a sandbox launched with an isolation floor: the tier and runtime it got (`gvisor (runsc)`), `-` otherwise; EGRESS, for a sandbox behind agentc's egress proxy: `up`, `down (REASON [CODE])` when the proxy exited, was killed or is unhealthy (the sandbox then reaches nothing outside; `agentc egress log NAME` says when), `missing` when no proxy serves it, `-` for other containers; its network; where each container port is reachable from the host (PORT -> ADDRESS: 127.0.0.1 for published ports, the container's address on a named network for exposed ones); the first 12 digits of its spec digest; and PROFILE: `current` when the profile file it was launched from (`agentc run`) still has the text it had then, `changed` when it was edited since (the sandbox no longer matches it: rerun it), `missing` when the file is gone, `-` when unknown."
     )]
-    Ps(PsArgs),
+    Ps(Sub<PsArgs>),
     /// Remove containers agentc launched; any other container is refused.
     #[command(
         after_help = "Examples:\n  agentc rm agentc-sandbox-dev-1000-pentest\n  agentc rm --all\n  agentc rm --profile pentest\n  agentc rm --volumes agentc-sandbox-dev-1000-pentest\n\nA sandbox's egress proxy and isolated network go with it. NAME may also be a sandbox that no longer exists whose launch was killed before it finished: its leftover isolated network and proxy are removed (as `--profile P` removes those of the profile's launches, with every network and CA volume labelled with it). NAME may be a profile file or a profile's name as for `agentc exec`: the profile's one container, running or stopped."
     )]
-    Rm(RmArgs),
+    Rm(Sub<RmArgs>),
     /// Launch the profile with a probe in place of the agent and check what the kernel reports.
     #[command(
         after_help = "Examples:\n  agentc verify fixtures/valid/sandbox-minimal.toml\n  agentc verify fixtures/valid/claude-minimal.toml --backend cli --workspace ~/src/app\n  agentc verify fixtures/valid/claude-minimal.toml --egress-probe none\n  agentc verify fixtures/valid/sandbox-minimal.toml --backend k8s --k8s-kind sandbox\n\nWith --backend k8s the profile's Kubernetes rendering (the objects `agentc render --backend k8s` prints, with its options) is played by `podman kube play` with the probe as the workload's command, and the rendered pod compared with what the kernel reports; each field Podman does not enforce is a skip row saying why (see docs/kubernetes.md). The probe container is the profile's exact run launch (hardening, mounts, limits, network, labels, environment) with `/bin/sh -c PROBE` as its command; it is removed afterwards, also on error or Ctrl-C. Prints a table of expected vs seen values. With --pull a missing image is pulled first, as `agentc run --pull` does. Behind the egress proxy (an allowlist enforced outside) the egress checks follow: a hardened container of the proxy image on the probe's isolated network checks the proxy variables, an allowed host reached through the proxy, a denied host and an IP literal refused, a direct connection and DNS failing; --egress-probe HOST[:PORT] picks the allowed host (default: the profile's first exact host, port 443), and --egress-probe none skips that one check, the only one that reaches beyond the proxy. Then egress.host-path: verify listens on the outside network's gateway address (this machine) and a container with the sandbox's capabilities and sysctls tries to reach it past the proxy (UDP, TCP, a route with NET_ADMIN, ARP with NET_RAW, IPv6); nothing may arrive. Exit status: 0 every check passed, 1 a check failed or the probe could not report, 125 the probe could not be started. The image needs /bin/sh and busybox or coreutils tools."
     )]
-    Verify(VerifyArgs),
+    Verify(Sub<VerifyArgs>),
     /// Run a command in a running agentc container and exit with its exit code.
     #[command(
         after_help = "Examples:\n  agentc exec agentc-sandbox-dev-1000-pentest nmap -sn 10.0.0.0/24\n  agentc exec -it pentest.toml sh\n  agentc exec pentest ls -la    # the profile's name, as `agentc ps` prints it\n  agentc exec --env TOKEN --env MODE=fast --user 1000 --workdir /tmp NAME -- ./job.sh\n\nNAME is a container name or ID from `agentc ps`, a profile file (a path with a `/` or a `.toml` ending) or a profile's name from `agentc ps` when no container has that name (either: its one running container); any other container is refused (exit 1). The command is everything after NAME (options of exec go before NAME), or after `--`. --env NAME passes the variable's value from this environment by name (an unset one is an error); --env NAME=VALUE a literal. With -t the command gets a TTY when stdin is a terminal (as `run` does). Ctrl-C stops the command in the container too (exit 130). Exit status: the command's own, 125 when it could not be started (the container is not running, the daemon failed), 126/127 when the program cannot be run or is not found."
     )]
-    Exec(ExecArgs),
+    Exec(Sub<ExecArgs>),
     /// Copy files and directories between the host and a running agentc container.
     #[command(
         after_help = "Examples:\n  agentc cp ./src agentc-sandbox-dev-1000-pentest:/tmp\n  agentc cp pentest.toml:/tmp/report.txt ./report.txt\n\nOne side is NAME:PATH (NAME as for `agentc exec`). Into an existing directory the source keeps its name; otherwise it is copied under the name given. Modes are kept; files copied in belong to the container's user. A tmpfs (/tmp, /run) and a path past a read-only root are reached by streaming a tar through exec, as `kubectl cp` does: that needs `sh` and `tar` in the image. Nothing is written on the host outside the copied tree."
     )]
-    Cp(CpArgs),
+    Cp(Sub<CpArgs>),
     /// Show where a container port is reachable from the host.
     #[command(
         after_help = "Examples:\n  agentc port agentc-sandbox-dev-1000-pentest\n  agentc port pentest.toml 8080\n\nA published port is reachable at 127.0.0.1:HOSTPORT; on a named network, at the container's address on that network (IPv6 in brackets). Without PORT every reachable port is listed as `PORT/PROTO -> ADDRESS`."
     )]
-    Port(PortArgs),
+    Port(Sub<PortArgs>),
     /// Print a container's logs.
     #[command(
         after_help = "Examples:\n  agentc logs --tail 20 agentc-sandbox-dev-1000-pentest\n  agentc logs --follow --since 10m pentest.toml"
     )]
-    Logs(LogsArgs),
+    Logs(Sub<LogsArgs>),
     /// Read what a sandbox's egress proxy decided (allowlist enforced outside).
     #[command(
         subcommand,
@@ -138,70 +141,70 @@ pub enum Command {
     Pool(PoolCommand),
     /// Stop running agentc containers (kept until `agentc rm`).
     #[command(after_help = "Example:\n  agentc stop --time 2 agentc-sandbox-dev-1000-pentest")]
-    Stop(StopArgs),
+    Stop(Sub<StopArgs>),
     /// Start stopped agentc containers.
     #[command(after_help = "Example:\n  agentc start agentc-sandbox-dev-1000-pentest")]
-    Start(StartArgs),
+    Start(Sub<StartArgs>),
     /// Freeze running agentc containers (cgroup freezer); network and egress proxy stay.
     #[command(
         after_help = "Example:\n  agentc pause pentest\n\nA paused sandbox runs nothing until `agentc resume`; `agentc ps` lists it as paused."
     )]
-    Pause(PauseArgs),
+    Pause(Sub<PauseArgs>),
     /// Thaw paused agentc containers.
     #[command(after_help = "Example:\n  agentc resume pentest")]
-    Resume(PauseArgs),
+    Resume(Sub<PauseArgs>),
     /// Snapshot a sandbox (writable layer, tmpfs mounts, volumes), or list or remove snapshots.
     #[command(
         after_help = "Examples:\n  agentc snapshot pentest --tag before-scan\n  agentc snapshot ls --format json\n  agentc snapshot rm pentest:before-scan\n\nThe tmpfs mounts and writable volumes are archived through exec (the image needs sh and tar) into $AGENTC_STATE_DIR/snapshots; then the sandbox is paused only for the commit of its writable layer to the image agentc-snapshot/PROFILE:TAG. A sandbox given secrets as environment values is refused unless --allow-secrets. See docs/snapshots.md."
     )]
-    Snapshot(SnapshotArgs),
+    Snapshot(Sub<SnapshotArgs>),
     /// Start a new sandbox from a snapshot, launched as its profile says.
     #[command(
         after_help = "Example:\n  agentc restore pentest:before-scan\n\nThe profile's own launch (hardening, egress proxy, fresh placeholders) with the snapshot's image, named NAME-N (the first N free); then its tmpfs mounts and the volumes the launch created get the snapshot's contents."
     )]
-    Restore(RestoreArgs),
+    Restore(Sub<RestoreArgs>),
     /// Start several sandboxes from one snapshot, each diverging on its own.
     #[command(after_help = "Example:\n  agentc fork pentest:before-scan --count 3")]
-    Fork(ForkArgs),
+    Fork(Sub<ForkArgs>),
     /// Open an interactive shell (bash when the image has it, else sh) in a running agentc
     /// container.
     #[command(after_help = "Example:\n  agentc shell pentest.toml")]
-    Shell(ShellArgs),
+    Shell(Sub<ShellArgs>),
     /// Write a commented starter profile that validates as written (never over a file).
     #[command(
         after_help = "Examples:\n  agentc init claude-dev.toml --agent claude-code\n  agentc init box.toml --agent custom --image debian:stable-slim --egress deny\n  agentc init codex.toml --agent codex --host api.openai.com --host pypi.org\n\nThe profile's name is the file's stem unless --name is given. Presets default to an egress allowlist of their provider's hosts, custom sandboxes to deny (no network). An existing file is left unchanged (exit 1)."
     )]
-    Init(InitArgs),
+    Init(Sub<InitArgs>),
     /// Check that this machine can run agentc's launches (and, with a profile, that one).
     #[command(
         after_help = "Examples:\n  agentc doctor\n  agentc doctor claude-dev.toml --format json\n\nEach check prints ok, warn or fail with a fix: the engine and its API version, the docker CLI, runtimes, cgroup version, seccomp, AppArmor, user namespaces, whether an internal network with IPv4 inhibited can be created (one is created and removed), leftovers of killed launches (isolated networks and egress proxies without their sandbox, sandboxes without their proxy: a warning, each with the command that removes it), free disk; with a profile, its images, networks and secrets, its recorded deployment and its lock. Exit status: 0 when nothing fails, 1 otherwise."
     )]
-    Doctor(DoctorArgs),
+    Doctor(Sub<DoctorArgs>),
     /// List what a profile's launches would create and use, without contacting the engine.
     #[command(
         after_help = "Examples:\n  agentc plan claude-dev.toml\n  agentc plan claude-dev.toml --format json --workspace ~/src/app\n\nEvery container, image build, network, volume, seed, bind, secret and published port of every launch (run, seeds, build, Decant), each launch's findings, and which launches changed since the last `agentc apply`."
     )]
-    Plan(PlanArgs),
+    Plan(Sub<PlanArgs>),
     /// Build the image (keeping the previous one), copy new or changed seeds, and record the deployment.
     #[command(
         after_help = "Examples:\n  agentc apply claude-dev.toml\n  agentc apply box.toml --backend api\n\nWith `[image] build_context` the image is built (docker CLI); the image of the last apply is kept under the tag `REF-agentc-previous-PROFILE` first. Without one the image must be present (or --pull). Seeds are copied when new, changed since the last apply, or their home volume is gone. The deployment is recorded in $AGENTC_STATE_DIR (default $XDG_STATE_HOME/agentc or ~/.local/state/agentc), one apply or rollback at a time (exit 75 when another runs)."
     )]
-    Apply(ApplyArgs),
+    Apply(Sub<ApplyArgs>),
     /// Point the profile's image back at the image of the previous apply, and record it.
     #[command(
         after_help = "Example:\n  agentc rollback claude-dev.toml\n\nOne rollback per apply: a second rollback without a new apply is refused (exit 1). The home volume's contents are not rolled back. A lock written before records the other image, so `--locked` launches refuse until `agentc lock` is run again."
     )]
-    Rollback(RollbackArgs),
+    Rollback(Sub<RollbackArgs>),
     /// Write the profile's lock file (PROFILE.lock), or check it for drift.
     #[command(
         after_help = "Examples:\n  agentc lock claude-dev.toml\n  agentc lock --check claude-dev.toml    # for CI: exit 65 on drift\n\nThe lock records each launch's spec digest and values, the image ID each image reference resolves to (it must be present), the egress policy, the hash of every file the launches mount or trust (a directory by a tree hash; writable mounts by path only), the AGENTC_* overrides, the workspace, the runtime and agentc's version; secrets by name only. `run`, `seed` and `verify` with --locked refuse any drift before anything is created (exit 65), naming each field."
     )]
-    Lock(LockArgs),
+    Lock(Sub<LockArgs>),
     /// Print shell completions for bash, zsh or fish.
     #[command(
         after_help = "Examples:\n  echo 'source <(agentc completions bash)' >> ~/.bashrc\n  echo 'source <(agentc completions zsh)' >> ~/.zshrc\n  agentc completions fish > ~/.config/fish/completions/agentc.fish\n  agentc completions bash --static > ~/.local/share/bash-completion/completions/agentc\n\nThe script asks agentc for each completion (COMPLETE=SHELL agentc, through clap_complete), so subcommands, flags and values complete as this binary defines them, and a NAME completes to the agentc containers the engine has (one `docker ps`), their profiles, and profile files. With --static the script is self-contained (subcommands and flags only, no call to agentc). Re-source it after upgrading agentc."
     )]
-    Completions(CompletionsArgs),
+    Completions(Sub<CompletionsArgs>),
     /// Print the man page (roff).
     #[command(after_help = "Example:\n  agentc man > ~/.local/share/man/man1/agentc.1")]
     Man,
@@ -209,7 +212,7 @@ pub enum Command {
     #[command(
         after_help = "Examples:\n  agentc serve --stdio\n  agentc serve --stdio --backend cli\n  agentc serve --schema > agentc-serve.schema.json\n\nOne process, one engine connection: create (a profile's session sandbox, its findings), attach, exec (streamed or captured, with a timeout), read_file, write_file, read_tar, write_tar, endpoint, logs, running, delete, shutdown; one JSON message a line, bytes as base64. When stdin closes, on SIGTERM or SIGINT and on shutdown, the sandboxes it created without keep are deleted with their egress companions. Errors carry the command line's exit status, a kind and the hint. See docs/serve.md; the Python package python/agentc-sandbox is its client."
     )]
-    Serve(ServeArgs),
+    Serve(Sub<ServeArgs>),
     /// The egress proxy of allowlist sandboxes; runs inside its own container (hidden).
     #[command(hide = true, subcommand, name = "egress-proxy")]
     EgressProxy(EgressProxyCommand),

@@ -3,27 +3,30 @@
 
 use clap::{Args, Subcommand};
 
+use super::Sub;
+
 use super::{EgressHostPathArgs, EgressProbeArgs};
 
 /// `agentc egress-proxy`: the proxy's own commands.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum EgressProxyCommand {
     /// Serve the allowlist proxy and the DNS stub until SIGTERM; one JSON line per decision
     /// on stdout.
-    Serve(Box<EgressServeArgs>),
+    Serve(Sub<Box<EgressServeArgs>>),
     /// Exit 0 when the local proxy answers its health check (the container's health command).
-    Health(EgressHealthArgs),
+    Health(Sub<EgressHealthArgs>),
     /// Build the proxy image from this binary, import it unless the daemon has it, print its
     /// tag.
-    Image(EgressImageArgs),
+    Image(Sub<EgressImageArgs>),
     /// Run `agentc verify`'s egress checks from a sandbox's isolated network.
-    Probe(EgressProbeArgs),
+    Probe(Sub<EgressProbeArgs>),
     /// Run `agentc verify`'s host-path check from a sandbox's isolated network: try to reach
     /// an address of the host past the proxy.
-    HostPath(EgressHostPathArgs),
+    HostPath(Sub<EgressHostPathArgs>),
     /// Fetch the launch CA and the bundle the workload trusts from a proxy that holds
     /// credentials, into a directory (a Kubernetes sandbox pod's init container).
-    FetchCa(EgressFetchCaArgs),
+    FetchCa(Sub<EgressFetchCaArgs>),
     /// Print the kernel this container sees (`/proc/version`, then the first lines of the
     /// kernel log): the isolation probe, run under each runtime in the proxy image.
     Kernel,

@@ -4,21 +4,24 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
 
+use super::Sub;
+
 use super::BackendArg;
 
 /// `agentc pool`: started, idle sandboxes of a profile that `agentc run` claims.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum PoolCommand {
     /// Start idle members until the profile's pool holds N (stale and orphaned ones removed
     /// first).
     #[command(after_help = "Example:\n  agentc pool fill pentest.toml --size 4")]
-    Fill(PoolFillArgs),
+    Fill(Sub<PoolFillArgs>),
     /// List the pool members (idle and claimed) of every profile.
     #[command(after_help = "Example:\n  agentc pool ls --format json")]
-    Ls(PoolLsArgs),
+    Ls(Sub<PoolLsArgs>),
     /// Remove the idle members of a profile's pool (of every pool without PROFILE).
     #[command(after_help = "Example:\n  agentc pool drain pentest.toml")]
-    Drain(PoolDrainArgs),
+    Drain(Sub<PoolDrainArgs>),
 }
 
 /// `agentc pool fill`.

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
+use super::Sub;
+
 use super::{PsFormat, SessionTarget};
 
 /// `agentc pause` and `agentc resume`.
@@ -53,11 +55,12 @@ pub struct TakeArgs {
 
 /// `agentc snapshot ls` and `agentc snapshot rm`.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum SnapshotCommand {
     /// List the snapshots.
-    Ls(SnapshotLsArgs),
+    Ls(Sub<SnapshotLsArgs>),
     /// Remove snapshots: their image and their archives.
-    Rm(SnapshotRmArgs),
+    Rm(Sub<SnapshotRmArgs>),
 }
 
 /// `agentc snapshot ls`.

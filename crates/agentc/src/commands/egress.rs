@@ -64,16 +64,16 @@ fn watch_workload(workload: &str, mode: &str) -> Result<(), Failure> {
 /// Runs one `agentc egress-proxy` subcommand.
 pub fn egress_proxy(command: EgressProxyCommand) -> Result<u8, Failure> {
     match command {
-        EgressProxyCommand::Serve(args) => serve(&args),
-        EgressProxyCommand::Health(args) => health(&args),
-        EgressProxyCommand::Image(args) => image(&args),
+        EgressProxyCommand::Serve(crate::cli::Sub(args)) => serve(&args),
+        EgressProxyCommand::Health(crate::cli::Sub(args)) => health(&args),
+        EgressProxyCommand::Image(crate::cli::Sub(args)) => image(&args),
         EgressProxyCommand::Kernel => {
             print!("{}", kernel_seen());
             Ok(0)
         }
-        EgressProxyCommand::Probe(args) => probe(&args),
-        EgressProxyCommand::HostPath(args) => host_path(&args),
-        EgressProxyCommand::FetchCa(args) => {
+        EgressProxyCommand::Probe(crate::cli::Sub(args)) => probe(&args),
+        EgressProxyCommand::HostPath(crate::cli::Sub(args)) => host_path(&args),
+        EgressProxyCommand::FetchCa(crate::cli::Sub(args)) => {
             agentc_egress::ca_fetch::fetch(
                 &args.proxy,
                 &args.dir,

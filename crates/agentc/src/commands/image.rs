@@ -10,7 +10,7 @@ use crate::context::{Failure, EXIT_FAILED, EXIT_INVALID};
 /// Runs `agentc image`.
 pub fn image(command: ImageCommand) -> Result<u8, Failure> {
     match command {
-        ImageCommand::Context(args) => context(args),
+        ImageCommand::Context(crate::cli::Sub(args)) => context(args),
     }
 }
 

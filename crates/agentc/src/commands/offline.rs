@@ -89,12 +89,12 @@ pub fn explain(args: ExplainArgs) -> Result<u8, Failure> {
 /// subcommands are refused (they print as they go and have their own entry points).
 pub fn dispatch(command: Command) -> Result<String, Failure> {
     match command {
-        Command::Validate(args) => validate(&args),
+        Command::Validate(crate::cli::Sub(args)) => validate(&args),
         Command::Schema => {
             let schema = agentc_policy::profile_schema();
             Ok(format!("{}\n", to_pretty_json(&schema)))
         }
-        Command::Render(args) => render_command(&args),
+        Command::Render(crate::cli::Sub(args)) => render_command(&args),
         _ => Err(Failure::usage(
             "this command has its own entry point and is not dispatched here",
         )),

@@ -40,9 +40,9 @@ use agentc_host::pool_secret;
 /// Runs `agentc pool ...`.
 pub fn pool(command: PoolCommand) -> Result<u8, Failure> {
     match command {
-        PoolCommand::Fill(args) => fill(args),
-        PoolCommand::Ls(args) => ls(args),
-        PoolCommand::Drain(args) => drain(args),
+        PoolCommand::Fill(crate::cli::Sub(args)) => fill(args),
+        PoolCommand::Ls(crate::cli::Sub(args)) => ls(args),
+        PoolCommand::Drain(crate::cli::Sub(args)) => drain(args),
     }
 }
 

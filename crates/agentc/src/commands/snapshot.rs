@@ -73,8 +73,12 @@ pub fn pause(args: PauseArgs, thaw: bool) -> Result<u8, Failure> {
 /// Runs `agentc snapshot`, `snapshot ls` and `snapshot rm`.
 pub fn snapshot(args: SnapshotArgs) -> Result<u8, Failure> {
     match args.command {
-        Some(SnapshotCommand::Ls(ls)) => on_client(ls.target.backend, List(ls.format)),
-        Some(SnapshotCommand::Rm(rm)) => on_client(rm.target.backend, Remove(rm.names)),
+        Some(SnapshotCommand::Ls(crate::cli::Sub(ls))) => {
+            on_client(ls.target.backend, List(ls.format))
+        }
+        Some(SnapshotCommand::Rm(crate::cli::Sub(rm))) => {
+            on_client(rm.target.backend, Remove(rm.names))
+        }
         None => on_client(
             memory_backend(args.take.target.backend, args.take.memory),
             Take(args.take),
