@@ -319,10 +319,9 @@ pub(crate) fn address_entries(profile: &crate::profile::Profile) -> Vec<String> 
     if !enforced_outside(profile) {
         return Vec::new();
     }
-    outside::proxy_specs(&profile.egress.hosts)
+    outside::allowed_specs(&profile.egress.hosts)
         .iter()
-        .filter_map(|spec| agentc_egress::HostSpec::parse(spec).ok())
-        .filter(agentc_egress::HostSpec::is_addresses)
+        .filter(|spec| spec.is_addresses())
         .map(|spec| spec.to_string())
         .collect()
 }

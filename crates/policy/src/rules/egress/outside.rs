@@ -74,6 +74,16 @@ pub(crate) fn proxy_specs(hosts: &[String]) -> Vec<String> {
     specs
 }
 
+/// The profile's hosts as the egress proxy reads them ([`proxy_specs`], each parsed once
+/// here); an entry that does not parse is left out (refused by field when the profile is
+/// checked).
+pub(crate) fn allowed_specs(hosts: &[String]) -> Vec<agentc_egress::HostSpec> {
+    proxy_specs(hosts)
+        .iter()
+        .filter_map(|spec| agentc_egress::HostSpec::parse(spec).ok())
+        .collect()
+}
+
 /// An endpoint the profile names outside `egress.hosts` (a provider `endpoint`, Langfuse's
 /// `base_url`): the proxy allows its host at its own port, since the profile says the sandbox
 /// talks to it.
@@ -113,11 +123,7 @@ pub(crate) fn named_endpoints(profile: &Profile) -> Vec<Endpoint> {
             urls.push(("langfuse.base_url", url));
         }
     }
-    let allowed: Vec<agentc_egress::HostSpec> = proxy_specs(&profile.egress.hosts)
-        .iter()
-        .filter_map(|spec| agentc_egress::HostSpec::parse(spec).ok())
-        .collect();
-    let policy = agentc_egress::Policy::new(allowed, Vec::new());
+    let policy = agentc_egress::Policy::new(allowed_specs(&profile.egress.hosts), Vec::new());
     let mut endpoints: Vec<Endpoint> = Vec::new();
     for (field, url) in urls {
         let Some(spec) = url_spec(url) else { continue };
@@ -203,13 +209,10 @@ pub fn chained(profile: &Profile) -> Option<Chained> {
         }),
         _ => None,
     };
-    let all = proxy_specs(&profile.egress.hosts)
-        .iter()
-        .filter_map(|spec| agentc_egress::HostSpec::parse(spec).ok())
-        .any(|spec| {
-            spec.matches_host(&upstream.host)
-                || http.as_ref().is_some_and(|h| spec.matches_host(&h.host))
-        });
+    let all = allowed_specs(&profile.egress.hosts).iter().any(|spec| {
+        spec.matches_host(&upstream.host)
+            || http.as_ref().is_some_and(|h| spec.matches_host(&h.host))
+    });
     Some(Chained {
         field,
         address: upstream.address,
@@ -361,10 +364,7 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
 /// `egress.allow_ech`: each entry a host spec that is also an entry of `egress.hosts` (both
 /// read as the proxy reads them, so `API.example.com.` is `api.example.com`).
 fn check_allow_ech(ck: &mut Checker, hosts: &[String], allow_ech: &[String]) {
-    let allowed: Vec<agentc_egress::HostSpec> = proxy_specs(hosts)
-        .iter()
-        .filter_map(|spec| agentc_egress::HostSpec::parse(spec).ok())
-        .collect();
+    let allowed = allowed_specs(hosts);
     for (index, entry) in allow_ech.iter().enumerate() {
         let field = format!("egress.allow_ech[{index}]");
         let entry = entry.trim();
