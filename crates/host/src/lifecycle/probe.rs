@@ -150,7 +150,8 @@ fn docker_cli() -> Result<String, String> {
 /// Creates and removes a uniquely named isolated network over the engine port, as a launch
 /// behind the egress proxy creates its own ([`IsolatedNetwork::of`]: internal, IPv4 inhibited,
 /// a /28 of its own), labelled as agentc's doctor probe. A subnet another network holds
-/// moves the probe to another name and subnet, as a launch moves.
+/// moves the probe to another subnet, through another throwaway name (a launch keeps its
+/// names and moves its block: `ContainerSpec::egress_resubnet`).
 async fn isolated_network<P: EnginePort>(port: &P) -> Result<(), String> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
