@@ -198,9 +198,10 @@ impl ContainerSpec {
     /// Moves the egress companion to another instance: the isolated network and the proxy are
     /// renamed with `-SUFFIX`, and the subnet, the proxy's address (and so its `--listen` and
     /// `--dns` addresses), the container's DNS server, its proxy variables, its fixed address
-    /// (when it has one) and the proxy's relays to it follow the new name's block. The `io.agentc.egress-for` label
-    /// keeps naming the workload. Executors use it for a launch without a container name (each
-    /// run gets its own set) and when the subnet is taken; nothing changes without a companion.
+    /// (when it has one) and the proxy's relays to it follow the new name's block. The
+    /// `io.agentc.egress-for` label keeps naming the workload. Executors use it for a launch
+    /// without a container name (each run gets its own set); a taken subnet keeps the names
+    /// ([`ContainerSpec::egress_resubnet`]). Nothing changes without a companion.
     pub fn egress_instance(&mut self, suffix: &str) {
         let Some(egress) = self.egress.as_ref() else {
             return;
