@@ -180,7 +180,8 @@ struct Behaviour {
     /// The subnets other networks hold: an isolated network in one of them is refused with
     /// [`SUBNET_TAKEN`], as Docker refuses an overlapping pool.
     subnets_held: BTreeSet<String>,
-    /// The subnet of each isolated network made here, by network name.
+    /// The subnet each isolated network made here was given, by network name; it holds the
+    /// subnet while a network of that name exists in the world.
     subnets: BTreeMap<String, String>,
     /// What an exec prints and exits with, by its command line joined with spaces.
     execs: BTreeMap<String, (i64, String)>,
@@ -296,6 +297,9 @@ impl MemoryEngine {
 
     /// The subnet of the isolated network `name` made here, while it exists.
     pub fn subnet_of(&self, name: &str) -> Option<String> {
+        if !lock(&self.world).networks.contains_key(name) {
+            return None;
+        }
         lock(&self.behaviour).subnets.get(name).cloned()
     }
 

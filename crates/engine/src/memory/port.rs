@@ -108,9 +108,11 @@ impl EnginePort for MemoryEngine {
         {
             let mut behaviour = lock(&self.behaviour);
             let subnet = &network.subnet;
-            if behaviour.subnets_held.contains(subnet)
-                || behaviour.subnets.values().any(|held| held == subnet)
-            {
+            let made_here = behaviour
+                .subnets
+                .iter()
+                .any(|(name, held)| held == subnet && world.networks.contains_key(name));
+            if behaviour.subnets_held.contains(subnet) || made_here {
                 return Err(EngineError::new(EngineErrorKind::Failed, SUBNET_TAKEN));
             }
             behaviour
@@ -369,7 +371,6 @@ impl EnginePort for MemoryEngine {
             )));
         }
         world.networks.remove(name);
-        lock(&self.behaviour).subnets.remove(name);
         Ok(())
     }
 
