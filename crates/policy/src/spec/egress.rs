@@ -245,8 +245,8 @@ impl ContainerSpec {
             .name
             .strip_suffix("-egress")
             .unwrap_or(&egress.network.name);
-        let (block, subnet) = isolated_subnet(&format!("{base}#{attempt}"));
-        self.egress_readdress(block, subnet);
+        let key = format!("{base}#{attempt}");
+        self.egress_readdress(&key);
     }
 
     /// Moves the companion to the set named `name` (`NAME-egress`, `NAME-egress-proxy`,
@@ -275,18 +275,18 @@ impl ContainerSpec {
         }
         egress.network.name = format!("{name}-egress");
         egress.proxy.name = Some(format!("{name}-egress-proxy"));
-        let (block, subnet) = isolated_subnet(&name);
-        self.egress_readdress(block, subnet);
+        self.egress_readdress(&name);
     }
 
-    /// Moves the companion to the /28 block starting at `block` (its text `subnet`): the
-    /// proxy's address (and so its `--listen` and `--dns` addresses), the container's DNS
-    /// server, its proxy variables, its fixed address (when it has one), the proxy's relays to
-    /// it, and the container's network, which is the companion's isolated network.
-    fn egress_readdress(&mut self, block: Ipv4Addr, subnet: String) {
+    /// Moves the companion to the /28 block [`isolated_subnet`] picks for `key`: the proxy's
+    /// address (and so its `--listen` and `--dns` addresses), the container's DNS server, its
+    /// proxy variables, its fixed address (when it has one), the proxy's relays to it, and the
+    /// container's network, which is the companion's isolated network.
+    fn egress_readdress(&mut self, key: &str) {
         let Some(egress) = self.egress.as_mut() else {
             return;
         };
+        let (block, subnet) = isolated_subnet(key);
         let old = egress.proxy_address;
         let address = proxy_address(block);
         egress.network.subnet = subnet;
