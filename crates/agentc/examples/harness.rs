@@ -204,7 +204,7 @@ async fn steps<P: SessionPort>(
     let widening: Vec<agentc_policy::FindingCode> = created
         .findings
         .iter()
-        .filter(|finding| finding.severity >= Severity::Medium)
+        .filter(|finding| finding.severity() >= Severity::Medium)
         .map(|finding| finding.code)
         .collect();
     ensure(widening.is_empty(), format!("findings: {widening:?}"))?;

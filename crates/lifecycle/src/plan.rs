@@ -427,7 +427,10 @@ impl FindingsSummary {
             .iter()
             .rev()
             .filter_map(|severity| {
-                let count = findings.iter().filter(|f| f.severity == *severity).count();
+                let count = findings
+                    .iter()
+                    .filter(|f| f.severity() == *severity)
+                    .count();
                 (count > 0).then(|| (severity.to_string(), count))
             })
             .collect();

@@ -110,10 +110,9 @@ impl FromStr for Severity {
 /// One weakness of a launch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
-    /// Its stable identifier, such as `egress-unrestricted` (see the module's table).
+    /// Its stable identifier, such as `egress-unrestricted` (see the module's table); its
+    /// severity is the code's ([`Finding::severity`]).
     pub code: FindingCode,
-    /// How serious it is: its code's severity.
-    pub severity: Severity,
     /// What causes it: a profile field, an environment override or an invocation input.
     pub source: FindingSource,
     /// What is wrong, lower case.
@@ -125,6 +124,11 @@ pub struct Finding {
 }
 
 impl Finding {
+    /// How serious it is: its code's severity.
+    pub fn severity(&self) -> Severity {
+        self.code.severity()
+    }
+
     /// What causes it, as one text: the profile field path (`mounts[0].source`), the
     /// environment override (`$AGENTC_MEM_LIMIT`) or the invocation input (`--workspace`); the
     /// `field` of [`report_json`].
@@ -143,6 +147,21 @@ impl Finding {
             FindingSource::Field { position, .. } => *position,
             _ => None,
         }
+    }
+}
+
+impl fmt::Display for Finding {
+    /// The finding on one line, as a report and `agentc run`'s warnings show it:
+    /// `high egress-unrestricted at profile line 5 (egress.mode): MESSAGE` (no hint).
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            formatter,
+            "{} {} at {}: {}",
+            self.severity(),
+            self.code,
+            self.source,
+            self.message
+        )
     }
 }
 
@@ -230,11 +249,11 @@ macro_rules! finding_codes {
 finding_codes! {
     /// The Docker socket is mounted in any form, or `DOCKER_HOST` is passed in.
     DockerSocket = "docker-socket", Critical;
-    /// A bind of the host"s `/`.
+    /// A bind of the host's `/`.
     BindRoot = "bind-root", Critical;
     /// A bind of the home directory or a directory above it.
     BindHome = "bind-home", High;
-    /// A bind of a container engine"s data or sockets, anything in them or a directory above one.
+    /// A bind of a container engine's data or sockets, anything in them or a directory above one.
     BindEngineData = "bind-engine-data", Critical;
     /// A bind of `/proc`, `/sys`, `/dev`, `/etc`, `/boot` or `/root`, or of anything in them.
     BindHostSystem = "bind-host-system", Critical;
@@ -258,7 +277,7 @@ finding_codes! {
     EgressEch = "egress-ech", High;
     /// Behind the egress proxy, the sandbox holds a real key in its environment.
     CredentialsEnv = "credentials-env", Medium;
-    /// `AGENTC_ISOLATION_MIN` (`--isolation-min`) below the profile"s floor.
+    /// `AGENTC_ISOLATION_MIN` (`--isolation-min`) below the profile's floor.
     IsolationLowered = "isolation-lowered", High;
     /// `security.fuse`: `/dev/fuse`, `SYS_ADMIN` and AppArmor unconfined.
     Fuse = "fuse", High;
@@ -278,7 +297,7 @@ finding_codes! {
     LogRotationOff = "log-rotation-off", Low;
     /// The container joins a named network shared with other containers.
     NetworkNamed = "network-named", Low;
-    /// `host.docker.internal` reaches the host"s services.
+    /// `host.docker.internal` reaches the host's services.
     HostGateway = "host-gateway", Low;
     /// The workspace mount is writable: the two-way door.
     WorkspaceWritable = "workspace-writable", Low;
@@ -304,12 +323,6 @@ impl PartialEq<&str> for FindingCode {
     }
 }
 
-impl PartialEq<str> for FindingCode {
-    fn eq(&self, text: &str) -> bool {
-        self.as_str() == text
-    }
-}
-
 impl PartialEq<String> for FindingCode {
     fn eq(&self, text: &String) -> bool {
         self.as_str() == text
@@ -318,12 +331,12 @@ impl PartialEq<String> for FindingCode {
 
 /// Whether any finding is at or above `level` (for `--deny LEVEL`).
 pub fn deny(findings: &[Finding], level: Severity) -> bool {
-    findings.iter().any(|finding| finding.severity >= level)
+    findings.iter().any(|finding| finding.severity() >= level)
 }
 
 /// The highest severity among the findings, if any.
 pub fn highest(findings: &[Finding]) -> Option<Severity> {
-    findings.iter().map(|finding| finding.severity).max()
+    findings.iter().map(|finding| finding.severity()).max()
 }
 
 /// The report as JSON: `{"findings": [...], "counts": {...}, "highest": ...}`; each finding has
@@ -334,7 +347,7 @@ pub fn report_json(findings: &[Finding]) -> Value {
         .map(|finding| {
             json!({
                 "code": finding.code,
-                "severity": finding.severity,
+                "severity": finding.severity(),
                 "field": finding.field(),
                 "line": finding.position().map(|p| p.0),
                 "column": finding.position().map(|p| p.1),
@@ -346,7 +359,10 @@ pub fn report_json(findings: &[Finding]) -> Value {
         .collect();
     let mut counts = serde_json::Map::new();
     for severity in Severity::ALL.iter().rev() {
-        let count = findings.iter().filter(|f| f.severity == *severity).count();
+        let count = findings
+            .iter()
+            .filter(|f| f.severity() == *severity)
+            .count();
         counts.insert(severity.as_str().to_string(), json!(count));
     }
     json!({
@@ -366,10 +382,7 @@ pub fn report_text(findings: &[Finding]) -> String {
         text.push_str("  (none)\n");
     }
     for finding in findings {
-        text.push_str(&format!(
-            "  - {} {} at {}: {}\n",
-            finding.severity, finding.code, finding.source, finding.message
-        ));
+        text.push_str(&format!("  - {finding}\n"));
         text.push_str(&format!("    hint: {}\n", finding.hint));
     }
     text
@@ -432,7 +445,6 @@ impl Report<'_> {
     ) {
         self.list.push(Finding {
             code,
-            severity: code.severity(),
             source: source.into(),
             message,
             hint: hint.to_string(),

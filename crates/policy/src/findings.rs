@@ -38,8 +38,8 @@ pub fn findings(loaded: &LoadedProfile, spec: &LaunchSpec) -> Vec<Finding> {
     rules::decant::findings_elsewhere(&mut report);
     let mut list = report.list;
     list.sort_by(|a, b| {
-        b.severity
-            .cmp(&a.severity)
+        b.severity()
+            .cmp(&a.severity())
             .then_with(|| a.code.as_str().cmp(b.code.as_str()))
             .then_with(|| a.field().cmp(&b.field()))
     });

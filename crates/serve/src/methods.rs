@@ -128,7 +128,7 @@ async fn create<P: SessionPort>(
         .findings
         .into_iter()
         .map(|finding| FindingOut {
-            severity: finding.severity.to_string(),
+            severity: finding.severity().to_string(),
             code: finding.code.to_string(),
             field: finding.field(),
             message: finding.message,

@@ -73,13 +73,8 @@ pub fn check_host_ports(container: &ContainerSpec, spec: &LaunchSpec) -> Result<
 pub fn finding_warnings(findings: &[agentc_policy::Finding]) -> Vec<String> {
     findings
         .iter()
-        .filter(|finding| finding.severity >= agentc_policy::Severity::High)
-        .map(|finding| {
-            format!(
-                "agentc: warning: {} {} at {}: {}",
-                finding.severity, finding.code, finding.source, finding.message
-            )
-        })
+        .filter(|finding| finding.severity() >= agentc_policy::Severity::High)
+        .map(|finding| format!("agentc: warning: {finding}"))
         .collect()
 }
 

@@ -69,7 +69,7 @@ pub fn explain(args: ExplainArgs) -> Result<u8, Failure> {
     let findings = agentc_policy::findings(&loaded, &spec);
     let denied = findings
         .iter()
-        .filter(|finding| finding.severity >= level)
+        .filter(|finding| finding.severity() >= level)
         .count();
     if denied == 0 {
         return Ok(0);

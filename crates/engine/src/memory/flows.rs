@@ -641,7 +641,7 @@ fn a_create_from_a_profile_returns_its_launchs_findings() {
             .findings
             .iter()
             .any(|finding| finding.code == "egress-unenforced"
-                && finding.severity == agentc_policy::Severity::High),
+                && finding.severity() == agentc_policy::Severity::High),
         "{:?}",
         created.findings
     );

@@ -138,7 +138,7 @@ fn every_finding_fixture_triggers_its_code_at_the_tabled_severity() {
             .iter()
             .find(|finding| finding.code == code)
             .unwrap_or_else(|| panic!("{stem} does not report {code}: {report:#?}"));
-        assert_eq!(finding.severity, finding.code.severity(), "{stem}");
+        assert_eq!(finding.severity(), finding.code.severity(), "{stem}");
         assert!(!finding.message.is_empty() && !finding.hint.is_empty());
         covered.insert(code);
     }
@@ -182,7 +182,7 @@ fn deny_fails_at_or_above_the_level_only() {
     assert!(!deny(&[], Severity::Info));
     assert_eq!(report_json(&[])["highest"], Value::Null);
     // Most severe first.
-    let severities: Vec<Severity> = report.iter().map(|f| f.severity).collect();
+    let severities: Vec<Severity> = report.iter().map(|f| f.severity()).collect();
     let mut sorted = severities.clone();
     sorted.sort_by(|a, b| b.cmp(a));
     assert_eq!(severities, sorted);
@@ -404,14 +404,14 @@ fn the_docker_socket_is_refused_in_any_form_unless_allowed() {
         "[security]\nallow_docker_socket = true\nallow_engine_data_bind = true\n",
     );
     let engine = one(&allowed, "bind-engine-data");
-    assert_eq!(engine.severity, Severity::Critical);
+    assert_eq!(engine.severity(), Severity::Critical);
     assert_eq!(
         engine.allowed_by.as_deref(),
         Some("security.allow_engine_data_bind")
     );
     assert!(engine.message.ends_with("(line 9)"), "{}", engine.message);
     let finding = one(&allowed, "docker-socket");
-    assert_eq!(finding.severity, Severity::Critical);
+    assert_eq!(finding.severity(), Severity::Critical);
     assert_eq!(finding.field(), "mounts[0].source");
     assert_eq!(finding.position().map(|p| p.0), Some(5));
     assert_eq!(
@@ -499,13 +499,13 @@ fn binds_of_root_and_home_are_refused_unless_allowed() {
         &with_mount("/", "[security]\nallow_root_bind = true\n"),
         "bind-root",
     );
-    assert_eq!(root.severity, Severity::Critical);
+    assert_eq!(root.severity(), Severity::Critical);
     assert_eq!(root.allowed_by.as_deref(), Some("security.allow_root_bind"));
     let home = one(
         &with_mount("~", "[security]\nallow_home_bind = true\n"),
         "bind-home",
     );
-    assert_eq!(home.severity, Severity::High);
+    assert_eq!(home.severity(), Severity::High);
     assert_eq!(home.field(), "mounts[0].source");
     assert_eq!(home.allowed_by.as_deref(), Some("security.allow_home_bind"));
     assert!(home
@@ -692,7 +692,7 @@ fn host_paths_that_hand_over_the_host_are_refused_wherever_they_enter() {
         .find(|f| f.code == "bind-credential-dir")
         .unwrap_or_else(|| panic!("{report:#?}"));
     assert_eq!(found.field(), "image.build_context");
-    assert_eq!(found.severity, Severity::Critical);
+    assert_eq!(found.severity(), Severity::Critical);
     assert_eq!(
         found.allowed_by.as_deref(),
         Some("security.allow_credential_dir_bind")
@@ -721,7 +721,7 @@ fn an_allowed_host_path_is_a_critical_finding_naming_its_field() {
             &with_mount(source, &format!("[security]\n{allow} = true\n")),
             code,
         );
-        assert_eq!(finding.severity, Severity::Critical, "{source}");
+        assert_eq!(finding.severity(), Severity::Critical, "{source}");
         assert_eq!(finding.field(), "mounts[0].source");
         assert_eq!(
             finding.allowed_by.as_deref(),
@@ -850,7 +850,7 @@ fn writable_binds_above_the_workspace_and_elsewhere_are_told_apart() {
         .iter()
         .find(|f| f.code == "workspace-writable")
         .unwrap_or_else(|| panic!("{report:#?}"));
-    assert_eq!(door.severity, Severity::Low);
+    assert_eq!(door.severity(), Severity::Low);
     let read_only = format!("{CLAUDE}[workspace]\nread_only = true\n");
     assert!(!codes_of(&read_only, &[]).contains(&"workspace-writable"));
 }
@@ -992,7 +992,7 @@ fn allowing_ech_is_a_high_finding_at_its_entry() {
                 hosts = [\"a.example.com\", \"b.example.com\"]\n\
                 allow_ech = [\"b.example.com\"]\n";
     let finding = one(text, "egress-ech");
-    assert_eq!(finding.severity, Severity::High);
+    assert_eq!(finding.severity(), Severity::High);
     assert_eq!(finding.field(), "egress.allow_ech[0]");
     assert_eq!(finding.position().map(|p| p.0), Some(7));
     assert!(finding.message.contains("b.example.com"), "{finding:?}");

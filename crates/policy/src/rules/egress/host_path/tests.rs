@@ -36,7 +36,7 @@ fn allowed_egress(c: &ContainerSpec) -> String {
 fn codes(loaded: &LoadedProfile, spec: &LaunchSpec) -> Vec<(&'static str, Severity)> {
     findings(loaded, spec)
         .iter()
-        .map(|finding| (finding.code.as_str(), finding.severity))
+        .map(|finding| (finding.code.as_str(), finding.severity()))
         .collect()
 }
 
@@ -117,7 +117,7 @@ fn the_escape_hatch_keeps_the_old_behaviour_as_a_high_finding() {
         .iter()
         .find(|finding| finding.code == "egress-host-path")
         .expect("the host-path finding");
-    assert_eq!(finding.severity, Severity::High);
+    assert_eq!(finding.severity(), Severity::High);
     assert_eq!(finding.field(), "egress.allow_net_capabilities");
     assert_eq!(finding.position().map(|(line, _)| line), Some(5));
     assert!(
