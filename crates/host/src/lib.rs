@@ -6,7 +6,8 @@
 //! `agentc run`'s arguments say. And the engine port this machine's engine is driven through,
 //! chosen and opened as the command line does it ([`backend`]); snapshots of sandboxes
 //! launched from profile files ([`snapshots`]); the pools' credential key ([`pool_secret`]);
-//! the lifecycle's I/O around the pure `agentc_lifecycle` crate ([`lifecycle`]).
+//! the lifecycle's I/O around the pure `agentc_lifecycle` crate ([`lifecycle`]); what agentc
+//! made on an engine, listed and removed as `agentc ps` and `agentc rm` do ([`inventory`]).
 //!
 //! The policy crate reads nothing from the process; this crate is where the file system, the
 //! environment and the user are read. It asks the engine only through [`backend`]'s ports.
@@ -27,6 +28,7 @@
 pub mod backend;
 pub mod bundled;
 mod failure;
+pub mod inventory;
 pub mod lifecycle;
 pub mod pool_secret;
 mod request;

@@ -23,21 +23,6 @@ fn now() -> u64 {
         .unwrap_or_default()
 }
 
-/// Reads the state of a profile under its lock, or a new one (`apply`, `rollback`, and
-/// `rm --state`).
-pub(crate) fn locked_state(
-    profile: &str,
-) -> Result<(std::path::PathBuf, store::StateLock, State), Failure> {
-    let path = store::state_file(profile)?;
-    let guard = store::lock_state(&path)?;
-    let state = match store::read_text(&path)? {
-        Some(text) => State::parse(&path.display().to_string(), &text, profile)
-            .map_err(Failure::unlaunchable)?,
-        None => State::new(profile),
-    };
-    Ok((path, guard, state))
-}
-
 /// The image the run launch runs.
 fn run_image(launches: &[Launch]) -> Option<String> {
     launches
@@ -120,7 +105,7 @@ pub fn apply(args: ApplyArgs) -> Result<u8, Failure> {
     let image = run_image(&launches).ok_or_else(|| {
         Failure::unlaunchable(format!("{}: the profile has no run launch", loaded.file))
     })?;
-    let (state_path, _guard, mut state) = locked_state(&name)?;
+    let (state_path, _guard, mut state) = store::locked_state(&name)?;
     let mut engine = crate::context::lifecycle_engine(args.backend)?;
     let retained = retained_tag(&image, &name);
 
@@ -287,7 +272,7 @@ fn spec_digests(launches: &[Launch]) -> BTreeMap<String, String> {
 pub fn rollback(args: RollbackArgs) -> Result<u8, Failure> {
     let loaded = context::load_profile(&args.profile)?;
     let name = loaded.profile.name.clone();
-    let (state_path, _guard, mut state) = locked_state(&name)?;
+    let (state_path, _guard, mut state) = store::locked_state(&name)?;
     let shown = state_path.display().to_string();
     let plan = state
         .rollback_plan(&shown)

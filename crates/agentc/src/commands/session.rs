@@ -25,7 +25,7 @@ use crate::cli::{
     BackendArg, CpArgs, EgressLogArgs, EgressLogFormat, ExecArgs, LogsArgs, PortArgs, ShellArgs,
     StartArgs, StopArgs,
 };
-use crate::context::{self, Failure, EXIT_FAILED};
+use crate::context::{Failure, EXIT_FAILED};
 
 pub(crate) use agentc_host::backend::{OnClient, Signals};
 
@@ -42,45 +42,7 @@ pub(crate) fn on_client<S: OnClient>(backend: BackendArg, step: S) -> Result<S::
 
 pub use agentc_host::backend::session_failure;
 
-/// Whether NAME names a profile file rather than a container.
-pub(crate) fn is_profile_path(name: &str) -> bool {
-    name.contains('/') || name.ends_with(".toml")
-}
-
-/// The sandbox NAME means: a container agentc created, or a profile file's one (running)
-/// container.
-pub(crate) async fn sandbox_named<C: SandboxClient>(
-    client: &C,
-    name: &str,
-    stopped_too: bool,
-) -> Result<Sandbox, Failure> {
-    let found = if is_profile_path(name) {
-        let loaded = context::load_profile(Path::new(name))?;
-        client.find_profile(&loaded.profile.name, stopped_too).await
-    } else {
-        match client.find(name).await {
-            // A profile's name, as `agentc ps` prints it, means its one container as a profile
-            // file does; a container of that name comes first.
-            Err(SessionError::Launch(ExecError::NoSuchContainer { .. })) => {
-                match client.find_profile(name, stopped_too).await {
-                    Err(SessionError::NotOneContainer { found, .. }) if found.is_empty() => {
-                        return Err(Failure::new(
-                            EXIT_FAILED,
-                            format!(
-                                "no such container or profile {name}\n  hint: `agentc ps \
-                                 --all` lists agentc's containers and their profiles; a profile \
-                                 file is named by a path with a `/` or a `.toml` ending"
-                            ),
-                        ))
-                    }
-                    other => other,
-                }
-            }
-            other => other,
-        }
-    };
-    found.map_err(session_failure)
-}
+pub(crate) use agentc_host::inventory::{is_profile_path, sandbox_named};
 
 /// A tag unique to this exec, for [`SandboxClient::stop_tagged`].
 fn exec_tag() -> String {

@@ -207,6 +207,23 @@ pub fn lock_state(state: &Path) -> Result<StateLock, Failure> {
     Ok(StateLock { _file: file })
 }
 
+/// The state of `profile` read under its lock ([`lock_state`]), or a new one when it has none:
+/// its file, the lock (held until dropped) and the state (`agentc apply`, `agentc rollback`
+/// and `agentc rm --state`).
+pub fn locked_state(
+    profile: &str,
+) -> Result<(PathBuf, StateLock, agentc_lifecycle::state::State), Failure> {
+    use agentc_lifecycle::state::State;
+    let path = state_file(profile)?;
+    let guard = lock_state(&path)?;
+    let state = match read_text(&path)? {
+        Some(text) => State::parse(&path.display().to_string(), &text, profile)
+            .map_err(Failure::unlaunchable)?,
+        None => State::new(profile),
+    };
+    Ok((path, guard, state))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
