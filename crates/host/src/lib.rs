@@ -29,6 +29,7 @@ pub mod backend;
 pub mod bundled;
 mod failure;
 pub mod inventory;
+pub mod launch;
 pub mod lifecycle;
 pub mod pool_secret;
 mod request;
@@ -43,5 +44,7 @@ pub use resolve::{
     resolve_launch_unowned,
 };
 
+#[cfg(test)]
+mod memory_fixtures;
 #[cfg(test)]
 mod tests;

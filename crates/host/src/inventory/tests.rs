@@ -5,73 +5,17 @@ use std::collections::BTreeMap;
 
 use agentc_engine::memory::MemoryEngine;
 use agentc_engine::session::{SandboxClient, Sandboxes};
-use agentc_policy::{Instance, LaunchKind, LaunchSpec, PathProbe, ResolveInputs, Start};
+use agentc_policy::Start;
 
 use super::*;
-
-/// Runs `future` on a runtime of its own, as a command does.
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    crate::backend::runtime()
-        .expect("a runtime")
-        .block_on(future)
-}
-
-const IMAGE: &str = "busybox:memory";
-const PROXY_IMAGE: &str = "agentc-egress:memory";
-
-/// A custom sandbox behind the egress proxy (an allowlist) or, `open`, on the default bridge.
-fn profile(name: &str, open: bool) -> String {
-    let egress = if open {
-        "[egress]\nmode = \"unrestricted\"\n"
-    } else {
-        "[egress]\nhosts = [\"api.example.com\"]\n"
-    };
-    format!(
-        "name = \"{name}\"\nagent = \"custom\"\n\n[image]\nref = \"{IMAGE}\"\n\n\
-         [workspace]\nmount = false\n\n{egress}"
-    )
-}
-
-/// Every path a directory: the profiles bind nothing of the host.
-struct Directories;
-
-impl PathProbe for Directories {
-    fn kind(&self, _path: &str) -> agentc_policy::PathKind {
-        agentc_policy::PathKind::Directory
-    }
-}
-
-/// The profile `name`'s session launch named `NAME-1`, its proxy a named image (so that no
-/// agentc executable is imaged).
-fn launch(name: &str, open: bool) -> LaunchSpec {
-    let text = profile(name, open);
-    let loaded = agentc_policy::load(&format!("{name}.toml"), &text).expect("the profile loads");
-    let inputs = ResolveInputs {
-        instance: Instance {
-            start: Start::Session,
-            default_name: Some(format!("{name}-1")),
-            ..Instance::default()
-        },
-        ..ResolveInputs::new(LaunchKind::Run, "/srv/task", "/srv/profiles", "/home/dev")
-    };
-    let mut spec = agentc_policy::resolve(&loaded, &inputs, &Directories).expect("it resolves");
-    if let agentc_policy::Action::Container(container) = &mut spec.action {
-        if let Some(egress) = &mut container.egress {
-            egress.proxy.image = PROXY_IMAGE.to_string();
-        }
-    }
-    spec
-}
+use crate::memory_fixtures::{block_on, engine, launch};
 
 /// A client over an engine holding both images, with `boxed` (behind the proxy) and `open`
 /// (on the default bridge) started.
 fn two_sandboxes() -> Sandboxes<MemoryEngine> {
-    let engine = MemoryEngine::default()
-        .with_image(IMAGE)
-        .with_image(PROXY_IMAGE);
-    let client = Sandboxes::over(engine, BTreeMap::new());
+    let client = Sandboxes::over(engine(), BTreeMap::new());
     for (name, open) in [("boxed", false), ("open", true)] {
-        block_on(client.create(&launch(name, open))).expect("the sandbox starts");
+        block_on(client.create(&launch(name, open, Start::Session))).expect("the sandbox starts");
     }
     client
 }
