@@ -34,7 +34,9 @@ pub mod lifecycle;
 pub mod pool_secret;
 mod request;
 mod resolve;
+pub mod restore;
 pub mod snapshots;
+pub mod verify;
 
 pub use failure::{Failure, EXIT_DOCKER, EXIT_FAILED, EXIT_INVALID, EXIT_NO_INPUT, EXIT_USAGE};
 pub use request::{every_launch, load_profile, seed_targets, LaunchRequest};

@@ -1,20 +1,16 @@
 //! `agentc pause`, `resume`, `snapshot` (and `snapshot ls`, `snapshot rm`), `restore` and
 //! `fork`: short chains of [`agentc_engine::snapshot`] calls over either backend's
-//! [`SandboxClient`](agentc_engine::session::SandboxClient). A restore is `agentc run
-//! --detach`'s own launch ([`launch::execute`]) of the snapshot's profile with the snapshot's
-//! image, between the library's [`prepare`](snapshot::prepare) and
-//! [`put_back`](snapshot::put_back).
+//! [`SandboxClient`](agentc_engine::session::SandboxClient). A restore is the library's
+//! ([`agentc_host::restore`]), printed by `restore.rs`.
 
 use std::path::{Path, PathBuf};
 
 use agentc_engine::session::{Sandboxes, SessionPort};
 use agentc_engine::snapshot::{self, Freeze, SnapshotRecord};
-use agentc_policy::{ContainerSpec, LaunchSpec};
 
 use crate::cli::{
     BackendArg, KindArg, LaunchArgs, PauseArgs, PsFormat, SnapshotArgs, SnapshotCommand, TakeArgs,
 };
-use crate::commands::launch;
 use crate::commands::session::sandbox_named;
 pub(crate) use crate::commands::session::{on_client, OnClient};
 use crate::context::Failure;
@@ -112,11 +108,6 @@ pub(crate) fn launch_args(
         overrides: Default::default(),
         build_args: Default::default(),
     }
-}
-
-/// The container launch of a resolved spec.
-pub(crate) fn container(spec: &LaunchSpec) -> Result<&ContainerSpec, Failure> {
-    launch::container_of(spec)
 }
 
 struct Take(TakeArgs);

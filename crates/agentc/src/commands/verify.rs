@@ -1,17 +1,13 @@
 //! `agentc verify`: launches the profile's run with the probe in place of the agent and
 //! compares what the kernel reports with the spec (see [`agentc_verify`]).
 
-use std::collections::BTreeMap;
-
 use agentc_egress::image::ProxyExecutable;
-use agentc_engine::session::{Sandbox, SandboxClient, SandboxEgress, Sandboxes, SessionPort};
-use agentc_policy::{Instance, LaunchSpec, Start};
-use agentc_verify::{self as verify, Check, EgressProbe, VerifyInputs};
+use agentc_host::verify::VerifyRunning;
+use agentc_policy::LaunchSpec;
+use agentc_verify::{self as verify, Check, EgressProbe};
 
 use crate::cli::{BackendArg, ExplainFormat, VerifyArgs};
-use crate::commands::session::{
-    is_profile_path, on_client, sandbox_named, session_failure, OnClient,
-};
+use crate::commands::session::{is_profile_path, on_client};
 use crate::commands::snapshot::launch_args;
 use crate::commands::{launch, offline};
 use crate::context::{self, Failure, EXIT_FAILED, EXIT_USAGE};
@@ -47,45 +43,25 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
         || crate::context::lifecycle_engine(backend),
     )?;
     let spec = context::resolve_launch(&loaded, &launch_args)?;
-    let checks = verify_launch(
-        &spec,
-        backend,
-        &launch::process_env(),
-        args.pull,
-        &egress_probe,
-        // The probe's egress proxy is an image of this binary.
-        &ProxyExecutable::running(),
-    )?;
+    let checks = verify_launch(&spec, backend, args.pull, &egress_probe)?;
     Ok(report(args.format, &spec.profile, &checks))
 }
 
-/// Verifies one resolved container launch through `backend`, as `agentc verify` does: refused
-/// first when the probe cannot observe it, then over the backend's engine port the isolation
-/// floor met as `agentc run` meets it (and said on stderr) and
-/// [`agentc_verify::verify_placed`], pulling first with `pull` and saying so on stderr.
+/// Verifies one resolved container launch through `backend`, as `agentc verify` does
+/// ([`agentc_host::launch::Launcher::verify_on`], over one engine port), saying on stderr what
+/// the floor chose and what is pulled.
 pub fn verify_launch(
     spec: &LaunchSpec,
     backend: BackendArg,
-    env: &BTreeMap<String, String>,
     pull: bool,
     egress_probe: &EgressProbe,
-    proxy_executable: &ProxyExecutable,
 ) -> Result<Vec<Check>, Failure> {
-    let container = verify::probe::verifiable(spec).map_err(failure)?;
-    let inputs = VerifyInputs {
-        pull,
-        egress_probe,
-        notify: launch::notify,
-        ..VerifyInputs::new(env, proxy_executable)
-    };
+    verify::probe::verifiable(spec).map_err(failure)?;
+    let launcher = launch::launcher();
     launch::runtime()?.block_on(async {
-        launch::over_port!(backend, None, |port| {
-            // The floor over the probe's own port: one connection for both.
-            let placed = launch::meet_floor_on(&port, container, &spec.profile).await?;
-            verify::verify_placed(&port, spec, &placed.container, &inputs)
-                .await
-                .map_err(failure)
-        })
+        launch::over_port!(backend, None, |port| launcher
+            .verify_on(&port, spec, pull, egress_probe, launch::notify)
+            .await)
     })
 }
 
@@ -133,119 +109,16 @@ fn report(format: ExplainFormat, profile: &str, checks: &[Check]) -> u8 {
     }
 }
 
-/// What the engine says of a running sandbox: its inspect and its egress.
-struct Running(String);
-
-impl OnClient for Running {
-    type Output = (Sandbox, serde_json::Value, Option<SandboxEgress>);
-
-    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<Self::Output, Failure> {
-        let sandbox = sandbox_named(client, &self.0, false).await?;
-        let inspect = client
-            .port()
-            .inspect_json(&sandbox.id)
-            .await
-            .map_err(|error| launch::exec_failure(error.at("inspect the sandbox")))?;
-        let egress = client.egress(&sandbox).await.map_err(session_failure)?;
-        Ok((sandbox, inspect, egress))
-    }
-}
-
-/// `agentc verify NAME`: the running sandbox NAME read from the host side and compared with
-/// its profile as it resolves now ([`verify::host`]); nothing runs in it. Refused where the
-/// host cannot see its processes: a remote engine, or gVisor's kernel.
+/// `agentc verify NAME`: the running sandbox read from the host side and compared with its
+/// profile as it resolves now ([`VerifyRunning`]).
 fn verify_running(args: VerifyArgs, name: &str) -> Result<u8, Failure> {
-    let refuse = |why: String| {
-        Failure::new(
-            context::EXIT_INVALID,
-            format!(
-                "cannot verify the running sandbox {name}: {why}\n  hint: `agentc verify \
-                 PROFILE.toml` checks its launch in a probe of its own"
-            ),
-        )
+    let running = VerifyRunning {
+        workspace: args.workspace,
+        image: args.image,
+        ..VerifyRunning::new(name, crate::engine())
     };
-    if launch::engine_is_remote() {
-        return Err(refuse(
-            "the engine runs on another machine, whose processes this host cannot read".into(),
-        ));
-    }
-    let (sandbox, inspect, egress) = on_client(
-        args.backend
-            .engine()
-            .unwrap_or(crate::cli::BackendArg::Auto),
-        Running(name.to_string()),
-    )?;
-    let text = |pointer: &str| inspect.pointer(pointer).and_then(|value| value.as_str());
-    let label = |key: &str| text(&format!("/Config/Labels/{}", key.replace('/', "~1")));
-    if text("/HostConfig/Runtime").is_some_and(|runtime| runtime.contains("runsc")) {
-        return Err(refuse(
-            "it runs under gVisor, whose kernel keeps its processes from the host's /proc".into(),
-        ));
-    }
-    let Some(file) = label(agentc_policy::LABEL_PROFILE_FILE) else {
-        return Err(refuse(format!(
-            "it records no profile file (label {})",
-            agentc_policy::LABEL_PROFILE_FILE
-        )));
-    };
-    let pid = inspect
-        .pointer("/State/Pid")
-        .and_then(|pid| pid.as_u64())
-        .and_then(|pid| u32::try_from(pid).ok())
-        .filter(|pid| *pid > 0)
-        .ok_or_else(|| refuse("the engine reports no process for it".into()))?;
-    let own_home = label(agentc_policy::LABEL_OWN_VOLUME).is_some();
-    let spec = running_spec(&args, &sandbox, file, own_home)?;
-    let observed = observe(pid).map_err(refuse)?;
-    let checks = verify::host::compare_running(
-        launch::container_of(&spec)?,
-        spec.digest(),
-        label(agentc_policy::LABEL_SPEC_DIGEST),
-        &observed,
-        &inspect,
-        egress.as_ref().map(|egress| &egress.state),
-    );
-    Ok(report(args.format, &spec.profile, &checks))
-}
-
-/// What the host's `/proc` and cgroup tree show of the process `pid`, or why they cannot be
-/// read.
-fn observe(pid: u32) -> Result<verify::parse::Observation, String> {
-    verify::host::observe(
-        std::path::Path::new("/proc"),
-        std::path::Path::new("/sys/fs/cgroup"),
-        pid,
-    )
-    .map_err(|error| format!("{error} (run agentc as root, or as the engine's user)"))
-}
-
-/// The spec of the running `sandbox` as its profile `file` resolves now (with `--workspace`
-/// and `--image` from `args`): under its own name when it has the profile's, else asked for
-/// (`--name`, a copy's); its own home volume when `own_home`.
-fn running_spec(
-    args: &VerifyArgs,
-    sandbox: &Sandbox,
-    file: &str,
-    own_home: bool,
-) -> Result<LaunchSpec, Failure> {
-    let launch_args = launch_args(
-        std::path::Path::new(file),
-        args.workspace.clone(),
-        args.image.clone(),
-    );
-    let loaded = context::load_profile(&launch_args.profile)?;
-    let instance = |named: bool| Instance {
-        start: Start::Detached,
-        default_name: Some(sandbox.name.clone()),
-        name: named.then(|| sandbox.name.clone()),
-        own_home,
-        stdin_is_terminal: false,
-        ..Instance::default()
-    };
-    // Its own name when it has the profile's; asked for (`--name`, a copy's) otherwise.
-    let mut spec = context::resolve_instance(&loaded, &launch_args, instance(false))?;
-    if launch::container_of(&spec)?.name.as_deref() != Some(sandbox.name.as_str()) {
-        spec = context::resolve_instance(&loaded, &launch_args, instance(true))?;
-    }
-    Ok(spec)
+    running.check_local()?;
+    let backend = args.backend.engine().unwrap_or(BackendArg::Auto);
+    let (profile, checks) = on_client(backend, running)?;
+    Ok(report(args.format, &profile, &checks))
 }
