@@ -31,6 +31,7 @@ mod failure;
 pub mod inventory;
 pub mod launch;
 pub mod lifecycle;
+pub mod pool;
 pub mod pool_secret;
 mod request;
 mod resolve;

@@ -18,24 +18,22 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 use agentc_engine::pool::warm::{self, Claimed, Cold, LaunchClaim, WarmStart};
-use agentc_engine::pool::{self, short_key, Member, Pool};
+use agentc_engine::pool::{self as engine_pool, short_key, Member};
 use agentc_engine::session::{
     ExecRequest, ExecStdin, SandboxClient, Sandboxes, SessionError, SessionPort,
 };
 use agentc_engine::ExecError;
-use agentc_policy::pool::{cold_reason, member_name, member_spec};
-use agentc_policy::{ChosenRuntime, ContainerSpec, Instance, LaunchSpec, LoadedProfile, Start};
+use agentc_host::pool::{self, secret_for, Fill, FillEvent, STALE};
+use agentc_host::LaunchRequest;
+use agentc_policy::{ContainerSpec, LaunchSpec, LoadedProfile, Start};
 use futures_util::FutureExt;
 
-use crate::cli::{
-    KindArg, LaunchArgs, PoolCommand, PoolDrainArgs, PoolFillArgs, PoolFormat, PoolLsArgs, PoolMode,
-};
+use crate::cli::{PoolCommand, PoolDrainArgs, PoolFillArgs, PoolFormat, PoolLsArgs, PoolMode};
 use crate::commands::launch;
 use crate::commands::session::{
     is_profile_path, on_client, run_exec, session_failure, OnClient, Signals,
 };
 use crate::context::{self, Failure, EXIT_INVALID};
-use agentc_host::pool_secret;
 
 /// Runs `agentc pool ...`.
 pub fn pool(command: PoolCommand) -> Result<u8, Failure> {
@@ -47,167 +45,37 @@ pub fn pool(command: PoolCommand) -> Result<u8, Failure> {
 }
 
 /// The launch `agentc run --detach PROFILE` resolves, with the claim's `agent_args` and the
-/// invocation's `overrides`, and the runtime its isolation floor was met with (`floor`).
+/// invocation's `overrides` ([`agentc_host::pool::detached_launch`]).
 fn detached_launch(
     loaded: &LoadedProfile,
     profile: &Path,
     image: Option<String>,
-    agent_args: Vec<String>,
     overrides: &BTreeMap<String, String>,
-    start: Start,
-    floor: Option<ChosenRuntime>,
 ) -> Result<LaunchSpec, Failure> {
-    let args = LaunchArgs {
-        profile: profile.to_path_buf(),
-        kind: KindArg::Run,
-        workspace: None,
+    let request = LaunchRequest {
         image,
-        seed_target: None,
-        agent_args,
         overrides: overrides.clone(),
-        build_args: Default::default(),
+        ..LaunchRequest::new(profile)
     };
-    let detach = start != Start::AsLaunched;
-    let instance = Instance {
-        start,
-        default_name: detach
-            .then(|| format!("agentc-run-{}-{}", loaded.profile.name, std::process::id())),
-        name: None,
-        copy: None,
-        stdin_is_terminal: std::io::stdin().is_terminal(),
-        profile_record: context::profile_record(profile),
-        own_home: false,
-        floor,
-    };
-    context::resolve_instance(loaded, &args, instance)
+    let terminal = std::io::stdin().is_terminal();
+    pool::detached_launch(loaded, &request, Start::Detached, None, terminal)
 }
 
-/// The user's key for the fingerprints of the keys `container`'s egress proxy reads
-/// ([`pool_secret`]); empty, and the user's key not read, without a credential binding.
-fn secret_for(container: &ContainerSpec) -> Result<Vec<u8>, Failure> {
-    let bound = container
-        .egress
-        .as_ref()
-        .is_some_and(|egress| !egress.credentials.is_empty());
-    if !bound {
-        return Ok(Vec::new());
-    }
-    pool_secret::load_or_create()
-}
-
-/// Why a member was removed as stale, as fill and claim say it.
-const STALE: &str = "the profile, image, runtime or a credential's key changed, or it stopped";
-
-/// Phase one of a fill: the pool (its key, [`Pool::placed`]), its stale members drained, and
-/// how many idle members of it there are.
-struct Prepare<'a> {
-    base: &'a LaunchSpec,
-    placed: &'a ContainerSpec,
-    secret: &'a [u8],
-    pull: bool,
-}
-
-impl OnClient for Prepare<'_> {
-    type Output = (Pool, usize);
-
-    async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<(Pool, usize), Failure> {
-        if self.pull {
-            let mut notify = launch::notify;
-            agentc_engine::image::ensure_image(
-                client.port(),
-                &self.placed.image,
-                true,
-                &mut notify,
-            )
-            .await
-            .map_err(launch::exec_failure)?;
-        }
-        // The keys the members' proxies read: the filler's, from the environment they launch
-        // with.
-        let env = launch::process_env();
-        let pool = Pool::placed(client, self.base, self.placed, &env, self.secret)
-            .await
-            .map_err(session_failure)?;
-        let tended = pool::tend(client, &pool).await.map_err(session_failure)?;
-        for names in tended.removed {
-            eprintln!("agentc: removed stale pool member {names} ({STALE})");
-        }
-        for left in tended.failed {
-            eprintln!("agentc: warning: could not remove a stale pool member: {left}");
-        }
-        Ok((pool, tended.idle))
-    }
-}
-
-/// The pool's launch of `agentc pool fill`: the profile's launch in the background, refused
-/// when no member could serve it, resolved with the runtime its isolation floor was met with
-/// (met once for the fill: the key's runtime and every member's).
-fn fill_launch(loaded: &LoadedProfile, args: &PoolFillArgs) -> Result<LaunchSpec, Failure> {
-    let resolve = |floor| {
-        let overrides = BTreeMap::new();
-        let image = args.image.clone();
-        detached_launch(
-            loaded,
-            &args.profile,
-            image,
-            Vec::new(),
-            &overrides,
-            Start::Detached,
-            floor,
-        )
-    };
-    let unmet = resolve(None)?;
-    if let Some(reason) = cold_reason(&unmet) {
-        return Err(Failure::new(
-            EXIT_INVALID,
-            format!(
-                "profile {}: cannot be pooled: {reason}\n  hint: `agentc run` starts it cold",
-                loaded.profile.name
-            ),
-        ));
-    }
-    let met = launch::meet_floor(launch::container_of(&unmet)?, &unmet.profile, args.backend)?;
-    match met.chosen {
-        None => Ok(unmet),
-        floor => resolve(floor),
-    }
-}
-
-/// Runs `agentc pool fill`.
+/// Runs `agentc pool fill`: the library's fill ([`Fill`], one step over one engine port),
+/// printing each member started and what the pool holds.
 fn fill(args: PoolFillArgs) -> Result<u8, Failure> {
-    let loaded = context::load_profile(&args.profile)?;
-    let base = fill_launch(&loaded, &args)?;
-    let placed = launch::container_of(&base)?;
-    let secret = secret_for(placed)?;
-    let (pool, idle) = on_client(
-        args.backend,
-        Prepare {
-            base: &base,
-            placed,
-            secret: &secret,
-            pull: args.pull,
-        },
-    )?;
-    let (key, credentials) = (&pool.key, &pool.credentials);
+    let mut print = |event: FillEvent<'_>| match event {
+        FillEvent::Note(line) => launch::notify(line),
+        FillEvent::Started(started) => println!("{started}"),
+    };
+    let request = LaunchRequest {
+        image: args.image,
+        ..LaunchRequest::new(&args.profile)
+    };
     let size = usize::from(args.size);
-    for _ in idle..size {
-        let suffix = pool::random_suffix().map_err(session_failure)?;
-        let name = member_name(&loaded.profile.name, &suffix);
-        let member = member_spec(&base, key, &name, &suffix, credentials).map_err(|reason| {
-            Failure::new(
-                EXIT_INVALID,
-                format!("profile {}: {reason}", loaded.profile.name),
-            )
-        })?;
-        let placed = launch::container_of(&member)?.clone();
-        launch::execute_placed(&member, Some(placed), args.backend, false)?;
-    }
-    eprintln!(
-        "agentc: pool of {} holds {} idle member(s) (key {})",
-        loaded.profile.name,
-        size.max(idle),
-        short_key(key)
-    );
+    let fill = Fill::new(request, size, args.pull, launch::launcher(), &mut print)?;
+    let filled = on_client(args.backend, fill)?;
+    eprintln!("agentc: {filled}");
     Ok(0)
 }
 
@@ -218,7 +86,9 @@ impl OnClient for List {
     type Output = Vec<Member>;
 
     async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<Vec<Member>, Failure> {
-        pool::members(client, None).await.map_err(session_failure)
+        engine_pool::members(client, None)
+            .await
+            .map_err(session_failure)
     }
 }
 
@@ -286,7 +156,7 @@ impl OnClient for Drain {
     type Output = (Vec<String>, Vec<String>);
 
     async fn run<P: SessionPort>(self, client: &Sandboxes<P>) -> Result<Self::Output, Failure> {
-        pool::drain(client, self.0.as_deref(), None)
+        engine_pool::drain(client, self.0.as_deref(), None)
             .await
             .map_err(session_failure)
     }
@@ -351,10 +221,7 @@ pub async fn claim_on<P: SessionPort>(
         request.loaded,
         request.profile,
         request.image.clone(),
-        Vec::new(),
         request.overrides,
-        Start::Detached,
-        None,
     )?;
     let job = ClaimJob {
         request,
@@ -441,7 +308,7 @@ impl ClaimJob<'_> {
             member.member_name, member.sandbox.name
         );
         if let Some(signal) = signals.recv().now_or_never() {
-            let _ = pool::discard(client, member).await;
+            let _ = engine_pool::discard(client, member).await;
             let cleanup = Some(format!(
                 "removed the claimed member {}",
                 member.sandbox.name
@@ -484,7 +351,7 @@ impl ClaimJob<'_> {
         }
         exec.tty = container.tty && std::io::stdin().is_terminal();
         let status = run_exec(client, &member.sandbox, exec).await;
-        if let Err(left) = pool::discard(client, member).await {
+        if let Err(left) = engine_pool::discard(client, member).await {
             eprintln!("agentc: warning: could not remove the claimed member: {left}");
         }
         status.map(Some)
