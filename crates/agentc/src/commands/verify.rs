@@ -1,7 +1,10 @@
 //! `agentc verify`: launches the profile's run with the probe in place of the agent and
 //! compares what the kernel reports with the spec (see [`agentc_verify`]).
 
+use std::collections::BTreeMap;
+
 use agentc_egress::image::ProxyExecutable;
+use agentc_host::launch::Launcher;
 use agentc_host::verify::VerifyRunning;
 use agentc_policy::LaunchSpec;
 use agentc_verify::{self as verify, Check, EgressProbe};
@@ -43,21 +46,36 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
         || crate::context::lifecycle_engine(backend),
     )?;
     let spec = context::resolve_launch(&loaded, &launch_args)?;
-    let checks = verify_launch(&spec, backend, args.pull, &egress_probe)?;
+    let checks = verify_launch(
+        &spec,
+        backend,
+        &launch::process_env(),
+        args.pull,
+        &egress_probe,
+        // The probe's egress proxy is an image of this binary.
+        &ProxyExecutable::running(),
+    )?;
     Ok(report(args.format, &spec.profile, &checks))
 }
 
 /// Verifies one resolved container launch through `backend`, as `agentc verify` does
-/// ([`agentc_host::launch::Launcher::verify_on`], over one engine port), saying on stderr what
-/// the floor chose and what is pulled.
+/// ([`agentc_host::launch::Launcher::verify_on`], over one engine port), secrets read from
+/// `env` and the probe's egress proxy an image of `proxy_executable`; says on stderr what the
+/// floor chose and what is pulled.
 pub fn verify_launch(
     spec: &LaunchSpec,
     backend: BackendArg,
+    env: &BTreeMap<String, String>,
     pull: bool,
     egress_probe: &EgressProbe,
+    proxy_executable: &ProxyExecutable,
 ) -> Result<Vec<Check>, Failure> {
     verify::probe::verifiable(spec).map_err(failure)?;
-    let launcher = launch::launcher();
+    let launcher = Launcher {
+        env: env.clone(),
+        proxy: proxy_executable.clone(),
+        ..launch::launcher()
+    };
     launch::runtime()?.block_on(async {
         launch::over_port!(backend, None, |port| launcher
             .verify_on(&port, spec, pull, egress_probe, launch::notify)
