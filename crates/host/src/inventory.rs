@@ -519,4 +519,4 @@ impl KeptState {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -20,7 +20,7 @@ use std::path::Path;
 use agentc_engine::pool::warm::{self, Claimed, Cold, LaunchClaim, WarmStart};
 use agentc_engine::pool::{self, short_key, Member, Pool};
 use agentc_engine::session::{
-    ExecRequest, ExecStdin, SandboxClient, Sandboxes, SessionError, SessionPort,
+    ExecRequest, ExecStdin, ProcessStdio, SandboxClient, Sandboxes, SessionError, SessionPort,
 };
 use agentc_engine::ExecError;
 use agentc_policy::pool::{cold_reason, member_name, member_spec};
@@ -31,11 +31,10 @@ use crate::cli::{
     KindArg, LaunchArgs, PoolCommand, PoolDrainArgs, PoolFillArgs, PoolFormat, PoolLsArgs, PoolMode,
 };
 use crate::commands::launch;
-use crate::commands::session::{
-    is_profile_path, on_client, run_exec, session_failure, OnClient, Signals,
-};
+use crate::commands::session::{is_profile_path, on_client, session_failure, OnClient, Signals};
 use crate::context::{self, Failure, EXIT_INVALID};
 use agentc_host::pool_secret;
+use agentc_host::session::run_exec;
 
 /// Runs `agentc pool ...`.
 pub fn pool(command: PoolCommand) -> Result<u8, Failure> {
@@ -483,7 +482,7 @@ impl ClaimJob<'_> {
             exec.stdin = ExecStdin::Terminal;
         }
         exec.tty = container.tty && std::io::stdin().is_terminal();
-        let status = run_exec(client, &member.sandbox, exec).await;
+        let status = run_exec(client, &member.sandbox, exec, &mut ProcessStdio).await;
         if let Err(left) = pool::discard(client, member).await {
             eprintln!("agentc: warning: could not remove the claimed member: {left}");
         }

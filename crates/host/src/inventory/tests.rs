@@ -10,7 +10,7 @@ use agentc_policy::{Instance, LaunchKind, LaunchSpec, PathProbe, ResolveInputs, 
 use super::*;
 
 /// Runs `future` on a runtime of its own, as a command does.
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
+pub(crate) fn block_on<F: std::future::Future>(future: F) -> F::Output {
     crate::backend::runtime()
         .expect("a runtime")
         .block_on(future)
@@ -64,8 +64,8 @@ fn launch(name: &str, open: bool) -> LaunchSpec {
 }
 
 /// A client over an engine holding both images, with `boxed` (behind the proxy) and `open`
-/// (on the default bridge) started.
-fn two_sandboxes() -> Sandboxes<MemoryEngine> {
+/// (on the default bridge) started (also the session steps' engine).
+pub(crate) fn two_sandboxes() -> Sandboxes<MemoryEngine> {
     let engine = MemoryEngine::default()
         .with_image(IMAGE)
         .with_image(PROXY_IMAGE);
