@@ -8,10 +8,11 @@
 //! use agentc_host::backend::{on_client, BackendChoice, Driver};
 //! use agentc_host::inventory::{Filters, List};
 //!
+//! let env = agentc_host::backend::process_env();
 //! let driver = Driver {
 //!     engine: agentc_engine::Engine::Docker,
 //!     backend: BackendChoice::Auto,
-//!     proxy: ProxyExecutable::locate(&agentc_host::backend::process_env())?,
+//!     proxy: ProxyExecutable::locate(&env).ok_or("no agentc on PATH")?,
 //! };
 //! let filters = Filters::parse(&["status=running".to_string()])?;
 //! let listing = on_client(&driver, List { filters, ..List::default() })?;
@@ -519,4 +520,4 @@ impl KeptState {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

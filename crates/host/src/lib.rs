@@ -7,7 +7,9 @@
 //! chosen and opened as the command line does it ([`backend`]); snapshots of sandboxes
 //! launched from profile files ([`snapshots`]); the pools' credential key ([`pool_secret`]);
 //! the lifecycle's I/O around the pure `agentc_lifecycle` crate ([`lifecycle`]); what agentc
-//! made on an engine, listed and removed as `agentc ps` and `agentc rm` do ([`inventory`]).
+//! made on an engine, listed and removed as `agentc ps` and `agentc rm` do ([`inventory`]); what
+//! the session commands do to a running sandbox (exec, copy, ports, logs, egress log, stop and
+//! start: [`session`]).
 //!
 //! The policy crate reads nothing from the process; this crate is where the file system, the
 //! environment and the user are read. It asks the engine only through [`backend`]'s ports.
@@ -36,6 +38,7 @@ pub mod pool_secret;
 mod request;
 mod resolve;
 pub mod restore;
+pub mod session;
 pub mod snapshots;
 pub mod verify;
 

@@ -1,7 +1,8 @@
 //! One module per subcommand, each a short chain of library calls; [`launch`] holds what the
 //! launching commands share (the runtime, the environment and daemon address read from the
 //! machine, a launch through either backend and what it prints, the exit status of a launch
-//! error); [`session`] the commands that drive a running sandbox through either backend's
+//! error); [`session`] the commands that drive a running sandbox, each a step of
+//! [`agentc_host::session`] run through either backend's
 //! [`SandboxClient`](agentc_engine::session::SandboxClient).
 
 pub mod apply;

@@ -9,7 +9,7 @@
 //! module prints what it found and runs an attached command on the terminal.
 //!
 //! The keys a member's egress proxy holds are read at fill, from the filler's environment:
-//! the member carries their fingerprints under the user's own key ([`pool_secret`]), and a
+//! the member carries their fingerprints under the user's own key ([`agentc_host::pool_secret`]), and a
 //! claim takes only a member whose fingerprints are those of its own environment; the others
 //! are drained, as members of another key are.
 
@@ -20,7 +20,7 @@ use std::path::Path;
 use agentc_engine::pool::warm::{self, Claimed, Cold, LaunchClaim, WarmStart};
 use agentc_engine::pool::{self as engine_pool, short_key, Member};
 use agentc_engine::session::{
-    ExecRequest, ExecStdin, SandboxClient, Sandboxes, SessionError, SessionPort,
+    ExecRequest, ExecStdin, ProcessStdio, SandboxClient, Sandboxes, SessionError, SessionPort,
 };
 use agentc_engine::ExecError;
 use agentc_host::pool::{self, secret_for, Fill, FillEvent, STALE};
@@ -30,10 +30,9 @@ use futures_util::FutureExt;
 
 use crate::cli::{PoolCommand, PoolDrainArgs, PoolFillArgs, PoolFormat, PoolLsArgs, PoolMode};
 use crate::commands::launch;
-use crate::commands::session::{
-    is_profile_path, on_client, run_exec, session_failure, OnClient, Signals,
-};
+use crate::commands::session::{is_profile_path, on_client, session_failure, OnClient, Signals};
 use crate::context::{self, Failure, EXIT_INVALID};
+use agentc_host::session::run_exec;
 
 /// Runs `agentc pool ...`.
 pub fn pool(command: PoolCommand) -> Result<u8, Failure> {
@@ -192,7 +191,7 @@ pub struct ClaimRequest<'a> {
     pub profile: &'a Path,
     /// `--image`.
     pub image: Option<String>,
-    /// The invocation's `AGENTC_*` overrides ([`LaunchArgs::overrides`]).
+    /// The invocation's `AGENTC_*` overrides ([`crate::cli::LaunchArgs::overrides`]).
     pub overrides: &'a BTreeMap<String, String>,
     /// The claim's launch, as `run` resolved it (with the agent arguments and the runtime its
     /// isolation floor was met with).
@@ -350,7 +349,7 @@ impl ClaimJob<'_> {
             exec.stdin = ExecStdin::Terminal;
         }
         exec.tty = container.tty && std::io::stdin().is_terminal();
-        let status = run_exec(client, &member.sandbox, exec).await;
+        let status = run_exec(client, &member.sandbox, exec, &mut ProcessStdio).await;
         if let Err(left) = engine_pool::discard(client, member).await {
             eprintln!("agentc: warning: could not remove the claimed member: {left}");
         }

@@ -11,8 +11,8 @@ use super::*;
 use crate::memory_fixtures::{block_on, engine, launch};
 
 /// A client over an engine holding both images, with `boxed` (behind the proxy) and `open`
-/// (on the default bridge) started.
-fn two_sandboxes() -> Sandboxes<MemoryEngine> {
+/// (on the default bridge) started (also the session steps' engine).
+pub(crate) fn two_sandboxes() -> Sandboxes<MemoryEngine> {
     let client = Sandboxes::over(engine(), BTreeMap::new());
     for (name, open) in [("boxed", false), ("open", true)] {
         block_on(client.create(&launch(name, open, Start::Session))).expect("the sandbox starts");
