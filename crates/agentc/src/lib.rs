@@ -18,6 +18,7 @@
 pub mod cli;
 pub mod commands;
 pub mod context;
+mod table;
 pub mod verbose;
 
 pub use agentc_host::{bundled, lifecycle};

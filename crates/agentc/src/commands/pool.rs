@@ -128,21 +128,10 @@ fn ls(args: PoolLsArgs) -> Result<u8, Failure> {
                     ]
                 })
                 .collect();
-            let header = ["NAME", "PROFILE", "KEY", "STATE", "STATUS"].map(str::to_string);
-            let mut widths = header.clone().map(|cell| cell.len());
-            for row in &rows {
-                for (width, cell) in widths.iter_mut().zip(row) {
-                    *width = (*width).max(cell.len());
-                }
-            }
-            for row in std::iter::once(&header).chain(&rows) {
-                let line: Vec<String> = row
-                    .iter()
-                    .zip(widths)
-                    .map(|(cell, width)| format!("{cell:width$}"))
-                    .collect();
-                println!("{}", line.join("  ").trim_end());
-            }
+            print!(
+                "{}",
+                crate::table::table(["NAME", "PROFILE", "KEY", "STATE", "STATUS"], &rows)
+            );
         }
     }
     Ok(0)

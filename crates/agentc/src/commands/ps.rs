@@ -3,14 +3,13 @@
 //! whether their profile changed since; `--volumes` lists agentc's volumes too. The listing is
 //! the library's ([`agentc_host::inventory::List`]); this module prints it.
 
-use std::fmt::Write as _;
-
 use agentc_engine::companion::state::EgressState;
 use agentc_host::inventory::{Filters, List, Row};
 
 use crate::cli::{PsArgs, PsFormat};
 use crate::commands::session::on_client;
 use crate::context::Failure;
+use crate::table::table;
 
 /// The ID `ps -q` prints: the first 12 characters, as `docker ps -q`.
 fn short_id(id: &str) -> &str {
@@ -58,27 +57,6 @@ pub fn ps(args: PsArgs) -> Result<u8, Failure> {
         }
     }
     Ok(0)
-}
-
-/// Aligned columns of `cells` under `headers`.
-fn table<const N: usize>(headers: [&str; N], cells: &[[String; N]]) -> String {
-    let mut widths = headers.map(str::len);
-    for row in cells {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    let header = headers.map(str::to_string);
-    for row in std::iter::once(&header).chain(cells) {
-        let mut line = String::new();
-        for (cell, width) in row.iter().zip(widths) {
-            let _ = write!(line, "{cell:<width$}  ");
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
 }
 
 /// The table: `NAME  PROFILE  KIND  STATUS  ISOLATION  EGRESS  NETWORK  PORTS  SPEC

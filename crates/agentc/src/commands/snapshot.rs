@@ -175,24 +175,7 @@ fn print_table(records: &[SnapshotRecord]) {
             ]
         })
         .collect();
-    let mut widths = header.map(str::len);
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.len());
-        }
-    }
-    let line = |cells: &[&str]| {
-        let text: Vec<String> = cells
-            .iter()
-            .zip(widths)
-            .map(|(cell, width)| format!("{cell:width$}"))
-            .collect();
-        println!("{}", text.join("  ").trim_end());
-    };
-    line(&header);
-    for row in &rows {
-        line(&row.each_ref().map(String::as_str));
-    }
+    print!("{}", crate::table::table(header, &rows));
 }
 
 struct Remove(Vec<String>);
