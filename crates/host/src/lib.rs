@@ -38,6 +38,7 @@ pub mod pool_secret;
 mod request;
 mod resolve;
 pub mod restore;
+pub mod run;
 pub mod session;
 pub mod snapshots;
 pub mod verify;

@@ -64,3 +64,31 @@ pub(crate) fn launch(name: &str, open: bool, start: Start) -> LaunchSpec {
     }
     spec
 }
+
+/// A profile file of a custom sandbox on the default bridge that runs a command, and the
+/// directory holding it.
+pub(crate) fn profile_file(extra: &str) -> (tempfile::TempDir, crate::LaunchRequest) {
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("warm.toml");
+    let text = format!(
+        "name = \"warm\"\nagent = \"custom\"\n\n[image]\nref = \"{IMAGE}\"\n\
+         command = [\"echo\", \"hello\"]\n\n\
+         [workspace]\nmount = false\n\n[egress]\nmode = \"unrestricted\"\n{extra}"
+    );
+    std::fs::write(&path, text).expect("the profile is written");
+    let request = crate::LaunchRequest {
+        workspace: Some(dir.path().to_path_buf()),
+        ..crate::LaunchRequest::new(path)
+    };
+    (dir, request)
+}
+
+/// A launcher that makes no proxy image: the fixtures' proxies name theirs, or have none.
+pub(crate) fn launcher() -> crate::launch::Launcher {
+    crate::launch::Launcher {
+        engine: agentc_engine::Engine::Docker,
+        env: Default::default(),
+        proxy: agentc_egress::image::ProxyExecutable::default(),
+        terminal: false,
+    }
+}

@@ -84,3 +84,13 @@ pub enum PoolMode {
     /// Always start cold.
     Off,
 }
+
+impl From<PoolMode> for agentc_host::run::PoolUse {
+    fn from(mode: PoolMode) -> agentc_host::run::PoolUse {
+        match mode {
+            PoolMode::Auto => agentc_host::run::PoolUse::Auto,
+            PoolMode::Require => agentc_host::run::PoolUse::Require,
+            PoolMode::Off => agentc_host::run::PoolUse::Off,
+        }
+    }
+}

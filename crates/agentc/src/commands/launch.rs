@@ -11,7 +11,7 @@ use agentc_backend_cli::exec::port::CliPort;
 use agentc_engine::isolation::{self as floor, Met};
 use agentc_engine::launch::ProxyExecutable;
 use agentc_engine::port::EnginePort;
-use agentc_host::launch::{Launcher, Outcome, StartedSandbox};
+use agentc_host::launch::{Launcher, Outcome};
 use agentc_policy::{ContainerSpec, LaunchSpec};
 
 use crate::cli::BackendArg;
@@ -253,16 +253,6 @@ pub fn execute_copies(
         }
     }
     Ok(0)
-}
-
-/// Prints a started detached container: `started NAME (ID)`, one `  PORT  ADDRESS` line
-/// per reachable address, and, on a named network, the names its peers reach it by
-/// ([`StartedSandbox`]).
-pub(crate) fn print_started(
-    inspect: &bollard::models::ContainerInspectResponse,
-    network: &agentc_policy::Network,
-) {
-    println!("{}", StartedSandbox::from_inspect(inspect, network));
 }
 
 #[cfg(test)]

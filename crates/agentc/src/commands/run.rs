@@ -6,7 +6,9 @@ use std::io::IsTerminal;
 use agentc_policy::{Action, ChosenRuntime, Instance, LaunchSpec, LoadedProfile, Start};
 
 use agentc_egress::image::ProxyExecutable;
-use agentc_engine::session::Sandboxes;
+use agentc_engine::session::{ProcessStdio, Sandboxes};
+use agentc_host::backend::OnClient;
+use agentc_host::run::{RunEvent, RunOne};
 
 use crate::cli::{BackendArg, KindArg, LaunchArgs, RunArgs};
 use crate::commands::launch;
@@ -67,10 +69,7 @@ pub fn run(mut args: RunArgs) -> Result<u8, Failure> {
             .collect::<Result<Vec<_>, Failure>>()?;
         return launch::execute_copies(&copies, args.backend, args.pull, usize::from(args.jobs));
     }
-    let resolve_met = |floor: ChosenRuntime| {
-        context::resolve_instance(&loaded, &launch_args, instance(None, Some(floor)))
-    };
-    launch_one(&args, &launch_args, &loaded, &spec, &resolve_met).map_err(|failure| {
+    launch_one(&args, &launch_args, &loaded, &spec, instance(None, None)).map_err(|failure| {
         missing_preset_image(failure, &launch_args, &loaded, &spec, args.backend)
     })
 }
@@ -102,40 +101,39 @@ fn run_launch_args(args: &mut RunArgs) -> LaunchArgs {
 }
 
 /// The one launch of `agentc run`, over one engine port (one connection through the Engine
-/// API): the isolation floor met and the launch resolved with its runtime (`resolve_met`),
-/// then a warm claim where a pool of the spec's key has a member, else a cold launch.
+/// API), the leftovers of a killed launch of its name reaped first: the library's
+/// ([`RunOne`]: the isolation floor met and the launch resolved with its runtime, then a warm
+/// claim where a pool of the spec's key has a member, else a cold launch), printed.
 fn launch_one(
     args: &RunArgs,
     launch_args: &LaunchArgs,
     loaded: &LoadedProfile,
     spec: &LaunchSpec,
-    resolve_met: &dyn Fn(ChosenRuntime) -> Result<LaunchSpec, Failure>,
+    instance: Instance,
 ) -> Result<u8, Failure> {
     let container = launch::container_of(spec)?;
     let own = container.name.as_deref();
+    let request = launch_args.request();
+    let mut print = |event: RunEvent<'_>| match event {
+        RunEvent::Note(line) | RunEvent::Exited(line) => launch::notify(line),
+        RunEvent::Started(started) => println!("{started}"),
+    };
+    let run = RunOne {
+        loaded,
+        request: &request,
+        instance,
+        spec,
+        pool: args.pool.into(),
+        pull: args.pull,
+        launcher: launch::launcher(),
+        output: &mut ProcessStdio,
+        events: &mut print,
+    };
     launch::runtime()?.block_on(async {
         launch::over_port!(args.backend, own, |port| {
-            // The floor, met once: the pool key's runtime, and the cold launch's.
-            let met = launch::meet_floor_on(&port, container, &spec.profile).await?;
-            let resolved = met.chosen.map(resolve_met).transpose()?;
-            let spec = resolved.as_ref().unwrap_or(spec);
-            let placed = launch::container_of(spec)?;
             let client = Sandboxes::over(port, launch::process_env())
                 .with_proxy_executable(ProxyExecutable::running());
-            let request = super::pool::ClaimRequest {
-                loaded,
-                profile: &launch_args.profile,
-                image: launch_args.image.clone(),
-                overrides: &launch_args.overrides,
-                spec,
-                mode: args.pool,
-                name: args.name.clone(),
-            };
-            if let Some(status) = super::pool::claim_on(&client, request).await? {
-                return Ok(status);
-            }
-            launch::check_host_ports(placed, spec)?;
-            launch::launch_placed_on(client.port(), placed, args.pull).await
+            run.run(&client).await
         })
     })
 }

@@ -22,7 +22,7 @@ use crate::cli::{
 };
 use crate::context::Failure;
 
-pub(crate) use agentc_host::backend::{OnClient, Signals};
+pub(crate) use agentc_host::backend::OnClient;
 
 /// Runs `step` through `backend`'s client for this process's engine, the egress proxy an image
 /// of this binary ([`agentc_host::backend::on_client`]).

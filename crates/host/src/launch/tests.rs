@@ -7,17 +7,7 @@ use agentc_policy::Start;
 use bollard::models::{ContainerInspectResponse, EndpointSettings, NetworkSettings, PortBinding};
 
 use super::*;
-use crate::memory_fixtures::{block_on, engine, launch};
-
-/// A launcher that makes no proxy image: the fixtures' proxies name theirs.
-fn launcher() -> Launcher {
-    Launcher {
-        engine: Engine::Docker,
-        env: BTreeMap::new(),
-        proxy: ProxyExecutable::default(),
-        terminal: false,
-    }
-}
+use crate::memory_fixtures::{block_on, engine, launch, launcher};
 
 /// The container of the profile `name`'s launch, detached or attached.
 fn container(name: &str, start: Start) -> ContainerSpec {

@@ -4,32 +4,7 @@
 use agentc_engine::session::Sandboxes;
 
 use super::*;
-use crate::memory_fixtures::{block_on, engine, IMAGE};
-
-/// A profile file of a custom sandbox on the default bridge, and the directory holding it.
-fn profile_file(extra: &str) -> (tempfile::TempDir, LaunchRequest) {
-    let dir = tempfile::tempdir().expect("a directory");
-    let path = dir.path().join("warm.toml");
-    let text = format!(
-        "name = \"warm\"\nagent = \"custom\"\n\n[image]\nref = \"{IMAGE}\"\n\n\
-         [workspace]\nmount = false\n\n[egress]\nmode = \"unrestricted\"\n{extra}"
-    );
-    std::fs::write(&path, text).expect("the profile is written");
-    let request = LaunchRequest {
-        workspace: Some(dir.path().to_path_buf()),
-        ..LaunchRequest::new(path)
-    };
-    (dir, request)
-}
-
-fn launcher() -> Launcher {
-    Launcher {
-        engine: agentc_engine::Engine::Docker,
-        env: Default::default(),
-        proxy: agentc_egress::image::ProxyExecutable::default(),
-        terminal: false,
-    }
-}
+use crate::memory_fixtures::{block_on, engine, launcher, profile_file};
 
 /// Fills the pool of `request` to `size` over `client`: what it left and the members started.
 fn fill(
