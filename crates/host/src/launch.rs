@@ -250,6 +250,50 @@ impl Launcher {
         Ok(met)
     }
 
+    /// What `agentc doctor` says of a container's isolation floor, asked over `port` with the
+    /// same detection and probes as a launch: the runtime a launch would take and its tier, or
+    /// what the engine has and how to get what is missing (the words and a hint). `None`
+    /// without a floor.
+    pub async fn floor_fact<P: EnginePort>(
+        &self,
+        port: &P,
+        container: &ContainerSpec,
+        profile: &str,
+    ) -> Option<Result<String, (String, String)>> {
+        let isolation = container.isolation?;
+        let options = self.floor_options();
+        let choice = floor::choose(port, container, isolation, profile, &options).await;
+        Some(match choice {
+            Ok(Ok(chosen)) => Ok(format!(
+                "{} under runtime {} (min {}, prefer {}){}",
+                chosen.tier,
+                chosen.name,
+                isolation.min,
+                isolation.prefer.as_str(),
+                chosen
+                    .above_floor
+                    .map(|reason| format!("; above the floor: {reason}"))
+                    .unwrap_or_default()
+            )),
+            Ok(Err(shortfall)) => Err((
+                format!(
+                    "no runtime meets min {} ({}); found: {}",
+                    shortfall.min.as_str(),
+                    shortfall.min.words(),
+                    floor::found(&shortfall)
+                ),
+                shortfall.hint.clone(),
+            )),
+            Err(error) => Err((
+                format!(
+                    "the engine's runtimes cannot be read: {}",
+                    error.to_string().lines().next().unwrap_or_default()
+                ),
+                "`agentc doctor` without a profile checks the engine".to_string(),
+            )),
+        })
+    }
+
     /// The launch options of this caller, pulling a missing image when `pull`.
     fn options(&self, pull: bool) -> LaunchOptions {
         LaunchOptions {
