@@ -34,12 +34,10 @@
 //! }
 //!
 //! let env = agentc_host::backend::process_env();
-//! let driver = Driver {
-//!     engine: agentc_engine::Engine::Docker,
-//!     backend: BackendChoice::Auto,
-//!     // The agentc binary the egress proxy's image is made of: never the calling program.
-//!     proxy: ProxyExecutable::locate(&env).expect("agentc on PATH"),
-//! };
+//! // The agentc binary the egress proxy's image is made of: never the calling program.
+//! let proxy = ProxyExecutable::locate(&env).expect("agentc on PATH");
+//! // Secrets read from this process's environment (`Driver::env`; a task's own may replace it).
+//! let driver = Driver::new(agentc_engine::Engine::Docker, BackendChoice::Auto, proxy);
 //! let name = on_client(&driver, Create)?;
 //! # Ok::<(), Failure>(())
 //! ```
@@ -285,8 +283,9 @@ pub trait OnClient {
     ) -> impl Future<Output = Result<Self::Output, Failure>>;
 }
 
-/// How [`on_client`] reaches the engine: which engine, through which backend, and the agentc
-/// executable the egress proxy's image is made of.
+/// How [`on_client`] reaches the engine: which engine, through which backend, the agentc
+/// executable the egress proxy's image is made of, and the environment the sandboxes' secrets
+/// are read from.
 #[derive(Debug, Clone)]
 pub struct Driver {
     /// The engine.
@@ -296,13 +295,31 @@ pub struct Driver {
     /// The agentc executable of the egress proxy's image ([`ProxyExecutable::locate`] for a
     /// library caller, [`ProxyExecutable::running`] for agentc itself).
     pub proxy: ProxyExecutable,
+    /// The environment a launch reads its secrets from, by name, when it starts (the keys its
+    /// egress proxy holds, `env` passed by name): [`process_env`] for agentc itself; a harness
+    /// running tasks with keys of their own passes each task's. Where the engine is
+    /// (`DOCKER_HOST`, `CONTAINER_HOST`) is read from the process's ([`engine_host`]).
+    pub env: BTreeMap<String, String>,
+}
+
+impl Driver {
+    /// The driver of `engine` through `backend`, the proxy an image of `proxy`, secrets read
+    /// from this process's environment ([`process_env`]).
+    pub fn new(engine: Engine, backend: BackendChoice, proxy: ProxyExecutable) -> Driver {
+        Driver {
+            engine,
+            backend,
+            proxy,
+            env: process_env(),
+        }
+    }
 }
 
 /// Runs `step` through `driver`'s backend and engine, in a runtime of its own, after the
 /// leftovers of killed launches are reaped ([`over_port!`]); the client's environment is the
-/// process's ([`process_env`]).
+/// driver's ([`Driver::env`]).
 pub fn on_client<S: OnClient>(driver: &Driver, step: S) -> Result<S::Output, Failure> {
-    let env = process_env();
+    let env = driver.env.clone();
     let proxy = driver.proxy.clone();
     runtime()?.block_on(async move {
         over_port!(driver.backend, driver.engine, None, |port| step

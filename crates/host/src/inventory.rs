@@ -9,11 +9,8 @@
 //! use agentc_host::inventory::{Filters, List};
 //!
 //! let env = agentc_host::backend::process_env();
-//! let driver = Driver {
-//!     engine: agentc_engine::Engine::Docker,
-//!     backend: BackendChoice::Auto,
-//!     proxy: ProxyExecutable::locate(&env).ok_or("no agentc on PATH")?,
-//! };
+//! let proxy = ProxyExecutable::locate(&env).ok_or("no agentc on PATH")?;
+//! let driver = Driver::new(agentc_engine::Engine::Docker, BackendChoice::Auto, proxy);
 //! let filters = Filters::parse(&["status=running".to_string()])?;
 //! let listing = on_client(&driver, List { filters, ..List::default() })?;
 //! for row in listing.rows {

@@ -15,11 +15,8 @@
 //! use agentc_host::session::Exec;
 //!
 //! let env = agentc_host::backend::process_env();
-//! let driver = Driver {
-//!     engine: agentc_engine::Engine::Docker,
-//!     backend: BackendChoice::Auto,
-//!     proxy: ProxyExecutable::locate(&env).ok_or("no agentc on PATH")?,
-//! };
+//! let proxy = ProxyExecutable::locate(&env).ok_or("no agentc on PATH")?;
+//! let driver = Driver::new(agentc_engine::Engine::Docker, BackendChoice::Auto, proxy);
 //! let mut output = Captured::default();
 //! let exec = Exec {
 //!     name: "profiles/pentest.toml".to_string(),

@@ -27,11 +27,11 @@ pub(crate) use agentc_host::backend::OnClient;
 /// Runs `step` through `backend`'s client for this process's engine, the egress proxy an image
 /// of this binary ([`agentc_host::backend::on_client`]).
 pub(crate) fn on_client<S: OnClient>(backend: BackendArg, step: S) -> Result<S::Output, Failure> {
-    let driver = agentc_host::backend::Driver {
-        engine: crate::engine(),
-        backend: backend.into(),
-        proxy: ProxyExecutable::running(),
-    };
+    let driver = agentc_host::backend::Driver::new(
+        crate::engine(),
+        backend.into(),
+        ProxyExecutable::running(),
+    );
     agentc_host::backend::on_client(&driver, step)
 }
 
