@@ -165,7 +165,7 @@ pub fn fixture_options(
         pod_security: agentc_backend_k8s::PodSecurity::from_profile(loaded),
         egress_proxy_image: Some("registry.example/agentc:test".to_string()),
         egress_proxy_ip: None,
-        egress: agentc_backend_k8s::EgressPolicy::from_profile(&loaded.profile),
+        egress: agentc_backend_k8s::EgressPolicy::from_profile(loaded),
         runtime_classes: agentc_backend_k8s::RuntimeClasses::default(),
         // As `agentc render` reads it.
         upstream_ca: spec_ca_source(loaded)

@@ -924,10 +924,7 @@ fn without_refused(spec: &LaunchSpec, options: &Options) -> (LaunchSpec, Options
     options.workspace_claim = Some("workspace".into());
     options.egress_proxy_image = Some("registry.example/agentc:1".into());
     options.egress.gateway = false;
-    options
-        .egress
-        .hosts
-        .retain(|host| agentc_backend_k8s::host_spec_problem(host).is_none());
+    options.egress.hosts.retain(|host| host.single().is_ok());
     let origins = spec.origins.clone();
     let level = options.pod_security.level;
     let allowlist =
@@ -1027,7 +1024,7 @@ proptest! {
                 pod_security: PodSecurity::at(level),
                 egress_proxy_image: proxy.then(|| "registry.example/agentc:1".to_string()),
                 egress_proxy_ip: None,
-                egress: EgressPolicy::from_profile(&loaded.profile),
+                egress: EgressPolicy::from_profile(&loaded),
                 runtime_classes: Default::default(),
                 // What `agentc render` reads of a profile's CA (the sources are virtual).
                 upstream_ca: [("ca.pem".to_string(), "-----BEGIN CERTIFICATE-----\n".to_string())]

@@ -229,7 +229,7 @@ fn k8s_outputs(
         workspace_claim: Some("work".to_string()),
         egress_proxy_image: Some("registry.example/agentc:1".to_string()),
         pod_security: agentc_backend_k8s::PodSecurity::from_profile(loaded),
-        egress: agentc_backend_k8s::EgressPolicy::from_profile(&loaded.profile),
+        egress: agentc_backend_k8s::EgressPolicy::from_profile(loaded),
         ..agentc_backend_k8s::Options::default()
     };
     match agentc_backend_k8s::render(spec, &options) {

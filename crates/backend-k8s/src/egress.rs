@@ -11,7 +11,8 @@
 
 use std::collections::BTreeMap;
 
-use agentc_policy::Profile;
+use agentc_egress::HostSpec;
+use agentc_policy::{EgressHost, LoadedProfile};
 use k8s_openapi::api::networking::v1::{
     IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer,
     NetworkPolicyPort, NetworkPolicySpec,
@@ -37,8 +38,9 @@ pub use agentc_policy::EgressMode;
 pub struct EgressPolicy {
     /// `egress.mode`.
     pub mode: EgressMode,
-    /// `egress.hosts`, exactly as written.
-    pub hosts: Vec<String>,
+    /// `egress.hosts`: each entry as written and as the egress proxy reads it, parsed once
+    /// when the profile was loaded ([`LoadedProfile::egress_hosts`]).
+    pub hosts: Vec<EgressHost>,
     /// Whether an ssh gateway is configured (`egress.gateway_host`).
     pub gateway: bool,
     /// Address ranges the proxy may connect to although private or reserved
@@ -52,7 +54,7 @@ pub struct EgressPolicy {
     /// The endpoints the profile names beyond `egress.hosts` (a provider endpoint, Langfuse's
     /// base URL), as `host:port` specs the proxy allows too
     /// ([`agentc_policy::endpoint_specs`]).
-    pub endpoints: Vec<String>,
+    pub endpoints: Vec<agentc_policy::Endpoint>,
     /// The upstream proxy the egress proxy chains through (`[proxy] http`/`https`;
     /// [`agentc_policy::upstream_proxy`]).
     pub upstream: Option<agentc_policy::Chained>,
@@ -62,20 +64,34 @@ pub struct EgressPolicy {
 }
 
 impl EgressPolicy {
-    /// The egress policy a profile declares.
-    pub fn from_profile(profile: &Profile) -> EgressPolicy {
-        let egress = &profile.egress;
+    /// The egress policy a loaded profile declares.
+    pub fn from_profile(loaded: &LoadedProfile) -> EgressPolicy {
+        let egress = &loaded.profile.egress;
         EgressPolicy {
             mode: egress.mode,
-            hosts: egress.hosts.clone(),
+            hosts: loaded.egress_hosts().to_vec(),
             gateway: egress.gateway_host.is_some(),
             allow_cidrs: egress.allow_cidrs.clone(),
             wildcard_names_per_minute: egress.wildcard_names_per_minute,
             allow_ech: egress.allow_ech.clone(),
-            endpoints: agentc_policy::endpoint_specs(profile),
-            upstream: agentc_policy::upstream_proxy(profile),
+            endpoints: agentc_policy::endpoint_specs(loaded),
+            upstream: agentc_policy::upstream_proxy(loaded),
             outside_network: egress.outside_network.clone(),
         }
+    }
+}
+
+impl EgressPolicy {
+    /// The host specs the egress proxy allows (its `--allow=` words): each entry of
+    /// [`EgressPolicy::hosts`] as one spec ([`EgressHost::single`]; one the proxy refuses
+    /// adds none, and is refused by field), then the endpoints'.
+    pub fn allowed(&self) -> Vec<HostSpec> {
+        self.hosts
+            .iter()
+            .filter_map(|host| host.single().ok())
+            .chain(self.endpoints.iter().map(|endpoint| &endpoint.parsed))
+            .cloned()
+            .collect()
     }
 }
 
@@ -91,16 +107,16 @@ impl EgressPolicy {
 /// the Pod's proxy listens on every address: a Pod's address is not known when it is rendered,
 /// and its NetworkPolicy (ingress from the sandbox Pod only) is what keeps others from it.
 pub fn egress_proxy_argv(
-    hosts: &[String],
+    hosts: &[HostSpec],
     allow_cidrs: &[String],
     allow_ech: &[String],
     wildcard_names_per_minute: Option<u32>,
     upstream: Option<&agentc_policy::Chained>,
 ) -> Result<Vec<String>, agentc_egress::EgressError> {
-    let mut config = agentc_egress::Config::from_args(
+    let mut config = agentc_egress::Config::from_specs(
         &format!("0.0.0.0:{PROXY_PORT}"),
         Some(&format!("0.0.0.0:{DNS_PORT}")),
-        hosts,
+        hosts.to_vec(),
         allow_cidrs,
     )?
     .with_allow_ech(allow_ech)?
@@ -121,18 +137,6 @@ pub fn egress_proxy_argv(
         }
     }
     Ok(agentc_egress::proxy_command(&config))
-}
-
-/// Why an `egress.hosts` entry is not a host spec the proxy takes (`host`, `host:port`,
-/// `*.suffix`, `*.suffix:port`, an address or a range, with or without a port;
-/// [`agentc_egress::HostSpec::parse`], the proxy's own parser),
-/// or `None` when it is one.
-pub fn host_spec_problem(spec: &str) -> Option<String> {
-    match agentc_egress::HostSpec::parse(spec) {
-        Ok(_) => None,
-        Err(agentc_egress::EgressError::HostSpec { reason, .. }) => Some(reason),
-        Err(other) => Some(other.to_string()),
-    }
 }
 
 /// A selector matching exactly these labels.
@@ -214,20 +218,20 @@ pub fn public_internet_rule() -> NetworkPolicyEgressRule {
 /// The egress proxy's own egress: public addresses ([`public_internet_rule`]), the cluster
 /// DNS to resolve the hosts it allows, each range of `allow_cidrs` (`--allow-cidr`), so a
 /// proxy tricked into connecting elsewhere (a name resolving to a private address) is stopped
-/// by the cluster too, and each address or range the allowlist `hosts` names (`10.1.2.3`,
+/// by the cluster too, and each address or range of the host specs `reached` (`10.1.2.3`,
 /// `10.1.2.0/24:8000`: the proxy connects to those whatever their range; the proxy checks
 /// the port).
 pub fn proxy_upstream_rules(
     allow_cidrs: &[String],
-    hosts: &[String],
+    reached: &[HostSpec],
 ) -> Vec<NetworkPolicyEgressRule> {
     let mut rules = vec![public_internet_rule(), cluster_dns_rule()];
     let mut allow_cidrs: Vec<String> = allow_cidrs.to_vec();
-    for host in hosts {
-        if let Ok(agentc_egress::HostSpec {
+    for spec in reached {
+        if let HostSpec {
             pattern: agentc_egress::host::HostPattern::Addresses(range),
             ..
-        }) = agentc_egress::HostSpec::parse(host.trim())
+        } = spec
         {
             let range = range.to_string();
             if !allow_cidrs.contains(&range) {
@@ -288,10 +292,20 @@ pub fn pods(labels: &BTreeMap<String, String>) -> NetworkPolicyPeer {
 mod tests {
     use super::*;
 
+    /// The host specs of profile entries, each as one `--allow=` word, parsed as a loaded
+    /// profile holds them.
+    fn specs(hosts: &[&str]) -> Vec<HostSpec> {
+        EgressPolicy {
+            hosts: EgressHost::all(hosts),
+            ..EgressPolicy::default()
+        }
+        .allowed()
+    }
+
     #[test]
     fn the_proxy_argv_is_the_egress_crates_with_each_host_normalized() {
         let argv = egress_proxy_argv(
-            &["API.Anthropic.com".into(), "*.github.com:443".into()],
+            &specs(&["API.Anthropic.com", "*.github.com:443"]),
             &["10.20.0.0/16".into()],
             &["*.github.com:443".into()],
             None,
@@ -314,10 +328,10 @@ mod tests {
             ]
         );
         assert_eq!(argv[0], agentc_egress::PROXY_BINARY);
-        let refused = egress_proxy_argv(&["0x0a000001".into()], &[], &[], None, None)
-            .expect_err("an IP literal");
+        let refused = egress_proxy_argv(&[], &["0x0a000001".into()], &[], None, None)
+            .expect_err("an IP literal is no range");
         assert!(refused.to_string().contains("0x0a000001"), "{refused}");
-        let argv = egress_proxy_argv(&["10.0.0.1:8000".into()], &[], &[], None, None).unwrap();
+        let argv = egress_proxy_argv(&specs(&["10.0.0.1:8000"]), &[], &[], None, None).unwrap();
         assert!(
             argv.contains(&"--allow=10.0.0.1:8000".to_string()),
             "{argv:?}"
@@ -326,16 +340,12 @@ mod tests {
 
     #[test]
     fn the_proxy_reaches_public_addresses_the_cluster_dns_and_its_allowed_ranges_only() {
-        let rules = proxy_upstream_rules(&[], &["api.example.com".into()]);
+        let rules = proxy_upstream_rules(&[], &specs(&["api.example.com"]));
         assert_eq!(rules, [public_internet_rule(), cluster_dns_rule()]);
         // An address or a range the allowlist names is reachable by the proxy Pod, once.
         let rules = proxy_upstream_rules(
             &["10.1.2.3/32".into()],
-            &[
-                "10.1.2.3".into(),
-                "192.168.0.0/24:8000".into(),
-                "a.example".into(),
-            ],
+            &specs(&["10.1.2.3", "192.168.0.0/24:8000", "a.example"]),
         );
         let named = serde_json::to_value(&rules[2]).expect("JSON");
         assert_eq!(
@@ -368,7 +378,7 @@ mod tests {
     }
 
     #[test]
-    fn host_specs() {
+    fn the_hosts_the_proxy_refuses_are_those_a_loaded_profile_holds_refused() {
         for good in [
             "10.0.0.0/8",
             "10.1.2.3",
@@ -381,7 +391,7 @@ mod tests {
             "*.example.com:8443",
             "Example.COM",
         ] {
-            assert_eq!(host_spec_problem(good), None, "{good}");
+            assert!(EgressHost::new(good).single().is_ok(), "{good}");
         }
         for bad in [
             "",
@@ -400,8 +410,9 @@ mod tests {
             "a_b.com",
             "a.*.com",
             "http://a.com",
+            ".a.com",
         ] {
-            assert!(host_spec_problem(bad).is_some(), "{bad:?} is refused");
+            assert!(EgressHost::new(bad).single().is_err(), "{bad:?} is refused");
         }
     }
 
@@ -412,7 +423,7 @@ mod tests {
             "name = \"p\"\nagent = \"claude-code\"\n[egress]\nmode = \" Unrestricted \"\n",
         )
         .expect("valid");
-        let policy = EgressPolicy::from_profile(&loaded.profile);
+        let policy = EgressPolicy::from_profile(&loaded);
         assert_eq!(policy.mode, EgressMode::Unrestricted);
         assert!(!policy.gateway);
         let loaded = agentc_policy::load(
@@ -420,8 +431,9 @@ mod tests {
             "name = \"p\"\nagent = \"claude-code\"\n[egress]\nhosts = [\"a.example\"]\n",
         )
         .expect("valid");
-        let policy = EgressPolicy::from_profile(&loaded.profile);
+        let policy = EgressPolicy::from_profile(&loaded);
         assert_eq!(policy.mode, EgressMode::Allowlist);
-        assert_eq!(policy.hosts, ["a.example"]);
+        assert_eq!(policy.hosts, [EgressHost::new("a.example")]);
+        assert_eq!(policy.hosts, loaded.egress_hosts());
     }
 }

@@ -52,9 +52,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, PodSpec,
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use serde::Serialize;
 
-pub use egress::{
-    egress_proxy_argv, host_spec_problem, EgressMode, EgressPolicy, PROXY_PORT, PROXY_UID,
-};
+pub use egress::{egress_proxy_argv, EgressMode, EgressPolicy, PROXY_PORT, PROXY_UID};
 pub use error::{RenderError, RenderErrors};
 pub use explain::explain;
 pub use k8s_openapi;

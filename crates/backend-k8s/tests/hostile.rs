@@ -294,7 +294,7 @@ fn options() -> impl Strategy<Value = Options> {
                         mode,
                         // A hostile string as the Docker network's name, in the note.
                         outside_network: hosts.first().cloned(),
-                        hosts,
+                        hosts: agentc_policy::EgressHost::all(&hosts),
                         gateway,
                         allow_cidrs: Vec::new(),
                         wildcard_names_per_minute: None,

@@ -261,13 +261,29 @@ impl Config {
         allow: &[impl AsRef<str>],
         allow_cidrs: &[impl AsRef<str>],
     ) -> Result<Config, EgressError> {
+        // The listen addresses are refused before the allowlist, as the words are read.
+        socket_address(listen)?;
+        dns.map(socket_address).transpose()?;
+        let allow = allow
+            .iter()
+            .map(|spec| HostSpec::parse(spec.as_ref()))
+            .collect::<Result<_, _>>()?;
+        Config::from_specs(listen, dns, allow, allow_cidrs)
+    }
+
+    /// [`Config::from_args`] with the allowlist already parsed: for a caller that holds its
+    /// host specs (agentc's resolver parses a profile's hosts once, when it loads it). Its
+    /// `--allow=` words are the specs as [`HostSpec`] prints them, as from the same text.
+    pub fn from_specs(
+        listen: &str,
+        dns: Option<&str>,
+        allow: Vec<HostSpec>,
+        allow_cidrs: &[impl AsRef<str>],
+    ) -> Result<Config, EgressError> {
         let config = Config {
             listen: socket_address(listen)?,
             dns: dns.map(socket_address).transpose()?,
-            allow: allow
-                .iter()
-                .map(|spec| HostSpec::parse(spec.as_ref()))
-                .collect::<Result<_, _>>()?,
+            allow,
             allow_cidrs: allow_cidrs
                 .iter()
                 .map(|cidr| Cidr::parse(cidr.as_ref()))
@@ -719,6 +735,41 @@ mod tests {
         }
         let config = Config::from_args("127.0.0.1:1", None, &none, &none).unwrap();
         assert_eq!(config.dns, None);
+    }
+
+    #[test]
+    fn parsed_specs_give_the_words_their_text_gives() {
+        let words = [
+            "API.Example.com.",
+            "*.b.example:8443",
+            "10.1.2.0/24",
+            "[fd00::1]:443",
+        ];
+        let cidrs = ["10.20.0.0/16"];
+        let parsed: Vec<HostSpec> = words.iter().map(|w| HostSpec::parse(w).unwrap()).collect();
+        let from_specs =
+            Config::from_specs("0.0.0.0:3128", Some("0.0.0.0:53"), parsed, &cidrs).unwrap();
+        let from_args = Config::from_args("0.0.0.0:3128", Some("0.0.0.0:53"), &words, &cidrs);
+        assert_eq!(
+            proxy_command(&from_specs),
+            proxy_command(&from_args.unwrap())
+        );
+        assert_eq!(
+            proxy_command(&from_specs)[5..9],
+            [
+                "--allow=api.example.com",
+                "--allow=*.b.example:8443",
+                "--allow=10.1.2.0/24",
+                "--allow=[fd00::1]:443"
+            ]
+        );
+        // The listen address is refused before a bad word, as the words are read.
+        let refused = Config::from_args("nowhere", None, &["0x0a000001"], &cidrs).unwrap_err();
+        assert!(
+            matches!(refused, EgressError::ListenAddress { .. }),
+            "{refused}"
+        );
+        assert!(Config::from_specs("127.0.0.1:1", None, Vec::new(), &["10.0.0.1/8"]).is_err());
     }
 
     #[test]

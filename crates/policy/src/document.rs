@@ -14,6 +14,7 @@ use std::ops::Range;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
+use crate::egress_hosts::EgressHost;
 use crate::error::{Location, PolicyError};
 use crate::profile::Profile;
 
@@ -36,6 +37,8 @@ pub struct LoadedProfile {
     pub profile: Profile,
     /// 1-based (line, column) of every value, keyed by field path.
     positions: HashMap<String, (usize, usize)>,
+    /// `profile.egress.hosts`, each parsed once here as the egress proxy reads it.
+    egress_hosts: Vec<EgressHost>,
 }
 
 impl LoadedProfile {
@@ -68,11 +71,20 @@ impl LoadedProfile {
         }
     }
 
+    /// `egress.hosts` as agentc's egress proxy reads it, each entry parsed once when the
+    /// profile was loaded (or built with [`LoadedProfile::from_profile`]): what the checks,
+    /// the resolver and the renderers read instead of the text. A caller that changes
+    /// `profile.egress.hosts` in code builds the loaded profile again.
+    pub fn egress_hosts(&self) -> &[EgressHost] {
+        &self.egress_hosts
+    }
+
     /// A loaded profile built from a profile value, without positions; for tests and for
     /// callers that construct profiles in code. It is not validated.
     pub fn from_profile(file: &str, profile: Profile) -> LoadedProfile {
         LoadedProfile {
             file: file.to_string(),
+            egress_hosts: EgressHost::all(&profile.egress.hosts),
             profile,
             positions: HashMap::new(),
         }
@@ -182,6 +194,7 @@ pub(crate) fn parse(file: &str, text: &str) -> Result<Parsed, Unreadable> {
     Ok(Parsed {
         loaded: LoadedProfile {
             file: file.to_string(),
+            egress_hosts: EgressHost::all(&profile.egress.hosts),
             profile,
             positions,
         },

@@ -79,6 +79,7 @@ mod capability;
 mod check;
 mod context;
 mod document;
+mod egress_hosts;
 mod engine;
 mod error;
 mod explain;
@@ -102,6 +103,7 @@ mod values;
 pub use capability::{Capability, UnknownCapability};
 pub use digest::{portable_action, LocalRoots};
 pub use document::{LoadedProfile, MAX_PROFILE_BYTES};
+pub use egress_hosts::{EgressHost, HostRefusal};
 pub use engine::Engine;
 pub use error::{Location, PolicyError, PolicyErrors, MAX_REPORTED_ERRORS};
 pub use explain::explain;
@@ -136,7 +138,8 @@ pub use resolve::resolve;
 pub use rules::egress::host_path::{IPV6_SYSCTLS, NET_CAPABILITIES};
 pub use rules::egress::upstream::{UPSTREAM_AUTH_ENV, UPSTREAM_HTTP_AUTH_ENV};
 pub use rules::egress::{
-    endpoint_specs, host_scope, upstream_proxy, Chained, NO_PROXY_VARIABLES, PROXY_VARIABLES,
+    endpoint_specs, host_scope, upstream_proxy, Chained, Endpoint, NO_PROXY_VARIABLES,
+    PROXY_VARIABLES,
 };
 pub use rules::identity::{
     decant_container_name, home_volume_name, owner_slug, sandbox_container_name,

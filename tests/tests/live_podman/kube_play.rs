@@ -269,7 +269,7 @@ fn live_a_rendering_changed_behind_verifys_back_fails_its_rows() {
         container.image = image.clone();
     }
     let options = agentc_backend_k8s::Options {
-        egress: agentc_backend_k8s::EgressPolicy::from_profile(&loaded.profile),
+        egress: agentc_backend_k8s::EgressPolicy::from_profile(&loaded),
         ..agentc_backend_k8s::Options::default()
     };
     let tampered =
@@ -378,7 +378,7 @@ fn live_the_allowlist_holds_behind_the_played_egress_proxy() {
     let launch = &fixtures::launches(&loaded)[0];
     let spec = fixtures::resolve(&loaded, launch).expect("resolves");
     let options = agentc_backend_k8s::Options {
-        egress: agentc_backend_k8s::EgressPolicy::from_profile(&loaded.profile),
+        egress: agentc_backend_k8s::EgressPolicy::from_profile(&loaded),
         ..agentc_backend_k8s::Options::default()
     };
     let inputs = |probe: &str| agentc_verify::kube::PlayInputs {

@@ -311,7 +311,7 @@ pub fn k8s_options(
         pod_security: agentc_backend_k8s::PodSecurity::from_profile(loaded),
         egress_proxy_image: args.egress_proxy_image.clone(),
         egress_proxy_ip: args.egress_proxy_ip,
-        egress: agentc_backend_k8s::EgressPolicy::from_profile(&loaded.profile),
+        egress: agentc_backend_k8s::EgressPolicy::from_profile(loaded),
         runtime_classes: agentc_backend_k8s::RuntimeClasses::with_overrides(&args.runtime_class)
             .map_err(Failure::usage)?,
         upstream_ca: upstream_ca_files(spec)?,

@@ -39,16 +39,21 @@ impl Renderer<'_> {
     ) {
         let policy = &self.options.egress;
         let mut valid = true;
+        // Each entry is one `--allow=` word here, parsed when the profile was loaded.
         for (index, host) in policy.hosts.iter().enumerate() {
-            if let Some(problem) = egress::host_spec_problem(host) {
+            if let Err(refusal) = host.single() {
                 valid = false;
-                let hint = match host.strip_prefix('.') {
+                let text = host.text();
+                let hint = match text.strip_prefix('.') {
                     Some(suffix) => format!("write \"*.{suffix}\" to allow its subdomains"),
                     None => "write host, host:port, *.suffix or *.suffix:port".to_string(),
                 };
                 self.refuse(
                     format!("egress.hosts[{index}]"),
-                    format!("{host:?} is not a host the egress proxy can allow: {problem}"),
+                    format!(
+                        "{text:?} is not a host the egress proxy can allow: {}",
+                        refusal.reason
+                    ),
                     &hint,
                 );
             }
@@ -80,8 +85,7 @@ impl Renderer<'_> {
             let _ = self.render_upstream_ca(&field, base, ObjectMeta::default());
             return;
         }
-        let mut hosts = policy.hosts.clone();
-        hosts.extend(policy.endpoints.iter().cloned());
+        let hosts = policy.allowed();
         let mut command = match egress::egress_proxy_argv(
             &hosts,
             &policy.allow_cidrs,
@@ -110,10 +114,10 @@ impl Renderer<'_> {
             }
         };
         // What the proxy Pod connects to: the allowlist's addresses and the upstream proxy's.
-        let mut reached = hosts.clone();
+        let mut reached = hosts;
         if let Some(upstream) = &policy.upstream {
-            reached.push(upstream.address.clone());
-            reached.extend(upstream.http_address.clone());
+            reached.push(upstream.spec.clone());
+            reached.extend(upstream.http_spec.clone());
             let http_by_name = upstream.http_address.as_ref().is_some_and(|address| {
                 let host = address
                     .rsplit_once(':')
@@ -422,6 +426,13 @@ impl Renderer<'_> {
             plan.env
                 .push((name.to_string(), "localhost,127.0.0.1,::1".to_string()));
         }
+        // The entries as the profile writes them, then the endpoints' specs.
+        let allows: Vec<&str> = policy
+            .hosts
+            .iter()
+            .map(|host| host.text())
+            .chain(policy.endpoints.iter().map(|e| e.spec.as_str()))
+            .collect();
         self.notes.approximation(
             "egress-proxy",
             "egress.hosts",
@@ -429,7 +440,7 @@ impl Renderer<'_> {
                 "the allowlist is enforced outside the workload: the pod may reach only the \
                  egress proxy {proxy_name} (Service and Pod, {PROXY_PORT}/TCP and {DNS_PORT}), \
                  which allows {}; HTTP_PROXY and HTTPS_PROXY point at it",
-                hosts.join(", ")
+                allows.join(", ")
             ),
         );
         self.notes.cluster_duty(

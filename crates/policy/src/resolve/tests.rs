@@ -1626,6 +1626,52 @@ fn a_local_model_server_by_address_is_allowed_with_its_endpoint_port() {
 }
 
 #[test]
+fn the_proxys_allow_words_are_the_hosts_parsed_when_the_profile_was_loaded() {
+    let text = "name = \"hosts\"\nagent = \"claude-code\"\n[egress]\n\
+                hosts = [\" API.Example.com. \", \".Example.org\", \"10.1.2.0/24:8000\", \
+                \"[fd00::1]:443\"]\n";
+    let loaded = profile(text);
+    let parsed: Vec<String> = EgressHost::allowed(loaded.egress_hosts())
+        .iter()
+        .map(|spec| format!("--allow={spec}"))
+        .collect();
+    let words: Vec<String> = proxy_argv(&run(text))
+        .into_iter()
+        .filter(|word| word.starts_with("--allow="))
+        .collect();
+    assert_eq!(words, parsed);
+    assert_eq!(
+        words,
+        [
+            "--allow=api.example.com",
+            "--allow=example.org",
+            "--allow=*.example.org",
+            "--allow=10.1.2.0/24:8000",
+            "--allow=[fd00::1]:443"
+        ]
+    );
+    // What the image's firewall and agentc explain read is the text as written.
+    let hosts: Vec<&str> = loaded.egress_hosts().iter().map(EgressHost::text).collect();
+    assert_eq!(hosts, loaded.profile.egress.hosts);
+}
+
+#[test]
+fn a_host_the_proxy_refuses_in_a_profile_built_in_code_is_refused_not_dropped() {
+    let text = "name = \"hosts\"\nagent = \"claude-code\"\n[egress]\n\
+                hosts = [\"api.example.com\"]\n";
+    let mut value = profile(text).profile;
+    value.egress.hosts.push("0x0a000001".to_string());
+    // Not validated: the entry reaches the resolver, parsed (and refused) once.
+    let loaded = LoadedProfile::from_profile("dev.toml", value);
+    assert!(loaded.egress_hosts()[1].specs().is_err());
+    let error = resolve(&loaded, &inputs(LaunchKind::Run), &paths(&[]))
+        .expect_err("a host the proxy refuses");
+    let text = error.to_string();
+    assert!(text.contains("egress.hosts"), "{text}");
+    assert!(text.contains("invalid host spec `0x0a000001`"), "{text}");
+}
+
+#[test]
 fn an_upstream_proxy_is_chained_through_and_the_sandbox_still_uses_agentcs_proxy() {
     let corporate = "name = \"corp\"\nagent = \"claude-code\"\n[proxy]\n\
                      http = \"http://proxy.corp.example:3128\"\n\

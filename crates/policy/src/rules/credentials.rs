@@ -177,7 +177,7 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
                     format!("{host_field} is not a host a key can be bound to: {why}"),
                     "write an exact host name, or host:port (443 without a port)",
                 ),
-                Ok(_) if !reachable(profile, &host) => ck.fail_when(
+                Ok(_) if !reachable(ck.loaded, &host) => ck.fail_when(
                     &["egress.hosts"],
                     &host_field,
                     format!("{host_field} {host:?} is not allowed by egress.hosts"),
@@ -201,7 +201,7 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
         }
     }
     // The preset's keys: each delivered to its host by the proxy, or the profile refused.
-    for refusal in preset_bindings(profile, &tables(profile))
+    for refusal in preset_bindings(ck.loaded, &tables(profile))
         .into_iter()
         .filter_map(Result::err)
     {
@@ -218,7 +218,7 @@ impl Resolver<'_> {
         &self,
         config: agentc_egress::Config,
     ) -> Result<(agentc_egress::Config, Vec<Bound>), PolicyError> {
-        let bound = bindings(self.profile);
+        let bound = bindings(self.loaded);
         let credentials: Vec<Credential> = bound.iter().filter_map(Bound::credential).collect();
         if credentials.is_empty() {
             return Ok((config, bound));
@@ -404,7 +404,7 @@ pub(crate) fn explain(out: &mut Explainer, c: &ContainerSpec) {
         ));
         return;
     }
-    let bound = bindings(profile);
+    let bound = bindings(out.profile);
     if bound.is_empty() {
         if profile.agent != crate::profile::AgentName::Custom
             && profile.provider.is_none()
@@ -423,7 +423,7 @@ pub(crate) fn explain(out: &mut Explainer, c: &ContainerSpec) {
         .as_ref()
         .map(|egress| egress.credentials.iter().collect())
         .unwrap_or_default();
-    let policy = crate::rules::egress::outside::proxy_policy(profile);
+    let policy = crate::rules::egress::outside::proxy_policy(out.profile);
     for binding in &bound {
         let variables = match &binding.user_variable {
             Some(user) => format!("{} and {user}", binding.variable),

@@ -15,6 +15,8 @@ use std::net::IpAddr;
 
 use crate::check::Checker;
 use crate::context::{EnvBuilder, Resolver};
+use crate::document::LoadedProfile;
+use crate::egress_hosts::EgressHost;
 use crate::error::PolicyError;
 use crate::explainer::Explainer;
 use crate::finding::{FindingCode, Report};
@@ -26,7 +28,7 @@ use crate::spec::{ContainerSpec, Mount, MountSource};
 use crate::text::is_ip_or_cidr;
 
 pub(crate) use outside::enforced_outside;
-pub use outside::{endpoint_specs, NO_PROXY_VARIABLES, PROXY_VARIABLES};
+pub use outside::{endpoint_specs, Endpoint, NO_PROXY_VARIABLES, PROXY_VARIABLES};
 
 /// The egress fields one by one, and the gateway options that go together.
 pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
@@ -298,9 +300,9 @@ pub(crate) fn explain(out: &mut Explainer) {
     if let Some(words) = address_words(out) {
         out.line(format!("  egress addresses: {words}"));
     }
-    upstream::explain(out, outside::chained(&out.profile.profile));
+    upstream::explain(out, outside::chained(out.profile));
     let endpoints = if enforced_outside(&out.profile.profile) {
-        outside::named_endpoints(&out.profile.profile)
+        outside::named_endpoints(out.profile)
     } else {
         Vec::new()
     };
@@ -315,11 +317,11 @@ pub(crate) fn explain(out: &mut Explainer) {
 
 /// The address and range entries of an allowlist the proxy enforces (`10.1.2.3`,
 /// `10.1.2.0/24:8000`), as the proxy reads them.
-pub(crate) fn address_entries(profile: &crate::profile::Profile) -> Vec<String> {
-    if !enforced_outside(profile) {
+pub(crate) fn address_entries(loaded: &LoadedProfile) -> Vec<String> {
+    if !enforced_outside(&loaded.profile) {
         return Vec::new();
     }
-    outside::allowed_specs(&profile.egress.hosts)
+    EgressHost::allowed(loaded.egress_hosts())
         .iter()
         .filter(|spec| spec.is_addresses())
         .map(|spec| spec.to_string())
@@ -328,7 +330,7 @@ pub(crate) fn address_entries(profile: &crate::profile::Profile) -> Vec<String> 
 
 /// What the proxy does with requests written to an address the allowlist names.
 fn address_words(out: &Explainer) -> Option<String> {
-    let entries = address_entries(&out.profile.profile);
+    let entries = address_entries(out.profile);
     if entries.is_empty() {
         return None;
     }
@@ -349,8 +351,11 @@ fn wildcard_words(out: &Explainer) -> Option<String> {
     if !enforced_outside(profile) {
         return None;
     }
-    let wildcards: Vec<String> = outside::proxy_specs(&profile.egress.hosts)
-        .into_iter()
+    let wildcards: Vec<String> = out
+        .profile
+        .egress_hosts()
+        .iter()
+        .flat_map(EgressHost::written)
         .filter(|spec| spec.starts_with("*."))
         .collect();
     if wildcards.is_empty() {
@@ -446,8 +451,8 @@ pub(crate) fn widens(out: &Explainer, items: &mut Vec<String>) {
             out.at("egress.allow_cidrs")
         ));
     }
-    upstream::widens(out, outside::chained(&out.profile.profile), items);
-    let addresses = address_entries(&out.profile.profile);
+    upstream::widens(out, outside::chained(out.profile), items);
+    let addresses = address_entries(out.profile);
     if !addresses.is_empty() {
         items.push(format!(
             "the egress proxy connects to the addresses the allowlist names, private or not: {}  [{}]",
@@ -474,12 +479,23 @@ pub(crate) fn widens(out: &Explainer, items: &mut Vec<String>) {
 ///   `egress-tld`; `localhost` alone is not reported;
 /// - a leading `.` or `*.` before two or more labels, or a `*` anywhere: `egress-domain`.
 pub fn host_scope(entry: &str) -> Option<(FindingCode, String)> {
-    let host = entry.trim().trim_end_matches('.').to_ascii_lowercase();
+    let host = scope_text(entry);
+    scope(&host, agentc_egress::HostSpec::parse(&host).ok().as_ref())
+}
+
+/// An entry as [`host_scope`] compares it: trimmed, without trailing dots, in lower case.
+fn scope_text(entry: &str) -> String {
+    entry.trim().trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// [`host_scope`] of the entry `host` ([`scope_text`]), which the egress proxy reads as
+/// `spec` when it is one host spec.
+fn scope(host: &str, spec: Option<&agentc_egress::HostSpec>) -> Option<(FindingCode, String)> {
     // An address or a range as the egress proxy reads it (`[fd00::5]:443`, `10.0.0.0/8:8000`).
-    if let Ok(agentc_egress::HostSpec {
+    if let Some(agentc_egress::HostSpec {
         pattern: agentc_egress::host::HostPattern::Addresses(range),
         ..
-    }) = agentc_egress::HostSpec::parse(&host)
+    }) = spec
     {
         let single = range.prefix == if range.network.is_ipv4() { 32 } else { 128 };
         return (!single).then(|| (FindingCode::EgressIpRange, format!("the network {range}")));
@@ -498,7 +514,7 @@ pub fn host_scope(entry: &str) -> Option<(FindingCode, String)> {
     }
     let (wild, rest) = match host.strip_prefix("*.").or_else(|| host.strip_prefix('.')) {
         Some(rest) => (true, rest),
-        None => (false, host.as_str()),
+        None => (false, host),
     };
     let labels = rest.split('.').filter(|label| !label.is_empty()).count();
     if labels <= 1 && rest != "localhost" {
@@ -545,7 +561,7 @@ pub(crate) fn findings(report: &mut Report) {
         }
         return;
     }
-    let hosts = egress.hosts.clone();
+    let hosts = report.loaded.egress_hosts().to_vec();
     let bootstrap = egress.gateway_bootstrap_allow.clone();
     let gateway = egress.gateway_host.is_some();
     if mode != EgressMode::Allowlist && !gateway {
@@ -574,13 +590,18 @@ pub(crate) fn findings(report: &mut Report) {
     }
     if mode == EgressMode::Allowlist {
         for (index, host) in hosts.iter().enumerate() {
-            if let Some((code, what)) = host_scope(host) {
+            // The entry as the proxy reads it, parsed when the profile was loaded.
+            let spec = match host.specs() {
+                Ok([spec]) => Some(spec),
+                _ => None,
+            };
+            if let Some((code, what)) = scope(&scope_text(host.text()), spec) {
                 let field = format!("egress.hosts[{index}]");
                 let position = report.position(&field);
                 report.push(
                     code,
                     (field, position),
-                    format!("allowlist entry {:?} opens {what}", host.trim()),
+                    format!("allowlist entry {:?} opens {what}", host.text()),
                     "name each host the agent needs instead of a domain or a network",
                 );
             }

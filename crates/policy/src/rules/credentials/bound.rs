@@ -7,6 +7,7 @@
 
 use agentc_egress::credential::{parse_host, Credential, Scheme};
 
+use crate::document::LoadedProfile;
 use crate::profile::{AgentName, CredentialMode, CredentialScheme, Profile};
 use crate::rules::egress::outside::{enforced_outside, proxy_policy};
 
@@ -239,11 +240,11 @@ fn langfuse_binding(profile: &Profile) -> Option<Result<Bound, Undeliverable>> {
 /// Whether `host:port` (as a binding writes it) is a destination the profile's egress proxy
 /// lets through: `egress.hosts`, an endpoint the profile names at its own port, or anything an
 /// upstream proxy that `egress.hosts` names is passed.
-pub(super) fn reachable(profile: &Profile, host: &str) -> bool {
+pub(super) fn reachable(loaded: &LoadedProfile, host: &str) -> bool {
     let Ok((name, port)) = parse_host(host) else {
         return false;
     };
-    proxy_policy(profile).is_some_and(|policy| policy.decide_name(&name, port).is_ok())
+    proxy_policy(loaded).is_some_and(|policy| policy.decide_name(&name, port).is_ok())
 }
 
 /// Whether a table of `tables` takes a preset binding of `name` and `variables`: the same
@@ -262,9 +263,10 @@ fn taken(tables: &[Bound], name: &str, variables: &[&String]) -> bool {
 /// its host, or why the proxy could not deliver it (an endpoint it cannot set a key for, a
 /// host it does not let through).
 pub(super) fn preset_bindings(
-    profile: &Profile,
+    loaded: &LoadedProfile,
     tables: &[Bound],
 ) -> Vec<Result<Bound, Undeliverable>> {
+    let profile = &loaded.profile;
     if !proxy_holds_keys(profile) || profile.agent == AgentName::Custom {
         return Vec::new();
     }
@@ -283,7 +285,7 @@ pub(super) fn preset_bindings(
         })
         .map(|preset| {
             let preset = preset?;
-            let Some(host) = preset.hosts.iter().find(|host| !reachable(profile, host)) else {
+            let Some(host) = preset.hosts.iter().find(|host| !reachable(loaded, host)) else {
                 return Ok(preset);
             };
             let (field, key, hint) = if preset.name == "langfuse" {
@@ -323,12 +325,13 @@ pub(super) fn preset_bindings(
 /// The keys a launch of `profile` binds: its tables, then the preset's for variables (and
 /// names) no table takes; none unless the proxy may hold keys. A preset key the proxy could
 /// not deliver is refused when the profile is checked ([`check`]), never bound.
-pub(crate) fn bindings(profile: &Profile) -> Vec<Bound> {
+pub(crate) fn bindings(loaded: &LoadedProfile) -> Vec<Bound> {
+    let profile = &loaded.profile;
     if !proxy_holds_keys(profile) {
         return Vec::new();
     }
     let mut bound = tables(profile);
-    let presets: Vec<Bound> = preset_bindings(profile, &bound)
+    let presets: Vec<Bound> = preset_bindings(loaded, &bound)
         .into_iter()
         .flatten()
         .collect();

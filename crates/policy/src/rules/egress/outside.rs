@@ -9,8 +9,12 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
+use agentc_egress::HostSpec;
+
 use crate::check::Checker;
 use crate::context::Resolver;
+use crate::document::LoadedProfile;
+use crate::egress_hosts::EgressHost;
 use crate::error::PolicyError;
 use crate::keys;
 use crate::overrides;
@@ -56,43 +60,18 @@ pub(crate) fn relays_only(profile: &Profile) -> bool {
         && !profile.network.publish.is_empty()
 }
 
-/// The egress proxy's `--allow` specs of the profile's hosts: each trimmed, and a leading-dot
-/// entry (`.example.com`, which the image firewall reads as the domain and its subdomains)
-/// written as the two specs the proxy knows (`example.com`, `*.example.com`).
-pub(crate) fn proxy_specs(hosts: &[String]) -> Vec<String> {
-    let mut specs = Vec::new();
-    for host in hosts {
-        let host = host.trim();
-        match host.strip_prefix('.') {
-            Some(domain) if !domain.starts_with('.') && !domain.is_empty() => {
-                specs.push(domain.to_string());
-                specs.push(format!("*.{domain}"));
-            }
-            _ => specs.push(host.to_string()),
-        }
-    }
-    specs
-}
-
-/// The profile's hosts as the egress proxy reads them ([`proxy_specs`], each parsed once
-/// here); an entry that does not parse is left out (refused by field when the profile is
-/// checked).
-pub(crate) fn allowed_specs(hosts: &[String]) -> Vec<agentc_egress::HostSpec> {
-    proxy_specs(hosts)
-        .iter()
-        .filter_map(|spec| agentc_egress::HostSpec::parse(spec).ok())
-        .collect()
-}
-
 /// An endpoint the profile names outside `egress.hosts` (a provider `endpoint`, Langfuse's
 /// `base_url`): the proxy allows its host at its own port, since the profile says the sandbox
 /// talks to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Endpoint {
+pub struct Endpoint {
     /// The field naming it (`provider.endpoint`).
-    pub(crate) field: &'static str,
-    /// The proxy's `--allow` spec: `host:port`, `10.1.2.3:8000`, `[fd00::1]:443`.
-    pub(crate) spec: String,
+    pub field: &'static str,
+    /// The proxy's `--allow` spec as the URL gives it: `host:port`, `10.1.2.3:8000`,
+    /// `[fd00::1]:443`.
+    pub spec: String,
+    /// That spec, parsed.
+    pub parsed: HostSpec,
 }
 
 /// The `host:port` of an http(s) URL (its scheme's port when it names none), as an allowlist
@@ -109,7 +88,8 @@ pub(crate) fn url_spec(url: &str) -> Option<String> {
 
 /// The endpoints the profile names that the allowlist `hosts` does not already allow at their
 /// port, each once, in field order: what the proxy allows beyond `egress.hosts`.
-pub(crate) fn named_endpoints(profile: &Profile) -> Vec<Endpoint> {
+pub(crate) fn named_endpoints(loaded: &LoadedProfile) -> Vec<Endpoint> {
+    let profile = &loaded.profile;
     let mut urls: Vec<(&'static str, &str)> = Vec::new();
     if let Some(endpoint) = profile
         .provider
@@ -123,11 +103,11 @@ pub(crate) fn named_endpoints(profile: &Profile) -> Vec<Endpoint> {
             urls.push(("langfuse.base_url", url));
         }
     }
-    let policy = agentc_egress::Policy::new(allowed_specs(&profile.egress.hosts), Vec::new());
+    let policy = agentc_egress::Policy::new(EgressHost::allowed(loaded.egress_hosts()), Vec::new());
     let mut endpoints: Vec<Endpoint> = Vec::new();
     for (field, url) in urls {
         let Some(spec) = url_spec(url) else { continue };
-        let Ok(parsed) = agentc_egress::HostSpec::parse(&spec) else {
+        let Ok(parsed) = HostSpec::parse(&spec) else {
             continue;
         };
         let host = parsed.to_string();
@@ -138,7 +118,11 @@ pub(crate) fn named_endpoints(profile: &Profile) -> Vec<Endpoint> {
         if policy.decide_name(&host, port).is_ok() || endpoints.iter().any(|e| e.spec == spec) {
             continue;
         }
-        endpoints.push(Endpoint { field, spec });
+        endpoints.push(Endpoint {
+            field,
+            spec,
+            parsed,
+        });
     }
     endpoints
 }
@@ -148,13 +132,12 @@ pub(crate) fn named_endpoints(profile: &Profile) -> Vec<Endpoint> {
 /// upstream proxy with what it carries (`--upstream-all`, `no_proxy`); values that do not
 /// parse are left out (refused by field when the profile is checked). `None` where no proxy
 /// enforces the allowlist.
-pub(crate) fn proxy_policy(profile: &Profile) -> Option<agentc_egress::Policy> {
+pub(crate) fn proxy_policy(loaded: &LoadedProfile) -> Option<agentc_egress::Policy> {
+    let profile = &loaded.profile;
     if !enforced_outside(profile) {
         return None;
     }
-    let mut hosts = proxy_specs(&profile.egress.hosts);
-    hosts.extend(named_endpoints(profile).into_iter().map(|e| e.spec));
-    hosts.retain(|spec| agentc_egress::HostSpec::parse(spec).is_ok());
+    let hosts = proxy_allowlist(loaded);
     let cidrs: Vec<&str> = profile
         .egress
         .allow_cidrs
@@ -162,8 +145,8 @@ pub(crate) fn proxy_policy(profile: &Profile) -> Option<agentc_egress::Policy> {
         .map(|cidr| cidr.trim())
         .filter(|cidr| agentc_egress::Cidr::parse(cidr).is_ok())
         .collect();
-    let config = agentc_egress::Config::from_args("127.0.0.1:3128", None, &hosts, &cidrs).ok()?;
-    let config = match chained(profile) {
+    let config = agentc_egress::Config::from_specs("127.0.0.1:3128", None, hosts, &cidrs).ok()?;
+    let config = match chained(loaded) {
         Some(chained) => config
             .with_upstream(&chained.upstream(), chained.all, &chained.direct)
             .ok()?,
@@ -172,19 +155,26 @@ pub(crate) fn proxy_policy(profile: &Profile) -> Option<agentc_egress::Policy> {
     Some(config.policy())
 }
 
+/// The host specs the egress proxy allows (its `--allow=` words): those of `egress.hosts`
+/// ([`LoadedProfile::egress_hosts`]), then the endpoints the profile names; an entry that does
+/// not parse is left out (refused by field when the profile is checked).
+fn proxy_allowlist(loaded: &LoadedProfile) -> Vec<HostSpec> {
+    let mut hosts = EgressHost::allowed(loaded.egress_hosts());
+    hosts.extend(named_endpoints(loaded).into_iter().map(|e| e.parsed));
+    hosts
+}
+
 /// The `--allow` specs the egress proxy gets beyond `egress.hosts`: the endpoints the profile
 /// names (a provider `endpoint`, Langfuse's `base_url`), for a renderer that builds the proxy's
 /// command from the profile (Kubernetes).
-pub fn endpoint_specs(profile: &Profile) -> Vec<String> {
-    named_endpoints(profile)
-        .into_iter()
-        .map(|e| e.spec)
-        .collect()
+pub fn endpoint_specs(loaded: &LoadedProfile) -> Vec<Endpoint> {
+    named_endpoints(loaded)
 }
 
 /// The profile's upstream proxy, when it has one, its allowlist is enforced outside and its
 /// URLs can be chained through (refused by field otherwise, when the profile is checked).
-pub fn chained(profile: &Profile) -> Option<Chained> {
+pub fn chained(loaded: &LoadedProfile) -> Option<Chained> {
+    let profile = &loaded.profile;
     if !enforced_outside(profile) {
         return None;
     }
@@ -209,10 +199,12 @@ pub fn chained(profile: &Profile) -> Option<Chained> {
         }),
         _ => None,
     };
-    let all = allowed_specs(&profile.egress.hosts).iter().any(|spec| {
-        spec.matches_host(&upstream.host)
-            || http.as_ref().is_some_and(|h| spec.matches_host(&h.host))
-    });
+    let all = EgressHost::allowed(loaded.egress_hosts())
+        .iter()
+        .any(|spec| {
+            spec.matches_host(&upstream.host)
+                || http.as_ref().is_some_and(|h| spec.matches_host(&h.host))
+        });
     Some(Chained {
         field,
         address: upstream.address,
@@ -223,6 +215,8 @@ pub fn chained(profile: &Profile) -> Option<Chained> {
         auth: upstream.auth,
         http_auth: http.as_ref().is_some_and(|h| h.auth),
         host: upstream.host,
+        spec: upstream.spec,
+        http_spec: http.map(|h| h.spec),
         all,
         direct: proxy
             .no_proxy
@@ -298,19 +292,15 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
     if !enforced_outside(profile) {
         return;
     }
-    for (index, host) in egress.hosts.iter().enumerate() {
+    let loaded = ck.loaded;
+    for (index, entry) in loaded.egress_hosts().iter().enumerate() {
         let field = format!("egress.hosts[{index}]");
-        let host = host.trim();
+        let host = entry.text();
         if host.is_empty() || host == "*" || host.starts_with('-') {
             continue; // refused by the generic check
         }
-        let refusal = proxy_specs(&[host.to_string()]).iter().find_map(|spec| {
-            match agentc_egress::HostSpec::parse(spec) {
-                Err(agentc_egress::EgressError::HostSpec { reason, .. }) => Some(reason),
-                _ => None,
-            }
-        });
-        if let Some(reason) = refusal {
+        if let Err(refusal) = entry.specs() {
+            let reason = &refusal.reason;
             ck.fail(
                 &field,
                 format!("{field} {host:?} is not a host the egress proxy can allow: {reason}"),
@@ -320,7 +310,8 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
             );
         }
     }
-    check_allow_ech(ck, &egress.hosts, &egress.allow_ech);
+    let allowed = EgressHost::allowed(loaded.egress_hosts());
+    check_allow_ech(ck, &allowed, &egress.allow_ech);
     let network = &profile.network;
     let refusals = [
         (
@@ -363,12 +354,11 @@ pub(crate) fn check(ck: &mut Checker, profile: &Profile) {
 
 /// `egress.allow_ech`: each entry a host spec that is also an entry of `egress.hosts` (both
 /// read as the proxy reads them, so `API.example.com.` is `api.example.com`).
-fn check_allow_ech(ck: &mut Checker, hosts: &[String], allow_ech: &[String]) {
-    let allowed = allowed_specs(hosts);
+fn check_allow_ech(ck: &mut Checker, allowed: &[HostSpec], allow_ech: &[String]) {
     for (index, entry) in allow_ech.iter().enumerate() {
         let field = format!("egress.allow_ech[{index}]");
         let entry = entry.trim();
-        match agentc_egress::HostSpec::parse(entry) {
+        match HostSpec::parse(entry) {
             Err(error) => {
                 let reason = match error {
                     agentc_egress::EgressError::HostSpec { reason, .. } => reason,
@@ -431,8 +421,19 @@ impl Resolver<'_> {
             (LABEL_EGRESS_FOR.to_string(), base.clone()),
         ]);
         let network = IsolatedNetwork::of(&base, labels.clone());
-        let mut hosts = proxy_specs(&egress.hosts);
-        hosts.extend(named_endpoints(self.profile).into_iter().map(|e| e.spec));
+        // Each host parsed once, when the profile was loaded; one the proxy refuses is refused
+        // here too (a profile built in code is not checked).
+        let hint = "write host specs (`host`, `host:port`, `*.domain`, an address or a range) and \
+                    CIDRs only";
+        if let Some(refusal) = self
+            .loaded
+            .egress_hosts()
+            .iter()
+            .find_map(|host| host.specs().err())
+        {
+            return Err(self.invalid("egress.hosts", refusal.to_string(), hint));
+        }
+        let hosts = proxy_allowlist(self.loaded);
         let cidrs: Vec<String> = egress
             .allow_cidrs
             .iter()
@@ -440,20 +441,13 @@ impl Resolver<'_> {
             .collect();
         // The proxy and its DNS stub listen on its isolated-network address only: nothing on
         // the outside network can use (or exhaust) them. Its relays listen on every address.
-        let mut config = agentc_egress::Config::from_args(
+        let mut config = agentc_egress::Config::from_specs(
             &format!("{address}:{PROXY_PORT}"),
             Some(&format!("{address}:{PROXY_DNS_PORT}")),
-            &hosts,
+            hosts,
             &cidrs,
         )
-        .map_err(|error| {
-            self.invalid(
-                "egress.hosts",
-                error.to_string(),
-                "write host specs (`host`, `host:port`, `*.domain`, an address or a range) and \
-                 CIDRs only",
-            )
-        })?;
+        .map_err(|error| self.invalid("egress.hosts", error.to_string(), hint))?;
         if let Some(names) = egress.wildcard_names_per_minute {
             config.limits.wildcard_names_per_minute = names;
         }
@@ -515,7 +509,7 @@ impl Resolver<'_> {
         }
         // The profile's upstream proxy, which the egress proxy chains through; over TLS,
         // trusting the profile's CA too.
-        let upstream = chained(self.profile);
+        let upstream = chained(self.loaded);
         let config = match &upstream {
             None => config,
             Some(chained) => config

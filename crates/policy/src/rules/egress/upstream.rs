@@ -38,6 +38,11 @@ pub struct Chained {
     pub http_auth: bool,
     /// The upstream's host as the proxy compares it.
     pub host: String,
+    /// [`Chained::address`] as a host spec (its host at its port), parsed once: an address
+    /// the proxy connects to, for a renderer's network policy.
+    pub spec: agentc_egress::HostSpec,
+    /// [`Chained::http_address`] as a host spec, the same way.
+    pub http_spec: Option<agentc_egress::HostSpec>,
     /// Whether `egress.hosts` names the upstream's host: every destination goes to it.
     pub all: bool,
     /// The `no_proxy` entries, as written.
@@ -115,6 +120,8 @@ pub(crate) struct UpstreamAddress {
     pub(crate) address: String,
     /// The host as the proxy compares it.
     pub(crate) host: String,
+    /// `host:port` as a host spec.
+    pub(crate) spec: agentc_egress::HostSpec,
     /// Spoken to over TLS (`https://`).
     pub(crate) tls: bool,
     /// The URL carries credentials (never their value here: [`credentials`]).
@@ -142,13 +149,17 @@ pub(crate) fn upstream_address(url: &str) -> Result<UpstreamAddress, String> {
         agentc_egress::EgressError::HostSpec { reason, .. } => reason,
         other => other.to_string(),
     })?;
-    let host = match spec.pattern {
-        agentc_egress::host::HostPattern::Exact(name) => name,
+    let host = match &spec.pattern {
+        agentc_egress::host::HostPattern::Exact(name) => name.clone(),
         _ => spec.to_string(),
     };
     Ok(UpstreamAddress {
         address: format!("{host}:{port}"),
         host,
+        spec: agentc_egress::HostSpec {
+            port: Some(port),
+            ..spec
+        },
         tls,
         auth,
     })
