@@ -8,7 +8,7 @@ use std::io::IsTerminal;
 
 use agentc_backend_api::port::ApiPort;
 use agentc_backend_cli::exec::port::CliPort;
-use agentc_engine::isolation::{self as floor, Met};
+use agentc_engine::isolation::Met;
 use agentc_engine::launch::ProxyExecutable;
 use agentc_engine::port::EnginePort;
 use agentc_host::launch::{Launcher, Outcome, StartedSandbox};
@@ -116,50 +116,6 @@ pub async fn meet_floor_on<P: EnginePort>(
     launcher()
         .meet_floor_on(port, container, profile, &mut |line| notify(line))
         .await
-}
-
-/// What `agentc doctor` says of a container's isolation floor: the runtime a launch would
-/// take and its tier, or what the engine has and how to get what is missing (the same
-/// detection and probes as a launch, through the command line). `None` without a floor.
-pub fn doctor_fact(
-    container: &ContainerSpec,
-    profile: &str,
-) -> Option<Result<String, (String, String)>> {
-    let isolation = container.isolation?;
-    let options = launcher().floor_options();
-    let choice = runtime().ok()?.block_on(async {
-        let port = cli_port_reaping(None).await;
-        floor::choose(&port, container, isolation, profile, &options).await
-    });
-    Some(match choice {
-        Ok(Ok(chosen)) => Ok(format!(
-            "{} under runtime {} (min {}, prefer {}){}",
-            chosen.tier,
-            chosen.name,
-            isolation.min,
-            isolation.prefer.as_str(),
-            chosen
-                .above_floor
-                .map(|reason| format!("; above the floor: {reason}"))
-                .unwrap_or_default()
-        )),
-        Ok(Err(shortfall)) => Err((
-            format!(
-                "no runtime meets min {} ({}); found: {}",
-                shortfall.min.as_str(),
-                shortfall.min.words(),
-                floor::found(&shortfall)
-            ),
-            shortfall.hint.clone(),
-        )),
-        Err(error) => Err((
-            format!(
-                "the engine's runtimes cannot be read: {}",
-                error.to_string().lines().next().unwrap_or_default()
-            ),
-            "`agentc doctor` without a profile checks the engine".to_string(),
-        )),
-    })
 }
 
 /// Executes a container launch through `backend` and returns the exit status: the container's
