@@ -11,6 +11,29 @@
 //! environment) through the backend it chooses. What an apply says as it goes are
 //! [`ApplyEvent`]s; what it recorded comes back as an [`ApplyReport`] (a [`RollbackReport`]
 //! for a rollback), whose [`Display`](std::fmt::Display) is what the command prints last.
+//!
+//! ```no_run
+//! use agentc_egress::image::ProxyExecutable;
+//! use agentc_host::backend::BackendChoice;
+//! use agentc_host::launch::Launcher;
+//! use agentc_host::lifecycle::apply::{Apply, ApplyEvent, HostDeployer, Rollback};
+//!
+//! let env = agentc_host::backend::process_env();
+//! let launcher = Launcher {
+//!     engine: agentc_engine::Engine::Docker,
+//!     proxy: ProxyExecutable::locate(&env).ok_or("no agentc on PATH")?,
+//!     env,
+//!     terminal: false,
+//! };
+//! let mut deployer = HostDeployer::new(launcher, BackendChoice::Auto);
+//! let mut log = |event: ApplyEvent<'_>| eprintln!("{event:?}");
+//! let apply = Apply { profile: "box.toml".into(), pull: true, events: &mut log };
+//! let applied = apply.run(&mut deployer)?;
+//! println!("deployment {} is image {}", applied.number, applied.image_id);
+//! let back = Rollback { profile: "box.toml".into() }.run(&mut deployer)?;
+//! println!("{back}");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
