@@ -1,15 +1,16 @@
 //! What an agentc launch depends on from the machine it runs on, read once for the command
 //! line and library callers alike: the profile file ([`load_profile`]), the workspace, the
 //! user, the `AGENTC_*` environment and Decant's source profiles ([`launch_inputs`]), the
-//! presets' bundled build contexts in agentc's cache ([`bundled`]), and the launch resolved
-//! from them ([`resolve_instance`]). A launch is asked for by a [`LaunchRequest`], what
-//! `agentc run`'s arguments say. And the engine port this machine's engine is driven through,
-//! chosen and opened as the command line does it ([`backend`]); snapshots of sandboxes
-//! launched from profile files ([`snapshots`]); the pools' credential key ([`pool_secret`]);
-//! the lifecycle's I/O around the pure `agentc_lifecycle` crate ([`lifecycle`]); what agentc
-//! made on an engine, listed and removed as `agentc ps` and `agentc rm` do ([`inventory`]); what
-//! the session commands do to a running sandbox (exec, copy, ports, logs, egress log, stop and
-//! start: [`session`]).
+//! presets' bundled build contexts in agentc's cache ([`bundled`]) and the builds from them
+//! ([`build`]), and the launch resolved from them ([`resolve_instance`]). A launch is asked
+//! for by a [`LaunchRequest`], what `agentc run`'s arguments say. And the engine port this
+//! machine's engine is driven through, chosen and opened as the command line does it
+//! ([`backend`]); snapshots of sandboxes launched from profile files ([`snapshots`]); the
+//! pools' credential key ([`pool_secret`]); the lifecycle's I/O around the pure
+//! `agentc_lifecycle` crate, `agentc apply` and `agentc rollback` among it ([`lifecycle`]);
+//! what agentc made on an engine, listed and removed as `agentc ps` and `agentc rm` do
+//! ([`inventory`]); what the session commands do to a running sandbox (exec, copy, ports,
+//! logs, egress log, stop and start: [`session`]).
 //!
 //! The policy crate reads nothing from the process; this crate is where the file system, the
 //! environment and the user are read. It asks the engine only through [`backend`]'s ports.
@@ -28,6 +29,7 @@
 #![deny(missing_docs)]
 
 pub mod backend;
+pub mod build;
 pub mod bundled;
 mod failure;
 pub mod inventory;

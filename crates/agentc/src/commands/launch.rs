@@ -118,20 +118,6 @@ pub async fn meet_floor_on<P: EnginePort>(
         .await
 }
 
-/// What `agentc doctor` says of a container's isolation floor ([`Launcher::floor_fact`],
-/// through the command line). `None` without a floor.
-pub fn doctor_fact(
-    container: &ContainerSpec,
-    profile: &str,
-) -> Option<Result<String, (String, String)>> {
-    container.isolation?;
-    let launcher = launcher();
-    runtime().ok()?.block_on(async {
-        let port = cli_port_reaping(None).await;
-        launcher.floor_fact(&port, container, profile).await
-    })
-}
-
 /// Executes a container launch through `backend` and returns the exit status: the container's
 /// exit code for an attached launch, 0 for a started detached one (whose name and reachable
 /// addresses are printed). With `pull`, a missing image is pulled first, with progress on

@@ -17,7 +17,7 @@ pub fn plan(args: PlanArgs) -> Result<u8, Failure> {
         args.workspace.as_deref(),
         &BTreeMap::new(),
     )?;
-    let state = read_state(&loaded.profile.name)?;
+    let state = store::read_state(&loaded.profile.name)?;
     let recorded = state
         .as_ref()
         .and_then(State::current)
@@ -33,15 +33,4 @@ pub fn plan(args: PlanArgs) -> Result<u8, Failure> {
     };
     print!("{output}");
     Ok(0)
-}
-
-/// The recorded state of a profile, when there is one.
-pub fn read_state(profile: &str) -> Result<Option<State>, Failure> {
-    let path = store::state_file(profile)?;
-    let Some(text) = store::read_text(&path)? else {
-        return Ok(None);
-    };
-    State::parse(&path.display().to_string(), &text, profile)
-        .map(Some)
-        .map_err(Failure::unlaunchable)
 }

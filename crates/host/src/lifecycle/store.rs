@@ -224,6 +224,18 @@ pub fn locked_state(
     Ok((path, guard, state))
 }
 
+/// The recorded state of a profile, when there is one (read without its lock: `agentc plan`
+/// and `agentc doctor`).
+pub fn read_state(profile: &str) -> Result<Option<agentc_lifecycle::state::State>, Failure> {
+    let path = state_file(profile)?;
+    let Some(text) = read_text(&path)? else {
+        return Ok(None);
+    };
+    agentc_lifecycle::state::State::parse(&path.display().to_string(), &text, profile)
+        .map(Some)
+        .map_err(Failure::unlaunchable)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
