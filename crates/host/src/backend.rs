@@ -286,7 +286,7 @@ pub trait OnClient {
 /// How [`on_client`] reaches the engine: which engine, through which backend, the agentc
 /// executable the egress proxy's image is made of, and the environment the sandboxes' secrets
 /// are read from.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Driver {
     /// The engine.
     pub engine: Engine,
@@ -300,6 +300,18 @@ pub struct Driver {
     /// running tasks with keys of their own passes each task's. Where the engine is
     /// (`DOCKER_HOST`, `CONTAINER_HOST`) is read from the process's ([`engine_host`]).
     pub env: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for Driver {
+    /// The environment holds secret values: its names only.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driver")
+            .field("engine", &self.engine)
+            .field("backend", &self.backend)
+            .field("proxy", &self.proxy)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 impl Driver {

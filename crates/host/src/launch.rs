@@ -29,7 +29,7 @@ use crate::{Failure, EXIT_DOCKER, EXIT_INVALID};
 /// What a launch needs of its caller: the engine (for the floor's words and whether its ports
 /// are this machine's), the environment secrets are read from, the agentc executable the egress
 /// proxy's and the floor probe's images are made of, and whether stdin is a terminal.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Launcher {
     /// The engine the port drives.
     pub engine: Engine,
@@ -40,6 +40,18 @@ pub struct Launcher {
     pub proxy: ProxyExecutable,
     /// Whether stdin is a terminal: an attached launch with a TTY then switches it to raw mode.
     pub terminal: bool,
+}
+
+impl std::fmt::Debug for Launcher {
+    /// The environment holds secret values: its names only.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Launcher")
+            .field("engine", &self.engine)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("proxy", &self.proxy)
+            .field("terminal", &self.terminal)
+            .finish()
+    }
 }
 
 /// How a launch ended.

@@ -141,3 +141,24 @@ fn a_started_sandbox_names_each_address_and_says_when_one_is_published_everywher
         "started box (0123456789ab)\n  on network lab as box, web"
     );
 }
+
+#[test]
+fn a_launcher_and_a_driver_show_the_names_of_their_secrets_never_the_values() {
+    let env = BTreeMap::from([("API_KEY".to_string(), "sk-secret-value".to_string())]);
+    let launcher = Launcher {
+        env: env.clone(),
+        ..launcher()
+    };
+    let driver = crate::backend::Driver {
+        env,
+        ..crate::backend::Driver::new(
+            Engine::Docker,
+            crate::backend::BackendChoice::Cli,
+            ProxyExecutable::default(),
+        )
+    };
+    for shown in [format!("{launcher:?}"), format!("{driver:?}")] {
+        assert!(shown.contains("API_KEY"), "{shown}");
+        assert!(!shown.contains("sk-secret-value"), "{shown}");
+    }
+}
