@@ -23,8 +23,8 @@ use agentc_policy::{ContainerSpec, LaunchSpec, Network};
 use bollard::models::ContainerInspectResponse;
 use futures_util::StreamExt;
 
-use crate::backend::{engine_is_remote, exec_failure};
-use crate::{Failure, EXIT_DOCKER, EXIT_INVALID};
+use crate::backend::{engine_is_remote, exec_failure, runtime, BackendChoice};
+use crate::{container_of, over_port, Failure, EXIT_DOCKER, EXIT_INVALID};
 
 /// What a launch needs of its caller: the engine (for the floor's words and whether its ports
 /// are this machine's), the environment secrets are read from, the agentc executable the egress
@@ -303,6 +303,56 @@ impl Launcher {
                 ),
                 "`agentc doctor` without a profile checks the engine".to_string(),
             )),
+        })
+    }
+
+    /// Meets the container's isolation floor through `backend`'s own engine port for the
+    /// launcher's engine, in a runtime of its own ([`Launcher::meet_floor_on`]); a container
+    /// without a floor comes back unchanged, without asking the engine.
+    pub fn meet_floor(
+        &self,
+        container: &ContainerSpec,
+        profile: &str,
+        backend: BackendChoice,
+        notify: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Met, Failure> {
+        if container.isolation.is_none() {
+            return Ok(Met {
+                container: container.clone(),
+                chosen: None,
+            });
+        }
+        let engine = self.engine;
+        runtime()?.block_on(async {
+            over_port!(backend, engine, None, |port| self
+                .meet_floor_on(&port, container, profile, notify)
+                .await)
+        })
+    }
+
+    /// Launches the resolved `spec` through `backend`, as `agentc run --detach`'s launch and a
+    /// seed's helper are made, in a runtime of its own: its host ports checked free
+    /// ([`check_host_ports`]), its isolation floor met ([`Launcher::meet_floor`]), then the
+    /// launch ([`Launcher::launch_on`]) over a port that reaped the leftovers of a killed
+    /// launch of its name first.
+    pub fn launch_resolved(
+        &self,
+        spec: &LaunchSpec,
+        backend: BackendChoice,
+        pull: bool,
+        notify: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Outcome, Failure> {
+        let container = container_of(spec)?;
+        check_host_ports(container, spec, self.engine)?;
+        // The isolation floor: the engine's runtimes probed and one chosen, before anything.
+        let placed = self
+            .meet_floor(container, &spec.profile, backend, notify)?
+            .container;
+        let (engine, own) = (self.engine, placed.name.as_deref());
+        runtime()?.block_on(async {
+            over_port!(backend, engine, own, |port| self
+                .launch_on(&port, &placed, pull, notify)
+                .await)
         })
     }
 

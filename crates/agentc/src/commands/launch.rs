@@ -10,7 +10,6 @@ use agentc_backend_api::port::ApiPort;
 use agentc_backend_cli::exec::port::CliPort;
 use agentc_engine::isolation::Met;
 use agentc_engine::launch::ProxyExecutable;
-use agentc_engine::port::EnginePort;
 use agentc_host::launch::{Launcher, Outcome};
 use agentc_policy::{ContainerSpec, LaunchSpec};
 
@@ -20,11 +19,6 @@ use crate::context::Failure;
 pub use agentc_host::backend::{exec_failure, process_env, runtime};
 pub use agentc_host::container_of;
 pub use agentc_host::launch::refuse_fixed_host_ports;
-
-/// Whether the engine runs on another machine ([`agentc_host::backend::engine_is_remote`]).
-pub fn engine_is_remote() -> bool {
-    agentc_host::backend::engine_is_remote(crate::engine())
-}
 
 /// Connects to this process's engine ([`agentc_host::backend::connect`]).
 pub async fn connect() -> Result<ApiPort, Failure> {
@@ -50,12 +44,6 @@ macro_rules! over_port {
     };
 }
 pub(crate) use over_port;
-
-/// Refuses a launch whose chosen host ports are in use on this machine
-/// ([`agentc_engine::host_ports::check_free`]), unless the engine is remote.
-pub fn check_host_ports(container: &ContainerSpec, spec: &LaunchSpec) -> Result<(), Failure> {
-    agentc_host::launch::check_host_ports(container, spec, crate::engine())
-}
 
 /// The line `agentc run` prints on stderr for each finding at or above
 /// [`agentc_policy::Severity::High`] before it launches: where the finding comes from and
@@ -85,82 +73,24 @@ pub fn launcher() -> Launcher {
 }
 
 /// Meets the container's isolation floor through `backend`'s own engine port, when it has one
-/// ([`meet_floor_on`]); a container without a floor comes back unchanged, without asking the
-/// engine.
+/// ([`Launcher::meet_floor`]), saying on stderr what was chosen; a container without a floor
+/// comes back unchanged, without asking the engine.
 pub fn meet_floor(
     container: &ContainerSpec,
     profile: &str,
     backend: BackendArg,
 ) -> Result<Met, Failure> {
-    if container.isolation.is_none() {
-        return Ok(Met {
-            container: container.clone(),
-            chosen: None,
-        });
-    }
-    runtime()?.block_on(async {
-        over_port!(backend, None, |port| meet_floor_on(
-            &port, container, profile
-        )
-        .await)
-    })
+    launcher().meet_floor(container, profile, backend.into(), &mut |line| notify(line))
 }
 
-/// Meets the container's isolation floor over `port` ([`Launcher::meet_floor_on`]), saying on
-/// stderr what was chosen.
-pub async fn meet_floor_on<P: EnginePort>(
-    port: &P,
-    container: &ContainerSpec,
-    profile: &str,
-) -> Result<Met, Failure> {
-    launcher()
-        .meet_floor_on(port, container, profile, &mut |line| notify(line))
-        .await
-}
-
-/// Executes a container launch through `backend` and returns the exit status: the container's
-/// exit code for an attached launch, 0 for a started detached one (whose name and reachable
-/// addresses are printed). With `pull`, a missing image is pulled first, with progress on
-/// stderr, before anything is created.
+/// Executes a container launch through `backend` ([`Launcher::launch_resolved`]: host ports,
+/// the isolation floor, the launch) and returns the exit status: the container's exit code for
+/// an attached launch, 0 for a started detached one (whose name and reachable addresses are
+/// printed; an attached container's abnormal exit is said on stderr). With `pull`, a missing
+/// image is pulled first, with progress on stderr, before anything is created.
 pub fn execute(spec: &LaunchSpec, backend: BackendArg, pull: bool) -> Result<u8, Failure> {
-    execute_placed(spec, None, backend, pull)
-}
-
-/// [`execute`], with the launch's container as [`meet_floor`] already returned it for this
-/// `backend` (`placed`: `agentc pool fill` met the floor once for all its members), so that
-/// the engine is asked once per launch; `None` meets it here. The launch is the library's
-/// ([`Launcher::launch_on`]); `backend` chooses the port.
-pub fn execute_placed(
-    spec: &LaunchSpec,
-    placed: Option<ContainerSpec>,
-    backend: BackendArg,
-    pull: bool,
-) -> Result<u8, Failure> {
-    let container = container_of(spec)?;
-    check_host_ports(container, spec)?;
-    // The isolation floor: the engine's runtimes probed and one chosen, before anything.
-    let placed = match placed {
-        Some(placed) => placed,
-        None => meet_floor(container, &spec.profile, backend)?.container,
-    };
-    let own = placed.name.as_deref();
-    runtime()?.block_on(async {
-        over_port!(backend, own, |port| launch_placed_on(&port, &placed, pull)
-            .await)
-    })
-}
-
-/// The launch of `placed` (a container with its isolation floor met) over `port`
-/// ([`Launcher::launch_on`]); prints a started sandbox's name and where it can be reached, or
-/// an attached container's abnormal exit, and returns the exit status.
-pub async fn launch_placed_on<P: EnginePort>(
-    port: &P,
-    placed: &ContainerSpec,
-    pull: bool,
-) -> Result<u8, Failure> {
-    let outcome = launcher()
-        .launch_on(port, placed, pull, &mut |line| notify(line))
-        .await?;
+    let outcome =
+        launcher().launch_resolved(spec, backend.into(), pull, &mut |line| notify(line))?;
     match &outcome {
         Outcome::Started(started) => println!("{started}"),
         Outcome::Exited {

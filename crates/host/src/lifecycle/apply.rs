@@ -45,10 +45,10 @@ use agentc_policy::{Action, LaunchKind, LaunchSpec, LoadedProfile};
 
 use crate::backend::{self, BackendChoice};
 use crate::build::{build_preset_image, BuildEvent};
-use crate::launch::{check_host_ports, Launcher, Outcome, StartedSandbox};
+use crate::launch::{Launcher, Outcome, StartedSandbox};
 use crate::lifecycle::engine::{connect, Engine};
 use crate::lifecycle::{files, gather, store};
-use crate::{container_of, load_profile, over_port, Failure, EXIT_DOCKER, EXIT_FAILED};
+use crate::{load_profile, Failure, EXIT_DOCKER, EXIT_FAILED};
 
 /// What an apply says as it goes, in order.
 #[derive(Debug)]
@@ -143,30 +143,10 @@ impl Deployer for HostDeployer {
         spec: &LaunchSpec,
         events: &mut (dyn FnMut(ApplyEvent<'_>) + Send),
     ) -> Result<u8, Failure> {
-        let container = container_of(spec)?;
-        let engine = self.launcher.engine;
-        let choice = self.backend;
-        let launcher = &self.launcher;
-        check_host_ports(container, spec, engine)?;
         let mut notify = |line: &str| events(ApplyEvent::Note(line));
-        // The isolation floor: the engine's runtimes probed and one chosen, before anything.
-        let placed = if container.isolation.is_none() {
-            container.clone()
-        } else {
-            backend::runtime()?
-                .block_on(async {
-                    over_port!(choice, engine, None, |port| launcher
-                        .meet_floor_on(&port, container, &spec.profile, &mut notify)
-                        .await)
-                })?
-                .container
-        };
-        let own = placed.name.as_deref();
-        let outcome = backend::runtime()?.block_on(async {
-            over_port!(choice, engine, own, |port| launcher
-                .launch_on(&port, &placed, false, &mut notify)
-                .await)
-        })?;
+        let outcome = self
+            .launcher
+            .launch_resolved(spec, self.backend, false, &mut notify)?;
         match &outcome {
             Outcome::Started(started) => events(ApplyEvent::Started(started)),
             Outcome::Exited {

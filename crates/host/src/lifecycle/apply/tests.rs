@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use agentc_lifecycle::lock::ImageFacts;
 
 use super::*;
+use crate::container_of;
 
 /// The repository's `fixtures/valid/NAME.toml`.
 fn fixture(name: &str) -> PathBuf {
