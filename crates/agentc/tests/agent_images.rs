@@ -16,13 +16,9 @@
 //! root and Debian's mirror): skips with a printed reason without them, fails instead when
 //! `AGENTC_REQUIRE_DOCKER=1`.
 
-#[path = "common/agent_base.rs"]
-mod agent_base;
-#[allow(dead_code)]
-mod common;
-#[allow(dead_code)]
-#[path = "common/lab.rs"]
-mod lab;
+use crate::common;
+use crate::common::agent_base;
+use crate::common::lab;
 
 use std::time::{Duration, Instant};
 
@@ -365,21 +361,25 @@ fn a_bundled_image_builds_and_runs_hardened(agent: &str) {
 
 #[test]
 fn live_the_bundled_claude_code_image_builds_and_runs_hardened() {
+    let _turn = crate::common::turn(file!());
     a_bundled_image_builds_and_runs_hardened("claude-code");
 }
 
 #[test]
 fn live_the_bundled_codex_image_builds_and_runs_hardened() {
+    let _turn = crate::common::turn(file!());
     a_bundled_image_builds_and_runs_hardened("codex");
 }
 
 #[test]
 fn live_the_bundled_opencode_image_builds_and_runs_hardened() {
+    let _turn = crate::common::turn(file!());
     a_bundled_image_builds_and_runs_hardened("opencode");
 }
 
 #[test]
 fn live_the_bundled_hermes_image_builds_and_runs_hardened() {
+    let _turn = crate::common::turn(file!());
     a_bundled_image_builds_and_runs_hardened("hermes");
 }
 
@@ -389,6 +389,7 @@ fn live_the_bundled_hermes_image_builds_and_runs_hardened() {
 /// referee is a plain `docker run` of the same mount as that user.
 #[test]
 fn live_verify_fails_a_tmpfs_the_agent_user_cannot_write() {
+    let _turn = crate::common::turn(file!());
     let test = "live_verify_fails_a_tmpfs_the_agent_user_cannot_write";
     if !require_daemon(test) {
         return;
@@ -453,6 +454,7 @@ fn live_verify_fails_a_tmpfs_the_agent_user_cannot_write() {
 /// build without the registries, and the failed step leaves no container (`--force-rm`).
 #[test]
 fn live_a_failed_bundled_build_says_how_and_leaves_no_container() {
+    let _turn = crate::common::turn(file!());
     let test = "live_a_failed_bundled_build_says_how_and_leaves_no_container";
     if !require_daemon(test) {
         return;

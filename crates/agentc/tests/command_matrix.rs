@@ -26,13 +26,10 @@
 //! `scripts/setup-engines.sh`): skips with a printed reason without one, fails instead when
 //! `AGENTC_REQUIRE_DOCKER=1`.
 
-#[path = "common/agent_image.rs"]
-mod agent_image;
-mod common;
+use crate::common;
+use crate::common::agent_image;
 // `Lab::profile` and `Lab::settled` are faults.rs's.
-#[allow(dead_code)]
-#[path = "common/lab.rs"]
-mod lab;
+use crate::common::lab;
 
 use std::time::Duration;
 
@@ -428,6 +425,7 @@ macro_rules! on_both_engines {
     ($rows:ident: $docker:ident, $podman:ident) => {
         #[test]
         fn $docker() {
+            let _turn = crate::common::turn(file!());
             if require_daemon(stringify!($docker)) {
                 $rows("docker");
             }
@@ -435,6 +433,7 @@ macro_rules! on_both_engines {
 
         #[test]
         fn $podman() {
+            let _turn = crate::common::turn(file!());
             if require_podman(stringify!($podman)) {
                 $rows("podman");
             }
@@ -643,6 +642,7 @@ on_both_engines!(
 
 #[test]
 fn live_commands_on_a_sandbox_behind_the_egress_proxy_behave_alike_through_both_backends() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_commands_on_a_sandbox_behind_the_egress_proxy") {
         return;
     }
@@ -1243,6 +1243,7 @@ fn failing_proxy_rows(
 
 #[test]
 fn live_launches_behind_a_failing_egress_proxy_fail_alike_and_leave_nothing() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_launches_behind_a_failing_egress_proxy") {
         return;
     }

@@ -15,8 +15,7 @@
 //! Needs the daemon (and `/usr/bin/curl` on the host, which `.ci/run` installs): skips with a
 //! printed reason without them, fails instead when `AGENTC_REQUIRE_DOCKER=1`.
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -42,6 +41,7 @@ const KEY_VARIABLE: &str = "AGENTC_TEST_API_KEY";
 /// Runs the testkit when this binary was started as one (in a container); passes otherwise.
 #[test]
 fn testkit_entry() {
+    let _turn = crate::common::turn(file!());
     let Ok(mode) = std::env::var(TESTKIT_VAR) else {
         return;
     };
@@ -66,6 +66,7 @@ fn testkit_entry() {
 /// Idles in the sandbox (its command).
 #[test]
 fn testkit_idle() {
+    let _turn = crate::common::turn(file!());
     if std::env::current_exe().is_ok_and(|exe| exe == std::path::Path::new(TESTKIT_PATH)) {
         loop {
             std::thread::sleep(Duration::from_secs(3600));
@@ -1009,11 +1010,13 @@ fn keys_stay_outside_the_sandbox(backend: &str) {
 
 #[test]
 fn keys_stay_outside_the_sandbox_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     keys_stay_outside_the_sandbox("cli");
 }
 
 #[test]
 fn keys_stay_outside_the_sandbox_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     keys_stay_outside_the_sandbox("api");
 }
 
@@ -1194,11 +1197,13 @@ fn reflected_keys_never_reach_the_sandbox(backend: &str) {
 
 #[test]
 fn reflected_keys_never_reach_the_sandbox_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     reflected_keys_never_reach_the_sandbox("cli");
 }
 
 #[test]
 fn reflected_keys_never_reach_the_sandbox_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     reflected_keys_never_reach_the_sandbox("api");
 }
 
@@ -1315,11 +1320,13 @@ fn a_flood_neither_kills_nor_grows_the_proxy(backend: &str) {
 
 #[test]
 fn a_flood_neither_kills_nor_grows_the_proxy_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     a_flood_neither_kills_nor_grows_the_proxy("cli");
 }
 
 #[test]
 fn a_flood_neither_kills_nor_grows_the_proxy_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     a_flood_neither_kills_nor_grows_the_proxy("api");
 }
 
@@ -1493,11 +1500,13 @@ fn the_audit_survives_a_flood(backend: &str) {
 
 #[test]
 fn the_audit_survives_a_flood_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     the_audit_survives_a_flood("cli");
 }
 
 #[test]
 fn the_audit_survives_a_flood_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     the_audit_survives_a_flood("api");
 }
 
@@ -1633,11 +1642,13 @@ fn a_dead_proxy_comes_back_with_its_ca(backend: &str) {
 
 #[test]
 fn a_dead_proxy_comes_back_with_its_ca_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     a_dead_proxy_comes_back_with_its_ca("cli");
 }
 
 #[test]
 fn a_dead_proxy_comes_back_with_its_ca_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     a_dead_proxy_comes_back_with_its_ca("api");
 }
 
@@ -1698,10 +1709,12 @@ fn a_replay_stop_stays_down(backend: &str) {
 
 #[test]
 fn a_replay_stop_stays_down_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     a_replay_stop_stays_down("cli");
 }
 
 #[test]
 fn a_replay_stop_stays_down_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     a_replay_stop_stays_down("api");
 }

@@ -522,6 +522,7 @@ fn host_path_is_closed(backend: &str) {
 
 #[test]
 fn the_host_path_is_closed_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("the_host_path_is_closed_through_the_cli_backend") {
         host_path_is_closed("cli");
     }
@@ -529,6 +530,7 @@ fn the_host_path_is_closed_through_the_cli_backend() {
 
 #[test]
 fn the_host_path_is_closed_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("the_host_path_is_closed_through_the_api_backend") {
         host_path_is_closed("api");
     }

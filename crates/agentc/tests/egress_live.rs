@@ -65,6 +65,7 @@ const BUSYBOX_SCRIPT: &str = concat!(
 /// Runs the testkit when this binary was started as one (in a container); passes otherwise.
 #[test]
 fn testkit_entry() {
+    let _turn = crate::common::turn(file!());
     let Ok(mode) = std::env::var(TESTKIT_VAR) else {
         return;
     };
@@ -1004,6 +1005,7 @@ fn deny_lines(decisions: &[serde_json::Value]) -> Vec<&serde_json::Value> {
 
 #[test]
 fn allowed_hosts_work_and_every_other_request_is_refused_with_one_deny_line() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("allowed_hosts_work") {
         return;
     }
@@ -1183,6 +1185,7 @@ fn allowed_hosts_work_and_every_other_request_is_refused_with_one_deny_line() {
 
 #[test]
 fn direct_routes_ipv6_dns_and_unset_proxy_variables_reach_nothing() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("direct_routes_ipv6_dns") {
         return;
     }
@@ -1315,6 +1318,7 @@ fn direct_routes_ipv6_dns_and_unset_proxy_variables_reach_nothing() {
 
 #[test]
 fn a_killed_proxy_means_no_egress_and_a_restarted_one_recovers() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("a_killed_proxy_means_no_egress") {
         return;
     }
@@ -1355,6 +1359,7 @@ fn a_killed_proxy_means_no_egress_and_a_restarted_one_recovers() {
 
 #[test]
 fn the_proxy_container_runs_unprivileged_and_reports_healthy() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("the_proxy_container_runs_unprivileged") {
         return;
     }
@@ -1419,6 +1424,7 @@ fn busybox_image() -> String {
 #[test]
 #[ignore = "a benchmark: run scripts/bench-egress.sh"]
 fn bench_egress() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("bench_egress") {
         return;
     }
@@ -1457,6 +1463,7 @@ fn bench_egress() {
 
 #[test]
 fn the_image_imports_through_the_engine_api_as_through_the_cli() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("the_image_imports_through_the_engine_api") {
         return;
     }
@@ -1510,6 +1517,7 @@ fn the_image_imports_through_the_engine_api_as_through_the_cli() {
 /// `/testkit` (the sandbox's command), and passes at once anywhere else.
 #[test]
 fn testkit_idle() {
+    let _turn = crate::common::turn(file!());
     if std::env::current_exe().is_ok_and(|exe| exe == std::path::Path::new(TESTKIT_PATH)) {
         loop {
             std::thread::sleep(Duration::from_secs(3600));
@@ -2013,6 +2021,7 @@ fn launched_sandbox_reaches_exactly_its_allowlist(backend: &str) {
 
 #[test]
 fn a_launched_sandbox_reaches_exactly_its_allowlist_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("a_launched_sandbox_reaches_exactly_its_allowlist_cli") {
         launched_sandbox_reaches_exactly_its_allowlist("cli");
     }
@@ -2020,6 +2029,7 @@ fn a_launched_sandbox_reaches_exactly_its_allowlist_through_the_cli_backend() {
 
 #[test]
 fn a_launched_sandbox_reaches_exactly_its_allowlist_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("a_launched_sandbox_reaches_exactly_its_allowlist_api") {
         launched_sandbox_reaches_exactly_its_allowlist("api");
     }
@@ -2083,6 +2093,7 @@ fn gvisor_workload_reaches_exactly_its_allowlist(backend: &str) {
 
 #[test]
 fn a_gvisor_workload_reaches_exactly_its_allowlist_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     let test = "a_gvisor_workload_reaches_exactly_its_allowlist_cli";
     if require_daemon(test) && require_runsc(test) {
         gvisor_workload_reaches_exactly_its_allowlist("cli");
@@ -2091,6 +2102,7 @@ fn a_gvisor_workload_reaches_exactly_its_allowlist_through_the_cli_backend() {
 
 #[test]
 fn a_gvisor_workload_reaches_exactly_its_allowlist_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     let test = "a_gvisor_workload_reaches_exactly_its_allowlist_api";
     if require_daemon(test) && require_runsc(test) {
         gvisor_workload_reaches_exactly_its_allowlist("api");
@@ -2103,6 +2115,7 @@ fn a_gvisor_workload_reaches_exactly_its_allowlist_through_the_api_backend() {
 /// set up would pause and say so), and nothing labelled with the profile is left.
 #[test]
 fn an_unknown_runtime_is_refused_before_anything_is_created() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("an_unknown_runtime_is_refused") {
         return;
     }
@@ -2167,6 +2180,7 @@ fn an_unknown_runtime_is_refused_before_anything_is_created() {
 /// nothing: an outside network that does not exist, and a name taken by another container.
 #[test]
 fn a_failed_egress_setup_launches_nothing_and_leaves_nothing() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("a_failed_egress_setup_launches_nothing") {
         return;
     }
@@ -2259,6 +2273,7 @@ fn start_relay_proxy(id: &str, out: &str, inner: &str, ip: &str, relays: &[Strin
 /// internal outside network (the proxy's address there).
 #[test]
 fn the_proxy_relays_a_published_port_to_its_one_workload() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("the_proxy_relays_a_published_port_to_its_one_workload") {
         return;
     }
@@ -2571,6 +2586,7 @@ fn published_port_behind_the_proxy(backend: &str) {
 
 #[test]
 fn a_published_port_behind_the_proxy_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("a_published_port_behind_the_proxy_cli") {
         published_port_behind_the_proxy("cli");
     }
@@ -2578,6 +2594,7 @@ fn a_published_port_behind_the_proxy_through_the_cli_backend() {
 
 #[test]
 fn a_published_port_behind_the_proxy_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("a_published_port_behind_the_proxy_api") {
         published_port_behind_the_proxy("api");
     }
@@ -2588,6 +2605,7 @@ fn a_published_port_behind_the_proxy_through_the_api_backend() {
 /// only, and `agentc rm --all --profile P` the rest, each name said once.
 #[test]
 fn copies_behind_the_proxy_each_get_their_own_companion() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("copies_behind_the_proxy_each_get_their_own_companion") {
         return;
     }
@@ -2875,6 +2893,7 @@ fn verify_checks_egress_for_real(backend: &str) {
 
 #[test]
 fn verify_checks_egress_for_real_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("verify_checks_egress_for_real_cli") {
         verify_checks_egress_for_real("cli");
     }
@@ -2882,6 +2901,7 @@ fn verify_checks_egress_for_real_through_the_cli_backend() {
 
 #[test]
 fn verify_checks_egress_for_real_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("verify_checks_egress_for_real_api") {
         verify_checks_egress_for_real("api");
     }
@@ -2996,6 +3016,7 @@ fn only_its_own_sandbox_can_use_the_proxy(backend: &str) {
 
 #[test]
 fn only_its_own_sandbox_can_use_the_proxy_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("only_its_own_sandbox_can_use_the_proxy_cli") {
         only_its_own_sandbox_can_use_the_proxy("cli");
     }
@@ -3003,6 +3024,7 @@ fn only_its_own_sandbox_can_use_the_proxy_through_the_cli_backend() {
 
 #[test]
 fn only_its_own_sandbox_can_use_the_proxy_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("only_its_own_sandbox_can_use_the_proxy_api") {
         only_its_own_sandbox_can_use_the_proxy("api");
     }
@@ -3111,6 +3133,7 @@ fn the_eleventh_wildcard_name_is_refused(backend: &str) {
 
 #[test]
 fn the_eleventh_wildcard_name_is_refused_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("the_eleventh_wildcard_name_is_refused_cli") {
         the_eleventh_wildcard_name_is_refused("cli");
     }
@@ -3118,6 +3141,7 @@ fn the_eleventh_wildcard_name_is_refused_through_the_cli_backend() {
 
 #[test]
 fn the_eleventh_wildcard_name_is_refused_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("the_eleventh_wildcard_name_is_refused_api") {
         the_eleventh_wildcard_name_is_refused("api");
     }
@@ -3155,6 +3179,7 @@ fn sandbox_proxy(sandbox: &str) -> String {
 
 #[test]
 fn agent_containers_profiles_run_enforced_outside_through_an_upstream_and_by_address() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("agent_containers_profiles_run_enforced_outside") {
         return;
     }
@@ -3429,11 +3454,13 @@ fn upstream_with_credentials_through(backend: &str) {
 
 #[test]
 fn an_upstream_that_wants_credentials_gets_them_by_name_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     upstream_with_credentials_through("cli");
 }
 
 #[test]
 fn an_upstream_that_wants_credentials_gets_them_by_name_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     upstream_with_credentials_through("api");
 }
 
@@ -3614,10 +3641,12 @@ fn upstream_over_tls_through(backend: &str) {
 
 #[test]
 fn an_https_upstream_is_spoken_to_over_tls_and_verified_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     upstream_over_tls_through("cli");
 }
 
 #[test]
 fn an_https_upstream_is_spoken_to_over_tls_and_verified_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     upstream_over_tls_through("api");
 }

@@ -17,8 +17,7 @@
 //! Needs the daemon: skips with a printed reason without it, fails instead when
 //! `AGENTC_REQUIRE_DOCKER=1`.
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -52,6 +51,7 @@ const UPSTREAM_USERINFO: &str = "build:corp-s3cret";
 /// Runs the testkit when this binary was started as one (in a container); passes otherwise.
 #[test]
 fn testkit_entry() {
+    let _turn = crate::common::turn(file!());
     let Ok(mode) = std::env::var(TESTKIT_VAR) else {
         return;
     };
@@ -77,6 +77,7 @@ fn testkit_entry() {
 /// Idles in the sandbox (the image's entrypoint; the preset's `claude` is one more filter).
 #[test]
 fn testkit_idle() {
+    let _turn = crate::common::turn(file!());
     if std::env::current_exe().is_ok_and(|exe| exe == std::path::Path::new(TESTKIT_PATH)) {
         loop {
             std::thread::sleep(Duration::from_secs(3600));
@@ -686,10 +687,12 @@ fn provider_key_reaches_the_gateway_through_the_upstream(backend: &str) {
 
 #[test]
 fn a_provider_key_reaches_its_gateway_through_the_upstream_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     provider_key_reaches_the_gateway_through_the_upstream("cli");
 }
 
 #[test]
 fn a_provider_key_reaches_its_gateway_through_the_upstream_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     provider_key_reaches_the_gateway_through_the_upstream("api");
 }

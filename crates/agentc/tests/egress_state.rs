@@ -12,7 +12,7 @@
 //! Needs the daemon: skips with a printed reason without one, fails instead when
 //! `AGENTC_REQUIRE_DOCKER=1`.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -348,6 +348,7 @@ fn egress_state_is_shown_and_a_dead_proxy_is_an_error(backend: &str) {
 
 #[test]
 fn egress_state_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("egress_state_through_the_cli_backend") {
         egress_state_is_shown_and_a_dead_proxy_is_an_error("cli");
     }
@@ -355,6 +356,7 @@ fn egress_state_through_the_cli_backend() {
 
 #[test]
 fn egress_state_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("egress_state_through_the_api_backend") {
         egress_state_is_shown_and_a_dead_proxy_is_an_error("api");
     }
@@ -365,6 +367,7 @@ fn egress_state_through_the_api_backend() {
 /// either backend removes them, says so on stderr and succeeds; nothing is left.
 #[test]
 fn a_leftover_isolated_network_is_named_listed_and_removed() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("a_leftover_isolated_network_is_named_listed_and_removed") {
         return;
     }
@@ -549,6 +552,7 @@ impl Drop for Holder {
 
 #[test]
 fn a_named_second_sandbox_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("a_named_second_sandbox_through_the_cli_backend") {
         a_named_second_sandbox_runs_beside_the_first("cli");
     }
@@ -556,6 +560,7 @@ fn a_named_second_sandbox_through_the_cli_backend() {
 
 #[test]
 fn a_named_second_sandbox_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("a_named_second_sandbox_through_the_api_backend") {
         a_named_second_sandbox_runs_beside_the_first("api");
     }
@@ -642,6 +647,7 @@ fn deny_with_a_published_port_is_reachable_and_reaches_nothing(backend: &str) {
 
 #[test]
 fn deny_with_a_published_port_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("deny_with_a_published_port_through_the_cli_backend") {
         deny_with_a_published_port_is_reachable_and_reaches_nothing("cli");
     }
@@ -649,6 +655,7 @@ fn deny_with_a_published_port_through_the_cli_backend() {
 
 #[test]
 fn deny_with_a_published_port_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("deny_with_a_published_port_through_the_api_backend") {
         deny_with_a_published_port_is_reachable_and_reaches_nothing("api");
     }
@@ -662,6 +669,7 @@ fn deny_with_a_published_port_through_the_api_backend() {
 /// `rm --profile FILE`, and a second `rm --profile` says nothing is left.
 #[test]
 fn every_command_that_talks_to_the_engine_reaps_first_through_either_backend() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("every_command_that_talks_to_the_engine_reaps_first_through_either_backend")
     {
         return;

@@ -17,17 +17,15 @@
 //! Needs the daemon: skips with a printed reason without one, fails instead when
 //! `AGENTC_REQUIRE_DOCKER=1`.
 
-#[path = "common/agent_image.rs"]
-mod agent_image;
-mod common;
-#[path = "common/lab.rs"]
-mod lab;
+use crate::common;
+use crate::common::agent_image;
+use crate::common::lab;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use agent_image::agent_image;
-use common::{describe, docker, require_daemon, test_image, text, IMAGES};
+use common::{describe, docker, require_daemon, text};
 use lab::{interrupted_class, Lab, Launch};
 
 /// The pause points a launch names ([`agentc_engine::pause::STEPS`]).
@@ -288,6 +286,7 @@ fn same_rows(cli: &[Row], api: &[Row]) {
 
 #[test]
 fn live_faults_of_an_attached_run_behind_the_egress_proxy_end_alike_and_leave_nothing() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_faults_of_an_attached_run") {
         return;
     }
@@ -300,6 +299,7 @@ fn live_faults_of_an_attached_run_behind_the_egress_proxy_end_alike_and_leave_no
 
 #[test]
 fn live_faults_of_a_detached_sandbox_behind_the_egress_proxy_end_alike_and_leave_nothing() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_faults_of_a_detached_sandbox") {
         return;
     }

@@ -8,7 +8,7 @@
 //! `scripts/build-test-image.sh` (built here when missing) and, for agent presets, an image
 //! built by `agentc build` on top of it whose `claude` is `/bin/sh`.
 
-mod common;
+use crate::common;
 
 use common::{describe, docker, repo_root, require_daemon, test_image, text, IMAGES};
 
@@ -187,6 +187,7 @@ impl Drop for Lab {
 
 #[test]
 fn every_launching_command_has_help_with_an_example() {
+    let _turn = crate::common::turn(file!());
     for command in ["run", "seed", "build", "ps", "rm", "verify"] {
         let output = agentc(&[command, "--help"]);
         assert_eq!(output.status.code(), Some(0), "{command}");
@@ -209,6 +210,7 @@ fn every_launching_command_has_help_with_an_example() {
 
 #[test]
 fn launching_usage_errors_exit_2() {
+    let _turn = crate::common::turn(file!());
     for args in [
         vec!["rm"],
         vec!["rm", "x", "--all"],
@@ -250,6 +252,7 @@ fn launching_usage_errors_exit_2() {
 
 #[test]
 fn an_unreachable_daemon_is_exit_125_with_a_hint() {
+    let _turn = crate::common::turn(file!());
     let socket = "unix:///nonexistent/agentc-launcher.sock";
     for args in [
         vec!["ps"],
@@ -278,6 +281,7 @@ fn an_unreachable_daemon_is_exit_125_with_a_hint() {
 
 #[test]
 fn offline_commands_ignore_an_unreachable_daemon() {
+    let _turn = crate::common::turn(file!());
     let output = agentc_in(
         &repo_root(),
         &[
@@ -295,6 +299,7 @@ fn offline_commands_ignore_an_unreachable_daemon() {
 
 #[test]
 fn live_run_returns_the_exit_code_through_both_backends_and_leaves_nothing() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_run_returns_the_exit_code_through_both_backends") {
         return;
     }
@@ -369,6 +374,7 @@ fn verify_rows(lab: &Lab, name: &str, backend: &str) -> (Option<i32>, BTreeMap<S
 /// Through both backends.
 #[test]
 fn live_verify_name_reads_a_running_sandbox_from_the_host_and_fails_on_drift() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_verify_name_reads_a_running_sandbox_from_the_host") {
         return;
     }
@@ -466,6 +472,7 @@ fn docker_context(dir: &Path, name: &str, host: &str) -> PathBuf {
 /// falls back to the command line, which meets the same endpoint. `doctor` names the choice.
 #[test]
 fn live_the_default_backend_is_the_engine_api_of_the_docker_context() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_the_default_backend_is_the_engine_api_of_the_docker_context") {
         return;
     }
@@ -523,6 +530,7 @@ fn live_the_default_backend_is_the_engine_api_of_the_docker_context() {
 /// and so that kill. Through both backends.
 #[test]
 fn live_a_preset_runs_with_an_init_so_stop_ends_its_agent_with_sigterm() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_a_preset_runs_with_an_init_so_stop_ends_its_agent_with_sigterm") {
         return;
     }
@@ -580,6 +588,7 @@ fn live_a_preset_runs_with_an_init_so_stop_ends_its_agent_with_sigterm() {
 /// and the network are gone afterwards, through both backends.
 #[test]
 fn live_run_behind_the_egress_proxy_leaves_nothing() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_run_behind_the_egress_proxy_leaves_nothing") {
         return;
     }
@@ -629,6 +638,7 @@ fn live_run_behind_the_egress_proxy_leaves_nothing() {
 /// workload and removes it, the proxy and the network, through both backends.
 #[test]
 fn live_sigterm_during_a_run_behind_the_egress_proxy_leaves_nothing() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_sigterm_during_a_run_behind_the_egress_proxy") {
         return;
     }
@@ -711,6 +721,7 @@ fn live_sigterm_during_a_run_behind_the_egress_proxy_leaves_nothing() {
 /// the value without printing it.
 #[test]
 fn live_verbose_run_logs_each_step_and_names_secrets_without_their_values() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_verbose_run_logs_each_step_and_names_secrets_without_their_values") {
         return;
     }
@@ -790,6 +801,7 @@ fn live_verbose_run_logs_each_step_and_names_secrets_without_their_values() {
 
 #[test]
 fn live_a_missing_image_is_refused_without_pulling() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_a_missing_image_is_refused_without_pulling") {
         return;
     }
@@ -825,6 +837,7 @@ fn live_a_missing_image_is_refused_without_pulling() {
 
 #[test]
 fn live_a_detached_sandbox_shows_in_ps_with_its_address_and_rm_removes_it() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_a_detached_sandbox_shows_in_ps") {
         return;
     }
@@ -915,6 +928,7 @@ fn digest_after<'a>(text: &'a str, marker: &str) -> &'a str {
 /// both backends.
 #[test]
 fn live_one_digest_in_plan_render_lock_verbose_the_label_and_ps() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_one_digest_in_plan_render_lock_verbose_the_label_and_ps") {
         return;
     }
@@ -1033,6 +1047,7 @@ fn live_one_digest_in_plan_render_lock_verbose_the_label_and_ps() {
 
 #[test]
 fn rm_profile_names_no_container_besides() {
+    let _turn = crate::common::turn(file!());
     // `--profile` needs no `--all` (issue 20), but names no container besides.
     let output = agentc(&["rm", "--profile", "x", "some-sandbox"]);
     assert_eq!(
@@ -1175,6 +1190,7 @@ fn run_count_fleet(backend: &str) {
 
 #[test]
 fn live_run_count_starts_numbered_copies_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("live_run_count_starts_numbered_copies_cli") {
         run_count_fleet("cli");
     }
@@ -1182,6 +1198,7 @@ fn live_run_count_starts_numbered_copies_through_the_cli_backend() {
 
 #[test]
 fn live_run_count_starts_numbered_copies_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("live_run_count_starts_numbered_copies_api") {
         run_count_fleet("api");
     }
@@ -1192,6 +1209,7 @@ fn live_run_count_starts_numbered_copies_through_the_api_backend() {
 /// backend refused the copies: "isolation.min cannot be launched").
 #[test]
 fn live_run_count_meets_the_isolation_floor_once_through_both_backends() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_run_count_meets_the_isolation_floor_once") {
         return;
     }
@@ -1241,6 +1259,7 @@ fn current_uid() -> String {
 
 #[test]
 fn live_rm_refuses_a_container_agentc_did_not_launch() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_rm_refuses_a_container_agentc_did_not_launch") {
         return;
     }
@@ -1288,6 +1307,7 @@ fn volume_shell(volume: &str, script: &str) -> String {
 
 #[test]
 fn live_seed_copies_once_keeps_equal_targets_and_handles_conflicts() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_seed_copies_once") {
         return;
     }
@@ -1413,6 +1433,7 @@ fn live_seed_copies_once_keeps_equal_targets_and_handles_conflicts() {
 
 #[test]
 fn live_verify_passes_for_a_custom_sandbox_and_a_claude_preset() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_verify_passes") {
         return;
     }
@@ -1490,6 +1511,7 @@ fn live_verify_passes_for_a_custom_sandbox_and_a_claude_preset() {
 /// rendered probe launch minus `--read-only` and with a larger `--pids-limit`.
 #[test]
 fn live_verify_fails_when_the_container_disagrees_with_the_spec() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_verify_fails_when_the_container_disagrees") {
         return;
     }
@@ -1560,6 +1582,7 @@ fn live_verify_fails_when_the_container_disagrees_with_the_spec() {
 /// trap does not decide the exit status). Nothing is left behind.
 #[test]
 fn live_sigterm_to_agentc_stops_the_container_through_both_backends() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_sigterm_to_agentc_stops_the_container_through_both_backends") {
         return;
     }
@@ -1646,6 +1669,7 @@ fn live_sigterm_to_agentc_stops_the_container_through_both_backends() {
 /// pages (8192). Every other check passes, and the probe container is removed.
 #[test]
 fn live_verify_binary_exits_1_when_the_kernel_rounds_a_limit() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_verify_binary_exits_1_when_the_kernel_rounds_a_limit") {
         return;
     }
@@ -1790,6 +1814,7 @@ impl Pty {
 /// resize call), its exit code comes back, and the local terminal leaves raw mode again.
 #[test]
 fn live_an_interactive_run_on_a_terminal_follows_its_size_and_restores_it() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_an_interactive_run_on_a_terminal_follows_its_size_and_restores_it") {
         return;
     }

@@ -5,17 +5,15 @@
 //! image tags, removes exactly what it created, and never prunes. Interruptions are real: the
 //! process aborts at a named point (`AGENTC_TEST_INTERRUPT`), as a crash would.
 
-#[path = "common/agent_base.rs"]
-mod agent_base;
-#[path = "common/agent_image.rs"]
-mod agent_image;
-mod common;
+use crate::common;
+use crate::common::agent_base;
+use crate::common::agent_image;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use agent_image::agent_image;
-use common::{describe, docker, repo_root, require_daemon, test_image, text, IMAGES};
+use common::{describe, docker, repo_root, require_daemon, test_image, text};
 
 /// A test's directory, state directory and what it created.
 struct Lab {
@@ -136,6 +134,7 @@ const NO_DAEMON: (&str, &str) = ("DOCKER_HOST", "unix:///nonexistent/agentc-life
 
 #[test]
 fn init_writes_a_valid_profile_once_and_never_overwrites() {
+    let _turn = crate::common::turn(file!());
     let lab = Lab::new("init");
     let file = lab.path("claude-dev.toml");
     let file = file.to_str().unwrap();
@@ -183,6 +182,7 @@ fn init_writes_a_valid_profile_once_and_never_overwrites() {
 
 #[test]
 fn an_interrupted_init_leaves_no_profile_and_runs_again() {
+    let _turn = crate::common::turn(file!());
     let lab = Lab::new("init-crash");
     let args = ["init", "dev.toml", "--agent", "opencode", "--name", "dev"];
     let output = lab.run_with(&args, &[("AGENTC_TEST_INTERRUPT", "write:before-link")]);
@@ -199,6 +199,7 @@ fn an_interrupted_init_leaves_no_profile_and_runs_again() {
 
 #[test]
 fn plan_is_offline_and_lists_every_part() {
+    let _turn = crate::common::turn(file!());
     let lab = Lab::new("plan");
     let output = lab.run_with(
         &[
@@ -255,6 +256,7 @@ fn plan_is_offline_and_lists_every_part() {
 
 #[test]
 fn a_corrupt_state_or_lock_is_an_error_naming_the_file_and_line() {
+    let _turn = crate::common::turn(file!());
     let lab = Lab::new("corrupt");
     let file = lab.write_profile("agent = \"custom\"\n[image]\nref = \"alpine:3\"\n");
     std::fs::create_dir_all(lab.state_file().parent().unwrap()).unwrap();
@@ -314,6 +316,7 @@ fn a_corrupt_state_or_lock_is_an_error_naming_the_file_and_line() {
 
 #[test]
 fn completions_and_the_man_page_come_from_the_clap_definitions() {
+    let _turn = crate::common::turn(file!());
     let lab = Lab::new("completions");
     for shell in ["bash", "zsh", "fish"] {
         let output = lab.expect(&["completions", shell, "--static"], 0);
@@ -377,6 +380,7 @@ fn complete(lab: &Lab, words: &[&str]) -> Vec<String> {
 /// A session command's NAME completes to the engine's agentc containers and their profiles.
 #[test]
 fn live_completions_name_the_containers_and_profiles() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_completions_name_the_containers_and_profiles") {
         return;
     }
@@ -408,6 +412,7 @@ fn live_completions_name_the_containers_and_profiles() {
 
 #[test]
 fn doctor_fails_on_an_unreachable_engine_with_a_fix() {
+    let _turn = crate::common::turn(file!());
     let lab = Lab::new("doctor-down");
     let output = lab.run_with(&["doctor", "--format", "json"], &[NO_DAEMON]);
     assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
@@ -451,6 +456,7 @@ fn build_profile(lab: &mut Lab, version: u32) -> (String, String) {
 
 #[test]
 fn live_apply_keeps_the_previous_image_and_rollback_returns_to_it_once() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_apply_rollback") {
         return;
     }
@@ -596,6 +602,7 @@ fn live_apply_keeps_the_previous_image_and_rollback_returns_to_it_once() {
 
 #[test]
 fn live_interrupted_apply_and_rollback_leave_the_state_whole_and_run_again() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_interrupted_apply_and_rollback") {
         return;
     }
@@ -665,6 +672,7 @@ fn live_interrupted_apply_and_rollback_leave_the_state_whole_and_run_again() {
 
 #[test]
 fn live_lock_pins_mounted_files_and_refuses_their_drift() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_lock_pins_mounted_files") {
         return;
     }
@@ -733,6 +741,7 @@ fn live_lock_pins_mounted_files_and_refuses_their_drift() {
 /// setting, a changed trusted file or a workspace outside the project still drifts.
 #[test]
 fn live_a_lock_holds_in_another_checkout_and_a_changed_security_setting_drifts() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_a_lock_holds_in_another_checkout") {
         return;
     }
@@ -849,6 +858,7 @@ fn current_uid() -> String {
 
 #[test]
 fn live_doctor_probes_the_isolated_network_and_removes_it() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_doctor") {
         return;
     }
@@ -977,6 +987,7 @@ fn seed_image(lab: &mut Lab) -> Option<String> {
 
 #[test]
 fn live_apply_seeds_what_needs_seeding() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_apply_seeds") {
         return;
     }
@@ -1049,6 +1060,7 @@ fn live_apply_seeds_what_needs_seeding() {
 
 #[test]
 fn live_walkthrough_runs_as_the_readme_shows() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_walkthrough") {
         return;
     }
@@ -1097,6 +1109,7 @@ fn live_walkthrough_runs_as_the_readme_shows() {
 /// directory of the test's).
 #[test]
 fn live_the_readmes_first_run_runs_as_written() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_the_readmes_first_run_runs_as_written") {
         return;
     }
@@ -1205,6 +1218,7 @@ fn live_the_readmes_first_run_runs_as_written() {
 /// agentc as uid 65534 with no groups, so it needs root; skips otherwise.
 #[test]
 fn live_a_socket_refusing_the_user_gets_its_own_hint() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_a_socket_refusing_the_user_gets_its_own_hint") {
         return;
     }
@@ -1265,6 +1279,7 @@ fn live_a_socket_refusing_the_user_gets_its_own_hint() {
 /// floor, and a lock of the profile drifts under it.
 #[test]
 fn live_isolation_min_lowers_the_floor_only_when_asked_and_says_so() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_isolation_min_lowers_the_floor_only_when_asked_and_says_so") {
         return;
     }
@@ -1367,6 +1382,7 @@ fn live_isolation_min_lowers_the_floor_only_when_asked_and_says_so() {
 /// `AGENTC_ISOLATION_CACHE=off` probes every time. Both backends.
 #[test]
 fn live_isolation_probes_are_cached_per_engine_and_runtime_version() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_isolation_probes_are_cached_per_engine_and_runtime_version") {
         return;
     }
@@ -1461,6 +1477,7 @@ fn live_isolation_probes_are_cached_per_engine_and_runtime_version() {
 /// floor (65). Both backends, and `doctor`.
 #[test]
 fn live_the_isolation_probe_needs_nothing_of_the_launch_image() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_the_isolation_probe_needs_nothing_of_the_launch_image") {
         return;
     }

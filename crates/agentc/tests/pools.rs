@@ -6,15 +6,14 @@
 //! Needs the daemon: skips with a printed reason without one, fails instead when
 //! `AGENTC_REQUIRE_DOCKER=1`.
 
-#[path = "common/agent_image.rs"]
-mod agent_image;
-mod common;
+use crate::common;
+use crate::common::agent_image;
 
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use agent_image::agent_image;
-use common::{describe, docker, require_daemon, test_image, text, IMAGES};
+use common::{describe, docker, require_daemon, test_image, text};
 
 /// A test's outside network, home volume and profile directory; removed on drop.
 struct Lab {
@@ -195,6 +194,7 @@ fn member_of(output: &Output) -> String {
 
 #[test]
 fn live_two_concurrent_claims_get_different_members_and_nothing_carries_over() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_two_concurrent_claims_get_different_members") {
         return;
     }
@@ -275,6 +275,7 @@ fn live_two_concurrent_claims_get_different_members_and_nothing_carries_over() {
 
 #[test]
 fn live_a_profile_change_drains_the_old_members() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_a_profile_change_drains_the_old_members") {
         return;
     }
@@ -330,6 +331,7 @@ fn live_a_profile_change_drains_the_old_members() {
 
 #[test]
 fn live_pool_require_with_an_empty_pool_exits_65_with_a_hint() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_pool_require_with_an_empty_pool_exits_65_with_a_hint") {
         return;
     }
@@ -370,6 +372,7 @@ fn live_pool_require_with_an_empty_pool_exits_65_with_a_hint() {
 
 #[test]
 fn live_sigint_during_a_claim_leaves_nothing_half_claimed() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_sigint_during_a_claim_leaves_nothing_half_claimed") {
         return;
     }
@@ -415,6 +418,7 @@ fn live_sigint_during_a_claim_leaves_nothing_half_claimed() {
 
 #[test]
 fn live_a_sandbox_claim_starts_its_command_in_the_background_and_rm_removes_it_whole() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_a_sandbox_claim_starts_its_command_in_the_background") {
         return;
     }
@@ -491,6 +495,7 @@ impl Drop for Servers {
 /// reached around the proxy do not.
 #[test]
 fn live_a_claim_behind_the_proxy_reaches_exactly_its_allowlist() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_a_claim_behind_the_proxy_reaches_exactly_its_allowlist") {
         return;
     }
@@ -613,6 +618,7 @@ fn fingerprint(member: &str) -> String {
 /// in agentc's output. Both backends.
 #[test]
 fn live_a_claim_takes_only_a_member_whose_proxy_holds_the_claimers_key() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_a_claim_takes_only_a_member_whose_proxy_holds_the_claimers_key") {
         return;
     }
@@ -722,6 +728,7 @@ fn live_a_claim_takes_only_a_member_whose_proxy_holds_the_claimers_key() {
 /// `isolation:` line for a fill of two. Both backends.
 #[test]
 fn live_a_fill_meets_the_isolation_floor_once() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_a_fill_meets_the_isolation_floor_once") {
         return;
     }
@@ -780,6 +787,7 @@ fn leftovers(lab: &Lab) -> Vec<String> {
 /// included, through both backends (issue 37: they were left running, the report empty).
 #[test]
 fn live_the_librarys_delete_of_a_claimed_member_removes_its_companion() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_the_librarys_delete_of_a_claimed_member_removes_its_companion") {
         return;
     }
@@ -914,6 +922,7 @@ fn a_claim_runs_the_arguments_a_cold_launch_runs(backend: &str) {
 
 #[test]
 fn live_a_claim_runs_the_arguments_a_cold_launch_runs_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_a_claim_runs_the_arguments_a_cold_launch_runs_through_the_cli_backend")
     {
         return;
@@ -923,6 +932,7 @@ fn live_a_claim_runs_the_arguments_a_cold_launch_runs_through_the_cli_backend() 
 
 #[test]
 fn live_a_claim_runs_the_arguments_a_cold_launch_runs_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_a_claim_runs_the_arguments_a_cold_launch_runs_through_the_api_backend")
     {
         return;

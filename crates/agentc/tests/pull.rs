@@ -7,7 +7,7 @@
 //! Each leaves nothing behind: no container labelled with its profile, no pushed or pulled
 //! tag, no registry process, no temporary directory.
 
-mod common;
+use crate::common;
 
 use common::{describe, docker, repo_root, require_daemon, test_image, text};
 
@@ -232,6 +232,7 @@ fn write_profile(dir: &Path, name: &str, image: &str) -> String {
 
 #[test]
 fn live_run_pull_pulls_a_missing_image_from_a_local_registry_through_both_backends() {
+    let _turn = crate::common::turn(file!());
     if !require("live_run_pull_pulls_a_missing_image", true) {
         return;
     }
@@ -395,6 +396,7 @@ fn live_run_pull_pulls_a_missing_image_from_a_local_registry_through_both_backen
 
 #[test]
 fn live_pull_from_a_stopped_registry_exits_125_and_creates_nothing() {
+    let _turn = crate::common::turn(file!());
     if !require("live_pull_from_a_stopped_registry", false) {
         return;
     }
@@ -441,6 +443,7 @@ fn live_pull_from_a_stopped_registry_exits_125_and_creates_nothing() {
 
 #[test]
 fn live_pull_from_a_registry_that_wants_credentials_exits_125_with_the_login_hint() {
+    let _turn = crate::common::turn(file!());
     if !require("live_pull_from_a_registry_that_wants_credentials", true) {
         return;
     }
@@ -487,6 +490,7 @@ fn live_pull_from_a_registry_that_wants_credentials_exits_125_with_the_login_hin
 
 #[test]
 fn live_without_pull_a_missing_image_is_refused_naming_pull() {
+    let _turn = crate::common::turn(file!());
     if !require("live_without_pull_a_missing_image", false) {
         return;
     }
@@ -525,6 +529,7 @@ fn live_without_pull_a_missing_image_is_refused_naming_pull() {
 
 #[test]
 fn run_and_seed_help_document_pull() {
+    let _turn = crate::common::turn(file!());
     for command in ["run", "seed"] {
         let output = agentc_in(&repo_root(), &[command, "--help"]);
         assert_eq!(output.status.code(), Some(0), "{}", describe(&output));

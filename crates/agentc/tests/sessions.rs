@@ -9,8 +9,7 @@
 //! removes every container labelled with its profile, also on failure. Skips with a printed
 //! reason without a daemon; fails instead under `AGENTC_REQUIRE_DOCKER=1`.
 
-mod common;
-mod serve;
+use crate::common;
 
 use common::{describe, docker, require_daemon, test_image, text};
 
@@ -97,6 +96,7 @@ fn start_sandbox(lab: &Lab, image: &str) -> String {
 
 #[test]
 fn live_session_commands_give_the_same_bytes_through_both_backends() {
+    let _turn = crate::common::turn(file!());
     let test = "live_session_commands_give_the_same_bytes_through_both_backends";
     if !require_daemon(test) {
         return;
@@ -346,6 +346,7 @@ fn interrupt_after(mut child: std::process::Child, wait: Duration) -> Output {
 
 #[test]
 fn live_ctrl_c_during_exec_or_cp_leaves_nothing_behind() {
+    let _turn = crate::common::turn(file!());
     let test = "live_ctrl_c_during_exec_or_cp_leaves_nothing_behind";
     if !require_daemon(test) {
         return;
@@ -488,6 +489,7 @@ fn live_ctrl_c_during_exec_or_cp_leaves_nothing_behind() {
 
 #[test]
 fn live_a_failed_start_leaves_no_container_and_both_backends_hint_alike() {
+    let _turn = crate::common::turn(file!());
     let test = "live_a_failed_start_leaves_no_container_and_both_backends_hint_alike";
     if !require_daemon(test) {
         return;
@@ -547,6 +549,7 @@ fn live_a_failed_start_leaves_no_container_and_both_backends_hint_alike() {
 /// `tail` would ignore it and be killed after the 10 s grace: exit 137).
 #[test]
 fn live_an_init_written_sandbox_stops_on_sigterm() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_an_init_written_sandbox_stops_on_sigterm") {
         return;
     }
@@ -587,6 +590,7 @@ fn live_an_init_written_sandbox_stops_on_sigterm() {
 /// created, naming the port and the process holding it.
 #[test]
 fn live_a_chosen_host_port_is_bound_and_a_taken_one_refused_before_anything_exists() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_a_chosen_host_port_is_bound_and_a_taken_one_refused") {
         return;
     }
@@ -662,6 +666,7 @@ fn live_a_chosen_host_port_is_bound_and_a_taken_one_refused_before_anything_exis
 /// file, or the profile's name `agentc ps` prints; `exec NAME CMD ARGS` needs no `--`.
 #[test]
 fn live_names_are_read_alike_and_exec_needs_no_double_dash() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_names_are_read_alike_and_exec_needs_no_double_dash") {
         return;
     }
@@ -751,6 +756,7 @@ fn live_names_are_read_alike_and_exec_needs_no_double_dash() {
 /// usage error before the daemon is asked.
 #[test]
 fn live_ps_quiet_and_filters() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_ps_quiet_and_filters") {
         return;
     }
@@ -811,6 +817,7 @@ fn live_ps_quiet_and_filters() {
 /// both backends write the same entries.
 #[test]
 fn live_cp_to_dash_writes_a_tar_stream_to_stdout() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_cp_to_dash_writes_a_tar_stream_to_stdout") {
         return;
     }

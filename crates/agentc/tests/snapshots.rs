@@ -16,7 +16,7 @@
 //! Needs the daemon: skips with a printed reason without one, fails instead when
 //! `AGENTC_REQUIRE_DOCKER=1`.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -239,6 +239,7 @@ fn snapshot_row(lab: &Lab, backend: &str, name: &str) -> Option<serde_json::Valu
 
 #[test]
 fn live_layer_tmpfs_and_home_survive_snapshot_rm_restore_through_both_backends() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_layer_tmpfs_and_home_survive_snapshot_rm_restore") {
         return;
     }
@@ -363,6 +364,7 @@ fn live_layer_tmpfs_and_home_survive_snapshot_rm_restore_through_both_backends()
 
 #[test]
 fn live_two_forks_diverge() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_two_forks_diverge") {
         return;
     }
@@ -427,6 +429,7 @@ fn volume_at(container: &str, target: &str) -> String {
 /// says so. Through both backends.
 #[test]
 fn live_forks_of_a_preset_diverge_in_homes_of_their_own_through_both_backends() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_forks_of_a_preset_diverge_in_homes_of_their_own") {
         return;
     }
@@ -495,6 +498,7 @@ fn live_forks_of_a_preset_diverge_in_homes_of_their_own_through_both_backends() 
 /// snapshot rm); a tag two snapshots have is refused with both names. Through both backends.
 #[test]
 fn live_a_bare_tag_names_the_one_snapshot_that_has_it_through_both_backends() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_a_bare_tag_names_the_one_snapshot_that_has_it") {
         return;
     }
@@ -576,6 +580,7 @@ fn left_of(profile: &str) -> Vec<String> {
 
 #[test]
 fn live_restore_name_names_the_sandbox_and_its_companion_through_both_backends() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_restore_name_names_the_sandbox_and_its_companion") {
         return;
     }
@@ -733,6 +738,7 @@ fn live_restore_name_names_the_sandbox_and_its_companion_through_both_backends()
 
 #[test]
 fn live_a_paused_sandbox_runs_nothing_and_resumes_where_it_was() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_a_paused_sandbox_runs_nothing_and_resumes") {
         return;
     }
@@ -798,6 +804,7 @@ fn live_a_paused_sandbox_runs_nothing_and_resumes_where_it_was() {
 
 #[test]
 fn live_secrets_are_refused_without_allow_secrets_and_never_stored() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_secrets_are_refused_without_allow_secrets") {
         return;
     }
@@ -931,6 +938,7 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 
 #[test]
 fn memory_is_refused_on_docker_with_its_hint() {
+    let _turn = crate::common::turn(file!());
     let dir = tempfile::tempdir().unwrap();
     for args in [
         &["snapshot", "--memory", "any-sandbox"][..],
@@ -1019,6 +1027,7 @@ impl Drop for PodmanLab {
 
 #[test]
 fn live_memory_a_counter_keeps_counting_after_snapshot_rm_restore_on_podman() {
+    let _turn = crate::common::turn(file!());
     let test = "live_memory_a_counter_keeps_counting_after_snapshot_rm_restore_on_podman";
     let required = std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() == Ok("1");
     if let Err(reason) = podman(&["info", "--format", "{{.Host.OCIRuntime.Name}}"]) {

@@ -1,6 +1,6 @@
 //! The local base of agentc's bundled agent images (`scripts/build-agent-base.sh`) and stub
 //! packages of the agents for them: what the tests that build a bundled image share
-//! (`agent_images.rs`, `lifecycle.rs`' first run). Declared by those binaries only.
+//! (`agent_images.rs`, `lifecycle.rs`' first run).
 
 use std::path::Path;
 use std::process::Command;

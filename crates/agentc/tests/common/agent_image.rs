@@ -1,5 +1,5 @@
 //! The agent image of the live tests that run a preset's command through `agentc run PRESET --
-//! -c SCRIPT` (`faults.rs`, `pools.rs`): declared by those binaries only.
+//! -c SCRIPT` (`faults.rs`, `pools.rs`, `command_matrix.rs`, `lifecycle.rs`).
 
 use std::sync::OnceLock;
 

@@ -2,8 +2,7 @@
 //! `--internal` outside network, home volume, profiles and temporary directory, all removed on
 //! drop; `agentc` run in it (to its end, or spawned to be signalled); what is left labelled
 //! with a profile. A lab is on one engine (`docker`, or `podman`: agentc runs with
-//! `AGENTC_ENGINE` set to it, and what is left is listed by that engine's command). Declared by
-//! those binaries only.
+//! `AGENTC_ENGINE` set to it, and what is left is listed by that engine's command).
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};

@@ -1,4 +1,4 @@
-//! `agentc serve --stdio` on the live daemon, through both backends (part of the `sessions`
+//! `agentc serve --stdio` on the live daemon, through both backends (a module of the `live`
 //! test binary): every method against a sandbox of the test's own, the protocol's errors (the
 //! server goes on), and its end (stdin closed by a client that died, SIGTERM) with an exec in
 //! flight: the sandboxes it created without `keep` are gone, a kept one stays.
@@ -457,6 +457,7 @@ fn every_method(backend: &str) {
 
 #[test]
 fn live_serve_every_method_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("live_serve_every_method_through_the_api_backend") {
         every_method("api");
     }
@@ -464,6 +465,7 @@ fn live_serve_every_method_through_the_api_backend() {
 
 #[test]
 fn live_serve_every_method_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("live_serve_every_method_through_the_cli_backend") {
         every_method("cli");
     }
@@ -476,6 +478,7 @@ fn contents(server: &mut Served, name: &str, path: &str) -> String {
 
 #[test]
 fn live_serve_snapshots_restores_and_forks() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_serve_snapshots_restores_and_forks") {
         return;
     }
@@ -662,6 +665,7 @@ fn runner_matches_plain_execs(backend: &str) {
 
 #[test]
 fn live_serve_runner_matches_plain_execs_through_the_api_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("live_serve_runner_matches_plain_execs_through_the_api_backend") {
         runner_matches_plain_execs("api");
     }
@@ -669,6 +673,7 @@ fn live_serve_runner_matches_plain_execs_through_the_api_backend() {
 
 #[test]
 fn live_serve_runner_matches_plain_execs_through_the_cli_backend() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("live_serve_runner_matches_plain_execs_through_the_cli_backend") {
         runner_matches_plain_execs("cli");
     }
@@ -676,6 +681,7 @@ fn live_serve_runner_matches_plain_execs_through_the_cli_backend() {
 
 #[test]
 fn live_serve_answers_bad_requests_and_goes_on() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_serve_answers_bad_requests_and_goes_on") {
         return;
     }
@@ -772,6 +778,7 @@ fn ends_and_cleans(test: &str, end: fn(&mut Served)) {
 
 #[test]
 fn live_serve_deletes_its_sandboxes_when_its_client_goes() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("live_serve_deletes_its_sandboxes_when_its_client_goes") {
         // The client died: its end of the pipe closes.
         ends_and_cleans("stdin", |server| drop(server.stdin.take()));
@@ -780,6 +787,7 @@ fn live_serve_deletes_its_sandboxes_when_its_client_goes() {
 
 #[test]
 fn live_serve_deletes_its_sandboxes_on_sigterm() {
+    let _turn = crate::common::turn(file!());
     if require_daemon("live_serve_deletes_its_sandboxes_on_sigterm") {
         ends_and_cleans("sigterm", |server| {
             // SAFETY: kill with a child's PID and a signal number has no other effect.
@@ -790,6 +798,7 @@ fn live_serve_deletes_its_sandboxes_on_sigterm() {
 
 #[test]
 fn serve_publishes_its_schema() {
+    let _turn = crate::common::turn(file!());
     let output = Command::new(env!("CARGO_BIN_EXE_agentc"))
         .args(["serve", "--schema"])
         .output()
@@ -828,6 +837,7 @@ fn serve_publishes_its_schema() {
 /// sandbox runs under gVisor, labelled so, and goes with `delete`; `verify` of the profile passes.
 #[test]
 fn live_serve_creates_a_sandbox_at_its_isolation_floor() {
+    let _turn = crate::common::turn(file!());
     if !require_daemon("live_serve_creates_a_sandbox_at_its_isolation_floor") {
         return;
     }
