@@ -21,8 +21,8 @@ trap 'rm -f "$out"' EXIT
 
 for run in $(seq 1 "$runs"); do
     echo "== run $run/$runs" >&2
-    AGENTC_REQUIRE_DOCKER=1 cargo test -q --release -p agentc --test egress_live -- \
-        --ignored --exact bench_egress --nocapture 2>/dev/null | grep '^BENCH ' | tee -a "$out"
+    AGENTC_REQUIRE_DOCKER=1 cargo test -q --release -p agentc --test live -- \
+        --ignored --exact egress_live::bench_egress --nocapture 2>/dev/null | grep '^BENCH ' | tee -a "$out"
 done
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
