@@ -733,7 +733,7 @@ impl Outside {
             &format!("{KEY_VAR}={}", leaf_key.serialize_pem()),
             testkit,
             TESTKIT_PATH,
-            "testkit_entry",
+            "egress_credentials::testkit_entry",
             "--exact",
             "--nocapture",
         ])?;
@@ -764,7 +764,7 @@ impl Outside {
         let profile = format!("{}-{name}", self.id);
         let text = format!(
             "name = \"{profile}\"\nagent = \"custom\"\n\n[image]\nref = \"{testkit}\"\n\
-             command = [\"{TESTKIT_PATH}\", \"testkit_idle\", \"--exact\", \"--nocapture\"]\n\n\
+             command = [\"{TESTKIT_PATH}\", \"egress_credentials::testkit_idle\", \"--exact\", \"--nocapture\"]\n\n\
              [proxy]\nca_file = \"test-root.pem\"\n\n\
              [egress]\nhosts = [\"api.test\", \"other.test\"]\noutside_network = \"{}\"\n\
              allow_cidrs = [\"{}\"]\n\n\
@@ -803,7 +803,7 @@ impl Outside {
             &format!("{PROBES_VAR}={}", probes.join("\n")),
             sandbox,
             TESTKIT_PATH,
-            "testkit_entry",
+            "egress_credentials::testkit_entry",
             "--exact",
             "--nocapture",
         ])

@@ -765,7 +765,7 @@ impl Topology {
             &server_env,
             testkit_image,
             TESTKIT_PATH,
-            "testkit_entry",
+            "egress_live::testkit_entry",
             "--exact",
             "--nocapture",
         ])
@@ -906,7 +906,7 @@ impl Topology {
         args.extend_from_slice(&[
             testkit,
             TESTKIT_PATH,
-            "testkit_entry",
+            "egress_live::testkit_entry",
             "--exact",
             "--nocapture",
         ]);
@@ -1295,7 +1295,7 @@ fn direct_routes_ipv6_dns_and_unset_proxy_variables_reach_nothing() {
         &format!("{TESTKIT_VAR}=server"),
         testkit,
         TESTKIT_PATH,
-        "testkit_entry",
+        "egress_live::testkit_entry",
         "--exact",
         "--nocapture",
     ])
@@ -1448,7 +1448,7 @@ fn bench_egress() {
         &format!("BENCH_REQUESTS={requests}"),
         testkit,
         TESTKIT_PATH,
-        "testkit_entry",
+        "egress_live::testkit_entry",
         "--exact",
         "--nocapture",
     ])
@@ -1573,7 +1573,7 @@ impl Outside {
             &server_env,
             testkit,
             TESTKIT_PATH,
-            "testkit_entry",
+            "egress_live::testkit_entry",
             "--exact",
             "--nocapture",
         ])
@@ -1602,7 +1602,7 @@ impl Outside {
         let profile = format!("{}-{name}", self.topology.id);
         let text = format!(
             "name = \"{profile}\"\nagent = \"custom\"\n\n[image]\nref = \"{testkit}\"\n\
-             command = [\"{TESTKIT_PATH}\", \"testkit_idle\", \"--exact\", \"--nocapture\"]\n\n\
+             command = [\"{TESTKIT_PATH}\", \"egress_live::testkit_idle\", \"--exact\", \"--nocapture\"]\n\n\
              [egress]\nhosts = [\"allowed.test\"]\noutside_network = \"{}\"\n\
              allow_cidrs = [\"{}\"]\n{extra}",
             self.topology.out, self.topology.out_subnet
@@ -1655,7 +1655,7 @@ impl Outside {
             [
                 testkit,
                 TESTKIT_PATH,
-                "testkit_entry",
+                "egress_live::testkit_entry",
                 "--exact",
                 "--nocapture",
             ]
@@ -1722,7 +1722,7 @@ impl Outside {
             &env,
             sandbox,
             TESTKIT_PATH,
-            "testkit_entry",
+            "egress_live::testkit_entry",
             "--exact",
             "--nocapture",
         ])
@@ -2332,7 +2332,7 @@ fn the_proxy_relays_a_published_port_to_its_one_workload() {
         &answer,
         testkit,
         TESTKIT_PATH,
-        "testkit_entry",
+        "egress_live::testkit_entry",
         "--exact",
         "--nocapture",
     ])
@@ -2554,7 +2554,7 @@ fn published_port_behind_the_proxy(backend: &str) {
         &answer,
         &sandbox,
         TESTKIT_PATH,
-        "testkit_entry",
+        "egress_live::testkit_entry",
         "--exact",
         "--nocapture",
     ])
@@ -3054,7 +3054,7 @@ fn the_eleventh_wildcard_name_is_refused(backend: &str) {
         [
             testkit.as_str(),
             TESTKIT_PATH,
-            "testkit_entry",
+            "egress_live::testkit_entry",
             "--exact",
             "--nocapture",
         ]
@@ -3158,7 +3158,7 @@ fn compat_profile(outside: &mut Outside, name: &str, egress: &str, tables: &str)
     let profile = format!("{}-{name}", outside.topology.id);
     let text = format!(
         "name = \"{profile}\"\nagent = \"custom\"\n\n[image]\nref = \"{testkit}\"\n\
-         command = [\"{TESTKIT_PATH}\", \"testkit_idle\", \"--exact\", \"--nocapture\"]\n\n\
+         command = [\"{TESTKIT_PATH}\", \"egress_live::testkit_idle\", \"--exact\", \"--nocapture\"]\n\n\
          [egress]\noutside_network = \"{}\"\n{egress}\n{tables}",
         outside.topology.out
     );

@@ -322,7 +322,7 @@ fn testkit_image() -> Result<&'static str, String> {
             let mut changes = image::import_changes("provider-testkit", &["idle"], None);
             // The preset's command (`claude`) comes after the entrypoint: one more filter.
             changes.push(format!(
-                "ENTRYPOINT [\"{TESTKIT_PATH}\", \"testkit_idle\", \"--exact\", \"--nocapture\"]"
+                "ENTRYPOINT [\"{TESTKIT_PATH}\", \"egress_provider::testkit_idle\", \"--exact\", \"--nocapture\"]"
             ));
             let built = image::Image {
                 tag: image::image_tag("agentc-provider-testkit", &tar, &changes),
@@ -375,7 +375,7 @@ fn start(name: &str, label: &str, network: &str, env: &[String]) -> Result<(), S
         args.extend(["--env".to_string(), var.clone()]);
     }
     args.extend(
-        [testkit, "testkit_entry", "--exact", "--nocapture"]
+        [testkit, "egress_provider::testkit_entry", "--exact", "--nocapture"]
             .iter()
             .map(|a| a.to_string()),
     );
@@ -513,7 +513,7 @@ impl Outside {
             &format!("{PROBES_VAR}={}", probes.join("\n")),
             sandbox,
             TESTKIT_PATH,
-            "testkit_entry",
+            "egress_provider::testkit_entry",
             "--exact",
             "--nocapture",
         ])
