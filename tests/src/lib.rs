@@ -13,3 +13,6 @@ pub mod referee;
 pub mod referee_egress;
 pub mod stand_in;
 pub mod strategies;
+pub mod turn;
+#[cfg(test)]
+mod turn_tests;

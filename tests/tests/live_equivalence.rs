@@ -76,6 +76,7 @@ struct Mismatch {
 
 #[test]
 fn live_cli_and_api_create_identical_containers_for_every_runnable_fixture() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let test = "live_cli_and_api_create_identical_containers_for_every_runnable_fixture";
     if !require_daemon(test) {
         return;
@@ -381,6 +382,7 @@ fn is_empty(value: &Value) -> bool {
 
 #[test]
 fn diff_names_each_differing_path_with_both_values() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let cli =
         serde_json::json!({"HostConfig": {"PidsLimit": 512, "Dns": [], "CapAdd": ["A", "B"]}});
     let api =
@@ -422,6 +424,7 @@ fn diff_names_each_differing_path_with_both_values() {
 
 #[test]
 fn exclusions_and_env_sorting_touch_only_their_fields() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let mut inspected = serde_json::json!({
         "Config": {"Hostname": "0123456789ab", "Env": ["B=2", "A=1"], "User": "1000"},
         "HostConfig": {"Memory": 1}

@@ -148,6 +148,7 @@ fn launch_api(container: &ContainerSpec) -> Result<Outcome, ExecError> {
 
 #[test]
 fn live_a_missing_daemon_socket_is_a_clear_error_and_creates_nothing() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let test = "missing-socket";
     let Some(image) = setup(test) else { return };
     let profile = profile(test);
@@ -179,6 +180,7 @@ fn live_a_missing_daemon_socket_is_a_clear_error_and_creates_nothing() {
 
 #[test]
 fn live_a_missing_image_is_a_clear_error_and_creates_nothing() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let test = "missing-image";
     let Some(_) = setup(test) else { return };
     let profile = profile(test);
@@ -211,6 +213,7 @@ fn live_a_missing_image_is_a_clear_error_and_creates_nothing() {
 
 #[test]
 fn live_a_name_in_use_is_a_clear_error_and_leaves_the_existing_container_alone() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let test = "name-in-use";
     let Some(image) = setup(test) else { return };
     let profile = profile(test);
@@ -268,6 +271,7 @@ fn live_a_name_in_use_is_a_clear_error_and_leaves_the_existing_container_alone()
 /// exit 125, and nothing created, through both backends.
 #[test]
 fn live_more_cpus_than_the_host_has_is_refused_with_a_hint_and_creates_nothing() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let test = "cpus-beyond-host";
     let Some(image) = setup(test) else { return };
     let profile = profile(test);
@@ -475,11 +479,13 @@ fn oom(test: &str, auto_remove: bool, launches: usize) {
 
 #[test]
 fn live_an_oom_kill_is_reported_as_such() {
+    let _turn = agentc_conformance::turn::turn(file!());
     oom("oom-kept", false, 1);
 }
 
 #[test]
 fn live_an_oom_kill_of_an_auto_removed_container_is_reported_as_such() {
+    let _turn = agentc_conformance::turn::turn(file!());
     oom("oom-rm", true, 12);
 }
 
@@ -488,6 +494,7 @@ fn live_an_oom_kill_of_an_auto_removed_container_is_reported_as_such() {
 #[test]
 #[ignore = "the child process of the signal tests, which run it with --ignored"]
 fn child_launch() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let json = std::env::var(CHILD_VAR)
         .unwrap_or_else(|_| panic!("child_launch is run by the signal tests, with {CHILD_VAR}"));
     let container: ContainerSpec = serde_json::from_str(&json).expect("child spec");
@@ -566,7 +573,7 @@ fn api_signal(test: &str, signal: &str, expected: i32, auto_remove: bool) {
     let mut child = Command::new(std::env::current_exe().expect("test binary"))
         .args([
             "--exact",
-            "child_launch",
+            "live_faults::child_launch",
             "--ignored",
             "--nocapture",
             "--test-threads=1",
@@ -608,11 +615,13 @@ fn api_signal(test: &str, signal: &str, expected: i32, auto_remove: bool) {
 
 #[test]
 fn live_sigint_during_an_api_attach_removes_the_auto_removed_container() {
+    let _turn = agentc_conformance::turn::turn(file!());
     api_signal("api-sigint", "INT", 130, true);
 }
 
 #[test]
 fn live_sigterm_during_an_api_attach_removes_the_kept_container() {
+    let _turn = agentc_conformance::turn::turn(file!());
     api_signal("api-sigterm", "TERM", 143, false);
 }
 
@@ -754,6 +763,7 @@ fn launch_through_a_failing_proxy(
 /// still there) ends the launch with a clear error, exit 125, and the container is removed.
 #[test]
 fn live_a_lost_daemon_connection_during_an_api_attach_removes_the_container() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let test = "api-lost-connection";
     let Some((label, _name, guard, error)) = launch_through_a_failing_proxy(test, SocketProxy::cut)
     else {
@@ -781,6 +791,7 @@ fn live_a_lost_daemon_connection_during_an_api_attach_removes_the_container() {
 /// the error says so, names the container and how to remove it later.
 #[test]
 fn live_an_unreachable_daemon_after_a_lost_connection_names_the_container_left_behind() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let test = "api-daemon-gone";
     let Some((label, name, guard, error)) =
         launch_through_a_failing_proxy(test, SocketProxy::vanish)
@@ -885,11 +896,13 @@ fn cli_signal(test: &str, signal: &str, expected: i32, init: bool) {
 
 #[test]
 fn live_sigint_to_the_cli_backend_reaches_the_container_and_removes_it() {
+    let _turn = agentc_conformance::turn::turn(file!());
     cli_signal("cli-sigint", "INT", 130, false);
 }
 
 #[test]
 fn live_sigterm_to_the_cli_backend_reaches_the_container_and_removes_it() {
+    let _turn = agentc_conformance::turn::turn(file!());
     cli_signal("cli-sigterm", "TERM", 143, false);
 }
 
@@ -898,5 +911,6 @@ fn live_sigterm_to_the_cli_backend_reaches_the_container_and_removes_it() {
 /// container running): the container stops at once with 143 and `--rm` removes it.
 #[test]
 fn live_sigterm_stops_an_agent_without_handlers_under_init() {
+    let _turn = agentc_conformance::turn::turn(file!());
     cli_signal("cli-sigterm-init", "TERM", 143, true);
 }

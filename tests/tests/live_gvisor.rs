@@ -49,6 +49,7 @@ fn machine(image: String, workspace: &std::path::Path, home: &std::path::Path) -
 
 #[test]
 fn live_runsc_launches_verify_through_both_backends() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let test = "live_runsc_launches_verify_through_both_backends";
     if !require_daemon(test) || !require_runsc(test) {
         return;
@@ -138,6 +139,7 @@ fn live_runsc_launches_verify_through_both_backends() {
 
 #[test]
 fn live_a_missing_runtime_is_refused_before_anything_exists() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let test = "live_a_missing_runtime_is_refused_before_anything_exists";
     if !require_daemon(test) {
         return;
@@ -211,6 +213,7 @@ fn live_a_missing_runtime_is_refused_before_anything_exists() {
 /// exit 65 naming what the engine has, no probe container left behind.
 #[test]
 fn live_an_isolation_floor_chooses_a_proven_runtime_or_refuses() {
+    let _turn = agentc_conformance::turn::turn(file!());
     use agentc_policy::{ContainerSpec, Isolation, IsolationPrefer, IsolationTier};
     let test = "live_an_isolation_floor_chooses_a_proven_runtime_or_refuses";
     if !require_daemon(test) || !require_runsc(test) {
@@ -277,6 +280,7 @@ fn live_an_isolation_floor_chooses_a_proven_runtime_or_refuses() {
 /// (path, arguments, version) on this daemon, and choose the same runtime for a floor.
 #[test]
 fn live_both_backends_detect_the_same_runtimes() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let test = "live_both_backends_detect_the_same_runtimes";
     if !require_daemon(test) {
         return;

@@ -212,6 +212,7 @@ fn compare_one(
 
 #[test]
 fn live_podman_cli_and_api_create_the_same_containers_for_every_runnable_fixture() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let test = "live_podman_cli_and_api_create_the_same_containers_for_every_runnable_fixture";
     if !require_podman(test) {
         return;
@@ -401,6 +402,7 @@ fn verify(
 
 #[test]
 fn live_agentc_verify_passes_through_podmans_cli_and_api() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let test = "live_agentc_verify_passes_through_podmans_cli_and_api";
     if !require_podman(test) {
         return;
@@ -490,6 +492,7 @@ fn live_agentc_verify_passes_through_podmans_cli_and_api() {
 
 #[test]
 fn live_gvisor_through_podman_runs_by_its_cli_and_is_refused_by_its_socket() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let test = "live_gvisor_through_podman_runs_by_its_cli_and_is_refused_by_its_socket";
     if !require_podman(test) {
         return;
@@ -536,5 +539,4 @@ fn live_gvisor_through_podman_runs_by_its_cli_and_is_refused_by_its_socket() {
     assert!(leaks.is_empty(), "left behind on podman: {leaks:?}");
 }
 
-#[path = "live_podman/kube_play.rs"]
 mod kube_play;

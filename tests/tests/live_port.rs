@@ -281,6 +281,7 @@ fn cleanup(run: &str) {
 
 #[test]
 fn live_both_engine_ports_answer_alike() {
+    let _turn = agentc_conformance::turn::turn(file!());
     if !require_daemon("live_both_engine_ports_answer_alike") {
         return;
     }

@@ -633,11 +633,13 @@ fn both_backends_agree(test: &str, named: bool) {
 
 #[test]
 fn live_both_backends_drive_a_hardened_sandbox_alike() {
+    let _turn = agentc_conformance::turn::turn(file!());
     both_backends_agree("hardened", false);
 }
 
 #[test]
 fn live_both_backends_drive_a_sandbox_on_a_named_network_alike() {
+    let _turn = agentc_conformance::turn::turn(file!());
     both_backends_agree("named", true);
 }
 
@@ -719,6 +721,7 @@ async fn exec_under<C: SandboxClient>(
 
 #[test]
 fn live_faults_mid_exec_are_clear_errors_through_both_backends() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let test = "faults";
     let Some(image) = setup(test) else { return };
     let profile = format!("agentc-live-sess-{test}-{}", std::process::id());
@@ -855,6 +858,7 @@ fn start_server(image: &str, name: &str, network: &str, profile: &str, page: &st
 /// network and whatever else was made for it.
 #[test]
 fn live_a_library_sandbox_behind_the_egress_proxy_holds_its_allowlist_and_deletes_whole() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let test = "live_a_library_sandbox_behind_the_egress_proxy";
     let Some(image) = setup(test) else { return };
     // The egress proxy is an image of the agentc binary, not of this test executable.

@@ -92,6 +92,7 @@ fn skip_group(reason: &str) -> &'static str {
 
 #[test]
 fn live_verify_passes_for_every_runnable_fixture_through_both_backends() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let test = "live_verify_passes_for_every_runnable_fixture_through_both_backends";
     if !require_daemon(test) {
         return;
@@ -498,6 +499,7 @@ fn skip_or_fail(test: &str, reason: &str) {
 
 #[test]
 fn unhonoured_limits_are_predicted_from_the_spec() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let file = fixtures::fixtures_dir().join("valid/sandbox-limits-boundaries.toml");
     let loaded = load_fixture(&file).unwrap();
     let launch = &fixtures::launches(&loaded)[0];
@@ -518,6 +520,7 @@ fn unhonoured_limits_are_predicted_from_the_spec() {
 
 #[test]
 fn skip_reasons_fall_into_named_groups() {
+    let _turn = agentc_conformance::turn::turn(file!());
     assert_eq!(
         skip_group("an image build: no container to create"),
         "image build"

@@ -375,9 +375,14 @@ fn start(name: &str, label: &str, network: &str, env: &[String]) -> Result<(), S
         args.extend(["--env".to_string(), var.clone()]);
     }
     args.extend(
-        [testkit, "egress_provider::testkit_entry", "--exact", "--nocapture"]
-            .iter()
-            .map(|a| a.to_string()),
+        [
+            testkit,
+            "egress_provider::testkit_entry",
+            "--exact",
+            "--nocapture",
+        ]
+        .iter()
+        .map(|a| a.to_string()),
     );
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     docker(&args)?;

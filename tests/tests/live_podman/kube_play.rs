@@ -111,6 +111,7 @@ fn verify_k8s(file: &Path, workspace: &Path, args: &[&str]) -> (i32, Option<Valu
 
 #[test]
 fn live_every_pod_and_sandbox_rendering_plays_and_its_hardening_holds() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let test = "live_every_pod_and_sandbox_rendering_plays_and_its_hardening_holds";
     let Some((_one, image)) = begin(test) else {
         return;
@@ -256,6 +257,7 @@ fn live_every_pod_and_sandbox_rendering_plays_and_its_hardening_holds() {
 
 #[test]
 fn live_a_rendering_changed_behind_verifys_back_fails_its_rows() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let test = "live_a_rendering_changed_behind_verifys_back_fails_its_rows";
     let Some((_one, image)) = begin(test) else {
         return;
@@ -356,6 +358,7 @@ fn upstream_pod(name: &str, image: &str) -> agentc_backend_k8s::play::PlayedPod 
 
 #[test]
 fn live_the_allowlist_holds_behind_the_played_egress_proxy() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let test = "live_the_allowlist_holds_behind_the_played_egress_proxy";
     let Some((_one, image)) = begin(test) else {
         return;
@@ -477,6 +480,7 @@ fn named_by(pid: u32) -> Vec<String> {
 
 #[test]
 fn live_what_a_killed_play_left_is_removed_by_the_next() {
+    let _turn = agentc_conformance::turn::turn(file!());
     let test = "live_what_a_killed_play_left_is_removed_by_the_next";
     let Some((_one, image)) = begin(test) else {
         return;

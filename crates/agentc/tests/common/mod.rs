@@ -7,45 +7,13 @@ pub mod lab;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::{Condvar, Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, OnceLock};
 
-/// Which test file's tests are running, and how many of them.
-static TURN: Mutex<(Option<&'static str>, usize)> = Mutex::new((None, 0));
-/// Signalled when the running file's last test ends.
-static TURN_ENDED: Condvar = Condvar::new();
-
-/// A test's turn, held for the whole test: see [`turn`].
-pub struct Turn;
-
-/// Waits until no test of another file runs, then counts this test as running for `file`
-/// (`file!()`) until the returned [`Turn`] drops.
-///
-/// The live test files were one binary each and ran one after another; each file's tests were
-/// written to run beside one another only. A command reaps every killed launch's leftovers, a
-/// pool is shared by its key, a lab counts what its profile left: across files, those would see
-/// each other. Tests of one file still run in parallel, as before.
-pub fn turn(file: &'static str) -> Turn {
-    let mut running = TURN.lock().unwrap_or_else(PoisonError::into_inner);
-    while running.0.is_some_and(|current| current != file) {
-        running = TURN_ENDED
-            .wait(running)
-            .unwrap_or_else(PoisonError::into_inner);
-    }
-    running.0 = Some(file);
-    running.1 += 1;
-    Turn
-}
-
-impl Drop for Turn {
-    fn drop(&mut self) {
-        let mut running = TURN.lock().unwrap_or_else(PoisonError::into_inner);
-        running.1 -= 1;
-        if running.1 == 0 {
-            running.0 = None;
-            TURN_ENDED.notify_all();
-        }
-    }
-}
+/// Each live file's turn: one file's tests run beside one another, never beside another
+/// file's (the conformance crate's `turn.rs`, shared with its `live` binary).
+#[path = "../../../../tests/src/turn.rs"]
+mod turn_of_a_file;
+pub use turn_of_a_file::turn;
 
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
