@@ -113,7 +113,7 @@ impl Deployer for HostDeployer {
     fn engine(&mut self) -> Result<&mut dyn Engine, Failure> {
         let engine = match self.engine.take() {
             Some(engine) => engine,
-            None => connect(self.launcher.engine, self.backend)?,
+            None => connect(&self.launcher, self.backend)?,
         };
         Ok(self.engine.insert(engine).as_mut())
     }

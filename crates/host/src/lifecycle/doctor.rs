@@ -41,10 +41,10 @@ impl Doctor {
             .as_ref()
             .map(|profile| load_profile(profile))
             .transpose()?;
-        let engine = self.launcher.engine;
+        let (engine, env) = (self.launcher.engine, &self.launcher.env);
         let runtime = backend::runtime()?;
         let facts = runtime.block_on(async {
-            let port = backend::connect(engine).await.map_err(|failure| {
+            let port = backend::connect(engine, env).await.map_err(|failure| {
                 failure
                     .message
                     .lines()
@@ -52,7 +52,7 @@ impl Doctor {
                     .unwrap_or_default()
                     .to_string()
             });
-            probe::engine_facts(engine, port).await
+            probe::engine_facts(engine, env, port).await
         });
         drop(runtime);
         let reachable = facts.unreachable.is_none();
@@ -94,7 +94,7 @@ impl Doctor {
             facts.isolation = self.isolation_fact(&launches, &loaded.profile.name);
         }
         let mut engine = if reachable {
-            Some(connect(self.launcher.engine, BackendChoice::Api)?)
+            Some(connect(&self.launcher, BackendChoice::Api)?)
         } else {
             None
         };
@@ -169,7 +169,7 @@ impl Doctor {
         container.isolation?;
         let engine = self.launcher.engine;
         backend::runtime().ok()?.block_on(async {
-            let port = backend::cli_port_reaping(engine, None).await;
+            let port = backend::cli_port_reaping(engine, &self.launcher.env, None).await;
             self.launcher.floor_fact(&port, container, profile).await
         })
     }

@@ -8,6 +8,7 @@ use agentc_lifecycle::lock::ImageFacts;
 use bollard::models::ImageInspect;
 
 use crate::backend::{self, Backend, BackendChoice};
+use crate::launch::Launcher;
 use crate::{Failure, EXIT_DOCKER};
 
 /// What the lifecycle asks of the engine.
@@ -27,20 +28,19 @@ pub trait Engine {
     fn network_internal(&mut self, name: &str) -> Result<Option<bool>, Failure>;
 }
 
-/// `engine` through `backend`: its [engine port](agentc_engine::port), the command line or
-/// the Engine API, each query written once ([`PortEngine`]).
-pub fn connect(
-    engine: agentc_engine::Engine,
-    backend: BackendChoice,
-) -> Result<Box<dyn Engine>, Failure> {
+/// `launcher`'s engine (where [`Launcher::env`] puts it) through `backend`: its
+/// [engine port](agentc_engine::port), the command line or the Engine API, each query written
+/// once ([`PortEngine`]).
+pub fn connect(launcher: &Launcher, backend: BackendChoice) -> Result<Box<dyn Engine>, Failure> {
+    let (engine, env) = (launcher.engine, &launcher.env);
     let runtime = backend::runtime()?;
-    Ok(match backend::chosen(backend, engine) {
+    Ok(match backend::chosen(backend, engine, env) {
         Backend::Cli => {
-            let port = runtime.block_on(backend::cli_port_reaping(engine, None));
+            let port = runtime.block_on(backend::cli_port_reaping(engine, env, None));
             Box::new(PortEngine { runtime, port })
         }
         Backend::Api => {
-            let port = runtime.block_on(backend::connect(engine))?;
+            let port = runtime.block_on(backend::connect(engine, env))?;
             Box::new(PortEngine { runtime, port })
         }
     })
