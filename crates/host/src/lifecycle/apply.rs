@@ -53,8 +53,9 @@ use crate::{load_profile, Failure, EXIT_DOCKER, EXIT_FAILED};
 /// What an apply says as it goes, in order.
 #[derive(Debug)]
 pub enum ApplyEvent<'a> {
-    /// A line for the caller's log: the last apply's image gone, what a build or a seed's
-    /// launch says (the context built from, the runtime chosen, an abnormal exit).
+    /// A line for the caller's log: the last apply's image gone, the image's pull and its
+    /// progress, what a build or a seed's launch says (the context built from, the runtime
+    /// chosen, an abnormal exit).
     Note(&'a str),
     /// The preset's own image was built from agentc's bundled context (`built TAG`).
     Built(&'a str),
@@ -368,7 +369,9 @@ fn provide_image(
                 format!("image {image} is not present\n  hint: `docker pull {image}`, or `agentc apply --pull`"),
             ));
         }
-        deployer.engine()?.pull(image)?;
+        deployer
+            .engine()?
+            .pull(image, &mut |line| events(ApplyEvent::Note(line)))?;
     }
     Ok(false)
 }

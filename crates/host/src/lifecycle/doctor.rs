@@ -291,7 +291,7 @@ mod tests {
                 repo_digests: Vec::new(),
             }))
         }
-        fn pull(&mut self, _: &str) -> Result<(), Failure> {
+        fn pull(&mut self, _: &str, _: &mut (dyn FnMut(&str) + Send)) -> Result<(), Failure> {
             unreachable!("doctor pulls nothing")
         }
         fn tag(&mut self, _: &str, _: &str) -> Result<(), Failure> {
