@@ -23,13 +23,14 @@ use agentc_policy::{ContainerSpec, LaunchSpec, Network};
 use bollard::models::ContainerInspectResponse;
 use futures_util::StreamExt;
 
-use crate::backend::{engine_is_remote, exec_failure, runtime, BackendChoice};
+use crate::backend::{engine_is_remote, exec_failure, runtime, BackendChoice, Reaped};
 use crate::{container_of, over_port, Failure, EXIT_DOCKER, EXIT_INVALID};
 
 /// What a launch needs of its caller: the engine (for the floor's words and whether its ports
 /// are this machine's), the environment secrets and the engine's address are read from, the
-/// agentc executable the egress proxy's and the floor probe's images are made of, and whether
-/// stdin is a terminal.
+/// agentc executable the egress proxy's and the floor probe's images are made of, whether
+/// stdin is a terminal, and who hears of the leftovers of killed launches reaped before a
+/// launch.
 #[derive(Clone)]
 pub struct Launcher {
     /// The engine the port drives.
@@ -43,6 +44,9 @@ pub struct Launcher {
     pub proxy: ProxyExecutable,
     /// Whether stdin is a terminal: an attached launch with a TTY then switches it to raw mode.
     pub terminal: bool,
+    /// Who hears of the leftovers of killed launches a port this launcher opens removes first
+    /// ([`crate::backend::reap`]): agentc prints them on stderr.
+    pub reaped: Reaped,
 }
 
 impl std::fmt::Debug for Launcher {
@@ -53,6 +57,7 @@ impl std::fmt::Debug for Launcher {
             .field("env", &self.env.keys().collect::<Vec<_>>())
             .field("proxy", &self.proxy)
             .field("terminal", &self.terminal)
+            .field("reaped", &self.reaped)
             .finish()
     }
 }
@@ -344,7 +349,7 @@ impl Launcher {
         }
         let engine = self.engine;
         runtime()?.block_on(async {
-            over_port!(backend, engine, &self.env, None, |port| self
+            over_port!(backend, engine, &self.env, &self.reaped, None, |port| self
                 .meet_floor_on(&port, container, profile, notify)
                 .await)
         })
@@ -370,7 +375,7 @@ impl Launcher {
             .container;
         let (engine, own) = (self.engine, placed.name.as_deref());
         runtime()?.block_on(async {
-            over_port!(backend, engine, &self.env, own, |port| self
+            over_port!(backend, engine, &self.env, &self.reaped, own, |port| self
                 .launch_on(&port, &placed, pull, notify)
                 .await)
         })

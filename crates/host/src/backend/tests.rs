@@ -58,3 +58,54 @@ fn a_driver_reaches_the_engine_its_environment_names() {
         failure.message
     );
 }
+
+#[test]
+fn reaping_tells_the_caller_what_it_removed() {
+    use std::sync::Mutex;
+
+    use agentc_engine::companion::state::CompanionKind;
+    use agentc_policy::Start;
+
+    use crate::memory_fixtures::{block_on, engine, launch, launcher};
+
+    // A detached launch behind the egress proxy, then killed: its workload is gone, its
+    // companion (proxy, isolated network, volumes) is left.
+    let port = engine();
+    let spec = launch("orphaned", false, Start::Detached);
+    let container = crate::container_of(&spec).expect("a container").clone();
+    let name = container.name.clone().expect("a named launch");
+    block_on(launcher().launch_on(&port, &container, false, &mut |_| {})).expect("it starts");
+    block_on(port.remove_container(&name)).expect("the workload goes");
+    let left = port.world();
+
+    let told = Arc::new(Mutex::new(Vec::new()));
+    let reaped = Reaped::new({
+        let told = told.clone();
+        move |orphans: &Orphans| told.lock().expect("the list").push(orphans.clone())
+    });
+    // The workload launched next is the orphan's: its leftovers go at once.
+    block_on(reap(&port, Some(&name), &reaped));
+    let told = told.lock().expect("the list").clone();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0].workload, name);
+    let kinds: Vec<CompanionKind> = told[0].objects.iter().map(|(kind, _)| *kind).collect();
+    assert!(
+        kinds.contains(&CompanionKind::Proxy) && kinds.contains(&CompanionKind::Network),
+        "{told:?}"
+    );
+    // What was told is what went, and nothing else.
+    let mut gone = left.added_since(&port.world());
+    let mut said: Vec<String> = told[0]
+        .objects
+        .iter()
+        .map(|(kind, name)| match kind {
+            CompanionKind::Proxy => format!("container {name}"),
+            CompanionKind::Network => format!("network {name}"),
+            CompanionKind::Volume => format!("volume {name}"),
+        })
+        .collect();
+    gone.sort();
+    said.sort();
+    assert_eq!(gone, said);
+    assert!(told[0].removed_line().contains(&name));
+}

@@ -24,6 +24,8 @@
 //!     proxy: ProxyExecutable::locate(&env).ok_or("no agentc on PATH")?,
 //!     env,
 //!     terminal: false,
+//!     // The leftovers of killed launches reaped on the way: logged.
+//!     reaped: Default::default(),
 //! };
 //! let mut deployer = HostDeployer::new(launcher, BackendChoice::Auto);
 //! let mut log = |event: ApplyEvent<'_>| eprintln!("{event:?}");

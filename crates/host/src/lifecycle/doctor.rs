@@ -46,14 +46,17 @@ impl Doctor {
         let (engine, env) = (self.launcher.engine, &self.launcher.env);
         let runtime = backend::runtime()?;
         let facts = runtime.block_on(async {
-            let port = backend::connect(engine, env).await.map_err(|failure| {
-                failure
-                    .message
-                    .lines()
-                    .next()
-                    .unwrap_or_default()
-                    .to_string()
-            });
+            let reaped = &self.launcher.reaped;
+            let port = backend::connect(engine, env, reaped)
+                .await
+                .map_err(|failure| {
+                    failure
+                        .message
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
+                        .to_string()
+                });
             probe::engine_facts(engine, env, port).await
         });
         drop(runtime);
@@ -178,7 +181,9 @@ impl Doctor {
         container.isolation?;
         let engine = self.launcher.engine;
         backend::runtime().ok()?.block_on(async {
-            let port = backend::cli_port_reaping(engine, &self.launcher.env, None).await;
+            let launcher = &self.launcher;
+            let port =
+                backend::cli_port_reaping(engine, &launcher.env, None, &launcher.reaped).await;
             self.launcher.floor_fact(&port, container, profile).await
         })
     }

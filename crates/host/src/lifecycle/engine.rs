@@ -35,17 +35,18 @@ pub trait Engine {
 
 /// `launcher`'s engine (where [`Launcher::env`] puts it) through `backend`: its
 /// [engine port](agentc_engine::port), the command line or the Engine API, each query written
-/// once ([`PortEngine`]).
+/// once ([`PortEngine`]), after the leftovers of killed launches are reaped and told to
+/// [`Launcher::reaped`].
 pub fn connect(launcher: &Launcher, backend: BackendChoice) -> Result<Box<dyn Engine>, Failure> {
-    let (engine, env) = (launcher.engine, &launcher.env);
+    let (engine, env, reaped) = (launcher.engine, &launcher.env, &launcher.reaped);
     let runtime = backend::runtime()?;
     Ok(match backend::chosen(backend, engine, env) {
         Backend::Cli => {
-            let port = runtime.block_on(backend::cli_port_reaping(engine, env, None));
+            let port = runtime.block_on(backend::cli_port_reaping(engine, env, None, reaped));
             Box::new(PortEngine { runtime, port })
         }
         Backend::Api => {
-            let port = runtime.block_on(backend::connect(engine, env))?;
+            let port = runtime.block_on(backend::connect(engine, env, reaped))?;
             Box::new(PortEngine { runtime, port })
         }
     })
