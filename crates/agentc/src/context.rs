@@ -138,11 +138,3 @@ impl From<crate::cli::BackendArg> for agentc_host::backend::BackendChoice {
         }
     }
 }
-
-/// The lifecycle's engine queries through `backend` for this process's engine
-/// ([`agentc_host::lifecycle::engine::connect`]).
-pub fn lifecycle_engine(
-    backend: crate::cli::BackendArg,
-) -> Result<Box<dyn agentc_host::lifecycle::engine::Engine>, Failure> {
-    agentc_host::lifecycle::engine::connect(crate::engine(), backend.into())
-}

@@ -1,7 +1,7 @@
 //! The launch `agentc run` makes, for the command line and library callers alike, each step
 //! over the one engine port the caller opened: the launch's isolation floor met
 //! ([`Launcher::meet_floor_on`]: the engine's runtimes detected and probed, one chosen), the
-//! host ports it publishes checked free ([`check_host_ports`]), the launch itself, attached or
+//! host ports it publishes checked free ([`Launcher::check_host_ports`]), the launch itself, attached or
 //! detached ([`Launcher::launch_on`]), and `agentc run --count`'s copies
 //! ([`Launcher::copies_on`]), SIGINT and SIGTERM listened to from the first step. What
 //! started comes back as a [`StartedSandbox`] (its name and where it can be reached), what a
@@ -23,23 +23,30 @@ use agentc_policy::{ContainerSpec, LaunchSpec, Network};
 use bollard::models::ContainerInspectResponse;
 use futures_util::StreamExt;
 
-use crate::backend::{engine_is_remote, exec_failure, runtime, BackendChoice};
+use crate::backend::{engine_is_remote, exec_failure, runtime, BackendChoice, Reaped};
 use crate::{container_of, over_port, Failure, EXIT_DOCKER, EXIT_INVALID};
 
 /// What a launch needs of its caller: the engine (for the floor's words and whether its ports
-/// are this machine's), the environment secrets are read from, the agentc executable the egress
-/// proxy's and the floor probe's images are made of, and whether stdin is a terminal.
+/// are this machine's), the environment secrets and the engine's address are read from, the
+/// agentc executable the egress proxy's and the floor probe's images are made of, whether
+/// stdin is a terminal, and who hears of the leftovers of killed launches reaped before a
+/// launch.
 #[derive(Clone)]
 pub struct Launcher {
     /// The engine the port drives.
     pub engine: Engine,
-    /// The caller's environment: the secrets a launch passes by name, the floor's cache.
+    /// The caller's environment: the secrets a launch passes by name, the floor's cache, and
+    /// where the engine is ([`crate::backend::engine_host`]: `DOCKER_HOST`, the docker
+    /// context, `CONTAINER_HOST`); [`crate::backend::process_env`] for agentc itself.
     pub env: BTreeMap<String, String>,
     /// The agentc executable the egress proxy's image is made of ([`ProxyExecutable::running`]
     /// for agentc itself, [`ProxyExecutable::locate`] for a library caller).
     pub proxy: ProxyExecutable,
     /// Whether stdin is a terminal: an attached launch with a TTY then switches it to raw mode.
     pub terminal: bool,
+    /// Who hears of the leftovers of killed launches a port this launcher opens removes first
+    /// ([`crate::backend::reap`]): agentc prints them on stderr.
+    pub reaped: Reaped,
 }
 
 impl std::fmt::Debug for Launcher {
@@ -50,6 +57,7 @@ impl std::fmt::Debug for Launcher {
             .field("env", &self.env.keys().collect::<Vec<_>>())
             .field("proxy", &self.proxy)
             .field("terminal", &self.terminal)
+            .field("reaped", &self.reaped)
             .finish()
     }
 }
@@ -201,11 +209,28 @@ impl std::fmt::Display for StartedSandbox {
 impl Launcher {
     /// The floor's options for this caller: the cache under its environment (bypassed with
     /// `AGENTC_ISOLATION_CACHE=off`), the probe's image made of [`Launcher::proxy`], this
-    /// machine's kernel, and whether the engine is local.
+    /// machine's kernel, and whether the engine is local (where [`Launcher::env`] puts it).
     pub fn floor_options(&self) -> FloorOptions {
         let mut options = FloorOptions::from_env(&self.env, Some(self.proxy.clone()));
-        options.local = !engine_is_remote(self.engine);
+        options.local = !engine_is_remote(self.engine, &self.env);
         options
+    }
+
+    /// Refuses a launch whose chosen host ports are in use on this machine
+    /// ([`agentc_engine::host_ports::check_free`]), unless the engine is remote (where
+    /// [`Launcher::env`] puts it, [`engine_is_remote`]).
+    pub fn check_host_ports(
+        &self,
+        container: &ContainerSpec,
+        spec: &LaunchSpec,
+    ) -> Result<(), Failure> {
+        agentc_engine::host_ports::check_free(
+            container,
+            &spec.origins,
+            self.engine,
+            engine_is_remote(self.engine, &self.env),
+        )
+        .map_err(exec_failure)
     }
 
     /// Forgets the cached proof of the runtime a failed launch ran under (`io.agentc.runtime`),
@@ -307,7 +332,7 @@ impl Launcher {
     }
 
     /// Meets the container's isolation floor through `backend`'s own engine port for the
-    /// launcher's engine, in a runtime of its own ([`Launcher::meet_floor_on`]); a container
+    /// launcher's engine (where [`Launcher::env`] puts it), in a runtime of its own ([`Launcher::meet_floor_on`]); a container
     /// without a floor comes back unchanged, without asking the engine.
     pub fn meet_floor(
         &self,
@@ -324,7 +349,7 @@ impl Launcher {
         }
         let engine = self.engine;
         runtime()?.block_on(async {
-            over_port!(backend, engine, None, |port| self
+            over_port!(backend, engine, &self.env, &self.reaped, None, |port| self
                 .meet_floor_on(&port, container, profile, notify)
                 .await)
         })
@@ -332,7 +357,7 @@ impl Launcher {
 
     /// Launches the resolved `spec` through `backend`, as `agentc run --detach`'s launch and a
     /// seed's helper are made, in a runtime of its own: its host ports checked free
-    /// ([`check_host_ports`]), its isolation floor met ([`Launcher::meet_floor`]), then the
+    /// ([`Launcher::check_host_ports`]), its isolation floor met ([`Launcher::meet_floor`]), then the
     /// launch ([`Launcher::launch_on`]) over a port that reaped the leftovers of a killed
     /// launch of its name first.
     pub fn launch_resolved(
@@ -343,14 +368,14 @@ impl Launcher {
         notify: &mut (dyn FnMut(&str) + Send),
     ) -> Result<Outcome, Failure> {
         let container = container_of(spec)?;
-        check_host_ports(container, spec, self.engine)?;
+        self.check_host_ports(container, spec)?;
         // The isolation floor: the engine's runtimes probed and one chosen, before anything.
         let placed = self
             .meet_floor(container, &spec.profile, backend, notify)?
             .container;
         let (engine, own) = (self.engine, placed.name.as_deref());
         runtime()?.block_on(async {
-            over_port!(backend, engine, own, |port| self
+            over_port!(backend, engine, &self.env, &self.reaped, own, |port| self
                 .launch_on(&port, &placed, pull, notify)
                 .await)
         })
@@ -488,22 +513,6 @@ fn cannot_inspect(id: &str, error: &ExecError) -> Failure {
         EXIT_DOCKER,
         format!("started {id} but cannot inspect it: {error}"),
     )
-}
-
-/// Refuses a launch whose chosen host ports are in use on this machine
-/// ([`agentc_engine::host_ports::check_free`]), unless `engine` is remote.
-pub fn check_host_ports(
-    container: &ContainerSpec,
-    spec: &LaunchSpec,
-    engine: Engine,
-) -> Result<(), Failure> {
-    agentc_engine::host_ports::check_free(
-        container,
-        &spec.origins,
-        engine,
-        engine_is_remote(engine),
-    )
-    .map_err(exec_failure)
 }
 
 /// `--count`'s refusal of a launch that publishes on a fixed host port, which only one of its

@@ -90,5 +90,6 @@ pub(crate) fn launcher() -> crate::launch::Launcher {
         env: Default::default(),
         proxy: agentc_egress::image::ProxyExecutable::default(),
         terminal: false,
+        reaped: Default::default(),
     }
 }

@@ -12,7 +12,7 @@ use agentc_policy::pool::{cold_reason, member_name, member_spec};
 use agentc_policy::{ChosenRuntime, ContainerSpec, Instance, LaunchSpec, LoadedProfile, Start};
 
 use crate::backend::{exec_failure, session_failure, OnClient};
-use crate::launch::{check_host_ports, Launcher, Outcome, StartedSandbox};
+use crate::launch::{Launcher, Outcome, StartedSandbox};
 use crate::{
     container_of, load_profile, pool_secret, profile_record, resolve_instance, Failure,
     LaunchRequest, EXIT_INVALID,
@@ -220,7 +220,7 @@ impl OnClient for Fill<'_> {
                 |reason| Failure::new(EXIT_INVALID, format!("profile {profile}: {reason}")),
             )?;
             let container = container_of(&member)?;
-            check_host_ports(container, &member, self.launcher.engine)?;
+            self.launcher.check_host_ports(container, &member)?;
             let events = &mut *self.events;
             let outcome = self
                 .launcher

@@ -21,7 +21,7 @@ use agentc_engine::ExecError;
 use agentc_policy::{ContainerSpec, Instance, LaunchSpec, LoadedProfile, Start};
 
 use crate::backend::{reap, session_failure, OnClient};
-use crate::launch::{check_host_ports, Launcher, Outcome, StartedSandbox};
+use crate::launch::{Launcher, Outcome, StartedSandbox};
 use crate::snapshots::{archive_dir, snapshot_failure, snapshot_profile};
 use crate::{container_of, profile_record, resolve_instance, Failure, LaunchRequest};
 use crate::{EXIT_DOCKER, EXIT_FAILED};
@@ -187,10 +187,10 @@ impl Restore<'_> {
         plan: &RestorePlan,
     ) -> Result<(), Failure> {
         let container = container_of(spec)?;
-        check_host_ports(container, spec, self.launcher.engine)?;
+        self.launcher.check_host_ports(container, spec)?;
         let port = client.port();
         // The leftovers of a killed launch under this name go first, as `agentc run`'s do.
-        reap(port, Some(name)).await;
+        reap(port, Some(name), &self.launcher.reaped).await;
         // A launch that fails leaves nothing of itself.
         let outcome = self.launch(port, container, &spec.profile).await?;
         let Outcome::Started(started) = &outcome else {

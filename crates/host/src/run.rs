@@ -15,7 +15,7 @@ use agentc_policy::{ChosenRuntime, ContainerSpec, Instance, LaunchSpec, LoadedPr
 use futures_util::FutureExt;
 
 use crate::backend::{session_failure, OnClient, Signals};
-use crate::launch::{check_host_ports, Launcher, Outcome, StartedSandbox};
+use crate::launch::{Launcher, Outcome, StartedSandbox};
 use crate::pool::{detached_launch, secret_for, STALE};
 use crate::session::run_exec;
 use crate::{container_of, resolve_instance, Failure, LaunchRequest, EXIT_INVALID};
@@ -251,7 +251,7 @@ impl OnClient for RunOne<'_> {
             return Ok(status);
         }
         let placed = container_of(spec)?;
-        check_host_ports(placed, spec, self.launcher.engine)?;
+        self.launcher.check_host_ports(placed, spec)?;
         let events = &mut *self.events;
         let outcome = self
             .launcher

@@ -58,19 +58,25 @@ pub struct VerifyRunning {
     pub workspace: Option<PathBuf>,
     /// The image its profile resolves with (`--image`).
     pub image: Option<String>,
-    /// Whether the engine runs on another machine ([`engine_is_remote`]).
+    /// Whether the engine runs on another machine ([`engine_is_remote`]): where the
+    /// environment the step runs with puts it.
     pub remote: bool,
 }
 
 impl VerifyRunning {
-    /// The verify of the running sandbox `name` on `engine`, resolved with the profile's own
-    /// workspace and image.
-    pub fn new(name: impl Into<String>, engine: agentc_engine::Engine) -> VerifyRunning {
+    /// The verify of the running sandbox `name` on `engine` where `env` puts it (the
+    /// [`Driver::env`](crate::backend::Driver::env) it runs through), resolved with the
+    /// profile's own workspace and image.
+    pub fn new(
+        name: impl Into<String>,
+        engine: agentc_engine::Engine,
+        env: &std::collections::BTreeMap<String, String>,
+    ) -> VerifyRunning {
         VerifyRunning {
             name: name.into(),
             workspace: None,
             image: None,
-            remote: engine_is_remote(engine),
+            remote: engine_is_remote(engine, env),
         }
     }
 

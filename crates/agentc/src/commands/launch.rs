@@ -16,28 +16,38 @@ use agentc_policy::{ContainerSpec, LaunchSpec};
 use crate::cli::BackendArg;
 use crate::context::Failure;
 
-pub use agentc_host::backend::{exec_failure, process_env, runtime};
+pub use agentc_host::backend::{exec_failure, process_env, runtime, Reaped};
 pub use agentc_host::container_of;
 pub use agentc_host::launch::refuse_fixed_host_ports;
 
-/// Connects to this process's engine ([`agentc_host::backend::connect`]).
+/// Connects to this process's engine, where this process's environment puts it
+/// ([`agentc_host::backend::connect`]).
 pub async fn connect() -> Result<ApiPort, Failure> {
-    agentc_host::backend::connect(crate::engine()).await
+    agentc_host::backend::connect(crate::engine(), &process_env(), &reaped()).await
 }
 
 /// This process's engine's command line port, the leftovers of killed launches reaped first
 /// ([`agentc_host::backend::cli_port_reaping`]).
 pub async fn cli_port_reaping(own: Option<&str>) -> CliPort {
-    agentc_host::backend::cli_port_reaping(crate::engine(), own).await
+    agentc_host::backend::cli_port_reaping(crate::engine(), &process_env(), own, &reaped()).await
 }
 
-/// Evaluates `$body` with `$port` bound to `$backend`'s engine port for this process's engine
-/// ([`agentc_host::over_port!`]): the one place a command picks its port.
+/// What this process says of the leftovers of killed launches that reaching the engine
+/// removed: `agentc: removed the egress companion of W, ...` on stderr, as it happens.
+pub fn reaped() -> Reaped {
+    Reaped::new(|orphans| notify(&orphans.removed_line()))
+}
+
+/// Evaluates `$body` with `$port` bound to `$backend`'s engine port for this process's engine,
+/// where this process's environment puts it, the leftovers it reaped said on stderr
+/// ([`agentc_host::over_port!`], [`reaped`]): the one place a command picks its port.
 macro_rules! over_port {
     ($backend:expr, $own:expr, |$port:ident| $body:expr) => {
         agentc_host::over_port!(
             agentc_host::backend::BackendChoice::from($backend),
             $crate::engine(),
+            &$crate::commands::launch::process_env(),
+            &$crate::commands::launch::reaped(),
             $own,
             |$port| $body
         )
@@ -69,6 +79,7 @@ pub fn launcher() -> Launcher {
         env: process_env(),
         proxy: ProxyExecutable::running(),
         terminal: std::io::stdin().is_terminal(),
+        reaped: reaped(),
     }
 }
 
@@ -139,6 +150,15 @@ pub fn execute_copies(
         }
     }
     Ok(0)
+}
+
+/// The lifecycle's engine queries through `backend` for this process's engine, where this
+/// process's environment puts it ([`agentc_host::lifecycle::engine::connect`] with
+/// [`launcher`]).
+pub fn lifecycle_engine(
+    backend: BackendArg,
+) -> Result<Box<dyn agentc_host::lifecycle::engine::Engine>, Failure> {
+    agentc_host::lifecycle::engine::connect(&launcher(), backend.into())
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ pub fn lock(args: LockArgs) -> Result<u8, Failure> {
     if args.check {
         return check(&args, &loaded, &launches);
     }
-    let mut engine = crate::context::lifecycle_engine(args.backend)?;
+    let mut engine = crate::commands::launch::lifecycle_engine(args.backend)?;
     let (lock, missing) =
         gather::current_lock(&loaded, &launches, &BTreeMap::new(), engine.as_mut())?;
     gather::require_images(&missing, &launches, &loaded, &args.profile)?;
@@ -50,7 +50,7 @@ fn check(args: &LockArgs, loaded: &LoadedProfile, launches: &[Launch]) -> Result
             ),
         ));
     };
-    let mut engine = crate::context::lifecycle_engine(args.backend)?;
+    let mut engine = crate::commands::launch::lifecycle_engine(args.backend)?;
     let (current, _) = gather::current_lock(loaded, launches, &BTreeMap::new(), engine.as_mut())?;
     let drifts = compare(&locked, &current);
     if args.format == ExplainFormat::Json {

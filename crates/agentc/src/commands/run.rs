@@ -26,7 +26,7 @@ pub fn run(mut args: RunArgs) -> Result<u8, Failure> {
         gather::Workspace::Given(launch_args.workspace.as_deref()),
         launch_args.image.as_deref(),
         &launch_args.overrides,
-        || crate::context::lifecycle_engine(args.backend),
+        || crate::commands::launch::lifecycle_engine(args.backend),
     )?;
     // How this invocation starts the container is an input of resolve: the spec it returns
     // is the one launched, its digest the one `plan` and `lock` show.
@@ -156,7 +156,7 @@ fn missing_preset_image(
     if failure.code != EXIT_DOCKER || !bundled {
         return failure;
     }
-    let missing = crate::context::lifecycle_engine(backend)
+    let missing = crate::commands::launch::lifecycle_engine(backend)
         .and_then(|mut engine| engine.image(&container.image))
         .is_ok_and(|facts| facts.is_none());
     if !missing {

@@ -16,7 +16,7 @@ pub fn seed(args: SeedArgs) -> Result<u8, Failure> {
         gather::Workspace::Locked,
         args.image.as_deref(),
         &std::collections::BTreeMap::new(),
-        || crate::context::lifecycle_engine(args.backend),
+        || crate::commands::launch::lifecycle_engine(args.backend),
     )?;
     let targets = match &args.target {
         Some(target) => vec![target.clone()],

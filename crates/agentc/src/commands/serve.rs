@@ -18,10 +18,14 @@ pub fn serve(args: ServeArgs) -> Result<u8, Failure> {
             "agentc serve needs --stdio (or --schema)\n  hint: `agentc serve --stdio` speaks JSON-RPC 2.0 on stdin and stdout; see docs/serve.md",
         ));
     }
-    let driver = agentc_host::backend::Driver::new(
-        crate::engine(),
-        args.backend.into(),
-        ProxyExecutable::running(),
-    );
+    let driver = agentc_host::backend::Driver {
+        // The leftovers of killed launches reaped first are said on stderr.
+        reaped: crate::commands::launch::reaped(),
+        ..agentc_host::backend::Driver::new(
+            crate::engine(),
+            args.backend.into(),
+            ProxyExecutable::running(),
+        )
+    };
     agentc_serve::serve_stdio(&driver)
 }

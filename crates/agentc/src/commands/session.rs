@@ -27,11 +27,15 @@ pub(crate) use agentc_host::backend::OnClient;
 /// Runs `step` through `backend`'s client for this process's engine, the egress proxy an image
 /// of this binary ([`agentc_host::backend::on_client`]).
 pub(crate) fn on_client<S: OnClient>(backend: BackendArg, step: S) -> Result<S::Output, Failure> {
-    let driver = agentc_host::backend::Driver::new(
-        crate::engine(),
-        backend.into(),
-        ProxyExecutable::running(),
-    );
+    let driver = agentc_host::backend::Driver {
+        // The leftovers of killed launches reaped first are said on stderr.
+        reaped: crate::commands::launch::reaped(),
+        ..agentc_host::backend::Driver::new(
+            crate::engine(),
+            backend.into(),
+            ProxyExecutable::running(),
+        )
+    };
     agentc_host::backend::on_client(&driver, step)
 }
 

@@ -43,7 +43,7 @@ pub fn verify(args: VerifyArgs) -> Result<u8, Failure> {
         gather::Workspace::Given(launch_args.workspace.as_deref()),
         launch_args.image.as_deref(),
         &launch_args.overrides,
-        || crate::context::lifecycle_engine(backend),
+        || crate::commands::launch::lifecycle_engine(backend),
     )?;
     let spec = context::resolve_launch(&loaded, &launch_args)?;
     let checks = verify_launch(
@@ -133,7 +133,7 @@ fn verify_running(args: VerifyArgs, name: &str) -> Result<u8, Failure> {
     let running = VerifyRunning {
         workspace: args.workspace,
         image: args.image,
-        ..VerifyRunning::new(name, crate::engine())
+        ..VerifyRunning::new(name, crate::engine(), &launch::process_env())
     };
     running.check_local()?;
     let backend = args.backend.engine().unwrap_or(BackendArg::Auto);

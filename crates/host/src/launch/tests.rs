@@ -162,3 +162,17 @@ fn a_launcher_and_a_driver_show_the_names_of_their_secrets_never_the_values() {
         assert!(!shown.contains("sk-secret-value"), "{shown}");
     }
 }
+
+#[test]
+fn a_launcher_reaches_the_engine_its_environment_names() {
+    // The fixtures' launcher names no engine: the local one, whose ports are this machine's.
+    assert!(launcher().floor_options().local);
+    let remote = Launcher {
+        env: BTreeMap::from([(
+            "DOCKER_HOST".to_string(),
+            "tcp://engine.invalid:2376".to_string(),
+        )]),
+        ..launcher()
+    };
+    assert!(!remote.floor_options().local);
+}

@@ -24,6 +24,8 @@
 //!     proxy: ProxyExecutable::locate(&env).ok_or("no agentc on PATH")?,
 //!     env,
 //!     terminal: false,
+//!     // The leftovers of killed launches reaped on the way: logged.
+//!     reaped: Default::default(),
 //! };
 //! let mut deployer = HostDeployer::new(launcher, BackendChoice::Auto);
 //! let mut log = |event: ApplyEvent<'_>| eprintln!("{event:?}");
@@ -53,8 +55,9 @@ use crate::{load_profile, Failure, EXIT_DOCKER, EXIT_FAILED};
 /// What an apply says as it goes, in order.
 #[derive(Debug)]
 pub enum ApplyEvent<'a> {
-    /// A line for the caller's log: the last apply's image gone, what a build or a seed's
-    /// launch says (the context built from, the runtime chosen, an abnormal exit).
+    /// A line for the caller's log: the last apply's image gone, the image's pull and its
+    /// progress, what a build or a seed's launch says (the context built from, the runtime
+    /// chosen, an abnormal exit).
     Note(&'a str),
     /// The preset's own image was built from agentc's bundled context (`built TAG`).
     Built(&'a str),
@@ -113,7 +116,7 @@ impl Deployer for HostDeployer {
     fn engine(&mut self) -> Result<&mut dyn Engine, Failure> {
         let engine = match self.engine.take() {
             Some(engine) => engine,
-            None => connect(self.launcher.engine, self.backend)?,
+            None => connect(&self.launcher, self.backend)?,
         };
         Ok(self.engine.insert(engine).as_mut())
     }
@@ -368,7 +371,9 @@ fn provide_image(
                 format!("image {image} is not present\n  hint: `docker pull {image}`, or `agentc apply --pull`"),
             ));
         }
-        deployer.engine()?.pull(image)?;
+        deployer
+            .engine()?
+            .pull(image, &mut |line| events(ApplyEvent::Note(line)))?;
     }
     Ok(false)
 }

@@ -27,7 +27,9 @@ pub struct Doctor {
     pub profile: Option<PathBuf>,
     /// The workspace the profile's launches mount; the current directory without.
     pub workspace: Option<PathBuf>,
-    /// The caller: its engine, and the floor's options and egress proxy of its executable.
+    /// The caller: its engine, the environment a launch reads its secrets from (the profile's
+    /// secrets are looked up there), and the floor's options and egress proxy of its
+    /// executable.
     pub launcher: Launcher,
 }
 
@@ -41,18 +43,21 @@ impl Doctor {
             .as_ref()
             .map(|profile| load_profile(profile))
             .transpose()?;
-        let engine = self.launcher.engine;
+        let (engine, env) = (self.launcher.engine, &self.launcher.env);
         let runtime = backend::runtime()?;
         let facts = runtime.block_on(async {
-            let port = backend::connect(engine).await.map_err(|failure| {
-                failure
-                    .message
-                    .lines()
-                    .next()
-                    .unwrap_or_default()
-                    .to_string()
-            });
-            probe::engine_facts(engine, port).await
+            let reaped = &self.launcher.reaped;
+            let port = backend::connect(engine, env, reaped)
+                .await
+                .map_err(|failure| {
+                    failure
+                        .message
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
+                        .to_string()
+                });
+            probe::engine_facts(engine, env, port).await
         });
         drop(runtime);
         let reachable = facts.unreachable.is_none();
@@ -71,8 +76,9 @@ impl Doctor {
         })
     }
 
-    /// What a profile needs, looked up: secrets in the environment (by name; values are not
-    /// read), and with a reachable engine its images, networks, deployment and lock.
+    /// What a profile needs, looked up: secrets in the launcher's environment
+    /// ([`Launcher::env`], the one a launch reads them from; by name, values are not judged),
+    /// and with a reachable engine its images, networks, deployment and lock.
     fn profile_facts(
         &self,
         loaded: &LoadedProfile,
@@ -94,12 +100,18 @@ impl Doctor {
             facts.isolation = self.isolation_fact(&launches, &loaded.profile.name);
         }
         let mut engine = if reachable {
-            Some(connect(self.launcher.engine, BackendChoice::Api)?)
+            Some(connect(&self.launcher, BackendChoice::Api)?)
         } else {
             None
         };
         for (part, _) in planned.distinct_parts() {
-            part_facts(part, engine.as_mut(), loaded, &mut facts)?;
+            part_facts(
+                part,
+                engine.as_mut(),
+                loaded,
+                &self.launcher.env,
+                &mut facts,
+            )?;
         }
         let runs_proxy = planned.distinct_parts().into_iter().any(|(part, _)| {
             matches!(
@@ -169,7 +181,9 @@ impl Doctor {
         container.isolation?;
         let engine = self.launcher.engine;
         backend::runtime().ok()?.block_on(async {
-            let port = backend::cli_port_reaping(engine, None).await;
+            let launcher = &self.launcher;
+            let port =
+                backend::cli_port_reaping(engine, &launcher.env, None, &launcher.reaped).await;
             self.launcher.floor_fact(&port, container, profile).await
         })
     }
@@ -199,19 +213,20 @@ impl Doctor {
     }
 }
 
-/// Records what one planned part needs: a secret's presence in the environment, and with an
-/// engine an image's presence or an existing network's.
+/// Records what one planned part needs: a secret's presence in `env` (set and not empty),
+/// and with an engine an image's presence or an existing network's.
 fn part_facts(
     part: &Part,
     engine: Option<&mut Box<dyn Engine>>,
     loaded: &LoadedProfile,
+    env: &BTreeMap<String, String>,
     facts: &mut ProfileFacts,
 ) -> Result<(), Failure> {
     match part {
         Part::Secret { name, required } => facts.secrets.push((
             name.clone(),
             *required,
-            std::env::var_os(name).is_some_and(|value| !value.is_empty()),
+            env.get(name).is_some_and(|value| !value.is_empty()),
         )),
         Part::Image {
             reference,
@@ -291,7 +306,7 @@ mod tests {
                 repo_digests: Vec::new(),
             }))
         }
-        fn pull(&mut self, _: &str) -> Result<(), Failure> {
+        fn pull(&mut self, _: &str, _: &mut (dyn FnMut(&str) + Send)) -> Result<(), Failure> {
             unreachable!("doctor pulls nothing")
         }
         fn tag(&mut self, _: &str, _: &str) -> Result<(), Failure> {
@@ -333,15 +348,16 @@ mod tests {
     #[test]
     fn parts_are_looked_up_on_the_engine_only_when_it_is_reached() {
         let loaded = loaded();
+        let env = BTreeMap::new();
         let mut facts = ProfileFacts::default();
         for part in [image("busybox:1.36"), image("absent:1"), outside(&[])] {
-            part_facts(&part, None, &loaded, &mut facts).unwrap();
+            part_facts(&part, None, &loaded, &env, &mut facts).unwrap();
         }
         assert!(facts.images.is_empty() && facts.networks.is_empty());
 
         let mut engine: Box<dyn Engine> = Box::new(Fake { internal: false });
         for part in [image("busybox:1.36"), image("absent:1"), outside(&[])] {
-            part_facts(&part, Some(&mut engine), &loaded, &mut facts).unwrap();
+            part_facts(&part, Some(&mut engine), &loaded, &env, &mut facts).unwrap();
         }
         assert_eq!(
             facts.images,
@@ -363,6 +379,7 @@ mod tests {
             &outside(&["8080/tcp"]),
             Some(&mut engine),
             &loaded,
+            &BTreeMap::new(),
             &mut facts,
         )
         .unwrap();
@@ -371,7 +388,45 @@ mod tests {
             [("outside".to_string(), vec!["8080/tcp".to_string()])]
         );
         let mut quiet = ProfileFacts::default();
-        part_facts(&outside(&[]), Some(&mut engine), &loaded, &mut quiet).unwrap();
+        part_facts(
+            &outside(&[]),
+            Some(&mut engine),
+            &loaded,
+            &BTreeMap::new(),
+            &mut quiet,
+        )
+        .unwrap();
         assert!(quiet.internal_outside.is_empty());
+    }
+
+    #[test]
+    fn secrets_are_looked_up_in_the_environment_passed_never_the_process() {
+        let loaded = loaded();
+        let secret = |name: &str, required| Part::Secret {
+            name: name.to_string(),
+            required,
+        };
+        // The process sets PATH; the environment passed does not, so it is not set here.
+        assert!(std::env::var_os("PATH").is_some());
+        let env = BTreeMap::from([
+            ("AGENTC_DOCTOR_KEY".to_string(), "sk-1".to_string()),
+            ("AGENTC_DOCTOR_EMPTY".to_string(), String::new()),
+        ]);
+        let mut facts = ProfileFacts::default();
+        for part in [
+            secret("AGENTC_DOCTOR_KEY", true),
+            secret("AGENTC_DOCTOR_EMPTY", true),
+            secret("PATH", false),
+        ] {
+            part_facts(&part, None, &loaded, &env, &mut facts).unwrap();
+        }
+        assert_eq!(
+            facts.secrets,
+            [
+                ("AGENTC_DOCTOR_KEY".to_string(), true, true),
+                ("AGENTC_DOCTOR_EMPTY".to_string(), true, false),
+                ("PATH".to_string(), false, false),
+            ]
+        );
     }
 }

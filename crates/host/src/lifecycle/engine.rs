@@ -8,15 +8,21 @@ use agentc_lifecycle::lock::ImageFacts;
 use bollard::models::ImageInspect;
 
 use crate::backend::{self, Backend, BackendChoice};
+use crate::launch::Launcher;
 use crate::{Failure, EXIT_DOCKER};
 
 /// What the lifecycle asks of the engine.
 pub trait Engine {
     /// The image `reference` names, or `None` when the engine has no such image.
     fn image(&mut self, reference: &str) -> Result<Option<ImageFacts>, Failure>;
-    /// Pulls `reference`, unless the engine has it already; says so on stderr
-    /// ([`agentc_engine::image::ensure_image`]).
-    fn pull(&mut self, reference: &str) -> Result<(), Failure>;
+    /// Pulls `reference`, unless the engine has it already, saying what it pulls to `notify`
+    /// as it goes ([`agentc_engine::image::ensure_image`]: `image REFERENCE is not present;
+    /// pulling it`, then each line of the engine's progress as `pull: LINE`).
+    fn pull(
+        &mut self,
+        reference: &str,
+        notify: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<(), Failure>;
     /// Points `reference` at the image `source` (an ID or a reference).
     fn tag(&mut self, source: &str, reference: &str) -> Result<(), Failure>;
     /// Whether the named volume exists.
@@ -27,20 +33,20 @@ pub trait Engine {
     fn network_internal(&mut self, name: &str) -> Result<Option<bool>, Failure>;
 }
 
-/// `engine` through `backend`: its [engine port](agentc_engine::port), the command line or
-/// the Engine API, each query written once ([`PortEngine`]).
-pub fn connect(
-    engine: agentc_engine::Engine,
-    backend: BackendChoice,
-) -> Result<Box<dyn Engine>, Failure> {
+/// `launcher`'s engine (where [`Launcher::env`] puts it) through `backend`: its
+/// [engine port](agentc_engine::port), the command line or the Engine API, each query written
+/// once ([`PortEngine`]), after the leftovers of killed launches are reaped and told to
+/// [`Launcher::reaped`].
+pub fn connect(launcher: &Launcher, backend: BackendChoice) -> Result<Box<dyn Engine>, Failure> {
+    let (engine, env, reaped) = (launcher.engine, &launcher.env, &launcher.reaped);
     let runtime = backend::runtime()?;
-    Ok(match backend::chosen(backend, engine) {
+    Ok(match backend::chosen(backend, engine, env) {
         Backend::Cli => {
-            let port = runtime.block_on(backend::cli_port_reaping(engine, None));
+            let port = runtime.block_on(backend::cli_port_reaping(engine, env, None, reaped));
             Box::new(PortEngine { runtime, port })
         }
         Backend::Api => {
-            let port = runtime.block_on(backend::connect(engine))?;
+            let port = runtime.block_on(backend::connect(engine, env, reaped))?;
             Box::new(PortEngine { runtime, port })
         }
     })
@@ -80,14 +86,14 @@ impl<P: EnginePort> Engine for PortEngine<P> {
         }
     }
 
-    fn pull(&mut self, reference: &str) -> Result<(), Failure> {
-        let mut notify = |line: &str| eprintln!("agentc: {line}");
+    fn pull(
+        &mut self,
+        reference: &str,
+        notify: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<(), Failure> {
         self.runtime
             .block_on(agentc_engine::image::ensure_image(
-                &self.port,
-                reference,
-                true,
-                &mut notify,
+                &self.port, reference, true, notify,
             ))
             .map_err(backend::exec_failure)
     }
@@ -113,5 +119,38 @@ impl<P: EnginePort> Engine for PortEngine<P> {
             .block_on(self.port.network(name))
             .map(|found| found.map(|network| network.internal.unwrap_or(false)))
             .map_err(|error| engine_failure(format!("cannot inspect network {name}"), error))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agentc_engine::memory::MemoryEngine;
+
+    use super::*;
+
+    #[test]
+    fn a_pull_says_what_it_pulls_to_the_caller() {
+        let port = MemoryEngine::default().with_registry_image("busybox:pulled");
+        let mut engine = PortEngine {
+            runtime: backend::runtime().expect("a runtime"),
+            port,
+        };
+        let mut said = Vec::new();
+        engine
+            .pull("busybox:pulled", &mut |line| said.push(line.to_string()))
+            .expect("it pulls");
+        assert_eq!(
+            said,
+            [
+                "image busybox:pulled is not present; pulling it",
+                "pull: pulled busybox:pulled",
+            ]
+        );
+        // Present now: nothing to say.
+        said.clear();
+        engine
+            .pull("busybox:pulled", &mut |line| said.push(line.to_string()))
+            .expect("it is present");
+        assert_eq!(said, Vec::<String>::new());
     }
 }

@@ -13,10 +13,12 @@ use agentc_engine::Engine;
 use agentc_lifecycle::doctor::EngineFacts;
 use agentc_policy::IsolatedNetwork;
 
-/// Where the engine is: its socket by `--engine` (`DOCKER_HOST`, or for Podman
-/// `CONTAINER_HOST` and its conventions), or Docker's local socket.
-fn endpoint(engine: Engine) -> String {
-    crate::backend::engine_host(engine).unwrap_or_else(|| "unix:///var/run/docker.sock".to_string())
+/// Where the engine is for a caller whose environment is `env`: its socket by `--engine`
+/// (`DOCKER_HOST`, or for Podman `CONTAINER_HOST` and its conventions), or Docker's local
+/// socket.
+fn endpoint(engine: Engine, env: &BTreeMap<String, String>) -> String {
+    crate::backend::engine_host(engine, env)
+        .unwrap_or_else(|| "unix:///var/run/docker.sock".to_string())
 }
 
 /// Whether Podman's rlimits fit this host: this process may raise a hard rlimit
@@ -46,14 +48,19 @@ fn podman_ulimits_configured() -> bool {
     })
 }
 
-/// Gathers the engine's facts; an unreachable engine is a fact too.
-pub async fn engine_facts(engine: Engine, port: Result<ApiPort, String>) -> EngineFacts {
+/// Gathers the engine's facts, where `env` puts the engine; an unreachable engine is a fact
+/// too.
+pub async fn engine_facts(
+    engine: Engine,
+    env: &BTreeMap<String, String>,
+    port: Result<ApiPort, String>,
+) -> EngineFacts {
     let mut facts = EngineFacts {
         engine: Some(engine),
         rlimits_raisable: rlimits_raisable(),
-        endpoint: endpoint(engine),
+        endpoint: endpoint(engine, env),
         cli: Some(docker_cli()),
-        backend: Some(crate::backend::auto_backend(engine).1),
+        backend: Some(crate::backend::auto_backend(engine, env).1),
         max_user_namespaces: std::fs::read_to_string("/proc/sys/user/max_user_namespaces")
             .ok()
             .and_then(|text| text.trim().parse().ok()),
@@ -121,7 +128,7 @@ fn info_facts(info: bollard::models::SystemInfo, engine: Engine, facts: &mut Eng
         .cgroup_version
         .map(|version| version.to_string().trim_start_matches('v').to_string());
     facts.security_options = info.security_options.unwrap_or_default();
-    facts.disk = Some(free_disk(engine, info.docker_root_dir.as_deref()));
+    facts.disk = Some(free_disk(&facts.endpoint, info.docker_root_dir.as_deref()));
 }
 
 /// The `docker` command's client version, or why it cannot run.
@@ -181,9 +188,8 @@ async fn isolated_network<P: EnginePort>(port: &P) -> Result<(), String> {
     }
 }
 
-/// Free bytes under the engine's data directory, when the engine is local.
-fn free_disk(engine: Engine, root: Option<&str>) -> Result<(String, u64), String> {
-    let endpoint = endpoint(engine);
+/// Free bytes under the engine's data directory, when the engine (at `endpoint`) is local.
+fn free_disk(endpoint: &str, root: Option<&str>) -> Result<(String, u64), String> {
     if !endpoint.starts_with("unix://") {
         return Err(format!("the engine at {endpoint} is not on this host"));
     }

@@ -72,8 +72,13 @@ impl Engine for Fake {
         }))
     }
 
-    fn pull(&mut self, reference: &str) -> Result<(), Failure> {
+    fn pull(
+        &mut self,
+        reference: &str,
+        notify: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<(), Failure> {
         self.record(format!("pull {reference}"));
+        notify(&format!("pulled {reference}"));
         self.images
             .insert(reference.to_string(), "sha256:pulled".to_string());
         Ok(())
@@ -322,8 +327,14 @@ fn a_missing_image_is_refused_without_pull_and_pulled_with_it() {
     assert!(!fake.state.exists());
     assert!(!fake.names().iter().any(|call| call.starts_with("pull")));
 
-    let report = apply(&profile, &mut fake, true).0.unwrap();
+    let (report, said) = apply(&profile, &mut fake, true);
+    let report = report.unwrap();
     assert!(fake.names().contains(&"pull busybox:1.36"));
+    // What the pull says is the caller's to print, as it goes.
+    assert!(
+        said.contains(&"note pulled busybox:1.36".to_string()),
+        "{said:?}"
+    );
     assert_eq!(
         (report.built, report.image_id.as_str()),
         (false, "sha256:pulled")

@@ -1,0 +1,111 @@
+//! Where a caller's engine is: read from the environment it passes, never the process's.
+
+use std::collections::BTreeMap;
+
+use agentc_engine::session::{Sandboxes, SessionPort};
+
+use super::*;
+
+/// An environment naming only `DOCKER_HOST`.
+fn docker_host(host: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([("DOCKER_HOST".to_string(), host.to_string())])
+}
+
+#[test]
+fn the_engine_is_where_the_environment_passed_puts_it() {
+    let remote = docker_host("tcp://engine.invalid:2376");
+    assert_eq!(
+        engine_host(Engine::Docker, &remote).as_deref(),
+        Some("tcp://engine.invalid:2376")
+    );
+    assert!(engine_is_remote(Engine::Docker, &remote));
+    // Without DOCKER_HOST, a docker context or a home to find one in: the local socket,
+    // whatever this process's own environment says.
+    assert_eq!(engine_host(Engine::Docker, &BTreeMap::new()), None);
+    assert!(!engine_is_remote(Engine::Docker, &BTreeMap::new()));
+    let local = docker_host("unix:///run/user/1000/docker.sock");
+    assert!(!engine_is_remote(Engine::Docker, &local));
+}
+
+/// A step that must not run: the engine it was to run against cannot be reached.
+struct Unreached;
+
+impl OnClient for Unreached {
+    type Output = ();
+    async fn run<P: SessionPort>(self, _: &Sandboxes<P>) -> Result<(), Failure> {
+        panic!("the step ran, though its engine cannot be reached")
+    }
+}
+
+#[test]
+fn a_driver_reaches_the_engine_its_environment_names() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let socket = dir.path().join("no-engine.sock");
+    let host = format!("unix://{}", socket.display());
+    let driver = Driver {
+        env: docker_host(&host),
+        ..Driver::new(
+            Engine::Docker,
+            BackendChoice::Api,
+            ProxyExecutable::default(),
+        )
+    };
+    let failure = on_client(&driver, Unreached).expect_err("nothing answers there");
+    assert_eq!(failure.code, EXIT_DOCKER, "{}", failure.message);
+    assert!(
+        failure.message.contains(&socket.display().to_string()),
+        "the failure does not name the driver's engine: {}",
+        failure.message
+    );
+}
+
+#[test]
+fn reaping_tells_the_caller_what_it_removed() {
+    use std::sync::Mutex;
+
+    use agentc_engine::companion::state::CompanionKind;
+    use agentc_policy::Start;
+
+    use crate::memory_fixtures::{block_on, engine, launch, launcher};
+
+    // A detached launch behind the egress proxy, then killed: its workload is gone, its
+    // companion (proxy, isolated network, volumes) is left.
+    let port = engine();
+    let spec = launch("orphaned", false, Start::Detached);
+    let container = crate::container_of(&spec).expect("a container").clone();
+    let name = container.name.clone().expect("a named launch");
+    block_on(launcher().launch_on(&port, &container, false, &mut |_| {})).expect("it starts");
+    block_on(port.remove_container(&name)).expect("the workload goes");
+    let left = port.world();
+
+    let told = Arc::new(Mutex::new(Vec::new()));
+    let reaped = Reaped::new({
+        let told = told.clone();
+        move |orphans: &Orphans| told.lock().expect("the list").push(orphans.clone())
+    });
+    // The workload launched next is the orphan's: its leftovers go at once.
+    block_on(reap(&port, Some(&name), &reaped));
+    let told = told.lock().expect("the list").clone();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0].workload, name);
+    let kinds: Vec<CompanionKind> = told[0].objects.iter().map(|(kind, _)| *kind).collect();
+    assert!(
+        kinds.contains(&CompanionKind::Proxy) && kinds.contains(&CompanionKind::Network),
+        "{told:?}"
+    );
+    // What was told is what went, and nothing else.
+    let mut gone = left.added_since(&port.world());
+    let mut said: Vec<String> = told[0]
+        .objects
+        .iter()
+        .map(|(kind, name)| match kind {
+            CompanionKind::Proxy => format!("container {name}"),
+            CompanionKind::Network => format!("network {name}"),
+            CompanionKind::Volume => format!("volume {name}"),
+        })
+        .collect();
+    gone.sort();
+    said.sort();
+    assert_eq!(gone, said);
+    assert!(told[0].removed_line().contains(&name));
+}
