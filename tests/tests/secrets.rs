@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use agentc_policy::Hinted;
 use agentc_policy::{Action, LaunchKind, Owner, RealPaths, ResolveInputs};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -163,15 +164,15 @@ fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<St
     let Action::Container(held_container) = &held_spec.action else {
         return Err("a container launch was expected".to_string());
     };
-    let held_workload =
-        agentc_engine::resolve_env(held_container, &secrets.env()).map_err(|e| e.to_string())?;
+    let held_workload = agentc_engine::resolve_env(held_container, &secrets.env())
+        .map_err(|e| e.with_hint().to_string())?;
     outputs.push(held_workload.join("\n"));
     let proxy_env = held_container
         .egress
         .as_ref()
         .map(|egress| agentc_engine::resolve_vars(&egress.proxy.env, &secrets.env()))
         .transpose()
-        .map_err(|e| e.to_string())?
+        .map_err(|e| e.with_hint().to_string())?
         .ok_or("the egress proxy was expected")?;
     for (name, value) in [
         (&secrets.public_env, &secrets.public_key),
@@ -214,8 +215,8 @@ fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<St
     let Action::Container(container) = &spec.action else {
         return Err("a container launch was expected".to_string());
     };
-    let resolved =
-        agentc_engine::resolve_env(container, &secrets.env()).map_err(|e| e.to_string())?;
+    let resolved = agentc_engine::resolve_env(container, &secrets.env())
+        .map_err(|e| e.with_hint().to_string())?;
     Ok((outputs, resolved))
 }
 
@@ -586,7 +587,7 @@ fn proxy_url_credentials_reach_only_the_launch_environment() {
                     // workload's holds nothing of it.
                     let egress = container.egress.as_ref().expect("the egress proxy");
                     let proxy = agentc_engine::resolve_env(&egress.proxy, &empty)
-                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                        .map_err(|e| TestCaseError::fail(e.with_hint().to_string()))?;
                     let auth = format!("{}={user}:{password}", agentc_policy::UPSTREAM_AUTH_ENV);
                     prop_assert!(proxy.contains(&auth), "{proxy:?}");
                     let values = agentc_engine::secrets::secret_values(&egress.proxy, &empty);
@@ -595,7 +596,7 @@ fn proxy_url_credentials_reach_only_the_launch_environment() {
                         Some(&format!("{user}:{password}"))
                     );
                     let workload = agentc_engine::resolve_env(container, &empty)
-                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                        .map_err(|e| TestCaseError::fail(e.with_hint().to_string()))?;
                     prop_assert!(
                         !workload
                             .iter()
@@ -604,7 +605,7 @@ fn proxy_url_credentials_reach_only_the_launch_environment() {
                     );
                 } else {
                     let workload = agentc_engine::resolve_env(container, &empty)
-                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                        .map_err(|e| TestCaseError::fail(e.with_hint().to_string()))?;
                     let url = format!("http://{user}:{encoded}@proxy.corp.example:3128");
                     for name in ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"] {
                         prop_assert!(

@@ -27,6 +27,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU8, Ordering};
 
+use agentc_policy::Hinted;
 use cli::{Cli, Command};
 
 /// Runs one parsed command line: prints its output or `error: MESSAGE`, and returns the exit
@@ -42,14 +43,14 @@ pub fn execute(cli: Cli) -> ExitCode {
     match choose_engine(cli.engine) {
         Ok(engine) => set_engine(engine),
         Err(failure) => {
-            eprintln!("error: {}", failure.message);
+            eprintln!("error: {}", failure.with_hint());
             return ExitCode::from(failure.code);
         }
     }
     match dispatch(cli.command) {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {
-            eprintln!("error: {}", failure.message);
+            eprintln!("error: {}", failure.with_hint());
             ExitCode::from(failure.code)
         }
     }

@@ -51,6 +51,7 @@ use agentc_egress::image::ProxyExecutable;
 use agentc_engine::port::EnginePort;
 use agentc_engine::session::{Sandboxes, SessionError, SessionPort};
 use agentc_engine::{Engine, ExecError};
+use agentc_policy::Hinted;
 
 use crate::failure::{Failure, EXIT_DOCKER};
 
@@ -113,23 +114,23 @@ pub fn engine_is_remote(engine: Engine) -> bool {
 /// A launch failure, with its exit status ([`ExecError::exit_code`]).
 pub fn exec_failure(error: ExecError) -> Failure {
     let code = u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER);
-    Failure::new(code, error.to_string())
+    Failure::from_hinted(code, &error)
 }
 
 /// A session error, with its exit status ([`SessionError::exit_code`]).
 pub fn session_failure(error: SessionError) -> Failure {
-    Failure::new(
+    Failure::from_hinted(
         u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER),
-        error.to_string(),
+        &error,
     )
 }
 
 /// A verify that produced no checks, with its exit status
 /// ([`agentc_verify::VerifyError::exit_code`]): `agentc verify`'s and `agentc serve`'s.
 pub fn verify_failure(error: agentc_verify::VerifyError) -> Failure {
-    Failure::new(
+    Failure::from_hinted(
         u8::try_from(error.exit_code()).unwrap_or(crate::failure::EXIT_FAILED),
-        error.to_string(),
+        &error,
     )
 }
 
@@ -199,7 +200,7 @@ pub async fn cli_port_reaping(engine: Engine, own: Option<&str>) -> CliPort {
         Err(failure) => {
             log::debug!(
                 "looking for the leftovers of killed launches through the command line: {}",
-                failure.message
+                failure.with_hint()
             );
             reap_now(&port, own).await
         }
@@ -255,7 +256,10 @@ async fn reap_now<P: EnginePort>(port: &P, own: Option<&str>) {
                 eprintln!("agentc: {}", orphans.removed_line());
             }
         }
-        Err(error) => log::warn!("could not look for the leftovers of killed launches: {error}"),
+        Err(error) => log::warn!(
+            "could not look for the leftovers of killed launches: {error}",
+            error = error.with_hint()
+        ),
     }
 }
 

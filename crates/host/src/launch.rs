@@ -19,6 +19,7 @@ use agentc_engine::launch::{self, LaunchOptions, Launched};
 use agentc_engine::port::EnginePort;
 use agentc_engine::signals::Signals;
 use agentc_engine::{exit_status, published_addresses, Engine, ExecError};
+use agentc_policy::Hinted;
 use agentc_policy::{ContainerSpec, LaunchSpec, Network};
 use bollard::models::ContainerInspectResponse;
 use futures_util::StreamExt;
@@ -223,9 +224,10 @@ impl Launcher {
     /// 65), or the engine's failure.
     pub fn floor_failure(&self, error: FloorError, profile: &str) -> Failure {
         match error {
-            FloorError::Shortfall(shortfall) => {
-                Failure::unlaunchable(floor::not_met(shortfall, self.engine, profile).to_string())
-            }
+            FloorError::Shortfall(shortfall) => Failure::from_hinted(
+                crate::failure::EXIT_INVALID,
+                &floor::not_met(shortfall, self.engine, profile),
+            ),
             FloorError::Engine(error) => exec_failure(error),
         }
     }
@@ -299,7 +301,12 @@ impl Launcher {
             Err(error) => Err((
                 format!(
                     "the engine's runtimes cannot be read: {}",
-                    error.to_string().lines().next().unwrap_or_default()
+                    error
+                        .with_hint()
+                        .to_string()
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
                 ),
                 "`agentc doctor` without a profile checks the engine".to_string(),
             )),
@@ -447,7 +454,7 @@ impl Launcher {
         .map_err(|error| {
             self.forget_on_failure(container);
             let message = match error.unreachable() {
-                Some(unreachable) => unreachable.to_string(),
+                Some(unreachable) => unreachable.with_hint().to_string(),
                 None => error.to_string(),
             };
             let code = u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER);
@@ -475,7 +482,8 @@ impl Launcher {
                 Ok(inspect) => Ok(StartedSandbox::from_inspect(&inspect, &container.network)),
                 Err(error) => Err(format!(
                     "started {} but cannot inspect it: {error}",
-                    copy.placed.name.as_deref().unwrap_or_default()
+                    copy.placed.name.as_deref().unwrap_or_default(),
+                    error = error.with_hint()
                 )),
             })
             .collect())
@@ -486,7 +494,10 @@ impl Launcher {
 fn cannot_inspect(id: &str, error: &ExecError) -> Failure {
     Failure::new(
         EXIT_DOCKER,
-        format!("started {id} but cannot inspect it: {error}"),
+        format!(
+            "started {id} but cannot inspect it: {error}",
+            error = error.with_hint()
+        ),
     )
 }
 

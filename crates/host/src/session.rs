@@ -39,6 +39,7 @@ use agentc_engine::session::{
     EXEC_TAG_VAR,
 };
 use agentc_engine::{exit_status, ExecError, Interrupt};
+use agentc_policy::Hinted;
 use agentc_policy::{EnvValue, EnvVar};
 
 use crate::backend::{session_failure, OnClient, Signals};
@@ -107,7 +108,7 @@ pub async fn run_exec<C: SandboxClient>(
         Ok(()) => format!("stopped the command in {}", sandbox.name),
         Err(error) => format!(
             "the command may still run in {}: {error}\n  hint: `agentc stop {}` stops the container",
-            sandbox.name, sandbox.name
+            sandbox.name, sandbox.name, error = error.with_hint()
         ),
     };
     Err(session_failure(SessionError::Launch(

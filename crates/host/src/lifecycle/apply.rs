@@ -363,10 +363,10 @@ fn provide_image(
             return built(image, code);
         }
         if !pull {
-            return Err(Failure::new(
-                EXIT_DOCKER,
-                format!("image {image} is not present\n  hint: `docker pull {image}`, or `agentc apply --pull`"),
-            ));
+            return Err(
+                Failure::new(EXIT_DOCKER, format!("image {image} is not present"))
+                    .hinted(format!("`docker pull {image}`, or `agentc apply --pull`")),
+            );
         }
         deployer.engine()?.pull(image)?;
     }
@@ -584,19 +584,28 @@ impl Rollback {
         if split(&plan.image).digest.is_some() {
             return Err(Failure::new(
                 EXIT_FAILED,
-                format!("{shown}: {} is pinned by digest and cannot be moved\n  hint: change the profile's image reference instead", plan.image),
-            ));
+                format!(
+                    "{shown}: {} is pinned by digest and cannot be moved",
+                    plan.image
+                ),
+            )
+            .hinted("change the profile's image reference instead"));
         }
         let engine = deployer.engine()?;
         if engine.image(&plan.to)?.is_none() {
             return Err(Failure::new(
                 EXIT_FAILED,
                 format!(
-                    "{shown}: the previous image {} is gone, so there is nothing to roll back to\n  hint: keep the tag {} (docker image prune removes untagged images)",
+                    "{shown}: the previous image {} is gone, so there is nothing to roll back to",
                     short_id(&plan.to),
-                    plan.retained_tag.as_deref().unwrap_or("REF-agentc-previous-PROFILE")
                 ),
-            ));
+            )
+            .hinted(format!(
+                "keep the tag {} (docker image prune removes untagged images)",
+                plan.retained_tag
+                    .as_deref()
+                    .unwrap_or("REF-agentc-previous-PROFILE")
+            )));
         }
         if let Some(tag) = &plan.retained_tag {
             if engine.image(&plan.from)?.is_some() {

@@ -11,6 +11,7 @@ use agentc_engine::daemon_text::Refusal;
 use agentc_engine::port::EnginePort;
 use agentc_engine::Engine;
 use agentc_lifecycle::doctor::EngineFacts;
+use agentc_policy::Hinted;
 use agentc_policy::IsolatedNetwork;
 
 /// Where the engine is: its socket by `--engine` (`DOCKER_HOST`, or for Podman
@@ -90,7 +91,7 @@ pub async fn engine_facts(engine: Engine, port: Result<ApiPort, String>) -> Engi
                     .map(|left| (left.describe(), left.remove))
                     .collect()
             })
-            .map_err(|error| error.to_string()),
+            .map_err(|error| error.with_hint().to_string()),
     );
     facts
 }
@@ -140,9 +141,9 @@ fn docker_cli() -> Result<String, String> {
                     &["--version"],
                 )
                 .map(|text| text.trim().to_string())
-                .map_err(|error| error.to_string())
+                .map_err(|error| error.with_hint().to_string())
             }
-            _ => Err(error.to_string()),
+            _ => Err(error.with_hint().to_string()),
         }
     })
 }
