@@ -138,9 +138,8 @@ pub(crate) fn choose_engine(
     }
     match std::env::var("AGENTC_ENGINE") {
         Ok(text) if !text.trim().is_empty() => Engine::parse(&text).ok_or_else(|| {
-            context::Failure::usage(format!(
-                "AGENTC_ENGINE={text:?} is not an engine\n  hint: set it to docker or podman, or unset it"
-            ))
+            context::Failure::usage(format!("AGENTC_ENGINE={text:?} is not an engine"))
+                .hinted("set it to docker or podman, or unset it")
         }),
         _ => Ok(Engine::Docker),
     }

@@ -535,9 +535,12 @@ pub fn refuse_fixed_host_ports(count: u16, container: &ContainerSpec) -> Result<
             EXIT_INVALID,
             format!(
                 "--count {count} starts {count} copies, but the profile publishes on host port \
-                 {port}, which only one of them can hold\n  hint: write only the container \
-                 port in network.publish (each copy then gets a free port), or run one copy"
+                 {port}, which only one of them can hold"
             ),
+        )
+        .hinted(
+            "write only the container port in network.publish (each copy then gets a free \
+             port), or run one copy",
         ));
     }
     Ok(())
@@ -554,11 +557,11 @@ pub fn refuse_unplaced_copies(copies: &[ContainerSpec], profile: &str) -> Result
             EXIT_INVALID,
             format!(
                 "profile {profile}: copy {} was resolved without the runtime of its isolation \
-                 floor\n  hint: meet the floor first (`meet_floor`) and resolve each copy with \
-                 Instance::floor",
+                 floor",
                 unmet.name.as_deref().unwrap_or_default()
             ),
-        )),
+        )
+        .hinted("meet the floor first (`meet_floor`) and resolve each copy with Instance::floor")),
         None => Ok(()),
     }
 }

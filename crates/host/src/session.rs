@@ -277,7 +277,10 @@ async fn copy_between<C: SandboxClient>(
                 .upload(&sandbox, from, path)
                 .await
                 .map_err(session_failure)?;
-            Ok(Copied::To(format!("{}:{}", sandbox.name, report.destination)))
+            Ok(Copied::To(format!(
+                "{}:{}",
+                sandbox.name, report.destination
+            )))
         }
         (Side::Container { name, path }, Side::Host(to), _) => {
             let sandbox = sandbox_named(client, name, true).await?;
@@ -288,8 +291,9 @@ async fn copy_between<C: SandboxClient>(
             Ok(Copied::To(report.destination))
         }
         _ => Err(Failure::usage(
-            "one side of `agentc cp` must be NAME:PATH and the other a host path\n  hint: agentc cp ./file NAME:/tmp, or agentc cp NAME:/tmp/file .",
-        )),
+            "one side of `agentc cp` must be NAME:PATH and the other a host path",
+        )
+        .hinted("agentc cp ./file NAME:/tmp, or agentc cp NAME:/tmp/file .")),
     }
 }
 
@@ -398,13 +402,16 @@ async fn egress_of<C: SandboxClient>(
             Failure::new(
                 EXIT_FAILED,
                 format!(
-                    "{} is not behind agentc's egress proxy, so it has no egress log\n  hint: \
-                     only an allowlist enforced outside the sandbox (egress.enforce = \
-                     \"outside\", the default with egress hosts) runs the proxy; `agentc logs \
-                     {}` prints the container's own output",
-                    sandbox.name, sandbox.name
+                    "{} is not behind agentc's egress proxy, so it has no egress log",
+                    sandbox.name
                 ),
             )
+            .hinted(format!(
+                "only an allowlist enforced outside the sandbox (egress.enforce = \"outside\", \
+                 the default with egress hosts) runs the proxy; `agentc logs {}` prints the \
+                 container's own output",
+                sandbox.name
+            ))
         })
 }
 

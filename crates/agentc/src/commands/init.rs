@@ -15,10 +15,11 @@ pub fn init(args: InitArgs) -> Result<u8, Failure> {
         return Err(Failure::new(
             EXIT_FAILED,
             format!(
-                "{}: exists already; agentc init never overwrites a file\n  hint: choose another path, or move the file away",
+                "{}: exists already; agentc init never overwrites a file",
                 path.display()
             ),
-        ));
+        )
+        .hinted("choose another path, or move the file away"));
     }
     let stem = path
         .file_stem()
@@ -26,11 +27,12 @@ pub fn init(args: InitArgs) -> Result<u8, Failure> {
         .unwrap_or_default();
     let name = match args.name.clone().or_else(|| name_from_stem(&stem)) {
         Some(name) => name,
-        None => {
-            return Err(Failure::usage(format!(
-                "the file name {stem:?} is not a profile name\n  hint: pass --name NAME (a lower-case letter, then lower-case letters, digits, `-` or `_`)"
-            )))
-        }
+        None => return Err(Failure::usage(format!(
+            "the file name {stem:?} is not a profile name"
+        ))
+        .hinted(
+            "pass --name NAME (a lower-case letter, then lower-case letters, digits, `-` or `_`)",
+        )),
     };
     let options = InitOptions {
         agent: args.agent.name(),
