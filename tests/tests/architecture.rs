@@ -103,7 +103,6 @@ const HINTS_STILL_IN_TEXT: &[(&str, usize)] = &[
     ("crates/host/src/build.rs", 1),
     ("crates/host/src/bundled.rs", 2),
     ("crates/host/src/session.rs", 1),
-    ("crates/lifecycle/src/error.rs", 3),
     ("crates/policy/src/error.rs", 2),
     ("crates/verify/src/kube/mod.rs", 4),
     ("crates/verify/src/probe.rs", 4),

@@ -5,7 +5,7 @@ use agentc_lifecycle::init::{name_from_stem, template, EgressChoice, InitOptions
 use agentc_lifecycle::LifecycleError;
 
 use crate::cli::{EgressArg, InitArgs};
-use crate::context::{Failure, EXIT_FAILED};
+use crate::context::{Failure, EXIT_FAILED, EXIT_INVALID, EXIT_USAGE};
 use crate::lifecycle::store;
 
 /// Runs `agentc init`.
@@ -45,8 +45,8 @@ pub fn init(args: InitArgs) -> Result<u8, Failure> {
         hosts: args.hosts.clone(),
     };
     let text = template(&options).map_err(|error| match error {
-        LifecycleError::Init { .. } => Failure::usage(error.to_string()),
-        other => Failure::unlaunchable(other),
+        LifecycleError::Init { .. } => Failure::from_hinted(EXIT_USAGE, &error),
+        other => Failure::from_hinted(EXIT_INVALID, &other),
     })?;
     // The template is checked as the policy reads it before anything is written: a value
     // from the command line that the policy refuses (an image reference, a host) stops here.

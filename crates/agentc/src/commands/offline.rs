@@ -242,7 +242,8 @@ fn render_podman(
     backend: RenderBackendArg,
     format: FormatArg,
 ) -> Result<String, Failure> {
-    let adapted = agentc_engine::podman::adapt(container, None).map_err(Failure::unlaunchable)?;
+    let adapted = agentc_engine::podman::adapt(container, None)
+        .map_err(|error| Failure::from_hinted(context::EXIT_INVALID, &error))?;
     if container.user.is_none() && !adapted.cap_add.is_empty() {
         eprintln!(
             "agentc: note: on podman, --cap-add is dropped at launch when the image's USER is not root (podman would make the capabilities effective; docker keeps them out of reach)"

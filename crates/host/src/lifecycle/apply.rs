@@ -580,7 +580,7 @@ impl Rollback {
         let shown = state_path.display().to_string();
         let plan = state
             .rollback_plan(&shown)
-            .map_err(|error| Failure::new(EXIT_FAILED, error.to_string()))?;
+            .map_err(|error| Failure::from_hinted(EXIT_FAILED, &error))?;
         if split(&plan.image).digest.is_some() {
             return Err(Failure::new(
                 EXIT_FAILED,

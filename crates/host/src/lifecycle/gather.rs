@@ -123,7 +123,8 @@ pub fn read_lock(profile: &Path) -> Result<Option<(PathBuf, Lock)>, Failure> {
     let Some(text) = store::read_text(&path)? else {
         return Ok(None);
     };
-    let lock = Lock::parse(&path.display().to_string(), &text).map_err(Failure::unlaunchable)?;
+    let lock = Lock::parse(&path.display().to_string(), &text)
+        .map_err(|error| Failure::from_hinted(EXIT_INVALID, &error))?;
     Ok(Some((path, lock)))
 }
 

@@ -225,7 +225,7 @@ pub fn locked_state(
     let guard = lock_state(&path)?;
     let state = match read_text(&path)? {
         Some(text) => State::parse(&path.display().to_string(), &text, profile)
-            .map_err(Failure::unlaunchable)?,
+            .map_err(|error| Failure::from_hinted(EXIT_INVALID, &error))?,
         None => State::new(profile),
     };
     Ok((path, guard, state))
@@ -240,7 +240,7 @@ pub fn read_state(profile: &str) -> Result<Option<agentc_lifecycle::state::State
     };
     agentc_lifecycle::state::State::parse(&path.display().to_string(), &text, profile)
         .map(Some)
-        .map_err(Failure::unlaunchable)
+        .map_err(|error| Failure::from_hinted(EXIT_INVALID, &error))
 }
 
 #[cfg(test)]
