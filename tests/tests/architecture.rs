@@ -95,7 +95,6 @@ const HINT_ADAPTER: &str = "crates/policy/src/hint.rs";
 const HINTS_STILL_IN_TEXT: &[(&str, usize)] = &[
     ("crates/backend-api/src/render.rs", 4),
     ("crates/backend-k8s/src/error.rs", 4),
-    ("crates/engine/src/argv.rs", 2),
     ("crates/engine/src/companion/state.rs", 3),
     ("crates/engine/src/host_ports.rs", 1),
     ("crates/engine/src/launch.rs", 1),

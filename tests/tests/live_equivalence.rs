@@ -277,7 +277,7 @@ fn create_with_cli(
         action: Action::Container(Box::new(container)),
         ..spec.clone()
     };
-    let argv = render_argv(&spec).map_err(|error| error.to_string())?;
+    let argv = render_argv(&spec).map_err(|error| error.with_hint().to_string())?;
     let split = split_run_argv(&argv).map_err(|error| error.to_string())?;
     let output = Command::new("docker")
         .arg("create")

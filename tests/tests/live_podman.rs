@@ -90,7 +90,7 @@ fn create_with_cli(localized: &Localized, name: &str) -> Result<(), String> {
     container.name = Some(name.to_string());
     let adapted = adapt(&container, Some(&image_user(&container.image)))
         .map_err(|error| error.with_hint().to_string())?;
-    let argv = podman_argv(&adapted).map_err(|error| error.to_string())?;
+    let argv = podman_argv(&adapted).map_err(|error| error.with_hint().to_string())?;
     let args: Vec<&str> = std::iter::once("create")
         .chain(argv[2..].iter().map(String::as_str))
         .filter(|arg| *arg != "--detach")

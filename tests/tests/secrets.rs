@@ -124,7 +124,7 @@ fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<St
         ..run_inputs(dir)
     };
     let spec = agentc_policy::resolve(&loaded, &inputs, &RealPaths).map_err(|e| e.to_string())?;
-    let argv = agentc_backend_cli::render_argv(&spec).map_err(|e| e.to_string())?;
+    let argv = agentc_backend_cli::render_argv(&spec).map_err(|e| e.with_hint().to_string())?;
     let api = agentc_backend_api::render_json(&spec).map_err(|e| e.to_string())?;
     let mut outputs = vec![
         serde_json::to_string(&spec).unwrap(),
@@ -152,7 +152,8 @@ fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<St
     let held = agentc_policy::load("dev.toml", &direct).map_err(|e| e.to_string())?;
     let held_spec =
         agentc_policy::resolve(&held, &inputs, &RealPaths).map_err(|e| e.to_string())?;
-    let held_argv = agentc_backend_cli::render_argv(&held_spec).map_err(|e| e.to_string())?;
+    let held_argv =
+        agentc_backend_cli::render_argv(&held_spec).map_err(|e| e.with_hint().to_string())?;
     let held_api = agentc_backend_api::render_json(&held_spec).map_err(|e| e.to_string())?;
     outputs.extend([
         serde_json::to_string(&held_spec).unwrap(),
@@ -513,7 +514,7 @@ fn proxy_outputs(
     let loaded = agentc_policy::load("corp.toml", text).map_err(|e| e.to_string())?;
     let spec =
         agentc_policy::resolve(&loaded, &run_inputs(dir), &RealPaths).map_err(|e| e.to_string())?;
-    let argv = agentc_backend_cli::render_argv(&spec).map_err(|e| e.to_string())?;
+    let argv = agentc_backend_cli::render_argv(&spec).map_err(|e| e.with_hint().to_string())?;
     let api = agentc_backend_api::render_json(&spec).map_err(|e| e.to_string())?;
     let mut outputs = vec![
         serde_json::to_string(&spec).unwrap(),
@@ -528,8 +529,8 @@ fn proxy_outputs(
         return Err("a container launch was expected".to_string());
     };
     if let Some(egress) = &container.egress {
-        let argvs =
-            agentc_backend_cli::egress::setup_argvs(egress, None).map_err(|e| e.to_string())?;
+        let argvs = agentc_backend_cli::egress::setup_argvs(egress, None)
+            .map_err(|e| e.with_hint().to_string())?;
         outputs.extend(argvs.iter().map(|argv| argv.join("\n")));
     }
     outputs.extend(k8s_outputs(&loaded, &spec).0);

@@ -402,9 +402,9 @@ impl Hinted for ExecError {
         let owned = |text: String| Some(Cow::Owned(text));
         let borrowed = |text: &'static str| Some(Cow::Borrowed(text));
         match self {
-            // Their messages carry their own hints (not yet a field of theirs).
-            ExecError::Argv(_)
-            | ExecError::Render(_)
+            ExecError::Argv(error) => error.hint(),
+            // The renderer's error carries its hint in its message (not yet a field of its).
+            ExecError::Render(_)
             | ExecError::Interrupted { .. }
             | ExecError::Terminal { .. }
             | ExecError::Wait { .. }

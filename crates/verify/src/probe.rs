@@ -369,7 +369,7 @@ async fn probe<P: EnginePort>(
     let env = inputs.env;
     agentc_engine::resolve_env(probe, env)?;
     agentc_engine::argv::check_container(probe)
-        .map_err(|error| VerifyError::Unverifiable(error.to_string()))?;
+        .map_err(|error| VerifyError::Unverifiable(error.with_hint().to_string()))?;
     let mut notify = inputs.notify;
     agentc_engine::image::ensure_image(port, &probe.image, inputs.pull, &mut notify).await?;
     // An image without the firewall the launch leaves egress to is refused as the launch is.

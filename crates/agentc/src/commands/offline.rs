@@ -193,12 +193,13 @@ fn render(
     }
     match (backend, format) {
         (RenderBackendArg::Cli, FormatArg::Shell | FormatArg::Json) => {
-            let argv = agentc_backend_cli::render_argv(spec).map_err(Failure::unlaunchable)?;
+            let argv = agentc_backend_cli::render_argv(spec)
+                .map_err(|error| Failure::from_hinted(context::EXIT_INVALID, &error))?;
             // An allowlist enforced outside: the isolated network and the egress proxy first.
             let mut argvs = match &spec.action {
                 agentc_policy::Action::Container(container) => match &container.egress {
                     Some(egress) => agentc_backend_cli::egress::setup_argvs(egress, None)
-                        .map_err(Failure::unlaunchable)?,
+                        .map_err(|error| Failure::from_hinted(context::EXIT_INVALID, &error))?,
                     None => Vec::new(),
                 },
                 agentc_policy::Action::Build(_) => Vec::new(),
@@ -252,7 +253,7 @@ fn render_podman(
     match (backend, format) {
         (RenderBackendArg::Cli, FormatArg::Shell | FormatArg::Json) => {
             let argv = agentc_backend_cli::exec::engine::podman_argv(&adapted)
-                .map_err(Failure::unlaunchable)?;
+                .map_err(|error| Failure::from_hinted(context::EXIT_INVALID, &error))?;
             Ok(match format {
                 FormatArg::Json => format!("{}\n", to_pretty_json(&argv)),
                 _ => format!("{}\n", agentc_backend_cli::shell_line(&argv)),
