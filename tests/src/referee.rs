@@ -49,6 +49,7 @@
 //! }
 //! ```
 
+use agentc_policy::Hinted;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -486,7 +487,7 @@ impl Referee {
         };
         let argv = agentc_backend_cli::render_argv(spec).map_err(|e| RefereeError::Render {
             backend: "cli",
-            message: e.to_string(),
+            message: e.with_hint().to_string(),
         })?;
         let request =
             agentc_backend_api::render_create(container).map_err(|e| RefereeError::Render {

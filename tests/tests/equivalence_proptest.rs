@@ -18,6 +18,7 @@
 //! Needs the docker CLI (not a daemon); skips with a printed reason without it, fails instead
 //! when `AGENTC_REQUIRE_DOCKER=1`.
 
+use agentc_policy::Hinted;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -617,7 +618,7 @@ fn refusals_are_symmetric() {
             unreachable!()
         };
         let cli = agentc_backend_cli::render_argv(&spec)
-            .map_err(|e| (e.field().to_string(), e.to_string()));
+            .map_err(|e| (e.field().to_string(), e.with_hint().to_string()));
         let api = agentc_backend_api::render_create(container)
             .map_err(|e| (e.field().to_string(), e.to_string()));
         match refused {

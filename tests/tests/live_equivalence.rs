@@ -27,6 +27,7 @@ use agentc_conformance::live::{
 };
 use agentc_conformance::referee::{apply_run_semantics, split_run_argv};
 use agentc_engine::resolve_env;
+use agentc_policy::Hinted;
 use agentc_policy::{Action, LaunchSpec};
 use bollard::query_parameters::CreateContainerOptionsBuilder;
 use bollard::Docker;
@@ -277,7 +278,7 @@ fn create_with_cli(
         action: Action::Container(Box::new(container)),
         ..spec.clone()
     };
-    let argv = render_argv(&spec).map_err(|error| error.to_string())?;
+    let argv = render_argv(&spec).map_err(|error| error.with_hint().to_string())?;
     let split = split_run_argv(&argv).map_err(|error| error.to_string())?;
     let output = Command::new("docker")
         .arg("create")
@@ -306,7 +307,8 @@ async fn create_with_api(
 ) -> Result<String, String> {
     let mut request = render_create(&localized.container).map_err(|error| error.to_string())?;
     let env: BTreeMap<String, String> = localized.secrets.iter().cloned().collect();
-    let resolved = resolve_env(&localized.container, &env).map_err(|error| error.to_string())?;
+    let resolved =
+        resolve_env(&localized.container, &env).map_err(|error| error.with_hint().to_string())?;
     request.body.env = Some(resolved).filter(|env| !env.is_empty());
     let options = CreateContainerOptionsBuilder::new().name(name).build();
     client

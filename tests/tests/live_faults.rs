@@ -29,6 +29,7 @@ use agentc_conformance::live::{
     REQUIRE_DOCKER_VAR,
 };
 use agentc_engine::launch::LaunchOptions;
+use agentc_policy::Hinted;
 use agentc_policy::{Action, ContainerSpec, LaunchKind, LaunchSpec, Network, Resources, Tmpfs};
 
 /// Set in a child process to the JSON of the [`ContainerSpec`] that [`child_launch`] launches.
@@ -158,7 +159,7 @@ fn live_a_missing_daemon_socket_is_a_clear_error_and_creates_nothing() {
     let error = runtime()
         .block_on(connect(agentc_engine::Engine::Docker, Some(host)))
         .unwrap_err();
-    let message = error.to_string();
+    let message = error.with_hint().to_string();
     assert!(matches!(error, ExecError::Connect { .. }), "{message}");
     assert!(
         message.starts_with("cannot connect to the docker daemon"),
@@ -190,7 +191,7 @@ fn live_a_missing_image_is_a_clear_error_and_creates_nothing() {
 
     let container = spec(&profile, &format!("{profile}-api"), image, &["true"]);
     let error = launch_api(&container).unwrap_err();
-    let message = error.to_string();
+    let message = error.with_hint().to_string();
     assert!(
         matches!(&error, ExecError::ImageMissing { image: named, .. } if named == image),
         "{message}"
@@ -235,7 +236,7 @@ fn live_a_name_in_use_is_a_clear_error_and_leaves_the_existing_container_alone()
 
     let container = spec(&profile, &name, &image, &["true"]);
     let error = launch_api(&container).unwrap_err();
-    let message = error.to_string();
+    let message = error.with_hint().to_string();
     assert!(
         matches!(
             &error,
@@ -281,7 +282,7 @@ fn live_more_cpus_than_the_host_has_is_refused_with_a_hint_and_creates_nothing()
     container.resources.nano_cpus = Some((cpus + 1) * 1_000_000_000);
 
     let error = launch_api(&container).unwrap_err();
-    let message = error.to_string();
+    let message = error.with_hint().to_string();
     assert!(
         matches!(
             &error,
@@ -769,7 +770,7 @@ fn live_a_lost_daemon_connection_during_an_api_attach_removes_the_container() {
     else {
         return;
     };
-    let message = error.to_string();
+    let message = error.with_hint().to_string();
     eprintln!("{test}: {message}");
     assert!(
         matches!(error, ExecError::ConnectionLost { .. }),
@@ -798,7 +799,7 @@ fn live_an_unreachable_daemon_after_a_lost_connection_names_the_container_left_b
     else {
         return;
     };
-    let message = error.to_string();
+    let message = error.with_hint().to_string();
     eprintln!("{test}: {message}");
     let ExecError::NotRemoved {
         cause, container, ..

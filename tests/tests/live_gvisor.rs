@@ -20,6 +20,7 @@ use agentc_conformance::live::{
 };
 use agentc_egress::image::ProxyExecutable;
 use agentc_engine::ExecError;
+use agentc_policy::Hinted;
 use agentc_policy::{Action, LaunchSpec};
 use agentc_verify::{render_table, EgressProbe};
 
@@ -188,7 +189,7 @@ fn live_a_missing_runtime_is_refused_before_anything_exists() {
             matches!(error, ExecError::RuntimeMissing { .. }),
             "{backend}: {error}"
         );
-        let text = error.to_string();
+        let text = error.with_hint().to_string();
         assert!(text.contains("runtime agentc-no-such-runtime"), "{text}");
         assert!(text.contains("nothing was created"), "{text}");
         assert!(

@@ -31,6 +31,7 @@ use agentc_conformance::image::ensure_test_image;
 use agentc_conformance::live::{daemon_cpus, localize, LocalMachine, Localized};
 use agentc_egress::image::ProxyExecutable;
 use agentc_engine::{podman::adapt, resolve_env, Engine, ExecError};
+use agentc_policy::Hinted;
 use agentc_policy::{Action, LaunchSpec};
 use agentc_verify::{render_table, EgressProbe};
 use bollard::query_parameters::CreateContainerOptionsBuilder;
@@ -88,8 +89,8 @@ fn create_with_cli(localized: &Localized, name: &str) -> Result<(), String> {
     let mut container = localized.container.clone();
     container.name = Some(name.to_string());
     let adapted = adapt(&container, Some(&image_user(&container.image)))
-        .map_err(|error| error.to_string())?;
-    let argv = podman_argv(&adapted).map_err(|error| error.to_string())?;
+        .map_err(|error| error.with_hint().to_string())?;
+    let argv = podman_argv(&adapted).map_err(|error| error.with_hint().to_string())?;
     let args: Vec<&str> = std::iter::once("create")
         .chain(argv[2..].iter().map(String::as_str))
         .filter(|arg| *arg != "--detach")
@@ -123,9 +124,9 @@ async fn create_with_api(
         &container,
     )
     .await
-    .map_err(|error| error.to_string())?;
+    .map_err(|error| error.with_hint().to_string())?;
     let env: BTreeMap<String, String> = localized.secrets.iter().cloned().collect();
-    let resolved = resolve_env(&container, &env).map_err(|error| error.to_string())?;
+    let resolved = resolve_env(&container, &env).map_err(|error| error.with_hint().to_string())?;
     request.body.env = Some(resolved).filter(|env| !env.is_empty());
     let options = CreateContainerOptionsBuilder::new().name(name).build();
     client

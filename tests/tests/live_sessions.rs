@@ -26,6 +26,7 @@ use agentc_egress::image::ProxyExecutable;
 use agentc_engine::session::{
     ExecRequest, ExecStdin, LogsRequest, Sandbox, SandboxClient, SessionError, Transport,
 };
+use agentc_policy::Hinted;
 use agentc_policy::{
     Action, ContainerSpec, EnvValue, EnvVar, LaunchKind, LaunchSpec, Mount, MountSource, Network,
     Protocol, PublishedPort, Resources, Tmpfs,
@@ -766,7 +767,7 @@ fn live_faults_mid_exec_are_clear_errors_through_both_backends() {
             "{backend}: {error}"
         );
         assert_eq!(
-            error.to_string(),
+            error.with_hint().to_string(),
             format!("container {name} went away while trying to run the command"),
             "{backend}"
         );
@@ -805,6 +806,7 @@ fn live_faults_mid_exec_are_clear_errors_through_both_backends() {
         assert_eq!(error.exit_code(), 125, "{backend}: {error}");
         assert!(
             error
+                .with_hint()
                 .to_string()
                 .starts_with("lost the connection to the docker daemon"),
             "{backend}: {error}"

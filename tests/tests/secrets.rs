@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use agentc_policy::Hinted;
 use agentc_policy::{Action, LaunchKind, Owner, RealPaths, ResolveInputs};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -123,7 +124,7 @@ fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<St
         ..run_inputs(dir)
     };
     let spec = agentc_policy::resolve(&loaded, &inputs, &RealPaths).map_err(|e| e.to_string())?;
-    let argv = agentc_backend_cli::render_argv(&spec).map_err(|e| e.to_string())?;
+    let argv = agentc_backend_cli::render_argv(&spec).map_err(|e| e.with_hint().to_string())?;
     let api = agentc_backend_api::render_json(&spec).map_err(|e| e.to_string())?;
     let mut outputs = vec![
         serde_json::to_string(&spec).unwrap(),
@@ -151,7 +152,8 @@ fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<St
     let held = agentc_policy::load("dev.toml", &direct).map_err(|e| e.to_string())?;
     let held_spec =
         agentc_policy::resolve(&held, &inputs, &RealPaths).map_err(|e| e.to_string())?;
-    let held_argv = agentc_backend_cli::render_argv(&held_spec).map_err(|e| e.to_string())?;
+    let held_argv =
+        agentc_backend_cli::render_argv(&held_spec).map_err(|e| e.with_hint().to_string())?;
     let held_api = agentc_backend_api::render_json(&held_spec).map_err(|e| e.to_string())?;
     outputs.extend([
         serde_json::to_string(&held_spec).unwrap(),
@@ -163,15 +165,15 @@ fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<St
     let Action::Container(held_container) = &held_spec.action else {
         return Err("a container launch was expected".to_string());
     };
-    let held_workload =
-        agentc_engine::resolve_env(held_container, &secrets.env()).map_err(|e| e.to_string())?;
+    let held_workload = agentc_engine::resolve_env(held_container, &secrets.env())
+        .map_err(|e| e.with_hint().to_string())?;
     outputs.push(held_workload.join("\n"));
     let proxy_env = held_container
         .egress
         .as_ref()
         .map(|egress| agentc_engine::resolve_vars(&egress.proxy.env, &secrets.env()))
         .transpose()
-        .map_err(|e| e.to_string())?
+        .map_err(|e| e.with_hint().to_string())?
         .ok_or("the egress proxy was expected")?;
     for (name, value) in [
         (&secrets.public_env, &secrets.public_key),
@@ -214,8 +216,8 @@ fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<St
     let Action::Container(container) = &spec.action else {
         return Err("a container launch was expected".to_string());
     };
-    let resolved =
-        agentc_engine::resolve_env(container, &secrets.env()).map_err(|e| e.to_string())?;
+    let resolved = agentc_engine::resolve_env(container, &secrets.env())
+        .map_err(|e| e.with_hint().to_string())?;
     Ok((outputs, resolved))
 }
 
@@ -512,7 +514,7 @@ fn proxy_outputs(
     let loaded = agentc_policy::load("corp.toml", text).map_err(|e| e.to_string())?;
     let spec =
         agentc_policy::resolve(&loaded, &run_inputs(dir), &RealPaths).map_err(|e| e.to_string())?;
-    let argv = agentc_backend_cli::render_argv(&spec).map_err(|e| e.to_string())?;
+    let argv = agentc_backend_cli::render_argv(&spec).map_err(|e| e.with_hint().to_string())?;
     let api = agentc_backend_api::render_json(&spec).map_err(|e| e.to_string())?;
     let mut outputs = vec![
         serde_json::to_string(&spec).unwrap(),
@@ -527,8 +529,8 @@ fn proxy_outputs(
         return Err("a container launch was expected".to_string());
     };
     if let Some(egress) = &container.egress {
-        let argvs =
-            agentc_backend_cli::egress::setup_argvs(egress, None).map_err(|e| e.to_string())?;
+        let argvs = agentc_backend_cli::egress::setup_argvs(egress, None)
+            .map_err(|e| e.with_hint().to_string())?;
         outputs.extend(argvs.iter().map(|argv| argv.join("\n")));
     }
     outputs.extend(k8s_outputs(&loaded, &spec).0);
@@ -586,7 +588,7 @@ fn proxy_url_credentials_reach_only_the_launch_environment() {
                     // workload's holds nothing of it.
                     let egress = container.egress.as_ref().expect("the egress proxy");
                     let proxy = agentc_engine::resolve_env(&egress.proxy, &empty)
-                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                        .map_err(|e| TestCaseError::fail(e.with_hint().to_string()))?;
                     let auth = format!("{}={user}:{password}", agentc_policy::UPSTREAM_AUTH_ENV);
                     prop_assert!(proxy.contains(&auth), "{proxy:?}");
                     let values = agentc_engine::secrets::secret_values(&egress.proxy, &empty);
@@ -595,7 +597,7 @@ fn proxy_url_credentials_reach_only_the_launch_environment() {
                         Some(&format!("{user}:{password}"))
                     );
                     let workload = agentc_engine::resolve_env(container, &empty)
-                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                        .map_err(|e| TestCaseError::fail(e.with_hint().to_string()))?;
                     prop_assert!(
                         !workload
                             .iter()
@@ -604,7 +606,7 @@ fn proxy_url_credentials_reach_only_the_launch_environment() {
                     );
                 } else {
                     let workload = agentc_engine::resolve_env(container, &empty)
-                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                        .map_err(|e| TestCaseError::fail(e.with_hint().to_string()))?;
                     let url = format!("http://{user}:{encoded}@proxy.corp.example:3128");
                     for name in ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"] {
                         prop_assert!(

@@ -18,6 +18,7 @@ use std::time::Instant;
 use agentc_engine::pool;
 use agentc_engine::session::{session_name, ExecRequest, SandboxClient};
 use agentc_engine::Engine;
+use agentc_policy::Hinted;
 use agentc_policy::{Instance, LaunchKind, LaunchSpec, Owner, RealPaths, ResolveInputs, Start};
 
 fn spec(profile: &str, image: &str) -> Result<LaunchSpec, String> {
@@ -51,7 +52,7 @@ fn percentile(values: &[f64], q: f64) -> f64 {
 
 async fn bench<C: SandboxClient>(client: C, image: &str, rounds: usize) -> Result<(), String> {
     let profile = format!("pool-bench-{}", std::process::id());
-    let fail = |error: agentc_engine::session::SessionError| error.to_string();
+    let fail = |error: agentc_engine::session::SessionError| error.with_hint().to_string();
     let (mut warm, mut cold) = (Vec::new(), Vec::new());
     let echo = ExecRequest::new(["echo", "ok"]);
     let base = spec(&profile, image)?;
@@ -143,7 +144,7 @@ fn main() -> std::process::ExitCode {
                     let client = agentc_backend_api::ApiClient::over(port, env);
                     bench(client, &image, rounds).await
                 }
-                Err(error) => Err(error.to_string()),
+                Err(error) => Err(error.with_hint().to_string()),
             },
         }
     });

@@ -16,6 +16,7 @@ use std::net::TcpStream;
 
 use agentc_engine::session::{session_name, ExecRequest, SandboxClient, SessionError};
 use agentc_engine::Engine;
+use agentc_policy::Hinted;
 use agentc_policy::{Instance, LaunchKind, Owner, Protocol, RealPaths, ResolveInputs, Start};
 
 /// The sandbox: hardened as every custom profile is (read-only root, tmpfs /tmp, no
@@ -90,7 +91,7 @@ async fn session<C: SandboxClient>(client: C, image: &str) -> Result<(), String>
     let sandbox = client
         .create(&spec)
         .await
-        .map_err(|error| error.to_string())?;
+        .map_err(|error| error.with_hint().to_string())?;
     println!(
         "created {} through the {} backend",
         sandbox.name,
@@ -103,7 +104,7 @@ async fn session<C: SandboxClient>(client: C, image: &str) -> Result<(), String>
         "deleted {}: removed {}, left {:?}",
         sandbox.name, report.removed, report.left
     );
-    let body = result.map_err(|error| error.to_string())?;
+    let body = result.map_err(|error| error.with_hint().to_string())?;
     print!("page: {body}");
     Ok(())
 }
@@ -138,7 +139,7 @@ fn main() -> std::process::ExitCode {
             "api" => {
                 let port = agentc_backend_api::connect(engine, host.as_deref())
                     .await
-                    .map_err(|error| error.to_string())?;
+                    .map_err(|error| error.with_hint().to_string())?;
                 session(agentc_backend_api::ApiClient::over(port, env), &image).await
             }
             other => Err(format!("unknown backend {other:?}: cli or api")),

@@ -27,6 +27,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU8, Ordering};
 
+use agentc_policy::Hinted;
 use cli::{Cli, Command};
 
 /// Runs one parsed command line: prints its output or `error: MESSAGE`, and returns the exit
@@ -42,14 +43,14 @@ pub fn execute(cli: Cli) -> ExitCode {
     match choose_engine(cli.engine) {
         Ok(engine) => set_engine(engine),
         Err(failure) => {
-            eprintln!("error: {}", failure.message);
+            eprintln!("error: {}", failure.with_hint());
             return ExitCode::from(failure.code);
         }
     }
     match dispatch(cli.command) {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {
-            eprintln!("error: {}", failure.message);
+            eprintln!("error: {}", failure.with_hint());
             ExitCode::from(failure.code)
         }
     }
@@ -137,9 +138,8 @@ pub(crate) fn choose_engine(
     }
     match std::env::var("AGENTC_ENGINE") {
         Ok(text) if !text.trim().is_empty() => Engine::parse(&text).ok_or_else(|| {
-            context::Failure::usage(format!(
-                "AGENTC_ENGINE={text:?} is not an engine\n  hint: set it to docker or podman, or unset it"
-            ))
+            context::Failure::usage(format!("AGENTC_ENGINE={text:?} is not an engine"))
+                .hinted("set it to docker or podman, or unset it")
         }),
         _ => Ok(Engine::Docker),
     }

@@ -23,6 +23,8 @@ use std::process::Command;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use agentc_policy::Hinted;
+
 use common::{docker, require_daemon};
 
 const TESTKIT_VAR: &str = "AGENTC_CRED_TESTKIT";
@@ -653,7 +655,7 @@ fn testkit_image() -> Result<&'static str, String> {
                 agentc_engine::Engine::Docker,
                 &built,
             )
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.with_hint().to_string())
         })
         .as_ref()
         .map(String::as_str)

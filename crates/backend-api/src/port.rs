@@ -12,6 +12,7 @@ use agentc_engine::port::{
     EngineError, EngineErrorKind, EnginePort, Filter, ImportRequest, ListedContainer, ListedObject,
 };
 use agentc_engine::Engine;
+use agentc_policy::Hinted;
 use agentc_policy::{ContainerSpec, EgressSpec, IsolatedNetwork};
 use bollard::errors::Error as BollardError;
 use bollard::exec::{CreateExecOptions, StartExecOptions};
@@ -291,7 +292,7 @@ impl EnginePort for ApiPort {
             .proxy;
         proxy.body.env = Some(
             agentc_engine::resolve_env(&egress.proxy, secrets)
-                .map_err(|error| failed(error.to_string()))?,
+                .map_err(|error| failed(error.with_hint().to_string()))?,
         )
         .filter(|env| !env.is_empty());
         let name = proxy.name.clone().unwrap_or_default();

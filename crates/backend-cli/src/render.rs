@@ -515,6 +515,7 @@ mod tests {
 
     use super::*;
     use crate::mount_csv::go_csv;
+    use agentc_policy::Hinted;
 
     fn container() -> ContainerSpec {
         ContainerSpec::empty("agentc/claude:1")
@@ -651,7 +652,7 @@ mod tests {
                 field: "env.KEY".into()
             }
         );
-        assert!(!error.to_string().contains("sec"));
+        assert!(!error.with_hint().to_string().contains("sec"));
     }
 
     #[test]

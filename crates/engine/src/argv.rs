@@ -28,13 +28,13 @@ use agentc_policy::{
 pub enum ArgvError {
     /// A text value holds a NUL byte, which no process argument can hold. The value itself is
     /// not repeated (it may be an environment value).
-    #[error("{field} contains a NUL byte, which no command-line argument can carry\n  hint: remove it from the profile")]
+    #[error("{field} contains a NUL byte, which no command-line argument can carry")]
     Nul {
         /// The spec field path, such as `env.HTTP_PROXY` or `mounts[0].target`.
         field: String,
     },
     /// A value docker's flag syntax would split, rewrite or refuse.
-    #[error("{field} = {value:?} cannot be passed to docker: {reason}\n  hint: {hint}")]
+    #[error("{field} = {value:?} cannot be passed to docker: {reason}")]
     Unrepresentable {
         /// The spec field path, such as `tmpfs[1].target` or `labels`.
         field: String,
@@ -45,6 +45,15 @@ pub enum ArgvError {
         /// What to change.
         hint: &'static str,
     },
+}
+
+impl agentc_policy::Hinted for ArgvError {
+    fn hint(&self) -> Option<std::borrow::Cow<'_, str>> {
+        Some(std::borrow::Cow::Borrowed(match self {
+            ArgvError::Nul { .. } => "remove it from the profile",
+            ArgvError::Unrepresentable { hint, .. } => hint,
+        }))
+    }
 }
 
 impl ArgvError {

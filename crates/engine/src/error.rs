@@ -1,11 +1,12 @@
 //! Why a launch failed, whichever backend ran it, and the exit status a launch ends with: one
 //! error type with its hints, and the mapping of failures and container exit codes to statuses.
 
+use std::borrow::Cow;
 use std::ffi::OsString;
 use std::fmt;
 use std::process::ExitStatus;
 
-use agentc_policy::LABEL_PROFILE;
+use agentc_policy::{Hinted, LABEL_PROFILE};
 
 use crate::argv::ArgvError;
 use crate::hints::{daemon_hint, pull_hint};
@@ -63,13 +64,13 @@ pub enum ExecError {
     #[error(transparent)]
     Render(Box<dyn std::error::Error + Send + Sync + 'static>),
     /// A required secret is not set in the caller's environment. Only its name is kept.
-    #[error("required secret {variable} is not set in the environment\n  hint: export {variable} before launching")]
+    #[error("required secret {variable} is not set in the environment")]
     MissingSecret {
         /// The variable's name.
         variable: String,
     },
     /// The image is not present on the daemon, and no pull was asked for.
-    #[error("image {image} is not present on the {engine} daemon\n  hint: build it with `agentc build PROFILE`, or provide it with `{engine} build` or `{engine} import`; agentc never pulls unless run with --pull, which pulls it from its registry")]
+    #[error("image {image} is not present on the {engine} daemon")]
     ImageMissing {
         /// The engine asked.
         engine: crate::Engine,
@@ -79,14 +80,14 @@ pub enum ExecError {
     /// The launch leaves its egress allowlist to the image's own firewall (the agent presets'
     /// entrypoint iptables), and the image says it has none (`io.agentc.image.firewall=none`,
     /// as agentc's bundled images do): it would run open; nothing was created.
-    #[error("image {image} has no egress firewall of its own (label io.agentc.image.firewall=none), and this launch leaves its allowlist to the image's firewall, so it would run open; nothing was created\n  hint: let agentc's egress proxy enforce the allowlist (egress.enforce = \"outside\" with the hosts to allow), or set egress.mode = \"deny\"")]
+    #[error("image {image} has no egress firewall of its own (label io.agentc.image.firewall=none), and this launch leaves its allowlist to the image's firewall, so it would run open; nothing was created")]
     ImageWithoutFirewall {
         /// The image reference.
         image: String,
     },
     /// Pulling the image failed (registry unreachable, no such repository or tag, credentials
     /// wanted); nothing was created.
-    #[error("cannot pull image {image}: {message}\n  hint: {hint}")]
+    #[error("cannot pull image {image}: {message}")]
     PullFailed {
         /// The image reference.
         image: String,
@@ -96,7 +97,7 @@ pub enum ExecError {
         hint: &'static str,
     },
     /// A volume subpath needs a newer daemon than the one connected.
-    #[error("mount {target} uses a volume subpath, which needs docker engine api 1.45 or later, but the daemon speaks {api_version}\n  hint: upgrade docker or drop the subpath")]
+    #[error("mount {target} uses a volume subpath, which needs docker engine api 1.45 or later, but the daemon speaks {api_version}")]
     SubpathUnsupported {
         /// The mount's target.
         target: String,
@@ -104,11 +105,7 @@ pub enum ExecError {
         api_version: String,
     },
     /// The daemon could not be reached.
-    #[error(
-        "cannot connect to the {} daemon: {message}\n  hint: {}",
-        engine.as_str(),
-        connect_hint(*engine, message)
-    )]
+    #[error("cannot connect to the {} daemon: {message}", engine.as_str())]
     Connect {
         /// The engine asked for (`--engine`).
         engine: crate::Engine,
@@ -116,7 +113,7 @@ pub enum ExecError {
         message: String,
     },
     /// The daemon answered a request with an error.
-    #[error("{engine} daemon refused to {step} (status {status}): {message}{}", hint_line(daemon_hint(message).unwrap_or_default()))]
+    #[error("{engine} daemon refused to {step} (status {status}): {message}")]
     Daemon {
         /// The engine that refused.
         engine: crate::Engine,
@@ -129,7 +126,7 @@ pub enum ExecError {
     },
     /// An operation of the [engine port](crate::port) failed at `step`; the engine's own words
     /// are the detail, with the hint the daemon's message calls for.
-    #[error("cannot {step}: {source}{}", daemon_hint(&source.detail).map(|hint| format!("\n  hint: {hint}")).unwrap_or_default())]
+    #[error("cannot {step}: {source}")]
     Engine {
         /// What agentc was doing, such as `create a volume`.
         step: &'static str,
@@ -140,7 +137,7 @@ pub enum ExecError {
     /// docker CLI's exit 125, an answer read from the command line or a session's stream); a
     /// launch's container, if created, was removed. The hint is the one the Engine API
     /// backend gives for the same message.
-    #[error("{engine} daemon refused to {step}: {message}{}", hint_line(daemon_hint(message).unwrap_or_default()))]
+    #[error("{engine} daemon refused to {step}: {message}")]
     Refused {
         /// The engine that refused.
         engine: crate::Engine,
@@ -153,13 +150,7 @@ pub enum ExecError {
         refusal: Option<crate::daemon_text::Refusal>,
     },
     /// The connection to the daemon (or its command line) failed mid-operation.
-    #[error(
-        "lost the connection to the {engine} daemon while trying to {step}: {message}\n  hint: {}",
-        crate::hints::connection_hint(
-            message,
-            "check that the daemon is still running; `agentc ps` shows what is left"
-        )
-    )]
+    #[error("lost the connection to the {engine} daemon while trying to {step}: {message}")]
     ConnectionLost {
         /// The engine whose connection was lost.
         engine: crate::Engine,
@@ -179,7 +170,10 @@ pub enum ExecError {
     },
     /// A launch failed or was interrupted, and the container it created could not be removed
     /// (typically because the daemon became unreachable).
-    #[error("{cause}; container {container} could not be removed: {message}\n  hint: `agentc rm {container}` removes it once the daemon is reachable again")]
+    #[error(
+        "{}; container {container} could not be removed: {message}",
+        cause.with_hint()
+    )]
     NotRemoved {
         /// Why the launch ended.
         cause: Box<ExecError>,
@@ -189,13 +183,13 @@ pub enum ExecError {
         message: String,
     },
     /// No container has this name or ID.
-    #[error("no such container {name}\n  hint: `agentc ps --all` lists agentc's containers")]
+    #[error("no such container {name}")]
     NoSuchContainer {
         /// The name or ID given.
         name: String,
     },
     /// The container exists but agentc did not create it, so agentc refuses to drive it.
-    #[error("refusing {name}: it has no {LABEL_PROFILE} label, so agentc did not create it\n  hint: agentc drives only its own containers (`agentc ps`); use the engine's own command line for others")]
+    #[error("refusing {name}: it has no {LABEL_PROFILE} label, so agentc did not create it")]
     NotAgentc {
         /// The name or ID given.
         name: String,
@@ -209,12 +203,10 @@ pub enum ExecError {
         source: std::io::Error,
     },
     /// An argv to run was empty (it must start with the display name `docker`).
-    #[error("cannot run an empty argv\n  hint: render it with render_argv")]
+    #[error("cannot run an empty argv")]
     EmptyArgv,
     /// The docker CLI (or the program standing in for it) could not be started for a launch.
-    #[error(
-        "cannot start {program:?}: {source}\n  hint: install it (the CLI of the engine --engine names), or point agentc at it"
-    )]
+    #[error("cannot start {program:?}: {source}")]
     Spawn {
         /// The program that was started.
         program: OsString,
@@ -231,11 +223,7 @@ pub enum ExecError {
     },
     /// The docker CLI could not be run for a query (`docker image inspect`, `docker pull`,
     /// `docker inspect`).
-    #[error(
-        "cannot run {}: {source}\n  hint: install the {} CLI, or use --backend api",
-        engine.as_str(),
-        engine.as_str()
-    )]
+    #[error("cannot run {}: {source}", engine.as_str())]
     CannotRunDocker {
         /// The engine whose CLI it is (`docker` or `podman`, as `--engine` chose).
         engine: crate::Engine,
@@ -243,10 +231,7 @@ pub enum ExecError {
         source: std::io::Error,
     },
     /// A docker CLI query exited unsuccessfully.
-    #[error(
-        "{engine} {command} failed ({status}): {stderr}{}",
-        hint_line(crate::hints::connection_hint(stderr, ""))
-    )]
+    #[error("{engine} {command} failed ({status}): {stderr}")]
     DockerFailed {
         /// The engine whose command line it is.
         engine: crate::Engine,
@@ -269,7 +254,7 @@ pub enum ExecError {
     },
     /// The egress proxy of an allowlist enforced outside the workload could not be set up;
     /// the workload was not launched and what was created for it was removed (fail closed).
-    #[error("cannot {step} for the egress allowlist: {message}\n  hint: the sandbox was not launched; set egress.enforce = \"image\" to leave the allowlist to the image, or `agentc doctor` to check the daemon")]
+    #[error("cannot {step} for the egress allowlist: {message}")]
     Egress {
         /// What failed (`build the egress proxy image`, `create the isolated network`, ...).
         step: &'static str,
@@ -282,7 +267,7 @@ pub enum ExecError {
     /// The egress proxy started but docker did not publish a sandbox port on it: its outside
     /// network is `--internal` (docker publishes no port through internal networks only). The
     /// workload was not launched and the companion was removed (fail closed).
-    #[error("the egress proxy cannot publish port {port} of the sandbox: it reaches out through {outside}, and {engine} publishes no port through an internal network\n  hint: set egress.outside_network to a network that is not --internal (unset: docker's bridge), or remove [network] publish; `agentc doctor PROFILE` checks it before a launch")]
+    #[error("the egress proxy cannot publish port {port} of the sandbox: it reaches out through {outside}, and {engine} publishes no port through an internal network")]
     PortNotPublished {
         /// The engine.
         engine: crate::Engine,
@@ -295,7 +280,7 @@ pub enum ExecError {
     /// killed before it finished, the network of a sandbox of that name, or another's network
     /// ([`crate::companion::state::existing_network`]). Nothing of the launch was created, nothing
     /// was removed.
-    #[error("cannot create the isolated network {network} for the egress allowlist: {found}\n  hint: {hint}")]
+    #[error("cannot create the isolated network {network} for the egress allowlist: {found}")]
     EgressNetworkExists {
         /// The network's name.
         network: String,
@@ -306,7 +291,9 @@ pub enum ExecError {
     },
     /// The launch names a runtime the engine does not have (or cannot apply); nothing was
     /// created.
-    #[error("{engine} cannot run runtime {runtime} (security.runtime): {found}; nothing was created\n  hint: {hint}")]
+    #[error(
+        "{engine} cannot run runtime {runtime} (security.runtime): {found}; nothing was created"
+    )]
     RuntimeMissing {
         /// The runtime the launch names.
         runtime: String,
@@ -319,7 +306,7 @@ pub enum ExecError {
     },
     /// No runtime of the engine meets the launch's isolation floor (`security.isolation.min`,
     /// [`crate::isolation`]); nothing was created.
-    #[error("profile {profile:?}: no runtime of the {engine} engine meets security.isolation.min = {min:?}{named} ({words}); nothing was created\n  found: {found}\n  hint: {hint}")]
+    #[error("profile {profile:?}: no runtime of the {engine} engine meets security.isolation.min = {min:?}{named} ({words}); nothing was created\n  found: {found}")]
     FloorNotMet {
         /// The launch's profile.
         profile: String,
@@ -346,7 +333,7 @@ pub enum ExecError {
     },
     /// The engine cannot carry a field of the launch faithfully (a row of the Podman
     /// difference table that refuses); nothing was created.
-    #[error("{field} cannot be launched on {engine}: {reason}\n  hint: {hint}")]
+    #[error("{field} cannot be launched on {engine}: {reason}")]
     EngineUnsupported {
         /// The engine.
         engine: crate::engine::Engine,
@@ -358,7 +345,7 @@ pub enum ExecError {
         hint: String,
     },
     /// The engine behind the socket is not the one asked for (`--engine`).
-    #[error("--engine {wanted} was asked for, but {endpoint} is {found}\n  hint: {hint}")]
+    #[error("--engine {wanted} was asked for, but {endpoint} is {found}")]
     EngineMismatch {
         /// The engine asked for.
         wanted: crate::engine::Engine,
@@ -408,6 +395,85 @@ impl ExecError {
     }
 }
 
+impl Hinted for ExecError {
+    /// What to do about it, when agentc knows (the command line prints it on a line of its
+    /// own after the message).
+    fn hint(&self) -> Option<Cow<'_, str>> {
+        let owned = |text: String| Some(Cow::Owned(text));
+        let borrowed = |text: &'static str| Some(Cow::Borrowed(text));
+        match self {
+            ExecError::Argv(error) => error.hint(),
+            // The renderer's error carries its hint in its message (not yet a field of its).
+            ExecError::Render(_)
+            | ExecError::Interrupted { .. }
+            | ExecError::Terminal { .. }
+            | ExecError::Wait { .. }
+            | ExecError::InspectUnreadable { .. }
+            | ExecError::HostPortsInUse { .. } => None,
+            ExecError::MissingSecret { variable } => {
+                owned(format!("export {variable} before launching"))
+            }
+            ExecError::ImageMissing { engine, .. } => owned(format!(
+                "build it with `agentc build PROFILE`, or provide it with `{engine} build` or \
+                 `{engine} import`; agentc never pulls unless run with --pull, which pulls it \
+                 from its registry"
+            )),
+            ExecError::ImageWithoutFirewall { .. } => borrowed(
+                "let agentc's egress proxy enforce the allowlist (egress.enforce = \"outside\" \
+                 with the hosts to allow), or set egress.mode = \"deny\"",
+            ),
+            ExecError::PullFailed { hint, .. } => borrowed(hint),
+            ExecError::SubpathUnsupported { .. } => borrowed("upgrade docker or drop the subpath"),
+            ExecError::Connect { engine, message } => borrowed(connect_hint(*engine, message)),
+            ExecError::Daemon { message, .. } | ExecError::Refused { message, .. } => {
+                daemon_hint(message).map(Cow::Borrowed)
+            }
+            ExecError::Engine { source, .. } => daemon_hint(&source.detail).map(Cow::Borrowed),
+            ExecError::ConnectionLost { message, .. } => borrowed(crate::hints::connection_hint(
+                message,
+                "check that the daemon is still running; `agentc ps` shows what is left",
+            )),
+            ExecError::NotRemoved { container, .. } => owned(format!(
+                "`agentc rm {container}` removes it once the daemon is reachable again"
+            )),
+            ExecError::NoSuchContainer { .. } => {
+                borrowed("`agentc ps --all` lists agentc's containers")
+            }
+            ExecError::NotAgentc { .. } => borrowed(
+                "agentc drives only its own containers (`agentc ps`); use the engine's own \
+                 command line for others",
+            ),
+            ExecError::EmptyArgv => borrowed("render it with render_argv"),
+            ExecError::Spawn { .. } => {
+                borrowed("install it (the CLI of the engine --engine names), or point agentc at it")
+            }
+            ExecError::CannotRunDocker { engine, .. } => owned(format!(
+                "install the {} CLI, or use --backend api",
+                engine.as_str()
+            )),
+            ExecError::DockerFailed { stderr, .. } => {
+                Some(crate::hints::connection_hint(stderr, ""))
+                    .filter(|hint| !hint.is_empty())
+                    .map(Cow::Borrowed)
+            }
+            ExecError::Egress { .. } => borrowed(
+                "the sandbox was not launched; set egress.enforce = \"image\" to leave the \
+                 allowlist to the image, or `agentc doctor` to check the daemon",
+            ),
+            ExecError::PortNotPublished { .. } => borrowed(
+                "set egress.outside_network to a network that is not --internal (unset: \
+                 docker's bridge), or remove [network] publish; `agentc doctor PROFILE` checks \
+                 it before a launch",
+            ),
+            ExecError::EgressNetworkExists { hint, .. }
+            | ExecError::RuntimeMissing { hint, .. }
+            | ExecError::FloorNotMet { hint, .. }
+            | ExecError::EngineUnsupported { hint, .. }
+            | ExecError::EngineMismatch { hint, .. } => Some(Cow::Borrowed(hint)),
+        }
+    }
+}
+
 impl crate::port::EngineError {
     /// This error as a launch's error at `step` ([`ExecError::Engine`]).
     pub fn at(self, step: &'static str) -> ExecError {
@@ -450,7 +516,7 @@ impl crate::port::EngineError {
                 } else {
                     EngineErrorKind::Failed
                 };
-                EngineError::new(kind, error.to_string())
+                EngineError::new(kind, error.with_hint().to_string())
             }
         }
     }
@@ -465,15 +531,6 @@ pub fn exit_status(code: i64) -> u8 {
 /// What to do when the engine's API cannot be reached.
 fn connect_hint(engine: crate::Engine, message: &str) -> &'static str {
     crate::hints::connection_hint(message, engine_hint(engine))
-}
-
-/// `text` as a hint on a line of its own, or nothing when it is empty.
-fn hint_line(text: &str) -> String {
-    if text.is_empty() {
-        String::new()
-    } else {
-        format!("\n  hint: {text}")
-    }
 }
 
 /// How to reach a daemon that does not answer.
@@ -523,7 +580,7 @@ mod tests {
                 status: 400,
                 message: message.to_string(),
             };
-            let text = error.to_string();
+            let text = error.with_hint().to_string();
             let hint = text.split_once("\n  hint: ").map(|(_, hint)| hint);
             assert!(hint.is_some_and(|hint| hint.contains(expected)), "{text}");
             assert!(text.contains(message), "{text}");
@@ -535,7 +592,7 @@ mod tests {
             message: "something else".to_string(),
         };
         assert_eq!(
-            plain.to_string(),
+            plain.with_hint().to_string(),
             "docker daemon refused to start the container (status 500): something else"
         );
     }
@@ -549,6 +606,7 @@ mod tests {
                 engine,
                 message: denied.into(),
             }
+            .with_hint()
             .to_string();
             assert!(connect.contains("usermod -aG docker"), "{connect}");
             assert!(!connect.contains("is docker running"), "{connect}");
@@ -557,6 +615,7 @@ mod tests {
             engine: crate::Engine::Docker,
             message: "No such file or directory (os error 2)".into(),
         }
+        .with_hint()
         .to_string();
         assert!(stopped.contains("is docker running?"), "{stopped}");
         let cli = "permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock: dial unix /var/run/docker.sock: connect: permission denied";
@@ -565,6 +624,7 @@ mod tests {
             step: "inspect the image",
             message: cli.into(),
         }
+        .with_hint()
         .to_string();
         assert!(lost.contains("usermod -aG docker"), "{lost}");
         let failed = ExecError::DockerFailed {
@@ -573,6 +633,7 @@ mod tests {
             status: std::os::unix::process::ExitStatusExt::from_raw(256),
             stderr: cli.into(),
         }
+        .with_hint()
         .to_string();
         assert!(
             failed.ends_with(crate::hints::SOCKET_PERMISSION),
@@ -584,6 +645,7 @@ mod tests {
             status: std::os::unix::process::ExitStatusExt::from_raw(256),
             stderr: "no such image".into(),
         }
+        .with_hint()
         .to_string();
         assert!(!other.contains("hint"), "{other}");
     }
@@ -596,7 +658,7 @@ mod tests {
         };
         assert_eq!(error.exit_code(), 143);
         assert_eq!(
-            error.to_string(),
+            error.with_hint().to_string(),
             "interrupted by SIGTERM; removed container abc"
         );
         assert_eq!(Interrupt::Sigint.exit_code(), 130);
@@ -605,7 +667,7 @@ mod tests {
             image: "claude-code:latest".into(),
         };
         assert_eq!(missing.exit_code(), 125);
-        let text = missing.to_string();
+        let text = missing.with_hint().to_string();
         assert!(text.contains("agentc build PROFILE"), "{text}");
         assert!(text.contains("on the podman daemon"), "{text}");
         assert!(text.contains("`podman build` or `podman import`"), "{text}");
@@ -620,7 +682,7 @@ mod tests {
             reason: "r".into(),
             hint: "h".into(),
         };
-        let text = unsupported.to_string();
+        let text = unsupported.with_hint().to_string();
         let error = EngineError::of_launch(unsupported);
         assert_eq!(error.kind, EngineErrorKind::Unsupported);
         assert_eq!(error.detail, text);
@@ -644,7 +706,7 @@ mod tests {
         let refused = ExecError::NotAgentc { name: "db".into() };
         assert_eq!(refused.exit_code(), 1);
         assert_eq!(
-            refused.to_string(),
+            refused.with_hint().to_string(),
             "refusing db: it has no io.agentc.profile label, so agentc did not create it\n  hint: agentc drives only its own containers (`agentc ps`); use the engine's own command line for others"
         );
         assert_eq!(
@@ -655,7 +717,10 @@ mod tests {
             field: "user".into(),
         });
         assert_eq!(argv.exit_code(), 65);
-        assert!(argv.to_string().starts_with("user contains a NUL byte"));
+        assert!(argv
+            .with_hint()
+            .to_string()
+            .starts_with("user contains a NUL byte"));
     }
 
     #[test]
@@ -663,7 +728,7 @@ mod tests {
         let error = ExecError::pull_failed("127.0.0.1:1/x:1", " dial tcp: connection refused\n");
         assert_eq!(error.exit_code(), 125);
         assert_eq!(
-            error.to_string(),
+            error.with_hint().to_string(),
             "cannot pull image 127.0.0.1:1/x:1: dial tcp: connection refused\n  hint: the registry is unreachable from the docker daemon: check that it is running and the host and port in the image reference"
         );
     }

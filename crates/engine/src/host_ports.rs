@@ -188,6 +188,7 @@ fn socket_inodes(table: &str, port: u16, protocol: Protocol) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentc_policy::Hinted;
 
     const TCP: &str = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
    0: 0100007F:46A0 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 424242 1 0000000000000000 100 0 0 10 0
@@ -231,7 +232,7 @@ mod tests {
         );
         let error = check_free(&container, &origins, Engine::Docker, false).expect_err("in use");
         assert_eq!(error.exit_code(), 125);
-        let failure = error.to_string();
+        let failure = error.with_hint().to_string();
         let holder = format!("by {} (pid {})", test_process_name(), std::process::id());
         assert!(
             failure.starts_with(&format!(

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use agentc_policy::ContainerSpec;
+use agentc_policy::Hinted;
 use bollard::models::ContainerInspectResponse;
 use futures_util::{stream, StreamExt};
 
@@ -291,7 +292,7 @@ impl fmt::Display for LaunchManyError {
         )?;
         for (name, error) in &self.failed {
             // A multi-line error (with its hint) stays indented under its copy.
-            let text = error.to_string().replace('\n', "\n    ");
+            let text = error.with_hint().to_string().replace('\n', "\n    ");
             write!(formatter, "\n  {name}: {text}")?;
         }
         if !self.not_started.is_empty() {

@@ -371,6 +371,7 @@ mod tests {
     use agentc_policy::{Capability, ExtraHost, Mount};
 
     use super::*;
+    use agentc_policy::Hinted;
 
     fn claude_like() -> ContainerSpec {
         let mut spec = ContainerSpec::empty("claude-code:latest");
@@ -481,6 +482,7 @@ mod tests {
         spec.resources.pids_limit = Some(512);
         let error = require_enforced_limits(&spec, true, true)
             .unwrap_err()
+            .with_hint()
             .to_string();
         assert!(
             error.starts_with("resources.pids_limit cannot be launched on podman"),
@@ -501,7 +503,7 @@ mod tests {
                 subpath: Some(".codex".into()),
             },
         });
-        let error = adapt(&spec, None).unwrap_err().to_string();
+        let error = adapt(&spec, None).unwrap_err().with_hint().to_string();
         assert!(
             error.starts_with("mounts[0].source.subpath cannot be launched on podman"),
             "{error}"
@@ -511,7 +513,7 @@ mod tests {
             host: "host.docker.internal".into(),
             target: HostTarget::HostGateway,
         });
-        let error = adapt(&spec, None).unwrap_err().to_string();
+        let error = adapt(&spec, None).unwrap_err().with_hint().to_string();
         assert!(error.starts_with("extra_hosts[0] cannot"), "{error}");
         assert!(error.contains("\n  hint: "), "{error}");
     }

@@ -149,6 +149,7 @@ pub fn docker_info_runtimes(info: &serde_json::Value) -> EngineRuntimes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentc_policy::Hinted;
 
     fn registered(pairs: &[(&str, &str)]) -> Runtimes {
         Runtimes::Registered(
@@ -165,6 +166,7 @@ mod tests {
         assert!(check_runtime(Engine::Docker, "runsc", &docker).is_ok());
         let error = check_runtime(Engine::Docker, "kata", &docker)
             .unwrap_err()
+            .with_hint()
             .to_string();
         assert!(error.contains("runtime kata"), "{error}");
         assert!(error.contains("it has runc, runsc"), "{error}");
@@ -175,6 +177,7 @@ mod tests {
         let renamed = registered(&[("secure", "/usr/bin/runsc")]);
         let error = check_runtime(Engine::Docker, "secure", &renamed)
             .unwrap_err()
+            .with_hint()
             .to_string();
         assert!(error.contains("registered as gVisor"), "{error}");
     }
@@ -213,11 +216,13 @@ mod tests {
         assert!(check_runtime(Engine::Podman, "runc", &default).is_ok());
         let error = check_runtime(Engine::Podman, "runsc", &default)
             .unwrap_err()
+            .with_hint()
             .to_string();
         assert!(error.contains("ignores HostConfig.Runtime"), "{error}");
         let usable = Runtimes::Usable(Err("default OCI runtime \"kata\" not found".into()));
         let error = check_runtime(Engine::Podman, "kata", &usable)
             .unwrap_err()
+            .with_hint()
             .to_string();
         assert!(error.contains("containers.conf"), "{error}");
     }

@@ -94,6 +94,7 @@ pub fn passed_secrets<'a>(spec: &'a ContainerSpec, env: &BTreeMap<String, String
 mod tests {
 
     use super::*;
+    use agentc_policy::Hinted;
 
     fn spec(env: Vec<EnvVar>) -> ContainerSpec {
         ContainerSpec {
@@ -174,7 +175,7 @@ mod tests {
             var("API_KEY", EnvValue::Secret { required: true }),
         ]);
         let error = resolve_env(&spec, &caller_env()).unwrap_err();
-        let message = error.to_string();
+        let message = error.with_hint().to_string();
         assert!(matches!(&error, ExecError::MissingSecret { variable } if variable == "API_KEY"));
         assert!(message.contains("API_KEY"), "{message}");
         assert!(!message.contains("s3cret-value"), "{message}");

@@ -56,6 +56,7 @@ use agentc_engine::companion::state::Orphans;
 use agentc_engine::port::EnginePort;
 use agentc_engine::session::{Sandboxes, SessionError, SessionPort};
 use agentc_engine::{Engine, ExecError};
+use agentc_policy::Hinted;
 
 use crate::failure::{Failure, EXIT_DOCKER};
 
@@ -153,23 +154,23 @@ pub fn engine_is_remote(engine: Engine, env: &BTreeMap<String, String>) -> bool 
 /// A launch failure, with its exit status ([`ExecError::exit_code`]).
 pub fn exec_failure(error: ExecError) -> Failure {
     let code = u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER);
-    Failure::new(code, error.to_string())
+    Failure::from_hinted(code, &error)
 }
 
 /// A session error, with its exit status ([`SessionError::exit_code`]).
 pub fn session_failure(error: SessionError) -> Failure {
-    Failure::new(
+    Failure::from_hinted(
         u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER),
-        error.to_string(),
+        &error,
     )
 }
 
 /// A verify that produced no checks, with its exit status
 /// ([`agentc_verify::VerifyError::exit_code`]): `agentc verify`'s and `agentc serve`'s.
 pub fn verify_failure(error: agentc_verify::VerifyError) -> Failure {
-    Failure::new(
+    Failure::from_hinted(
         u8::try_from(error.exit_code()).unwrap_or(crate::failure::EXIT_FAILED),
-        error.to_string(),
+        &error,
     )
 }
 
@@ -258,7 +259,7 @@ pub async fn cli_port_reaping(
         Err(failure) => {
             log::debug!(
                 "looking for the leftovers of killed launches through the command line: {}",
-                failure.message
+                failure.with_hint()
             );
             reap_now(&port, own, reaped).await
         }
@@ -315,7 +316,10 @@ async fn reap_now<P: EnginePort>(port: &P, own: Option<&str>, reaped: &Reaped) {
                 reaped.tell(orphans);
             }
         }
-        Err(error) => log::warn!("could not look for the leftovers of killed launches: {error}"),
+        Err(error) => log::warn!(
+            "could not look for the leftovers of killed launches: {error}",
+            error = error.with_hint()
+        ),
     }
 }
 

@@ -60,7 +60,8 @@ pub fn build_image(
         say(BuildEvent::Note("building as root: the image's agent user is 1000:1000 (build as the user who runs the agent to get your own ids)"));
     }
     let tag = build.tag.clone();
-    let argv = agentc_backend_cli::render_argv(&spec).map_err(Failure::unlaunchable)?;
+    let argv = agentc_backend_cli::render_argv(&spec)
+        .map_err(|error| Failure::from_hinted(crate::failure::EXIT_INVALID, &error))?;
     let code =
         agentc_backend_cli::exec::docker::run_foreground(engine, &argv).map_err(exec_failure)?;
     if code == 0 {

@@ -1,8 +1,9 @@
 //! A failed request: what to say and the exit status a command line gives it.
 
+use std::borrow::Cow;
 use std::fmt::Display;
 
-use agentc_policy::PolicyError;
+use agentc_policy::{Hinted, PolicyError};
 
 use crate::bundled::BundledError;
 
@@ -24,6 +25,8 @@ pub struct Failure {
     pub code: u8,
     /// The message, without the `error: ` prefix.
     pub message: String,
+    /// What to do about it, printed on a line of its own after the message (`  hint: HINT`).
+    pub hint: Option<String>,
 }
 
 impl Failure {
@@ -32,6 +35,7 @@ impl Failure {
         Failure {
             code: EXIT_INVALID,
             message: error.to_string(),
+            hint: None,
         }
     }
 
@@ -58,6 +62,7 @@ impl Failure {
         Failure {
             code: EXIT_INVALID,
             message,
+            hint: None,
         }
     }
 
@@ -66,6 +71,7 @@ impl Failure {
         Failure {
             code: EXIT_INVALID,
             message: error.to_string(),
+            hint: None,
         }
     }
 
@@ -74,7 +80,25 @@ impl Failure {
         Failure {
             code,
             message: message.into(),
+            hint: None,
         }
+    }
+
+    /// A failure with an explicit exit status, saying what `error` says: its message and its
+    /// hint, each in its own field.
+    pub fn from_hinted(code: u8, error: &(impl Hinted + ?Sized)) -> Failure {
+        Failure {
+            code,
+            message: error.to_string(),
+            hint: error.hint().map(Cow::into_owned),
+        }
+    }
+
+    /// This failure with `hint`, what to do about it.
+    #[must_use]
+    pub fn hinted(mut self, hint: impl Into<String>) -> Failure {
+        self.hint = Some(hint.into());
+        self
     }
 
     /// A usage error (exit 2).
@@ -82,6 +106,7 @@ impl Failure {
         Failure {
             code: EXIT_USAGE,
             message: message.into(),
+            hint: None,
         }
     }
 }
@@ -98,9 +123,16 @@ impl From<BundledError> for Failure {
 }
 
 impl Display for Failure {
-    /// The message, without the `error: ` prefix or the exit status.
+    /// The message, without the `error: ` prefix, the hint or the exit status
+    /// ([`Hinted::with_hint`] adds the hint).
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter.write_str(&self.message)
+    }
+}
+
+impl Hinted for Failure {
+    fn hint(&self) -> Option<Cow<'_, str>> {
+        self.hint.as_deref().map(Cow::Borrowed)
     }
 }
 

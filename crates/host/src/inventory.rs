@@ -27,6 +27,7 @@ use agentc_engine::launch::reachable_inspect;
 use agentc_engine::session::{Sandbox, SandboxClient, Sandboxes, SessionError, SessionPort};
 use agentc_engine::{network_of, published_addresses, ExecError};
 use agentc_lifecycle::state::State;
+use agentc_policy::Hinted;
 use agentc_policy::{
     Network, KIND_EGRESS_PROXY, LABEL_KIND, LABEL_PROFILE_FILE, LABEL_PROFILE_SHA256,
     LABEL_SPEC_DIGEST,
@@ -62,11 +63,11 @@ pub async fn sandbox_named<C: SandboxClient>(
                     Err(SessionError::NotOneContainer { found, .. }) if found.is_empty() => {
                         return Err(Failure::new(
                             EXIT_FAILED,
-                            format!(
-                                "no such container or profile {name}\n  hint: `agentc ps \
-                                 --all` lists agentc's containers and their profiles; a profile \
-                                 file is named by a path with a `/` or a `.toml` ending"
-                            ),
+                            format!("no such container or profile {name}"),
+                        )
+                        .hinted(
+                            "`agentc ps --all` lists agentc's containers and their profiles; a \
+                             profile file is named by a path with a `/` or a `.toml` ending",
                         ))
                     }
                     other => other,
@@ -324,7 +325,11 @@ async fn egress_of<C: SandboxClient>(client: &C, summary: &Summary) -> Option<Eg
     match client.egress(&sandbox).await {
         Ok(egress) => egress.map(|egress| egress.state),
         Err(error) => {
-            log::debug!("cannot tell the egress of {}: {error}", summary.name);
+            log::debug!(
+                "cannot tell the egress of {}: {error}",
+                summary.name,
+                error = error.with_hint()
+            );
             None
         }
     }

@@ -19,6 +19,7 @@ use agentc_engine::launch::{self, LaunchOptions, Launched};
 use agentc_engine::port::EnginePort;
 use agentc_engine::signals::Signals;
 use agentc_engine::{exit_status, published_addresses, Engine, ExecError};
+use agentc_policy::Hinted;
 use agentc_policy::{ContainerSpec, LaunchSpec, Network};
 use bollard::models::ContainerInspectResponse;
 use futures_util::StreamExt;
@@ -248,9 +249,10 @@ impl Launcher {
     /// 65), or the engine's failure.
     pub fn floor_failure(&self, error: FloorError, profile: &str) -> Failure {
         match error {
-            FloorError::Shortfall(shortfall) => {
-                Failure::unlaunchable(floor::not_met(shortfall, self.engine, profile).to_string())
-            }
+            FloorError::Shortfall(shortfall) => Failure::from_hinted(
+                crate::failure::EXIT_INVALID,
+                &floor::not_met(shortfall, self.engine, profile),
+            ),
             FloorError::Engine(error) => exec_failure(error),
         }
     }
@@ -324,7 +326,12 @@ impl Launcher {
             Err(error) => Err((
                 format!(
                     "the engine's runtimes cannot be read: {}",
-                    error.to_string().lines().next().unwrap_or_default()
+                    error
+                        .with_hint()
+                        .to_string()
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
                 ),
                 "`agentc doctor` without a profile checks the engine".to_string(),
             )),
@@ -472,7 +479,7 @@ impl Launcher {
         .map_err(|error| {
             self.forget_on_failure(container);
             let message = match error.unreachable() {
-                Some(unreachable) => unreachable.to_string(),
+                Some(unreachable) => unreachable.with_hint().to_string(),
                 None => error.to_string(),
             };
             let code = u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER);
@@ -500,7 +507,8 @@ impl Launcher {
                 Ok(inspect) => Ok(StartedSandbox::from_inspect(&inspect, &container.network)),
                 Err(error) => Err(format!(
                     "started {} but cannot inspect it: {error}",
-                    copy.placed.name.as_deref().unwrap_or_default()
+                    copy.placed.name.as_deref().unwrap_or_default(),
+                    error = error.with_hint()
                 )),
             })
             .collect())
@@ -511,7 +519,10 @@ impl Launcher {
 fn cannot_inspect(id: &str, error: &ExecError) -> Failure {
     Failure::new(
         EXIT_DOCKER,
-        format!("started {id} but cannot inspect it: {error}"),
+        format!(
+            "started {id} but cannot inspect it: {error}",
+            error = error.with_hint()
+        ),
     )
 }
 
@@ -533,9 +544,12 @@ pub fn refuse_fixed_host_ports(count: u16, container: &ContainerSpec) -> Result<
             EXIT_INVALID,
             format!(
                 "--count {count} starts {count} copies, but the profile publishes on host port \
-                 {port}, which only one of them can hold\n  hint: write only the container \
-                 port in network.publish (each copy then gets a free port), or run one copy"
+                 {port}, which only one of them can hold"
             ),
+        )
+        .hinted(
+            "write only the container port in network.publish (each copy then gets a free \
+             port), or run one copy",
         ));
     }
     Ok(())
@@ -552,11 +566,11 @@ pub fn refuse_unplaced_copies(copies: &[ContainerSpec], profile: &str) -> Result
             EXIT_INVALID,
             format!(
                 "profile {profile}: copy {} was resolved without the runtime of its isolation \
-                 floor\n  hint: meet the floor first (`meet_floor`) and resolve each copy with \
-                 Instance::floor",
+                 floor",
                 unmet.name.as_deref().unwrap_or_default()
             ),
-        )),
+        )
+        .hinted("meet the floor first (`meet_floor`) and resolve each copy with Instance::floor")),
         None => Ok(()),
     }
 }

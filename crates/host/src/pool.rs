@@ -123,10 +123,11 @@ impl<'a> Fill<'a> {
             return Err(Failure::new(
                 EXIT_INVALID,
                 format!(
-                    "profile {}: cannot be pooled: {reason}\n  hint: `agentc run` starts it cold",
+                    "profile {}: cannot be pooled: {reason}",
                     loaded.profile.name
                 ),
-            ));
+            )
+            .hinted("`agentc run` starts it cold"));
         }
         Ok(Fill {
             loaded,

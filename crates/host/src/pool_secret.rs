@@ -88,12 +88,16 @@ fn read(path: &Path) -> Result<Option<Vec<u8>>, Failure> {
         return Err(Failure::new(
             EXIT_FAILED,
             format!(
-                "{}: the pools' credential key is readable by others (mode {:o})\n  hint: `chmod 600 {}`, or remove it (the pools' members are then drained by the next fill or claim)",
+                "{}: the pools' credential key is readable by others (mode {:o})",
                 path.display(),
                 mode & 0o777,
-                path.display()
             ),
-        ));
+        )
+        .hinted(format!(
+            "`chmod 600 {}`, or remove it (the pools' members are then drained by the next fill \
+             or claim)",
+            path.display()
+        )));
     }
     let mut key = Vec::new();
     Read::by_ref(&mut file)
@@ -104,10 +108,14 @@ fn read(path: &Path) -> Result<Option<Vec<u8>>, Failure> {
         return Err(Failure::new(
             EXIT_FAILED,
             format!(
-                "{}: not a pools' credential key ({} bytes, not {LENGTH})\n  hint: remove it: a new one is made (the pools' members are then drained by the next fill or claim)",
+                "{}: not a pools' credential key ({} bytes, not {LENGTH})",
                 path.display(),
                 key.len()
             ),
+        )
+        .hinted(
+            "remove it: a new one is made (the pools' members are then drained by the next fill \
+             or claim)",
         ));
     }
     Ok(Some(key))
@@ -116,11 +124,9 @@ fn read(path: &Path) -> Result<Option<Vec<u8>>, Failure> {
 fn failure(path: &Path, what: &str, error: &std::io::Error) -> Failure {
     Failure::new(
         EXIT_FAILED,
-        format!(
-            "{}: {what}: {error}\n  hint: set AGENTC_STATE_DIR to a directory agentc may write",
-            PathBuf::from(path).display()
-        ),
+        format!("{}: {what}: {error}", PathBuf::from(path).display()),
     )
+    .hinted("set AGENTC_STATE_DIR to a directory agentc may write")
 }
 
 #[cfg(test)]

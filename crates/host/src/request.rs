@@ -63,9 +63,12 @@ impl LaunchRequest {
 /// Reads and validates a profile file.
 pub fn load_profile(path: &Path) -> Result<LoadedProfile, Failure> {
     let shown = path.display().to_string();
-    let cannot_read = |error: std::io::Error| Failure {
-        code: EXIT_NO_INPUT,
-        message: format!("{shown}: cannot read the profile: {error}\n  hint: check the path"),
+    let cannot_read = |error: std::io::Error| {
+        Failure::new(
+            EXIT_NO_INPUT,
+            format!("{shown}: cannot read the profile: {error}"),
+        )
+        .hinted("check the path")
     };
     // Read one byte past the limit at most, so that `/dev/zero` or a huge file costs no more
     // memory than a profile may have; `load` then refuses the oversized text by its size.
@@ -78,20 +81,24 @@ pub fn load_profile(path: &Path) -> Result<LoadedProfile, Failure> {
         })
         .map_err(cannot_read)?;
     if bytes.len() > agentc_policy::MAX_PROFILE_BYTES {
-        return Err(Failure {
-            code: EXIT_INVALID,
-            message: format!(
-                "{shown}: the profile is larger than the limit of {} bytes (1 MiB)\n  hint: a profile is a few kilobytes of toml; check that this is the right file",
+        return Err(Failure::new(
+            EXIT_INVALID,
+            format!(
+                "{shown}: the profile is larger than the limit of {} bytes (1 MiB)",
                 agentc_policy::MAX_PROFILE_BYTES
             ),
-        });
+        )
+        .hinted("a profile is a few kilobytes of toml; check that this is the right file"));
     }
-    let text = String::from_utf8(bytes).map_err(|error| Failure {
-        code: EXIT_INVALID,
-        message: format!(
-            "{shown}: the profile is not UTF-8 text (invalid byte at offset {})\n  hint: save the file as UTF-8",
-            error.utf8_error().valid_up_to()
-        ),
+    let text = String::from_utf8(bytes).map_err(|error| {
+        Failure::new(
+            EXIT_INVALID,
+            format!(
+                "{shown}: the profile is not UTF-8 text (invalid byte at offset {})",
+                error.utf8_error().valid_up_to()
+            ),
+        )
+        .hinted("save the file as UTF-8")
     })?;
     let loaded = agentc_policy::load(&shown, &text).map_err(Failure::invalid_profile)?;
     log::debug!(

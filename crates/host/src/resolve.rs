@@ -270,16 +270,14 @@ fn workspace_dir(requested: Option<&Path>) -> Result<PathBuf, Failure> {
         ),
     };
     let canonical = std::fs::canonicalize(&path).map_err(|error| {
-        Failure::usage(format!(
-            "{input} {}: {error}\n  hint: pass an existing directory with --workspace",
-            path.display()
-        ))
+        Failure::usage(format!("{input} {}: {error}", path.display()))
+            .hinted("pass an existing directory with --workspace")
     })?;
     if !canonical.is_dir() {
-        return Err(Failure::usage(format!(
-            "{input} {} is not a directory\n  hint: pass an existing directory with --workspace",
-            path.display()
-        )));
+        return Err(
+            Failure::usage(format!("{input} {} is not a directory", path.display()))
+                .hinted("pass an existing directory with --workspace"),
+        );
     }
     Ok(canonical)
 }
@@ -288,6 +286,7 @@ fn absolute_parent(profile: &Path) -> Result<PathBuf, Failure> {
     let canonical = std::fs::canonicalize(profile).map_err(|error| Failure {
         code: EXIT_NO_INPUT,
         message: format!("{}: {error}", profile.display()),
+        hint: None,
     })?;
     Ok(canonical
         .parent()
@@ -297,10 +296,8 @@ fn absolute_parent(profile: &Path) -> Result<PathBuf, Failure> {
 
 fn path_text(path: &Path, what: &str) -> Result<String, Failure> {
     path.to_str().map(str::to_string).ok_or_else(|| {
-        Failure::usage(format!(
-            "{what} {} is not valid UTF-8\n  hint: docker cannot be given non-UTF-8 paths safely; rename it",
-            path.display()
-        ))
+        Failure::usage(format!("{what} {} is not valid UTF-8", path.display()))
+            .hinted("docker cannot be given non-UTF-8 paths safely; rename it")
     })
 }
 
@@ -318,11 +315,12 @@ fn decant_sources(
             return Err(Failure {
                 code: EXIT_INVALID,
                 message: format!(
-                    "{}: decant.source_profiles names {name:?}, but {} holds profile {:?}\n  hint: name each source profile's file after its `name`",
+                    "{}: decant.source_profiles names {name:?}, but {} holds profile {:?}",
                     loaded.file,
                     path.display(),
                     source.profile.name
                 ),
+                hint: Some("name each source profile's file after its `name`".to_string()),
             });
         }
         if let Some(home_volume) = agentc_policy::home_volume_name(&source.profile, owner) {
@@ -343,10 +341,11 @@ pub fn container_of(spec: &LaunchSpec) -> Result<&ContainerSpec, Failure> {
         Action::Build(_) => Err(Failure::new(
             EXIT_INVALID,
             format!(
-                "profile {:?}: a {} launch builds an image and starts no container\n  hint: use `agentc build`",
+                "profile {:?}: a {} launch builds an image and starts no container",
                 spec.profile,
                 spec.kind.as_str()
             ),
-        )),
+        )
+        .hinted("use `agentc build`")),
     }
 }

@@ -18,6 +18,7 @@ use agentc_engine::admin::{self, RemoveTarget};
 use agentc_engine::session::{SandboxClient, Sandboxes, SessionError, SessionPort};
 use agentc_engine::snapshot::{self, RestorePlan, RestoreReport, SnapshotRecord};
 use agentc_engine::ExecError;
+use agentc_policy::Hinted;
 use agentc_policy::{ContainerSpec, Instance, LaunchSpec, LoadedProfile, Start};
 
 use crate::backend::{reap, session_failure, OnClient};
@@ -263,13 +264,15 @@ impl Restore<'_> {
         let target = RemoveTarget::Names(vec![name.to_string()]);
         if let Err(error) = admin::remove(port, &target).await {
             (self.events)(RestoreEvent::Note(&format!(
-                "could not remove {name}: {error}"
+                "could not remove {name}: {error}",
+                error = error.with_hint()
             )));
         }
         let volumes: Vec<String> = plan.fresh_volumes.iter().cloned().collect();
         if let Err(error) = admin::remove_volumes(port, &volumes, true).await {
             (self.events)(RestoreEvent::Note(&format!(
-                "could not remove the volumes of {name}: {error}"
+                "could not remove the volumes of {name}: {error}",
+                error = error.with_hint()
             )));
         }
     }
@@ -342,13 +345,15 @@ fn in_use(names: &[String]) -> Failure {
     Failure::new(
         EXIT_DOCKER,
         format!(
-            "the container name{} {} {} already in use\n  hint: `agentc ps --all` lists \
-             agentc's containers and `agentc rm NAME` removes one; or restore under another \
-             --name",
+            "the container name{} {} {} already in use",
             if names.len() == 1 { "" } else { "s" },
             names.join(", "),
             if names.len() == 1 { "is" } else { "are" },
         ),
+    )
+    .hinted(
+        "`agentc ps --all` lists agentc's containers and `agentc rm NAME` removes one; or \
+         restore under another --name",
     )
 }
 

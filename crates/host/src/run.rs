@@ -11,6 +11,7 @@ use agentc_engine::session::{
     ExecRequest, ExecStdin, OutputSink, SandboxClient, Sandboxes, SessionError, SessionPort,
 };
 use agentc_engine::ExecError;
+use agentc_policy::Hinted;
 use agentc_policy::{ChosenRuntime, ContainerSpec, Instance, LaunchSpec, LoadedProfile, Start};
 use futures_util::FutureExt;
 
@@ -109,7 +110,7 @@ impl RunOne<'_> {
         // Listen before the claim renames a member: a signal then is never lost, and the
         // member claimed is removed again.
         let mut signals = Signals::new()?;
-        let secret = move || secret_for(placed).map_err(|failure| failure.message);
+        let secret = move || secret_for(placed).map_err(|failure| failure.with_hint().to_string());
         let found = warm::claim_launch(
             client,
             &LaunchClaim {
@@ -171,8 +172,9 @@ impl RunOne<'_> {
             let profile = &self.loaded.profile.name;
             return Err(Failure::new(
                 EXIT_INVALID,
-                format!("--pool require: no warm start for {profile}: {reason}\n  hint: {hint}"),
-            ));
+                format!("--pool require: no warm start for {profile}: {reason}"),
+            )
+            .hinted(hint));
         }
         if pooled {
             self.note(&format!("cold start: {reason}"));

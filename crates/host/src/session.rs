@@ -39,6 +39,7 @@ use agentc_engine::session::{
     EXEC_TAG_VAR,
 };
 use agentc_engine::{exit_status, ExecError, Interrupt};
+use agentc_policy::Hinted;
 use agentc_policy::{EnvValue, EnvVar};
 
 use crate::backend::{session_failure, OnClient, Signals};
@@ -107,7 +108,7 @@ pub async fn run_exec<C: SandboxClient>(
         Ok(()) => format!("stopped the command in {}", sandbox.name),
         Err(error) => format!(
             "the command may still run in {}: {error}\n  hint: `agentc stop {}` stops the container",
-            sandbox.name, sandbox.name
+            sandbox.name, sandbox.name, error = error.with_hint()
         ),
     };
     Err(session_failure(SessionError::Launch(
@@ -276,7 +277,10 @@ async fn copy_between<C: SandboxClient>(
                 .upload(&sandbox, from, path)
                 .await
                 .map_err(session_failure)?;
-            Ok(Copied::To(format!("{}:{}", sandbox.name, report.destination)))
+            Ok(Copied::To(format!(
+                "{}:{}",
+                sandbox.name, report.destination
+            )))
         }
         (Side::Container { name, path }, Side::Host(to), _) => {
             let sandbox = sandbox_named(client, name, true).await?;
@@ -287,8 +291,9 @@ async fn copy_between<C: SandboxClient>(
             Ok(Copied::To(report.destination))
         }
         _ => Err(Failure::usage(
-            "one side of `agentc cp` must be NAME:PATH and the other a host path\n  hint: agentc cp ./file NAME:/tmp, or agentc cp NAME:/tmp/file .",
-        )),
+            "one side of `agentc cp` must be NAME:PATH and the other a host path",
+        )
+        .hinted("agentc cp ./file NAME:/tmp, or agentc cp NAME:/tmp/file .")),
     }
 }
 
@@ -397,13 +402,16 @@ async fn egress_of<C: SandboxClient>(
             Failure::new(
                 EXIT_FAILED,
                 format!(
-                    "{} is not behind agentc's egress proxy, so it has no egress log\n  hint: \
-                     only an allowlist enforced outside the sandbox (egress.enforce = \
-                     \"outside\", the default with egress hosts) runs the proxy; `agentc logs \
-                     {}` prints the container's own output",
-                    sandbox.name, sandbox.name
+                    "{} is not behind agentc's egress proxy, so it has no egress log",
+                    sandbox.name
                 ),
             )
+            .hinted(format!(
+                "only an allowlist enforced outside the sandbox (egress.enforce = \"outside\", \
+                 the default with egress hosts) runs the proxy; `agentc logs {}` prints the \
+                 container's own output",
+                sandbox.name
+            ))
         })
 }
 

@@ -29,17 +29,18 @@ pub fn state_dir() -> Result<PathBuf, Failure> {
     match non_empty("HOME") {
         Some(home) => Ok(PathBuf::from(home).join(".local/state/agentc")),
         None => Err(Failure::usage(
-            "no state directory: HOME, XDG_STATE_HOME and AGENTC_STATE_DIR are unset\n  hint: set AGENTC_STATE_DIR to a directory agentc may write",
-        )),
+            "no state directory: HOME, XDG_STATE_HOME and AGENTC_STATE_DIR are unset",
+        )
+        .hinted("set AGENTC_STATE_DIR to a directory agentc may write")),
     }
 }
 
 /// A snapshot error, with its exit status ([`SnapshotError::exit_code`]).
 pub fn snapshot_failure(error: impl Into<SnapshotError>) -> Failure {
     let error = error.into();
-    Failure::new(
+    Failure::from_hinted(
         u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER),
-        error.to_string(),
+        &error,
     )
 }
 
@@ -76,10 +77,8 @@ pub async fn take<P: SessionPort>(
     let (time, default_tag) = snapshot::now();
     let tag = tag.unwrap_or(default_tag);
     if snapshot::check_tag(&tag).is_none() {
-        return Err(Failure::usage(format!(
-            "--tag {tag:?} is not an image tag\n  hint: 1 to 128 letters, digits, `_`, `.` \
-             and `-`, not starting with `.` or `-`"
-        )));
+        return Err(Failure::usage(format!("--tag {tag:?} is not an image tag"))
+            .hinted("1 to 128 letters, digits, `_`, `.` and `-`, not starting with `.` or `-`"));
     }
     let reference = format!("{}:{tag}", snapshot::repository(&sandbox.profile));
     let request = snapshot::SnapshotRequest {
@@ -130,11 +129,11 @@ async fn launch_secrets<P: SessionPort>(
             EXIT_FAILED,
             format!(
                 "refusing to snapshot {}: it records no profile file, which a restore \
-                 launches from\n  hint: snapshot a sandbox started by `agentc run` (or created \
-                 from a profile file)",
+                 launches from",
                 sandbox.name
             ),
-        ));
+        )
+        .hinted("snapshot a sandbox started by `agentc run` (or created from a profile file)"));
     };
     // The launch's secrets, as its profile resolves them now (by name only).
     let loaded = load_profile(Path::new(profile_file))?;
@@ -162,11 +161,13 @@ pub fn snapshot_profile(record: &SnapshotRecord) -> Result<(PathBuf, LoadedProfi
         return Err(Failure::new(
             EXIT_FAILED,
             format!(
-                "snapshot {} records no profile file to launch from\n  hint: snapshots of \
-                 sandboxes launched from a profile file (`agentc run`, `agentc serve`'s create \
-                 with a profile path) record theirs",
+                "snapshot {} records no profile file to launch from",
                 record.name
             ),
+        )
+        .hinted(
+            "snapshots of sandboxes launched from a profile file (`agentc run`, `agentc \
+             serve`'s create with a profile path) record theirs",
         ));
     };
     let file = PathBuf::from(file);
@@ -175,15 +176,17 @@ pub fn snapshot_profile(record: &SnapshotRecord) -> Result<(PathBuf, LoadedProfi
         return Err(Failure::new(
             EXIT_FAILED,
             format!(
-                "snapshot {} is of profile {}, but {} now names profile {}\n  hint: restore it \
-                 from a profile file named {}",
+                "snapshot {} is of profile {}, but {} now names profile {}",
                 record.name,
                 record.profile,
                 file.display(),
                 loaded.profile.name,
-                record.profile
             ),
-        ));
+        )
+        .hinted(format!(
+            "restore it from a profile file named {}",
+            record.profile
+        )));
     }
     Ok((file, loaded))
 }

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use agentc_policy::{Action, Instance, LaunchKind, Start};
+use agentc_policy::{Action, Hinted, Instance, LaunchKind, Start};
 
 use crate::*;
 
@@ -29,7 +29,11 @@ fn a_profile_that_cannot_be_read_names_the_file_and_exits_no_input() {
     assert!(failure
         .message
         .starts_with("/nonexistent/box.toml: cannot read the profile"));
-    assert!(failure.message.contains("hint: check the path"));
+    assert_eq!(failure.hint.as_deref(), Some("check the path"));
+    assert!(failure
+        .with_hint()
+        .to_string()
+        .contains("\n  hint: check the path"));
 }
 
 #[test]
@@ -127,8 +131,9 @@ fn a_workspace_that_is_not_a_directory_is_a_usage_error() {
     assert_eq!(failure.code, EXIT_USAGE);
     assert!(failure.message.contains("is not a directory"));
     assert!(failure
-        .message
-        .contains("hint: pass an existing directory with --workspace"));
+        .with_hint()
+        .to_string()
+        .contains("\n  hint: pass an existing directory with --workspace"));
 }
 
 #[test]

@@ -95,12 +95,9 @@ impl VerifyRunning {
     fn refuse(&self, why: &str) -> Failure {
         Failure::new(
             EXIT_INVALID,
-            format!(
-                "cannot verify the running sandbox {}: {why}\n  hint: `agentc verify \
-                 PROFILE.toml` checks its launch in a probe of its own",
-                self.name
-            ),
+            format!("cannot verify the running sandbox {}: {why}", self.name),
         )
+        .hinted("`agentc verify PROFILE.toml` checks its launch in a probe of its own")
     }
 
     /// The spec of the running `sandbox` as its profile `file` resolves now: under its own

@@ -2,14 +2,15 @@
 
 use std::fmt;
 
-/// Why a lifecycle step refused its input. Displays as `WHERE: MESSAGE`, then the hint on its
-/// own line (`  hint: HINT`), like the policy's errors.
+/// Why a lifecycle step refused its input. Displays as `WHERE: MESSAGE`; its hint is
+/// [`Hinted::hint`](agentc_policy::Hinted::hint) (printed on its own line, `  hint: HINT`, by
+/// [`Hinted::with_hint`](agentc_policy::Hinted::with_hint)).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum LifecycleError {
     /// A state or lock file that cannot be read as what it claims to be: corrupt, truncated,
     /// hand-edited into another shape, or of another version.
-    #[error("{}: {message}\n  hint: {hint}", at(file, *line, *column))]
+    #[error("{}: {message}", at(file, *line, *column))]
     Corrupt {
         /// The file.
         file: String,
@@ -23,7 +24,7 @@ pub enum LifecycleError {
         hint: String,
     },
     /// A starter profile that cannot be written as asked (`agentc init`).
-    #[error("{option}: {message}\n  hint: {hint}")]
+    #[error("{option}: {message}")]
     Init {
         /// The command-line option at fault.
         option: String,
@@ -34,7 +35,7 @@ pub enum LifecycleError {
     },
     /// A state transition that is refused (a rollback with nothing to return to, a state of
     /// another profile).
-    #[error("{file}: {message}\n  hint: {hint}")]
+    #[error("{file}: {message}")]
     Refused {
         /// The state file.
         file: String,
@@ -43,6 +44,16 @@ pub enum LifecycleError {
         /// What to do instead.
         hint: String,
     },
+}
+
+impl agentc_policy::Hinted for LifecycleError {
+    fn hint(&self) -> Option<std::borrow::Cow<'_, str>> {
+        match self {
+            LifecycleError::Corrupt { hint, .. }
+            | LifecycleError::Init { hint, .. }
+            | LifecycleError::Refused { hint, .. } => Some(std::borrow::Cow::Borrowed(hint)),
+        }
+    }
 }
 
 fn at(file: &str, line: Option<usize>, column: Option<usize>) -> String {
@@ -131,6 +142,7 @@ impl LifecycleError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentc_policy::Hinted;
 
     #[test]
     fn positions_count_lines_and_characters_from_one() {
@@ -148,7 +160,7 @@ mod tests {
             number: u32,
         }
         let error = parse_toml::<Doc>("x.lock", "\n\nnumber = \"seven\"\n", "fix it").unwrap_err();
-        let text = error.to_string();
+        let text = error.with_hint().to_string();
         assert!(text.starts_with("x.lock:3:10: "), "{text}");
         assert!(text.ends_with("\n  hint: fix it"), "{text}");
     }

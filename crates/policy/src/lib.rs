@@ -69,6 +69,7 @@
 #![deny(missing_docs)]
 
 pub mod digest;
+pub mod hint;
 pub mod overrides;
 pub mod pool;
 pub mod presets;
@@ -112,6 +113,7 @@ pub use finding::{
     deny, highest, report_json, report_text, Finding, FindingCode, FindingSource, Severity,
 };
 pub use findings::{explain_json, findings};
+pub use hint::{Hint, Hinted, WithHint};
 pub use inputs::{
     BuildInputs, DecantSource, Instance, Owner, PathKind, PathProbe, ProfileRecord, RealPaths,
     ResolveInputs, Start,

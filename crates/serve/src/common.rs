@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use agentc_engine::session::{Sandbox, SandboxClient, SessionError, SessionPort};
 use agentc_engine::ExecError;
+use agentc_policy::Hint;
 
 use super::protocol::*;
 use super::{Server, Session};
@@ -26,7 +27,7 @@ pub fn session_error(error: SessionError) -> RpcError {
         _ => "failed",
     };
     let code = u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER);
-    RpcError::agentc(code, kind, &error.to_string())
+    RpcError::agentc(code, kind, &error)
 }
 
 /// A command line failure as agentc's JSON-RPC error.
@@ -37,16 +38,12 @@ pub fn failure(failure: Failure) -> RpcError {
         EXIT_DOCKER => "engine",
         _ => "failed",
     };
-    RpcError::agentc(failure.code, kind, &failure.message)
+    RpcError::agentc(failure.code, kind, &failure)
 }
 
 /// An invalid request (65), with its hint.
 pub fn invalid(message: String, hint: &str) -> RpcError {
-    RpcError::agentc(
-        EXIT_INVALID,
-        "invalid",
-        &format!("{message}\n  hint: {hint}"),
-    )
+    RpcError::agentc(EXIT_INVALID, "invalid", &Hint::new(message, hint))
 }
 
 /// A name for a session's sandbox that names none: `PROFILE-sPID-N`, unique in this process,
@@ -112,7 +109,8 @@ mod tests {
 
     #[test]
     fn a_hint_becomes_the_errors_hint_field() {
-        let error = RpcError::agentc(1, "failed", "no such thing\n  hint: make it");
+        let error = RpcError::agentc(1, "failed", &Hint::new("no such thing", "make it"));
+        assert_eq!(error.message, "no such thing\n  hint: make it");
         assert_eq!(error.data.unwrap().hint.as_deref(), Some("make it"));
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use agentc_engine::session::{
     Captured, ExecRequest, ExecStdin, OutputSink, SandboxClient, SessionPort, Stream, EXEC_TAG_VAR,
 };
-use agentc_policy::{EnvValue, EnvVar};
+use agentc_policy::{EnvValue, EnvVar, Hint};
 use serde_json::Value;
 
 use super::common::{invalid, session, session_error};
@@ -320,10 +320,10 @@ fn runner_answered(
         Ok(Err(runner::RunFailure::Lost)) => Err(RpcError::agentc(
             EXIT_DOCKER,
             "failed",
-            &format!(
-                "the runner in {sandbox} ended while the command ran (it may have run)\n  hint: \
-                 the sandbox may have stopped; `running` says, and the next exec starts a new \
-                 runner"
+            &Hint::new(
+                format!("the runner in {sandbox} ended while the command ran (it may have run)"),
+                "the sandbox may have stopped; `running` says, and the next exec starts a new \
+                 runner",
             ),
         )),
     })
@@ -359,6 +359,6 @@ fn stopped_error() -> RpcError {
     RpcError::agentc(
         143,
         "failed",
-        "the server stopped before the command ended; its processes were stopped",
+        &Hint::none("the server stopped before the command ended; its processes were stopped"),
     )
 }

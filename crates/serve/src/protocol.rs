@@ -10,6 +10,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
+use agentc_policy::Hinted;
+
 /// The protocol's version, answered by `initialize`.
 pub const PROTOCOL_VERSION: u32 = 1;
 
@@ -549,15 +551,19 @@ impl RpcError {
         }
     }
 
-    /// agentc's failure: `message` (whose `\n  hint: ` line, if any, becomes `data.hint`),
-    /// its exit status and kind.
-    pub fn agentc(exit_code: u8, kind: &str, message: &str) -> RpcError {
-        let hint = message
-            .split_once("\n  hint: ")
-            .map(|(_, hint)| hint.trim().to_string());
+    /// agentc's failure: its message with the hint on its last line, as the command line
+    /// prints it ([`Hinted::with_hint`]), the hint as `data.hint`, its exit status and kind.
+    pub fn agentc(exit_code: u8, kind: &str, error: &(impl Hinted + ?Sized)) -> RpcError {
+        let message = error.with_hint().to_string();
+        let hint = match error.hint() {
+            Some(hint) => Some(hint.trim().to_string()),
+            // A message that still writes its hint into its text (not yet a field of its
+            // error's type): read back from the text, as before.
+            None => agentc_policy::hint::hint_in_text(&message).map(str::to_string),
+        };
         RpcError {
             code: AGENTC_ERROR,
-            message: message.to_string(),
+            message,
             data: Some(ErrorData {
                 exit_code,
                 kind: kind.to_string(),

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use agentc_engine::session::{session_name, SessionPort};
 use agentc_policy::profile::{MountConfig, MountType};
+use agentc_policy::Hinted;
 use agentc_policy::{Instance, LaunchSpec, LoadedProfile, PortSpec, Protocol, Start};
 
 use super::common::{failure, sandbox_name};
@@ -43,10 +44,7 @@ enum Origin {
 }
 
 fn invalid(message: String, hint: &str) -> RpcError {
-    failure(Failure::new(
-        EXIT_INVALID,
-        format!("{message}\n  hint: {hint}"),
-    ))
+    failure(Failure::new(EXIT_INVALID, message).hinted(hint))
 }
 
 /// The profile of a request, loaded, and where from.
@@ -67,13 +65,13 @@ fn load(request: &LaunchRequest<'_>) -> Result<(LoadedProfile, Origin), RpcError
                 })?,
             };
             let dir = std::fs::canonicalize(&dir).map_err(|error| {
-                failure(Failure::new(
-                    EXIT_NO_INPUT,
-                    format!(
-                        "profile_dir {}: {error}\n  hint: give an existing directory",
-                        dir.display()
-                    ),
-                ))
+                failure(
+                    Failure::new(
+                        EXIT_NO_INPUT,
+                        format!("profile_dir {}: {error}", dir.display()),
+                    )
+                    .hinted("give an existing directory"),
+                )
             })?;
             let loaded = agentc_policy::load("profile_text", text)
                 .map_err(|errors| failure(Failure::invalid_profile(errors)))?;
@@ -120,7 +118,7 @@ fn amend(loaded: &mut LoadedProfile, request: &LaunchRequest<'_>) -> Result<(), 
             EXIT_INVALID,
             format!(
                 "the profile with the request's mounts and publish is invalid:\n{}",
-                Failure::invalid_profile(errors).message
+                Failure::invalid_profile(errors).with_hint()
             ),
         ))
     })

@@ -25,6 +25,7 @@
 use std::collections::BTreeMap;
 
 use agentc_engine::session::{ExecRequest, OutputSink, Sandbox, SessionPort, Stream, EXEC_TAG_VAR};
+use agentc_policy::Hinted;
 use tokio::sync::{mpsc, Mutex};
 
 /// The runner's loop: a header `ID LENGTH`, then the script; the answer's header, the output,
@@ -115,7 +116,11 @@ impl Runner {
                 .await
             {
                 Ok(code) => log::debug!("runner in {} ended: {code}", sandbox.name),
-                Err(error) => log::debug!("runner in {} failed: {error}", sandbox.name),
+                Err(error) => log::debug!(
+                    "runner in {} failed: {error}",
+                    sandbox.name,
+                    error = error.with_hint()
+                ),
             }
         };
         (runner, exec)

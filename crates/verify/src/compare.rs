@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use agentc_policy::{AppArmor, ContainerSpec, EnvValue, MountSource, Network};
+use agentc_policy::{AppArmor, ContainerSpec, EnvValue, Hinted, MountSource, Network};
 
 use super::check::{check, fact_check, Check, Fact, NOT_OBSERVED};
 use super::parse::{capability_names, Limit, Observation};
@@ -637,7 +637,8 @@ pub fn render_table(checks: &[Check]) -> String {
     }
     for check in checks.iter().filter(|check| !check.ok || check.warned) {
         if let Some(hint) = &check.hint {
-            let _ = writeln!(out, "{}: {}\n  hint: {hint}", check.what, check.seen);
+            let hinted = agentc_policy::Hint::new(format!("{}: {}", check.what, check.seen), hint);
+            let _ = writeln!(out, "{}", hinted.with_hint());
         }
     }
     let failed = checks.iter().filter(|check| !check.ok).count();

@@ -40,6 +40,16 @@ pub enum VerifyError {
     },
 }
 
+impl agentc_policy::Hinted for VerifyError {
+    /// A launch's hint; the probe's and the executor's messages still carry theirs as text.
+    fn hint(&self) -> Option<std::borrow::Cow<'_, str>> {
+        match self {
+            VerifyError::Launch(error) => error.hint(),
+            _ => None,
+        }
+    }
+}
+
 impl VerifyError {
     /// The exit status `agentc verify` ends with for this error.
     pub fn exit_code(&self) -> i32 {
@@ -56,6 +66,7 @@ impl VerifyError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentc_policy::Hinted;
 
     #[test]
     fn each_cause_exits_with_its_own_status() {
@@ -77,7 +88,7 @@ mod tests {
             assert_eq!(error.exit_code(), code, "{error:?}");
         }
         assert_eq!(
-            interrupted(Interrupt::Sigterm).to_string(),
+            interrupted(Interrupt::Sigterm).with_hint().to_string(),
             "interrupted by SIGTERM; removed container c"
         );
     }

@@ -21,6 +21,7 @@ use agentc_engine::isolation::FloorError;
 use agentc_engine::port::{EngineError, EngineErrorKind, EnginePort};
 use agentc_engine::signals::Signals;
 use agentc_engine::{ExecError, Interrupt};
+use agentc_policy::Hinted;
 use agentc_policy::{Action, ContainerSpec, EgressSpec, LaunchSpec, Network};
 use futures_util::FutureExt;
 
@@ -211,7 +212,9 @@ pub fn verifiable(spec: &LaunchSpec) -> Result<&ContainerSpec, VerifyError> {
 pub fn floor_error(error: FloorError, engine: agentc_engine::Engine, profile: &str) -> VerifyError {
     match error {
         FloorError::Shortfall(shortfall) => VerifyError::Unverifiable(
-            agentc_engine::isolation::not_met(shortfall, engine, profile).to_string(),
+            agentc_engine::isolation::not_met(shortfall, engine, profile)
+                .with_hint()
+                .to_string(),
         ),
         FloorError::Engine(error) => VerifyError::Launch(error),
     }
@@ -366,7 +369,7 @@ async fn probe<P: EnginePort>(
     let env = inputs.env;
     agentc_engine::resolve_env(probe, env)?;
     agentc_engine::argv::check_container(probe)
-        .map_err(|error| VerifyError::Unverifiable(error.to_string()))?;
+        .map_err(|error| VerifyError::Unverifiable(error.with_hint().to_string()))?;
     let mut notify = inputs.notify;
     agentc_engine::image::ensure_image(port, &probe.image, inputs.pull, &mut notify).await?;
     // An image without the firewall the launch leaves egress to is refused as the launch is.
@@ -558,7 +561,7 @@ mod tests {
     fn a_pids_limit_below_the_probes_needs_is_refused_before_launch() {
         let failure = require_probe_room("tiny", Some(1)).unwrap_err();
         assert_eq!(failure.exit_code(), 1);
-        let message = failure.to_string();
+        let message = failure.with_hint().to_string();
         assert!(
             message.starts_with("profile \"tiny\": resources.pids_limit = 1 leaves the probe"),
             "{message}"

@@ -19,8 +19,9 @@ use crate::context::{self, Failure};
 pub fn build(args: BuildArgs) -> Result<u8, Failure> {
     if args.backend == BackendArg::Api {
         return Err(Failure::usage(
-            "the api backend does not build images: named build contexts need BuildKit, which the Engine API build endpoint does not offer\n  hint: use --backend cli (the default), which runs `docker build`",
-        ));
+            "the api backend does not build images: named build contexts need BuildKit, which the Engine API build endpoint does not offer",
+        )
+        .hinted("use --backend cli (the default), which runs `docker build`"));
     }
     let launch_args = LaunchArgs {
         profile: args.profile,

@@ -20,8 +20,9 @@ fn context(args: ImageContextArgs) -> Result<u8, Failure> {
     let context = build_context(agent).ok_or_else(|| {
         Failure::new(
             EXIT_INVALID,
-            "a custom sandbox has no bundled image: its profile names an image of your choice\n  hint: pass claude-code, codex, opencode or hermes",
+            "a custom sandbox has no bundled image: its profile names an image of your choice",
         )
+        .hinted("pass claude-code, codex, opencode or hermes")
     })?;
     let dir = &args.dir;
     let occupied = std::fs::read_dir(dir)
@@ -31,10 +32,11 @@ fn context(args: ImageContextArgs) -> Result<u8, Failure> {
         return Err(Failure::new(
             EXIT_FAILED,
             format!(
-                "{}: is not empty; agentc image context writes only into an empty or missing directory\n  hint: choose another directory, or pass --force to replace the context's files there",
+                "{}: is not empty; agentc image context writes only into an empty or missing directory",
                 dir.display()
             ),
-        ));
+        )
+        .hinted("choose another directory, or pass --force to replace the context's files there"));
     }
     write_context(&context, dir)?;
     for file in &context.files {

@@ -5,7 +5,7 @@ use agentc_lifecycle::init::{name_from_stem, template, EgressChoice, InitOptions
 use agentc_lifecycle::LifecycleError;
 
 use crate::cli::{EgressArg, InitArgs};
-use crate::context::{Failure, EXIT_FAILED};
+use crate::context::{Failure, EXIT_FAILED, EXIT_INVALID, EXIT_USAGE};
 use crate::lifecycle::store;
 
 /// Runs `agentc init`.
@@ -15,10 +15,11 @@ pub fn init(args: InitArgs) -> Result<u8, Failure> {
         return Err(Failure::new(
             EXIT_FAILED,
             format!(
-                "{}: exists already; agentc init never overwrites a file\n  hint: choose another path, or move the file away",
+                "{}: exists already; agentc init never overwrites a file",
                 path.display()
             ),
-        ));
+        )
+        .hinted("choose another path, or move the file away"));
     }
     let stem = path
         .file_stem()
@@ -26,11 +27,12 @@ pub fn init(args: InitArgs) -> Result<u8, Failure> {
         .unwrap_or_default();
     let name = match args.name.clone().or_else(|| name_from_stem(&stem)) {
         Some(name) => name,
-        None => {
-            return Err(Failure::usage(format!(
-                "the file name {stem:?} is not a profile name\n  hint: pass --name NAME (a lower-case letter, then lower-case letters, digits, `-` or `_`)"
-            )))
-        }
+        None => return Err(Failure::usage(format!(
+            "the file name {stem:?} is not a profile name"
+        ))
+        .hinted(
+            "pass --name NAME (a lower-case letter, then lower-case letters, digits, `-` or `_`)",
+        )),
     };
     let options = InitOptions {
         agent: args.agent.name(),
@@ -43,8 +45,8 @@ pub fn init(args: InitArgs) -> Result<u8, Failure> {
         hosts: args.hosts.clone(),
     };
     let text = template(&options).map_err(|error| match error {
-        LifecycleError::Init { .. } => Failure::usage(error.to_string()),
-        other => Failure::unlaunchable(other),
+        LifecycleError::Init { .. } => Failure::from_hinted(EXIT_USAGE, &error),
+        other => Failure::from_hinted(EXIT_INVALID, &other),
     })?;
     // The template is checked as the policy reads it before anything is written: a value
     // from the command line that the policy refuses (an image reference, a host) stops here.

@@ -44,11 +44,14 @@ fn check(args: &LockArgs, loaded: &LoadedProfile, launches: &[Launch]) -> Result
         return Err(Failure::new(
             EXIT_INVALID,
             format!(
-                "{}: no lock file to check\n  hint: `agentc lock {}` writes it",
+                "{}: no lock file to check",
                 store::lock_file(&args.profile).display(),
-                args.profile.display()
             ),
-        ));
+        )
+        .hinted(format!(
+            "`agentc lock {}` writes it",
+            args.profile.display()
+        )));
     };
     let mut engine = crate::commands::launch::lifecycle_engine(args.backend)?;
     let (current, _) = gather::current_lock(loaded, launches, &BTreeMap::new(), engine.as_mut())?;

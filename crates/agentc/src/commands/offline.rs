@@ -2,6 +2,7 @@
 
 use std::io::Write;
 
+use agentc_policy::Hinted;
 use agentc_policy::LaunchSpec;
 use agentc_policy::LoadedProfile;
 
@@ -78,11 +79,12 @@ pub fn explain(args: ExplainArgs) -> Result<u8, Failure> {
     Err(Failure::new(
         context::EXIT_FAILED,
         format!(
-            "{}: {denied} finding{} at or above {level} (highest: {highest})\n  hint: change the profile, or allow the finding in your CI with a higher --deny level",
+            "{}: {denied} finding{} at or above {level} (highest: {highest})",
             loaded.file,
             if denied == 1 { "" } else { "s" },
         ),
-    ))
+    )
+    .hinted("change the profile, or allow the finding in your CI with a higher --deny level"))
 }
 
 /// Runs one offline subcommand and returns what it prints on success. The launching
@@ -134,12 +136,12 @@ fn render_command(args: &RenderArgs) -> Result<String, Failure> {
         let rendering = render_k8s(&loaded, &spec, &args.k8s)?;
         // A Pod that may not start is worth a line before anyone applies it.
         for note in rendering.notes.start_blockers() {
-            eprintln!(
-                "agentc: warning: {}: {}\n  hint: set [image] user to a numeric uid other \
-                 than 0, such as \"1000:1000\", to render runAsUser, or make sure the \
-                 image's USER is one",
-                note.field, note.detail
+            let warning = agentc_policy::Hint::new(
+                format!("{}: {}", note.field, note.detail),
+                "set [image] user to a numeric uid other than 0, such as \"1000:1000\", to \
+                 render runAsUser, or make sure the image's USER is one",
             );
+            eprintln!("agentc: warning: {}", warning.with_hint());
         }
         return match args.format {
             FormatArg::Json => Ok(format!("{}\n", to_pretty_json(&rendering.to_json()))),
@@ -191,12 +193,13 @@ fn render(
     }
     match (backend, format) {
         (RenderBackendArg::Cli, FormatArg::Shell | FormatArg::Json) => {
-            let argv = agentc_backend_cli::render_argv(spec).map_err(Failure::unlaunchable)?;
+            let argv = agentc_backend_cli::render_argv(spec)
+                .map_err(|error| Failure::from_hinted(context::EXIT_INVALID, &error))?;
             // An allowlist enforced outside: the isolated network and the egress proxy first.
             let mut argvs = match &spec.action {
                 agentc_policy::Action::Container(container) => match &container.egress {
                     Some(egress) => agentc_backend_cli::egress::setup_argvs(egress, None)
-                        .map_err(Failure::unlaunchable)?,
+                        .map_err(|error| Failure::from_hinted(context::EXIT_INVALID, &error))?,
                     None => Vec::new(),
                 },
                 agentc_policy::Action::Build(_) => Vec::new(),
@@ -240,7 +243,8 @@ fn render_podman(
     backend: RenderBackendArg,
     format: FormatArg,
 ) -> Result<String, Failure> {
-    let adapted = agentc_engine::podman::adapt(container, None).map_err(Failure::unlaunchable)?;
+    let adapted = agentc_engine::podman::adapt(container, None)
+        .map_err(|error| Failure::from_hinted(context::EXIT_INVALID, &error))?;
     if container.user.is_none() && !adapted.cap_add.is_empty() {
         eprintln!(
             "agentc: note: on podman, --cap-add is dropped at launch when the image's USER is not root (podman would make the capabilities effective; docker keeps them out of reach)"
@@ -249,7 +253,7 @@ fn render_podman(
     match (backend, format) {
         (RenderBackendArg::Cli, FormatArg::Shell | FormatArg::Json) => {
             let argv = agentc_backend_cli::exec::engine::podman_argv(&adapted)
-                .map_err(Failure::unlaunchable)?;
+                .map_err(|error| Failure::from_hinted(context::EXIT_INVALID, &error))?;
             Ok(match format {
                 FormatArg::Json => format!("{}\n", to_pretty_json(&argv)),
                 _ => format!("{}\n", agentc_backend_cli::shell_line(&argv)),
@@ -351,11 +355,13 @@ fn upstream_ca_files(spec: &LaunchSpec) -> Result<agentc_backend_k8s::CaFiles, F
 pub fn read_ca_files(source: &std::path::Path) -> Result<agentc_backend_k8s::CaFiles, Failure> {
     let unreadable = |path: &std::path::Path, why: String| {
         Failure::unlaunchable(format!(
-            "cannot read the proxy CA {} for the Kubernetes rendering: {why}\n  hint: the \
-             egress proxy Pod trusts it from a ConfigMap of the rendering; make it a readable \
-             PEM file (or a directory of them)",
+            "cannot read the proxy CA {} for the Kubernetes rendering: {why}",
             path.display()
         ))
+        .hinted(
+            "the egress proxy Pod trusts it from a ConfigMap of the rendering; make it a \
+             readable PEM file (or a directory of them)",
+        )
     };
     let paths: Vec<std::path::PathBuf> = if source.is_dir() {
         let mut entries: Vec<_> = std::fs::read_dir(source)

@@ -164,12 +164,12 @@ fn missing_preset_image(
     }
     Failure::new(
         EXIT_DOCKER,
-        format!(
-            "image {} is not present\n  hint: `agentc build {}` builds it from agentc's bundled {} image (`agentc image context {} DIR` writes it out)",
-            container.image,
-            launch_args.profile.display(),
-            loaded.profile.agent.as_str(),
-            loaded.profile.agent.as_str(),
-        ),
+        format!("image {} is not present", container.image),
     )
+    .hinted(format!(
+        "`agentc build {}` builds it from agentc's bundled {} image (`agentc image context {} DIR` writes it out)",
+        launch_args.profile.display(),
+        loaded.profile.agent.as_str(),
+        loaded.profile.agent.as_str(),
+    ))
 }

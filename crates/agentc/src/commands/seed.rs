@@ -25,11 +25,9 @@ pub fn seed(args: SeedArgs) -> Result<u8, Failure> {
             if targets.is_empty() {
                 return Err(Failure::new(
                     EXIT_INVALID,
-                    format!(
-                        "{}: this profile configures no seed mounts\n  hint: add a [[mounts]] entry with type = \"seed\"",
-                        loaded.file
-                    ),
-                ));
+                    format!("{}: this profile configures no seed mounts", loaded.file),
+                )
+                .hinted("add a [[mounts]] entry with type = \"seed\""));
             }
             targets
         }

@@ -14,9 +14,11 @@ pub fn serve(args: ServeArgs) -> Result<u8, Failure> {
         return Ok(0);
     }
     if !args.stdio {
-        return Err(Failure::usage(
-            "agentc serve needs --stdio (or --schema)\n  hint: `agentc serve --stdio` speaks JSON-RPC 2.0 on stdin and stdout; see docs/serve.md",
-        ));
+        return Err(
+            Failure::usage("agentc serve needs --stdio (or --schema)").hinted(
+                "`agentc serve --stdio` speaks JSON-RPC 2.0 on stdin and stdout; see docs/serve.md",
+            ),
+        );
     }
     let driver = agentc_host::backend::Driver {
         // The leftovers of killed launches reaped first are said on stderr.

@@ -169,13 +169,14 @@ pub fn unreachable(engine: Engine, stderr: &str) -> Option<ExecError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentc_policy::Hinted;
 
     #[test]
     fn an_unreachable_daemon_is_the_api_backends_connect_error() {
         let said = "Cannot connect to the Docker daemon at unix:///tmp/x/docker.sock. Is the docker daemon running?";
         let error = unreachable(Engine::Docker, said).expect("a connect error");
         assert!(matches!(error, ExecError::Connect { .. }), "{error:?}");
-        let text = error.to_string();
+        let text = error.with_hint().to_string();
         assert!(
             text.starts_with("cannot connect to the docker daemon: Cannot connect"),
             "{text}"

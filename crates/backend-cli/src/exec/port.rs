@@ -6,6 +6,7 @@
 //! first, then one `inspect` of them all, whose JSON carries labels exactly (a `--format`
 //! table would split a label value that holds a comma).
 
+use agentc_policy::Hinted;
 use std::collections::BTreeMap;
 use std::process::Stdio;
 
@@ -346,15 +347,17 @@ impl EnginePort for CliPort {
         image: &str,
         secrets: &BTreeMap<String, String>,
     ) -> Result<(), EngineError> {
-        let argvs = setup_argvs(egress, Some(image))
-            .map_err(|error| EngineError::new(EngineErrorKind::Failed, error.to_string()))?;
+        let argvs = setup_argvs(egress, Some(image)).map_err(|error| {
+            EngineError::new(EngineErrorKind::Failed, error.with_hint().to_string())
+        })?;
         let args: Vec<&str> = argvs[1][1..].iter().map(String::as_str).collect();
         self.output_with(&args, secrets).await.map(|_| ())
     }
 
     async fn connect_proxy(&self, egress: &EgressSpec) -> Result<(), EngineError> {
-        let argvs = setup_argvs(egress, None)
-            .map_err(|error| EngineError::new(EngineErrorKind::Failed, error.to_string()))?;
+        let argvs = setup_argvs(egress, None).map_err(|error| {
+            EngineError::new(EngineErrorKind::Failed, error.with_hint().to_string())
+        })?;
         let args: Vec<&str> = argvs[2][1..].iter().map(String::as_str).collect();
         self.output(&args).await.map(|_| ())
     }

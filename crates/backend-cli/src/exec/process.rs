@@ -87,6 +87,7 @@ pub(crate) fn exit_code(status: ExitStatus) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentc_policy::Hinted;
 
     fn argv(script: &str) -> Vec<String> {
         vec!["docker".into(), "-c".into(), script.into()]
@@ -112,7 +113,10 @@ mod tests {
     fn missing_program_is_a_spawn_error() {
         let error = run("/nonexistent/agentc-docker", &argv("true")).unwrap_err();
         assert!(matches!(error, ExecError::Spawn { .. }), "{error}");
-        assert!(error.to_string().contains("/nonexistent/agentc-docker"));
+        assert!(error
+            .with_hint()
+            .to_string()
+            .contains("/nonexistent/agentc-docker"));
     }
 
     #[test]

@@ -309,6 +309,7 @@ mod tests {
     };
 
     use super::*;
+    use agentc_policy::Hinted;
 
     fn binding(port: &str) -> Option<Vec<PortBinding>> {
         Some(vec![PortBinding {
@@ -437,7 +438,7 @@ mod tests {
         for unpublished in [HashMap::new(), HashMap::from([(listen, None)])] {
             let error = check_relays_published(crate::Engine::Docker, &egress, &proxy(unpublished))
                 .unwrap_err();
-            let text = error.to_string();
+            let text = error.with_hint().to_string();
             assert!(
                 text.contains("port 8080") && text.contains("corp"),
                 "{text}"

@@ -607,6 +607,7 @@ pub use crate::rfc3339::unix_seconds;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentc_policy::Hinted;
     use bollard::models::{ContainerState, Health};
 
     fn proxy(
@@ -880,17 +881,19 @@ mod tests {
             Some(&member("box-egress-proxy", "egress-proxy", "exited")),
         );
         assert_eq!(
-            error.to_string(),
+            error.with_hint().to_string(),
             "cannot create the isolated network box-egress for the egress allowlist: it is left \
              from a launch of box that was killed before it finished, with its egress proxy \
              box-egress-proxy (exited); no container uses it\n  hint: `agentc rm box` removes it \
              (or `docker rm -f box-egress-proxy && docker network rm box-egress`), then run \
              again; `agentc doctor` lists such leftovers"
         );
-        assert!(!error.to_string().contains("enforce"));
+        assert!(!error.with_hint().to_string().contains("enforce"));
         assert_eq!(error.exit_code(), 125);
 
-        let bare = existing_network(&egress, &left, None).to_string();
+        let bare = existing_network(&egress, &left, None)
+            .with_hint()
+            .to_string();
         assert!(
             bare.contains("killed before it finished; no container uses it"),
             "{bare}"
@@ -905,7 +908,9 @@ mod tests {
             "box",
             vec![member("box", "sandbox", "running")],
         );
-        let used = existing_network(&egress, &used, None).to_string();
+        let used = existing_network(&egress, &used, None)
+            .with_hint()
+            .to_string();
         assert!(
             used.contains("belongs to the container box (running)"),
             "{used}"
@@ -913,13 +918,16 @@ mod tests {
         assert!(used.contains("`agentc rm box` removes it"), "{used}");
 
         let mut foreign = network("box-egress", "other", vec![]);
-        let text = existing_network(&egress, &foreign, None).to_string();
+        let text = existing_network(&egress, &foreign, None)
+            .with_hint()
+            .to_string();
         assert!(
             text.contains("agentc did not make it for this sandbox"),
             "{text}"
         );
         foreign.labels.clear();
         assert!(existing_network(&egress, &foreign, None)
+            .with_hint()
             .to_string()
             .contains("`docker network rm box-egress`"));
         assert!(network_exists(

@@ -83,8 +83,17 @@ pub enum FloorError {
     #[error(transparent)]
     Engine(#[from] ExecError),
     /// No runtime of the engine meets the floor; nothing was created.
-    #[error("no runtime of the engine meets security.isolation.min = {:?} ({}); found: {}\n  hint: {}", .0.min.as_str(), .0.min.words(), found(.0), .0.hint)]
+    #[error("no runtime of the engine meets security.isolation.min = {:?} ({}); found: {}", .0.min.as_str(), .0.min.words(), found(.0))]
     Shortfall(IsolationShortfall),
+}
+
+impl agentc_policy::Hinted for FloorError {
+    fn hint(&self) -> Option<std::borrow::Cow<'_, str>> {
+        match self {
+            FloorError::Engine(error) => error.hint(),
+            FloorError::Shortfall(shortfall) => Some(std::borrow::Cow::Borrowed(&shortfall.hint)),
+        }
+    }
 }
 
 /// What the engine was found to have, for a shortfall's message.

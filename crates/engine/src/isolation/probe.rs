@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use agentc_egress::image::ProxyExecutable;
+use agentc_policy::Hinted;
 use agentc_policy::{ContainerSpec, Network};
 
 use crate::port::EnginePort;
@@ -63,7 +64,7 @@ pub async fn probe<P: EnginePort>(
     let own = match proxy {
         Some(proxy) => crate::companion::own_proxy_image(port, proxy)
             .await
-            .map_err(|error| error.to_string()),
+            .map_err(|error| error.with_hint().to_string()),
         None => Err("no agentc executable was named or found".to_string()),
     };
     let (image, entrypoint, args) = probe_command(own, image);

@@ -4,6 +4,7 @@
 use super::*;
 use crate::memory::{block_on, MemoryEngine};
 use crate::RuntimeFacts;
+use agentc_policy::Hinted;
 
 const HOST: &str = "Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org) #1 SMP\n";
 const GVISOR: &str = "Linux version 4.4.0\n[ 0.0] Starting gVisor...\n";
@@ -188,7 +189,10 @@ fn a_floor_met_places_the_container_and_one_not_met_creates_nothing() {
     ))
     .unwrap_err();
     assert!(
-        refused.to_string().contains("found: runc: container"),
+        refused
+            .with_hint()
+            .to_string()
+            .contains("found: runc: container"),
         "{refused}"
     );
     assert!(port.world().containers.is_empty());

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use agentc_policy::Hinted;
 use agentc_policy::{
     ContainerSpec, Instance, LaunchKind, LaunchSpec, Owner, PathProbe, ResolveInputs, Start,
 };
@@ -241,7 +242,7 @@ fn a_detached_launch_failing_at_any_engine_call_leaves_nothing() {
                     "{call:?} failed ({error}), and this was left"
                 );
                 assert!(
-                    error.to_string().contains("injected failure"),
+                    error.with_hint().to_string().contains("injected failure"),
                     "{call:?}: {error}"
                 );
             }
@@ -416,7 +417,7 @@ fn a_network_of_the_same_name_is_named_and_left_alone() {
     port.remove_behind("memo-1");
     let before = port.world();
     let error = detached_launch(&port, &spec).expect_err("the network is taken");
-    let text = error.to_string();
+    let text = error.with_hint().to_string();
     let network = &spec.egress.as_ref().expect("egress").network.name;
     assert!(text.contains(network.as_str()), "{text}");
     assert_eq!(port.world(), before, "nothing was removed or added");
@@ -611,7 +612,7 @@ fn a_sessions_create_meets_the_isolation_floor_or_creates_nothing() {
     );
     assert_eq!(refused.exit_code(), 65);
     // Worded as `agentc run` and verify word it: the profile, the floor and what it means.
-    let message = refused.to_string();
+    let message = refused.with_hint().to_string();
     assert!(
         message.starts_with(&format!(
             "profile {:?}: no runtime of the docker engine meets security.isolation.min = \"gvisor\" (",

@@ -1,6 +1,7 @@
 //! The memory engine's [`EnginePort`]: each operation recorded, failed when asked, and carried
 //! out on the [`World`](super::World) with the engine's rules.
 
+use agentc_policy::Hinted;
 use std::collections::{BTreeMap, BTreeSet};
 
 use agentc_policy::{ContainerSpec, EgressSpec, IsolatedNetwork};
@@ -140,8 +141,10 @@ impl EnginePort for MemoryEngine {
         let name = egress.proxy.name.clone().unwrap_or_default();
         self.enter("create_proxy", &name)?;
         let _ = secrets;
-        let proxy = crate::companion::prepare::proxy_as_created(egress, Some(image))
-            .map_err(|error| EngineError::new(EngineErrorKind::Unsupported, error.to_string()))?;
+        let proxy =
+            crate::companion::prepare::proxy_as_created(egress, Some(image)).map_err(|error| {
+                EngineError::new(EngineErrorKind::Unsupported, error.with_hint().to_string())
+            })?;
         self.create(&proxy).map(|_| ())
     }
 

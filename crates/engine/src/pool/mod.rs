@@ -18,6 +18,7 @@ use agentc_policy::pool::{
     changed_credentials, claimed_name, cold_reason, credential_fingerprints, is_idle_name,
     member_name, member_spec, pool_key, LABEL_POOL, LABEL_POOL_CREDENTIAL, LABEL_POOL_MEMBER,
 };
+use agentc_policy::Hinted;
 use agentc_policy::{Action, ContainerSpec, LaunchSpec};
 
 use crate::session::{ImageFacts, Sandbox, SandboxClient, SessionError};
@@ -114,8 +115,9 @@ pub async fn discard<C: SandboxClient>(client: &C, member: &Member) -> Result<Ve
         Ok(companions) => removed.extend(companions),
         Err(error) => {
             return Err(format!(
-                "the egress companion of {}: {error}",
-                member.member_name
+                "the egress companion of {}: {}",
+                member.member_name,
+                error.with_hint()
             ))
         }
     }

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use agentc_policy::pool::{claim_command, claim_secrets, cold_reason};
+use agentc_policy::Hinted;
 use agentc_policy::{ContainerSpec, EnvValue, EnvVar, LaunchSpec};
 
 use super::{discard, members, random_start, short_key, Member, Pool};
@@ -134,7 +135,7 @@ pub async fn claim_launch<C: SandboxClient>(
     let found = match listed {
         Ok(found) => found,
         Err(error) => {
-            let why = Cold::Unlisted(error.to_string());
+            let why = Cold::Unlisted(error.with_hint().to_string());
             return Ok(WarmStart::Cold { why, pooled: false });
         }
     };
@@ -150,7 +151,8 @@ pub async fn claim_launch<C: SandboxClient>(
         Ok(pool) => pool,
         Err(error) => {
             return cold(Cold::Unfilled(format!(
-                "cannot compute the pool key: {error}"
+                "cannot compute the pool key: {}",
+                error.with_hint()
             )))
         }
     };
@@ -233,6 +235,6 @@ pub async fn start_detached<C: SandboxClient>(
     let _ = discard(client, &claimed.member).await;
     Err(SessionError::NotStarted {
         name: sandbox.name.clone(),
-        message: error.to_string(),
+        message: error.with_hint().to_string(),
     })
 }

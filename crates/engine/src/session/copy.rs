@@ -232,6 +232,7 @@ mod tests {
     use bollard::models::{HostConfig, MountPoint};
 
     use super::*;
+    use agentc_policy::Hinted;
 
     #[test]
     fn container_paths_are_absolute_and_free_of_dot_dot() {
@@ -294,12 +295,18 @@ mod tests {
         assert_eq!(plan("/etc/passwd", Download).unwrap(), Transport::Archive);
         let error = plan("/etc/x", Upload).unwrap_err();
         assert!(
-            error.to_string().contains("root file system is read-only"),
+            error
+                .with_hint()
+                .to_string()
+                .contains("root file system is read-only"),
             "{error}"
         );
         let error = plan("/data/x", Upload).unwrap_err();
         assert!(
-            error.to_string().contains("/data is mounted read-only"),
+            error
+                .with_hint()
+                .to_string()
+                .contains("/data is mounted read-only"),
             "{error}"
         );
         assert!(plan("/ro/x", Upload).is_err());

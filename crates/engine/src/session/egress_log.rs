@@ -9,6 +9,7 @@
 use std::collections::HashSet;
 
 use agentc_egress::audit::{AUDIT_DIR, DISK_BOUND, FILES};
+use agentc_policy::Hinted;
 use serde::Deserialize;
 use tokio::sync::mpsc::channel;
 
@@ -207,7 +208,7 @@ impl<P: SessionPort> Sandboxes<P> {
                 Vec::new()
             }),
             Err(error) => {
-                log::debug!("no audit files from {}: {error}", proxy.name);
+                log::debug!("no audit files from {}: {}", proxy.name, error.with_hint());
                 Vec::new()
             }
         };

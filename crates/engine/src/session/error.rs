@@ -1,5 +1,9 @@
 //! Why a session operation failed, with its hint and exit status.
 
+use std::borrow::Cow;
+
+use agentc_policy::Hinted;
+
 use crate::error::{ExecError, EXIT_DOCKER, EXIT_REFUSED};
 
 /// Why an operation on a running sandbox failed, through either backend.
@@ -14,13 +18,13 @@ pub enum SessionError {
     #[error(transparent)]
     Launch(#[from] ExecError),
     /// A NAME that cannot be a container name or ID (empty, a NUL byte, a leading `-`, a `/`).
-    #[error("{name:?} is not a container name or ID\n  hint: `agentc ps` lists agentc's containers; a profile file is named by a path with a `/` or a `.toml` ending")]
+    #[error("{name:?} is not a container name or ID")]
     BadName {
         /// The name as given.
         name: String,
     },
     /// A profile has no running container, or several.
-    #[error("profile {profile} has {} {}containers{}\n  hint: name one container (`agentc ps`){}", found.len(), if *stopped_too { "" } else { "running " }, if found.is_empty() { String::new() } else { format!(": {}", found.join(", ")) }, if found.is_empty() { "; `agentc run PROFILE` starts its sandbox" } else { "" })]
+    #[error("profile {profile} has {} {}containers{}", found.len(), if *stopped_too { "" } else { "running " }, if found.is_empty() { String::new() } else { format!(": {}", found.join(", ")) })]
     NotOneContainer {
         /// The profile's name.
         profile: String,
@@ -30,20 +34,20 @@ pub enum SessionError {
         stopped_too: bool,
     },
     /// The container is not running (exec and copies into a tmpfs need it running).
-    #[error("container {name} is not running\n  hint: `agentc start {name}` starts it")]
+    #[error("container {name} is not running")]
     NotRunning {
         /// The container's name.
         name: String,
     },
     /// The container is paused (`agentc pause`): nothing runs in it until it is resumed.
-    #[error("container {name} is paused\n  hint: `agentc resume {name}` resumes it")]
+    #[error("container {name} is paused")]
     Paused {
         /// The container's name.
         name: String,
     },
     /// A request the sandbox cannot carry (a NUL byte, an empty command, an invalid variable
     /// name).
-    #[error("{message}\n  hint: {hint}")]
+    #[error("{message}")]
     Invalid {
         /// What is wrong.
         message: String,
@@ -52,7 +56,7 @@ pub enum SessionError {
     },
     /// A path inside the container that agentc refuses (relative parts such as `..`, a NUL
     /// byte, the root itself).
-    #[error("container path {path:?}: {reason}\n  hint: give an absolute path without `..`, such as /tmp/out")]
+    #[error("container path {path:?}: {reason}")]
     BadContainerPath {
         /// The path as given.
         path: String,
@@ -76,7 +80,7 @@ pub enum SessionError {
         path: String,
     },
     /// A write the container's file system refuses: its read-only root or a read-only mount.
-    #[error("cannot write {path} in {name}: {reason}\n  hint: copy into a tmpfs (such as /tmp), a volume or the workspace instead")]
+    #[error("cannot write {path} in {name}: {reason}")]
     ReadOnly {
         /// The container's name.
         name: String,
@@ -87,7 +91,7 @@ pub enum SessionError {
     },
     /// Copying into or out of a tmpfs or past a read-only root streams a tar through exec,
     /// and the image has no `tar`.
-    #[error("{name} has no `tar` (or no `sh`), which copying {path} needs: it lies in a tmpfs or past the read-only root, where the daemon's archive endpoint cannot reach\n  hint: add tar to the image, or copy into a volume or the workspace")]
+    #[error("{name} has no `tar` (or no `sh`), which copying {path} needs: it lies in a tmpfs or past the read-only root, where the daemon's archive endpoint cannot reach")]
     TarMissing {
         /// The container's name.
         name: String,
@@ -106,7 +110,7 @@ pub enum SessionError {
     },
     /// A tar stream from the container holds an entry agentc refuses to write on the host (an
     /// absolute path, `..`, a path outside the copied tree, a link leaving it).
-    #[error("refusing the archive from {name}: {reason}\n  hint: the container sent an entry outside the copied path; nothing beyond it was written")]
+    #[error("refusing the archive from {name}: {reason}")]
     HostileArchive {
         /// The container's name.
         name: String,
@@ -114,7 +118,7 @@ pub enum SessionError {
         reason: String,
     },
     /// The port is neither published nor reachable on the container's network.
-    #[error("{message}\n  hint: {hint}")]
+    #[error("{message}")]
     NoEndpoint {
         /// What is missing.
         message: String,
@@ -145,6 +149,53 @@ pub enum SessionError {
         /// The underlying error.
         source: std::io::Error,
     },
+}
+
+impl Hinted for SessionError {
+    /// What to do about it, when agentc knows (the command line prints it on a line of its
+    /// own after the message).
+    fn hint(&self) -> Option<Cow<'_, str>> {
+        let borrowed = |text: &'static str| Some(Cow::Borrowed(text));
+        match self {
+            SessionError::Launch(error) => error.hint(),
+            SessionError::BadName { .. } => borrowed(
+                "`agentc ps` lists agentc's containers; a profile file is named by a path with a \
+                 `/` or a `.toml` ending",
+            ),
+            SessionError::NotOneContainer { found, .. } => borrowed(if found.is_empty() {
+                "name one container (`agentc ps`); `agentc run PROFILE` starts its sandbox"
+            } else {
+                "name one container (`agentc ps`)"
+            }),
+            SessionError::NotRunning { name } => {
+                Some(Cow::Owned(format!("`agentc start {name}` starts it")))
+            }
+            SessionError::Paused { name } => {
+                Some(Cow::Owned(format!("`agentc resume {name}` resumes it")))
+            }
+            SessionError::Invalid { hint, .. } => borrowed(hint),
+            SessionError::BadContainerPath { .. } => {
+                borrowed("give an absolute path without `..`, such as /tmp/out")
+            }
+            SessionError::ReadOnly { .. } => {
+                borrowed("copy into a tmpfs (such as /tmp), a volume or the workspace instead")
+            }
+            SessionError::TarMissing { .. } => {
+                borrowed("add tar to the image, or copy into a volume or the workspace")
+            }
+            SessionError::HostileArchive { .. } => borrowed(
+                "the container sent an entry outside the copied path; nothing beyond it was \
+                 written",
+            ),
+            SessionError::NoEndpoint { hint, .. } => Some(Cow::Borrowed(hint)),
+            SessionError::HostPath { .. }
+            | SessionError::NoSuchPath { .. }
+            | SessionError::CopyFailed { .. }
+            | SessionError::NotStarted { .. }
+            | SessionError::Gone { .. }
+            | SessionError::Io { .. } => None,
+        }
+    }
 }
 
 impl SessionError {
@@ -187,7 +238,7 @@ mod tests {
     fn refusals_exit_1_and_daemon_failures_125() {
         let refused = SessionError::from(ExecError::NotAgentc { name: "db".into() });
         assert_eq!(refused.exit_code(), 1);
-        assert!(refused.to_string().starts_with(
+        assert!(refused.with_hint().to_string().starts_with(
             "refusing db: it has no io.agentc.profile label, so agentc did not create it\n  hint: "
         ));
         let lost = SessionError::from(ExecError::ConnectionLost {
@@ -196,6 +247,7 @@ mod tests {
             message: "eof".into(),
         });
         assert!(lost
+            .with_hint()
             .to_string()
             .starts_with("lost the connection to the podman daemon while trying to exec: eof"));
         assert_eq!(lost.exit_code(), 125);
@@ -205,7 +257,7 @@ mod tests {
             stopped_too: false,
         };
         assert_eq!(
-            none.to_string(),
+            none.with_hint().to_string(),
             "profile p has 0 running containers\n  hint: name one container (`agentc ps`); `agentc run PROFILE` starts its sandbox"
         );
     }

@@ -47,6 +47,7 @@ pub mod types;
 use std::future::Future;
 use std::path::Path;
 
+use agentc_policy::Hinted;
 use agentc_policy::{LaunchSpec, Protocol};
 use bollard::models::ContainerInspectResponse;
 
@@ -454,9 +455,10 @@ pub async fn remove_companions_after<C: SandboxClient>(
             } else {
                 format!("{} (launched as {launched_as})", sandbox.name)
             };
-            report
-                .left
-                .push(format!("the egress companion of {name}: {error}"));
+            report.left.push(format!(
+                "the egress companion of {name}: {}",
+                error.with_hint()
+            ));
         }
     }
     report
@@ -506,6 +508,7 @@ pub fn session_spec(spec: &LaunchSpec) -> Result<agentc_policy::ContainerSpec, S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentc_policy::Hinted;
     use agentc_policy::{Action, ContainerSpec, LaunchKind};
 
     fn spec(container: ContainerSpec) -> LaunchSpec {
@@ -560,7 +563,10 @@ mod tests {
             ),
         ];
         for (problem, container) in cases {
-            let error = session_spec(&spec(container)).unwrap_err().to_string();
+            let error = session_spec(&spec(container))
+                .unwrap_err()
+                .with_hint()
+                .to_string();
             assert!(error.contains(problem), "{problem}: {error}");
             assert!(error.contains("Start::Session"), "{error}");
         }

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
+use agentc_policy::Hinted;
 use agentc_policy::{LaunchSpec, LABEL_EGRESS_FOR, LABEL_KIND, LABEL_PROFILE};
 use bollard::models::ContainerInspectResponse;
 
@@ -438,9 +439,11 @@ impl<P: SessionPort> SandboxClient for Sandboxes<P> {
                 .map(|inspect| ListedContainer::from_inspect(&inspect).labels)
                 .unwrap_or_default();
             if let Err(error) = crate::volumes::remove_own_volume(&self.port, &labels).await {
-                report
-                    .left
-                    .push(format!("the own volume of {}: {error}", sandbox.name));
+                report.left.push(format!(
+                    "the own volume of {}: {}",
+                    sandbox.name,
+                    error.with_hint()
+                ));
             }
         }
         report

@@ -367,6 +367,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
+    use agentc_policy::Hinted;
 
     fn tree() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
@@ -448,7 +449,10 @@ mod tests {
             file(builder, b"top/link/escaped", b"x");
         });
         let error = unpack(&stream[..], &dest, "top", "top", "box").unwrap_err();
-        assert!(error.to_string().contains("through a link"), "{error}");
+        assert!(
+            error.with_hint().to_string().contains("through a link"),
+            "{error}"
+        );
         assert!(!out.path().join("escaped").exists());
     }
 

@@ -245,6 +245,7 @@ mod tests {
     };
 
     use super::*;
+    use agentc_policy::Hinted;
 
     fn sandbox() -> Sandbox {
         Sandbox {
@@ -318,6 +319,7 @@ mod tests {
         assert_eq!(found.to_string(), "127.0.0.1:49153");
         let error = endpoint(&inspect, &sandbox(), 9090, Protocol::Tcp).unwrap_err();
         assert!(error
+            .with_hint()
             .to_string()
             .contains("neither publishes nor exposes port 9090/tcp"));
     }
@@ -332,13 +334,17 @@ mod tests {
         let error = endpoint(&other, &sandbox(), 8080, Protocol::Tcp).unwrap_err();
         assert!(
             error
+                .with_hint()
                 .to_string()
                 .contains("no address on its network other"),
             "{error}"
         );
         let none = self::inspect("none", vec![("8080/tcp", None)]);
         let error = endpoint(&none, &sandbox(), 8080, Protocol::Tcp).unwrap_err();
-        assert!(error.to_string().contains("without a network"), "{error}");
+        assert!(
+            error.with_hint().to_string().contains("without a network"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -195,7 +195,7 @@ pub enum SnapshotError {
     #[error(transparent)]
     Session(#[from] SessionError),
     /// A refusal: the request is understood but not done (exit 1).
-    #[error("{message}\n  hint: {hint}")]
+    #[error("{message}")]
     Refused {
         /// What is refused.
         message: String,
@@ -203,7 +203,7 @@ pub enum SnapshotError {
         hint: String,
     },
     /// A request that this engine cannot carry out (exit 65).
-    #[error("{message}\n  hint: {hint}")]
+    #[error("{message}")]
     Unsupported {
         /// What cannot be done.
         message: String,
@@ -211,7 +211,7 @@ pub enum SnapshotError {
         hint: String,
     },
     /// A host file of the snapshot could not be written or read.
-    #[error("{path}: {message}\n  hint: {hint}")]
+    #[error("{path}: {message}")]
     Archive {
         /// The file or directory.
         path: String,
@@ -220,6 +220,18 @@ pub enum SnapshotError {
         /// What to do.
         hint: &'static str,
     },
+}
+
+impl agentc_policy::Hinted for SnapshotError {
+    fn hint(&self) -> Option<std::borrow::Cow<'_, str>> {
+        match self {
+            SnapshotError::Session(error) => error.hint(),
+            SnapshotError::Refused { hint, .. } | SnapshotError::Unsupported { hint, .. } => {
+                Some(std::borrow::Cow::Borrowed(hint))
+            }
+            SnapshotError::Archive { hint, .. } => Some(std::borrow::Cow::Borrowed(hint)),
+        }
+    }
 }
 
 impl SnapshotError {

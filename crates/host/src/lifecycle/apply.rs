@@ -122,7 +122,8 @@ impl Deployer for HostDeployer {
     }
 
     fn build(&mut self, spec: &LaunchSpec) -> Result<i32, Failure> {
-        let argv = agentc_backend_cli::render_argv(spec).map_err(Failure::unlaunchable)?;
+        let argv = agentc_backend_cli::render_argv(spec)
+            .map_err(|error| Failure::from_hinted(crate::failure::EXIT_INVALID, &error))?;
         agentc_backend_cli::exec::docker::run_foreground(self.launcher.engine, &argv)
             .map_err(backend::exec_failure)
     }
@@ -366,10 +367,10 @@ fn provide_image(
             return built(image, code);
         }
         if !pull {
-            return Err(Failure::new(
-                EXIT_DOCKER,
-                format!("image {image} is not present\n  hint: `docker pull {image}`, or `agentc apply --pull`"),
-            ));
+            return Err(
+                Failure::new(EXIT_DOCKER, format!("image {image} is not present"))
+                    .hinted(format!("`docker pull {image}`, or `agentc apply --pull`")),
+            );
         }
         deployer
             .engine()?
@@ -585,23 +586,32 @@ impl Rollback {
         let shown = state_path.display().to_string();
         let plan = state
             .rollback_plan(&shown)
-            .map_err(|error| Failure::new(EXIT_FAILED, error.to_string()))?;
+            .map_err(|error| Failure::from_hinted(EXIT_FAILED, &error))?;
         if split(&plan.image).digest.is_some() {
             return Err(Failure::new(
                 EXIT_FAILED,
-                format!("{shown}: {} is pinned by digest and cannot be moved\n  hint: change the profile's image reference instead", plan.image),
-            ));
+                format!(
+                    "{shown}: {} is pinned by digest and cannot be moved",
+                    plan.image
+                ),
+            )
+            .hinted("change the profile's image reference instead"));
         }
         let engine = deployer.engine()?;
         if engine.image(&plan.to)?.is_none() {
             return Err(Failure::new(
                 EXIT_FAILED,
                 format!(
-                    "{shown}: the previous image {} is gone, so there is nothing to roll back to\n  hint: keep the tag {} (docker image prune removes untagged images)",
+                    "{shown}: the previous image {} is gone, so there is nothing to roll back to",
                     short_id(&plan.to),
-                    plan.retained_tag.as_deref().unwrap_or("REF-agentc-previous-PROFILE")
                 ),
-            ));
+            )
+            .hinted(format!(
+                "keep the tag {} (docker image prune removes untagged images)",
+                plan.retained_tag
+                    .as_deref()
+                    .unwrap_or("REF-agentc-previous-PROFILE")
+            )));
         }
         if let Some(tag) = &plan.retained_tag {
             if engine.image(&plan.from)?.is_some() {

@@ -13,6 +13,7 @@ use agentc_lifecycle::doctor::{
 use agentc_lifecycle::lock::compare;
 use agentc_lifecycle::plan::{Launch, Part, Role};
 use agentc_lifecycle::state::State;
+use agentc_policy::Hinted;
 use agentc_policy::{ContainerSpec, LoadedProfile};
 
 use crate::backend::{self, BackendChoice};
@@ -146,6 +147,7 @@ impl Doctor {
             .and_then(|found| agentc_engine::check_runtime(engine, runtime, &found))
             .map_err(|error| {
                 error
+                    .with_hint()
                     .to_string()
                     .lines()
                     .next()
@@ -283,7 +285,10 @@ fn deployment_facts(
         }
         Err(failure) => {
             let path = store::lock_file(profile);
-            facts.lock = Some((path.display().to_string(), Err(failure.message)));
+            facts.lock = Some((
+                path.display().to_string(),
+                Err(failure.with_hint().to_string()),
+            ));
         }
     }
     Ok(())

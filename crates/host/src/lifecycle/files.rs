@@ -16,11 +16,9 @@ use crate::{Failure, EXIT_INVALID};
 fn unreadable(path: &Path, error: std::io::Error) -> Failure {
     Failure::new(
         EXIT_INVALID,
-        format!(
-            "{}: cannot read it to hash it: {error}\n  hint: the lock pins what the profile mounts; make it readable, or remove the mount",
-            path.display()
-        ),
+        format!("{}: cannot read it to hash it: {error}", path.display()),
     )
+    .hinted("the lock pins what the profile mounts; make it readable, or remove the mount")
 }
 
 /// The hex sha256 of a file's contents, read in blocks.

@@ -107,7 +107,11 @@ pub fn require_images(
             } else {
                 "`docker pull` it (or `agentc run --pull`), or build it".to_string()
             };
-            format!("image {reference} is not present, so it cannot be locked\n  hint: {hint}")
+            // One error line per image, each with its own hint.
+            agentc_policy::hint::with_hint(
+                format_args!("image {reference} is not present, so it cannot be locked"),
+                Some(&hint),
+            )
         })
         .collect();
     Err(Failure::new(EXIT_DOCKER, lines.join("\nerror: ")))
@@ -119,7 +123,8 @@ pub fn read_lock(profile: &Path) -> Result<Option<(PathBuf, Lock)>, Failure> {
     let Some(text) = store::read_text(&path)? else {
         return Ok(None);
     };
-    let lock = Lock::parse(&path.display().to_string(), &text).map_err(Failure::unlaunchable)?;
+    let lock = Lock::parse(&path.display().to_string(), &text)
+        .map_err(|error| Failure::from_hinted(EXIT_INVALID, &error))?;
     Ok(Some((path, lock)))
 }
 
@@ -146,11 +151,14 @@ pub fn check_locked(
         return Err(Failure::new(
             EXIT_INVALID,
             format!(
-                "{}: no lock file, so nothing can be launched --locked\n  hint: review the profile, then `agentc lock {}` writes it",
+                "{}: no lock file, so nothing can be launched --locked",
                 store::lock_file(profile).display(),
-                profile.display()
             ),
-        ));
+        )
+        .hinted(format!(
+            "review the profile, then `agentc lock {}` writes it",
+            profile.display()
+        )));
     };
     let workspace = match workspace {
         Workspace::Given(given) => given.map(Path::to_path_buf),
@@ -177,12 +185,13 @@ pub fn drift_failure(path: &Path, drifts: &[agentc_lifecycle::lock::Drift]) -> F
         .map(|drift| format!("{}: drift: {drift}", path.display()))
         .collect();
     lines.push(format!(
-        "{}: {} field{} differ from the lock; nothing was launched\n  hint: review the change, then `agentc lock PROFILE` writes the lock again",
+        "{}: {} field{} differ from the lock; nothing was launched",
         path.display(),
         drifts.len(),
         if drifts.len() == 1 { "" } else { "s" }
     ));
     Failure::new(EXIT_INVALID, lines.join("\nerror: "))
+        .hinted("review the change, then `agentc lock PROFILE` writes the lock again")
 }
 
 /// What `run`, `seed` and `verify` do with `--locked`: nothing without it; with it, refuse
@@ -201,8 +210,9 @@ pub fn refuse_unlocked(
     }
     if image.is_some() {
         return Err(Failure::usage(
-            "--image cannot be combined with --locked: the lock names the image each launch runs\n  hint: change the profile's [image] ref, review it, and `agentc lock` it",
-        ));
+            "--image cannot be combined with --locked: the lock names the image each launch runs",
+        )
+        .hinted("change the profile's [image] ref, review it, and `agentc lock` it"));
     }
     let mut engine = connect()?;
     check_locked(loaded, profile, workspace, overrides, engine.as_mut())

@@ -11,6 +11,7 @@ use agentc_engine::daemon_text::Refusal;
 use agentc_engine::port::EnginePort;
 use agentc_engine::Engine;
 use agentc_lifecycle::doctor::EngineFacts;
+use agentc_policy::Hinted;
 use agentc_policy::IsolatedNetwork;
 
 /// Where the engine is for a caller whose environment is `env`: its socket by `--engine`
@@ -97,7 +98,7 @@ pub async fn engine_facts(
                     .map(|left| (left.describe(), left.remove))
                     .collect()
             })
-            .map_err(|error| error.to_string()),
+            .map_err(|error| error.with_hint().to_string()),
     );
     facts
 }
@@ -147,9 +148,9 @@ fn docker_cli() -> Result<String, String> {
                     &["--version"],
                 )
                 .map(|text| text.trim().to_string())
-                .map_err(|error| error.to_string())
+                .map_err(|error| error.with_hint().to_string())
             }
-            _ => Err(error.to_string()),
+            _ => Err(error.with_hint().to_string()),
         }
     })
 }

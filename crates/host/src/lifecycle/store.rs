@@ -55,10 +55,10 @@ pub fn read_text(path: &Path) -> Result<Option<String>, Failure> {
         Ok(file) => file,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(error) => {
-            return Err(Failure::new(
-                EXIT_NO_INPUT,
-                format!("{shown}: cannot read: {error}\n  hint: check the file's permissions"),
-            ))
+            return Err(
+                Failure::new(EXIT_NO_INPUT, format!("{shown}: cannot read: {error}"))
+                    .hinted("check the file's permissions"),
+            )
         }
     };
     let mut bytes = Vec::new();
@@ -70,17 +70,19 @@ pub fn read_text(path: &Path) -> Result<Option<String>, Failure> {
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(Failure::new(
             EXIT_INVALID,
-            format!("{shown}: larger than {MAX_FILE_BYTES} bytes, not a file agentc wrote\n  hint: move it away; agentc writes a new one"),
-        ));
+            format!("{shown}: larger than {MAX_FILE_BYTES} bytes, not a file agentc wrote"),
+        )
+        .hinted("move it away; agentc writes a new one"));
     }
     String::from_utf8(bytes).map(Some).map_err(|error| {
         Failure::new(
             EXIT_INVALID,
             format!(
-                "{shown}: not UTF-8 text (invalid byte at offset {}), not a file agentc wrote\n  hint: move it away; agentc writes a new one",
+                "{shown}: not UTF-8 text (invalid byte at offset {}), not a file agentc wrote",
                 error.utf8_error().valid_up_to()
             ),
         )
+        .hinted("move it away; agentc writes a new one")
     })
 }
 
@@ -97,11 +99,9 @@ fn temporary(path: &Path) -> PathBuf {
 fn write_failure(path: &Path, error: std::io::Error) -> Failure {
     Failure::new(
         EXIT_FAILED,
-        format!(
-            "{}: cannot write: {error}\n  hint: check that the directory exists and is writable",
-            path.display()
-        ),
+        format!("{}: cannot write: {error}", path.display()),
     )
+    .hinted("check that the directory exists and is writable")
 }
 
 /// Writes the temporary file of `path` and flushes it to disk.
@@ -157,10 +157,11 @@ pub fn write_new(path: &Path, text: &str) -> Result<(), Failure> {
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Err(Failure::new(
             EXIT_FAILED,
             format!(
-                "{}: exists already; agentc init never overwrites a file\n  hint: choose another path, or move the file away",
+                "{}: exists already; agentc init never overwrites a file",
                 path.display()
             ),
-        )),
+        )
+        .hinted("choose another path, or move the file away")),
         Err(error) => Err(write_failure(path, error)),
     }
 }
@@ -194,15 +195,21 @@ pub fn lock_state(state: &Path) -> Result<StateLock, Failure> {
     let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if locked != 0 {
         let error = std::io::Error::last_os_error();
-        let message = if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            format!(
-                "{}: another `agentc apply` or `agentc rollback` of this profile is running\n  hint: wait for it to finish, then run this again",
-                state.display()
+        return Err(if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            Failure::new(
+                EXIT_BUSY,
+                format!(
+                    "{}: another `agentc apply` or `agentc rollback` of this profile is running",
+                    state.display()
+                ),
             )
+            .hinted("wait for it to finish, then run this again")
         } else {
-            format!("{}: cannot lock: {error}", path.display())
-        };
-        return Err(Failure::new(EXIT_BUSY, message));
+            Failure::new(
+                EXIT_BUSY,
+                format!("{}: cannot lock: {error}", path.display()),
+            )
+        });
     }
     Ok(StateLock { _file: file })
 }
@@ -218,7 +225,7 @@ pub fn locked_state(
     let guard = lock_state(&path)?;
     let state = match read_text(&path)? {
         Some(text) => State::parse(&path.display().to_string(), &text, profile)
-            .map_err(Failure::unlaunchable)?,
+            .map_err(|error| Failure::from_hinted(EXIT_INVALID, &error))?,
         None => State::new(profile),
     };
     Ok((path, guard, state))
@@ -233,7 +240,7 @@ pub fn read_state(profile: &str) -> Result<Option<agentc_lifecycle::state::State
     };
     agentc_lifecycle::state::State::parse(&path.display().to_string(), &text, profile)
         .map(Some)
-        .map_err(Failure::unlaunchable)
+        .map_err(|error| Failure::from_hinted(EXIT_INVALID, &error))
 }
 
 #[cfg(test)]

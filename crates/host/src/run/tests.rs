@@ -3,6 +3,7 @@
 
 use agentc_engine::memory::MemoryEngine;
 use agentc_engine::session::{Captured, Sandboxes};
+use agentc_policy::Hinted;
 
 use super::*;
 use crate::memory_fixtures::{block_on, engine, launcher, profile_file};
@@ -57,9 +58,12 @@ fn without_a_pool_a_run_starts_cold_quietly_and_pool_require_refuses_it() {
         refused
             .message
             .starts_with("--pool require: no warm start for warm: ")
-            && refused.message.contains("--size N` starts idle members"),
+            && refused
+                .with_hint()
+                .to_string()
+                .contains("--size N` starts idle members"),
         "{}",
-        refused.message
+        refused.with_hint()
     );
     assert!(
         notes.is_empty() && started.is_empty(),

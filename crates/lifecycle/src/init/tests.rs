@@ -3,6 +3,7 @@ use std::collections::BTreeMap;
 use agentc_policy::{AgentName, LaunchKind, Owner, PathKind, PathProbe, ResolveInputs};
 
 use super::*;
+use agentc_policy::Hinted;
 
 struct NoFiles;
 
@@ -218,10 +219,14 @@ fn hostile_option_values_stay_inside_their_toml_string() {
     };
     let error = template(&options("alpine:3\nprivileged = true", "a.example"))
         .unwrap_err()
+        .with_hint()
         .to_string();
     assert!(error.starts_with("--image: "), "{error}");
     let error = template(&options("alpine:3", "a.example\r\n[security]")).unwrap_err();
-    assert!(error.to_string().starts_with("--host: "), "{error}");
+    assert!(
+        error.with_hint().to_string().starts_with("--host: "),
+        "{error}"
+    );
     // Quotes and brackets stay inside their strings: no key or table is added, and the policy
     // refuses the strange values by their field.
     let text = template(&options(
@@ -251,6 +256,7 @@ fn names_come_from_file_stems_when_they_are_names() {
         hosts: vec![],
     })
     .unwrap_err()
+    .with_hint()
     .to_string();
     assert!(
         error.starts_with("--name: \"Bad Name\" is not a profile name\n  hint: "),

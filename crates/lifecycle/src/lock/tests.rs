@@ -2,6 +2,7 @@ use agentc_policy::LaunchKind;
 
 use super::*;
 use crate::plan::tests::{launch_at, CLAUDE, DEV};
+use agentc_policy::Hinted;
 
 fn id(digit: char) -> String {
     format!("sha256:{}", digit.to_string().repeat(64))
@@ -187,7 +188,10 @@ fn corrupt_locks_name_the_file_and_line() {
         ),
         (text[..text.len() * 2 / 3].to_string(), ""),
     ] {
-        let error = Lock::parse("dev.lock", &bad).unwrap_err().to_string();
+        let error = Lock::parse("dev.lock", &bad)
+            .unwrap_err()
+            .with_hint()
+            .to_string();
         assert!(error.starts_with("dev.lock"), "{error}");
         assert!(error.contains(expected), "{error}");
         assert!(

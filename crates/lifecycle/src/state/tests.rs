@@ -1,4 +1,5 @@
 use super::*;
+use agentc_policy::Hinted;
 
 fn id(digit: char) -> String {
     format!("sha256:{}", digit.to_string().repeat(64))
@@ -36,7 +37,11 @@ fn dates_are_utc_rfc3339() {
 fn apply_then_rollback_then_refuse_a_second_rollback() {
     let mut state = State::new("dev");
     state.record_apply(applied(&id('1')));
-    let error = state.rollback_plan("dev.toml").unwrap_err().to_string();
+    let error = state
+        .rollback_plan("dev.toml")
+        .unwrap_err()
+        .with_hint()
+        .to_string();
     assert!(error.contains("no previous image"), "{error}");
     state.record_apply(applied(&id('2')));
     assert_eq!(state.image_to_retain(), Some(id('2').as_str()));
@@ -49,7 +54,11 @@ fn apply_then_rollback_then_refuse_a_second_rollback() {
     let current = state.current().unwrap();
     assert_eq!((current.number, current.step), (3, Step::Rollback));
     assert_eq!(current.image_id, id('1'));
-    let error = state.rollback_plan("dev.toml").unwrap_err().to_string();
+    let error = state
+        .rollback_plan("dev.toml")
+        .unwrap_err()
+        .with_hint()
+        .to_string();
     assert!(
         error.contains("a second rollback without a new apply is refused"),
         "{error}"
@@ -95,7 +104,7 @@ fn corrupt_states_name_the_file_and_line() {
     ];
     for (bad, expected) in cases {
         let error = State::parse("s.toml", &bad, "dev").unwrap_err();
-        let shown = error.to_string();
+        let shown = error.with_hint().to_string();
         assert!(shown.starts_with("s.toml"), "{shown}");
         assert!(shown.contains(expected), "{shown}");
         assert!(shown.contains("\n  hint: "), "{shown}");
@@ -113,6 +122,7 @@ fn corrupt_states_name_the_file_and_line() {
     );
     let other = State::parse("s.toml", &text, "prod")
         .unwrap_err()
+        .with_hint()
         .to_string();
     assert!(other.contains("belongs to profile \"dev\""), "{other}");
 }

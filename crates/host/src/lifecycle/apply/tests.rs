@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use agentc_lifecycle::lock::ImageFacts;
+use agentc_policy::Hinted;
 
 use super::*;
 use crate::container_of;
@@ -320,9 +321,12 @@ fn a_missing_image_is_refused_without_pull_and_pulled_with_it() {
     let refused = apply(&profile, &mut fake, false).0.unwrap_err();
     assert_eq!(refused.code, EXIT_DOCKER);
     assert!(
-        refused.message.contains("`agentc apply --pull`"),
+        refused
+            .with_hint()
+            .to_string()
+            .contains("`agentc apply --pull`"),
         "{}",
-        refused.message
+        refused.with_hint()
     );
     assert!(!fake.state.exists());
     assert!(!fake.names().iter().any(|call| call.starts_with("pull")));
