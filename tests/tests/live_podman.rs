@@ -11,8 +11,9 @@
 //! - gVisor through Podman: the CLI launches and verifies a runsc profile; the API socket,
 //!   which ignores `HostConfig.Runtime`, refuses it before anything exists.
 //!
-//! The commands called in-process drive the engine `agentc::set_engine` chose: every test in
-//! this binary runs on Podman, and its ports and connections are Podman's by value.
+//! The commands called in-process drive the engine `agentc::set_engine` chose, which is the
+//! process's: Podman while a test of this file runs ([`OnPodman`]), Docker again for the other
+//! files of the `live` binary; its ports and connections are Podman's by value.
 //! Needs Podman and its socket (`scripts/setup-engines.sh`): skips with a printed reason
 //! without them, fails instead when `AGENTC_REQUIRE_DOCKER=1`.
 
@@ -211,6 +212,37 @@ fn compare_one(
         .collect())
 }
 
+/// How many of this file's tests drive Podman now.
+static ON_PODMAN: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
+
+/// The in-process commands drive Podman until the last test of this file holding one of these
+/// ends, then Docker again, as the other files of the binary expect (`agentc::set_engine` is
+/// the process's; no other file's test runs meanwhile, `agentc_conformance::turn`).
+struct OnPodman;
+
+impl OnPodman {
+    fn drive() -> OnPodman {
+        let mut driving = ON_PODMAN
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *driving += 1;
+        set_engine(Engine::Podman);
+        OnPodman
+    }
+}
+
+impl Drop for OnPodman {
+    fn drop(&mut self) {
+        let mut driving = ON_PODMAN
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *driving -= 1;
+        if *driving == 0 {
+            set_engine(Engine::Docker);
+        }
+    }
+}
+
 #[test]
 fn live_podman_cli_and_api_create_the_same_containers_for_every_runnable_fixture() {
     let _turn = agentc_conformance::turn::turn(file!());
@@ -218,7 +250,7 @@ fn live_podman_cli_and_api_create_the_same_containers_for_every_runnable_fixture
     if !require_podman(test) {
         return;
     }
-    set_engine(Engine::Podman);
+    let _podman = OnPodman::drive();
     let started = Instant::now();
     let image = ensure_test_image().expect("the test image builds");
     ensure_podman_image(&image).expect("podman loads the test image");
@@ -408,7 +440,7 @@ fn live_agentc_verify_passes_through_podmans_cli_and_api() {
     if !require_podman(test) {
         return;
     }
-    set_engine(Engine::Podman);
+    let _podman = OnPodman::drive();
     let image = ensure_test_image().expect("the test image builds");
     ensure_podman_image(&image).expect("podman loads the test image");
     let workspace = tempfile::tempdir().expect("temporary workspace");
@@ -498,7 +530,7 @@ fn live_gvisor_through_podman_runs_by_its_cli_and_is_refused_by_its_socket() {
     if !require_podman(test) {
         return;
     }
-    set_engine(Engine::Podman);
+    let _podman = OnPodman::drive();
     let image = ensure_test_image().expect("the test image builds");
     ensure_podman_image(&image).expect("podman loads the test image");
     let workspace = tempfile::tempdir().expect("temporary workspace");
