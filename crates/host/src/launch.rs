@@ -326,12 +326,7 @@ impl Launcher {
             Err(error) => Err((
                 format!(
                     "the engine's runtimes cannot be read: {}",
-                    error
-                        .with_hint()
-                        .to_string()
-                        .lines()
-                        .next()
-                        .unwrap_or_default()
+                    error.to_string().lines().next().unwrap_or_default()
                 ),
                 "`agentc doctor` without a profile checks the engine".to_string(),
             )),

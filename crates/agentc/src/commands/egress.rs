@@ -17,7 +17,6 @@ use std::time::Duration;
 use agentc_egress::image::ProxyExecutable;
 use agentc_egress::probe::ProbeConfig;
 use agentc_egress::{Config, EgressError};
-use agentc_policy::Hinted;
 
 use crate::cli::{
     EgressHealthArgs, EgressHostPathArgs, EgressImageArgs, EgressProbeArgs, EgressProxyCommand,
@@ -178,7 +177,7 @@ fn image(args: &EgressImageArgs) -> Result<u8, Failure> {
             .tag
     } else {
         agentc_backend_cli::exec::egress::own_proxy_image(crate::engine(), &own)
-            .map_err(|error| Failure::new(125, error.with_hint().to_string()))?
+            .map_err(|error| Failure::from_hinted(125, &error))?
     };
     println!("{tag}");
     Ok(0)

@@ -147,7 +147,6 @@ impl Doctor {
             .and_then(|found| agentc_engine::check_runtime(engine, runtime, &found))
             .map_err(|error| {
                 error
-                    .with_hint()
                     .to_string()
                     .lines()
                     .next()
