@@ -176,18 +176,26 @@ pub fn verify_failure(error: agentc_verify::VerifyError) -> Failure {
 
 /// The backend `choice` means for `engine` where `env` puts it: `auto` is Docker's Engine API
 /// when it answers at [`engine_host`] ([`agentc_engine::engine::api_reachable`], a connection
-/// and no request), else the command line ([`auto_backend`]); decided once a process and
-/// logged.
+/// and no request), else the command line ([`auto_backend`]); decided once a process for each
+/// engine and address, and logged.
 pub fn chosen(choice: BackendChoice, engine: Engine, env: &BTreeMap<String, String>) -> Backend {
-    static AUTO: std::sync::OnceLock<Backend> = std::sync::OnceLock::new();
+    type Decided = std::sync::Mutex<BTreeMap<(&'static str, Option<String>), Backend>>;
+    static AUTO: Decided = std::sync::Mutex::new(BTreeMap::new());
     match choice {
         BackendChoice::Cli => Backend::Cli,
         BackendChoice::Api => Backend::Api,
-        BackendChoice::Auto => *AUTO.get_or_init(|| {
-            let (chosen, why) = auto_backend(engine, env);
-            log::info!("backend: {why}");
-            chosen
-        }),
+        BackendChoice::Auto => {
+            let key = (engine.program(), engine_host(engine, env));
+            let known = AUTO.lock().ok().and_then(|decided| decided.get(&key).copied());
+            known.unwrap_or_else(|| {
+                let (chosen, why) = auto_backend(engine, env);
+                log::info!("backend: {why}");
+                if let Ok(mut decided) = AUTO.lock() {
+                    decided.insert(key, chosen);
+                }
+                chosen
+            })
+        }
     }
 }
 

@@ -9,6 +9,7 @@
 //! context, while a profile's named build contexts (`docker build --build-context NAME=DIR`)
 //! need BuildKit's session protocol, which bollard does not speak.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use agentc_engine::Engine;
@@ -29,12 +30,14 @@ pub enum BuildEvent<'a> {
     Built(&'a str),
 }
 
-/// Builds a resolved build launch with `engine`'s command line in the foreground; returns
+/// Builds a resolved build launch with `engine`'s command line in the foreground (run with
+/// `env` on top of agentc's environment: where the caller's engine is); returns
 /// `docker build`'s exit code. Its `bundled` context (as [`resolve_build`] returns it with the
 /// spec) is written into agentc's cache first and its digest recorded in the image's
 /// [`CONTEXT_LABEL`]; building as root is said once (the agent user is then 1000:1000).
 pub fn build_image(
     engine: Engine,
+    env: &BTreeMap<String, String>,
     mut spec: LaunchSpec,
     bundled: Option<&Bundled>,
     say: &mut dyn FnMut(BuildEvent<'_>),
@@ -63,7 +66,8 @@ pub fn build_image(
     let argv = agentc_backend_cli::render_argv(&spec)
         .map_err(|error| Failure::from_hinted(crate::failure::EXIT_INVALID, &error))?;
     let code =
-        agentc_backend_cli::exec::docker::run_foreground(engine, &argv).map_err(exec_failure)?;
+        agentc_backend_cli::exec::docker::run_foreground(engine, env, &argv)
+        .map_err(exec_failure)?;
     if code == 0 {
         say(BuildEvent::Built(&tag));
     } else if let Some(bundled) = bundled {
@@ -84,6 +88,7 @@ pub fn build_image(
 /// code, or `None` (nothing run) when `image` is not the preset's.
 pub fn build_preset_image(
     engine: Engine,
+    env: &BTreeMap<String, String>,
     loaded: &LoadedProfile,
     profile: &Path,
     image: &str,
@@ -97,5 +102,5 @@ pub fn build_preset_image(
         ..LaunchRequest::new(profile)
     };
     let (spec, bundled) = resolve_build(loaded, &request)?;
-    build_image(engine, spec, bundled.as_ref(), say).map(Some)
+    build_image(engine, env, spec, bundled.as_ref(), say).map(Some)
 }

@@ -187,10 +187,10 @@ pub async fn verify<P: SessionPort>(
         mounts: &params.mounts,
         publish: &params.publish,
     })?;
-    let (env, proxy) = (agentc_host::backend::process_env(), &server.proxy);
+    // The secrets the probe's launch reads are the client's, as `create`'s are.
     let inputs = agentc_verify::VerifyInputs {
         egress_probe: &egress_probe,
-        ..agentc_verify::VerifyInputs::new(&env, proxy)
+        ..agentc_verify::VerifyInputs::new(server.client().env(), &server.proxy)
     };
     let checks = agentc_verify::verify_on(server.client().port(), &spec, &inputs)
         .await

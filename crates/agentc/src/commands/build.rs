@@ -42,7 +42,13 @@ pub fn build(args: BuildArgs) -> Result<u8, Failure> {
 /// Builds a resolved build launch in the foreground ([`agentc_host::build::build_image`]),
 /// printing what it says; returns `docker build`'s exit code.
 pub fn build_spec(spec: LaunchSpec, bundled: Option<&Bundled>) -> Result<i32, Failure> {
-    agentc_host::build::build_image(crate::engine(), spec, bundled, &mut print_build)
+    agentc_host::build::build_image(
+        crate::engine(),
+        &super::launch::process_env(),
+        spec,
+        bundled,
+        &mut print_build,
+    )
 }
 
 /// Prints what a build says: its notes on stderr, `built TAG` on stdout.

@@ -3,6 +3,7 @@
 //! their output captured, and what a launch's `docker run` leaves to read (its refusal lines,
 //! the `--cidfile`).
 
+use std::collections::BTreeMap;
 use std::process::Command;
 
 use agentc_engine::{Engine, ExecError};
@@ -17,10 +18,16 @@ use crate::shell::shell_line;
 ///
 /// SIGTERM is shielded too and passed on to docker: a supervisor that stops agentc alone
 /// stops the container through docker (which forwards it and, with `--rm`, removes it).
-pub fn run_foreground(engine: Engine, argv: &[String]) -> Result<i32, ExecError> {
+///
+/// Docker runs with `env` on top of agentc's environment (where the caller's engine is).
+pub fn run_foreground(
+    engine: Engine,
+    env: &BTreeMap<String, String>,
+    argv: &[String],
+) -> Result<i32, ExecError> {
     log::debug!("running {}", shell_line(argv));
     let shield = SignalShield::new(true);
-    let child = process::spawn(engine.program(), argv)?;
+    let child = process::spawn(engine.program(), env, argv)?;
     process::wait_forwarding(child, || {
         // SIGINT from a terminal already reached docker (same process group); only a SIGTERM
         // aimed at agentc needs passing on.
@@ -128,9 +135,14 @@ impl Drop for CidFile {
     }
 }
 
-/// Runs `ENGINE ARGS` (`docker` or `podman`) capturing its output; its stdout, or
-/// [`ExecError::DockerFailed`] with its stderr.
-pub fn output(engine: Engine, args: &[&str]) -> Result<String, ExecError> {
+/// Runs `ENGINE ARGS` (`docker` or `podman`) with `env` on top of agentc's environment (where
+/// the caller's engine is: `DOCKER_HOST`, `CONTAINER_HOST`, the docker context), capturing its
+/// output; its stdout, or [`ExecError::DockerFailed`] with its stderr.
+pub fn output(
+    engine: Engine,
+    env: &BTreeMap<String, String>,
+    args: &[&str],
+) -> Result<String, ExecError> {
     let argv: Vec<String> = std::iter::once(engine.program())
         .chain(args.iter().copied())
         .map(str::to_string)
@@ -138,6 +150,7 @@ pub fn output(engine: Engine, args: &[&str]) -> Result<String, ExecError> {
     log::debug!("running {}", shell_line(&argv));
     let output = Command::new(engine.program())
         .args(args)
+        .envs(env)
         .output()
         .map_err(|source| ExecError::CannotRunDocker { engine, source })?;
     if output.status.success() {

@@ -18,10 +18,14 @@ use crate::render::container_argv;
 /// The runtimes the engine has, as its command line reports them: `docker info` `.Runtimes`
 /// (every registered name with its path and arguments), or for Podman whether
 /// `podman --runtime NAME info` accepts the one asked about.
-pub fn runtimes(engine: Engine, wanted: &str) -> Result<Runtimes, ExecError> {
+pub fn runtimes(
+    engine: Engine,
+    env: &BTreeMap<String, String>,
+    wanted: &str,
+) -> Result<Runtimes, ExecError> {
     match engine {
         Engine::Docker => {
-            let text = docker::output(engine, &["info", "--format", "{{json .Runtimes}}"])?;
+            let text = docker::output(engine, env, &["info", "--format", "{{json .Runtimes}}"])?;
             let value: serde_json::Value = serde_json::from_str(text.trim()).map_err(|error| {
                 ExecError::InspectUnreadable {
                     engine,
@@ -54,6 +58,7 @@ pub fn runtimes(engine: Engine, wanted: &str) -> Result<Runtimes, ExecError> {
         }
         Engine::Podman => {
             let output = Command::new("podman")
+                .envs(env)
                 .args([
                     "--runtime",
                     wanted,
@@ -78,8 +83,12 @@ pub fn runtimes(engine: Engine, wanted: &str) -> Result<Runtimes, ExecError> {
 type PodmanInfo = Result<serde_json::Value, (std::process::ExitStatus, String)>;
 
 /// `podman [--runtime NAME] info --format json`: the document, or how podman failed.
-fn podman_info(runtime: Option<&str>) -> Result<PodmanInfo, ExecError> {
+fn podman_info(
+    env: &BTreeMap<String, String>,
+    runtime: Option<&str>,
+) -> Result<PodmanInfo, ExecError> {
     let mut command = Command::new("podman");
+    command.envs(env);
     if let Some(runtime) = runtime {
         command.args(["--runtime", runtime]);
     }
@@ -121,10 +130,13 @@ fn podman_runtime(info: &serde_json::Value) -> RuntimeFacts {
 /// [`docker_info_runtimes`]); for Podman each of [`PODMAN_RUNTIME_CANDIDATES`] that
 /// `podman --runtime NAME info` finds, with the path and version it reports (the command line
 /// takes `--runtime`, so every one found can be launched).
-pub fn registered_runtimes(engine: Engine) -> Result<EngineRuntimes, ExecError> {
+pub fn registered_runtimes(
+    engine: Engine,
+    env: &BTreeMap<String, String>,
+) -> Result<EngineRuntimes, ExecError> {
     match engine {
         Engine::Docker => {
-            let text = docker::output(engine, &["info", "--format", "{{json .}}"])?;
+            let text = docker::output(engine, env, &["info", "--format", "{{json .}}"])?;
             let info: serde_json::Value = serde_json::from_str(text.trim()).map_err(|error| {
                 ExecError::InspectUnreadable {
                     engine,
@@ -135,7 +147,7 @@ pub fn registered_runtimes(engine: Engine) -> Result<EngineRuntimes, ExecError> 
             Ok(docker_info_runtimes(&info))
         }
         Engine::Podman => {
-            let info = podman_info(None)?.map_err(|(status, stderr)| ExecError::DockerFailed {
+            let info = podman_info(env, None)?.map_err(|(status, stderr)| ExecError::DockerFailed {
                 engine,
                 command: "info".to_string(),
                 status,
@@ -144,7 +156,7 @@ pub fn registered_runtimes(engine: Engine) -> Result<EngineRuntimes, ExecError> 
             let found = std::thread::scope(|scope| {
                 let asked: Vec<_> = PODMAN_RUNTIME_CANDIDATES
                     .iter()
-                    .map(|name| (*name, scope.spawn(move || podman_info(Some(name)))))
+                    .map(|name| (*name, scope.spawn(move || podman_info(env, Some(name)))))
                     .collect();
                 asked
                     .into_iter()
@@ -181,17 +193,26 @@ pub fn registered_runtimes(engine: Engine) -> Result<EngineRuntimes, ExecError> 
 }
 
 /// Refuses a launch whose runtime `engine` does not have; nothing is created before.
-pub fn require_runtime(engine: Engine, spec: &ContainerSpec) -> Result<(), ExecError> {
+pub fn require_runtime(
+    engine: Engine,
+    env: &BTreeMap<String, String>,
+    spec: &ContainerSpec,
+) -> Result<(), ExecError> {
     let Some(wanted) = &spec.runtime else {
         return Ok(());
     };
-    check_runtime(engine, wanted, &runtimes(engine, wanted)?)
+    check_runtime(engine, wanted, &runtimes(engine, env, wanted)?)
 }
 
 /// The image's `USER` (`podman image inspect`), for the capability row.
-fn image_user(engine: Engine, image: &str) -> Result<String, ExecError> {
+fn image_user(
+    engine: Engine,
+    env: &BTreeMap<String, String>,
+    image: &str,
+) -> Result<String, ExecError> {
     Ok(docker::output(
         engine,
+        env,
         &["image", "inspect", "--format", "{{.Config.User}}", image],
     )?
     .trim()
@@ -200,9 +221,14 @@ fn image_user(engine: Engine, image: &str) -> Result<String, ExecError> {
 
 /// The argv that launches `spec` on `engine`: the runtime checked first, then, on Docker, the
 /// rendered argv; on Podman, the spec adapted ([`podman::adapt`], which needs the image
-/// present to read its `USER`) and rendered with Podman's spellings ([`podman_argv`]).
-pub fn launch_argv(engine: Engine, spec: &ContainerSpec) -> Result<Vec<String>, ExecError> {
-    require_runtime(engine, spec)?;
+/// present to read its `USER`) and rendered with Podman's spellings ([`podman_argv`]). The
+/// engine is asked with `env` on top of agentc's environment ([`docker::output`]).
+pub fn launch_argv(
+    engine: Engine,
+    env: &BTreeMap<String, String>,
+    spec: &ContainerSpec,
+) -> Result<Vec<String>, ExecError> {
+    require_runtime(engine, env, spec)?;
     match engine {
         Engine::Docker => Ok(container_argv(spec)?),
         Engine::Podman => {
@@ -212,7 +238,7 @@ pub fn launch_argv(engine: Engine, spec: &ContainerSpec) -> Result<Vec<String>, 
             podman::require_enforced_limits(spec, rootless, cgroup_v1)?;
             let user = match &spec.user {
                 Some(_) => None,
-                None => Some(image_user(engine, &spec.image)?),
+                None => Some(image_user(engine, env, &spec.image)?),
             };
             let adapted = podman::adapt(spec, user.as_deref())?;
             Ok(podman_argv(&adapted)?)
@@ -269,10 +295,11 @@ pub fn podman_argv(spec: &ContainerSpec) -> Result<Vec<String>, agentc_engine::A
 /// the runtime's blocking threads.
 pub(crate) async fn launch_argv_as(
     engine: Engine,
+    env: &BTreeMap<String, String>,
     spec: &ContainerSpec,
 ) -> Result<Vec<String>, ExecError> {
-    let spec = spec.clone();
-    tokio::task::spawn_blocking(move || launch_argv(engine, &spec))
+    let (env, spec) = (env.clone(), spec.clone());
+    tokio::task::spawn_blocking(move || launch_argv(engine, &env, &spec))
         .await
         .map_err(|error| ExecError::Render(Box::new(error)))?
 }

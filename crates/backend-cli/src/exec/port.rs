@@ -193,10 +193,11 @@ fn unreadable(error: String) -> EngineError {
 }
 
 /// The detached `docker run` argv of `spec`: the runtime asked for, and Podman's rows applied
-/// ([`super::engine::launch_argv`], which asks the engine through blocking commands).
-async fn launch_argv_of(engine: Engine, spec: &ContainerSpec) -> Result<Vec<String>, ExecError> {
+/// ([`super::engine::launch_argv`], which asks `port`'s engine through blocking commands).
+async fn launch_argv_of(port: &CliPort, spec: &ContainerSpec) -> Result<Vec<String>, ExecError> {
     super::engine::launch_argv_as(
-        engine,
+        port.engine,
+        port.env(),
         &ContainerSpec {
             detach: true,
             ..spec.clone()
@@ -209,7 +210,7 @@ async fn launch_argv_of(engine: Engine, spec: &ContainerSpec) -> Result<Vec<Stri
 /// names what the engine created, even when the start failed; the name may be another's), and
 /// the secret values its child gets in its environment, by name.
 async fn detached_run(
-    engine: Engine,
+    port: &CliPort,
     spec: &ContainerSpec,
     env: &BTreeMap<String, String>,
 ) -> Result<
@@ -221,7 +222,7 @@ async fn detached_run(
     ExecError,
 > {
     agentc_engine::resolve_env(spec, env)?;
-    let mut argv = launch_argv_of(engine, spec).await?;
+    let mut argv = launch_argv_of(port, spec).await?;
     let cid = super::docker::CidFile::new()?;
     argv.insert(2, format!("--cidfile={}", cid.path().display()));
     Ok((argv, cid, agentc_engine::secrets::secret_values(spec, env)))
@@ -363,7 +364,7 @@ impl EnginePort for CliPort {
     }
 
     async fn check_launch(&self, spec: &ContainerSpec) -> Result<(), ExecError> {
-        launch_argv_of(self.engine, spec).await.map(|_| ())
+        launch_argv_of(self, spec).await.map(|_| ())
     }
 
     async fn run_detached(
@@ -371,7 +372,7 @@ impl EnginePort for CliPort {
         spec: &ContainerSpec,
         env: &BTreeMap<String, String>,
     ) -> Result<String, EngineError> {
-        let (argv, cid, secrets) = detached_run(self.engine, spec, env)
+        let (argv, cid, secrets) = detached_run(self, spec, env)
             .await
             .map_err(EngineError::of_launch)?;
         let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
@@ -391,7 +392,7 @@ impl EnginePort for CliPort {
         spec: &ContainerSpec,
         env: &BTreeMap<String, String>,
     ) -> Result<String, ExecError> {
-        let (argv, cid, secrets) = detached_run(self.engine, spec, env).await?;
+        let (argv, cid, secrets) = detached_run(self, spec, env).await?;
         let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
         let output = self
             .command(&args)
@@ -459,8 +460,8 @@ impl EnginePort for CliPort {
     }
 
     async fn runtimes(&self) -> Result<agentc_engine::EngineRuntimes, ExecError> {
-        let engine = self.engine;
-        tokio::task::spawn_blocking(move || super::engine::registered_runtimes(engine))
+        let (engine, env) = (self.engine, self.env().clone());
+        tokio::task::spawn_blocking(move || super::engine::registered_runtimes(engine, &env))
             .await
             .map_err(|error| ExecError::Terminal {
                 step: "ask the engine for its runtimes",

@@ -7,6 +7,7 @@
 //! that must pass on signals sent to it alone (SIGTERM from a supervisor) uses [`spawn`] and
 //! [`wait_forwarding`].
 
+use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::process::{Child, Command, ExitStatus};
 
@@ -14,11 +15,16 @@ use agentc_engine::ExecError;
 
 /// Runs `program` with `argv[1..]` (argv as rendered: `argv[0]` is the display name `docker`),
 /// stdin, stdout and stderr inherited and the environment inherited (secrets rendered as
-/// `--env=NAME` are read from it by docker), and returns its exit code: the code it exited
-/// with, or 128 + the signal number when a signal ended it.
-pub fn run(program: impl AsRef<OsStr>, argv: &[String]) -> Result<i32, ExecError> {
+/// `--env=NAME` are read from it by docker) with `env` on top (the caller's: where its engine
+/// is, the secrets it names), and returns its exit code: the code it exited with, or 128 + the
+/// signal number when a signal ended it.
+pub fn run(
+    program: impl AsRef<OsStr>,
+    env: &BTreeMap<String, String>,
+    argv: &[String],
+) -> Result<i32, ExecError> {
     let program = program.as_ref();
-    let mut child = spawn(program, argv)?;
+    let mut child = spawn(program, env, argv)?;
     let status = child.wait().map_err(|source| ExecError::Wait {
         program: program.to_owned(),
         source,
@@ -28,13 +34,18 @@ pub fn run(program: impl AsRef<OsStr>, argv: &[String]) -> Result<i32, ExecError
 
 /// Starts `program` with `argv[1..]` like [`run`] but returns the child, for a caller that
 /// forwards signals to it while it waits (see [`wait_forwarding`]).
-pub fn spawn(program: impl AsRef<OsStr>, argv: &[String]) -> Result<Child, ExecError> {
+pub fn spawn(
+    program: impl AsRef<OsStr>,
+    env: &BTreeMap<String, String>,
+    argv: &[String],
+) -> Result<Child, ExecError> {
     let program = program.as_ref();
     let Some((_display_name, args)) = argv.split_first() else {
         return Err(ExecError::EmptyArgv);
     };
     Command::new(program)
         .args(args)
+        .envs(env)
         .spawn()
         .map_err(|source| ExecError::Spawn {
             program: program.to_owned(),
@@ -95,23 +106,23 @@ mod tests {
 
     #[test]
     fn exit_code_is_propagated() {
-        assert_eq!(run("sh", &argv("exit 3")).unwrap(), 3);
-        assert_eq!(run("sh", &argv("exit 0")).unwrap(), 0);
+        assert_eq!(run("sh", &BTreeMap::new(), &argv("exit 3")).unwrap(), 3);
+        assert_eq!(run("sh", &BTreeMap::new(), &argv("exit 0")).unwrap(), 0);
     }
 
     #[test]
     fn signal_becomes_128_plus_signo() {
-        assert_eq!(run("sh", &argv("kill -TERM $$")).unwrap(), 128 + 15);
+        assert_eq!(run("sh", &BTreeMap::new(), &argv("kill -TERM $$")).unwrap(), 128 + 15);
     }
 
     #[test]
     fn argv0_is_replaced_by_the_program() {
-        assert_eq!(run("sh", &argv("[ \"$0\" = sh ] && exit 7")).unwrap(), 7);
+        assert_eq!(run("sh", &BTreeMap::new(), &argv("[ \"$0\" = sh ] && exit 7")).unwrap(), 7);
     }
 
     #[test]
     fn missing_program_is_a_spawn_error() {
-        let error = run("/nonexistent/agentc-docker", &argv("true")).unwrap_err();
+        let error = run("/nonexistent/agentc-docker", &BTreeMap::new(), &argv("true")).unwrap_err();
         assert!(matches!(error, ExecError::Spawn { .. }), "{error}");
         assert!(error
             .with_hint()
@@ -120,7 +131,18 @@ mod tests {
     }
 
     #[test]
+    fn the_callers_environment_is_on_top_of_agentcs() {
+        let env = BTreeMap::from([("AGENTC_TEST_EXIT".to_string(), "9".to_string())]);
+        assert_eq!(run("sh", &env, &argv("exit $AGENTC_TEST_EXIT")).unwrap(), 9);
+        // Agentc's own environment is still there beneath it.
+        assert_eq!(
+            run("sh", &env, &argv("[ -n \"$PATH\" ] && exit 4")).unwrap(),
+            4
+        );
+    }
+
+    #[test]
     fn empty_argv_is_refused() {
-        assert!(matches!(run("sh", &[]), Err(ExecError::EmptyArgv)));
+        assert!(matches!(run("sh", &BTreeMap::new(), &[]), Err(ExecError::EmptyArgv)));
     }
 }

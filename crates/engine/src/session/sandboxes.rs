@@ -154,8 +154,9 @@ impl<P: SessionPort> Sandboxes<P> {
         &self.port
     }
 
-    /// The environment secrets are read from.
-    pub(crate) fn env(&self) -> &BTreeMap<String, String> {
+    /// The environment this client reads secrets from and runs the engine's commands with
+    /// ([`Sandboxes::over`]).
+    pub fn env(&self) -> &BTreeMap<String, String> {
         &self.env
     }
 

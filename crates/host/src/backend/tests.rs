@@ -109,3 +109,51 @@ fn reaping_tells_the_caller_what_it_removed() {
     assert_eq!(gone, said);
     assert!(told[0].removed_line().contains(&name));
 }
+
+#[test]
+fn auto_is_decided_for_each_engine_address_a_caller_names() {
+    let dir = tempfile::tempdir().expect("a directory");
+    // One address where nothing listens, one where something accepts a connection (all `auto`
+    // asks of an engine before it chooses its API).
+    let dead = format!("unix://{}", dir.path().join("no-engine.sock").display());
+    let answering = dir.path().join("engine.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&answering).expect("a socket");
+    let answering = format!("unix://{}", answering.display());
+    let auto = |host: &str| chosen(BackendChoice::Auto, Engine::Docker, &docker_host(host));
+    assert_eq!(auto(&dead), Backend::Cli);
+    // A second caller in the same process, whose engine answers, gets its own choice, not
+    // the first caller's.
+    assert_eq!(auto(&answering), Backend::Api);
+    assert_eq!(auto(&dead), Backend::Cli);
+}
+
+#[test]
+fn the_command_lines_engine_queries_go_where_the_callers_environment_says() {
+    if std::process::Command::new("docker")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        let reason = "no docker command to run";
+        assert!(
+            std::env::var("AGENTC_REQUIRE_DOCKER").as_deref() != Ok("1"),
+            "docker is required (AGENTC_REQUIRE_DOCKER=1) but there is {reason}"
+        );
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a directory");
+    let socket = dir.path().join("no-engine.sock");
+    let env = docker_host(&format!("unix://{}", socket.display()));
+    let port = agentc_backend_cli::exec::port::CliPort::new(Engine::Docker).in_env(&env);
+    // The runtimes an isolation floor chooses from, and the runtime check before a launch.
+    let runtime = runtime().expect("a runtime");
+    let error = runtime
+        .block_on(port.runtimes())
+        .expect_err("no engine answers there");
+    let text = error.with_hint().to_string();
+    assert!(text.contains(&socket.display().to_string()), "{text}");
+    let asked = agentc_backend_cli::exec::engine::runtimes(Engine::Docker, &env, "runsc");
+    let text = asked.expect_err("no engine answers there").with_hint().to_string();
+    assert!(text.contains(&socket.display().to_string()), "{text}");
+}

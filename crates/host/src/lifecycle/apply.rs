@@ -124,7 +124,7 @@ impl Deployer for HostDeployer {
     fn build(&mut self, spec: &LaunchSpec) -> Result<i32, Failure> {
         let argv = agentc_backend_cli::render_argv(spec)
             .map_err(|error| Failure::from_hinted(crate::failure::EXIT_INVALID, &error))?;
-        agentc_backend_cli::exec::docker::run_foreground(self.launcher.engine, &argv)
+        agentc_backend_cli::exec::docker::run_foreground(self.launcher.engine, &self.launcher.env, &argv)
             .map_err(backend::exec_failure)
     }
 
@@ -139,7 +139,14 @@ impl Deployer for HostDeployer {
             BuildEvent::Note(line) => events(ApplyEvent::Note(line)),
             BuildEvent::Built(tag) => events(ApplyEvent::Built(tag)),
         };
-        build_preset_image(self.launcher.engine, loaded, profile, image, &mut say)
+        build_preset_image(
+            self.launcher.engine,
+            &self.launcher.env,
+            loaded,
+            profile,
+            image,
+            &mut say,
+        )
     }
 
     fn seed(

@@ -143,7 +143,7 @@ impl Doctor {
     /// through the engine's command line: Podman's socket cannot tell.
     fn runtime_available(&self, runtime: &str) -> Result<(), String> {
         let engine = self.launcher.engine;
-        agentc_backend_cli::exec::engine::runtimes(engine, runtime)
+        agentc_backend_cli::exec::engine::runtimes(engine, &self.launcher.env, runtime)
             .and_then(|found| agentc_engine::check_runtime(engine, runtime, &found))
             .map_err(|error| {
                 error

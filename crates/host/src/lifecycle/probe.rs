@@ -60,7 +60,7 @@ pub async fn engine_facts(
         engine: Some(engine),
         rlimits_raisable: rlimits_raisable(),
         endpoint: endpoint(engine, env),
-        cli: Some(docker_cli()),
+        cli: Some(docker_cli(env)),
         backend: Some(crate::backend::auto_backend(engine, env).1),
         max_user_namespaces: std::fs::read_to_string("/proc/sys/user/max_user_namespaces")
             .ok()
@@ -132,10 +132,11 @@ fn info_facts(info: bollard::models::SystemInfo, engine: Engine, facts: &mut Eng
     facts.disk = Some(free_disk(&facts.endpoint, info.docker_root_dir.as_deref()));
 }
 
-/// The `docker` command's client version, or why it cannot run.
-fn docker_cli() -> Result<String, String> {
+/// The `docker` command's client version, or why it cannot run, run with the caller's `env`.
+fn docker_cli(env: &BTreeMap<String, String>) -> Result<String, String> {
     agentc_backend_cli::exec::docker::output(
         agentc_engine::Engine::Docker,
+        env,
         &["version", "--format", "{{.Client.Version}}"],
     )
     .map(|text| text.trim().to_string())
@@ -145,6 +146,7 @@ fn docker_cli() -> Result<String, String> {
             agentc_engine::ExecError::DockerFailed { .. } => {
                 agentc_backend_cli::exec::docker::output(
                     agentc_engine::Engine::Docker,
+                    env,
                     &["--version"],
                 )
                 .map(|text| text.trim().to_string())
