@@ -44,9 +44,8 @@
 //! let name = on_client(&driver, Create)?;
 //! # Ok::<(), Failure>(())
 //! ```
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use agentc_backend_api::port::ApiPort;
@@ -186,7 +185,10 @@ pub fn chosen(choice: BackendChoice, engine: Engine, env: &BTreeMap<String, Stri
         BackendChoice::Api => Backend::Api,
         BackendChoice::Auto => {
             let key = (engine.program(), engine_host(engine, env));
-            let known = AUTO.lock().ok().and_then(|decided| decided.get(&key).copied());
+            let known = AUTO
+                .lock()
+                .ok()
+                .and_then(|decided| decided.get(&key).copied());
             known.unwrap_or_else(|| {
                 let (chosen, why) = auto_backend(engine, env);
                 log::info!("backend: {why}");
@@ -243,7 +245,7 @@ pub async fn connect_reaping(
     reaped: &Reaped,
 ) -> Result<ApiPort, Failure> {
     let port = connect_only(engine, env).await?;
-    reap(&port, own, reaped).await;
+    reap(&port, env, own, reaped).await;
     Ok(port)
 }
 
@@ -259,7 +261,7 @@ pub async fn cli_port_reaping(
     reaped: &Reaped,
 ) -> CliPort {
     let port = CliPort::new(engine).in_env(env);
-    if reaped_already(own) {
+    if reaped_already(engine, env, own) {
         return port;
     }
     match connect_only(engine, env).await {
@@ -297,19 +299,28 @@ macro_rules! over_port {
     };
 }
 
-/// Whether this process looked for the leftovers of killed launches already: a command that
-/// asks the engine several times reaps once, unless it names the workload it launches next
-/// (`own`), whose killed launch's leftovers go at once.
-fn reaped_already(own: Option<&str>) -> bool {
-    static REAPED: AtomicBool = AtomicBool::new(false);
-    REAPED.swap(true, Ordering::SeqCst) && own.is_none()
+/// Whether this process looked for the leftovers of killed launches on `engine` where `env`
+/// puts it ([`engine_host`]) already: a command that asks the engine several times reaps once,
+/// unless it names the workload it launches next (`own`), whose killed launch's leftovers go
+/// at once. A caller driving two engines has each reaped.
+fn reaped_already(engine: Engine, env: &BTreeMap<String, String>, own: Option<&str>) -> bool {
+    static REAPED: std::sync::Mutex<BTreeSet<(&'static str, Option<String>)>> =
+        std::sync::Mutex::new(BTreeSet::new());
+    let key = (engine.program(), engine_host(engine, env));
+    let first = REAPED.lock().map_or(true, |mut reaped| reaped.insert(key));
+    !first && own.is_none()
 }
 
 /// Removes the egress companions whose workload is gone and tells `reaped` of each, once a
-/// process (unless it names `own`, the workload launched next); prints nothing. A failure is
-/// logged only (the caller goes on).
-pub async fn reap<P: EnginePort>(port: &P, own: Option<&str>, reaped: &Reaped) {
-    if !reaped_already(own) {
+/// process for each engine `port` and `env` name (unless it names `own`, the workload launched
+/// next); prints nothing. A failure is logged only (the caller goes on).
+pub async fn reap<P: EnginePort>(
+    port: &P,
+    env: &BTreeMap<String, String>,
+    own: Option<&str>,
+    reaped: &Reaped,
+) {
+    if !reaped_already(port.engine(), env, own) {
         reap_now(port, own, reaped).await;
     }
 }

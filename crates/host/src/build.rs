@@ -65,8 +65,7 @@ pub fn build_image(
     let tag = build.tag.clone();
     let argv = agentc_backend_cli::render_argv(&spec)
         .map_err(|error| Failure::from_hinted(crate::failure::EXIT_INVALID, &error))?;
-    let code =
-        agentc_backend_cli::exec::docker::run_foreground(engine, env, &argv)
+    let code = agentc_backend_cli::exec::docker::run_foreground(engine, env, &argv)
         .map_err(exec_failure)?;
     if code == 0 {
         say(BuildEvent::Built(&tag));

@@ -191,7 +191,7 @@ impl Restore<'_> {
         self.launcher.check_host_ports(container, spec)?;
         let port = client.port();
         // The leftovers of a killed launch under this name go first, as `agentc run`'s do.
-        reap(port, Some(name), &self.launcher.reaped).await;
+        reap(port, &self.launcher.env, Some(name), &self.launcher.reaped).await;
         // A launch that fails leaves nothing of itself.
         let outcome = self.launch(port, container, &spec.profile).await?;
         let Outcome::Started(started) = &outcome else {

@@ -147,12 +147,13 @@ pub fn registered_runtimes(
             Ok(docker_info_runtimes(&info))
         }
         Engine::Podman => {
-            let info = podman_info(env, None)?.map_err(|(status, stderr)| ExecError::DockerFailed {
-                engine,
-                command: "info".to_string(),
-                status,
-                stderr,
-            })?;
+            let info =
+                podman_info(env, None)?.map_err(|(status, stderr)| ExecError::DockerFailed {
+                    engine,
+                    command: "info".to_string(),
+                    status,
+                    stderr,
+                })?;
             let found = std::thread::scope(|scope| {
                 let asked: Vec<_> = PODMAN_RUNTIME_CANDIDATES
                     .iter()

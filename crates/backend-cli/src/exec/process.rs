@@ -112,17 +112,28 @@ mod tests {
 
     #[test]
     fn signal_becomes_128_plus_signo() {
-        assert_eq!(run("sh", &BTreeMap::new(), &argv("kill -TERM $$")).unwrap(), 128 + 15);
+        assert_eq!(
+            run("sh", &BTreeMap::new(), &argv("kill -TERM $$")).unwrap(),
+            128 + 15
+        );
     }
 
     #[test]
     fn argv0_is_replaced_by_the_program() {
-        assert_eq!(run("sh", &BTreeMap::new(), &argv("[ \"$0\" = sh ] && exit 7")).unwrap(), 7);
+        assert_eq!(
+            run("sh", &BTreeMap::new(), &argv("[ \"$0\" = sh ] && exit 7")).unwrap(),
+            7
+        );
     }
 
     #[test]
     fn missing_program_is_a_spawn_error() {
-        let error = run("/nonexistent/agentc-docker", &BTreeMap::new(), &argv("true")).unwrap_err();
+        let error = run(
+            "/nonexistent/agentc-docker",
+            &BTreeMap::new(),
+            &argv("true"),
+        )
+        .unwrap_err();
         assert!(matches!(error, ExecError::Spawn { .. }), "{error}");
         assert!(error
             .with_hint()
@@ -143,6 +154,9 @@ mod tests {
 
     #[test]
     fn empty_argv_is_refused() {
-        assert!(matches!(run("sh", &BTreeMap::new(), &[]), Err(ExecError::EmptyArgv)));
+        assert!(matches!(
+            run("sh", &BTreeMap::new(), &[]),
+            Err(ExecError::EmptyArgv)
+        ));
     }
 }

@@ -84,7 +84,7 @@ fn reaping_tells_the_caller_what_it_removed() {
         move |orphans: &Orphans| told.lock().expect("the list").push(orphans.clone())
     });
     // The workload launched next is the orphan's: its leftovers go at once.
-    block_on(reap(&port, Some(&name), &reaped));
+    block_on(reap(&port, &BTreeMap::new(), Some(&name), &reaped));
     let told = told.lock().expect("the list").clone();
     assert_eq!(told.len(), 1, "{told:?}");
     assert_eq!(told[0].workload, name);
@@ -154,6 +154,52 @@ fn the_command_lines_engine_queries_go_where_the_callers_environment_says() {
     let text = error.with_hint().to_string();
     assert!(text.contains(&socket.display().to_string()), "{text}");
     let asked = agentc_backend_cli::exec::engine::runtimes(Engine::Docker, &env, "runsc");
-    let text = asked.expect_err("no engine answers there").with_hint().to_string();
+    let text = asked
+        .expect_err("no engine answers there")
+        .with_hint()
+        .to_string();
     assert!(text.contains(&socket.display().to_string()), "{text}");
+}
+
+#[test]
+fn each_engine_a_caller_drives_is_reaped() {
+    use std::sync::Mutex;
+
+    use agentc_policy::Start;
+
+    use crate::memory_fixtures::{block_on, engine, launch, launcher};
+
+    // Two engines (two addresses), each with a killed launch's companion left, its proxy
+    // ended (so it is an orphan at once, without the grace a running proxy gets).
+    let orphaned = |name: &str| {
+        let port = engine();
+        let spec = launch(name, false, Start::Detached);
+        let container = crate::container_of(&spec).expect("a container").clone();
+        block_on(launcher().launch_on(&port, &container, false, &mut |_| {})).expect("it starts");
+        let name = container.name.clone().expect("a named launch");
+        block_on(port.remove_container(&name)).expect("the workload goes");
+        let proxy = format!("{name}-egress-proxy");
+        block_on(port.stop(&proxy, Some(0))).expect("the proxy ends");
+        port
+    };
+    let told = Arc::new(Mutex::new(Vec::new()));
+    let reaped = Reaped::new({
+        let told = told.clone();
+        move |orphans: &Orphans| {
+            told.lock()
+                .expect("the list")
+                .push(orphans.workload.clone())
+        }
+    });
+    let first = docker_host("unix:///run/agentc-test/first-engine.sock");
+    let second = docker_host("unix:///run/agentc-test/second-engine.sock");
+    block_on(reap(&orphaned("on-first"), &first, None, &reaped));
+    block_on(reap(&orphaned("on-second"), &second, None, &reaped));
+    // The first engine again: reaped already, once a process.
+    block_on(reap(&orphaned("on-first-again"), &first, None, &reaped));
+    let told = told.lock().expect("the list").clone();
+    assert_eq!(
+        told,
+        ["agentc-sandbox-on-first", "agentc-sandbox-on-second"]
+    );
 }

@@ -124,8 +124,12 @@ impl Deployer for HostDeployer {
     fn build(&mut self, spec: &LaunchSpec) -> Result<i32, Failure> {
         let argv = agentc_backend_cli::render_argv(spec)
             .map_err(|error| Failure::from_hinted(crate::failure::EXIT_INVALID, &error))?;
-        agentc_backend_cli::exec::docker::run_foreground(self.launcher.engine, &self.launcher.env, &argv)
-            .map_err(backend::exec_failure)
+        agentc_backend_cli::exec::docker::run_foreground(
+            self.launcher.engine,
+            &self.launcher.env,
+            &argv,
+        )
+        .map_err(backend::exec_failure)
     }
 
     fn build_preset(
