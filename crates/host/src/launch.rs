@@ -473,12 +473,11 @@ impl Launcher {
         .await
         .map_err(|error| {
             self.forget_on_failure(container);
-            let message = match error.unreachable() {
-                Some(unreachable) => unreachable.with_hint().to_string(),
-                None => error.to_string(),
-            };
             let code = u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER);
-            Failure::new(code, message)
+            match error.unreachable() {
+                Some(unreachable) => Failure::from_hinted(code, unreachable),
+                None => Failure::from_hinted(code, &error),
+            }
         })?;
         // Only published ports and named networks need the inspect that says where a copy is.
         let reachable =
