@@ -9,6 +9,8 @@
 use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
 
+use agentc_policy::hint::with_hint;
+
 use crate::live::{docker, PROFILE_LABEL, REQUIRE_DOCKER_VAR};
 
 /// Podman's rootful API socket, as `scripts/setup-engines.sh` serves it.
@@ -37,7 +39,13 @@ fn decide(test: &str, what: &str, available: Result<(), String>) -> bool {
     match available {
         Ok(()) => true,
         Err(reason) if std::env::var(REQUIRE_DOCKER_VAR).as_deref() == Ok("1") => {
-            panic!("{test}: {REQUIRE_DOCKER_VAR}=1 but {what}: {reason}\n  hint: run scripts/setup-engines.sh as root")
+            panic!(
+                "{}",
+                with_hint(
+                    format_args!("{test}: {REQUIRE_DOCKER_VAR}=1 but {what}: {reason}"),
+                    Some("run scripts/setup-engines.sh as root"),
+                )
+            )
         }
         Err(reason) => {
             eprintln!("skipping {test}: {what}: {reason}");

@@ -14,6 +14,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
 
+use agentc_policy::hint::with_hint;
+
 /// The repository of the test image's tags.
 pub const TEST_IMAGE_REPOSITORY: &str = "agentc-test/busybox";
 
@@ -78,7 +80,7 @@ pub fn test_image_tag() -> Result<String, String> {
     let script = build_script();
     let script = script.to_string_lossy();
     run("bash", &[&script, "--print-tag"])
-        .map_err(|error| format!("{error}\n  hint: the script is {script}"))
+        .map_err(|error| with_hint(error, Some(&format!("the script is {script}"))))
 }
 
 /// Builds the test image unless the daemon already has it; returns its tag.
@@ -95,9 +97,12 @@ pub fn ensure_test_image() -> Result<String, String> {
     let script = build_script();
     let script = script.to_string_lossy();
     run("bash", &[&script, &tag]).map_err(|error| {
-        format!(
-            "cannot build the test image {tag}: {error}\n  hint: it needs dpkg-deb and either \
-             `apt-get download busybox-static` (after apt-get update) or AGENTC_BUSYBOX_DEB"
+        with_hint(
+            format_args!("cannot build the test image {tag}: {error}"),
+            Some(
+                "it needs dpkg-deb and either `apt-get download busybox-static` (after apt-get \
+                 update) or AGENTC_BUSYBOX_DEB",
+            ),
         )
     })?;
     if image_id(&tag).is_none() {

@@ -9,7 +9,7 @@ use agentc_engine::launch::{self, Exited, LaunchManyError, LaunchOptions, Launch
 use agentc_engine::port::EnginePort;
 use agentc_engine::signals::Signals;
 use agentc_engine::{Engine, ExecError};
-use agentc_policy::ContainerSpec;
+use agentc_policy::{ContainerSpec, Hinted};
 
 /// How a test's launch ended: the attached container's exit, or 0 for a started one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,7 +23,8 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// The explanation `agentc run` prints of an abnormal exit ([`Exited::explanation`]).
+    /// The explanation `agentc run` prints of an abnormal exit ([`Exited::explanation`]), with
+    /// its hint.
     pub fn explanation(&self) -> Option<String> {
         Exited {
             exit_code: self.exit_code,
@@ -31,6 +32,7 @@ impl Outcome {
             oom_killed: Some(self.oom_killed),
         }
         .explanation()
+        .map(|explanation| explanation.with_hint().to_string())
     }
 }
 

@@ -61,6 +61,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use agentc_policy::hint::with_hint;
 use agentc_policy::{Action, LaunchSpec};
 use serde_json::Value;
 
@@ -188,10 +189,10 @@ impl fmt::Display for RefereeError {
             RefereeError::Setup { what, source } => {
                 write!(f, "cannot set up the referee: {what}: {source}")
             }
-            RefereeError::Spawn { source } => write!(
-                f,
-                "cannot run the docker CLI: {source}\n  hint: install the docker CLI or put it on PATH"
-            ),
+            RefereeError::Spawn { source } => f.write_str(&with_hint(
+                format_args!("cannot run the docker CLI: {source}"),
+                Some("install the docker CLI or put it on PATH"),
+            )),
             RefereeError::Docker {
                 args,
                 status,
@@ -216,12 +217,15 @@ impl fmt::Display for RefereeError {
             RefereeError::Render { backend, message } => {
                 write!(f, "the {backend} backend cannot render the spec: {message}")
             }
-            RefereeError::NotAContainer => write!(
-                f,
-                "the spec is a build, not a container launch\n  hint: judge container specs only"
-            ),
+            RefereeError::NotAContainer => f.write_str(&with_hint(
+                "the spec is a build, not a container launch",
+                Some("judge container specs only"),
+            )),
             RefereeError::BadRunArgv { argv, reason } => {
-                write!(f, "cannot turn docker run argv {argv:?} into create arguments: {reason}")
+                write!(
+                    f,
+                    "cannot turn docker run argv {argv:?} into create arguments: {reason}"
+                )
             }
         }
     }

@@ -95,19 +95,7 @@ const HINT_ADAPTER: &str = "crates/policy/src/hint.rs";
 const HINTS_STILL_IN_TEXT: &[(&str, usize)] = &[
     ("crates/backend-api/src/render.rs", 4),
     ("crates/backend-k8s/src/error.rs", 4),
-    ("crates/engine/src/companion/state.rs", 3),
-    ("crates/engine/src/host_ports.rs", 1),
-    ("crates/engine/src/launch.rs", 1),
-    ("crates/engine/src/port.rs", 1),
-    ("crates/host/src/build.rs", 1),
-    ("crates/host/src/bundled.rs", 2),
-    ("crates/host/src/session.rs", 1),
     ("crates/policy/src/error.rs", 2),
-    ("crates/verify/src/kube/mod.rs", 4),
-    ("crates/verify/src/probe.rs", 4),
-    ("tests/src/engines.rs", 1),
-    ("tests/src/image.rs", 2),
-    ("tests/src/referee.rs", 2),
 ];
 
 /// A hint is a field of its error (`agentc_policy::Hinted::hint`), not text inside its

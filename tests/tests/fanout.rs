@@ -14,7 +14,7 @@ use agentc_conformance::launch::{launch, launch_many};
 use agentc_conformance::referee::{RecordedRequest, Referee};
 use agentc_conformance::stand_in::Faults;
 use agentc_engine::launch::LaunchOptions;
-use agentc_policy::{ContainerSpec, LABEL_PROFILE};
+use agentc_policy::{ContainerSpec, Hinted, LABEL_PROFILE};
 
 const IMAGE: &str = "agentc-test/busybox:fanout";
 
@@ -114,7 +114,7 @@ fn launch_many_starts_every_copy_at_most_jobs_at_a_time_on_one_pool() {
             .expect("connects");
         launch_many(&docker, &specs, &BTreeMap::new(), &options(), 3)
             .await
-            .unwrap_or_else(|error| panic!("{error}"))
+            .unwrap_or_else(|error| panic!("{}", error.with_hint()))
     });
     let launched_names: Vec<&str> = launched
         .iter()
@@ -174,7 +174,7 @@ fn a_failed_copy_rolls_the_fleet_back_and_names_every_failure() {
     assert_eq!(error.not_started, ["fleet-3", "fleet-4", "fleet-5"]);
     assert_eq!(error.rolled_back, ["fleet-1"]);
     assert!(error.left.is_empty(), "{error}");
-    let text = error.to_string();
+    let text = error.with_hint().to_string();
     assert!(
         text.contains("fleet-2: docker daemon refused to start the container"),
         "{text}"
@@ -239,7 +239,7 @@ fn removing_a_profile_removes_its_containers_only() {
             .expect("connects");
         launch_many(&docker, &specs, &BTreeMap::new(), &options(), 4)
             .await
-            .unwrap_or_else(|error| panic!("{error}"));
+            .unwrap_or_else(|error| panic!("{}", error.with_hint()));
         agentc_engine::admin::remove(&docker, &RemoveTarget::Profile("fanout-ours".to_string()))
             .await
             .expect("removes")
@@ -274,7 +274,7 @@ fn removals_run_one_at_a_time_on_a_daemon_older_than_api_1_42() {
                 .expect("connects");
             launch_many(&docker, &specs, &BTreeMap::new(), &options(), 4)
                 .await
-                .unwrap_or_else(|error| panic!("{error}"));
+                .unwrap_or_else(|error| panic!("{}", error.with_hint()));
             agentc_engine::admin::remove(
                 &docker,
                 &RemoveTarget::Profile("fanout-fleet".to_string()),

@@ -40,7 +40,7 @@ use agentc_engine::session::{ExecRequest, Sandbox, SandboxClient};
 use agentc_engine::session::{Sandboxes, SessionPort};
 use agentc_engine::{pool, snapshot, Engine};
 use agentc_policy::{EnvValue, Instance, LaunchKind, LaunchSpec, LoadedProfile, RealPaths};
-use agentc_policy::{ResolveInputs, Severity, Start};
+use agentc_policy::{Hinted, ResolveInputs, Severity, Start};
 use agentc_verify::{verify_on, EgressProbe, VerifyInputs};
 
 type Env = BTreeMap<String, String>;
@@ -227,7 +227,9 @@ async fn steps<P: SessionPort>(
         egress_probe: &EgressProbe::Skip,
         ..VerifyInputs::new(env, proxy)
     };
-    let checks = verify_on(client.port(), &spec, &inputs).await?;
+    let checks = verify_on(client.port(), &spec, &inputs)
+        .await
+        .map_err(|error| Failed(error.with_hint().to_string()))?;
     let failed: Vec<String> = checks
         .iter()
         .filter(|check| !check.ok)

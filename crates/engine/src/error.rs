@@ -325,11 +325,12 @@ pub enum ExecError {
     },
     /// Host ports the launch chooses are in use on this machine
     /// ([`crate::host_ports::check_free`]): each named with its profile field and, where this
-    /// machine says, the process holding it; nothing was created.
-    #[error("{message}")]
+    /// machine says, the process holding it; nothing was created. Each port is an `error:`
+    /// line of its own, followed by its hint; the last port's hint is this error's.
+    #[error("{}", crate::host_ports::in_use(.ports))]
     HostPortsInUse {
         /// One error per port, the first saying that nothing was created, each with its hint.
-        message: String,
+        ports: Vec<agentc_policy::Hint<String>>,
     },
     /// The engine cannot carry a field of the launch faithfully (a row of the Podman
     /// difference table that refuses); nothing was created.
@@ -408,8 +409,8 @@ impl Hinted for ExecError {
             | ExecError::Interrupted { .. }
             | ExecError::Terminal { .. }
             | ExecError::Wait { .. }
-            | ExecError::InspectUnreadable { .. }
-            | ExecError::HostPortsInUse { .. } => None,
+            | ExecError::InspectUnreadable { .. } => None,
+            ExecError::HostPortsInUse { ports } => ports.last().and_then(Hinted::hint),
             ExecError::MissingSecret { variable } => {
                 owned(format!("export {variable} before launching"))
             }

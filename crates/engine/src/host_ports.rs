@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::io::ErrorKind;
 use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
 
-use agentc_policy::{ContainerSpec, Origin, Protocol, PublishedPort};
+use agentc_policy::{ContainerSpec, Hint, Hinted, Origin, Protocol, PublishedPort};
 
 use crate::{Engine, ExecError};
 
@@ -98,24 +98,39 @@ pub fn check_free(
             } else {
                 ""
             };
-            errors.push(format!(
-                "{}: host port {}/{} on {} is in use{holder}{created}\n  hint: stop what holds \
-                 it, or choose another host port in {}",
-                chosen.field,
-                chosen.port,
-                chosen.protocol.as_str(),
-                chosen.address,
-                chosen.field
+            errors.push(Hint::new(
+                format!(
+                    "{}: host port {}/{} on {} is in use{holder}{created}",
+                    chosen.field,
+                    chosen.port,
+                    chosen.protocol.as_str(),
+                    chosen.address,
+                ),
+                format!(
+                    "stop what holds it, or choose another host port in {}",
+                    chosen.field
+                ),
             ));
         }
     }
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(ExecError::HostPortsInUse {
-            message: errors.join("\nerror: "),
-        })
+        Err(ExecError::HostPortsInUse { ports: errors })
     }
+}
+
+/// The message of [`ExecError::HostPortsInUse`]: each port's error, joined as `error:` lines,
+/// every one but the last followed by its hint (the last one's is the error's own hint).
+pub(crate) fn in_use(ports: &[Hint<String>]) -> String {
+    let Some((last, earlier)) = ports.split_last() else {
+        return String::new();
+    };
+    earlier
+        .iter()
+        .map(|port| format!("{}\nerror: ", port.with_hint()))
+        .chain(std::iter::once(last.to_string()))
+        .collect()
 }
 
 /// The process listening on `port` (TCP) or bound to it (UDP), from `/proc/net` and the

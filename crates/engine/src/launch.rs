@@ -245,7 +245,8 @@ pub fn copy_names(base: &str, count: usize) -> Vec<String> {
 }
 
 /// Why a fleet did not start: every copy that failed, those not started, and what the rollback
-/// of the started ones left behind.
+/// of the started ones left behind. Its `Display` is that report; [`Hinted::hint`] says what
+/// to do next.
 #[derive(Debug)]
 pub struct LaunchManyError {
     /// How many copies were asked for.
@@ -312,12 +313,18 @@ impl fmt::Display for LaunchManyError {
         for (name, message) in &self.left {
             write!(formatter, "\n  left behind: {name} ({message})")?;
         }
-        let hint = if self.left.is_empty() {
+        Ok(())
+    }
+}
+
+impl Hinted for LaunchManyError {
+    /// Run again when nothing is left; else remove what is left.
+    fn hint(&self) -> Option<std::borrow::Cow<'_, str>> {
+        Some(std::borrow::Cow::Borrowed(if self.left.is_empty() {
             "nothing of this launch is left; fix the failure and run it again"
         } else {
             "remove what is left with `agentc rm NAME`"
-        };
-        write!(formatter, "\n  hint: {hint}")
+        }))
     }
 }
 
@@ -496,7 +503,7 @@ mod tests {
             rolled_back: vec!["box-1".to_string()],
             left: vec![("box-3".to_string(), "daemon gone".to_string())],
         };
-        let text = error.to_string();
+        let text = error.with_hint().to_string();
         assert!(
             text.starts_with("1 of 4 copies failed to launch\n  box-2: "),
             "{text}"
@@ -519,7 +526,12 @@ mod tests {
             id: "c0ffee".into(),
             oom_killed,
         };
-        let text = |exited: Exited| exited.explanation().unwrap_or_default();
+        let text = |exited: Exited| {
+            exited
+                .explanation()
+                .map(|explanation| explanation.with_hint().to_string())
+                .unwrap_or_default()
+        };
         assert!(text(exited(137, Some(true))).contains("out-of-memory killer (exit"));
         assert!(text(exited(137, Some(false))).contains("SIGKILL"));
         assert!(text(exited(137, None)).contains("SIGKILL; the out-of-memory killer"));

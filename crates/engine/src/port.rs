@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 
-use agentc_policy::{ContainerSpec, EgressSpec, IsolatedNetwork};
+use agentc_policy::{ContainerSpec, EgressSpec, Hint, IsolatedNetwork};
 use bollard::models::{ContainerInspectResponse, ImageInspect};
 
 use crate::engine::Engine;
@@ -256,19 +256,22 @@ pub struct Exited {
 }
 
 impl Exited {
-    /// A one-line explanation of an abnormal exit: 137 is a SIGKILL, which the out-of-memory
-    /// killer sends.
-    pub fn explanation(&self) -> Option<String> {
+    /// A one-line explanation of an abnormal exit, with what to do when that is known: 137 is
+    /// a SIGKILL, which the out-of-memory killer sends.
+    pub fn explanation(&self) -> Option<Hint<String>> {
         match (self.exit_code, self.oom_killed) {
-            (137, Some(true)) => Some(
-                "container was killed by the out-of-memory killer (exit code 137)\n  hint: raise resources.memory"
+            (137, Some(true)) => Some(Hint::new(
+                "container was killed by the out-of-memory killer (exit code 137)".to_string(),
+                "raise resources.memory",
+            )),
+            (137, Some(false)) => Some(Hint::none(
+                "container was killed (exit code 137, SIGKILL)".to_string(),
+            )),
+            (137, None) => Some(Hint::none(
+                "the container was killed (exit code 137, SIGKILL; the out-of-memory killer does \
+                 this when resources.memory is reached)"
                     .to_string(),
-            ),
-            (137, Some(false)) => Some("container was killed (exit code 137, SIGKILL)".to_string()),
-            (137, None) => Some(
-                "the container was killed (exit code 137, SIGKILL; the out-of-memory killer does this when resources.memory is reached)"
-                    .to_string(),
-            ),
+            )),
             _ => None,
         }
     }

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use agentc_engine::Engine;
 use agentc_lifecycle::images::{self, CONTEXT_LABEL};
-use agentc_policy::{Action, LaunchKind, LaunchSpec, LoadedProfile};
+use agentc_policy::{Action, Hint, LaunchKind, LaunchSpec, LoadedProfile};
 
 use crate::backend::exec_failure;
 use crate::bundled::{is_bundled_image, Bundled};
@@ -23,9 +23,10 @@ use crate::{current_owner, resolve_build, Failure, LaunchRequest};
 /// What a build says as it goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BuildEvent<'a> {
-    /// A line for the caller's log (the bundled context built from, building as root, why a
-    /// bundled build failed and what to pass instead).
+    /// A line for the caller's log (the bundled context built from, building as root).
     Note(&'a str),
+    /// Why a bundled build failed, with what to pass instead as its hint.
+    Failed(&'a Hint<String>),
     /// The image tagged this was built (`built TAG`).
     Built(&'a str),
 }
@@ -75,8 +76,13 @@ pub fn build_image(
             Some(images::PackageKind::Pip) => "Python 3",
             _ => "Node.js and npm",
         };
-        say(BuildEvent::Note(&format!(
-            "the bundled build failed (docker build exited {code})\n  hint: on a machine without Docker Hub or the package registry, pass --build-arg BASE_IMAGE=IMAGE (one with {runtime}) and --build-arg AGENT_PACKAGE=FILE (docs/images.md, \"Without a registry\")"
+        say(BuildEvent::Failed(&Hint::new(
+            format!("the bundled build failed (docker build exited {code})"),
+            format!(
+                "on a machine without Docker Hub or the package registry, pass --build-arg \
+                 BASE_IMAGE=IMAGE (one with {runtime}) and --build-arg AGENT_PACKAGE=FILE \
+                 (docs/images.md, \"Without a registry\")"
+            ),
         )));
     }
     Ok(code)

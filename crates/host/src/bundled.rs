@@ -10,23 +10,30 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use agentc_lifecycle::images::{build_context, BuildContext};
-use agentc_policy::LoadedProfile;
+use agentc_policy::{Hint, Hinted, LoadedProfile};
 
-/// Why a bundled context cannot be found or written.
+/// Why a bundled context cannot be found or written: its `Display` is the message,
+/// [`Hinted::hint`] what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BundledError {
     /// An input is wrong: a package file that cannot be read, no cache directory.
-    Input(String),
+    Input(Hint<String>),
     /// The context cannot be written.
-    Write(String),
+    Write(Hint<String>),
 }
 
 impl std::fmt::Display for BundledError {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            BundledError::Input(message) | BundledError::Write(message) => {
-                formatter.write_str(message)
-            }
+            BundledError::Input(message) | BundledError::Write(message) => message.fmt(formatter),
+        }
+    }
+}
+
+impl Hinted for BundledError {
+    fn hint(&self) -> Option<std::borrow::Cow<'_, str>> {
+        match self {
+            BundledError::Input(message) | BundledError::Write(message) => message.hint(),
         }
     }
 }
@@ -76,14 +83,14 @@ impl Bundled {
         let package = match build_args.get(PACKAGE_ARG) {
             Some(value) if !value.starts_with("packages/") && Path::new(value).is_file() => {
                 let path = std::fs::canonicalize(value).map_err(|error| {
-                    BundledError::Input(format!("{PACKAGE_ARG} {value}: {error}"))
+                    BundledError::Input(Hint::none(format!("{PACKAGE_ARG} {value}: {error}")))
                 })?;
                 let name = path
                     .file_name()
                     .map(|name| name.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 let bytes = std::fs::read(&path).map_err(|error| {
-                    BundledError::Input(format!("{PACKAGE_ARG} {value}: {error}"))
+                    BundledError::Input(Hint::none(format!("{PACKAGE_ARG} {value}: {error}")))
                 })?;
                 let digest = agentc_lifecycle::tree::sha256_hex(&bytes);
                 Some((path, name, digest))
@@ -120,9 +127,12 @@ impl Bundled {
         }
         let parent = dir.parent().unwrap_or(Path::new("/"));
         let failed = |error: std::io::Error, what: &Path| {
-            BundledError::Write(format!(
-                "cannot write agentc's bundled build context to {}: {error}\n  hint: make the directory writable, or set XDG_CACHE_HOME to one that is",
-                what.display()
+            BundledError::Write(Hint::new(
+                format!(
+                    "cannot write agentc's bundled build context to {}: {error}",
+                    what.display()
+                ),
+                "make the directory writable, or set XDG_CACHE_HOME to one that is",
             ))
         };
         std::fs::create_dir_all(parent).map_err(|error| failed(error, parent))?;
@@ -159,9 +169,12 @@ fn short(digest: &str) -> &str {
 /// agentc's cache directory ([`agentc_egress::image::agentc_cache_dir`]).
 fn cache_dir() -> Result<PathBuf, BundledError> {
     agentc_egress::image::agentc_cache_dir(|name| std::env::var(name).ok()).ok_or_else(|| {
-        BundledError::Input(
-            "no cache directory for agentc's bundled build contexts: HOME and XDG_CACHE_HOME are unset\n  hint: set XDG_CACHE_HOME to a directory agentc may write".to_string(),
-        )
+        BundledError::Input(Hint::new(
+            "no cache directory for agentc's bundled build contexts: HOME and XDG_CACHE_HOME are \
+             unset"
+                .to_string(),
+            "set XDG_CACHE_HOME to a directory agentc may write",
+        ))
     })
 }
 
@@ -178,7 +191,10 @@ pub fn write_context(context: &BuildContext, dir: &Path) -> Result<(), BundledEr
             out.set_permissions(std::fs::Permissions::from_mode(file.mode))
         })();
         written.map_err(|error| {
-            BundledError::Write(format!("cannot write {}: {error}", path.display()))
+            BundledError::Write(Hint::none(format!(
+                "cannot write {}: {error}",
+                path.display()
+            )))
         })?;
     }
     Ok(())

@@ -116,8 +116,8 @@ impl From<BundledError> for Failure {
     /// (exit 1).
     fn from(error: BundledError) -> Failure {
         match error {
-            BundledError::Input(message) => Failure::usage(message),
-            BundledError::Write(message) => Failure::new(EXIT_FAILED, message),
+            BundledError::Input(message) => Failure::from_hinted(EXIT_USAGE, &message),
+            BundledError::Write(message) => Failure::from_hinted(EXIT_FAILED, &message),
         }
     }
 }

@@ -20,7 +20,7 @@ use agentc_engine::port::EnginePort;
 use agentc_engine::signals::Signals;
 use agentc_engine::{exit_status, published_addresses, Engine, ExecError};
 use agentc_policy::Hinted;
-use agentc_policy::{ContainerSpec, LaunchSpec, Network};
+use agentc_policy::{ContainerSpec, Hint, LaunchSpec, Network};
 use bollard::models::ContainerInspectResponse;
 use futures_util::StreamExt;
 
@@ -73,8 +73,8 @@ pub enum Outcome {
     Exited {
         /// The exit status a command returns ([`exit_status`]).
         status: u8,
-        /// What happened, for an abnormal exit.
-        explanation: Option<String>,
+        /// What happened, for an abnormal exit, with what to do about it as its hint.
+        explanation: Option<Hint<String>>,
     },
 }
 
@@ -473,12 +473,11 @@ impl Launcher {
         .await
         .map_err(|error| {
             self.forget_on_failure(container);
-            let message = match error.unreachable() {
-                Some(unreachable) => unreachable.with_hint().to_string(),
-                None => error.to_string(),
-            };
             let code = u8::try_from(error.exit_code()).unwrap_or(EXIT_DOCKER);
-            Failure::new(code, message)
+            match error.unreachable() {
+                Some(unreachable) => Failure::from_hinted(code, unreachable),
+                None => Failure::from_hinted(code, &error),
+            }
         })?;
         // Only published ports and named networks need the inspect that says where a copy is.
         let reachable =

@@ -12,7 +12,9 @@ use agentc_engine::session::{
 };
 use agentc_engine::ExecError;
 use agentc_policy::Hinted;
-use agentc_policy::{ChosenRuntime, ContainerSpec, Instance, LaunchSpec, LoadedProfile, Start};
+use agentc_policy::{
+    ChosenRuntime, ContainerSpec, Hint, Instance, LaunchSpec, LoadedProfile, Start,
+};
 use futures_util::FutureExt;
 
 use crate::backend::{session_failure, OnClient, Signals};
@@ -42,8 +44,8 @@ pub enum RunEvent<'a> {
     /// A detached launch (or the member claimed for it) started.
     Started(&'a StartedSandbox),
     /// An attached container ended abnormally: what happened (killed for memory, by a
-    /// signal).
-    Exited(&'a str),
+    /// signal), with what to do about it as its hint when that is known.
+    Exited(&'a Hint<String>),
 }
 
 /// `agentc run` of one launch: `spec`, resolved by [`resolve_instance`] from `loaded`,

@@ -101,22 +101,32 @@ pub async fn run_exec<C: SandboxClient>(
         }
         signal = signals.recv() => signal,
     };
-    let cleanup = match client
+    // A command that may still run: what stops it is the failure's hint.
+    let (cleanup, hint) = match client
         .stop_tagged(sandbox, &tag, request.user.as_deref())
         .await
     {
-        Ok(()) => format!("stopped the command in {}", sandbox.name),
-        Err(error) => format!(
-            "the command may still run in {}: {error}\n  hint: `agentc stop {}` stops the container",
-            sandbox.name, sandbox.name, error = error.with_hint()
+        Ok(()) => (format!("stopped the command in {}", sandbox.name), None),
+        Err(error) => (
+            format!(
+                "the command may still run in {}: {}",
+                sandbox.name,
+                error.with_hint()
+            ),
+            Some(format!(
+                "`agentc stop {}` stops the container",
+                sandbox.name
+            )),
         ),
     };
-    Err(session_failure(SessionError::Launch(
-        ExecError::Interrupted {
-            signal: interrupted,
-            cleanup: Some(cleanup),
-        },
-    )))
+    let failure = session_failure(SessionError::Launch(ExecError::Interrupted {
+        signal: interrupted,
+        cleanup: Some(cleanup),
+    }));
+    Err(match hint {
+        Some(hint) => failure.hinted(hint),
+        None => failure,
+    })
 }
 
 /// The exec of `agentc exec` and `agentc shell`: `request` run in the running sandbox `name`
@@ -445,7 +455,7 @@ impl OnClient for EgressLog<'_> {
         let down = |state: &EgressState| {
             state
                 .error_line(&sandbox.name)
-                .map(|line| Failure::new(EXIT_FAILED, line))
+                .map(|line| Failure::from_hinted(EXIT_FAILED, &line))
         };
         // No proxy: nothing to print but why.
         let Some(proxy) = egress.proxy else {

@@ -2,7 +2,10 @@
 //! verify` ends with ([`VerifyError::exit_code`]). A check that fails is not an error: it is
 //! a [`Check`](crate::Check) with `ok` false.
 
+use std::borrow::Cow;
+
 use agentc_engine::{ExecError, Interrupt};
+use agentc_policy::{Hint, Hinted};
 
 /// Exit status of a request verify cannot carry out as asked (`EX_DATAERR`, as a launch's).
 pub const EXIT_UNVERIFIABLE: i32 = 65;
@@ -11,21 +14,22 @@ pub const EXIT_PROBE: i32 = 1;
 /// Exit status of an engine or executor that failed (docker's own code).
 pub const EXIT_ENGINE: i32 = 125;
 
-/// Why verify produced no checks; everything it made is removed before it returns one.
+/// Why verify produced no checks; everything it made is removed before it returns one. Its
+/// `Display` is the message alone; [`Hinted::hint`] is what to do about it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum VerifyError {
     /// The launch cannot be verified as asked, refused before anything is created: a build
     /// launch, a spec the engine cannot run, a rendering that cannot be played (exit 65).
     #[error("{0}")]
-    Unverifiable(String),
+    Unverifiable(Hint<String>),
     /// The probe could not report: its pids limit leaves it no room, it timed out, or its
     /// output is missing or unreadable (exit 1).
     #[error("{0}")]
-    Probe(String),
+    Probe(Hint<String>),
     /// The engine or the executor (`podman`) failed or is missing (exit 125).
     #[error("{0}")]
-    Engine(String),
+    Engine(Hint<String>),
     /// A step the probe shares with a launch failed as a launch fails (the image, secrets,
     /// volumes, the egress companion), with the launch's own exit status.
     #[error(transparent)]
@@ -40,13 +44,24 @@ pub enum VerifyError {
     },
 }
 
-impl agentc_policy::Hinted for VerifyError {
-    /// A launch's hint; the probe's and the executor's messages still carry theirs as text.
-    fn hint(&self) -> Option<std::borrow::Cow<'_, str>> {
+impl Hinted for VerifyError {
+    /// What to do about it: the launch's hint, or the one given with the message.
+    fn hint(&self) -> Option<Cow<'_, str>> {
         match self {
+            VerifyError::Unverifiable(message)
+            | VerifyError::Probe(message)
+            | VerifyError::Engine(message) => message.hint(),
             VerifyError::Launch(error) => error.hint(),
-            _ => None,
+            VerifyError::Interrupted { .. } => None,
         }
+    }
+}
+
+/// `error`'s message and its hint, each kept as it is: a hinted error as a verify message.
+pub(crate) fn hinted(error: &(impl Hinted + ?Sized)) -> Hint<String> {
+    Hint {
+        message: error.to_string(),
+        hint: error.hint().map(Cow::into_owned),
     }
 }
 
@@ -66,7 +81,6 @@ impl VerifyError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentc_policy::Hinted;
 
     #[test]
     fn each_cause_exits_with_its_own_status() {
@@ -78,9 +92,9 @@ mod tests {
             variable: "KEY".to_string(),
         };
         for (error, code) in [
-            (VerifyError::Unverifiable(String::new()), 65),
-            (VerifyError::Probe(String::new()), 1),
-            (VerifyError::Engine(String::new()), 125),
+            (VerifyError::Unverifiable(Hint::none(String::new())), 65),
+            (VerifyError::Probe(Hint::none(String::new())), 1),
+            (VerifyError::Engine(Hint::none(String::new())), 125),
             (VerifyError::Launch(missing), 125),
             (interrupted(Interrupt::Sigint), 130),
             (interrupted(Interrupt::Sigterm), 143),

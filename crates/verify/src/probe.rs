@@ -21,7 +21,7 @@ use agentc_engine::isolation::FloorError;
 use agentc_engine::port::{EngineError, EngineErrorKind, EnginePort};
 use agentc_engine::signals::Signals;
 use agentc_engine::{ExecError, Interrupt};
-use agentc_policy::Hinted;
+use agentc_policy::Hint;
 use agentc_policy::{Action, ContainerSpec, EgressSpec, LaunchSpec, Network};
 use futures_util::FutureExt;
 
@@ -32,7 +32,7 @@ use super::egress::{
     check_spec, credential_environment, egress_checks, proxy_env, EgressProbe, ProxyFacts,
     CHECK_SUFFIX,
 };
-use super::error::VerifyError;
+use super::error::{hinted, VerifyError};
 use super::host_path::{HostPathRun, HOST_PATH_SUFFIX};
 use super::parse::parse_probe;
 
@@ -197,10 +197,13 @@ pub fn verifiable(spec: &LaunchSpec) -> Result<&ContainerSpec, VerifyError> {
     let container = match &spec.action {
         Action::Container(container) => container,
         Action::Build(_) => {
-            return Err(VerifyError::Unverifiable(format!(
-                "profile {:?}: a {} launch builds an image and starts no container\n  hint: use `agentc build`",
-                spec.profile,
-                spec.kind.as_str()
+            return Err(VerifyError::Unverifiable(Hint::new(
+                format!(
+                    "profile {:?}: a {} launch builds an image and starts no container",
+                    spec.profile,
+                    spec.kind.as_str()
+                ),
+                "use `agentc build`",
             )))
         }
     };
@@ -211,11 +214,9 @@ pub fn verifiable(spec: &LaunchSpec) -> Result<&ContainerSpec, VerifyError> {
 /// A floor not met: the refusal naming what the engine has (exit 65), or the engine's failure.
 pub fn floor_error(error: FloorError, engine: agentc_engine::Engine, profile: &str) -> VerifyError {
     match error {
-        FloorError::Shortfall(shortfall) => VerifyError::Unverifiable(
-            agentc_engine::isolation::not_met(shortfall, engine, profile)
-                .with_hint()
-                .to_string(),
-        ),
+        FloorError::Shortfall(shortfall) => VerifyError::Unverifiable(hinted(
+            &agentc_engine::isolation::not_met(shortfall, engine, profile),
+        )),
         FloorError::Engine(error) => VerifyError::Launch(error),
     }
 }
@@ -256,10 +257,15 @@ pub async fn verify_placed<P: EnginePort>(
         ..placed.clone()
     };
     let observed = parse_probe(&probed.logs).map_err(|error| {
-        VerifyError::Probe(format!(
-            "the probe in {name} did not report (exit {}): {error}\n  hint: the image needs /bin/sh and busybox or coreutils; its output was:\n{}",
-            probed.exit_code,
-            tail(&probed.logs)
+        VerifyError::Probe(Hint::new(
+            format!(
+                "the probe in {name} did not report (exit {}): {error}",
+                probed.exit_code
+            ),
+            format!(
+                "the image needs /bin/sh and busybox or coreutils; its output was:\n{}",
+                tail(&probed.logs)
+            ),
         ))
     })?;
     let mut checks = compare(
@@ -321,9 +327,15 @@ fn expected(
 /// fork: it would stop after its first line and say nothing about the container.
 fn require_probe_room(profile: &str, pids_limit: Option<u32>) -> Result<(), VerifyError> {
     match pids_limit {
-        Some(limit) if limit < PROBE_PIDS => Err(VerifyError::Probe(format!(
-                "profile {:?}: resources.pids_limit = {limit} leaves the probe no process to run its commands (it needs {PROBE_PIDS})\n  hint: verify cannot observe this launch; verify a copy of the profile with pids_limit = {PROBE_PIDS} to check everything else",
-                profile
+        Some(limit) if limit < PROBE_PIDS => Err(VerifyError::Probe(Hint::new(
+            format!(
+                "profile {profile:?}: resources.pids_limit = {limit} leaves the probe no process \
+                 to run its commands (it needs {PROBE_PIDS})"
+            ),
+            format!(
+                "verify cannot observe this launch; verify a copy of the profile with \
+                 pids_limit = {PROBE_PIDS} to check everything else"
+            ),
         ))),
         _ => Ok(()),
     }
@@ -347,8 +359,10 @@ fn interrupted(signal: Interrupt, name: &str) -> VerifyError {
 /// A probe the engine did not start: what it cannot run as asked exits 65, as a launch does.
 fn not_started(name: &str, error: EngineError) -> VerifyError {
     match error.kind {
-        EngineErrorKind::Unsupported => VerifyError::Unverifiable(error.detail),
-        _ => VerifyError::Engine(format!("cannot start the probe {name}: {error}")),
+        EngineErrorKind::Unsupported => VerifyError::Unverifiable(Hint::none(error.detail)),
+        _ => VerifyError::Engine(Hint::none(format!(
+            "cannot start the probe {name}: {error}"
+        ))),
     }
 }
 
@@ -369,7 +383,7 @@ async fn probe<P: EnginePort>(
     let env = inputs.env;
     agentc_engine::resolve_env(probe, env)?;
     agentc_engine::argv::check_container(probe)
-        .map_err(|error| VerifyError::Unverifiable(error.with_hint().to_string()))?;
+        .map_err(|error| VerifyError::Unverifiable(hinted(&error)))?;
     let mut notify = inputs.notify;
     agentc_engine::image::ensure_image(port, &probe.image, inputs.pull, &mut notify).await?;
     // An image without the firewall the launch leaves egress to is refused as the launch is.
@@ -411,20 +425,21 @@ async fn probe<P: EnginePort>(
         let exit_code = tokio::time::timeout(PROBE_TIMEOUT, port.wait(name))
             .await
             .map_err(|_| {
-                VerifyError::Probe(format!(
+                VerifyError::Probe(Hint::none(format!(
                     "the probe in {name} did not finish within {} seconds",
                     PROBE_TIMEOUT.as_secs()
-                ))
+                )))
             })?
-            .map_err(|error| VerifyError::Engine(format!("cannot wait for {name}: {error}")))?;
+            .map_err(|error| {
+                VerifyError::Engine(Hint::none(format!("cannot wait for {name}: {error}")))
+            })?;
         let logs = port
             .logs(name, true)
             .await
             .map_err(|error| cannot_read_logs(name, &error.to_string()))?;
-        let inspect = port
-            .inspect_json(name)
-            .await
-            .map_err(|error| VerifyError::Engine(format!("cannot inspect {name}: {error}")))?;
+        let inspect = port.inspect_json(name).await.map_err(|error| {
+            VerifyError::Engine(Hint::none(format!("cannot inspect {name}: {error}")))
+        })?;
         let egress = match (&placed.egress, &placed.network) {
             (Some(egress), Network::Named { name: network }) => {
                 // The host-path row first: it reads the proxy's address from its inspect, and
@@ -521,8 +536,9 @@ impl EgressRun<'_> {
 }
 
 fn cannot_read_logs(name: &str, message: &str) -> VerifyError {
-    VerifyError::Probe(format!(
-            "cannot read the probe's output from {name}: {message}\n  hint: verify reads `docker logs`; a log driver that keeps no logs cannot be verified"
+    VerifyError::Probe(Hint::new(
+        format!("cannot read the probe's output from {name}: {message}"),
+        "verify reads `docker logs`; a log driver that keeps no logs cannot be verified",
     ))
 }
 
@@ -530,6 +546,7 @@ fn cannot_read_logs(name: &str, message: &str) -> VerifyError {
 mod tests {
     use super::*;
     use crate::recorded::hardened_spec;
+    use agentc_policy::Hinted;
 
     /// Regression: `agentc verify fixtures/valid/sandbox-cpus-max.toml` (pids_limit = 1)
     /// reported "the probe was cut short" after the shell's first fork failed.

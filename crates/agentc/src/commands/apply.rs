@@ -4,6 +4,7 @@
 //! machine's engine through the backend asked for; this module prints what they say.
 
 use agentc_host::lifecycle::apply::{Apply, ApplyEvent, HostDeployer, Rollback};
+use agentc_policy::Hinted;
 
 use crate::cli::{ApplyArgs, BackendArg, RollbackArgs};
 use crate::commands::launch;
@@ -18,6 +19,7 @@ fn deployer(backend: BackendArg) -> HostDeployer {
 pub fn apply(args: ApplyArgs) -> Result<u8, Failure> {
     let mut print = |event: ApplyEvent<'_>| match event {
         ApplyEvent::Note(line) => launch::notify(line),
+        ApplyEvent::Hinted(note) => launch::notify(&note.with_hint().to_string()),
         ApplyEvent::Built(tag) => println!("built {tag}"),
         ApplyEvent::Started(started) => println!("{started}"),
         ApplyEvent::SeedUnchanged(target) => {

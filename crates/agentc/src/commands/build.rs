@@ -8,7 +8,7 @@
 //! BuildKit's session protocol, which bollard does not speak. `--backend api` is refused.
 
 use agentc_host::build::BuildEvent;
-use agentc_policy::LaunchSpec;
+use agentc_policy::{Hinted, LaunchSpec};
 
 use crate::bundled::Bundled;
 use crate::cli::{BackendArg, BuildArgs, KindArg, LaunchArgs};
@@ -55,6 +55,7 @@ pub fn build_spec(spec: LaunchSpec, bundled: Option<&Bundled>) -> Result<i32, Fa
 pub fn print_build(event: BuildEvent<'_>) {
     match event {
         BuildEvent::Note(line) => launch::notify(line),
+        BuildEvent::Failed(failed) => launch::notify(&failed.with_hint().to_string()),
         BuildEvent::Built(tag) => println!("built {tag}"),
     }
 }

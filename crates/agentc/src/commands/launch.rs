@@ -11,7 +11,7 @@ use agentc_backend_cli::exec::port::CliPort;
 use agentc_engine::isolation::Met;
 use agentc_engine::launch::ProxyExecutable;
 use agentc_host::launch::{Launcher, Outcome};
-use agentc_policy::{ContainerSpec, LaunchSpec};
+use agentc_policy::{ContainerSpec, Hinted, LaunchSpec};
 
 use crate::cli::BackendArg;
 use crate::context::Failure;
@@ -107,7 +107,7 @@ pub fn execute(spec: &LaunchSpec, backend: BackendArg, pull: bool) -> Result<u8,
         Outcome::Exited {
             explanation: Some(explanation),
             ..
-        } => eprintln!("agentc: {explanation}"),
+        } => eprintln!("agentc: {}", explanation.with_hint()),
         Outcome::Exited { .. } => {}
     }
     Ok(outcome.status())

@@ -3,7 +3,7 @@
 
 use std::io::IsTerminal;
 
-use agentc_policy::{Action, ChosenRuntime, Instance, LaunchSpec, LoadedProfile, Start};
+use agentc_policy::{Action, ChosenRuntime, Hinted, Instance, LaunchSpec, LoadedProfile, Start};
 
 use agentc_egress::image::ProxyExecutable;
 use agentc_engine::session::{ProcessStdio, Sandboxes};
@@ -115,7 +115,8 @@ fn launch_one(
     let own = container.name.as_deref();
     let request = launch_args.request();
     let mut print = |event: RunEvent<'_>| match event {
-        RunEvent::Note(line) | RunEvent::Exited(line) => launch::notify(line),
+        RunEvent::Note(line) => launch::notify(line),
+        RunEvent::Exited(exited) => launch::notify(&exited.with_hint().to_string()),
         RunEvent::Started(started) => println!("{started}"),
     };
     let run = RunOne {

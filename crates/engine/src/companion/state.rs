@@ -10,7 +10,9 @@
 
 use std::collections::BTreeMap;
 
-use agentc_policy::{EgressSpec, KIND_EGRESS_PROXY, LABEL_EGRESS_FOR, LABEL_KIND, LABEL_PROFILE};
+use agentc_policy::{
+    EgressSpec, Hint, KIND_EGRESS_PROXY, LABEL_EGRESS_FOR, LABEL_KIND, LABEL_PROFILE,
+};
 use bollard::models::{ContainerInspectResponse, ContainerStateStatusEnum, HealthStatusEnum};
 use serde::Serialize;
 
@@ -99,8 +101,9 @@ impl EgressState {
     }
 
     /// The error line of a sandbox whose egress is down or missing (`None` when up), with what
-    /// to do: `egress of SANDBOX is down: its proxy PROXY exited with code 137 at TIME; ...`.
-    pub fn error_line(&self, sandbox: &str) -> Option<String> {
+    /// to do as its hint: `egress of SANDBOX is down: its proxy PROXY exited with code 137 at
+    /// TIME; ...`.
+    pub fn error_line(&self, sandbox: &str) -> Option<Hint<String>> {
         let again = format!("`agentc rm {sandbox}` and a new `agentc run` give it a new one");
         match self {
             EgressState::Up { .. } => None,
@@ -115,11 +118,13 @@ impl EgressState {
                     .as_deref()
                     .map(|since| format!(" at {since}"))
                     .unwrap_or_default();
-                Some(format!(
-                    "egress of {sandbox} is down: its egress proxy {proxy} stopped on a \
-                     credential replay{when} (credentials.on_replay = \"stop\") and stays down, \
-                     started again or not; the sandbox reaches nothing outside\n  hint: \
-                     `agentc egress log {sandbox}` shows the replay; {again}"
+                Some(Hint::new(
+                    format!(
+                        "egress of {sandbox} is down: its egress proxy {proxy} stopped on a \
+                         credential replay{when} (credentials.on_replay = \"stop\") and stays \
+                         down, started again or not; the sandbox reaches nothing outside"
+                    ),
+                    format!("`agentc egress log {sandbox}` shows the replay; {again}"),
                 ))
             }
             EgressState::Down {
@@ -146,15 +151,20 @@ impl EgressState {
                     "exited" => format!("exited{code}{when}{restarted}"),
                     other => format!("is {other}{code}{when}{restarted}"),
                 };
-                Some(format!(
-                    "egress of {sandbox} is down: its egress proxy {proxy} {what}; the sandbox \
-                     reaches nothing outside until it runs again\n  hint: `agentc start {proxy}` \
-                     starts the proxy again; {again}"
+                Some(Hint::new(
+                    format!(
+                        "egress of {sandbox} is down: its egress proxy {proxy} {what}; the \
+                         sandbox reaches nothing outside until it runs again"
+                    ),
+                    format!("`agentc start {proxy}` starts the proxy again; {again}"),
                 ))
             }
-            EgressState::Missing { network } => Some(format!(
-                "egress of {sandbox} is missing: no egress proxy serves its isolated network \
-                 {network}; the sandbox reaches nothing outside\n  hint: {again}"
+            EgressState::Missing { network } => Some(Hint::new(
+                format!(
+                    "egress of {sandbox} is missing: no egress proxy serves its isolated network \
+                     {network}; the sandbox reaches nothing outside"
+                ),
+                again,
             )),
         }
     }
@@ -674,7 +684,7 @@ mod tests {
         );
         assert_eq!(killed.cell(), "down (exited 137)");
         assert_eq!(
-            killed.error_line("box").unwrap(),
+            killed.error_line("box").unwrap().with_hint().to_string(),
             "egress of box is down: its egress proxy box-egress-proxy exited with code 137 at \
              2026-12-01T19:50:00.5Z; the sandbox reaches nothing outside until it runs again\n  \
              hint: `agentc start box-egress-proxy` starts the proxy again; `agentc rm box` and a \
@@ -696,6 +706,8 @@ mod tests {
         assert!(sick
             .error_line("box")
             .unwrap()
+            .with_hint()
+            .to_string()
             .contains("runs but is unhealthy"));
 
         for (status, word) in [
@@ -733,6 +745,8 @@ mod tests {
         assert!(spent
             .error_line("box")
             .unwrap()
+            .with_hint()
+            .to_string()
             .contains("exited with code 137 at 2026-12-01T19:50:00.5Z after 5 restarts;"));
 
         // A replay stop stays down, its refused restarts not counted as deaths.
@@ -741,7 +755,7 @@ mod tests {
         let replayed = classify("n", Some(&replayed));
         assert_eq!(replayed.cell(), "down (stopped on a replay)");
         assert_eq!(
-            replayed.error_line("box").unwrap(),
+            replayed.error_line("box").unwrap().with_hint().to_string(),
             "egress of box is down: its egress proxy box-egress-proxy stopped on a credential \
              replay at 2026-12-01T19:50:00.5Z (credentials.on_replay = \"stop\") and stays \
              down, started again or not; the sandbox reaches nothing outside\n  hint: `agentc \
@@ -755,9 +769,14 @@ mod tests {
             serde_json::to_value(&missing).unwrap(),
             serde_json::json!({"state": "missing", "network": "box-egress"})
         );
-        assert!(missing.error_line("box").unwrap().starts_with(
-            "egress of box is missing: no egress proxy serves its isolated network box-egress;"
-        ));
+        assert!(missing
+            .error_line("box")
+            .unwrap()
+            .with_hint()
+            .to_string()
+            .starts_with(
+                "egress of box is missing: no egress proxy serves its isolated network box-egress;"
+            ));
     }
 
     fn member(name: &str, kind: &str, state: &str) -> Member {

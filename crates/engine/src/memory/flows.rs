@@ -672,9 +672,9 @@ fn a_sessions_create_refuses_a_host_port_in_use_and_creates_nothing() {
     assert!(
         matches!(
             &refused,
-            SessionError::Launch(ExecError::HostPortsInUse { message })
-                if message.starts_with(&format!("network.publish[0]: host port {port}/tcp on 127.0.0.1 is in use"))
-                    && message.contains("; nothing was created\n  hint: ")
+            SessionError::Launch(error @ ExecError::HostPortsInUse { .. })
+                if error.with_hint().to_string().starts_with(&format!("network.publish[0]: host port {port}/tcp on 127.0.0.1 is in use"))
+                    && error.with_hint().to_string().contains("; nothing was created\n  hint: ")
         ),
         "{refused}"
     );

@@ -43,7 +43,7 @@ use std::path::{Path, PathBuf};
 use agentc_lifecycle::plan::{parts, Launch, Part};
 use agentc_lifecycle::reference::{retained_tag, short_id, split};
 use agentc_lifecycle::state::{seeds_to_copy, Applied, State};
-use agentc_policy::{Action, LaunchKind, LaunchSpec, LoadedProfile};
+use agentc_policy::{Action, Hint, LaunchKind, LaunchSpec, LoadedProfile};
 
 use crate::backend::{self, BackendChoice};
 use crate::build::{build_preset_image, BuildEvent};
@@ -59,6 +59,9 @@ pub enum ApplyEvent<'a> {
     /// progress, what a build or a seed's launch says (the context built from, the runtime
     /// chosen, an abnormal exit).
     Note(&'a str),
+    /// A line for the caller's log with what to do about it as its hint: why a bundled build
+    /// failed, a seed's launch killed for memory.
+    Hinted(&'a Hint<String>),
     /// The preset's own image was built from agentc's bundled context (`built TAG`).
     Built(&'a str),
     /// A seed's helper started detached, and where it can be reached.
@@ -141,6 +144,7 @@ impl Deployer for HostDeployer {
     ) -> Result<Option<i32>, Failure> {
         let mut say = |event: BuildEvent<'_>| match event {
             BuildEvent::Note(line) => events(ApplyEvent::Note(line)),
+            BuildEvent::Failed(failed) => events(ApplyEvent::Hinted(failed)),
             BuildEvent::Built(tag) => events(ApplyEvent::Built(tag)),
         };
         build_preset_image(
@@ -167,7 +171,7 @@ impl Deployer for HostDeployer {
             Outcome::Exited {
                 explanation: Some(explanation),
                 ..
-            } => events(ApplyEvent::Note(explanation)),
+            } => events(ApplyEvent::Hinted(explanation)),
             Outcome::Exited { .. } => {}
         }
         Ok(outcome.status())

@@ -28,7 +28,8 @@ fn run(
     let spec = resolve_instance(&loaded, request, instance.clone()).expect("it resolves");
     let (mut notes, mut started) = (Vec::new(), Vec::new());
     let mut events = |event: RunEvent<'_>| match event {
-        RunEvent::Note(line) | RunEvent::Exited(line) => notes.push(line.to_string()),
+        RunEvent::Note(line) => notes.push(line.to_string()),
+        RunEvent::Exited(exited) => notes.push(exited.with_hint().to_string()),
         RunEvent::Started(sandbox) => started.push(sandbox.name.clone()),
     };
     let mut output = Captured::default();

@@ -35,7 +35,7 @@ use agentc_backend_k8s::play::{Play, PlayedPod};
 use agentc_backend_k8s::{EgressMode, Options, CONTAINER_NAME};
 use agentc_egress::image::ProxyExecutable;
 use agentc_engine::signals::Signals;
-use agentc_policy::LaunchSpec;
+use agentc_policy::{Hint, LaunchSpec};
 
 use self::egress::EgressPlay;
 use self::podman::Podman;
@@ -146,10 +146,10 @@ pub fn prepare(
     inputs: &PlayInputs,
 ) -> Result<KubePlay, VerifyError> {
     podman::version().map_err(|why| {
-        VerifyError::Engine(format!(
-            "cannot play the Kubernetes rendering: {why}\n  hint: install Podman 4.3 or \
-             later (scripts/setup-engines.sh does), or verify a container launch with \
-             --backend cli or api"
+        VerifyError::Engine(Hint::new(
+            format!("cannot play the Kubernetes rendering: {why}"),
+            "install Podman 4.3 or later (scripts/setup-engines.sh does), or verify a \
+             container launch with --backend cli or api",
         ))
     })?;
     // What plays of killed verify processes left, before this one adds its own.
@@ -175,10 +175,10 @@ pub fn prepare(
             &inputs.proxy_executable,
         )
         .map_err(|error| {
-            VerifyError::Engine(format!(
-                "cannot make the egress proxy's image to play: {error}\n  hint: pass \
-                 --egress-proxy-image REF naming an image in Podman's or Docker's store \
-                 (`agentc egress-proxy image` makes one in Docker's)"
+            VerifyError::Engine(Hint::new(
+                format!("cannot make the egress proxy's image to play: {error}"),
+                "pass --egress-proxy-image REF naming an image in Podman's or Docker's store \
+                 (`agentc egress-proxy image` makes one in Docker's)",
             ))
         })?;
         options.egress_proxy_image = Some(tag);
@@ -215,15 +215,16 @@ fn render_for_play(
     options: &Options,
 ) -> Result<(agentc_backend_k8s::Rendering, Play), VerifyError> {
     let rendering = agentc_backend_k8s::render(spec, options).map_err(|errors| {
-        VerifyError::Unverifiable(format!("profile {:?}: {errors}", spec.profile))
+        VerifyError::Unverifiable(Hint::none(format!("profile {:?}: {errors}", spec.profile)))
     })?;
     let command = vec![
         "/bin/sh".to_string(),
         "-c".to_string(),
         probe_script(&empty_dir_mounts(&rendering)),
     ];
-    let play = agentc_backend_k8s::play::play(&rendering, Some(command))
-        .map_err(|why| VerifyError::Unverifiable(format!("cannot play the rendering: {why}")))?;
+    let play = agentc_backend_k8s::play::play(&rendering, Some(command)).map_err(|why| {
+        VerifyError::Unverifiable(Hint::none(format!("cannot play the rendering: {why}")))
+    })?;
     Ok((rendering, play))
 }
 
@@ -306,7 +307,8 @@ impl KubePlay {
     /// 143), and compares the rendered workload container with what the probe saw, followed by
     /// the egress checks.
     pub async fn run(self) -> Result<Vec<Check>, VerifyError> {
-        let no_workload = || VerifyError::Unverifiable("the rendering has no workload pod".into());
+        let no_workload =
+            || VerifyError::Unverifiable(Hint::none("the rendering has no workload pod".into()));
         let workload = self.play.workload().ok_or_else(no_workload)?.clone();
         for image in self
             .play
@@ -322,19 +324,23 @@ impl KubePlay {
             .filter_map(|container| container.image.clone())
         {
             podman::ensure_image(&image).map_err(|why| {
-                VerifyError::Engine(format!(
-                    "cannot play the rendering: {why}\n  hint: build or pull it with docker, \
-                     or pass --image"
+                VerifyError::Engine(Hint::new(
+                    format!("cannot play the rendering: {why}"),
+                    "build or pull it with docker, or pass --image",
                 ))
             })?;
         }
-        let dir = tempfile::tempdir()
-            .map_err(|error| VerifyError::Probe(format!("cannot make a directory: {error}")))?;
+        let dir = tempfile::tempdir().map_err(|error| {
+            VerifyError::Probe(Hint::none(format!("cannot make a directory: {error}")))
+        })?;
         let mut files = Vec::new();
         for pod in &self.play.pods {
             let file = dir.path().join(format!("{}.yaml", pod.name));
             std::fs::write(&file, pod.to_yaml()).map_err(|error| {
-                VerifyError::Probe(format!("cannot write {}: {error}", file.display()))
+                VerifyError::Probe(Hint::none(format!(
+                    "cannot write {}: {error}",
+                    file.display()
+                )))
             })?;
             files.push(file);
         }
@@ -371,7 +377,7 @@ impl KubePlay {
         let agent = workload.agent_container();
         let observed = match made {
             Ok(()) => self.observe(&executor, &files, &agent).await,
-            Err(why) => Err(VerifyError::Engine(why)),
+            Err(why) => Err(VerifyError::Engine(Hint::none(why))),
         };
         if let Err(VerifyError::Interrupted { .. }) = &observed {
             // The play's blocking work still runs its command: ended before the tear-down.
@@ -388,10 +394,12 @@ impl KubePlay {
         }
         let observed = observed?;
         let observation = parse_probe(&observed.logs).map_err(|error| {
-            VerifyError::Probe(format!(
-                "the probe in {agent} did not report (exit {}): {error}\n  hint: the image \
-                 needs /bin/sh and busybox or coreutils",
-                observed.exit
+            VerifyError::Probe(Hint::new(
+                format!(
+                    "the probe in {agent} did not report (exit {}): {error}",
+                    observed.exit
+                ),
+                "the image needs /bin/sh and busybox or coreutils",
             ))
         })?;
         // The expectation is the rendering's pod, not the played one.
@@ -401,7 +409,9 @@ impl KubePlay {
             .iter()
             .find(|container| container.name == CONTAINER_NAME)
             .ok_or_else(|| {
-                VerifyError::Unverifiable("the workload pod has no agent container".into())
+                VerifyError::Unverifiable(Hint::none(
+                    "the workload pod has no agent container".into(),
+                ))
             })?;
         let mut checks = compare_pod(
             pod,
@@ -497,7 +507,7 @@ impl KubePlay {
                 result = work => result
                     .map_err(|error| error.to_string())
                     .and_then(|result| result)
-                    .map_err(VerifyError::Engine),
+                    .map_err(|why| VerifyError::Engine(Hint::none(why))),
                 signal = signals.recv() => Err(VerifyError::Interrupted {
                     signal,
                     removed: format!("the pod {name}"),

@@ -179,6 +179,7 @@ fn apply(
     let mut events = |event: ApplyEvent<'_>| {
         said.push(match event {
             ApplyEvent::Note(line) => format!("note {line}"),
+            ApplyEvent::Hinted(note) => format!("note {}", note.with_hint()),
             ApplyEvent::Built(tag) => format!("built {tag}"),
             ApplyEvent::Started(started) => format!("started {}", started.name),
             ApplyEvent::SeedUnchanged(target) => format!("unchanged {target}"),
