@@ -13,7 +13,7 @@ use std::path::Path;
 
 use agentc_engine::Engine;
 use agentc_lifecycle::images::{self, CONTEXT_LABEL};
-use agentc_policy::{Action, LaunchKind, LaunchSpec, LoadedProfile};
+use agentc_policy::{Action, Hint, LaunchKind, LaunchSpec, LoadedProfile};
 
 use crate::backend::exec_failure;
 use crate::bundled::{is_bundled_image, Bundled};
@@ -40,7 +40,7 @@ pub fn build_image(
     say: &mut dyn FnMut(BuildEvent<'_>),
 ) -> Result<i32, Failure> {
     let Action::Build(build) = &mut spec.action else {
-        return Err(Failure::unlaunchable("not a build launch".to_string()));
+        return Err(Failure::unlaunchable(Hint::none("not a build launch")));
     };
     if let Some(bundled) = bundled {
         bundled.ensure_written()?;

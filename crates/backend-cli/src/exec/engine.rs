@@ -274,7 +274,10 @@ pub(crate) async fn launch_argv_as(
     let spec = spec.clone();
     tokio::task::spawn_blocking(move || launch_argv(engine, &spec))
         .await
-        .map_err(|error| ExecError::Render(Box::new(error)))?
+        .map_err(|error| ExecError::Render {
+            error: Box::new(error),
+            hint: None,
+        })?
 }
 
 #[cfg(test)]

@@ -43,7 +43,7 @@ use std::path::{Path, PathBuf};
 use agentc_lifecycle::plan::{parts, Launch, Part};
 use agentc_lifecycle::reference::{retained_tag, short_id, split};
 use agentc_lifecycle::state::{seeds_to_copy, Applied, State};
-use agentc_policy::{Action, LaunchKind, LaunchSpec, LoadedProfile};
+use agentc_policy::{Action, Hint, LaunchKind, LaunchSpec, LoadedProfile};
 
 use crate::backend::{self, BackendChoice};
 use crate::build::{build_preset_image, BuildEvent};
@@ -243,7 +243,10 @@ impl Deploying {
         let loaded = load_profile(profile)?;
         let launches = gather::launches(&loaded, profile, None, &BTreeMap::new())?;
         let image = run_image(&launches).ok_or_else(|| {
-            Failure::unlaunchable(format!("{}: the profile has no run launch", loaded.file))
+            Failure::unlaunchable(Hint::none(format!(
+                "{}: the profile has no run launch",
+                loaded.file
+            )))
         })?;
         Ok(Deploying {
             loaded,
