@@ -15,7 +15,7 @@ use agentc_backend_k8s::k8s_openapi::api::core::v1::{Container, PodSpec};
 use agentc_backend_k8s::k8s_openapi::api::networking::v1::NetworkPolicy;
 use agentc_backend_k8s::pss::{self, PodSecurityLevel};
 use agentc_backend_k8s::{Object, Options, Rendering, CONTAINER_NAME};
-use agentc_policy::LaunchSpec;
+use agentc_policy::{Hinted, LaunchSpec};
 use serde_json::Value;
 
 /// Docker's default capabilities, which a container keeps unless it drops ALL.
@@ -259,7 +259,12 @@ pub fn strictness(spec: &LaunchSpec, rendering: &Rendering) -> Vec<String> {
     let mut fail = |text: String| problems.push(text);
     let body = match agentc_backend_api::render_json(spec) {
         Ok(rendered) => rendered["body"].clone(),
-        Err(error) => return vec![format!("the api backend refuses the spec: {error}")],
+        Err(error) => {
+            return vec![format!(
+                "the api backend refuses the spec: {}",
+                error.with_hint()
+            )]
+        }
     };
     let host = &body["HostConfig"];
     let Some(pod) = rendering.workload() else {

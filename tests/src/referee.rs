@@ -496,7 +496,7 @@ impl Referee {
         let request =
             agentc_backend_api::render_create(container).map_err(|e| RefereeError::Render {
                 backend: "api",
-                message: e.to_string(),
+                message: e.with_hint().to_string(),
             })?;
         let api_body = serde_json::to_value(&request.body).map_err(|e| RefereeError::Render {
             backend: "api",

@@ -3,16 +3,16 @@
 //! through the real docker CLI against the stand-in, and what it sent is compared with the API
 //! backend's network create body, proxy create request and connect body.
 
-use agentc_policy::{Action, LaunchSpec};
+use agentc_policy::{Action, Hint, Hinted, LaunchSpec};
 use serde_json::Value;
 
 use crate::canonical::{diff, Difference};
 use crate::referee::{is_network_connect_path, is_network_create_path, Referee, RefereeError};
 
-fn render_error(backend: &'static str, error: impl ToString) -> RefereeError {
+fn render_error(backend: &'static str, error: impl Hinted) -> RefereeError {
     RefereeError::Render {
         backend,
-        message: error.to_string(),
+        message: error.with_hint().to_string(),
     }
 }
 
@@ -87,8 +87,9 @@ impl Referee {
             .map_err(|e| render_error("cli", e))?;
         let requests = agentc_backend_api::egress::render_egress(egress, None)
             .map_err(|e| render_error("api", e))?;
-        let json =
-            |value: Result<Value, serde_json::Error>| value.map_err(|e| render_error("api", e));
+        let json = |value: Result<Value, serde_json::Error>| {
+            value.map_err(|e| render_error("api", Hint::none(e)))
+        };
         let mut differences = Vec::new();
 
         let network = self.send(&argvs[0][1..], &[], is_network_create_path)?;

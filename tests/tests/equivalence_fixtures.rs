@@ -15,6 +15,7 @@ use std::path::Path;
 
 use agentc_conformance::fixtures;
 use agentc_conformance::referee::{docker_cli_version, require_docker_cli, Referee, Verdict};
+use agentc_policy::Hinted;
 use agentc_policy::{Action, BuildSpec, EnvValue, LaunchSpec};
 use serde_json::{json, Value};
 
@@ -78,7 +79,8 @@ fn parse_build_argv(argv: &[String]) -> Result<BuildArgv, String> {
 /// - the last argument = the context the API backend tars.
 fn assert_build_agrees(name: &str, spec: &LaunchSpec, build: &BuildSpec) -> Result<(), String> {
     let argv = agentc_backend_cli::render_argv(spec).map_err(|e| format!("cli refused: {e}"))?;
-    let api = agentc_backend_api::render_json(spec).map_err(|e| format!("api refused: {e}"))?;
+    let api = agentc_backend_api::render_json(spec)
+        .map_err(|e| format!("api refused: {}", e.with_hint()))?;
     let problems = build_disagreements(&argv, &api, &build.context)?;
     if problems.is_empty() {
         Ok(())
@@ -174,7 +176,7 @@ fn every_valid_fixture_launch_is_equivalent_through_the_referee() {
         let loaded = match fixtures::load_fixture(path) {
             Ok(loaded) => loaded,
             Err(error) => {
-                failures.push(format!("{name} should be valid:\n{error}"));
+                failures.push(format!("{name} should be valid:\n{}", error.with_hint()));
                 continue;
             }
         };
@@ -182,7 +184,11 @@ fn every_valid_fixture_launch_is_equivalent_through_the_referee() {
             let spec = match fixtures::resolve(&loaded, &launch) {
                 Ok(spec) => spec,
                 Err(error) => {
-                    failures.push(format!("{name} {} should resolve:\n{error}", launch.label));
+                    failures.push(format!(
+                        "{name} {} should resolve:\n{}",
+                        launch.label,
+                        error.with_hint()
+                    ));
                     continue;
                 }
             };

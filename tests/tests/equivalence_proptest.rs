@@ -156,7 +156,9 @@ fn check_launch(
             // Both refuse: fine when both name the same field.
             if cli.field() != api.field() {
                 return Err(TestCaseError::fail(format!(
-                    "{label}: both backends refuse, naming different fields\n  cli: {cli}\n  api: {api}\nprofile:\n{}",
+                    "{label}: both backends refuse, naming different fields\n  cli: {}\n  api: {}\nprofile:\n{}",
+                    cli.with_hint(),
+                    api.with_hint(),
                     case.toml
                 )));
             }
@@ -174,7 +176,8 @@ fn check_launch(
         }
         (Ok(_), Err(error)) => {
             return Err(TestCaseError::fail(format!(
-                "{label}: only the api backend refuses: {error}\nprofile:\n{}",
+                "{label}: only the api backend refuses: {}\nprofile:\n{}",
+                error.with_hint(),
                 case.toml
             )))
         }
@@ -213,7 +216,7 @@ fn check_case(
         Err(error) => {
             *counts
                 .rejected
-                .entry(error_field(&error.to_string()))
+                .entry(error_field(&error.with_hint().to_string()))
                 .or_default() += 1;
             return Ok(());
         }
@@ -225,7 +228,10 @@ fn check_case(
             Err(error) => {
                 *counts
                     .rejected
-                    .entry(format!("{label}: {}", error_field(&error.to_string())))
+                    .entry(format!(
+                        "{label}: {}",
+                        error_field(&error.with_hint().to_string())
+                    ))
                     .or_default() += 1;
                 return Ok(());
             }
@@ -620,7 +626,7 @@ fn refusals_are_symmetric() {
         let cli = agentc_backend_cli::render_argv(&spec)
             .map_err(|e| (e.field().to_string(), e.with_hint().to_string()));
         let api = agentc_backend_api::render_create(container)
-            .map_err(|e| (e.field().to_string(), e.to_string()));
+            .map_err(|e| (e.field().to_string(), e.with_hint().to_string()));
         match refused {
             None => {
                 assert!(cli.is_ok(), "{what}: the cli backend refuses: {cli:?}");

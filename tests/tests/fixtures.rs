@@ -2,6 +2,7 @@
 //! explained; one reviewed snapshot each. Secret values never appear in any of it.
 
 use agentc_conformance::fixtures::{self, FixtureLaunch};
+use agentc_policy::Hinted;
 use agentc_policy::{Action, EnvValue, LaunchSpec};
 
 /// The four renderings of one launch, as one reviewable document.
@@ -9,7 +10,7 @@ fn render_all(loaded: &agentc_policy::LoadedProfile, spec: &LaunchSpec) -> Strin
     let argv = agentc_backend_cli::render_argv(spec);
     let argv_section = match &argv {
         Ok(argv) => serde_json::to_string_pretty(argv).expect("argv is JSON"),
-        Err(error) => format!("refused: {error}"),
+        Err(error) => format!("refused: {}", error.with_hint()),
     };
     let shell_section = match &argv {
         Ok(argv) => agentc_backend_cli::shell_line(argv),
@@ -17,7 +18,7 @@ fn render_all(loaded: &agentc_policy::LoadedProfile, spec: &LaunchSpec) -> Strin
     };
     let api_section = match agentc_backend_api::render_json(spec) {
         Ok(value) => serde_json::to_string_pretty(&value).expect("body is JSON"),
-        Err(error) => format!("refused: {error}"),
+        Err(error) => format!("refused: {}", error.with_hint()),
     };
     let explain = agentc_policy::explain(loaded, spec);
     format!(
@@ -36,8 +37,9 @@ fn every_valid_fixture_renders_through_both_backends() {
     let mut launches_seen = 0;
     for path in files {
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-        let loaded = fixtures::load_fixture(&path)
-            .unwrap_or_else(|error| panic!("{} should be valid:\n{error}", path.display()));
+        let loaded = fixtures::load_fixture(&path).unwrap_or_else(|error| {
+            panic!("{} should be valid:\n{}", path.display(), error.with_hint())
+        });
         assert_eq!(
             loaded.profile.name, name,
             "fixture file names match profile names"
@@ -47,15 +49,17 @@ fn every_valid_fixture_renders_through_both_backends() {
                 label: label.clone(),
                 inputs,
             };
-            let spec = fixtures::resolve(&loaded, &launch)
-                .unwrap_or_else(|error| panic!("{name} {label} should resolve:\n{error}"));
+            let spec = fixtures::resolve(&loaded, &launch).unwrap_or_else(|error| {
+                panic!("{name} {label} should resolve:\n{}", error.with_hint())
+            });
             let argv = agentc_backend_cli::render_argv(&spec)
                 .unwrap_or_else(|error| panic!("{name} {label}: cli backend refused: {error}"));
             assert_eq!(argv[0], "docker");
             let build = matches!(spec.action, Action::Build(_));
             if !build {
-                agentc_backend_api::render_json(&spec)
-                    .unwrap_or_else(|error| panic!("{name} {label}: api backend refused: {error}"));
+                agentc_backend_api::render_json(&spec).unwrap_or_else(|error| {
+                    panic!("{name} {label}: api backend refused: {}", error.with_hint())
+                });
             }
             insta::assert_snapshot!(format!("{name}__{label}"), render_all(&loaded, &spec));
             launches_seen += 1;

@@ -11,6 +11,7 @@
 
 use agentc_conformance::argv::{check_structure, parse_like_pflag};
 use agentc_conformance::fixtures::{VIRTUAL_HOME, VIRTUAL_WORKSPACE};
+use agentc_policy::Hinted;
 use agentc_policy::LoadedProfile;
 use agentc_policy::{
     Action, ContainerSpec, LaunchKind, LaunchSpec, Location, MountSource, Owner, PathKind,
@@ -138,12 +139,12 @@ fn run(case: &Case) -> Result<(), String> {
                 .map_err(|error| format!("cli render failed: {error}"))?;
             check_structure(&spec, &argv);
             agentc_backend_api::render_json(&spec)
-                .map_err(|error| format!("api render failed: {error}"))?;
+                .map_err(|error| format!("api render failed: {}", error.with_hint()))?;
             let _ = agentc_policy::explain(&loaded, &spec);
             check(&spec, &argv);
             Ok(())
         }
-        (Want::Accepted(_), Err(error)) => Err(format!("refused: {error}")),
+        (Want::Accepted(_), Err(error)) => Err(format!("refused: {}", error.with_hint())),
         (_, Ok(_)) => Err("accepted, but it must be refused".to_string()),
         (want, Err(error)) => {
             let (message, hint) = match &error {
@@ -1038,13 +1039,14 @@ fn leading_dashes_never_become_flags_in_any_argv_position() {
          user = \"u-1\"\n[workspace]\nmount = true\n[[mounts]]\nsource = \"-src\"\ntarget = \"/-target\"\n\
          [network]\nname = \"n--privileged\"\n"
     );
-    let loaded = agentc_policy::load(FILE, &profile).unwrap_or_else(|e| panic!("{e}"));
+    let loaded =
+        agentc_policy::load(FILE, &profile).unwrap_or_else(|e| panic!("{}", e.with_hint()));
     let mut launch = case("dashes", profile.clone(), Want::Accepted(|_, _| {}));
     launch.agent_args = vec!["-arg".into(), "--network=host".into()];
     let mut inputs = inputs(&launch);
     inputs.workspace = "/home/dev/-workspace".into();
-    let spec =
-        agentc_policy::resolve(&loaded, &inputs, &Everything).unwrap_or_else(|e| panic!("{e}"));
+    let spec = agentc_policy::resolve(&loaded, &inputs, &Everything)
+        .unwrap_or_else(|e| panic!("{}", e.with_hint()));
     let argv = agentc_backend_cli::render_argv(&spec).unwrap();
     let (options, positional) = parse_like_pflag(&argv);
     let value = |flag: &str| -> Vec<String> {

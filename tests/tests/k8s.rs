@@ -15,6 +15,7 @@ use agentc_conformance::k8s::{
     crd_schema, fixture_options, pod_security_problems, sandbox_schema, schema_problems, strictness,
 };
 use agentc_conformance::strategies::{self, VirtualSources};
+use agentc_policy::Hinted;
 use agentc_policy::{
     Action, AppArmor, Capability, ContainerSpec, Device, EnvValue, EnvVar, ExtraHost, HostTarget,
     LaunchKind, LaunchSpec, Mount, MountSource, Network, Origin, Protocol, PublishedPort, Tmpfs,
@@ -66,7 +67,7 @@ fn snapshot(rendering: &Result<Rendering, agentc_backend_k8s::RenderErrors>) -> 
             rendering.to_yaml(),
             agentc_backend_k8s::explain(rendering)
         ),
-        Err(errors) => format!("## refused\n{errors}\n"),
+        Err(errors) => format!("## refused\n{}\n", errors.with_hint()),
     }
 }
 
@@ -82,8 +83,9 @@ fn every_valid_fixture_renders_or_is_refused_by_field() {
                 label: label.clone(),
                 inputs,
             };
-            let spec = fixtures::resolve(&loaded, &launch)
-                .unwrap_or_else(|error| panic!("{name} {label} should resolve:\n{error}"));
+            let spec = fixtures::resolve(&loaded, &launch).unwrap_or_else(|error| {
+                panic!("{name} {label} should resolve:\n{}", error.with_hint())
+            });
             let pod = render(&spec, &fixture_options(&loaded, ObjectKind::Pod));
             let sandbox = render(&spec, &fixture_options(&loaded, ObjectKind::Sandbox));
             match (&pod, &sandbox) {
@@ -99,11 +101,19 @@ fn every_valid_fixture_renders_or_is_refused_by_field() {
                 (Err(pod), Err(sandbox)) => {
                     refused += 1;
                     assert_eq!(pod, sandbox, "{name} {label}: both kinds refuse alike");
-                    let text = pod.to_string();
+                    let text = pod.with_hint().to_string();
                     for error in &pod.0 {
-                        assert!(!error.field().is_empty(), "{name} {label}: {error}");
+                        assert!(
+                            !error.field().is_empty(),
+                            "{name} {label}: {}",
+                            error.with_hint()
+                        );
                         assert!(text.contains(error.field()), "{text}");
-                        assert!(error.to_string().contains("hint: "), "{error}");
+                        assert!(
+                            error.with_hint().to_string().contains("hint: "),
+                            "{}",
+                            error.with_hint()
+                        );
                     }
                 }
                 _ => panic!("{name} {label}: Pod and Sandbox disagree: {pod:?} / {sandbox:?}"),
@@ -142,8 +152,9 @@ fn every_valid_fixture_renders_as_a_warm_pool_its_crds_accept() {
         let loaded = fixtures::load_fixture(&path).expect("valid fixture");
         for launch in fixtures::launches(&loaded) {
             let label = launch.label.clone();
-            let spec = fixtures::resolve(&loaded, &launch)
-                .unwrap_or_else(|error| panic!("{name} {label} should resolve:\n{error}"));
+            let spec = fixtures::resolve(&loaded, &launch).unwrap_or_else(|error| {
+                panic!("{name} {label} should resolve:\n{}", error.with_hint())
+            });
             let Ok(sandbox) = render(&spec, &fixture_options(&loaded, ObjectKind::Sandbox)) else {
                 continue;
             };
@@ -151,7 +162,12 @@ fn every_valid_fixture_renders_as_a_warm_pool_its_crds_accept() {
                 &spec,
                 &fixture_options(&loaded, ObjectKind::Pool { replicas: 3 }),
             )
-            .unwrap_or_else(|errors| panic!("{name} {label}: the pool is refused: {errors}"));
+            .unwrap_or_else(|errors| {
+                panic!(
+                    "{name} {label}: the pool is refused: {}",
+                    errors.with_hint()
+                )
+            });
             rendered += 1;
             let mut problems = pod_security_problems(&pool);
             problems.extend(strictness(&spec, &pool));
@@ -715,7 +731,13 @@ fn each_rule_renders_at_least_as_strict_or_is_refused_by_field() {
                     }
                 }
                 (Expect::Refused(fields), Err(errors)) => {
-                    assert_eq!(errors.fields(), *fields, "{}: {errors}", row.name);
+                    assert_eq!(
+                        errors.fields(),
+                        *fields,
+                        "{}: {}",
+                        row.name,
+                        errors.with_hint()
+                    );
                 }
                 (_, result) => panic!("{}: unexpected {result:#?}", row.name),
             }
@@ -1047,21 +1069,23 @@ proptest! {
                                 let problems = check_rendering(&spec, &rendering, &schema);
                                 prop_assert!(problems.is_empty(), "{label} without the refused: {problems:#?}\n{}", case.toml);
                             }
-                            Err(errors) => prop_assert!(false, "{label} without the refused still refuses: {errors}\n{}", case.toml),
+                            Err(errors) => prop_assert!(false, "{label} without the refused still refuses: {}\n{}", errors.with_hint(), case.toml),
                         }
                     }
                     let fields: BTreeSet<&str> = errors.fields().into_iter().collect();
                     for field in fields {
                         prop_assert!(
                             REFUSABLE.iter().any(|prefix| field.starts_with(prefix)),
-                            "{label}: unexpected refusal of {field}: {errors}\n{}",
+                            "{label}: unexpected refusal of {field}: {}\n{}",
+                            errors.with_hint(),
                             case.toml
                         );
                     }
                     for error in &errors.0 {
                         prop_assert!(
                             !matches!(error, RenderError::InvalidName { field, .. } if field.starts_with("--")),
-                            "valid options are accepted: {error}"
+                            "valid options are accepted: {}",
+                            error.with_hint()
                         );
                     }
                 }
@@ -1202,6 +1226,7 @@ fn an_isolation_floor_maps_to_its_runtime_class_or_is_refused_by_field() {
     assert_eq!(class("{ min = \"container\" }", &[]).unwrap(), None);
     let errors = class("{ min = \"microvm\" }", &["microvm="])
         .expect_err("no RuntimeClass for microvm")
+        .with_hint()
         .to_string();
     assert!(errors.contains("security.isolation"), "{errors}");
     assert!(errors.contains("--runtime-class microvm=NAME"), "{errors}");
@@ -1225,7 +1250,8 @@ fn the_upstreams_ca_is_a_config_map_of_the_rendering_mounted_into_the_proxy_pod(
         let spec = fixtures::resolve(&loaded, &launch).expect("resolves");
         let options = fixture_options(&loaded, ObjectKind::Pod);
         assert!(!options.upstream_ca.is_empty(), "{fixture}: no CA read");
-        let rendering = render(&spec, &options).unwrap_or_else(|e| panic!("{fixture}: {e}"));
+        let rendering =
+            render(&spec, &options).unwrap_or_else(|e| panic!("{fixture}: {}", e.with_hint()));
         let json = rendering.to_json();
         let items = json["items"].as_array().unwrap();
         let map = items
@@ -1305,7 +1331,7 @@ fn the_upstreams_ca_is_a_config_map_of_the_rendering_mounted_into_the_proxy_pod(
             )
             .expect_err("refused");
             let fields: Vec<&str> = errors.0.iter().map(RenderError::field).collect();
-            assert_eq!(fields, [field], "{fixture}: {errors}");
+            assert_eq!(fields, [field], "{fixture}: {}", errors.with_hint());
         }
     }
 }

@@ -127,7 +127,10 @@ fn live_cli_and_api_create_identical_containers_for_every_runnable_fixture() {
                 Err(error) => {
                     skips.push(Skip {
                         launch: name,
-                        reason: format!("does not resolve with the virtual inputs: {error}"),
+                        reason: format!(
+                            "does not resolve with the virtual inputs: {}",
+                            error.with_hint()
+                        ),
                     });
                     continue;
                 }
@@ -305,7 +308,8 @@ async fn create_with_api(
     localized: &Localized,
     name: &str,
 ) -> Result<String, String> {
-    let mut request = render_create(&localized.container).map_err(|error| error.to_string())?;
+    let mut request =
+        render_create(&localized.container).map_err(|error| error.with_hint().to_string())?;
     let env: BTreeMap<String, String> = localized.secrets.iter().cloned().collect();
     let resolved =
         resolve_env(&localized.container, &env).map_err(|error| error.with_hint().to_string())?;

@@ -268,7 +268,7 @@ fn live_podman_cli_and_api_create_the_same_containers_for_every_runnable_fixture
         for launch in fixtures::launches(&loaded) {
             let name = format!("{} {}", fixtures::display_name(&file), launch.label);
             let localized = fixtures::resolve(&loaded, &launch)
-                .map_err(|error| error.to_string())
+                .map_err(|error| error.with_hint().to_string())
                 .and_then(|spec| localize(&spec, &machine, &unique));
             match localized {
                 Ok(localized) => runnable.last_mut().expect("pushed").push((name, localized)),

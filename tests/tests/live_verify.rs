@@ -40,6 +40,7 @@ use agentc_conformance::live::{
     Localized, REQUIRE_DOCKER_VAR,
 };
 use agentc_egress::image::ProxyExecutable;
+use agentc_policy::Hinted;
 use agentc_policy::{Action, LaunchSpec};
 use agentc_verify::{render_table, Check, EgressProbe, PROBE_PIDS};
 
@@ -131,7 +132,10 @@ fn live_verify_passes_for_every_runnable_fixture_through_both_backends() {
                 Err(error) => {
                     skips.push((
                         name,
-                        format!("does not resolve with the virtual inputs: {error}"),
+                        format!(
+                            "does not resolve with the virtual inputs: {}",
+                            error.with_hint()
+                        ),
                     ));
                     continue;
                 }

@@ -115,7 +115,7 @@ fn write_profile(dir: &Path, secrets: &Secrets) -> PathBuf {
 fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<String>), String> {
     let path = write_profile(dir, secrets);
     let text = std::fs::read_to_string(&path).unwrap();
-    let loaded = agentc_policy::load("dev.toml", &text).map_err(|e| e.to_string())?;
+    let loaded = agentc_policy::load("dev.toml", &text).map_err(|e| e.with_hint().to_string())?;
     let workspace = dir.join("work");
     std::fs::create_dir_all(&workspace).unwrap();
     let mut env = secrets.env();
@@ -123,9 +123,10 @@ fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<St
         env: env.clone(),
         ..run_inputs(dir)
     };
-    let spec = agentc_policy::resolve(&loaded, &inputs, &RealPaths).map_err(|e| e.to_string())?;
+    let spec = agentc_policy::resolve(&loaded, &inputs, &RealPaths)
+        .map_err(|e| e.with_hint().to_string())?;
     let argv = agentc_backend_cli::render_argv(&spec).map_err(|e| e.with_hint().to_string())?;
-    let api = agentc_backend_api::render_json(&spec).map_err(|e| e.to_string())?;
+    let api = agentc_backend_api::render_json(&spec).map_err(|e| e.with_hint().to_string())?;
     let mut outputs = vec![
         serde_json::to_string(&spec).unwrap(),
         argv.join("\n"),
@@ -149,12 +150,13 @@ fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<St
     // Without the gateway the allowlist is enforced outside and the egress proxy holds the
     // keys: the spec, the renderings and the explanation name them; the workload gets
     // placeholders and only the proxy's environment resolves the values.
-    let held = agentc_policy::load("dev.toml", &direct).map_err(|e| e.to_string())?;
-    let held_spec =
-        agentc_policy::resolve(&held, &inputs, &RealPaths).map_err(|e| e.to_string())?;
+    let held = agentc_policy::load("dev.toml", &direct).map_err(|e| e.with_hint().to_string())?;
+    let held_spec = agentc_policy::resolve(&held, &inputs, &RealPaths)
+        .map_err(|e| e.with_hint().to_string())?;
     let held_argv =
         agentc_backend_cli::render_argv(&held_spec).map_err(|e| e.with_hint().to_string())?;
-    let held_api = agentc_backend_api::render_json(&held_spec).map_err(|e| e.to_string())?;
+    let held_api =
+        agentc_backend_api::render_json(&held_spec).map_err(|e| e.with_hint().to_string())?;
     outputs.extend([
         serde_json::to_string(&held_spec).unwrap(),
         held_argv.join("\n"),
@@ -186,9 +188,9 @@ fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<St
     // The keys in the sandbox's environment (`mode = "env"`): the Kubernetes rendering, with
     // its secrets as secretKeyRefs.
     let direct = format!("{direct}[credentials]\nmode = \"env\"\n");
-    let direct = agentc_policy::load("dev.toml", &direct).map_err(|e| e.to_string())?;
-    let direct_spec =
-        agentc_policy::resolve(&direct, &inputs, &RealPaths).map_err(|e| e.to_string())?;
+    let direct = agentc_policy::load("dev.toml", &direct).map_err(|e| e.with_hint().to_string())?;
+    let direct_spec = agentc_policy::resolve(&direct, &inputs, &RealPaths)
+        .map_err(|e| e.with_hint().to_string())?;
     let (objects, rendered) = k8s_outputs(&direct, &direct_spec);
     if !rendered {
         return Err(format!(
@@ -207,11 +209,11 @@ fn library_outputs(dir: &Path, secrets: &Secrets) -> Result<(Vec<String>, Vec<St
         &RealPaths,
     )
     .expect_err("an invalid override is refused");
-    outputs.push(format!("{error}\n{error:?}"));
+    outputs.push(format!("{}\n{error:?}", error.with_hint()));
     // An invalid profile next to the secrets.
     let broken = text.replace("kind = \"anthropic\"", "kind = \"anthropic\"\ncolour = 1");
     let error = agentc_policy::load("dev.toml", &broken).expect_err("unknown field");
-    outputs.push(format!("{error}\n{error:?}"));
+    outputs.push(format!("{}\n{error:?}", error.with_hint()));
 
     let Action::Container(container) = &spec.action else {
         return Err("a container launch was expected".to_string());
@@ -245,7 +247,7 @@ fn k8s_outputs(
             ],
             true,
         ),
-        Err(errors) => (vec![format!("{errors}\n{errors:?}")], false),
+        Err(errors) => (vec![format!("{}\n{errors:?}", errors.with_hint())], false),
     }
 }
 
@@ -511,11 +513,11 @@ fn proxy_outputs(
     dir: &Path,
     text: &str,
 ) -> Result<(Vec<String>, agentc_policy::LaunchSpec), String> {
-    let loaded = agentc_policy::load("corp.toml", text).map_err(|e| e.to_string())?;
-    let spec =
-        agentc_policy::resolve(&loaded, &run_inputs(dir), &RealPaths).map_err(|e| e.to_string())?;
+    let loaded = agentc_policy::load("corp.toml", text).map_err(|e| e.with_hint().to_string())?;
+    let spec = agentc_policy::resolve(&loaded, &run_inputs(dir), &RealPaths)
+        .map_err(|e| e.with_hint().to_string())?;
     let argv = agentc_backend_cli::render_argv(&spec).map_err(|e| e.with_hint().to_string())?;
-    let api = agentc_backend_api::render_json(&spec).map_err(|e| e.to_string())?;
+    let api = agentc_backend_api::render_json(&spec).map_err(|e| e.with_hint().to_string())?;
     let mut outputs = vec![
         serde_json::to_string(&spec).unwrap(),
         format!("{spec:?}"),
@@ -540,7 +542,7 @@ fn proxy_outputs(
         text.replace("[workspace]\n", "[workspace]\ncolour = 1\n"),
     ] {
         let error = agentc_policy::load("corp.toml", &broken).expect_err("refused");
-        outputs.push(format!("{error}\n{error:?}"));
+        outputs.push(format!("{}\n{error:?}", error.with_hint()));
     }
     Ok((outputs, spec))
 }

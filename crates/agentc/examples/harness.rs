@@ -28,7 +28,6 @@
 //! skips `egress.allowed` (`EgressProbe::Skip`). `AGENTC_ENGINE=podman` drives Podman.
 
 use std::collections::BTreeMap;
-use std::fmt::Display;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -40,7 +39,7 @@ use agentc_engine::session::{ExecRequest, Sandbox, SandboxClient};
 use agentc_engine::session::{Sandboxes, SessionPort};
 use agentc_engine::{pool, snapshot, Engine};
 use agentc_policy::{EnvValue, Instance, LaunchKind, LaunchSpec, LoadedProfile, RealPaths};
-use agentc_policy::{Hinted, ResolveInputs, Severity, Start};
+use agentc_policy::{Hint, Hinted, ResolveInputs, Severity, Start};
 use agentc_verify::{verify_on, EgressProbe, VerifyInputs};
 
 type Env = BTreeMap<String, String>;
@@ -58,12 +57,13 @@ const EGRESS: &str = "[egress]\nhosts = [\"api.harness.test\"]\n\n[credentials]\
 /// A file the fork must have from its parent's tmpfs.
 const MARK: [&str; 3] = ["sh", "-c", "echo forked > /tmp/harness-mark"];
 
-/// Why a step failed, from any error that says why (no `Display` of its own: `?` takes all).
+/// Why a step failed, from any error that says why and what to do (no `Display` of its own:
+/// `?` takes all), its hint kept as the command line prints it.
 struct Failed(String);
 
-impl<E: Display> From<E> for Failed {
+impl<E: Hinted> From<E> for Failed {
     fn from(error: E) -> Failed {
-        Failed(error.to_string())
+        Failed(error.with_hint().to_string())
     }
 }
 
@@ -188,7 +188,7 @@ async fn steps<P: SessionPort>(
     pool::fill(client, &spec, &warm, 1).await?;
     let filled = made.started.elapsed().as_millis();
     let claimed = pool::claim_member(client, &warm).await?;
-    let claimed = claimed.ok_or("no idle member")?.sandbox;
+    let claimed = claimed.ok_or(Hint::none("no idle member"))?.sandbox;
     made.sandboxes.push(claimed.clone());
     echo_ok(client, &claimed).await?;
     made.done(format!("filled 1 in {filled} ms, claimed {}", claimed.name));
@@ -208,7 +208,10 @@ async fn steps<P: SessionPort>(
         .map(|finding| finding.code)
         .collect();
     ensure(widening.is_empty(), format!("findings: {widening:?}"))?;
-    let egress = client.egress(&sandbox).await?.ok_or("no egress proxy")?;
+    let egress = client
+        .egress(&sandbox)
+        .await?
+        .ok_or(Hint::none("no egress proxy"))?;
     let state = egress.state.cell();
     ensure(egress.state.is_up(), format!("its proxy is {state}"))?;
     // Compared here, printed nowhere: the sandbox holds a placeholder, never the key.

@@ -41,7 +41,8 @@ fn spec(profile: &str, image: &str) -> Result<LaunchSpec, String> {
         },
         ..ResolveInputs::new(LaunchKind::Run, dir.clone(), dir.clone(), dir)
     };
-    agentc_policy::resolve(&loaded, &inputs, &RealPaths).map_err(|error| error.to_string())
+    agentc_policy::resolve(&loaded, &inputs, &RealPaths)
+        .map_err(|error| error.with_hint().to_string())
 }
 
 fn percentile(values: &[f64], q: f64) -> f64 {

@@ -45,7 +45,8 @@ fn spec(image: &str) -> Result<agentc_policy::LaunchSpec, String> {
         },
         ..ResolveInputs::new(LaunchKind::Run, dir.clone(), dir.clone(), dir)
     };
-    agentc_policy::resolve(&loaded, &inputs, &RealPaths).map_err(|error| error.to_string())
+    agentc_policy::resolve(&loaded, &inputs, &RealPaths)
+        .map_err(|error| error.with_hint().to_string())
 }
 
 /// Starts the server in the sandbox and fetches its page through the endpoint.

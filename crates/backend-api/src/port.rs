@@ -288,7 +288,7 @@ impl EnginePort for ApiPort {
     ) -> Result<(), EngineError> {
         let failed = |message: String| EngineError::new(EngineErrorKind::Failed, message);
         let mut proxy = render_egress(egress, Some(image))
-            .map_err(|error| failed(error.to_string()))?
+            .map_err(|error| failed(error.with_hint().to_string()))?
             .proxy;
         proxy.body.env = Some(
             agentc_engine::resolve_env(&egress.proxy, secrets)
@@ -306,7 +306,9 @@ impl EnginePort for ApiPort {
 
     async fn connect_proxy(&self, egress: &EgressSpec) -> Result<(), EngineError> {
         let connect = render_egress(egress, None)
-            .map_err(|error| EngineError::new(EngineErrorKind::Failed, error.to_string()))?
+            .map_err(|error| {
+                EngineError::new(EngineErrorKind::Failed, error.with_hint().to_string())
+            })?
             .connect;
         self.docker
             .connect_network(&egress.network.name, connect)

@@ -17,6 +17,7 @@
 //! `--network`, plus a `"default"` endpoint in `NetworkingConfig`), and `AttachStdout` /
 //! `AttachStderr` unless detached.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 
 use agentc_engine::{check_build, check_container, ArgvError, ExecError};
@@ -24,6 +25,7 @@ use agentc_policy::spec::{
     AppArmor, BuildSpec, ContainerSpec, Device, EnvValue, EnvVar, ExposedPort, ExtraHost,
     HostTarget, LogConfig, Mount, MountSource, Network, PublishedPort, Resources, Tmpfs,
 };
+use agentc_policy::Hinted;
 use bollard::models::{
     ContainerCreateBody, DeviceMapping, EndpointIpamConfig, EndpointSettings, HostConfig,
     HostConfigLogConfig, Mount as ApiMount, MountType, MountVolumeOptions, NetworkingConfig,
@@ -40,12 +42,13 @@ pub struct CreateRequest {
     pub body: ContainerCreateBody,
 }
 
-/// Why a spec cannot be rendered for the Engine API.
+/// Why a spec cannot be rendered for the Engine API: the message; what to do about it is
+/// [`Hinted::hint`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RenderError {
     /// A value does not fit the signed 64-bit integer the Engine API field holds.
-    #[error("{field} = {value} does not fit the engine api's signed 64-bit field\n  hint: lower the limit")]
+    #[error("{field} = {value} does not fit the engine api's signed 64-bit field")]
     OutOfRange {
         /// The spec field path, such as `resources.memory_bytes`.
         field: &'static str,
@@ -54,7 +57,7 @@ pub enum RenderError {
     },
     /// The build uses named build contexts, which only BuildKit knows.
     #[error(
-        "build.named_contexts ({}) cannot be sent to the classic build api, which has no named contexts\n  hint: use the cli backend, which runs `docker build --build-context`",
+        "build.named_contexts ({}) cannot be sent to the classic build api, which has no named contexts",
         names.join(", ")
     )]
     NamedBuildContexts {
@@ -69,9 +72,7 @@ pub enum RenderError {
     },
     /// A text value holds a NUL byte, which the docker CLI cannot pass and no process can
     /// receive. The value itself is not repeated (it may be an environment value).
-    #[error(
-        "{field} contains a nul byte, which docker cannot carry\n  hint: remove it from the profile"
-    )]
+    #[error("{field} contains a nul byte, which docker cannot carry")]
     Nul {
         /// The spec field path, such as `env.HTTP_PROXY` or `mounts[0].target`.
         field: String,
@@ -79,7 +80,7 @@ pub enum RenderError {
     /// A value the docker CLI's flag syntax would split, rewrite or refuse. The Engine API
     /// could carry it, but the CLI backend refuses it (same field, same reason), and both
     /// backends accept exactly the same specs.
-    #[error("{field} = {value:?} cannot be launched: {reason}\n  hint: {hint}")]
+    #[error("{field} = {value:?} cannot be launched: {reason}")]
     Unrepresentable {
         /// The spec field path, such as `tmpfs[1].target` or `labels`.
         field: String,
@@ -122,7 +123,21 @@ impl From<ArgvError> for RenderError {
 /// A refusal met at launch: the launch error keeps it whole.
 impl From<RenderError> for ExecError {
     fn from(error: RenderError) -> ExecError {
-        ExecError::Render(Box::new(error))
+        ExecError::render(error)
+    }
+}
+
+impl Hinted for RenderError {
+    fn hint(&self) -> Option<Cow<'_, str>> {
+        Some(Cow::Borrowed(match self {
+            RenderError::OutOfRange { .. } => "lower the limit",
+            RenderError::NamedBuildContexts { .. } => {
+                "use the cli backend, which runs `docker build --build-context`"
+            }
+            RenderError::Json { .. } => return None,
+            RenderError::Nul { .. } => "remove it from the profile",
+            RenderError::Unrepresentable { hint, .. } => hint,
+        }))
     }
 }
 
@@ -1097,8 +1112,12 @@ mod tests {
             let error = render_create(&with(resources)).unwrap_err();
             assert_eq!(error.field(), field);
             assert!(
-                error.to_string().starts_with(&format!("{field} = \"")),
-                "{error}"
+                error
+                    .with_hint()
+                    .to_string()
+                    .starts_with(&format!("{field} = \"")),
+                "{}",
+                error.with_hint()
             );
         }
         let error = render_create(&with(Resources {
@@ -1106,7 +1125,11 @@ mod tests {
             ..Resources::default()
         }))
         .unwrap_err();
-        assert!(error.to_string().contains("below 2^53 bytes"), "{error}");
+        assert!(
+            error.with_hint().to_string().contains("below 2^53 bytes"),
+            "{}",
+            error.with_hint()
+        );
     }
 
     #[test]
@@ -1186,7 +1209,11 @@ mod tests {
         spec.env = vec![literal("TOKEN", "sec\0ret")];
         let error = render_create(&spec).unwrap_err();
         assert_eq!(error.field(), "env.TOKEN");
-        assert!(!error.to_string().contains("sec"), "{error}");
+        assert!(
+            !error.with_hint().to_string().contains("sec"),
+            "{}",
+            error.with_hint()
+        );
     }
 
     #[test]
@@ -1241,7 +1268,11 @@ mod tests {
                 names: vec!["tools".into()]
             }
         );
-        assert!(error.to_string().contains("no named contexts"), "{error}");
+        assert!(
+            error.with_hint().to_string().contains("no named contexts"),
+            "{}",
+            error.with_hint()
+        );
     }
 
     #[test]

@@ -1,18 +1,22 @@
 //! Why a launch cannot be rendered for Kubernetes: each refusal names the field that asks for it.
 
+use std::borrow::Cow;
 use std::fmt;
+
+use agentc_policy::Hinted;
 
 /// One value of a launch that has no faithful, at-least-as-strict Kubernetes rendering, or an
 /// option of the renderer that is missing or malformed.
 ///
 /// `field` is the profile field path where the launch records one (`mounts[0]`,
 /// `security.add_capabilities[1]`), else the invocation option (`--workspace-claim`) or the
-/// spec path (`cap_add.NET_ADMIN`).
+/// spec path (`cap_add.NET_ADMIN`). It displays as `FIELD: MESSAGE`; what to do about it is
+/// [`Hinted::hint`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RenderError {
     /// The launch asks for something a Pod cannot do at all, or not within Pod Security.
-    #[error("{field}: {message}\n  hint: {hint}")]
+    #[error("{field}: {message}")]
     Refused {
         /// The field that asks for it.
         field: String,
@@ -23,7 +27,7 @@ pub enum RenderError {
     },
     /// A renderer option (or a value that becomes an object name) is not a valid Kubernetes
     /// name.
-    #[error("{field}: {value:?} is not a valid {what}\n  hint: {hint}")]
+    #[error("{field}: {value:?} is not a valid {what}")]
     InvalidName {
         /// The option or field holding it (`--namespace`, `mounts./home/claude`).
         field: String,
@@ -36,7 +40,7 @@ pub enum RenderError {
     },
     /// A rendered pod breaks a Pod Security rule of its level: a bug of the renderer, refused
     /// rather than printed.
-    #[error("{field}: the rendering breaks Pod Security rule {rule}: {detail}\n  hint: this is a bug of agentc's kubernetes backend; please report it with the profile")]
+    #[error("{field}: the rendering breaks Pod Security rule {rule}: {detail}")]
     PodSecurity {
         /// The object and the pod field path.
         field: String,
@@ -46,7 +50,7 @@ pub enum RenderError {
         detail: String,
     },
     /// An option the launch needs was not given.
-    #[error("{field}: {message}\n  hint: {hint}")]
+    #[error("{field}: {message}")]
     MissingOption {
         /// The profile field whose value needs the option.
         field: String,
@@ -55,6 +59,20 @@ pub enum RenderError {
         /// The option to pass.
         hint: String,
     },
+}
+
+impl Hinted for RenderError {
+    /// What to change: every refusal knows.
+    fn hint(&self) -> Option<Cow<'_, str>> {
+        Some(Cow::Borrowed(match self {
+            RenderError::Refused { hint, .. }
+            | RenderError::InvalidName { hint, .. }
+            | RenderError::MissingOption { hint, .. } => hint,
+            RenderError::PodSecurity { .. } => {
+                "this is a bug of agentc's kubernetes backend; please report it with the profile"
+            }
+        }))
+    }
 }
 
 impl RenderError {
@@ -72,7 +90,9 @@ impl RenderError {
 /// Every refusal of one rendering, in the order of the spec's fields; never empty.
 ///
 /// The renderer does not stop at the first problem, so one run names everything a profile
-/// must change for Kubernetes.
+/// must change for Kubernetes. One refusal alone displays as `the kubernetes backend refuses
+/// FIELD: MESSAGE`, its hint the whole's ([`Hinted::hint`]); several display as a list, each
+/// with its own hint ([`Hinted::with_hint`]), and the whole has none.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RenderErrors(pub Vec<RenderError>);
 
@@ -90,11 +110,21 @@ impl fmt::Display for RenderErrors {
             many => {
                 write!(f, "the kubernetes backend refuses {} fields:", many.len())?;
                 for error in many {
-                    let text = error.to_string().replace('\n', "\n    ");
+                    let text = error.with_hint().to_string().replace('\n', "\n    ");
                     write!(f, "\n  - {text}")?;
                 }
                 Ok(())
             }
+        }
+    }
+}
+
+impl Hinted for RenderErrors {
+    /// The hint of the one refusal, when there is one alone; several print each their own.
+    fn hint(&self) -> Option<Cow<'_, str>> {
+        match self.0.as_slice() {
+            [one] => one.hint(),
+            _ => None,
         }
     }
 }

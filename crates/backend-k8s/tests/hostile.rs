@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use agentc_backend_k8s::pss::{self, PodSecurityLevel};
 use agentc_backend_k8s::{render, EgressMode, EgressPolicy, ObjectKind, Options, PodSecurity};
 use agentc_policy::{
-    Action, AppArmor, Capability, ContainerSpec, Device, EnvValue, EnvVar, ExtraHost, HostTarget,
-    LaunchKind, LaunchSpec, LogConfig, Mount, MountSource, Network, Origin, Protocol,
+    Action, AppArmor, Capability, ContainerSpec, Device, EnvValue, EnvVar, ExtraHost, Hinted,
+    HostTarget, LaunchKind, LaunchSpec, LogConfig, Mount, MountSource, Network, Origin, Protocol,
     PublishedPort, Resources, Tmpfs,
 };
 use proptest::collection::{btree_map, vec};
@@ -338,7 +338,7 @@ proptest! {
                 prop_assert!(!errors.0.is_empty());
                 let fields: BTreeSet<&str> = errors.fields().into_iter().collect();
                 prop_assert!(!fields.is_empty());
-                let _ = errors.to_string();
+                let _ = errors.with_hint().to_string();
             }
         }
     }
@@ -437,7 +437,7 @@ proptest! {
     #[test]
     fn hostile_text_survives_both_formats((spec, options) in renderable()) {
         let rendering = render(&spec, &options)
-            .map_err(|errors| TestCaseError::fail(errors.to_string()))?;
+            .map_err(|errors| TestCaseError::fail(errors.with_hint().to_string()))?;
         let json = rendering.to_json();
         let items = json["items"].as_array().cloned().unwrap_or_default();
         let yaml = rendering.to_yaml();

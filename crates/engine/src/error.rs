@@ -60,9 +60,14 @@ pub enum ExecError {
     #[error(transparent)]
     Argv(#[from] ArgvError),
     /// The backend's renderer refused the spec, such as `agentc_backend_api::RenderError`
-    /// (kept whole, so it can be downcast).
-    #[error(transparent)]
-    Render(Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// (kept whole, so it can be downcast), with its hint ([`ExecError::render`]).
+    #[error("{error}")]
+    Render {
+        /// The renderer's error.
+        error: Box<dyn std::error::Error + Send + Sync + 'static>,
+        /// What to do about it, the renderer's [`Hinted::hint`].
+        hint: Option<String>,
+    },
     /// A required secret is not set in the caller's environment. Only its name is kept.
     #[error("required secret {variable} is not set in the environment")]
     MissingSecret {
@@ -360,6 +365,17 @@ pub enum ExecError {
 }
 
 impl ExecError {
+    /// The renderer's refusal `error`, kept whole with its hint.
+    pub fn render<E>(error: E) -> ExecError
+    where
+        E: Hinted + std::error::Error + Send + Sync + 'static,
+    {
+        ExecError::Render {
+            hint: error.hint().map(Cow::into_owned),
+            error: Box::new(error),
+        }
+    }
+
     /// A launch interrupted by `signal`, naming the container it removed, if one had been
     /// created.
     pub fn interrupted(signal: Interrupt, removed: Option<&str>) -> ExecError {
@@ -404,9 +420,8 @@ impl Hinted for ExecError {
         let borrowed = |text: &'static str| Some(Cow::Borrowed(text));
         match self {
             ExecError::Argv(error) => error.hint(),
-            // The renderer's error carries its hint in its message (not yet a field of its).
-            ExecError::Render(_)
-            | ExecError::Interrupted { .. }
+            ExecError::Render { hint, .. } => hint.as_deref().map(Cow::Borrowed),
+            ExecError::Interrupted { .. }
             | ExecError::Terminal { .. }
             | ExecError::Wait { .. }
             | ExecError::InspectUnreadable { .. } => None,

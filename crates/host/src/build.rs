@@ -44,7 +44,7 @@ pub fn build_image(
     say: &mut dyn FnMut(BuildEvent<'_>),
 ) -> Result<i32, Failure> {
     let Action::Build(build) = &mut spec.action else {
-        return Err(Failure::unlaunchable("not a build launch".to_string()));
+        return Err(Failure::unlaunchable(Hint::none("not a build launch")));
     };
     if let Some(bundled) = bundled {
         bundled.ensure_written()?;

@@ -32,20 +32,22 @@ pub struct Failure {
 impl Failure {
     /// An invalid profile or unlaunchable request (exit 65).
     pub fn invalid(error: PolicyError) -> Failure {
-        Failure {
-            code: EXIT_INVALID,
-            message: error.to_string(),
-            hint: None,
-        }
+        Failure::from_hinted(EXIT_INVALID, &error)
     }
 
     /// A profile with one or more errors (exit 65): each printed as its own `error:` line in
-    /// file order, then, when there are several, how many.
+    /// file order, then, when there are several, how many. One error alone keeps its hint in
+    /// the field; several each keep theirs in the message, after their own line.
     pub fn invalid_profile(errors: agentc_policy::PolicyErrors) -> Failure {
+        if let [one] = errors.errors() {
+            if errors.omitted() == 0 {
+                return Failure::invalid(one.clone());
+            }
+        }
         let mut message = errors
             .errors()
             .iter()
-            .map(ToString::to_string)
+            .map(|error| error.with_hint().to_string())
             .collect::<Vec<_>>()
             .join("\nerror: ");
         let total = errors.errors().len() + errors.omitted();
@@ -66,13 +68,10 @@ impl Failure {
         }
     }
 
-    /// A launch a backend cannot express (exit 65).
-    pub fn unlaunchable(error: impl Display) -> Failure {
-        Failure {
-            code: EXIT_INVALID,
-            message: error.to_string(),
-            hint: None,
-        }
+    /// A launch a backend cannot express (exit 65), with the error's hint in its field (a
+    /// message that is text comes as [`agentc_policy::Hint`]).
+    pub fn unlaunchable(error: impl Hinted) -> Failure {
+        Failure::from_hinted(EXIT_INVALID, &error)
     }
 
     /// A failure with an explicit exit status.

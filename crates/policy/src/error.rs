@@ -1,10 +1,14 @@
 //! Errors of the policy crate: every one names where the bad value is and what to do.
 //!
-//! Every error displays in one format: `LOCATION: MESSAGE`, then `  hint: HINT` on its own
-//! line. A profile with several independent mistakes reports them all at once, in file order,
-//! as [`PolicyErrors`].
+//! Every error displays in one format: `LOCATION: MESSAGE`; its hint is a field of its own
+//! ([`Hinted::hint`]), which the command line prints as `  hint: HINT` on the next line
+//! ([`Hinted::with_hint`]). A profile with several independent mistakes reports them all at
+//! once, in file order, as [`PolicyErrors`].
 
+use std::borrow::Cow;
 use std::fmt;
+
+use crate::hint::Hinted;
 
 /// Where in the input a bad value sits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,13 +62,14 @@ impl fmt::Display for Location {
 
 /// A profile, override or invocation that cannot become a launch.
 ///
-/// Displayed as `FILE:LINE:COLUMN: FIELD: MESSAGE` followed by `  hint: HINT`. Messages are
-/// lower case without a final period and never contain a secret's value.
+/// Displayed as `FILE:LINE:COLUMN: FIELD: MESSAGE`; the hint is [`Hinted::hint`], which
+/// [`Hinted::with_hint`] prints after it as `  hint: HINT`. Messages are lower case without a
+/// final period and never contain a secret's value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PolicyError {
     /// The input is not valid: bad TOML, a bad value, or fields that contradict each other.
-    #[error("{location}: {message}\n  hint: {hint}")]
+    #[error("{location}: {message}")]
     Invalid {
         /// Where the bad value is.
         location: Location,
@@ -75,7 +80,7 @@ pub enum PolicyError {
     },
     /// The profile is valid, but this launch cannot be made from it on this machine (a missing
     /// file, a seed target that is not configured, a value docker cannot carry).
-    #[error("{location}: {message}\n  hint: {hint}")]
+    #[error("{location}: {message}")]
     Unlaunchable {
         /// Where the value that blocks the launch is.
         location: Location,
@@ -107,18 +112,22 @@ impl PolicyError {
         }
     }
 
-    /// What to do about it.
-    pub fn hint(&self) -> &str {
-        match self {
-            PolicyError::Invalid { hint, .. } | PolicyError::Unlaunchable { hint, .. } => hint,
-        }
-    }
-
     /// The 1-based (line, column) of the bad value in the profile, where known.
     pub fn position(&self) -> Option<(usize, usize)> {
         match self.location() {
             Location::Profile { position, .. } => *position,
             _ => None,
+        }
+    }
+}
+
+impl Hinted for PolicyError {
+    /// What to do about it: every policy error knows.
+    fn hint(&self) -> Option<Cow<'_, str>> {
+        match self {
+            PolicyError::Invalid { hint, .. } | PolicyError::Unlaunchable { hint, .. } => {
+                Some(Cow::Borrowed(hint))
+            }
         }
     }
 }
@@ -129,8 +138,9 @@ pub const MAX_REPORTED_ERRORS: usize = 20;
 /// Every independent error of a profile, in file order (errors without a position last),
 /// at most [`MAX_REPORTED_ERRORS`] of them; never empty.
 ///
-/// Displayed as the errors one after another, each in [`PolicyError`]'s format, then, when
-/// some were left out, a line saying how many.
+/// One error alone displays as that error (its message; its hint is [`Hinted::hint`]).
+/// Several display one after another, each with its own hint ([`Hinted::with_hint`]), then,
+/// when some were left out, a line saying how many; the whole then has no hint of its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyErrors {
     errors: Vec<PolicyError>,
@@ -201,13 +211,26 @@ impl From<PolicyError> for PolicyErrors {
     }
 }
 
+impl PolicyErrors {
+    /// The one error, when there is exactly one and none was left out: its hint is the whole's.
+    fn alone(&self) -> Option<&PolicyError> {
+        match self.errors.as_slice() {
+            [one] if self.omitted == 0 && !self.truncated => Some(one),
+            _ => None,
+        }
+    }
+}
+
 impl fmt::Display for PolicyErrors {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(one) = self.alone() {
+            return write!(formatter, "{one}");
+        }
         for (index, error) in self.errors.iter().enumerate() {
             if index > 0 {
                 writeln!(formatter)?;
             }
-            write!(formatter, "{error}")?;
+            write!(formatter, "{}", error.with_hint())?;
         }
         if self.omitted > 0 || self.truncated {
             let at_least = if self.truncated { "at least " } else { "" };
@@ -219,6 +242,13 @@ impl fmt::Display for PolicyErrors {
             )?;
         }
         Ok(())
+    }
+}
+
+impl Hinted for PolicyErrors {
+    /// The hint of the one error, when there is one alone; several errors print each their own.
+    fn hint(&self) -> Option<Cow<'_, str>> {
+        self.alone().and_then(Hinted::hint)
     }
 }
 

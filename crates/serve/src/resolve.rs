@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 
 use agentc_engine::session::{session_name, SessionPort};
 use agentc_policy::profile::{MountConfig, MountType};
-use agentc_policy::Hinted;
 use agentc_policy::{Instance, LaunchSpec, LoadedProfile, PortSpec, Protocol, Start};
 
 use super::common::{failure, sandbox_name};
@@ -114,13 +113,16 @@ fn amend(loaded: &mut LoadedProfile, request: &LaunchRequest<'_>) -> Result<(), 
         });
     }
     agentc_policy::validate(loaded).map_err(|errors| {
-        failure(Failure::new(
-            EXIT_INVALID,
-            format!(
+        // One error's hint stays a field (`data.hint`); several keep theirs in the message.
+        let invalid = Failure::invalid_profile(errors);
+        failure(Failure {
+            code: EXIT_INVALID,
+            message: format!(
                 "the profile with the request's mounts and publish is invalid:\n{}",
-                Failure::invalid_profile(errors).with_hint()
+                invalid.message
             ),
-        ))
+            hint: invalid.hint,
+        })
     })
 }
 

@@ -1,10 +1,11 @@
 //! The commands that neither launch nor connect: `validate`, `schema`, `explain`, `render`.
 
+use std::borrow::Cow;
 use std::io::Write;
 
-use agentc_policy::Hinted;
 use agentc_policy::LaunchSpec;
 use agentc_policy::LoadedProfile;
+use agentc_policy::{Hint, Hinted};
 
 use crate::cli::{
     Command, ExplainArgs, ExplainBackendArg, ExplainFormat, FormatArg, K8sArgs, K8sKindArg,
@@ -290,8 +291,12 @@ fn render_k8s(
     args: &K8sArgs,
 ) -> Result<agentc_backend_k8s::Rendering, Failure> {
     let options = k8s_options(loaded, spec, args)?;
-    agentc_backend_k8s::render(spec, &options)
-        .map_err(|errors| Failure::unlaunchable(format!("{}: {errors}", loaded.file)))
+    agentc_backend_k8s::render(spec, &options).map_err(|errors| {
+        Failure::unlaunchable(Hint {
+            message: format!("{}: {errors}", loaded.file),
+            hint: errors.hint().map(Cow::into_owned),
+        })
+    })
 }
 
 /// The Kubernetes rendering's options: the command line's (`K8sArgs`) and the profile's
@@ -354,10 +359,10 @@ fn upstream_ca_files(spec: &LaunchSpec) -> Result<agentc_backend_k8s::CaFiles, F
 /// ConfigMap data of the Kubernetes rendering's upstream CA. An error names the file.
 pub fn read_ca_files(source: &std::path::Path) -> Result<agentc_backend_k8s::CaFiles, Failure> {
     let unreadable = |path: &std::path::Path, why: String| {
-        Failure::unlaunchable(format!(
+        Failure::unlaunchable(Hint::none(format!(
             "cannot read the proxy CA {} for the Kubernetes rendering: {why}",
             path.display()
-        ))
+        )))
         .hinted(
             "the egress proxy Pod trusts it from a ConfigMap of the rendering; make it a \
              readable PEM file (or a directory of them)",

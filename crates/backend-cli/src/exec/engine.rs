@@ -302,7 +302,10 @@ pub(crate) async fn launch_argv_as(
     let (env, spec) = (env.clone(), spec.clone());
     tokio::task::spawn_blocking(move || launch_argv(engine, &env, &spec))
         .await
-        .map_err(|error| ExecError::Render(Box::new(error)))?
+        .map_err(|error| ExecError::Render {
+            error: Box::new(error),
+            hint: None,
+        })?
 }
 
 #[cfg(test)]

@@ -258,7 +258,10 @@ impl Deploying {
         let loaded = load_profile(profile)?;
         let launches = gather::launches(&loaded, profile, None, &BTreeMap::new())?;
         let image = run_image(&launches).ok_or_else(|| {
-            Failure::unlaunchable(format!("{}: the profile has no run launch", loaded.file))
+            Failure::unlaunchable(Hint::none(format!(
+                "{}: the profile has no run launch",
+                loaded.file
+            )))
         })?;
         Ok(Deploying {
             loaded,

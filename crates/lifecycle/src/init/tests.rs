@@ -236,6 +236,7 @@ fn hostile_option_values_stay_inside_their_toml_string() {
     .unwrap();
     let errors = agentc_policy::load("box.toml", &text)
         .unwrap_err()
+        .with_hint()
         .to_string();
     assert!(!errors.contains("unknown field"), "{errors}");
     assert!(errors.contains("image.ref"), "{errors}");

@@ -2,6 +2,7 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::error::{Location, PolicyError};
+use crate::hint::Hinted;
 use crate::inputs::{Instance, PathKind, ProfileRecord, Start};
 use crate::load::load;
 use crate::resolve::resolve;
@@ -450,6 +451,7 @@ fn an_instance_that_cannot_hold_is_refused() {
         let loaded = load("dev.toml", PROFILE).unwrap();
         resolve(&loaded, &inputs, &ALICE.paths())
             .expect_err("refused")
+            .with_hint()
             .to_string()
     };
     let unnamed = refused(

@@ -69,7 +69,10 @@ fn syntax_errors_have_a_position() {
     assert_eq!(field, "");
     assert_eq!(position.map(|p| p.0), Some(2));
     assert!(message.starts_with("invalid toml: "), "{message}");
-    assert!(error.to_string().starts_with("p.toml:2:"), "{error}");
+    assert!(
+        error.with_hint().to_string().starts_with("p.toml:2:"),
+        "{error}"
+    );
 }
 
 #[test]

@@ -493,7 +493,10 @@ fn binds_of_root_and_home_are_refused_unless_allowed() {
     let mut seed_inputs = inputs(LaunchKind::Seed, PROFILE_DIR, &[]);
     seed_inputs.seed_target = Some("/home/claude/all".to_string());
     let error = resolve(&loaded, &seed_inputs, &Disk).expect_err("refused");
-    assert!(error.to_string().contains("allow_home_bind"), "{error}");
+    assert!(
+        error.with_hint().to_string().contains("allow_home_bind"),
+        "{error}"
+    );
     // Accepted when allowed, and reported.
     let root = one(
         &with_mount("/", "[security]\nallow_root_bind = true\n"),
@@ -582,7 +585,7 @@ fn host_paths_that_hand_over_the_host_are_refused_wherever_they_enter() {
         }
     }
     let error = load("p.toml", &with_mount("/var/lib/docker", "")).expect_err("refused");
-    let error = error.first().to_string();
+    let error = error.first().with_hint().to_string();
     assert!(
         error.starts_with("p.toml:5:10: mounts[0].source: mounts[0].source /var/lib/docker holds a container engine's data"),
         "{error}"
@@ -621,7 +624,10 @@ fn host_paths_that_hand_over_the_host_are_refused_wherever_they_enter() {
     as_root.home_dir = "/root".to_string();
     as_root.workspace = "/root".to_string();
     let error = resolve(&loaded, &as_root, &Disk).expect_err("the home itself");
-    assert!(error.to_string().contains("allow_home_bind"), "{error}");
+    assert!(
+        error.with_hint().to_string().contains("allow_home_bind"),
+        "{error}"
+    );
     // A mount through a link is judged where the link leads.
     let (field, message, _) = {
         let loaded = load("p.toml", &with_mount("/home/dev/src/link/containers", ""))
@@ -652,6 +658,7 @@ fn host_paths_that_hand_over_the_host_are_refused_wherever_they_enter() {
     let error = resolve(&loaded, &seed_inputs, &Disk).expect_err("refused");
     assert!(
         error
+            .with_hint()
             .to_string()
             .contains("allow_credential_dir_bind = true"),
         "{error}"
@@ -667,6 +674,7 @@ fn host_paths_that_hand_over_the_host_are_refused_wherever_they_enter() {
         resolve(&loaded, &inputs(LaunchKind::Build, PROFILE_DIR, &[]), &Disk).expect_err("refused");
     assert!(
         error
+            .with_hint()
             .to_string()
             .contains("image.build_context /home/dev/.kube"),
         "{error}"
@@ -1030,13 +1038,13 @@ fn a_ca_bundle_of_the_hosts_trust_store_is_no_host_system_bind() {
         format!("{CLAUDE}[proxy]\nhttps = \"http://proxy.corp:3128/\"\n{key} = {path:?}\n")
     };
     let resolved = |text: &str| {
-        let loaded = load("p.toml", text).map_err(|e| e.first().to_string())?;
+        let loaded = load("p.toml", text).map_err(|e| e.first().with_hint().to_string())?;
         resolve(
             &loaded,
             &inputs(LaunchKind::Run, PROFILE_DIR, &[]),
             &TrustStore,
         )
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.with_hint().to_string())
     };
     // Public certificates: accepted as the proxy's CA, as a file or the store's directory.
     for (key, path) in [

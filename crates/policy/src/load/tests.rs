@@ -1228,7 +1228,7 @@ fn added_capabilities_are_linux_capabilities() {
 fn errors_display_file_position_field_and_hint() {
     let error = err(&format!("{MINIMAL}[resources]\npids_limit = 0\n"));
     assert_eq!(
-        error.to_string(),
+        error.with_hint().to_string(),
         "p.toml:4:14: resources.pids_limit: resources.pids_limit must be between 1 and 4194304, not 0\n  hint: write a process limit such as 512, or \"off\" for no limit"
     );
 }
@@ -1363,6 +1363,7 @@ fn reports_are_capped() {
     assert_eq!(errors.omitted(), 10);
     assert!(!errors.is_truncated());
     assert!(errors
+        .with_hint()
         .to_string()
         .ends_with("... and 10 more errors (fix these first)"));
     let keys: String = (0..150)
@@ -1371,6 +1372,7 @@ fn reports_are_capped() {
     let errors = load("p.toml", &format!("{MINIMAL}{keys}")).unwrap_err();
     assert!(errors.is_truncated());
     assert!(errors
+        .with_hint()
         .to_string()
         .contains("... and at least 80 more errors"));
 }

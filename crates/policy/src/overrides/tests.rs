@@ -1,4 +1,5 @@
 use super::*;
+use crate::hint::Hinted;
 
 fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -32,9 +33,13 @@ fn a_misspelled_override_is_refused_and_other_names_pass() {
         }
         let error = check_variable_name(name).unwrap_err();
         assert_eq!(variable_of(error.clone()), name);
-        assert!(error.to_string().contains("sets nothing"), "{error}");
+        assert!(
+            error.with_hint().to_string().contains("sets nothing"),
+            "{error}"
+        );
         assert!(
             error
+                .with_hint()
                 .to_string()
                 .contains(&format!("hint: did you mean {meant}?")),
             "{error}"
@@ -56,7 +61,10 @@ fn network_off_is_not_a_network_name() {
     let error = parse_overrides(&env(&[(NETWORK, "OFF")])).unwrap_err();
     assert_eq!(variable_of(error.clone()), NETWORK);
     assert!(
-        error.to_string().contains("AGENTC_NETWORK has no `off`"),
+        error
+            .with_hint()
+            .to_string()
+            .contains("AGENTC_NETWORK has no `off`"),
         "{error}"
     );
 }
@@ -196,7 +204,7 @@ fn host_and_malformed_networks_are_refused() {
 #[test]
 fn error_display_carries_a_hint() {
     let error = parse_overrides(&env(&[(PIDS_LIMIT, "lots")])).unwrap_err();
-    let text = error.to_string();
+    let text = error.with_hint().to_string();
     assert!(
         text.starts_with("environment variable AGENTC_PIDS_LIMIT: "),
         "{text}"

@@ -434,7 +434,10 @@ fn a_gateway_keeps_the_network_and_mounts_its_files_read_only() {
     ]);
     let error = resolve_with(&text, &inputs(LaunchKind::Run), &probe).unwrap_err();
     assert!(
-        error.to_string().contains("gateway key is not a file"),
+        error
+            .with_hint()
+            .to_string()
+            .contains("gateway key is not a file"),
         "{error}"
     );
     let (field, position) = unlaunchable_field(error);
@@ -465,6 +468,7 @@ fn gateway_inputs_may_be_read_only_mounts_but_not_writable_ones() {
     let error = resolve_with(&writable, &inputs(LaunchKind::Run), &probe).unwrap_err();
     assert!(
         error
+            .with_hint()
             .to_string()
             .contains("gateway key mount must be read-only"),
         "{error}"
@@ -689,7 +693,10 @@ fn mounts_may_not_shadow_generated_targets() {
         let probe = paths(&[("/x", PathKind::File)]);
         let error = resolve_with(&text, &inputs(LaunchKind::Run), &probe).unwrap_err();
         assert!(
-            error.to_string().contains("conflicts with generated mount"),
+            error
+                .with_hint()
+                .to_string()
+                .contains("conflicts with generated mount"),
             "{target}: {error}"
         );
     }
@@ -963,6 +970,7 @@ fn seed_launches_need_a_configured_target_inside_the_home() {
     invocation.seed_target = Some("/home/claude/other".into());
     assert!(resolve_with(&text, &invocation, &probe)
         .unwrap_err()
+        .with_hint()
         .to_string()
         .contains("not configured"));
     invocation.seed_target = Some("/home/claude/.claude/settings.json".into());
@@ -1080,6 +1088,7 @@ fn decant_reads_one_home_per_agent_on_a_published_port() {
     let twice = decant_inputs(&[("a", AgentName::Codex), ("b", AgentName::Codex)]);
     assert!(resolve_with(&text, &twice, &paths(&[]))
         .unwrap_err()
+        .with_hint()
         .to_string()
         .contains("multiple codex"));
     let none = decant_inputs(&[]);
@@ -1281,6 +1290,7 @@ fn an_environment_name_set_twice_is_an_error_naming_the_field() {
     let error = resolve(&loaded, &inputs(LaunchKind::Run), &paths(&[])).unwrap_err();
     assert!(
         error
+            .with_hint()
             .to_string()
             .contains("LANGFUSE_PUBLIC_KEY would be set twice"),
         "{error}"
@@ -1299,7 +1309,10 @@ fn hermes_endpoints_need_a_mapped_provider_kind() {
         return; // The loader may already reject it.
     };
     let error = resolve(&loaded, &inputs(LaunchKind::Run), &paths(&[])).unwrap_err();
-    assert!(error.to_string().contains("hermes provider"), "{error}");
+    assert!(
+        error.with_hint().to_string().contains("hermes provider"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -1666,7 +1679,7 @@ fn a_host_the_proxy_refuses_in_a_profile_built_in_code_is_refused_not_dropped() 
     assert!(loaded.egress_hosts()[1].specs().is_err());
     let error = resolve(&loaded, &inputs(LaunchKind::Run), &paths(&[]))
         .expect_err("a host the proxy refuses");
-    let text = error.to_string();
+    let text = error.with_hint().to_string();
     assert!(text.contains("egress.hosts"), "{text}");
     assert!(text.contains("invalid host spec `0x0a000001`"), "{text}");
 }
@@ -1973,7 +1986,7 @@ fn an_upstream_url_agentcs_proxy_cannot_chain_through_is_refused_without_its_cre
              [egress]\nhosts = [\"api.anthropic.com\"]\n"
         );
         let errors = load("dev.toml", &text).unwrap_err();
-        let shown = format!("{errors}\n{errors:?}");
+        let shown = format!("{}\n{errors:?}", errors.with_hint());
         assert!(shown.contains(field), "{proxy}: {shown}");
         assert!(
             !shown.contains("hunter2"),
@@ -2053,7 +2066,7 @@ fn behind_an_upstream_that_gets_every_destination_the_default_provider_host_gets
     );
     // A no_proxy entry for it goes direct, where egress.hosts decides: refused at validation.
     let direct = text.replace("[egress]", "no_proxy = [\"api.anthropic.com\"]\n[egress]");
-    let error = load("p.toml", &direct).unwrap_err().to_string();
+    let error = load("p.toml", &direct).unwrap_err().with_hint().to_string();
     assert!(
         error.contains("provider.api_key_env names the key of api.anthropic.com"),
         "{error}"
@@ -2117,6 +2130,7 @@ fn a_floor_runtime_for_a_launch_without_a_floor_or_against_its_named_runtime_is_
     .unwrap_err();
     assert!(matches!(error, PolicyError::Unlaunchable { .. }));
     assert!(error
+        .with_hint()
         .to_string()
         .contains("a runtime (runsc) was chosen for an isolation floor the launch does not have"));
     let named = floored("runtime = \"kata\"\n");
@@ -2126,7 +2140,7 @@ fn a_floor_runtime_for_a_launch_without_a_floor_or_against_its_named_runtime_is_
         &paths(&[]),
     )
     .unwrap_err();
-    assert!(error.to_string().contains(
+    assert!(error.with_hint().to_string().contains(
         "security.runtime names \"kata\", but the isolation floor's runtime chosen is \"runsc\""
     ));
     // The runtime it names, chosen: placed, the runtime's origin still the profile's line.
