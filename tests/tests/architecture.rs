@@ -113,7 +113,9 @@ fn a_hint_is_a_field_not_text_in_a_message() {
         let code = text.split("#[cfg(test)]").next().unwrap_or_default();
         let count = code.matches(literal).count();
         if count > 0 {
-            wrong.push(format!("{shown}: {count} hint(s) written into message text"));
+            wrong.push(format!(
+                "{shown}: {count} hint(s) written into message text"
+            ));
         }
     }
     assert!(
