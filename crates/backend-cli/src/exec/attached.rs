@@ -35,15 +35,18 @@ use super::docker::{
 /// killed.
 const DOCKER_GRACE: Duration = Duration::from_secs(10);
 
-/// Runs `spec` attached through `port`'s command line; see the module documentation.
-pub(crate) async fn run_attached<S: Interrupts>(
-    port: &super::port::CliPort,
+/// Runs `spec` attached through `port`'s command line, the engine's program run with `engine_env`
+/// on top of agentc's environment (the port's: where its caller's engine is); see the module
+/// documentation.
+pub(crate) async fn run_attached<P: EnginePort, S: Interrupts>(
+    port: &P,
+    engine_env: &BTreeMap<String, String>,
     spec: &ContainerSpec,
     env: &BTreeMap<String, String>,
     signals: &mut S,
 ) -> Result<Exited, ExecError> {
     agentc_engine::resolve_env(spec, env)?;
-    let mut argv = super::engine::launch_argv_as(port.engine(), port.env(), spec).await?;
+    let mut argv = super::engine::launch_argv_as(port.engine(), engine_env, spec).await?;
     let cid = CidFile::new()?;
     argv.insert(2, format!("--cidfile={}", cid.path().display()));
     let secrets = agentc_engine::secrets::secret_values(spec, env);
@@ -51,7 +54,7 @@ pub(crate) async fn run_attached<S: Interrupts>(
     let program = port.engine().program();
     let mut child = tokio::process::Command::new(program)
         .args(&argv[1..])
-        .envs(port.env())
+        .envs(engine_env)
         .envs(&secrets)
         .stdin(Stdio::inherit())
         .stdout(Stdio::inherit())

@@ -456,7 +456,7 @@ impl EnginePort for CliPort {
         signals: &mut S,
     ) -> Result<agentc_engine::launch::Exited, ExecError> {
         // docker itself sees whether its stdin is a terminal.
-        super::attached::run_attached(self, spec, env, signals).await
+        super::attached::run_attached(self, self.env(), spec, env, signals).await
     }
 
     async fn runtimes(&self) -> Result<agentc_engine::EngineRuntimes, ExecError> {
