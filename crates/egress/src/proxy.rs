@@ -286,22 +286,7 @@ impl Server {
         let (dns_udp, dns_tcp) = match config.dns {
             None => (None, None),
             Some(address) => {
-                let udp = UdpSocket::bind(address)
-                    .await
-                    .map_err(|source| EgressError::Bind {
-                        address,
-                        what: "dns/udp",
-                        source,
-                    })?;
-                let tcp_address = udp.local_addr().unwrap_or(address);
-                let tcp =
-                    TcpListener::bind(tcp_address)
-                        .await
-                        .map_err(|source| EgressError::Bind {
-                            address: tcp_address,
-                            what: "dns/tcp",
-                            source,
-                        })?;
+                let (udp, tcp) = dns_stub::bind(address).await?;
                 (Some(udp), Some(tcp))
             }
         };

@@ -16,6 +16,7 @@ use tokio::time::timeout;
 
 use super::Shared;
 use crate::dns;
+use crate::error::EgressError;
 use crate::log::{Kind, Record};
 use crate::policy::Reason;
 
@@ -24,6 +25,43 @@ const MAX_DNS_TCP: usize = 64;
 
 /// Queries one DNS TCP connection may send.
 const MAX_DNS_TCP_QUERIES: usize = 16;
+
+/// How many ports a stub asked to listen on port 0 tries before it gives up: the system picks
+/// a free UDP port, which TCP may have taken.
+const PORT_CHOICES: usize = 16;
+
+/// The stub's sockets on `address`: UDP and TCP on one port. On port 0 (a test's), the port
+/// the system gives UDP, or, when TCP has that port in use, another.
+pub(super) async fn bind(address: SocketAddr) -> Result<(UdpSocket, TcpListener), EgressError> {
+    let mut tries = 0;
+    loop {
+        let udp = UdpSocket::bind(address)
+            .await
+            .map_err(|source| EgressError::Bind {
+                address,
+                what: "dns/udp",
+                source,
+            })?;
+        let tcp_address = udp.local_addr().unwrap_or(address);
+        match TcpListener::bind(tcp_address).await {
+            Ok(tcp) => return Ok((udp, tcp)),
+            Err(source)
+                if address.port() == 0
+                    && source.kind() == io::ErrorKind::AddrInUse
+                    && tries < PORT_CHOICES =>
+            {
+                tries += 1;
+            }
+            Err(source) => {
+                return Err(EgressError::Bind {
+                    address: tcp_address,
+                    what: "dns/tcp",
+                    source,
+                })
+            }
+        }
+    }
+}
 
 /// The stub's answer to one message, after its decision line.
 fn dns_reply(message: &[u8], client: SocketAddr, shared: &Shared) -> Option<Vec<u8>> {
@@ -121,4 +159,50 @@ fn dropped(client: SocketAddr, shared: &Shared, detail: String) {
     let mut line = Record::new(Kind::Dns, client, Reason::DnsDropped);
     line.detail = Some(detail);
     shared.emit(line);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block_on<F: std::future::Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime")
+            .block_on(future)
+    }
+
+    #[test]
+    fn the_stub_listens_on_one_port_for_udp_and_tcp() {
+        block_on(async {
+            let any: SocketAddr = "127.0.0.1:0".parse().expect("an address");
+            for _ in 0..32 {
+                let (udp, tcp) = bind(any).await.expect("a free port");
+                let port = udp.local_addr().expect("bound").port();
+                assert_ne!(port, 0);
+                assert_eq!(tcp.local_addr().expect("bound").port(), port);
+            }
+        });
+    }
+
+    #[test]
+    fn a_named_port_tcp_holds_is_refused_not_moved() {
+        block_on(async {
+            // A port whose TCP side is taken (and UDP free): the stub does not move elsewhere.
+            let (held, address) = loop {
+                let held = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+                let address = held.local_addr().expect("bound");
+                if std::net::UdpSocket::bind(address).is_ok() {
+                    break (held, address);
+                }
+            };
+            let error = bind(address).await.expect_err("TCP is taken");
+            assert!(
+                matches!(error, EgressError::Bind { what: "dns/tcp", address: at, .. } if at == address),
+                "{error:?}"
+            );
+            drop(held);
+        });
+    }
 }
