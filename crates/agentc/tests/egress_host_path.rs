@@ -188,15 +188,22 @@ struct Listener {
 }
 
 impl Listener {
+    /// TCP on a port the system picks and UDP on the same one: another pick when UDP has it
+    /// in use.
     fn bind(address: SocketAddr) -> Listener {
-        let tcp = TcpListener::bind(address).expect("listen on TCP");
-        let port = tcp.local_addr().unwrap().port();
-        let mut address = address;
-        address.set_port(port);
-        let udp = UdpSocket::bind(address).expect("listen on UDP at the same port");
-        udp.set_nonblocking(true).unwrap();
-        tcp.set_nonblocking(true).unwrap();
-        Listener { udp, tcp, port }
+        for _ in 0..16 {
+            let tcp = TcpListener::bind(address).expect("listen on TCP");
+            let port = tcp.local_addr().unwrap().port();
+            let mut address = address;
+            address.set_port(port);
+            let Ok(udp) = UdpSocket::bind(address) else {
+                continue;
+            };
+            udp.set_nonblocking(true).unwrap();
+            tcp.set_nonblocking(true).unwrap();
+            return Listener { udp, tcp, port };
+        }
+        panic!("no port on {address} is free for both TCP and UDP in 16 tries")
     }
 
     /// What arrived so far, after `settle` (packets in flight land).
