@@ -178,13 +178,13 @@ pub fn verify_failure(error: agentc_verify::VerifyError) -> Failure {
 /// and no request), else the command line ([`auto_backend`]); decided once a process for each
 /// engine and address, and logged.
 pub fn chosen(choice: BackendChoice, engine: Engine, env: &BTreeMap<String, String>) -> Backend {
-    type Decided = std::sync::Mutex<BTreeMap<(&'static str, Option<String>), Backend>>;
-    static AUTO: Decided = std::sync::Mutex::new(BTreeMap::new());
+    static AUTO: std::sync::Mutex<BTreeMap<EngineAt, Backend>> =
+        std::sync::Mutex::new(BTreeMap::new());
     match choice {
         BackendChoice::Cli => Backend::Cli,
         BackendChoice::Api => Backend::Api,
         BackendChoice::Auto => {
-            let key = (engine.program(), engine_host(engine, env));
+            let key = engine_at(engine, env);
             let known = AUTO
                 .lock()
                 .ok()
@@ -199,6 +199,14 @@ pub fn chosen(choice: BackendChoice, engine: Engine, env: &BTreeMap<String, Stri
             })
         }
     }
+}
+
+/// An engine and where it is ([`engine_host`]): what a process decides and reaps once for.
+type EngineAt = (&'static str, Option<String>);
+
+/// `engine` where `env` puts it.
+fn engine_at(engine: Engine, env: &BTreeMap<String, String>) -> EngineAt {
+    (engine.program(), engine_host(engine, env))
 }
 
 /// What `auto` chooses for `engine` where `env` puts it ([`engine_host`]), and why, in words
@@ -304,10 +312,10 @@ macro_rules! over_port {
 /// unless it names the workload it launches next (`own`), whose killed launch's leftovers go
 /// at once. A caller driving two engines has each reaped.
 fn reaped_already(engine: Engine, env: &BTreeMap<String, String>, own: Option<&str>) -> bool {
-    static REAPED: std::sync::Mutex<BTreeSet<(&'static str, Option<String>)>> =
-        std::sync::Mutex::new(BTreeSet::new());
-    let key = (engine.program(), engine_host(engine, env));
-    let first = REAPED.lock().map_or(true, |mut reaped| reaped.insert(key));
+    static REAPED: std::sync::Mutex<BTreeSet<EngineAt>> = std::sync::Mutex::new(BTreeSet::new());
+    let first = REAPED
+        .lock()
+        .map_or(true, |mut reaped| reaped.insert(engine_at(engine, env)));
     !first && own.is_none()
 }
 

@@ -59,6 +59,21 @@ impl<M> Hint<M> {
             hint: Some(hint.into()),
         }
     }
+
+    /// `message`, which says `error` within a larger text, with `error`'s hint.
+    pub fn carrying(message: M, error: &(impl Hinted + ?Sized)) -> Hint<M> {
+        Hint {
+            message,
+            hint: error.hint().map(Cow::into_owned),
+        }
+    }
+}
+
+impl Hint<String> {
+    /// `error`'s message and its hint, each kept as it is.
+    pub fn of(error: &(impl Hinted + ?Sized)) -> Hint<String> {
+        Hint::carrying(error.to_string(), error)
+    }
 }
 
 impl<M: fmt::Display> fmt::Display for Hint<M> {
@@ -119,6 +134,15 @@ mod tests {
         assert_eq!(
             with_hint(format_args!("{} {}", 1, 2), Some("h")),
             "1 2\n  hint: h"
+        );
+        let carried = Hint::carrying(format!("in a launch: {hinted}"), &hinted);
+        assert_eq!(
+            carried.with_hint().to_string(),
+            "in a launch: no such thing\n  hint: make it"
+        );
+        assert_eq!(
+            Hint::of(&hinted),
+            Hint::new("no such thing".to_string(), "make it")
         );
     }
 }

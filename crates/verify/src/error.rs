@@ -57,14 +57,6 @@ impl Hinted for VerifyError {
     }
 }
 
-/// `error`'s message and its hint, each kept as it is: a hinted error as a verify message.
-pub(crate) fn hinted(error: &(impl Hinted + ?Sized)) -> Hint<String> {
-    Hint {
-        message: error.to_string(),
-        hint: error.hint().map(Cow::into_owned),
-    }
-}
-
 impl VerifyError {
     /// The exit status `agentc verify` ends with for this error.
     pub fn exit_code(&self) -> i32 {

@@ -32,7 +32,7 @@ use super::egress::{
     check_spec, credential_environment, egress_checks, proxy_env, EgressProbe, ProxyFacts,
     CHECK_SUFFIX,
 };
-use super::error::{hinted, VerifyError};
+use super::error::VerifyError;
 use super::host_path::{HostPathRun, HOST_PATH_SUFFIX};
 use super::parse::parse_probe;
 
@@ -214,7 +214,7 @@ pub fn verifiable(spec: &LaunchSpec) -> Result<&ContainerSpec, VerifyError> {
 /// A floor not met: the refusal naming what the engine has (exit 65), or the engine's failure.
 pub fn floor_error(error: FloorError, engine: agentc_engine::Engine, profile: &str) -> VerifyError {
     match error {
-        FloorError::Shortfall(shortfall) => VerifyError::Unverifiable(hinted(
+        FloorError::Shortfall(shortfall) => VerifyError::Unverifiable(Hint::of(
             &agentc_engine::isolation::not_met(shortfall, engine, profile),
         )),
         FloorError::Engine(error) => VerifyError::Launch(error),
@@ -383,7 +383,7 @@ async fn probe<P: EnginePort>(
     let env = inputs.env;
     agentc_engine::resolve_env(probe, env)?;
     agentc_engine::argv::check_container(probe)
-        .map_err(|error| VerifyError::Unverifiable(hinted(&error)))?;
+        .map_err(|error| VerifyError::Unverifiable(Hint::of(&error)))?;
     let mut notify = inputs.notify;
     agentc_engine::image::ensure_image(port, &probe.image, inputs.pull, &mut notify).await?;
     // An image without the firewall the launch leaves egress to is refused as the launch is.

@@ -1,6 +1,5 @@
 //! The commands that neither launch nor connect: `validate`, `schema`, `explain`, `render`.
 
-use std::borrow::Cow;
 use std::io::Write;
 
 use agentc_policy::LaunchSpec;
@@ -292,10 +291,10 @@ fn render_k8s(
 ) -> Result<agentc_backend_k8s::Rendering, Failure> {
     let options = k8s_options(loaded, spec, args)?;
     agentc_backend_k8s::render(spec, &options).map_err(|errors| {
-        Failure::unlaunchable(Hint {
-            message: format!("{}: {errors}", loaded.file),
-            hint: errors.hint().map(Cow::into_owned),
-        })
+        Failure::unlaunchable(Hint::carrying(
+            format!("{}: {errors}", loaded.file),
+            &errors,
+        ))
     })
 }
 

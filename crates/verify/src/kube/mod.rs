@@ -35,7 +35,7 @@ use agentc_backend_k8s::play::{Play, PlayedPod};
 use agentc_backend_k8s::{EgressMode, Options, CONTAINER_NAME};
 use agentc_egress::image::ProxyExecutable;
 use agentc_engine::signals::Signals;
-use agentc_policy::{Hint, Hinted, LaunchSpec};
+use agentc_policy::{Hint, LaunchSpec};
 
 use self::egress::EgressPlay;
 use self::podman::Podman;
@@ -215,10 +215,10 @@ fn render_for_play(
     options: &Options,
 ) -> Result<(agentc_backend_k8s::Rendering, Play), VerifyError> {
     let rendering = agentc_backend_k8s::render(spec, options).map_err(|errors| {
-        VerifyError::Unverifiable(Hint {
-            message: format!("profile {:?}: {errors}", spec.profile),
-            hint: errors.hint().map(|hint| hint.into_owned()),
-        })
+        VerifyError::Unverifiable(Hint::carrying(
+            format!("profile {:?}: {errors}", spec.profile),
+            &errors,
+        ))
     })?;
     let command = vec![
         "/bin/sh".to_string(),
